@@ -1,0 +1,24 @@
+# Finds the Debian packages Kiln builds with. See ../shared/BUILD-NOTES.md for why each step is
+# the way it is (LLVM's version check, the zstd target clash).
+
+# zstd first: RocksDB wants zstd::zstd, LLVM wants zstd::libzstd_shared; make both exist.
+find_package(zstd CONFIG QUIET)
+if(zstd_FOUND AND NOT TARGET zstd::zstd AND TARGET zstd::libzstd_shared)
+  add_library(zstd::zstd INTERFACE IMPORTED)
+  target_link_libraries(zstd::zstd INTERFACE zstd::libzstd_shared)
+endif()
+
+find_package(LLVM 19.1 CONFIG REQUIRED PATHS /usr/lib/llvm-19/lib/cmake/llvm NO_DEFAULT_PATH)
+message(STATUS "LLVM ${LLVM_PACKAGE_VERSION} at ${LLVM_DIR}")
+# One shared libLLVM keeps every binary small (the static components make each ~50 MB).
+add_library(kiln_llvm INTERFACE)
+target_include_directories(kiln_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
+separate_arguments(KILN_LLVM_DEFS NATIVE_COMMAND "${LLVM_DEFINITIONS}")
+target_compile_definitions(kiln_llvm INTERFACE ${KILN_LLVM_DEFS})
+target_link_libraries(kiln_llvm INTERFACE LLVM)
+find_program(KILN_LLD NAMES ld.lld-19 PATHS /usr/lib/llvm-19/bin REQUIRED)
+
+find_package(Threads REQUIRED)
+find_package(GTest REQUIRED)
+find_package(benchmark QUIET)
+find_package(BLAS QUIET)  # OpenBLAS, for comparisons in bench/ only

@@ -1,0 +1,296 @@
+// Building with LLVM: the host JIT (ORC LLJIT), object files, shared libraries through ld.lld,
+// and IR / assembly text.
+//
+// JIT sessions: one LLJIT per distinct (triple, CPU, features), made on first use and kept for
+// the life of the process; each build() adds its module to a fresh JITDylib of that session, which
+// is removed (and its memory freed) when the last runtime::Module / Function referring to it
+// goes. Machine code is generated inside build() (the entry symbols are looked up there), under
+// the session's lock, because the session's target machine is not safe to use from two threads
+// at once. Target machines for the optimization pipeline are cached per thread.
+#include "compiler/codegen/build.h"
+
+#include <fcntl.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Triple.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "base/error.h"
+#include "compiler/codegen/codegen_llvm.h"
+
+#ifndef KILN_LLD
+#define KILN_LLD "ld.lld-19"
+#endif
+
+extern char** environ;
+
+namespace kiln::codegen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string llvm_error_string(llvm::Error e) {
+  std::string s;
+  llvm::handleAllErrors(std::move(e), [&](const llvm::ErrorInfoBase& info) {
+    if (!s.empty()) s += "; ";
+    s += info.message();
+  });
+  return s;
+}
+
+/// This thread's target machine for `t` (target machines are not thread-safe).
+llvm::TargetMachine* thread_target_machine(const LLVMTarget& t) {
+  thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> cache;
+  auto& tm = cache[t.key()];
+  if (tm == nullptr) tm = create_target_machine(t);
+  return tm.get();
+}
+
+/// One JIT per target configuration.
+struct JitSession {
+  std::mutex mu;  // held while code is generated (see the file comment)
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::atomic<uint64_t> next_id{0};
+};
+
+std::shared_ptr<JitSession> jit_session(const LLVMTarget& t) {
+  static std::mutex mu;
+  // Never destroyed: modules may outlive static destruction order at exit.
+  static auto* sessions = new std::map<std::string, std::shared_ptr<JitSession>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto& s = (*sessions)[t.key()];
+  if (s != nullptr) return s;
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(t.triple)};
+  jtmb.setCPU(t.cpu);
+  jtmb.setFeatures(t.features);
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  jtmb.setRelocationModel(llvm::Reloc::PIC_);
+  jtmb.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Fast;
+  jtmb.getOptions().EmulatedTLS = false;
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create();
+  KILN_ICHECK(static_cast<bool>(jit))
+      << "cannot start the LLVM JIT for " << t.key() << ": " << llvm_error_string(jit.takeError());
+  s = std::make_shared<JitSession>();
+  s->jit = std::move(*jit);
+  return s;
+}
+
+/// A module of JIT-compiled functions: one JITDylib of a session.
+class JitModuleNode final : public runtime::ModuleNode {
+ public:
+  JitModuleNode(std::shared_ptr<JitSession> session, llvm::orc::JITDylib* jd, std::string names)
+      : session_(std::move(session)), jd_(jd), names_(std::move(names)) {}
+
+  ~JitModuleNode() override {
+    if (llvm::Error e = session_->jit->getExecutionSession().removeJITDylib(*jd_)) {
+      llvm::consumeError(std::move(e));
+    }
+  }
+
+  void* symbol(const std::string& name) override {
+    auto addr = session_->jit->lookup(*jd_, name);
+    if (!addr) {
+      llvm::consumeError(addr.takeError());
+      return nullptr;
+    }
+    return addr->toPtr<void*>();
+  }
+  std::string kind() const override { return "llvm-jit"; }
+  std::string name() const override { return "llvm-jit module (" + names_ + ")"; }
+
+ private:
+  std::shared_ptr<JitSession> session_;
+  llvm::orc::JITDylib* jd_;
+  std::string names_;
+};
+
+/// Generates and optimizes the module of `funcs`.
+std::unique_ptr<llvm::Module> compile_module(const std::vector<ir::PrimFunc>& funcs,
+                                             const LLVMTarget& lt, llvm::TargetMachine* tm,
+                                             llvm::LLVMContext* ctx, bool optimize,
+                                             BuildTimings* timings) {
+  auto t0 = Clock::now();
+  std::unique_ptr<llvm::Module> m = codegen_llvm(funcs, lt, tm, ctx);
+  if (timings != nullptr) timings->codegen_ms = ms_since(t0);
+  t0 = Clock::now();
+  if (optimize) optimize_module(m.get(), tm);
+  if (timings != nullptr) timings->optimize_ms = ms_since(t0);
+  return m;
+}
+
+std::string emit_file(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
+                      llvm::CodeGenFileType type) {
+  const LLVMTarget lt = resolve_llvm_target(target);
+  llvm::TargetMachine* tm = thread_target_machine(lt);
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> m = compile_module(funcs, lt, tm, &ctx, true, nullptr);
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager pm;
+  KILN_ICHECK(!tm->addPassesToEmitFile(pm, os, nullptr, type))
+      << "LLVM cannot emit this file type for " << lt.triple;
+  pm.run(*m);
+  return std::string(buf.begin(), buf.end());
+}
+
+/// Runs `argv` and returns its exit status; its stdout and stderr go to *output.
+int run_process(const std::vector<std::string>& argv, std::string* output) {
+  char log_template[] = "/tmp/kiln-lld-XXXXXX";
+  const int fd = mkstemp(log_template);
+  KILN_USER_CHECK(fd >= 0) << "export_library: cannot create a temporary file in /tmp: "
+                           << std::strerror(errno);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
+  std::vector<char*> cargv;
+  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawn_rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  if (spawn_rc == 0) {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  close(fd);
+  std::ifstream in(log_template);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *output = ss.str();
+  std::filesystem::remove(log_template);
+  if (spawn_rc != 0) {
+    *output = std::string("cannot run it: ") + std::strerror(spawn_rc);
+    return 127;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace
+
+runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
+                      BuildTimings* timings) {
+  KILN_USER_CHECK(target.kind == "llvm")
+      << "build: target '" << target.str() << "' is not an llvm target; the " << target.kind
+      << " back-end builds its own kind of module";
+  KILN_USER_CHECK(target.is_host())
+      << "target '" << target.str() << "' cannot run on this machine (" << target::host_triple()
+      << "); use export_library";
+  BuildTimings local;
+  if (timings == nullptr) timings = &local;
+  const LLVMTarget lt = resolve_llvm_target(target);
+  llvm::TargetMachine* tm = thread_target_machine(lt);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> m = compile_module(funcs, lt, tm, ctx.get(), true, timings);
+
+  const auto t0 = Clock::now();
+  std::shared_ptr<JitSession> session = jit_session(lt);
+  std::string names;
+  for (const ir::PrimFunc& f : funcs) names += (names.empty() ? "" : ", ") + f.name;
+  std::shared_ptr<JitModuleNode> node;
+  {
+    std::lock_guard<std::mutex> lock(session->mu);
+    auto jd = session->jit->createJITDylib("kiln_module_" + std::to_string(session->next_id++));
+    KILN_ICHECK(static_cast<bool>(jd)) << llvm_error_string(jd.takeError());
+    node = std::make_shared<JitModuleNode>(session, &*jd, names);
+    llvm::Error added =
+        session->jit->addIRModule(*jd, llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx)));
+    KILN_ICHECK(!added) << "JIT rejected the module: " << llvm_error_string(std::move(added));
+    // Generate the machine code now (the first lookup compiles the whole module), so that a
+    // missing external symbol is reported here and build() times the whole compilation.
+    for (const ir::PrimFunc& f : funcs) {
+      auto addr = session->jit->lookup(*jd, f.name);
+      KILN_USER_CHECK(static_cast<bool>(addr))
+          << "build: JIT compilation of '" << f.name
+          << "' failed: " << llvm_error_string(addr.takeError());
+    }
+  }
+  timings->jit_ms = ms_since(t0);
+  return runtime::Module::from_node(std::move(node));
+}
+
+std::vector<uint8_t> emit_object(const std::vector<ir::PrimFunc>& funcs,
+                                 const target::Target& target) {
+  const std::string bytes = emit_file(funcs, target, llvm::CodeGenFileType::ObjectFile);
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+std::string emit_assembly(const std::vector<ir::PrimFunc>& funcs, const target::Target& target) {
+  return emit_file(funcs, target, llvm::CodeGenFileType::AssemblyFile);
+}
+
+std::string emit_llvm_ir(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
+                         bool optimize) {
+  const LLVMTarget lt = resolve_llvm_target(target);
+  llvm::TargetMachine* tm = thread_target_machine(lt);
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> m = compile_module(funcs, lt, tm, &ctx, optimize, nullptr);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m->print(os, nullptr);
+  return os.str();
+}
+
+void export_library(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
+                    const std::string& path) {
+  const LLVMTarget lt = resolve_llvm_target(target);
+  const std::vector<uint8_t> obj = emit_object(funcs, target);
+
+  char obj_template[] = "/tmp/kiln-obj-XXXXXX.o";
+  const int fd = mkstemps(obj_template, 2);
+  KILN_USER_CHECK(fd >= 0) << "export_library: cannot create a temporary object file in /tmp: "
+                           << std::strerror(errno);
+  const std::string obj_path = obj_template;
+  size_t written = 0;
+  while (written < obj.size()) {
+    const ssize_t n = write(fd, obj.data() + written, obj.size() - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  close(fd);
+  if (written != obj.size()) {
+    std::filesystem::remove(obj_path);
+    KILN_USER_ERROR() << "export_library: cannot write the temporary object file '" << obj_path
+                      << "'";
+  }
+
+  std::vector<std::string> argv{KILN_LLD,
+                                "-shared",
+                                "-m",
+                                lt.is_aarch64 ? "aarch64linux" : "elf_x86_64",
+                                "--hash-style=both",
+                                "-o",
+                                path,
+                                obj_path};
+  std::string output;
+  const int rc = run_process(argv, &output);
+  std::filesystem::remove(obj_path);
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  KILN_USER_CHECK(rc == 0) << "export_library: linking '" << path << "' with " << KILN_LLD
+                           << " failed (exit code " << rc << "): " << output;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,53 @@
+// Turning lowered functions into running code with LLVM: a JIT-compiled module on this machine,
+// an object file or shared library for any llvm target (x86-64, AArch64), and LLVM IR or assembly
+// text for inspection. Every generated function follows deploy/runtime/c_abi.h, so the runtime
+// calls a JIT module and a loaded library the same way.
+//
+// All entry points are thread-safe: each call uses its own LLVM context; JIT sessions are shared
+// per target and guarded.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/function.h"
+#include "compiler/target/target.h"
+#include "deploy/runtime/module.h"
+
+namespace kiln::codegen {
+
+/// Where the time of a build() went, in milliseconds.
+struct BuildTimings {
+  double codegen_ms = 0;   ///< IR to LLVM IR
+  double optimize_ms = 0;  ///< LLVM's O3 pipeline
+  double jit_ms = 0;       ///< machine code generation and linking in the JIT
+  double total_ms() const { return codegen_ms + optimize_ms + jit_ms; }
+};
+
+/// JIT-compiles `funcs` for `target` (which must run on this machine: an llvm target with the
+/// host's triple) and returns a module whose functions are `funcs[i].name`. The module's
+/// `__kiln_parallel_launch` points at the runtime's thread pool. Raises kiln::Error for a target
+/// that cannot run here ("use export_library"), a non-llvm target, or a mistake in the functions.
+runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
+                      BuildTimings* timings = nullptr);
+
+/// An ELF relocatable object (position-independent) for any llvm target.
+std::vector<uint8_t> emit_object(const std::vector<ir::PrimFunc>& funcs,
+                                 const target::Target& target);
+
+/// Links the object of `funcs` into the shared library `path` with ld.lld; when the target is
+/// the host, runtime::Module::load_library(path) loads it. libc / libm symbols (aligned_alloc,
+/// expf, ...) are left to the loading process. Raises kiln::Error naming the path and quoting the
+/// linker's output if linking fails.
+void export_library(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
+                    const std::string& path);
+
+/// The LLVM IR of `funcs`, after the O3 pipeline unless `optimize` is false.
+std::string emit_llvm_ir(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
+                         bool optimize = true);
+
+/// The optimized assembly of `funcs` for `target` (e.g. to look for zmm or fmla instructions).
+std::string emit_assembly(const std::vector<ir::PrimFunc>& funcs, const target::Target& target);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,267 @@
+// Memory in generated code: loads and stores (scalar, contiguous vectors from stride-1 Ramp
+// indices, broadcast indices, gathers / scatters for any other vector index, masked forms for
+// predicates) and Allocate (entry-block allocas for small constant sizes, aligned heap memory
+// otherwise). Bool elements are bytes in memory and i1 in registers.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+
+#include "base/error.h"
+#include "compiler/codegen/codegen_llvm_impl.h"
+#include "compiler/ir/op.h"
+
+namespace kiln::codegen::detail {
+
+using ir::DataType;
+using ir::Expr;
+using ir::ExprKind;
+
+namespace {
+
+/// The largest k such that `e` is known to be a multiple of k (1 when nothing is known).
+int64_t known_multiple(const Expr& e) {
+  constexpr int64_t kCap = int64_t{1} << 30;
+  switch (e.kind()) {
+    case ExprKind::kIntImm: {
+      const int64_t v = e.as<ir::IntImmNode>()->value;
+      return v == 0 ? kCap : std::min(kCap, v < 0 ? -v : v);
+    }
+    case ExprKind::kAdd: {
+      auto* op = e.as<ir::AddNode>();
+      return std::gcd(known_multiple(op->a), known_multiple(op->b));
+    }
+    case ExprKind::kSub: {
+      auto* op = e.as<ir::SubNode>();
+      return std::gcd(known_multiple(op->a), known_multiple(op->b));
+    }
+    case ExprKind::kMul: {
+      auto* op = e.as<ir::MulNode>();
+      return std::min(kCap, known_multiple(op->a) * known_multiple(op->b));
+    }
+    case ExprKind::kRamp:
+      return known_multiple(e.as<ir::RampNode>()->base);
+    case ExprKind::kBroadcast:
+      return known_multiple(e.as<ir::BroadcastNode>()->value);
+    case ExprKind::kCast:
+      return e.dtype().is_int() ? known_multiple(e.as<ir::CastNode>()->value) : 1;
+    default:
+      return 1;
+  }
+}
+
+/// Widens an index to the pointer width the way its type says (unsigned ones zero-extend).
+llvm::Value* index_value(llvm::IRBuilder<>& b, llvm::Value* v, DataType t) {
+  if (t.is_uint() && t.bits() < 64) {
+    llvm::Type* ty = b.getInt64Ty();
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) {
+      ty = llvm::FixedVectorType::get(ty, vt->getNumElements());
+    }
+    return b.CreateZExt(v, ty);
+  }
+  return v;
+}
+
+}  // namespace
+
+uint64_t CodeGenLLVM::access_alignment(const ir::VarNode* buffer, const Expr& index,
+                                       DataType elem) {
+  const int64_t elem_bytes = std::max(1, elem.bytes());
+  auto it = fs_.buffers.find(buffer);
+  const int64_t base =
+      it == fs_.buffers.end() ? elem_bytes : std::max(elem_bytes, it->second.alignment);
+  const int64_t offset = known_multiple(index) * elem_bytes;
+  const int64_t offset_align = offset & -offset;  // lowest set bit
+  return static_cast<uint64_t>(std::max<int64_t>(1, std::min(base, offset_align)));
+}
+
+llvm::Value* CodeGenLLVM::entry_alloca(llvm::Type* t, llvm::Value* count, int64_t align,
+                                       const std::string& name) {
+  llvm::BasicBlock& entry = fs_.function->getEntryBlock();
+  llvm::IRBuilder<> b(&entry, entry.getFirstInsertionPt());
+  llvm::AllocaInst* a = b.CreateAlloca(t, count, name);
+  a->setAlignment(llvm::Align(static_cast<uint64_t>(align)));
+  return a;
+}
+
+llvm::Value* CodeGenLLVM::emit_load(const ir::LoadNode* op) {
+  const DataType t = op->dtype;
+  const int lanes = t.lanes();
+  const DataType elem = t.element_of();
+  llvm::Type* mem_elem = memory_type(elem);
+  llvm::Type* mem_type = memory_type(t);
+  llvm::Value* base = lookup_var(op->buffer_var.get());
+  const bool predicated = op->predicate.defined() && !ir::is_const_int(op->predicate, 1);
+  KILN_ICHECK(op->index.dtype().lanes() == lanes || op->index.dtype().lanes() == 1)
+      << "load of " << t.str() << " with an index of " << op->index.dtype().str();
+  const llvm::Align align(access_alignment(op->buffer_var.get(), op->index, elem));
+  llvm::Value* result = nullptr;
+
+  auto* ramp = op->index.as<ir::RampNode>();
+  auto* bcast = op->index.as<ir::BroadcastNode>();
+  if (lanes == 1 && !predicated) {
+    llvm::Value* p = builder_.CreateInBoundsGEP(
+        mem_elem, base, index_value(builder_, emit(op->index), op->index.dtype()));
+    result = builder_.CreateAlignedLoad(mem_elem, p, align);
+  } else if (lanes == 1) {
+    // A scalar predicated load: read only when the predicate holds, else zero.
+    llvm::Value* pred = emit(op->predicate);
+    llvm::BasicBlock* from = builder_.GetInsertBlock();
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(*ctx_, "load.then", fs_.function);
+    llvm::BasicBlock* end_bb = llvm::BasicBlock::Create(*ctx_, "load.end", fs_.function);
+    builder_.CreateCondBr(pred, then_bb, end_bb);
+    builder_.SetInsertPoint(then_bb);
+    llvm::Value* p = builder_.CreateInBoundsGEP(
+        mem_elem, base, index_value(builder_, emit(op->index), op->index.dtype()));
+    llvm::Value* v = builder_.CreateAlignedLoad(mem_elem, p, align);
+    llvm::BasicBlock* then_end = builder_.GetInsertBlock();
+    builder_.CreateBr(end_bb);
+    builder_.SetInsertPoint(end_bb);
+    llvm::PHINode* phi = builder_.CreatePHI(mem_elem, 2);
+    phi->addIncoming(v, then_end);
+    phi->addIncoming(llvm::Constant::getNullValue(mem_elem), from);
+    result = phi;
+  } else if (ramp != nullptr && ramp->lanes == lanes && ir::is_const_int(ramp->stride, 1)) {
+    llvm::Value* p = builder_.CreateInBoundsGEP(
+        mem_elem, base, index_value(builder_, emit(ramp->base), ramp->base.dtype()));
+    if (predicated) {
+      result = builder_.CreateMaskedLoad(mem_type, p, align, emit(op->predicate),
+                                         llvm::Constant::getNullValue(mem_type));
+    } else {
+      result = builder_.CreateAlignedLoad(mem_type, p, align);
+    }
+  } else if (bcast != nullptr && !predicated) {
+    llvm::Value* p = builder_.CreateInBoundsGEP(
+        mem_elem, base, index_value(builder_, emit(bcast->value), bcast->value.dtype()));
+    result = splat(builder_.CreateAlignedLoad(mem_elem, p, align), lanes);
+  } else {
+    // Any other vector index: a gather (LLVM scalarizes it where the target has none).
+    llvm::Value* idx = emit(op->index);
+    if (op->index.dtype().lanes() == 1) idx = splat(idx, lanes);
+    llvm::Value* ptrs =
+        builder_.CreateInBoundsGEP(mem_elem, base, index_value(builder_, idx, op->index.dtype()));
+    llvm::Value* mask =
+        predicated ? emit(op->predicate)
+                   : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(i1_, lanes));
+    const llvm::Align elem_align(std::max(1, elem.bytes()));
+    result = builder_.CreateMaskedGather(mem_type, ptrs, elem_align, mask,
+                                         llvm::Constant::getNullValue(mem_type));
+  }
+  if (t.is_bool()) result = builder_.CreateICmpNE(result, llvm::Constant::getNullValue(mem_type));
+  return result;
+}
+
+void CodeGenLLVM::emit_store(const ir::StoreNode* op) {
+  const DataType t = op->value.dtype();
+  const int lanes = t.lanes();
+  const DataType elem = t.element_of();
+  llvm::Type* mem_elem = memory_type(elem);
+  llvm::Type* mem_type = memory_type(t);
+  llvm::Value* base = lookup_var(op->buffer_var.get());
+  llvm::Value* value = emit(op->value);
+  if (t.is_bool()) value = builder_.CreateZExt(value, mem_type);
+  const bool predicated = op->predicate.defined() && !ir::is_const_int(op->predicate, 1);
+  KILN_ICHECK(op->index.dtype().lanes() == lanes || op->index.dtype().lanes() == 1)
+      << "store of " << t.str() << " with an index of " << op->index.dtype().str();
+  const llvm::Align align(access_alignment(op->buffer_var.get(), op->index, elem));
+  auto* ramp = op->index.as<ir::RampNode>();
+
+  if (lanes == 1) {
+    llvm::BasicBlock* end_bb = nullptr;
+    if (predicated) {
+      llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(*ctx_, "store.then", fs_.function);
+      end_bb = llvm::BasicBlock::Create(*ctx_, "store.end", fs_.function);
+      builder_.CreateCondBr(emit(op->predicate), then_bb, end_bb);
+      builder_.SetInsertPoint(then_bb);
+    }
+    llvm::Value* p = builder_.CreateInBoundsGEP(
+        mem_elem, base, index_value(builder_, emit(op->index), op->index.dtype()));
+    builder_.CreateAlignedStore(value, p, align);
+    if (end_bb != nullptr) {
+      builder_.CreateBr(end_bb);
+      builder_.SetInsertPoint(end_bb);
+    }
+  } else if (ramp != nullptr && ramp->lanes == lanes && ir::is_const_int(ramp->stride, 1)) {
+    llvm::Value* p = builder_.CreateInBoundsGEP(
+        mem_elem, base, index_value(builder_, emit(ramp->base), ramp->base.dtype()));
+    if (predicated) {
+      builder_.CreateMaskedStore(value, p, align, emit(op->predicate));
+    } else {
+      builder_.CreateAlignedStore(value, p, align);
+    }
+  } else {
+    // A scatter (lanes with equal addresses are written in lane order).
+    llvm::Value* idx = emit(op->index);
+    if (op->index.dtype().lanes() == 1) idx = splat(idx, lanes);
+    llvm::Value* ptrs =
+        builder_.CreateInBoundsGEP(mem_elem, base, index_value(builder_, idx, op->index.dtype()));
+    llvm::Value* mask =
+        predicated ? emit(op->predicate)
+                   : llvm::Constant::getAllOnesValue(llvm::FixedVectorType::get(i1_, lanes));
+    builder_.CreateMaskedScatter(value, ptrs, llvm::Align(std::max(1, elem.bytes())), mask);
+  }
+}
+
+void CodeGenLLVM::emit_allocate(const ir::AllocateNode* op) {
+  llvm::Type* elem = memory_type(op->dtype);
+  const int64_t elem_bytes = std::max(1, op->dtype.bytes()) * op->dtype.lanes();
+  std::optional<int64_t> count = 1;
+  for (const Expr& e : op->extents) {
+    auto c = ir::as_const_int(e);
+    if (!c) {
+      count.reset();
+      break;
+    }
+    KILN_USER_CHECK(*c >= 0) << "codegen llvm: allocation '" << op->buffer_var.name()
+                             << "' in function '" << func_name_ << "' has a negative extent " << *c;
+    *count *= *c;
+  }
+  const ir::VarNode* var = op->buffer_var.get();
+  llvm::Value* p = nullptr;
+  llvm::Value* heap = nullptr;
+  if (count && *count * elem_bytes <= kMaxAllocaBytes &&
+      fs_.stack_bytes + *count * elem_bytes <= kMaxStackBytes) {
+    // In the entry block, so that SROA / mem2reg can turn a small tile into registers.
+    const int64_t bytes = *count * elem_bytes;
+    fs_.stack_bytes += bytes;
+    p = entry_alloca(
+        llvm::ArrayType::get(elem, static_cast<uint64_t>(std::max<int64_t>(1, *count))), nullptr,
+        kAllocAlignment, op->buffer_var.name());
+  } else {
+    llvm::Value* n = llvm::ConstantInt::get(i64_, static_cast<uint64_t>(elem_bytes));
+    for (const Expr& e : op->extents) {
+      n = builder_.CreateMul(n, builder_.CreateIntCast(emit(e), i64_, e.dtype().is_int()));
+    }
+    // aligned_alloc wants a multiple of the alignment; never ask for zero bytes.
+    llvm::Value* rounded =
+        builder_.CreateAnd(builder_.CreateAdd(n, builder_.getInt64(kAllocAlignment - 1)),
+                           builder_.getInt64(~(kAllocAlignment - 1)));
+    rounded = builder_.CreateSelect(builder_.CreateICmpSGT(rounded, builder_.getInt64(0)), rounded,
+                                    builder_.getInt64(kAllocAlignment));
+    llvm::FunctionCallee aligned_alloc = c_function("aligned_alloc", ptr_, {i64_, i64_});
+    heap = builder_.CreateCall(aligned_alloc, {builder_.getInt64(kAllocAlignment), rounded},
+                               op->buffer_var.name());
+    check_or_fail(builder_.CreateIsNotNull(heap),
+                  "out of memory allocating '" + op->buffer_var.name() + "'", kOutOfMemory);
+    p = heap;
+    fs_.heap.push_back(heap);
+  }
+  auto old_var = fs_.vars.find(var);
+  llvm::Value* saved = old_var == fs_.vars.end() ? nullptr : old_var->second;
+  fs_.vars[var] = p;
+  fs_.buffers[var].alignment = kAllocAlignment;
+  emit(op->body);
+  if (saved != nullptr) {
+    fs_.vars[var] = saved;
+  } else {
+    fs_.vars.erase(var);
+  }
+  if (heap != nullptr) {
+    fs_.heap.pop_back();
+    builder_.CreateCall(c_function("free", builder_.getVoidTy(), {ptr_}), {heap});
+  }
+}
+
+}  // namespace kiln::codegen::detail

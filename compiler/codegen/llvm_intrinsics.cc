@@ -1,0 +1,147 @@
+// Calls in generated code: pure math intrinsics (exp, log, sqrt, tanh, sigmoid, pow, fabs, fma,
+// floor, ceil, ...), Kiln's own intrinsics, and extern C functions.
+//
+// Math maps to LLVM intrinsics where LLVM has one (llvm.exp, llvm.sqrt, ...: the back-end turns
+// them into instructions or libm calls, lane by lane for vectors). tanh and erf have no LLVM
+// intrinsic and call libm per lane (float16 goes through float); sigmoid is 1 / (1 + exp(-x)),
+// which saturates correctly at both ends.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <array>
+#include <string_view>
+#include <utility>
+
+#include "base/error.h"
+#include "compiler/codegen/codegen_llvm_impl.h"
+
+namespace kiln::codegen::detail {
+namespace {
+
+/// Pure intrinsics that are one LLVM intrinsic of the operand type, by arity.
+constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 13> kUnary = {{
+    {"exp", llvm::Intrinsic::exp},
+    {"exp2", llvm::Intrinsic::exp2},
+    {"log", llvm::Intrinsic::log},
+    {"log2", llvm::Intrinsic::log2},
+    {"log10", llvm::Intrinsic::log10},
+    {"sqrt", llvm::Intrinsic::sqrt},
+    {"fabs", llvm::Intrinsic::fabs},
+    {"floor", llvm::Intrinsic::floor},
+    {"ceil", llvm::Intrinsic::ceil},
+    {"trunc", llvm::Intrinsic::trunc},
+    {"round", llvm::Intrinsic::round},
+    {"sin", llvm::Intrinsic::sin},
+    {"cos", llvm::Intrinsic::cos},
+}};
+
+constexpr const char* kKnown =
+    "exp, exp2, log, log2, log10, sqrt, fabs, floor, ceil, trunc, round, sin, cos, tanh, erf, "
+    "sigmoid, pow, fma";
+
+}  // namespace
+
+llvm::Value* CodeGenLLVM::call_libm_per_lane(const std::string& name, llvm::Value* x) {
+  llvm::Type* t = x->getType();
+  llvm::Type* elem = t->getScalarType();
+  // float16 has no libm function: compute in float.
+  const bool half = elem->isHalfTy();
+  llvm::Type* calc = half ? builder_.getFloatTy() : elem;
+  const std::string fname = calc->isFloatTy() ? name + "f" : name;
+  llvm::FunctionCallee fn = c_function(fname, calc, {calc});
+  if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+    f->setDoesNotAccessMemory();
+    f->setWillReturn();
+  }
+  auto one = [&](llvm::Value* v) {
+    if (half) v = builder_.CreateFPExt(v, calc);
+    llvm::Value* r = builder_.CreateCall(fn, {v});
+    return half ? builder_.CreateFPTrunc(r, elem) : r;
+  };
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(t);
+  if (vt == nullptr) return one(x);
+  llvm::Value* out = llvm::PoisonValue::get(t);
+  for (unsigned i = 0; i < vt->getNumElements(); ++i) {
+    out = builder_.CreateInsertElement(out, one(builder_.CreateExtractElement(x, i)), i);
+  }
+  return out;
+}
+
+llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
+  const std::string& name = op->name;
+  auto arity = [&](size_t n) {
+    KILN_USER_CHECK(op->args.size() == n)
+        << "codegen llvm: intrinsic '" << name << "' in function '" << func_name_ << "' takes " << n
+        << (n == 1 ? " argument" : " arguments") << ", got " << op->args.size();
+  };
+  KILN_USER_CHECK(op->dtype.is_float())
+      << "codegen llvm: intrinsic '" << name << "' in function '" << func_name_
+      << "' needs a float type, got " << op->dtype.str();
+  for (const auto& [n, id] : kUnary) {
+    if (n == name) {
+      arity(1);
+      return builder_.CreateUnaryIntrinsic(id, emit(op->args[0]));
+    }
+  }
+  if (name == "tanh" || name == "erf") {
+    arity(1);
+    return call_libm_per_lane(name, emit(op->args[0]));
+  }
+  if (name == "sigmoid") {
+    arity(1);
+    llvm::Value* x = emit(op->args[0]);
+    llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
+    llvm::Value* e = builder_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, builder_.CreateFNeg(x));
+    return builder_.CreateFDiv(one, builder_.CreateFAdd(one, e));
+  }
+  if (name == "pow") {
+    arity(2);
+    return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, emit(op->args[0]),
+                                          emit(op->args[1]));
+  }
+  if (name == "fma") {
+    arity(3);
+    llvm::Value* a = emit(op->args[0]);
+    llvm::Value* b = emit(op->args[1]);
+    llvm::Value* c = emit(op->args[2]);
+    return builder_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
+  }
+  KILN_USER_ERROR() << "codegen llvm: unknown pure intrinsic '" << name << "' in function '"
+                    << func_name_ << "' (known: " << kKnown << ")";
+}
+
+llvm::Value* CodeGenLLVM::emit_call(const ir::CallNode* op) {
+  switch (op->call_kind) {
+    case ir::CallKind::kPureIntrinsic:
+      return emit_pure_intrinsic(op);
+    case ir::CallKind::kIntrinsic:
+      if (op->name == "likely" && op->args.size() == 1) return emit(op->args[0]);
+      KILN_USER_ERROR() << "codegen llvm: intrinsic '" << op->name << "' in function '"
+                        << func_name_ << "' is not supported on CPUs (known: likely)";
+    case ir::CallKind::kExtern: {
+      std::vector<llvm::Value*> args;
+      std::vector<llvm::Type*> types;
+      for (const ir::Expr& a : op->args) {
+        llvm::Value* v = emit(a);
+        // C has no i1: a bool argument is passed as a byte.
+        if (a.dtype().is_bool()) v = builder_.CreateZExt(v, memory_type(a.dtype()));
+        args.push_back(v);
+        types.push_back(v->getType());
+      }
+      const bool ret_bool = op->dtype.is_bool();
+      llvm::Type* ret = ret_bool ? memory_type(op->dtype) : llvm_type(op->dtype);
+      llvm::FunctionCallee fn = c_function(op->name, ret, types);
+      auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee());
+      KILN_USER_CHECK(f != nullptr && f->getFunctionType() == fn.getFunctionType())
+          << "codegen llvm: extern function '" << op->name << "' in function '" << func_name_
+          << "' is called with different argument or result types";
+      llvm::Value* r = builder_.CreateCall(fn, args);
+      if (ret_bool) r = builder_.CreateICmpNE(r, llvm::Constant::getNullValue(ret));
+      return r;
+    }
+  }
+  KILN_UNREACHABLE();
+}
+
+}  // namespace kiln::codegen::detail

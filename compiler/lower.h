@@ -1,0 +1,34 @@
+// The compiler driver: a schedule in, a lowered function or a runnable module out. lower() runs
+// the passes in order (lower.cc lists them on one page); with KILN_DUMP_IR=1 it prints the IR
+// after each one to stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/function.h"
+#include "compiler/te/schedule.h"
+#include "deploy/runtime/module.h"
+
+namespace kiln::compiler {
+
+struct LowerOptions {
+  /// Innermost serial loops with at most this many iterations (and no loops inside) are unrolled.
+  int auto_unroll_max_step = 0;
+};
+
+/// The loop program of a schedule, before storage flattening: tensors are still indexed as
+/// tensors. This is what the paper's listings show.
+ir::Stmt lower_loops(const te::Schedule& sch);
+
+/// A lowered function taking `args` (inputs and outputs, in the order the caller will pass them).
+ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args, const std::string& name,
+                   const LowerOptions& options = {});
+
+/// Lowers and compiles for the host (`target` like "llvm -mcpu=native"); the module's function
+/// `name` takes the tensors of `args` in order.
+runtime::Module build(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                      const std::string& target, const std::string& name,
+                      const LowerOptions& options = {});
+
+}  // namespace kiln::compiler

@@ -1,0 +1,226 @@
+// Loop nests from stages: leaf loops with their annotations, split guards, reduction init and
+// update, and attached stages placed at their loops.
+#include "compiler/te/schedule_ops.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_set>
+
+#include "base/error.h"
+#include "compiler/ir/functor.h"
+#include "compiler/ir/op.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/simplify.h"
+#include "compiler/ir/substitute.h"
+
+namespace kiln::te {
+namespace {
+
+Schedule copy_schedule(const Schedule& sch) {
+  auto n = std::make_shared<ScheduleNode>();
+  n->outputs = sch->outputs;
+  std::unordered_map<const StageNode*, Stage> remap;
+  for (auto& s : sch->stages) {
+    auto c = std::make_shared<StageNode>(*s.get());
+    c->owner = n.get();
+    remap[s.get()] = Stage(c);
+    n->stages.push_back(remap[s.get()]);
+  }
+  for (auto& s : n->stages) {
+    if (s->attach_stage.get()) s->attach_stage = remap.at(s->attach_stage.get());
+  }
+  return Schedule(n);
+}
+
+class NestBuilder {
+ public:
+  NestBuilder(const Schedule& sch, const Bounds& b) : sch_(sch), b_(b) {
+    for (auto& s : sch->stages) {
+      if (s->attach_type == AttachType::kScope) attached_[s->attach_stage.get()].push_back(s);
+    }
+  }
+
+  ir::Stmt build() {
+    std::vector<Stage> roots;
+    for (auto& s : sch_->stages) {
+      if (!s->is_placeholder() && s->attach_type == AttachType::kRoot) roots.push_back(s);
+    }
+    ir::Stmt body = ir::no_op();
+    for (auto it = roots.rbegin(); it != roots.rend(); ++it) {
+      body = realize(*it, ir::seq({stage_nest(*it), body}));
+    }
+    return body;
+  }
+
+ private:
+  ir::Stmt realize(const Stage& s, ir::Stmt body) {
+    return ir::producer_realize(s->op.node(), b_.storage.at(s.get()), s->scope, std::move(body));
+  }
+
+  /// Stages attached at loop `iv` of `s`, each realized around `inner` with its nest first.
+  ir::Stmt with_attached(const Stage& s, const IterVar& iv, ir::Stmt inner) {
+    auto it = attached_.find(s.get());
+    if (it == attached_.end()) return inner;
+    std::vector<Stage> here;
+    for (auto& c : it->second) if (c->attach_ivar == iv) here.push_back(c);
+    // Producers first: the later stage (a consumer) is realized inside the earlier ones.
+    for (auto c = here.rbegin(); c != here.rend(); ++c) {
+      inner = realize(*c, ir::seq({stage_nest(*c), inner}));
+    }
+    return inner;
+  }
+
+  /// One loop of the nest around `body`, with its annotations.
+  ir::Stmt make_loop(const StageNode& s, const IterVar& iv, const Var& var, ir::Stmt body) {
+    const Range& r = b_.ranges.at(iv.get());
+    const IterVarAttr& a = s.attr(iv);
+    ir::Stmt loop;
+    if (a.bind_thread.defined()) {
+      const IterVar& t = a.bind_thread;
+      if (t->dom.extent.defined()) {
+        KILN_USER_CHECK(ir::can_prove(t->dom.extent == r.extent))
+            << "bind: thread axis '" << t->thread_tag << "' has extent " << ir::to_string(t->dom.extent)
+            << " but loop '" << iv.var().name() << "' of stage '" << s.name() << "' has extent "
+            << ir::to_string(r.extent);
+      }
+      ir::VarMap vmap{{var.get(), t.var()}};
+      const char* key = t->type == ir::IterVarType::kVirtualThread ? ir::attr::kVirtualThread
+                                                                     : ir::attr::kThreadExtent;
+      loop = ir::attr_stmt(t.node(), key, r.extent, ir::substitute(body, vmap));
+    } else {
+      loop = ir::for_loop(var, 0, r.extent, a.for_kind, std::move(body));
+    }
+    for (auto p = a.pragmas.rbegin(); p != a.pragmas.rend(); ++p) {
+      loop = ir::attr_stmt(var.node(), ir::attr::kPragmaPrefix + p->first, p->second, loop);
+    }
+    return loop;
+  }
+
+  ir::Stmt guarded(const std::vector<Expr>& guards, ir::Stmt body) {
+    Expr cond;
+    for (auto& g : guards) cond = cond.defined() ? (cond && g) : g;
+    return cond.defined() ? ir::if_then_else(cond, std::move(body)) : body;
+  }
+
+  ir::Stmt stage_nest(const Stage& st) {
+    const StageNode& s = *st.get();
+    const Tensor& t = s.op;
+    ValueMap values = pass_up_index(s, b_.ranges, leaf_values(s, b_.ranges));
+    ir::VarMap root;
+    std::vector<Expr> out_index;
+    for (auto& iv : t->axis) {
+      root[iv.var().get()] = values.at(iv.get());
+      out_index.push_back(values.at(iv.get()));
+    }
+    for (auto& iv : t->reduce_axis) root[iv.var().get()] = values.at(iv.get());
+    std::vector<Expr> guards = split_guards(s, b_.ranges, values);
+
+    auto red = t->body.as<ir::ReduceNode>();
+    const auto& leaves = s.leaf_iter_vars;
+    if (!red) {
+      ir::Stmt body = guarded(guards, ir::producer_store(t.node(), ir::substitute(t->body, root), out_index));
+      for (int i = static_cast<int>(leaves.size()) - 1; i >= 0; --i) {
+        body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
+      }
+      return body;
+    }
+
+    // Reductions: the update nest under all loops; the init before the first loop that
+    // touches a reduction axis, over the data-parallel loops below that point.
+    auto is_reduce_leaf = [&](const IterVar& iv) { return iv->type == ir::IterVarType::kCommReduce; };
+    size_t first_reduce = leaves.size();
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (is_reduce_leaf(leaves[i])) {
+        first_reduce = i;
+        break;
+      }
+    }
+    Expr src = ir::substitute(red->source, root);
+    Expr cond = ir::substitute(red->condition, root);
+    Expr cur = ir::producer_load(t.node(), out_index);
+    ir::Stmt update = ir::producer_store(t.node(), ir::reduce_combine(red->combiner, cur, src), out_index);
+    if (!ir::is_one(cond)) update = ir::if_then_else(cond, update);
+    update = guarded(guards, update);
+    for (int i = static_cast<int>(leaves.size()) - 1; i >= static_cast<int>(first_reduce); --i) {
+      update = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], update));
+    }
+
+    // Init: fresh copies of the data-parallel loops inside the first reduction loop.
+    std::vector<Expr> init_guards;
+    std::unordered_set<const ir::VarNode*> reduce_vars;
+    for (size_t i = first_reduce; i < leaves.size(); ++i) {
+      if (is_reduce_leaf(leaves[i])) reduce_vars.insert(leaves[i].var().get());
+    }
+    for (auto& g : guards) {
+      if (!ir::uses_var(g, [&](const ir::VarNode* v) { return reduce_vars.count(v) > 0; })) {
+        init_guards.push_back(g);
+      }
+    }
+    ir::VarMap fresh;
+    std::vector<std::pair<IterVar, Var>> init_loops;
+    for (size_t i = first_reduce; i < leaves.size(); ++i) {
+      if (is_reduce_leaf(leaves[i])) continue;
+      Var v = leaves[i].var().copy_with_name(leaves[i].var().name() + ".init");
+      fresh[leaves[i].var().get()] = v;
+      init_loops.emplace_back(leaves[i], v);
+    }
+    std::vector<Expr> init_index;
+    for (auto& e : out_index) init_index.push_back(ir::substitute(e, fresh));
+    std::vector<Expr> init_g;
+    for (auto& g : init_guards) init_g.push_back(ir::substitute(g, fresh));
+    ir::Stmt init = guarded(
+        init_g, ir::producer_store(t.node(), ir::reduce_identity(red->combiner, t->dtype()), init_index));
+    for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) {
+      init = make_loop(s, it->first, it->second, init);
+    }
+
+    ir::Stmt body = ir::seq({init, update});
+    for (int i = static_cast<int>(first_reduce) - 1; i >= 0; --i) {
+      body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
+    }
+    return body;
+  }
+
+  const Schedule& sch_;
+  const Bounds& b_;
+  std::unordered_map<const StageNode*, std::vector<Stage>> attached_;
+};
+
+}  // namespace
+
+Schedule normalize(const Schedule& sch) {
+  Schedule n = copy_schedule(sch);
+  std::unordered_map<const TensorNode*, Tensor> replaced;  // rewritten stages: old -> new
+  std::unordered_map<const TensorNode*, Tensor> inlined;   // inlined stages, bodies final
+  auto rewrite = [&](const TensorNode* t, const std::vector<Expr>& idx) -> Expr {
+    auto r = replaced.find(t);
+    if (r != replaced.end()) t = r->second.get();
+    auto in = inlined.find(t);
+    if (in != inlined.end()) {
+      ir::VarMap vmap;
+      for (size_t i = 0; i < in->second->axis.size(); ++i) vmap[in->second->axis[i].var().get()] = idx[i];
+      return ir::substitute(in->second->body, vmap);
+    }
+    return r != replaced.end() ? r->second(idx) : Expr();
+  };
+  for (auto& s : n->stages) {
+    if (s->is_placeholder()) continue;
+    const Tensor& t = s->op;
+    Expr body = rewrite_reads(t->body, rewrite);
+    if (!body.same_as(t->body)) {
+      Tensor nt = make_compute(t->name(), t->axis, t->reduce_axis, body);
+      replaced[t.get()] = nt;
+      s->op = nt;
+    }
+    if (s->attach_type == AttachType::kInline) inlined[s->op.get()] = s->op;
+  }
+  for (auto& o : n->outputs) {
+    auto it = replaced.find(o.get());
+    if (it != replaced.end()) o = it->second;
+  }
+  return n;
+}
+
+ir::Stmt schedule_ops(const Schedule& sch, const Bounds& bounds) { return NestBuilder(sch, bounds).build(); }
+
+}  // namespace kiln::te

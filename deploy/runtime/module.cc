@@ -1,0 +1,158 @@
+// Module loading (dlopen) and checked calls through the c_abi.h convention.
+#include "deploy/runtime/module.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <sstream>
+#include <vector>
+
+#include "base/error.h"
+
+namespace kiln::runtime {
+namespace {
+
+/// A shared object opened with dlopen; closed when the last reference goes.
+class LibraryModuleNode final : public ModuleNode {
+ public:
+  LibraryModuleNode(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
+  ~LibraryModuleNode() override { dlclose(handle_); }
+
+  void* symbol(const std::string& name) override { return dlsym(handle_, name.c_str()); }
+  std::string kind() const override { return "library"; }
+  std::string name() const override { return "library '" + path_ + "'"; }
+
+ private:
+  void* handle_;
+  std::string path_;
+};
+
+/// dlerror() keeps its message in per-thread state, but dlopen and dlerror together are not
+/// atomic with respect to other loader users in this process; serialize ours.
+std::mutex g_dl_mu;
+
+const char* kind_word(char c) {
+  switch (c) {
+    case 't':
+      return "tensor";
+    case 'i':
+      return "int";
+    case 'f':
+      return "float";
+    default:
+      return "?";
+  }
+}
+
+const char* kind_noun(Arg::Kind k) {
+  switch (k) {
+    case Arg::Kind::kTensor:
+      return "a tensor";
+    case Arg::Kind::kInt:
+      return "an integer";
+    case Arg::Kind::kFloat:
+      return "a float";
+  }
+  return "?";
+}
+
+}  // namespace
+
+Module Module::from_node(std::shared_ptr<ModuleNode> node) {
+  KILN_USER_CHECK(node != nullptr) << "Module::from_node: null module node";
+  if (void* p = node->symbol("__kiln_parallel_launch")) {
+    *static_cast<KilnParallelLaunch*>(p) = &kiln_parallel_launch;
+  }
+  return Module(std::move(node));
+}
+
+Module Module::load_library(const std::string& path) {
+  void* handle = nullptr;
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lock(g_dl_mu);
+    dlerror();  // clear
+    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* e = dlerror();
+      reason = e != nullptr ? e : "unknown reason";
+    }
+  }
+  KILN_USER_CHECK(handle != nullptr) << "cannot load module '" << path << "': " << reason;
+  return from_node(std::make_shared<LibraryModuleNode>(handle, path));
+}
+
+ModuleNode& Module::checked_node() const {
+  KILN_USER_CHECK(node_ != nullptr) << "use of a null Module";
+  return *node_;
+}
+
+void* Module::symbol(const std::string& name) const { return checked_node().symbol(name); }
+std::string Module::kind() const { return checked_node().kind(); }
+std::string Module::name() const { return checked_node().name(); }
+
+bool Module::has_function(const std::string& name) const {
+  return symbol(name) != nullptr && symbol("__kiln_sig_" + name) != nullptr;
+}
+
+Function Module::function(const std::string& name) const {
+  ModuleNode& node = checked_node();
+  void* func = node.symbol(name);
+  KILN_USER_CHECK(func != nullptr) << "function '" << name << "' not found in " << node.name();
+  const auto* sig = static_cast<const char*>(node.symbol("__kiln_sig_" + name));
+  KILN_USER_CHECK(sig != nullptr) << "function '" << name << "' in " << node.name()
+                                  << " has no signature (symbol '__kiln_sig_" << name << "')";
+  std::string signature(sig);
+  for (char c : signature) {
+    KILN_USER_CHECK(c == 't' || c == 'i' || c == 'f')
+        << "function '" << name << "' in " << node.name() << " has a malformed signature '"
+        << signature << "' (expected letters t, i, f)";
+  }
+  return Function(node_, reinterpret_cast<KilnFunc>(func), name, std::move(signature));
+}
+
+void Function::call(std::span<const Arg> args) const {
+  KILN_USER_CHECK(func_ != nullptr) << "call of a null Function";
+  if (args.size() != signature_.size()) {
+    std::ostringstream kinds;
+    for (size_t i = 0; i < signature_.size(); ++i) {
+      kinds << (i ? ", " : "") << kind_word(signature_[i]);
+    }
+    KILN_USER_ERROR() << "function '" << name_ << "' expects " << signature_.size()
+                      << (signature_.size() == 1 ? " argument (" : " arguments (") << kinds.str()
+                      << "), got " << args.size();
+  }
+  constexpr size_t kInline = 8;
+  KilnArg inline_values[kInline];
+  std::vector<KilnArg> heap_values;
+  KilnArg* values = inline_values;
+  if (args.size() > kInline) {
+    heap_values.resize(args.size());
+    values = heap_values.data();
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const char want = signature_[i];
+    const Arg::Kind got = args[i].kind();
+    values[i] = args[i].value();
+    if (want == 't') {
+      KILN_USER_CHECK(got == Arg::Kind::kTensor)
+          << "argument " << i << " of '" << name_ << "' must be a tensor, got " << kind_noun(got);
+      KILN_USER_CHECK(values[i].tensor != nullptr)
+          << "argument " << i << " of '" << name_ << "' is a null tensor";
+    } else if (want == 'i') {
+      KILN_USER_CHECK(got == Arg::Kind::kInt)
+          << "argument " << i << " of '" << name_ << "' must be an integer, got " << kind_noun(got);
+    } else {
+      KILN_USER_CHECK(got == Arg::Kind::kFloat || got == Arg::Kind::kInt)
+          << "argument " << i << " of '" << name_ << "' must be a float, got " << kind_noun(got);
+      if (got == Arg::Kind::kInt) values[i].f = static_cast<double>(args[i].value().i);
+    }
+  }
+  const char* error = nullptr;
+  const int32_t rc = func_(values, static_cast<int32_t>(args.size()), &error);
+  KILN_USER_CHECK(rc == 0) << name_ << ": "
+                           << (error != nullptr ? error : "failed without a message")
+                           << (error != nullptr ? "" : " (code " + std::to_string(rc) + ")");
+}
+
+}  // namespace kiln::runtime

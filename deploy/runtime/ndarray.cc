@@ -1,0 +1,74 @@
+// Allocation and copying for NDArray.
+#include "deploy/runtime/ndarray.h"
+
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+namespace kiln::runtime {
+
+NDArray::State::~State() { std::free(tensor.data); }
+
+NDArray::~NDArray() = default;
+
+NDArray NDArray::empty(std::vector<int64_t> shape, KilnDType dtype) {
+  const int64_t elem = dtype_bytes(dtype);
+  KILN_USER_CHECK(elem > 0) << "NDArray::empty: dtype " << dtype_to_string(dtype)
+                            << " has no storage size";
+  int64_t count = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    KILN_USER_CHECK(shape[i] >= 0)
+        << "NDArray::empty: dimension " << i << " is " << shape[i] << ", must be non-negative";
+    KILN_USER_CHECK(shape[i] == 0 || count <= std::numeric_limits<int64_t>::max() / elem / shape[i])
+        << "NDArray::empty: shape is too large";
+    count *= shape[i];
+  }
+  // aligned_alloc wants a size that is a multiple of the alignment; never allocate zero bytes so
+  // that data() is never null.
+  const size_t bytes = static_cast<size_t>(count * elem);
+  const size_t alloc = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* data = std::aligned_alloc(kAlignment, alloc);
+  if (data == nullptr) throw std::bad_alloc();
+  std::memset(data, 0, alloc);
+
+  NDArray a;
+  a.state_ = std::make_unique<State>();
+  State& s = *a.state_;
+  s.shape = std::move(shape);
+  s.num_elements = count;
+  s.tensor.data = data;
+  s.tensor.shape = s.shape.data();
+  s.tensor.strides = nullptr;
+  s.tensor.ndim = static_cast<int32_t>(s.shape.size());
+  s.tensor.dtype = dtype;
+  return a;
+}
+
+NDArray NDArray::copy() const {
+  NDArray a = empty(shape(), dtype());
+  std::memcpy(a.data(), data(), static_cast<size_t>(nbytes()));
+  return a;
+}
+
+void NDArray::copy_from_bytes(const void* src, size_t size) {
+  KILN_USER_CHECK(static_cast<int64_t>(size) == nbytes())
+      << "copy_from_bytes: array of shape " << shape_string() << " and dtype "
+      << dtype_to_string(dtype()) << " holds " << nbytes() << " bytes, got " << size;
+  if (size != 0) std::memcpy(data(), src, size);
+}
+
+std::string NDArray::shape_string() const {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape().size(); ++i) os << (i ? ", " : "") << shape()[i];
+  os << "]";
+  return os.str();
+}
+
+void NDArray::check_element_size(size_t size) const {
+  KILN_USER_CHECK(static_cast<int64_t>(size) == dtype_bytes(dtype()))
+      << "NDArray of dtype " << dtype_to_string(dtype()) << " has " << dtype_bytes(dtype())
+      << "-byte elements, accessed as a " << size << "-byte type";
+}
+
+}  // namespace kiln::runtime

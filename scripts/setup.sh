@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian package Kiln builds, tests and benchmarks with, plus the PyPI helpers the
+# tests compare against. Idempotent and non-interactive: run it as root (or with sudo) on a fresh
+# Debian 12 machine. The CUDA toolkit is expected at /usr/local/cuda and is used only where found.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+PACKAGES=(
+  # toolchain
+  g++ cmake ninja-build ccache pkg-config git python3 python3-pip clang-format
+  # compiler core: LLVM 19 with its linker
+  llvm-19-dev lld-19 libzstd-dev zlib1g-dev libcurl4-openssl-dev libedit-dev libxml2-dev libffi-dev
+  # the farm
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  librocksdb-dev prometheus-cpp-dev
+  # tuning
+  libxgboost-dev xgboost
+  # graph frontend
+  libonnx-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
+  # OpenCL on the CPU
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${#missing[@]} packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all Debian packages present"
+fi
+
+# Test helpers and comparison references only (never linked into Kiln).
+python3 -c 'import numpy' 2>/dev/null || python3 -m pip install -q numpy
+echo "setup: done"

@@ -1,0 +1,123 @@
+// Elementwise math, casts and the other dtypes (float16, int8, int32), each vectorized, against
+// std:: references. Tolerances: float32 math within 1e-5 relative (2e-5 for tanh/pow, whose LLVM
+// and libm versions may differ in the last bits); float16 within one half-precision ulp (1e-3).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/te/schedule.h"
+#include "deploy/runtime/dtype.h"
+#include "tests/common/kiln_test_util.h"
+
+namespace kiln {
+namespace {
+
+using ir::Expr;
+using ir::Var;
+using runtime::NDArray;
+using testing::all_close;
+using testing::build_host;
+using testing::random_array;
+using testing::zeros;
+
+constexpr int kN = 67;  // not a multiple of the vector width: exercises the tail guard
+
+/// out[i] = f(A[i], B[i]) vectorized by 16, checked against ref.
+void check_binary(const std::function<Expr(Expr, Expr)>& f, const std::function<float(float, float)>& ref,
+                  float lo, float hi, double rtol) {
+  te::Tensor A = te::placeholder({kN}, ir::kFloat32, "A");
+  te::Tensor B = te::placeholder({kN}, ir::kFloat32, "B");
+  te::Tensor C = te::compute({kN}, [&](Var i) { return f(A(i), B(i)); }, "C");
+  auto s = te::create_schedule({C});
+  auto [o, in] = s[C].split(s[C].axis(0), 16);
+  s[C].vectorize(in);
+  NDArray a = random_array({kN}, 21, lo, hi), b = random_array({kN}, 22, lo, hi), c = zeros({kN});
+  if (C->inputs().size() == 2) {
+    build_host(s, {A, B, C})(a, b, c);
+  } else {  // a unary function: B is not an argument
+    build_host(s, {A, C})(a, c);
+  }
+  std::vector<float> expected(kN);
+  for (int i = 0; i < kN; ++i) expected[i] = ref(a.data<float>()[i], b.data<float>()[i]);
+  EXPECT_TRUE(all_close(c, expected, rtol, 1e-6));
+}
+
+TEST(ElementwiseMath, Exp) { check_binary([](Expr a, Expr) { return ir::exp(a); }, [](float a, float) { return std::exp(a); }, -5, 5, 1e-5); }
+TEST(ElementwiseMath, Log) { check_binary([](Expr a, Expr) { return ir::log(a); }, [](float a, float) { return std::log(a); }, 0.01f, 50, 1e-5); }
+TEST(ElementwiseMath, Sqrt) { check_binary([](Expr a, Expr) { return ir::sqrt(a); }, [](float a, float) { return std::sqrt(a); }, 0, 100, 1e-6); }
+TEST(ElementwiseMath, Tanh) { check_binary([](Expr a, Expr) { return ir::tanh(a); }, [](float a, float) { return std::tanh(a); }, -6, 6, 2e-5); }
+TEST(ElementwiseMath, Sigmoid) {
+  check_binary([](Expr a, Expr) { return ir::sigmoid(a); }, [](float a, float) { return 1.0f / (1.0f + std::exp(-a)); },
+               -8, 8, 2e-5);
+}
+TEST(ElementwiseMath, Pow) { check_binary([](Expr a, Expr b) { return ir::pow(a, b); }, [](float a, float b) { return std::pow(a, b); }, 0.1f, 3, 2e-5); }
+TEST(ElementwiseMath, Abs) { check_binary([](Expr a, Expr) { return ir::abs(a); }, [](float a, float) { return std::fabs(a); }, -3, 3, 0); }
+TEST(ElementwiseMath, Fma) {
+  check_binary([](Expr a, Expr b) { return ir::fma(a, b, a); }, [](float a, float b) { return std::fma(a, b, a); }, -3, 3, 1e-6);
+}
+TEST(ElementwiseMath, SelectMaxMin) {
+  check_binary([](Expr a, Expr b) { return ir::select(a > b, ir::max(a, 0.5f), ir::min(b, -0.25f)); },
+               [](float a, float b) { return a > b ? std::max(a, 0.5f) : std::min(b, -0.25f); }, -1, 1, 0);
+}
+TEST(ElementwiseMath, DivideAndFloor) {
+  check_binary([](Expr a, Expr b) { return ir::floor(a / b); }, [](float a, float b) { return std::floor(a / b); }, 1, 9, 0);
+}
+
+TEST(Dtypes, Float16ComputeAndCast) {
+  te::Tensor A = te::placeholder({kN}, ir::kFloat16, "A");
+  te::Tensor B = te::compute({kN}, [&](Var i) { return A(i) * ir::make_const(ir::kFloat16, 0.5) + A(i); }, "B");
+  te::Tensor C = te::compute({kN}, [&](Var i) { return ir::cast(ir::kFloat32, B(i)); }, "C");
+  auto s = te::create_schedule({C});
+  auto [o, in] = s[B].split(s[B].axis(0), 8);
+  s[B].vectorize(in);
+  auto fn = build_host(s, {A, C});
+  NDArray a = NDArray::empty({kN}, runtime::kFloat16), c = zeros({kN});
+  auto* ap = static_cast<_Float16*>(a.data());
+  for (int i = 0; i < kN; ++i) ap[i] = static_cast<_Float16>(i * 0.25f - 8.0f);
+  fn(a, c);
+  std::vector<float> expected(kN);
+  for (int i = 0; i < kN; ++i) expected[i] = float(_Float16(float(ap[i]) * 0.5f) + ap[i]);
+  EXPECT_TRUE(all_close(c, expected, 1e-3, 1e-3));
+}
+
+TEST(Dtypes, Int8ToInt32Accumulate) {
+  const int m = 7, k = 35;
+  te::Tensor A = te::placeholder({m, k}, ir::kInt8, "A");
+  te::Tensor W = te::placeholder({k}, ir::kInt8, "W");
+  ir::IterVar r = te::reduce_axis({0, k}, "r");
+  te::Tensor C = te::compute(
+      {m}, [&](Var i) { return te::sum(ir::cast(ir::kInt32, A(i, r)) * ir::cast(ir::kInt32, W(r)), {r}); }, "C");
+  auto s = te::create_schedule({C});
+  auto fn = build_host(s, {A, W, C});
+  NDArray a = NDArray::empty({m, k}, runtime::kInt8), w = NDArray::empty({k}, runtime::kInt8),
+          c = NDArray::empty({m}, runtime::kInt32);
+  for (int i = 0; i < m * k; ++i) a.data<int8_t>()[i] = int8_t((i * 37) % 255 - 127);
+  for (int i = 0; i < k; ++i) w.data<int8_t>()[i] = int8_t((i * 11) % 200 - 100);
+  fn(a, w, c);
+  for (int i = 0; i < m; ++i) {
+    int32_t acc = 0;
+    for (int j = 0; j < k; ++j) acc += int32_t(a.data<int8_t>()[i * k + j]) * w.data<int8_t>()[j];
+    EXPECT_EQ(c.data<int32_t>()[i], acc) << "row " << i;
+  }
+}
+
+TEST(Dtypes, Int32FloorDivModOnNegatives) {
+  const int n = 40;
+  te::Tensor A = te::placeholder({n}, ir::kInt32, "A");
+  te::Tensor C = te::compute({n}, [&](Var i) { return ir::floordiv(A(i), 3) * 10 + ir::floormod(A(i), 3); }, "C");
+  auto s = te::create_schedule({C});
+  auto [o, in] = s[C].split(s[C].axis(0), 8);
+  s[C].vectorize(in);
+  auto fn = build_host(s, {A, C});
+  NDArray a = NDArray::empty({n}, runtime::kInt32), c = NDArray::empty({n}, runtime::kInt32);
+  for (int i = 0; i < n; ++i) a.data<int32_t>()[i] = i - 20;
+  fn(a, c);
+  for (int i = 0; i < n; ++i) {
+    int v = i - 20, q = v / 3, r = v % 3;
+    if (r != 0 && (r < 0)) { q -= 1; r += 3; }
+    EXPECT_EQ(c.data<int32_t>()[i], q * 10 + r) << "value " << v;
+  }
+}
+
+}  // namespace
+}  // namespace kiln

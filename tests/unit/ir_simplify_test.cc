@@ -1,0 +1,452 @@
+// Tests of the simplifier: canonical linear forms, division and remainder by constants with known
+// bounds, min/max, comparisons, logic, vectors, statements, and a random check that simplified
+// expressions keep their value.
+#include "compiler/ir/simplify.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "compiler/ir/op.h"
+#include "compiler/ir/printer.h"
+#include "tests/unit/ir_eval_helper.h"
+
+namespace kiln::ir {
+namespace {
+
+using testing::Env;
+using testing::eval_int;
+using testing::RandomExprGen;
+
+std::string S(const Expr& e, const VarIntervals& dom = {}) { return to_string(simplify(e, dom)); }
+
+Interval iv(int64_t lo, int64_t hi) { return {make_const(kInt32, lo), make_const(kInt32, hi)}; }
+
+class SimplifyTest : public ::testing::Test {
+ protected:
+  Var x{"x"}, y{"y"}, z{"z"}, a{"a"}, b{"b"}, i{"i"}, n{"n"};
+};
+
+// ---- linear forms ----
+
+TEST_F(SimplifyTest, CollectsLikeTerms) {
+  EXPECT_EQ(S((x * 8 + y) - x * 8), "y");
+  EXPECT_EQ(S(x * 4 * 2), "x*8");
+  EXPECT_EQ(S((a + 3) + (b - 3)), "a + b");
+  EXPECT_EQ(S(x + x), "x*2");
+  EXPECT_EQ(S(x - x), "0");
+  EXPECT_EQ(S((x + 1) * 2 - x), "x + 2");
+  EXPECT_EQ(S(x * 3 - (x * 2 + y) * 2), "0 - x - y*2");
+}
+
+TEST_F(SimplifyTest, OrdersVariablesByFirstAppearanceConstantLast) {
+  EXPECT_EQ(S((y * 8 + 2) + (x + 3)), "y*8 + x + 5");
+  EXPECT_EQ(S(5 + x), "x + 5");
+  EXPECT_EQ(S(1 - y * 2 + x), "x - y*2 + 1");
+  EXPECT_EQ(S(3 - x - 3), "0 - x");
+  EXPECT_EQ(S(5 - x), "5 - x");
+  EXPECT_EQ(S(x - 5), "x - 5");
+  EXPECT_EQ(S((x - 1) - y * 3 + 1), "x - y*3");
+}
+
+TEST_F(SimplifyTest, ProductsOfNonConstants) {
+  EXPECT_EQ(S(x * y), "x*y");
+  EXPECT_EQ(S(x * y + x * y), "x*y*2");
+  EXPECT_EQ(S(x * (y - y + 2)), "x*2");
+  EXPECT_EQ(S((x + 0) * (y * 1)), "x*y");
+}
+
+TEST_F(SimplifyTest, KeepsIdentityWhenNothingChanges) {
+  Expr e = x * 8 + y;
+  EXPECT_TRUE(simplify(e).same_as(e));
+  Expr d = floordiv(x, 8);
+  EXPECT_TRUE(simplify(d).same_as(d));
+  Expr m = min(x, y) + 1;
+  EXPECT_TRUE(simplify(m).same_as(m));
+  Expr c = x < y;
+  EXPECT_TRUE(simplify(c).same_as(c));
+  Expr f = Var("f", kFloat32) + 1.0f;
+  EXPECT_TRUE(simplify(f).same_as(f));
+}
+
+TEST_F(SimplifyTest, Int64) {
+  Var p("p", kInt64);
+  EXPECT_EQ(S(p * int64_t{4} * int64_t{2} - p), "p*7i64");
+  EXPECT_EQ(S(cast(kInt32, cast(kInt64, x))), "x");
+  EXPECT_EQ(S(cast(kInt64, x) + int64_t{1} - int64_t{1}), "int64(x)");
+}
+
+// ---- division and remainder ----
+
+TEST_F(SimplifyTest, FloorDivByConstant) {
+  VarIntervals dom{{y.get(), iv(0, 7)}};
+  EXPECT_EQ(S(floordiv(x * 8 + y, 8), dom), "x");
+  EXPECT_EQ(S(floordiv(x * 8 + y, 8)), "x + y // 8");
+  EXPECT_EQ(S(floordiv(floordiv(x, 4), 2)), "x // 8");
+  EXPECT_EQ(S(floordiv(x * 8, 4)), "x*2");
+  EXPECT_EQ(S(floordiv(x * 8 + 13, 8)), "x + 1");
+  EXPECT_EQ(S(floordiv(x * 8 - 1, 8)), "x - 1");
+  EXPECT_EQ(S(floordiv(x * 4 + y, 8), {{y.get(), iv(0, 3)}}), "x // 2");
+  EXPECT_EQ(S(floordiv(x + 3, 8)), "(x + 3) // 8");
+  EXPECT_EQ(S(floordiv(floordiv(x, 4) + 8, 2)), "x // 8 + 4");
+  EXPECT_EQ(S(floordiv(y, 8), dom), "0");
+}
+
+TEST_F(SimplifyTest, FloorModByConstant) {
+  VarIntervals dom{{y.get(), iv(0, 7)}};
+  EXPECT_EQ(S(floormod(x * 8 + y, 8), dom), "y");
+  EXPECT_EQ(S(floormod(x * 8 + y, 8)), "y % 8");
+  EXPECT_EQ(S(floormod(x, 1)), "0");
+  EXPECT_EQ(S(floormod(x * 8, 4)), "0");
+  EXPECT_EQ(S(floormod(x + 11, 8)), "(x + 3) % 8");
+  EXPECT_EQ(S(floormod(x * 4 + y, 8), {{y.get(), iv(0, 3)}}), "x % 2*4 + y");
+  EXPECT_EQ(S(floormod(floormod(x, 16), 8)), "x % 8");
+  EXPECT_EQ(S(floormod(y + 8, 8), dom), "y");
+  EXPECT_EQ(S(floormod(y - 8, 8), dom), "y");
+  EXPECT_EQ(S(floormod(x, 8), {{x.get(), iv(16, 20)}}), "x - 16");
+}
+
+TEST_F(SimplifyTest, SplitThenFuseIsIdentity) {
+  EXPECT_EQ(S(floordiv(x, 8) * 8 + floormod(x, 8)), "x");
+  EXPECT_EQ(S(floormod(x, 8) + floordiv(x, 8) * 8 + y), "y + x");
+  EXPECT_EQ(S((x / 4) * 4 + x % 4), "x");
+  EXPECT_EQ(S(floordiv(x + y, 16) * 32 + floormod(x + y, 16) * 2), "x*2 + y*2");
+  // Index of a fused axis split again: fused = i*16 + j with j in [0, 15].
+  VarIntervals dom{{x.get(), iv(0, 63)}, {y.get(), iv(0, 15)}};
+  Expr fused = x * 16 + y;
+  EXPECT_EQ(S(floordiv(fused, 16), dom), "x");
+  EXPECT_EQ(S(floormod(fused, 16), dom), "y");
+}
+
+TEST_F(SimplifyTest, TruncDivWhenNonNegative) {
+  VarIntervals dom{{x.get(), iv(0, 10)}, {y.get(), iv(0, 7)}};
+  EXPECT_EQ(S((x * 8 + y) / 8, dom), "x");
+  EXPECT_EQ(S((x * 8 + y) % 8, dom), "y");
+  EXPECT_EQ(S((x * 8 + y) / 8), "truncdiv(x*8 + y, 8)");
+  EXPECT_EQ(S((x * 16 + z) / 8, dom), "x*2 + truncdiv(z, 8)");
+  EXPECT_EQ(S(x % 8, {{x.get(), iv(0, 100)}}), "truncmod(x, 8)");
+  EXPECT_EQ(S(x % 8, {{x.get(), iv(-3, 3)}}), "x");
+  EXPECT_EQ(S(x / 8, {{x.get(), iv(-7, 7)}}), "0");
+  EXPECT_EQ(S(x / 8, {{x.get(), iv(-8, 7)}}), "truncdiv(x, 8)");
+}
+
+TEST_F(SimplifyTest, DivisionByZeroIsLeftAlone) {
+  Expr e = floordiv(x, y - y + 0 * z + y);
+  Expr zero = floordiv(x, Expr(std::make_shared<SubNode>(kInt32, y, y)));
+  EXPECT_NO_THROW(simplify(zero));
+  EXPECT_EQ(S(zero), "x // 0");
+  EXPECT_EQ(S(e), "x // y");
+}
+
+// ---- min / max ----
+
+TEST_F(SimplifyTest, MinMax) {
+  EXPECT_EQ(S(min(x, x)), "x");
+  EXPECT_EQ(S(min(x + 8, x + 3)), "x + 3");
+  EXPECT_EQ(S(max(x + 8, x + 3)), "x + 8");
+  EXPECT_EQ(S(min(Expr(3), Expr(5))), "3");
+  EXPECT_EQ(S(min(i, 1024), {{i.get(), iv(0, 1023)}}), "i");
+  EXPECT_EQ(S(max(i, 0), {{i.get(), iv(0, 1023)}}), "i");
+  EXPECT_EQ(S(min(i, 1000), {{i.get(), iv(0, 1023)}}), "min(i, 1000)");
+  EXPECT_EQ(S(min(min(x, 8), 4)), "min(x, 4)");
+  EXPECT_EQ(S(min(min(x, 4), 8)), "min(x, 4)");
+  EXPECT_EQ(S(max(max(x, 4), 8)), "max(x, 8)");
+  EXPECT_EQ(S(min(x * 8 + 8, (x + 1) * 8)), "x*8 + 8");
+  EXPECT_EQ(S(min(x, y)), "min(x, y)");
+}
+
+TEST_F(SimplifyTest, SymbolicBoundsFromTheDomain) {
+  VarIntervals dom{{i.get(), {Expr(0), n - 1}}};
+  EXPECT_EQ(S(i < n, dom), "true");
+  EXPECT_EQ(S(i >= n, dom), "false");
+  EXPECT_EQ(S(min(i, n), dom), "i");
+  EXPECT_EQ(S(min(i, n - 1), dom), "i");
+  EXPECT_EQ(S(i < n - 1, dom), "i < n - 1");
+  EXPECT_TRUE(can_prove(i + 1 <= n, dom));
+  EXPECT_FALSE(can_prove(i + 2 <= n, dom));
+}
+
+// ---- comparisons and logic ----
+
+TEST_F(SimplifyTest, Comparisons) {
+  VarIntervals dom{{i.get(), iv(0, 1023)}};
+  EXPECT_EQ(S(i < 1024, dom), "true");
+  EXPECT_EQ(S(i >= 1024, dom), "false");
+  EXPECT_EQ(S(i < 512, dom), "i < 512");
+  EXPECT_EQ(S(i == -1, dom), "false");
+  EXPECT_EQ(S(i != 2000, dom), "true");
+  EXPECT_EQ(S(x + 3 < y + 3), "x < y");
+  EXPECT_EQ(S(x * 2 + 1 <= x * 2 + 5), "true");
+  EXPECT_EQ(S(x == x), "true");
+  EXPECT_EQ(S(x + 1 < y), "x + 1 < y");
+  EXPECT_EQ(S(x + 5 < y + 2), "x < y - 3");
+  EXPECT_EQ(S(x + 2 < x + y), "2 < y");
+  VarIntervals two{{x.get(), iv(0, 127)}, {y.get(), iv(0, 7)}};
+  EXPECT_EQ(S(x * 8 + y < 1024, two), "true");
+  EXPECT_EQ(S(x * 8 + y < 1023, two), "x*8 + y < 1023");
+}
+
+TEST_F(SimplifyTest, Logic) {
+  VarIntervals dom{{i.get(), iv(0, 1023)}};
+  Var c("c", kBool);
+  EXPECT_EQ(S(i < 1024 && c, dom), "c");
+  EXPECT_EQ(S(i >= 1024 && c, dom), "false");
+  EXPECT_EQ(S(i >= 1024 || c, dom), "c");
+  EXPECT_EQ(S(c || i < 1024, dom), "true");
+  EXPECT_EQ(S(c && c), "c");
+  EXPECT_EQ(S(!(x < y)), "x >= y");
+  EXPECT_EQ(S(!(x == y)), "x != y");
+  EXPECT_EQ(S(!!(x < y)), "x < y");
+  Var f("f", kFloat32);
+  EXPECT_EQ(S(!(f < 1.0f)), "not f < 1f");
+  EXPECT_EQ(S(select(i < 1024, x, y), dom), "x");
+  EXPECT_EQ(S(select(i > 1024, x, y), dom), "y");
+  EXPECT_EQ(S(select(c, x + 1, 1 + x)), "x + 1");
+  EXPECT_TRUE(can_prove(i >= 0 && i < 1024, dom));
+  EXPECT_FALSE(can_prove(i < 1000, dom));
+  EXPECT_FALSE(can_prove(c));
+}
+
+// ---- floats, casts, lets ----
+
+TEST_F(SimplifyTest, FloatsOnlyFoldConstants) {
+  Var f("f", kFloat32), g("g", kFloat32);
+  EXPECT_EQ(S(f + 0.0f), "f + 0f");
+  EXPECT_EQ(S(f * 1.0f), "f*1f");
+  EXPECT_EQ(S((f + 1.0f) + 2.0f), "f + 1f + 2f");
+  EXPECT_EQ(S(f - f), "f - f");
+  EXPECT_EQ(S(Expr(1.5f) + Expr(2.0f)), "3.5f");
+  EXPECT_EQ(S(f * g + cast(kFloat32, x * 2 + x)), "f*g + float32(x*3)");
+  EXPECT_EQ(S(min(f, f)), "f");
+}
+
+TEST_F(SimplifyTest, Let) {
+  Var t("t");
+  EXPECT_EQ(S(let(t, Expr(4), t * x + t)), "x*4 + 4");
+  EXPECT_EQ(S(let(t, x * 2, t + t - t * 2)), "0");
+  EXPECT_EQ(S(let(t, x * 2, t + 1)), "(let t = x*2 in t + 1)");
+  EXPECT_EQ(S(let(t, y * 2, floordiv(t, 2)) , {{y.get(), iv(0, 3)}}), "(let t = y*2 in t // 2)");
+}
+
+TEST_F(SimplifyTest, ConstantPointDomainIsSubstituted) {
+  EXPECT_EQ(S(x * 8 + y, {{x.get(), iv(3, 3)}}), "y + 24");
+}
+
+// ---- vectors ----
+
+TEST_F(SimplifyTest, Vectors) {
+  EXPECT_EQ(S(broadcast(x, 4) + broadcast(y, 4)), "x4(x + y)");
+  EXPECT_EQ(S(broadcast(x + 1, 4) - broadcast(x, 4)), "x4(1)");
+  EXPECT_EQ(S(ramp(y, 1, 4) + broadcast(x, 4)), "ramp(y + x, 1, 4)");
+  EXPECT_EQ(S(broadcast(x, 4) + ramp(y, 1, 4)), "ramp(x + y, 1, 4)");
+  EXPECT_EQ(S(ramp(x, 1, 4) + ramp(y * 2, 2, 4)), "ramp(x + y*2, 3, 4)");
+  EXPECT_EQ(S(ramp(x, 1, 4) - ramp(x, 1, 4)), "x4(0)");
+  EXPECT_EQ(S(ramp(x, 1, 4) * broadcast(Expr(3), 4)), "ramp(x*3, 3, 4)");
+  EXPECT_EQ(S(ramp(x + 0 * y, y - y, 4)), "x4(x)");
+  VarIntervals dom{{x.get(), iv(0, 15)}};
+  EXPECT_EQ(S(floordiv(ramp(x * 8, 1, 8), broadcast(Expr(8), 8)), dom), "x8(x)");
+  EXPECT_EQ(S(floormod(ramp(x * 8, 1, 8), broadcast(Expr(8), 8)), dom), "ramp(0, 1, 8)");
+  EXPECT_EQ(S(floordiv(ramp(x * 8, 8, 4), broadcast(Expr(8), 4))), "ramp(x, 1, 4)");
+  EXPECT_EQ(S(floordiv(ramp(x, 1, 4), broadcast(Expr(8), 4))),
+            "ramp(x, 1, 4) // x4(8)");
+  EXPECT_EQ(S(min(broadcast(x + 8, 4), broadcast(x + 3, 4))), "x4(x + 3)");
+  EXPECT_EQ(S(broadcast(i, 4) < broadcast(Expr(1024), 4), {{i.get(), iv(0, 1023)}}),
+            "x4(true)");
+  Var buf("A", DataType::Handle());
+  Expr ld = load(DataType::Float(32, 4), buf, ramp(x * 4 + 4 - 4, 1, 4));
+  EXPECT_EQ(S(ld), "A[ramp(x*4, 1, 4)]");
+  Var fv("fv", DataType::Float(32, 4));
+  Expr vf = fv + broadcast(Expr(0.0f), 4);
+  EXPECT_TRUE(simplify(vf).same_as(vf));
+}
+
+// ---- statements ----
+
+class StmtSimplifyTest : public SimplifyTest {
+ protected:
+  Var A{"A", DataType::Handle()};
+  Stmt st(const Expr& index, const Expr& value = Expr(1.0f)) { return store(A, value, index); }
+};
+
+TEST_F(StmtSimplifyTest, LoopBoundsReachTheBody) {
+  Stmt s = for_loop(i, 0, 16, ForKind::kSerial, st(min(i, 16)));
+  EXPECT_EQ(to_string(simplify(s)), "for i in range(16):\n  A[i] = 1f\n");
+  Var yo("yo"), yi("yi");
+  Stmt nest = for_loop(yo, 0, 4, ForKind::kSerial,
+                       for_loop(yi, 0, 8, ForKind::kSerial,
+                                if_then_else(yo * 8 + yi < 32, st(floordiv(yo * 8 + yi, 8)))));
+  EXPECT_EQ(to_string(simplify(nest)),
+            "for yo in range(4):\n  for yi in range(8):\n    A[yo] = 1f\n");
+}
+
+TEST_F(StmtSimplifyTest, SymbolicLoopExtent) {
+  Stmt s = for_loop(i, 0, n, ForKind::kSerial, if_then_else(i < n, st(i), st(i + 1)));
+  EXPECT_EQ(to_string(simplify(s)), "for i in range(n):\n  A[i] = 1f\n");
+}
+
+TEST_F(StmtSimplifyTest, OneIterationLoopsAreInlined) {
+  Stmt s = for_loop(i, 3, 1, ForKind::kSerial, st(i * 2 + x));
+  EXPECT_EQ(to_string(simplify(s)), "A[x + 6] = 1f\n");
+  Stmt v = for_loop(i, 0, 1, ForKind::kVectorized, st(i));
+  EXPECT_EQ(to_string(simplify(v)), "A[0] = 1f\n");
+}
+
+TEST_F(StmtSimplifyTest, EmptyLoopsVanish) {
+  EXPECT_TRUE(is_no_op(simplify(for_loop(i, 0, 0, ForKind::kSerial, st(i)))));
+  EXPECT_TRUE(is_no_op(simplify(for_loop(i, 0, x - x - 3, ForKind::kSerial, st(i)))));
+  EXPECT_TRUE(is_no_op(simplify(for_loop(i, 0, y, ForKind::kSerial, st(i)), {{y.get(), iv(-5, 0)}})));
+  EXPECT_TRUE(is_no_op(simplify(for_loop(i, 0, 8, ForKind::kSerial, evaluate(x - x)))));
+  Stmt kept = for_loop(i, 0, y, ForKind::kSerial, st(i));
+  EXPECT_TRUE(simplify(kept).same_as(kept));
+}
+
+TEST_F(StmtSimplifyTest, Branches) {
+  VarIntervals dom{{x.get(), iv(0, 9)}};
+  EXPECT_EQ(to_string(simplify(if_then_else(x < 10, st(x), st(x + 1)), dom)), "A[x] = 1f\n");
+  EXPECT_EQ(to_string(simplify(if_then_else(x >= 10, st(x), st(x + 1)), dom)), "A[x + 1] = 1f\n");
+  EXPECT_TRUE(is_no_op(simplify(if_then_else(x >= 10, st(x)), dom)));
+  EXPECT_EQ(to_string(simplify(if_then_else(y < 3, evaluate(0), st(y)))),
+            "if y >= 3:\n  A[y] = 1f\n");
+  EXPECT_TRUE(is_no_op(simplify(if_then_else(y < 3, evaluate(0), evaluate(1)))));
+}
+
+TEST_F(StmtSimplifyTest, ConditionsNarrowTheDomain) {
+  Stmt s = if_then_else(y < 10, st(min(y, 10)), st(max(y, 10)));
+  EXPECT_EQ(to_string(simplify(s)), "if y < 10:\n  A[y] = 1f\nelse:\n  A[y] = 1f\n");
+  Stmt g = if_then_else(y >= 0 && y < 8, st(floordiv(x * 8 + y, 8)));
+  EXPECT_EQ(to_string(simplify(g)), "if y >= 0 and y < 8:\n  A[x] = 1f\n");
+}
+
+TEST_F(StmtSimplifyTest, Asserts) {
+  Stmt s = assert_stmt(x < 10, "x too large", st(x));
+  EXPECT_EQ(to_string(simplify(s, {{x.get(), iv(0, 9)}})), "A[x] = 1f\n");
+  EXPECT_TRUE(simplify(s).same_as(s));
+}
+
+TEST_F(StmtSimplifyTest, SeqOfNoOpsCollapses) {
+  Stmt s = seq({st(x), evaluate(0), st(y)});
+  Stmt t = for_loop(i, 0, 4, ForKind::kSerial, seq({if_then_else(i > 10, st(i)), st(i)}));
+  EXPECT_EQ(to_string(simplify(t)), "for i in range(4):\n  A[i] = 1f\n");
+  EXPECT_TRUE(is_no_op(simplify(seq({if_then_else(x - x > 0, st(x)), evaluate(y - y)}))));
+  EXPECT_TRUE(simplify(s).same_as(s));
+}
+
+TEST_F(StmtSimplifyTest, ThreadExtent) {
+  IterVar tx(Var("tx"), Range(), IterVarType::kThreadIndex, "threadIdx.x");
+  Stmt s = attr_stmt(tx.node(), attr::kThreadExtent, 64,
+                     if_then_else(tx.var() < 64, st(floordiv(tx.var(), 64) + tx.var())));
+  EXPECT_EQ(to_string(simplify(s)), "attr [threadIdx.x] thread_extent = 64\nA[tx] = 1f\n");
+}
+
+TEST_F(StmtSimplifyTest, LetStmt) {
+  Var t("t");
+  EXPECT_EQ(to_string(simplify(let_stmt(t, 5, st(t + x)))), "A[x + 5] = 1f\n");
+  EXPECT_EQ(to_string(simplify(let_stmt(t, x * 2, st(y)))), "A[y] = 1f\n");
+  Stmt s = let_stmt(t, x * 4, if_then_else(t < 40, st(t)));
+  EXPECT_EQ(to_string(simplify(s, {{x.get(), iv(0, 9)}})), "let t = x*4\nA[t] = 1f\n");
+}
+
+TEST_F(StmtSimplifyTest, NestedLoopsKeepIdentityWhenSimplified) {
+  Var j("j");
+  Stmt s = for_loop(i, 0, 16, ForKind::kSerial,
+                    for_loop(j, 0, 16, ForKind::kParallel, st(i * 16 + j, Expr(2.0f))));
+  EXPECT_TRUE(simplify(s).same_as(s));
+  EXPECT_EQ(to_string(simplify(s)),
+            "for i in range(16):\n  parallel for j in range(16):\n    A[i*16 + j] = 2f\n");
+}
+
+// ---- random checks ----
+
+/// Simplified random expressions agree with the originals on random points of the domain.
+TEST(SimplifyFuzz, KeepsValuesOnRandomPoints) {
+  Var x("x"), y("y"), z("z"), w("w");
+  RandomExprGen gen({x, y, z, w}, 12345);
+  VarIntervals dom{{x.get(), iv(0, 15)}, {y.get(), iv(-8, 7)}, {z.get(), iv(0, 7)}};
+  int checked = 0, changed = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    Expr e = gen.gen(4);
+    bool with_dom = iter % 2 == 0;
+    Expr s = with_dom ? simplify(e, dom) : simplify(e);
+    if (!s.same_as(e)) ++changed;
+    for (int k = 0; k < 24; ++k) {
+      Env env{{x.get(), gen.uniform(with_dom ? 0 : -20, 15)},
+              {y.get(), gen.uniform(-8, 7)},
+              {z.get(), gen.uniform(with_dom ? 0 : -9, 7)},
+              {w.get(), gen.uniform(-20, 20)}};
+      auto before = eval_int(e, env), after = eval_int(s, env);
+      if (!before || !after) continue;
+      ++checked;
+      ASSERT_EQ(*before, *after) << "original:   " << e << "\nsimplified: " << s
+                                 << "\nx=" << env[x.get()] << " y=" << env[y.get()]
+                                 << " z=" << env[z.get()] << " w=" << env[w.get()];
+    }
+  }
+  EXPECT_GT(checked, 40000);
+  EXPECT_GT(changed, 1000);
+}
+
+/// Comparisons proven by the simplifier hold on every sampled point.
+TEST(SimplifyFuzz, ProofsAreSound) {
+  Var x("x"), y("y"), z("z");
+  RandomExprGen gen({x, y, z}, 777);
+  VarIntervals dom{{x.get(), iv(0, 15)}, {y.get(), iv(-8, 7)}, {z.get(), iv(0, 7)}};
+  int proven = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    Expr c = gen.cmp(3);
+    bool yes = can_prove(c, dom), no = can_prove(!c, dom);
+    ASSERT_FALSE(yes && no) << c;
+    if (!yes && !no) continue;
+    ++proven;
+    for (int k = 0; k < 32; ++k) {
+      Env env{{x.get(), gen.uniform(0, 15)}, {y.get(), gen.uniform(-8, 7)},
+              {z.get(), gen.uniform(0, 7)}};
+      auto v = eval_int(c, env);
+      if (!v) continue;
+      ASSERT_EQ(*v != 0, yes) << c << " x=" << env[x.get()] << " y=" << env[y.get()]
+                              << " z=" << env[z.get()];
+    }
+  }
+  EXPECT_GT(proven, 300);
+}
+
+/// Simplifying a simplified expression changes nothing (mostly: count the exceptions).
+TEST(SimplifyFuzz, IsIdempotent) {
+  Var x("x"), y("y"), z("z");
+  RandomExprGen gen({x, y, z}, 4242);
+  VarIntervals dom{{x.get(), iv(0, 15)}, {y.get(), iv(-8, 7)}};
+  int differ = 0;
+  for (int iter = 0; iter < 2000; ++iter) {
+    Expr s = simplify(gen.gen(4), dom);
+    Expr t = simplify(s, dom);
+    if (!t.same_as(s)) ++differ;
+  }
+  EXPECT_LT(differ, 20);
+}
+
+// ---- speed ----
+
+TEST(SimplifySpeed, LargeExpressionsStayFast) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Var> vars;
+  for (int k = 0; k < 1000; ++k) vars.emplace_back("v" + std::to_string(k));
+  Expr sum = vars[0];
+  for (int k = 1; k < 1000; ++k) sum = sum + vars[static_cast<size_t>(k)] * (k % 7 + 1);
+  for (int k = 0; k < 1000; ++k) sum = sum - vars[static_cast<size_t>(k)];
+  Expr r = simplify(sum);
+  EXPECT_EQ(r.kind(), ExprKind::kAdd);
+  // Deep nests of min and division with a domain.
+  Var x("x");
+  VarIntervals dom{{x.get(), iv(0, 1023)}};
+  Expr nest = x;
+  for (int k = 0; k < 200; ++k) nest = min(floordiv(nest * 2 + 1, 2) + 1, nest + 5) - 1;
+  EXPECT_EQ(to_string(simplify(nest, dom)), "x");
+  Expr sel = x;
+  for (int k = 0; k < 60; ++k) sel = select(sel < 512, min(sel, x + k), max(sel, x - k));
+  simplify(sel, dom);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 5.0);
+}
+
+}  // namespace
+}  // namespace kiln::ir
