@@ -9,6 +9,7 @@
 #include "compiler/codegen/build.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/ir/verify.h"
 #include "compiler/pass/remove_no_op.h"
 #include "compiler/pass/storage_flatten.h"
 #include "compiler/pass/unroll_loop.h"
@@ -30,6 +31,13 @@ bool dump_ir() {
 
 ir::Stmt after(const char* pass, ir::Stmt s) {
   if (dump_ir()) std::cerr << "// ---- after " << pass << " ----\n" << s;
+  return s;
+}
+
+/// Dumps (when asked) and verifies the IR after a pass of lower().
+ir::Stmt checked(const ir::PrimFunc& f, const char* pass, bool flattened, ir::Stmt s) {
+  after(pass, s);
+  ir::verify(f, s, flattened, pass);
   return s;
 }
 
@@ -76,13 +84,13 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   }
 
   te::Bounds bounds = te::infer_bound(n);
-  ir::Stmt s = after("schedule_ops", te::schedule_ops(n, bounds));
-  s = after("storage_flatten", pass::storage_flatten(s, buffers));
-  s = after("simplify", ir::simplify(s));
-  s = after("vectorize_loops", pass::vectorize_loops(s));
-  s = after("unroll_loops", pass::unroll_loops(s, options.auto_unroll_max_step));
-  s = after("simplify", ir::simplify(s));
-  s = after("remove_no_op", pass::remove_no_op(s));
+  ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
+  s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
+  s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "vectorize_loops", true, pass::vectorize_loops(s));
+  s = checked(f, "unroll_loops", true, pass::unroll_loops(s, options.auto_unroll_max_step));
+  s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "remove_no_op", true, pass::remove_no_op(s));
   f.body = s;
   return f;
 }

@@ -45,8 +45,10 @@ int64_t known_multiple(const Expr& e) {
       return known_multiple(e.as<ir::RampNode>()->base);
     case ExprKind::kBroadcast:
       return known_multiple(e.as<ir::BroadcastNode>()->value);
-    case ExprKind::kCast:
-      return e.dtype().is_int() ? known_multiple(e.as<ir::CastNode>()->value) : 1;
+    case ExprKind::kCast: {
+      const Expr& v = e.as<ir::CastNode>()->value;
+      return e.dtype().is_int() && v.dtype().is_int() ? known_multiple(v) : 1;
+    }
     default:
       return 1;
   }

@@ -886,6 +886,8 @@ class Simplifier : public IRMutator {
     Expr a = mutate(a0), b = mutate(b0);
     Expr r = min_max_of(is_min, a, b);
     if (r.defined()) return r;
+    // Constants go second: min(4, x) -> min(x, 4).
+    if (is_ordered_type(a.dtype()) && a.as<IntImmNode>() && !b.as<IntImmNode>()) std::swap(a, b);
     if (a.same_as(a0) && b.same_as(b0)) return self;
     return is_min ? min(a, b) : max(a, b);
   }
@@ -909,8 +911,10 @@ class Simplifier : public IRMutator {
     if (db.min && *db.min >= 0) return is_min ? b : a;
     // min(min(x, c1), c2) -> min(x, min(c1, c2))
     ExprKind kind = is_min ? ExprKind::kMin : ExprKind::kMax;
-    if (auto c2 = b.as<IntImmNode>(); c2 && a.kind() == kind) {
-      auto [x, c1] = operands(a);
+    const Expr& p = a.as<IntImmNode>() ? b : a;
+    const Expr& q = a.as<IntImmNode>() ? a : b;
+    if (auto c2 = q.as<IntImmNode>(); c2 && p.kind() == kind) {
+      auto [x, c1] = operands(p);
       if (auto k = c1.as<IntImmNode>()) {
         int64_t c = is_min ? std::min(k->value, c2->value) : std::max(k->value, c2->value);
         return is_min ? min(x, make_const(t, c)) : max(x, make_const(t, c));

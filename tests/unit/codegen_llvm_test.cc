@@ -697,6 +697,11 @@ TEST(CodegenLLVM, CompileTimeMistakesRaiseErrors) {
       a.data, ir::call(ir::kFloat32, "frobnicate", {Expr(1.0f)}, ir::CallKind::kPureIntrinsic), 0);
   EXPECT_ERROR_CONTAINS(build({func("unknown", {tensor(a)}, unknown)}, host()),
                         "unknown pure intrinsic 'frobnicate'");
+  Stmt missing = ir::store(
+      a.data, ir::call(ir::kFloat32, "kiln_no_such_function", {Expr(1.0f)}, ir::CallKind::kExtern),
+      0);
+  EXPECT_ERROR_CONTAINS(build({func("missing", {tensor(a)}, missing)}, host()),
+                        "kiln_no_such_function");
   Stmt ok = ir::store(a.data, Expr(1.0f), 0);
   EXPECT_ERROR_CONTAINS(build({func("bad name", {tensor(a)}, ok)}, host()), "not a valid symbol");
   EXPECT_ERROR_CONTAINS(
