@@ -73,6 +73,10 @@ struct JitSession {
   std::mutex mu;  // held while code is generated (see the file comment)
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::atomic<uint64_t> next_id{0};
+  // What ORC reported while materializing (e.g. "Symbols not found: [ foo ]"): lookups only say
+  // that materialization failed, so build() quotes these.
+  std::mutex errors_mu;
+  std::string errors;
 };
 
 std::shared_ptr<JitSession> jit_session(const LLVMTarget& t) {
@@ -94,6 +98,12 @@ std::shared_ptr<JitSession> jit_session(const LLVMTarget& t) {
       << "cannot start the LLVM JIT for " << t.key() << ": " << llvm_error_string(jit.takeError());
   s = std::make_shared<JitSession>();
   s->jit = std::move(*jit);
+  JitSession* raw = s.get();  // sessions are never destroyed
+  s->jit->getExecutionSession().setErrorReporter([raw](llvm::Error e) {
+    const std::string msg = llvm_error_string(std::move(e));
+    std::lock_guard<std::mutex> lock(raw->errors_mu);
+    raw->errors += (raw->errors.empty() ? "" : "; ") + msg;
+  });
   return s;
 }
 
@@ -221,11 +231,19 @@ runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Targ
     KILN_ICHECK(!added) << "JIT rejected the module: " << llvm_error_string(std::move(added));
     // Generate the machine code now (the first lookup compiles the whole module), so that a
     // missing external symbol is reported here and build() times the whole compilation.
+    {
+      std::lock_guard<std::mutex> errors_lock(session->errors_mu);
+      session->errors.clear();
+    }
     for (const ir::PrimFunc& f : funcs) {
       auto addr = session->jit->lookup(*jd, f.name);
-      KILN_USER_CHECK(static_cast<bool>(addr))
-          << "build: JIT compilation of '" << f.name
-          << "' failed: " << llvm_error_string(addr.takeError());
+      if (addr) continue;
+      std::string why = llvm_error_string(addr.takeError());
+      {
+        std::lock_guard<std::mutex> errors_lock(session->errors_mu);
+        if (!session->errors.empty()) why = session->errors;
+      }
+      KILN_USER_ERROR() << "build: JIT compilation of '" << f.name << "' failed: " << why;
     }
   }
   timings->jit_ms = ms_since(t0);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "base/error.h"
@@ -613,27 +614,47 @@ class Simplifier : public IRMutator {
     }
   }
 
-  /// floordiv(x, c)*c*k + floormod(x, c)*k -> x*k (and the same for truncdiv/truncmod).
+  /// floordiv(x, c)*c*k + floormod(x, c)*k -> x*k, and the same for truncdiv/truncmod and for a
+  /// symbolic divisor: floordiv(x, n)*n + floormod(x, n) -> x.
   static void merge_div_mod(LinearForm* f) {
+    // Whether term j is the quotient partner of term i, the remainder of x by y.
+    auto partner = [f](size_t i, size_t j, ExprKind div, const Expr& x, const Expr& y) {
+      const Term& d = f->terms[j];
+      const Expr* q = &d.atom;
+      Expr qa, qb;
+      if (auto c = y.as<IntImmNode>()) {
+        if (d.coeff != wmul(f->terms[i].coeff, c->value)) return false;
+      } else {
+        // The quotient times the divisor is one atom: floordiv(x, n)*n or n*floordiv(x, n).
+        if (d.coeff != f->terms[i].coeff || d.atom.kind() != ExprKind::kMul) return false;
+        std::tie(qa, qb) = operands(d.atom);
+        if (qa.kind() != div) std::swap(qa, qb);
+        if (!expr_deep_equal(qb, y)) return false;
+        q = &qa;
+      }
+      if (q->kind() != div) return false;
+      auto [dx, dy] = operands(*q);
+      return expr_deep_equal(dy, y) && expr_deep_equal(dx, x);
+    };
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < f->terms.size() && !changed; ++i) {
         const Expr& m = f->terms[i].atom;
         if (m.kind() != ExprKind::kFloorMod && m.kind() != ExprKind::kMod) continue;
         auto [x, y] = operands(m);
-        auto c = y.as<IntImmNode>();
-        if (!c || c->value == 0) continue;
+        if (is_zero(y)) continue;
         ExprKind div = m.kind() == ExprKind::kMod ? ExprKind::kDiv : ExprKind::kFloorDiv;
         int64_t k = f->terms[i].coeff;
         for (size_t j = 0; j < f->terms.size(); ++j) {
-          const Expr& d = f->terms[j].atom;
-          if (d.kind() != div || f->terms[j].coeff != wmul(k, c->value)) continue;
-          auto [dx, dy] = operands(d);
-          if (!is_const_int(dy, c->value) || !expr_deep_equal(dx, x)) continue;
-          LinearForm fx = form_of(x);
-          f->terms.erase(f->terms.begin() + static_cast<std::ptrdiff_t>(std::max(i, j)));
-          f->terms.erase(f->terms.begin() + static_cast<std::ptrdiff_t>(std::min(i, j)));
-          f->add(fx, k);
+          if (j == i || !partner(i, j, div, x, y)) continue;
+          // x*k takes the place of the first of the two terms.
+          LinearForm g(f->dtype);
+          g.constant = f->constant;
+          for (size_t p = 0; p < f->terms.size(); ++p) {
+            if (p == std::min(i, j)) g.add(form_of(x), k);
+            if (p != i && p != j) g.add_term(f->terms[p].atom, f->terms[p].coeff);
+          }
+          *f = std::move(g);
           changed = true;
           break;
         }
@@ -720,8 +741,8 @@ class Simplifier : public IRMutator {
     auto [a0, b0] = operands(self);
     Expr a = mutate(a0), b = mutate(b0);
     bool same = a.same_as(a0) && b.same_as(b0);
+    if (is_zero(b)) return same ? self : division_node(self.kind(), a, b);
     auto c = b.as<IntImmNode>();
-    if (c && c->value == 0) return same ? self : division_node(self.kind(), a, b);
     Expr r;
     DataType t = self.dtype();
     if (c && c->value > 0 && is_ordered_type(t)) {
@@ -960,7 +981,11 @@ class Simplifier : public IRMutator {
     for (size_t i = 0; i < fa.terms.size() && !share; ++i) {
       for (auto& tb : fb.terms) share |= expr_deep_equal(fa.terms[i].atom, tb.atom);
     }
-    if (!share) return Expr();
+    if (!share) {
+      // Constants go right: 4 < x -> x > 4.
+      if (a.as<IntImmNode>() && !b.as<IntImmNode>()) return apply(mirrored(kind), b, a);
+      return Expr();
+    }
     LinearForm lhs(t), rhs(t);
     for (auto& term : d.terms) {
       if (term.coeff > 0) {
@@ -969,10 +994,13 @@ class Simplifier : public IRMutator {
         rhs.terms.push_back({term.atom, wneg(term.coeff)});
       }
     }
-    if (!lhs.terms.empty()) {
-      rhs.constant = wneg(d.constant);
+    if (lhs.terms.empty()) {
+      // c < rhs: keep the constant on the right, rhs > c.
+      std::swap(lhs, rhs);
+      rhs.constant = d.constant;
+      kind = mirrored(kind);
     } else {
-      lhs.constant = d.constant;
+      rhs.constant = wneg(d.constant);
     }
     return apply(kind, build(lhs), build(rhs));
   }
