@@ -84,7 +84,8 @@ class ConstEval {
         int64_t v = e.as<IntImmNode>()->value;
         return {v, v};
       }
-      case ExprKind::kVar: return var(e.as<VarNode>());
+      case ExprKind::kVar:
+        return var(e.as<VarNode>());
       case ExprKind::kCast: {
         auto op = e.as<CastNode>();
         if (!op->value.dtype().is_integral()) return type_bounds(e.dtype());
@@ -104,10 +105,12 @@ class ConstEval {
         auto op = e.as<MulNode>();
         return mul(eval(op->a), eval(op->b));
       }
-      case ExprKind::kDiv: return div(e.as<DivNode>()->a, e.as<DivNode>()->b, /*floor=*/false);
+      case ExprKind::kDiv:
+        return div(e.as<DivNode>()->a, e.as<DivNode>()->b, /*floor=*/false);
       case ExprKind::kFloorDiv:
         return div(e.as<FloorDivNode>()->a, e.as<FloorDivNode>()->b, /*floor=*/true);
-      case ExprKind::kMod: return mod(e.as<ModNode>()->a, e.as<ModNode>()->b, /*floor=*/false);
+      case ExprKind::kMod:
+        return mod(e.as<ModNode>()->a, e.as<ModNode>()->b, /*floor=*/false);
       case ExprKind::kFloorMod:
         return mod(e.as<FloorModNode>()->a, e.as<FloorModNode>()->b, /*floor=*/true);
       case ExprKind::kMin: {
@@ -131,7 +134,8 @@ class ConstEval {
         return {a.min && b.min ? Opt(std::min(*a.min, *b.min)) : std::nullopt,
                 a.max && b.max ? Opt(std::max(*a.max, *b.max)) : std::nullopt};
       }
-      case ExprKind::kBroadcast: return eval(e.as<BroadcastNode>()->value);
+      case ExprKind::kBroadcast:
+        return eval(e.as<BroadcastNode>()->value);
       case ExprKind::kRamp: {
         auto op = e.as<RampNode>();
         ConstBounds b = eval(op->base), s = eval(op->stride);
@@ -148,7 +152,8 @@ class ConstEval {
         lets_.pop_back();
         return r;
       }
-      default: return type_bounds(e.dtype());
+      default:
+        return type_bounds(e.dtype());
     }
   }
 
@@ -175,7 +180,8 @@ class ConstEval {
   static ConstBounds scale(const ConstBounds& a, int64_t c) {
     auto times = [c](Opt x) { return x ? narrow(i128{*x} * c) : std::nullopt; };
     if (c == 0) return {0, 0};
-    return c > 0 ? ConstBounds{times(a.min), times(a.max)} : ConstBounds{times(a.max), times(a.min)};
+    return c > 0 ? ConstBounds{times(a.min), times(a.max)}
+                 : ConstBounds{times(a.max), times(a.min)};
   }
 
   static ConstBounds mul(const ConstBounds& a, const ConstBounds& b) {
@@ -193,7 +199,9 @@ class ConstEval {
     return {};
   }
 
-  static int64_t divide(int64_t a, int64_t b, bool floor) { return floor ? floordiv_i(a, b) : a / b; }
+  static int64_t divide(int64_t a, int64_t b, bool floor) {
+    return floor ? floordiv_i(a, b) : a / b;
+  }
 
   ConstBounds div(const Expr& x, const Expr& y, bool floor) {
     ConstBounds a = eval(x), b = eval(y);
@@ -207,8 +215,10 @@ class ConstEval {
     }
     if (b.min && *b.min > 0 && a.min && a.max) {
       // Monotone in both operands for a positive divisor: the extremes are at the corners.
-      if (!b.max) return {std::min<int64_t>(0, q(a.min, *b.min).value()),
-                          std::max<int64_t>(0, q(a.max, *b.min).value())};
+      if (!b.max) {
+        return {std::min<int64_t>(0, q(a.min, *b.min).value()),
+                std::max<int64_t>(0, q(a.max, *b.min).value())};
+      }
       int64_t c[4] = {divide(*a.min, *b.min, floor), divide(*a.min, *b.max, floor),
                       divide(*a.max, *b.min, floor), divide(*a.max, *b.max, floor)};
       return {*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
@@ -264,49 +274,74 @@ class SymEval {
     switch (e.kind()) {
       case ExprKind::kIntImm:
       case ExprKind::kFloatImm:
-      case ExprKind::kStringImm: return point(e);
-      case ExprKind::kVar: return var(e);
-      case ExprKind::kCast: return cast_(e);
+      case ExprKind::kStringImm:
+        return point(e);
+      case ExprKind::kVar:
+        return var(e);
+      case ExprKind::kCast:
+        return cast_(e);
       case ExprKind::kAdd: {
         auto op = e.as<AddNode>();
         Interval a = eval(op->a), b = eval(op->b);
-        if (is_point(a) && is_point(b)) return point(same(e, op->a, a, op->b, b) ? e : a.min + b.min);
+        if (is_point(a) && is_point(b)) {
+          return point(same(e, op->a, a, op->b, b) ? e : a.min + b.min);
+        }
         return {add_b(a.min, b.min), add_b(a.max, b.max)};
       }
       case ExprKind::kSub: {
         auto op = e.as<SubNode>();
         Interval a = eval(op->a), b = eval(op->b);
-        if (is_point(a) && is_point(b)) return point(same(e, op->a, a, op->b, b) ? e : a.min - b.min);
+        if (is_point(a) && is_point(b)) {
+          return point(same(e, op->a, a, op->b, b) ? e : a.min - b.min);
+        }
         return {sub_b(a.min, b.max), sub_b(a.max, b.min)};
       }
-      case ExprKind::kMul: return mul(e);
-      case ExprKind::kDiv: return div(e, /*floor=*/false);
-      case ExprKind::kFloorDiv: return div(e, /*floor=*/true);
-      case ExprKind::kMod: return mod(e, /*floor=*/false);
-      case ExprKind::kFloorMod: return mod(e, /*floor=*/true);
+      case ExprKind::kMul:
+        return mul(e);
+      case ExprKind::kDiv:
+        return div(e, /*floor=*/false);
+      case ExprKind::kFloorDiv:
+        return div(e, /*floor=*/true);
+      case ExprKind::kMod:
+        return mod(e, /*floor=*/false);
+      case ExprKind::kFloorMod:
+        return mod(e, /*floor=*/true);
       case ExprKind::kMin:
-      case ExprKind::kMax: return minmax(e);
-      case ExprKind::kEQ: return compare<EQNode>(e);
-      case ExprKind::kNE: return compare<NENode>(e);
-      case ExprKind::kLT: return compare<LTNode>(e);
-      case ExprKind::kLE: return compare<LENode>(e);
-      case ExprKind::kGT: return compare<GTNode>(e);
-      case ExprKind::kGE: return compare<GENode>(e);
-      case ExprKind::kAnd: return compare<AndNode>(e);
-      case ExprKind::kOr: return compare<OrNode>(e);
+      case ExprKind::kMax:
+        return minmax(e);
+      case ExprKind::kEQ:
+        return compare<EQNode>(e);
+      case ExprKind::kNE:
+        return compare<NENode>(e);
+      case ExprKind::kLT:
+        return compare<LTNode>(e);
+      case ExprKind::kLE:
+        return compare<LENode>(e);
+      case ExprKind::kGT:
+        return compare<GTNode>(e);
+      case ExprKind::kGE:
+        return compare<GENode>(e);
+      case ExprKind::kAnd:
+        return compare<AndNode>(e);
+      case ExprKind::kOr:
+        return compare<OrNode>(e);
       case ExprKind::kNot: {
         Interval a = eval(e.as<NotNode>()->a);
-        if (is_point(a) && e.dtype().is_scalar()) return point(a.min.same_as(e.as<NotNode>()->a) ? e : !a.min);
+        if (is_point(a) && e.dtype().is_scalar()) {
+          return point(a.min.same_as(e.as<NotNode>()->a) ? e : !a.min);
+        }
         return bool_range(e);
       }
-      case ExprKind::kSelect: return select_(e);
+      case ExprKind::kSelect:
+        return select_(e);
       case ExprKind::kLoad: {
         auto op = e.as<LoadNode>();
         if (e.dtype().is_scalar()) {
           Interval i = eval(op->index);
           Interval p = op->predicate.defined() ? eval(op->predicate) : Interval();
           if (is_point(i) && (!op->predicate.defined() || is_point(p))) {
-            if (i.min.same_as(op->index) && (!op->predicate.defined() || p.min.same_as(op->predicate))) {
+            if (i.min.same_as(op->index) &&
+                (!op->predicate.defined() || p.min.same_as(op->predicate))) {
               return point(e);
             }
             return point(load(op->dtype, op->buffer_var, i.min, p.min));
@@ -317,13 +352,15 @@ class SymEval {
       case ExprKind::kRamp: {
         auto op = e.as<RampNode>();
         Interval first = eval(op->base);
-        Interval last = eval(op->base + op->stride * make_const(op->stride.dtype(), int64_t{op->lanes - 1}));
+        Interval last =
+            eval(op->base + op->stride * make_const(op->stride.dtype(), int64_t{op->lanes - 1}));
         int s = sign(op->stride);
         if (s > 0) return {first.min, last.max};
         if (s < 0) return {last.min, first.max};
         return hull(first, last);
       }
-      case ExprKind::kBroadcast: return eval(e.as<BroadcastNode>()->value);
+      case ExprKind::kBroadcast:
+        return eval(e.as<BroadcastNode>()->value);
       case ExprKind::kLet: {
         auto op = e.as<LetNode>();
         lets_.push_back({op->var.get(), eval(op->value)});
@@ -376,7 +413,9 @@ class SymEval {
     DataType t = e.dtype().element_of();
     return {make_const(t, int64_t{0}), make_const(t, int64_t{1})};
   }
-  static Interval unknown(const Expr& e) { return e.dtype().is_bool() ? bool_range(e) : Interval(); }
+  static Interval unknown(const Expr& e) {
+    return e.dtype().is_bool() ? bool_range(e) : Interval();
+  }
   static Interval hull(const Interval& a, const Interval& b) {
     return {a.min.defined() && b.min.defined() ? min(a.min, b.min) : Expr(),
             a.max.defined() && b.max.defined() ? max(a.max, b.max) : Expr()};
@@ -429,7 +468,9 @@ class SymEval {
     auto op = e.as<CastNode>();
     Interval v = eval(op->value);
     DataType to = e.dtype().element_of(), from = op->value.dtype().element_of();
-    if (is_point(v) && e.dtype().is_scalar()) return point(v.min.same_as(op->value) ? e : cast(to, v.min));
+    if (is_point(v) && e.dtype().is_scalar()) {
+      return point(v.min.same_as(op->value) ? e : cast(to, v.min));
+    }
     if (to.is_bool()) return bool_range(e);
     bool monotone = to.is_float() || from.is_float() || from.is_bool() ||
                     (from.code() == to.code() && to.bits() >= from.bits()) ||
@@ -460,7 +501,8 @@ class SymEval {
     if (ca && cA && cb && cB) {
       int64_t c[4] = {*ca * *cb, *ca * *cB, *cA * *cb, *cA * *cB};
       DataType t = e.dtype().element_of();
-      return {make_const(t, *std::min_element(c, c + 4)), make_const(t, *std::max_element(c, c + 4))};
+      return {make_const(t, *std::min_element(c, c + 4)),
+              make_const(t, *std::max_element(c, c + 4))};
     }
     if (sign(a.min) > 0 && sign(b.min) > 0) {
       return {a.min * b.min, a.max.defined() && b.max.defined() ? a.max * b.max : Expr()};
@@ -491,7 +533,8 @@ class SymEval {
         return floor ? (n / m - ((n % m != 0) && (n < 0))) : n / m;
       };
       int64_t c[4] = {d(*ca, *cb), d(*ca, *cB), d(*cA, *cb), d(*cA, *cB)};
-      return {make_const(t, *std::min_element(c, c + 4)), make_const(t, *std::max_element(c, c + 4))};
+      return {make_const(t, *std::min_element(c, c + 4)),
+              make_const(t, *std::max_element(c, c + 4))};
     }
     return {};
   }
@@ -557,14 +600,30 @@ class SymEval {
       if (same(e, op->a, a, op->b, b)) return point(e);
       Expr r;
       switch (e.kind()) {
-        case ExprKind::kEQ: r = a.min == b.min; break;
-        case ExprKind::kNE: r = a.min != b.min; break;
-        case ExprKind::kLT: r = a.min < b.min; break;
-        case ExprKind::kLE: r = a.min <= b.min; break;
-        case ExprKind::kGT: r = a.min > b.min; break;
-        case ExprKind::kGE: r = a.min >= b.min; break;
-        case ExprKind::kAnd: r = a.min && b.min; break;
-        default: r = a.min || b.min; break;
+        case ExprKind::kEQ:
+          r = a.min == b.min;
+          break;
+        case ExprKind::kNE:
+          r = a.min != b.min;
+          break;
+        case ExprKind::kLT:
+          r = a.min < b.min;
+          break;
+        case ExprKind::kLE:
+          r = a.min <= b.min;
+          break;
+        case ExprKind::kGT:
+          r = a.min > b.min;
+          break;
+        case ExprKind::kGE:
+          r = a.min >= b.min;
+          break;
+        case ExprKind::kAnd:
+          r = a.min && b.min;
+          break;
+        default:
+          r = a.min || b.min;
+          break;
       }
       return point(r);
     }

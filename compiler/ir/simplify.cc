@@ -21,27 +21,96 @@
 
 namespace kiln::ir {
 
+namespace {
+
+template <typename N>
+std::pair<const Expr&, const Expr&> operands_of(const Expr& e) {
+  auto n = static_cast<const N*>(e.get());
+  return {n->a, n->b};
+}
+
+/// The operands of a binary node, whatever its kind.
+std::pair<const Expr&, const Expr&> operands(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::kAdd:
+      return operands_of<AddNode>(e);
+    case ExprKind::kSub:
+      return operands_of<SubNode>(e);
+    case ExprKind::kMul:
+      return operands_of<MulNode>(e);
+    case ExprKind::kDiv:
+      return operands_of<DivNode>(e);
+    case ExprKind::kMod:
+      return operands_of<ModNode>(e);
+    case ExprKind::kFloorDiv:
+      return operands_of<FloorDivNode>(e);
+    case ExprKind::kFloorMod:
+      return operands_of<FloorModNode>(e);
+    case ExprKind::kMin:
+      return operands_of<MinNode>(e);
+    case ExprKind::kMax:
+      return operands_of<MaxNode>(e);
+    case ExprKind::kEQ:
+      return operands_of<EQNode>(e);
+    case ExprKind::kNE:
+      return operands_of<NENode>(e);
+    case ExprKind::kLT:
+      return operands_of<LTNode>(e);
+    case ExprKind::kLE:
+      return operands_of<LENode>(e);
+    case ExprKind::kGT:
+      return operands_of<GTNode>(e);
+    case ExprKind::kGE:
+      return operands_of<GENode>(e);
+    case ExprKind::kAnd:
+      return operands_of<AndNode>(e);
+    case ExprKind::kOr:
+      return operands_of<OrNode>(e);
+    default:
+      KILN_UNREACHABLE() << "not a binary node";
+  }
+}
+
+}  // namespace
+
 bool expr_deep_equal(const Expr& a, const Expr& b) {
   if (a.same_as(b)) return true;
   if (!a.defined() || !b.defined()) return false;
   if (a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
   switch (a.kind()) {
-    case ExprKind::kIntImm: return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
-    case ExprKind::kFloatImm: return a.as<FloatImmNode>()->value == b.as<FloatImmNode>()->value;
-    case ExprKind::kStringImm: return a.as<StringImmNode>()->value == b.as<StringImmNode>()->value;
-    case ExprKind::kVar: return false;  // identity, checked above
-    case ExprKind::kCast: return expr_deep_equal(a.as<CastNode>()->value, b.as<CastNode>()->value);
-#define KILN_BIN_EQ(T)                                          \
-  case ExprKind::k##T: {                                        \
-    auto x = a.as<T##Node>(), y = b.as<T##Node>();              \
-    return expr_deep_equal(x->a, y->a) && expr_deep_equal(x->b, y->b); \
-  }
-      KILN_BIN_EQ(Add) KILN_BIN_EQ(Sub) KILN_BIN_EQ(Mul) KILN_BIN_EQ(Div) KILN_BIN_EQ(Mod)
-      KILN_BIN_EQ(FloorDiv) KILN_BIN_EQ(FloorMod) KILN_BIN_EQ(Min) KILN_BIN_EQ(Max)
-      KILN_BIN_EQ(EQ) KILN_BIN_EQ(NE) KILN_BIN_EQ(LT) KILN_BIN_EQ(LE) KILN_BIN_EQ(GT)
-      KILN_BIN_EQ(GE) KILN_BIN_EQ(And) KILN_BIN_EQ(Or)
-#undef KILN_BIN_EQ
-    case ExprKind::kNot: return expr_deep_equal(a.as<NotNode>()->a, b.as<NotNode>()->a);
+    case ExprKind::kIntImm:
+      return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
+    case ExprKind::kFloatImm:
+      return a.as<FloatImmNode>()->value == b.as<FloatImmNode>()->value;
+    case ExprKind::kStringImm:
+      return a.as<StringImmNode>()->value == b.as<StringImmNode>()->value;
+    case ExprKind::kVar:
+      return false;  // identity, checked above
+    case ExprKind::kCast:
+      return expr_deep_equal(a.as<CastNode>()->value, b.as<CastNode>()->value);
+    case ExprKind::kAdd:
+    case ExprKind::kSub:
+    case ExprKind::kMul:
+    case ExprKind::kDiv:
+    case ExprKind::kMod:
+    case ExprKind::kFloorDiv:
+    case ExprKind::kFloorMod:
+    case ExprKind::kMin:
+    case ExprKind::kMax:
+    case ExprKind::kEQ:
+    case ExprKind::kNE:
+    case ExprKind::kLT:
+    case ExprKind::kLE:
+    case ExprKind::kGT:
+    case ExprKind::kGE:
+    case ExprKind::kAnd:
+    case ExprKind::kOr: {
+      auto [xa, xb] = operands(a);
+      auto [ya, yb] = operands(b);
+      return expr_deep_equal(xa, ya) && expr_deep_equal(xb, yb);
+    }
+    case ExprKind::kNot:
+      return expr_deep_equal(a.as<NotNode>()->a, b.as<NotNode>()->a);
     case ExprKind::kSelect: {
       auto x = a.as<SelectNode>(), y = b.as<SelectNode>();
       return expr_deep_equal(x->condition, y->condition) &&
@@ -176,7 +245,8 @@ void decompose(const Expr& e, int64_t scale, LinearForm* f) {
       if (auto c = op->a.as<IntImmNode>()) return decompose(op->b, wmul(scale, c->value), f);
       break;
     }
-    default: break;
+    default:
+      break;
   }
   f->add_term(e, scale);
 }
@@ -192,7 +262,8 @@ LinearForm form_of(const Expr& e) {
 Expr build(const LinearForm& f) {
   const DataType t = f.dtype;
   auto term = [&](const Term& x, int64_t c) { return c == 1 ? x.atom : x.atom * make_const(t, c); };
-  auto lead = std::find_if(f.terms.begin(), f.terms.end(), [](const Term& x) { return x.coeff > 0; });
+  auto lead =
+      std::find_if(f.terms.begin(), f.terms.end(), [](const Term& x) { return x.coeff > 0; });
   Expr acc;
   bool constant_used = false;
   if (lead != f.terms.end()) {
@@ -216,65 +287,81 @@ Expr build(const LinearForm& f) {
   return acc;
 }
 
-/// The operands of a binary node, whatever its kind.
-std::pair<Expr, Expr> operands(const Expr& e) {
-  switch (e.kind()) {
-#define KILN_OPERANDS(T) \
-  case ExprKind::k##T: return {e.as<T##Node>()->a, e.as<T##Node>()->b};
-    KILN_OPERANDS(Add) KILN_OPERANDS(Sub) KILN_OPERANDS(Mul) KILN_OPERANDS(Div) KILN_OPERANDS(Mod)
-    KILN_OPERANDS(FloorDiv) KILN_OPERANDS(FloorMod) KILN_OPERANDS(Min) KILN_OPERANDS(Max)
-    KILN_OPERANDS(EQ) KILN_OPERANDS(NE) KILN_OPERANDS(LT) KILN_OPERANDS(LE) KILN_OPERANDS(GT)
-    KILN_OPERANDS(GE) KILN_OPERANDS(And) KILN_OPERANDS(Or)
-#undef KILN_OPERANDS
-    default: KILN_UNREACHABLE();
-  }
-}
-
 /// Builds `a <kind> b` with op.h's operators (which fold constants).
 Expr apply(ExprKind kind, const Expr& a, const Expr& b) {
   switch (kind) {
-    case ExprKind::kAdd: return a + b;
-    case ExprKind::kSub: return a - b;
-    case ExprKind::kMul: return a * b;
-    case ExprKind::kDiv: return a / b;
-    case ExprKind::kMod: return a % b;
-    case ExprKind::kFloorDiv: return floordiv(a, b);
-    case ExprKind::kFloorMod: return floormod(a, b);
-    case ExprKind::kMin: return min(a, b);
-    case ExprKind::kMax: return max(a, b);
-    case ExprKind::kEQ: return a == b;
-    case ExprKind::kNE: return a != b;
-    case ExprKind::kLT: return a < b;
-    case ExprKind::kLE: return a <= b;
-    case ExprKind::kGT: return a > b;
-    case ExprKind::kGE: return a >= b;
-    case ExprKind::kAnd: return a && b;
-    case ExprKind::kOr: return a || b;
-    default: KILN_UNREACHABLE();
+    case ExprKind::kAdd:
+      return a + b;
+    case ExprKind::kSub:
+      return a - b;
+    case ExprKind::kMul:
+      return a * b;
+    case ExprKind::kDiv:
+      return a / b;
+    case ExprKind::kMod:
+      return a % b;
+    case ExprKind::kFloorDiv:
+      return floordiv(a, b);
+    case ExprKind::kFloorMod:
+      return floormod(a, b);
+    case ExprKind::kMin:
+      return min(a, b);
+    case ExprKind::kMax:
+      return max(a, b);
+    case ExprKind::kEQ:
+      return a == b;
+    case ExprKind::kNE:
+      return a != b;
+    case ExprKind::kLT:
+      return a < b;
+    case ExprKind::kLE:
+      return a <= b;
+    case ExprKind::kGT:
+      return a > b;
+    case ExprKind::kGE:
+      return a >= b;
+    case ExprKind::kAnd:
+      return a && b;
+    case ExprKind::kOr:
+      return a || b;
+    default:
+      KILN_UNREACHABLE();
   }
 }
 
 /// The comparison that holds exactly when `kind` does not (integers: no NaN).
 ExprKind negated(ExprKind kind) {
   switch (kind) {
-    case ExprKind::kEQ: return ExprKind::kNE;
-    case ExprKind::kNE: return ExprKind::kEQ;
-    case ExprKind::kLT: return ExprKind::kGE;
-    case ExprKind::kLE: return ExprKind::kGT;
-    case ExprKind::kGT: return ExprKind::kLE;
-    case ExprKind::kGE: return ExprKind::kLT;
-    default: KILN_UNREACHABLE();
+    case ExprKind::kEQ:
+      return ExprKind::kNE;
+    case ExprKind::kNE:
+      return ExprKind::kEQ;
+    case ExprKind::kLT:
+      return ExprKind::kGE;
+    case ExprKind::kLE:
+      return ExprKind::kGT;
+    case ExprKind::kGT:
+      return ExprKind::kLE;
+    case ExprKind::kGE:
+      return ExprKind::kLT;
+    default:
+      KILN_UNREACHABLE();
   }
 }
 
 /// `b kind a` holds exactly when `a mirrored(kind) b` does.
 ExprKind mirrored(ExprKind kind) {
   switch (kind) {
-    case ExprKind::kLT: return ExprKind::kGT;
-    case ExprKind::kLE: return ExprKind::kGE;
-    case ExprKind::kGT: return ExprKind::kLT;
-    case ExprKind::kGE: return ExprKind::kLE;
-    default: return kind;
+    case ExprKind::kLT:
+      return ExprKind::kGT;
+    case ExprKind::kLE:
+      return ExprKind::kGE;
+    case ExprKind::kGT:
+      return ExprKind::kLT;
+    case ExprKind::kGE:
+      return ExprKind::kLE;
+    default:
+      return kind;
   }
 }
 
@@ -309,7 +396,8 @@ std::optional<bool> decide(ExprKind kind, const ConstBounds& d) {
       if (eq && kind == ExprKind::kNE) eq = !*eq;
       return eq;
     }
-    default: break;
+    default:
+      break;
   }
   return std::nullopt;
 }
@@ -333,8 +421,12 @@ class Simplifier : public IRMutator {
   Expr mutate_(const MulNode*, const Expr& self) override { return arith(self); }
   Expr mutate_(const DivNode*, const Expr& self) override { return division(self, false, true); }
   Expr mutate_(const ModNode*, const Expr& self) override { return division(self, true, true); }
-  Expr mutate_(const FloorDivNode*, const Expr& self) override { return division(self, false, false); }
-  Expr mutate_(const FloorModNode*, const Expr& self) override { return division(self, true, false); }
+  Expr mutate_(const FloorDivNode*, const Expr& self) override {
+    return division(self, false, false);
+  }
+  Expr mutate_(const FloorModNode*, const Expr& self) override {
+    return division(self, true, false);
+  }
   Expr mutate_(const MinNode*, const Expr& self) override { return min_max(self); }
   Expr mutate_(const MaxNode*, const Expr& self) override { return min_max(self); }
   Expr mutate_(const EQNode*, const Expr& self) override { return compare(self); }
@@ -518,7 +610,11 @@ class Simplifier : public IRMutator {
   void restore(size_t mark) {
     while (saved_.size() > mark) {
       auto& [v, old] = saved_.back();
-      if (old) (*owned_)[v] = *old; else owned_->erase(v);
+      if (old) {
+        (*owned_)[v] = *old;
+      } else {
+        owned_->erase(v);
+      }
       saved_.pop_back();
     }
   }
@@ -542,8 +638,16 @@ class Simplifier : public IRMutator {
       ConstBounds b = eval_const_bounds(t.atom, *dom_);
       const auto& low = t.coeff > 0 ? b.min : b.max;
       const auto& high = t.coeff > 0 ? b.max : b.min;
-      if (low) lo += i128{*low} * t.coeff; else has_lo = false;
-      if (high) hi += i128{*high} * t.coeff; else has_hi = false;
+      if (low) {
+        lo += i128{*low} * t.coeff;
+      } else {
+        has_lo = false;
+      }
+      if (high) {
+        hi += i128{*high} * t.coeff;
+      } else {
+        has_hi = false;
+      }
     }
     auto fits = [](i128 v) {
       return v >= std::numeric_limits<int64_t>::min() && v <= std::numeric_limits<int64_t>::max();
@@ -610,7 +714,8 @@ class Simplifier : public IRMutator {
         f->add_term(a.same_as(op->a) && b.same_as(op->b) ? e : a * b, scale);
         return;
       }
-      default: decompose(mutate(e), scale, f);
+      default:
+        decompose(mutate(e), scale, f);
     }
   }
 
@@ -760,10 +865,14 @@ class Simplifier : public IRMutator {
   static Expr division_node(ExprKind kind, const Expr& a, const Expr& b) {
     DataType t = a.dtype();
     switch (kind) {
-      case ExprKind::kDiv: return Expr(std::make_shared<DivNode>(t, a, b));
-      case ExprKind::kMod: return Expr(std::make_shared<ModNode>(t, a, b));
-      case ExprKind::kFloorDiv: return Expr(std::make_shared<FloorDivNode>(t, a, b));
-      default: return Expr(std::make_shared<FloorModNode>(t, a, b));
+      case ExprKind::kDiv:
+        return Expr(std::make_shared<DivNode>(t, a, b));
+      case ExprKind::kMod:
+        return Expr(std::make_shared<ModNode>(t, a, b));
+      case ExprKind::kFloorDiv:
+        return Expr(std::make_shared<FloorDivNode>(t, a, b));
+      default:
+        return Expr(std::make_shared<FloorModNode>(t, a, b));
     }
   }
 
@@ -879,7 +988,9 @@ class Simplifier : public IRMutator {
     if (!cv || cv->value <= 0) return Expr();
     int64_t c = cv->value;
     int lanes = a.dtype().lanes();
-    if (auto ba = a.as<BroadcastNode>()) return broadcast(scalar_div(ba->value, c, is_mod, trunc), lanes);
+    if (auto ba = a.as<BroadcastNode>()) {
+      return broadcast(scalar_div(ba->value, c, is_mod, trunc), lanes);
+    }
     auto ra = a.as<RampNode>();
     auto sv = ra ? ra->stride.as<IntImmNode>() : nullptr;
     if (!sv || sv->value < 0) return Expr();
@@ -1047,7 +1158,9 @@ class Simplifier : public IRMutator {
     auto [a, b] = operands(cond);
     if (!is_ordered_type(a.dtype())) return;
     if (auto v = a.as<VarNode>(); v && !uses_var(b, Var(a.node()))) return constrain(v, k, b);
-    if (auto v = b.as<VarNode>(); v && !uses_var(a, Var(b.node()))) return constrain(v, mirrored(k), a);
+    if (auto v = b.as<VarNode>(); v && !uses_var(a, Var(b.node()))) {
+      return constrain(v, mirrored(k), a);
+    }
   }
 
   /// Adds `v kind e` to the domain.
@@ -1059,12 +1172,23 @@ class Simplifier : public IRMutator {
     };
     Interval c;
     switch (kind) {
-      case ExprKind::kLT: c.max = shifted(-1); break;
-      case ExprKind::kLE: c.max = e; break;
-      case ExprKind::kGT: c.min = shifted(1); break;
-      case ExprKind::kGE: c.min = e; break;
-      case ExprKind::kEQ: c = Interval::single_point(e); break;
-      default: return;
+      case ExprKind::kLT:
+        c.max = shifted(-1);
+        break;
+      case ExprKind::kLE:
+        c.max = e;
+        break;
+      case ExprKind::kGT:
+        c.min = shifted(1);
+        break;
+      case ExprKind::kGE:
+        c.min = e;
+        break;
+      case ExprKind::kEQ:
+        c = Interval::single_point(e);
+        break;
+      default:
+        return;
     }
     const Interval* cur = lookup(v);
     Interval merged = cur ? intersect(*cur, c) : c;
@@ -1088,8 +1212,6 @@ Stmt simplify(const Stmt& s, const VarIntervals& dom) {
   return Simplifier(&dom).mutate(s);
 }
 
-bool can_prove(const Expr& cond, const VarIntervals& dom) {
-  return is_one(simplify(cond, dom));
-}
+bool can_prove(const Expr& cond, const VarIntervals& dom) { return is_one(simplify(cond, dom)); }
 
 }  // namespace kiln::ir

@@ -35,12 +35,15 @@ inline std::optional<int64_t> eval_int(const Expr& e, const Env& env) {
     return f(*x, *y);
   };
   switch (e.kind()) {
-    case ExprKind::kIntImm: return e.as<IntImmNode>()->value;
+    case ExprKind::kIntImm:
+      return e.as<IntImmNode>()->value;
     case ExprKind::kVar: {
       auto it = env.find(e.as<VarNode>());
       return it == env.end() ? std::nullopt : R(it->second);
     }
-    case ExprKind::kCast: return eval_int(e.as<CastNode>()->value, env);
+    case ExprKind::kCast:
+      return eval_int(e.as<CastNode>()->value, env);
+      // clang-format off
 #define KILN_EVAL_BIN(T, F)                                          \
   case ExprKind::k##T: {                                             \
     auto op = e.as<T##Node>();                                       \
@@ -64,6 +67,7 @@ inline std::optional<int64_t> eval_int(const Expr& e, const Env& env) {
       KILN_EVAL_BIN(And, return a && b)
       KILN_EVAL_BIN(Or, return a || b)
 #undef KILN_EVAL_BIN
+      // clang-format on
     case ExprKind::kNot: {
       R a = eval_int(e.as<NotNode>()->a, env);
       return a ? R(!*a) : std::nullopt;
@@ -83,7 +87,8 @@ inline std::optional<int64_t> eval_int(const Expr& e, const Env& env) {
       inner[op->var.get()] = *v;
       return eval_int(op->body, inner);
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -110,19 +115,32 @@ class RandomExprGen {
     auto k = [&] { return make_const(kInt32, uniform(-8, 8)); };
     switch (uniform(0, 13)) {
       case 0:
-      case 1: return sub() + sub();
-      case 2: return sub() - sub();
-      case 3: return sub() * k();
-      case 4: return k() * sub();
-      case 5: return depth <= 2 ? sub() * sub() : sub() + k();
-      case 6: return floordiv(sub(), divisor());
-      case 7: return floormod(sub(), divisor());
-      case 8: return sub() / divisor();
-      case 9: return sub() % divisor();
-      case 10: return min(sub(), sub());
-      case 11: return max(sub(), sub());
-      case 12: return select(cmp(depth - 1), sub(), sub());
-      default: return floordiv(sub() * k() + sub(), divisor());
+      case 1:
+        return sub() + sub();
+      case 2:
+        return sub() - sub();
+      case 3:
+        return sub() * k();
+      case 4:
+        return k() * sub();
+      case 5:
+        return depth <= 2 ? sub() * sub() : sub() + k();
+      case 6:
+        return floordiv(sub(), divisor());
+      case 7:
+        return floormod(sub(), divisor());
+      case 8:
+        return sub() / divisor();
+      case 9:
+        return sub() % divisor();
+      case 10:
+        return min(sub(), sub());
+      case 11:
+        return max(sub(), sub());
+      case 12:
+        return select(cmp(depth - 1), sub(), sub());
+      default:
+        return floordiv(sub() * k() + sub(), divisor());
     }
   }
 
@@ -130,12 +148,18 @@ class RandomExprGen {
   Expr cmp(int depth) {
     Expr a = gen(depth), b = gen(depth);
     switch (uniform(0, 5)) {
-      case 0: return a < b;
-      case 1: return a <= b;
-      case 2: return a > b;
-      case 3: return a >= b;
-      case 4: return a == b;
-      default: return a != b;
+      case 0:
+        return a < b;
+      case 1:
+        return a <= b;
+      case 2:
+        return a > b;
+      case 3:
+        return a >= b;
+      case 4:
+        return a == b;
+      default:
+        return a != b;
     }
   }
 

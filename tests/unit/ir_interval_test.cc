@@ -1,9 +1,8 @@
 // Tests of interval analysis: symbolic and constant bounds of index expressions, unions and
 // intersections, and a random check that evaluated values lie within the computed bounds.
-#include "compiler/ir/interval.h"
-
 #include <gtest/gtest.h>
 
+#include "compiler/ir/interval.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"

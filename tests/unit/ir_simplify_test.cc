@@ -1,8 +1,6 @@
 // Tests of the simplifier: canonical linear forms, division and remainder by constants with known
 // bounds, min/max, comparisons, logic, vectors, statements, and a random check that simplified
 // expressions keep their value.
-#include "compiler/ir/simplify.h"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,6 +9,7 @@
 
 #include "compiler/ir/op.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/simplify.h"
 #include "tests/unit/ir_eval_helper.h"
 
 namespace kiln::ir {
@@ -247,7 +246,7 @@ TEST_F(SimplifyTest, Let) {
   EXPECT_EQ(S(let(t, Expr(4), t * x + t)), "x*4 + 4");
   EXPECT_EQ(S(let(t, x * 2, t + t - t * 2)), "0");
   EXPECT_EQ(S(let(t, x * 2, t + 1)), "(let t = x*2 in t + 1)");
-  EXPECT_EQ(S(let(t, y * 2, floordiv(t, 2)) , {{y.get(), iv(0, 3)}}), "(let t = y*2 in t // 2)");
+  EXPECT_EQ(S(let(t, y * 2, floordiv(t, 2)), {{y.get(), iv(0, 3)}}), "(let t = y*2 in t // 2)");
 }
 
 TEST_F(SimplifyTest, ConstantPointDomainIsSubstituted) {
@@ -269,11 +268,9 @@ TEST_F(SimplifyTest, Vectors) {
   EXPECT_EQ(S(floordiv(ramp(x * 8, 1, 8), broadcast(Expr(8), 8)), dom), "x8(x)");
   EXPECT_EQ(S(floormod(ramp(x * 8, 1, 8), broadcast(Expr(8), 8)), dom), "ramp(0, 1, 8)");
   EXPECT_EQ(S(floordiv(ramp(x * 8, 8, 4), broadcast(Expr(8), 4))), "ramp(x, 1, 4)");
-  EXPECT_EQ(S(floordiv(ramp(x, 1, 4), broadcast(Expr(8), 4))),
-            "ramp(x, 1, 4) // x4(8)");
+  EXPECT_EQ(S(floordiv(ramp(x, 1, 4), broadcast(Expr(8), 4))), "ramp(x, 1, 4) // x4(8)");
   EXPECT_EQ(S(min(broadcast(x + 8, 4), broadcast(x + 3, 4))), "x4(x + 3)");
-  EXPECT_EQ(S(broadcast(i, 4) < broadcast(Expr(1024), 4), {{i.get(), iv(0, 1023)}}),
-            "x4(true)");
+  EXPECT_EQ(S(broadcast(i, 4) < broadcast(Expr(1024), 4), {{i.get(), iv(0, 1023)}}), "x4(true)");
   Var buf("A", DataType::Handle());
   Expr ld = load(DataType::Float(32, 4), buf, ramp(x * 4 + 4 - 4, 1, 4));
   EXPECT_EQ(S(ld), "A[ramp(x*4, 1, 4)]");
@@ -316,7 +313,8 @@ TEST_F(StmtSimplifyTest, OneIterationLoopsAreInlined) {
 TEST_F(StmtSimplifyTest, EmptyLoopsVanish) {
   EXPECT_TRUE(is_no_op(simplify(for_loop(i, 0, 0, ForKind::kSerial, st(i)))));
   EXPECT_TRUE(is_no_op(simplify(for_loop(i, 0, x - x - 3, ForKind::kSerial, st(i)))));
-  EXPECT_TRUE(is_no_op(simplify(for_loop(i, 0, y, ForKind::kSerial, st(i)), {{y.get(), iv(-5, 0)}})));
+  EXPECT_TRUE(
+      is_no_op(simplify(for_loop(i, 0, y, ForKind::kSerial, st(i)), {{y.get(), iv(-5, 0)}})));
   EXPECT_TRUE(is_no_op(simplify(for_loop(i, 0, 8, ForKind::kSerial, evaluate(x - x)))));
   Stmt kept = for_loop(i, 0, y, ForKind::kSerial, st(i));
   EXPECT_TRUE(simplify(kept).same_as(kept));
@@ -382,7 +380,8 @@ TEST_F(StmtSimplifyTest, NestedLoopsKeepIdentityWhenSimplified) {
 /// A stand-in for te::Tensor.
 class FakeTensor final : public ProducerNode {
  public:
-  FakeTensor(std::string name, std::vector<Expr> shape) : name_(std::move(name)), shape_(std::move(shape)) {}
+  FakeTensor(std::string name, std::vector<Expr> shape)
+      : name_(std::move(name)), shape_(std::move(shape)) {}
   const std::string& name() const override { return name_; }
   const std::vector<Expr>& shape() const override { return shape_; }
   DataType dtype() const override { return kFloat32; }
@@ -410,8 +409,8 @@ TEST_F(SimplifyTest, ProducerStatements) {
   EXPECT_EQ(to_string(simplify(realize)),
             "realize C[0:64, 0:64]:\n  for i in range(64):\n    for j in range(64):\n"
             "      C[i, j] = C[i, j] + 1f\n");
-  Stmt empty = producer_realize(C, {Range(0, 64)}, "global",
-                                for_loop(i, 0, 0, ForKind::kSerial, body));
+  Stmt empty =
+      producer_realize(C, {Range(0, 64)}, "global", for_loop(i, 0, 0, ForKind::kSerial, body));
   EXPECT_TRUE(is_no_op(simplify(empty)));
   Stmt alloc = allocate(Var("buf", DataType::Handle()), kFloat32, {x * 2 - x}, "global",
                         if_then_else(x < x, evaluate(call(kInt32, "f", {}, CallKind::kExtern))));
@@ -461,7 +460,8 @@ TEST(SimplifyFuzz, ProofsAreSound) {
     if (!yes && !no) continue;
     ++proven;
     for (int k = 0; k < 32; ++k) {
-      Env env{{x.get(), gen.uniform(0, 15)}, {y.get(), gen.uniform(-8, 7)},
+      Env env{{x.get(), gen.uniform(0, 15)},
+              {y.get(), gen.uniform(-8, 7)},
               {z.get(), gen.uniform(0, 7)}};
       auto v = eval_int(c, env);
       if (!v) continue;
@@ -571,9 +571,12 @@ TEST(SimplifyFuzz, StatementsKeepTheirEffects) {
         inner.push_back(v);
         return let_stmt(v, value, gen_stmt(inner, depth - 1));
       }
-      case 4: return seq({gen_stmt(scope, depth - 1), gen_stmt(scope, depth - 1)});
-      case 5: return assert_stmt(gen.cmp(2), "check", gen_stmt(scope, depth - 1));
-      default: return store(buf, gen.gen(3), gen.gen(2));
+      case 4:
+        return seq({gen_stmt(scope, depth - 1), gen_stmt(scope, depth - 1)});
+      case 5:
+        return assert_stmt(gen.cmp(2), "check", gen_stmt(scope, depth - 1));
+      default:
+        return store(buf, gen.gen(3), gen.gen(2));
     }
   };
   int compared = 0, changed = 0;
@@ -595,8 +598,9 @@ TEST(SimplifyFuzz, StatementsKeepTheirEffects) {
       };
       if (!run(s, e1, &before) || !run(t, e2, &after)) continue;
       ++compared;
-      ASSERT_EQ(before, after) << "original:\n" << s << "simplified:\n" << t << "x=" << env[x.get()]
-                               << " y=" << env[y.get()];
+      ASSERT_EQ(before, after) << "original:\n"
+                               << s << "simplified:\n"
+                               << t << "x=" << env[x.get()] << " y=" << env[y.get()];
     }
   }
   EXPECT_GT(compared, 5000);
@@ -624,8 +628,7 @@ TEST(SimplifySpeed, LargeExpressionsStayFast) {
   Expr sel = x;
   for (int k = 0; k < 300; ++k) sel = select(x < 512 + k, min(sel, x + 2000), max(x - k, 0));
   EXPECT_EQ(simplify(sel, dom).kind(), ExprKind::kSelect);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 5.0);
 }
 
