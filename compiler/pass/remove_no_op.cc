@@ -2,6 +2,7 @@
 // loop or branch in turn.
 #include "compiler/pass/remove_no_op.h"
 
+#include "compiler/ir/analysis.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/simplify.h"
@@ -10,16 +11,6 @@ namespace kiln::pass {
 namespace {
 
 using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
-
-/// Whether evaluating e may have an effect: a call that is not a pure intrinsic.
-bool has_side_effects(const Expr& e) {
-  bool found = false;
-  post_order_visit(e, [&](const Object* n) {
-    auto c = dynamic_cast<const CallNode*>(n);
-    found |= c != nullptr && c->call_kind != CallKind::kPureIntrinsic;
-  });
-  return found;
-}
 
 /// Whether s refers to v: in an expression, or as the node of an attribute (storage_scope).
 bool refers_to(const Stmt& s, const Var& v) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/ir/analysis.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/substitute.h"
@@ -21,16 +22,6 @@ using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
 struct Unvectorizable {};
 
 [[noreturn]] void give_up() { throw Unvectorizable{}; }
-
-/// Whether evaluating e may have an effect: a call that is not a pure intrinsic.
-bool has_side_effects(const Expr& e) {
-  bool found = false;
-  post_order_visit(e, [&](const Object* n) {
-    auto c = dynamic_cast<const CallNode*>(n);
-    found |= c != nullptr && c->call_kind != CallKind::kPureIntrinsic;
-  });
-  return found;
-}
 
 bool has_loads(const Expr& e) {
   bool found = false;

@@ -120,32 +120,26 @@ IterVar Stage::reduce_axis(size_t i) const {
 }
 
 Stage::SplitResult Stage::split(const IterVar& parent, Expr factor) {
-  StageNode& s = *node_;
-  check_schedulable(s, "split");
-  check_leaf(s, parent, "split");
-  check_factor(factor, s, parent, "split", "factor");
-  IterVar outer = derived(parent, ".outer"), inner = derived(parent, ".inner");
-  int pos = s.leaf_index(parent);
-  s.leaf_iter_vars[pos] = outer;
-  s.leaf_iter_vars.insert(s.leaf_iter_vars.begin() + pos + 1, inner);
-  s.all_iter_vars.push_back(outer);
-  s.all_iter_vars.push_back(inner);
-  s.relations.push_back(SplitRelation{parent, outer, inner, factor, Expr()});
-  return {outer, inner};
+  check_factor(factor, *node_, parent, "split", "factor");
+  return split_impl(parent, factor, Expr());
 }
 
 Stage::SplitResult Stage::split_nparts(const IterVar& parent, Expr nparts) {
+  check_factor(nparts, *node_, parent, "split", "nparts");
+  return split_impl(parent, Expr(), nparts);
+}
+
+Stage::SplitResult Stage::split_impl(const IterVar& parent, Expr factor, Expr nparts) {
   StageNode& s = *node_;
   check_schedulable(s, "split");
   check_leaf(s, parent, "split");
-  check_factor(nparts, s, parent, "split", "nparts");
   IterVar outer = derived(parent, ".outer"), inner = derived(parent, ".inner");
   int pos = s.leaf_index(parent);
   s.leaf_iter_vars[pos] = outer;
   s.leaf_iter_vars.insert(s.leaf_iter_vars.begin() + pos + 1, inner);
   s.all_iter_vars.push_back(outer);
   s.all_iter_vars.push_back(inner);
-  s.relations.push_back(SplitRelation{parent, outer, inner, Expr(), nparts});
+  s.relations.push_back(SplitRelation{parent, outer, inner, factor, nparts});
   return {outer, inner};
 }
 

@@ -102,6 +102,8 @@ class Stage {
   void set_scope(const std::string& scope);
 
  private:
+  SplitResult split_impl(const IterVar& parent, Expr factor, Expr nparts);
+
   std::shared_ptr<StageNode> node_;
 };
 

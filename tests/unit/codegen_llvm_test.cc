@@ -26,6 +26,7 @@
 #include "deploy/runtime/module.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
+#include "tests/common/expect_error.h"
 
 namespace kiln::codegen {
 namespace {
@@ -39,17 +40,6 @@ using ir::PrimFunc;
 using ir::Stmt;
 using ir::Var;
 using runtime::NDArray;
-
-/// Expects `stmt` to throw kiln::Error whose message contains `needle`.
-#define EXPECT_ERROR_CONTAINS(stmt, needle)                                         \
-  do {                                                                              \
-    try {                                                                           \
-      stmt;                                                                         \
-      ADD_FAILURE() << "expected kiln::Error containing: " << (needle);             \
-    } catch (const ::kiln::Error& e) {                                              \
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); \
-    }                                                                               \
-  } while (0)
 
 const target::Target& host() {
   static const target::Target t = target::Target::parse("llvm -mcpu=native");

@@ -12,6 +12,7 @@
 #include "deploy/runtime/module.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
+#include "tests/common/expect_error.h"
 
 #ifndef KILN_ABI_TEST_MODULE
 #error "KILN_ABI_TEST_MODULE must name the test shared library"
@@ -19,17 +20,6 @@
 
 namespace kiln::runtime {
 namespace {
-
-/// Expects `stmt` to throw kiln::Error whose message contains `needle`.
-#define EXPECT_ERROR_CONTAINS(stmt, needle)                                         \
-  do {                                                                              \
-    try {                                                                           \
-      stmt;                                                                         \
-      ADD_FAILURE() << "expected kiln::Error containing: " << (needle);             \
-    } catch (const ::kiln::Error& e) {                                              \
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); \
-    }                                                                               \
-  } while (0)
 
 Module load_test_module() { return Module::load_library(KILN_ABI_TEST_MODULE); }
 
