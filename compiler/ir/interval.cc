@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/equal.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/substitute.h"
 

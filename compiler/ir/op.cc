@@ -133,7 +133,54 @@ Expr float_math(const char* name, Expr x) {
   return call(x.dtype(), name, {x}, CallKind::kPureIntrinsic);
 }
 
+template <typename N>
+std::pair<const Expr&, const Expr&> operands_of(const Expr& e) {
+  auto n = static_cast<const N*>(e.get());
+  return {n->a, n->b};
+}
+
 }  // namespace
+
+std::pair<const Expr&, const Expr&> binary_operands(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::kAdd:
+      return operands_of<AddNode>(e);
+    case ExprKind::kSub:
+      return operands_of<SubNode>(e);
+    case ExprKind::kMul:
+      return operands_of<MulNode>(e);
+    case ExprKind::kDiv:
+      return operands_of<DivNode>(e);
+    case ExprKind::kMod:
+      return operands_of<ModNode>(e);
+    case ExprKind::kFloorDiv:
+      return operands_of<FloorDivNode>(e);
+    case ExprKind::kFloorMod:
+      return operands_of<FloorModNode>(e);
+    case ExprKind::kMin:
+      return operands_of<MinNode>(e);
+    case ExprKind::kMax:
+      return operands_of<MaxNode>(e);
+    case ExprKind::kEQ:
+      return operands_of<EQNode>(e);
+    case ExprKind::kNE:
+      return operands_of<NENode>(e);
+    case ExprKind::kLT:
+      return operands_of<LTNode>(e);
+    case ExprKind::kLE:
+      return operands_of<LENode>(e);
+    case ExprKind::kGT:
+      return operands_of<GTNode>(e);
+    case ExprKind::kGE:
+      return operands_of<GENode>(e);
+    case ExprKind::kAnd:
+      return operands_of<AndNode>(e);
+    case ExprKind::kOr:
+      return operands_of<OrNode>(e);
+    default:
+      KILN_UNREACHABLE() << "not a binary node";
+  }
+}
 
 Expr make_const(DataType t, int64_t value) {
   if (t.is_float()) return make_const(t, static_cast<double>(value));

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/expr.h"
@@ -30,6 +31,9 @@ inline bool is_one(const Expr& e) { return is_const_int(e, 1); }
 /// Largest and smallest values of a type, as constants (for max/min reductions).
 Expr max_value(DataType t);
 Expr min_value(DataType t);
+
+/// The two operands of a binary node (arithmetic, comparison, logic), whatever its kind.
+std::pair<const Expr&, const Expr&> binary_operands(const Expr& e);
 
 // ---- operators ----
 Expr cast(DataType t, Expr value);

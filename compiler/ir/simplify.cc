@@ -15,153 +15,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/ir/equal.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/substitute.h"
 
 namespace kiln::ir {
-
-namespace {
-
-template <typename N>
-std::pair<const Expr&, const Expr&> operands_of(const Expr& e) {
-  auto n = static_cast<const N*>(e.get());
-  return {n->a, n->b};
-}
-
-/// The operands of a binary node, whatever its kind.
-std::pair<const Expr&, const Expr&> operands(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::kAdd:
-      return operands_of<AddNode>(e);
-    case ExprKind::kSub:
-      return operands_of<SubNode>(e);
-    case ExprKind::kMul:
-      return operands_of<MulNode>(e);
-    case ExprKind::kDiv:
-      return operands_of<DivNode>(e);
-    case ExprKind::kMod:
-      return operands_of<ModNode>(e);
-    case ExprKind::kFloorDiv:
-      return operands_of<FloorDivNode>(e);
-    case ExprKind::kFloorMod:
-      return operands_of<FloorModNode>(e);
-    case ExprKind::kMin:
-      return operands_of<MinNode>(e);
-    case ExprKind::kMax:
-      return operands_of<MaxNode>(e);
-    case ExprKind::kEQ:
-      return operands_of<EQNode>(e);
-    case ExprKind::kNE:
-      return operands_of<NENode>(e);
-    case ExprKind::kLT:
-      return operands_of<LTNode>(e);
-    case ExprKind::kLE:
-      return operands_of<LENode>(e);
-    case ExprKind::kGT:
-      return operands_of<GTNode>(e);
-    case ExprKind::kGE:
-      return operands_of<GENode>(e);
-    case ExprKind::kAnd:
-      return operands_of<AndNode>(e);
-    case ExprKind::kOr:
-      return operands_of<OrNode>(e);
-    default:
-      KILN_UNREACHABLE() << "not a binary node";
-  }
-}
-
-}  // namespace
-
-bool expr_deep_equal(const Expr& a, const Expr& b) {
-  if (a.same_as(b)) return true;
-  if (!a.defined() || !b.defined()) return false;
-  if (a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
-  switch (a.kind()) {
-    case ExprKind::kIntImm:
-      return a.as<IntImmNode>()->value == b.as<IntImmNode>()->value;
-    case ExprKind::kFloatImm:
-      return a.as<FloatImmNode>()->value == b.as<FloatImmNode>()->value;
-    case ExprKind::kStringImm:
-      return a.as<StringImmNode>()->value == b.as<StringImmNode>()->value;
-    case ExprKind::kVar:
-      return false;  // identity, checked above
-    case ExprKind::kCast:
-      return expr_deep_equal(a.as<CastNode>()->value, b.as<CastNode>()->value);
-    case ExprKind::kAdd:
-    case ExprKind::kSub:
-    case ExprKind::kMul:
-    case ExprKind::kDiv:
-    case ExprKind::kMod:
-    case ExprKind::kFloorDiv:
-    case ExprKind::kFloorMod:
-    case ExprKind::kMin:
-    case ExprKind::kMax:
-    case ExprKind::kEQ:
-    case ExprKind::kNE:
-    case ExprKind::kLT:
-    case ExprKind::kLE:
-    case ExprKind::kGT:
-    case ExprKind::kGE:
-    case ExprKind::kAnd:
-    case ExprKind::kOr: {
-      auto [xa, xb] = operands(a);
-      auto [ya, yb] = operands(b);
-      return expr_deep_equal(xa, ya) && expr_deep_equal(xb, yb);
-    }
-    case ExprKind::kNot:
-      return expr_deep_equal(a.as<NotNode>()->a, b.as<NotNode>()->a);
-    case ExprKind::kSelect: {
-      auto x = a.as<SelectNode>(), y = b.as<SelectNode>();
-      return expr_deep_equal(x->condition, y->condition) &&
-             expr_deep_equal(x->true_value, y->true_value) &&
-             expr_deep_equal(x->false_value, y->false_value);
-    }
-    case ExprKind::kLoad: {
-      auto x = a.as<LoadNode>(), y = b.as<LoadNode>();
-      return x->buffer_var.same_as(y->buffer_var) && expr_deep_equal(x->index, y->index) &&
-             expr_deep_equal(x->predicate, y->predicate);
-    }
-    case ExprKind::kRamp: {
-      auto x = a.as<RampNode>(), y = b.as<RampNode>();
-      return x->lanes == y->lanes && expr_deep_equal(x->base, y->base) &&
-             expr_deep_equal(x->stride, y->stride);
-    }
-    case ExprKind::kBroadcast: {
-      auto x = a.as<BroadcastNode>(), y = b.as<BroadcastNode>();
-      return x->lanes == y->lanes && expr_deep_equal(x->value, y->value);
-    }
-    case ExprKind::kLet: {
-      auto x = a.as<LetNode>(), y = b.as<LetNode>();
-      return x->var.same_as(y->var) && expr_deep_equal(x->value, y->value) &&
-             expr_deep_equal(x->body, y->body);
-    }
-    case ExprKind::kCall: {
-      auto x = a.as<CallNode>(), y = b.as<CallNode>();
-      if (x->name != y->name || x->call_kind != y->call_kind || x->args.size() != y->args.size()) {
-        return false;
-      }
-      for (size_t i = 0; i < x->args.size(); ++i) {
-        if (!expr_deep_equal(x->args[i], y->args[i])) return false;
-      }
-      return true;
-    }
-    case ExprKind::kProducerLoad: {
-      auto x = a.as<ProducerLoadNode>(), y = b.as<ProducerLoadNode>();
-      if (x->producer != y->producer || x->indices.size() != y->indices.size()) return false;
-      for (size_t i = 0; i < x->indices.size(); ++i) {
-        if (!expr_deep_equal(x->indices[i], y->indices[i])) return false;
-      }
-      return true;
-    }
-    case ExprKind::kReduce: {
-      auto x = a.as<ReduceNode>(), y = b.as<ReduceNode>();
-      return x->combiner == y->combiner && x->axis == y->axis &&
-             expr_deep_equal(x->source, y->source) && expr_deep_equal(x->condition, y->condition);
-    }
-  }
-  return false;
-}
 
 namespace {
 
@@ -732,13 +591,13 @@ class Simplifier : public IRMutator {
       } else {
         // The quotient times the divisor is one atom: floordiv(x, n)*n or n*floordiv(x, n).
         if (d.coeff != f->terms[i].coeff || d.atom.kind() != ExprKind::kMul) return false;
-        std::tie(qa, qb) = operands(d.atom);
+        std::tie(qa, qb) = binary_operands(d.atom);
         if (qa.kind() != div) std::swap(qa, qb);
         if (!expr_deep_equal(qb, y)) return false;
         q = &qa;
       }
       if (q->kind() != div) return false;
-      auto [dx, dy] = operands(*q);
+      auto [dx, dy] = binary_operands(*q);
       return expr_deep_equal(dy, y) && expr_deep_equal(dx, x);
     };
     for (bool changed = true; changed;) {
@@ -746,7 +605,7 @@ class Simplifier : public IRMutator {
       for (size_t i = 0; i < f->terms.size() && !changed; ++i) {
         const Expr& m = f->terms[i].atom;
         if (m.kind() != ExprKind::kFloorMod && m.kind() != ExprKind::kMod) continue;
-        auto [x, y] = operands(m);
+        auto [x, y] = binary_operands(m);
         if (is_zero(y)) continue;
         ExprKind div = m.kind() == ExprKind::kMod ? ExprKind::kDiv : ExprKind::kFloorDiv;
         int64_t k = f->terms[i].coeff;
@@ -776,7 +635,7 @@ class Simplifier : public IRMutator {
       Expr r = build(f);
       return expr_deep_equal(r, self) ? self : r;
     }
-    auto [a0, b0] = operands(self);
+    auto [a0, b0] = binary_operands(self);
     Expr a = mutate(a0), b = mutate(b0);
     if (t.is_vector()) {
       if (Expr v = vector_arith(self.kind(), a, b); v.defined()) return v;
@@ -843,7 +702,7 @@ class Simplifier : public IRMutator {
   // ---- division ----
 
   Expr division(const Expr& self, bool is_mod, bool trunc) {
-    auto [a0, b0] = operands(self);
+    auto [a0, b0] = binary_operands(self);
     Expr a = mutate(a0), b = mutate(b0);
     bool same = a.same_as(a0) && b.same_as(b0);
     if (is_zero(b)) return same ? self : division_node(self.kind(), a, b);
@@ -950,7 +809,7 @@ class Simplifier : public IRMutator {
       ExprKind want = is_mod ? ExprKind::kFloorMod : ExprKind::kFloorDiv;
       ExprKind want_trunc = is_mod ? ExprKind::kMod : ExprKind::kDiv;
       if (x.kind() == want || x.kind() == want_trunc) {
-        auto [xa, xb] = operands(x);
+        auto [xa, xb] = binary_operands(x);
         auto c1 = xb.as<IntImmNode>();
         LinearForm fa = form_of(xa);
         int64_t cc;
@@ -1014,7 +873,7 @@ class Simplifier : public IRMutator {
 
   Expr min_max(const Expr& self) {
     bool is_min = self.kind() == ExprKind::kMin;
-    auto [a0, b0] = operands(self);
+    auto [a0, b0] = binary_operands(self);
     Expr a = mutate(a0), b = mutate(b0);
     Expr r = min_max_of(is_min, a, b);
     if (r.defined()) return r;
@@ -1046,7 +905,7 @@ class Simplifier : public IRMutator {
     const Expr& p = a.as<IntImmNode>() ? b : a;
     const Expr& q = a.as<IntImmNode>() ? a : b;
     if (auto c2 = q.as<IntImmNode>(); c2 && p.kind() == kind) {
-      auto [x, c1] = operands(p);
+      auto [x, c1] = binary_operands(p);
       if (auto k = c1.as<IntImmNode>()) {
         int64_t c = is_min ? std::min(k->value, c2->value) : std::max(k->value, c2->value);
         return is_min ? min(x, make_const(t, c)) : max(x, make_const(t, c));
@@ -1058,7 +917,7 @@ class Simplifier : public IRMutator {
   // ---- comparisons and logic ----
 
   Expr compare(const Expr& self) {
-    auto [a0, b0] = operands(self);
+    auto [a0, b0] = binary_operands(self);
     Expr a = mutate(a0), b = mutate(b0);
     Expr r = compare_of(self.kind(), a, b);
     if (r.defined()) return expr_deep_equal(r, self) ? self : r;
@@ -1119,7 +978,7 @@ class Simplifier : public IRMutator {
   /// !a for a simplified a: constants fold, comparisons flip (integers: no NaN to mind).
   Expr negate(const Expr& a) {
     if (is_comparison(a.kind())) {
-      auto [x, y] = operands(a);
+      auto [x, y] = binary_operands(a);
       if (x.dtype().is_integral() || a.kind() == ExprKind::kEQ || a.kind() == ExprKind::kNE) {
         return apply(negated(a.kind()), x, y);
       }
@@ -1128,7 +987,7 @@ class Simplifier : public IRMutator {
   }
 
   Expr logic(const Expr& self) {
-    auto [a0, b0] = operands(self);
+    auto [a0, b0] = binary_operands(self);
     Expr a = mutate(a0);
     // Short-circuit on a constant left side without simplifying the right.
     if (auto k = as_const_int(a); k && a.dtype().is_scalar()) {
@@ -1147,7 +1006,7 @@ class Simplifier : public IRMutator {
   void refine(const Expr& cond, bool truth) {
     ExprKind k = cond.kind();
     if ((truth && k == ExprKind::kAnd) || (!truth && k == ExprKind::kOr)) {
-      auto [a, b] = operands(cond);
+      auto [a, b] = binary_operands(cond);
       refine(a, truth);
       refine(b, truth);
       return;
@@ -1155,7 +1014,7 @@ class Simplifier : public IRMutator {
     if (k == ExprKind::kNot) return refine(cond.as<NotNode>()->a, !truth);
     if (!is_comparison(k)) return;
     if (!truth) k = negated(k);
-    auto [a, b] = operands(cond);
+    auto [a, b] = binary_operands(cond);
     if (!is_ordered_type(a.dtype())) return;
     if (auto v = a.as<VarNode>(); v && !uses_var(b, Var(a.node()))) return constrain(v, k, b);
     if (auto v = b.as<VarNode>(); v && !uses_var(a, Var(b.node()))) {

@@ -26,8 +26,4 @@ Stmt simplify(const Stmt& s, const VarIntervals& dom = {});
 /// "could not prove", not "false".
 bool can_prove(const Expr& cond, const VarIntervals& dom = {});
 
-/// Structural equality: same node kinds, types, constants and shape; variables, buffers and
-/// producers compare by identity.
-bool expr_deep_equal(const Expr& a, const Expr& b);
-
 }  // namespace kiln::ir

@@ -5,6 +5,7 @@
 #include "compiler/ir/analysis.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/equal.h"
 #include "compiler/ir/simplify.h"
 
 namespace kiln::pass {
