@@ -1,10 +1,11 @@
 // Calls in generated code: pure math intrinsics (exp, log, sqrt, tanh, sigmoid, pow, fabs, fma,
 // floor, ceil, ...), Kiln's own intrinsics, and extern C functions.
 //
-// Math maps to LLVM intrinsics where LLVM has one (llvm.exp, llvm.sqrt, ...: the back-end turns
-// them into instructions or libm calls, lane by lane for vectors). tanh and erf have no LLVM
-// intrinsic and call libm per lane (float16 goes through float); sigmoid is 1 / (1 + exp(-x)),
-// which saturates correctly at both ends.
+// exp, log, tanh and sigmoid (1 / (1 + exp(-x)), which saturates correctly at both ends) use the
+// polynomials of llvm_fast_math.cc for float32 and float16 (computed in float32), so they stay
+// vectors. Other math maps to LLVM intrinsics where LLVM has one (llvm.sqrt, llvm.floor, ...: the
+// back-end turns them into instructions or libm calls, lane by lane for vectors); erf, and tanh in
+// float64, call libm per lane.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Intrinsics.h>
@@ -20,10 +21,8 @@ namespace kiln::codegen::detail {
 namespace {
 
 /// Pure intrinsics that are one LLVM intrinsic of the operand type, by arity.
-constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 13> kUnary = {{
-    {"exp", llvm::Intrinsic::exp},
+constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 11> kUnary = {{
     {"exp2", llvm::Intrinsic::exp2},
-    {"log", llvm::Intrinsic::log},
     {"log2", llvm::Intrinsic::log2},
     {"log10", llvm::Intrinsic::log10},
     {"sqrt", llvm::Intrinsic::sqrt},
@@ -78,22 +77,42 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
   KILN_USER_CHECK(op->dtype.is_float())
       << "codegen llvm: intrinsic '" << name << "' in function '" << func_name_
       << "' needs a float type, got " << op->dtype.str();
+  if (name == "exp" || name == "log" || name == "tanh" || name == "sigmoid") {
+    arity(1);
+    llvm::Value* x = emit(op->args[0]);
+    // float16 computes in float32; float64 keeps libm's precision.
+    llvm::Type* t = x->getType();
+    const bool half = t->getScalarType()->isHalfTy();
+    if (half) x = builder_.CreateFPExt(x, t->getWithNewType(builder_.getFloatTy()));
+    llvm::Value* r = nullptr;
+    if (has_fast_math(x->getType())) {
+      if (name == "exp") r = fast_exp(x);
+      if (name == "log") r = fast_log(x);
+      if (name == "tanh") r = fast_tanh(x);
+      if (name == "sigmoid") {
+        llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
+        r = builder_.CreateFDiv(one, builder_.CreateFAdd(one, fast_exp(builder_.CreateFNeg(x))));
+      }
+    } else if (name == "tanh") {
+      r = call_libm_per_lane("tanh", x);
+    } else if (name == "sigmoid") {
+      llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
+      llvm::Value* e = builder_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, builder_.CreateFNeg(x));
+      r = builder_.CreateFDiv(one, builder_.CreateFAdd(one, e));
+    } else {
+      r = builder_.CreateUnaryIntrinsic(name == "exp" ? llvm::Intrinsic::exp : llvm::Intrinsic::log, x);
+    }
+    return half ? builder_.CreateFPTrunc(r, t) : r;
+  }
   for (const auto& [n, id] : kUnary) {
     if (n == name) {
       arity(1);
       return builder_.CreateUnaryIntrinsic(id, emit(op->args[0]));
     }
   }
-  if (name == "tanh" || name == "erf") {
+  if (name == "erf") {
     arity(1);
     return call_libm_per_lane(name, emit(op->args[0]));
-  }
-  if (name == "sigmoid") {
-    arity(1);
-    llvm::Value* x = emit(op->args[0]);
-    llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
-    llvm::Value* e = builder_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, builder_.CreateFNeg(x));
-    return builder_.CreateFDiv(one, builder_.CreateFAdd(one, e));
   }
   if (name == "pow") {
     arity(2);

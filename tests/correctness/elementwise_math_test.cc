@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "compiler/te/schedule.h"
 #include "deploy/runtime/dtype.h"
@@ -117,6 +118,95 @@ TEST(Dtypes, Int32FloorDivModOnNegatives) {
     if (r != 0 && (r < 0)) { q -= 1; r += 3; }
     EXPECT_EQ(c.data<int32_t>()[i], q * 10 + r) << "value " << v;
   }
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+/// Runs out[i] = f(in[i]) vectorized by 16 over `values` and returns the outputs.
+std::vector<float> run_unary_vectorized(const std::function<ir::Expr(ir::Expr)>& f,
+                                        const std::vector<float>& values) {
+  const int n = static_cast<int>(values.size());
+  te::Tensor A = te::placeholder({n}, ir::kFloat32, "A");
+  te::Tensor C = te::compute({n}, [&](ir::Var i) { return f(A(i)); }, "C");
+  auto s = te::create_schedule({C});
+  auto [o, in] = s[C].split(s[C].axis(0), 16);
+  s[C].vectorize(in);
+  auto a = runtime::NDArray::from_vector(values, {n});
+  auto c = testing::zeros({n});
+  testing::build_host(s, {A, C})(a, c);
+  return c.to_vector<float>();
+}
+
+/// Max relative error of the polynomial math (float32, vectorized) against double-precision libm
+/// on a dense grid: the Cephes approximations are good to a few ulp (2.5e-7 relative here).
+TEST(FastMath, AccuracyOnDenseGrids) {
+  struct Case {
+    const char* name;
+    std::function<ir::Expr(ir::Expr)> f;
+    std::function<double(double)> ref;
+    double lo, hi;
+    bool log_grid;
+  };
+  std::vector<Case> cases = {
+      {"exp", [](ir::Expr x) { return ir::exp(x); }, [](double x) { return std::exp(x); }, -87, 88, false},
+      {"log", [](ir::Expr x) { return ir::log(x); }, [](double x) { return std::log(x); }, 1e-30, 1e30, true},
+      {"tanh", [](ir::Expr x) { return ir::tanh(x); }, [](double x) { return std::tanh(x); }, -10, 10, false},
+      {"sigmoid", [](ir::Expr x) { return ir::sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); },
+       -80, 80, false},
+  };
+  for (auto& c : cases) {
+    std::vector<float> xs;
+    for (int i = 0; i < 4096; ++i) {
+      double t = i / 4095.0;
+      xs.push_back(float(c.log_grid ? c.lo * std::pow(c.hi / c.lo, t) : c.lo + (c.hi - c.lo) * t));
+    }
+    std::vector<float> got = run_unary_vectorized(c.f, xs);
+    double worst = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double ref = c.ref(xs[i]);
+      double err = std::fabs(got[i] - ref) / std::max(std::fabs(ref), 1e-30);
+      if (std::fabs(ref) < 1e-6) err = std::fabs(got[i] - ref);  // log near 1, tanh near 0
+      worst = std::max(worst, err);
+    }
+    EXPECT_LT(worst, 2.5e-7) << c.name;
+  }
+}
+
+TEST(FastMath, SpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, 100.0f, -100.0f, 88.5f, -87.0f, inf, -inf, nan};
+  auto e = run_unary_vectorized([](ir::Expr x) { return ir::exp(x); }, xs);
+  EXPECT_EQ(e[0], 1.0f);
+  EXPECT_EQ(e[4], inf);
+  EXPECT_EQ(e[5], 0.0f);
+  EXPECT_NEAR(e[6] / std::exp(88.5), 1.0, 1e-6);  // near the top of the range: still finite
+  EXPECT_EQ(e[8], inf);
+  EXPECT_EQ(e[9], 0.0f);
+  EXPECT_TRUE(std::isnan(e[10]));
+  auto l = run_unary_vectorized([](ir::Expr x) { return ir::log(x); }, xs);
+  EXPECT_EQ(l[0], -inf);
+  EXPECT_EQ(l[2], 0.0f);
+  EXPECT_TRUE(std::isnan(l[3]));
+  EXPECT_EQ(l[8], inf);
+  EXPECT_TRUE(std::isnan(l[9]));
+  EXPECT_TRUE(std::isnan(l[10]));
+  auto t = run_unary_vectorized([](ir::Expr x) { return ir::tanh(x); }, xs);
+  EXPECT_EQ(t[0], 0.0f);
+  EXPECT_EQ(t[4], 1.0f);
+  EXPECT_EQ(t[5], -1.0f);
+  EXPECT_EQ(t[8], 1.0f);
+  EXPECT_EQ(t[9], -1.0f);
+  EXPECT_TRUE(std::isnan(t[10]));
+  auto s = run_unary_vectorized([](ir::Expr x) { return ir::sigmoid(x); }, xs);
+  EXPECT_EQ(s[0], 0.5f);
+  EXPECT_EQ(s[4], 1.0f);
+  EXPECT_EQ(s[5], 0.0f);
+  EXPECT_EQ(s[8], 1.0f);
+  EXPECT_EQ(s[9], 0.0f);
 }
 
 }  // namespace
