@@ -18,6 +18,10 @@ target_compile_definitions(kiln_llvm INTERFACE ${KILN_LLVM_DEFS})
 target_link_libraries(kiln_llvm INTERFACE LLVM)
 find_program(KILN_LLD NAMES ld.lld-19 PATHS /usr/lib/llvm-19/bin REQUIRED)
 
+# libonnx (ONNX front end): its targets `onnx`, `onnx_proto` need protobuf::libprotobuf.
+find_package(Protobuf REQUIRED)
+find_package(ONNX CONFIG REQUIRED)
+
 find_package(Threads REQUIRED)
 find_package(GTest REQUIRED)
 find_package(benchmark QUIET)
