@@ -7,22 +7,29 @@
 
 namespace kiln::runtime {
 
-NDArray::State::~State() { std::free(tensor.data); }
-
 NDArray::~NDArray() = default;
 
-NDArray NDArray::empty(std::vector<int64_t> shape, KilnDType dtype) {
-  const int64_t elem = dtype_bytes(dtype);
-  KILN_USER_CHECK(elem > 0) << "NDArray::empty: dtype " << dtype_to_string(dtype)
-                            << " has no storage size";
+namespace {
+
+/// The number of elements of `shape`, checked for negative dimensions and overflow.
+int64_t count_elements(const std::vector<int64_t>& shape, int64_t elem, const char* what) {
+  KILN_USER_CHECK(elem > 0) << what << ": dtype has no storage size";
   int64_t count = 1;
   for (size_t i = 0; i < shape.size(); ++i) {
     KILN_USER_CHECK(shape[i] >= 0)
-        << "NDArray::empty: dimension " << i << " is " << shape[i] << ", must be non-negative";
+        << what << ": dimension " << i << " is " << shape[i] << ", must be non-negative";
     KILN_USER_CHECK(shape[i] == 0 || count <= std::numeric_limits<int64_t>::max() / elem / shape[i])
-        << "NDArray::empty: shape is too large";
+        << what << ": shape is too large";
     count *= shape[i];
   }
+  return count;
+}
+
+}  // namespace
+
+NDArray NDArray::empty(std::vector<int64_t> shape, KilnDType dtype) {
+  const int64_t elem = dtype_bytes(dtype);
+  const int64_t count = count_elements(shape, elem, "NDArray::empty");
   // aligned_alloc wants a size that is a multiple of the alignment; never allocate zero bytes so
   // that data() is never null.
   const size_t bytes = static_cast<size_t>(count * elem);
@@ -34,9 +41,33 @@ NDArray NDArray::empty(std::vector<int64_t> shape, KilnDType dtype) {
   NDArray a;
   a.state_ = std::make_unique<State>();
   State& s = *a.state_;
+  s.memory = std::shared_ptr<void>(data, std::free);
   s.shape = std::move(shape);
   s.num_elements = count;
   s.tensor.data = data;
+  s.tensor.shape = s.shape.data();
+  s.tensor.strides = nullptr;
+  s.tensor.ndim = static_cast<int32_t>(s.shape.size());
+  s.tensor.dtype = dtype;
+  return a;
+}
+
+NDArray NDArray::view(const NDArray& base, int64_t byte_offset, std::vector<int64_t> shape,
+                      KilnDType dtype) {
+  const int64_t elem = dtype_bytes(dtype);
+  const int64_t count = count_elements(shape, elem, "NDArray::view");
+  KILN_USER_CHECK(byte_offset >= 0 && byte_offset % elem == 0)
+      << "NDArray::view: offset " << byte_offset << " is not a multiple of the element size " << elem;
+  KILN_USER_CHECK(byte_offset + count * elem <= base.nbytes())
+      << "NDArray::view: " << count * elem << " bytes at offset " << byte_offset
+      << " do not fit in an array of " << base.nbytes() << " bytes";
+  NDArray a;
+  a.state_ = std::make_unique<State>();
+  State& s = *a.state_;
+  s.memory = base.state()->memory;
+  s.shape = std::move(shape);
+  s.num_elements = count;
+  s.tensor.data = static_cast<char*>(base.state()->tensor.data) + byte_offset;
   s.tensor.shape = s.shape.data();
   s.tensor.strides = nullptr;
   s.tensor.ndim = static_cast<int32_t>(s.shape.size());

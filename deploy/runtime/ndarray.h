@@ -1,7 +1,7 @@
 // NDArray: an owning n-dimensional array in host memory, the tensor type the runtime hands to
 // compiled functions. Its buffer is 64-byte aligned and row-major compact; tensor() gives the C
-// view (KilnTensor) that generated code reads. The array owns its buffer alone: it moves but does
-// not copy implicitly (copy() makes a deep copy). Not thread-safe for concurrent mutation, like any
+// view (KilnTensor) that generated code reads. An array moves but does not copy implicitly (copy()
+// makes a deep copy); view() makes an array over part of another's buffer, sharing ownership. Not thread-safe for concurrent mutation, like any
 // container; distinct arrays may be used from distinct threads.
 #pragma once
 
@@ -33,6 +33,11 @@ class NDArray {
   /// A new array of the given shape and dtype, filled with zero bytes. Throws kiln::Error if a
   /// dimension is negative or the size overflows.
   static NDArray empty(std::vector<int64_t> shape, KilnDType dtype);
+
+  /// An array of `shape` and `dtype` over the bytes of `base` starting at `byte_offset`, sharing
+  /// (and keeping alive) base's memory: the graph executor places many tensors in one pool.
+  static NDArray view(const NDArray& base, int64_t byte_offset, std::vector<int64_t> shape,
+                      KilnDType dtype);
 
   /// A new array holding `values`, whose count must match the shape; dtype is dtype_of<T>().
   template <typename T>
@@ -102,10 +107,10 @@ class NDArray {
  private:
   // Everything lives on the heap so that tensor() and its shape pointer survive moves.
   struct State {
+    std::shared_ptr<void> memory;  ///< the allocation, shared by the arrays that view it
     std::vector<int64_t> shape;
     int64_t num_elements = 0;
     KilnTensor tensor{};
-    ~State();
   };
 
   const State* state() const {

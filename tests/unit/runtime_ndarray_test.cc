@@ -167,3 +167,30 @@ TEST(NDArrayTest, NullArrayUseIsAnInternalError) {
 
 }  // namespace
 }  // namespace kiln::runtime
+
+namespace kiln::runtime {
+namespace {
+
+TEST(NDArrayView, SharesAndOutlivesItsBase) {
+  NDArray v;
+  {
+    NDArray base = NDArray::empty({64}, kFloat32);
+    for (int i = 0; i < 64; ++i) base.data<float>()[i] = float(i);
+    v = NDArray::view(base, 16 * 4, {4, 4}, kFloat32);
+    base.data<float>()[16] = -1.0f;
+  }
+  EXPECT_EQ(v.shape(), (std::vector<int64_t>{4, 4}));
+  EXPECT_EQ(v.data<float>()[0], -1.0f);
+  EXPECT_EQ(v.data<float>()[15], 31.0f);
+}
+
+TEST(NDArrayView, RejectsOutOfBoundsAndMisalignedViews) {
+  NDArray base = NDArray::empty({8}, kFloat32);
+  EXPECT_THROW(NDArray::view(base, 16, {8}, kFloat32), kiln::Error);
+  EXPECT_THROW(NDArray::view(base, 2, {1}, kFloat32), kiln::Error);
+  EXPECT_THROW(NDArray::view(base, 0, {-1}, kFloat32), kiln::Error);
+  EXPECT_NO_THROW(NDArray::view(base, 4, {2, 2}, kInt32));
+}
+
+}  // namespace
+}  // namespace kiln::runtime
