@@ -1,0 +1,189 @@
+// Reading and writing bundles.
+#include "deploy/runtime/bundle.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "base/error.h"
+#include "deploy/runtime/dtype.h"
+
+namespace kiln::runtime {
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L'};
+constexpr char kEnd[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'D', '!'};
+constexpr char kParamsMagic[4] = {'K', 'P', 'R', 'M'};
+constexpr uint32_t kVersion = 1;
+enum SectionKind : uint32_t { kGraph = 1, kLibrary = 2, kParams = 3 };
+
+uint64_t fnv1a(const char* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+class Writer {
+ public:
+  template <typename T>
+  void put(T v) {
+    out.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  void bytes(const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+  std::string out;
+};
+
+/// Reads fields with bounds checks; every failure names the origin and what was being read.
+class Reader {
+ public:
+  Reader(const char* data, size_t size, const std::string& origin) : p_(data), n_(size), origin_(origin) {}
+
+  template <typename T>
+  T get(const char* what) {
+    need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, p_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  const char* take(uint64_t n, const char* what) {
+    need(n, what);
+    const char* p = p_ + pos_;
+    pos_ += n;
+    return p;
+  }
+  size_t left() const { return n_ - pos_; }
+
+ private:
+  void need(uint64_t n, const char* what) {
+    KILN_USER_CHECK(n <= n_ - pos_) << "bundle '" << origin_ << "' is truncated: reading " << what
+                                    << " needs " << n << " bytes, " << (n_ - pos_) << " remain";
+  }
+  const char* p_;
+  size_t n_;
+  size_t pos_ = 0;
+  const std::string& origin_;
+};
+
+std::string serialize_params(const std::map<std::string, NDArray>& params) {
+  Writer w;
+  w.bytes(kParamsMagic, 4);
+  w.put<uint32_t>(static_cast<uint32_t>(params.size()));
+  for (const auto& [name, a] : params) {
+    w.put<uint32_t>(static_cast<uint32_t>(name.size()));
+    w.bytes(name.data(), name.size());
+    w.put<uint8_t>(a.dtype().code);
+    w.put<uint8_t>(a.dtype().bits);
+    w.put<uint16_t>(a.dtype().lanes);
+    w.put<uint32_t>(static_cast<uint32_t>(a.ndim()));
+    for (int64_t d : a.shape()) w.put<int64_t>(d);
+    w.put<uint64_t>(static_cast<uint64_t>(a.nbytes()));
+    w.bytes(a.data(), static_cast<size_t>(a.nbytes()));
+  }
+  return w.out;
+}
+
+std::map<std::string, NDArray> deserialize_params(const char* data, size_t size, const std::string& origin) {
+  Reader r(data, size, origin);
+  KILN_USER_CHECK(std::memcmp(r.take(4, "the params header"), kParamsMagic, 4) == 0)
+      << "bundle '" << origin << "': the params section has a bad header";
+  uint32_t count = r.get<uint32_t>("the parameter count");
+  std::map<std::string, NDArray> params;
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t len = r.get<uint32_t>("a parameter name length");
+    std::string name(r.take(len, "a parameter name"), len);
+    KilnDType t{r.get<uint8_t>("a dtype"), r.get<uint8_t>("a dtype"), r.get<uint16_t>("a dtype")};
+    uint32_t rank = r.get<uint32_t>("a rank");
+    KILN_USER_CHECK(rank <= 32) << "bundle '" << origin << "': parameter '" << name << "' has rank " << rank;
+    std::vector<int64_t> shape(rank);
+    for (auto& d : shape) d = r.get<int64_t>("a dimension");
+    uint64_t nbytes = r.get<uint64_t>("a byte count");
+    NDArray a = NDArray::empty(shape, t);
+    KILN_USER_CHECK(static_cast<int64_t>(nbytes) == a.nbytes())
+        << "bundle '" << origin << "': parameter '" << name << "' of shape " << a.shape_string() << " and dtype "
+        << dtype_to_string(t) << " holds " << a.nbytes() << " bytes, the file says " << nbytes;
+    a.copy_from_bytes(r.take(nbytes, "parameter data"), nbytes);
+    KILN_USER_CHECK(params.emplace(name, std::move(a)).second)
+        << "bundle '" << origin << "': parameter '" << name << "' appears twice";
+  }
+  KILN_USER_CHECK(r.left() == 0) << "bundle '" << origin << "': " << r.left() << " stray bytes after the params";
+  return params;
+}
+
+}  // namespace
+
+std::string serialize_bundle(const Bundle& b) {
+  Writer w;
+  w.bytes(kMagic, 8);
+  w.put<uint32_t>(kVersion);
+  w.put<uint32_t>(3);
+  auto section = [&](uint32_t kind, const std::string& body) {
+    w.put<uint32_t>(kind);
+    w.put<uint32_t>(0);
+    w.put<uint64_t>(body.size());
+    w.bytes(body.data(), body.size());
+  };
+  section(kGraph, b.graph_json);
+  section(kLibrary, b.library);
+  section(kParams, serialize_params(b.params));
+  w.put<uint64_t>(fnv1a(w.out.data(), w.out.size()));
+  w.bytes(kEnd, 8);
+  return w.out;
+}
+
+Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
+  KILN_USER_CHECK(bytes.size() >= 8 && std::memcmp(bytes.data(), kMagic, 8) == 0)
+      << "'" << origin << "' is not a Kiln bundle (it does not start with KILNBNDL)";
+  KILN_USER_CHECK(bytes.size() >= 8 + 8 + 16 && std::memcmp(bytes.data() + bytes.size() - 8, kEnd, 8) == 0)
+      << "bundle '" << origin << "' is truncated (its end marker is missing)";
+  const size_t body = bytes.size() - 16;
+  uint64_t stored;
+  std::memcpy(&stored, bytes.data() + body, 8);
+  KILN_USER_CHECK(stored == fnv1a(bytes.data(), body))
+      << "bundle '" << origin << "' is corrupted: its checksum does not match its contents";
+  Reader r(bytes.data(), body, origin);
+  r.take(8, "the magic");
+  uint32_t version = r.get<uint32_t>("the version");
+  KILN_USER_CHECK(version == kVersion) << "bundle '" << origin << "' has format version " << version
+                                       << "; this runtime reads version " << kVersion;
+  uint32_t sections = r.get<uint32_t>("the section count");
+  Bundle b;
+  bool seen[4] = {false, false, false, false};
+  for (uint32_t i = 0; i < sections; ++i) {
+    uint32_t kind = r.get<uint32_t>("a section kind");
+    r.get<uint32_t>("a section header");
+    uint64_t size = r.get<uint64_t>("a section size");
+    const char* data = r.take(size, "a section");
+    KILN_USER_CHECK(kind >= kGraph && kind <= kParams && !seen[kind])
+        << "bundle '" << origin << "': unknown or repeated section kind " << kind;
+    seen[kind] = true;
+    if (kind == kGraph) b.graph_json.assign(data, size);
+    if (kind == kLibrary) b.library.assign(data, size);
+    if (kind == kParams) b.params = deserialize_params(data, size, origin);
+  }
+  KILN_USER_CHECK(seen[kGraph] && seen[kLibrary] && seen[kParams])
+      << "bundle '" << origin << "' lacks a section (graph, library and params are all required)";
+  return b;
+}
+
+void write_bundle(const std::string& path, const Bundle& b) {
+  std::string bytes = serialize_bundle(b);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  KILN_USER_CHECK(f.good()) << "cannot write bundle '" << path << "'";
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  f.close();
+  KILN_USER_CHECK(f.good()) << "writing bundle '" << path << "' failed";
+}
+
+Bundle read_bundle(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  KILN_USER_CHECK(f.good()) << "cannot open bundle '" << path << "'";
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return deserialize_bundle(ss.str(), path);
+}
+
+}  // namespace kiln::runtime

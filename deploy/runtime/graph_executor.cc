@@ -1,0 +1,191 @@
+// Loading and running bundles.
+#include "deploy/runtime/graph_executor.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "base/error.h"
+#include "deploy/runtime/dtype.h"
+#include "deploy/runtime/json.h"
+
+namespace kiln::runtime {
+namespace {
+
+/// Writes the library to a private temporary file, loads it, and removes the file (the mapping
+/// stays valid).
+Module load_library_bytes(const std::string& bytes, const std::string& origin) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/kiln-lib-XXXXXX";
+  int fd = mkstemp(tmpl.data());
+  KILN_USER_CHECK(fd >= 0) << "bundle '" << origin << "': cannot create a temporary file in "
+                           << (dir && *dir ? dir : "/tmp") << " for its library";
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (done != bytes.size()) {
+    std::remove(tmpl.c_str());
+    KILN_USER_ERROR() << "bundle '" << origin << "': cannot write its library to " << tmpl;
+  }
+  try {
+    Module m = Module::load_library(tmpl);
+    std::remove(tmpl.c_str());
+    return m;
+  } catch (...) {
+    std::remove(tmpl.c_str());
+    throw;
+  }
+}
+
+std::vector<int64_t> shape_of(const Json& j, const std::string& what) {
+  std::vector<int64_t> shape;
+  for (auto& d : j.as_array(what)) {
+    int64_t v = d.as_int(what);
+    KILN_USER_CHECK(v >= 0) << what << " has a negative dimension";
+    shape.push_back(v);
+  }
+  return shape;
+}
+
+size_t tensor_index(const Json& j, size_t count, const std::string& what) {
+  int64_t i = j.as_int(what);
+  KILN_USER_CHECK(i >= 0 && static_cast<size_t>(i) < count)
+      << what << " refers to tensor " << i << " but the graph has " << count;
+  return static_cast<size_t>(i);
+}
+
+}  // namespace
+
+GraphExecutor GraphExecutor::load(const std::string& path) { return from_bundle(read_bundle(path), path); }
+
+GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origin) {
+  GraphExecutor g;
+  g.origin_ = origin;
+  const std::string where = "bundle '" + origin + "': graph";
+  Json graph = Json::parse(bundle.graph_json, where);
+  KILN_USER_CHECK(graph.at("format", where).as_string(where + " format") == "kiln.graph")
+      << where << " has an unknown format";
+  int64_t version = graph.at("version", where).as_int(where + " version");
+  KILN_USER_CHECK(version == 1) << where << " has version " << version << "; this runtime reads version 1";
+  g.module_ = load_library_bytes(bundle.library, origin);
+
+  for (auto& s : graph.at("storage", where).as_array(where + " storage")) {
+    int64_t bytes = s.at("bytes", where + " storage").as_int(where + " storage bytes");
+    KILN_USER_CHECK(bytes >= 0) << where << ": a storage pool has a negative size";
+    g.pools_.push_back(NDArray::empty({bytes}, kUInt8));
+  }
+  const auto& tensors = graph.at("tensors", where).as_array(where + " tensors");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Json& t = tensors[i];
+    const std::string what = where + " tensor " + std::to_string(i);
+    TensorInfo info;
+    info.name = t.at("name", what).as_string(what + " name");
+    info.kind = t.at("kind", what).as_string(what + " kind");
+    KilnDType dtype = parse_dtype(t.at("dtype", what).as_string(what + " dtype"));
+    std::vector<int64_t> shape = shape_of(t.at("shape", what), what + " shape");
+    if (info.kind == "param") {
+      auto it = bundle.params.find(info.name);
+      KILN_USER_CHECK(it != bundle.params.end()) << what << ": parameter '" << info.name << "' is not in the bundle";
+      KILN_USER_CHECK(it->second.shape() == shape && dtype_equal(it->second.dtype(), dtype))
+          << what << ": parameter '" << info.name << "' is " << dtype_to_string(it->second.dtype())
+          << it->second.shape_string() << " in the bundle but the graph expects " << dtype_to_string(dtype);
+      info.array = std::move(it->second);
+    } else if (info.kind == "intermediate") {
+      size_t pool = tensor_index(t.at("storage", what), g.pools_.size(), what + " storage");
+      info.array = NDArray::view(g.pools_[pool], t.at("offset", what).as_int(what + " offset"), shape, dtype);
+    } else if (info.kind == "input" || info.kind == "output") {
+      info.array = NDArray::empty(shape, dtype);
+    } else {
+      KILN_USER_ERROR() << what << " has unknown kind '" << info.kind
+                        << "' (known: input, param, intermediate, output)";
+    }
+    g.tensors_.push_back(std::move(info));
+  }
+  for (auto& n : graph.at("nodes", where).as_array(where + " nodes")) {
+    Node node;
+    node.name = n.at("name", where + " node").as_string(where + " node name");
+    const std::string what = where + " node '" + node.name + "'";
+    const std::string& func = n.at("func", what).as_string(what + " func");
+    KILN_USER_CHECK(g.module_.has_function(func))
+        << what << " calls '" << func << "', which the bundle's library does not define";
+    node.func = g.module_.function(func);
+    for (auto& a : n.at("args", what).as_array(what + " args")) {
+      node.args.push_back(tensor_index(a, g.tensors_.size(), what + " args"));
+    }
+    g.nodes_.push_back(std::move(node));
+  }
+  for (auto& i : graph.at("inputs", where).as_array(where + " inputs")) {
+    g.inputs_.push_back(tensor_index(i, g.tensors_.size(), where + " inputs"));
+  }
+  for (auto& o : graph.at("outputs", where).as_array(where + " outputs")) {
+    g.outputs_.push_back(tensor_index(o, g.tensors_.size(), where + " outputs"));
+  }
+  return g;
+}
+
+const std::string& GraphExecutor::input_name(size_t i) const {
+  KILN_USER_CHECK(i < inputs_.size()) << "input " << i << " out of range: the model has " << inputs_.size();
+  return tensors_[inputs_[i]].name;
+}
+
+const std::string& GraphExecutor::output_name(size_t i) const {
+  KILN_USER_CHECK(i < outputs_.size()) << "output " << i << " out of range: the model has " << outputs_.size();
+  return tensors_[outputs_[i]].name;
+}
+
+const std::vector<int64_t>& GraphExecutor::input_shape(size_t i) const {
+  input_name(i);
+  return tensors_[inputs_[i]].array.shape();
+}
+
+KilnDType GraphExecutor::input_dtype(size_t i) const {
+  input_name(i);
+  return tensors_[inputs_[i]].array.dtype();
+}
+
+void GraphExecutor::check_input(size_t tensor, const NDArray& value) const {
+  const TensorInfo& t = tensors_[tensor];
+  KILN_USER_CHECK(dtype_equal(value.dtype(), t.array.dtype()))
+      << "input '" << t.name << "' must be " << dtype_to_string(t.array.dtype()) << ", got "
+      << dtype_to_string(value.dtype());
+  KILN_USER_CHECK(value.shape() == t.array.shape())
+      << "input '" << t.name << "' must have shape " << t.array.shape_string() << ", got " << value.shape_string();
+}
+
+void GraphExecutor::set_input(const std::string& name, const NDArray& value) {
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (tensors_[inputs_[i]].name == name) return set_input(i, value);
+  }
+  std::string known;
+  for (size_t i = 0; i < inputs_.size(); ++i) known += (i ? ", " : "") + tensors_[inputs_[i]].name;
+  KILN_USER_ERROR() << "the model has no input '" << name << "' (its inputs: " << known << ")";
+}
+
+void GraphExecutor::set_input(size_t index, const NDArray& value) {
+  input_name(index);
+  check_input(inputs_[index], value);
+  NDArray& dst = tensors_[inputs_[index]].array;
+  dst.copy_from_bytes(value.data(), static_cast<size_t>(value.nbytes()));
+}
+
+void GraphExecutor::run() {
+  std::vector<Arg> args;
+  for (auto& n : nodes_) {
+    args.clear();
+    for (size_t a : n.args) args.emplace_back(tensors_[a].array.tensor());
+    n.func.call(args);
+  }
+}
+
+const NDArray& GraphExecutor::output(size_t i) const {
+  output_name(i);
+  return tensors_[outputs_[i]].array;
+}
+
+}  // namespace kiln::runtime

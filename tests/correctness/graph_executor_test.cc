@@ -1,0 +1,113 @@
+// Bundles and the graph executor, end to end without the graph compiler: two kernels compiled by
+// Kiln into one shared object, a hand-written graph that places the intermediate in a storage pool,
+// a parameter, written as a bundle file and run by the executor; then damaged bundles and bad inputs.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "compiler/codegen/build.h"
+#include "compiler/target/target.h"
+#include "deploy/runtime/graph_executor.h"
+#include "tests/common/expect_error.h"
+#include "tests/common/kiln_test_util.h"
+
+namespace kiln {
+namespace {
+
+using runtime::NDArray;
+
+/// A temporary folder removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("kiln-test-" + std::to_string(::getpid()) + "-" +
+                                                     std::to_string(reinterpret_cast<uintptr_t>(this)));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+/// y = relu(x * w + 1) as two kernels: t = x * w (w a parameter), y = relu(t + 1).
+runtime::Bundle make_bundle(const TempDir& dir) {
+  const int n = 37;
+  te::Tensor x = te::placeholder({n}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({n}, ir::kFloat32, "w");
+  te::Tensor t = te::compute({n}, [&](ir::Var i) { return x(i) * w(i); }, "t");
+  te::Tensor t_in = te::placeholder({n}, ir::kFloat32, "t");
+  te::Tensor y = te::compute({n}, [&](ir::Var i) { return ir::max(t_in(i) + 1.0f, 0.0f); }, "y");
+  ir::PrimFunc f1 = compiler::lower(te::create_schedule({t}), {x, w, t}, "mul");
+  ir::PrimFunc f2 = compiler::lower(te::create_schedule({y}), {t_in, y}, "add_relu");
+  std::string so = (dir.path / "lib.so").string();
+  codegen::export_library({f1, f2}, target::Target::parse("llvm"), so);
+  runtime::Bundle b;
+  std::ifstream in(so, std::ios::binary);
+  b.library.assign(std::istreambuf_iterator<char>(in), {});
+  NDArray wv = NDArray::empty({n}, runtime::kFloat32);
+  for (int i = 0; i < n; ++i) wv.data<float>()[i] = (i % 5) - 2.0f;
+  b.params.emplace("w", std::move(wv));
+  b.graph_json = R"({"format": "kiln.graph", "version": 1,
+    "storage": [{"bytes": 256}],
+    "tensors": [
+      {"name": "x", "dtype": "float32", "shape": [37], "kind": "input"},
+      {"name": "w", "dtype": "float32", "shape": [37], "kind": "param"},
+      {"name": "t", "dtype": "float32", "shape": [37], "kind": "intermediate", "storage": 0, "offset": 64},
+      {"name": "y", "dtype": "float32", "shape": [37], "kind": "output"}],
+    "nodes": [{"name": "n0", "func": "mul", "args": [0, 1, 2]},
+              {"name": "n1", "func": "add_relu", "args": [2, 3]}],
+    "inputs": [0], "outputs": [3]})";
+  return b;
+}
+
+TEST(GraphExecutor, RunsABundleFile) {
+  TempDir dir;
+  std::string path = (dir.path / "model.kiln").string();
+  runtime::write_bundle(path, make_bundle(dir));
+  auto g = runtime::GraphExecutor::load(path);
+  ASSERT_EQ(g.num_inputs(), 1u);
+  EXPECT_EQ(g.input_name(0), "x");
+  NDArray x = testing::random_array({37}, 3);
+  g.set_input("x", x);
+  g.run();
+  std::vector<float> ref(37);
+  for (int i = 0; i < 37; ++i) ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
+  EXPECT_TRUE(testing::all_close(g.output(0), ref));
+}
+
+TEST(GraphExecutor, DamagedBundlesAreReported) {
+  TempDir dir;
+  std::string bytes = runtime::serialize_bundle(make_bundle(dir));
+  std::string flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x40;
+  EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle(flipped, "m.kiln"), "corrupted");
+  EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle(bytes.substr(0, bytes.size() / 3), "m.kiln"), "truncated");
+  EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle("PK\x03\x04 not a bundle", "m.zip"), "not a Kiln bundle");
+  EXPECT_ERROR_CONTAINS(runtime::read_bundle((dir.path / "missing.kiln").string()), "cannot open bundle");
+}
+
+TEST(GraphExecutor, BadGraphsAndInputsAreReported) {
+  TempDir dir;
+  runtime::Bundle b = make_bundle(dir);
+  {
+    runtime::Bundle bad = make_bundle(dir);
+    bad.graph_json.replace(bad.graph_json.find("add_relu"), 8, "add_tanh");
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "'add_tanh'");
+  }
+  {
+    runtime::Bundle bad = make_bundle(dir);
+    bad.params.clear();
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "parameter 'w'");
+  }
+  {
+    runtime::Bundle bad = make_bundle(dir);
+    bad.graph_json.replace(bad.graph_json.find("\"offset\": 64"), 12, "\"offset\": 200");
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "do not fit");
+  }
+  auto g = runtime::GraphExecutor::from_bundle(std::move(b), "m.kiln");
+  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({36})), "input 'x' must have shape [37], got [36]");
+  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({37}, runtime::kInt32)), "must be float32, got int32");
+  EXPECT_ERROR_CONTAINS(g.set_input("image", testing::zeros({37})), "no input 'image' (its inputs: x)");
+}
+
+}  // namespace
+}  // namespace kiln

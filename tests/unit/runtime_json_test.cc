@@ -1,0 +1,36 @@
+// The runtime's JSON: round trips, exact integers, escapes, and malformed text reported with
+// its position.
+#include <gtest/gtest.h>
+
+#include "deploy/runtime/json.h"
+#include "tests/common/expect_error.h"
+
+namespace kiln::runtime {
+namespace {
+
+TEST(Json, ParsesAndWritesBack) {
+  std::string text = R"({"a":[1,-2,3.5,true,false,null],"b":{"c":"x\"y\n"},"big":9007199254740993})";
+  Json j = Json::parse(text);
+  EXPECT_EQ(j.at("a", "j").as_array("a")[1].as_int("a1"), -2);
+  EXPECT_DOUBLE_EQ(j.at("a", "j").as_array("a")[2].as_double("a2"), 3.5);
+  EXPECT_EQ(j.at("b", "j").at("c", "b").as_string("c"), "x\"y\n");
+  EXPECT_EQ(j.at("big", "j").as_int("big"), 9007199254740993);  // not rounded through a double
+  EXPECT_EQ(Json::parse(j.dump()).dump(), j.dump());
+}
+
+TEST(Json, MalformedTextNamesOriginAndPosition) {
+  EXPECT_ERROR_CONTAINS(Json::parse("{\"a\": [1, 2", "graph.json"), "graph.json: malformed JSON");
+  EXPECT_ERROR_CONTAINS(Json::parse("{\"a\" 1}", "g"), "expected ':'");
+  EXPECT_ERROR_CONTAINS(Json::parse("[1] x", "g"), "after the value");
+  EXPECT_ERROR_CONTAINS(Json::parse("\"abc", "g"), "unterminated string");
+  EXPECT_ERROR_CONTAINS(Json::parse(std::string(1000, '['), "g"), "too deep");
+}
+
+TEST(Json, TypedAccessNamesTheField) {
+  Json j = Json::parse(R"({"n": "seven"})");
+  EXPECT_ERROR_CONTAINS(j.at("n", "node").as_int("node n"), "node n must be an integer");
+  EXPECT_ERROR_CONTAINS(j.at("m", "node"), "node has no member 'm'");
+}
+
+}  // namespace
+}  // namespace kiln::runtime
