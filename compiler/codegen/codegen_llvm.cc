@@ -256,6 +256,17 @@ llvm::Value* CodeGenLLVM::emit_binary(ExprKind kind, DataType t, llvm::Value* a,
   // Index arithmetic is int32/int64: no signed wrap there lets LLVM widen and vectorize it (as
   // TVM does). Narrow integers (int8 data) wrap as the machine does.
   const bool nsw = is_signed && t.bits() >= 32;
+  // A vector divisor may hold zeros in lanes that a predicate masked off (their loads read 0):
+  // those lanes divide by 1 instead of trapping; their results are never stored.
+  auto safe_divisor = [&](llvm::Value* d) -> llvm::Value* {
+    if (is_float || !d->getType()->isVectorTy() || llvm::isa<llvm::Constant>(d)) return d;
+    llvm::Value* zero = llvm::Constant::getNullValue(d->getType());
+    return builder_.CreateSelect(builder_.CreateICmpEQ(d, zero), llvm::ConstantInt::get(d->getType(), 1), d);
+  };
+  if (kind == ExprKind::kDiv || kind == ExprKind::kMod || kind == ExprKind::kFloorDiv ||
+      kind == ExprKind::kFloorMod) {
+    b = safe_divisor(b);
+  }
   switch (kind) {
     case ExprKind::kAdd:
       if (is_float) return builder_.CreateFAdd(a, b);
