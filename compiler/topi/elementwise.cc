@@ -1,0 +1,256 @@
+// Elementwise operators, broadcasting, and the generic injective x86 schedule.
+#include "compiler/topi/elementwise.h"
+
+#include <optional>
+#include <sstream>
+
+#include "base/error.h"
+#include "compiler/ir/printer.h"
+
+namespace kiln::topi {
+
+using ir::Expr;
+using ir::Var;
+
+std::string shape_str(const std::vector<Expr>& shape) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+int normalize_axis(int64_t axis, size_t ndim, const std::string& op) {
+  const auto n = static_cast<int64_t>(ndim);
+  KILN_USER_CHECK(axis >= -n && axis < n)
+      << op << ": axis " << axis << " is out of range for a tensor of rank " << n << " (valid: ["
+      << -n << ", " << n - 1 << "])";
+  return static_cast<int>(axis < 0 ? axis + n : axis);
+}
+
+namespace {
+
+std::vector<Expr> indices_of(const std::vector<Var>& vars) { return {vars.begin(), vars.end()}; }
+
+void check_float(const te::Tensor& x, const std::string& op) {
+  KILN_USER_CHECK(x->dtype().is_float())
+      << op << ": '" << x->name() << "' must be a floating-point tensor, got " << x->dtype().str();
+}
+
+/// The indices into `t` (rank <= out rank) for the output point `out_idx` of `out_shape`: the
+/// trailing dimensions line up, and a size-1 dimension of `t` is read at 0.
+std::vector<Expr> broadcast_indices(const te::Tensor& t, const std::vector<Expr>& out_shape,
+                                    const std::vector<Var>& out_idx) {
+  const size_t offset = out_shape.size() - t.ndim();
+  std::vector<Expr> idx;
+  for (size_t i = 0; i < t.ndim(); ++i) {
+    const Expr& d = t->shape()[i];
+    bool stretched = ir::is_one(d) && !ir::is_one(out_shape[offset + i]);
+    idx.push_back(stretched ? ir::make_zero(ir::kInt32) : Expr(out_idx[offset + i]));
+  }
+  return idx;
+}
+
+}  // namespace
+
+te::Tensor elementwise(const te::Tensor& x, const std::function<Expr(Expr)>& f,
+                       const std::string& name) {
+  return te::compute(
+      x->shape(), [&](const std::vector<Var>& i) { return f(x(indices_of(i))); }, name);
+}
+
+te::Tensor relu(const te::Tensor& x, const std::string& name) {
+  return elementwise(
+      x, [&](Expr v) { return ir::max(v, ir::make_zero(x->dtype())); }, name);
+}
+
+te::Tensor leaky_relu(const te::Tensor& x, double alpha, const std::string& name) {
+  check_float(x, "leaky_relu");
+  return elementwise(
+      x,
+      [&](Expr v) {
+        return ir::select(v < ir::make_zero(x->dtype()), v * ir::make_const(x->dtype(), alpha), v);
+      },
+      name);
+}
+
+te::Tensor clip(const te::Tensor& x, double lo, double hi, const std::string& name) {
+  KILN_USER_CHECK(lo <= hi) << "clip: min " << lo << " is greater than max " << hi;
+  const ir::DataType t = x->dtype();
+  auto c = [&](double v) {
+    return t.is_float() ? ir::make_const(t, v) : ir::make_const(t, static_cast<int64_t>(v));
+  };
+  return elementwise(
+      x, [&](Expr v) { return ir::min(ir::max(v, c(lo)), c(hi)); }, name);
+}
+
+te::Tensor sigmoid(const te::Tensor& x, const std::string& name) {
+  check_float(x, "sigmoid");
+  return elementwise(
+      x, [](Expr v) { return ir::sigmoid(v); }, name);
+}
+te::Tensor tanh(const te::Tensor& x, const std::string& name) {
+  check_float(x, "tanh");
+  return elementwise(
+      x, [](Expr v) { return ir::tanh(v); }, name);
+}
+te::Tensor exp(const te::Tensor& x, const std::string& name) {
+  check_float(x, "exp");
+  return elementwise(
+      x, [](Expr v) { return ir::exp(v); }, name);
+}
+te::Tensor log(const te::Tensor& x, const std::string& name) {
+  check_float(x, "log");
+  return elementwise(
+      x, [](Expr v) { return ir::log(v); }, name);
+}
+te::Tensor sqrt(const te::Tensor& x, const std::string& name) {
+  check_float(x, "sqrt");
+  return elementwise(
+      x, [](Expr v) { return ir::sqrt(v); }, name);
+}
+te::Tensor abs(const te::Tensor& x, const std::string& name) {
+  return elementwise(
+      x, [](Expr v) { return ir::abs(v); }, name);
+}
+te::Tensor neg(const te::Tensor& x, const std::string& name) {
+  return elementwise(
+      x, [](Expr v) { return -v; }, name);
+}
+te::Tensor cast(const te::Tensor& x, ir::DataType dtype, const std::string& name) {
+  KILN_USER_CHECK(dtype.is_scalar() && (dtype.is_float() || dtype.is_integral()))
+      << "cast: cannot cast '" << x->name() << "' to " << dtype.str();
+  return elementwise(
+      x, [&](Expr v) { return ir::cast(dtype, v); }, name);
+}
+
+std::vector<Expr> broadcast_shape(const std::vector<Expr>& a, const std::vector<Expr>& b,
+                                  const std::string& op) {
+  const size_t n = std::max(a.size(), b.size());
+  std::vector<Expr> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    // Dimension i of the result, counted from the right in each operand.
+    const size_t from_right = n - 1 - i;
+    Expr da = from_right < a.size() ? a[a.size() - 1 - from_right] : Expr();
+    Expr db = from_right < b.size() ? b[b.size() - 1 - from_right] : Expr();
+    if (!da.defined() || ir::is_one(da)) {
+      out[i] = db.defined() ? db : da;
+      continue;
+    }
+    if (!db.defined() || ir::is_one(db)) {
+      out[i] = da;
+      continue;
+    }
+    auto ca = ir::as_const_int(da), cb = ir::as_const_int(db);
+    bool same = da.same_as(db) || (ca && cb && *ca == *cb);
+    KILN_USER_CHECK(same) << op << ": shapes " << shape_str(a) << " and " << shape_str(b)
+                          << " cannot be broadcast: dimension " << da
+                          << " of the first does not match " << db
+                          << " of the second (aligned from the right, sizes must be equal or 1)";
+    out[i] = da;
+  }
+  return out;
+}
+
+te::Tensor broadcast_binary(const te::Tensor& a, const te::Tensor& b,
+                            const std::function<Expr(Expr, Expr)>& f, const std::string& name) {
+  KILN_USER_CHECK(a->dtype() == b->dtype())
+      << name << ": operands '" << a->name() << "' (" << a->dtype().str() << ") and '" << b->name()
+      << "' (" << b->dtype().str() << ") have different dtypes";
+  std::vector<Expr> shape = broadcast_shape(a->shape(), b->shape(), name);
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        return f(a(broadcast_indices(a, shape, i)), b(broadcast_indices(b, shape, i)));
+      },
+      name);
+}
+
+te::Tensor add(const te::Tensor& a, const te::Tensor& b, const std::string& name) {
+  return broadcast_binary(
+      a, b, [](Expr x, Expr y) { return x + y; }, name);
+}
+te::Tensor sub(const te::Tensor& a, const te::Tensor& b, const std::string& name) {
+  return broadcast_binary(
+      a, b, [](Expr x, Expr y) { return x - y; }, name);
+}
+te::Tensor mul(const te::Tensor& a, const te::Tensor& b, const std::string& name) {
+  return broadcast_binary(
+      a, b, [](Expr x, Expr y) { return x * y; }, name);
+}
+te::Tensor div(const te::Tensor& a, const te::Tensor& b, const std::string& name) {
+  if (a->dtype().is_float()) {
+    return broadcast_binary(
+        a, b, [](Expr x, Expr y) { return x / y; }, name);
+  }
+  // Integers: x / 0 is defined as x (ONNX leaves it undefined; a trap would kill the process).
+  return broadcast_binary(
+      a, b,
+      [](Expr x, Expr y) {
+        Expr one = ir::make_one(y.dtype());
+        return x / ir::select(y == ir::make_zero(y.dtype()), one, y);
+      },
+      name);
+}
+te::Tensor maximum(const te::Tensor& a, const te::Tensor& b, const std::string& name) {
+  return broadcast_binary(
+      a, b, [](Expr x, Expr y) { return ir::max(x, y); }, name);
+}
+te::Tensor minimum(const te::Tensor& a, const te::Tensor& b, const std::string& name) {
+  return broadcast_binary(
+      a, b, [](Expr x, Expr y) { return ir::min(x, y); }, name);
+}
+te::Tensor pow(const te::Tensor& a, const te::Tensor& b, const std::string& name) {
+  check_float(a, "pow");
+  return broadcast_binary(
+      a, b, [](Expr x, Expr y) { return ir::pow(x, y); }, name);
+}
+
+void schedule_injective_x86(te::Schedule& s, const te::Tensor& out) {
+  constexpr int kLanes = 16;               // fp32 lanes of an AVX-512 register
+  constexpr int64_t kParallelMin = 16384;  // below this, launching threads costs more than it saves
+  te::Stage st = s[out];
+  const size_t ndim = st->op.ndim();
+  if (ndim == 0) return;
+  std::optional<int64_t> total = 1;
+  for (const Expr& d : st->op->shape()) {
+    auto c = ir::as_const_int(d);
+    total = c && total ? std::optional<int64_t>(*total * *c) : std::nullopt;
+  }
+  std::vector<ir::IterVar> axes;
+  for (size_t i = 0; i < ndim; ++i) axes.push_back(st.axis(i));
+  if (total && *total <= kLanes) {
+    ir::IterVar fused = ndim == 1 ? axes[0] : st.fuse(axes);
+    if (*total > 1) st.vectorize(fused);
+    return;
+  }
+  ir::IterVar outer, inner;
+  auto last = ir::as_const_int(st->op->shape()[ndim - 1]);
+  if (last && *last % kLanes == 0) {
+    // The same iteration order as fusing everything and splitting by 16, but split first: a
+    // vector then never crosses a row, so its indices stay affine (contiguous loads and stores).
+    auto [lo, li] = st.split(axes.back(), kLanes);
+    axes.back() = lo;
+    outer = axes.size() == 1 ? lo : st.fuse(axes);
+    inner = li;
+  } else {
+    ir::IterVar fused = ndim == 1 ? axes[0] : st.fuse(axes);
+    auto split = st.split(fused, kLanes);
+    outer = split.outer;
+    inner = split.inner;
+  }
+  if (!total || *total > kParallelMin) st.parallel(outer);
+  st.vectorize(inner);
+}
+
+te::Schedule schedule_injective_x86(const std::vector<te::Tensor>& outs) {
+  te::Schedule s = te::create_schedule(outs);
+  for (const te::Stage& st : s->stages) {
+    if (st->is_placeholder() || st->is_output || !st->op->reduce_axis.empty()) continue;
+    te::Stage(st).compute_inline();
+  }
+  for (const te::Tensor& t : outs) schedule_injective_x86(s, t);
+  return s;
+}
+
+}  // namespace kiln::topi

@@ -1,0 +1,190 @@
+// The ONNX LSTM unrolled over time steps, and its x86 schedule.
+#include "compiler/topi/lstm.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "compiler/ir/printer.h"
+#include "compiler/topi/elementwise.h"
+#include "compiler/topi/transform.h"
+
+namespace kiln::topi {
+
+using ir::Expr;
+using ir::IterVar;
+using ir::Var;
+
+namespace {
+
+void check_shape(const te::Tensor& t, const std::vector<int64_t>& expected,
+                 const std::string& what) {
+  std::vector<int64_t> got = const_shape(t, "lstm");
+  if (got == expected) return;
+  std::vector<Expr> e;
+  for (int64_t d : expected) e.push_back(Expr(static_cast<int>(d)));
+  KILN_USER_ERROR() << "lstm: " << what << " '" << t->name() << "' has shape "
+                    << shape_str(t->shape()) << ", expected " << shape_str(e);
+}
+
+/// out[i..., g] = sum_k a(i..., k) * wt[k, g]: the last axis of `shape` is the gate axis g.
+te::Tensor projection(const std::vector<Expr>& shape, Expr k_extent, const te::Tensor& wt,
+                      const std::function<Expr(const std::vector<Var>&, Expr)>& a,
+                      const std::string& name) {
+  IterVar k = te::reduce_axis({0, k_extent}, "k");
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) { return te::sum(a(i, k->var) * wt(k->var, i.back()), {k}); },
+      name);
+}
+
+/// The GEMV / dense schedule: the gate axis (last) split by 16; loops (gate blocks, rows...,
+/// k, 16 lanes), vectorized inside the reduction loop, gate blocks in parallel for large work.
+void schedule_projection(te::Schedule& s, const te::Tensor& t) {
+  te::Stage st = s[t];
+  const size_t n = st->op.ndim();
+  int64_t work = 1;
+  for (const Expr& d : st->op->shape()) work *= ir::as_const_int(d).value_or(1024);
+  work *= ir::as_const_int(st->op->reduce_axis[0]->dom.extent).value_or(1024);
+  auto [go, gi] = st.split(st.axis(n - 1), 16);
+  std::vector<IterVar> order{go};
+  for (size_t i = 0; i + 1 < n; ++i) order.push_back(st.axis(i));
+  order.push_back(st.reduce_axis(0));
+  order.push_back(gi);
+  st.reorder(order);
+  st.vectorize(gi);
+  if (work >= (int64_t{1} << 16)) st.parallel(go);
+}
+
+}  // namespace
+
+LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
+                 const te::Tensor& initial_h, const te::Tensor& initial_c, const te::Tensor& p,
+                 const std::string& name) {
+  std::vector<int64_t> xs = const_shape(x, "lstm"), rs = const_shape(r, "lstm");
+  KILN_USER_CHECK(xs.size() == 3) << "lstm: X '" << x->name() << "' has shape "
+                                  << shape_str(x->shape())
+                                  << ", expected [seq_length, batch_size, input_size]";
+  KILN_USER_CHECK(rs.size() == 3 && rs[1] == 4 * rs[2])
+      << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
+      << ", expected [1, 4 * hidden_size, hidden_size]";
+  const int64_t steps = xs[0], batch = xs[1], input = xs[2], hidden = rs[2];
+  const ir::DataType dt = x->dtype();
+  KILN_USER_CHECK(dt.is_float()) << "lstm: X '" << x->name() << "' must be floating-point, got "
+                                 << dt.str();
+  check_shape(w, {1, 4 * hidden, input}, "W");
+  check_shape(r, {1, 4 * hidden, hidden}, "R");
+  if (b.defined()) check_shape(b, {1, 8 * hidden}, "B");
+  if (initial_h.defined()) check_shape(initial_h, {1, batch, hidden}, "initial_h");
+  if (initial_c.defined()) check_shape(initial_c, {1, batch, hidden}, "initial_c");
+  if (p.defined()) check_shape(p, {1, 3 * hidden}, "P");
+  for (const te::Tensor* t : {&w, &r, &b, &initial_h, &initial_c, &p}) {
+    KILN_USER_CHECK(!t->defined() || (*t)->dtype() == dt)
+        << "lstm: '" << (*t)->name() << "' is " << (*t)->dtype().str() << " but X is " << dt.str();
+  }
+  const int H = static_cast<int>(hidden), G = 4 * H;
+  const Expr kB(static_cast<int>(batch)), kH(H), kG(G);
+
+  // The weights transposed to [k, g], so that the gate axis is contiguous.
+  te::Tensor wt = te::compute(
+      {Expr(static_cast<int>(input)), kG}, [&](Var k, Var g) { return w(0, g, k); }, name + ".W_t");
+  te::Tensor rt = te::compute(
+      {kH, kG}, [&](Var k, Var g) { return r(0, g, k); }, name + ".R_t");
+  te::Tensor xw = projection(
+      {Expr(static_cast<int>(steps)), kB, kG}, Expr(static_cast<int>(input)), wt,
+      [&](const std::vector<Var>& i, Expr k) { return x(i[0], i[1], k); }, name + ".xw");
+
+  LstmOutputs out;
+  out.stages = {wt, xw};
+  std::vector<te::Tensor> hs, cs;
+  for (int64_t t = 0; t < steps; ++t) {
+    const std::string sfx = "." + std::to_string(t);
+    const Expr tt(static_cast<int>(t));
+    // h_{t-1} and c_{t-1} at (bi, j); undefined when zero.
+    auto h_prev = [&](Expr bi, Expr j) -> Expr {
+      if (t > 0) return hs.back()(bi, j);
+      return initial_h.defined() ? initial_h(0, bi, j) : Expr();
+    };
+    auto c_prev = [&](Expr bi, Expr j) -> Expr {
+      if (t > 0) return cs.back()(bi, j);
+      return initial_c.defined() ? initial_c(0, bi, j) : Expr();
+    };
+    te::Tensor rec;
+    if (t > 0 || initial_h.defined()) {
+      rec = projection(
+          {kB, kG}, kH, rt, [&](const std::vector<Var>& i, Expr k) { return h_prev(i[0], k); },
+          name + ".rec" + sfx);
+    }
+    // Pre-activation of gate `q` (0 i, 1 o, 2 f, 3 c) at (bi, j).
+    auto pre = [&](int q, Expr bi, Expr j) {
+      Expr g = j + q * H;
+      Expr v = xw(tt, bi, g);
+      if (rec.defined()) v = v + rec(bi, g);
+      if (b.defined()) v = v + (b(0, g) + b(0, g + G));
+      return v;
+    };
+    te::Tensor c = te::compute({kB, kH},
+                               [&](Var bi, Var j) {
+                                 Expr cp = c_prev(bi, j);
+                                 Expr pi = pre(0, bi, j), pf = pre(2, bi, j);
+                                 if (p.defined() && cp.defined()) {
+                                   pi = pi + p(0, j) * cp;
+                                   pf = pf + p(0, j + 2 * H) * cp;
+                                 }
+                                 Expr in = ir::sigmoid(pi) * ir::tanh(pre(3, bi, j));
+                                 return cp.defined() ? ir::sigmoid(pf) * cp + in : in;
+                               },
+                               name + ".c" + sfx, {"b", "j"});
+    te::Tensor h = te::compute({kB, kH},
+                               [&](Var bi, Var j) {
+                                 Expr po = pre(1, bi, j);
+                                 if (p.defined()) po = po + p(0, j + H) * c(bi, j);
+                                 return ir::sigmoid(po) * ir::tanh(c(bi, j));
+                               },
+                               name + ".h" + sfx, {"b", "j"});
+    if (rec.defined()) {
+      if (std::find(out.stages.begin(), out.stages.end(), rt) == out.stages.end()) {
+        out.stages.push_back(rt);  // R_t is read only when some step has a recurrent GEMV
+      }
+      out.stages.push_back(rec);
+    }
+    out.stages.insert(out.stages.end(), {c, h});
+    cs.push_back(c);
+    hs.push_back(h);
+  }
+
+  out.y = te::compute(
+      {Expr(static_cast<int>(steps)), 1, kB, kH},
+      [&](Var t, Var, Var bi, Var j) {
+        Expr v = hs.back()(bi, j);
+        for (int64_t k = steps - 1; k-- > 0;)
+          v = ir::select(t == static_cast<int>(k), hs[k](bi, j), v);
+        return v;
+      },
+      name + ".Y");
+  out.y_h = te::compute(
+      {1, kB, kH}, [&](Var, Var bi, Var j) { return hs.back()(bi, j); }, name + ".Y_h");
+  out.y_c = te::compute(
+      {1, kB, kH}, [&](Var, Var bi, Var j) { return cs.back()(bi, j); }, name + ".Y_c");
+  return out;
+}
+
+void schedule_lstm_x86(te::Schedule& s, const LstmOutputs& out) {
+  std::vector<te::Tensor> stages(out.stages);
+  stages.insert(stages.end(), {out.y, out.y_h, out.y_c});
+  for (const te::Tensor& t : stages) {
+    if (s[t]->attach_type != te::AttachType::kRoot) continue;
+    if (!t->reduce_axis.empty()) {
+      schedule_projection(s, t);
+    } else {
+      schedule_injective_x86(s, t);
+    }
+  }
+}
+
+te::Schedule schedule_lstm_x86(const LstmOutputs& out) {
+  te::Schedule s = te::create_schedule({out.y, out.y_h, out.y_c});
+  schedule_lstm_x86(s, out);
+  return s;
+}
+
+}  // namespace kiln::topi

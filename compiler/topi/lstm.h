@@ -1,0 +1,49 @@
+// The ONNX LSTM operator (forward direction, layout 0, default activations sigmoid / tanh / tanh,
+// no sequence_lens, no clip) as an exact decomposition into tensor expressions unrolled over the
+// T time steps:
+//
+//   xw[t, b, g]  = sum_k X[t, b, k] * W[0, g, k]            one dense for all steps (g in [0, 4H))
+//   rec_t[b, g]  = sum_k h_{t-1}[b, k] * R[0, g, k]          one GEMV per step (none when h_{-1} =
+//   0) pre_t(gate)  = xw[t] + rec_t + Wb + Rb                   gates in ONNX order i, o, f, c c_t
+//   = sigmoid(pre_f + Pf c_{t-1}) c_{t-1} + sigmoid(pre_i + Pi c_{t-1}) tanh(pre_c) h_t =
+//   sigmoid(pre_o + Po c_t) tanh(c_t)
+//
+// Each step's c_t and h_t is its own tensor; the gate math is written inside them (inlined). Y
+// gathers h_0 ... h_{T-1}.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/te/schedule.h"
+
+namespace kiln::topi {
+
+struct LstmOutputs {
+  te::Tensor y;    ///< [T, 1, B, H]: every step's hidden state
+  te::Tensor y_h;  ///< [1, B, H]: the last hidden state
+  te::Tensor y_c;  ///< [1, B, H]: the last cell state
+  /// The intermediate stages (transposed weights, projections, each step's c and h), producers
+  /// first: what schedule_lstm_x86 schedules besides the outputs.
+  std::vector<te::Tensor> stages;
+};
+
+/// x [T, B, I], w [1, 4H, I], r [1, 4H, H]; optional (undefined tensors when absent): b [1, 8H]
+/// (Wb then Rb), initial_h and initial_c [1, B, H] (zero when absent), p [1, 3H] (peepholes i, o,
+/// f). All shapes must be constant; kiln::Error names the tensor and both shapes on a mismatch.
+/// With T = 1 and no initial_h, R is not read (h_{-1} = 0): leave it out of build()'s arguments.
+LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
+                 const te::Tensor& b = {}, const te::Tensor& initial_h = {},
+                 const te::Tensor& initial_c = {}, const te::Tensor& p = {},
+                 const std::string& name = "lstm");
+
+/// Schedules every stage of an lstm() in `s`: the projections (xw and each step's GEMV) as
+/// reductions whose gate axis is split by 16, vectorized inside the reduction loop and, when the
+/// work is large enough, run in parallel over the gate blocks; the transposed weights, the per-step
+/// states and the outputs with schedule_injective_x86.
+void schedule_lstm_x86(te::Schedule& s, const LstmOutputs& out);
+
+/// A schedule of the three outputs with schedule_lstm_x86 applied.
+te::Schedule schedule_lstm_x86(const LstmOutputs& out);
+
+}  // namespace kiln::topi

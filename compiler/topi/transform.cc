@@ -1,0 +1,355 @@
+// Shape and layout operators as index arithmetic over their inputs.
+#include "compiler/topi/transform.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "base/error.h"
+#include "compiler/ir/printer.h"
+#include "compiler/topi/elementwise.h"
+
+namespace kiln::topi {
+
+using ir::Expr;
+using ir::Var;
+
+namespace {
+
+std::string str(const std::vector<int64_t>& v) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+  return os.str();
+}
+
+Expr int_expr(int64_t v) {
+  KILN_USER_CHECK(v >= INT32_MIN && v <= INT32_MAX)
+      << "index value " << v << " does not fit in 32 bits";
+  return Expr(static_cast<int32_t>(v));
+}
+
+std::vector<Expr> exprs(const std::vector<int64_t>& v) {
+  std::vector<Expr> e;
+  for (int64_t d : v) e.push_back(int_expr(d));
+  return e;
+}
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t d : v) p *= d;
+  return p;
+}
+
+/// The row-major flat offset of `idx` in `shape`.
+Expr flat_index(const std::vector<Var>& idx, const std::vector<int64_t>& shape) {
+  Expr flat = ir::make_zero(ir::kInt32);
+  for (size_t i = 0; i < shape.size(); ++i) flat = flat * int_expr(shape[i]) + idx[i];
+  return flat;
+}
+
+/// The indices of the flat offset `flat` in `shape` (row-major).
+std::vector<Expr> unravel(const Expr& flat, const std::vector<int64_t>& shape) {
+  std::vector<Expr> idx(shape.size());
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    Expr q = stride == 1 ? flat : ir::floordiv(flat, int_expr(stride));
+    idx[k] = k == 0 ? q : ir::floormod(q, int_expr(shape[k]));
+    stride *= shape[k];
+  }
+  return idx;
+}
+
+/// Sorted, distinct axes normalized against `ndim`.
+std::vector<int> normalize_axes(const std::vector<int64_t>& axes, size_t ndim,
+                                const std::string& op) {
+  std::vector<int> out;
+  for (int64_t a : axes) out.push_back(normalize_axis(a, ndim, op));
+  std::sort(out.begin(), out.end());
+  KILN_USER_CHECK(std::adjacent_find(out.begin(), out.end()) == out.end())
+      << op << ": axes " << str(axes) << " name the same axis twice";
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> const_shape(const te::Tensor& t, const std::string& op) {
+  std::vector<int64_t> s;
+  for (size_t i = 0; i < t.ndim(); ++i) {
+    auto c = ir::as_const_int(t->shape()[i]);
+    KILN_USER_CHECK(c.has_value())
+        << op << ": '" << t->name() << "' has shape " << shape_str(t->shape()) << "; dimension "
+        << i << " must be a constant";
+    s.push_back(*c);
+  }
+  return s;
+}
+
+std::vector<int64_t> infer_reshape_shape(const std::vector<int64_t>& input,
+                                         const std::vector<int64_t>& target, bool allow_zero) {
+  std::vector<int64_t> out(target);
+  int inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == 0 && !allow_zero) {
+      KILN_USER_CHECK(i < input.size())
+          << "reshape: cannot reshape " << str(input) << " into " << str(target)
+          << ": 0 at position " << i << " has no input dimension to copy";
+      out[i] = input[i];
+    }
+    if (out[i] == -1) {
+      KILN_USER_CHECK(inferred < 0) << "reshape: cannot reshape " << str(input) << " into "
+                                    << str(target) << ": more than one -1";
+      inferred = static_cast<int>(i);
+      continue;
+    }
+    KILN_USER_CHECK(out[i] > 0) << "reshape: cannot reshape " << str(input) << " into "
+                                << str(target) << ": dimension " << i << " is " << out[i];
+    known *= out[i];
+  }
+  const int64_t total = product(input);
+  if (inferred >= 0) {
+    KILN_USER_CHECK(total % known == 0)
+        << "reshape: cannot reshape " << str(input) << " (" << total << " elements) into "
+        << str(target) << ": " << total << " is not a multiple of " << known;
+    out[inferred] = total / known;
+  }
+  KILN_USER_CHECK(product(out) == total)
+      << "reshape: cannot reshape " << str(input) << " (" << total << " elements) into "
+      << str(target) << " (" << product(out) << " elements)";
+  return out;
+}
+
+te::Tensor reshape(const te::Tensor& x, const std::vector<int64_t>& shape,
+                   const std::string& name) {
+  std::vector<int64_t> in = const_shape(x, "reshape");
+  std::vector<int64_t> out = infer_reshape_shape(in, shape);
+  return te::compute(
+      exprs(out), [&](const std::vector<Var>& i) { return x(unravel(flat_index(i, out), in)); },
+      name);
+}
+
+te::Tensor transpose(const te::Tensor& x, std::vector<int64_t> perm, const std::string& name) {
+  const size_t n = x.ndim();
+  if (perm.empty()) {
+    for (size_t i = n; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  }
+  KILN_USER_CHECK(perm.size() == n) << "transpose: perm " << str(perm) << " has " << perm.size()
+                                    << " entries for '" << x->name() << "' of rank " << n;
+  std::vector<int> p;
+  for (int64_t a : perm) p.push_back(normalize_axis(a, n, "transpose"));
+  std::vector<int> sorted(p);
+  std::sort(sorted.begin(), sorted.end());
+  KILN_USER_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end())
+      << "transpose: perm " << str(perm) << " is not a permutation";
+  std::vector<Expr> shape;
+  for (int a : p) shape.push_back(x->shape()[a]);
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx(n);
+        for (size_t k = 0; k < n; ++k) idx[p[k]] = i[k];
+        return x(idx);
+      },
+      name);
+}
+
+te::Tensor squeeze(const te::Tensor& x, const std::vector<int64_t>& axes, const std::string& name) {
+  const size_t n = x.ndim();
+  std::vector<bool> drop(n, false);
+  if (axes.empty()) {
+    for (size_t i = 0; i < n; ++i) drop[i] = ir::is_one(x->shape()[i]);
+  } else {
+    for (int a : normalize_axes(axes, n, "squeeze")) {
+      KILN_USER_CHECK(ir::is_one(x->shape()[a]))
+          << "squeeze: axis " << a << " of '" << x->name() << "' (shape " << shape_str(x->shape())
+          << ") has size " << x->shape()[a] << ", not 1";
+      drop[a] = true;
+    }
+  }
+  std::vector<Expr> shape;
+  for (size_t i = 0; i < n; ++i) {
+    if (!drop[i]) shape.push_back(x->shape()[i]);
+  }
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx;
+        size_t k = 0;
+        for (size_t d = 0; d < n; ++d)
+          idx.push_back(drop[d] ? ir::make_zero(ir::kInt32) : Expr(i[k++]));
+        return x(idx);
+      },
+      name);
+}
+
+te::Tensor unsqueeze(const te::Tensor& x, const std::vector<int64_t>& axes,
+                     const std::string& name) {
+  KILN_USER_CHECK(!axes.empty()) << "unsqueeze: no axes given for '" << x->name() << "'";
+  const size_t n = x.ndim() + axes.size();
+  std::vector<bool> added(n, false);
+  for (int a : normalize_axes(axes, n, "unsqueeze")) added[a] = true;
+  std::vector<Expr> shape;
+  size_t k = 0;
+  for (size_t d = 0; d < n; ++d) shape.push_back(added[d] ? Expr(1) : x->shape()[k++]);
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < n; ++d) {
+          if (!added[d]) idx.push_back(i[d]);
+        }
+        return x(idx);
+      },
+      name);
+}
+
+te::Tensor concat(const std::vector<te::Tensor>& inputs, int64_t axis, const std::string& name) {
+  KILN_USER_CHECK(!inputs.empty()) << "concat: no inputs";
+  const te::Tensor& first = inputs[0];
+  const int ax = normalize_axis(axis, first.ndim(), "concat");
+  std::vector<int64_t> offsets;  // start of each input along the axis
+  int64_t total = 0;
+  for (const te::Tensor& t : inputs) {
+    KILN_USER_CHECK(t.ndim() == first.ndim() && t->dtype() == first->dtype())
+        << "concat: '" << t->name() << "' (" << t->dtype().str() << ", shape "
+        << shape_str(t->shape()) << ") does not match '" << first->name() << "' ("
+        << first->dtype().str() << ", shape " << shape_str(first->shape()) << ")";
+    for (size_t d = 0; d < t.ndim(); ++d) {
+      if (static_cast<int>(d) == ax) continue;
+      auto a = ir::as_const_int(t->shape()[d]), b = ir::as_const_int(first->shape()[d]);
+      KILN_USER_CHECK(t->shape()[d].same_as(first->shape()[d]) || (a && b && *a == *b))
+          << "concat: shapes " << shape_str(first->shape()) << " and " << shape_str(t->shape())
+          << " differ in dimension " << d << " (concatenating along axis " << ax << ")";
+    }
+    auto len = ir::as_const_int(t->shape()[ax]);
+    KILN_USER_CHECK(len.has_value())
+        << "concat: '" << t->name() << "' must have a constant size along axis " << ax << ", got "
+        << t->shape()[ax];
+    offsets.push_back(total);
+    total += *len;
+  }
+  std::vector<Expr> shape = first->shape();
+  shape[ax] = int_expr(total);
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        // Nested selects from the last input backwards; every read is clamped into its input, since
+        // a select evaluates both sides.
+        Expr value;
+        for (size_t k = inputs.size(); k-- > 0;) {
+          const int64_t len = (k + 1 < inputs.size() ? offsets[k + 1] : total) - offsets[k];
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx[ax] = ir::min(ir::max(i[ax] - int_expr(offsets[k]), 0), int_expr(len - 1));
+          Expr v = inputs[k](idx);
+          value = value.defined() ? ir::select(i[ax] < int_expr(offsets[k] + len), v, value) : v;
+        }
+        return value;
+      },
+      name);
+}
+
+te::Tensor pad(const te::Tensor& x, const std::vector<int64_t>& pad_before,
+               const std::vector<int64_t>& pad_after, double value, PadMode mode,
+               const std::string& name) {
+  const size_t n = x.ndim();
+  KILN_USER_CHECK(pad_before.size() == n && pad_after.size() == n)
+      << "pad: '" << x->name() << "' has rank " << n << " but pads " << str(pad_before) << " / "
+      << str(pad_after) << " are given";
+  std::vector<int64_t> in = const_shape(x, "pad");
+  std::vector<Expr> shape;
+  for (size_t d = 0; d < n; ++d) {
+    const int64_t out = in[d] + pad_before[d] + pad_after[d];
+    KILN_USER_CHECK(out > 0) << "pad: axis " << d << " of '" << x->name() << "' (size " << in[d]
+                             << ") padded by " << pad_before[d] << " / " << pad_after[d]
+                             << " would have size " << out;
+    if (mode == PadMode::kReflect) {
+      KILN_USER_CHECK(pad_before[d] < in[d] && pad_after[d] < in[d])
+          << "pad: reflect mode needs pads smaller than the dimension; axis " << d << " of '"
+          << x->name() << "' has size " << in[d] << " and pads " << pad_before[d] << " / "
+          << pad_after[d];
+    }
+    shape.push_back(int_expr(out));
+  }
+  const ir::DataType t = x->dtype();
+  Expr fill =
+      t.is_float() ? ir::make_const(t, value) : ir::make_const(t, static_cast<int64_t>(value));
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx;
+        Expr inside;
+        for (size_t d = 0; d < n; ++d) {
+          Expr j = i[d] - int_expr(pad_before[d]);
+          Expr last = int_expr(in[d] - 1);
+          if (mode == PadMode::kReflect && in[d] > 1) {
+            Expr r = ir::select(j < 0, -j, j);  // mirror at 0
+            r = ir::select(r > last, last * 2 - r, r);
+            idx.push_back(r);
+          } else {
+            idx.push_back(ir::min(ir::max(j, 0), last));  // edge, and the clamped read of constant
+          }
+          if (mode == PadMode::kConstant && (pad_before[d] > 0 || pad_after[d] > 0)) {
+            Expr c = j >= 0 && j <= last;
+            inside = inside.defined() ? (inside && c) : c;
+          }
+        }
+        Expr v = x(idx);
+        return inside.defined() ? ir::select(inside, v, fill) : v;
+      },
+      name);
+}
+
+te::Tensor slice(const te::Tensor& x, const std::vector<int64_t>& starts,
+                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes,
+                 const std::vector<int64_t>& steps, const std::string& name) {
+  const size_t n = x.ndim();
+  std::vector<int64_t> in = const_shape(x, "slice");
+  std::vector<int64_t> ax(axes);
+  if (ax.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
+  }
+  KILN_USER_CHECK(starts.size() == ends.size() && starts.size() == ax.size() &&
+                  (steps.empty() || steps.size() == ax.size()))
+      << "slice: starts " << str(starts) << ", ends " << str(ends) << ", axes " << str(axes)
+      << " and steps " << str(steps) << " must have the same length";
+  std::vector<int64_t> begin(n, 0), step(n, 1), count(in);
+  std::vector<bool> seen(n, false);
+  for (size_t k = 0; k < ax.size(); ++k) {
+    const int a = normalize_axis(ax[k], n, "slice");
+    KILN_USER_CHECK(!seen[a]) << "slice: axis " << ax[k] << " appears twice in " << str(ax);
+    seen[a] = true;
+    const int64_t d = in[a], st = steps.empty() ? 1 : steps[k];
+    KILN_USER_CHECK(st != 0) << "slice: step for axis " << ax[k] << " is 0";
+    int64_t s = starts[k], e = ends[k];
+    if (s < 0) s += d;
+    if (e < 0) e += d;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, d);
+      e = std::clamp<int64_t>(e, 0, d);
+    } else {
+      s = std::clamp<int64_t>(s, 0, d - 1);
+      e = std::clamp<int64_t>(e, -1, d - 1);
+    }
+    const int64_t c = st > 0 ? (e - s + st - 1) / st : (s - e + (-st) - 1) / (-st);
+    KILN_USER_CHECK(c > 0) << "slice: axis " << a << " of '" << x->name() << "' (shape " << str(in)
+                           << ") is empty for start " << starts[k] << ", end " << ends[k]
+                           << ", step " << st;
+    begin[a] = s;
+    step[a] = st;
+    count[a] = c;
+  }
+  return te::compute(
+      exprs(count),
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < n; ++d) {
+          Expr j = step[d] == 1 ? Expr(i[d]) : i[d] * int_expr(step[d]);
+          idx.push_back(begin[d] == 0 ? j : j + int_expr(begin[d]));
+        }
+        return x(idx);
+      },
+      name);
+}
+
+}  // namespace kiln::topi

@@ -1,0 +1,66 @@
+// Shape and layout operators: reshape, transpose, squeeze, unsqueeze, concat, pad and slice, with
+// ONNX semantics (negative axes count from the end; reshape's 0 and -1; slice's clamping). Each is
+// an injective compute whose shape is fixed when the operator is built (input shapes must be
+// constant), so schedule_injective_x86 schedules any of them, inlined producers included.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/te/schedule.h"
+
+namespace kiln::topi {
+
+/// The constant shape of `t`, or kiln::Error naming `op` and the tensor when a dimension is
+/// symbolic.
+std::vector<int64_t> const_shape(const te::Tensor& t, const std::string& op);
+
+/// ONNX Reshape's output shape: 0 copies the input's dimension at the same position (unless
+/// `allow_zero`), one -1 is inferred from the remaining size. kiln::Error naming both shapes when
+/// the sizes do not match, for more than one -1, or a value below -1.
+std::vector<int64_t> infer_reshape_shape(const std::vector<int64_t>& input,
+                                         const std::vector<int64_t>& target,
+                                         bool allow_zero = false);
+
+/// x with the same elements in row-major order and shape infer_reshape_shape(x's shape, shape).
+te::Tensor reshape(const te::Tensor& x, const std::vector<int64_t>& shape,
+                   const std::string& name = "reshape");
+
+/// out[i_0, ..., i_n] = x[j] with j[perm[k]] = i_k; `perm` empty reverses the axes.
+te::Tensor transpose(const te::Tensor& x, std::vector<int64_t> perm = {},
+                     const std::string& name = "transpose");
+
+/// x without the listed size-1 axes (all size-1 axes when `axes` is empty).
+te::Tensor squeeze(const te::Tensor& x, const std::vector<int64_t>& axes = {},
+                   const std::string& name = "squeeze");
+
+/// x with size-1 axes inserted at `axes` (positions in the output, negative from its end).
+te::Tensor unsqueeze(const te::Tensor& x, const std::vector<int64_t>& axes,
+                     const std::string& name = "unsqueeze");
+
+/// The inputs joined along `axis`; all other dimensions and the dtypes must agree.
+te::Tensor concat(const std::vector<te::Tensor>& inputs, int64_t axis,
+                  const std::string& name = "concat");
+
+enum class PadMode : uint8_t {
+  kConstant,  ///< outside points take `value`
+  kReflect,   ///< mirrored without repeating the edge: [a b c] -> b [a b c] b
+  kEdge,      ///< the edge repeated: [a b c] -> a [a b c] c
+};
+
+/// x padded by pad_before[i] / pad_after[i] elements on each side of axis i (a negative pad
+/// crops). Reflect mode needs pads smaller than the dimension.
+te::Tensor pad(const te::Tensor& x, const std::vector<int64_t>& pad_before,
+               const std::vector<int64_t>& pad_after, double value = 0.0,
+               PadMode mode = PadMode::kConstant, const std::string& name = "pad");
+
+/// ONNX Slice: along each axes[i] (all axes in order when empty), elements starts[i], starts[i] +
+/// steps[i], ... up to ends[i] (exclusive), with negative positions counted from the end and
+/// clamped to the dimension (to [0, d] for positive steps, [-1, d - 1] for negative ones).
+/// `steps` empty means all 1. An empty result is a kiln::Error.
+te::Tensor slice(const te::Tensor& x, const std::vector<int64_t>& starts,
+                 const std::vector<int64_t>& ends, const std::vector<int64_t>& axes = {},
+                 const std::vector<int64_t>& steps = {}, const std::string& name = "slice");
+
+}  // namespace kiln::topi
