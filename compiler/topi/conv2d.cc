@@ -1,0 +1,503 @@
+// 2-D convolution in NCHW and NCHW[x]c, the layout conversions, and their x86 schedules.
+#include "compiler/topi/conv2d.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "compiler/ir/simplify.h"
+#include "compiler/ir/substitute.h"
+
+namespace kiln::topi {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using ir::Expr;
+using ir::IterVar;
+using ir::Var;
+
+namespace {
+
+int64_t const_dim(const te::Tensor& t, size_t i, const char* op) {
+  auto v = ir::as_const_int(t->shape()[i]);
+  KILN_USER_CHECK(v.has_value()) << op << ": dimension " << i << " of '" << t->name()
+                                 << "' must be a constant";
+  return *v;
+}
+
+/// The position of the candidate of split knob `name` whose innermost factor is the largest one
+/// not above `limit` (the first candidate when none is).
+int split_position(const ConfigSpace& space, const std::string& name, int64_t limit) {
+  const auto& cands = space.knob(name).candidates;
+  int best = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    int64_t f = cands[i].back();
+    if (f <= limit && f > cands[best].back()) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+/// The position of `value` among the choices of knob `name` (0 when absent).
+int knob_position(const ConfigSpace& space, const std::string& name, int64_t value) {
+  const auto& cands = space.knob(name).candidates;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (cands[i][0] == value) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+size_t knob_index(const ConfigSpace& space, const std::string& name) {
+  const auto& knobs = space.knobs();
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    if (knobs[i].name == name) return i;
+  }
+  KILN_USER_ERROR() << "config space has no knob '" << name << "'";
+}
+
+/// The largest factor of n not above limit.
+int64_t largest_factor(int64_t n, int64_t limit) {
+  for (int64_t f = std::min(n, limit); f > 1; --f) {
+    if (n % f == 0) return f;
+  }
+  return 1;
+}
+
+/// The innermost factor a vectorized tile of `n` columns should take: a multiple of 8 lanes
+/// where one divides, else the largest factor up to `limit`.
+int64_t vector_tile(int64_t n, int64_t limit) {
+  for (int64_t f : {int64_t{16}, int64_t{8}}) {
+    if (f <= limit && n % f == 0) return f;
+  }
+  return largest_factor(n, limit);
+}
+
+/// The extent split knob `name` splits.
+int64_t split_extent(const ConfigSpace& space, const std::string& name) {
+  int64_t e = 1;
+  for (int64_t f : space.knob(name).candidates[0]) e *= f;
+  return e;
+}
+
+/// The position of the split candidate of knob `name` whose innermost factor is `inner`.
+int split_position_exact(const ConfigSpace& space, const std::string& name, int64_t inner) {
+  const auto& cands = space.knob(name).candidates;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (cands[i].back() == inner) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+/// The padding stage a convolution reads (its first input when that is a compute named "*pad").
+te::Tensor pad_stage_of(const te::Tensor& out) {
+  auto inputs = out->inputs();
+  if (inputs.empty()) return {};
+  const te::Tensor& d = inputs[0];
+  const std::string& n = d->name();
+  if (d->is_compute() && n.size() >= 3 && n.compare(n.size() - 3, 3, "pad") == 0) return d;
+  return {};
+}
+
+/// The stride of a convolution along its width: how far its read of `input` moves when the
+/// output column (axis 3) moves by one (1 when it cannot tell).
+int64_t width_stride(const te::Tensor& out, const te::Tensor& input) {
+  Expr index;
+  te::rewrite_reads(out->body, [&](const te::TensorNode* t, const std::vector<Expr>& idx) -> Expr {
+    if (t == input.get() && idx.size() >= 4 && !index.defined()) index = idx[3];
+    return Expr();
+  });
+  if (!index.defined()) return 1;
+  auto at = [&](int64_t col) {
+    ir::VarMap vmap;
+    for (size_t i = 0; i < out->axis.size(); ++i)
+      vmap[out->axis[i]->var.get()] = Expr(i == 3 ? col : 0);
+    for (const auto& r : out->reduce_axis) vmap[r->var.get()] = Expr(0);
+    return ir::as_const_int(ir::simplify(ir::substitute(index, vmap)));
+  };
+  auto a = at(0), b = at(1);
+  return a && b && *b > *a ? *b - *a : 1;
+}
+
+Expr clamp(Expr v, int64_t hi) { return ir::min(ir::max(v, 0), Expr(hi)); }
+
+/// Where the padding stage goes: 0 inlined into the convolution (clamped loads, often gathers),
+/// 1 computed per register tile of `tile` (at its loop `at`) in local memory, 2 computed in full
+/// before the convolution (rows in parallel, columns vectorized), so that the convolution reads
+/// plain rows.
+void schedule_pad(te::Schedule& s, const te::Tensor& pad, const te::Stage& tile, const IterVar& at,
+                  int64_t pad_at) {
+  if (!pad.defined()) return;
+  if (pad_at == 0) {
+    s[pad].compute_inline();
+  } else if (pad_at == 1) {
+    s[pad].compute_at(tile, at);
+    s[pad].set_scope("local");
+  } else {
+    schedule_layout_transform_x86(s, pad);
+  }
+}
+
+/// The shared NCHW template: `oc_knob` names the channel split knob.
+void schedule_nchw_common(te::Schedule& s, const te::Tensor& out, const Config& cfg,
+                          const std::string& oc_knob, int reorder_inner) {
+  te::Tensor pad = pad_stage_of(out);
+  te::Tensor cl = s.cache_write(out, "local");
+  te::Stage so = s[out];
+  IterVar n = so.axis(0), oc = so.axis(1), oh = so.axis(2), ow = so.axis(3);
+  auto [oco, oci] = so.split(oc, cfg.split(oc_knob).back());
+  auto [owo, owi] = so.split(ow, cfg.split("tile_ow").back());
+  so.reorder({n, oco, oh, owo, oci, owi});
+  IterVar par = so.fuse({n, oco, oh});
+  so.parallel(par);
+  so.unroll(oci);
+  so.vectorize(owi);
+
+  te::Stage sl = s[cl];
+  sl.compute_at(so, owo);
+  IterVar ln = sl.axis(0), loc = sl.axis(1), loh = sl.axis(2), low = sl.axis(3);
+  size_t nr = cl->reduce_axis.size();
+  IterVar rc, rh = sl.reduce_axis(nr - 2), rw = sl.reduce_axis(nr - 1);
+  if (nr == 3) rc = sl.reduce_axis(0);
+  std::vector<IterVar> order{ln, loh};
+  if (rc.defined()) order.push_back(rc);
+  if (reorder_inner == 0) {
+    order.insert(order.end(), {rh, rw, loc, low});
+  } else {
+    order.insert(order.end(), {loc, rh, rw, low});
+  }
+  sl.reorder(order);
+  sl.unroll(loc);
+  if (cfg.knob("unroll_kw") != 0) sl.unroll(rw);
+  sl.vectorize(low);
+
+  schedule_pad(s, pad, sl, ln, cfg.knob("pad_at"));
+}
+
+}  // namespace
+
+te::Tensor pad_hw(const te::Tensor& t, const Ints4& pads, Expr value, const std::string& name) {
+  KILN_USER_CHECK(t.ndim() >= 4) << "pad_hw: '" << t->name() << "' must have at least 4 dimensions";
+  for (int p : pads) KILN_USER_CHECK(p >= 0) << "pad_hw: pads must not be negative, got " << p;
+  if (pads[0] == 0 && pads[1] == 0 && pads[2] == 0 && pads[3] == 0) return t;
+  int64_t h = const_dim(t, 2, "pad_hw"), w = const_dim(t, 3, "pad_hw");
+  std::vector<Expr> shape = t->shape();
+  Expr fill = value.defined() ? ir::cast(t->dtype(), value) : ir::make_zero(t->dtype());
+  shape[2] = Expr(h + pads[0] + pads[2]);
+  shape[3] = Expr(w + pads[1] + pads[3]);
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        Expr y = i[2] - pads[0], x = i[3] - pads[1];
+        std::vector<Expr> idx(i.begin(), i.end());
+        idx[2] = clamp(y, h - 1);
+        idx[3] = clamp(x, w - 1);
+        Expr inside = y >= 0 && y < Expr(h) && x >= 0 && x < Expr(w);
+        return ir::select(inside, t(idx), fill);
+      },
+      name);
+}
+
+te::Tensor conv2d_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
+                       Ints4 padding, Ints2 dilation, int groups, const std::string& name) {
+  KILN_USER_CHECK(data.ndim() == 4 && kernel.ndim() == 4)
+      << "conv2d_nchw: data and kernel must be 4-D, got " << data.ndim() << "-D '" << data->name()
+      << "' and " << kernel.ndim() << "-D '" << kernel->name() << "'";
+  KILN_USER_CHECK(stride[0] > 0 && stride[1] > 0 && dilation[0] > 0 && dilation[1] > 0 &&
+                  groups > 0)
+      << "conv2d_nchw: stride, dilation and groups must be positive";
+  int64_t c = const_dim(data, 1, "conv2d_nchw"), h = const_dim(data, 2, "conv2d_nchw"),
+          w = const_dim(data, 3, "conv2d_nchw");
+  int64_t o = const_dim(kernel, 0, "conv2d_nchw"), cg = const_dim(kernel, 1, "conv2d_nchw"),
+          kh = const_dim(kernel, 2, "conv2d_nchw"), kw = const_dim(kernel, 3, "conv2d_nchw");
+  KILN_USER_CHECK(c % groups == 0 && o % groups == 0 && cg == c / groups)
+      << "conv2d_nchw: " << c << " input and " << o << " output channels in " << groups
+      << " groups need a kernel with " << c / groups << " input channels, '" << kernel->name()
+      << "' has " << cg;
+  int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
+  int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
+  KILN_USER_CHECK(oh > 0 && ow > 0) << "conv2d_nchw: the kernel is larger than the padded input";
+  te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
+  int64_t og = o / groups;
+  IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
+  if (cg == 1) {  // one input channel per group (depthwise when groups == C)
+    return te::compute({data->shape()[0], o, oh, ow},
+                       [&](Var n, Var f, Var y, Var x) {
+                         Expr ch = groups == 1 ? Expr(0) : ir::floordiv(f, Expr(og));
+                         return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
+                                          x * stride[1] + rw * dilation[1]) *
+                                            kernel(f, 0, rh, rw),
+                                        {rh, rw});
+                       },
+                       name, {"n", "oc", "oh", "ow"});
+  }
+  IterVar rc = te::reduce_axis({0, cg}, "rc");
+  return te::compute({data->shape()[0], o, oh, ow},
+                     [&](Var n, Var f, Var y, Var x) {
+                       Expr ch = groups == 1 ? Expr(rc) : ir::floordiv(f, Expr(og)) * Expr(cg) + rc;
+                       return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
+                                        x * stride[1] + rw * dilation[1]) *
+                                          kernel(f, rc, rh, rw),
+                                      {rc, rh, rw});
+                     },
+                     name, {"n", "oc", "oh", "ow"});
+}
+
+ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out) {
+  KILN_USER_CHECK(out.ndim() == 4 && out->is_compute())
+      << "conv2d_nchw_x86_space: '" << out->name() << "' is not a 4-D convolution";
+  ConfigSpace space;
+  space.define_split("tile_oc", const_dim(out, 1, "conv2d"), 2, autotune::SplitPolicy::kFactors,
+                     16);
+  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, autotune::SplitPolicy::kFactors,
+                     32);
+  space.define_knob("reorder_inner", {0, 1});
+  space.define_knob("unroll_kw", {0, 1});
+  // The default takes the first: padding in full first reads plain rows, best at stride 1;
+  // strided reads gather anyway, and then inlining saves the pass over memory.
+  te::Tensor pad = pad_stage_of(out);
+  bool strided = pad.defined() && width_stride(out, pad) > 1;
+  space.define_knob("pad_at",
+                    strided ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 0, 1});
+  return space;
+}
+
+Config conv2d_nchw_x86_default(const ConfigSpace& space) {
+  std::vector<int> pos(space.knobs().size(), 0);
+  int64_t ow = split_extent(space, "tile_ow");
+  int64_t owi = vector_tile(ow, 16);
+  pos[knob_index(space, "tile_ow")] = split_position_exact(space, "tile_ow", owi);
+  pos[knob_index(space, "tile_oc")] = split_position(space, "tile_oc", owi >= 16 ? 4 : 8);
+  pos[knob_index(space, "reorder_inner")] = knob_position(space, "reorder_inner", 0);
+  pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", 1);
+  pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
+  return space.from_positions(pos);
+}
+
+void schedule_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
+  schedule_nchw_common(s, out, cfg, "tile_oc", static_cast<int>(cfg.knob("reorder_inner")));
+}
+
+ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out) {
+  KILN_USER_CHECK(out.ndim() == 4 && out->is_compute() && out->reduce_axis.size() == 2)
+      << "depthwise_conv2d_nchw_x86_space: '" << out->name() << "' is not a depthwise convolution";
+  ConfigSpace space;
+  space.define_split("tile_c", const_dim(out, 1, "conv2d"), 2, autotune::SplitPolicy::kFactors, 8);
+  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, autotune::SplitPolicy::kFactors,
+                     32);
+  space.define_knob("unroll_kw", {0, 1});
+  te::Tensor pad = pad_stage_of(out);
+  bool strided = pad.defined() && width_stride(out, pad) > 1;
+  space.define_knob("pad_at",
+                    strided ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 0, 1});
+  return space;
+}
+
+Config depthwise_conv2d_nchw_x86_default(const ConfigSpace& space) {
+  std::vector<int> pos(space.knobs().size(), 0);
+  int64_t ow = split_extent(space, "tile_ow");
+  pos[knob_index(space, "tile_ow")] = split_position_exact(space, "tile_ow", vector_tile(ow, 16));
+  pos[knob_index(space, "tile_c")] = split_position(space, "tile_c", 4);
+  pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", 1);
+  pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
+  return space.from_positions(pos);
+}
+
+void schedule_depthwise_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
+  schedule_nchw_common(s, out, cfg, "tile_c", 1);
+}
+
+te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
+                        Ints4 padding, Ints2 dilation, const std::string& name) {
+  KILN_USER_CHECK(data.ndim() == 5 && kernel.ndim() == 6)
+      << "conv2d_nchwc: data must be 5-D and kernel 6-D, got " << data.ndim() << "-D '"
+      << data->name() << "' and " << kernel.ndim() << "-D '" << kernel->name() << "'";
+  int64_t cb = const_dim(data, 1, "conv2d_nchwc"), h = const_dim(data, 2, "conv2d_nchwc"),
+          w = const_dim(data, 3, "conv2d_nchwc"), ic = const_dim(data, 4, "conv2d_nchwc");
+  int64_t ob = const_dim(kernel, 0, "conv2d_nchwc"), kh = const_dim(kernel, 2, "conv2d_nchwc"),
+          kw = const_dim(kernel, 3, "conv2d_nchwc"), oc = const_dim(kernel, 5, "conv2d_nchwc");
+  KILN_USER_CHECK(const_dim(kernel, 1, "conv2d_nchwc") == cb &&
+                  const_dim(kernel, 4, "conv2d_nchwc") == ic)
+      << "conv2d_nchwc: kernel '" << kernel->name() << "' does not match the channel blocks of '"
+      << data->name() << "'";
+  int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
+  int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
+  KILN_USER_CHECK(oh > 0 && ow > 0) << "conv2d_nchwc: the kernel is larger than the padded input";
+  te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
+  IterVar rco = te::reduce_axis({0, cb}, "rco"), rci = te::reduce_axis({0, ic}, "rci");
+  IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
+  return te::compute({data->shape()[0], ob, oh, ow, oc},
+                     [&](Var n, Var f, Var y, Var x, Var fi) {
+                       return te::sum(p(n, rco, y * stride[0] + rh * dilation[0],
+                                        x * stride[1] + rw * dilation[1], rci) *
+                                          kernel(f, rco, rh, rw, rci, fi),
+                                      {rco, rh, rw, rci});
+                     },
+                     name, {"n", "ocb", "oh", "ow", "oc"});
+}
+
+ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
+  KILN_USER_CHECK(out.ndim() == 5 && out->is_compute() && out->reduce_axis.size() == 4)
+      << "conv2d_nchwc_x86_space: '" << out->name() << "' is not an NCHW[x]c convolution";
+  ConfigSpace space;
+  space.define_split("tile_ow", const_dim(out, 3, "conv2d_nchwc"), 2,
+                     autotune::SplitPolicy::kFactors, 16);
+  space.define_knob("reduce_order", {0, 1});
+  space.define_knob("unroll_kw", {0, 1});
+  // The default takes the first: padding in full first measured best at strides 1 and 2.
+  space.define_knob("pad_at", {2, 1, 0});
+  return space;
+}
+
+Config conv2d_nchwc_x86_default(const ConfigSpace& space) {
+  std::vector<int> pos(space.knobs().size(), 0);
+  pos[knob_index(space, "tile_ow")] = split_position(space, "tile_ow", 8);
+  pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
+  pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", 0);
+  pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
+  return space.from_positions(pos);
+}
+
+void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
+  te::Tensor pad = pad_stage_of(out);
+  te::Tensor cl = s.cache_write(out, "local");
+  te::Stage so = s[out];
+  IterVar n = so.axis(0), ob = so.axis(1), oh = so.axis(2), ow = so.axis(3), oc = so.axis(4);
+  auto [owo, owi] = so.split(ow, cfg.split("tile_ow").back());
+  so.reorder({n, ob, oh, owo, owi, oc});
+  IterVar par = so.fuse({n, ob, oh});
+  so.parallel(par);
+  so.unroll(owi);
+  so.vectorize(oc);
+
+  te::Stage sl = s[cl];
+  sl.compute_at(so, owo);
+  IterVar ln = sl.axis(0), lob = sl.axis(1), loh = sl.axis(2), low = sl.axis(3), loc = sl.axis(4);
+  if (cl->reduce_axis.size() == 2) {  // depthwise: the kernel window only
+    sl.reorder({ln, lob, loh, sl.reduce_axis(0), sl.reduce_axis(1), low, loc});
+  } else if (cfg.knob("reduce_order") == 0) {
+    sl.reorder({ln, lob, loh, sl.reduce_axis(0), sl.reduce_axis(1), sl.reduce_axis(2),
+                sl.reduce_axis(3), low, loc});
+  } else {
+    sl.reorder({ln, lob, loh, sl.reduce_axis(0), sl.reduce_axis(3), sl.reduce_axis(1),
+                sl.reduce_axis(2), low, loc});
+  }
+  sl.unroll(low);
+  if (cfg.knob("unroll_kw") != 0) sl.unroll(sl.reduce_axis(cl->reduce_axis.size() == 2 ? 1 : 2));
+  sl.vectorize(loc);
+  schedule_pad(s, pad, sl, ln, cfg.knob("pad_at"));
+}
+
+te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
+                                  Ints4 padding, Ints2 dilation, const std::string& name) {
+  KILN_USER_CHECK(data.ndim() == 5 && kernel.ndim() == 6)
+      << "depthwise_conv2d_nchwc: data must be 5-D and kernel 6-D, got " << data.ndim() << "-D '"
+      << data->name() << "' and " << kernel.ndim() << "-D '" << kernel->name() << "'";
+  const char* op = "depthwise_conv2d_nchwc";
+  int64_t cb = const_dim(data, 1, op), h = const_dim(data, 2, op), w = const_dim(data, 3, op),
+          c = const_dim(data, 4, op);
+  int64_t kh = const_dim(kernel, 2, op), kw = const_dim(kernel, 3, op);
+  KILN_USER_CHECK(const_dim(kernel, 0, op) == cb && const_dim(kernel, 1, op) == 1 &&
+                  const_dim(kernel, 4, op) == 1 && const_dim(kernel, 5, op) == c)
+      << "depthwise_conv2d_nchwc: kernel '" << kernel->name() << "' must be [" << cb
+      << ", 1, KH, KW, 1, " << c << "]";
+  int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
+  int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
+  KILN_USER_CHECK(oh > 0 && ow > 0) << op << ": the kernel is larger than the padded input";
+  te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
+  IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
+  return te::compute({data->shape()[0], cb, oh, ow, c},
+                     [&](Var n, Var f, Var y, Var x, Var fi) {
+                       return te::sum(p(n, f, y * stride[0] + rh * dilation[0],
+                                        x * stride[1] + rw * dilation[1], fi) *
+                                          kernel(f, 0, rh, rw, 0, fi),
+                                      {rh, rw});
+                     },
+                     name, {"n", "cb", "oh", "ow", "c"});
+}
+
+ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
+  KILN_USER_CHECK(out.ndim() == 5 && out->is_compute() && out->reduce_axis.size() == 2)
+      << "depthwise_conv2d_nchwc_x86_space: '" << out->name()
+      << "' is not an NCHW[x]c depthwise convolution";
+  ConfigSpace space;
+  space.define_split("tile_ow", const_dim(out, 3, "depthwise_conv2d_nchwc"), 2,
+                     autotune::SplitPolicy::kFactors, 16);
+  space.define_knob("unroll_kw", {1, 0});
+  // The default takes the first: inlined, the padding's bounds checks are scalar (the vector
+  // lanes are channels), cheaper than a pass over memory for a convolution this light.
+  space.define_knob("pad_at", {0, 2, 1});
+  return space;
+}
+
+Config depthwise_conv2d_nchwc_x86_default(const ConfigSpace& space) {
+  std::vector<int> pos(space.knobs().size(), 0);
+  pos[knob_index(space, "tile_ow")] = split_position(space, "tile_ow", 8);
+  return space.from_positions(pos);  // unroll_kw = 1, pad_at: the space lists the better first
+}
+
+void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
+                                         const Config& cfg) {
+  schedule_conv2d_nchwc_x86(s, out, cfg);
+}
+
+te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block, const std::string& name) {
+  KILN_USER_CHECK(t.ndim() == 4) << "nchw_to_nchwc: '" << t->name() << "' must be 4-D";
+  int64_t c = const_dim(t, 1, "nchw_to_nchwc");
+  KILN_USER_CHECK(c_block > 0 && c % c_block == 0)
+      << "nchw_to_nchwc: " << c << " channels are not a multiple of the block " << c_block;
+  const auto& sh = t->shape();
+  return te::compute(
+      {sh[0], c / c_block, sh[2], sh[3], c_block},
+      [&](Var n, Var cb, Var y, Var x, Var ci) { return t(n, cb * c_block + ci, y, x); }, name,
+      {"n", "cb", "h", "w", "c"});
+}
+
+te::Tensor nchwc_to_nchw(const te::Tensor& t, const std::string& name) {
+  KILN_USER_CHECK(t.ndim() == 5) << "nchwc_to_nchw: '" << t->name() << "' must be 5-D";
+  int64_t cb = const_dim(t, 1, "nchwc_to_nchw"), ci = const_dim(t, 4, "nchwc_to_nchw");
+  const auto& sh = t->shape();
+  return te::compute({sh[0], cb * ci, sh[2], sh[3]},
+                     [&](Var n, Var c, Var y, Var x) {
+                       return t(n, ir::floordiv(c, Expr(ci)), y, x, ir::floormod(c, Expr(ci)));
+                     },
+                     name, {"n", "c", "h", "w"});
+}
+
+te::Tensor pack_conv2d_kernel(const te::Tensor& kernel, int ic_block, int oc_block,
+                              const std::string& name) {
+  KILN_USER_CHECK(kernel.ndim() == 4)
+      << "pack_conv2d_kernel: '" << kernel->name() << "' must be 4-D";
+  int64_t o = const_dim(kernel, 0, "pack_conv2d_kernel"),
+          c = const_dim(kernel, 1, "pack_conv2d_kernel");
+  KILN_USER_CHECK(ic_block > 0 && oc_block > 0 && o % oc_block == 0 && c % ic_block == 0)
+      << "pack_conv2d_kernel: " << o << "x" << c << " channels are not multiples of the blocks "
+      << oc_block << "x" << ic_block;
+  const auto& sh = kernel->shape();
+  return te::compute({o / oc_block, c / ic_block, sh[2], sh[3], ic_block, oc_block},
+                     [&](const std::vector<Var>& i) {
+                       return kernel(i[0] * oc_block + i[5], i[1] * ic_block + i[4], i[2], i[3]);
+                     },
+                     name, {"ob", "cb", "kh", "kw", "ic", "oc"});
+}
+
+void schedule_layout_transform_x86(te::Schedule& s, const te::Tensor& out) {
+  te::Stage st = s[out];
+  size_t nd = out.ndim();
+  if (nd >= 2) {
+    std::vector<IterVar> outer;
+    for (size_t i = 0; i + 1 < nd; ++i) outer.push_back(st.axis(i));
+    IterVar f = outer.size() == 1 ? outer[0] : st.fuse(outer);
+    st.parallel(f);
+  }
+  auto last = ir::as_const_int(out->shape()[nd - 1]);
+  if (last && *last >= 4) {
+    // A whole short row is one vector; longer rows split where a factor of 8 or more divides.
+    int64_t f = vector_tile(*last, 16);
+    if (f < 8 && *last <= 64) f = *last;
+    auto [xo, xi] = st.split(st.axis(nd - 1), f);
+    st.vectorize(xi);
+  }
+}
+
+}  // namespace kiln::topi

@@ -1,0 +1,93 @@
+// 2-D convolution: its tensor expressions (NCHW with stride, four-sided padding, dilation and
+// groups; the blocked NCHW[x]c layout of TVM's x86 templates; the layout conversions between
+// them) and x86 schedule templates whose choices are knobs of a config space.
+//
+//   te::Tensor y = conv2d_nchw(x, w, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
+//   autotune::ConfigSpace space = conv2d_nchw_x86_space(y);
+//   te::Schedule s = te::create_schedule({y});
+//   schedule_conv2d_nchw_x86(s, y, conv2d_nchw_x86_default(space));
+//
+// Padding is a stage of its own ("<name>.pad"), inlined into the convolution or computed inside
+// its register tile, as the schedule chooses. Shapes must be constants. Bias is not part of the
+// convolution: the graph adds it as its own stage.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "compiler/autotune/space.h"
+#include "compiler/te/schedule.h"
+
+namespace kiln::topi {
+
+using Ints2 = std::array<int, 2>;  ///< (height, width)
+using Ints4 = std::array<int, 4>;  ///< padding (top, left, bottom, right)
+
+/// `t` (rank >= 4, dimensions 2 and 3 are height and width) padded with `value` (zero when
+/// undefined; cast to t's dtype); `t` itself when every pad is 0.
+te::Tensor pad_hw(const te::Tensor& t, const Ints4& pads, ir::Expr value = ir::Expr(),
+                  const std::string& name = "pad");
+
+/// out[n, o, y, x] = sum_{c, kh, kw} data[n, g * C/groups + c, y * sh + kh * dh - pt,
+///                                        x * sw + kw * dw - pl] * kernel[o, c, kh, kw]
+/// with g = o / (O / groups): data [N, C, H, W], kernel [O, C / groups, KH, KW] (OIHW).
+/// groups == C with one input channel per group is depthwise (no reduction over channels).
+te::Tensor conv2d_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
+                       Ints4 padding, Ints2 dilation = {1, 1}, int groups = 1,
+                       const std::string& name = "conv2d");
+
+/// Knobs of the NCHW template: tile_oc (output channels of the register tile), tile_ow (output
+/// columns, vectorized), reorder_inner (0: channels of the reduction outside the kernel window
+/// and the tile; 1: the tile's channel rows outside the window), unroll_kw, pad_at (0: inline,
+/// 1: computed per register tile, 2: computed in full first). Works for any `conv2d_nchw` output
+/// (grouped included) and for `conv2d_transpose_nchw`.
+autotune::ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out);
+autotune::Config conv2d_nchw_x86_default(const autotune::ConfigSpace& space);
+/// Parallel over (n, output-channel blocks, output rows) fused; a register tile (cache_write
+/// "local") of tile_oc × tile_ow with the rows unrolled and the columns vectorized.
+void schedule_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+
+/// The depthwise template (conv2d_nchw with groups == C, one input channel per group): knobs
+/// tile_c, tile_ow, unroll_kw, pad_at; parallel over (n, channel blocks, rows), columns vectorized.
+autotune::ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out);
+autotune::Config depthwise_conv2d_nchw_x86_default(const autotune::ConfigSpace& space);
+void schedule_depthwise_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out,
+                                        const autotune::Config& cfg);
+
+/// NCHW[x]c: data [N, C/ic, H, W, ic], kernel [O/oc, C/ic, KH, KW, ic, oc] (see
+/// `pack_conv2d_kernel`), out [N, O/oc, OH, OW, oc]; groups == 1.
+te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
+                        Ints4 padding, Ints2 dilation = {1, 1},
+                        const std::string& name = "conv2d_nchwc");
+/// Knobs: tile_ow (output columns of the register tile, unrolled), reduce_order (0: ic innermost
+/// of the reduction; 1: ic outside the kernel window), unroll_kw, pad_at (as for NCHW; the space
+/// lists the default's choice first). oc is vectorized, (n, oc blocks, rows) run in parallel.
+autotune::ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out);
+autotune::Config conv2d_nchwc_x86_default(const autotune::ConfigSpace& space);
+void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+
+/// Depthwise NCHW[x]c (channel multiplier 1): data [N, C/c, H, W, c], kernel [C/c, 1, KH, KW, 1, c]
+/// (`pack_conv2d_kernel(w, 1, c)` of an OIHW [C, 1, KH, KW] kernel), out [N, C/c, OH, OW, c].
+te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
+                                  Ints4 padding, Ints2 dilation = {1, 1},
+                                  const std::string& name = "depthwise_conv2d_nchwc");
+/// Knobs: tile_ow (output columns of the register tile, unrolled), unroll_kw, pad_at; c is
+/// vectorized, (n, channel blocks, rows) run in parallel.
+autotune::ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out);
+autotune::Config depthwise_conv2d_nchwc_x86_default(const autotune::ConfigSpace& space);
+void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
+                                         const autotune::Config& cfg);
+
+/// [N, C, H, W] -> [N, C / c_block, H, W, c_block]; C must be a multiple of c_block.
+te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block,
+                         const std::string& name = "nchw_to_nchwc");
+/// [N, CB, H, W, cb] -> [N, CB * cb, H, W].
+te::Tensor nchwc_to_nchw(const te::Tensor& t, const std::string& name = "nchwc_to_nchw");
+/// OIHW [O, C, KH, KW] -> [O / oc_block, C / ic_block, KH, KW, ic_block, oc_block].
+te::Tensor pack_conv2d_kernel(const te::Tensor& kernel, int ic_block, int oc_block,
+                              const std::string& name = "kernel_packed");
+/// A schedule for a layout conversion (or any injective stage): leading axes fused in parallel,
+/// the last one vectorized.
+void schedule_layout_transform_x86(te::Schedule& s, const te::Tensor& out);
+
+}  // namespace kiln::topi

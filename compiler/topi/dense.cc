@@ -1,0 +1,221 @@
+// Dense, packed dense and batch_matmul, and their x86 register-tile schedules.
+#include "compiler/topi/dense.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "base/error.h"
+
+namespace kiln::topi {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using ir::Expr;
+using ir::IterVar;
+using ir::Var;
+
+namespace {
+
+int64_t const_dim(const te::Tensor& t, size_t i, const char* op) {
+  auto v = ir::as_const_int(t->shape()[i]);
+  KILN_USER_CHECK(v.has_value()) << op << ": dimension " << i << " of '" << t->name()
+                                 << "' must be a constant";
+  return *v;
+}
+
+int split_position(const ConfigSpace& space, const std::string& name, int64_t limit) {
+  const auto& cands = space.knob(name).candidates;
+  int best = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    int64_t f = cands[i].back();
+    if (f <= limit && f > cands[best].back()) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+size_t knob_index(const ConfigSpace& space, const std::string& name) {
+  const auto& knobs = space.knobs();
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    if (knobs[i].name == name) return i;
+  }
+  KILN_USER_ERROR() << "config space has no knob '" << name << "'";
+}
+
+/// The knobs of a [.., M, N] product reducing over K.
+ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k) {
+  ConfigSpace space;
+  space.define_split("tile_y", m, 2, autotune::SplitPolicy::kFactors, 8);
+  space.define_split("tile_x", n, 2, autotune::SplitPolicy::kFactors, 64);
+  space.define_split("tile_k", k, 2, autotune::SplitPolicy::kFactors, 16);
+  return space;
+}
+
+Config matmul_default(const ConfigSpace& space) {
+  std::vector<int> pos(space.knobs().size(), 0);
+  size_t ix = knob_index(space, "tile_x");
+  pos[ix] = split_position(space, "tile_x", 32);
+  int64_t x = space.knobs()[ix].candidates[pos[ix]].back();
+  // About 12 vector accumulators of 8 lanes: 4 rows of 24-32 columns, more rows when narrow.
+  pos[knob_index(space, "tile_y")] = split_position(space, "tile_y", x >= 24 ? 4 : x >= 16 ? 6 : 8);
+  pos[knob_index(space, "tile_k")] = split_position(space, "tile_k", 4);
+  return space.from_positions(pos);
+}
+
+/// The register tile: `lead` are the leading (batch) axes of the output, fused into the parallel
+/// loop with the row and column blocks.
+void schedule_tile(te::Schedule& s, const te::Tensor& out, const Config& cfg, size_t lead) {
+  te::Tensor cl = s.cache_write(out, "local");
+  te::Stage so = s[out];
+  IterVar i = so.axis(lead), j = so.axis(lead + 1);
+  auto [io, jo, ii, ji] = so.tile(i, j, cfg.split("tile_y").back(), cfg.split("tile_x").back());
+  std::vector<IterVar> outer;
+  for (size_t a = 0; a < lead; ++a) outer.push_back(so.axis(a));
+  outer.insert(outer.end(), {io, jo});
+  IterVar par = so.fuse(outer);
+  so.parallel(par);
+  so.unroll(ii);
+  so.vectorize(ji);
+
+  te::Stage sl = s[cl];
+  sl.compute_at(so, par);
+  auto [ko, ki] = sl.split(sl.reduce_axis(0), cfg.split("tile_k").back());
+  std::vector<IterVar> order;
+  for (size_t a = 0; a < lead; ++a) order.push_back(sl.axis(a));
+  order.insert(order.end(), {ko, ki, sl.axis(lead), sl.axis(lead + 1)});
+  sl.reorder(order);
+  sl.unroll(ki);
+  sl.unroll(sl.axis(lead));
+  sl.vectorize(sl.axis(lead + 1));
+}
+
+}  // namespace
+
+te::Tensor dense(const te::Tensor& x, const te::Tensor& w, bool trans_a, bool trans_b,
+                 const std::string& name) {
+  KILN_USER_CHECK(x.ndim() == 2 && w.ndim() == 2)
+      << "dense: operands must be 2-D, got " << x.ndim() << "-D '" << x->name() << "' and "
+      << w.ndim() << "-D '" << w->name() << "'";
+  int64_t m = const_dim(x, trans_a ? 1 : 0, "dense"), k = const_dim(x, trans_a ? 0 : 1, "dense");
+  int64_t n = const_dim(w, trans_b ? 0 : 1, "dense"), wk = const_dim(w, trans_b ? 1 : 0, "dense");
+  KILN_USER_CHECK(k == wk) << "dense: '" << x->name() << "' reduces over " << k << " but '"
+                           << w->name() << "' over " << wk;
+  IterVar r = te::reduce_axis({0, k}, "k");
+  return te::compute({m, n},
+                     [&](Var i, Var j) {
+                       Expr a = trans_a ? x(r, i) : x(i, r);
+                       Expr b = trans_b ? w(j, r) : w(r, j);
+                       return te::sum(a * b, {r});
+                     },
+                     name, {"i", "j"});
+}
+
+te::Tensor pack_dense_weight(const te::Tensor& w, int bn, const std::string& name) {
+  KILN_USER_CHECK(w.ndim() == 2 && bn > 0)
+      << "pack_dense_weight: '" << w->name() << "' must be 2-D and the block positive";
+  int64_t n = const_dim(w, 0, "pack_dense_weight"), k = const_dim(w, 1, "pack_dense_weight");
+  return te::compute({(n + bn - 1) / bn, k, bn},
+                     [&](Var jo, Var kk, Var ji) {
+                       Expr col = jo * bn + ji;
+                       return ir::select(col < Expr(n), w(ir::min(col, Expr(n - 1)), kk),
+                                         ir::make_zero(w->dtype()));
+                     },
+                     name, {"jo", "k", "ji"});
+}
+
+te::Tensor dense_packed(const te::Tensor& x, const te::Tensor& packed, int64_t n,
+                        const std::string& name) {
+  KILN_USER_CHECK(x.ndim() == 2 && packed.ndim() == 3)
+      << "dense_packed: '" << x->name() << "' must be 2-D and '" << packed->name() << "' 3-D";
+  int64_t k = const_dim(x, 1, "dense_packed"), bn = const_dim(packed, 2, "dense_packed");
+  KILN_USER_CHECK(const_dim(packed, 1, "dense_packed") == k &&
+                  const_dim(packed, 0, "dense_packed") * bn >= n)
+      << "dense_packed: '" << packed->name() << "' does not pack a " << n << "x" << k << " weight";
+  IterVar r = te::reduce_axis({0, k}, "k");
+  return te::compute(
+      {x->shape()[0], n},
+      [&](Var i, Var j) {
+        return te::sum(x(i, r) * packed(ir::floordiv(j, Expr(bn)), r, ir::floormod(j, Expr(bn))),
+                       {r});
+      },
+      name, {"i", "j"});
+}
+
+ConfigSpace dense_x86_space(const te::Tensor& out) {
+  KILN_USER_CHECK(out.ndim() == 2 && out->is_compute() && out->reduce_axis.size() == 1)
+      << "dense_x86_space: '" << out->name() << "' is not a dense product";
+  auto k = ir::as_const_int(out->reduce_axis[0]->dom.extent);
+  KILN_USER_CHECK(k.has_value()) << "dense_x86_space: the reduction of '" << out->name()
+                                 << "' must have a constant extent";
+  ConfigSpace space = matmul_space(const_dim(out, 0, "dense"), const_dim(out, 1, "dense"), *k);
+  // dense_packed: the panel width, a knob of one choice, so that the default tiles whole panels.
+  for (const te::Tensor& in : out->inputs()) {
+    auto bn = in.ndim() == 3 ? ir::as_const_int(in->shape()[2]) : std::nullopt;
+    if (bn) space.define_knob("panel", {*bn});
+  }
+  return space;
+}
+
+Config dense_x86_default(const ConfigSpace& space) {
+  Config cfg = matmul_default(space);
+  bool packed = false;
+  for (const auto& knob : space.knobs()) packed = packed || knob.name == "panel";
+  if (!packed) return cfg;
+  // Columns in whole panels: the widest multiple of the panel up to 32 that divides N.
+  int64_t bn = cfg.knob("panel");
+  std::vector<int> pos = cfg.positions();
+  size_t ix = knob_index(space, "tile_x");
+  const auto& cands = space.knobs()[ix].candidates;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    int64_t x = cands[i].back();
+    int64_t cur = cands[pos[ix]].back();
+    bool good = x % bn == 0 && x <= std::max<int64_t>(bn, 32);
+    if (good && (cur % bn != 0 || x > cur)) pos[ix] = static_cast<int>(i);
+  }
+  return space.from_positions(pos);
+}
+
+void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
+  schedule_tile(s, out, cfg, 0);
+}
+
+te::Tensor batch_matmul(const te::Tensor& a, const te::Tensor& b, bool trans_a, bool trans_b,
+                        const std::string& name) {
+  KILN_USER_CHECK(a.ndim() == 3 && b.ndim() == 3)
+      << "batch_matmul: operands must be 3-D, got " << a.ndim() << "-D '" << a->name() << "' and "
+      << b.ndim() << "-D '" << b->name() << "'";
+  int64_t ba = const_dim(a, 0, "batch_matmul"), bb = const_dim(b, 0, "batch_matmul");
+  KILN_USER_CHECK(ba == bb || ba == 1 || bb == 1)
+      << "batch_matmul: batches " << ba << " and " << bb << " do not broadcast";
+  int64_t m = const_dim(a, trans_a ? 2 : 1, "batch_matmul"),
+          k = const_dim(a, trans_a ? 1 : 2, "batch_matmul");
+  int64_t n = const_dim(b, trans_b ? 1 : 2, "batch_matmul"),
+          bk = const_dim(b, trans_b ? 2 : 1, "batch_matmul");
+  KILN_USER_CHECK(k == bk) << "batch_matmul: '" << a->name() << "' reduces over " << k << " but '"
+                           << b->name() << "' over " << bk;
+  IterVar r = te::reduce_axis({0, k}, "k");
+  return te::compute({std::max(ba, bb), m, n},
+                     [&](Var bi, Var i, Var j) {
+                       Expr ab = ba == 1 ? Expr(0) : Expr(bi), bbi = bb == 1 ? Expr(0) : Expr(bi);
+                       Expr x = trans_a ? a(ab, r, i) : a(ab, i, r);
+                       Expr y = trans_b ? b(bbi, j, r) : b(bbi, r, j);
+                       return te::sum(x * y, {r});
+                     },
+                     name, {"b", "i", "j"});
+}
+
+ConfigSpace batch_matmul_x86_space(const te::Tensor& out) {
+  KILN_USER_CHECK(out.ndim() == 3 && out->is_compute() && out->reduce_axis.size() == 1)
+      << "batch_matmul_x86_space: '" << out->name() << "' is not a batched product";
+  auto k = ir::as_const_int(out->reduce_axis[0]->dom.extent);
+  KILN_USER_CHECK(k.has_value()) << "batch_matmul_x86_space: the reduction of '" << out->name()
+                                 << "' must have a constant extent";
+  return matmul_space(const_dim(out, 1, "batch_matmul"), const_dim(out, 2, "batch_matmul"), *k);
+}
+
+Config batch_matmul_x86_default(const ConfigSpace& space) { return matmul_default(space); }
+
+void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
+  schedule_tile(s, out, cfg, 1);
+}
+
+}  // namespace kiln::topi

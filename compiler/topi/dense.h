@@ -1,0 +1,53 @@
+// Dense layers and batched matrix products: their tensor expressions (ONNX Gemm / MatMul; alpha,
+// beta and the bias are separate elementwise stages of the graph) and x86 schedule templates.
+//
+//   te::Tensor y = dense(x, w);                       // x [M, K], w [N, K] (Gemm with transB = 1)
+//   autotune::ConfigSpace space = dense_x86_space(y);
+//   te::Schedule s = te::create_schedule({y});
+//   schedule_dense_x86(s, y, dense_x86_default(space));
+//
+// The template is the register tile of matmul.cc's packed schedule: a tile_y × tile_x block of
+// the output accumulated in local memory, the columns vectorized, the rows and tile_k reduction
+// steps unrolled, the blocks run in parallel. `dense_packed` reads a weight packed into
+// [N / bn, K, bn] panels (`pack_dense_weight`, folded away by the graph for constant weights), so
+// that the vectorized columns load contiguously.
+#pragma once
+
+#include <string>
+
+#include "compiler/autotune/space.h"
+#include "compiler/te/schedule.h"
+
+namespace kiln::topi {
+
+/// out[i, j] = sum_k A[i, k] * B[k, j] with A = x [M, K] (x [K, M] when trans_a) and B = w [N, K]
+/// when trans_b (ONNX Gemm's common case), w [K, N] otherwise.
+te::Tensor dense(const te::Tensor& x, const te::Tensor& w, bool trans_a = false,
+                 bool trans_b = true, const std::string& name = "dense");
+
+/// w [N, K] -> [ceil(N / bn), K, bn], zero beyond N.
+te::Tensor pack_dense_weight(const te::Tensor& w, int bn,
+                             const std::string& name = "weight_packed");
+/// out[i, j] = sum_k x[i, k] * packed[j / bn, k, j % bn] for x [M, K]; `n` is N.
+te::Tensor dense_packed(const te::Tensor& x, const te::Tensor& packed, int64_t n,
+                        const std::string& name = "dense_packed");
+
+/// Knobs for `dense` and `dense_packed`: tile_y (rows of the register tile), tile_x (columns,
+/// vectorized), tile_k (reduction steps unrolled); for dense_packed also `panel`, a knob of one
+/// choice (the panel width bn) that the default reads to tile whole panels. `dense` with
+/// trans_b reads the weight's columns with a stride (gathers): prefer dense_packed where the
+/// weight is a constant.
+autotune::ConfigSpace dense_x86_space(const te::Tensor& out);
+autotune::Config dense_x86_default(const autotune::ConfigSpace& space);
+void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+
+/// out[b, i, j] = sum_k A[b, i, k] * B[b, k, j] for a [Ba, M, K] ([Ba, K, M] when trans_a) and
+/// b [Bb, K, N] ([Bb, N, K] when trans_b); a batch of 1 broadcasts.
+te::Tensor batch_matmul(const te::Tensor& a, const te::Tensor& b, bool trans_a = false,
+                        bool trans_b = false, const std::string& name = "batch_matmul");
+/// Knobs: tile_y, tile_x, tile_k as for dense; (batch, row blocks, column blocks) run in parallel.
+autotune::ConfigSpace batch_matmul_x86_space(const te::Tensor& out);
+autotune::Config batch_matmul_x86_default(const autotune::ConfigSpace& space);
+void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+
+}  // namespace kiln::topi

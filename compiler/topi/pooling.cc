@@ -1,0 +1,223 @@
+// Max and average pooling (windowed and global) in NCHW, and their x86 schedule.
+#include "compiler/topi/pooling.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace kiln::topi {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using ir::Expr;
+using ir::IterVar;
+using ir::Var;
+
+namespace {
+
+int64_t const_dim(const te::Tensor& t, size_t i, const char* op) {
+  auto v = ir::as_const_int(t->shape()[i]);
+  KILN_USER_CHECK(v.has_value()) << op << ": dimension " << i << " of '" << t->name()
+                                 << "' must be a constant";
+  return *v;
+}
+
+/// ONNX's output extent of a pooling window.
+int64_t pool_out_dim(int64_t in, int k, int s, int p0, int p1, bool ceil_mode) {
+  int64_t span = in + p0 + p1 - k;
+  int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (o - 1) * s >= in + p0) --o;  // the last window must start inside
+  return o;
+}
+
+struct Window {
+  int64_t h, w, oh, ow;
+  Ints4 pads;  ///< the padding, grown at the bottom and right to hold ceil_mode's last windows
+};
+
+Window check_window(const te::Tensor& data, Ints2 kernel, Ints2 stride, Ints4 padding,
+                    bool ceil_mode, const char* op) {
+  KILN_USER_CHECK(data.ndim() == 4) << op << ": '" << data->name() << "' must be 4-D (NCHW)";
+  KILN_USER_CHECK(kernel[0] > 0 && kernel[1] > 0 && stride[0] > 0 && stride[1] > 0)
+      << op << ": kernel and stride must be positive";
+  for (int p : padding) KILN_USER_CHECK(p >= 0) << op << ": pads must not be negative, got " << p;
+  KILN_USER_CHECK(padding[0] < kernel[0] && padding[2] < kernel[0] && padding[1] < kernel[1] &&
+                  padding[3] < kernel[1])
+      << op << ": pads must be smaller than the kernel";
+  Window w{const_dim(data, 2, op), const_dim(data, 3, op), 0, 0, {}};
+  w.oh = pool_out_dim(w.h, kernel[0], stride[0], padding[0], padding[2], ceil_mode);
+  w.ow = pool_out_dim(w.w, kernel[1], stride[1], padding[1], padding[3], ceil_mode);
+  KILN_USER_CHECK(w.oh > 0 && w.ow > 0) << op << ": the window is larger than the padded input";
+  int64_t extra_h = (w.oh - 1) * stride[0] + kernel[0] - (w.h + padding[0] + padding[2]);
+  int64_t extra_w = (w.ow - 1) * stride[1] + kernel[1] - (w.w + padding[1] + padding[3]);
+  w.pads = {padding[0], padding[1], padding[2] + int(std::max<int64_t>(extra_h, 0)),
+            padding[3] + int(std::max<int64_t>(extra_w, 0))};
+  return w;
+}
+
+int split_position(const ConfigSpace& space, const std::string& name, int64_t limit) {
+  const auto& cands = space.knob(name).candidates;
+  int best = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    int64_t f = cands[i].back();
+    if (f <= limit && f > cands[best].back()) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+size_t knob_index(const ConfigSpace& space, const std::string& name) {
+  const auto& knobs = space.knobs();
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    if (knobs[i].name == name) return i;
+  }
+  KILN_USER_ERROR() << "config space has no knob '" << name << "'";
+}
+
+}  // namespace
+
+te::Tensor max_pool2d(const te::Tensor& data, Ints2 kernel, Ints2 stride, Ints4 padding,
+                      bool ceil_mode, const std::string& name) {
+  Window win = check_window(data, kernel, stride, padding, ceil_mode, "max_pool2d");
+  // Padded points hold the lowest value, so that they never win.
+  te::Tensor p = pad_hw(data, win.pads, ir::min_value(data->dtype()), name + ".pad");
+  IterVar rh = te::reduce_axis({0, kernel[0]}, "rh"), rw = te::reduce_axis({0, kernel[1]}, "rw");
+  return te::compute({data->shape()[0], data->shape()[1], win.oh, win.ow},
+                     [&](Var n, Var c, Var y, Var x) {
+                       return te::max(p(n, c, y * stride[0] + rh, x * stride[1] + rw), {rh, rw});
+                     },
+                     name, {"n", "c", "oh", "ow"});
+}
+
+te::Tensor avg_pool2d(const te::Tensor& data, Ints2 kernel, Ints2 stride, Ints4 padding,
+                      bool ceil_mode, bool count_include_pad, const std::string& name) {
+  Window win = check_window(data, kernel, stride, padding, ceil_mode, "avg_pool2d");
+  te::Tensor p = pad_hw(data, win.pads, Expr(), name + ".pad");
+  IterVar rh = te::reduce_axis({0, kernel[0]}, "rh"), rw = te::reduce_axis({0, kernel[1]}, "rw");
+  te::Tensor sum =
+      te::compute({data->shape()[0], data->shape()[1], win.oh, win.ow},
+                  [&](Var n, Var c, Var y, Var x) {
+                    return te::sum(p(n, c, y * stride[0] + rh, x * stride[1] + rw), {rh, rw});
+                  },
+                  name + ".sum", {"n", "c", "oh", "ow"});
+  return te::compute({data->shape()[0], data->shape()[1], win.oh, win.ow},
+                     [&](Var n, Var c, Var y, Var x) {
+                       Expr hs = y * stride[0] - padding[0], ws = x * stride[1] - padding[1];
+                       Expr ch, cw;
+                       if (count_include_pad) {
+                         ch = ir::min(hs + kernel[0], Expr(win.h + padding[2])) - hs;
+                         cw = ir::min(ws + kernel[1], Expr(win.w + padding[3])) - ws;
+                       } else {
+                         ch = ir::min(hs + kernel[0], Expr(win.h)) - ir::max(hs, 0);
+                         cw = ir::min(ws + kernel[1], Expr(win.w)) - ir::max(ws, 0);
+                       }
+                       Expr count = ir::cast(data->dtype(), ir::max(ch * cw, 1));
+                       return sum(n, c, y, x) / count;
+                     },
+                     name, {"n", "c", "oh", "ow"});
+}
+
+te::Tensor global_max_pool2d(const te::Tensor& data, const std::string& name) {
+  KILN_USER_CHECK(data.ndim() == 4) << "global_max_pool2d: '" << data->name() << "' must be 4-D";
+  IterVar rh = te::reduce_axis({0, data->shape()[2]}, "rh"),
+          rw = te::reduce_axis({0, data->shape()[3]}, "rw");
+  return te::compute({data->shape()[0], data->shape()[1], 1, 1},
+                     [&](Var n, Var c, Var, Var) {
+                       return te::max(data(n, c, rh, rw), {rh, rw});
+                     },
+                     name, {"n", "c", "oh", "ow"});
+}
+
+te::Tensor global_avg_pool2d(const te::Tensor& data, const std::string& name) {
+  KILN_USER_CHECK(data.ndim() == 4) << "global_avg_pool2d: '" << data->name() << "' must be 4-D";
+  int64_t h = const_dim(data, 2, "global_avg_pool2d"), w = const_dim(data, 3, "global_avg_pool2d");
+  IterVar rh = te::reduce_axis({0, h}, "rh"), rw = te::reduce_axis({0, w}, "rw");
+  te::Tensor sum = te::compute({data->shape()[0], data->shape()[1], 1, 1},
+                               [&](Var n, Var c, Var, Var) {
+                                 return te::sum(data(n, c, rh, rw), {rh, rw});
+                               },
+                               name + ".sum", {"n", "c", "oh", "ow"});
+  return te::compute({data->shape()[0], data->shape()[1], 1, 1},
+                     [&](Var n, Var c, Var y, Var x) {
+                       return sum(n, c, y, x) * ir::make_const(data->dtype(), 1.0 / double(h * w));
+                     },
+                     name, {"n", "c", "oh", "ow"});
+}
+
+ConfigSpace pool2d_x86_space(const te::Tensor& out) {
+  KILN_USER_CHECK(out.ndim() == 4 && out->is_compute())
+      << "pool2d_x86_space: '" << out->name() << "' is not a 4-D pooling";
+  ConfigSpace space;
+  space.define_split("tile_c", const_dim(out, 1, "pool2d"), 2, autotune::SplitPolicy::kFactors, 16);
+  space.define_split("tile_ow", const_dim(out, 3, "pool2d"), 2, autotune::SplitPolicy::kFactors,
+                     32);
+  space.define_knob("fuse_rows", {1, 0});
+  space.define_knob("unroll_kw", {1, 0});
+  space.define_knob("pad_at", {1, 0});
+  return space;
+}
+
+Config pool2d_x86_default(const ConfigSpace& space) {
+  std::vector<int> pos(space.knobs().size(), 0);
+  const auto& ow = space.knob("tile_ow").candidates;
+  int pw = split_position(space, "tile_ow", 16);
+  pos[knob_index(space, "tile_ow")] = pw;
+  // Narrow outputs (global pooling) vectorize over channels instead, leaving at least two
+  // channel blocks to run in parallel.
+  const auto& c = space.knob("tile_c").candidates[0];
+  int64_t channels = c[0] * c[1];
+  int64_t c_limit =
+      ow[pw].back() >= 4 ? 1 : std::min<int64_t>(16, std::max<int64_t>(1, channels / 2));
+  pos[knob_index(space, "tile_c")] = split_position(space, "tile_c", c_limit);
+  return space.from_positions(pos);
+}
+
+void schedule_pool2d_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
+  // The reduction: the output itself (max) or the sum it divides (average).
+  te::Tensor red;
+  if (out->reduce_axis.empty()) {
+    red = out->inputs()[0];
+  } else {
+    red = s.cache_write(out, "local");
+  }
+  int64_t ci_extent = cfg.split("tile_c").back(), owi_extent = cfg.split("tile_ow").back();
+  bool vector_w = owi_extent > 1 || ci_extent == 1;
+  te::Stage so = s[out];
+  IterVar n = so.axis(0), c = so.axis(1), oh = so.axis(2), ow = so.axis(3);
+  auto [co, ci] = so.split(c, ci_extent);
+  auto [owo, owi] = so.split(ow, owi_extent);
+  if (vector_w) {
+    so.reorder({n, co, oh, owo, ci, owi});
+  } else {
+    so.reorder({n, co, oh, owo, owi, ci});
+  }
+  IterVar par = cfg.knob("fuse_rows") != 0 ? so.fuse({n, co, oh}) : so.fuse(n, co);
+  so.parallel(par);
+  so.vectorize(vector_w ? owi : ci);
+
+  te::Stage sr = s[red];
+  sr.compute_at(so, owo);
+  sr.set_scope("local");
+  IterVar rn = sr.axis(0), rc = sr.axis(1), rh = sr.axis(2), rw = sr.axis(3);
+  IterVar kh = sr.reduce_axis(0), kw = sr.reduce_axis(1);
+  if (vector_w) {
+    sr.reorder({rn, rh, kh, kw, rc, rw});
+    sr.vectorize(rw);
+  } else {
+    sr.reorder({rn, rh, kh, kw, rw, rc});
+    sr.vectorize(rc);
+  }
+  auto kw_extent = ir::as_const_int(red->reduce_axis[1]->dom.extent);
+  if (cfg.knob("unroll_kw") != 0 && kw_extent && *kw_extent <= 16) sr.unroll(kw);
+  // The padding (windowed pooling with pads): computed in full first, or inlined.
+  te::Tensor pad = red->inputs()[0];
+  const std::string& pn = pad->name();
+  if (pad->is_compute() && pn.size() >= 4 && pn.compare(pn.size() - 4, 4, ".pad") == 0) {
+    if (cfg.knob("pad_at") == 1) {
+      schedule_layout_transform_x86(s, pad);
+    } else {
+      s[pad].compute_inline();
+    }
+  }
+}
+
+}  // namespace kiln::topi

@@ -1,0 +1,285 @@
+// The conv2d operators of the operator library (NCHW, grouped, depthwise, NCHW[x]c and the layout
+// conversions), each built with its x86 template at the default config and at evenly spaced
+// points of its config space, run, and compared with a naive loop nest in C++.
+// Tolerance: 1e-4 relative + 1e-5 absolute (fp32 sums in a different order than the reference).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "compiler/ir/printer.h"
+#include "compiler/lower.h"
+#include "compiler/topi/conv2d.h"
+#include "tests/common/kiln_test_util.h"
+
+namespace kiln {
+namespace {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using runtime::NDArray;
+using testing::all_close;
+using testing::build_host;
+using testing::random_array;
+using testing::zeros;
+using topi::Ints2;
+using topi::Ints4;
+
+struct ConvCase {
+  int n, c, h, w, o, kh, kw;
+  Ints2 stride;
+  Ints4 pad;
+  Ints2 dilation;
+  int groups;
+};
+
+int out_dim(int in, int k, int s, int p0, int p1, int d) {
+  return (in + p0 + p1 - ((k - 1) * d + 1)) / s + 1;
+}
+
+std::vector<float> naive_conv(const ConvCase& p, const float* x, const float* wt) {
+  int oh = out_dim(p.h, p.kh, p.stride[0], p.pad[0], p.pad[2], p.dilation[0]);
+  int ow = out_dim(p.w, p.kw, p.stride[1], p.pad[1], p.pad[3], p.dilation[1]);
+  int cg = p.c / p.groups, og = p.o / p.groups;
+  std::vector<float> out(size_t(p.n) * p.o * oh * ow);
+  for (int n = 0; n < p.n; ++n)
+    for (int f = 0; f < p.o; ++f)
+      for (int y = 0; y < oh; ++y)
+        for (int xx = 0; xx < ow; ++xx) {
+          double acc = 0;
+          int g = f / og;
+          for (int c = 0; c < cg; ++c)
+            for (int ky = 0; ky < p.kh; ++ky)
+              for (int kx = 0; kx < p.kw; ++kx) {
+                int iy = y * p.stride[0] + ky * p.dilation[0] - p.pad[0];
+                int ix = xx * p.stride[1] + kx * p.dilation[1] - p.pad[1];
+                if (iy < 0 || iy >= p.h || ix < 0 || ix >= p.w) continue;
+                acc += double(x[((size_t(n) * p.c + g * cg + c) * p.h + iy) * p.w + ix]) *
+                       wt[((size_t(f) * cg + c) * p.kh + ky) * p.kw + kx];
+              }
+          out[((size_t(n) * p.o + f) * oh + y) * ow + xx] = float(acc);
+        }
+  return out;
+}
+
+/// The default config and 5 evenly spaced points of the space.
+std::vector<Config> configs_to_test(const ConfigSpace& space, const Config& def) {
+  std::vector<Config> cfgs{def};
+  uint64_t n = space.size();
+  for (uint64_t i = 0; i < 5; ++i) cfgs.push_back(space.get(n == 1 ? 0 : i * (n - 1) / 4));
+  return cfgs;
+}
+
+enum class Template { kNchw, kDepthwise };
+
+void check_conv2d_nchw(const ConvCase& p, Template tmpl) {
+  te::Tensor x = te::placeholder({p.n, p.c, p.h, p.w}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({p.o, p.c / p.groups, p.kh, p.kw}, ir::kFloat32, "w");
+  te::Tensor y = topi::conv2d_nchw(x, w, p.stride, p.pad, p.dilation, p.groups);
+  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 1),
+          wa = random_array({p.o, p.c / p.groups, p.kh, p.kw}, 2);
+  std::vector<float> ref = naive_conv(p, xa.data<float>(), wa.data<float>());
+  std::vector<int64_t> oshape;
+  for (auto& e : y->shape()) oshape.push_back(*ir::as_const_int(e));
+  ConfigSpace space = tmpl == Template::kNchw ? topi::conv2d_nchw_x86_space(y)
+                                              : topi::depthwise_conv2d_nchw_x86_space(y);
+  Config def = tmpl == Template::kNchw ? topi::conv2d_nchw_x86_default(space)
+                                       : topi::depthwise_conv2d_nchw_x86_default(space);
+  for (const Config& cfg : configs_to_test(space, def)) {
+    SCOPED_TRACE(cfg.str());
+    te::Schedule s = te::create_schedule({y});
+    if (tmpl == Template::kNchw) {
+      topi::schedule_conv2d_nchw_x86(s, y, cfg);
+    } else {
+      topi::schedule_depthwise_conv2d_nchw_x86(s, y, cfg);
+    }
+    auto f = build_host(s, {x, w, y});
+    NDArray out = zeros(oshape);
+    f(xa, wa, out);
+    EXPECT_TRUE(all_close(out, ref, 1e-4, 1e-5));
+  }
+}
+
+TEST(TopiConv2d, Stride1Pad1) {
+  check_conv2d_nchw({1, 8, 14, 14, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1}, Template::kNchw);
+}
+
+TEST(TopiConv2d, Stride2AsymmetricPadOddSize) {
+  check_conv2d_nchw({1, 4, 15, 13, 8, 3, 3, {2, 2}, {0, 1, 2, 1}, {1, 1}, 1}, Template::kNchw);
+}
+
+TEST(TopiConv2d, Dilation2Batch2) {
+  check_conv2d_nchw({2, 3, 11, 12, 6, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, 1}, Template::kNchw);
+}
+
+TEST(TopiConv2d, OneByOneNoPad) {
+  check_conv2d_nchw({1, 8, 7, 7, 12, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1}, Template::kNchw);
+}
+
+TEST(TopiConv2d, TwoGroups) {
+  check_conv2d_nchw({1, 8, 9, 10, 6, 3, 3, {1, 2}, {1, 1, 1, 1}, {1, 1}, 2}, Template::kNchw);
+}
+
+TEST(TopiConv2d, DepthwiseWithGenericTemplate) {
+  check_conv2d_nchw({1, 8, 10, 10, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8}, Template::kNchw);
+}
+
+TEST(TopiConv2d, DepthwiseStride1) {
+  check_conv2d_nchw({1, 16, 14, 14, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16},
+                    Template::kDepthwise);
+}
+
+TEST(TopiConv2d, DepthwiseStride2AsymmetricPad) {
+  check_conv2d_nchw({1, 8, 13, 15, 8, 3, 3, {2, 2}, {0, 0, 1, 1}, {1, 1}, 8}, Template::kDepthwise);
+}
+
+TEST(TopiConv2d, DepthwiseMultiplier2Dilation2) {
+  check_conv2d_nchw({1, 4, 12, 12, 8, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, 4}, Template::kDepthwise);
+}
+
+void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
+  te::Tensor x = te::placeholder({p.n, p.c, p.h, p.w}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({p.o, p.c, p.kh, p.kw}, ir::kFloat32, "w");
+  te::Tensor xb = te::placeholder({p.n, p.c / ic, p.h, p.w, ic}, ir::kFloat32, "xb");
+  te::Tensor wb = te::placeholder({p.o / oc, p.c / ic, p.kh, p.kw, ic, oc}, ir::kFloat32, "wb");
+  te::Tensor y = topi::conv2d_nchwc(xb, wb, p.stride, p.pad, p.dilation);
+  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 3), wa = random_array({p.o, p.c, p.kh, p.kw}, 4);
+  std::vector<float> ref = naive_conv(p, xa.data<float>(), wa.data<float>());
+  std::vector<int64_t> oshape;
+  for (auto& e : y->shape()) oshape.push_back(*ir::as_const_int(e));
+
+  // Layout conversions and kernel packing, each with its own schedule.
+  auto convert = [&](const te::Tensor& in, const te::Tensor& out, NDArray& src,
+                     std::vector<int64_t> shape) {
+    te::Schedule s = te::create_schedule({out});
+    topi::schedule_layout_transform_x86(s, out);
+    NDArray dst = zeros(shape);
+    build_host(s, {in, out})(src, dst);
+    return dst;
+  };
+  NDArray xba = convert(x, topi::nchw_to_nchwc(x, ic), xa, {p.n, p.c / ic, p.h, p.w, ic});
+  NDArray wba =
+      convert(w, topi::pack_conv2d_kernel(w, ic, oc), wa, {p.o / oc, p.c / ic, p.kh, p.kw, ic, oc});
+  te::Tensor yb = te::placeholder(y->shape(), ir::kFloat32, "yb");
+  te::Tensor back = topi::nchwc_to_nchw(yb);
+  std::vector<int64_t> nshape;
+  for (auto& e : back->shape()) nshape.push_back(*ir::as_const_int(e));
+
+  ConfigSpace space = topi::conv2d_nchwc_x86_space(y);
+  for (const Config& cfg : configs_to_test(space, topi::conv2d_nchwc_x86_default(space))) {
+    SCOPED_TRACE(cfg.str());
+    te::Schedule s = te::create_schedule({y});
+    topi::schedule_conv2d_nchwc_x86(s, y, cfg);
+    NDArray out = zeros(oshape);
+    build_host(s, {xb, wb, y})(xba, wba, out);
+    NDArray outn = convert(yb, back, out, nshape);
+    EXPECT_TRUE(all_close(outn, ref, 1e-4, 1e-5));
+  }
+}
+
+TEST(TopiConv2dNchwc, Stride1Pad1) {
+  check_conv2d_nchwc({1, 8, 14, 14, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1}, 4, 8);
+}
+
+TEST(TopiConv2dNchwc, Stride2AsymmetricPadDilation) {
+  check_conv2d_nchwc({1, 8, 13, 11, 8, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 1}, 1}, 8, 8);
+}
+
+TEST(TopiConv2dNchwc, OneByOne) {
+  check_conv2d_nchwc({2, 4, 7, 7, 16, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1}, 2, 16);
+}
+
+void check_depthwise_nchwc(const ConvCase& p, int cb) {
+  te::Tensor x = te::placeholder({p.n, p.c, p.h, p.w}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({p.c, 1, p.kh, p.kw}, ir::kFloat32, "w");
+  te::Tensor xb = te::placeholder({p.n, p.c / cb, p.h, p.w, cb}, ir::kFloat32, "xb");
+  te::Tensor wb = te::placeholder({p.c / cb, 1, p.kh, p.kw, 1, cb}, ir::kFloat32, "wb");
+  te::Tensor y = topi::depthwise_conv2d_nchwc(xb, wb, p.stride, p.pad, p.dilation);
+  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 5), wa = random_array({p.c, 1, p.kh, p.kw}, 6);
+  std::vector<float> ref = naive_conv(p, xa.data<float>(), wa.data<float>());
+  auto convert = [&](const te::Tensor& in, const te::Tensor& out, NDArray& src) {
+    te::Schedule s = te::create_schedule({out});
+    topi::schedule_layout_transform_x86(s, out);
+    std::vector<int64_t> shape;
+    for (auto& e : out->shape()) shape.push_back(*ir::as_const_int(e));
+    NDArray dst = zeros(shape);
+    build_host(s, {in, out})(src, dst);
+    return dst;
+  };
+  NDArray xba = convert(x, topi::nchw_to_nchwc(x, cb), xa);
+  NDArray wba = convert(w, topi::pack_conv2d_kernel(w, 1, cb), wa);
+  te::Tensor yb = te::placeholder(y->shape(), ir::kFloat32, "yb");
+  te::Tensor back = topi::nchwc_to_nchw(yb);
+  std::vector<int64_t> oshape;
+  for (auto& e : y->shape()) oshape.push_back(*ir::as_const_int(e));
+  ConfigSpace space = topi::depthwise_conv2d_nchwc_x86_space(y);
+  for (const Config& cfg :
+       configs_to_test(space, topi::depthwise_conv2d_nchwc_x86_default(space))) {
+    SCOPED_TRACE(cfg.str());
+    te::Schedule s = te::create_schedule({y});
+    topi::schedule_depthwise_conv2d_nchwc_x86(s, y, cfg);
+    NDArray out = zeros(oshape);
+    build_host(s, {xb, wb, y})(xba, wba, out);
+    EXPECT_TRUE(all_close(convert(yb, back, out), ref, 1e-4, 1e-5));
+  }
+}
+
+TEST(TopiConv2dNchwc, DepthwiseStride1) {
+  check_depthwise_nchwc({1, 16, 10, 12, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16}, 8);
+}
+
+TEST(TopiConv2dNchwc, DepthwiseStride2AsymmetricPadDilation) {
+  check_depthwise_nchwc({2, 8, 13, 11, 8, 3, 3, {2, 2}, {0, 1, 2, 1}, {2, 1}, 8}, 4);
+}
+
+/// The lowered IR of the default config of `y` with schedule `sched`.
+std::string final_ir(const te::Schedule& s, const std::vector<te::Tensor>& args) {
+  return ir::to_string(compiler::lower(s, args, "f").body);
+}
+
+// The space lists the padding placement the default takes first: in full before a stride-1
+// convolution, inlined into a strided one.
+TEST(TopiConv2dVector, PadPlacementFollowsStride) {
+  te::Tensor x = te::placeholder({1, 8, 14, 14}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({16, 8, 3, 3}, ir::kFloat32, "w");
+  te::Tensor y1 = topi::conv2d_nchw(x, w, {1, 1}, {1, 1, 1, 1});
+  te::Tensor y2 = topi::conv2d_nchw(x, w, {2, 2}, {1, 1, 1, 1});
+  EXPECT_EQ(topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(y1)).knob("pad_at"), 2);
+  EXPECT_EQ(topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(y2)).knob("pad_at"), 0);
+}
+
+TEST(TopiConv2dVector, DefaultSchedulesVectorizeAndParallelize) {
+  te::Tensor x = te::placeholder({1, 8, 14, 14}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({16, 8, 3, 3}, ir::kFloat32, "w");
+  te::Tensor y = topi::conv2d_nchw(x, w, {1, 1}, {1, 1, 1, 1});
+  te::Schedule s = te::create_schedule({y});
+  topi::schedule_conv2d_nchw_x86(s, y,
+                                 topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(y)));
+  std::string text = final_ir(s, {x, w, y});
+  EXPECT_NE(text.find("ramp("), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel"), std::string::npos) << text;
+
+  te::Tensor dw = te::placeholder({16, 1, 3, 3}, ir::kFloat32, "dw");
+  te::Tensor yd = topi::conv2d_nchw(x, dw, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8);
+  (void)yd;
+  te::Tensor x16 = te::placeholder({1, 16, 14, 14}, ir::kFloat32, "x16");
+  te::Tensor y16 = topi::conv2d_nchw(x16, dw, {1, 1}, {1, 1, 1, 1}, {1, 1}, 16);
+  te::Schedule sd = te::create_schedule({y16});
+  topi::schedule_depthwise_conv2d_nchw_x86(
+      sd, y16, topi::depthwise_conv2d_nchw_x86_default(topi::depthwise_conv2d_nchw_x86_space(y16)));
+  text = final_ir(sd, {x16, dw, y16});
+  EXPECT_NE(text.find("ramp("), std::string::npos) << text;
+
+  te::Tensor xb = te::placeholder({1, 2, 14, 14, 4}, ir::kFloat32, "xb");
+  te::Tensor wb = te::placeholder({2, 2, 3, 3, 4, 8}, ir::kFloat32, "wb");
+  te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1});
+  te::Schedule sb = te::create_schedule({yb});
+  topi::schedule_conv2d_nchwc_x86(sb, yb,
+                                  topi::conv2d_nchwc_x86_default(topi::conv2d_nchwc_x86_space(yb)));
+  text = final_ir(sb, {xb, wb, yb});
+  EXPECT_NE(text.find("ramp("), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kiln

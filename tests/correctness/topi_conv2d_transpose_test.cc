@@ -1,0 +1,119 @@
+// The transposed convolution of the operator library (ONNX ConvTranspose, NCHW, IOHW weights),
+// built with its x86 template at the default config and at evenly spaced points of its config
+// space, run, and compared with a naive scatter loop nest in C++.
+// Tolerance: 1e-4 relative + 1e-5 absolute.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/ir/printer.h"
+#include "compiler/lower.h"
+#include "compiler/topi/conv2d_transpose.h"
+#include "tests/common/kiln_test_util.h"
+
+namespace kiln {
+namespace {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+using runtime::NDArray;
+using testing::all_close;
+using testing::build_host;
+using testing::random_array;
+using testing::zeros;
+using topi::Ints2;
+using topi::Ints4;
+
+struct Case {
+  int n, c, h, w, m, kh, kw;  // m: output channels
+  Ints2 stride;
+  Ints4 pad;
+  Ints2 output_padding;
+  Ints2 dilation;
+  int groups;
+};
+
+/// Every input point scatters its products over the output (ONNX ConvTranspose).
+std::vector<float> naive_conv_transpose(const Case& p, int oh, int ow, const float* x,
+                                        const float* wt) {
+  int cg = p.c / p.groups, mg = p.m / p.groups;
+  std::vector<double> acc(size_t(p.n) * p.m * oh * ow, 0.0);
+  for (int n = 0; n < p.n; ++n)
+    for (int c = 0; c < p.c; ++c)
+      for (int iy = 0; iy < p.h; ++iy)
+        for (int ix = 0; ix < p.w; ++ix)
+          for (int f = 0; f < mg; ++f)
+            for (int ky = 0; ky < p.kh; ++ky)
+              for (int kx = 0; kx < p.kw; ++kx) {
+                int y = iy * p.stride[0] + ky * p.dilation[0] - p.pad[0];
+                int xx = ix * p.stride[1] + kx * p.dilation[1] - p.pad[1];
+                if (y < 0 || y >= oh || xx < 0 || xx >= ow) continue;
+                int m = (c / cg) * mg + f;
+                acc[((size_t(n) * p.m + m) * oh + y) * ow + xx] +=
+                    double(x[((size_t(n) * p.c + c) * p.h + iy) * p.w + ix]) *
+                    wt[((size_t(c) * mg + f) * p.kh + ky) * p.kw + kx];
+              }
+  return std::vector<float>(acc.begin(), acc.end());
+}
+
+void check(const Case& p) {
+  te::Tensor x = te::placeholder({p.n, p.c, p.h, p.w}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({p.c, p.m / p.groups, p.kh, p.kw}, ir::kFloat32, "w");
+  te::Tensor y =
+      topi::conv2d_transpose_nchw(x, w, p.stride, p.pad, p.output_padding, p.dilation, p.groups);
+  int oh = p.stride[0] * (p.h - 1) + p.output_padding[0] + (p.kh - 1) * p.dilation[0] + 1 -
+           p.pad[0] - p.pad[2];
+  int ow = p.stride[1] * (p.w - 1) + p.output_padding[1] + (p.kw - 1) * p.dilation[1] + 1 -
+           p.pad[1] - p.pad[3];
+  ASSERT_EQ(*ir::as_const_int(y->shape()[2]), oh);
+  ASSERT_EQ(*ir::as_const_int(y->shape()[3]), ow);
+  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 1),
+          wa = random_array({p.c, p.m / p.groups, p.kh, p.kw}, 2);
+  std::vector<float> ref = naive_conv_transpose(p, oh, ow, xa.data<float>(), wa.data<float>());
+  ConfigSpace space = topi::conv2d_transpose_nchw_x86_space(y);
+  std::vector<Config> cfgs{topi::conv2d_transpose_nchw_x86_default(space)};
+  uint64_t n = space.size();
+  for (uint64_t i = 0; i < 5; ++i) cfgs.push_back(space.get(n == 1 ? 0 : i * (n - 1) / 4));
+  for (const Config& cfg : cfgs) {
+    SCOPED_TRACE(cfg.str());
+    te::Schedule s = te::create_schedule({y});
+    topi::schedule_conv2d_transpose_nchw_x86(s, y, cfg);
+    NDArray out = zeros({p.n, p.m, oh, ow});
+    build_host(s, {x, w, y})(xa, wa, out);
+    EXPECT_TRUE(all_close(out, ref, 1e-4, 1e-5));
+  }
+}
+
+TEST(TopiConv2dTranspose, Stride2Pad1OutputPadding1) {
+  check({1, 8, 7, 7, 8, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, Stride1NoPad) {
+  check({1, 4, 9, 8, 6, 3, 3, {1, 1}, {0, 0, 0, 0}, {0, 0}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, Stride2Kernel4AsymmetricPad) {
+  check({2, 3, 5, 6, 4, 4, 4, {2, 2}, {1, 2, 2, 1}, {0, 0}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, Stride3Kernel2OddSizes) {
+  check({1, 5, 5, 3, 7, 2, 3, {3, 2}, {0, 1, 0, 0}, {2, 1}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, Dilation2) {
+  check({1, 4, 6, 6, 4, 3, 3, {1, 1}, {1, 1, 1, 1}, {0, 0}, {2, 2}, 1});
+}
+TEST(TopiConv2dTranspose, TwoGroups) {
+  check({1, 4, 6, 7, 6, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 0}, {1, 1}, 2});
+}
+
+TEST(TopiConv2dTranspose, DefaultScheduleVectorizesAndParallelizes) {
+  te::Tensor x = te::placeholder({1, 16, 8, 8}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({16, 8, 4, 4}, ir::kFloat32, "w");
+  te::Tensor y = topi::conv2d_transpose_nchw(x, w, {2, 2}, {1, 1, 1, 1});
+  te::Schedule s = te::create_schedule({y});
+  topi::schedule_conv2d_transpose_nchw_x86(
+      s, y, topi::conv2d_transpose_nchw_x86_default(topi::conv2d_transpose_nchw_x86_space(y)));
+  std::string text = ir::to_string(compiler::lower(s, {x, w, y}, "f").body);
+  EXPECT_NE(text.find("ramp("), std::string::npos) << text;
+  EXPECT_NE(text.find("parallel"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kiln
