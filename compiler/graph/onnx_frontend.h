@@ -1,0 +1,41 @@
+// The ONNX front end: reads an ONNX model (opsets 11 to 18 of the default domain) into Kiln's graph
+// IR. ONNX shape inference gives every value a static shape; initializers and Constant nodes become
+// constants; Identity and Dropout disappear; Shape, and Gather, Unsqueeze, Squeeze, Concat,
+// Reshape, Flatten, Cast on constant inputs, are evaluated (and shape inference re-run when that
+// lets it infer what it could not, as for the Shape -> Gather -> Concat -> Reshape chains exporters
+// emit); inputs that newer opsets use for parameters (Unsqueeze/Squeeze axes, Clip min/max, Pad
+// pads, Slice starts/ends/axes/steps, Reshape shape) must be constant and become attributes; every
+// supported operator gets its attributes with the ONNX defaults filled in (auto_pad resolved into
+// explicit pads, negative axes made non-negative, Slice given per-axis clamped bounds), so passes
+// never look up a default. See supported_onnx_ops() for what is accepted.
+//
+// Every problem in the model is a kiln::Error that names the file and the node, value or opset;
+// malformed files (truncated, garbage, bad attributes) never crash the importer.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/graph/graph.h"
+
+namespace kiln::graph {
+
+struct OnnxImportOptions {
+  /// Graph inputs to read as constants holding these values, for parameters a model takes as
+  /// inputs (ONNX's node tests feed Clip's bounds and Pad's pads this way). Each must match the
+  /// input's declared dtype and shape.
+  std::map<std::string, runtime::NDArray> constant_inputs;
+};
+
+/// Reads the .onnx file at `path`.
+Graph import_onnx(const std::string& path, const OnnxImportOptions& options = {});
+
+/// Reads a serialized ModelProto; `origin` names it in error messages (a path, "<memory>").
+Graph import_onnx_bytes(const std::string& bytes, const std::string& origin,
+                        const OnnxImportOptions& options = {});
+
+/// The ONNX operator types the front end accepts, sorted.
+const std::vector<std::string>& supported_onnx_ops();
+
+}  // namespace kiln::graph

@@ -1,0 +1,634 @@
+// The ONNX front end: models built here with libonnx's protobuf classes, serialized and imported.
+#include "compiler/graph/onnx_frontend.h"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "tests/common/expect_error.h"
+
+namespace kiln::graph {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A ModelProto under construction.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 13) {
+    model_.set_ir_version(7);
+    model_.set_producer_name("kiln-test");
+    auto* op = model_.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    graph()->set_name("test");
+  }
+  onnx::GraphProto* graph() { return model_.mutable_graph(); }
+
+  void input(const std::string& name, std::vector<int64_t> shape,
+             int elem = onnx::TensorProto::FLOAT, const std::string& dim_param = "") {
+    auto* t = graph()->add_input()->mutable_type()->mutable_tensor_type();
+    graph()->mutable_input(graph()->input_size() - 1)->set_name(name);
+    t->set_elem_type(elem);
+    auto* s = t->mutable_shape();
+    for (int64_t d : shape) {
+      auto* dim = s->add_dim();
+      if (d < 0) {
+        dim->set_dim_param(dim_param);
+      } else {
+        dim->set_dim_value(d);
+      }
+    }
+  }
+  void output(const std::string& name) { graph()->add_output()->set_name(name); }
+
+  /// A float initializer in float_data (or raw_data when `raw`), values 0.01*i.
+  void init_float(const std::string& name, std::vector<int64_t> shape, bool raw = false,
+                  float scale = 0.01f) {
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : shape) t->add_dims(d), n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * float(i);
+    if (raw) {
+      t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4));
+    } else {
+      for (float f : v) t->add_float_data(f);
+    }
+  }
+  void init_int64(const std::string& name, std::vector<int64_t> values, bool scalar = false) {
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+
+  onnx::NodeProto* node(const std::string& op, const std::string& name,
+                        std::vector<std::string> inputs, std::vector<std::string> outputs) {
+    auto* n = graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& i : inputs) n->add_input(i);
+    for (auto& o : outputs) n->add_output(o);
+    return n;
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> ints) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t i : ints) a->add_ints(i);
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, int64_t i) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(i);
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, float f) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(f);
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, const std::string& s) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(s);
+  }
+
+  std::string bytes() const { return model_.SerializeAsString(); }
+
+ private:
+  onnx::ModelProto model_;
+};
+
+class OnnxFrontendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device rd;
+    dir_ = fs::temp_directory_path() / ("kiln_onnx_test_" + std::to_string(rd()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& bytes) {
+    const std::string p = (dir_ / name).string();
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p;
+  }
+  fs::path dir_;
+};
+
+const Node& find_node(const Graph& g, const std::string& op) {
+  for (const Node& n : g.nodes()) {
+    if (n.op == op) return n;
+  }
+  throw std::runtime_error("no node " + op + " in\n" + g.to_string());
+}
+
+/// Conv -> BatchNormalization -> Relu -> MaxPool -> Flatten -> Gemm -> Softmax, as a
+/// classifier's head would be exported.
+ModelBuilder small_cnn() {
+  ModelBuilder m(13);
+  m.input("image", {1, 3, 32, 32});
+  m.init_float("conv.w", {8, 3, 3, 3}, /*raw=*/true);
+  m.init_float("conv.b", {8});
+  for (const char* p : {"bn.scale", "bn.bias", "bn.mean", "bn.var"}) m.init_float(p, {8});
+  m.init_float("fc.w", {10, 8 * 8 * 8});
+  m.init_float("fc.b", {10});
+  auto* conv = m.node("Conv", "conv1", {"image", "conv.w", "conv.b"}, {"c1"});
+  ModelBuilder::attr(conv, "strides", std::vector<int64_t>{2, 2});
+  ModelBuilder::attr(conv, "auto_pad", std::string("SAME_UPPER"));
+  auto* bn = m.node("BatchNormalization", "bn1", {"c1", "bn.scale", "bn.bias", "bn.mean", "bn.var"},
+                    {"b1"});
+  ModelBuilder::attr(bn, "epsilon", 1e-3f);
+  m.node("Relu", "relu1", {"b1"}, {"r0"});
+  m.node("Dropout", "drop", {"r0"}, {"r1"});  // inference: an alias, no node
+  auto* pool = m.node("MaxPool", "pool1", {"r1"}, {"p1"});
+  ModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  ModelBuilder::attr(pool, "strides", std::vector<int64_t>{2, 2});
+  m.node("Flatten", "flatten", {"p1"}, {"f1"});
+  auto* gemm = m.node("Gemm", "fc", {"f1", "fc.w", "fc.b"}, {"logits"});
+  ModelBuilder::attr(gemm, "transB", int64_t{1});
+  m.node("Softmax", "softmax", {"logits"}, {"prob"});
+  m.output("prob");
+  return m;
+}
+
+TEST_F(OnnxFrontendTest, SmallCnn) {
+  Graph g = import_onnx(write("cnn.onnx", small_cnn().bytes()));
+  SCOPED_TRACE(g.to_string());
+  ASSERT_EQ(g.nodes().size(), 7u);
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_EQ(g.value(g.inputs()[0]).type_string(), "float32[1,3,32,32]");
+
+  const Node& conv = find_node(g, "Conv");
+  EXPECT_EQ(conv.name, "conv1");
+  EXPECT_EQ(conv.ints("strides"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(conv.ints("pads"), (std::vector<int64_t>{0, 0, 1, 1}));  // SAME_UPPER, 32 -> 16
+  EXPECT_EQ(conv.ints("dilations"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(conv.ints("kernel_shape"), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(conv.i("group"), 1);
+  EXPECT_FALSE(conv.has_attr("auto_pad"));
+  EXPECT_EQ(g.value(conv.outputs[0]).type_string(), "float32[1,8,16,16]");
+  const Value& w = g.value(conv.inputs[1]);
+  ASSERT_TRUE(w.is_constant());
+  EXPECT_EQ(w.type_string(), "float32[8,3,3,3]");
+  EXPECT_FLOAT_EQ(w.data->data<float>()[5], 0.05f);                        // from raw_data
+  EXPECT_FLOAT_EQ(g.value(conv.inputs[2]).data->data<float>()[7], 0.07f);  // from float_data
+
+  EXPECT_FLOAT_EQ(find_node(g, "BatchNormalization").f("epsilon"), 1e-3f);
+  const Node& pool = find_node(g, "MaxPool");
+  EXPECT_EQ(pool.ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(pool.i("ceil_mode"), 0);
+  EXPECT_EQ(g.value(pool.outputs[0]).type_string(), "float32[1,8,8,8]");
+  EXPECT_EQ(find_node(g, "Flatten").i("axis"), 1);
+  const Node& gemm = find_node(g, "Gemm");
+  EXPECT_EQ(gemm.i("transA"), 0);
+  EXPECT_EQ(gemm.i("transB"), 1);
+  EXPECT_FLOAT_EQ(gemm.f("alpha"), 1.0f);
+  EXPECT_EQ(g.value(gemm.outputs[0]).type_string(), "float32[1,10]");
+  const Node& softmax = find_node(g, "Softmax");
+  EXPECT_EQ(softmax.i("axis"), 1);  // -1 normalized
+  ASSERT_EQ(g.outputs().size(), 1u);
+  EXPECT_EQ(g.outputs()[0], softmax.outputs[0]);
+  EXPECT_NO_THROW(g.verify());
+  EXPECT_NE(g.to_string().find("= Conv(%"), std::string::npos);
+}
+
+TEST_F(OnnxFrontendTest, Opset13InputsBecomeAttributes) {
+  ModelBuilder m(13);
+  m.input("x", {2, 3});
+  m.init_int64("axes0", {0, -1});
+  m.init_int64("axes_sq", {3});
+  m.node("Unsqueeze", "unsq", {"x", "axes0"}, {"u"});  // [1,2,3,1]
+  m.node("Squeeze", "sq", {"u", "axes_sq"}, {"s"});    // [1,2,3]
+  auto* cmin = m.node("Constant", "cmin", {}, {"lo"});
+  ModelBuilder::attr(cmin, "value_float", -1.0f);
+  m.init_float("hi", {}, false);  // scalar 0.0 from an initializer
+  m.node("Clip", "clip", {"s", "lo", "hi"}, {"c"});
+  m.node("Clip", "clip_max_only", {"c", "", "hi"}, {"c2"});
+  m.init_int64("pads", {0, 1, 0, 0, 2, 0});
+  m.node("Pad", "pad", {"c2", "pads"}, {"p"});  // [1,5,3]
+  m.init_int64("starts", {1});
+  m.init_int64("ends", {-1});
+  m.init_int64("axes_sl", {1});
+  m.node("Slice", "slice", {"p", "starts", "ends", "axes_sl"}, {"y"});  // [1,3,3]
+  m.output("y");
+  Graph g = import_onnx_bytes(m.bytes(), "<opset13>");
+  SCOPED_TRACE(g.to_string());
+  EXPECT_EQ(find_node(g, "Unsqueeze").ints("axes"), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(find_node(g, "Unsqueeze").inputs.size(), 1u);
+  EXPECT_EQ(g.value(find_node(g, "Unsqueeze").outputs[0]).type_string(), "float32[1,2,3,1]");
+  EXPECT_EQ(find_node(g, "Squeeze").ints("axes"), std::vector<int64_t>{3});
+  const Node& clip = g.nodes()[2];
+  EXPECT_EQ(clip.op, "Clip");
+  EXPECT_EQ(clip.inputs.size(), 1u);
+  EXPECT_FLOAT_EQ(clip.f("min"), -1.0f);
+  EXPECT_FLOAT_EQ(clip.f("max"), 0.0f);
+  const Node& clip2 = g.nodes()[3];
+  EXPECT_TRUE(std::isinf(clip2.f("min")) && clip2.f("min") < 0);
+  const Node& pad = find_node(g, "Pad");
+  EXPECT_EQ(pad.ints("pads"), (std::vector<int64_t>{0, 1, 0, 0, 2, 0}));
+  EXPECT_EQ(pad.s("mode"), "constant");
+  EXPECT_EQ(pad.inputs.size(), 1u);
+  const Node& slice = find_node(g, "Slice");
+  EXPECT_EQ(slice.ints("starts"), (std::vector<int64_t>{0, 1, 0}));
+  EXPECT_EQ(slice.ints("ends"), (std::vector<int64_t>{1, 4, 3}));
+  EXPECT_EQ(slice.ints("steps"), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[1,3,3]");
+}
+
+TEST_F(OnnxFrontendTest, ShapeSubgraphIsFolded) {
+  // PyTorch's flatten: Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])).
+  ModelBuilder m(13);
+  m.input("x", {4, 2, 3});
+  m.node("Shape", "shape", {"x"}, {"sh"});
+  m.init_int64("zero", {0}, /*scalar=*/true);
+  auto* gather = m.node("Gather", "gather", {"sh", "zero"}, {"n"});
+  ModelBuilder::attr(gather, "axis", int64_t{0});
+  m.init_int64("ax", {0});
+  m.node("Unsqueeze", "unsq", {"n", "ax"}, {"n1"});
+  m.init_int64("minus1", {-1});
+  auto* concat = m.node("Concat", "concat", {"n1", "minus1"}, {"shape2"});
+  ModelBuilder::attr(concat, "axis", int64_t{0});
+  m.node("Reshape", "reshape", {"x", "shape2"}, {"y"});
+  m.node("Identity", "id", {"y"}, {"z"});
+  m.output("z");
+  Graph g = import_onnx_bytes(m.bytes(), "<flatten>");
+  SCOPED_TRACE(g.to_string());
+  ASSERT_EQ(g.nodes().size(), 1u);
+  const Node& reshape = g.nodes()[0];
+  EXPECT_EQ(reshape.op, "Reshape");
+  EXPECT_EQ(reshape.inputs.size(), 1u);
+  EXPECT_EQ(reshape.ints("shape"), (std::vector<int64_t>{4, 6}));
+  const Value& shape2 = g.value(g.find_value("shape2"));
+  ASSERT_TRUE(shape2.is_constant());
+  EXPECT_EQ(shape2.data->to_vector<int64_t>(), (std::vector<int64_t>{4, -1}));
+  EXPECT_EQ(g.outputs()[0], reshape.outputs[0]);
+}
+
+TEST_F(OnnxFrontendTest, InitializerDtypes) {
+  ModelBuilder m(13);
+  m.input("x", {2});
+  auto add = [&](const std::string& name, int type) {
+    auto* t = m.graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(type);
+    t->add_dims(2);
+    return t;
+  };
+  auto* i32 = add("i32", onnx::TensorProto::INT32);
+  i32->add_int32_data(-7), i32->add_int32_data(9);
+  auto* i8 = add("i8", onnx::TensorProto::INT8);
+  i8->add_int32_data(-128), i8->add_int32_data(127);
+  auto* f16 = add("f16", onnx::TensorProto::FLOAT16);
+  f16->add_int32_data(0x3c00), f16->add_int32_data(0xc000);  // 1.0, -2.0
+  auto* f16raw = add("f16raw", onnx::TensorProto::FLOAT16);
+  f16raw->set_raw_data(std::string("\x00\x3c\x00\x40", 4));  // 1.0, 2.0
+  auto* i64raw = add("i64raw", onnx::TensorProto::INT64);
+  const int64_t v[2] = {int64_t{1} << 40, -3};
+  i64raw->set_raw_data(std::string(reinterpret_cast<const char*>(v), 16));
+  // Keep them alive: each feeds a Cast whose result is summed into the output.
+  std::string acc = "x";
+  int k = 0;
+  for (const char* name : {"i32", "i8", "f16", "f16raw", "i64raw"}) {
+    auto* cast = m.node("Cast", std::string("cast_") + name, {name}, {std::string("c_") + name});
+    ModelBuilder::attr(cast, "to", int64_t{onnx::TensorProto::FLOAT});
+    const std::string next = "acc" + std::to_string(k++);
+    m.node("Add", "add_" + std::string(name), {acc, std::string("c_") + name}, {next});
+    acc = next;
+  }
+  m.output(acc);
+  Graph g = import_onnx_bytes(m.bytes(), "<dtypes>");
+  SCOPED_TRACE(g.to_string());
+  auto data = [&](const std::string& name) -> const runtime::NDArray& {
+    ValueId v = g.find_value(name);
+    EXPECT_NE(v, kNoValue) << name;
+    return *g.value(v).data;
+  };
+  EXPECT_EQ(data("i32").to_vector<int32_t>(), (std::vector<int32_t>{-7, 9}));
+  EXPECT_EQ(data("i8").to_vector<int8_t>(), (std::vector<int8_t>{-128, 127}));
+  EXPECT_TRUE(runtime::dtype_equal(data("f16").dtype(), runtime::kFloat16));
+  EXPECT_EQ(data("f16").to_vector<uint16_t>(), (std::vector<uint16_t>{0x3c00, 0xc000}));
+  EXPECT_EQ(data("f16raw").to_vector<uint16_t>(), (std::vector<uint16_t>{0x3c00, 0x4000}));
+  EXPECT_EQ(data("i64raw").to_vector<int64_t>(), (std::vector<int64_t>{int64_t{1} << 40, -3}));
+  // Casts of constants are folded.
+  EXPECT_EQ(g.nodes().size(), 5u);
+  EXPECT_EQ(data("c_i32").to_vector<float>(), (std::vector<float>{-7.0f, 9.0f}));
+  EXPECT_EQ(data("c_f16").to_vector<float>(), (std::vector<float>{1.0f, -2.0f}));
+  EXPECT_EQ(data("c_f16raw").to_vector<float>(), (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_EQ(data("c_i64raw").to_vector<float>(), (std::vector<float>{1099511627776.0f, -3.0f}));
+}
+
+TEST_F(OnnxFrontendTest, ConstantNodes) {
+  ModelBuilder m(13);
+  m.input("x", {2, 2});
+  auto* c = m.node("Constant", "k", {}, {"kv"});
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_dims(2);
+  a->mutable_t()->add_float_data(3.0f);
+  a->mutable_t()->add_float_data(4.0f);
+  m.node("Mul", "mul", {"x", "kv"}, {"y"});
+  m.output("y");
+  Graph g = import_onnx_bytes(m.bytes(), "<const>");
+  ASSERT_EQ(g.nodes().size(), 1u);
+  const Value& k = g.value(g.nodes()[0].inputs[1]);
+  ASSERT_TRUE(k.is_constant());
+  EXPECT_EQ(k.data->to_vector<float>(), (std::vector<float>{3.0f, 4.0f}));
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[2,2]");
+}
+
+TEST_F(OnnxFrontendTest, OpsetRange) {
+  for (int64_t opset : {11, 12, 13, 17, 18}) {
+    ModelBuilder m(opset);
+    m.input("x", {1, 4});
+    m.node("Relu", "r", {"x"}, {"y"});
+    auto* sm = m.node("Softmax", "s", {"y"}, {"z"});
+    ModelBuilder::attr(sm, "axis", int64_t{1});
+    m.output("z");
+    Graph g = import_onnx_bytes(m.bytes(), "<opset>");
+    EXPECT_EQ(g.nodes().size(), 2u) << "opset " << opset;
+  }
+  for (int64_t opset : {9, 19}) {
+    ModelBuilder m(opset);
+    m.input("x", {1, 4});
+    m.node("Relu", "r", {"x"}, {"y"});
+    m.output("y");
+    EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<old>"),
+                          "opset " + std::to_string(opset) + "; Kiln accepts opsets 11 to 18");
+  }
+}
+
+TEST_F(OnnxFrontendTest, Opset18PadWithAxes) {
+  // libonnx 1.12 predates opset 18; the front end rewrites Pad's axes input itself.
+  ModelBuilder m(18);
+  m.input("x", {2, 3});
+  m.init_int64("pads", {1, 2});
+  m.init_int64("axes", {-1});
+  m.node("Relu", "relu", {"x"}, {"r"});
+  m.node("Pad", "pad", {"r", "pads", "", "axes"}, {"y"});
+  m.output("y");
+  Graph g = import_onnx_bytes(m.bytes(), "<pad18>");
+  SCOPED_TRACE(g.to_string());
+  const Node& pad = find_node(g, "Pad");
+  EXPECT_EQ(pad.inputs.size(), 1u);
+  EXPECT_EQ(pad.ints("pads"), (std::vector<int64_t>{0, 1, 0, 2}));
+  EXPECT_FLOAT_EQ(pad.f("value"), 0.0f);
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[2,6]");
+}
+
+TEST_F(OnnxFrontendTest, Opset11UnsqueezeAxesAttribute) {
+  ModelBuilder m(11);
+  m.input("x", {3});
+  auto* u = m.node("Unsqueeze", "u", {"x"}, {"y"});
+  ModelBuilder::attr(u, "axes", std::vector<int64_t>{-1});
+  auto* c = m.node("Clip", "c", {"y"}, {"z"});
+  (void)c;
+  m.output("z");
+  Graph g = import_onnx_bytes(m.bytes(), "<opset11>");
+  EXPECT_EQ(find_node(g, "Unsqueeze").ints("axes"), std::vector<int64_t>{1});
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[3,1]");
+}
+
+TEST_F(OnnxFrontendTest, UnsupportedOperatorNamesOpAndNode) {
+  ModelBuilder m(13);
+  m.input("boxes", {1, 10, 4});
+  m.input("scores", {1, 1, 10});
+  m.node("NonMaxSuppression", "nms_1", {"boxes", "scores"}, {"sel"});
+  m.output("sel");
+  try {
+    import_onnx_bytes(m.bytes(), "<nms>");
+    FAIL() << "expected kiln::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("unsupported operator 'NonMaxSuppression' at node 'nms_1'"),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("Kiln supports: Abs, Add"), std::string::npos) << msg;
+  }
+  // A non-constant input where a constant is needed.
+  ModelBuilder m2(13);
+  m2.input("x", {2, 3});
+  m2.input("axes", {1}, onnx::TensorProto::INT64);
+  m2.node("Unsqueeze", "unsq_dyn", {"x", "axes"}, {"y"});
+  m2.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m2.bytes(), "<dyn-axes>"), "unsq_dyn");
+  // Attributes libonnx would divide by are checked before its shape inference runs.
+  ModelBuilder m3(13);
+  m3.input("x", {1, 1, 4, 4});
+  auto* pool = m3.node("MaxPool", "pool0", {"x"}, {"y"});
+  ModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  ModelBuilder::attr(pool, "strides", std::vector<int64_t>{0, 1});
+  m3.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m3.bytes(), "<stride0>"),
+                        "node 'pool0' (MaxPool): attribute 'strides' must be positive, got 0");
+  // Gemm whose inner dimensions differ.
+  ModelBuilder m4(13);
+  m4.input("a", {2, 24});
+  m4.init_float("b", {5, 30});
+  auto* gemm = m4.node("Gemm", "fc", {"a", "b"}, {"y"});
+  ModelBuilder::attr(gemm, "transB", int64_t{1});
+  m4.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m4.bytes(), "<gemm>"), "node 'fc' (Gemm): inner dim");
+}
+
+TEST(OnnxFrontendOps, SupportedListIsSorted) {
+  const auto& ops = supported_onnx_ops();
+  EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
+  EXPECT_EQ(ops.size(), 43u);
+}
+
+TEST_F(OnnxFrontendTest, BadFiles) {
+  const std::string good = small_cnn().bytes();
+  const std::string truncated = write("truncated.onnx", good.substr(0, good.size() / 2));
+  EXPECT_ERROR_CONTAINS(import_onnx(truncated), "truncated.onnx");
+  EXPECT_ERROR_CONTAINS(import_onnx(truncated), "not a valid ModelProto");
+
+  std::string garbage(4096, '\0');
+  std::mt19937 rng(42);
+  for (char& ch : garbage) ch = static_cast<char>(rng());
+  const std::string garbage_path = write("garbage.onnx", garbage);
+  EXPECT_ERROR_CONTAINS(import_onnx(garbage_path), "garbage.onnx");
+
+  EXPECT_ERROR_CONTAINS(import_onnx((dir_ / "missing.onnx").string()), "missing.onnx");
+  EXPECT_ERROR_CONTAINS(import_onnx((dir_ / "missing.onnx").string()), "No such file");
+  EXPECT_ERROR_CONTAINS(import_onnx(write("empty.onnx", "")), "empty");
+
+  // A well-formed protobuf whose initializer holds fewer bytes than its shape needs.
+  ModelBuilder m(13);
+  m.input("x", {1});
+  auto* t = m.graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(1000000000000);
+  t->set_raw_data("abcd");
+  m.node("Add", "add", {"x", "w"}, {"y"});
+  m.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<short>"), "initializer 'w' holds 4 bytes");
+
+  // Many truncations of a valid model: each is an error, never a crash.
+  for (size_t n = 1; n < good.size(); n += 97) {
+    try {
+      import_onnx_bytes(good.substr(0, n), "<prefix>");
+    } catch (const Error&) {
+    }
+  }
+}
+
+TEST_F(OnnxFrontendTest, DynamicInputDimension) {
+  ModelBuilder m(13);
+  m.input("x", {-1, 3}, onnx::TensorProto::FLOAT, "batch");
+  m.node("Relu", "r", {"x"}, {"y"});
+  m.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<dyn>"),
+                        "graph input 'x' has a dynamic dimension 0 ('batch')");
+}
+
+TEST_F(OnnxFrontendTest, UndefinedInput) {
+  ModelBuilder m(13);
+  m.input("x", {3});
+  m.node("Add", "add", {"x", "nowhere"}, {"y"});
+  m.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<undef>"),
+                        "node 'add' (Add): input 'nowhere' is not defined");
+}
+
+TEST_F(OnnxFrontendTest, ConvTransposeLstmAndPools) {
+  ModelBuilder m(13);
+  m.input("x", {1, 4, 5, 5});
+  m.init_float("wt", {4, 2, 3, 3});
+  auto* ct = m.node("ConvTranspose", "up", {"x", "wt"}, {"u"});
+  ModelBuilder::attr(ct, "strides", std::vector<int64_t>{2, 2});
+  ModelBuilder::attr(ct, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  ModelBuilder::attr(ct, "output_padding", std::vector<int64_t>{1, 1});  // 2*4+3-2+1 = 10
+  auto* ap = m.node("AveragePool", "avg", {"u"}, {"a"});
+  ModelBuilder::attr(ap, "kernel_shape", std::vector<int64_t>{3, 3});
+  ModelBuilder::attr(ap, "auto_pad", std::string("SAME_LOWER"));
+  m.node("GlobalAveragePool", "gap", {"a"}, {"g"});
+  m.output("g");
+  // An LSTM on a separate input.
+  m.input("seq", {5, 1, 8});
+  m.init_float("W", {1, 16, 8});
+  m.init_float("R", {1, 16, 4});
+  auto* l = m.node("LSTM", "lstm", {"seq", "W", "R"}, {"Y", "Y_h"});
+  ModelBuilder::attr(l, "hidden_size", int64_t{4});
+  m.output("Y");
+  m.output("Y_h");
+  Graph g = import_onnx_bytes(m.bytes(), "<mixed>");
+  SCOPED_TRACE(g.to_string());
+  const Node& up = find_node(g, "ConvTranspose");
+  EXPECT_EQ(up.ints("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(up.ints("output_padding"), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(g.value(up.outputs[0]).type_string(), "float32[1,2,10,10]");
+  const Node& avg = find_node(g, "AveragePool");
+  EXPECT_EQ(avg.ints("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(avg.i("count_include_pad"), 0);
+  EXPECT_EQ(g.value(find_node(g, "GlobalAveragePool").outputs[0]).type_string(),
+            "float32[1,2,1,1]");
+  const Node& lstm = find_node(g, "LSTM");
+  EXPECT_EQ(lstm.s("direction"), "forward");
+  EXPECT_EQ(lstm.i("hidden_size"), 4);
+  ASSERT_EQ(lstm.outputs.size(), 2u);
+  EXPECT_EQ(g.value(lstm.outputs[0]).type_string(), "float32[5,1,1,4]");
+  EXPECT_EQ(g.value(lstm.outputs[1]).type_string(), "float32[1,1,4]");
+}
+
+TEST_F(OnnxFrontendTest, ConstantInputsOption) {
+  // Parameters fed as graph inputs, as ONNX's node tests do, bound to values at import.
+  ModelBuilder m(13);
+  m.input("x", {3, 4});
+  m.input("lo", {}, onnx::TensorProto::FLOAT);
+  m.input("pads", {4}, onnx::TensorProto::INT64);
+  m.node("Clip", "clip", {"x", "lo"}, {"c"});
+  m.node("Pad", "pad", {"c", "pads"}, {"y"});
+  m.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<unbound>"), "must be a constant");
+  OnnxImportOptions options;
+  options.constant_inputs.emplace("lo", runtime::NDArray::from_vector<float>({-0.5f}, {}));
+  options.constant_inputs.emplace("pads",
+                                  runtime::NDArray::from_vector<int64_t>({0, 1, 2, 3}, {4}));
+  Graph g = import_onnx_bytes(m.bytes(), "<bound>", options);
+  SCOPED_TRACE(g.to_string());
+  ASSERT_EQ(g.inputs().size(), 1u);
+  EXPECT_FLOAT_EQ(find_node(g, "Clip").f("min"), -0.5f);
+  EXPECT_EQ(find_node(g, "Pad").ints("pads"), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[5,8]");
+
+  OnnxImportOptions wrong;
+  wrong.constant_inputs.emplace("pads", runtime::NDArray::from_vector<int32_t>({0, 1, 2, 3}, {4}));
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<wrong>", wrong),
+                        "the value bound to graph input 'pads' is int32");
+  OnnxImportOptions missing;
+  missing.constant_inputs.emplace("nope", runtime::NDArray::from_vector<float>({1.0f}, {1}));
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<missing>", missing), "'nope'");
+}
+
+TEST_F(OnnxFrontendTest, DropoutMaskAndConvTransposeOutputShape) {
+  ModelBuilder m(13);
+  m.input("x", {1, 1, 3, 3});
+  m.init_float("w", {1, 2, 3, 3});
+  m.node("Dropout", "drop", {"x"}, {"d", "mask"});
+  auto* ct = m.node("ConvTranspose", "up", {"d", "w"}, {"y"});
+  ModelBuilder::attr(ct, "strides", std::vector<int64_t>{3, 2});
+  ModelBuilder::attr(ct, "output_shape", std::vector<int64_t>{10, 8});
+  m.output("y");
+  m.output("mask");
+  Graph g = import_onnx_bytes(m.bytes(), "<ct>");
+  SCOPED_TRACE(g.to_string());
+  ASSERT_EQ(g.nodes().size(), 1u);
+  const Node& up = g.nodes()[0];
+  EXPECT_EQ(g.value(up.outputs[0]).type_string(), "float32[1,2,10,8]");
+  // 3*(3-1)+3 = 9 rows and 2*(3-1)+3 = 7 columns; one more of each from output_padding.
+  EXPECT_EQ(up.ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(up.ints("output_padding"), (std::vector<int64_t>{1, 1}));
+  const Value& mask = g.value(g.outputs()[1]);
+  ASSERT_TRUE(mask.is_constant());
+  EXPECT_EQ(mask.type_string(), "bool[1,1,3,3]");
+  EXPECT_EQ(mask.data->to_vector<uint8_t>(), std::vector<uint8_t>(9, 1));
+
+  ModelBuilder t(13);
+  t.input("x", {2});
+  t.init_float("ratio", {});
+  auto* train = t.graph()->add_initializer();
+  train->set_name("train");
+  train->set_data_type(onnx::TensorProto::BOOL);
+  train->add_int32_data(1);
+  t.node("Dropout", "drop_train", {"x", "ratio", "train"}, {"y"});
+  t.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(t.bytes(), "<train>"),
+                        "node 'drop_train' (Dropout): training-mode Dropout is not supported");
+}
+
+TEST_F(OnnxFrontendTest, OmittedLeadingOutput) {
+  // As in ONNX's test_lstm_defaults: Y omitted, only Y_h.
+  ModelBuilder m(14);
+  m.input("seq", {3, 2, 5});
+  m.init_float("W", {1, 12, 5});
+  m.init_float("R", {1, 12, 3});
+  auto* l = m.node("LSTM", "lstm", {"seq", "W", "R"}, {"", "Y_h"});
+  ModelBuilder::attr(l, "hidden_size", int64_t{3});
+  m.output("Y_h");
+  Graph g = import_onnx_bytes(m.bytes(), "<lstm>");
+  const Node& lstm = find_node(g, "LSTM");
+  ASSERT_EQ(lstm.outputs.size(), 2u);
+  EXPECT_EQ(lstm.outputs[0], kNoValue);
+  EXPECT_EQ(g.value(lstm.outputs[1]).type_string(), "float32[1,2,3]");
+  EXPECT_NE(g.to_string().find("_, %"), std::string::npos) << g.to_string();
+  EXPECT_NO_THROW(g.verify());
+  g.sort_topologically();
+  EXPECT_EQ(g.remove_dead_nodes(), 0u);
+}
+
+}  // namespace
+}  // namespace kiln::graph
