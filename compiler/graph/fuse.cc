@@ -1,0 +1,151 @@
+// fuse_ops: the fusion rules of fuse.h over a union-find of nodes.
+#include "compiler/graph/fuse.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace kiln::graph {
+namespace {
+
+bool at_most(OpPattern p, OpPattern bound) {
+  return static_cast<int>(p) <= static_cast<int>(bound);
+}
+
+/// The state of one fusion: each node's group, by its representative node.
+class Fuser {
+ public:
+  explicit Fuser(const Graph& g) : g_(g), parent_(g.nodes().size()) {
+    std::iota(parent_.begin(), parent_.end(), size_t{0});
+    for (const Node& n : g.nodes()) {
+      pattern_.push_back(op_pattern(n));
+      master_.push_back(static_cast<size_t>(&n - g.nodes().data()));
+    }
+  }
+
+  void run() {
+    const auto& nodes = g_.nodes();
+    // Phase 1: out-ewise-fusable nodes absorb their elementwise epilogues.
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (pattern_[i] != OpPattern::kOutEWiseFusable || find(i) != i) continue;
+      for (int64_t c = linked_reader(i); c >= 0; c = linked_reader(static_cast<size_t>(c))) {
+        const size_t cu = static_cast<size_t>(c);
+        if (find(cu) != cu || !at_most(op_pattern(nodes[cu]), OpPattern::kBroadcast)) break;
+        parent_[cu] = i;
+      }
+    }
+    // Phase 2: elementwise, broadcast and injective groups merge into injective groups and
+    // reductions.
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const int64_t c = linked_reader(i);
+      if (c < 0) continue;
+      const size_t p = find(i), q = find(static_cast<size_t>(c));
+      if (p == q || !at_most(pattern_[p], OpPattern::kInjective)) continue;
+      if (at_most(pattern_[q], OpPattern::kInjective)) {  // rule 1
+        pattern_[q] = std::max(pattern_[p], pattern_[q]);
+        master_[q] = static_cast<size_t>(c);
+      } else if (pattern_[q] != OpPattern::kCommReduce) {  // rule 2 is the only other one
+        continue;
+      }
+      parent_[p] = q;
+    }
+  }
+
+  size_t find(size_t i) {
+    while (parent_[i] != i) i = parent_[i] = parent_[parent_[i]];
+    return i;
+  }
+  OpPattern pattern(size_t root) const { return pattern_[root]; }
+  size_t master(size_t root) const { return master_[root]; }
+
+ private:
+  /// The one reader of node i's one output, or -1 when the output is not a link (see fuse.h).
+  int64_t linked_reader(size_t i) const {
+    const Node& n = g_.nodes()[i];
+    ValueId out = kNoValue;
+    for (ValueId v : n.outputs) {
+      if (v == kNoValue) continue;
+      if (out != kNoValue) return -1;
+      out = v;
+    }
+    if (out == kNoValue || g_.is_output(out)) return -1;
+    const std::vector<size_t> readers = g_.consumers(out);
+    if (readers.size() != 1) return -1;
+    KILN_ICHECK(readers[0] > i) << "fuse_ops: nodes are not in topological order at node '"
+                                << n.name << "'";
+    return static_cast<int64_t>(readers[0]);
+  }
+
+  const Graph& g_;
+  std::vector<size_t> parent_;
+  std::vector<OpPattern> pattern_;  // valid at representatives
+  std::vector<size_t> master_;      // valid at representatives
+};
+
+/// Fills in output(s) and inputs of a group whose nodes are set.
+void finish_group(const Graph& g, FusedGroup& group) {
+  const auto& nodes = g.nodes();
+  std::set<ValueId> produced;
+  for (size_t i : group.nodes) {
+    for (ValueId v : nodes[i].outputs) produced.insert(v);
+  }
+  std::set<ValueId> seen;
+  for (size_t i : group.nodes) {
+    for (ValueId v : nodes[i].inputs) {
+      if (v == kNoValue || produced.count(v) || !seen.insert(v).second) continue;
+      group.inputs.push_back(v);
+    }
+  }
+  for (ValueId v : nodes[group.nodes.back()].outputs) {
+    if (v != kNoValue) group.outputs.push_back(v);
+  }
+  KILN_ICHECK(!group.outputs.empty())
+      << "fuse_ops: node '" << nodes[group.nodes.back()].name << "' has no output";
+  group.output = group.outputs.front();
+}
+
+}  // namespace
+
+std::vector<FusedGroup> fuse_ops(const Graph& graph, bool enable) {
+  const auto& nodes = graph.nodes();
+  Fuser fuser(graph);
+  if (enable) fuser.run();
+  // Groups ordered by their last node: a group's readers end after it, so this is topological.
+  std::vector<FusedGroup> groups;
+  std::vector<std::vector<size_t>> members(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) members[fuser.find(i)].push_back(i);
+  std::vector<size_t> roots;
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    if (!members[r].empty()) roots.push_back(r);
+  }
+  std::sort(roots.begin(), roots.end(),
+            [&](size_t a, size_t b) { return members[a].back() < members[b].back(); });
+  for (size_t r : roots) {
+    FusedGroup group;
+    group.nodes = members[r];
+    group.pattern = fuser.pattern(r);
+    group.master = fuser.master(r);
+    finish_group(graph, group);
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+std::string fused_groups_to_string(const Graph& graph, const std::vector<FusedGroup>& groups) {
+  std::ostringstream os;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const FusedGroup& grp = groups[k];
+    os << "group " << k << " [" << op_pattern_name(grp.pattern) << ", master "
+       << graph.nodes()[grp.master].op << "]:";
+    for (size_t j = 0; j < grp.nodes.size(); ++j) {
+      os << (j ? ", " : " ") << graph.nodes()[grp.nodes[j]].op;
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace kiln::graph
