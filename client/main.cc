@@ -2,21 +2,36 @@
 //   kiln example matmul [--n N] [--threads T] [--target TARGET]
 // prints the paper's matrix-multiply example lowered before and after tiling, then compiles the
 // hand-scheduled x86 matmul, checks it against a naive loop on sampled entries, and prints its speed.
+//   kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln]
+// compiles an ONNX model into a bundle (a progress bar on stderr).
+//   kiln run MODEL.kiln --input x.npy [--input NAME=y.npy ...] [-o OUT]
+// runs a bundle: inputs bound by position or by name; each output is written to OUT/<name>.npy
+// when OUT is a folder (or ends with '/'), to OUT<name>.npy otherwise, or, without -o, its shape
+// and first values are printed. Every failure prints "error: ..." and exits with 1.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/graph/graph_build.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
 #include "compiler/topi/matmul.h"
+#include "deploy/runtime/dtype.h"
+#include "deploy/runtime/graph_executor.h"
 #include "deploy/runtime/ndarray.h"
+#include "deploy/runtime/npy.h"
 #include "deploy/runtime/thread_pool.h"
 
 namespace {
@@ -24,8 +39,175 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int usage() {
-  std::cerr << "usage: kiln example matmul [--n N] [--threads T] [--target TARGET]\n";
+  std::cerr << "usage: kiln example matmul [--n N] [--threads T] [--target TARGET]\n"
+               "       kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln]\n"
+               "       kiln run MODEL.kiln --input X.npy [--input NAME=Y.npy ...] [-o OUT]\n";
   return 2;
+}
+
+/// Prints a kiln::Error (or any exception) as one "error: ..." line; returns the exit code 1.
+int report(const std::exception& e) {
+  std::string msg = e.what();
+  if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+  std::cerr << "error: " << msg << "\n";
+  return 1;
+}
+
+/// "MODEL.onnx" -> "MODEL.kiln" (the default output of `kiln compile`).
+std::string default_bundle_path(const std::string& onnx_path) {
+  std::filesystem::path p(onnx_path);
+  return p.replace_extension(".kiln").string();
+}
+
+int compile_main(const std::vector<std::string>& args) {
+  std::string model, out, target = "llvm -mcpu=native";
+  for (size_t i = 1; i < args.size(); ++i) {
+    if ((args[i] == "--target" || args[i] == "-o") && i + 1 >= args.size()) {
+      std::cerr << "error: " << args[i] << " needs a value\n";
+      return 2;
+    }
+    if (args[i] == "--target") {
+      target = args[++i];
+    } else if (args[i] == "-o") {
+      out = args[++i];
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      std::cerr << "error: unknown option '" << args[i] << "'\n";
+      return usage();
+    } else if (model.empty()) {
+      model = args[i];
+    } else {
+      std::cerr << "error: more than one model given ('" << model << "', '" << args[i] << "')\n";
+      return usage();
+    }
+  }
+  if (model.empty()) return usage();
+  if (out.empty()) out = default_bundle_path(model);
+  kiln::graph::BuildOptions options;
+  bool drawn = false;
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  options.progress = [&](size_t index, size_t total, const std::string& what) {
+    constexpr size_t kWidth = 10;
+    const size_t filled = total == 0 ? kWidth : index * kWidth / total;
+    std::string bar = std::string(filled, '#') + std::string(kWidth - filled, ' ');
+    // On a terminal the bar redraws in place; elsewhere (a log) each step is a line.
+    std::fprintf(stderr, "%s[%s] %zu/%zu %s%s%s", tty ? "\r\033[K" : "", bar.c_str(), index, total,
+                 index < total ? "compiling " : "", what.c_str(), tty ? "" : "\n");
+    std::fflush(stderr);
+    drawn = tty;
+  };
+  auto t0 = Clock::now();
+  try {
+    kiln::graph::compile_onnx(model, target, out, options);
+  } catch (const std::exception& e) {
+    if (drawn) std::fprintf(stderr, "\n");
+    return report(e);
+  }
+  if (drawn) std::fprintf(stderr, "\n");
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::cerr << "wrote " << out << " (" << secs << " s)\n";
+  return 0;
+}
+
+/// A file-name-safe form of an output name.
+std::string file_safe(const std::string& name) {
+  std::string s;
+  for (char c : name) {
+    s += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  }
+  return s.empty() ? "output" : s;
+}
+
+int run_main(const std::vector<std::string>& args) {
+  using namespace kiln;
+  std::string bundle, out;
+  std::vector<std::string> positional;
+  std::vector<std::pair<std::string, std::string>> named;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if ((args[i] == "--input" || args[i] == "-o") && i + 1 >= args.size()) {
+      std::cerr << "error: " << args[i] << " needs a value\n";
+      return 2;
+    }
+    if (args[i] == "--input") {
+      const std::string v = args[++i];
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos) {
+        positional.push_back(v);
+      } else {
+        named.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      }
+    } else if (args[i] == "-o") {
+      out = args[++i];
+    } else if (!args[i].empty() && args[i][0] == '-') {
+      std::cerr << "error: unknown option '" << args[i] << "'\n";
+      return usage();
+    } else if (bundle.empty()) {
+      bundle = args[i];
+    } else {
+      std::cerr << "error: more than one bundle given ('" << bundle << "', '" << args[i] << "')\n";
+      return usage();
+    }
+  }
+  if (bundle.empty()) return usage();
+  try {
+    runtime::GraphExecutor g = runtime::GraphExecutor::load(bundle);
+    KILN_USER_CHECK(positional.size() <= g.num_inputs())
+        << "'" << bundle << "' takes " << g.num_inputs() << " input(s), " << positional.size()
+        << " given by position";
+    std::vector<bool> bound(g.num_inputs(), false);
+    for (size_t i = 0; i < positional.size(); ++i) {
+      runtime::NDArray a = runtime::load_npy(positional[i]);
+      g.set_input(i, a);
+      bound[i] = true;
+    }
+    for (const auto& [name, path] : named) {
+      size_t idx = g.num_inputs();
+      for (size_t i = 0; i < g.num_inputs(); ++i) {
+        if (g.input_name(i) == name) idx = i;
+      }
+      KILN_USER_CHECK(idx < g.num_inputs())
+          << "'" << bundle << "' has no input named '" << name << "'";
+      KILN_USER_CHECK(!bound[idx]) << "input '" << name << "' is given twice";
+      runtime::NDArray a = runtime::load_npy(path);
+      g.set_input(idx, a);
+      bound[idx] = true;
+    }
+    for (size_t i = 0; i < g.num_inputs(); ++i) {
+      std::string shape;
+      for (int64_t d : g.input_shape(i)) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+      KILN_USER_CHECK(bound[i]) << "input '" << g.input_name(i) << "' ("
+                                << runtime::dtype_to_string(g.input_dtype(i)) << "[" << shape
+                                << "]) is not given (use --input " << g.input_name(i)
+                                << "=FILE.npy)";
+    }
+    g.run();
+    namespace fs = std::filesystem;
+    const bool to_dir = !out.empty() && (out.back() == '/' || fs::is_directory(out));
+    if (to_dir) fs::create_directories(out);
+    for (size_t i = 0; i < g.num_outputs(); ++i) {
+      const runtime::NDArray& o = g.output(i);
+      const std::string& name = g.output_name(i);
+      if (!out.empty()) {
+        const std::string path = to_dir ? (fs::path(out) / (file_safe(name) + ".npy")).string()
+                                        : out + file_safe(name) + ".npy";
+        runtime::save_npy(path, o);
+        std::cout << "output '" << name << "': " << runtime::dtype_to_string(o.dtype())
+                  << o.shape_string() << " -> " << path << "\n";
+        continue;
+      }
+      std::cout << "output '" << name << "': " << runtime::dtype_to_string(o.dtype())
+                << o.shape_string();
+      if (runtime::dtype_equal(o.dtype(), runtime::kFloat32)) {
+        std::cout << " = [";
+        const int64_t n = std::min<int64_t>(o.num_elements(), 8);
+        for (int64_t k = 0; k < n; ++k) std::cout << (k ? ", " : "") << o.data<float>()[k];
+        std::cout << (o.num_elements() > n ? ", ...]" : "]");
+      }
+      std::cout << "\n";
+    }
+  } catch (const std::exception& e) {
+    return report(e);
+  }
+  return 0;
 }
 
 int example_matmul(int n, int threads, const std::string& target) {
@@ -92,6 +274,8 @@ int example_matmul(int n, int threads, const std::string& target) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "compile") return compile_main(args);
+  if (!args.empty() && args[0] == "run") return run_main(args);
   if (args.size() < 2 || args[0] != "example" || args[1] != "matmul") return usage();
   int n = 1024, threads = kiln::runtime::default_num_threads();
   std::string target = "llvm -mcpu=native";

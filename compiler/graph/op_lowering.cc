@@ -1,0 +1,489 @@
+// ONNX operator -> topi compute + default x86 schedule. lower_node builds placeholders for the
+// node's inputs, dispatches on the operator (one small function per family below) and returns the
+// schedule with the arguments in call order.
+#include "compiler/graph/op_lowering.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "base/error.h"
+#include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_transpose.h"
+#include "compiler/topi/dense.h"
+#include "compiler/topi/elementwise.h"
+#include "compiler/topi/lstm.h"
+#include "compiler/topi/nn.h"
+#include "compiler/topi/pooling.h"
+#include "compiler/topi/transform.h"
+#include "deploy/runtime/dtype.h"
+
+namespace kiln::graph {
+namespace {
+
+using ir::Expr;
+using te::Tensor;
+
+/// The node being lowered and the placeholders of its inputs.
+struct Ctx {
+  const Graph& g;
+  const Node& node;
+  std::vector<Tensor> in;  ///< one placeholder per node input (undefined for kNoValue)
+
+  std::string where() const { return "node '" + node.name + "' (" + node.op + ")"; }
+  [[noreturn]] void fail(const std::string& what) const {
+    KILN_USER_ERROR() << "graph build: " << where() << ": " << what;
+    throw Error("unreachable");  // KILN_USER_ERROR throws; this silences [[noreturn]] checks
+  }
+  const Tensor& input(size_t i) const {
+    if (i >= in.size() || !in[i].defined()) fail("input " + std::to_string(i) + " is required");
+    return in[i];
+  }
+  bool has(size_t i) const { return i < in.size() && in[i].defined(); }
+  const Value& out_value(size_t i = 0) const { return g.value(node.outputs.at(i)); }
+  std::vector<int64_t> in_shape(size_t i) const { return g.value(node.inputs.at(i)).shape; }
+};
+
+std::string sanitize(const std::string& s) {
+  std::string r;
+  for (char c : s) r += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return r.empty() ? "t" : r;
+}
+
+/// A placeholder for `v` named "in_<name>" (sanitized; "in_" keeps it apart from topi's names for
+/// the outputs), made distinct from the names in `taken`: arguments of one function must have
+/// distinct names.
+Tensor placeholder_of(const Value& v, std::set<std::string>* taken) {
+  std::vector<Expr> shape;
+  for (int64_t d : v.shape) shape.push_back(Expr(static_cast<int>(d)));
+  const std::string base = "in_" + sanitize(v.name);
+  std::string name = base;
+  for (int k = 1; taken->count(name); ++k) name = base + "_" + std::to_string(k);
+  taken->insert(name);
+  return te::placeholder(shape, v.ir_dtype(), name);
+}
+
+/// What a lowering returns: the node's outputs as tensors, and the schedule to apply to them once
+/// a te::Schedule of all of them exists.
+struct Result {
+  std::vector<Tensor> outs;                     ///< one per node output (undefined if absent)
+  std::function<void(te::Schedule&)> schedule;  ///< applies the template(s)
+};
+
+void injective(te::Schedule& s, const Tensor& t) { topi::schedule_injective_x86(s, t); }
+
+/// An operator `y` scheduled by `base`, followed by the injective stage `out` (a bias, a scale)
+/// unless `out` is `y` itself.
+Result with_epilogue(const Tensor& y, const std::function<void(te::Schedule&, const Tensor&)>& base,
+                     const Tensor& out) {
+  if (out == y) return {{y}, [=](te::Schedule& s) { base(s, y); }};
+  return {{out}, [=](te::Schedule& s) {
+            base(s, y);
+            injective(s, out);
+          }};
+}
+
+Tensor add_channel_bias(const Tensor& y, const Tensor& bias) {
+  return te::compute(
+      y->shape(),
+      [&](const std::vector<ir::Var>& i) {
+        return y(std::vector<Expr>(i.begin(), i.end())) + bias(i[1]);
+      },
+      "bias_add");
+}
+
+topi::Ints2 ints2(const std::vector<int64_t>& v) {
+  return {static_cast<int>(v.at(0)), static_cast<int>(v.at(1))};
+}
+topi::Ints4 ints4(const std::vector<int64_t>& v) {
+  return {static_cast<int>(v.at(0)), static_cast<int>(v.at(1)), static_cast<int>(v.at(2)),
+          static_cast<int>(v.at(3))};
+}
+
+/// Conv and ConvTranspose, 2-D, or 1-D as 2-D with a height of 1.
+Result lower_conv(const Ctx& c, bool transpose) {
+  const Node& n = c.node;
+  const size_t k = n.ints("kernel_shape").size();
+  if (k != 1 && k != 2) c.fail("only 1-D and 2-D convolutions are supported");
+  const bool one_d = k == 1;
+  // 1-D: [N, C, L] -> [N, C, 1, L], the same for the kernel; the attributes get a unit height.
+  auto lift = [&](const std::vector<int64_t>& v, int64_t fill) {
+    return one_d ? std::vector<int64_t>{fill, v.at(0)} : v;
+  };
+  auto lift_pads = [&](const std::vector<int64_t>& p) {
+    return one_d ? std::vector<int64_t>{0, p.at(0), 0, p.at(1)} : p;
+  };
+  auto lift_tensor = [&](const Tensor& t, std::vector<int64_t> shape, const char* name) {
+    if (!one_d) return t;
+    shape.insert(shape.begin() + 2, 1);
+    return topi::reshape(t, shape, name);
+  };
+  const Tensor x = lift_tensor(c.input(0), c.in_shape(0), "data_2d");
+  const Tensor w = lift_tensor(c.input(1), c.in_shape(1), "kernel_2d");
+  const int groups = static_cast<int>(n.i("group"));
+  const auto stride = ints2(lift(n.ints("strides"), 1)), dil = ints2(lift(n.ints("dilations"), 1));
+  const auto pads = ints4(lift_pads(n.ints("pads")));
+  Tensor y;
+  std::function<void(te::Schedule&, const Tensor&)> base;
+  if (transpose) {
+    y = topi::conv2d_transpose_nchw(x, w, stride, pads, ints2(lift(n.ints("output_padding"), 0)),
+                                    dil, groups, "conv2d_transpose");
+    base = [](te::Schedule& s, const Tensor& t) {
+      topi::schedule_conv2d_transpose_nchw_x86(
+          s, t, topi::conv2d_transpose_nchw_x86_default(topi::conv2d_transpose_nchw_x86_space(t)));
+    };
+  } else {
+    y = topi::conv2d_nchw(x, w, stride, pads, dil, groups, "conv2d");
+    const auto xs = c.in_shape(0), ws = c.in_shape(1);
+    const bool depthwise = groups > 1 && groups == xs[1] && ws[0] == xs[1] && ws[1] == 1;
+    if (depthwise) {
+      base = [](te::Schedule& s, const Tensor& t) {
+        topi::schedule_depthwise_conv2d_nchw_x86(
+            s, t,
+            topi::depthwise_conv2d_nchw_x86_default(topi::depthwise_conv2d_nchw_x86_space(t)));
+      };
+    } else {
+      base = [](te::Schedule& s, const Tensor& t) {
+        topi::schedule_conv2d_nchw_x86(
+            s, t, topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(t)));
+      };
+    }
+  }
+  Tensor biased = c.has(2) ? add_channel_bias(y, c.in[2]) : y;
+  if (!one_d) return with_epilogue(y, base, biased);
+  Tensor out = topi::reshape(biased, c.out_value().shape, "conv1d");
+  return {{out}, [=](te::Schedule& s) {
+            s[x].compute_inline();
+            s[w].compute_inline();
+            base(s, y);
+            if (biased != y) s[biased].compute_inline();
+            injective(s, out);
+          }};
+}
+
+Result lower_gemm(const Ctx& c) {
+  const Node& n = c.node;
+  const float alpha = n.f("alpha"), beta = n.f("beta");
+  Tensor y = topi::dense(c.input(0), c.input(1), n.i("transA") != 0, n.i("transB") != 0, "gemm");
+  Tensor out = y;
+  const bool bias = c.has(2) && beta != 0.0f;
+  if (bias) {
+    const Tensor& bias_t = c.in[2];
+    out = topi::broadcast_binary(
+        y, bias_t,
+        [=](Expr a, Expr b) {
+          Expr scaled = alpha == 1.0f ? a : a * Expr(alpha);
+          return scaled + (beta == 1.0f ? b : b * Expr(beta));
+        },
+        "gemm_bias");
+  } else if (alpha != 1.0f) {
+    out = topi::elementwise(
+        y, [=](Expr a) { return a * Expr(alpha); }, "gemm_scale");
+  }
+  return with_epilogue(
+      y,
+      [](te::Schedule& s, const Tensor& t) {
+        topi::schedule_dense_x86(s, t, topi::dense_x86_default(topi::dense_x86_space(t)));
+      },
+      out);
+}
+
+Result lower_matmul(const Ctx& c) {
+  auto as = c.in_shape(0), bs = c.in_shape(1);
+  const auto& out_shape = c.out_value().shape;
+  const Tensor &a = c.input(0), &b = c.input(1);
+  // Batched: view a as [Ba, M, K] and b as [Bb, K, N] (a batch of 1 broadcasts).
+  auto prod = [](const std::vector<int64_t>& s, size_t end) {
+    int64_t p = 1;
+    for (size_t i = 0; i < end; ++i) p *= s[i];
+    return p;
+  };
+  std::vector<int64_t> a3, b3;
+  if (as.size() == 1) {
+    a3 = {1, 1, as[0]};
+  } else {
+    a3 = {prod(as, as.size() - 2), as[as.size() - 2], as.back()};
+  }
+  if (bs.size() == 1) {
+    b3 = {1, bs[0], 1};
+  } else {
+    b3 = {prod(bs, bs.size() - 2), bs[bs.size() - 2], bs.back()};
+  }
+  const auto batch_a = std::vector<int64_t>(as.begin(), as.end() - std::min<size_t>(2, as.size()));
+  const auto batch_b = std::vector<int64_t>(bs.begin(), bs.end() - std::min<size_t>(2, bs.size()));
+  if (a3[0] != 1 && b3[0] != 1 && batch_a != batch_b) {
+    c.fail("batch dimensions that broadcast partially are not supported");
+  }
+  Tensor ar = a3 == as ? a : topi::reshape(a, a3, "matmul_a");
+  Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
+  Tensor y = topi::batch_matmul(ar, br, false, false, "batch_matmul");
+  Tensor out = topi::reshape(y, out_shape, "matmul_out");
+  return {{out}, [=](te::Schedule& s) {
+            if (ar != a) s[ar].compute_inline();
+            if (br != b) s[br].compute_inline();
+            topi::schedule_batch_matmul_x86(
+                s, y, topi::batch_matmul_x86_default(topi::batch_matmul_x86_space(y)));
+            injective(s, out);
+          }};
+}
+
+Result lower_pool(const Ctx& c) {
+  const Node& n = c.node;
+  const std::string& op = n.op;
+  const Tensor& x = c.input(0);
+  if (c.in_shape(0).size() != 4) c.fail("only 2-D pooling (NCHW input) is supported");
+  Tensor y;
+  if (op == "GlobalAveragePool") {
+    y = topi::global_avg_pool2d(x);
+  } else if (op == "GlobalMaxPool") {
+    y = topi::global_max_pool2d(x);
+  } else {
+    for (int64_t d : n.ints("dilations")) {
+      if (d != 1) c.fail("dilated pooling is not supported");
+    }
+    const auto k = ints2(n.ints("kernel_shape")), st = ints2(n.ints("strides"));
+    const auto pads = ints4(n.ints("pads"));
+    const bool ceil = n.i("ceil_mode") != 0;
+    y = op == "MaxPool" ? topi::max_pool2d(x, k, st, pads, ceil)
+                        : topi::avg_pool2d(x, k, st, pads, ceil, n.i("count_include_pad") != 0);
+  }
+  return {{y}, [=](te::Schedule& s) {
+            topi::schedule_pool2d_x86(s, y, topi::pool2d_x86_default(topi::pool2d_x86_space(y)));
+          }};
+}
+
+Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
+  const Node& n = c.node;
+  if (n.s("direction") != "forward") c.fail("only direction=forward is supported");
+  if (n.i("layout") != 0) c.fail("only layout=0 is supported");
+  if (n.i("input_forget") != 0) c.fail("input_forget=1 is not supported");
+  if (n.has_attr("clip")) c.fail("clip is not supported");
+  if (c.has(4)) c.fail("sequence_lens is not supported");
+  Tensor none;
+  auto opt = [&](size_t i) { return c.has(i) ? c.in[i] : none; };
+  topi::LstmOutputs o =
+      topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6), opt(7), "lstm");
+  // With one step and no initial state R is never read: leave it out of the arguments.
+  if (c.in_shape(0)[0] == 1 && !c.has(5)) (*used_inputs)[2] = false;
+  Result r;
+  r.outs = {o.y, o.y_h, o.y_c};
+  r.schedule = [=](te::Schedule& s) { topi::schedule_lstm_x86(s, o); };
+  return r;
+}
+
+Result injective_result(const Tensor& t) {
+  return {{t}, [=](te::Schedule& s) { injective(s, t); }};
+}
+
+Result lower_clip(const Ctx& c) {
+  const double lo = c.node.f("min"), hi = c.node.f("max");
+  const Tensor& x = c.input(0);
+  if (std::isfinite(lo) && std::isfinite(hi)) return injective_result(topi::clip(x, lo, hi));
+  const ir::DataType t = x->dtype();
+  return injective_result(topi::elementwise(
+      x,
+      [=](Expr e) {
+        if (std::isfinite(lo)) e = ir::max(e, ir::cast(t, Expr(lo)));
+        if (std::isfinite(hi)) e = ir::min(e, ir::cast(t, Expr(hi)));
+        return e;
+      },
+      "clip"));
+}
+
+using Binary = Tensor (*)(const Tensor&, const Tensor&, const std::string&);
+
+const std::map<std::string, Binary>& binaries() {
+  static const std::map<std::string, Binary> m = {
+      {"Add", &topi::add}, {"Sub", &topi::sub},     {"Mul", &topi::mul},     {"Div", &topi::div},
+      {"Pow", &topi::pow}, {"Max", &topi::maximum}, {"Min", &topi::minimum},
+  };
+  return m;
+}
+
+using Unary = Tensor (*)(const Tensor&, const std::string&);
+
+const std::map<std::string, Unary>& unaries() {
+  static const std::map<std::string, Unary> m = {
+      {"Relu", &topi::relu}, {"Sigmoid", &topi::sigmoid}, {"Tanh", &topi::tanh},
+      {"Exp", &topi::exp},   {"Log", &topi::log},         {"Sqrt", &topi::sqrt},
+      {"Abs", &topi::abs},   {"Neg", &topi::neg},
+  };
+  return m;
+}
+
+const std::vector<std::string>& other_ops() {
+  static const std::vector<std::string> ops = {
+      "AveragePool",   "BatchNormalization",
+      "Cast",          "Clip",
+      "Concat",        "Conv",
+      "ConvTranspose", "Flatten",
+      "Gemm",          "GlobalAveragePool",
+      "GlobalMaxPool", "LSTM",
+      "LeakyRelu",     "LogSoftmax",
+      "MatMul",        "MaxPool",
+      "Pad",           "Reshape",
+      "Slice",         "Softmax",
+      "Squeeze",       "Transpose",
+      "Unsqueeze",
+  };
+  return ops;
+}
+
+Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
+  const Node& n = c.node;
+  const std::string& op = n.op;
+  if (auto it = unaries().find(op); it != unaries().end()) {
+    return injective_result(it->second(c.input(0), sanitize(op)));
+  }
+  if (auto it = binaries().find(op); it != binaries().end()) {
+    if (n.inputs.empty()) c.fail("at least one input is required");
+    Tensor t = c.input(0);
+    if (n.inputs.size() == 1) {
+      return injective_result(topi::elementwise(
+          t, [](Expr e) { return e; }, "copy"));
+    }
+    for (size_t i = 1; i < n.inputs.size(); ++i) t = it->second(t, c.input(i), sanitize(op));
+    return injective_result(t);
+  }
+  if (op == "Conv" || op == "ConvTranspose") return lower_conv(c, op == "ConvTranspose");
+  if (op == "Gemm") return lower_gemm(c);
+  if (op == "MatMul") {
+    if (c.in_shape(0).size() == 2 && c.in_shape(1).size() == 2) {
+      Tensor y = topi::dense(c.input(0), c.input(1), false, false, "matmul");
+      return {{y}, [=](te::Schedule& s) {
+                topi::schedule_dense_x86(s, y, topi::dense_x86_default(topi::dense_x86_space(y)));
+              }};
+    }
+    return lower_matmul(c);
+  }
+  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" ||
+      op == "GlobalMaxPool") {
+    return lower_pool(c);
+  }
+  if (op == "LSTM") return lower_lstm(c, used_inputs);
+  if (op == "BatchNormalization") {
+    return injective_result(topi::batch_norm_inference(c.input(0), c.input(1), c.input(2),
+                                                       c.input(3), c.input(4), n.f("epsilon")));
+  }
+  if (op == "LeakyRelu") return injective_result(topi::leaky_relu(c.input(0), n.f("alpha")));
+  if (op == "Clip") return lower_clip(c);
+  if (op == "Softmax" || op == "LogSoftmax") {
+    Tensor y = op == "Softmax" ? topi::softmax(c.input(0), n.i("axis"))
+                               : topi::log_softmax(c.input(0), n.i("axis"));
+    return {{y}, [=](te::Schedule& s) { topi::schedule_softmax_x86(s, y); }};
+  }
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+    return injective_result(topi::reshape(c.input(0), c.out_value().shape, sanitize(op)));
+  }
+  if (op == "Transpose") return injective_result(topi::transpose(c.input(0), n.ints("perm")));
+  if (op == "Concat") {
+    std::vector<Tensor> ins;
+    for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(c.input(i));
+    return injective_result(topi::concat(ins, n.i("axis")));
+  }
+  if (op == "Pad") {
+    const std::string& mode = n.s("mode");
+    topi::PadMode m = topi::PadMode::kConstant;
+    if (mode == "reflect") {
+      m = topi::PadMode::kReflect;
+    } else if (mode == "edge") {
+      m = topi::PadMode::kEdge;
+    } else if (mode != "constant") {
+      c.fail("pad mode '" + mode + "' is not supported");
+    }
+    const auto& pads = n.ints("pads");
+    const size_t r = pads.size() / 2;
+    std::vector<int64_t> before(pads.begin(), pads.begin() + static_cast<ptrdiff_t>(r));
+    std::vector<int64_t> after(pads.begin() + static_cast<ptrdiff_t>(r), pads.end());
+    return injective_result(topi::pad(c.input(0), before, after, n.f("value"), m));
+  }
+  if (op == "Slice") {
+    // The front end gives clamped per-axis bounds (an end of -1 with a negative step means "past
+    // index 0", which topi::slice would read as the last index): index the input directly.
+    const Tensor& x = c.input(0);
+    const std::vector<int64_t> starts = n.ints("starts"), steps = n.ints("steps");
+    std::vector<Expr> shape;
+    for (int64_t d : c.out_value().shape) shape.push_back(Expr(static_cast<int>(d)));
+    return injective_result(te::compute(
+        shape,
+        [=](const std::vector<ir::Var>& i) {
+          std::vector<Expr> idx;
+          for (size_t d = 0; d < i.size(); ++d) {
+            idx.push_back(Expr(static_cast<int>(starts[d])) +
+                          Expr(i[d]) * Expr(static_cast<int>(steps[d])));
+          }
+          return x(idx);
+        },
+        "slice"));
+  }
+  if (op == "Cast") {
+    const KilnDType t = runtime::parse_dtype(n.s("to"));
+    return injective_result(
+        topi::cast(c.input(0), ir::DataType::parse(runtime::dtype_to_string(t))));
+  }
+  c.fail("operator '" + op + "' has no lowering");
+}
+
+}  // namespace
+
+bool has_lowering(const std::string& op) {
+  return unaries().count(op) || binaries().count(op) ||
+         std::find(other_ops().begin(), other_ops().end(), op) != other_ops().end();
+}
+
+LoweredOp lower_node(const Graph& g, const Node& node) {
+  Ctx c{g, node, {}};
+  if (!has_lowering(node.op)) c.fail("operator '" + node.op + "' has no lowering");
+  // One placeholder per distinct value: Add(x, x) reads one argument twice.
+  std::map<ValueId, Tensor> placeholders;
+  std::set<std::string> taken;
+  for (ValueId v : node.inputs) {
+    if (v != kNoValue && !placeholders.count(v))
+      placeholders[v] = placeholder_of(g.value(v), &taken);
+    c.in.push_back(v == kNoValue ? Tensor() : placeholders[v]);
+  }
+  std::vector<bool> used(node.inputs.size(), true);
+  Result r = dispatch(c, &used);
+
+  LoweredOp op;
+  std::vector<Tensor> outs;
+  std::vector<ValueId> out_values;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] == kNoValue) continue;
+    if (i >= r.outs.size() || !r.outs[i].defined()) {
+      c.fail("output " + std::to_string(i) + " is not supported");
+    }
+    const Value& v = g.value(node.outputs[i]);
+    std::vector<int64_t> shape = topi::const_shape(r.outs[i], node.op);
+    KILN_ICHECK(shape == v.shape) << "graph build: " << c.where()
+                                  << ": the lowering computes output " << i << " with shape "
+                                  << topi::shape_str(r.outs[i]->shape()) << ", the graph says "
+                                  << v.type_string();
+    outs.push_back(r.outs[i]);
+    out_values.push_back(node.outputs[i]);
+  }
+  if (outs.empty()) c.fail("the node has no output");
+  // The schedule covers every output topi made (an LSTM's absent ones become temporaries).
+  std::vector<Tensor> all;
+  for (const Tensor& t : r.outs) {
+    if (t.defined()) all.push_back(t);
+  }
+  op.schedule = te::create_schedule(all);
+  r.schedule(op.schedule);
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i] == kNoValue || !used[i]) continue;
+    if (std::find(op.values.begin(), op.values.end(), node.inputs[i]) != op.values.end()) continue;
+    op.args.push_back(c.in[i]);
+    op.values.push_back(node.inputs[i]);
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    op.args.push_back(outs[i]);
+    op.values.push_back(out_values[i]);
+  }
+  return op;
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,431 @@
+// The graph build end to end: small ONNX models built here with libonnx's protobuf classes,
+// imported, compiled into a bundle (one function per node), run by the graph executor and compared
+// against ONNX Runtime (through a small Python script; skipped where onnxruntime is missing).
+#include "compiler/graph/graph_build.h"
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "compiler/graph/onnx_frontend.h"
+#include "compiler/graph/op_lowering.h"
+#include "deploy/runtime/graph_executor.h"
+#include "deploy/runtime/json.h"
+#include "deploy/runtime/npy.h"
+#include "tests/common/expect_error.h"
+#include "tests/common/kiln_test_util.h"
+
+namespace kiln::graph {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::NDArray;
+
+/// A ModelProto under construction.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 13) {
+    model_.set_ir_version(7);
+    model_.set_producer_name("kiln-test");
+    auto* op = model_.add_opset_import();
+    op->set_domain("");
+    op->set_version(opset);
+    graph()->set_name("test");
+  }
+  onnx::GraphProto* graph() { return model_.mutable_graph(); }
+
+  void input(const std::string& name, std::vector<int64_t> shape) {
+    auto* vi = graph()->add_input();
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape) t->mutable_shape()->add_dim()->set_dim_value(d);
+    inputs_.emplace_back(name, std::move(shape));
+  }
+  void output(const std::string& name) { graph()->add_output()->set_name(name); }
+
+  /// A float initializer of random values in [lo, hi).
+  void init(const std::string& name, std::vector<int64_t> shape, float lo = -0.5f,
+            float hi = 0.5f) {
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape) t->add_dims(d);
+    NDArray a = testing::random_array(shape, seed_++, lo, hi);
+    for (int64_t i = 0; i < a.num_elements(); ++i) t->add_float_data(a.data<float>()[i]);
+  }
+  void init_int64(const std::string& name, std::vector<int64_t> values) {
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (int64_t v : values) t->add_int64_data(v);
+  }
+  void init_scalar(const std::string& name, float v) {
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(v);
+  }
+
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> inputs,
+                        std::vector<std::string> outputs) {
+    auto* n = graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(op + "_" + std::to_string(graph()->node_size()));
+    for (auto& i : inputs) n->add_input(i);
+    for (auto& o : outputs) n->add_output(o);
+    return n;
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> ints) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t i : ints) a->add_ints(i);
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, int64_t i) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(i);
+  }
+  static void attr(onnx::NodeProto* n, const std::string& name, float f) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(f);
+  }
+
+  std::string bytes() const { return model_.SerializeAsString(); }
+  const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs() const {
+    return inputs_;
+  }
+
+ private:
+  onnx::ModelProto model_;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> inputs_;
+  uint32_t seed_ = 100;
+};
+
+constexpr const char* kOrtScript = R"(import sys
+import numpy as np
+import onnxruntime as ort
+model, out_dir = sys.argv[1], sys.argv[2]
+feeds = {}
+for arg in sys.argv[3:]:
+    name, path = arg.split('=', 1)
+    feeds[name] = np.load(path)
+opts = ort.SessionOptions()
+opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+sess = ort.InferenceSession(model, opts, providers=['CPUExecutionProvider'])
+for i, o in enumerate(sess.run(None, feeds)):
+    np.save('%s/ort_%d.npy' % (out_dir, i), np.asarray(o))
+)";
+
+bool have_onnxruntime() {
+  static const bool have = std::system("python3 -c 'import onnxruntime' >/dev/null 2>&1") == 0;
+  return have;
+}
+
+class GraphBuildTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device rd;
+    dir_ = fs::temp_directory_path() /
+           ("kiln_graph_build_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  /// Writes the model, compiles it, runs it on random inputs and compares every output with ONNX
+  /// Runtime's.
+  void check(const ModelBuilder& m, const std::string& tag) {
+    const std::string path = (dir_ / (tag + ".onnx")).string();
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << m.bytes();
+    }
+    const Graph g = import_onnx(path);
+    runtime::Bundle bundle = build_graph(g, "llvm -mcpu=native");
+    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), tag);
+    std::string feeds;
+    uint32_t seed = 1;
+    for (const auto& [name, shape] : m.inputs()) {
+      NDArray x = testing::random_array(shape, seed++);
+      exec.set_input(name, x);
+      const std::string npy = (dir_ / (tag + "_in_" + name + ".npy")).string();
+      runtime::save_npy(npy, x);
+      feeds += " '" + name + "=" + npy + "'";
+    }
+    exec.run();
+    if (!have_onnxruntime()) GTEST_SKIP() << "onnxruntime is not installed for python3";
+    const std::string script = (dir_ / "ort.py").string();
+    {
+      std::ofstream out(script);
+      out << kOrtScript;
+    }
+    const std::string cmd =
+        "python3 '" + script + "' '" + path + "' '" + dir_.string() + "'" + feeds;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    ASSERT_GT(exec.num_outputs(), 0u);
+    for (size_t i = 0; i < exec.num_outputs(); ++i) {
+      NDArray ref = runtime::load_npy((dir_ / ("ort_" + std::to_string(i) + ".npy")).string());
+      const NDArray& got = exec.output(i);
+      ASSERT_EQ(got.shape(), ref.shape()) << "output " << exec.output_name(i);
+      ASSERT_TRUE(runtime::dtype_equal(got.dtype(), runtime::kFloat32));
+      EXPECT_TRUE(testing::all_close(const_cast<NDArray&>(got).data<float>(), ref.data<float>(),
+                                     got.num_elements(), 1e-4, 1e-5))
+          << tag << " output " << exec.output_name(i);
+    }
+  }
+
+  fs::path dir_;
+};
+
+using MB = ModelBuilder;
+
+TEST_F(GraphBuildTest, ConvReluPoolFlattenGemmSoftmax) {
+  MB m;
+  m.input("x", {1, 3, 10, 10});
+  m.init("w", {8, 3, 3, 3});
+  m.init("b", {8});
+  m.init("fc_w", {10, 200});
+  m.init("fc_b", {10});
+  auto* conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"r"});
+  auto* pool = m.node("MaxPool", {"r"}, {"p"});
+  MB::attr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+  MB::attr(pool, "strides", std::vector<int64_t>{2, 2});
+  m.node("Flatten", {"p"}, {"f"});
+  auto* gemm = m.node("Gemm", {"f", "fc_w", "fc_b"}, {"g"});
+  MB::attr(gemm, "transB", int64_t{1});
+  MB::attr(gemm, "alpha", 0.5f);
+  MB::attr(gemm, "beta", 2.0f);
+  auto* sm = m.node("Softmax", {"g"}, {"y"});
+  MB::attr(sm, "axis", int64_t{1});
+  m.output("y");
+  check(m, "cnn");
+}
+
+TEST_F(GraphBuildTest, DepthwiseConvBatchNormClipGlobalPool) {
+  MB m;
+  m.input("x", {1, 4, 9, 9});
+  m.init("dw", {4, 1, 3, 3});
+  m.init("dwb", {4});
+  m.init("gamma", {4});
+  m.init("beta", {4});
+  m.init("mean", {4});
+  m.init("var", {4}, 0.5f, 1.5f);
+  m.init_scalar("lo", 0.0f);
+  m.init_scalar("hi", 0.25f);
+  auto* conv = m.node("Conv", {"x", "dw", "dwb"}, {"c"});
+  MB::attr(conv, "group", int64_t{4});
+  MB::attr(conv, "strides", std::vector<int64_t>{2, 2});
+  MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"bn"});
+  m.node("Clip", {"bn", "lo", "hi"}, {"cl"});
+  auto* avg = m.node("AveragePool", {"cl"}, {"ap"});
+  MB::attr(avg, "kernel_shape", std::vector<int64_t>{3, 3});
+  MB::attr(avg, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("GlobalAveragePool", {"ap"}, {"y"});
+  m.node("GlobalMaxPool", {"cl"}, {"z"});
+  m.output("y");
+  m.output("z");
+  check(m, "depthwise");
+}
+
+TEST_F(GraphBuildTest, BroadcastingElementwise) {
+  MB m;
+  m.input("x", {2, 3, 4});
+  m.input("v", {4});
+  m.init("c", {3, 1});
+  m.init_scalar("two", 2.0f);
+  m.node("Add", {"x", "v"}, {"a"});
+  m.node("Mul", {"a", "c"}, {"b"});
+  m.node("Sub", {"b", "x"}, {"s"});
+  m.node("Max", {"s", "x", "a"}, {"mx"});
+  m.node("Min", {"mx", "c"}, {"mn"});
+  m.node("Pow", {"mn", "two"}, {"pw"});
+  m.node("Abs", {"s"}, {"ab"});
+  m.node("Add", {"ab", "two"}, {"ab2"});
+  m.node("Div", {"pw", "ab2"}, {"dv"});
+  m.node("Sqrt", {"ab2"}, {"sq"});
+  m.node("Log", {"sq"}, {"lg"});
+  auto* lr = m.node("LeakyRelu", {"s"}, {"lr"});
+  MB::attr(lr, "alpha", 0.2f);
+  m.node("Sigmoid", {"lr"}, {"sg"});
+  m.node("Tanh", {"dv"}, {"th"});
+  m.node("Neg", {"th"}, {"ng"});
+  m.node("Exp", {"ng"}, {"ex"});
+  m.node("Add", {"ex", "sg"}, {"e1"});
+  m.node("Add", {"e1", "lg"}, {"y"});
+  m.output("y");
+  check(m, "elementwise");
+}
+
+TEST_F(GraphBuildTest, ConcatTransposeReshapeSlicePad) {
+  MB m;
+  m.input("x", {2, 3, 4});
+  m.input("z", {2, 3, 4});
+  m.init_int64("shape", {4, 12});
+  m.init_int64("starts", {1, 0});
+  m.init_int64("ends", {3, 12});
+  m.init_int64("axes", {0, 1});
+  m.init_int64("steps", {1, 2});
+  m.init_int64("pads", {0, 1, 1, 2});
+  m.init_int64("ax0", {0});
+  auto* cat = m.node("Concat", {"x", "z"}, {"c"});
+  MB::attr(cat, "axis", int64_t{1});
+  auto* tr = m.node("Transpose", {"c"}, {"t"});
+  MB::attr(tr, "perm", std::vector<int64_t>{0, 2, 1});
+  m.node("Reshape", {"t", "shape"}, {"r"});
+  m.node("Slice", {"r", "starts", "ends", "axes", "steps"}, {"sl"});
+  m.node("Pad", {"sl", "pads"}, {"pd"});
+  m.node("Unsqueeze", {"pd", "ax0"}, {"us"});
+  m.node("Squeeze", {"us", "ax0"}, {"y"});
+  m.output("y");
+  m.output("t");
+  check(m, "transform");
+}
+
+TEST_F(GraphBuildTest, MatMulBatchedAndLogSoftmax) {
+  MB m;
+  m.input("a", {2, 3, 4});
+  m.init("w", {4, 5});
+  m.init("w2", {2, 5, 6});
+  m.node("MatMul", {"a", "w"}, {"p"});
+  m.node("MatMul", {"p", "w2"}, {"q"});
+  auto* ls = m.node("LogSoftmax", {"q"}, {"y"});
+  MB::attr(ls, "axis", int64_t{-1});
+  m.output("y");
+  check(m, "matmul");
+}
+
+TEST_F(GraphBuildTest, Lstm) {
+  MB m;
+  const int64_t T = 3, B = 2, I = 4, H = 5;
+  m.input("x", {T, B, I});
+  m.init("W", {1, 4 * H, I});
+  m.init("R", {1, 4 * H, H});
+  m.init("Bias", {1, 8 * H});
+  m.input("h0", {1, B, H});
+  auto* lstm = m.node("LSTM", {"x", "W", "R", "Bias", "", "h0"}, {"", "yh", "yc"});
+  MB::attr(lstm, "hidden_size", H);
+  m.node("Tanh", {"yh"}, {"y"});
+  m.output("y");
+  m.output("yc");
+  check(m, "lstm");
+}
+
+TEST_F(GraphBuildTest, LstmSequenceOutput) {
+  MB m;
+  m.input("x", {4, 1, 3});
+  m.init("W", {1, 16, 3});
+  m.init("R", {1, 16, 4});
+  auto* lstm = m.node("LSTM", {"x", "W", "R"}, {"Y"});
+  MB::attr(lstm, "hidden_size", int64_t{4});
+  m.output("Y");
+  check(m, "lstm_y");
+}
+
+TEST_F(GraphBuildTest, DcganGenerator) {
+  MB m;
+  m.input("z", {1, 8, 4, 4});
+  m.init("w1", {8, 4, 4, 4});
+  m.init("b1", {4});
+  m.init("gamma", {4});
+  m.init("beta", {4});
+  m.init("mean", {4});
+  m.init("var", {4}, 0.5f, 1.5f);
+  m.init("w2", {4, 3, 4, 4});
+  auto* ct1 = m.node("ConvTranspose", {"z", "w1", "b1"}, {"u1"});
+  MB::attr(ct1, "strides", std::vector<int64_t>{2, 2});
+  MB::attr(ct1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("BatchNormalization", {"u1", "gamma", "beta", "mean", "var"}, {"bn"});
+  m.node("Relu", {"bn"}, {"r"});
+  auto* ct2 = m.node("ConvTranspose", {"r", "w2"}, {"u2"});
+  MB::attr(ct2, "strides", std::vector<int64_t>{2, 2});
+  MB::attr(ct2, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Tanh", {"u2"}, {"y"});
+  m.output("y");
+  check(m, "dcgan");
+}
+
+TEST_F(GraphBuildTest, OneDimensionalConvolutions) {
+  MB m;
+  m.input("x", {2, 4, 17});
+  m.init("w", {6, 4, 3});
+  m.init("b", {6});
+  m.init("wt", {6, 2, 4});
+  auto* conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  MB::attr(conv, "strides", std::vector<int64_t>{2});
+  MB::attr(conv, "pads", std::vector<int64_t>{1, 2});
+  MB::attr(conv, "dilations", std::vector<int64_t>{2});
+  auto* ct = m.node("ConvTranspose", {"c", "wt"}, {"y"});
+  MB::attr(ct, "strides", std::vector<int64_t>{2});
+  MB::attr(ct, "pads", std::vector<int64_t>{1, 1});
+  m.output("y");
+  check(m, "conv1d");
+}
+
+TEST(GraphBuild, BundleGraphHasOnePoolPerIntermediate) {
+  Graph g;
+  ValueId x = g.add_input("x", runtime::kFloat32, {4});
+  ValueId a = g.add_op("Relu", "r1", {x}, {}, runtime::kFloat32, {4});
+  ValueId b = g.add_op("Neg", "r2", {a}, {}, runtime::kFloat32, {4});
+  ValueId c = g.add_op("Abs", "r3", {b}, {}, runtime::kFloat32, {4});
+  g.add_output(c);
+  runtime::Bundle bundle = build_graph(g, "llvm");
+  EXPECT_NE(bundle.graph_json.find("\"r1_0\""), std::string::npos) << bundle.graph_json;
+  EXPECT_NE(bundle.graph_json.find("\"r3_2\""), std::string::npos);
+  const runtime::Json json = runtime::Json::parse(bundle.graph_json);
+  EXPECT_EQ(json.at("storage", "graph").as_array("storage").size(), 2u);  // r1's and r2's outputs
+  EXPECT_EQ(json.at("tensors", "graph").as_array("tensors").size(), 4u);
+  EXPECT_EQ(json.at("nodes", "graph").as_array("nodes").size(), 3u);
+  runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "g");
+  NDArray in = NDArray::from_vector(std::vector<float>{-1, 2, -3, 4}, {4});
+  exec.set_input("x", in);
+  exec.run();
+  EXPECT_TRUE(testing::all_close(exec.output(0), {0, 2, 0, 4}));
+}
+
+TEST(GraphBuild, ParameterNamesAreMadeUnique) {
+  Graph g;
+  ValueId x = g.add_input("x", runtime::kFloat32, {2});
+  ValueId c = g.add_constant("x", NDArray::from_vector(std::vector<float>{10, 20}, {2}));
+  ValueId y = g.add_op("Add", "add", {x, c}, {}, runtime::kFloat32, {2});
+  g.add_output(y);
+  runtime::Bundle bundle = build_graph(g, "llvm");
+  ASSERT_EQ(bundle.params.size(), 1u);
+  EXPECT_EQ(bundle.params.begin()->first, "x_1");
+  runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "g");
+  exec.set_input("x", NDArray::from_vector(std::vector<float>{1, 2}, {2}));
+  exec.run();
+  EXPECT_TRUE(testing::all_close(exec.output(0), {11, 22}));
+}
+
+TEST(GraphBuild, OperatorWithoutLoweringNamesOpAndNode) {
+  Graph g;
+  ValueId x = g.add_input("x", runtime::kFloat32, {4});
+  ValueId y = g.add_op("Frobnicate", "frob_7", {x}, {}, runtime::kFloat32, {4});
+  g.add_output(y);
+  EXPECT_ERROR_CONTAINS(lower_node(g, g.nodes()[0]), "Frobnicate");
+  EXPECT_ERROR_CONTAINS(build_graph(g, "llvm"), "frob_7");
+}
+
+TEST(GraphBuild, OutputThatIsAnInputIsRefused) {
+  Graph g;
+  ValueId x = g.add_input("x", runtime::kFloat32, {4});
+  g.add_output(x);
+  EXPECT_ERROR_CONTAINS(build_graph(g, "llvm"), "graph output 'x'");
+}
+
+}  // namespace
+}  // namespace kiln::graph
