@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "compiler/topi/template_util.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/substitute.h"
 
@@ -16,42 +17,6 @@ using ir::IterVar;
 using ir::Var;
 
 namespace {
-
-int64_t const_dim(const te::Tensor& t, size_t i, const char* op) {
-  auto v = ir::as_const_int(t->shape()[i]);
-  KILN_USER_CHECK(v.has_value()) << op << ": dimension " << i << " of '" << t->name()
-                                 << "' must be a constant";
-  return *v;
-}
-
-/// The position of the candidate of split knob `name` whose innermost factor is the largest one
-/// not above `limit` (the first candidate when none is).
-int split_position(const ConfigSpace& space, const std::string& name, int64_t limit) {
-  const auto& cands = space.knob(name).candidates;
-  int best = 0;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    int64_t f = cands[i].back();
-    if (f <= limit && f > cands[best].back()) best = static_cast<int>(i);
-  }
-  return best;
-}
-
-/// The position of `value` among the choices of knob `name` (0 when absent).
-int knob_position(const ConfigSpace& space, const std::string& name, int64_t value) {
-  const auto& cands = space.knob(name).candidates;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (cands[i][0] == value) return static_cast<int>(i);
-  }
-  return 0;
-}
-
-size_t knob_index(const ConfigSpace& space, const std::string& name) {
-  const auto& knobs = space.knobs();
-  for (size_t i = 0; i < knobs.size(); ++i) {
-    if (knobs[i].name == name) return i;
-  }
-  KILN_USER_ERROR() << "config space has no knob '" << name << "'";
-}
 
 /// The largest factor of n not above limit.
 int64_t largest_factor(int64_t n, int64_t limit) {

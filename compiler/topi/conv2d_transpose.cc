@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "compiler/topi/template_util.h"
 
 namespace kiln::topi {
 
@@ -12,13 +13,6 @@ using ir::IterVar;
 using ir::Var;
 
 namespace {
-
-int64_t const_dim(const te::Tensor& t, size_t i) {
-  auto v = ir::as_const_int(t->shape()[i]);
-  KILN_USER_CHECK(v.has_value()) << "conv2d_transpose_nchw: dimension " << i << " of '" << t->name()
-                                 << "' must be a constant";
-  return *v;
-}
 
 Expr clamp(Expr v, int64_t hi) { return ir::min(ir::max(v, 0), Expr(hi)); }
 
@@ -39,9 +33,9 @@ te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kerne
                   output_padding[0] < std::max(stride[0], dilation[0]) &&
                   output_padding[1] < std::max(stride[1], dilation[1]))
       << "conv2d_transpose_nchw: output_padding must be smaller than the stride or the dilation";
-  int64_t c = const_dim(data, 1), h = const_dim(data, 2), w = const_dim(data, 3);
-  int64_t kc = const_dim(kernel, 0), mg = const_dim(kernel, 1), kh = const_dim(kernel, 2),
-          kw = const_dim(kernel, 3);
+  int64_t c = const_dim(data, 1, "conv2d_transpose_nchw"), h = const_dim(data, 2, "conv2d_transpose_nchw"), w = const_dim(data, 3, "conv2d_transpose_nchw");
+  int64_t kc = const_dim(kernel, 0, "conv2d_transpose_nchw"), mg = const_dim(kernel, 1, "conv2d_transpose_nchw"), kh = const_dim(kernel, 2, "conv2d_transpose_nchw"),
+          kw = const_dim(kernel, 3, "conv2d_transpose_nchw");
   KILN_USER_CHECK(kc == c && c % groups == 0)
       << "conv2d_transpose_nchw: kernel '" << kernel->name() << "' has " << kc
       << " input channels, '" << data->name() << "' " << c << " (in " << groups << " groups)";

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "compiler/topi/template_util.h"
 
 namespace kiln::topi {
 
@@ -15,31 +16,6 @@ using ir::IterVar;
 using ir::Var;
 
 namespace {
-
-int64_t const_dim(const te::Tensor& t, size_t i, const char* op) {
-  auto v = ir::as_const_int(t->shape()[i]);
-  KILN_USER_CHECK(v.has_value()) << op << ": dimension " << i << " of '" << t->name()
-                                 << "' must be a constant";
-  return *v;
-}
-
-int split_position(const ConfigSpace& space, const std::string& name, int64_t limit) {
-  const auto& cands = space.knob(name).candidates;
-  int best = 0;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    int64_t f = cands[i].back();
-    if (f <= limit && f > cands[best].back()) best = static_cast<int>(i);
-  }
-  return best;
-}
-
-size_t knob_index(const ConfigSpace& space, const std::string& name) {
-  const auto& knobs = space.knobs();
-  for (size_t i = 0; i < knobs.size(); ++i) {
-    if (knobs[i].name == name) return i;
-  }
-  KILN_USER_ERROR() << "config space has no knob '" << name << "'";
-}
 
 /// The knobs of a [.., M, N] product reducing over K.
 ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k) {

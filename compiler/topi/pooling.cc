@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "compiler/topi/template_util.h"
 
 namespace kiln::topi {
 
@@ -14,13 +15,6 @@ using ir::IterVar;
 using ir::Var;
 
 namespace {
-
-int64_t const_dim(const te::Tensor& t, size_t i, const char* op) {
-  auto v = ir::as_const_int(t->shape()[i]);
-  KILN_USER_CHECK(v.has_value()) << op << ": dimension " << i << " of '" << t->name()
-                                 << "' must be a constant";
-  return *v;
-}
 
 /// ONNX's output extent of a pooling window.
 int64_t pool_out_dim(int64_t in, int k, int s, int p0, int p1, bool ceil_mode) {
@@ -53,24 +47,6 @@ Window check_window(const te::Tensor& data, Ints2 kernel, Ints2 stride, Ints4 pa
   w.pads = {padding[0], padding[1], padding[2] + int(std::max<int64_t>(extra_h, 0)),
             padding[3] + int(std::max<int64_t>(extra_w, 0))};
   return w;
-}
-
-int split_position(const ConfigSpace& space, const std::string& name, int64_t limit) {
-  const auto& cands = space.knob(name).candidates;
-  int best = 0;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    int64_t f = cands[i].back();
-    if (f <= limit && f > cands[best].back()) best = static_cast<int>(i);
-  }
-  return best;
-}
-
-size_t knob_index(const ConfigSpace& space, const std::string& name) {
-  const auto& knobs = space.knobs();
-  for (size_t i = 0; i < knobs.size(); ++i) {
-    if (knobs[i].name == name) return i;
-  }
-  KILN_USER_ERROR() << "config space has no knob '" << name << "'";
 }
 
 }  // namespace

@@ -1,0 +1,41 @@
+// Helpers shared by the operator templates.
+#include "compiler/topi/template_util.h"
+
+#include "base/error.h"
+
+namespace kiln::topi {
+
+int64_t const_dim(const te::Tensor& t, size_t i, const char* op) {
+  auto v = ir::as_const_int(t->shape()[i]);
+  KILN_USER_CHECK(v.has_value()) << op << ": dimension " << i << " of '" << t->name()
+                                 << "' must be a constant";
+  return *v;
+}
+
+int split_position(const autotune::ConfigSpace& space, const std::string& name, int64_t limit) {
+  const auto& cands = space.knob(name).candidates;
+  int best = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    int64_t f = cands[i].back();
+    if (f <= limit && f > cands[best].back()) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+int knob_position(const autotune::ConfigSpace& space, const std::string& name, int64_t value) {
+  const auto& cands = space.knob(name).candidates;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (cands[i][0] == value) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+size_t knob_index(const autotune::ConfigSpace& space, const std::string& name) {
+  const auto& knobs = space.knobs();
+  for (size_t i = 0; i < knobs.size(); ++i) {
+    if (knobs[i].name == name) return i;
+  }
+  KILN_USER_ERROR() << "config space has no knob '" << name << "'";
+}
+
+}  // namespace kiln::topi

@@ -1,0 +1,26 @@
+// Helpers shared by the operator templates: constant dimensions, and picking default points of a
+// config space by the values of their knobs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "compiler/autotune/space.h"
+#include "compiler/te/tensor.h"
+
+namespace kiln::topi {
+
+/// Dimension i of t, which must be a constant; kiln::Error naming `op` and the tensor otherwise.
+int64_t const_dim(const te::Tensor& t, size_t i, const char* op);
+
+/// The position of the candidate of split knob `name` whose innermost factor is the largest one
+/// not above `limit` (the first candidate when none is).
+int split_position(const autotune::ConfigSpace& space, const std::string& name, int64_t limit);
+
+/// The position of `value` among the choices of knob `name` (0 when absent).
+int knob_position(const autotune::ConfigSpace& space, const std::string& name, int64_t value);
+
+/// The index of knob `name` in the space, for filling a positions vector.
+size_t knob_index(const autotune::ConfigSpace& space, const std::string& name);
+
+}  // namespace kiln::topi
