@@ -96,15 +96,19 @@ int compile_main(const std::vector<std::string>& args) {
     drawn = tty;
   };
   auto t0 = Clock::now();
+  kiln::graph::BuildReport build;
   try {
-    kiln::graph::compile_onnx(model, target, out, options);
+    kiln::graph::compile_onnx(model, target, out, options, &build);
   } catch (const std::exception& e) {
     if (drawn) std::fprintf(stderr, "\n");
     return report(e);
   }
   if (drawn) std::fprintf(stderr, "\n");
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::cerr << "wrote " << out << " (" << secs << " s)\n";
+  std::cerr << "wrote " << out << " (" << secs << " s): " << build.num_functions << " functions, "
+            << build.batch_norms_folded << " batch norms folded, intermediates in "
+            << build.intermediate_bytes << " bytes (" << build.intermediate_bytes_without_reuse
+            << " without memory reuse)\n";
   return 0;
 }
 

@@ -11,11 +11,15 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include "base/error.h"
 #include "compiler/codegen/build.h"
+#include "compiler/graph/fold_batch_norm.h"
+#include "compiler/graph/fuse.h"
+#include "compiler/graph/memory_plan.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/op_lowering.h"
 #include "compiler/lower.h"
@@ -59,7 +63,15 @@ Json shape_json(const std::vector<int64_t>& shape) {
 /// The executor graph's tensors, numbered as they are first met.
 class TensorTable {
  public:
-  explicit TensorTable(const Graph& g) : g_(g) {}
+  /// With a memory plan, intermediates go where it places them; without, each gets its own pool.
+  TensorTable(const Graph& g, const MemoryPlan* plan) : g_(g), plan_(plan) {
+    if (plan_ == nullptr) return;
+    for (int64_t bytes : plan_->pool_bytes) {
+      Json::Object pool;
+      pool["bytes"] = std::max<int64_t>(1, bytes);
+      storage_.emplace_back(std::move(pool));
+    }
+  }
 
   /// The index of `v`, adding it (and its pool or parameter) on first use.
   int64_t index(ValueId v, runtime::Bundle* bundle) {
@@ -78,6 +90,10 @@ class TensorTable {
       t["kind"] = "output";
     } else if (is_graph_input(v)) {
       t["kind"] = "input";
+    } else if (const auto* place = placement_of(v)) {
+      t["kind"] = "intermediate";
+      t["storage"] = static_cast<int64_t>(place->first);
+      t["offset"] = place->second;
     } else {
       const int64_t bytes =
           std::max<int64_t>(1, val.num_elements() * runtime::dtype_bytes(val.dtype));
@@ -100,6 +116,12 @@ class TensorTable {
   void reserve_names(const std::string& name) { names_.insert(name); }
 
  private:
+  /// Where the memory plan puts `v` (pool, offset), or null.
+  const std::pair<int, int64_t>* placement_of(ValueId v) const {
+    if (plan_ == nullptr) return nullptr;
+    auto it = plan_->placement.find(v);
+    return it == plan_->placement.end() ? nullptr : &it->second;
+  }
   bool is_graph_input(ValueId v) const {
     for (ValueId i : g_.inputs()) {
       if (i == v) return true;
@@ -114,6 +136,7 @@ class TensorTable {
   }
 
   const Graph& g_;
+  const MemoryPlan* plan_;
   std::unordered_map<ValueId, int64_t> index_;
   Json::Array tensors_, storage_;
   std::set<std::string> names_;  ///< names taken (inputs, outputs, parameters)
@@ -121,9 +144,18 @@ class TensorTable {
 
 }  // namespace
 
-runtime::Bundle build_graph(const Graph& g, const std::string& target,
-                            const BuildOptions& options) {
-  g.verify();
+runtime::Bundle build_graph(const Graph& input, const std::string& target,
+                            const BuildOptions& options, BuildReport* report) {
+  input.verify();
+  BuildReport local_report;
+  BuildReport& rep = report != nullptr ? *report : local_report;
+  rep = BuildReport{};
+  Graph g = input;  // constants are shared, so the copy is cheap
+  if (options.fold_batch_norm) {
+    rep.batch_norms_folded = fold_batch_norm(g);
+    g.remove_dead_nodes();
+    g.verify();
+  }
   const target::Target tgt = target::Target::parse(target);
   KILN_USER_CHECK(tgt.kind == "llvm")
       << "graph build: target '" << target << "' is not supported; the graph build compiles for "
@@ -135,8 +167,17 @@ runtime::Bundle build_graph(const Graph& g, const std::string& target,
            "graph yet";
   }
 
+  // One function per node for now, so the memory plan's groups are single nodes.
+  std::optional<MemoryPlan> plan;
+  if (options.plan_memory) {
+    const std::vector<FusedGroup> groups = fuse_ops(g, /*enable=*/false);
+    plan = plan_memory(g, groups);
+    verify_memory_plan(g, groups, *plan);
+    rep.intermediate_bytes_without_reuse = plan->bytes_without_reuse;
+  }
+
   runtime::Bundle bundle;
-  TensorTable table(g);
+  TensorTable table(g, plan ? &*plan : nullptr);
   for (ValueId v : g.inputs()) table.reserve_names(g.value(v).name);
   for (const Node& n : g.nodes()) {
     for (ValueId v : n.outputs) {
@@ -179,10 +220,15 @@ runtime::Bundle build_graph(const Graph& g, const std::string& target,
                              << so.path.string() << "'";
   bundle.library.assign(std::istreambuf_iterator<char>(in), {});
 
+  rep.num_functions = funcs.size();
+  Json::Array storage = table.take_storage();
+  for (const Json& pool : storage) rep.intermediate_bytes += pool.at("bytes", "pool").as_int("bytes");
+  if (!plan) rep.intermediate_bytes_without_reuse = rep.intermediate_bytes;
+
   Json::Object graph;
   graph["format"] = "kiln.graph";
   graph["version"] = 1;
-  graph["storage"] = table.take_storage();
+  graph["storage"] = std::move(storage);
   graph["tensors"] = table.take_tensors();
   graph["nodes"] = std::move(nodes);
   graph["inputs"] = std::move(inputs);
@@ -192,9 +238,9 @@ runtime::Bundle build_graph(const Graph& g, const std::string& target,
 }
 
 void compile_onnx(const std::string& onnx_path, const std::string& target,
-                  const std::string& out_path, const BuildOptions& options) {
+                  const std::string& out_path, const BuildOptions& options, BuildReport* report) {
   const Graph g = import_onnx(onnx_path);
-  runtime::write_bundle(out_path, build_graph(g, target, options));
+  runtime::write_bundle(out_path, build_graph(g, target, options, report));
 }
 
 }  // namespace kiln::graph

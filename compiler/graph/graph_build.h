@@ -22,16 +22,29 @@ struct BuildOptions {
   std::function<void(size_t index, size_t total, const std::string& what)> progress;
   /// Prints one line per node to stderr.
   bool verbose = false;
+  /// Folds batch norms into the preceding convolution or dense weights first.
+  bool fold_batch_norm = true;
+  /// Places intermediates by liveness in one shared pool (memory_plan.h); off: one pool each.
+  bool plan_memory = true;
+};
+
+/// What a build did, for reports and benchmarks.
+struct BuildReport {
+  size_t num_functions = 0;
+  size_t batch_norms_folded = 0;
+  int64_t intermediate_bytes_without_reuse = 0;  ///< one buffer per intermediate tensor
+  int64_t intermediate_bytes = 0;                ///< what the bundle's pools hold
 };
 
 /// Compiles every node of `g` for `target` (an llvm CPU target string) into a bundle. kiln::Error
 /// naming the node for an operator without a lowering or a graph the executor cannot express (a
 /// graph output that no node computes).
 runtime::Bundle build_graph(const Graph& g, const std::string& target,
-                            const BuildOptions& options = {});
+                            const BuildOptions& options = {}, BuildReport* report = nullptr);
 
 /// import_onnx, build_graph and write_bundle in one call.
 void compile_onnx(const std::string& onnx_path, const std::string& target,
-                  const std::string& out_path, const BuildOptions& options = {});
+                  const std::string& out_path, const BuildOptions& options = {},
+                  BuildReport* report = nullptr);
 
 }  // namespace kiln::graph

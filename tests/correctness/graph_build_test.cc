@@ -375,25 +375,54 @@ TEST_F(GraphBuildTest, OneDimensionalConvolutions) {
   check(m, "conv1d");
 }
 
-TEST(GraphBuild, BundleGraphHasOnePoolPerIntermediate) {
+TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});
   ValueId a = g.add_op("Relu", "r1", {x}, {}, runtime::kFloat32, {4});
   ValueId b = g.add_op("Neg", "r2", {a}, {}, runtime::kFloat32, {4});
   ValueId c = g.add_op("Abs", "r3", {b}, {}, runtime::kFloat32, {4});
   g.add_output(c);
-  runtime::Bundle bundle = build_graph(g, "llvm");
-  EXPECT_NE(bundle.graph_json.find("\"r1_0\""), std::string::npos) << bundle.graph_json;
-  EXPECT_NE(bundle.graph_json.find("\"r3_2\""), std::string::npos);
-  const runtime::Json json = runtime::Json::parse(bundle.graph_json);
-  EXPECT_EQ(json.at("storage", "graph").as_array("storage").size(), 2u);  // r1's and r2's outputs
-  EXPECT_EQ(json.at("tensors", "graph").as_array("tensors").size(), 4u);
-  EXPECT_EQ(json.at("nodes", "graph").as_array("nodes").size(), 3u);
-  runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "g");
-  NDArray in = NDArray::from_vector(std::vector<float>{-1, 2, -3, 4}, {4});
+  for (bool plan : {true, false}) {
+    BuildOptions options;
+    options.plan_memory = plan;
+    BuildReport report;
+    runtime::Bundle bundle = build_graph(g, "llvm", options, &report);
+    EXPECT_NE(bundle.graph_json.find("\"r1_0\""), std::string::npos) << bundle.graph_json;
+    EXPECT_NE(bundle.graph_json.find("\"r3_2\""), std::string::npos);
+    const runtime::Json json = runtime::Json::parse(bundle.graph_json);
+    // r1's and r2's outputs are alive together (r2 reads one and writes the other): with the
+    // plan they sit side by side in one pool, without it each has its own.
+    EXPECT_EQ(json.at("storage", "graph").as_array("storage").size(), plan ? 1u : 2u);
+    EXPECT_EQ(report.intermediate_bytes, plan ? 128 : 32);
+    EXPECT_EQ(json.at("tensors", "graph").as_array("tensors").size(), 4u);
+    EXPECT_EQ(json.at("nodes", "graph").as_array("nodes").size(), 3u);
+    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "g");
+    NDArray in = NDArray::from_vector(std::vector<float>{-1, 2, -3, 4}, {4});
+    exec.set_input("x", in);
+    exec.run();
+    EXPECT_TRUE(testing::all_close(exec.output(0), {0, 2, 0, 4}));
+  }
+}
+
+TEST(GraphBuild, MemoryPlanReusesStorageAlongAChain) {
+  // x -> Neg -> Abs -> ... (8 ops) -> |x|: 7 intermediates of 4 KiB, at most two alive at once.
+  Graph g;
+  ValueId v = g.add_input("x", runtime::kFloat32, {1024});
+  for (int i = 0; i < 8; ++i) {
+    v = g.add_op(i % 2 ? "Abs" : "Neg", "op" + std::to_string(i), {v}, {}, runtime::kFloat32, {1024});
+  }
+  g.add_output(v);
+  BuildReport report;
+  runtime::Bundle bundle = build_graph(g, "llvm", {}, &report);
+  EXPECT_EQ(report.intermediate_bytes_without_reuse, 7 * 4096);
+  EXPECT_EQ(report.intermediate_bytes, 2 * 4096);
+  runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "chain");
+  NDArray in = testing::random_array({1024}, 9);
   exec.set_input("x", in);
   exec.run();
-  EXPECT_TRUE(testing::all_close(exec.output(0), {0, 2, 0, 4}));
+  std::vector<float> ref(1024);
+  for (int i = 0; i < 1024; ++i) ref[i] = std::fabs(in.data<float>()[i]);
+  EXPECT_TRUE(testing::all_close(exec.output(0), ref));
 }
 
 TEST(GraphBuild, ParameterNamesAreMadeUnique) {
