@@ -20,6 +20,7 @@
 #include "deploy/runtime/npy.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/kiln_test_util.h"
+#include "tests/common/onnx_model_builder.h"
 
 namespace kiln::graph {
 namespace {
@@ -27,89 +28,16 @@ namespace {
 namespace fs = std::filesystem;
 using runtime::NDArray;
 
-/// A ModelProto under construction.
-class ModelBuilder {
+/// The shared builder, plus float initializers of reproducible random values in [lo, hi).
+class ModelBuilder : public testing::OnnxModelBuilder {
  public:
-  explicit ModelBuilder(int64_t opset = 13) {
-    model_.set_ir_version(7);
-    model_.set_producer_name("kiln-test");
-    auto* op = model_.add_opset_import();
-    op->set_domain("");
-    op->set_version(opset);
-    graph()->set_name("test");
-  }
-  onnx::GraphProto* graph() { return model_.mutable_graph(); }
-
-  void input(const std::string& name, std::vector<int64_t> shape) {
-    auto* vi = graph()->add_input();
-    vi->set_name(name);
-    auto* t = vi->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : shape) t->mutable_shape()->add_dim()->set_dim_value(d);
-    inputs_.emplace_back(name, std::move(shape));
-  }
-  void output(const std::string& name) { graph()->add_output()->set_name(name); }
-
-  /// A float initializer of random values in [lo, hi).
-  void init(const std::string& name, std::vector<int64_t> shape, float lo = -0.5f,
-            float hi = 0.5f) {
-    auto* t = graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : shape) t->add_dims(d);
+  using OnnxModelBuilder::OnnxModelBuilder;
+  void init(const std::string& name, std::vector<int64_t> shape, float lo = -0.5f, float hi = 0.5f) {
     NDArray a = testing::random_array(shape, seed_++, lo, hi);
-    for (int64_t i = 0; i < a.num_elements(); ++i) t->add_float_data(a.data<float>()[i]);
-  }
-  void init_int64(const std::string& name, std::vector<int64_t> values) {
-    auto* t = graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-  }
-  void init_scalar(const std::string& name, float v) {
-    auto* t = graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_float_data(v);
-  }
-
-  onnx::NodeProto* node(const std::string& op, std::vector<std::string> inputs,
-                        std::vector<std::string> outputs) {
-    auto* n = graph()->add_node();
-    n->set_op_type(op);
-    n->set_name(op + "_" + std::to_string(graph()->node_size()));
-    for (auto& i : inputs) n->add_input(i);
-    for (auto& o : outputs) n->add_output(o);
-    return n;
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> ints) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t i : ints) a->add_ints(i);
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, int64_t i) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(i);
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, float f) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(f);
-  }
-
-  std::string bytes() const { return model_.SerializeAsString(); }
-  const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs() const {
-    return inputs_;
+    init_values(name, shape, a.to_vector<float>());
   }
 
  private:
-  onnx::ModelProto model_;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> inputs_;
   uint32_t seed_ = 100;
 };
 

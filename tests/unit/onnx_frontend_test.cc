@@ -10,104 +10,26 @@
 #include <random>
 
 #include "tests/common/expect_error.h"
+#include "tests/common/onnx_model_builder.h"
 
 namespace kiln::graph {
 namespace {
 
 namespace fs = std::filesystem;
 
-/// A ModelProto under construction.
-class ModelBuilder {
+/// The shared builder, plus float initializers whose values are scale*i (in float_data, or in
+/// raw_data when `raw`).
+class ModelBuilder : public testing::OnnxModelBuilder {
  public:
-  explicit ModelBuilder(int64_t opset = 13) {
-    model_.set_ir_version(7);
-    model_.set_producer_name("kiln-test");
-    auto* op = model_.add_opset_import();
-    op->set_domain("");
-    op->set_version(opset);
-    graph()->set_name("test");
-  }
-  onnx::GraphProto* graph() { return model_.mutable_graph(); }
-
-  void input(const std::string& name, std::vector<int64_t> shape,
-             int elem = onnx::TensorProto::FLOAT, const std::string& dim_param = "") {
-    auto* t = graph()->add_input()->mutable_type()->mutable_tensor_type();
-    graph()->mutable_input(graph()->input_size() - 1)->set_name(name);
-    t->set_elem_type(elem);
-    auto* s = t->mutable_shape();
-    for (int64_t d : shape) {
-      auto* dim = s->add_dim();
-      if (d < 0) {
-        dim->set_dim_param(dim_param);
-      } else {
-        dim->set_dim_value(d);
-      }
-    }
-  }
-  void output(const std::string& name) { graph()->add_output()->set_name(name); }
-
-  /// A float initializer in float_data (or raw_data when `raw`), values 0.01*i.
+  using OnnxModelBuilder::OnnxModelBuilder;
   void init_float(const std::string& name, std::vector<int64_t> shape, bool raw = false,
                   float scale = 0.01f) {
-    auto* t = graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
     int64_t n = 1;
-    for (int64_t d : shape) t->add_dims(d), n *= d;
+    for (int64_t d : shape) n *= d;
     std::vector<float> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * float(i);
-    if (raw) {
-      t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4));
-    } else {
-      for (float f : v) t->add_float_data(f);
-    }
+    init_values(name, shape, v, raw);
   }
-  void init_int64(const std::string& name, std::vector<int64_t> values, bool scalar = false) {
-    auto* t = graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-  }
-
-  onnx::NodeProto* node(const std::string& op, const std::string& name,
-                        std::vector<std::string> inputs, std::vector<std::string> outputs) {
-    auto* n = graph()->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (auto& i : inputs) n->add_input(i);
-    for (auto& o : outputs) n->add_output(o);
-    return n;
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> ints) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t i : ints) a->add_ints(i);
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, int64_t i) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(i);
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, float f) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(f);
-  }
-  static void attr(onnx::NodeProto* n, const std::string& name, const std::string& s) {
-    auto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(s);
-  }
-
-  std::string bytes() const { return model_.SerializeAsString(); }
-
- private:
-  onnx::ModelProto model_;
 };
 
 class OnnxFrontendTest : public ::testing::Test {
