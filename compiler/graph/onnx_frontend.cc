@@ -729,15 +729,24 @@ Graph Importer::run(const onnx::ModelProto& model) {
     auto it = values_.find(out.name());
     KILN_USER_CHECK(it != values_.end())
         << "'" << origin_ << "': graph output '" << out.name() << "' is never defined";
-    g_.add_output(it->second);
+    ValueId v = it->second;
+    // Aliases (Identity, Dropout) may have made the output another value: a node's output is
+    // renamed back to the output's name; a graph input, a constant, or a value already returned
+    // under another name is copied by an Identity node, so every output is computed and named.
+    const bool computed = g_.producer(v) >= 0;
+    if (computed && (g_.value(v).name == out.name() || !g_.is_output(v))) {
+      g_.value(v).name = out.name();
+    } else {
+      const Value& val = g_.value(v);
+      v = g_.add_op("Identity", "return_" + out.name(), {v}, {}, val.dtype, val.shape);
+      g_.value(v).name = out.name();
+    }
+    g_.add_output(v);
   }
   g_.remove_dead_nodes();
   g_.verify();
   return std::move(g_);
 }
-
-
-
 
 /// Replaces every node whose outputs the importer evaluated by initializers holding them; returns
 /// how many nodes it removed.

@@ -310,6 +310,10 @@ const std::map<std::string, Unary>& unaries() {
       {"Relu", &topi::relu}, {"Sigmoid", &topi::sigmoid}, {"Tanh", &topi::tanh},
       {"Exp", &topi::exp},   {"Log", &topi::log},         {"Sqrt", &topi::sqrt},
       {"Abs", &topi::abs},   {"Neg", &topi::neg},
+      // A copy: the front end inserts it where a graph returns an input or a constant.
+      {"Identity", +[](const Tensor& x, const std::string& name) {
+         return topi::elementwise(x, [](ir::Expr e) { return e; }, name);
+       }},
   };
   return m;
 }

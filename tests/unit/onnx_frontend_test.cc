@@ -508,13 +508,18 @@ TEST_F(OnnxFrontendTest, DropoutMaskAndConvTransposeOutputShape) {
   m.output("mask");
   Graph g = import_onnx_bytes(m.bytes(), "<ct>");
   SCOPED_TRACE(g.to_string());
-  ASSERT_EQ(g.nodes().size(), 1u);
+  // The ConvTranspose, and an Identity that returns the constant mask under its own name.
+  ASSERT_EQ(g.nodes().size(), 2u);
   const Node& up = g.nodes()[0];
   EXPECT_EQ(g.value(up.outputs[0]).type_string(), "float32[1,2,10,8]");
   // 3*(3-1)+3 = 9 rows and 2*(3-1)+3 = 7 columns; one more of each from output_padding.
   EXPECT_EQ(up.ints("pads"), (std::vector<int64_t>{0, 0, 0, 0}));
   EXPECT_EQ(up.ints("output_padding"), (std::vector<int64_t>{1, 1}));
-  const Value& mask = g.value(g.outputs()[1]);
+  const Node& ret = g.nodes()[1];
+  EXPECT_EQ(ret.op, "Identity");
+  EXPECT_EQ(ret.outputs[0], g.outputs()[1]);
+  EXPECT_EQ(g.value(g.outputs()[1]).name, "mask");
+  const Value& mask = g.value(ret.inputs[0]);
   ASSERT_TRUE(mask.is_constant());
   EXPECT_EQ(mask.type_string(), "bool[1,1,3,3]");
   EXPECT_EQ(mask.data->to_vector<uint8_t>(), std::vector<uint8_t>(9, 1));
