@@ -342,6 +342,17 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (auto it = unaries().find(op); it != unaries().end()) {
     return injective_result(it->second(c.input(0), sanitize(op)));
   }
+  if (op == "Pow" && n.inputs.size() == 2 && c.input(1)->dtype() != c.input(0)->dtype()) {
+    // ONNX lets the exponent have another type than the base: it is converted to the base's.
+    const Tensor& base = c.input(0);
+    if (!base->dtype().is_float()) c.fail("Pow of an integer base is not supported");
+    Tensor e = topi::cast(c.input(1), base->dtype(), "pow_exponent");
+    Tensor p = topi::pow(base, e, "pow");
+    return {{p}, [=](te::Schedule& s) {
+              s[e].compute_inline();
+              injective(s, p);
+            }};
+  }
   if (auto it = binaries().find(op); it != binaries().end()) {
     if (n.inputs.empty()) c.fail("at least one input is required");
     Tensor t = c.input(0);
