@@ -230,11 +230,22 @@ Result lower_matmul(const Ctx& c) {
           }};
 }
 
+/// Pooling, 2-D, or 1-D as 2-D with a height of 1 (as convolutions are).
 Result lower_pool(const Ctx& c) {
   const Node& n = c.node;
   const std::string& op = n.op;
-  const Tensor& x = c.input(0);
-  if (c.in_shape(0).size() != 4) c.fail("only 2-D pooling (NCHW input) is supported");
+  const size_t rank = c.in_shape(0).size();
+  if (rank != 4 && rank != 3) c.fail("only 1-D and 2-D pooling (NCW / NCHW input) is supported");
+  const bool one_d = rank == 3;
+  auto lift = [&](const std::vector<int64_t>& v, int64_t fill) {
+    return one_d ? std::vector<int64_t>{fill, v.at(0)} : v;
+  };
+  Tensor x = c.input(0);
+  if (one_d) {
+    std::vector<int64_t> shape = c.in_shape(0);
+    shape.insert(shape.begin() + 2, 1);
+    x = topi::reshape(x, shape, "data_2d");
+  }
   Tensor y;
   if (op == "GlobalAveragePool") {
     y = topi::global_avg_pool2d(x);
@@ -244,14 +255,22 @@ Result lower_pool(const Ctx& c) {
     for (int64_t d : n.ints("dilations")) {
       if (d != 1) c.fail("dilated pooling is not supported");
     }
-    const auto k = ints2(n.ints("kernel_shape")), st = ints2(n.ints("strides"));
-    const auto pads = ints4(n.ints("pads"));
+    const auto k = ints2(lift(n.ints("kernel_shape"), 1)), st = ints2(lift(n.ints("strides"), 1));
+    const std::vector<int64_t>& p = n.ints("pads");
+    const auto pads = ints4(one_d ? std::vector<int64_t>{0, p.at(0), 0, p.at(1)} : p);
     const bool ceil = n.i("ceil_mode") != 0;
     y = op == "MaxPool" ? topi::max_pool2d(x, k, st, pads, ceil)
                         : topi::avg_pool2d(x, k, st, pads, ceil, n.i("count_include_pad") != 0);
   }
-  return {{y}, [=](te::Schedule& s) {
-            topi::schedule_pool2d_x86(s, y, topi::pool2d_x86_default(topi::pool2d_x86_space(y)));
+  auto base = [](te::Schedule& s, const Tensor& t) {
+    topi::schedule_pool2d_x86(s, t, topi::pool2d_x86_default(topi::pool2d_x86_space(t)));
+  };
+  if (!one_d) return {{y}, [=](te::Schedule& s) { base(s, y); }};
+  Tensor out = topi::reshape(y, c.out_value().shape, "pool1d");
+  return {{out}, [=](te::Schedule& s) {
+            s[x].compute_inline();
+            base(s, y);
+            injective(s, out);
           }};
 }
 
