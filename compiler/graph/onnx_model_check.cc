@@ -24,7 +24,8 @@ std::string join(const std::vector<std::string>& items) {
 }
 
 /// Checks what does not need shapes: a graph, the opset, supported operators, static input shapes.
-/// Returns the opset of the default domain.
+/// Returns the opset of the default domain (11 for an older model whose operators did not change
+/// since: it reads as opset 11).
 int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
   int64_t opset = 0;
   KILN_USER_CHECK(model.has_graph()) << "'" << origin << "' is not an ONNX model: it has no graph";
@@ -32,7 +33,7 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
     if (op.domain().empty() || op.domain() == "ai.onnx") opset = op.version();
   }
   KILN_USER_CHECK(opset != 0) << "'" << origin << "' declares no opset for the default ONNX domain";
-  KILN_USER_CHECK(opset >= kMinOpset && opset <= kMaxOpset)
+  KILN_USER_CHECK(opset <= kMaxOpset)
       << "'" << origin << "' uses ONNX opset " << opset << "; Kiln accepts opsets " << kMinOpset
       << " to " << kMaxOpset << " (convert the model with onnx.version_converter)";
   const onnx::GraphProto& graph = model.graph();
@@ -45,6 +46,21 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
         << "'" << origin << "': unsupported operator '"
         << (default_domain ? n.op_type() : n.domain() + "." + n.op_type()) << "' at node '"
         << n.name() << "' (Kiln supports: " << join(supported_onnx_ops()) << ")";
+  }
+
+  // An older opset is read as opset 11 when none of its operators changed in between: the
+  // schema in force at the model's opset is the very one in force at opset 11.
+  if (opset < kMinOpset) {
+    for (const NodeProto& n : graph.node()) {
+      const auto* old_schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
+      const auto* new_schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(kMinOpset), "");
+      KILN_USER_CHECK(old_schema != nullptr && new_schema != nullptr &&
+                      old_schema->since_version() == new_schema->since_version())
+          << "'" << origin << "' uses ONNX opset " << opset << ", and operator '" << n.op_type()
+          << "' (node '" << n.name() << "') changed before opset " << kMinOpset << "; Kiln accepts opsets "
+          << kMinOpset << " to " << kMaxOpset << " (convert the model with onnx.version_converter)";
+    }
+    opset = kMinOpset;
   }
 
   // Attributes libonnx's shape inference divides by (it would crash on a zero stride).
