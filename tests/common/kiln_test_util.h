@@ -59,6 +59,18 @@ inline ::testing::AssertionResult all_close(const runtime::NDArray& actual, cons
   return all_close(a.data<float>(), expected.data(), actual.num_elements(), rtol, atol);
 }
 
+/// A constant shape as IR expressions, and its number of elements.
+inline std::vector<ir::Expr> to_exprs(const std::vector<int64_t>& shape) {
+  std::vector<ir::Expr> e;
+  for (int64_t d : shape) e.push_back(ir::Expr(static_cast<int>(d)));
+  return e;
+}
+inline int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 /// Builds `sch` for the host as function "f" taking `args`.
 inline runtime::Function build_host(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                                     const std::string& name = "f") {

@@ -16,6 +16,7 @@
 
 #include "deploy/runtime/npy.h"
 #include "tests/common/kiln_test_util.h"
+#include "tests/common/temp_dir.h"
 
 namespace kiln {
 namespace {
@@ -66,16 +67,11 @@ struct Result {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() /
-           ("kiln_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(dir_);
     model_ = path("model.onnx");
     write(model_, make_model());
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return (dir_.path() / name).string(); }
   static void write(const std::string& p, const std::string& bytes) {
     std::ofstream(p, std::ios::binary) << bytes;
   }
@@ -108,7 +104,7 @@ class CliTest : public ::testing::Test {
     return bundle;
   }
 
-  fs::path dir_;
+  testing::TempDir dir_{"kiln_cli_test"};
   std::string model_;
 };
 

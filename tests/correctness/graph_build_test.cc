@@ -21,6 +21,7 @@
 #include "tests/common/expect_error.h"
 #include "tests/common/kiln_test_util.h"
 #include "tests/common/onnx_model_builder.h"
+#include "tests/common/temp_dir.h"
 
 namespace kiln::graph {
 namespace {
@@ -63,18 +64,11 @@ bool have_onnxruntime() {
 
 class GraphBuildTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() /
-           ("kiln_graph_build_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
 
   /// Writes the model, compiles it, runs it on random inputs and compares every output with ONNX
   /// Runtime's.
   void check(const ModelBuilder& m, const std::string& tag) {
-    const std::string path = (dir_ / (tag + ".onnx")).string();
+    const std::string path = (dir_.path() / (tag + ".onnx")).string();
     {
       std::ofstream out(path, std::ios::binary);
       out << m.bytes();
@@ -87,23 +81,23 @@ class GraphBuildTest : public ::testing::Test {
     for (const auto& [name, shape] : m.inputs()) {
       NDArray x = testing::random_array(shape, seed++);
       exec.set_input(name, x);
-      const std::string npy = (dir_ / (tag + "_in_" + name + ".npy")).string();
+      const std::string npy = (dir_.path() / (tag + "_in_" + name + ".npy")).string();
       runtime::save_npy(npy, x);
       feeds += " '" + name + "=" + npy + "'";
     }
     exec.run();
     if (!have_onnxruntime()) GTEST_SKIP() << "onnxruntime is not installed for python3";
-    const std::string script = (dir_ / "ort.py").string();
+    const std::string script = (dir_.path() / "ort.py").string();
     {
       std::ofstream out(script);
       out << kOrtScript;
     }
     const std::string cmd =
-        "python3 '" + script + "' '" + path + "' '" + dir_.string() + "'" + feeds;
+        "python3 '" + script + "' '" + path + "' '" + dir_.path().string() + "'" + feeds;
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     ASSERT_GT(exec.num_outputs(), 0u);
     for (size_t i = 0; i < exec.num_outputs(); ++i) {
-      NDArray ref = runtime::load_npy((dir_ / ("ort_" + std::to_string(i) + ".npy")).string());
+      NDArray ref = runtime::load_npy((dir_.path() / ("ort_" + std::to_string(i) + ".npy")).string());
       const NDArray& got = exec.output(i);
       ASSERT_EQ(got.shape(), ref.shape()) << "output " << exec.output_name(i);
       ASSERT_TRUE(runtime::dtype_equal(got.dtype(), runtime::kFloat32));
@@ -113,7 +107,7 @@ class GraphBuildTest : public ::testing::Test {
     }
   }
 
-  fs::path dir_;
+  testing::TempDir dir_{"kiln_graph_build_test"};
 };
 
 using MB = ModelBuilder;

@@ -11,22 +11,14 @@
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/kiln_test_util.h"
+#include "tests/common/temp_dir.h"
 
 namespace kiln {
 namespace {
 
 using runtime::NDArray;
 
-/// A temporary folder removed at the end of the test.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() / ("kiln-test-" + std::to_string(::getpid()) + "-" +
-                                                     std::to_string(reinterpret_cast<uintptr_t>(this)));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using testing::TempDir;
 
 /// y = relu(x * w + 1) as two kernels: t = x * w (w a parameter), y = relu(t + 1).
 runtime::Bundle make_bundle(const TempDir& dir) {
@@ -38,7 +30,7 @@ runtime::Bundle make_bundle(const TempDir& dir) {
   te::Tensor y = te::compute({n}, [&](ir::Var i) { return ir::max(t_in(i) + 1.0f, 0.0f); }, "y");
   ir::PrimFunc f1 = compiler::lower(te::create_schedule({t}), {x, w, t}, "mul");
   ir::PrimFunc f2 = compiler::lower(te::create_schedule({y}), {t_in, y}, "add_relu");
-  std::string so = (dir.path / "lib.so").string();
+  std::string so = (dir.path() / "lib.so").string();
   codegen::export_library({f1, f2}, target::Target::parse("llvm"), so);
   runtime::Bundle b;
   std::ifstream in(so, std::ios::binary);
@@ -61,7 +53,7 @@ runtime::Bundle make_bundle(const TempDir& dir) {
 
 TEST(GraphExecutor, RunsABundleFile) {
   TempDir dir;
-  std::string path = (dir.path / "model.kiln").string();
+  std::string path = (dir.path() / "model.kiln").string();
   runtime::write_bundle(path, make_bundle(dir));
   auto g = runtime::GraphExecutor::load(path);
   ASSERT_EQ(g.num_inputs(), 1u);
@@ -82,7 +74,7 @@ TEST(GraphExecutor, DamagedBundlesAreReported) {
   EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle(flipped, "m.kiln"), "corrupted");
   EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle(bytes.substr(0, bytes.size() / 3), "m.kiln"), "truncated");
   EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle("PK\x03\x04 not a bundle", "m.zip"), "not a Kiln bundle");
-  EXPECT_ERROR_CONTAINS(runtime::read_bundle((dir.path / "missing.kiln").string()), "cannot open bundle");
+  EXPECT_ERROR_CONTAINS(runtime::read_bundle((dir.path() / "missing.kiln").string()), "cannot open bundle");
 }
 
 TEST(GraphExecutor, BadGraphsAndInputsAreReported) {

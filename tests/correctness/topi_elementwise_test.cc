@@ -19,20 +19,10 @@ using ir::Expr;
 using runtime::NDArray;
 using testing::all_close;
 using testing::build_host;
+using testing::numel;
 using testing::random_array;
+using testing::to_exprs;
 using testing::zeros;
-
-std::vector<Expr> to_exprs(const std::vector<int64_t>& s) {
-  std::vector<Expr> e;
-  for (int64_t d : s) e.push_back(Expr(static_cast<int>(d)));
-  return e;
-}
-
-int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 using UnaryOp = std::function<te::Tensor(const te::Tensor&)>;
 

@@ -18,20 +18,11 @@ using ir::Expr;
 using runtime::NDArray;
 using testing::all_close;
 using testing::build_host;
+using testing::numel;
 using testing::random_array;
+using testing::to_exprs;
 using testing::zeros;
 using Shape = std::vector<int64_t>;
-
-std::vector<Expr> to_exprs(const Shape& s) {
-  std::vector<Expr> e;
-  for (int64_t d : s) e.push_back(Expr(static_cast<int>(d)));
-  return e;
-}
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 TEST(TopiNN, BatchNormInference) {
   for (Shape shape : {Shape{2, 3, 5, 7}, Shape{1, 16, 9, 9}, Shape{4, 5}}) {

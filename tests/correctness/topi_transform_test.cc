@@ -18,20 +18,12 @@ using ir::Expr;
 using runtime::NDArray;
 using testing::all_close;
 using testing::build_host;
+using testing::numel;
 using testing::random_array;
+using testing::to_exprs;
 using testing::zeros;
 using Shape = std::vector<int64_t>;
 
-std::vector<Expr> to_exprs(const Shape& s) {
-  std::vector<Expr> e;
-  for (int64_t d : s) e.push_back(Expr(static_cast<int>(d)));
-  return e;
-}
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 Shape shape_of(const te::Tensor& t) {
   Shape s;
   for (const Expr& d : t->shape()) s.push_back(*ir::as_const_int(d));

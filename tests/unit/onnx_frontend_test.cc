@@ -11,6 +11,7 @@
 
 #include "tests/common/expect_error.h"
 #include "tests/common/onnx_model_builder.h"
+#include "tests/common/temp_dir.h"
 
 namespace kiln::graph {
 namespace {
@@ -34,18 +35,12 @@ class ModelBuilder : public testing::OnnxModelBuilder {
 
 class OnnxFrontendTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("kiln_onnx_test_" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& bytes) {
-    const std::string p = (dir_ / name).string();
+    const std::string p = (dir_.path() / name).string();
     std::ofstream(p, std::ios::binary) << bytes;
     return p;
   }
-  fs::path dir_;
+  testing::TempDir dir_{"kiln_onnx_test"};
 };
 
 const Node& find_node(const Graph& g, const std::string& op) {
@@ -400,8 +395,8 @@ TEST_F(OnnxFrontendTest, BadFiles) {
   const std::string garbage_path = write("garbage.onnx", garbage);
   EXPECT_ERROR_CONTAINS(import_onnx(garbage_path), "garbage.onnx");
 
-  EXPECT_ERROR_CONTAINS(import_onnx((dir_ / "missing.onnx").string()), "missing.onnx");
-  EXPECT_ERROR_CONTAINS(import_onnx((dir_ / "missing.onnx").string()), "No such file");
+  EXPECT_ERROR_CONTAINS(import_onnx((dir_.path() / "missing.onnx").string()), "missing.onnx");
+  EXPECT_ERROR_CONTAINS(import_onnx((dir_.path() / "missing.onnx").string()), "No such file");
   EXPECT_ERROR_CONTAINS(import_onnx(write("empty.onnx", "")), "empty");
 
   // A well-formed protobuf whose initializer holds fewer bytes than its shape needs.

@@ -9,6 +9,7 @@
 
 #include "deploy/runtime/npy.h"
 #include "tests/common/expect_error.h"
+#include "tests/common/temp_dir.h"
 
 namespace kiln::runtime {
 namespace {
@@ -18,17 +19,11 @@ namespace fs = std::filesystem;
 /// A fresh temporary directory, removed with everything in it at the end of the test.
 class NpyTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::random_device rd;
-    dir_ = fs::temp_directory_path() / ("kiln_npy_test_" + std::to_string(rd()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return (dir_.path() / name).string(); }
   void write(const std::string& name, const std::string& bytes) const {
     std::ofstream(path(name), std::ios::binary) << bytes;
   }
-  fs::path dir_;
+  testing::TempDir dir_{"kiln_npy_test"};
 };
 
 TEST_F(NpyTest, RoundTripEveryDtype) {
@@ -135,7 +130,7 @@ TEST_F(NpyTest, ReadsWhatNumpyWrites) {
          "a = np.load(d + '/kiln.npy')\n"
          "assert a.dtype == np.int32 and a.shape == (2, 2) and a.tolist() == [[1, 2], [3, 4]], a\n";
   save_npy(path("kiln.npy"), NDArray::from_vector<int32_t>({1, 2, 3, 4}, {2, 2}));
-  ASSERT_EQ(std::system(("python3 " + script + " " + dir_.string()).c_str()), 0);
+  ASSERT_EQ(std::system(("python3 " + script + " " + dir_.path().string()).c_str()), 0);
 
   NDArray f4 = load_npy(path("f4.npy"));
   EXPECT_EQ(f4.shape(), (std::vector<int64_t>{2, 3}));
