@@ -206,6 +206,21 @@ te::Tensor conv2d_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 s
                      name, {"n", "oc", "oh", "ow"});
 }
 
+namespace {
+
+/// The knob of where an NCHW convolution's padding is computed (0 inlined, 1 per register
+/// tile, 2 whole tensor first). The default takes the first choice: padding in full first reads
+/// plain rows, best at stride 1; strided reads gather anyway, and then inlining saves the pass
+/// over memory.
+void define_pad_at(ConfigSpace* space, const te::Tensor& out) {
+  te::Tensor pad = pad_stage_of(out);
+  bool strided = pad.defined() && width_stride(out, pad) > 1;
+  space->define_knob("pad_at",
+                     strided ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 0, 1});
+}
+
+}  // namespace
+
 ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 4 && out->is_compute())
       << "conv2d_nchw_x86_space: '" << out->name() << "' is not a 4-D convolution";
@@ -216,12 +231,7 @@ ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out) {
                      32);
   space.define_knob("reorder_inner", {0, 1});
   space.define_knob("unroll_kw", {0, 1});
-  // The default takes the first: padding in full first reads plain rows, best at stride 1;
-  // strided reads gather anyway, and then inlining saves the pass over memory.
-  te::Tensor pad = pad_stage_of(out);
-  bool strided = pad.defined() && width_stride(out, pad) > 1;
-  space.define_knob("pad_at",
-                    strided ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 0, 1});
+  define_pad_at(&space, out);
   return space;
 }
 
@@ -249,10 +259,7 @@ ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out) {
   space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, autotune::SplitPolicy::kFactors,
                      32);
   space.define_knob("unroll_kw", {0, 1});
-  te::Tensor pad = pad_stage_of(out);
-  bool strided = pad.defined() && width_stride(out, pad) > 1;
-  space.define_knob("pad_at",
-                    strided ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 0, 1});
+  define_pad_at(&space, out);
   return space;
 }
 
