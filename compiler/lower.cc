@@ -74,11 +74,11 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
     buffers[st->op.get()] = b;
     f.params.push_back(ir::Param{b.data, b});
   }
+  // Every placeholder a stage reads must be an argument (one walk over the bodies).
   for (auto& s : n->stages) {
-    if (s->is_placeholder()) {
-      bool used = !n->consumers_of(s).empty();
-      KILN_USER_CHECK(!used || buffers.count(s->op.get()))
-          << "lower '" << name << "': placeholder '" << s->name()
+    for (auto& in : s->op->inputs()) {
+      KILN_USER_CHECK(in->is_compute() || buffers.count(in.get()))
+          << "lower '" << name << "': placeholder '" << in->name()
           << "' is read by the schedule but not passed as an argument";
     }
   }
