@@ -26,6 +26,8 @@ struct BuildOptions {
   bool fold_batch_norm = true;
   /// Places intermediates by liveness in one shared pool (memory_plan.h); off: one pool each.
   bool plan_memory = true;
+  /// Fuses operators into kernels (fuse.h); off: one kernel per node (the fusion ablation).
+  bool fuse = true;
 };
 
 /// What a build did, for reports and benchmarks.
