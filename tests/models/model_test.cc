@@ -1,0 +1,128 @@
+// Whole models in the style of the paper's evaluation (ResNet-18, MobileNetV2, the Nature DQN, a
+// DCGAN generator, an LSTM language model): imported from ONNX, built for the host, run by the graph
+// executor and compared with ONNX Runtime's output on the same input. The models, inputs and
+// expected outputs are written by make_models.py (the CTest fixture models_generate) into
+// KILN_MODELS_DATA_DIR; each model is its own test (ctest -R model_<name>).
+//
+// Tolerance: the relative error of an output is max|kiln - ort| / max|ort| (the infinity norm of
+// the difference over the infinity norm of the reference), and it must be <= 1e-4, the issue's
+// "within 1e-4 relative error in fp32". A normalized norm is used rather than an elementwise ratio
+// because outputs near zero (logits, tanh pixels) have no meaningful elementwise relative error
+// when summation orders differ; the largest elementwise |kiln - ort| / |ort| (over elements with
+// |ort| >= 1e-3 * max|ort|) is printed for information only.
+//
+// Each model is built twice, with fusion on (the default build) and off, and both must match, so
+// the fusion pass is covered; the DQN bundle also goes through write_bundle / GraphExecutor::load.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "deploy/runtime/bundle.h"
+#include "deploy/runtime/graph_executor.h"
+#include "deploy/runtime/npy.h"
+#include "tests/common/temp_dir.h"
+
+namespace kiln::graph {
+namespace {
+
+using runtime::NDArray;
+constexpr double kTolerance = 1e-4;
+constexpr const char* kTarget = "llvm -mcpu=native";
+
+std::string data_file(const std::string& name) {
+  return std::string(KILN_MODELS_DATA_DIR) + "/" + name;
+}
+
+struct Errors {
+  double relative = 0;     ///< max|a-b| / max|b|
+  double elementwise = 0;  ///< max |a-b|/|b| over |b| >= 1e-3 max|b| (information only)
+  double max_abs_diff = 0;
+};
+
+Errors compare(const NDArray& got, const NDArray& want) {
+  EXPECT_EQ(got.shape(), want.shape());
+  EXPECT_EQ(got.num_elements(), want.num_elements());
+  Errors e;
+  if (got.num_elements() != want.num_elements()) return e;
+  const float* a = got.data<float>();
+  const float* b = want.data<float>();
+  double max_ref = 0;
+  bool finite = true;
+  for (int64_t i = 0; i < want.num_elements(); ++i) max_ref = std::max(max_ref, std::fabs(double(b[i])));
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    if (!std::isfinite(a[i])) finite = false;
+    double d = std::fabs(double(a[i]) - double(b[i]));
+    e.max_abs_diff = std::max(e.max_abs_diff, d);
+    if (std::fabs(b[i]) >= 1e-3 * max_ref) e.elementwise = std::max(e.elementwise, d / std::fabs(b[i]));
+  }
+  EXPECT_TRUE(finite) << "the output holds a NaN or an infinity";
+  e.relative = max_ref > 0 ? e.max_abs_diff / max_ref : e.max_abs_diff;
+  if (!finite) e.relative = INFINITY;
+  return e;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Builds `model` with `options`, runs it on its input, and checks the output against ONNX Runtime.
+void run_and_check(const std::string& model, const Graph& g, const BuildOptions& options,
+                   const std::string& tag, bool round_trip = false) {
+  auto t0 = std::chrono::steady_clock::now();
+  BuildReport report;
+  runtime::Bundle bundle = build_graph(g, kTarget, options, &report);
+  double build_s = seconds_since(t0);
+
+  testing::TempDir dir("kiln_model_test");
+  runtime::GraphExecutor exec = [&] {
+    if (!round_trip) return runtime::GraphExecutor::from_bundle(std::move(bundle), model);
+    std::string path = dir.file(model + ".kiln");
+    runtime::write_bundle(path, bundle);
+    return runtime::GraphExecutor::load(path);
+  }();
+  ASSERT_EQ(exec.num_inputs(), 1u);
+  ASSERT_EQ(exec.num_outputs(), 1u);
+  NDArray input = runtime::load_npy(data_file(model + ".input.npy"));
+  NDArray expected = runtime::load_npy(data_file(model + ".expected.npy"));
+  exec.set_input(0, input);
+  t0 = std::chrono::steady_clock::now();
+  exec.run();
+  double run_s = seconds_since(t0);
+  // A second run on the same executor must give the same answer (pools are reused).
+  exec.run();
+  Errors e = compare(exec.output(0), expected);
+  std::printf("%s [%s]: %zu functions, %zu batch norms folded, intermediates %lld -> %lld bytes, "
+              "build %.1f s, first run %.1f ms; relative error %.3g (max |diff| %.3g), max "
+              "elementwise relative error %.3g\n",
+              model.c_str(), tag.c_str(), report.num_functions, report.batch_norms_folded,
+              static_cast<long long>(report.intermediate_bytes_without_reuse),
+              static_cast<long long>(report.intermediate_bytes), build_s, run_s * 1e3, e.relative,
+              e.max_abs_diff, e.elementwise);
+  std::fflush(stdout);
+  EXPECT_LE(e.relative, kTolerance) << model << " [" << tag << "]: max|kiln - ort| / max|ort|";
+}
+
+void check_model(const std::string& model, bool round_trip = false) {
+  Graph g = import_onnx(data_file(model + ".onnx"));
+  BuildOptions fused;
+  run_and_check(model, g, fused, "fuse=on", round_trip);
+  BuildOptions unfused;
+  unfused.fuse = false;
+  run_and_check(model, g, unfused, "fuse=off");
+}
+
+TEST(Models, resnet18) { check_model("resnet18"); }
+TEST(Models, mobilenetv2) { check_model("mobilenetv2"); }
+TEST(Models, dqn) { check_model("dqn", /*round_trip=*/true); }
+TEST(Models, dcgan) { check_model("dcgan"); }
+TEST(Models, lstm) { check_model("lstm"); }
+
+}  // namespace
+}  // namespace kiln::graph
