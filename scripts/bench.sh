@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Builds Kiln in release mode and runs one benchmark: scripts/bench.sh NAME [ARGS...]
-# Known: matmul. Each prints one `case=<name> key=value ...` line per case.
+# Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
+# and numpy). Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models)" >&2
   exit 2
 fi
 shift
 case "$name" in
   matmul) target=bench_matmul ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul)" >&2; exit 2 ;;
+  models) target=bench_models ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

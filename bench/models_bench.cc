@@ -1,0 +1,217 @@
+// Whole models (tests/models/make_models.py: ResNet-18, MobileNetV2, the Nature DQN, a DCGAN
+// generator, an LSTM language model) at batch 1, Kiln against ONNX Runtime in the same run:
+//   case=model_<name>_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x>     threads 1 and 2
+//   case=fusion_<name> speedup=<unfused_ms/fused_ms>                     2 threads
+//   case=memplan_<name> bytes_before=<a> bytes_after=<b>                 intermediate bytes
+// The models are generated into a temporary folder first (python3 make_models.py), so nothing has
+// to be built or run beforehand. Kiln builds each model once with the default BuildOptions
+// (batch norms folded, memory planned, fused) for "llvm -mcpu=native"; ONNX Runtime (bench/
+// models_ref.py, run before any Kiln work so the two never share the cores) uses the CPU
+// provider, intra_op_num_threads = threads, inter_op_num_threads = 1, sequential execution and its
+// default graph optimizations. Latency is the median single run after two warm-ups, over at
+// least --min-time seconds (default 1) and 10 runs, the same on both sides. Kiln's output is
+// checked against ONNX Runtime's before timing (max|diff| / max|ref| <= 1e-3), so a fast wrong
+// build cannot pass. A model Kiln cannot build or gets wrong prints nan and its error on stderr.
+//
+//   bench_models [--min-time S] [NAME ...]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "deploy/runtime/graph_executor.h"
+#include "deploy/runtime/npy.h"
+#include "deploy/runtime/thread_pool.h"
+#include "tests/common/temp_dir.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kiln::runtime::GraphExecutor;
+using kiln::runtime::NDArray;
+
+const std::vector<std::string> kModels = {"resnet18", "mobilenetv2", "dqn", "dcgan", "lstm"};
+const std::vector<int> kThreads = {1, 2};
+constexpr int kFusionThreads = 2;
+constexpr const char* kTarget = "llvm -mcpu=native";
+
+/// Median milliseconds of one call of f: two warm-ups, then single runs until at least min_time
+/// seconds and 10 runs have passed.
+double median_ms(const std::function<void()>& f, double min_time) {
+  f();
+  f();
+  std::vector<double> times;
+  auto start = Clock::now();
+  while (times.size() < 10 ||
+         std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
+    auto t0 = Clock::now();
+    f();
+    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+/// Runs a shell command, returning its stdout; exits the benchmark if it fails.
+std::string run_command(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    std::fprintf(stderr, "bench_models: cannot run: %s\n", cmd.c_str());
+    std::exit(1);
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  if (pclose(p) != 0) {
+    std::fprintf(stderr, "bench_models: failed: %s\n", cmd.c_str());
+    std::exit(1);
+  }
+  return out;
+}
+
+/// max|a - b| / max|b|, or infinity if the shapes differ or a holds a NaN.
+double relative_error(const NDArray& a, const NDArray& b) {
+  if (a.shape() != b.shape()) return INFINITY;
+  double diff = 0, ref = 0;
+  for (int64_t i = 0; i < b.num_elements(); ++i) {
+    double x = a.data<float>()[i], y = b.data<float>()[i];
+    if (!std::isfinite(x)) return INFINITY;
+    diff = std::max(diff, std::fabs(x - y));
+    ref = std::max(ref, std::fabs(y));
+  }
+  return ref > 0 ? diff / ref : diff;
+}
+
+/// A built, checked executor for one model, or an error.
+struct Built {
+  std::unique_ptr<GraphExecutor> exec;
+  kiln::graph::BuildReport report;
+  std::string error;
+};
+
+Built build_and_check(const std::string& dir, const std::string& name,
+                      const kiln::graph::BuildOptions& options) {
+  Built b;
+  try {
+    kiln::graph::Graph g = kiln::graph::import_onnx(dir + "/" + name + ".onnx");
+    kiln::runtime::Bundle bundle = kiln::graph::build_graph(g, kTarget, options, &b.report);
+    b.exec = std::make_unique<GraphExecutor>(GraphExecutor::from_bundle(std::move(bundle), name));
+    b.exec->set_input(0, kiln::runtime::load_npy(dir + "/" + name + ".input.npy"));
+    b.exec->run();
+    NDArray expected = kiln::runtime::load_npy(dir + "/" + name + ".expected.npy");
+    double err = relative_error(b.exec->output(0), expected);
+    if (!(err <= 1e-3)) {
+      std::ostringstream os;
+      os << "output differs from ONNX Runtime: max|diff|/max|ref| = " << err;
+      b.error = os.str();
+      b.exec.reset();
+    }
+  } catch (const std::exception& e) {
+    b.error = e.what();
+    b.exec.reset();
+  }
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  double min_time = 1.0;
+  std::vector<std::string> models;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--min-time" && i + 1 < argc) {
+      min_time = std::atof(argv[++i]);
+    } else if (std::find(kModels.begin(), kModels.end(), a) != kModels.end()) {
+      models.push_back(a);
+    } else {
+      std::fprintf(stderr, "usage: bench_models [--min-time S] [NAME ...]  (names: resnet18 "
+                           "mobilenetv2 dqn dcgan lstm)\n");
+      return 2;
+    }
+  }
+  if (models.empty()) models = kModels;
+  std::string only;
+  for (const auto& m : models) only += " " + m;
+
+  kiln::testing::TempDir dir("kiln_bench_models");
+  std::string d = dir.path().string();
+  std::string make_cmd = "python3 " + quote(KILN_MAKE_MODELS_SCRIPT) + " " + quote(d);
+  for (const auto& m : models) make_cmd += " --only " + m;
+  run_command(make_cmd + " 2>/dev/null");
+
+  // ONNX Runtime first, in its own process, so it never competes with Kiln's thread pool.
+  std::ostringstream ref_cmd;
+  ref_cmd << "python3 " << quote(KILN_MODELS_REF_SCRIPT) << " " << quote(d) << " --min-time "
+          << min_time << " --threads";
+  for (int t : kThreads) ref_cmd << " " << t;
+  ref_cmd << " --only" << only;
+  std::map<std::pair<std::string, int>, double> ref_ms;
+  {
+    std::istringstream in(run_command(ref_cmd.str()));
+    std::string name;
+    int t;
+    double ms;
+    while (in >> name >> t >> ms) ref_ms[{name, t}] = ms;
+  }
+
+  for (const auto& name : models) {
+    kiln::graph::BuildOptions fused;
+    Built on = build_and_check(d, name, fused);
+    if (!on.error.empty()) std::fprintf(stderr, "bench_models: %s: %s\n", name.c_str(), on.error.c_str());
+    double on_ms_fusion_threads = NAN;
+    for (int t : kThreads) {
+      double kiln_ms = NAN;
+      if (on.exec) {
+        kiln::runtime::set_num_threads(t);
+        kiln_ms = median_ms([&] { on.exec->run(); }, min_time);
+        if (t == kFusionThreads) on_ms_fusion_threads = kiln_ms;
+      }
+      auto it = ref_ms.find({name, t});
+      double ref = it == ref_ms.end() ? NAN : it->second;
+      std::printf("case=model_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f\n", name.c_str(), t,
+                  kiln_ms, ref, ref / kiln_ms);
+      std::fflush(stdout);
+    }
+
+    double speedup = NAN;
+    if (on.exec) {
+      kiln::graph::BuildOptions unfused;
+      unfused.fuse = false;
+      Built off = build_and_check(d, name, unfused);
+      if (off.exec) {
+        kiln::runtime::set_num_threads(kFusionThreads);
+        if (std::isnan(on_ms_fusion_threads))
+          on_ms_fusion_threads = median_ms([&] { on.exec->run(); }, min_time);
+        double off_ms = median_ms([&] { off.exec->run(); }, min_time);
+        speedup = off_ms / on_ms_fusion_threads;
+      } else {
+        std::fprintf(stderr, "bench_models: %s (fuse=false): %s\n", name.c_str(), off.error.c_str());
+      }
+    }
+    std::printf("case=fusion_%s speedup=%.3f\n", name.c_str(), speedup);
+    if (on.exec) {
+      std::printf("case=memplan_%s bytes_before=%lld bytes_after=%lld\n", name.c_str(),
+                  static_cast<long long>(on.report.intermediate_bytes_without_reuse),
+                  static_cast<long long>(on.report.intermediate_bytes));
+    } else {
+      std::printf("case=memplan_%s bytes_before=nan bytes_after=nan\n", name.c_str());
+    }
+    std::fflush(stdout);
+    kiln::runtime::set_num_threads(0);
+  }
+  return 0;
+}
