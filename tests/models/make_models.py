@@ -100,12 +100,12 @@ def resnet18():
         for block in range(2):
             stride = 2 if (stage > 0 and block == 0) else 1
             h = b.relu(b.bn(b.conv(y, cin, cout, 3, stride, 1), cout))
-            # The second conv of a residual branch gets a smaller scale (like zero-init-residual,
-            # less extreme) so the sum stays O(1) through eight blocks.
-            h = b.bn(b.conv(h, cout, cout, 3, 1, 1, gain=1.0), cout)
+            # The second conv of a residual branch and the downsample get half the He scale (like
+            # zero-init-residual, less extreme) so the sums stay O(1) through eight blocks.
+            h = b.bn(b.conv(h, cout, cout, 3, 1, 1, gain=0.5), cout)
             sc = y
             if stride != 1 or cin != cout:
-                sc = b.bn(b.conv(y, cin, cout, 1, stride, 0, gain=1.0), cout)
+                sc = b.bn(b.conv(y, cin, cout, 1, stride, 0, gain=0.5), cout)
             y = b.relu(b.node("Add", [h, sc], "add"))
             cin = cout
     y = b.node("GlobalAveragePool", [y], "gap")
