@@ -1,6 +1,7 @@
-// build_graph: lower each node (op_lowering), compile all functions into one shared object, and
-// describe the calls in the executor's graph JSON (deploy/runtime/graph_executor.h). Tensors are
-// numbered in order of first appearance: the graph inputs, then each node's arguments.
+// build_graph: fuse the nodes into groups (fuse.h), lower each group to one function
+// (op_lowering), compile all functions into one shared object, and describe the calls in the
+// executor's graph JSON (deploy/runtime/graph_executor.h). Tensors are numbered in order of first
+// appearance: the graph inputs, then each function's arguments.
 #include "compiler/graph/graph_build.h"
 
 #include <unistd.h>
@@ -167,10 +168,9 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
            "graph yet";
   }
 
-  // One function per node for now, so the memory plan's groups are single nodes.
+  const std::vector<FusedGroup> groups = fuse_ops(g, options.fuse);
   std::optional<MemoryPlan> plan;
   if (options.plan_memory) {
-    const std::vector<FusedGroup> groups = fuse_ops(g, /*enable=*/false);
     plan = plan_memory(g, groups);
     verify_memory_plan(g, groups, *plan);
     rep.intermediate_bytes_without_reuse = plan->bytes_without_reuse;
@@ -189,17 +189,22 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
 
   std::vector<ir::PrimFunc> funcs;
   std::set<std::string> func_names;
-  const size_t total = g.nodes().size();
+  const size_t total = groups.size();
   for (size_t i = 0; i < total; ++i) {
-    const Node& n = g.nodes()[i];
+    const FusedGroup& group = groups[i];
+    const Node& n = g.nodes()[group.master];
     std::string fname = function_name(n.name, i);
     for (int k = 1; func_names.count(fname); ++k)
       fname = function_name(n.name, i) + "_" + std::to_string(k);
     func_names.insert(fname);
     if (options.progress) options.progress(i, total, fname);
-    if (options.verbose)
-      std::cerr << "[" << i + 1 << "/" << total << "] compiling " << fname << "\n";
-    LoweredOp op = lower_node(g, n);
+    if (options.verbose) {
+      std::string ops;
+      for (size_t ni : group.nodes) ops += (ops.empty() ? "" : ", ") + g.nodes()[ni].op;
+      std::cerr << "[" << i + 1 << "/" << total << "] compiling " << fname << " (" << ops
+                << ")\n";
+    }
+    LoweredOp op = lower_group(g, group);
     funcs.push_back(compiler::lower(op.schedule, op.args, fname));
     Json::Array args;
     for (ValueId v : op.values) args.emplace_back(table.index(v, &bundle));

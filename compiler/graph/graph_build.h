@@ -1,7 +1,7 @@
 // The graph build: an imported graph in, a bundle out (the executor's graph JSON, one shared object
-// with a compiled function per node, the parameters). For now without fusion and without memory
-// reuse: every node is its own function and every intermediate its own storage pool; operator
-// fusion and memory planning are separate passes that plug in before the build.
+// with a compiled function per fused group of nodes, the parameters). Batch norms are folded into
+// the convolutions first, the nodes fused into kernels (fuse.h) and the intermediates placed in
+// shared pools by liveness (memory_plan.h); each step can be switched off for ablations.
 //
 //   runtime::Bundle b = graph::build_graph(graph::import_onnx("net.onnx"), "llvm -mcpu=native");
 //   runtime::write_bundle("net.kiln", b);
@@ -17,10 +17,10 @@
 namespace kiln::graph {
 
 struct BuildOptions {
-  /// Called before node `index` (of `total`) is lowered, with the name of its function; called
+  /// Called before function `index` (of `total`) is lowered, with its name; called
   /// once more with index == total and "generating code" before LLVM compiles and links them all.
   std::function<void(size_t index, size_t total, const std::string& what)> progress;
-  /// Prints one line per node to stderr.
+  /// Prints one line per function (its operators) to stderr.
   bool verbose = false;
   /// Folds batch norms into the preceding convolution or dense weights first.
   bool fold_batch_norm = true;
@@ -38,7 +38,7 @@ struct BuildReport {
   int64_t intermediate_bytes = 0;                ///< what the bundle's pools hold
 };
 
-/// Compiles every node of `g` for `target` (an llvm CPU target string) into a bundle. kiln::Error
+/// Compiles the nodes of `g` for `target` (an llvm CPU target string) into a bundle. kiln::Error
 /// naming the node for an operator without a lowering or a graph the executor cannot express (a
 /// graph output that no node computes).
 runtime::Bundle build_graph(const Graph& g, const std::string& target,

@@ -1,6 +1,7 @@
-// ONNX operator -> topi compute + default x86 schedule. lower_node builds placeholders for the
-// node's inputs, dispatches on the operator (one small function per family below) and returns the
-// schedule with the arguments in call order.
+// ONNX operators -> topi computes + default x86 schedules. lower_group builds placeholders for the
+// group's external inputs, dispatches each node on its operator (one small function per family
+// below), inlines what the master's kernel absorbs and returns the schedule with the arguments in
+// call order.
 #include "compiler/graph/op_lowering.h"
 
 #include <algorithm>
@@ -66,23 +67,32 @@ Tensor placeholder_of(const Value& v, std::set<std::string>* taken) {
   return te::placeholder(shape, v.ir_dtype(), name);
 }
 
-/// What a lowering returns: the node's outputs as tensors, and the schedule to apply to them once
-/// a te::Schedule of all of them exists.
+/// What a lowering returns: the node's outputs as tensors, and the schedule to apply once a
+/// te::Schedule of them exists. `schedule(s, output)` schedules the node's stages with `output`
+/// storing its result: outs[0] itself, or, when the node is the master of a fused group, the
+/// group's last stage, an elementwise epilogue of outs[0] with the stages between inlined.
 struct Result {
-  std::vector<Tensor> outs;                     ///< one per node output (undefined if absent)
-  std::function<void(te::Schedule&)> schedule;  ///< applies the template(s)
+  std::vector<Tensor> outs;  ///< one per node output (undefined if absent)
+  std::function<void(te::Schedule&, const Tensor& output)> schedule;
 };
 
 void injective(te::Schedule& s, const Tensor& t) { topi::schedule_injective_x86(s, t); }
 
-/// An operator `y` scheduled by `base`, followed by the injective stage `out` (a bias, a scale)
-/// unless `out` is `y` itself.
-Result with_epilogue(const Tensor& y, const std::function<void(te::Schedule&, const Tensor&)>& base,
-                     const Tensor& out) {
-  if (out == y) return {{y}, [=](te::Schedule& s) { base(s, y); }};
-  return {{out}, [=](te::Schedule& s) {
-            base(s, y);
-            injective(s, out);
+/// After a template scheduled `t` at the root: `output`, when it is another stage, as one
+/// injective stage reading it (for templates that cannot take the epilogue into their tile).
+void then_injective(te::Schedule& s, const Tensor& t, const Tensor& output) {
+  if (output != t) injective(s, output);
+}
+
+/// A template that schedules `y` with an epilogue stage (topi::epilogue_stage).
+using Template = std::function<void(te::Schedule&, const Tensor& y, const Tensor& output)>;
+
+/// An operator `y` scheduled by `base`, followed by its own elementwise stage `out` (a bias, a
+/// scale; `y` itself when none): both, and the group's epilogue, in the template's tile.
+Result with_epilogue(const Tensor& y, const Template& base, const Tensor& out) {
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
+            if (out != y && out != output) s[out].compute_inline();
+            base(s, y, output);
           }};
 }
 
@@ -127,40 +137,43 @@ Result lower_conv(const Ctx& c, bool transpose) {
   const auto stride = ints2(lift(n.ints("strides"), 1)), dil = ints2(lift(n.ints("dilations"), 1));
   const auto pads = ints4(lift_pads(n.ints("pads")));
   Tensor y;
-  std::function<void(te::Schedule&, const Tensor&)> base;
+  Template base;
   if (transpose) {
     y = topi::conv2d_transpose_nchw(x, w, stride, pads, ints2(lift(n.ints("output_padding"), 0)),
                                     dil, groups, "conv2d_transpose");
-    base = [](te::Schedule& s, const Tensor& t) {
+    base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
       topi::schedule_conv2d_transpose_nchw_x86(
-          s, t, topi::conv2d_transpose_nchw_x86_default(topi::conv2d_transpose_nchw_x86_space(t)));
+          s, t, topi::conv2d_transpose_nchw_x86_default(topi::conv2d_transpose_nchw_x86_space(t)),
+          output);
     };
   } else {
     y = topi::conv2d_nchw(x, w, stride, pads, dil, groups, "conv2d");
     const auto xs = c.in_shape(0), ws = c.in_shape(1);
     const bool depthwise = groups > 1 && groups == xs[1] && ws[0] == xs[1] && ws[1] == 1;
     if (depthwise) {
-      base = [](te::Schedule& s, const Tensor& t) {
+      base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
         topi::schedule_depthwise_conv2d_nchw_x86(
             s, t,
-            topi::depthwise_conv2d_nchw_x86_default(topi::depthwise_conv2d_nchw_x86_space(t)));
+            topi::depthwise_conv2d_nchw_x86_default(topi::depthwise_conv2d_nchw_x86_space(t)),
+            output);
       };
     } else {
-      base = [](te::Schedule& s, const Tensor& t) {
+      base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
         topi::schedule_conv2d_nchw_x86(
-            s, t, topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(t)));
+            s, t, topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(t)), output);
       };
     }
   }
   Tensor biased = c.has(2) ? add_channel_bias(y, c.in[2]) : y;
   if (!one_d) return with_epilogue(y, base, biased);
+  // 1-D: the bias in the tile, the reshape back to 3-D (and any epilogue) a stage of its own.
   Tensor out = topi::reshape(biased, c.out_value().shape, "conv1d");
-  return {{out}, [=](te::Schedule& s) {
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
             s[x].compute_inline();
             s[w].compute_inline();
-            base(s, y);
-            if (biased != y) s[biased].compute_inline();
-            injective(s, out);
+            base(s, y, biased);
+            if (out != output) s[out].compute_inline();
+            injective(s, output);
           }};
 }
 
@@ -185,8 +198,8 @@ Result lower_gemm(const Ctx& c) {
   }
   return with_epilogue(
       y,
-      [](te::Schedule& s, const Tensor& t) {
-        topi::schedule_dense_x86(s, t, topi::dense_x86_default(topi::dense_x86_space(t)));
+      [](te::Schedule& s, const Tensor& t, const Tensor& output) {
+        topi::schedule_dense_x86(s, t, topi::dense_x86_default(topi::dense_x86_space(t)), output);
       },
       out);
 }
@@ -221,12 +234,13 @@ Result lower_matmul(const Ctx& c) {
   Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
   Tensor y = topi::batch_matmul(ar, br, false, false, "batch_matmul");
   Tensor out = topi::reshape(y, out_shape, "matmul_out");
-  return {{out}, [=](te::Schedule& s) {
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
             if (ar != a) s[ar].compute_inline();
             if (br != b) s[br].compute_inline();
             topi::schedule_batch_matmul_x86(
                 s, y, topi::batch_matmul_x86_default(topi::batch_matmul_x86_space(y)));
-            injective(s, out);
+            if (out != output) s[out].compute_inline();
+            injective(s, output);
           }};
 }
 
@@ -265,12 +279,18 @@ Result lower_pool(const Ctx& c) {
   auto base = [](te::Schedule& s, const Tensor& t) {
     topi::schedule_pool2d_x86(s, t, topi::pool2d_x86_default(topi::pool2d_x86_space(t)));
   };
-  if (!one_d) return {{y}, [=](te::Schedule& s) { base(s, y); }};
+  if (!one_d) {
+    return {{y}, [=](te::Schedule& s, const Tensor& output) {
+              base(s, y);
+              then_injective(s, y, output);
+            }};
+  }
   Tensor out = topi::reshape(y, c.out_value().shape, "pool1d");
-  return {{out}, [=](te::Schedule& s) {
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
             s[x].compute_inline();
             base(s, y);
-            injective(s, out);
+            if (out != output) s[out].compute_inline();
+            injective(s, output);
           }};
 }
 
@@ -289,12 +309,15 @@ Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   if (c.in_shape(0)[0] == 1 && !c.has(5)) (*used_inputs)[2] = false;
   Result r;
   r.outs = {o.y, o.y_h, o.y_c};
-  r.schedule = [=](te::Schedule& s) { topi::schedule_lstm_x86(s, o); };
+  r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_lstm_x86(s, o); };
   return r;
 }
 
 Result injective_result(const Tensor& t) {
-  return {{t}, [=](te::Schedule& s) { injective(s, t); }};
+  return {{t}, [=](te::Schedule& s, const Tensor& output) {
+            if (t != output) s[t].compute_inline();
+            injective(s, output);
+          }};
 }
 
 Result lower_clip(const Ctx& c) {
@@ -367,9 +390,10 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
     if (!base->dtype().is_float()) c.fail("Pow of an integer base is not supported");
     Tensor e = topi::cast(c.input(1), base->dtype(), "pow_exponent");
     Tensor p = topi::pow(base, e, "pow");
-    return {{p}, [=](te::Schedule& s) {
+    return {{p}, [=](te::Schedule& s, const Tensor& output) {
               s[e].compute_inline();
-              injective(s, p);
+              if (p != output) s[p].compute_inline();
+              injective(s, output);
             }};
   }
   if (auto it = binaries().find(op); it != binaries().end()) {
@@ -387,8 +411,9 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (op == "MatMul") {
     if (c.in_shape(0).size() == 2 && c.in_shape(1).size() == 2) {
       Tensor y = topi::dense(c.input(0), c.input(1), false, false, "matmul");
-      return {{y}, [=](te::Schedule& s) {
-                topi::schedule_dense_x86(s, y, topi::dense_x86_default(topi::dense_x86_space(y)));
+      return {{y}, [=](te::Schedule& s, const Tensor& output) {
+                topi::schedule_dense_x86(s, y, topi::dense_x86_default(topi::dense_x86_space(y)),
+                                         output);
               }};
     }
     return lower_matmul(c);
@@ -407,7 +432,10 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (op == "Softmax" || op == "LogSoftmax") {
     Tensor y = op == "Softmax" ? topi::softmax(c.input(0), n.i("axis"))
                                : topi::log_softmax(c.input(0), n.i("axis"));
-    return {{y}, [=](te::Schedule& s) { topi::schedule_softmax_x86(s, y); }};
+    return {{y}, [=](te::Schedule& s, const Tensor& output) {
+              topi::schedule_softmax_x86(s, y);
+              then_injective(s, y, output);
+            }};
   }
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
     return injective_result(topi::reshape(c.input(0), c.out_value().shape, sanitize(op)));
@@ -468,54 +496,102 @@ bool has_lowering(const std::string& op) {
          std::find(other_ops().begin(), other_ops().end(), op) != other_ops().end();
 }
 
-LoweredOp lower_node(const Graph& g, const Node& node) {
-  Ctx c{g, node, {}};
-  if (!has_lowering(node.op)) c.fail("operator '" + node.op + "' has no lowering");
-  // One placeholder per distinct value: Add(x, x) reads one argument twice.
-  std::map<ValueId, Tensor> placeholders;
+LoweredOp lower_group(const Graph& g, const FusedGroup& group) {
+  KILN_ICHECK(!group.nodes.empty()) << "lower_group: an empty group";
+  // Every value the group reads or computes, as a tensor: placeholders for the external inputs
+  // (one per distinct value: Add(x, x) reads one argument twice), topi's stages for the rest.
+  std::map<ValueId, Tensor> tensors;
   std::set<std::string> taken;
-  for (ValueId v : node.inputs) {
-    if (v != kNoValue && !placeholders.count(v))
-      placeholders[v] = placeholder_of(g.value(v), &taken);
-    c.in.push_back(v == kNoValue ? Tensor() : placeholders[v]);
+  for (ValueId v : group.inputs) tensors[v] = placeholder_of(g.value(v), &taken);
+  std::set<ValueId> used_inputs;
+  Result master;
+  std::vector<Tensor> master_outs;
+  // For each node but the master: its outputs and the tensors it read, to find its stages.
+  std::vector<std::pair<std::vector<Tensor>, std::set<const te::TensorNode*>>> others;
+
+  for (size_t index : group.nodes) {
+    const Node& node = g.nodes().at(index);
+    Ctx c{g, node, {}};
+    if (!has_lowering(node.op)) c.fail("operator '" + node.op + "' has no lowering");
+    std::set<const te::TensorNode*> read;
+    for (ValueId v : node.inputs) {
+      if (v == kNoValue) {
+        c.in.emplace_back();
+        continue;
+      }
+      auto it = tensors.find(v);
+      KILN_ICHECK(it != tensors.end()) << "lower_group: " << c.where() << " reads '"
+                                       << g.value(v).name << "', which the group lacks";
+      c.in.push_back(it->second);
+      read.insert(it->second.get());
+    }
+    std::vector<bool> used(node.inputs.size(), true);
+    Result r = dispatch(c, &used);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] != kNoValue && used[i]) used_inputs.insert(node.inputs[i]);
+    }
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] == kNoValue) continue;
+      if (i >= r.outs.size() || !r.outs[i].defined()) {
+        c.fail("output " + std::to_string(i) + " is not supported");
+      }
+      const Value& v = g.value(node.outputs[i]);
+      std::vector<int64_t> shape = topi::const_shape(r.outs[i], node.op);
+      KILN_ICHECK(shape == v.shape) << "graph build: " << c.where()
+                                    << ": the lowering computes output " << i << " with shape "
+                                    << topi::shape_str(r.outs[i]->shape()) << ", the graph says "
+                                    << v.type_string();
+      tensors[node.outputs[i]] = r.outs[i];
+    }
+    if (index == group.master) {
+      master = r;
+      for (const Tensor& t : r.outs) {
+        if (t.defined()) master_outs.push_back(t);
+      }
+    } else {
+      others.emplace_back(r.outs, std::move(read));
+    }
   }
-  std::vector<bool> used(node.inputs.size(), true);
-  Result r = dispatch(c, &used);
+  KILN_ICHECK(master.schedule) << "lower_group: the master node is not in the group";
 
   LoweredOp op;
-  std::vector<Tensor> outs;
-  std::vector<ValueId> out_values;
-  for (size_t i = 0; i < node.outputs.size(); ++i) {
-    if (node.outputs[i] == kNoValue) continue;
-    if (i >= r.outs.size() || !r.outs[i].defined()) {
-      c.fail("output " + std::to_string(i) + " is not supported");
+  std::vector<Tensor> outputs;
+  for (ValueId v : group.outputs) outputs.push_back(tensors.at(v));
+  if (outputs.empty()) {
+    KILN_USER_ERROR() << "graph build: node '" << g.nodes()[group.master].name
+                      << "' has no output";
+  }
+  // The schedule covers every output the master's topi made (an LSTM's absent ones become
+  // temporaries); a fused group has one output, its last stage.
+  op.schedule = te::create_schedule(group.nodes.size() == 1 ? master_outs : outputs);
+  // The stages of the nodes fused into the master's kernel are inlined, all but the last.
+  std::set<const te::TensorNode*> stored;
+  for (const Tensor& t : outputs) stored.insert(t.get());
+  for (const auto& [outs, read] : others) {
+    std::vector<Tensor> todo;
+    for (const Tensor& t : outs) {
+      if (t.defined()) todo.push_back(t);
     }
-    const Value& v = g.value(node.outputs[i]);
-    std::vector<int64_t> shape = topi::const_shape(r.outs[i], node.op);
-    KILN_ICHECK(shape == v.shape) << "graph build: " << c.where()
-                                  << ": the lowering computes output " << i << " with shape "
-                                  << topi::shape_str(r.outs[i]->shape()) << ", the graph says "
-                                  << v.type_string();
-    outs.push_back(r.outs[i]);
-    out_values.push_back(node.outputs[i]);
+    std::set<const te::TensorNode*> seen;
+    while (!todo.empty()) {
+      Tensor t = todo.back();
+      todo.pop_back();
+      if (read.count(t.get()) || !t->is_compute() || !seen.insert(t.get()).second) continue;
+      if (!stored.count(t.get())) op.schedule[t].compute_inline();
+      for (const Tensor& in : t->inputs()) todo.push_back(in);
+    }
   }
-  if (outs.empty()) c.fail("the node has no output");
-  // The schedule covers every output topi made (an LSTM's absent ones become temporaries).
-  std::vector<Tensor> all;
-  for (const Tensor& t : r.outs) {
-    if (t.defined()) all.push_back(t);
+  master.schedule(op.schedule, tensors.at(group.output));
+
+  for (ValueId v : group.inputs) {
+    if (!used_inputs.count(v)) continue;
+    op.args.push_back(tensors.at(v));
+    op.values.push_back(v);
   }
-  op.schedule = te::create_schedule(all);
-  r.schedule(op.schedule);
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    if (node.inputs[i] == kNoValue || !used[i]) continue;
-    if (std::find(op.values.begin(), op.values.end(), node.inputs[i]) != op.values.end()) continue;
-    op.args.push_back(c.in[i]);
-    op.values.push_back(node.inputs[i]);
-  }
-  for (size_t i = 0; i < outs.size(); ++i) {
-    op.args.push_back(outs[i]);
-    op.values.push_back(out_values[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    op.args.push_back(outputs[i]);
+    op.values.push_back(group.outputs[i]);
   }
   return op;
 }

@@ -1,9 +1,13 @@
-// From one graph node to a scheduled tensor program: each supported ONNX operator becomes its topi
-// compute over te placeholders of the node's inputs (constants included: they are the function's
-// parameters), with the operator's default x86 schedule applied (the template's default config, or
-// schedule_injective_x86 for injective stages).
+// From one fused group of graph nodes (fuse.h) to one scheduled tensor program: each supported ONNX
+// operator becomes its topi compute, chained inside the group, over te placeholders of the group's
+// external inputs (constants included: they are the function's parameters). The master node's
+// default x86 schedule is applied (the template's default config, or schedule_injective_x86 for
+// injective stages) with the group's last stage as the one that stores the result; every other
+// node's stages are inlined, so a conv's bias, batch norm, activation and residual add are
+// computed on its register tile.
 //
-//   LoweredOp op = lower_node(g, g.nodes()[i]);
+//   std::vector<FusedGroup> groups = fuse_ops(g);
+//   LoweredOp op = lower_group(g, groups[i]);
 //   ir::PrimFunc f = compiler::lower(op.schedule, op.args, "conv1_0");
 //   // the function takes the tensors of op.values, in that order (inputs, then outputs)
 //
@@ -14,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/graph/fuse.h"
 #include "compiler/graph/graph.h"
 #include "compiler/te/schedule.h"
 #include "compiler/te/tensor.h"
@@ -29,11 +34,11 @@ struct LoweredOp {
   std::vector<ValueId> values;
 };
 
-/// Lowers `node` of `g`. kiln::Error naming the operator and the node when the operator (or the
-/// form of it: a 1-D convolution, a bidirectional LSTM, ...) has no lowering.
-LoweredOp lower_node(const Graph& g, const Node& node);
+/// Lowers `group` of `g`. kiln::Error naming the operator and the node when an operator (or the
+/// form of it: a 3-D convolution, a bidirectional LSTM, ...) has no lowering.
+LoweredOp lower_group(const Graph& g, const FusedGroup& group);
 
-/// Whether lower_node knows the operator type `op` (some of its forms may still be refused).
+/// Whether lower_group knows the operator type `op` (some of its forms may still be refused).
 bool has_lowering(const std::string& op);
 
 }  // namespace kiln::graph

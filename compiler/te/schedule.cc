@@ -253,12 +253,23 @@ void Stage::compute_at(const Stage& parent, const IterVar& axis) {
                       << "', so it does not enclose the computation of '" << parent->name()
                       << "' (its loops are: " << loop_names(*parent.get()) << ")";
   }
-  auto readers = s.owner->consumers_of(Stage(node_));
+  // The stages that read this one once inlined stages are substituted into their readers (an
+  // epilogue stage reading a register tile through the inlined copy of cache_write).
+  std::vector<Stage> readers, todo = s.owner->consumers_of(Stage(node_));
+  while (!todo.empty()) {
+    Stage r = todo.back();
+    todo.pop_back();
+    if (r->attach_type != AttachType::kInline) {
+      if (std::find(readers.begin(), readers.end(), r) == readers.end()) readers.push_back(r);
+      continue;
+    }
+    for (const Stage& rr : s.owner->consumers_of(r)) todo.push_back(rr);
+  }
   bool reads = std::any_of(readers.begin(), readers.end(), [&](const Stage& r) { return r == parent; });
   KILN_USER_CHECK(reads) << "compute_at: stage '" << parent->name() << "' does not read '" << s.name()
                          << "'; a stage can only be computed inside a loop of a stage that reads it";
   for (auto& r : readers) {
-    KILN_USER_CHECK(r == parent || r->attach_type == AttachType::kInline)
+    KILN_USER_CHECK(r == parent)
         << "compute_at: '" << s.name() << "' is also read by '" << r->name()
         << "', which is outside the loops of '" << parent->name() << "'";
   }

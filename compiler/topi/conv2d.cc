@@ -102,10 +102,10 @@ void schedule_pad(te::Schedule& s, const te::Tensor& pad, const te::Stage& tile,
 
 /// The shared NCHW template: `oc_knob` names the channel split knob.
 void schedule_nchw_common(te::Schedule& s, const te::Tensor& out, const Config& cfg,
-                          const std::string& oc_knob, int reorder_inner) {
+                          const std::string& oc_knob, int reorder_inner, const te::Tensor& output) {
   te::Tensor pad = pad_stage_of(out);
   te::Tensor cl = s.cache_write(out, "local");
-  te::Stage so = s[out];
+  te::Stage so = epilogue_stage(s, out, output);
   IterVar n = so.axis(0), oc = so.axis(1), oh = so.axis(2), ow = so.axis(3);
   auto [oco, oci] = so.split(oc, cfg.split(oc_knob).back());
   auto [owo, owi] = so.split(ow, cfg.split("tile_ow").back());
@@ -247,8 +247,9 @@ Config conv2d_nchw_x86_default(const ConfigSpace& space) {
   return space.from_positions(pos);
 }
 
-void schedule_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
-  schedule_nchw_common(s, out, cfg, "tile_oc", static_cast<int>(cfg.knob("reorder_inner")));
+void schedule_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
+                              const te::Tensor& output) {
+  schedule_nchw_common(s, out, cfg, "tile_oc", static_cast<int>(cfg.knob("reorder_inner")), output);
 }
 
 ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out) {
@@ -273,8 +274,9 @@ Config depthwise_conv2d_nchw_x86_default(const ConfigSpace& space) {
   return space.from_positions(pos);
 }
 
-void schedule_depthwise_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
-  schedule_nchw_common(s, out, cfg, "tile_c", 1);
+void schedule_depthwise_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
+                                        const te::Tensor& output) {
+  schedule_nchw_common(s, out, cfg, "tile_c", 1, output);
 }
 
 te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
@@ -329,10 +331,11 @@ Config conv2d_nchwc_x86_default(const ConfigSpace& space) {
   return space.from_positions(pos);
 }
 
-void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
+void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
+                               const te::Tensor& output) {
   te::Tensor pad = pad_stage_of(out);
   te::Tensor cl = s.cache_write(out, "local");
-  te::Stage so = s[out];
+  te::Stage so = epilogue_stage(s, out, output);
   IterVar n = so.axis(0), ob = so.axis(1), oh = so.axis(2), ow = so.axis(3), oc = so.axis(4);
   auto [owo, owi] = so.split(ow, cfg.split("tile_ow").back());
   so.reorder({n, ob, oh, owo, owi, oc});
@@ -409,8 +412,8 @@ Config depthwise_conv2d_nchwc_x86_default(const ConfigSpace& space) {
 }
 
 void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
-                                         const Config& cfg) {
-  schedule_conv2d_nchwc_x86(s, out, cfg);
+                                         const Config& cfg, const te::Tensor& output) {
+  schedule_conv2d_nchwc_x86(s, out, cfg, output);
 }
 
 te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block, const std::string& name) {

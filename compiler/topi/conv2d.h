@@ -45,14 +45,20 @@ autotune::ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out);
 autotune::Config conv2d_nchw_x86_default(const autotune::ConfigSpace& space);
 /// Parallel over (n, output-channel blocks, output rows) fused; a register tile (cache_write
 /// "local") of tile_oc × tile_ow with the rows unrolled and the columns vectorized.
-void schedule_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+///
+/// Every conv2d template takes an optional `output`: the stage that stores the result, `out`
+/// itself when undefined, or an elementwise epilogue of `out` of the same shape (bias, batch norm,
+/// activation, residual add) whose other stages are inlined; the epilogue is then applied to the
+/// register tile on its way to memory (operator fusion; see topi::epilogue_stage).
+void schedule_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
+                              const te::Tensor& output = {});
 
 /// The depthwise template (conv2d_nchw with groups == C, one input channel per group): knobs
 /// tile_c, tile_ow, unroll_kw, pad_at; parallel over (n, channel blocks, rows), columns vectorized.
 autotune::ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out);
 autotune::Config depthwise_conv2d_nchw_x86_default(const autotune::ConfigSpace& space);
 void schedule_depthwise_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out,
-                                        const autotune::Config& cfg);
+                                        const autotune::Config& cfg, const te::Tensor& output = {});
 
 /// NCHW[x]c: data [N, C/ic, H, W, ic], kernel [O/oc, C/ic, KH, KW, ic, oc] (see
 /// `pack_conv2d_kernel`), out [N, O/oc, OH, OW, oc]; groups == 1.
@@ -64,7 +70,8 @@ te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 
 /// lists the default's choice first). oc is vectorized, (n, oc blocks, rows) run in parallel.
 autotune::ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out);
 autotune::Config conv2d_nchwc_x86_default(const autotune::ConfigSpace& space);
-void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
+                               const te::Tensor& output = {});
 
 /// Depthwise NCHW[x]c (channel multiplier 1): data [N, C/c, H, W, c], kernel [C/c, 1, KH, KW, 1, c]
 /// (`pack_conv2d_kernel(w, 1, c)` of an OIHW [C, 1, KH, KW] kernel), out [N, C/c, OH, OW, c].
@@ -76,7 +83,8 @@ te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kern
 autotune::ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out);
 autotune::Config depthwise_conv2d_nchwc_x86_default(const autotune::ConfigSpace& space);
 void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
-                                         const autotune::Config& cfg);
+                                         const autotune::Config& cfg,
+                                         const te::Tensor& output = {});
 
 /// [N, C, H, W] -> [N, C / c_block, H, W, c_block]; C must be a multiple of c_block.
 te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block,

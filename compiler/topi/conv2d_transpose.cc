@@ -83,8 +83,8 @@ autotune::Config conv2d_transpose_nchw_x86_default(const autotune::ConfigSpace& 
 }
 
 void schedule_conv2d_transpose_nchw_x86(te::Schedule& s, const te::Tensor& out,
-                                        const autotune::Config& cfg) {
-  schedule_conv2d_nchw_x86(s, out, cfg);
+                                        const autotune::Config& cfg, const te::Tensor& output) {
+  schedule_conv2d_nchw_x86(s, out, cfg, output);
 }
 
 }  // namespace kiln::topi

@@ -32,7 +32,9 @@ te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kerne
 /// The knobs of conv2d_nchw_x86_space (tile_oc, tile_ow, reorder_inner, unroll_kw, pad_at).
 autotune::ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out);
 autotune::Config conv2d_transpose_nchw_x86_default(const autotune::ConfigSpace& space);
+/// `output`: an elementwise epilogue to compute on the register tile, as for conv2d.
 void schedule_conv2d_transpose_nchw_x86(te::Schedule& s, const te::Tensor& out,
-                                        const autotune::Config& cfg);
+                                        const autotune::Config& cfg,
+                                        const te::Tensor& output = {});
 
 }  // namespace kiln::topi

@@ -39,9 +39,10 @@ Config matmul_default(const ConfigSpace& space) {
 
 /// The register tile: `lead` are the leading (batch) axes of the output, fused into the parallel
 /// loop with the row and column blocks.
-void schedule_tile(te::Schedule& s, const te::Tensor& out, const Config& cfg, size_t lead) {
+void schedule_tile(te::Schedule& s, const te::Tensor& out, const Config& cfg, size_t lead,
+                   const te::Tensor& output) {
   te::Tensor cl = s.cache_write(out, "local");
-  te::Stage so = s[out];
+  te::Stage so = epilogue_stage(s, out, output);
   IterVar i = so.axis(lead), j = so.axis(lead + 1);
   auto [io, jo, ii, ji] = so.tile(i, j, cfg.split("tile_y").back(), cfg.split("tile_x").back());
   std::vector<IterVar> outer;
@@ -150,8 +151,9 @@ Config dense_x86_default(const ConfigSpace& space) {
   return space.from_positions(pos);
 }
 
-void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
-  schedule_tile(s, out, cfg, 0);
+void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
+                        const te::Tensor& output) {
+  schedule_tile(s, out, cfg, 0, output);
 }
 
 te::Tensor batch_matmul(const te::Tensor& a, const te::Tensor& b, bool trans_a, bool trans_b,
@@ -190,8 +192,9 @@ ConfigSpace batch_matmul_x86_space(const te::Tensor& out) {
 
 Config batch_matmul_x86_default(const ConfigSpace& space) { return matmul_default(space); }
 
-void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg) {
-  schedule_tile(s, out, cfg, 1);
+void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
+                               const te::Tensor& output) {
+  schedule_tile(s, out, cfg, 1, output);
 }
 
 }  // namespace kiln::topi

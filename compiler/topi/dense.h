@@ -39,7 +39,9 @@ te::Tensor dense_packed(const te::Tensor& x, const te::Tensor& packed, int64_t n
 /// weight is a constant.
 autotune::ConfigSpace dense_x86_space(const te::Tensor& out);
 autotune::Config dense_x86_default(const autotune::ConfigSpace& space);
-void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+/// `output`: an elementwise epilogue to compute on the register tile, as for the conv2d templates.
+void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
+                        const te::Tensor& output = {});
 
 /// out[b, i, j] = sum_k A[b, i, k] * B[b, k, j] for a [Ba, M, K] ([Ba, K, M] when trans_a) and
 /// b [Bb, K, N] ([Bb, N, K] when trans_b); a batch of 1 broadcasts.
@@ -48,6 +50,7 @@ te::Tensor batch_matmul(const te::Tensor& a, const te::Tensor& b, bool trans_a =
 /// Knobs: tile_y, tile_x, tile_k as for dense; (batch, row blocks, column blocks) run in parallel.
 autotune::ConfigSpace batch_matmul_x86_space(const te::Tensor& out);
 autotune::Config batch_matmul_x86_default(const autotune::ConfigSpace& space);
-void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
+                               const te::Tensor& output = {});
 
 }  // namespace kiln::topi

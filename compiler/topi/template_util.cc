@@ -38,4 +38,16 @@ size_t knob_index(const autotune::ConfigSpace& space, const std::string& name) {
   KILN_USER_ERROR() << "config space has no knob '" << name << "'";
 }
 
+te::Stage epilogue_stage(te::Schedule& s, const te::Tensor& op_out, const te::Tensor& output) {
+  if (!output.defined() || output == op_out) return s[op_out];
+  KILN_ICHECK(output.ndim() == op_out.ndim()) << "epilogue '" << output->name() << "' of '"
+                                              << op_out->name() << "' has another rank";
+  for (size_t i = 0; i < output.ndim(); ++i) {
+    KILN_ICHECK(ir::as_const_int(output->shape()[i]) == ir::as_const_int(op_out->shape()[i]))
+        << "epilogue '" << output->name() << "' of '" << op_out->name() << "' has another shape";
+  }
+  s[op_out].compute_inline();
+  return s[output];
+}
+
 }  // namespace kiln::topi

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "compiler/autotune/space.h"
+#include "compiler/te/schedule.h"
 #include "compiler/te/tensor.h"
 
 namespace kiln::topi {
@@ -22,5 +23,13 @@ int knob_position(const autotune::ConfigSpace& space, const std::string& name, i
 
 /// The index of knob `name` in the space, for filling a positions vector.
 size_t knob_index(const autotune::ConfigSpace& space, const std::string& name);
+
+/// The stage a template tiles to store its result. `output` undefined or `op_out` itself: op_out's
+/// stage. Otherwise `output` is an elementwise epilogue of `op_out` with the same shape (a bias, a
+/// batch norm, an activation, a residual add; the fused group's last stage, its other stages
+/// inlined): `op_out`, which must by now be a copy out of the template's register tile (after
+/// cache_write), is inlined, and the epilogue's stage is returned, so that the epilogue is computed
+/// on the register tile before it reaches memory.
+te::Stage epilogue_stage(te::Schedule& s, const te::Tensor& op_out, const te::Tensor& output);
 
 }  // namespace kiln::topi

@@ -1,12 +1,14 @@
 // The graph build end to end: small ONNX models built here with libonnx's protobuf classes,
-// imported, compiled into a bundle (one function per node), run by the graph executor and compared
-// against ONNX Runtime (through a small Python script; skipped where onnxruntime is missing).
+// imported, compiled into a bundle (with operator fusion, and without: one function per node), run
+// by the graph executor and compared against ONNX Runtime (through a small Python script; skipped
+// where onnxruntime is missing).
 #include "compiler/graph/graph_build.h"
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -65,8 +67,8 @@ bool have_onnxruntime() {
 class GraphBuildTest : public ::testing::Test {
  protected:
 
-  /// Writes the model, compiles it, runs it on random inputs and compares every output with ONNX
-  /// Runtime's.
+  /// Writes the model, compiles it with and without fusion, runs both on random inputs and
+  /// compares every output with ONNX Runtime's.
   void check(const ModelBuilder& m, const std::string& tag) {
     const std::string path = (dir_.path() / (tag + ".onnx")).string();
     {
@@ -74,8 +76,18 @@ class GraphBuildTest : public ::testing::Test {
       out << m.bytes();
     }
     const Graph g = import_onnx(path);
-    runtime::Bundle bundle = build_graph(g, "llvm -mcpu=native");
-    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), tag);
+    for (bool fuse : {true, false}) {
+      SCOPED_TRACE(fuse ? "fused" : "not fused");
+      BuildOptions options;
+      options.fuse = fuse;
+      runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(
+          build_graph(g, "llvm -mcpu=native", options), tag);
+      compare_with_onnxruntime(m, tag, path, exec);
+    }
+  }
+
+  void compare_with_onnxruntime(const ModelBuilder& m, const std::string& tag,
+                                const std::string& path, runtime::GraphExecutor& exec) {
     std::string feeds;
     uint32_t seed = 1;
     for (const auto& [name, shape] : m.inputs()) {
@@ -307,6 +319,7 @@ TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   for (bool plan : {true, false}) {
     BuildOptions options;
     options.plan_memory = plan;
+    options.fuse = false;  // one function per node, so that there are intermediates
     BuildReport report;
     runtime::Bundle bundle = build_graph(g, "llvm", options, &report);
     EXPECT_NE(bundle.graph_json.find("\"r1_0\""), std::string::npos) << bundle.graph_json;
@@ -326,6 +339,26 @@ TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   }
 }
 
+TEST(GraphBuild, ElementwiseChainFusesIntoOneFunction) {
+  Graph g;
+  ValueId v = g.add_input("x", runtime::kFloat32, {1024});
+  for (int i = 0; i < 8; ++i) {
+    v = g.add_op(i % 2 ? "Abs" : "Neg", "op" + std::to_string(i), {v}, {}, runtime::kFloat32, {1024});
+  }
+  g.add_output(v);
+  BuildReport report;
+  runtime::Bundle bundle = build_graph(g, "llvm", {}, &report);
+  EXPECT_EQ(report.num_functions, 1u);
+  EXPECT_EQ(report.intermediate_bytes, 0);
+  runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "chain");
+  NDArray in = testing::random_array({1024}, 9);
+  exec.set_input("x", in);
+  exec.run();
+  std::vector<float> ref(1024);
+  for (int i = 0; i < 1024; ++i) ref[i] = std::fabs(in.data<float>()[i]);
+  EXPECT_TRUE(testing::all_close(exec.output(0), ref));
+}
+
 TEST(GraphBuild, MemoryPlanReusesStorageAlongAChain) {
   // x -> Neg -> Abs -> ... (8 ops) -> |x|: 7 intermediates of 4 KiB, at most two alive at once.
   Graph g;
@@ -335,7 +368,9 @@ TEST(GraphBuild, MemoryPlanReusesStorageAlongAChain) {
   }
   g.add_output(v);
   BuildReport report;
-  runtime::Bundle bundle = build_graph(g, "llvm", {}, &report);
+  BuildOptions options;
+  options.fuse = false;  // one function per node, so that there are intermediates
+  runtime::Bundle bundle = build_graph(g, "llvm", options, &report);
   EXPECT_EQ(report.intermediate_bytes_without_reuse, 7 * 4096);
   EXPECT_EQ(report.intermediate_bytes, 2 * 4096);
   runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "chain");
@@ -367,7 +402,7 @@ TEST(GraphBuild, OperatorWithoutLoweringNamesOpAndNode) {
   ValueId x = g.add_input("x", runtime::kFloat32, {4});
   ValueId y = g.add_op("Frobnicate", "frob_7", {x}, {}, runtime::kFloat32, {4});
   g.add_output(y);
-  EXPECT_ERROR_CONTAINS(lower_node(g, g.nodes()[0]), "Frobnicate");
+  EXPECT_ERROR_CONTAINS(lower_group(g, fuse_ops(g).at(0)), "Frobnicate");
   EXPECT_ERROR_CONTAINS(build_graph(g, "llvm"), "frob_7");
 }
 
