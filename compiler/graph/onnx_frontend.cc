@@ -509,8 +509,8 @@ Attrs Importer::normalize(Ctx& c) {
     if (!onnx_dtype(static_cast<int>(to), &t))
       fail(c, "cannot cast to " + onnx_dtype_name(int(to)));
     a["to"] = runtime::dtype_to_string(t);
-  } else if (op == "Gather") {
-    fail(c, "Gather is supported only when its data and indices are constants");
+  } else if (op == "Gather") {  // (constant data and indices were folded already)
+    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0), c.where);
   }
   // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Add, Sub, Mul, Div, Pow, Max, Min, MatMul,
   // GlobalAveragePool, GlobalMaxPool: no attributes.

@@ -367,7 +367,7 @@ const std::vector<std::string>& other_ops() {
       "Concat",        "Conv",
       "ConvTranspose", "Flatten",
       "Gemm",          "GlobalAveragePool",
-      "GlobalMaxPool", "LSTM",
+      "GlobalMaxPool", "Gather",        "LSTM",
       "LeakyRelu",     "LogSoftmax",
       "MatMul",        "MaxPool",
       "Pad",           "Reshape",
@@ -441,6 +441,7 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
     return injective_result(topi::reshape(c.input(0), c.out_value().shape, sanitize(op)));
   }
   if (op == "Transpose") return injective_result(topi::transpose(c.input(0), n.ints("perm")));
+  if (op == "Gather") return injective_result(topi::take(c.input(0), c.input(1), n.i("axis")));
   if (op == "Concat") {
     std::vector<Tensor> ins;
     for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(c.input(i));

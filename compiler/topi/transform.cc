@@ -352,4 +352,31 @@ te::Tensor slice(const te::Tensor& x, const std::vector<int64_t>& starts,
       name);
 }
 
+te::Tensor take(const te::Tensor& data, const te::Tensor& indices, int64_t axis,
+                const std::string& name) {
+  KILN_USER_CHECK(indices->dtype().is_int() || indices->dtype().is_uint())
+      << "take: indices '" << indices->name() << "' must be integers, not " << indices->dtype();
+  const size_t n = data.ndim();
+  const int a = normalize_axis(axis, n, "take");
+  const int64_t dim = const_shape(data, "take")[a];
+  const std::vector<int64_t> ishape = const_shape(indices, "take");
+  std::vector<int64_t> shape = const_shape(data, "take");
+  shape.erase(shape.begin() + a);
+  shape.insert(shape.begin() + a, ishape.begin(), ishape.end());
+  const size_t ni = ishape.size();
+  return te::compute(
+      exprs(shape),
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> jdx(i.begin() + a, i.begin() + a + static_cast<ptrdiff_t>(ni));
+        Expr j = ir::cast(ir::kInt32, indices(jdx));
+        j = ir::select(j < 0, j + int_expr(dim), j);
+        j = ir::min(ir::max(j, 0), int_expr(dim - 1));
+        std::vector<Expr> idx(i.begin(), i.begin() + a);
+        idx.push_back(j);
+        idx.insert(idx.end(), i.begin() + a + static_cast<ptrdiff_t>(ni), i.end());
+        return data(idx);
+      },
+      name);
+}
+
 }  // namespace kiln::topi

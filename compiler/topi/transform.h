@@ -55,6 +55,13 @@ te::Tensor pad(const te::Tensor& x, const std::vector<int64_t>& pad_before,
                const std::vector<int64_t>& pad_after, double value = 0.0,
                PadMode mode = PadMode::kConstant, const std::string& name = "pad");
 
+/// ONNX Gather: out[o..., j..., i...] = data[o..., indices[j...], i...] along `axis` (negative
+/// counts from the end): the output's shape is data's with that axis replaced by the indices'
+/// shape. Indices are integers (any width); a negative index counts from the end of the axis, and
+/// one still outside it is clamped to the axis (never a read out of bounds).
+te::Tensor take(const te::Tensor& data, const te::Tensor& indices, int64_t axis,
+                const std::string& name = "take");
+
 /// ONNX Slice: along each axes[i] (all axes in order when empty), elements starts[i], starts[i] +
 /// steps[i], ... up to ends[i] (exclusive), with negative positions counted from the end and
 /// clamped to the dimension (to [0, d] for positive steps, [-1, d - 1] for negative ones).

@@ -1,5 +1,5 @@
 // The shape and layout operators of topi (reshape, transpose, squeeze, unsqueeze, concat, pad,
-// slice), scheduled with the injective x86 schedule, against index arithmetic written out in C++;
+// slice, take), scheduled with the injective x86 schedule, against index arithmetic written out in C++;
 // and their user errors. Results are copies, so they must match exactly.
 #include <gtest/gtest.h>
 
@@ -227,6 +227,40 @@ TEST(TopiTransformErrors, NameShapesAndAxes) {
   te::Tensor s = te::placeholder({n, 4}, ir::kFloat32, "s");
   EXPECT_ERROR_CONTAINS(topi::reshape(s, {-1}),
                         "reshape: 's' has shape [n, 4]; dimension 0 must be a constant");
+}
+
+TEST(TopiTransform, TakeAlongEachAxisWithNegativeAndOutOfRangeIndices) {
+  // int64 indices of shape [2, 3]: -1 counts from the end; 7 and -9 lie outside and are clamped.
+  const std::vector<int64_t> ind = {0, -1, 2, 7, 1, -9};
+  for (int64_t axis : {0, 1, -1}) {
+    te::Tensor x = te::placeholder(to_exprs({3, 4}), ir::kFloat32, "x");
+    te::Tensor i = te::placeholder(to_exprs({2, 3}), ir::kInt64, "i");
+    te::Tensor y = topi::take(x, i, axis);
+    const int64_t a = axis < 0 ? axis + 2 : axis, dim = a == 0 ? 3 : 4;
+    Shape expected = a == 0 ? Shape{2, 3, 4} : Shape{3, 2, 3};
+    ASSERT_EQ(shape_of(y), expected);
+    te::Schedule s = te::create_schedule({y});
+    topi::schedule_injective_x86(s, y);
+    auto f = build_host(s, {x, i, y});
+    NDArray xa = random_array({3, 4}, 5), out = zeros(expected);
+    NDArray ia = NDArray::from_vector(ind, {2, 3});
+    f(xa, ia, out);
+    std::vector<float> ref;
+    for (int64_t k = 0; k < numel(expected); ++k) {
+      Shape o = unravel(k, expected);
+      auto norm = [&](int64_t j) { return std::clamp<int64_t>(j < 0 ? j + dim : j, 0, dim - 1); };
+      int64_t r = a == 0 ? norm(ind[o[0] * 3 + o[1]]) : o[0];
+      int64_t c = a == 0 ? o[2] : norm(ind[o[1] * 3 + o[2]]);
+      ref.push_back(xa.data<float>()[r * 4 + c]);
+    }
+    EXPECT_TRUE(all_close(out, ref, 0, 0)) << "axis " << axis;
+  }
+}
+
+TEST(TopiTransform, TakeRefusesFloatIndices) {
+  te::Tensor x = te::placeholder(to_exprs({3, 4}), ir::kFloat32, "x");
+  te::Tensor i = te::placeholder(to_exprs({2}), ir::kFloat32, "idx");
+  EXPECT_ERROR_CONTAINS(topi::take(x, i, 0), "idx");
 }
 
 }  // namespace
