@@ -4,10 +4,10 @@
 // hand-scheduled x86 matmul, checks it against a naive loop on sampled entries, and prints its speed.
 //   kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln]
 // compiles an ONNX model into a bundle (a progress bar on stderr).
-//   kiln run MODEL.kiln --input x.npy [--input NAME=y.npy ...] [-o OUT]
+//   kiln run MODEL.kiln --input x.npy [--input NAME=y.npy ...] [-o OUT] [--profile RUNS]
 // runs a bundle: inputs bound by position or by name; each output is written to OUT/<name>.npy
 // when OUT is a folder (or ends with '/'), to OUT<name>.npy otherwise, or, without -o, its shape
-// and first values are printed. Every failure prints "error: ..." and exits with 1.
+// and first values are printed. --profile times RUNS runs and prints each kernel's median time. Every failure prints "error: ..." and exits with 1.
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,7 +41,8 @@ using Clock = std::chrono::steady_clock;
 int usage() {
   std::cerr << "usage: kiln example matmul [--n N] [--threads T] [--target TARGET]\n"
                "       kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln]\n"
-               "       kiln run MODEL.kiln --input X.npy [--input NAME=Y.npy ...] [-o OUT]\n";
+               "       kiln run MODEL.kiln --input X.npy [--input NAME=Y.npy ...] [-o OUT]\n"
+               "                [--profile RUNS]\n";
   return 2;
 }
 
@@ -121,13 +122,30 @@ std::string file_safe(const std::string& name) {
   return s.empty() ? "output" : s;
 }
 
+/// The kernels by time, slowest first, with their share of the whole run.
+void print_profile(std::vector<kiln::runtime::GraphExecutor::NodeTime> times, int runs) {
+  double total = 0;
+  for (const auto& t : times) total += t.median_ms;
+  std::sort(times.begin(), times.end(),
+            [](const auto& a, const auto& b) { return a.median_ms > b.median_ms; });
+  std::printf("%zu kernels, %.3f ms in all (sum of medians over %d runs)\n", times.size(), total,
+              runs);
+  std::printf("%10s %6s  %s\n", "ms", "share", "function");
+  for (const auto& t : times) {
+    std::printf("%10.3f %5.1f%%  %s\n", t.median_ms, total > 0 ? 100 * t.median_ms / total : 0.0,
+                t.func.c_str());
+  }
+}
+
 int run_main(const std::vector<std::string>& args) {
   using namespace kiln;
   std::string bundle, out;
+  int profile_runs = 0;
   std::vector<std::string> positional;
   std::vector<std::pair<std::string, std::string>> named;
   for (size_t i = 1; i < args.size(); ++i) {
-    if ((args[i] == "--input" || args[i] == "-o") && i + 1 >= args.size()) {
+    if ((args[i] == "--input" || args[i] == "-o" || args[i] == "--profile") &&
+        i + 1 >= args.size()) {
       std::cerr << "error: " << args[i] << " needs a value\n";
       return 2;
     }
@@ -141,6 +159,12 @@ int run_main(const std::vector<std::string>& args) {
       }
     } else if (args[i] == "-o") {
       out = args[++i];
+    } else if (args[i] == "--profile") {
+      profile_runs = std::atoi(args[++i].c_str());
+      if (profile_runs <= 0) {
+        std::cerr << "error: --profile needs a positive number of runs, got '" << args[i] << "'\n";
+        return 2;
+      }
     } else if (!args[i].empty() && args[i][0] == '-') {
       std::cerr << "error: unknown option '" << args[i] << "'\n";
       return usage();
@@ -183,7 +207,11 @@ int run_main(const std::vector<std::string>& args) {
                                 << "]) is not given (use --input " << g.input_name(i)
                                 << "=FILE.npy)";
     }
-    g.run();
+    if (profile_runs > 0) {
+      print_profile(g.profile(profile_runs), profile_runs);
+    } else {
+      g.run();
+    }
     namespace fs = std::filesystem;
     const bool to_dir = !out.empty() && (out.back() == '/' || fs::is_directory(out));
     if (to_dir) fs::create_directories(out);

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -181,6 +183,30 @@ void GraphExecutor::run() {
     for (size_t a : n.args) args.emplace_back(tensors_[a].array.tensor());
     n.func.call(args);
   }
+}
+
+std::vector<GraphExecutor::NodeTime> GraphExecutor::profile(int runs) {
+  KILN_USER_CHECK(runs > 0) << "profile: the number of runs must be positive, got " << runs;
+  run();
+  std::vector<std::vector<double>> ms(nodes_.size());
+  std::vector<Arg> args;
+  for (int r = 0; r < runs; ++r) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      args.clear();
+      for (size_t a : nodes_[i].args) args.emplace_back(tensors_[a].array.tensor());
+      const auto t0 = std::chrono::steady_clock::now();
+      nodes_[i].func.call(args);
+      const auto t1 = std::chrono::steady_clock::now();
+      ms[i].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    }
+  }
+  std::vector<NodeTime> out;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    std::vector<double>& v = ms[i];
+    std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+    out.push_back({nodes_[i].name, nodes_[i].func.name(), v[v.size() / 2]});
+  }
+  return out;
 }
 
 const NDArray& GraphExecutor::output(size_t i) const {

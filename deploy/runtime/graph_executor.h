@@ -39,6 +39,16 @@ class GraphExecutor {
   void set_input(size_t index, const NDArray& value);
   /// Runs every node in order.
   void run();
+
+  /// Where the time of a run goes: one entry per node, in graph order.
+  struct NodeTime {
+    std::string name;   ///< the node (for a fused kernel, its master's name)
+    std::string func;   ///< the compiled function
+    double median_ms;   ///< median over the runs
+  };
+  /// Runs the graph `runs` times (after one warm-up run), timing every node; the outputs are those
+  /// of the last run.
+  std::vector<NodeTime> profile(int runs);
   /// Output i after run() (valid until the next run).
   const NDArray& output(size_t i) const;
 

@@ -152,6 +152,19 @@ TEST_F(CliTest, TruncatedModel) {
   EXPECT_NE(r.err.find("cut.onnx"), std::string::npos) << r.err;
 }
 
+TEST_F(CliTest, RunProfilePrintsEveryKernel) {
+  const std::string bundle = compile();
+  runtime::save_npy(path("x.npy"), testing::random_array({2, 3}, 1));
+  Result r = kiln("run '" + bundle + "' --input '" + path("x.npy") + "' --profile 3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 kernels"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("relu_0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("output 'y'"), std::string::npos) << r.out;
+  Result bad = kiln("run '" + bundle + "' --input '" + path("x.npy") + "' --profile zero");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--profile needs a positive number"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliTest, WrongInputShape) {
   const std::string bundle = compile();
   runtime::save_npy(path("bad.npy"), testing::random_array({3, 2}, 1));

@@ -66,6 +66,23 @@ TEST(GraphExecutor, RunsABundleFile) {
   EXPECT_TRUE(testing::all_close(g.output(0), ref));
 }
 
+TEST(GraphExecutor, ProfileTimesEveryNodeAndRuns) {
+  TempDir dir;
+  auto g = runtime::GraphExecutor::from_bundle(make_bundle(dir), "profiled");
+  NDArray x = testing::random_array({37}, 4);
+  g.set_input("x", x);
+  auto times = g.profile(5);
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_EQ(times[0].name, "n0");
+  EXPECT_EQ(times[0].func, "mul");
+  EXPECT_EQ(times[1].func, "add_relu");
+  for (const auto& t : times) EXPECT_GE(t.median_ms, 0.0);
+  std::vector<float> ref(37);
+  for (int i = 0; i < 37; ++i) ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
+  EXPECT_TRUE(testing::all_close(g.output(0), ref));
+  EXPECT_ERROR_CONTAINS(g.profile(0), "number of runs");
+}
+
 TEST(GraphExecutor, DamagedBundlesAreReported) {
   TempDir dir;
   std::string bytes = runtime::serialize_bundle(make_bundle(dir));
