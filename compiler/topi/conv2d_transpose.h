@@ -1,14 +1,13 @@
-// Transposed 2-D convolution (ONNX ConvTranspose) in NCHW with IOHW weights, as a direct
-// compute: the input dilated by the stride and padded ("<name>.pad"), then convolved with the
-// flipped kernel. Its x86 schedule is the NCHW convolution template of conv2d.h.
+// Transposed 2-D convolution (ONNX ConvTranspose) in NCHW with IOHW weights, as a GEMM of the
+// input with the kernel read as [C, M/groups * KH * KW] ("<name>.col", [N, H, W, M*KH*KW]: no
+// product with the zeros of a dilated input, no weight rearranging), then a gather that adds up,
+// for each output point, the column entries that land on it (ceil(KH/sh) * ceil(KW/sw) terms at
+// dilation 1, or H * W for tiny inputs). The gather is injective, so an epilogue inlines it.
 //
 //   te::Tensor y = conv2d_transpose_nchw(x, w, {2, 2}, {1, 1, 1, 1}, {1, 1});
 //   autotune::ConfigSpace space = conv2d_transpose_nchw_x86_space(y);
 //   te::Schedule s = te::create_schedule({y});
 //   schedule_conv2d_transpose_nchw_x86(s, y, conv2d_transpose_nchw_x86_default(space));
-//
-// The dilated input is mostly zeros for strides above 1 (3/4 of the products at stride 2): the
-// direct form is simple and vectorizes, not the least work.
 #pragma once
 
 #include <string>
@@ -29,7 +28,8 @@ te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kerne
                                  Ints2 dilation = {1, 1}, int groups = 1,
                                  const std::string& name = "conv2d_transpose");
 
-/// The knobs of conv2d_nchw_x86_space (tile_oc, tile_ow, reorder_inner, unroll_kw, pad_at).
+/// Knobs: tile_f (the GEMM's weight tile, vectorized), tile_w (its input columns), f_outer (weight
+/// tiles outside input rows or inside), vec_ow (the gather's vector width along the output row).
 autotune::ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out);
 autotune::Config conv2d_transpose_nchw_x86_default(const autotune::ConfigSpace& space);
 /// `output`: an elementwise epilogue to compute on the register tile, as for conv2d.

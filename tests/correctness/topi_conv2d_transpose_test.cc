@@ -9,6 +9,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d_transpose.h"
+#include "compiler/topi/elementwise.h"
 #include "tests/common/kiln_test_util.h"
 
 namespace kiln {
@@ -56,7 +57,8 @@ std::vector<float> naive_conv_transpose(const Case& p, int oh, int ow, const flo
   return std::vector<float>(acc.begin(), acc.end());
 }
 
-void check(const Case& p) {
+/// `epilogue`: schedule relu(y) with the transposed convolution computed on its tile.
+void check(const Case& p, bool epilogue = false) {
   te::Tensor x = te::placeholder({p.n, p.c, p.h, p.w}, ir::kFloat32, "x");
   te::Tensor w = te::placeholder({p.c, p.m / p.groups, p.kh, p.kw}, ir::kFloat32, "w");
   te::Tensor y =
@@ -70,16 +72,19 @@ void check(const Case& p) {
   NDArray xa = random_array({p.n, p.c, p.h, p.w}, 1),
           wa = random_array({p.c, p.m / p.groups, p.kh, p.kw}, 2);
   std::vector<float> ref = naive_conv_transpose(p, oh, ow, xa.data<float>(), wa.data<float>());
+  if (epilogue)
+    for (float& v : ref) v = v > 0 ? v : 0;
+  te::Tensor z = epilogue ? topi::relu(y) : y;
   ConfigSpace space = topi::conv2d_transpose_nchw_x86_space(y);
   std::vector<Config> cfgs{topi::conv2d_transpose_nchw_x86_default(space)};
   uint64_t n = space.size();
   for (uint64_t i = 0; i < 5; ++i) cfgs.push_back(space.get(n == 1 ? 0 : i * (n - 1) / 4));
   for (const Config& cfg : cfgs) {
     SCOPED_TRACE(cfg.str());
-    te::Schedule s = te::create_schedule({y});
-    topi::schedule_conv2d_transpose_nchw_x86(s, y, cfg);
+    te::Schedule s = te::create_schedule({z});
+    topi::schedule_conv2d_transpose_nchw_x86(s, y, cfg, epilogue ? z : te::Tensor());
     NDArray out = zeros({p.n, p.m, oh, ow});
-    build_host(s, {x, w, y})(xa, wa, out);
+    build_host(s, {x, w, z})(xa, wa, out);
     EXPECT_TRUE(all_close(out, ref, 1e-4, 1e-5));
   }
 }
@@ -101,6 +106,36 @@ TEST(TopiConv2dTranspose, Dilation2) {
 }
 TEST(TopiConv2dTranspose, TwoGroups) {
   check({1, 4, 6, 7, 6, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 0}, {1, 1}, 2});
+}
+
+TEST(TopiConv2dTranspose, Stride3Pad2) {
+  check({1, 6, 4, 5, 16, 5, 4, {3, 3}, {2, 1, 1, 2}, {1, 2}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, Stride2Dilation2) {
+  check({1, 3, 4, 5, 5, 3, 2, {2, 2}, {1, 0, 2, 1}, {1, 1}, {2, 2}, 1});
+}
+TEST(TopiConv2dTranspose, Stride1Pad1Kernel3) {
+  check({1, 16, 6, 7, 32, 3, 3, {1, 1}, {1, 1, 1, 1}, {0, 0}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, FourGroupsStride2) {
+  check({2, 8, 5, 4, 12, 4, 4, {2, 2}, {1, 1, 1, 1}, {0, 1}, {1, 1}, 4});
+}
+// The DCGAN generator's layers: a 1x1 input (every input point is one tap), 4x4 stride 2 pad 1.
+TEST(TopiConv2dTranspose, DcganFirstLayer1x1Input) {
+  check({1, 20, 1, 1, 32, 4, 4, {1, 1}, {0, 0, 0, 0}, {0, 0}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, DcganStride2Kernel4) {
+  check({1, 32, 8, 8, 16, 4, 4, {2, 2}, {1, 1, 1, 1}, {0, 0}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, DcganLastLayerThreeChannels) {
+  check({1, 16, 16, 16, 3, 4, 4, {2, 2}, {1, 1, 1, 1}, {0, 0}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, SmallInputStride2) {  // 2x3 input: every input point, not phase taps
+  check({1, 5, 2, 1, 7, 5, 5, {2, 3}, {1, 2, 0, 1}, {1, 2}, {1, 1}, 1});
+}
+TEST(TopiConv2dTranspose, EpilogueOnTheTile) {
+  check({1, 16, 4, 4, 32, 4, 4, {2, 2}, {1, 1, 1, 1}, {0, 0}, {1, 1}, 1}, true);
+  check({1, 6, 5, 5, 4, 3, 3, {3, 2}, {0, 1, 1, 0}, {2, 1}, {1, 1}, 2}, true);
 }
 
 TEST(TopiConv2dTranspose, DefaultScheduleVectorizesAndParallelizes) {
