@@ -23,6 +23,7 @@
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/op_lowering.h"
+#include "compiler/graph/pack_weights.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "deploy/runtime/dtype.h"
@@ -157,6 +158,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
     g.remove_dead_nodes();
     g.verify();
   }
+  if (options.pack_weights) pack_weights(g);  // constant weights into the kernels' layouts
   const target::Target tgt = target::Target::parse(target);
   KILN_USER_CHECK(tgt.kind == "llvm")
       << "graph build: target '" << target << "' is not supported; the graph build compiles for "

@@ -28,6 +28,9 @@ struct BuildOptions {
   bool plan_memory = true;
   /// Fuses operators into kernels (fuse.h); off: one kernel per node (the fusion ablation).
   bool fuse = true;
+  /// Rewrites constant Gemm / MatMul / LSTM weights into the layouts their kernels read
+  /// contiguously (pack_weights.h); off: the kernels read the weights as the model gives them.
+  bool pack_weights = true;
 };
 
 /// What a build did, for reports and benchmarks.

@@ -180,7 +180,11 @@ Result lower_conv(const Ctx& c, bool transpose) {
 Result lower_gemm(const Ctx& c) {
   const Node& n = c.node;
   const float alpha = n.f("alpha"), beta = n.f("beta");
-  Tensor y = topi::dense(c.input(0), c.input(1), n.i("transA") != 0, n.i("transB") != 0, "gemm");
+  // pack_weights gave B as [ceil(N / bn), K, bn] panels (transA = 0).
+  Tensor y = n.has_attr("packed_bn")
+                 ? topi::dense_packed(c.input(0), c.input(1), c.out_value().shape.at(1), "gemm")
+                 : topi::dense(c.input(0), c.input(1), n.i("transA") != 0, n.i("transB") != 0,
+                               "gemm");
   Tensor out = y;
   const bool bias = c.has(2) && beta != 0.0f;
   if (bias) {
@@ -303,8 +307,8 @@ Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   if (c.has(4)) c.fail("sequence_lens is not supported");
   Tensor none;
   auto opt = [&](size_t i) { return c.has(i) ? c.in[i] : none; };
-  topi::LstmOutputs o =
-      topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6), opt(7), "lstm");
+  topi::LstmOutputs o = topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6),
+                                   opt(7), "lstm", n.i("weights_transposed", 0) != 0);
   // With one step and no initial state R is never read: leave it out of the arguments.
   if (c.in_shape(0)[0] == 1 && !c.has(5)) (*used_inputs)[2] = false;
   Result r;
@@ -409,6 +413,26 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (op == "Conv" || op == "ConvTranspose") return lower_conv(c, op == "ConvTranspose");
   if (op == "Gemm") return lower_gemm(c);
   if (op == "MatMul") {
+    if (n.has_attr("packed_bn")) {
+      // pack_weights gave B as [ceil(N / bn), K, bn] panels: A flattened to [M, K], one dense.
+      const auto as = c.in_shape(0);
+      const auto& out_shape = c.out_value().shape;
+      const int64_t k = as.back(), m = c.out_value().num_elements() / out_shape.back();
+      const Tensor& a = c.input(0);
+      Tensor a2 = as.size() == 2 ? a : topi::reshape(a, {m, k}, "matmul_a");
+      Tensor y = topi::dense_packed(a2, c.input(1), out_shape.back(), "matmul");
+      auto base = [=](te::Schedule& s, const Tensor& t, const Tensor& output) {
+        if (a2 != a) s[a2].compute_inline();
+        topi::schedule_dense_x86(s, t, topi::dense_x86_default(topi::dense_x86_space(t)), output);
+      };
+      if (as.size() == 2) return with_epilogue(y, base, y);
+      Tensor out = topi::reshape(y, out_shape, "matmul_out");
+      return {{out}, [=](te::Schedule& s, const Tensor& output) {
+                base(s, y, y);
+                if (out != output) s[out].compute_inline();
+                injective(s, output);
+              }};
+    }
     if (c.in_shape(0).size() == 2 && c.in_shape(1).size() == 2) {
       Tensor y = topi::dense(c.input(0), c.input(1), false, false, "matmul");
       return {{y}, [=](te::Schedule& s, const Tensor& output) {

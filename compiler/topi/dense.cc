@@ -18,10 +18,10 @@ using ir::Var;
 namespace {
 
 /// The knobs of a [.., M, N] product reducing over K.
-ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k) {
+ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k, int64_t max_x = 64) {
   ConfigSpace space;
   space.define_split("tile_y", m, 2, autotune::SplitPolicy::kFactors, 8);
-  space.define_split("tile_x", n, 2, autotune::SplitPolicy::kFactors, 64);
+  space.define_split("tile_x", n, 2, autotune::SplitPolicy::kFactors, max_x);
   space.define_split("tile_k", k, 2, autotune::SplitPolicy::kFactors, 16);
   return space;
 }
@@ -37,8 +37,23 @@ Config matmul_default(const ConfigSpace& space) {
   return space.from_positions(pos);
 }
 
+/// tile_x = the candidate `x`, tile_y the largest factor of M keeping the register tile within
+/// about 25 vectors of 16 lanes (AVX-512's 32 registers less the operands), tile_k = 4.
+Config tile_config(const ConfigSpace& space, size_t x_pos) {
+  std::vector<int> pos(space.knobs().size(), 0);
+  size_t ix = knob_index(space, "tile_x");
+  pos[ix] = static_cast<int>(x_pos);
+  int64_t x = space.knobs()[ix].candidates[x_pos].back();
+  int64_t vectors = (x + 15) / 16;
+  pos[knob_index(space, "tile_y")] = split_position(space, "tile_y", std::max<int64_t>(1, 25 / vectors));
+  pos[knob_index(space, "tile_k")] = split_position(space, "tile_k", 4);
+  return space.from_positions(pos);
+}
+
 /// The register tile: `lead` are the leading (batch) axes of the output, fused into the parallel
-/// loop with the row and column blocks.
+/// loop with the row and column blocks. Without leading axes (dense) the column blocks are the
+/// outer loop: one block of the weight (tile_x columns) stays in cache while every row block
+/// reads it, so a weight larger than the caches is read from memory once.
 void schedule_tile(te::Schedule& s, const te::Tensor& out, const Config& cfg, size_t lead,
                    const te::Tensor& output) {
   te::Tensor cl = s.cache_write(out, "local");
@@ -47,22 +62,47 @@ void schedule_tile(te::Schedule& s, const te::Tensor& out, const Config& cfg, si
   auto [io, jo, ii, ji] = so.tile(i, j, cfg.split("tile_y").back(), cfg.split("tile_x").back());
   std::vector<IterVar> outer;
   for (size_t a = 0; a < lead; ++a) outer.push_back(so.axis(a));
-  outer.insert(outer.end(), {io, jo});
+  if (lead == 0) {
+    so.reorder({jo, io, ii, ji});
+    outer.insert(outer.end(), {jo, io});
+  } else {
+    outer.insert(outer.end(), {io, jo});
+  }
   IterVar par = so.fuse(outer);
   so.parallel(par);
   so.unroll(ii);
-  so.vectorize(ji);
+  // Columns wider than a vector register are split into register-wide vectors (16 lanes, else
+  // 8) and unrolled: LLVM widens a vector of another length than a power of two (40, 80 lanes)
+  // to the next power of two, wasting registers and loads.
+  const int64_t tx = cfg.split("tile_x").back();
+  const int64_t lanes = tx > 16 && tx % 16 == 0 ? 16 : tx > 8 && tx % 8 == 0 ? 8 : tx;
+  if (lanes < tx) {
+    auto [jv, jl] = so.split(ji, lanes);
+    so.unroll(jv);
+    so.vectorize(jl);
+  } else {
+    so.vectorize(ji);
+  }
 
   te::Stage sl = s[cl];
   sl.compute_at(so, par);
   auto [ko, ki] = sl.split(sl.reduce_axis(0), cfg.split("tile_k").back());
   std::vector<IterVar> order;
   for (size_t a = 0; a < lead; ++a) order.push_back(sl.axis(a));
-  order.insert(order.end(), {ko, ki, sl.axis(lead), sl.axis(lead + 1)});
-  sl.reorder(order);
+  order.insert(order.end(), {ko, ki, sl.axis(lead)});
+  if (lanes < tx) {
+    auto [jv, jl] = sl.split(sl.axis(lead + 1), lanes);
+    order.insert(order.end(), {jv, jl});
+    sl.reorder(order);
+    sl.unroll(jv);
+    sl.vectorize(jl);
+  } else {
+    order.push_back(sl.axis(lead + 1));
+    sl.reorder(order);
+    sl.vectorize(sl.axis(lead + 1));
+  }
   sl.unroll(ki);
   sl.unroll(sl.axis(lead));
-  sl.vectorize(sl.axis(lead + 1));
 }
 
 }  // namespace
@@ -123,12 +163,16 @@ ConfigSpace dense_x86_space(const te::Tensor& out) {
   auto k = ir::as_const_int(out->reduce_axis[0]->dom.extent);
   KILN_USER_CHECK(k.has_value()) << "dense_x86_space: the reduction of '" << out->name()
                                  << "' must have a constant extent";
-  ConfigSpace space = matmul_space(const_dim(out, 0, "dense"), const_dim(out, 1, "dense"), *k);
-  // dense_packed: the panel width, a knob of one choice, so that the default tiles whole panels.
+  // dense_packed: the panel width, a knob of one choice, so that the default tiles whole panels
+  // (tile_x may then be as wide as a panel).
+  std::optional<int64_t> panel;
   for (const te::Tensor& in : out->inputs()) {
     auto bn = in.ndim() == 3 ? ir::as_const_int(in->shape()[2]) : std::nullopt;
-    if (bn) space.define_knob("panel", {*bn});
+    if (bn) panel = bn;
   }
+  ConfigSpace space = matmul_space(const_dim(out, 0, "dense"), const_dim(out, 1, "dense"), *k,
+                                   std::max<int64_t>(64, panel.value_or(0)));
+  if (panel) space.define_knob("panel", {*panel});
   return space;
 }
 
@@ -137,11 +181,21 @@ Config dense_x86_default(const ConfigSpace& space) {
   bool packed = false;
   for (const auto& knob : space.knobs()) packed = packed || knob.name == "panel";
   if (!packed) return cfg;
-  // Columns in whole panels: the widest multiple of the panel up to 32 that divides N.
+  // Columns in whole panels: one panel when it divides N (the pass picks such panels: each
+  // register tile then streams one contiguous [K, bn] block), else the widest multiple of the
+  // panel up to 32 that divides N.
   int64_t bn = cfg.knob("panel");
-  std::vector<int> pos = cfg.positions();
   size_t ix = knob_index(space, "tile_x");
   const auto& cands = space.knobs()[ix].candidates;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (cands[i].back() == bn) {
+      Config tiled = tile_config(space, i);
+      std::vector<int> pos = tiled.positions();
+      pos[knob_index(space, "panel")] = 0;
+      return space.from_positions(pos);
+    }
+  }
+  std::vector<int> pos = cfg.positions();
   for (size_t i = 0; i < cands.size(); ++i) {
     int64_t x = cands[i].back();
     int64_t cur = cands[pos[ix]].back();
@@ -149,6 +203,22 @@ Config dense_x86_default(const ConfigSpace& space) {
     if (good && (cur % bn != 0 || x > cur)) pos[ix] = static_cast<int>(i);
   }
   return space.from_positions(pos);
+}
+
+Config dense_x86_wide_default(const ConfigSpace& space) {
+  size_t ix = knob_index(space, "tile_x");
+  const auto& cands = space.knobs()[ix].candidates;
+  for (int64_t step : {16, 8}) {
+    int best = -1;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      int64_t x = cands[i].back();
+      if (x % step == 0 && x <= 64 && (best < 0 || x > cands[best].back())) {
+        best = static_cast<int>(i);
+      }
+    }
+    if (best >= 0) return tile_config(space, static_cast<size_t>(best));
+  }
+  return dense_x86_default(space);
 }
 
 void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,

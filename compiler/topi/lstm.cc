@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "compiler/ir/printer.h"
+#include "compiler/topi/dense.h"
 #include "compiler/topi/elementwise.h"
 #include "compiler/topi/transform.h"
 
@@ -26,53 +27,42 @@ void check_shape(const te::Tensor& t, const std::vector<int64_t>& expected,
                     << shape_str(t->shape()) << ", expected " << shape_str(e);
 }
 
-/// out[i..., g] = sum_k a(i..., k) * wt[k, g]: the last axis of `shape` is the gate axis g.
-te::Tensor projection(const std::vector<Expr>& shape, Expr k_extent, const te::Tensor& wt,
-                      const std::function<Expr(const std::vector<Var>&, Expr)>& a,
-                      const std::string& name) {
-  IterVar k = te::reduce_axis({0, k_extent}, "k");
-  return te::compute(
-      shape,
-      [&](const std::vector<Var>& i) { return te::sum(a(i, k->var) * wt(k->var, i.back()), {k}); },
-      name);
-}
-
-/// The GEMV / dense schedule: the gate axis (last) split by 16; loops (gate blocks, rows...,
-/// k, 16 lanes), vectorized inside the reduction loop, gate blocks in parallel for large work.
+/// The projections are dense products with the transposed weight [k, g] (contiguous along the
+/// gates): the register-tile template with the widest tile of gates that divides 4H.
 void schedule_projection(te::Schedule& s, const te::Tensor& t) {
-  te::Stage st = s[t];
-  const size_t n = st->op.ndim();
-  int64_t work = 1;
-  for (const Expr& d : st->op->shape()) work *= ir::as_const_int(d).value_or(1024);
-  work *= ir::as_const_int(st->op->reduce_axis[0]->dom.extent).value_or(1024);
-  auto [go, gi] = st.split(st.axis(n - 1), 16);
-  std::vector<IterVar> order{go};
-  for (size_t i = 0; i + 1 < n; ++i) order.push_back(st.axis(i));
-  order.push_back(st.reduce_axis(0));
-  order.push_back(gi);
-  st.reorder(order);
-  st.vectorize(gi);
-  if (work >= (int64_t{1} << 16)) st.parallel(go);
+  topi::schedule_dense_x86(s, t, dense_x86_wide_default(dense_x86_space(t)));
 }
 
 }  // namespace
 
 LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
                  const te::Tensor& initial_h, const te::Tensor& initial_c, const te::Tensor& p,
-                 const std::string& name) {
+                 const std::string& name, bool weights_transposed) {
   std::vector<int64_t> xs = const_shape(x, "lstm"), rs = const_shape(r, "lstm");
   KILN_USER_CHECK(xs.size() == 3) << "lstm: X '" << x->name() << "' has shape "
                                   << shape_str(x->shape())
                                   << ", expected [seq_length, batch_size, input_size]";
-  KILN_USER_CHECK(rs.size() == 3 && rs[1] == 4 * rs[2])
-      << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
-      << ", expected [1, 4 * hidden_size, hidden_size]";
-  const int64_t steps = xs[0], batch = xs[1], input = xs[2], hidden = rs[2];
+  if (weights_transposed) {
+    KILN_USER_CHECK(rs.size() == 2 && rs[1] == 4 * rs[0])
+        << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
+        << ", expected [hidden_size, 4 * hidden_size] (transposed)";
+  } else {
+    KILN_USER_CHECK(rs.size() == 3 && rs[1] == 4 * rs[2])
+        << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
+        << ", expected [1, 4 * hidden_size, hidden_size]";
+  }
+  const int64_t steps = xs[0], batch = xs[1], input = xs[2],
+                hidden = weights_transposed ? rs[0] : rs[2];
   const ir::DataType dt = x->dtype();
   KILN_USER_CHECK(dt.is_float()) << "lstm: X '" << x->name() << "' must be floating-point, got "
                                  << dt.str();
-  check_shape(w, {1, 4 * hidden, input}, "W");
-  check_shape(r, {1, 4 * hidden, hidden}, "R");
+  if (weights_transposed) {
+    check_shape(w, {input, 4 * hidden}, "W");
+    check_shape(r, {hidden, 4 * hidden}, "R");
+  } else {
+    check_shape(w, {1, 4 * hidden, input}, "W");
+    check_shape(r, {1, 4 * hidden, hidden}, "R");
+  }
   if (b.defined()) check_shape(b, {1, 8 * hidden}, "B");
   if (initial_h.defined()) check_shape(initial_h, {1, batch, hidden}, "initial_h");
   if (initial_c.defined()) check_shape(initial_c, {1, batch, hidden}, "initial_c");
@@ -84,40 +74,50 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
   const int H = static_cast<int>(hidden), G = 4 * H;
   const Expr kB(static_cast<int>(batch)), kH(H), kG(G);
 
-  // The weights transposed to [k, g], so that the gate axis is contiguous.
-  te::Tensor wt = te::compute(
-      {Expr(static_cast<int>(input)), kG}, [&](Var k, Var g) { return w(0, g, k); }, name + ".W_t");
-  te::Tensor rt = te::compute(
-      {kH, kG}, [&](Var k, Var g) { return r(0, g, k); }, name + ".R_t");
-  te::Tensor xw = projection(
-      {Expr(static_cast<int>(steps)), kB, kG}, Expr(static_cast<int>(input)), wt,
-      [&](const std::vector<Var>& i, Expr k) { return x(i[0], i[1], k); }, name + ".xw");
+  // The weights transposed to [k, g], so that the gate axis is contiguous (given so when
+  // weights_transposed: the graph transposes constant weights once, at build time).
+  te::Tensor wt = weights_transposed ? w
+                                     : te::compute(
+                                           {Expr(static_cast<int>(input)), kG},
+                                           [&](Var k, Var g) { return w(0, g, k); }, name + ".W_t");
+  te::Tensor rt = weights_transposed ? r
+                                     : te::compute(
+                                           {kH, kG}, [&](Var k, Var g) { return r(0, g, k); },
+                                           name + ".R_t");
+  // The input projection of all steps as one dense: X viewed as [T * B, I].
+  te::Tensor x2 = te::compute(
+      {Expr(static_cast<int>(steps * batch)), Expr(static_cast<int>(input))},
+      [&](Var i, Var k) { return x(ir::floordiv(i, kB), ir::floormod(i, kB), k); }, name + ".X_2d");
+  te::Tensor xw = dense(x2, wt, false, false, name + ".xw");
 
   LstmOutputs out;
-  out.stages = {wt, xw};
+  out.views = {x2};
+  out.stages = {};
+  if (!weights_transposed) out.stages.push_back(wt);
+  out.stages.push_back(xw);
   std::vector<te::Tensor> hs, cs;
   for (int64_t t = 0; t < steps; ++t) {
     const std::string sfx = "." + std::to_string(t);
     const Expr tt(static_cast<int>(t));
-    // h_{t-1} and c_{t-1} at (bi, j); undefined when zero.
-    auto h_prev = [&](Expr bi, Expr j) -> Expr {
-      if (t > 0) return hs.back()(bi, j);
-      return initial_h.defined() ? initial_h(0, bi, j) : Expr();
-    };
+    // c_{t-1} at (bi, j); undefined when zero.
     auto c_prev = [&](Expr bi, Expr j) -> Expr {
       if (t > 0) return cs.back()(bi, j);
       return initial_c.defined() ? initial_c(0, bi, j) : Expr();
     };
     te::Tensor rec;
     if (t > 0 || initial_h.defined()) {
-      rec = projection(
-          {kB, kG}, kH, rt, [&](const std::vector<Var>& i, Expr k) { return h_prev(i[0], k); },
-          name + ".rec" + sfx);
+      te::Tensor hp = hs.empty() ? te::Tensor() : hs.back();
+      if (!hp.defined()) {
+        hp = te::compute(
+            {kB, kH}, [&](Var bi, Var j) { return initial_h(0, bi, j); }, name + ".h_init");
+        out.views.push_back(hp);
+      }
+      rec = dense(hp, rt, false, false, name + ".rec" + sfx);
     }
     // Pre-activation of gate `q` (0 i, 1 o, 2 f, 3 c) at (bi, j).
     auto pre = [&](int q, Expr bi, Expr j) {
       Expr g = j + q * H;
-      Expr v = xw(tt, bi, g);
+      Expr v = xw(tt * kB + bi, g);
       if (rec.defined()) v = v + rec(bi, g);
       if (b.defined()) v = v + (b(0, g) + b(0, g + G));
       return v;
@@ -142,7 +142,8 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
                                },
                                name + ".h" + sfx, {"b", "j"});
     if (rec.defined()) {
-      if (std::find(out.stages.begin(), out.stages.end(), rt) == out.stages.end()) {
+      if (!weights_transposed &&
+          std::find(out.stages.begin(), out.stages.end(), rt) == out.stages.end()) {
         out.stages.push_back(rt);  // R_t is read only when some step has a recurrent GEMV
       }
       out.stages.push_back(rec);
@@ -169,6 +170,7 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
 }
 
 void schedule_lstm_x86(te::Schedule& s, const LstmOutputs& out) {
+  for (const te::Tensor& v : out.views) s[v].compute_inline();
   std::vector<te::Tensor> stages(out.stages);
   stages.insert(stages.end(), {out.y, out.y_h, out.y_c});
   for (const te::Tensor& t : stages) {

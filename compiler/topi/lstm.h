@@ -26,21 +26,25 @@ struct LstmOutputs {
   /// The intermediate stages (transposed weights, projections, each step's c and h), producers
   /// first: what schedule_lstm_x86 schedules besides the outputs.
   std::vector<te::Tensor> stages;
+  /// Reshaped views of inputs (X as [T * B, I], initial_h as [B, H]) that the schedule inlines.
+  std::vector<te::Tensor> views;
 };
 
 /// x [T, B, I], w [1, 4H, I], r [1, 4H, H]; optional (undefined tensors when absent): b [1, 8H]
 /// (Wb then Rb), initial_h and initial_c [1, B, H] (zero when absent), p [1, 3H] (peepholes i, o,
 /// f). All shapes must be constant; kiln::Error names the tensor and both shapes on a mismatch.
 /// With T = 1 and no initial_h, R is not read (h_{-1} = 0): leave it out of build()'s arguments.
+/// `weights_transposed`: w and r are given already transposed, w [I, 4H] and r [H, 4H] (what the
+/// graph's pack_weights makes of constant weights), and are read as they are.
 LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
                  const te::Tensor& b = {}, const te::Tensor& initial_h = {},
                  const te::Tensor& initial_c = {}, const te::Tensor& p = {},
-                 const std::string& name = "lstm");
+                 const std::string& name = "lstm", bool weights_transposed = false);
 
-/// Schedules every stage of an lstm() in `s`: the projections (xw and each step's GEMV) as
-/// reductions whose gate axis is split by 16, vectorized inside the reduction loop and, when the
-/// work is large enough, run in parallel over the gate blocks; the transposed weights, the per-step
-/// states and the outputs with schedule_injective_x86.
+/// Schedules every stage of an lstm() in `s`: the projections (xw, one dense over all steps, and
+/// each step's GEMV) with dense's register-tile template (dense_x86_wide_default: blocks of gates
+/// vectorized, accumulated in registers, run in parallel); the transposed weights, the per-step
+/// states and the outputs with schedule_injective_x86; the input views inlined.
 void schedule_lstm_x86(te::Schedule& s, const LstmOutputs& out);
 
 /// A schedule of the three outputs with schedule_lstm_x86 applied.

@@ -1,0 +1,147 @@
+// pack_weights: Gemm / MatMul weights into dense_packed panels, LSTM weights transposed.
+#include "compiler/graph/pack_weights.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/error.h"
+
+namespace kiln::graph {
+namespace {
+
+using runtime::kFloat32;
+
+bool is_f32_constant(const Graph& g, ValueId v) {
+  if (v == kNoValue || v < 0 || static_cast<size_t>(v) >= g.num_values()) return false;
+  const Value& val = g.value(v);
+  return val.is_constant() && runtime::dtype_equal(val.dtype, kFloat32);
+}
+
+bool has_input(const Node& n, size_t i) { return n.inputs.size() > i && n.inputs[i] != kNoValue; }
+
+/// B (a float32 constant [K, N], or [N, K] when trans_b) packed into [ceil(N / bn), K, bn].
+runtime::NDArray pack_dense(const Value& b, bool trans_b, int64_t bn) {
+  const int64_t k = trans_b ? b.shape[1] : b.shape[0], n = trans_b ? b.shape[0] : b.shape[1];
+  const int64_t panels = (n + bn - 1) / bn;
+  runtime::NDArray out = runtime::NDArray::empty({panels, k, bn}, kFloat32);
+  const float* src = b.data->data<float>();
+  float* dst = out.data<float>();
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t kk = 0; kk < k; ++kk) {
+      float* row = dst + (p * k + kk) * bn;
+      for (int64_t j = 0; j < bn; ++j) {
+        const int64_t col = p * bn + j;
+        row[j] = col >= n ? 0.0f : trans_b ? src[col * k + kk] : src[kk * n + col];
+      }
+    }
+  }
+  return out;
+}
+
+/// A [1, G, K] constant transposed to [K, G].
+runtime::NDArray transpose_gates(const Value& w) {
+  const int64_t gates = w.shape[1], k = w.shape[2];
+  runtime::NDArray out = runtime::NDArray::empty({k, gates}, kFloat32);
+  const float* src = w.data->data<float>();
+  float* dst = out.data<float>();
+  for (int64_t g = 0; g < gates; ++g) {
+    for (int64_t kk = 0; kk < k; ++kk) dst[kk * gates + g] = src[g * k + kk];
+  }
+  return out;
+}
+
+class Packer {
+ public:
+  explicit Packer(Graph& g) : g_(g) {}
+
+  bool dense(size_t ni) {
+    const Node& n = g_.nodes()[ni];
+    const bool gemm = n.op == "Gemm";
+    if ((!gemm && n.op != "MatMul") || n.has_attr("packed_bn") || n.inputs.size() < 2 ||
+        n.outputs.empty() || n.outputs[0] == kNoValue || !has_input(n, 0)) {
+      return false;
+    }
+    if (gemm && n.i("transA", 0) != 0) return false;
+    if (!is_f32_constant(g_, n.inputs[1])) return false;
+    const Value& a = g_.value(n.inputs[0]);
+    const Value& b = g_.value(n.inputs[1]);
+    if (b.shape.size() != 2 || !a.typed || a.shape.size() < 2 ||
+        !runtime::dtype_equal(a.dtype, kFloat32)) {
+      return false;
+    }
+    if (gemm && a.shape.size() != 2) return false;
+    const bool trans_b = gemm && n.i("transB", 0) != 0;
+    const int64_t k = trans_b ? b.shape[1] : b.shape[0], cols = trans_b ? b.shape[0] : b.shape[1];
+    if (a.shape.back() != k || k <= 0 || cols <= 0) return false;
+    const int64_t bn = dense_panel_width(cols);
+    const auto key = std::make_tuple(n.inputs[1], trans_b ? 1 : 0, bn);
+    auto it = packed_.find(key);
+    ValueId nb;
+    if (it != packed_.end()) {
+      nb = it->second;
+    } else {
+      nb = g_.add_constant(b.name + ".packed", pack_dense(b, trans_b, bn));
+      packed_[key] = nb;
+    }
+    Node& node = g_.nodes()[ni];
+    node.inputs[1] = nb;
+    node.attrs["packed_bn"] = bn;
+    return true;
+  }
+
+  bool lstm(size_t ni) {
+    const Node& n = g_.nodes()[ni];
+    if (n.op != "LSTM" || n.has_attr("weights_transposed") || n.inputs.size() < 3) return false;
+    if (!n.has_attr("direction") || n.s("direction") != "forward") return false;
+    for (size_t i : {1, 2}) {
+      if (!is_f32_constant(g_, n.inputs[i]) || g_.value(n.inputs[i]).shape.size() != 3 ||
+          g_.value(n.inputs[i]).shape[0] != 1) {
+        return false;
+      }
+    }
+    const ValueId w = transposed(n.inputs[1]), r = transposed(n.inputs[2]);
+    Node& node = g_.nodes()[ni];
+    node.inputs[1] = w;
+    node.inputs[2] = r;
+    node.attrs["weights_transposed"] = int64_t{1};
+    return true;
+  }
+
+ private:
+  ValueId transposed(ValueId v) {
+    auto it = transposed_.find(v);
+    if (it != transposed_.end()) return it->second;
+    const Value& val = g_.value(v);
+    ValueId t = g_.add_constant(val.name + ".t", transpose_gates(val));
+    transposed_[v] = t;
+    return t;
+  }
+
+  Graph& g_;
+  std::map<std::tuple<ValueId, int, int64_t>, ValueId> packed_;
+  std::map<ValueId, ValueId> transposed_;
+};
+
+}  // namespace
+
+int64_t dense_panel_width(int64_t n) {
+  for (int64_t step : {16, 8}) {
+    for (int64_t bn = 80; bn >= step; bn -= step) {
+      if (n % bn == 0) return bn;
+    }
+  }
+  return 16;
+}
+
+size_t pack_weights(Graph& graph) {
+  Packer packer(graph);
+  size_t rewritten = 0;
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    if (packer.dense(i) || packer.lstm(i)) ++rewritten;
+  }
+  return rewritten;
+}
+
+}  // namespace kiln::graph

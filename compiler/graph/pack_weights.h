@@ -1,0 +1,38 @@
+// Weight packing: constant weights rewritten at build time into the layouts the kernels read
+// contiguously, so that no kernel transposes or gathers a weight at run time.
+//
+//   %y = Gemm(%x, %w) {transA=0, transB=1}       %y = Gemm(%x, %w.packed) {packed_bn=64, ...}
+//   %y = MatMul(%a, %b)  (b constant [K, N])  =>  %y = MatMul(%a, %b.packed) {packed_bn=80}
+//   %y = LSTM(%x, %W, %R, ...)                    %y = LSTM(%x, %W.t, %R.t, ...) {weights_transposed=1}
+//
+// Gemm (transA = 0) and MatMul whose B is a float32 constant 2-D matrix (A of rank >= 2; an N-D A
+// is flattened to [M, K] by the lowering): B becomes a new constant "<name>.packed" of shape
+// [ceil(N / bn), K, bn] (topi::pack_dense_weight's layout: element [p, k, j] is B's column
+// p * bn + j, zero beyond N), and the node gets the attribute packed_bn = bn, which op_lowering
+// reads to use topi::dense_packed (transB no longer matters). bn is dense_panel_width(N).
+//
+// LSTM (forward, one direction) with float32 constant W [1, 4H, I] and R [1, 4H, H]: they become
+// "<name>.t" constants W_t [I, 4H] and R_t [H, 4H] (the [k, gate] layout topi::lstm reads
+// contiguously along the gates) and the node gets weights_transposed = 1.
+//
+// New constants are new values; the old ones stay in the arena (shared with the input graph) and
+// are left out of the bundle when nothing reads them. A weight shared by several nodes is packed
+// once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "compiler/graph/graph.h"
+
+namespace kiln::graph {
+
+/// The panel width used for a dense output of N columns: the largest multiple of 16 up to 80
+/// dividing N (so that a register tile is one whole panel and no output tile is ragged), else the
+/// largest multiple of 8 up to 80 dividing N, else 16 (the last panel zero-padded).
+int64_t dense_panel_width(int64_t n);
+
+/// Rewrites every node that meets the conditions above; returns how many it rewrote.
+size_t pack_weights(Graph& graph);
+
+}  // namespace kiln::graph
