@@ -18,6 +18,7 @@
 
 #include "base/error.h"
 #include "compiler/codegen/build.h"
+#include "compiler/graph/alter_layout.h"
 #include "compiler/graph/fold_batch_norm.h"
 #include "compiler/graph/fuse.h"
 #include "compiler/graph/memory_plan.h"
@@ -159,6 +160,11 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
     g.verify();
   }
   if (options.pack_weights) pack_weights(g);  // constant weights into the kernels' layouts
+  if (options.alter_layout) {
+    const AlterLayoutReport layout = alter_layout(g);
+    rep.convolutions_blocked = layout.convolutions_blocked;
+    rep.layout_conversions = layout.conversions;
+  }
   const target::Target tgt = target::Target::parse(target);
   KILN_USER_CHECK(tgt.kind == "llvm")
       << "graph build: target '" << target << "' is not supported; the graph build compiles for "

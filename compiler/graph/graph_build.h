@@ -1,6 +1,7 @@
 // The graph build: an imported graph in, a bundle out (the executor's graph JSON, one shared object
 // with a compiled function per fused group of nodes, the parameters). Batch norms are folded into
-// the convolutions first, the nodes fused into kernels (fuse.h) and the intermediates placed in
+// the convolutions first, convolutions moved to the NCHW[x]c layout (alter_layout.h), the nodes
+// fused into kernels (fuse.h) and the intermediates placed in
 // shared pools by liveness (memory_plan.h); each step can be switched off for ablations.
 //
 //   runtime::Bundle b = graph::build_graph(graph::import_onnx("net.onnx"), "llvm -mcpu=native");
@@ -31,12 +32,16 @@ struct BuildOptions {
   /// Rewrites constant Gemm / MatMul / LSTM weights into the layouts their kernels read
   /// contiguously (pack_weights.h); off: the kernels read the weights as the model gives them.
   bool pack_weights = true;
+  /// Moves convolutions and the elementwise chains between them to NCHW[x]c (alter_layout.h).
+  bool alter_layout = true;
 };
 
 /// What a build did, for reports and benchmarks.
 struct BuildReport {
   size_t num_functions = 0;
   size_t batch_norms_folded = 0;
+  size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
+  size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
   int64_t intermediate_bytes_without_reuse = 0;  ///< one buffer per intermediate tensor
   int64_t intermediate_bytes = 0;                ///< what the bundle's pools hold
 };

@@ -114,8 +114,47 @@ topi::Ints4 ints4(const std::vector<int64_t>& v) {
 }
 
 /// Conv and ConvTranspose, 2-D, or 1-D as 2-D with a height of 1.
+/// A Conv that alter_layout blocked: data [N, C/ib, H, W, ib], kernel packed (6-D), out
+/// [N, O/ob, OH, OW, ob], bias [O].
+Result lower_conv_nchwc(const Ctx& c) {
+  const Node& n = c.node;
+  const Tensor &x = c.input(0), &w = c.input(1);
+  const auto stride = ints2(n.ints("strides")), dil = ints2(n.ints("dilations"));
+  const auto pads = ints4(n.ints("pads"));
+  const bool depthwise = n.i("group") != 1;
+  const int ob = static_cast<int>(n.i("out_block"));
+  Tensor y = depthwise ? topi::depthwise_conv2d_nchwc(x, w, stride, pads, dil, "conv2d_nchwc")
+                       : topi::conv2d_nchwc(x, w, stride, pads, dil, "conv2d_nchwc");
+  Tensor out = y;
+  if (c.has(2)) {
+    const Tensor& bias = c.in[2];
+    out = te::compute(
+        y->shape(),
+        [&](const std::vector<ir::Var>& i) {
+          return y(std::vector<Expr>(i.begin(), i.end())) + bias(i[1] * ob + i[4]);
+        },
+        "bias_add");
+  }
+  Template base;
+  if (depthwise) {
+    base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
+      topi::schedule_depthwise_conv2d_nchwc_x86(
+          s, t,
+          topi::depthwise_conv2d_nchwc_x86_default(topi::depthwise_conv2d_nchwc_x86_space(t)),
+          output);
+    };
+  } else {
+    base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
+      topi::schedule_conv2d_nchwc_x86(
+          s, t, topi::conv2d_nchwc_x86_default(topi::conv2d_nchwc_x86_space(t)), output);
+    };
+  }
+  return with_epilogue(y, base, out);
+}
+
 Result lower_conv(const Ctx& c, bool transpose) {
   const Node& n = c.node;
+  if (!transpose && n.has_attr("data_block")) return lower_conv_nchwc(c);
   const size_t k = n.ints("kernel_shape").size();
   if (k != 1 && k != 2) c.fail("only 1-D and 2-D convolutions are supported");
   const bool one_d = k == 1;
@@ -308,7 +347,7 @@ Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   Tensor none;
   auto opt = [&](size_t i) { return c.has(i) ? c.in[i] : none; };
   topi::LstmOutputs o = topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6),
-                                   opt(7), "lstm", n.i("weights_transposed", 0) != 0);
+                                   opt(7), "lstm", n.i("packed_bn", 0));
   // With one step and no initial state R is never read: leave it out of the arguments.
   if (c.in_shape(0)[0] == 1 && !c.has(5)) (*used_inputs)[2] = false;
   Result r;
@@ -372,6 +411,7 @@ const std::vector<std::string>& other_ops() {
       "ConvTranspose", "Flatten",
       "Gemm",          "GlobalAveragePool",
       "GlobalMaxPool", "Gather",        "LSTM",
+      "LayoutTransform",
       "LeakyRelu",     "LogSoftmax",
       "MatMul",        "MaxPool",
       "Pad",           "Reshape",
@@ -465,6 +505,10 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
     return injective_result(topi::reshape(c.input(0), c.out_value().shape, sanitize(op)));
   }
   if (op == "Transpose") return injective_result(topi::transpose(c.input(0), n.ints("perm")));
+  if (op == "LayoutTransform") {
+    return injective_result(topi::layout_transform(c.input(0), static_cast<int>(n.i("src_block")),
+                                                   static_cast<int>(n.i("dst_block"))));
+  }
   if (op == "Gather") return injective_result(topi::take(c.input(0), c.input(1), n.i("axis")));
   if (op == "Concat") {
     std::vector<Tensor> ins;

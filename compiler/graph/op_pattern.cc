@@ -23,6 +23,7 @@ OpPattern op_pattern(const Node& node) {
       {"Concat", P::kInjective}, {"Flatten", P::kInjective}, {"Gather", P::kInjective},
       {"Pad", P::kInjective}, {"Reshape", P::kInjective}, {"Slice", P::kInjective},
       {"Squeeze", P::kInjective}, {"Transpose", P::kInjective}, {"Unsqueeze", P::kInjective},
+      {"LayoutTransform", P::kInjective},  // inserted by alter_layout
       // Reductions.
       {"AveragePool", P::kCommReduce}, {"GlobalAveragePool", P::kCommReduce},
       {"GlobalMaxPool", P::kCommReduce}, {"MaxPool", P::kCommReduce},

@@ -439,6 +439,25 @@ te::Tensor nchwc_to_nchw(const te::Tensor& t, const std::string& name) {
                      name, {"n", "c", "h", "w"});
 }
 
+te::Tensor layout_transform(const te::Tensor& t, int src_block, int dst_block,
+                            const std::string& name) {
+  if (src_block == 0) return nchw_to_nchwc(t, dst_block, name);
+  if (dst_block == 0) return nchwc_to_nchw(t, name);
+  KILN_USER_CHECK(t.ndim() == 5 && const_dim(t, 4, "layout_transform") == src_block)
+      << "layout_transform: '" << t->name() << "' is not in blocks of " << src_block;
+  const int64_t c = const_dim(t, 1, "layout_transform") * src_block;
+  KILN_USER_CHECK(dst_block > 0 && c % dst_block == 0)
+      << "layout_transform: " << c << " channels are not a multiple of the block " << dst_block;
+  const auto& sh = t->shape();
+  return te::compute({sh[0], c / dst_block, sh[2], sh[3], dst_block},
+                     [&](Var n, Var cb, Var y, Var x, Var ci) {
+                       Expr ch = cb * dst_block + ci;
+                       return t(n, ir::floordiv(ch, Expr(src_block)), y, x,
+                                ir::floormod(ch, Expr(src_block)));
+                     },
+                     name, {"n", "cb", "h", "w", "c"});
+}
+
 te::Tensor pack_conv2d_kernel(const te::Tensor& kernel, int ic_block, int oc_block,
                               const std::string& name) {
   KILN_USER_CHECK(kernel.ndim() == 4)

@@ -91,6 +91,10 @@ te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block,
                          const std::string& name = "nchw_to_nchwc");
 /// [N, CB, H, W, cb] -> [N, CB * cb, H, W].
 te::Tensor nchwc_to_nchw(const te::Tensor& t, const std::string& name = "nchwc_to_nchw");
+/// Between NCHW (block 0) and NCHW[x]c with blocks of src_block / dst_block channels: the two
+/// above, or [N, C/a, H, W, a] -> [N, C/b, H, W, b] directly.
+te::Tensor layout_transform(const te::Tensor& t, int src_block, int dst_block,
+                            const std::string& name = "layout_transform");
 /// OIHW [O, C, KH, KW] -> [O / oc_block, C / ic_block, KH, KW, ic_block, oc_block].
 te::Tensor pack_conv2d_kernel(const te::Tensor& kernel, int ic_block, int oc_block,
                               const std::string& name = "kernel_packed");

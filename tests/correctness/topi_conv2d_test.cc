@@ -281,5 +281,29 @@ TEST(TopiConv2dVector, DefaultSchedulesVectorizeAndParallelize) {
   EXPECT_NE(text.find("parallel"), std::string::npos) << text;
 }
 
+TEST(TopiConv2d, LayoutTransformBetweenBlocks) {
+  // NCHW -> blocks of 16 -> blocks of 8 -> NCHW gives back the input; blocks of 8 match the
+  // direct conversion.
+  te::Tensor x = te::placeholder({2, 32, 3, 5}, ir::kFloat32, "x");
+  te::Tensor b16 = topi::layout_transform(x, 0, 16, "b16");
+  te::Tensor b8 = topi::layout_transform(b16, 16, 8, "b8");
+  te::Tensor back = topi::layout_transform(b8, 8, 0, "back");
+  te::Schedule s = te::create_schedule({back, b8});
+  topi::schedule_layout_transform_x86(s, b16);
+  topi::schedule_layout_transform_x86(s, b8);
+  topi::schedule_layout_transform_x86(s, back);
+  NDArray xa = random_array({2, 32, 3, 5}, 8), b8a = zeros({2, 4, 3, 5, 8}),
+          backa = zeros({2, 32, 3, 5});
+  build_host(s, {x, b8, back})(xa, b8a, backa);
+  EXPECT_TRUE(all_close(backa, xa.to_vector<float>(), 0, 0));
+  std::vector<float> ref;
+  for (int n = 0; n < 2; ++n)
+    for (int cb = 0; cb < 4; ++cb)
+      for (int h = 0; h < 3; ++h)
+        for (int w = 0; w < 5; ++w)
+          for (int c = 0; c < 8; ++c) ref.push_back(xa.data<float>()[((n * 32 + cb * 8 + c) * 3 + h) * 5 + w]);
+  EXPECT_TRUE(all_close(b8a, ref, 0, 0));
+}
+
 }  // namespace
 }  // namespace kiln

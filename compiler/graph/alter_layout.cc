@@ -1,0 +1,215 @@
+// alter_layout: NCHW -> NCHW[x]c for the convolutions and the elementwise chains between them.
+// One walk over the nodes in topological order builds the new node list, emitting conversions
+// right before the first node that needs them.
+#include "compiler/graph/alter_layout.h"
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+
+namespace kiln::graph {
+namespace {
+
+using runtime::kFloat32;
+
+bool is_f32(const Value& v) { return runtime::dtype_equal(v.dtype, kFloat32); }
+
+/// [N, C, H, W] -> [N, C / b, H, W, b].
+std::vector<int64_t> blocked_shape(const std::vector<int64_t>& s, int b) {
+  return {s[0], s[1] / b, s[2], s[3], b};
+}
+
+/// Operators that compute each output element from the same element of their inputs, so that
+/// they work unchanged on any layout as long as all their operands share it.
+bool layout_agnostic(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "Abs", "Add", "Clip", "Div",  "Exp", "Identity", "LeakyRelu", "Log",  "Max",
+      "Min", "Mul", "Neg",  "Relu", "Sigmoid",  "Sqrt",     "Sub",  "Tanh",
+  };
+  return kOps.count(op) != 0;
+}
+
+/// The blocks of a convolution the pass can block: {ib, ob}, or {0, 0}.
+std::pair<int, int> conv_blocks(const Graph& g, const Node& n) {
+  if (n.op != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1) return {0, 0};
+  if (n.ints("kernel_shape").size() != 2) return {0, 0};
+  const Value& x = g.value(n.inputs[0]);
+  const Value& w = g.value(n.inputs[1]);
+  if (!is_f32(x) || !w.is_constant() || !is_f32(w) || x.shape.size() != 4 || w.shape.size() != 4)
+    return {0, 0};
+  const int64_t c = x.shape[1], o = w.shape[0], groups = n.i("group");
+  if (groups == 1) {
+    const int ib = channel_block(c), ob = channel_block(o);
+    return ib > 0 && ob > 0 ? std::make_pair(ib, ob) : std::make_pair(0, 0);
+  }
+  if (groups == c && o == c && w.shape[1] == 1) {  // depthwise
+    const int b = channel_block(c);
+    return {b, b};
+  }
+  return {0, 0};
+}
+
+/// OIHW [O, C, KH, KW] -> [O/ob, C/ib, KH, KW, ib, ob] (depthwise [C, 1, KH, KW] with ib = 1).
+runtime::NDArray pack_kernel(const runtime::NDArray& w, int ib, int ob) {
+  const auto& s = w.shape();
+  const int64_t o = s[0], c = s[1], kh = s[2], kw = s[3];
+  runtime::NDArray p = runtime::NDArray::empty({o / ob, c / ib, kh, kw, ib, ob}, kFloat32);
+  const float* src = w.data<float>();
+  float* dst = p.data<float>();
+  for (int64_t oo = 0; oo < o; ++oo) {
+    for (int64_t cc = 0; cc < c; ++cc) {
+      for (int64_t y = 0; y < kh; ++y) {
+        for (int64_t x = 0; x < kw; ++x) {
+          const int64_t to =
+              ((((oo / ob * (c / ib) + cc / ib) * kh + y) * kw + x) * ib + cc % ib) * ob + oo % ob;
+          dst[to] = src[((oo * c + cc) * kh + y) * kw + x];
+        }
+      }
+    }
+  }
+  return p;
+}
+
+class LayoutRewriter {
+ public:
+  explicit LayoutRewriter(Graph& g) : g_(g) {}
+
+  AlterLayoutReport run() {
+    std::vector<Node> old = std::move(g_.nodes());
+    g_.nodes().clear();
+    for (Node& n : old) {
+      if (auto [ib, ob] = conv_blocks(g_, n); ib > 0) {
+        block_conv(std::move(n), ib, ob);
+      } else if (!try_keep_blocked(n)) {
+        for (ValueId& v : n.inputs) {
+          if (v != kNoValue) v = plain(v);
+        }
+        g_.nodes().push_back(std::move(n));
+      }
+    }
+    for (ValueId v : g_.outputs()) plain(v);
+    g_.verify();
+    return report_;
+  }
+
+ private:
+  struct Blocked {
+    ValueId value;  ///< the blocked form
+    int block;
+  };
+
+  /// `v` in NCHW: itself, produced by a conversion from its blocked form when a node made it
+  /// blocked.
+  ValueId plain(ValueId v) {
+    auto it = blocked_.find(v);
+    if (it == blocked_.end() || produced_.count(v)) return v;
+    emit_conversion(it->second.value, it->second.block, 0, v);
+    produced_.insert(v);
+    return v;
+  }
+
+  /// `v` in blocks of `b`, converted (once) when it is in another layout.
+  ValueId in_block(ValueId v, int b) {
+    auto it = blocked_.find(v);
+    if (it != blocked_.end() && it->second.block == b) return it->second.value;
+    auto key = std::make_pair(v, b);
+    if (auto c = converted_.find(key); c != converted_.end()) return c->second;
+    const Value& orig = g_.value(v);
+    ValueId to = g_.add_value(orig.name + "_nchw" + std::to_string(b) + "c", orig.dtype,
+                              blocked_shape(orig.shape, b));
+    if (it != blocked_.end()) {
+      emit_conversion(it->second.value, it->second.block, b, to);
+    } else {
+      emit_conversion(v, 0, b, to);
+    }
+    converted_[key] = to;
+    return to;
+  }
+
+  void emit_conversion(ValueId from, int src_block, int dst_block, ValueId to) {
+    Node n;
+    n.op = "LayoutTransform";
+    n.name = g_.value(to).name + "_layout";
+    n.inputs = {from};
+    n.outputs = {to};
+    n.attrs["src_block"] = int64_t{src_block};
+    n.attrs["dst_block"] = int64_t{dst_block};
+    g_.nodes().push_back(std::move(n));
+    ++report_.conversions;
+  }
+
+  /// The output `v` of a node now computed in blocks of `b`: a new value takes its place.
+  void make_blocked_output(Node& n, int b) {
+    const ValueId v = n.outputs[0];
+    const Value& orig = g_.value(v);
+    ValueId bv = g_.add_value(orig.name + "_nchw" + std::to_string(b) + "c", orig.dtype,
+                              blocked_shape(orig.shape, b));
+    blocked_[v] = {bv, b};
+    n.outputs[0] = bv;
+  }
+
+  void block_conv(Node n, int ib, int ob) {
+    const Value& w = g_.value(n.inputs[1]);
+    const bool depthwise = n.i("group") != 1;
+    ValueId packed = g_.add_constant(
+        w.name + "_packed", pack_kernel(*w.data, depthwise ? 1 : ib, ob));
+    n.inputs[0] = in_block(n.inputs[0], ib);
+    n.inputs[1] = packed;
+    n.attrs["data_block"] = int64_t{ib};
+    n.attrs["out_block"] = int64_t{ob};
+    make_blocked_output(n, ob);
+    g_.nodes().push_back(std::move(n));
+    ++report_.convolutions_blocked;
+  }
+
+  /// An elementwise node reading blocked values: computed in blocks (those of its first operand)
+  /// when every operand is blocked with the output's shape or is a single element.
+  bool try_keep_blocked(Node& n) {
+    if (!layout_agnostic(n.op) || n.outputs.size() != 1) return false;
+    const std::vector<int64_t> out_shape = g_.value(n.outputs[0]).shape;  // (values may grow)
+    if (out_shape.size() != 4) return false;
+    int b = 0;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) continue;
+      const Value& val = g_.value(v);
+      auto it = blocked_.find(v);
+      if (it != blocked_.end() && val.shape == out_shape) {
+        if (b == 0) b = it->second.block;
+      } else if (val.num_elements() != 1) {
+        return false;  // an NCHW operand: the node reads NCHW, converting fewer values
+      }
+    }
+    if (b == 0) return false;
+    for (ValueId& v : n.inputs) {
+      if (v != kNoValue && g_.value(v).shape == out_shape) v = in_block(v, b);
+    }
+    make_blocked_output(n, b);
+    g_.nodes().push_back(std::move(n));
+    return true;
+  }
+
+  Graph& g_;
+  std::map<ValueId, Blocked> blocked_;                 ///< original value -> its blocked form
+  std::set<ValueId> produced_;                         ///< originals made again by a conversion
+  std::map<std::pair<ValueId, int>, ValueId> converted_;  ///< (value, block) -> converted value
+  AlterLayoutReport report_;
+};
+
+}  // namespace
+
+int channel_block(int64_t channels) {
+  if (channels % 16 == 0) return 16;
+  if (channels % 8 == 0) return 8;
+  return channels <= 16 ? static_cast<int>(channels) : 0;
+}
+
+AlterLayoutReport alter_layout(Graph& g) {
+  g.verify();
+  return LayoutRewriter(g).run();
+}
+
+}  // namespace kiln::graph

@@ -1,0 +1,40 @@
+// Data-layout transformation (the paper's section 3): 2-D convolutions move from NCHW to the
+// blocked NCHW[x]c layout that their x86 templates vectorize over (topi::conv2d_nchwc), and the
+// layout flows through the elementwise operators that follow, so that a chain of convolutions
+// (ResNet's blocks, MobileNet's inverted residuals) converts its activations once, not around
+// every convolution.
+//
+//   x ─ LayoutTransform(0→16) ─ Conv{data_block=16, out_block=16} ─ Relu ─ Add ─ Conv ... ─
+//       LayoutTransform(16→0) ─ GlobalAveragePool ─ ...
+//
+// The rules. A Conv (float32, 2-D; groups == 1 or depthwise) whose channel counts have a block
+// (16 when they divide by 16, else 8, else the count itself up to 16) becomes a blocked
+// convolution: its data input is [N, C/ib, H, W, ib], its weight a new constant packed as
+// [O/ob, C/ib, KH, KW, ib, ob] (depthwise: [C/c, 1, KH, KW, 1, c]), its output [N, O/ob, OH, OW,
+// ob]; its bias stays [O]. Elementwise operators (activations; Add, Sub, Mul, Div, Max, Min whose
+// operands are all blocked or single elements) keep the layout of their first blocked operand,
+// converting the others to it. Every other reader of a blocked value, and every graph output, reads it converted back to
+// NCHW; a convolution that wants another block converts directly between blocks. Conversions
+// are LayoutTransform nodes {src_block, dst_block} (0 = NCHW), each made at most once per value
+// and block. A value keeps its id and NCHW meaning: its blocked form is a new value, and the
+// original is produced by a conversion only if something still reads it.
+#pragma once
+
+#include <cstddef>
+
+#include "compiler/graph/graph.h"
+
+namespace kiln::graph {
+
+struct AlterLayoutReport {
+  size_t convolutions_blocked = 0;
+  size_t conversions = 0;  ///< LayoutTransform nodes inserted
+};
+
+/// Rewrites `g` (verified, topologically ordered, batch norms already folded) by the rules above.
+AlterLayoutReport alter_layout(Graph& g);
+
+/// The channel block the pass gives `channels` (0: none, the convolution stays NCHW).
+int channel_block(int64_t channels);
+
+}  // namespace kiln::graph

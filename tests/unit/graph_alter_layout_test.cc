@@ -1,0 +1,156 @@
+// alter_layout: which convolutions move to NCHW[x]c, where the layout conversions go (once per
+// value and block, none inside an elementwise chain), and that the rewritten graph computes what
+// the NCHW graph computed (both built and run; the NCHW build is itself checked against ONNX
+// Runtime by the graph build tests).
+#include "compiler/graph/alter_layout.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "compiler/graph/graph_build.h"
+#include "deploy/runtime/graph_executor.h"
+#include "tests/common/kiln_test_util.h"
+
+namespace kiln::graph {
+namespace {
+
+using runtime::kFloat32;
+using runtime::NDArray;
+
+class LayoutGraph {
+ public:
+  ValueId input(const std::string& name, std::vector<int64_t> shape) {
+    return g.add_input(name, kFloat32, std::move(shape));
+  }
+  /// A kxk convolution with "same" padding, stride s, groups, and a bias.
+  ValueId conv(ValueId x, int64_t out, int64_t k, int64_t s = 1, int64_t groups = 1) {
+    const std::vector<int64_t> xs = g.value(x).shape;  // a copy: adding values moves them
+    const int64_t p = k / 2, oh = (xs[2] + 2 * p - k) / s + 1, ow = (xs[3] + 2 * p - k) / s + 1;
+    const std::string id = std::to_string(n_++);
+    ValueId w = g.add_constant("w" + id, testing::random_array({out, xs[1] / groups, k, k}, n_));
+    ValueId b = g.add_constant("b" + id, testing::random_array({out}, 100 + n_));
+    Attrs a;
+    a["kernel_shape"] = std::vector<int64_t>{k, k};
+    a["strides"] = std::vector<int64_t>{s, s};
+    a["pads"] = std::vector<int64_t>{p, p, p, p};
+    a["dilations"] = std::vector<int64_t>{1, 1};
+    a["group"] = groups;
+    return g.add_op("Conv", "conv" + id, {x, w, b}, a, kFloat32, {xs[0], out, oh, ow});
+  }
+  ValueId op(const std::string& type, std::vector<ValueId> in) {
+    return g.add_op(type, type + std::to_string(n_++), in, {}, kFloat32, g.value(in[0]).shape);
+  }
+  std::vector<std::string> ops() const {
+    std::vector<std::string> r;
+    for (const Node& n : g.nodes()) {
+      r.push_back(n.op == "LayoutTransform"
+                      ? "LT" + std::to_string(n.i("src_block")) + ">" +
+                            std::to_string(n.i("dst_block"))
+                      : n.op);
+    }
+    return r;
+  }
+
+  Graph g;
+
+ private:
+  int n_ = 1;
+};
+
+/// Builds `g` with and without the layout pass, runs both on the same random inputs and compares
+/// every output (float32 sums in another order: 1e-4 relative).
+void expect_same_results(const Graph& g) {
+  std::vector<runtime::GraphExecutor> execs;
+  for (bool alter : {false, true}) {
+    BuildOptions o;
+    o.alter_layout = alter;
+    BuildReport rep;
+    execs.push_back(runtime::GraphExecutor::from_bundle(build_graph(g, "llvm", o, &rep), "g"));
+    EXPECT_EQ(rep.convolutions_blocked > 0, alter);
+  }
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    NDArray x = testing::random_array(g.value(g.inputs()[i]).shape, 7 + static_cast<uint32_t>(i));
+    for (auto& e : execs) e.set_input(i, x);
+  }
+  for (auto& e : execs) e.run();
+  for (size_t i = 0; i < execs[0].num_outputs(); ++i) {
+    const NDArray& ref = execs[0].output(i);
+    ASSERT_EQ(execs[1].output(i).shape(), ref.shape());
+    EXPECT_TRUE(testing::all_close(execs[1].output(i), ref.to_vector<float>(), 1e-4, 1e-5));
+  }
+}
+
+TEST(AlterLayout, ChannelBlocks) {
+  EXPECT_EQ(channel_block(64), 16);
+  EXPECT_EQ(channel_block(24), 8);
+  EXPECT_EQ(channel_block(3), 3);
+  EXPECT_EQ(channel_block(12), 12);
+  EXPECT_EQ(channel_block(20), 0);
+}
+
+TEST(AlterLayout, ResidualBlockConvertsOnlyAtItsEdges) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 3, 12, 12});
+  ValueId a = m.op("Relu", {m.conv(x, 16, 3)});
+  ValueId b = m.op("Relu", {m.conv(a, 16, 3)});
+  ValueId c = m.op("Add", {m.conv(b, 16, 3), a});  // the skip connection stays blocked
+  ValueId y = m.op("Relu", {c});
+  ValueId d = m.conv(y, 32, 3, 2);                  // stride 2, 32 channels: blocks of 16
+  ValueId p = m.g.add_op("GlobalAveragePool", "gap", {d}, {}, kFloat32, {1, 32, 1, 1});
+  m.g.add_output(p);
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g);
+  EXPECT_EQ(r.convolutions_blocked, 4u);
+  EXPECT_EQ(r.conversions, 2u);
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>3", "Conv", "Relu", "Conv", "Relu", "Conv",
+                                               "Add", "Relu", "Conv", "LT16>0",
+                                               "GlobalAveragePool"}));
+  // The packed weight of the first conv: [O/16, C/3, KH, KW, 3, 16].
+  EXPECT_EQ(m.g.value(m.g.nodes()[1].inputs[1]).shape,
+            (std::vector<int64_t>{1, 1, 3, 3, 3, 16}));
+  EXPECT_EQ(m.g.value(m.g.nodes()[1].outputs[0]).shape,
+            (std::vector<int64_t>{1, 1, 12, 12, 16}));
+  expect_same_results(before);
+}
+
+TEST(AlterLayout, DepthwiseBlocksAndBlockedGraphOutputs) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 16, 9, 9});
+  ValueId a = m.op("Relu", {m.conv(x, 24, 1)});  // 24 channels: blocks of 8
+  ValueId b = m.conv(a, 24, 3, 2, 24);            // depthwise, stride 2
+  ValueId c = m.conv(b, 32, 1);                   // reads blocks of 8, writes blocks of 16
+  ValueId d = m.op("Sigmoid", {c});
+  m.g.add_output(d);  // a graph output read back in NCHW
+  m.g.add_output(b);  // an intermediate that is also an output
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g);
+  EXPECT_EQ(r.convolutions_blocked, 3u);
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "Relu", "Conv", "Conv", "Sigmoid",
+                                               "LT16>0", "LT8>0"}));
+  // The outputs keep their ids, names and NCHW shapes.
+  EXPECT_EQ(m.g.outputs(), (std::vector<ValueId>{d, b}));
+  EXPECT_EQ(m.g.value(b).shape, (std::vector<int64_t>{1, 24, 5, 5}));
+  expect_same_results(before);
+}
+
+TEST(AlterLayout, OtherReadersGetNchwAndUnblockableConvsStay) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 8, 6, 6});
+  ValueId a = m.conv(x, 8, 3);
+  ValueId t = m.g.add_op("Transpose", "t", {a}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}},
+                         kFloat32, {1, 8, 6, 6});
+  ValueId b = m.conv(t, 20, 3);                   // 20 output channels have no block
+  ValueId c = m.conv(b, 8, 3, 1, 4);              // grouped (not depthwise): stays NCHW
+  m.g.add_output(m.op("Add", {c, a}));            // a is read again: one conversion serves both
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g);
+  EXPECT_EQ(r.convolutions_blocked, 1u);
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>8", "Conv", "LT8>0", "Transpose", "Conv",
+                                               "Conv", "Add"}));
+  expect_same_results(before);
+}
+
+}  // namespace
+}  // namespace kiln::graph
