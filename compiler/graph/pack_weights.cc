@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/topi/lstm.h"
 
 namespace kiln::graph {
 namespace {
@@ -21,9 +22,12 @@ bool is_f32_constant(const Graph& g, ValueId v) {
 
 bool has_input(const Node& n, size_t i) { return n.inputs.size() > i && n.inputs[i] != kNoValue; }
 
-/// B (a float32 constant [K, N], or [N, K] when trans_b) packed into [ceil(N / bn), K, bn].
+/// B (a float32 constant [K, N], or [N, K] when trans_b; [1, N, K] for an LSTM weight) packed
+/// into [ceil(N / bn), K, bn].
 runtime::NDArray pack_dense(const Value& b, bool trans_b, int64_t bn) {
-  const int64_t k = trans_b ? b.shape[1] : b.shape[0], n = trans_b ? b.shape[0] : b.shape[1];
+  const size_t r = b.shape.size();
+  const int64_t k = trans_b ? b.shape[r - 1] : b.shape[r - 2],
+                n = trans_b ? b.shape[r - 2] : b.shape[r - 1];
   const int64_t panels = (n + bn - 1) / bn;
   runtime::NDArray out = runtime::NDArray::empty({panels, k, bn}, kFloat32);
   const float* src = b.data->data<float>();
@@ -36,18 +40,6 @@ runtime::NDArray pack_dense(const Value& b, bool trans_b, int64_t bn) {
         row[j] = col >= n ? 0.0f : trans_b ? src[col * k + kk] : src[kk * n + col];
       }
     }
-  }
-  return out;
-}
-
-/// A [1, G, K] constant transposed to [K, G].
-runtime::NDArray transpose_gates(const Value& w) {
-  const int64_t gates = w.shape[1], k = w.shape[2];
-  runtime::NDArray out = runtime::NDArray::empty({k, gates}, kFloat32);
-  const float* src = w.data->data<float>();
-  float* dst = out.data<float>();
-  for (int64_t g = 0; g < gates; ++g) {
-    for (int64_t kk = 0; kk < k; ++kk) dst[kk * gates + g] = src[g * k + kk];
   }
   return out;
 }
@@ -75,16 +67,8 @@ class Packer {
     const bool trans_b = gemm && n.i("transB", 0) != 0;
     const int64_t k = trans_b ? b.shape[1] : b.shape[0], cols = trans_b ? b.shape[0] : b.shape[1];
     if (a.shape.back() != k || k <= 0 || cols <= 0) return false;
+    const ValueId nb = packed(n.inputs[1], trans_b, dense_panel_width(cols));
     const int64_t bn = dense_panel_width(cols);
-    const auto key = std::make_tuple(n.inputs[1], trans_b ? 1 : 0, bn);
-    auto it = packed_.find(key);
-    ValueId nb;
-    if (it != packed_.end()) {
-      nb = it->second;
-    } else {
-      nb = g_.add_constant(b.name + ".packed", pack_dense(b, trans_b, bn));
-      packed_[key] = nb;
-    }
     Node& node = g_.nodes()[ni];
     node.inputs[1] = nb;
     node.attrs["packed_bn"] = bn;
@@ -93,7 +77,7 @@ class Packer {
 
   bool lstm(size_t ni) {
     const Node& n = g_.nodes()[ni];
-    if (n.op != "LSTM" || n.has_attr("weights_transposed") || n.inputs.size() < 3) return false;
+    if (n.op != "LSTM" || n.has_attr("packed_bn") || n.inputs.size() < 3) return false;
     if (!n.has_attr("direction") || n.s("direction") != "forward") return false;
     for (size_t i : {1, 2}) {
       if (!is_f32_constant(g_, n.inputs[i]) || g_.value(n.inputs[i]).shape.size() != 3 ||
@@ -101,27 +85,31 @@ class Packer {
         return false;
       }
     }
-    const ValueId w = transposed(n.inputs[1]), r = transposed(n.inputs[2]);
+    const int64_t gates = g_.value(n.inputs[2]).shape[1];
+    if (gates <= 0 || g_.value(n.inputs[1]).shape[1] != gates) return false;
+    const int64_t bn = topi::lstm_panel_width(gates);
+    const ValueId w = packed(n.inputs[1], true, bn), r = packed(n.inputs[2], true, bn);
     Node& node = g_.nodes()[ni];
     node.inputs[1] = w;
     node.inputs[2] = r;
-    node.attrs["weights_transposed"] = int64_t{1};
+    node.attrs["packed_bn"] = bn;
     return true;
   }
 
  private:
-  ValueId transposed(ValueId v) {
-    auto it = transposed_.find(v);
-    if (it != transposed_.end()) return it->second;
+  /// `v` packed (once per value and layout).
+  ValueId packed(ValueId v, bool trans_b, int64_t bn) {
+    const auto key = std::make_tuple(v, trans_b ? 1 : 0, bn);
+    auto it = packed_.find(key);
+    if (it != packed_.end()) return it->second;
     const Value& val = g_.value(v);
-    ValueId t = g_.add_constant(val.name + ".t", transpose_gates(val));
-    transposed_[v] = t;
-    return t;
+    const ValueId p = g_.add_constant(val.name + ".packed", pack_dense(val, trans_b, bn));
+    packed_[key] = p;
+    return p;
   }
 
   Graph& g_;
   std::map<std::tuple<ValueId, int, int64_t>, ValueId> packed_;
-  std::map<ValueId, ValueId> transposed_;
 };
 
 }  // namespace

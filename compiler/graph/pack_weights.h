@@ -3,7 +3,7 @@
 //
 //   %y = Gemm(%x, %w) {transA=0, transB=1}       %y = Gemm(%x, %w.packed) {packed_bn=64, ...}
 //   %y = MatMul(%a, %b)  (b constant [K, N])  =>  %y = MatMul(%a, %b.packed) {packed_bn=80}
-//   %y = LSTM(%x, %W, %R, ...)                    %y = LSTM(%x, %W.t, %R.t, ...) {weights_transposed=1}
+//   %y = LSTM(%x, %W, %R, ...)                    %y = LSTM(%x, %W.packed, %R.packed, ...) {packed_bn=64}
 //
 // Gemm (transA = 0) and MatMul whose B is a float32 constant 2-D matrix (A of rank >= 2; an N-D A
 // is flattened to [M, K] by the lowering): B becomes a new constant "<name>.packed" of shape
@@ -11,9 +11,12 @@
 // p * bn + j, zero beyond N), and the node gets the attribute packed_bn = bn, which op_lowering
 // reads to use topi::dense_packed (transB no longer matters). bn is dense_panel_width(N).
 //
-// LSTM (forward, one direction) with float32 constant W [1, 4H, I] and R [1, 4H, H]: they become
-// "<name>.t" constants W_t [I, 4H] and R_t [H, 4H] (the [k, gate] layout topi::lstm reads
-// contiguously along the gates) and the node gets weights_transposed = 1.
+// LSTM (forward, one direction) with float32 constant W [1, 4H, I] and R [1, 4H, H]: each is
+// packed the same way over its gates, [ceil(4H / bn), K, bn] with bn = topi::lstm_panel_width(4H)
+// (K = I for W, H for R), and the node gets packed_bn = bn, which topi::lstm reads: the input
+// projection and each step's recurrent GEMV then stream one contiguous block of the weight per
+// tile of gates. (The [k, gate] transposed layout reads bn-wide pieces of rows 16 KiB apart, which
+// the prefetchers follow poorly: the LSTM LM's GEMVs ran ~4x slower.)
 //
 // New constants are new values; the old ones stay in the arena (shared with the input graph) and
 // are left out of the bundle when nothing reads them. A weight shared by several nodes is packed

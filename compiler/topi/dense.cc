@@ -205,22 +205,6 @@ Config dense_x86_default(const ConfigSpace& space) {
   return space.from_positions(pos);
 }
 
-Config dense_x86_wide_default(const ConfigSpace& space) {
-  size_t ix = knob_index(space, "tile_x");
-  const auto& cands = space.knobs()[ix].candidates;
-  for (int64_t step : {16, 8}) {
-    int best = -1;
-    for (size_t i = 0; i < cands.size(); ++i) {
-      int64_t x = cands[i].back();
-      if (x % step == 0 && x <= 64 && (best < 0 || x > cands[best].back())) {
-        best = static_cast<int>(i);
-      }
-    }
-    if (best >= 0) return tile_config(space, static_cast<size_t>(best));
-  }
-  return dense_x86_default(space);
-}
-
 void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
                         const te::Tensor& output) {
   schedule_tile(s, out, cfg, 0, output);

@@ -39,10 +39,6 @@ te::Tensor dense_packed(const te::Tensor& x, const te::Tensor& packed, int64_t n
 /// weight is a constant.
 autotune::ConfigSpace dense_x86_space(const te::Tensor& out);
 autotune::Config dense_x86_default(const autotune::ConfigSpace& space);
-/// For a dense with few rows (a GEMV, a short sequence): the widest tile_x up to 64 that divides
-/// N and is a multiple of 16 (else of 8; else dense_x86_default), tile_y as many rows as keep the
-/// register tile within about 25 AVX-512 vectors.
-autotune::Config dense_x86_wide_default(const autotune::ConfigSpace& space);
 /// `output`: an elementwise epilogue to compute on the register tile, as for the conv2d templates.
 void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
                         const te::Tensor& output = {});

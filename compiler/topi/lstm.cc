@@ -27,38 +27,56 @@ void check_shape(const te::Tensor& t, const std::vector<int64_t>& expected,
                     << shape_str(t->shape()) << ", expected " << shape_str(e);
 }
 
-/// The projections are dense products with the transposed weight [k, g] (contiguous along the
-/// gates): the register-tile template with the widest tile of gates that divides 4H.
+/// The projections are dense products with a weight packed in panels of bn gates: the
+/// register-tile template, one panel per tile (one contiguous stream of the weight).
 void schedule_projection(te::Schedule& s, const te::Tensor& t) {
-  topi::schedule_dense_x86(s, t, dense_x86_wide_default(dense_x86_space(t)));
+  topi::schedule_dense_x86(s, t, dense_x86_default(dense_x86_space(t)));
+}
+
+/// w [1, G, K] packed into [ceil(G / bn), K, bn], zero beyond G.
+te::Tensor pack_gates(const te::Tensor& w, int64_t gates, int64_t k, int64_t bn,
+                      const std::string& name) {
+  const Expr kbn(static_cast<int>(bn));
+  return te::compute({Expr(static_cast<int>((gates + bn - 1) / bn)), Expr(static_cast<int>(k)), kbn},
+                     [&](Var po, Var kk, Var j) {
+                       Expr g = po * kbn + j;
+                       return ir::select(g < Expr(static_cast<int>(gates)),
+                                         w(0, ir::min(g, Expr(static_cast<int>(gates - 1))), kk),
+                                         ir::make_zero(w->dtype()));
+                     },
+                     name, {"p", "k", "j"});
 }
 
 }  // namespace
 
 LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
                  const te::Tensor& initial_h, const te::Tensor& initial_c, const te::Tensor& p,
-                 const std::string& name, bool weights_transposed) {
+                 const std::string& name, int64_t packed_bn) {
   std::vector<int64_t> xs = const_shape(x, "lstm"), rs = const_shape(r, "lstm");
   KILN_USER_CHECK(xs.size() == 3) << "lstm: X '" << x->name() << "' has shape "
                                   << shape_str(x->shape())
                                   << ", expected [seq_length, batch_size, input_size]";
-  if (weights_transposed) {
-    KILN_USER_CHECK(rs.size() == 2 && rs[1] == 4 * rs[0])
+  if (packed_bn > 0) {
+    KILN_USER_CHECK(rs.size() == 3 && rs[2] == packed_bn && rs[0] * packed_bn >= 4 * rs[1] &&
+                    (rs[0] - 1) * packed_bn < 4 * rs[1])
         << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
-        << ", expected [hidden_size, 4 * hidden_size] (transposed)";
+        << ", expected [ceil(4 * hidden_size / " << packed_bn << "), hidden_size, " << packed_bn
+        << "] (packed)";
   } else {
     KILN_USER_CHECK(rs.size() == 3 && rs[1] == 4 * rs[2])
         << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
         << ", expected [1, 4 * hidden_size, hidden_size]";
   }
   const int64_t steps = xs[0], batch = xs[1], input = xs[2],
-                hidden = weights_transposed ? rs[0] : rs[2];
+                hidden = packed_bn > 0 ? rs[1] : rs[2];
   const ir::DataType dt = x->dtype();
   KILN_USER_CHECK(dt.is_float()) << "lstm: X '" << x->name() << "' must be floating-point, got "
                                  << dt.str();
-  if (weights_transposed) {
-    check_shape(w, {input, 4 * hidden}, "W");
-    check_shape(r, {hidden, 4 * hidden}, "R");
+  const int64_t bn = packed_bn > 0 ? packed_bn : lstm_panel_width(4 * hidden);
+  const int64_t panels = (4 * hidden + bn - 1) / bn;
+  if (packed_bn > 0) {
+    check_shape(w, {panels, input, bn}, "W");
+    check_shape(r, {panels, hidden, bn}, "R");
   } else {
     check_shape(w, {1, 4 * hidden, input}, "W");
     check_shape(r, {1, 4 * hidden, hidden}, "R");
@@ -74,26 +92,22 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
   const int H = static_cast<int>(hidden), G = 4 * H;
   const Expr kB(static_cast<int>(batch)), kH(H), kG(G);
 
-  // The weights transposed to [k, g], so that the gate axis is contiguous (given so when
-  // weights_transposed: the graph transposes constant weights once, at build time).
-  te::Tensor wt = weights_transposed ? w
-                                     : te::compute(
-                                           {Expr(static_cast<int>(input)), kG},
-                                           [&](Var k, Var g) { return w(0, g, k); }, name + ".W_t");
-  te::Tensor rt = weights_transposed ? r
-                                     : te::compute(
-                                           {kH, kG}, [&](Var k, Var g) { return r(0, g, k); },
-                                           name + ".R_t");
+  // The weights packed in panels [ceil(G / bn), k, bn] (given so when packed_bn > 0: the graph
+  // packs constant weights once, at build time), so that each block of gates reads one
+  // contiguous stream. The projections are computed for all panels' gates (padded to gp).
+  const int64_t gp = panels * bn;
+  te::Tensor wt = packed_bn > 0 ? w : pack_gates(w, 4 * hidden, input, bn, name + ".W_packed");
+  te::Tensor rt = packed_bn > 0 ? r : pack_gates(r, 4 * hidden, hidden, bn, name + ".R_packed");
   // The input projection of all steps as one dense: X viewed as [T * B, I].
   te::Tensor x2 = te::compute(
       {Expr(static_cast<int>(steps * batch)), Expr(static_cast<int>(input))},
       [&](Var i, Var k) { return x(ir::floordiv(i, kB), ir::floormod(i, kB), k); }, name + ".X_2d");
-  te::Tensor xw = dense(x2, wt, false, false, name + ".xw");
+  te::Tensor xw = dense_packed(x2, wt, gp, name + ".xw");
 
   LstmOutputs out;
   out.views = {x2};
   out.stages = {};
-  if (!weights_transposed) out.stages.push_back(wt);
+  if (packed_bn <= 0) out.stages.push_back(wt);
   out.stages.push_back(xw);
   std::vector<te::Tensor> hs, cs;
   for (int64_t t = 0; t < steps; ++t) {
@@ -112,7 +126,7 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
             {kB, kH}, [&](Var bi, Var j) { return initial_h(0, bi, j); }, name + ".h_init");
         out.views.push_back(hp);
       }
-      rec = dense(hp, rt, false, false, name + ".rec" + sfx);
+      rec = dense_packed(hp, rt, gp, name + ".rec" + sfx);
     }
     // Pre-activation of gate `q` (0 i, 1 o, 2 f, 3 c) at (bi, j).
     auto pre = [&](int q, Expr bi, Expr j) {
@@ -142,9 +156,9 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
                                },
                                name + ".h" + sfx, {"b", "j"});
     if (rec.defined()) {
-      if (!weights_transposed &&
+      if (packed_bn <= 0 &&
           std::find(out.stages.begin(), out.stages.end(), rt) == out.stages.end()) {
-        out.stages.push_back(rt);  // R_t is read only when some step has a recurrent GEMV
+        out.stages.push_back(rt);  // R is read only when some step has a recurrent GEMV
       }
       out.stages.push_back(rec);
     }
@@ -181,6 +195,13 @@ void schedule_lstm_x86(te::Schedule& s, const LstmOutputs& out) {
       schedule_injective_x86(s, t);
     }
   }
+}
+
+int64_t lstm_panel_width(int64_t gates) {
+  for (int64_t bn : {64, 32, 16}) {
+    if (gates % bn == 0) return bn;
+  }
+  return gates >= 256 ? 64 : 16;
 }
 
 te::Schedule schedule_lstm_x86(const LstmOutputs& out) {
