@@ -84,7 +84,7 @@ class LayoutRewriter {
     for (Node& n : old) {
       if (auto [ib, ob] = conv_blocks(g_, n); ib > 0) {
         block_conv(std::move(n), ib, ob);
-      } else if (!try_keep_blocked(n)) {
+      } else if (!try_keep_blocked(n) && !try_pool_blocked(n)) {
         for (ValueId& v : n.inputs) {
           if (v != kNoValue) v = plain(v);
         }
@@ -187,6 +187,21 @@ class LayoutRewriter {
     for (ValueId& v : n.inputs) {
       if (v != kNoValue && g_.value(v).shape == out_shape) v = in_block(v, b);
     }
+    make_blocked_output(n, b);
+    g_.nodes().push_back(std::move(n));
+    return true;
+  }
+
+  /// A 2-D pooling of a blocked value pools it in blocks (topi pools NCHW[x]c directly).
+  bool try_pool_blocked(Node& n) {
+    static const std::set<std::string> kPools = {"AveragePool", "GlobalAveragePool",
+                                                 "GlobalMaxPool", "MaxPool"};
+    if (!kPools.count(n.op) || n.inputs.empty() || n.outputs.size() != 1) return false;
+    auto it = blocked_.find(n.inputs[0]);
+    if (it == blocked_.end() || g_.value(n.outputs[0]).shape.size() != 4) return false;
+    const int b = it->second.block;
+    n.inputs[0] = it->second.value;
+    n.attrs["data_block"] = int64_t{b};
     make_blocked_output(n, b);
     g_.nodes().push_back(std::move(n));
     return true;

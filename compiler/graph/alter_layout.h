@@ -13,7 +13,8 @@
 // [O/ob, C/ib, KH, KW, ib, ob] (depthwise: [C/c, 1, KH, KW, 1, c]), its output [N, O/ob, OH, OW,
 // ob]; its bias stays [O]. Elementwise operators (activations; Add, Sub, Mul, Div, Max, Min whose
 // operands are all blocked or single elements) keep the layout of their first blocked operand,
-// converting the others to it. Every other reader of a blocked value, and every graph output, reads it converted back to
+// converting the others to it, and so do 2-D poolings (MaxPool, AveragePool and the global ones
+// pool NCHW[x]c directly; marked with data_block). Every other reader of a blocked value, and every graph output, reads it converted back to
 // NCHW; a convolution that wants another block converts directly between blocks. Conversions
 // are LayoutTransform nodes {src_block, dst_block} (0 = NCHW), each made at most once per value
 // and block. A value keeps its id and NCHW meaning: its blocked form is a new value, and the

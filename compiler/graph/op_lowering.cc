@@ -292,7 +292,10 @@ Result lower_pool(const Ctx& c) {
   const Node& n = c.node;
   const std::string& op = n.op;
   const size_t rank = c.in_shape(0).size();
-  if (rank != 4 && rank != 3) c.fail("only 1-D and 2-D pooling (NCW / NCHW input) is supported");
+  const bool blocked = rank == 5 && n.has_attr("data_block");  // NCHW[x]c, from alter_layout
+  if (rank != 4 && rank != 3 && !blocked) {
+    c.fail("only 1-D and 2-D pooling (NCW / NCHW input) is supported");
+  }
   const bool one_d = rank == 3;
   auto lift = [&](const std::vector<int64_t>& v, int64_t fill) {
     return one_d ? std::vector<int64_t>{fill, v.at(0)} : v;

@@ -1,6 +1,8 @@
-// 2-D pooling in NCHW: max and average pooling over a window (stride, four-sided padding,
+// 2-D pooling in NCHW or NCHW[x]c (5-D, the channel block last; the layout alter_layout gives
+// convolution outputs): max and average pooling over a window (stride, four-sided padding,
 // ceil_mode, count_include_pad for the average) and the global poolings, with x86 schedules
-// (parallel over n × c and output rows, output columns vectorized, window unrolled).
+// (NCHW: parallel over n × c and output rows, output columns vectorized, window unrolled;
+// NCHW[x]c: parallel over n × channel blocks × rows, the channel block vectorized).
 //
 //   te::Tensor y = max_pool2d(x, {3, 3}, {2, 2}, {1, 1, 1, 1});
 //   autotune::ConfigSpace space = pool2d_x86_space(y);
@@ -33,9 +35,10 @@ te::Tensor avg_pool2d(const te::Tensor& data, Ints2 kernel, Ints2 stride, Ints4 
 te::Tensor global_max_pool2d(const te::Tensor& data, const std::string& name = "global_max_pool2d");
 te::Tensor global_avg_pool2d(const te::Tensor& data, const std::string& name = "global_avg_pool2d");
 
-/// Knobs of the windowed template (any of the four outputs above): tile_ow (output columns per
-/// vector), fuse_rows (1: parallel over n × c × rows; 0: over n × c), unroll_kw, pad_at (1: the
-/// padding stage "<name>.pad" computed in full first; 0: inlined).
+/// Knobs of the template (any of the four outputs above): for NCHW tile_ow (output columns per
+/// vector), tile_c, fuse_rows (1: parallel over n × c × rows; 0: over n × c), unroll_kw, pad_at
+/// (1: the padding stage "<name>.pad" computed in full first; 0: inlined); for NCHW[x]c unroll_kw
+/// and pad_at.
 autotune::ConfigSpace pool2d_x86_space(const te::Tensor& out);
 autotune::Config pool2d_x86_default(const autotune::ConfigSpace& space);
 void schedule_pool2d_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);

@@ -116,6 +116,46 @@ void check_pool(const PoolCase& p, Kind kind) {
   }
 }
 
+/// The same case in NCHW[x]c with blocks of `b` channels (c % b == 0), every config of the
+/// template, against the NCHW reference rearranged into blocks.
+void check_pool_nchwc(const PoolCase& p, Kind kind, int b) {
+  te::Tensor x = te::placeholder({p.n, p.c / b, p.h, p.w, b}, ir::kFloat32, "x");
+  te::Tensor y = make_pool(x, p, kind);
+  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 7);
+  std::vector<float> ref = naive_pool(p, kind, xa.data<float>());
+  auto block = [&](const float* src, int h, int w) {
+    std::vector<float> out;
+    for (int n = 0; n < p.n; ++n)
+      for (int cb = 0; cb < p.c / b; ++cb)
+        for (int y = 0; y < h; ++y)
+          for (int x = 0; x < w; ++x)
+            for (int c = 0; c < b; ++c) out.push_back(src[((n * p.c + cb * b + c) * h + y) * w + x]);
+    return out;
+  };
+  std::vector<int64_t> oshape;
+  for (auto& e : y->shape()) oshape.push_back(*ir::as_const_int(e));
+  ASSERT_EQ(oshape.size(), 5u);
+  std::vector<float> xb = block(xa.data<float>(), p.h, p.w);
+  NDArray xba = NDArray::from_vector(xb, {p.n, p.c / b, p.h, p.w, b});
+  std::vector<float> refb = block(ref.data(), static_cast<int>(oshape[2]), static_cast<int>(oshape[3]));
+  ConfigSpace space = topi::pool2d_x86_space(y);
+  for (uint64_t i = 0; i < space.size(); ++i) {
+    SCOPED_TRACE(space.get(i).str());
+    te::Schedule s = te::create_schedule({y});
+    topi::schedule_pool2d_x86(s, y, space.get(i));
+    NDArray out = zeros(oshape);
+    build_host(s, {x, y})(xba, out);
+    EXPECT_TRUE(all_close(out, refb, 1e-4, 1e-5));
+  }
+}
+
+TEST(TopiPooling, BlockedLayout) {
+  check_pool_nchwc({1, 32, 15, 15, {3, 3}, {2, 2}, {1, 1, 1, 1}}, Kind::kMax, 16);
+  check_pool_nchwc({2, 16, 12, 13, {3, 3}, {2, 2}, {1, 0, 1, 2}, true, true}, Kind::kAvg, 8);
+  check_pool_nchwc({1, 24, 7, 7, {1, 1}, {1, 1}, {0, 0, 0, 0}}, Kind::kGlobalAvg, 8);
+  check_pool_nchwc({1, 12, 5, 9, {1, 1}, {1, 1}, {0, 0, 0, 0}}, Kind::kGlobalMax, 4);
+}
+
 TEST(TopiPooling, MaxPool3x3Stride2Pad1) {
   check_pool({1, 8, 16, 16, {3, 3}, {2, 2}, {1, 1, 1, 1}}, Kind::kMax);
 }

@@ -98,15 +98,23 @@ TEST(AlterLayout, ResidualBlockConvertsOnlyAtItsEdges) {
   ValueId c = m.op("Add", {m.conv(b, 16, 3), a});  // the skip connection stays blocked
   ValueId y = m.op("Relu", {c});
   ValueId d = m.conv(y, 32, 3, 2);                  // stride 2, 32 channels: blocks of 16
-  ValueId p = m.g.add_op("GlobalAveragePool", "gap", {d}, {}, kFloat32, {1, 32, 1, 1});
-  m.g.add_output(p);
+  Attrs pool;
+  pool["kernel_shape"] = std::vector<int64_t>{3, 3};
+  pool["strides"] = std::vector<int64_t>{2, 2};
+  pool["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  pool["dilations"] = std::vector<int64_t>{1, 1};
+  pool["ceil_mode"] = int64_t{0};
+  ValueId mp = m.g.add_op("MaxPool", "maxpool", {d}, pool, kFloat32, {1, 32, 3, 3});
+  ValueId p = m.g.add_op("GlobalAveragePool", "gap", {mp}, {}, kFloat32, {1, 32, 1, 1});
+  ValueId f = m.g.add_op("Flatten", "flatten", {p}, {{"axis", int64_t{1}}}, kFloat32, {1, 32});
+  m.g.add_output(f);
   Graph before = m.g;
   AlterLayoutReport r = alter_layout(m.g);
   EXPECT_EQ(r.convolutions_blocked, 4u);
   EXPECT_EQ(r.conversions, 2u);
   EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>3", "Conv", "Relu", "Conv", "Relu", "Conv",
-                                               "Add", "Relu", "Conv", "LT16>0",
-                                               "GlobalAveragePool"}));
+                                               "Add", "Relu", "Conv", "MaxPool",
+                                               "GlobalAveragePool", "LT16>0", "Flatten"}));
   // The packed weight of the first conv: [O/16, C/3, KH, KW, 3, 16].
   EXPECT_EQ(m.g.value(m.g.nodes()[1].inputs[1]).shape,
             (std::vector<int64_t>{1, 1, 3, 3, 3, 16}));
