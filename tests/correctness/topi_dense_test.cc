@@ -96,6 +96,46 @@ TEST(TopiDense, PackedWeight) {
   }
 }
 
+/// dense_packed with panels as wide as the graph's pack_weights makes them (a panel per register
+/// tile, wider than a vector register: split into 16- or 8-lane vectors), at the default config
+/// and across the space, against the naive loops.
+void check_packed(int m, int n, int k, int bn) {
+  te::Tensor x = te::placeholder({m, k}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({n, k}, ir::kFloat32, "w");
+  te::Tensor wp = topi::pack_dense_weight(w, bn);
+  te::Tensor wpp = te::placeholder(wp->shape(), ir::kFloat32, "wp");
+  te::Tensor y = topi::dense_packed(x, wpp, n);
+  NDArray xa = random_array({m, k}, 7), wa = random_array({n, k}, 8);
+  NDArray wpa = zeros({(n + bn - 1) / bn, k, bn});
+  build_host(te::create_schedule({wp}), {w, wp})(wa, wpa);
+  std::vector<float> ref =
+      naive_bmm(xa.data<float>(), wa.data<float>(), 1, 1, m, n, k, false, true);
+  ConfigSpace space = topi::dense_x86_space(y);
+  Config def = topi::dense_x86_default(space);
+  if (n % bn == 0) {
+    EXPECT_EQ(def.split("tile_x").back(), bn) << def.str();
+  }
+  for (const Config& cfg : configs_to_test(space, def)) {
+    SCOPED_TRACE(cfg.str());
+    te::Schedule s = te::create_schedule({y});
+    topi::schedule_dense_x86(s, y, cfg);
+    NDArray out = zeros({m, n});
+    build_host(s, {x, wpp, y})(xa, wpa, out);
+    EXPECT_TRUE(all_close(out, ref, 1e-4, 1e-5));
+  }
+}
+
+TEST(TopiDense, PackedWidePanelsGemv) {
+  check_packed(1, 160, 70, 80);  // 5 vectors of 16
+  check_packed(1, 120, 33, 40);  // 5 vectors of 8
+  check_packed(1, 128, 50, 64);
+}
+
+TEST(TopiDense, PackedWidePanelsRows) {
+  check_packed(35, 160, 24, 80);  // the LSTM LM's decoder in small: 5 rows of 5 vectors
+  check_packed(6, 18, 13, 16);    // padded panel, tile of 16 does not divide 18
+}
+
 void check_bmm(int ba, int bb, int m, int n, int k, bool ta, bool tb) {
   std::vector<int64_t> as = ta ? std::vector<int64_t>{ba, k, m} : std::vector<int64_t>{ba, m, k};
   std::vector<int64_t> bs = tb ? std::vector<int64_t>{bb, n, k} : std::vector<int64_t>{bb, k, n};

@@ -70,18 +70,35 @@ Reference reference_lstm(int T, int B, int I, int H, const float* x, const float
 struct Case {
   int T, B, I, H;
   bool bias, initial, peephole;
+  bool prepacked = false;  ///< W and R given packed in panels (as the graph's pack_weights does)
 };
+
+/// w [1, G, K] packed into [ceil(G / bn), K, bn], zero beyond G (the graph does this in C++).
+NDArray pack_gates(const NDArray& w, int64_t bn) {
+  const int64_t g = w.shape()[1], k = w.shape()[2], panels = (g + bn - 1) / bn;
+  NDArray out = zeros({panels, k, bn});
+  const float* src = w.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < bn; ++j)
+        if (p * bn + j < g) dst[(p * k + kk) * bn + j] = src[(p * bn + j) * k + kk];
+  return out;
+}
 
 void check_lstm(const Case& k) {
   const int T = k.T, B = k.B, I = k.I, H = k.H;
+  const int64_t bn = topi::lstm_panel_width(4 * H), panels = (4 * H + bn - 1) / bn;
   te::Tensor x = te::placeholder({T, B, I}, ir::kFloat32, "X");
-  te::Tensor w = te::placeholder({1, 4 * H, I}, ir::kFloat32, "W");
-  te::Tensor r = te::placeholder({1, 4 * H, H}, ir::kFloat32, "R");
+  te::Tensor w = k.prepacked ? te::placeholder({panels, I, bn}, ir::kFloat32, "W")
+                             : te::placeholder({1, 4 * H, I}, ir::kFloat32, "W");
+  te::Tensor r = k.prepacked ? te::placeholder({panels, H, bn}, ir::kFloat32, "R")
+                             : te::placeholder({1, 4 * H, H}, ir::kFloat32, "R");
   te::Tensor b = k.bias ? te::placeholder({1, 8 * H}, ir::kFloat32, "B") : te::Tensor();
   te::Tensor h0 = k.initial ? te::placeholder({1, B, H}, ir::kFloat32, "initial_h") : te::Tensor();
   te::Tensor c0 = k.initial ? te::placeholder({1, B, H}, ir::kFloat32, "initial_c") : te::Tensor();
   te::Tensor p = k.peephole ? te::placeholder({1, 3 * H}, ir::kFloat32, "P") : te::Tensor();
-  topi::LstmOutputs out = topi::lstm(x, w, r, b, h0, c0, p);
+  topi::LstmOutputs out = topi::lstm(x, w, r, b, h0, c0, p, "lstm", k.prepacked ? bn : 0);
   te::Schedule s = topi::schedule_lstm_x86(out);
 
   // With one step from a zero state, R is never read and is not an argument.
@@ -99,8 +116,9 @@ void check_lstm(const Case& k) {
           ah = random_array({1, B, H}, 5), ac = random_array({1, B, H}, 6),
           ap = random_array({1, 3 * H}, 7);
   NDArray y = zeros({T, 1, B, H}), yh = zeros({1, B, H}), yc = zeros({1, B, H});
-  std::vector<runtime::Arg> call_args{ax, aw};
-  if (reads_r) call_args.emplace_back(ar);
+  NDArray awp = pack_gates(aw, bn), arp = pack_gates(ar, bn);
+  std::vector<runtime::Arg> call_args{ax, k.prepacked ? awp : aw};
+  if (reads_r) call_args.emplace_back(k.prepacked ? arp : ar);
   if (k.bias) call_args.emplace_back(ab);
   if (k.initial) call_args.insert(call_args.end(), {ah, ac});
   if (k.peephole) call_args.emplace_back(ap);
@@ -130,6 +148,12 @@ TEST(TopiLstm, OneStepAndParallelProjections) {
     check_lstm({3, 4, 64, 64, true, true, false});  // 64K multiply-adds per GEMV: in parallel
   }
   runtime::set_num_threads(0);
+}
+
+TEST(TopiLstm, PrepackedWeights) {
+  check_lstm({4, 1, 10, 12, true, false, false, true});  // 48 gates: panels of 16
+  check_lstm({3, 2, 30, 70, true, true, true, true});    // 280 gates: padded panels of 64
+  check_lstm({3, 1, 20, 70, true, false, false});        // the same padding, packed by a stage
 }
 
 TEST(TopiLstmErrors, NameTheTensorAndShapes) {

@@ -1,0 +1,129 @@
+// pack_weights through the graph build: graphs with constant dense and LSTM weights built with the
+// weights packed (dense_packed, LSTM panels given by the graph) and without (the weights as the
+// model gives them), run by the graph executor, the outputs compared. Tolerance 1e-4 relative +
+// 1e-5 absolute (the two builds sum in different orders only where tiles differ).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "compiler/graph/graph_build.h"
+#include "deploy/runtime/graph_executor.h"
+#include "deploy/runtime/thread_pool.h"
+#include "tests/common/kiln_test_util.h"
+
+namespace kiln::graph {
+namespace {
+
+using runtime::kFloat32;
+using runtime::NDArray;
+using Shape = std::vector<int64_t>;
+
+ValueId add_random(Graph& g, const std::string& name, const Shape& shape, uint32_t seed,
+                   float scale = 0.5f) {
+  return g.add_constant(name, testing::random_array(shape, seed, -scale, scale));
+}
+
+Attrs gemm_attrs(int64_t trans_b) {
+  return {{"alpha", 1.0f}, {"beta", 1.0f}, {"transA", int64_t{0}}, {"transB", trans_b}};
+}
+
+/// Builds `g` with and without packing, runs both on the same random inputs, compares outputs.
+void check_packed_matches_unpacked(const Graph& g, const std::string& tag) {
+  std::vector<NDArray> inputs;
+  uint32_t seed = 1;
+  for (ValueId v : g.inputs()) inputs.push_back(testing::random_array(g.value(v).shape, seed++));
+  std::vector<std::vector<NDArray>> outs;
+  for (bool pack : {true, false}) {
+    BuildOptions options;
+    options.pack_weights = pack;
+    runtime::Bundle bundle = build_graph(g, "llvm -mcpu=native", options);
+    // The packed weights are what the bundle carries.
+    EXPECT_EQ(bundle.graph_json.find(".packed") != std::string::npos, pack) << bundle.graph_json;
+    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), tag);
+    for (size_t i = 0; i < inputs.size(); ++i) exec.set_input(g.value(g.inputs()[i]).name, inputs[i]);
+    exec.run();
+    outs.emplace_back();
+    for (size_t i = 0; i < exec.num_outputs(); ++i) outs.back().push_back(exec.output(i).copy());
+  }
+  ASSERT_EQ(outs[0].size(), outs[1].size());
+  for (size_t i = 0; i < outs[0].size(); ++i) {
+    EXPECT_TRUE(testing::all_close(outs[0][i], outs[1][i].to_vector<float>(), 1e-4, 1e-5))
+        << tag << " output " << i;
+  }
+}
+
+TEST(PackWeightsBuild, GemmGemvWithFusedEpilogue) {
+  for (int threads : {1, 2}) {
+    runtime::set_num_threads(threads);
+    Graph g;
+    ValueId x = g.add_input("x", kFloat32, {1, 200});
+    ValueId w = add_random(g, "w", {120, 200}, 11);  // transB, N = 120: panels of 40
+    ValueId b = add_random(g, "b", {120}, 12);
+    ValueId y = g.add_op("Gemm", "fc", {x, w, b}, gemm_attrs(1), kFloat32, {1, 120});
+    ValueId r = g.add_op("Relu", "relu", {y}, {}, kFloat32, {1, 120});
+    ValueId w2 = add_random(g, "w2", {120, 64}, 13);  // N = 64: one panel
+    ValueId z = g.add_op("Gemm", "fc2", {r, w2}, gemm_attrs(0), kFloat32, {1, 64});
+    g.add_output(z);
+    check_packed_matches_unpacked(g, "gemv");
+  }
+  runtime::set_num_threads(0);
+}
+
+TEST(PackWeightsBuild, GemmRowsAndPaddedPanels) {
+  Graph g;
+  ValueId x = g.add_input("x", kFloat32, {6, 33});
+  ValueId w = add_random(g, "w", {33, 18}, 14);  // N = 18: padded panels of 16
+  ValueId b = add_random(g, "b", {1, 18}, 15);
+  ValueId y = g.add_op("Gemm", "fc", {x, w, b}, gemm_attrs(0), kFloat32, {6, 18});
+  g.add_output(y);
+  check_packed_matches_unpacked(g, "padded");
+}
+
+TEST(PackWeightsBuild, MatMulOfSequenceByConstantPlusBias) {
+  // The LSTM LM's decoder in small: [T, 1, K] x [K, N] + b, N = 160 (panels of 80).
+  Graph g;
+  ValueId a = g.add_input("a", kFloat32, {35, 1, 24});
+  ValueId w = add_random(g, "w", {24, 160}, 16);
+  ValueId b = add_random(g, "b", {160}, 17);
+  ValueId y = g.add_op("MatMul", "mm", {a, w}, {}, kFloat32, {35, 1, 160});
+  ValueId z = g.add_op("Add", "add", {y, b}, {}, kFloat32, {35, 1, 160});
+  g.add_output(z);
+  check_packed_matches_unpacked(g, "decoder");
+
+  Graph g2;  // 2-D
+  ValueId a2 = g2.add_input("a", kFloat32, {7, 32});
+  ValueId w2 = add_random(g2, "w", {32, 64}, 18);
+  g2.add_output(g2.add_op("MatMul", "mm", {a2, w2}, {}, kFloat32, {7, 64}));
+  check_packed_matches_unpacked(g2, "matmul2d");
+}
+
+void check_lstm(int64_t T, int64_t B, int64_t I, int64_t H, bool initial) {
+  Graph g;
+  ValueId x = g.add_input("x", kFloat32, {T, B, I});
+  Node n;
+  n.op = "LSTM";
+  n.name = "lstm";
+  n.inputs = {x, add_random(g, "W", {1, 4 * H, I}, 20), add_random(g, "R", {1, 4 * H, H}, 21),
+              add_random(g, "B", {1, 8 * H}, 22)};
+  if (initial) {
+    n.inputs.push_back(kNoValue);  // sequence_lens
+    n.inputs.push_back(g.add_input("h0", kFloat32, {1, B, H}));
+    n.inputs.push_back(g.add_input("c0", kFloat32, {1, B, H}));
+  }
+  n.outputs = {g.add_value("y", kFloat32, {T, 1, B, H}), g.add_value("y_h", kFloat32, {1, B, H}),
+               g.add_value("y_c", kFloat32, {1, B, H})};
+  n.attrs = {{"direction", std::string("forward")}, {"hidden_size", H}, {"layout", int64_t{0}},
+             {"input_forget", int64_t{0}}};
+  g.add_node(n);
+  for (ValueId v : n.outputs) g.add_output(v);
+  check_packed_matches_unpacked(g, "lstm");
+}
+
+TEST(PackWeightsBuild, Lstm) {
+  check_lstm(4, 1, 10, 12, false);  // 48 gates: panels of 16
+  check_lstm(3, 2, 30, 70, true);   // 280 gates: padded panels of 64
+}
+
+}  // namespace
+}  // namespace kiln::graph
