@@ -1,9 +1,9 @@
 // Weight packing: constant weights rewritten at build time into the layouts the kernels read
 // contiguously, so that no kernel transposes or gathers a weight at run time.
 //
-//   %y = Gemm(%x, %w) {transA=0, transB=1}       %y = Gemm(%x, %w.packed) {packed_bn=64, ...}
-//   %y = MatMul(%a, %b)  (b constant [K, N])  =>  %y = MatMul(%a, %b.packed) {packed_bn=80}
-//   %y = LSTM(%x, %W, %R, ...)                    %y = LSTM(%x, %W.packed, %R.packed, ...) {packed_bn=64}
+//   Gemm(%x, %w) {transA=0, transB=1}       Gemm(%x, %w.packed) {packed_bn=64, ...}
+//   MatMul(%a, %b)  (b constant [K, N])  =>  MatMul(%a, %b.packed) {packed_bn=80}
+//   LSTM(%x, %W, %R, ...)                    LSTM(%x, %W.packed, %R.packed, ...) {packed_bn=64}
 //
 // Gemm (transA = 0) and MatMul whose B is a float32 constant 2-D matrix (A of rank >= 2; an N-D A
 // is flattened to [M, K] by the lowering): B becomes a new constant "<name>.packed" of shape

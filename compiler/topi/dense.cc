@@ -45,7 +45,8 @@ Config tile_config(const ConfigSpace& space, size_t x_pos) {
   pos[ix] = static_cast<int>(x_pos);
   int64_t x = space.knobs()[ix].candidates[x_pos].back();
   int64_t vectors = (x + 15) / 16;
-  pos[knob_index(space, "tile_y")] = split_position(space, "tile_y", std::max<int64_t>(1, 25 / vectors));
+  pos[knob_index(space, "tile_y")] =
+      split_position(space, "tile_y", std::max<int64_t>(1, 25 / vectors));
   pos[knob_index(space, "tile_k")] = split_position(space, "tile_k", 4);
   return space.from_positions(pos);
 }

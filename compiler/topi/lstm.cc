@@ -37,14 +37,15 @@ void schedule_projection(te::Schedule& s, const te::Tensor& t) {
 te::Tensor pack_gates(const te::Tensor& w, int64_t gates, int64_t k, int64_t bn,
                       const std::string& name) {
   const Expr kbn(static_cast<int>(bn));
-  return te::compute({Expr(static_cast<int>((gates + bn - 1) / bn)), Expr(static_cast<int>(k)), kbn},
-                     [&](Var po, Var kk, Var j) {
-                       Expr g = po * kbn + j;
-                       return ir::select(g < Expr(static_cast<int>(gates)),
-                                         w(0, ir::min(g, Expr(static_cast<int>(gates - 1))), kk),
-                                         ir::make_zero(w->dtype()));
-                     },
-                     name, {"p", "k", "j"});
+  return te::compute(
+      {Expr(static_cast<int>((gates + bn - 1) / bn)), Expr(static_cast<int>(k)), kbn},
+      [&](Var po, Var kk, Var j) {
+        Expr g = po * kbn + j;
+        return ir::select(g < Expr(static_cast<int>(gates)),
+                          w(0, ir::min(g, Expr(static_cast<int>(gates - 1))), kk),
+                          ir::make_zero(w->dtype()));
+      },
+      name, {"p", "k", "j"});
 }
 
 }  // namespace
@@ -67,8 +68,7 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
         << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
         << ", expected [1, 4 * hidden_size, hidden_size]";
   }
-  const int64_t steps = xs[0], batch = xs[1], input = xs[2],
-                hidden = packed_bn > 0 ? rs[1] : rs[2];
+  const int64_t steps = xs[0], batch = xs[1], input = xs[2], hidden = packed_bn > 0 ? rs[1] : rs[2];
   const ir::DataType dt = x->dtype();
   KILN_USER_CHECK(dt.is_float()) << "lstm: X '" << x->name() << "' must be floating-point, got "
                                  << dt.str();

@@ -41,7 +41,8 @@ void check_packed_matches_unpacked(const Graph& g, const std::string& tag) {
     // The packed weights are what the bundle carries.
     EXPECT_EQ(bundle.graph_json.find(".packed") != std::string::npos, pack) << bundle.graph_json;
     runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), tag);
-    for (size_t i = 0; i < inputs.size(); ++i) exec.set_input(g.value(g.inputs()[i]).name, inputs[i]);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      exec.set_input(g.value(g.inputs()[i]).name, inputs[i]);
     exec.run();
     outs.emplace_back();
     for (size_t i = 0; i < exec.num_outputs(); ++i) outs.back().push_back(exec.output(i).copy());
@@ -113,7 +114,9 @@ void check_lstm(int64_t T, int64_t B, int64_t I, int64_t H, bool initial) {
   }
   n.outputs = {g.add_value("y", kFloat32, {T, 1, B, H}), g.add_value("y_h", kFloat32, {1, B, H}),
                g.add_value("y_c", kFloat32, {1, B, H})};
-  n.attrs = {{"direction", std::string("forward")}, {"hidden_size", H}, {"layout", int64_t{0}},
+  n.attrs = {{"direction", std::string("forward")},
+             {"hidden_size", H},
+             {"layout", int64_t{0}},
              {"input_forget", int64_t{0}}};
   g.add_node(n);
   for (ValueId v : n.outputs) g.add_output(v);

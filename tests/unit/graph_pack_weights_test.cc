@@ -1,13 +1,12 @@
 // pack_weights: which nodes it rewrites, the shapes, attributes and contents of the new constants,
 // and the nodes it leaves alone. (The numerics of the packed kernels against the unpacked build
 // are in tests/correctness/graph_pack_weights_build_test.cc.)
-#include "compiler/graph/pack_weights.h"
-
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
+#include "compiler/graph/pack_weights.h"
 #include "compiler/topi/lstm.h"
 
 namespace kiln::graph {
@@ -57,7 +56,7 @@ TEST(PackWeights, PanelWidthDividesN) {
   EXPECT_EQ(dense_panel_width(512), 64);
   EXPECT_EQ(dense_panel_width(10000), 80);
   EXPECT_EQ(dense_panel_width(1000), 40);
-  EXPECT_EQ(dense_panel_width(18), 16);   // nothing divides: padded panels of 16
+  EXPECT_EQ(dense_panel_width(18), 16);  // nothing divides: padded panels of 16
   EXPECT_EQ(dense_panel_width(37), 16);
   EXPECT_EQ(topi::lstm_panel_width(2600), 64);  // padded
   EXPECT_EQ(topi::lstm_panel_width(96), 32);
@@ -142,7 +141,9 @@ TEST(PackWeights, LstmWeightsPackedOverGates) {
   n.name = "lstm";
   n.inputs = {x, w, r, b};
   n.outputs = {g.add_value("y", kFloat32, {T, 1, B, H})};
-  n.attrs = {{"direction", std::string("forward")}, {"hidden_size", H}, {"layout", int64_t{0}},
+  n.attrs = {{"direction", std::string("forward")},
+             {"hidden_size", H},
+             {"layout", int64_t{0}},
              {"input_forget", int64_t{0}}};
   g.add_node(n);
   g.add_output(n.outputs[0]);
