@@ -20,6 +20,7 @@
 #include "compiler/codegen/build.h"
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/fold_batch_norm.h"
+#include "compiler/graph/fold_constants.h"
 #include "compiler/graph/fuse.h"
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -154,6 +155,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
   BuildReport& rep = report != nullptr ? *report : local_report;
   rep = BuildReport{};
   Graph g = input;  // constants are shared, so the copy is cheap
+  rep.constants_folded = fold_constants(g);
   if (options.fold_batch_norm) {
     rep.batch_norms_folded = fold_batch_norm(g);
     g.remove_dead_nodes();

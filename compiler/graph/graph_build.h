@@ -1,8 +1,8 @@
 // The graph build: an imported graph in, a bundle out (the executor's graph JSON, one shared object
-// with a compiled function per fused group of nodes, the parameters). Batch norms are folded into
-// the convolutions first, convolutions moved to the NCHW[x]c layout (alter_layout.h), the nodes
-// fused into kernels (fuse.h) and the intermediates placed in
-// shared pools by liveness (memory_plan.h); each step can be switched off for ablations.
+// with a compiled function per fused group of nodes, the parameters). In order: nodes of constants
+// computed at build time (fold_constants.h), batch norms folded into convolutions, constant dense
+// and LSTM weights packed (pack_weights.h), convolutions moved to NCHW[x]c (alter_layout.h), nodes fused into kernels (fuse.h), intermediates placed in
+// shared pools by liveness (memory_plan.h); most steps can be switched off for ablations.
 //
 //   runtime::Bundle b = graph::build_graph(graph::import_onnx("net.onnx"), "llvm -mcpu=native");
 //   runtime::write_bundle("net.kiln", b);
@@ -39,6 +39,7 @@ struct BuildOptions {
 /// What a build did, for reports and benchmarks.
 struct BuildReport {
   size_t num_functions = 0;
+  size_t constants_folded = 0;  ///< nodes computed at build time (fold_constants.h)
   size_t batch_norms_folded = 0;
   size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
   size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
