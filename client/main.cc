@@ -2,12 +2,14 @@
 //   kiln example matmul [--n N] [--threads T] [--target TARGET]
 // prints the paper's matrix-multiply example lowered before and after tiling, then compiles the
 // hand-scheduled x86 matmul, checks it against a naive loop on sampled entries, and prints its speed.
-//   kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln]
-// compiles an ONNX model into a bundle (a progress bar on stderr).
+//   kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln] [--no-fuse] [--no-layout]
+// compiles an ONNX model into a bundle (a progress bar on stderr); --no-fuse and --no-layout turn
+// operator fusion and the NCHW[x]c layout off (for comparisons).
 //   kiln run MODEL.kiln --input x.npy [--input NAME=y.npy ...] [-o OUT] [--profile RUNS]
 // runs a bundle: inputs bound by position or by name; each output is written to OUT/<name>.npy
 // when OUT is a folder (or ends with '/'), to OUT<name>.npy otherwise, or, without -o, its shape
-// and first values are printed. --profile times RUNS runs and prints each kernel's median time. Every failure prints "error: ..." and exits with 1.
+// and first values are printed; --profile times RUNS runs and prints each kernel's median time.
+// Every failure prints "error: ..." and exits with 1.
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,7 +42,8 @@ using Clock = std::chrono::steady_clock;
 
 int usage() {
   std::cerr << "usage: kiln example matmul [--n N] [--threads T] [--target TARGET]\n"
-               "       kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln]\n"
+               "       kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln] [--no-fuse]\n"
+               "                [--no-layout]\n"
                "       kiln run MODEL.kiln --input X.npy [--input NAME=Y.npy ...] [-o OUT]\n"
                "                [--profile RUNS]\n";
   return 2;
@@ -62,6 +65,7 @@ std::string default_bundle_path(const std::string& onnx_path) {
 
 int compile_main(const std::vector<std::string>& args) {
   std::string model, out, target = "llvm -mcpu=native";
+  kiln::graph::BuildOptions options;
   for (size_t i = 1; i < args.size(); ++i) {
     if ((args[i] == "--target" || args[i] == "-o") && i + 1 >= args.size()) {
       std::cerr << "error: " << args[i] << " needs a value\n";
@@ -71,6 +75,10 @@ int compile_main(const std::vector<std::string>& args) {
       target = args[++i];
     } else if (args[i] == "-o") {
       out = args[++i];
+    } else if (args[i] == "--no-fuse") {
+      options.fuse = false;
+    } else if (args[i] == "--no-layout") {
+      options.alter_layout = false;
     } else if (!args[i].empty() && args[i][0] == '-') {
       std::cerr << "error: unknown option '" << args[i] << "'\n";
       return usage();
@@ -83,7 +91,6 @@ int compile_main(const std::vector<std::string>& args) {
   }
   if (model.empty()) return usage();
   if (out.empty()) out = default_bundle_path(model);
-  kiln::graph::BuildOptions options;
   bool drawn = false;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   options.progress = [&](size_t index, size_t total, const std::string& what) {
@@ -106,10 +113,13 @@ int compile_main(const std::vector<std::string>& args) {
   }
   if (drawn) std::fprintf(stderr, "\n");
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::cerr << "wrote " << out << " (" << secs << " s): " << build.num_functions << " functions, "
-            << build.batch_norms_folded << " batch norms folded, intermediates in "
-            << build.intermediate_bytes << " bytes (" << build.intermediate_bytes_without_reuse
-            << " without memory reuse)\n";
+  std::cerr << "wrote " << out << " (" << secs << " s): " << build.num_functions
+            << " kernels from " << build.num_operators << " operators, "
+            << build.constants_folded << " constant nodes and " << build.batch_norms_folded
+            << " batch norms folded, " << build.convolutions_blocked
+            << " convolutions in NCHW[x]c (" << build.layout_conversions
+            << " layout conversions), intermediates in " << build.intermediate_bytes << " bytes ("
+            << build.intermediate_bytes_without_reuse << " without memory reuse)\n";
   return 0;
 }
 

@@ -154,6 +154,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
   BuildReport local_report;
   BuildReport& rep = report != nullptr ? *report : local_report;
   rep = BuildReport{};
+  rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
   rep.constants_folded = fold_constants(g);
   if (options.fold_batch_norm) {

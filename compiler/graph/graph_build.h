@@ -38,7 +38,8 @@ struct BuildOptions {
 
 /// What a build did, for reports and benchmarks.
 struct BuildReport {
-  size_t num_functions = 0;
+  size_t num_operators = 0;  ///< nodes of the graph given to the build
+  size_t num_functions = 0;  ///< kernels in the bundle (fused groups)
   size_t constants_folded = 0;  ///< nodes computed at build time (fold_constants.h)
   size_t batch_norms_folded = 0;
   size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
