@@ -16,6 +16,7 @@
 #include "compiler/topi/conv2d_transpose.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "base/error.h"
@@ -103,13 +104,18 @@ int64_t lanes_of(int64_t f) {
 
 }  // namespace
 
-te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
-                                 Ints4 padding, Ints2 output_padding, Ints2 dilation, int groups,
-                                 const std::string& name) {
-  const char* op = "conv2d_transpose_nchw";
-  KILN_USER_CHECK(data.ndim() == 4 && kernel.ndim() == 4)
-      << op << ": data and kernel must be 4-D, got " << data.ndim() << "-D '" << data->name()
-      << "' and " << kernel.ndim() << "-D '" << kernel->name() << "'";
+namespace {
+
+/// The shapes of a transposed convolution, checked.
+struct Geometry {
+  int64_t n, c, h, w, mg, kh, kw, cg, m, kk, oh, ow;
+};
+
+Geometry geometry(const char* op, const te::Tensor& data, int64_t kc, int64_t mg, int64_t kh,
+                  int64_t kw, const std::string& kernel_name, Ints2 stride, Ints4 padding,
+                  Ints2 output_padding, Ints2 dilation, int groups) {
+  KILN_USER_CHECK(data.ndim() == 4)
+      << op << ": data must be 4-D, got " << data.ndim() << "-D '" << data->name() << "'";
   KILN_USER_CHECK(stride[0] > 0 && stride[1] > 0 && dilation[0] > 0 && dilation[1] > 0 &&
                   groups > 0)
       << op << ": stride, dilation and groups must be positive";
@@ -118,47 +124,52 @@ te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kerne
                   output_padding[0] < std::max(stride[0], dilation[0]) &&
                   output_padding[1] < std::max(stride[1], dilation[1]))
       << op << ": output_padding must be smaller than the stride or the dilation";
-  int64_t n = const_dim(data, 0, op), c = const_dim(data, 1, op), h = const_dim(data, 2, op),
-          w = const_dim(data, 3, op);
-  int64_t kc = const_dim(kernel, 0, op), mg = const_dim(kernel, 1, op),
-          kh = const_dim(kernel, 2, op), kw = const_dim(kernel, 3, op);
-  KILN_USER_CHECK(kc == c && c % groups == 0)
-      << op << ": kernel '" << kernel->name() << "' has " << kc << " input channels, '"
-      << data->name() << "' " << c << " (in " << groups << " groups)";
-  int64_t cg = c / groups, m = mg * groups, kk = kh * kw;
-  int64_t oh = stride[0] * (h - 1) + output_padding[0] + (kh - 1) * dilation[0] + 1 - padding[0] -
-               padding[2];
-  int64_t ow = stride[1] * (w - 1) + output_padding[1] + (kw - 1) * dilation[1] + 1 - padding[1] -
-               padding[3];
-  KILN_USER_CHECK(oh > 0 && ow > 0) << op << ": the padding removes the whole output";
+  Geometry g;
+  g.n = const_dim(data, 0, op);
+  g.c = const_dim(data, 1, op);
+  g.h = const_dim(data, 2, op);
+  g.w = const_dim(data, 3, op);
+  g.mg = mg;
+  g.kh = kh;
+  g.kw = kw;
+  KILN_USER_CHECK(kc == g.c && g.c % groups == 0)
+      << op << ": kernel '" << kernel_name << "' has " << kc << " input channels, '"
+      << data->name() << "' " << g.c << " (in " << groups << " groups)";
+  g.cg = g.c / groups;
+  g.m = mg * groups;
+  g.kk = kh * kw;
+  g.oh = stride[0] * (g.h - 1) + output_padding[0] + (kh - 1) * dilation[0] + 1 - padding[0] -
+         padding[2];
+  g.ow = stride[1] * (g.w - 1) + output_padding[1] + (kw - 1) * dilation[1] + 1 - padding[1] -
+         padding[3];
+  KILN_USER_CHECK(g.oh > 0 && g.ow > 0) << op << ": the padding removes the whole output";
+  return g;
+}
 
-  // The GEMM: f = (m, kh, kw) of the kernel, the group's channels reduced.
-  IterVar rc = te::reduce_axis({0, cg}, "rc");
+/// The GEMM ("<name>.col") and the gather. `weight(ch, f, rc)`: the kernel's element for input
+/// channel ch (= g * cg + rc) and column f of [M * KH * KW].
+te::Tensor gemm_and_gather(const te::Tensor& data, const Geometry& g,
+                           const std::function<Expr(Expr, Expr, Expr)>& weight, Ints2 stride,
+                           Ints4 padding, Ints2 dilation, int groups, const std::string& name) {
+  IterVar rc = te::reduce_axis({0, g.cg}, "rc");
   te::Tensor col = te::compute(
-      {Expr(n), Expr(h), Expr(w), Expr(m * kk)},
+      {Expr(g.n), Expr(g.h), Expr(g.w), Expr(g.m * g.kk)},
       [&](Var b, Var iy, Var ix, Var f) {
-        Expr fm = ir::floordiv(f, Expr(kk)), fk = ir::floormod(f, Expr(kk));
-        Expr ch = rc;
-        if (groups > 1) {
-          ch = ir::floordiv(f, Expr(mg * kk)) * Expr(cg) + rc;
-          fm = ir::floormod(fm, Expr(mg));
-        }
-        return te::sum(data(b, ch, iy, ix) *
-                           kernel(ch, fm, ir::floordiv(fk, Expr(kw)), ir::floormod(fk, Expr(kw))),
-                       {rc});
+        Expr ch = groups == 1 ? Expr(rc) : ir::floordiv(f, Expr(g.mg * g.kk)) * Expr(g.cg) + rc;
+        return te::sum(data(b, ch, iy, ix) * weight(ch, f, rc), {rc});
       },
       name + ".col", {"n", "ih", "iw", "f"});
 
   // The gather, term by term.
   return te::compute(
-      {Expr(n), Expr(m), Expr(oh), Expr(ow)},
+      {Expr(g.n), Expr(g.m), Expr(g.oh), Expr(g.ow)},
       [&](Var b, Var f, Var y, Var x) {
-        std::vector<Tap> th = taps_of(y, h, kh, stride[0], dilation[0], padding[0]);
-        std::vector<Tap> tw = taps_of(x, w, kw, stride[1], dilation[1], padding[1]);
+        std::vector<Tap> th = taps_of(y, g.h, g.kh, stride[0], dilation[0], padding[0]);
+        std::vector<Tap> tw = taps_of(x, g.w, g.kw, stride[1], dilation[1], padding[1]);
         Expr acc;
         for (const Tap& a : th) {
           for (const Tap& e : tw) {
-            Expr v = col(b, a.in, e.in, Expr(f) * Expr(kk) + a.k * Expr(kw) + e.k);
+            Expr v = col(b, a.in, e.in, Expr(f) * Expr(g.kk) + a.k * Expr(g.kw) + e.k);
             Expr valid = and_(a.valid, e.valid);
             if (valid.defined()) v = ir::select(valid, v, ir::make_zero(data->dtype()));
             acc = acc.defined() ? acc + v : v;
@@ -169,6 +180,70 @@ te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kerne
       name, {"n", "oc", "oh", "ow"});
 }
 
+}  // namespace
+
+te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
+                                 Ints4 padding, Ints2 output_padding, Ints2 dilation, int groups,
+                                 const std::string& name) {
+  const char* op = "conv2d_transpose_nchw";
+  KILN_USER_CHECK(kernel.ndim() == 4)
+      << op << ": kernel must be 4-D, got " << kernel.ndim() << "-D '" << kernel->name() << "'";
+  Geometry g = geometry(op, data, const_dim(kernel, 0, op), const_dim(kernel, 1, op),
+                        const_dim(kernel, 2, op), const_dim(kernel, 3, op), kernel->name(), stride,
+                        padding, output_padding, dilation, groups);
+  // f = (m, kh, kw): the kernel's own order, so the vectorized f reads it contiguously.
+  auto weight = [&](Expr ch, Expr f, Expr) {
+    Expr fm = ir::floordiv(f, Expr(g.kk)), fk = ir::floormod(f, Expr(g.kk));
+    if (groups > 1) fm = ir::floormod(fm, Expr(g.mg));
+    return kernel(ch, fm, ir::floordiv(fk, Expr(g.kw)), ir::floormod(fk, Expr(g.kw)));
+  };
+  return gemm_and_gather(data, g, weight, stride, padding, dilation, groups, name);
+}
+
+te::Tensor pack_conv2d_transpose_weight(const te::Tensor& kernel, int groups, int64_t bf,
+                                        const std::string& name) {
+  const char* op = "pack_conv2d_transpose_weight";
+  KILN_USER_CHECK(kernel.ndim() == 4 && groups > 0 && bf > 0)
+      << op << ": kernel '" << kernel->name() << "' must be 4-D, groups and bf positive";
+  int64_t c = const_dim(kernel, 0, op), mg = const_dim(kernel, 1, op),
+          kk = const_dim(kernel, 2, op) * const_dim(kernel, 3, op);
+  KILN_USER_CHECK(c % groups == 0 && (mg * kk) % bf == 0)
+      << op << ": " << mg << " x " << kk << " columns per group are not a multiple of the panel "
+      << bf << " (or " << c << " channels not of the " << groups << " groups)";
+  int64_t cg = c / groups, kw = const_dim(kernel, 3, op);
+  return te::compute(
+      {Expr(groups * mg * kk / bf), Expr(cg), Expr(bf)},
+      [&](Var p, Var rc, Var j) {
+        Expr f = p * Expr(bf) + j;
+        Expr gi = ir::floordiv(f, Expr(mg * kk)), fl = ir::floormod(f, Expr(mg * kk));
+        Expr fk = ir::floormod(fl, Expr(kk));
+        return kernel(gi * Expr(cg) + rc, ir::floordiv(fl, Expr(kk)), ir::floordiv(fk, Expr(kw)),
+                      ir::floormod(fk, Expr(kw)));
+      },
+      name, {"p", "c", "j"});
+}
+
+te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor& packed,
+                                        Ints4 kernel_shape, Ints2 stride, Ints4 padding,
+                                        Ints2 output_padding, Ints2 dilation, int groups,
+                                        const std::string& name) {
+  const char* op = "conv2d_transpose_nchw_packed";
+  KILN_USER_CHECK(packed.ndim() == 3)
+      << op << ": the packed kernel '" << packed->name() << "' must be 3-D";
+  Geometry g = geometry(op, data, kernel_shape[0], kernel_shape[1], kernel_shape[2],
+                        kernel_shape[3], packed->name(), stride, padding, output_padding, dilation,
+                        groups);
+  int64_t np = const_dim(packed, 0, op), pc = const_dim(packed, 1, op),
+          bf = const_dim(packed, 2, op);
+  KILN_USER_CHECK(np * bf == g.m * g.kk && pc == g.cg && (g.mg * g.kk) % bf == 0)
+      << op << ": the packed kernel '" << packed->name() << "' is not [" << g.m << " * "
+      << g.kk << " / bf, " << g.cg << ", bf] for a panel bf dividing " << g.mg * g.kk;
+  auto weight = [&](Expr, Expr f, Expr rc) {
+    return packed(ir::floordiv(f, Expr(bf)), rc, ir::floormod(f, Expr(bf)));
+  };
+  return gemm_and_gather(data, g, weight, stride, padding, dilation, groups, name);
+}
+
 ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 4 && out->is_compute())
       << "conv2d_transpose_nchw_x86_space: '" << out->name() << "' is not a 4-D computation";
@@ -176,9 +251,9 @@ ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out) {
   ConfigSpace space;
   // The GEMM's register tile: weights (the vectorized axis) by input columns.
   space.define_split("tile_f", const_dim(col, 3, "conv2d_transpose"), 2,
-                     autotune::SplitPolicy::kFactors, 128);
+                     autotune::SplitPolicy::kFactors, 64);
   space.define_split("tile_h", const_dim(col, 1, "conv2d_transpose"), 2,
-                     autotune::SplitPolicy::kFactors, 4);
+                     autotune::SplitPolicy::kFactors, 2);
   space.define_split("tile_w", const_dim(col, 2, "conv2d_transpose"), 2,
                      autotune::SplitPolicy::kFactors, 8);
   // The GEMM's outer loops: 0 weight tiles outside rows (a weight panel stays in cache while

@@ -28,6 +28,22 @@ te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kerne
                                  Ints2 dilation = {1, 1}, int groups = 1,
                                  const std::string& name = "conv2d_transpose");
 
+/// The kernel [C, M/groups, KH, KW] packed into panels of `bf` GEMM columns, [M * KH * KW / bf,
+/// C/groups, bf]: element [p, c, j] is column f = p * bf + j of group g = f / (M/groups * KH * KW)
+/// for input channel g * C/groups + c, so that each panel of the GEMM streams one contiguous block
+/// (the unpacked kernel is read bf-wide pieces of rows M/groups*KH*KW floats apart). bf must
+/// divide M/groups * KH * KW. For constant weights a graph pass does this once at build time.
+te::Tensor pack_conv2d_transpose_weight(const te::Tensor& kernel, int groups, int64_t bf = 16,
+                                        const std::string& name = "conv2d_transpose_packed");
+
+/// conv2d_transpose_nchw on a kernel packed by pack_conv2d_transpose_weight; `kernel_shape` is the
+/// unpacked kernel's [C, M/groups, KH, KW]. Scheduled by the same template.
+te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor& packed,
+                                        Ints4 kernel_shape, Ints2 stride, Ints4 padding,
+                                        Ints2 output_padding = {0, 0}, Ints2 dilation = {1, 1},
+                                        int groups = 1,
+                                        const std::string& name = "conv2d_transpose");
+
 /// Knobs: tile_f (the GEMM's weight tile, vectorized), tile_w (its input columns), f_outer (weight
 /// tiles outside input rows or inside), vec_ow (the gather's vector width along the output row).
 autotune::ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out);

@@ -4,6 +4,10 @@
 // Tolerance: 1e-4 relative + 1e-5 absolute.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "compiler/ir/printer.h"
@@ -87,6 +91,32 @@ void check(const Case& p, bool epilogue = false) {
     build_host(s, {x, w, z})(xa, wa, out);
     EXPECT_TRUE(all_close(out, ref, 1e-4, 1e-5));
   }
+
+  // The same on the kernel packed in panels (packed in the function here; by the graph at build
+  // time for constant weights), at the default config and two other points.
+  int64_t cols = int64_t(p.m / p.groups) * p.kh * p.kw, bf = 1;
+  for (int64_t b : {16, 8, 4, 2}) {
+    if (cols % b == 0) {
+      bf = b;
+      break;
+    }
+  }
+  te::Tensor wp = topi::pack_conv2d_transpose_weight(w, p.groups, bf);
+  te::Tensor yp = topi::conv2d_transpose_nchw_packed(
+      x, wp, {p.c, p.m / p.groups, p.kh, p.kw}, p.stride, p.pad, p.output_padding, p.dilation,
+      p.groups);
+  te::Tensor zp = epilogue ? topi::relu(yp) : yp;
+  ConfigSpace pspace = topi::conv2d_transpose_nchw_x86_space(yp);
+  uint64_t pn = pspace.size();
+  for (const Config& cfg : {topi::conv2d_transpose_nchw_x86_default(pspace), pspace.get(pn / 3),
+                            pspace.get(pn / 5)}) {
+    SCOPED_TRACE("packed bf=" + std::to_string(bf) + " " + cfg.str());
+    te::Schedule s = te::create_schedule({zp});
+    topi::schedule_conv2d_transpose_nchw_x86(s, yp, cfg, epilogue ? zp : te::Tensor());
+    NDArray out = zeros({p.n, p.m, oh, ow});
+    build_host(s, {x, w, zp})(xa, wa, out);
+    EXPECT_TRUE(all_close(out, ref, 1e-4, 1e-5));
+  }
 }
 
 TEST(TopiConv2dTranspose, Stride2Pad1OutputPadding1) {
@@ -136,6 +166,76 @@ TEST(TopiConv2dTranspose, SmallInputStride2) {  // 2x3 input: every input point,
 TEST(TopiConv2dTranspose, EpilogueOnTheTile) {
   check({1, 16, 4, 4, 32, 4, 4, {2, 2}, {1, 1, 1, 1}, {0, 0}, {1, 1}, 1}, true);
   check({1, 6, 5, 5, 4, 3, 3, {3, 2}, {0, 1, 1, 0}, {2, 1}, {1, 1}, 2}, true);
+}
+
+TEST(TopiConv2dTranspose, PackKernelLayout) {
+  // Element [p, c, j] of the packed kernel is GEMM column p * bf + j of channel g * C/G + c.
+  te::Tensor w = te::placeholder({4, 3, 2, 2}, ir::kFloat32, "w");  // C=4, M/G=3, 2 groups
+  te::Tensor wp = topi::pack_conv2d_transpose_weight(w, 2, 4);
+  ASSERT_EQ(*ir::as_const_int(wp->shape()[0]), 6);
+  ASSERT_EQ(*ir::as_const_int(wp->shape()[1]), 2);
+  te::Schedule s = te::create_schedule({wp});
+  NDArray wa = random_array({4, 3, 2, 2}, 3), out = zeros({6, 2, 4});
+  build_host(s, {w, wp})(wa, out);
+  const float* a = wa.data<float>();
+  std::vector<float> ref(48);
+  for (int pi = 0; pi < 6; ++pi)
+    for (int c = 0; c < 2; ++c)
+      for (int j = 0; j < 4; ++j) {
+        int f = pi * 4 + j, g = f / 12;
+        ref[(pi * 2 + c) * 4 + j] = a[(g * 2 + c) * 12 + f % 12];
+      }
+  EXPECT_TRUE(all_close(out, ref, 0, 0));
+}
+
+// KILN_CONVT_BENCH=1: times the DCGAN generator's 512->256 layer (4x4 -> 8x8) at the default
+// config on the kernel as given and packed (passed in packed, as the graph would), one thread.
+TEST(TopiConv2dTranspose, BenchPackedVsUnpacked) {
+  if (!std::getenv("KILN_CONVT_BENCH")) GTEST_SKIP() << "set KILN_CONVT_BENCH=1";
+  struct Shape {
+    int c, h, m;
+  };
+  for (Shape sh : {Shape{512, 4, 256}, Shape{256, 8, 128}, Shape{128, 16, 64}}) {
+    Case p{1, sh.c, sh.h, sh.h, sh.m, 4, 4, {2, 2}, {1, 1, 1, 1}, {0, 0}, {1, 1}, 1};
+    te::Tensor x = te::placeholder({1, p.c, p.h, p.w}, ir::kFloat32, "x");
+    te::Tensor w = te::placeholder({p.c, p.m, 4, 4}, ir::kFloat32, "w");
+    te::Tensor wp = te::placeholder({p.m, p.c, 16}, ir::kFloat32, "wp");
+    te::Tensor y = topi::conv2d_transpose_nchw(x, w, p.stride, p.pad);
+    te::Tensor yp =
+        topi::conv2d_transpose_nchw_packed(x, wp, {p.c, p.m, 4, 4}, p.stride, p.pad);
+    NDArray xa = random_array({1, p.c, p.h, p.w}, 1), wa = random_array({p.c, p.m, 4, 4}, 2);
+    NDArray wpa = zeros({p.m, p.c, 16});
+    for (int pi = 0; pi < p.m; ++pi)
+      for (int c = 0; c < p.c; ++c)
+        for (int j = 0; j < 16; ++j)
+          wpa.data<float>()[(size_t(pi) * p.c + c) * 16 + j] =
+              wa.data<float>()[(size_t(c) * p.m + pi) * 16 + j];
+    int oh = 2 * p.h;
+    std::vector<float> ref = naive_conv_transpose(p, oh, oh, xa.data<float>(), wa.data<float>());
+    for (bool packed : {false, true}) {
+      te::Tensor out_t = packed ? yp : y;
+      te::Schedule s = te::create_schedule({out_t});
+      topi::schedule_conv2d_transpose_nchw_x86(
+          s, out_t,
+          topi::conv2d_transpose_nchw_x86_default(topi::conv2d_transpose_nchw_x86_space(out_t)));
+      runtime::Function f =
+          compiler::build(s, {x, packed ? wp : w, out_t}, "llvm -mcpu=native", "f").function("f");
+      NDArray out = zeros({1, p.m, oh, oh});
+      NDArray& wt = packed ? wpa : wa;
+      f(xa, wt, out);
+      EXPECT_TRUE(all_close(out, ref, 1e-4, 1e-5));
+      std::vector<double> ms;
+      for (int r = 0; r < 30; ++r) {
+        auto t0 = std::chrono::steady_clock::now();
+        f(xa, wt, out);
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                         .count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("case=convt_c%d_h%d_m%d packed=%d median_ms=%.3f min_ms=%.3f\n", p.c, p.h, p.m,
+                  int(packed), ms[ms.size() / 2], ms[0]);
+    }
+  }
 }
 
 TEST(TopiConv2dTranspose, DefaultScheduleVectorizesAndParallelizes) {
