@@ -1,0 +1,98 @@
+// Measuring one compiled kernel: the request (which library, which function, the arguments as
+// .npy files or output shapes, the reference outputs, number / repeat / min_repeat_ms, cool-down,
+// cache flush), the result (costs or an error kind), their JSON forms, and run_kernel, which does
+// the work in the calling process. run_kernel is what `kiln-runner` (runner_main.cc) runs inside
+// the guarded child that measure_in_child (measure_child.h) starts; nothing here needs LLVM, so a
+// board's agent can measure with the runtime alone.
+//
+// Timing follows TVM's time evaluator: one warm-up call (which is also the call whose outputs are
+// compared with the references), then `repeat` repeats of `number` calls each; while one repeat of
+// `number` calls lasts less than min_repeat_ms, `number` grows (at least doubling, enough to reach
+// the minimum at the measured speed) and the repeat is timed again; the grown number carries over
+// to later repeats. Each repeat reports its mean time per call. Between repeats the runner sleeps
+// cooldown_ms and, with flush_cache, writes a 64 MiB buffer (larger than the last-level cache),
+// so that each repeat's first call starts with cold caches (use number = 1 for cold-cache timing).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "deploy/runtime/json.h"
+
+namespace kiln::runtime {
+
+/// How a measurement ended, after TVM's MeasureErrorNo for the run side.
+enum class ErrorKind {
+  kNone,          ///< measured; costs_s holds one mean per repeat
+  kRuntimeError,  ///< bad request, library or function missing, function returned an error
+  kRunTimeout,    ///< the child ran past its time limit and was killed
+  kCrash,         ///< the child died of a signal (message names it: "SIGSEGV")
+  kWrongAnswer,   ///< an output differs from its reference (message: first bad index and values)
+};
+
+/// "none", "runtime_error", "run_timeout", "crash", "wrong_answer".
+const char* error_kind_name(ErrorKind kind);
+/// The inverse of error_kind_name; kiln::Error for an unknown word.
+ErrorKind parse_error_kind(const std::string& name);
+
+/// One argument of the measured function, in order.
+struct RunArg {
+  enum class Kind { kInput, kOutput };
+  Kind kind = Kind::kInput;
+  std::string input;              ///< kInput: the .npy file holding the array
+  std::string dtype = "float32";  ///< kOutput: element type ("float32", "int8", ...)
+  std::vector<int64_t> shape;     ///< kOutput: shape of the array allocated for it
+  std::string reference;          ///< kOutput: .npy of the expected values; empty = not checked
+  double rtol = 1e-4;             ///< kOutput: |out - ref| <= atol + rtol * |ref| (np.allclose)
+  double atol = 1e-5;
+
+  static RunArg make_input(std::string npy_path);
+  static RunArg make_output(std::string dtype, std::vector<int64_t> shape,
+                            std::string reference = "", double rtol = 1e-4, double atol = 1e-5);
+};
+
+/// What to measure and how. The JSON form is the runner's stdin (see runner_main.cc).
+struct RunRequest {
+  std::string library;   ///< shared object following c_abi.h
+  std::string function;  ///< entry name
+  std::vector<RunArg> args;
+  int64_t number = 1;        ///< calls per repeat (grown to reach min_repeat_ms)
+  int64_t repeat = 1;        ///< repeats; one cost per repeat
+  double min_repeat_ms = 0;  ///< minimum duration of one repeat
+  double cooldown_ms = 0;    ///< sleep between repeats
+  bool flush_cache = false;  ///< write a buffer larger than the LLC between repeats
+  int threads = 0;           ///< thread-pool size for the kernel; 0 = the runtime's default
+
+  Json to_json() const;
+  /// Parses and checks a request; kiln::Error naming the missing or malformed field.
+  static RunRequest from_json(const Json& json);
+};
+
+/// How a measurement went.
+struct RunResult {
+  ErrorKind error = ErrorKind::kNone;
+  std::string message;          ///< empty for kNone
+  std::vector<double> costs_s;  ///< mean seconds per call, one per repeat (kNone only)
+  double wall_s = 0;            ///< wall time of the whole measurement (the child's life)
+  int64_t number = 0;           ///< calls per repeat finally used (after min_repeat_ms growth)
+  double max_error = 0;         ///< largest |out - ref| over the checked outputs
+  int64_t child_pid = 0;        ///< the child's process id (measure_in_child), for diagnostics
+
+  bool ok() const { return error == ErrorKind::kNone; }
+  /// One JSON object: {"error": ..., "costs_s": [...], ...}.
+  Json to_json() const;
+  /// kiln::Error if the object is not a result.
+  static RunResult from_json(const Json& json);
+};
+
+/// Loads the library and the inputs, runs the function once and checks the outputs against their
+/// references, then times it as described above. Never throws: every failure becomes a result
+/// (a bad request is kRuntimeError naming the field). Crashes and hangs of the kernel are the
+/// caller's to guard against: run it in a child (measure_in_child).
+RunResult run_kernel(const RunRequest& request);
+
+/// Parses `request_json` and runs it; a malformed request becomes kRuntimeError.
+RunResult run_kernel_json(const std::string& request_json);
+
+}  // namespace kiln::runtime

@@ -1,0 +1,89 @@
+// kiln-runner: measures one compiled kernel, in a process of its own so that a kernel that crashes
+// or hangs takes only this process down (measure_child.h starts it and watches it).
+//
+//   kiln-runner [--parent PID] < request.json
+//
+// stdin holds ONE request (kernel_runner.h, RunRequest::to_json):
+//   {"version": 1, "library": "/path/k.so", "function": "name",
+//    "args": [{"input": "/path/a.npy"},
+//             {"output": {"dtype": "float32", "shape": [2, 3]},
+//              "reference": "/path/ref.npy", "rtol": 1e-4, "atol": 1e-5}],
+//    "number": 1, "repeat": 3, "min_repeat_ms": 100, "cooldown_ms": 0, "flush_cache": false,
+//    "threads": 0}
+// stdout gets ONE line: {"error": "none", "costs_s": [...], "number": N, ...} or
+// {"error": "runtime_error" | "wrong_answer", "message": "..."}. The exit code is 0 whenever a
+// result was written. The kernel's own writes to stdout go to stderr, so they cannot corrupt the
+// result line. With --parent PID the runner dies (SIGKILL) when the thread that started it does,
+// and exits at once if PID is no longer its parent.
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <iterator>
+#include <string>
+
+#include "deploy/runtime/kernel_runner.h"
+
+namespace {
+
+bool write_all(int fd, const std::string& s) {
+  size_t done = 0;
+  while (done < s.size()) {
+    ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
+      const long parent = std::strtol(argv[++i], nullptr, 10);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != static_cast<pid_t>(parent)) return 3;  // the parent is already gone
+    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::printf(
+          "usage: kiln-runner [--parent PID] < request.json\n"
+          "Measures one kernel; see deploy/runtime/runner_main.cc for the request.\n");
+      return 0;
+    } else {
+      std::fprintf(stderr, "kiln-runner: unknown argument '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+
+  // Keep the real stdout for the result; everything else written to fd 1 goes to stderr.
+  const int result_fd = ::dup(STDOUT_FILENO);
+  if (result_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+    std::perror("kiln-runner: dup");
+    return 1;
+  }
+
+  std::string request((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  kiln::runtime::RunResult result;
+  try {
+    result = kiln::runtime::run_kernel_json(request);
+  } catch (const std::exception& e) {  // run_kernel_json does not throw; be safe anyway
+    result = {};
+    result.error = kiln::runtime::ErrorKind::kRuntimeError;
+    result.message = e.what();
+  }
+  std::fflush(stdout);
+  if (!write_all(result_fd, result.to_json().dump() + "\n")) return 1;
+  ::close(result_fd);
+  // Skip static destructors and the thread pool's join: the result is out, nothing else matters,
+  // and a kernel that left the pool in a bad state cannot turn a measured result into a crash.
+  std::fflush(stderr);
+  std::_Exit(0);
+}
