@@ -1,0 +1,434 @@
+// The record log: MeasureRecord <-> JSON, and the RocksDB keys described in record_log.h.
+#include "compiler/autotune/record_log.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
+#include <rocksdb/options.h>
+#include <rocksdb/write_batch.h>
+
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <optional>
+
+#include "base/error.h"
+#include "deploy/runtime/json.h"
+
+namespace kiln::autotune {
+
+using runtime::Json;
+
+namespace {
+
+constexpr const char* kErrorNames[] = {"none",        "compile_error", "compile_timeout",
+                                       "runtime_error", "run_timeout", "crash",
+                                       "wrong_answer"};
+constexpr int kNumErrorKinds = sizeof(kErrorNames) / sizeof(kErrorNames[0]);
+
+Json u64_to_json(uint64_t v) {
+  if (v <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return Json(static_cast<int64_t>(v));
+  }
+  return Json(std::to_string(v));
+}
+
+uint64_t u64_from_json(const Json& j, const std::string& what) {
+  if (j.is_null() || j.is_array() || j.is_object()) {
+    KILN_USER_ERROR() << what << " must be a non-negative integer";
+  }
+  std::optional<int64_t> as_int;
+  try {
+    as_int = j.as_int(what);
+  } catch (const Error&) {
+  }
+  if (as_int) {
+    KILN_USER_CHECK(*as_int >= 0) << what << " must be a non-negative integer, not " << *as_int;
+    return static_cast<uint64_t>(*as_int);
+  }
+  // Values above INT64_MAX are written as decimal strings.
+  const std::string& s = j.as_string(what + " (an integer)");
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  KILN_USER_CHECK(ec == std::errc() && end == s.data() + s.size() && !s.empty())
+      << what << " must be a non-negative integer, not \"" << s << "\"";
+  return v;
+}
+
+const Json& field(const Json& j, const std::string& key, const std::string& origin) {
+  KILN_USER_CHECK(j.has(key)) << origin << ": field '" << key << "' is missing";
+  return j.at(key, origin);
+}
+
+std::string what(const std::string& origin, const std::string& key) {
+  return origin + ": field '" + key + "'";
+}
+
+// ---- keys ----
+
+std::string be64(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 7; i >= 0; --i, v >>= 8) s[i] = static_cast<char>(v & 0xff);
+  return s;
+}
+
+uint64_t from_be64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
+/// target \0 task \0
+std::string task_part(const std::string& target, const std::string& task) {
+  std::string s = target;
+  s.push_back('\0');
+  s += task;
+  s.push_back('\0');
+  return s;
+}
+
+std::string record_key(uint64_t seq) { return "r" + be64(seq); }
+std::string index_prefix(const std::string& target, const std::string& task) {
+  return "i" + task_part(target, task);
+}
+std::string measured_key(const std::string& target, const std::string& task, uint64_t config) {
+  return "m" + task_part(target, task) + be64(config);
+}
+std::string count_key(const std::string& target, const std::string& task) {
+  return "n" + task_part(target, task);
+}
+std::string best_key(const std::string& target, const std::string& task) {
+  return "b" + task_part(target, task);
+}
+constexpr const char* kVersionKey = "v";
+
+bool starts_with(const rocksdb::Slice& s, const std::string& prefix) {
+  return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
+}
+
+/// What append requires of a record; kiln::Error naming `origin` otherwise.
+void check_record(const MeasureRecord& r, const std::string& origin) {
+  auto check_name = [&](const std::string& v, const char* name) {
+    KILN_USER_CHECK(!v.empty() && v.find('\0') == std::string::npos)
+        << origin << ": field '" << name << "' must be non-empty and hold no NUL character";
+  };
+  check_name(r.target, "target");
+  check_name(r.task_key, "task");
+  for (double c : r.costs_s) {
+    KILN_USER_CHECK(std::isfinite(c) && c >= 0)
+        << origin << ": field 'costs' of task " << r.task_key << " holds " << c
+        << "; costs must be finite and non-negative";
+  }
+  KILN_USER_CHECK(std::isfinite(r.gflops) && r.gflops >= 0)
+      << origin << ": field 'gflops' of task " << r.task_key << " is " << r.gflops
+      << "; it must be finite and non-negative";
+}
+
+}  // namespace
+
+const char* error_kind_name(ErrorKind kind) {
+  int i = static_cast<int>(kind);
+  KILN_ICHECK(i >= 0 && i < kNumErrorKinds) << "bad ErrorKind " << i;
+  return kErrorNames[i];
+}
+
+ErrorKind error_kind_from_name(const std::string& name) {
+  std::string all;
+  for (int i = 0; i < kNumErrorKinds; ++i) {
+    if (name == kErrorNames[i]) return static_cast<ErrorKind>(i);
+    all += (i ? ", " : "") + std::string(kErrorNames[i]);
+  }
+  KILN_USER_ERROR() << "unknown error kind \"" << name << "\" (expected one of " << all << ")";
+}
+
+double MeasureRecord::mean_cost() const {
+  if (costs_s.empty()) return std::numeric_limits<double>::infinity();
+  double sum = 0;
+  for (double c : costs_s) sum += c;
+  return sum / static_cast<double>(costs_s.size());
+}
+
+Json record_to_json(const MeasureRecord& r) {
+  Json::Array costs;
+  costs.reserve(r.costs_s.size());
+  for (double c : r.costs_s) costs.emplace_back(c);
+  Json::Object o;
+  o["version"] = Json(kRecordVersion);
+  o["target"] = Json(r.target);
+  o["device"] = Json(r.device);
+  o["task"] = Json(r.task_key);
+  o["config_index"] = u64_to_json(r.config_index);
+  o["config"] = Json(r.config);
+  o["costs"] = Json(std::move(costs));
+  o["error"] = Json(error_kind_name(r.error));
+  o["error_msg"] = Json(r.error_msg);
+  o["gflops"] = Json(r.gflops);
+  o["timestamp_ms"] = Json(r.timestamp_ms);
+  o["search_seed"] = u64_to_json(r.search_seed);
+  return Json(std::move(o));
+}
+
+MeasureRecord record_from_json(const Json& j, const std::string& origin) {
+  KILN_USER_CHECK(j.is_object()) << origin << ": a record must be a JSON object";
+  int64_t version = field(j, "version", origin).as_int(what(origin, "version"));
+  KILN_USER_CHECK(version >= 1 && version <= kRecordVersion)
+      << what(origin, "version") << ": version " << version << " is not one this Kiln reads (1 to "
+      << kRecordVersion << ")";
+  MeasureRecord r;
+  r.target = field(j, "target", origin).as_string(what(origin, "target"));
+  r.device = field(j, "device", origin).as_string(what(origin, "device"));
+  r.task_key = field(j, "task", origin).as_string(what(origin, "task"));
+  r.config_index = u64_from_json(field(j, "config_index", origin), what(origin, "config_index"));
+  r.config = field(j, "config", origin).as_string(what(origin, "config"));
+  const Json::Array& costs = field(j, "costs", origin).as_array(what(origin, "costs"));
+  for (size_t i = 0; i < costs.size(); ++i) {
+    r.costs_s.push_back(costs[i].as_double(what(origin, "costs") + "[" + std::to_string(i) + "]"));
+  }
+  const std::string& err = field(j, "error", origin).as_string(what(origin, "error"));
+  try {
+    r.error = error_kind_from_name(err);
+  } catch (const Error&) {
+    KILN_USER_ERROR() << what(origin, "error") << ": unknown error kind \"" << err << "\"";
+  }
+  r.error_msg = field(j, "error_msg", origin).as_string(what(origin, "error_msg"));
+  r.gflops = field(j, "gflops", origin).as_double(what(origin, "gflops"));
+  r.timestamp_ms = field(j, "timestamp_ms", origin).as_int(what(origin, "timestamp_ms"));
+  r.search_seed = u64_from_json(field(j, "search_seed", origin), what(origin, "search_seed"));
+  return r;
+}
+
+std::string record_to_string(const MeasureRecord& r) { return record_to_json(r).dump(); }
+
+MeasureRecord record_from_string(const std::string& text, const std::string& origin) {
+  return record_from_json(Json::parse(text, origin), origin);
+}
+
+// ---- the log ----
+
+struct RecordLog::Impl {
+  std::string dir;
+  std::unique_ptr<rocksdb::DB> db;
+  /// Held by append for the whole read-modify-write of the count and best entries.
+  std::mutex append_mu;
+  /// The sequence number of the next record (= the number of records).
+  std::atomic<uint64_t> next_seq{0};
+
+  [[noreturn]] void fail(const std::string& doing, const rocksdb::Status& s) const {
+    KILN_USER_ERROR() << "record log '" << dir << "': " << doing << ": " << s.ToString();
+  }
+
+  std::optional<std::string> get(const std::string& key) const {
+    std::string value;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), key, &value);
+    if (s.IsNotFound()) return std::nullopt;
+    if (!s.ok()) fail("read", s);
+    return value;
+  }
+
+  MeasureRecord record_at(uint64_t seq) const {
+    auto text = get(record_key(seq));
+    KILN_USER_CHECK(text.has_value())
+        << "record log '" << dir << "' is corrupt: record " << seq << " is indexed but missing";
+    return record_from_string(*text, "record log '" + dir + "' record " + std::to_string(seq));
+  }
+
+  /// Calls `fn(key, value)` for every key starting with `prefix`, in key order.
+  template <typename Fn>
+  void scan(const std::string& prefix, Fn fn) const {
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek(prefix); it->Valid() && starts_with(it->key(), prefix); it->Next()) {
+      fn(it->key(), it->value());
+    }
+    if (!it->status().ok()) fail("read", it->status());
+  }
+};
+
+RecordLog::RecordLog(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RecordLog::RecordLog(RecordLog&&) noexcept = default;
+RecordLog& RecordLog::operator=(RecordLog&&) noexcept = default;
+RecordLog::~RecordLog() = default;
+
+const std::string& RecordLog::dir() const { return impl_->dir; }
+
+RecordLog RecordLog::open(const std::string& dir) {
+  namespace fs = std::filesystem;
+  KILN_USER_CHECK(!dir.empty()) << "record log: the folder name is empty";
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    KILN_USER_ERROR() << "record log '" << dir << "': exists and is not a folder";
+  }
+  fs::create_directories(dir, ec);
+  if (ec) {
+    KILN_USER_ERROR() << "record log '" << dir << "': cannot create the folder: " << ec.message();
+  }
+
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.keep_log_file_num = 4;  // RocksDB's own LOG files, not records
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, dir, &db);
+  if (!s.ok()) {
+    std::string msg = s.ToString();
+    if (msg.find("lock") != std::string::npos || msg.find("LOCK") != std::string::npos) {
+      KILN_USER_ERROR() << "record log '" << dir
+                        << "': in use by another process or another RecordLog of this process "
+                           "(its LOCK is held): "
+                        << msg;
+    }
+    KILN_USER_ERROR() << "record log '" << dir << "': cannot open: " << msg;
+  }
+  impl->db.reset(db);
+
+  // The format version: written when the log is new, checked otherwise.
+  std::string version = std::to_string(kRecordVersion);
+  if (auto v = impl->get(kVersionKey)) {
+    KILN_USER_CHECK(*v == version) << "record log '" << dir << "': format version " << *v
+                                   << ", this Kiln reads version " << version;
+  } else {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    rocksdb::Status ws = impl->db->Put(wo, kVersionKey, version);
+    if (!ws.ok()) impl->fail("write the version", ws);
+  }
+
+  // The sequence counter: one past the last record.
+  {
+    std::unique_ptr<rocksdb::Iterator> it(impl->db->NewIterator(rocksdb::ReadOptions()));
+    it->SeekForPrev("r" + std::string(8, '\xff'));
+    if (it->Valid() && it->key().size() == 9 && it->key()[0] == 'r') {
+      impl->next_seq = from_be64(it->key().data() + 1) + 1;
+    }
+    if (!it->status().ok()) impl->fail("read", it->status());
+  }
+  return RecordLog(std::move(impl));
+}
+
+uint64_t RecordLog::append(const MeasureRecord& r) {
+  check_record(r, "record log '" + impl_->dir + "'");
+  const std::string text = record_to_string(r);
+
+  std::lock_guard<std::mutex> lock(impl_->append_mu);
+  const uint64_t seq = impl_->next_seq.load();
+  rocksdb::WriteBatch batch;
+  batch.Put(record_key(seq), text);
+  batch.Put(index_prefix(r.target, r.task_key) + be64(seq), "");
+  batch.Put(measured_key(r.target, r.task_key, r.config_index), "");
+
+  const std::string ck = count_key(r.target, r.task_key);
+  uint64_t count = 0;
+  if (auto c = impl_->get(ck)) {
+    KILN_USER_CHECK(c->size() == 8) << "record log '" << impl_->dir << "' is corrupt: bad count";
+    count = from_be64(c->data());
+  }
+  batch.Put(ck, be64(count + 1));
+
+  if (r.error == ErrorKind::kNone && !r.costs_s.empty()) {
+    const std::string bk = best_key(r.target, r.task_key);
+    bool better = true;
+    if (auto b = impl_->get(bk)) {
+      better = r.mean_cost() < record_from_string(*b, "record log '" + impl_->dir + "' best entry")
+                                   .mean_cost();
+    }
+    if (better) batch.Put(bk, text);
+  }
+
+  rocksdb::WriteOptions wo;
+  wo.sync = true;  // on disk when append returns: an acknowledged record survives a crash
+  rocksdb::Status s = impl_->db->Write(wo, &batch);
+  if (!s.ok()) impl_->fail("append a record of task " + r.task_key, s);
+  impl_->next_seq.store(seq + 1);
+  return seq;
+}
+
+std::vector<MeasureRecord> RecordLog::records(const std::string& task_key,
+                                              const std::string& target) const {
+  std::vector<uint64_t> seqs;
+  const std::string prefix = index_prefix(target, task_key);
+  impl_->scan(prefix, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
+    if (key.size() == prefix.size() + 8) seqs.push_back(from_be64(key.data() + prefix.size()));
+  });
+  std::vector<MeasureRecord> out;
+  out.reserve(seqs.size());
+  for (uint64_t seq : seqs) out.push_back(impl_->record_at(seq));
+  return out;
+}
+
+std::optional<MeasureRecord> RecordLog::best(const std::string& task_key,
+                                             const std::string& target) const {
+  auto text = impl_->get(best_key(target, task_key));
+  if (!text) return std::nullopt;
+  return record_from_string(*text, "record log '" + impl_->dir + "' best entry of " + task_key);
+}
+
+size_t RecordLog::count(const std::string& task_key, const std::string& target) const {
+  auto c = impl_->get(count_key(target, task_key));
+  if (!c) return 0;
+  KILN_USER_CHECK(c->size() == 8) << "record log '" << impl_->dir << "' is corrupt: bad count";
+  return static_cast<size_t>(from_be64(c->data()));
+}
+
+bool RecordLog::measured(const std::string& task_key, const std::string& target,
+                         uint64_t config_index) const {
+  return impl_->get(measured_key(target, task_key, config_index)).has_value();
+}
+
+std::vector<std::string> RecordLog::tasks(const std::string& target) const {
+  std::vector<std::string> out;
+  std::string prefix = "n" + target;
+  prefix.push_back('\0');
+  impl_->scan(prefix, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
+    // prefix, task, '\0'
+    if (key.size() > prefix.size()) {
+      out.emplace_back(key.data() + prefix.size(), key.size() - prefix.size() - 1);
+    }
+  });
+  return out;
+}
+
+size_t RecordLog::size() const { return static_cast<size_t>(impl_->next_seq.load()); }
+
+std::vector<MeasureRecord> RecordLog::all() const {
+  std::vector<MeasureRecord> out;
+  impl_->scan("r", [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+    out.push_back(record_from_string(
+        value.ToString(),
+        "record log '" + impl_->dir + "' record " + std::to_string(from_be64(key.data() + 1))));
+  });
+  return out;
+}
+
+void RecordLog::export_jsonl(const std::string& path) const {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  KILN_USER_CHECK(f.is_open()) << "record log export: cannot write '" << path << "'";
+  impl_->scan("r", [&](const rocksdb::Slice&, const rocksdb::Slice& value) {
+    f.write(value.data(), static_cast<std::streamsize>(value.size()));
+    f.put('\n');
+  });
+  f.close();
+  KILN_USER_CHECK(!f.fail()) << "record log export: writing '" << path << "' failed";
+}
+
+size_t RecordLog::import_jsonl(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  KILN_USER_CHECK(f.is_open()) << "record log import: cannot read '" << path << "'";
+  std::vector<MeasureRecord> recs;
+  std::string line;
+  for (size_t n = 1; std::getline(f, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const std::string origin = path + ":" + std::to_string(n);
+    recs.push_back(record_from_string(line, origin));
+    check_record(recs.back(), origin);
+  }
+  KILN_USER_CHECK(!f.bad()) << "record log import: reading '" << path << "' failed";
+  for (const MeasureRecord& r : recs) append(r);
+  return recs.size();
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,136 @@
+// The tuner's record log: every measurement, durable, in RocksDB.
+//
+// Each measured config of a tuning task becomes one MeasureRecord, appended to a RecordLog:
+//
+//   RecordLog log = RecordLog::open("tuning.log");   // a folder; created when missing
+//   if (log.count(task, target) >= trials) continue;  // tuned enough already: skip the task
+//   if (log.measured(task, target, cfg.index())) continue;  // resumed run: never measure twice
+//   log.append(record);                               // durable (fsync'd) when it returns
+//   auto best = log.best(task, target);               // the graph build's choice, O(1)
+//
+// Keys (one RocksDB database, one kind of key per leading byte; "<t,k>" is target \0 task \0):
+//   'r' seq                 -> the record's JSON text (seq: 8 bytes big-endian, so iteration
+//                              is append order; the counter is recovered at open)
+//   'i' <t,k> seq           -> ""           the records of one (target, task), in append order
+//   'm' <t,k> config_index  -> ""           measured(): one key per (target, task, config)
+//   'n' <t,k>               -> 8-byte count of records of (target, task), errors included
+//   'b' <t,k>               -> seq of the best error-free record (lowest mean cost)
+//   'v'                     -> the format version
+// One append is one WriteBatch (all of the keys above at once), written with sync = true: a
+// record is either wholly there after a crash or not at all, and once append returns it is on
+// disk. Appends from several threads of one process are serialized by a mutex (the sequence
+// counter and the read-modify-write of the count and best entries); reads need no lock. Another
+// process cannot open the same folder while this one has it (RocksDB's LOCK file).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+class Json;
+}
+
+namespace kiln::autotune {
+
+/// Why a measurement produced no time.
+enum class ErrorKind : uint8_t {
+  kNone,
+  kCompileError,
+  kCompileTimeout,
+  kRuntimeError,
+  kRunTimeout,
+  kCrash,
+  kWrongAnswer,
+};
+
+/// "none", "compile_error", "compile_timeout", "runtime_error", "run_timeout", "crash",
+/// "wrong_answer": the names used in the JSON text.
+const char* error_kind_name(ErrorKind kind);
+/// The kind named `name`; kiln::Error listing the names otherwise.
+ErrorKind error_kind_from_name(const std::string& name);
+
+/// One measurement of one config of one task on one device.
+struct MeasureRecord {
+  std::string target;    ///< the target string ("llvm -mcpu=znver4")
+  std::string device;    ///< the device's fingerprint (CPU model and cores, driver, ...)
+  std::string task_key;  ///< the tuning task (operator and workload)
+  uint64_t config_index = 0;
+  std::string config;            ///< Config::str(), for humans
+  std::vector<double> costs_s;   ///< seconds per run; empty on error
+  ErrorKind error = ErrorKind::kNone;
+  std::string error_msg;
+  double gflops = 0;             ///< 0 on error
+  int64_t timestamp_ms = 0;      ///< milliseconds since the Unix epoch
+  uint64_t search_seed = 0;      ///< the random seed of the search that chose it (for replay)
+
+  /// The mean of costs_s; +infinity when it is empty.
+  double mean_cost() const;
+  bool operator==(const MeasureRecord&) const = default;
+};
+
+/// The current version of a record's JSON text.
+inline constexpr int kRecordVersion = 1;
+
+/// The record as a JSON object (with a "version" field). 64-bit unsigned values that do not fit
+/// a signed 64-bit integer are written as decimal strings.
+runtime::Json record_to_json(const MeasureRecord& r);
+/// The record from a JSON object; kiln::Error naming `origin` and the field when it is malformed.
+MeasureRecord record_from_json(const runtime::Json& j, const std::string& origin = "record");
+/// One line of JSON text (no newline).
+std::string record_to_string(const MeasureRecord& r);
+/// Parses one line of JSON text; kiln::Error naming `origin` and the field when it is malformed.
+MeasureRecord record_from_string(const std::string& text, const std::string& origin = "record");
+
+class RecordLog {
+ public:
+  /// Opens the log in folder `dir`, creating it when missing. kiln::Error naming the folder when
+  /// it cannot be created or opened: not writable, a file, or in use by another RecordLog (in this
+  /// process or another one).
+  static RecordLog open(const std::string& dir);
+
+  RecordLog(RecordLog&&) noexcept;
+  RecordLog& operator=(RecordLog&&) noexcept;
+  ~RecordLog();
+
+  /// Appends `r`; it is on disk when this returns. Returns its sequence number (0, 1, 2, ... in
+  /// append order over the whole log). kiln::Error when target or task key is empty or holds a
+  /// NUL character, or a cost or gflops is negative or not finite.
+  uint64_t append(const MeasureRecord& r);
+
+  /// The records of (task, target), in append order.
+  std::vector<MeasureRecord> records(const std::string& task_key, const std::string& target) const;
+  /// The error-free record of (task, target) with the lowest mean cost (the first of equals);
+  /// nullopt when there is none.
+  std::optional<MeasureRecord> best(const std::string& task_key, const std::string& target) const;
+  /// How many records (task, target) has, errors included.
+  size_t count(const std::string& task_key, const std::string& target) const;
+  /// Whether config `config_index` of (task, target) has a record (errors included).
+  bool measured(const std::string& task_key, const std::string& target,
+                uint64_t config_index) const;
+  /// The task keys with records for `target`, sorted.
+  std::vector<std::string> tasks(const std::string& target) const;
+  /// The number of records in the log.
+  size_t size() const;
+  /// Every record, in append order.
+  std::vector<MeasureRecord> all() const;
+
+  /// Writes every record, in append order, one JSON object per line. kiln::Error naming `path`
+  /// when it cannot be written.
+  void export_jsonl(const std::string& path) const;
+  /// Appends the records of a JSON-lines file (blank lines are skipped). The whole file is read
+  /// and checked first: a malformed line gives kiln::Error naming the file, the line number and
+  /// the field, and then nothing is appended. Returns the number of records appended.
+  size_t import_jsonl(const std::string& path);
+
+  const std::string& dir() const;
+
+ private:
+  struct Impl;
+  explicit RecordLog(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::autotune
