@@ -113,6 +113,7 @@ void check(const Case& p, bool epilogue = false) {
     SCOPED_TRACE("packed bf=" + std::to_string(bf) + " " + cfg.str());
     te::Schedule s = te::create_schedule({zp});
     topi::schedule_conv2d_transpose_nchw_x86(s, yp, cfg, epilogue ? zp : te::Tensor());
+    topi::schedule_layout_transform_x86(s, wp);
     NDArray out = zeros({p.n, p.m, oh, ow});
     build_host(s, {x, w, zp})(xa, wa, out);
     EXPECT_TRUE(all_close(out, ref, 1e-4, 1e-5));
