@@ -11,8 +11,9 @@
 //                     with ih*sh + kh*dh - pt == y and iw*sw + kw*dw - pl == x.
 //
 // The sum is written out term by term (an injective compute), so that an elementwise epilogue
-// inlines it and computes on it. The GEMM's register tile is [tile_w columns] x [tile_f weights],
-// the weights the vectorized axis; the gather reads the column buffer once.
+// inlines it and computes on it. The GEMM's register tile is [tile_h x tile_w input points] x
+// [tile_f weights], the weights the vectorized axis; the gather reads the column buffer once.
+// conv2d_transpose_nchw_packed reads the kernel packed in panels (contiguous per panel) instead.
 #include "compiler/topi/conv2d_transpose.h"
 
 #include <algorithm>
@@ -284,7 +285,7 @@ void schedule_conv2d_transpose_nchw_x86(te::Schedule& s, const te::Tensor& out, 
           h_t = cfg.split("tile_h").back();
   int64_t lanes = lanes_of(f_t);
 
-  // The GEMM: a register tile [w_t, f_t] accumulated over the channels.
+  // The GEMM: a register tile [h_t, w_t, f_t] accumulated over the channels.
   te::Tensor cl = s.cache_write(col, "local");
   te::Stage sc = s[col];
   IterVar n = sc.axis(0), ih = sc.axis(1), iw = sc.axis(2), f = sc.axis(3);

@@ -32,7 +32,8 @@ te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kerne
 /// C/groups, bf]: element [p, c, j] is column f = p * bf + j of group g = f / (M/groups * KH * KW)
 /// for input channel g * C/groups + c, so that each panel of the GEMM streams one contiguous block
 /// (the unpacked kernel is read bf-wide pieces of rows M/groups*KH*KW floats apart). bf must
-/// divide M/groups * KH * KW. For constant weights a graph pass does this once at build time.
+/// divide M/groups * KH * KW. Meant for constant weights, packed once at build time by a graph
+/// pass (as graph/pack_weights does for Gemm); not wired into the graph build yet.
 te::Tensor pack_conv2d_transpose_weight(const te::Tensor& kernel, int groups, int64_t bf = 16,
                                         const std::string& name = "conv2d_transpose_packed");
 
@@ -44,11 +45,12 @@ te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor
                                         int groups = 1,
                                         const std::string& name = "conv2d_transpose");
 
-/// Knobs: tile_f (the GEMM's weight tile, vectorized), tile_w (its input columns), f_outer (weight
-/// tiles outside input rows or inside), vec_ow (the gather's vector width along the output row).
+/// Knobs: tile_f (the GEMM's weight tile, vectorized), tile_h x tile_w (its input points), f_outer
+/// (weight tiles outside input rows or inside), vec_ow (the gather's vector width along the output
+/// row). The default: 16 weights x (up to 2 x 8) input points, 16 accumulators.
 autotune::ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out);
 autotune::Config conv2d_transpose_nchw_x86_default(const autotune::ConfigSpace& space);
-/// `output`: an elementwise epilogue to compute on the register tile, as for conv2d.
+/// `output`: an elementwise epilogue, computed on the gathered values before they are stored.
 void schedule_conv2d_transpose_nchw_x86(te::Schedule& s, const te::Tensor& out,
                                         const autotune::Config& cfg,
                                         const te::Tensor& output = {});
