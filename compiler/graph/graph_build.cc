@@ -148,12 +148,12 @@ class TensorTable {
 
 }  // namespace
 
-runtime::Bundle build_graph(const Graph& input, const std::string& target,
-                            const BuildOptions& options, BuildReport* report) {
+namespace {
+
+/// The graph passes of the build, in order, on a copy of `input`.
+Graph prepare_graph(const Graph& input, const std::string& target, const BuildOptions& options,
+                    BuildReport& rep) {
   input.verify();
-  BuildReport local_report;
-  BuildReport& rep = report != nullptr ? *report : local_report;
-  rep = BuildReport{};
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
   rep.constants_folded = fold_constants(g);
@@ -178,7 +178,40 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
         << "' is not computed by any node (a graph input or a constant); Kiln cannot run such a "
            "graph yet";
   }
+  return g;
+}
 
+/// Records the task of every tunable operator it is asked about, answering with the default.
+class TaskRecorder : public autotune::ConfigSource {
+ public:
+  autotune::Config choose(const autotune::Task& task) override {
+    if (seen_.insert(task.key).second) tasks_.push_back(task);
+    return task.default_config;
+  }
+  std::vector<autotune::Task> take() { return std::move(tasks_); }
+
+ private:
+  std::set<std::string> seen_;
+  std::vector<autotune::Task> tasks_;
+};
+
+}  // namespace
+
+std::vector<autotune::Task> extract_tasks(const Graph& input, const std::string& target,
+                                          const BuildOptions& options) {
+  BuildReport rep;
+  const Graph g = prepare_graph(input, target, options, rep);
+  TaskRecorder recorder;
+  for (const FusedGroup& group : fuse_ops(g, options.fuse)) lower_group(g, group, &recorder, target);
+  return recorder.take();
+}
+
+runtime::Bundle build_graph(const Graph& input, const std::string& target,
+                            const BuildOptions& options, BuildReport* report) {
+  BuildReport local_report;
+  BuildReport& rep = report != nullptr ? *report : local_report;
+  rep = BuildReport{};
+  const Graph g = prepare_graph(input, target, options, rep);
   const std::vector<FusedGroup> groups = fuse_ops(g, options.fuse);
   std::optional<MemoryPlan> plan;
   if (options.plan_memory) {
@@ -215,7 +248,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
       std::cerr << "[" << i + 1 << "/" << total << "] compiling " << fname << " (" << ops
                 << ")\n";
     }
-    LoweredOp op = lower_group(g, group);
+    LoweredOp op = lower_group(g, group, options.configs, target);
     funcs.push_back(compiler::lower(op.schedule, op.args, fname));
     Json::Array args;
     for (ValueId v : op.values) args.emplace_back(table.index(v, &bundle));
@@ -230,7 +263,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
   if (options.progress) options.progress(total, total, "generating code");
   if (options.verbose) std::cerr << "generating code for " << funcs.size() << " functions\n";
   TempFile so;
-  codegen::export_library(funcs, tgt, so.path.string());
+  codegen::export_library(funcs, target::Target::parse(target), so.path.string());
   std::ifstream in(so.path, std::ios::binary);
   KILN_USER_CHECK(in.good()) << "graph build: cannot read the library just written to '"
                              << so.path.string() << "'";

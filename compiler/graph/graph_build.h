@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "compiler/autotune/task.h"
 #include "compiler/graph/graph.h"
 #include "deploy/runtime/bundle.h"
 
@@ -34,6 +35,8 @@ struct BuildOptions {
   bool pack_weights = true;
   /// Moves convolutions and the elementwise chains between them to NCHW[x]c (alter_layout.h).
   bool alter_layout = true;
+  /// Chooses the config of every tunable operator (the tuner's log); null: templates' defaults.
+  autotune::ConfigSource* configs = nullptr;
 };
 
 /// What a build did, for reports and benchmarks.
@@ -53,6 +56,11 @@ struct BuildReport {
 /// graph output that no node computes).
 runtime::Bundle build_graph(const Graph& g, const std::string& target,
                             const BuildOptions& options = {}, BuildReport* report = nullptr);
+
+/// The distinct tuning tasks of `g` (one per tunable operator workload, in order of first use):
+/// the tunable operators build_graph would schedule, after the same graph passes.
+std::vector<autotune::Task> extract_tasks(const Graph& g, const std::string& target,
+                                          const BuildOptions& options = {});
 
 /// import_onnx, build_graph and write_bundle in one call.
 void compile_onnx(const std::string& onnx_path, const std::string& target,

@@ -20,6 +20,7 @@
 #include "compiler/topi/nn.h"
 #include "compiler/topi/pooling.h"
 #include "compiler/topi/transform.h"
+#include "compiler/topi/tunable.h"
 #include "deploy/runtime/dtype.h"
 
 namespace kiln::graph {
@@ -28,11 +29,37 @@ namespace {
 using ir::Expr;
 using te::Tensor;
 
+/// A template that schedules `y` with an epilogue stage (topi::epilogue_stage).
+using Template = std::function<void(te::Schedule&, const Tensor& y, const Tensor& output)>;
+
+/// How tunable operators are scheduled: each with its template at the config that `configs`
+/// chooses for its task, or at the template's default without a source.
+struct Tuning {
+  autotune::ConfigSource* configs = nullptr;
+  std::string target;
+
+  void schedule(const std::string& name, te::Schedule& s, const Tensor& t,
+                const Tensor& output) const {
+    const topi::TunableTemplate& tmpl = topi::tunable_template(name);
+    const autotune::Config cfg = configs != nullptr
+                                     ? configs->choose(autotune::Task::make(name, t, target))
+                                     : tmpl.default_config(tmpl.space(t));
+    tmpl.schedule(s, t, cfg, output);
+  }
+  /// Template `name` as a Template.
+  Template of(const std::string& name) const {
+    return [self = *this, name](te::Schedule& s, const Tensor& t, const Tensor& output) {
+      self.schedule(name, s, t, output);
+    };
+  }
+};
+
 /// The node being lowered and the placeholders of its inputs.
 struct Ctx {
   const Graph& g;
   const Node& node;
   std::vector<Tensor> in;  ///< one placeholder per node input (undefined for kNoValue)
+  Tuning tuning;
 
   std::string where() const { return "node '" + node.name + "' (" + node.op + ")"; }
   [[noreturn]] void fail(const std::string& what) const {
@@ -84,9 +111,6 @@ void then_injective(te::Schedule& s, const Tensor& t, const Tensor& output) {
   if (output != t) injective(s, output);
 }
 
-/// A template that schedules `y` with an epilogue stage (topi::epilogue_stage).
-using Template = std::function<void(te::Schedule&, const Tensor& y, const Tensor& output)>;
-
 /// An operator `y` scheduled by `base`, followed by its own elementwise stage `out` (a bias, a
 /// scale; `y` itself when none): both, and the group's epilogue, in the template's tile.
 Result with_epilogue(const Tensor& y, const Template& base, const Tensor& out) {
@@ -135,21 +159,8 @@ Result lower_conv_nchwc(const Ctx& c) {
         },
         "bias_add");
   }
-  Template base;
-  if (depthwise) {
-    base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
-      topi::schedule_depthwise_conv2d_nchwc_x86(
-          s, t,
-          topi::depthwise_conv2d_nchwc_x86_default(topi::depthwise_conv2d_nchwc_x86_space(t)),
-          output);
-    };
-  } else {
-    base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
-      topi::schedule_conv2d_nchwc_x86(
-          s, t, topi::conv2d_nchwc_x86_default(topi::conv2d_nchwc_x86_space(t)), output);
-    };
-  }
-  return with_epilogue(y, base, out);
+  return with_epilogue(
+      y, c.tuning.of(depthwise ? "depthwise_conv2d_nchwc_x86" : "conv2d_nchwc_x86"), out);
 }
 
 Result lower_conv(const Ctx& c, bool transpose) {
@@ -180,28 +191,12 @@ Result lower_conv(const Ctx& c, bool transpose) {
   if (transpose) {
     y = topi::conv2d_transpose_nchw(x, w, stride, pads, ints2(lift(n.ints("output_padding"), 0)),
                                     dil, groups, "conv2d_transpose");
-    base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
-      topi::schedule_conv2d_transpose_nchw_x86(
-          s, t, topi::conv2d_transpose_nchw_x86_default(topi::conv2d_transpose_nchw_x86_space(t)),
-          output);
-    };
+    base = c.tuning.of("conv2d_transpose_nchw_x86");
   } else {
     y = topi::conv2d_nchw(x, w, stride, pads, dil, groups, "conv2d");
     const auto xs = c.in_shape(0), ws = c.in_shape(1);
     const bool depthwise = groups > 1 && groups == xs[1] && ws[0] == xs[1] && ws[1] == 1;
-    if (depthwise) {
-      base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
-        topi::schedule_depthwise_conv2d_nchw_x86(
-            s, t,
-            topi::depthwise_conv2d_nchw_x86_default(topi::depthwise_conv2d_nchw_x86_space(t)),
-            output);
-      };
-    } else {
-      base = [](te::Schedule& s, const Tensor& t, const Tensor& output) {
-        topi::schedule_conv2d_nchw_x86(
-            s, t, topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(t)), output);
-      };
-    }
+    base = c.tuning.of(depthwise ? "depthwise_conv2d_nchw_x86" : "conv2d_nchw_x86");
   }
   Tensor biased = c.has(2) ? add_channel_bias(y, c.in[2]) : y;
   if (!one_d) return with_epilogue(y, base, biased);
@@ -239,12 +234,7 @@ Result lower_gemm(const Ctx& c) {
     out = topi::elementwise(
         y, [=](Expr a) { return a * Expr(alpha); }, "gemm_scale");
   }
-  return with_epilogue(
-      y,
-      [](te::Schedule& s, const Tensor& t, const Tensor& output) {
-        topi::schedule_dense_x86(s, t, topi::dense_x86_default(topi::dense_x86_space(t)), output);
-      },
-      out);
+  return with_epilogue(y, c.tuning.of("dense_x86"), out);
 }
 
 Result lower_matmul(const Ctx& c) {
@@ -277,11 +267,10 @@ Result lower_matmul(const Ctx& c) {
   Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
   Tensor y = topi::batch_matmul(ar, br, false, false, "batch_matmul");
   Tensor out = topi::reshape(y, out_shape, "matmul_out");
-  return {{out}, [=](te::Schedule& s, const Tensor& output) {
+  return {{out}, [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
             if (ar != a) s[ar].compute_inline();
             if (br != b) s[br].compute_inline();
-            topi::schedule_batch_matmul_x86(
-                s, y, topi::batch_matmul_x86_default(topi::batch_matmul_x86_space(y)));
+            tuning.schedule("batch_matmul_x86", s, y, y);
             if (out != output) s[out].compute_inline();
             injective(s, output);
           }};
@@ -322,8 +311,8 @@ Result lower_pool(const Ctx& c) {
     y = op == "MaxPool" ? topi::max_pool2d(x, k, st, pads, ceil)
                         : topi::avg_pool2d(x, k, st, pads, ceil, n.i("count_include_pad") != 0);
   }
-  auto base = [](te::Schedule& s, const Tensor& t) {
-    topi::schedule_pool2d_x86(s, t, topi::pool2d_x86_default(topi::pool2d_x86_space(t)));
+  auto base = [tuning = c.tuning](te::Schedule& s, const Tensor& t) {
+    tuning.schedule("pool2d_x86", s, t, t);
   };
   if (!one_d) {
     return {{y}, [=](te::Schedule& s, const Tensor& output) {
@@ -464,9 +453,9 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
       const Tensor& a = c.input(0);
       Tensor a2 = as.size() == 2 ? a : topi::reshape(a, {m, k}, "matmul_a");
       Tensor y = topi::dense_packed(a2, c.input(1), out_shape.back(), "matmul");
-      auto base = [=](te::Schedule& s, const Tensor& t, const Tensor& output) {
+      auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
         if (a2 != a) s[a2].compute_inline();
-        topi::schedule_dense_x86(s, t, topi::dense_x86_default(topi::dense_x86_space(t)), output);
+        tuning.schedule("dense_x86", s, t, output);
       };
       if (as.size() == 2) return with_epilogue(y, base, y);
       Tensor out = topi::reshape(y, out_shape, "matmul_out");
@@ -478,10 +467,7 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
     }
     if (c.in_shape(0).size() == 2 && c.in_shape(1).size() == 2) {
       Tensor y = topi::dense(c.input(0), c.input(1), false, false, "matmul");
-      return {{y}, [=](te::Schedule& s, const Tensor& output) {
-                topi::schedule_dense_x86(s, y, topi::dense_x86_default(topi::dense_x86_space(y)),
-                                         output);
-              }};
+      return with_epilogue(y, c.tuning.of("dense_x86"), y);
     }
     return lower_matmul(c);
   }
@@ -568,7 +554,8 @@ bool has_lowering(const std::string& op) {
          std::find(other_ops().begin(), other_ops().end(), op) != other_ops().end();
 }
 
-LoweredOp lower_group(const Graph& g, const FusedGroup& group) {
+LoweredOp lower_group(const Graph& g, const FusedGroup& group, autotune::ConfigSource* configs,
+                      const std::string& target) {
   KILN_ICHECK(!group.nodes.empty()) << "lower_group: an empty group";
   // Every value the group reads or computes, as a tensor: placeholders for the external inputs
   // (one per distinct value: Add(x, x) reads one argument twice), topi's stages for the rest.
@@ -583,7 +570,7 @@ LoweredOp lower_group(const Graph& g, const FusedGroup& group) {
 
   for (size_t index : group.nodes) {
     const Node& node = g.nodes().at(index);
-    Ctx c{g, node, {}};
+    Ctx c{g, node, {}, Tuning{configs, target}};
     if (!has_lowering(node.op)) c.fail("operator '" + node.op + "' has no lowering");
     std::set<const te::TensorNode*> read;
     for (ValueId v : node.inputs) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/autotune/task.h"
 #include "compiler/graph/fuse.h"
 #include "compiler/graph/graph.h"
 #include "compiler/te/schedule.h"
@@ -36,7 +37,11 @@ struct LoweredOp {
 
 /// Lowers `group` of `g`. kiln::Error naming the operator and the node when an operator (or the
 /// form of it: a 3-D convolution, a bidirectional LSTM, ...) has no lowering.
-LoweredOp lower_group(const Graph& g, const FusedGroup& group);
+/// Tunable operators get the config `configs` chooses for their task (for `target`), or their
+/// template's default without a source.
+LoweredOp lower_group(const Graph& g, const FusedGroup& group,
+                      autotune::ConfigSource* configs = nullptr,
+                      const std::string& target = "llvm");
 
 /// Whether lower_group knows the operator type `op` (some of its forms may still be refused).
 bool has_lowering(const std::string& op);

@@ -1,0 +1,83 @@
+// Tasks: the key from the naive program's structural hash, the flop count from the compute.
+#include "compiler/autotune/task.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "base/error.h"
+#include "compiler/ir/equal.h"
+#include "compiler/lower.h"
+#include "compiler/topi/tunable.h"
+
+namespace kiln::autotune {
+namespace {
+
+/// The placeholders `out` reads through its producers, in order of first appearance.
+std::vector<te::Tensor> placeholders_of(const te::Tensor& out) {
+  std::vector<te::Tensor> result, todo{out};
+  std::set<const te::TensorNode*> seen;
+  while (!todo.empty()) {
+    te::Tensor t = todo.front();
+    todo.erase(todo.begin());
+    if (!seen.insert(t.get()).second) continue;
+    if (!t->is_compute()) {
+      result.push_back(t);
+      continue;
+    }
+    for (const te::Tensor& in : t->inputs()) todo.push_back(in);
+  }
+  return result;
+}
+
+int64_t extent_of(const ir::Expr& e, const std::string& what) {
+  auto v = ir::as_const_int(e);
+  KILN_USER_CHECK(v.has_value()) << "tuning task: " << what << " must have a constant extent";
+  return *v;
+}
+
+}  // namespace
+
+Task Task::make(const std::string& template_name, const te::Tensor& out,
+                const std::string& target) {
+  const topi::TunableTemplate& tmpl = topi::tunable_template(template_name);
+  Task t;
+  t.template_name = template_name;
+  t.target = target;
+  t.out = out;
+  t.inputs = placeholders_of(out);
+  t.space = tmpl.space(out);
+  t.default_config = tmpl.default_config(t.space);
+  double points = 1;
+  std::string shape;
+  for (const ir::Expr& d : out->shape()) {
+    const int64_t n = extent_of(d, "'" + out->name() + "'");
+    points *= static_cast<double>(n);
+    shape += (shape.empty() ? "" : "x") + std::to_string(n);
+  }
+  double reduce = 1;
+  for (const auto& r : out->reduce_axis) reduce *= static_cast<double>(extent_of(r->dom.extent, "a reduction"));
+  t.flops = 2 * points * reduce;
+  const ir::PrimFunc naive = compiler::lower(t.reference_schedule(), t.args(), "task");
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx",
+                static_cast<unsigned long long>(ir::structural_hash(naive)));
+  t.key = template_name + ":" + shape + ":" + hash;
+  return t;
+}
+
+std::vector<te::Tensor> Task::args() const {
+  std::vector<te::Tensor> a = inputs;
+  a.push_back(out);
+  return a;
+}
+
+te::Schedule Task::schedule(const Config& config) const {
+  te::Schedule s = te::create_schedule({out});
+  topi::tunable_template(template_name).schedule(s, out, config, out);
+  return s;
+}
+
+te::Schedule Task::reference_schedule() const { return te::create_schedule({out}); }
+
+}  // namespace kiln::autotune

@@ -1,0 +1,55 @@
+// A tuning task: one tunable operator workload (a template applied to a tensor expression with
+// fixed shapes and dtypes) on one target. The graph build meets each tunable operator through a
+// ConfigSource, which picks the config of its template; the tuner extracts the distinct tasks of
+// a model by recording them there, and the record log keys measurements by task key and target.
+//
+//   Task t = Task::make("conv2d_nchwc_x86", conv_out, "llvm -mcpu=native");
+//   t.key;                                   // "conv2d_nchwc_x86:1x4x56x56x16:5c0f9d3e1a2b4c77"
+//   te::Schedule s = t.schedule(t.space.get(17));
+//   ir::PrimFunc f = compiler::lower(s, t.args(), "candidate");
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/autotune/space.h"
+#include "compiler/te/schedule.h"
+
+namespace kiln::autotune {
+
+struct Task {
+  std::string template_name;  ///< a topi::tunable_template
+  /// "<template>:<output shape>:<hash>": the hash is the structural hash of the operator's
+  /// lowered naive loop program, so the same workload gets the same key in every model, layer and
+  /// run, and different shapes, strides or paddings get different keys.
+  std::string key;
+  std::string target;
+  te::Tensor out;                   ///< the operator's output
+  std::vector<te::Tensor> inputs;   ///< the placeholders it reads, in a fixed order
+  ConfigSpace space;
+  Config default_config;
+  double flops = 0;  ///< multiply-adds count 2; per run
+
+  /// The task of `template_name` applied to `out` (whose producers up to placeholders are the
+  /// operator's own stages, like the padding of a convolution).
+  static Task make(const std::string& template_name, const te::Tensor& out,
+                   const std::string& target);
+
+  /// The arguments of a candidate's function: inputs, then out.
+  std::vector<te::Tensor> args() const;
+  /// A schedule of `out` alone with the template at `config`.
+  te::Schedule schedule(const Config& config) const;
+  /// The reference schedule: every stage at its default loop nest (the naive program), whose
+  /// output each candidate's is compared with.
+  te::Schedule reference_schedule() const;
+};
+
+/// What the graph build asks for every tunable operator: the config to schedule it with.
+class ConfigSource {
+ public:
+  virtual ~ConfigSource() = default;
+  virtual Config choose(const Task& task) = 0;
+};
+
+}  // namespace kiln::autotune

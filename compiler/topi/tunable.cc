@@ -1,0 +1,62 @@
+// The registry of tunable templates: one entry per template, wrapping its three functions.
+#include "compiler/topi/tunable.h"
+
+#include "base/error.h"
+#include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_transpose.h"
+#include "compiler/topi/dense.h"
+#include "compiler/topi/pooling.h"
+
+namespace kiln::topi {
+
+namespace {
+
+using autotune::Config;
+using autotune::ConfigSpace;
+
+/// An entry for a template whose schedule takes an epilogue stage.
+template <typename Space, typename Default, typename Schedule>
+TunableTemplate entry(const char* name, Space space, Default dflt, Schedule schedule) {
+  return {name, space, dflt,
+          [schedule](te::Schedule& s, const te::Tensor& out, const Config& cfg,
+                     const te::Tensor& output) { schedule(s, out, cfg, output); }};
+}
+
+}  // namespace
+
+const std::vector<TunableTemplate>& tunable_templates() {
+  static const std::vector<TunableTemplate> templates = {
+      entry("conv2d_nchw_x86", conv2d_nchw_x86_space, conv2d_nchw_x86_default,
+            schedule_conv2d_nchw_x86),
+      entry("depthwise_conv2d_nchw_x86", depthwise_conv2d_nchw_x86_space,
+            depthwise_conv2d_nchw_x86_default, schedule_depthwise_conv2d_nchw_x86),
+      entry("conv2d_nchwc_x86", conv2d_nchwc_x86_space, conv2d_nchwc_x86_default,
+            schedule_conv2d_nchwc_x86),
+      entry("depthwise_conv2d_nchwc_x86", depthwise_conv2d_nchwc_x86_space,
+            depthwise_conv2d_nchwc_x86_default, schedule_depthwise_conv2d_nchwc_x86),
+      entry("conv2d_transpose_nchw_x86", conv2d_transpose_nchw_x86_space,
+            conv2d_transpose_nchw_x86_default, schedule_conv2d_transpose_nchw_x86),
+      entry("dense_x86", dense_x86_space, dense_x86_default, schedule_dense_x86),
+      entry("batch_matmul_x86", batch_matmul_x86_space, batch_matmul_x86_default,
+            schedule_batch_matmul_x86),
+      {"pool2d_x86", pool2d_x86_space, pool2d_x86_default,
+       [](te::Schedule& s, const te::Tensor& out, const Config& cfg, const te::Tensor& output) {
+         KILN_ICHECK(!output.defined() || output == out)
+             << "pool2d_x86 takes no epilogue ('" << output->name() << "')";
+         schedule_pool2d_x86(s, out, cfg);
+       }},
+  };
+  return templates;
+}
+
+const TunableTemplate& tunable_template(const std::string& name) {
+  std::string known;
+  for (const TunableTemplate& t : tunable_templates()) {
+    if (t.name == name) return t;
+    known += (known.empty() ? "" : ", ") + t.name;
+  }
+  KILN_USER_ERROR() << "no tunable template named '" << name << "' (known: " << known << ")";
+  KILN_UNREACHABLE();
+}
+
+}  // namespace kiln::topi

@@ -1,0 +1,39 @@
+// The tunable templates by name: what the graph build and the tuner need of an operator's x86
+// schedule template (its config space for a given output, the default point, and the schedule of
+// one point) behind one interface, so that both choose configs the same way.
+//
+//   const TunableTemplate& t = tunable_template("conv2d_nchwc_x86");
+//   autotune::ConfigSpace space = t.space(out);
+//   te::Schedule s = te::create_schedule({out});
+//   t.schedule(s, out, space.get(42), out);
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/autotune/space.h"
+#include "compiler/te/schedule.h"
+
+namespace kiln::topi {
+
+struct TunableTemplate {
+  std::string name;  ///< "conv2d_nchwc_x86": the operator and the target family
+  std::function<autotune::ConfigSpace(const te::Tensor& out)> space;
+  std::function<autotune::Config(const autotune::ConfigSpace&)> default_config;
+  /// Schedules `out` with `config`; `output` is `out` or an elementwise epilogue of it to compute
+  /// in the template's tile (topi::epilogue_stage); templates without epilogue support refuse one.
+  std::function<void(te::Schedule&, const te::Tensor& out, const autotune::Config&,
+                     const te::Tensor& output)>
+      schedule;
+};
+
+/// Every template: conv2d_nchw_x86, depthwise_conv2d_nchw_x86, conv2d_nchwc_x86,
+/// depthwise_conv2d_nchwc_x86, conv2d_transpose_nchw_x86, dense_x86, batch_matmul_x86,
+/// pool2d_x86.
+const std::vector<TunableTemplate>& tunable_templates();
+
+/// The template called `name`; kiln::Error listing the known names otherwise.
+const TunableTemplate& tunable_template(const std::string& name);
+
+}  // namespace kiln::topi
