@@ -7,10 +7,13 @@
 //   schedule_dense_x86(s, y, dense_x86_default(space));
 //
 // The template is the register tile of matmul.cc's packed schedule: a tile_y × tile_x block of
-// the output accumulated in local memory, the columns vectorized, the rows and tile_k reduction
-// steps unrolled, the blocks run in parallel. `dense_packed` reads a weight packed into
-// [N / bn, K, bn] panels (`pack_dense_weight`, folded away by the graph for constant weights), so
-// that the vectorized columns load contiguously.
+// the output accumulated in local memory, the columns vectorized (in vectors of 16 or 8 lanes,
+// unrolled, when tile_x is wider), the rows and tile_k reduction steps unrolled, the blocks run in
+// parallel; for dense the column blocks are the outer loop, so that one block of the weight stays
+// in cache for every row block. `dense_packed` reads a weight packed into [N / bn, K, bn] panels
+// (`pack_dense_weight`; the graph's pack_weights packs constant weights at build time), so that
+// the vectorized columns load contiguously; with tile_x = bn a tile streams one contiguous panel
+// (the GEMV of batch 1 is then one sequential pass over the weight).
 #pragma once
 
 #include <string>
@@ -34,7 +37,8 @@ te::Tensor dense_packed(const te::Tensor& x, const te::Tensor& packed, int64_t n
 
 /// Knobs for `dense` and `dense_packed`: tile_y (rows of the register tile), tile_x (columns,
 /// vectorized), tile_k (reduction steps unrolled); for dense_packed also `panel`, a knob of one
-/// choice (the panel width bn) that the default reads to tile whole panels. `dense` with
+/// choice (the panel width bn) that the default reads to tile whole panels (tile_x = bn when bn
+/// divides N, tile_y as many rows as keep the tile within ~25 AVX-512 vectors). `dense` with
 /// trans_b reads the weight's columns with a stride (gathers): prefer dense_packed where the
 /// weight is a constant.
 autotune::ConfigSpace dense_x86_space(const te::Tensor& out);
