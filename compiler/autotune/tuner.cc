@@ -1,0 +1,354 @@
+// The tuning loop: reference, explorer, candidates (lower -> dedupe -> build -> measure in a
+// child), records, model refit.
+#include "compiler/autotune/tuner.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <thread>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "compiler/autotune/cost_model.h"
+#include "compiler/autotune/explorer.h"
+#include "compiler/autotune/features.h"
+#include "compiler/codegen/build.h"
+#include "compiler/ir/equal.h"
+#include "compiler/lower.h"
+#include "compiler/target/target.h"
+#include "deploy/runtime/measure_child.h"
+#include "deploy/runtime/npy.h"
+
+namespace kiln::autotune {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+/// A folder for one task's files (inputs, references, candidate libraries), removed afterwards.
+struct WorkDir {
+  fs::path path;
+  WorkDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() /
+           ("kiln-tune-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+ErrorKind from_run_error(runtime::ErrorKind e) {
+  switch (e) {
+    case runtime::ErrorKind::kNone:
+      return ErrorKind::kNone;
+    case runtime::ErrorKind::kRuntimeError:
+      return ErrorKind::kRuntimeError;
+    case runtime::ErrorKind::kRunTimeout:
+      return ErrorKind::kRunTimeout;
+    case runtime::ErrorKind::kCrash:
+      return ErrorKind::kCrash;
+    case runtime::ErrorKind::kWrongAnswer:
+      return ErrorKind::kWrongAnswer;
+  }
+  return ErrorKind::kRuntimeError;
+}
+
+/// Random inputs for the task's placeholders (uniform in [-1, 1), seeded by the task key), and
+/// the reference outputs of its naive schedule, as .npy files in `dir`.
+struct Reference {
+  std::vector<std::string> inputs;
+  std::string output;
+  double max_abs = 0;
+};
+
+Reference make_reference(const Task& task, const WorkDir& dir) {
+  std::mt19937_64 rng(std::hash<std::string>{}(task.key));
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<runtime::NDArray> arrays;
+  Reference ref;
+  for (size_t i = 0; i < task.inputs.size(); ++i) {
+    const te::Tensor& t = task.inputs[i];
+    KILN_USER_CHECK(t->dtype() == ir::kFloat32)
+        << "tuning task '" << task.key << "': input '" << t->name() << "' is " << t->dtype().str()
+        << "; the tuner measures float32 workloads";
+    std::vector<int64_t> shape;
+    for (const ir::Expr& d : t->shape()) shape.push_back(*ir::as_const_int(d));
+    runtime::NDArray a = runtime::NDArray::empty(shape, runtime::kFloat32);
+    float* p = a.data<float>();
+    for (int64_t k = 0; k < a.num_elements(); ++k) p[k] = dist(rng);
+    ref.inputs.push_back(dir.file("input" + std::to_string(i) + ".npy"));
+    runtime::save_npy(ref.inputs.back(), a);
+    arrays.push_back(std::move(a));
+  }
+  std::vector<int64_t> oshape;
+  for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
+  arrays.push_back(runtime::NDArray::empty(oshape, runtime::kFloat32));
+  runtime::Function f =
+      compiler::build(task.reference_schedule(), task.args(), "llvm", "reference").function("reference");
+  std::vector<runtime::Arg> args(arrays.begin(), arrays.end());
+  f.call(args);
+  const runtime::NDArray& out = arrays.back();
+  for (int64_t k = 0; k < out.num_elements(); ++k)
+    ref.max_abs = std::max<double>(ref.max_abs, std::fabs(out.data<float>()[k]));
+  ref.output = dir.file("reference.npy");
+  runtime::save_npy(ref.output, out);
+  return ref;
+}
+
+std::unique_ptr<Explorer> make_explorer(const TuneOptions& o, const ConfigSpace& space) {
+  if (o.explorer == "random") return std::make_unique<RandomExplorer>(space, o.seed);
+  if (o.explorer == "grid") return std::make_unique<GridExplorer>(space);
+  if (o.explorer == "ga") return std::make_unique<GeneticExplorer>(space, o.seed);
+  KILN_USER_CHECK(o.explorer == "xgb")
+      << "tune: unknown explorer '" << o.explorer << "' (known: xgb, random, grid, ga)";
+  // Fewer, shorter chains than TVM's defaults: every scored state is lowered for its features.
+  ModelExplorerOptions mo;
+  mo.parallel_size = 32;
+  mo.n_iter = 80;
+  mo.early_stop = 20;
+  return std::make_unique<ModelExplorer>(space, o.seed, ScoreFn{}, mo);
+}
+
+/// Features of configs of one task, cached by index.
+class FeatureCache {
+ public:
+  FeatureCache(const Task& task, bool loop) : task_(task), loop_(loop) {}
+
+  const std::vector<float>& get(uint64_t index) {
+    auto it = cache_.find(index);
+    if (it != cache_.end()) return it->second;
+    std::vector<float> f;
+    const Config cfg = task_.space.get(index);
+    if (loop_) {
+      try {
+        f = loop_features(compiler::lower(task_.schedule(cfg), task_.args(), "candidate"));
+      } catch (const std::exception&) {
+        f.assign(kLoopFeatureLength, 0.0f);  // a config that does not lower scores as nothing
+      }
+    } else {
+      f = knob_features(task_.space, cfg);
+    }
+    return cache_.emplace(index, std::move(f)).first->second;
+  }
+
+ private:
+  const Task& task_;
+  bool loop_;
+  std::unordered_map<uint64_t, std::vector<float>> cache_;
+};
+
+}  // namespace
+
+std::string host_device_fingerprint() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) model = line.substr(colon + 2);
+      break;
+    }
+  }
+  return model + " x" + std::to_string(std::thread::hardware_concurrency());
+}
+
+Tuner::Tuner(RecordLog& log, TuneOptions options)
+    : log_(log), options_(std::move(options)), device_(host_device_fingerprint()) {
+  KILN_USER_CHECK(options_.trials > 0 && options_.batch > 0)
+      << "tune: trials and batch must be positive (got " << options_.trials << " and "
+      << options_.batch << ")";
+  KILN_USER_CHECK(options_.features == "loop" || options_.features == "knob")
+      << "tune: unknown features '" << options_.features << "' (known: loop, knob)";
+}
+
+TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history) {
+  const auto t0 = Clock::now();
+  TaskResult result;
+  result.task_key = task.key;
+  const std::string& target = task.target;
+  std::vector<MeasureRecord> earlier = log_.records(task.key, target);
+  auto finish = [&] {
+    result.trials = static_cast<int>(log_.count(task.key, target));
+    if (auto best = log_.best(task.key, target)) {
+      result.has_best = true;
+      result.best_gflops = best->gflops;
+      result.best_config = best->config_index;
+    }
+    return result;
+  };
+  if (static_cast<int>(earlier.size()) >= options_.trials) return finish();
+
+  std::unique_ptr<Explorer> explorer = make_explorer(options_, task.space);
+  const bool use_model = options_.explorer == "xgb";
+  FeatureCache features(task, options_.features == "loop");
+  CostModel model;
+
+  // What the model learns from: this task's measurements, and the earlier tasks' (transfer).
+  std::vector<std::vector<float>> x;
+  std::vector<double> y;
+  std::vector<int> group;
+  double best = 0;
+  for (const MeasureRecord& r : earlier) {
+    if (r.config_index >= task.space.size()) continue;
+    explorer->update({r.config_index}, {r.gflops});
+    best = std::max(best, r.gflops);
+    if (use_model) {
+      x.push_back(features.get(r.config_index));
+      y.push_back(r.gflops);
+      group.push_back(0);
+    }
+  }
+  if (use_model) {
+    int gid = 1;
+    for (const Task* h : history) {
+      if (h->key == task.key) continue;
+      FeatureCache hf(*h, options_.features == "loop");
+      const std::vector<MeasureRecord> recs = log_.records(h->key, target);
+      for (size_t i = 0; i < recs.size() && i < 200; ++i) {
+        if (recs[i].config_index >= h->space.size()) continue;
+        const std::vector<float>& f = hf.get(recs[i].config_index);
+        if (!x.empty() && f.size() != x.front().size()) continue;
+        x.push_back(f);
+        y.push_back(recs[i].gflops);
+        group.push_back(gid);
+      }
+      ++gid;
+    }
+  }
+  auto* model_explorer = dynamic_cast<ModelExplorer*>(explorer.get());
+  auto refit = [&] {
+    if (!use_model || x.size() < 2) return;
+    model.fit(x, y, group);
+    model_explorer->set_score_fn([&](const std::vector<uint64_t>& idx) {
+      std::vector<std::vector<float>> rows;
+      rows.reserve(idx.size());
+      for (uint64_t i : idx) rows.push_back(features.get(i));
+      return model.predict(rows);
+    });
+  };
+  refit();
+
+  const WorkDir dir;
+  const Reference ref = make_reference(task, dir);
+  const target::Target tgt = target::Target::parse(target);
+  std::unordered_map<uint64_t, MeasureRecord> by_program;  // structural hash -> measurement
+  int done = static_cast<int>(earlier.size());
+  int candidate = 0;
+
+  while (done < options_.trials && !explorer->exhausted()) {
+    const std::vector<uint64_t> batch =
+        explorer->next_batch(static_cast<size_t>(std::min(options_.batch, options_.trials - done)));
+    if (batch.empty()) break;
+    std::vector<double> throughput;
+    for (uint64_t index : batch) {
+      const Config cfg = task.space.get(index);
+      MeasureRecord rec;
+      rec.target = target;
+      rec.device = device_;
+      rec.task_key = task.key;
+      rec.config_index = index;
+      rec.config = cfg.str();
+      rec.search_seed = options_.seed;
+      bool reused = false;
+      try {
+        const std::string name = "candidate";
+        ir::PrimFunc f = compiler::lower(task.schedule(cfg), task.args(), name);
+        const uint64_t hash = ir::structural_hash(f);
+        if (auto it = by_program.find(hash); it != by_program.end()) {
+          rec.costs_s = it->second.costs_s;
+          rec.error = it->second.error;
+          rec.error_msg = it->second.error_msg;
+          reused = true;
+        } else {
+          const std::string so = dir.file("candidate" + std::to_string(candidate++) + ".so");
+          codegen::export_library({f}, tgt, so);
+          runtime::RunRequest req;
+          req.library = so;
+          req.function = name;
+          for (const std::string& in : ref.inputs) req.args.push_back(runtime::RunArg::make_input(in));
+          std::vector<int64_t> oshape;
+          for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
+          req.args.push_back(runtime::RunArg::make_output(
+              "float32", oshape, ref.output, options_.rtol,
+              options_.atol_scale * ref.max_abs + 1e-7));
+          req.repeat = options_.repeat;
+          req.min_repeat_ms = options_.min_repeat_ms;
+          req.cooldown_ms = options_.cooldown_ms;
+          req.flush_cache = options_.flush_cache;
+          req.threads = options_.threads;
+          const runtime::RunResult run = runtime::measure_in_child(req, options_.run_timeout_s);
+          rec.error = from_run_error(run.error);
+          rec.error_msg = run.message;
+          rec.costs_s = run.costs_s;
+          std::error_code ec;
+          fs::remove(so, ec);
+          MeasureRecord memo = rec;
+          by_program.emplace(hash, std::move(memo));
+        }
+      } catch (const std::exception& e) {
+        rec.error = ErrorKind::kCompileError;
+        rec.error_msg = e.what();
+      }
+      if (rec.error == ErrorKind::kNone && !rec.costs_s.empty()) {
+        rec.gflops = task.flops / rec.mean_cost() / 1e9;
+      } else {
+        rec.costs_s.clear();
+        ++result.errors[error_kind_name(rec.error)];
+      }
+      rec.timestamp_ms = now_ms();
+      log_.append(rec);
+      ++done;
+      ++result.measured_now;
+      if (reused) ++result.reused;
+      best = std::max(best, rec.gflops);
+      result.curve.push_back(best);
+      throughput.push_back(rec.gflops);
+      if (use_model) {
+        x.push_back(features.get(index));
+        y.push_back(rec.gflops);
+        group.push_back(0);
+      }
+    }
+    explorer->update(batch, throughput);
+    refit();
+    if (options_.progress) {
+      TuneProgress p;
+      p.task_key = task.key;
+      p.trials_done = done;
+      p.trials_total = options_.trials;
+      p.best_gflops = best;
+      p.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+      const int now = result.measured_now;
+      p.eta_s = now > 0 ? p.elapsed_s / now * (options_.trials - done) : 0;
+      options_.progress(p);
+    }
+  }
+  return finish();
+}
+
+Config LogConfigSource::choose(const Task& task) {
+  if (auto best = log_.best(task.key, task.target); best && best->config_index < task.space.size()) {
+    ++tuned_;
+    return task.space.get(best->config_index);
+  }
+  ++defaults_;
+  return task.default_config;
+}
+
+}  // namespace kiln::autotune

@@ -1,0 +1,102 @@
+// The tuning loop (the paper's section 5): for one task, an explorer proposes a batch of configs,
+// each is lowered, built and measured on this machine in a guarded child process (its output
+// checked against the task's reference output), every measurement is appended to the record
+// log, and the cost model is refit on everything measured so far before the next batch.
+//
+//   RecordLog log = RecordLog::open("records/");
+//   Tuner tuner(log, TuneOptions{.trials = 200});
+//   TaskResult r = tuner.tune(task);   // resumes from the log; never measures a config twice
+//
+// Identical lowered programs (equal structural hash) are built and measured once; a config whose
+// program equals one already measured gets that measurement. Nothing a candidate does (a compile
+// error, a crash, a hang, a wrong answer) stops the loop: it becomes the record's error kind.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compiler/autotune/record_log.h"
+#include "compiler/autotune/task.h"
+
+namespace kiln::autotune {
+
+struct TuneOptions {
+  int trials = 200;  ///< measured configs per task (counting those already in the log)
+  int batch = 16;    ///< configs per round (the model is refit between rounds)
+  /// "xgb" (the cost model guiding simulated annealing), "random", "grid" or "ga".
+  std::string explorer = "xgb";
+  /// The model's features: "loop" (of the lowered loop program) or "knob" (the config's values).
+  std::string features = "loop";
+  uint64_t seed = 1;  ///< of the explorer; recorded with every measurement
+  // How each candidate runs (see deploy/runtime/kernel_runner.h).
+  int repeat = 3;
+  double min_repeat_ms = 20;
+  double cooldown_ms = 0;
+  bool flush_cache = false;
+  int threads = 0;              ///< thread-pool size for the kernel; 0 = all CPUs
+  double run_timeout_s = 10;    ///< per candidate, for the whole child
+  /// Reference check: |out - ref| <= rtol * |ref| + atol_scale * max|ref|.
+  double rtol = 1e-3;
+  double atol_scale = 1e-4;
+  /// Called after every round.
+  std::function<void(const struct TuneProgress&)> progress;
+};
+
+struct TuneProgress {
+  std::string task_key;
+  int trials_done = 0;     ///< measured configs of the task, earlier runs included
+  int trials_total = 0;
+  double best_gflops = 0;  ///< best so far (0 before any success)
+  double elapsed_s = 0;    ///< of this call
+  double eta_s = 0;        ///< at the pace of this call
+};
+
+struct TaskResult {
+  std::string task_key;
+  int trials = 0;        ///< measured configs in the log after the call
+  int measured_now = 0;  ///< measured by this call
+  int reused = 0;        ///< of those, programs equal to one already measured (not run again)
+  double best_gflops = 0;
+  uint64_t best_config = 0;
+  bool has_best = false;
+  std::map<std::string, int> errors;  ///< error kind -> count, of this call
+  /// Best GFLOP/s after each measurement of this call, in order (the tuning curve).
+  std::vector<double> curve;
+};
+
+/// This machine as a record's device: the CPU model and the number of CPUs.
+std::string host_device_fingerprint();
+
+class Tuner {
+ public:
+  Tuner(RecordLog& log, TuneOptions options);
+
+  /// Tunes `task` until the log holds options.trials measurements of it (or its space is
+  /// exhausted). Records of the tasks in `history` (earlier tasks on the same target) warm-start
+  /// the cost model (transfer learning); they must outlive the call.
+  TaskResult tune(const Task& task, const std::vector<const Task*>& history = {});
+
+ private:
+  RecordLog& log_;
+  TuneOptions options_;
+  std::string device_;
+};
+
+/// The graph build's ConfigSource from a record log: each task's best measured config for the
+/// target, the template's default for a task never measured (or measured only with errors).
+class LogConfigSource : public ConfigSource {
+ public:
+  explicit LogConfigSource(const RecordLog& log) : log_(log) {}
+  Config choose(const Task& task) override;
+  int tuned() const { return tuned_; }      ///< tasks that got a measured config
+  int defaults() const { return defaults_; }  ///< tasks that fell back to the default
+
+ private:
+  const RecordLog& log_;
+  int tuned_ = 0, defaults_ = 0;
+};
+
+}  // namespace kiln::autotune
