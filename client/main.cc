@@ -9,7 +9,9 @@
 // runs a bundle: inputs bound by position or by name; each output is written to OUT/<name>.npy
 // when OUT is a folder (or ends with '/'), to OUT<name>.npy otherwise, or, without -o, its shape
 // and first values are printed; --profile times RUNS runs and prints each kernel's median time.
-// Every failure prints "error: ..." and exits with 1.
+//   kiln tune MODEL.onnx [--target T] [--trials N] [--records DIR] [-o MODEL.kiln] ...
+// tunes every tunable operator of the model into the record log (tune_command.cc), then writes
+// the bundle built with the best configs. Every failure prints "error: ..." and exits with 1.
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "client/commands.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
@@ -45,11 +48,15 @@ int usage() {
                "       kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln] [--no-fuse]\n"
                "                [--no-layout]\n"
                "       kiln run MODEL.kiln --input X.npy [--input NAME=Y.npy ...] [-o OUT]\n"
-               "                [--profile RUNS]\n";
+               "                [--profile RUNS]\n"
+               "       kiln tune MODEL.onnx [--target TARGET] [--trials N] [--records DIR]\n"
+               "                [-o MODEL.kiln] [--explorer xgb|random|grid|ga] [--batch B] [--seed S]\n";
   return 2;
 }
 
 /// Prints a kiln::Error (or any exception) as one "error: ..." line; returns the exit code 1.
+}  // namespace
+
 int report(const std::exception& e) {
   std::string msg = e.what();
   if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
@@ -57,11 +64,12 @@ int report(const std::exception& e) {
   return 1;
 }
 
-/// "MODEL.onnx" -> "MODEL.kiln" (the default output of `kiln compile`).
 std::string default_bundle_path(const std::string& onnx_path) {
   std::filesystem::path p(onnx_path);
   return p.replace_extension(".kiln").string();
 }
+
+namespace {
 
 int compile_main(const std::vector<std::string>& args) {
   std::string model, out, target = "llvm -mcpu=native";
@@ -318,6 +326,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "compile") return compile_main(args);
   if (!args.empty() && args[0] == "run") return run_main(args);
+  if (!args.empty() && args[0] == "tune") return tune_main(args);
   if (args.size() < 2 || args[0] != "example" || args[1] != "matmul") return usage();
   int n = 1024, threads = kiln::runtime::default_num_threads();
   std::string target = "llvm -mcpu=native";
