@@ -1,0 +1,180 @@
+// `kiln tune` end to end on a small CNN built here: a run SIGKILLed in the middle of tuning and run
+// again continues from the record log — every measurement the killed run reported is still there,
+// no config of any task is measured twice, each task ends with exactly its trial budget — and the
+// tuned bundle computes what the untuned one does. Then bad arguments.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "compiler/autotune/record_log.h"
+#include "deploy/runtime/graph_executor.h"
+#include "tests/common/kiln_test_util.h"
+#include "tests/common/onnx_model_builder.h"
+#include "tests/common/temp_dir.h"
+
+namespace kiln {
+namespace {
+
+std::string read(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// x [1, 8, 12, 12] -> Conv 3x3 (16) -> Relu -> Conv 3x3 (16) -> GlobalAveragePool -> Flatten
+/// -> Gemm (10): four tuning tasks (two convolutions, the pooling, the dense layer); the last two
+/// have spaces smaller than the budget, which they exhaust.
+std::string make_model() {
+  testing::OnnxModelBuilder m;
+  m.input("x", {1, 8, 12, 12});
+  auto init = [&](const std::string& name, std::vector<int64_t> shape, uint32_t seed) {
+    runtime::NDArray a = testing::random_array(shape, seed, -0.3f, 0.3f);
+    m.init_values(name, shape, a.to_vector<float>());
+  };
+  init("w1", {16, 8, 3, 3}, 1);
+  init("w2", {16, 16, 3, 3}, 2);
+  init("fc", {10, 16}, 3);
+  auto* c1 = m.node("Conv", {"x", "w1"}, {"c1"});
+  testing::OnnxModelBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"});
+  auto* c2 = m.node("Conv", {"r1", "w2"}, {"c2"});
+  testing::OnnxModelBuilder::attr(c2, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("GlobalAveragePool", {"c2"}, {"p"});
+  m.node("Flatten", {"p"}, {"f"});
+  auto* g = m.node("Gemm", {"f", "fc"}, {"y"});
+  testing::OnnxModelBuilder::attr(g, "transB", int64_t{1});
+  m.output("y");
+  return m.bytes();
+}
+
+class TuneCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(path("model.onnx"), std::ios::binary) << make_model();
+  }
+  std::string path(const std::string& name) const { return (dir_.path() / name).string(); }
+
+  /// Starts `kiln ARGS` with stderr to `err`; returns its pid.
+  pid_t start(const std::vector<std::string>& args, const std::string& err) const {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      FILE* f = std::freopen(err.c_str(), "w", stderr);
+      (void)f;
+      std::vector<char*> argv{const_cast<char*>(KILN_BINARY)};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(KILN_BINARY, argv.data());
+      std::_Exit(127);
+    }
+    return pid;
+  }
+  int wait(pid_t pid) const {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::vector<std::string> tune_args(int trials) const {
+    return {"tune", path("model.onnx"), "--target", "llvm", "--trials", std::to_string(trials),
+            "--batch", "4", "--records", path("records"), "-o", path("tuned.kiln")};
+  }
+
+  testing::TempDir dir_{"kiln_tune_cli_test"};
+};
+
+TEST_F(TuneCliTest, KilledRunResumesWithoutLosingOrRepeating) {
+  constexpr int kTrials = 24;
+  // Kill the first run once it reported at least 8 trials of the second task.
+  const std::string err1 = path("run1.txt");
+  const pid_t pid = start(tune_args(kTrials), err1);
+  const std::regex task2(R"(\[task 2/4\] \S+ \[[# ]+\] (\d+)/)");
+  int reported = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string text = read(err1);
+    for (std::sregex_iterator it(text.begin(), text.end(), task2), end; it != end; ++it)
+      reported = std::max(reported, std::stoi((*it)[1]));
+    if (reported >= 8) break;
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "kiln tune ended early:\n" << read(err1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(reported, 8) << read(err1);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+
+  std::map<std::string, size_t> after_kill;
+  {
+    autotune::RecordLog log = autotune::RecordLog::open(path("records"));
+    ASSERT_EQ(log.tasks("llvm").size(), 2u);  // tasks 3 and 4 never started
+    for (const std::string& t : log.tasks("llvm")) after_kill[t] = log.count(t, "llvm");
+  }
+  // Task 1 finished; task 2 holds at least what was reported (appends are durable first).
+  std::vector<size_t> counts;
+  for (const auto& [t, n] : after_kill) counts.push_back(n);
+  EXPECT_EQ(*std::max_element(counts.begin(), counts.end()), static_cast<size_t>(kTrials));
+  EXPECT_GE(*std::min_element(counts.begin(), counts.end()), static_cast<size_t>(reported));
+
+  const std::string err2 = path("run2.txt");
+  ASSERT_EQ(wait(start(tune_args(kTrials), err2)), 0) << read(err2);
+  const std::string log2 = read(err2);
+  EXPECT_NE(log2.find("[task 1/4]"), std::string::npos);
+  EXPECT_NE(log2.find("(0 now"), std::string::npos) << log2;  // task 1 was skipped
+  autotune::RecordLog log = autotune::RecordLog::open(path("records"));
+  ASSERT_EQ(log.tasks("llvm").size(), 4u);
+  for (const std::string& t : log.tasks("llvm")) {
+    std::set<uint64_t> configs;
+    const auto records = log.records(t, "llvm");
+    if (t.rfind("conv2d", 0) == 0) {
+      EXPECT_EQ(records.size(), static_cast<size_t>(kTrials)) << t;
+    } else {  // small spaces: every config once
+      EXPECT_LE(records.size(), static_cast<size_t>(kTrials)) << t;
+    }
+    for (const auto& r : records) EXPECT_TRUE(configs.insert(r.config_index).second) << t;
+    if (after_kill.count(t)) {  // the records of the killed run are the first ones, unchanged
+      EXPECT_GE(records.size(), after_kill[t]);
+    }
+  }
+
+  // The tuned bundle computes what an untuned build computes.
+  runtime::GraphExecutor tuned = runtime::GraphExecutor::load(path("tuned.kiln"));
+  const std::string err3 = path("compile.txt");
+  ASSERT_EQ(wait(start({"compile", path("model.onnx"), "--target", "llvm", "-o", path("plain.kiln")},
+                       err3)),
+            0);
+  runtime::GraphExecutor plain = runtime::GraphExecutor::load(path("plain.kiln"));
+  runtime::NDArray x = testing::random_array({1, 8, 12, 12}, 5);
+  tuned.set_input("x", x);
+  plain.set_input("x", x);
+  tuned.run();
+  plain.run();
+  EXPECT_TRUE(testing::all_close(tuned.output(0), plain.output(0).to_vector<float>(), 1e-4, 1e-5));
+}
+
+TEST_F(TuneCliTest, BadArgumentsAreNamed) {
+  const std::string err = path("bad.txt");
+  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--trials", "0"}, err)), 2);
+  EXPECT_NE(read(err).find("--trials needs a positive number"), std::string::npos) << read(err);
+  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--explorer", "magic", "--records",
+                        path("r2")},
+                       err)),
+            1);
+  EXPECT_NE(read(err).find("unknown explorer 'magic'"), std::string::npos) << read(err);
+  EXPECT_EQ(wait(start({"tune", path("missing.onnx"), "--records", path("r3")}, err)), 1);
+  EXPECT_NE(read(err).find("missing.onnx"), std::string::npos) << read(err);
+  std::ofstream(path("afile")) << "x";
+  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--records", path("afile")}, err)), 1);
+  EXPECT_NE(read(err).find("afile"), std::string::npos) << read(err);
+}
+
+}  // namespace
+}  // namespace kiln
