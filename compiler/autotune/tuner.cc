@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
+#include <future>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +155,56 @@ class FeatureCache {
   std::unordered_map<uint64_t, std::vector<float>> cache_;
 };
 
+struct BuildOutcome {
+  ErrorKind error = ErrorKind::kNone;
+  std::string message;
+};
+
+/// Builds funcs[i] into paths[i], at most `threads` at once (0: one per CPU). A build still running
+/// `timeout_s` after it started is reported as kCompileTimeout and abandoned: its thread finishes
+/// in the background and its file is never used.
+std::vector<BuildOutcome> build_parallel(const std::vector<ir::PrimFunc>& funcs,
+                                         const std::vector<std::string>& paths,
+                                         const target::Target& tgt, int threads,
+                                         double timeout_s) {
+  const size_t parallel = threads > 0 ? static_cast<size_t>(threads)
+                                      : std::max<size_t>(1, std::thread::hardware_concurrency());
+  std::vector<BuildOutcome> out(funcs.size());
+  struct Running {
+    size_t index;
+    std::future<std::string> result;  ///< empty: built; else the error
+    Clock::time_point deadline;
+  };
+  std::deque<Running> running;
+  size_t next = 0;
+  while (next < funcs.size() || !running.empty()) {
+    while (running.size() < parallel && next < funcs.size()) {
+      auto promise = std::make_shared<std::promise<std::string>>();
+      running.push_back({next, promise->get_future(),
+                         Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(timeout_s))});
+      std::thread([promise, f = funcs[next], tgt, path = paths[next]] {
+        try {
+          codegen::export_library({f}, tgt, path);
+          promise->set_value("");
+        } catch (const std::exception& e) {
+          promise->set_value(e.what());
+        }
+      }).detach();
+      ++next;
+    }
+    Running r = std::move(running.front());
+    running.pop_front();
+    if (r.result.wait_until(r.deadline) == std::future_status::timeout) {
+      out[r.index] = {ErrorKind::kCompileTimeout,
+                      "the build ran past " + std::to_string(timeout_s) + " s"};
+    } else if (std::string err = r.result.get(); !err.empty()) {
+      out[r.index] = {ErrorKind::kCompileError, err};
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string host_device_fingerprint() {
@@ -255,56 +307,99 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     const std::vector<uint64_t> batch =
         explorer->next_batch(static_cast<size_t>(std::min(options_.batch, options_.trials - done)));
     if (batch.empty()) break;
-    std::vector<double> throughput;
-    for (uint64_t index : batch) {
-      const Config cfg = task.space.get(index);
+    // 1. Lower every candidate; a program equal to one measured before (or earlier in the batch)
+    //    is measured once.
+    struct Candidate {
       MeasureRecord rec;
-      rec.target = target;
-      rec.device = device_;
-      rec.task_key = task.key;
-      rec.config_index = index;
-      rec.config = cfg.str();
-      rec.search_seed = options_.seed;
+      uint64_t hash = 0;
+      ir::PrimFunc func;
+      int same_as = -1;  ///< an earlier candidate of the batch with the same program
       bool reused = false;
+      bool lowered = false;
+    };
+    std::vector<Candidate> cands(batch.size());
+    std::unordered_map<uint64_t, int> first_in_batch;
+    std::vector<int> to_build;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      Candidate& c = cands[k];
+      const Config cfg = task.space.get(batch[k]);
+      c.rec.target = target;
+      c.rec.device = device_;
+      c.rec.task_key = task.key;
+      c.rec.config_index = batch[k];
+      c.rec.config = cfg.str();
+      c.rec.search_seed = options_.seed;
       try {
-        const std::string name = "candidate";
-        ir::PrimFunc f = compiler::lower(task.schedule(cfg), task.args(), name);
-        const uint64_t hash = ir::structural_hash(f);
-        if (auto it = by_program.find(hash); it != by_program.end()) {
-          rec.costs_s = it->second.costs_s;
-          rec.error = it->second.error;
-          rec.error_msg = it->second.error_msg;
-          reused = true;
-        } else {
-          const std::string so = dir.file("candidate" + std::to_string(candidate++) + ".so");
-          codegen::export_library({f}, tgt, so);
-          runtime::RunRequest req;
-          req.library = so;
-          req.function = name;
-          for (const std::string& in : ref.inputs) req.args.push_back(runtime::RunArg::make_input(in));
-          std::vector<int64_t> oshape;
-          for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
-          req.args.push_back(runtime::RunArg::make_output(
-              "float32", oshape, ref.output, options_.rtol,
-              options_.atol_scale * ref.max_abs + 1e-7));
-          req.repeat = options_.repeat;
-          req.min_repeat_ms = options_.min_repeat_ms;
-          req.cooldown_ms = options_.cooldown_ms;
-          req.flush_cache = options_.flush_cache;
-          req.threads = options_.threads;
-          const runtime::RunResult run = runtime::measure_in_child(req, options_.run_timeout_s);
-          rec.error = from_run_error(run.error);
-          rec.error_msg = run.message;
-          rec.costs_s = run.costs_s;
-          std::error_code ec;
-          fs::remove(so, ec);
-          MeasureRecord memo = rec;
-          by_program.emplace(hash, std::move(memo));
-        }
+        c.func = compiler::lower(task.schedule(cfg), task.args(), "candidate");
+        c.hash = ir::structural_hash(c.func);
+        c.lowered = true;
       } catch (const std::exception& e) {
-        rec.error = ErrorKind::kCompileError;
-        rec.error_msg = e.what();
+        c.rec.error = ErrorKind::kCompileError;
+        c.rec.error_msg = e.what();
+        continue;
       }
+      if (auto it = by_program.find(c.hash); it != by_program.end()) {
+        c.rec.costs_s = it->second.costs_s;
+        c.rec.error = it->second.error;
+        c.rec.error_msg = it->second.error_msg;
+        c.reused = true;
+      } else if (auto b = first_in_batch.find(c.hash); b != first_in_batch.end()) {
+        c.same_as = b->second;
+        c.reused = true;
+      } else {
+        first_in_batch.emplace(c.hash, static_cast<int>(k));
+        to_build.push_back(static_cast<int>(k));
+      }
+    }
+    // 2. Build the distinct programs in parallel, each within the compile time limit.
+    std::vector<ir::PrimFunc> funcs;
+    std::vector<std::string> paths;
+    for (int k : to_build) {
+      funcs.push_back(cands[static_cast<size_t>(k)].func);
+      paths.push_back(dir.file("candidate" + std::to_string(candidate++) + ".so"));
+    }
+    const std::vector<BuildOutcome> built =
+        build_parallel(funcs, paths, tgt, options_.build_threads, options_.build_timeout_s);
+    // 3. Measure them one at a time, so that no two measurements share the machine.
+    for (size_t b = 0; b < to_build.size(); ++b) {
+      Candidate& c = cands[static_cast<size_t>(to_build[b])];
+      if (built[b].error != ErrorKind::kNone) {
+        c.rec.error = built[b].error;
+        c.rec.error_msg = built[b].message;
+      } else {
+        runtime::RunRequest req;
+        req.library = paths[b];
+        req.function = "candidate";
+        for (const std::string& in : ref.inputs) req.args.push_back(runtime::RunArg::make_input(in));
+        std::vector<int64_t> oshape;
+        for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
+        req.args.push_back(runtime::RunArg::make_output(
+            "float32", oshape, ref.output, options_.rtol, options_.atol_scale * ref.max_abs + 1e-7));
+        req.repeat = options_.repeat;
+        req.min_repeat_ms = options_.min_repeat_ms;
+        req.cooldown_ms = options_.cooldown_ms;
+        req.flush_cache = options_.flush_cache;
+        req.threads = options_.threads;
+        const runtime::RunResult run = runtime::measure_in_child(req, options_.run_timeout_s);
+        c.rec.error = from_run_error(run.error);
+        c.rec.error_msg = run.message;
+        c.rec.costs_s = run.costs_s;
+      }
+      std::error_code ec;
+      fs::remove(paths[b], ec);
+      by_program.emplace(c.hash, c.rec);
+    }
+    // 4. Records, in batch order.
+    std::vector<double> throughput;
+    for (size_t k = 0; k < cands.size(); ++k) {
+      Candidate& c = cands[k];
+      if (c.same_as >= 0) {
+        const MeasureRecord& m = cands[static_cast<size_t>(c.same_as)].rec;
+        c.rec.costs_s = m.costs_s;
+        c.rec.error = m.error;
+        c.rec.error_msg = m.error_msg;
+      }
+      MeasureRecord& rec = c.rec;
       if (rec.error == ErrorKind::kNone && !rec.costs_s.empty()) {
         rec.gflops = task.flops / rec.mean_cost() / 1e9;
       } else {
@@ -315,12 +410,12 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       log_.append(rec);
       ++done;
       ++result.measured_now;
-      if (reused) ++result.reused;
+      if (c.reused) ++result.reused;
       best = std::max(best, rec.gflops);
       result.curve.push_back(best);
       throughput.push_back(rec.gflops);
       if (use_model) {
-        x.push_back(features.get(index));
+        x.push_back(features.get(batch[k]));
         y.push_back(rec.gflops);
         group.push_back(0);
       }

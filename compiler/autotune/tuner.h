@@ -1,6 +1,7 @@
 // The tuning loop (the paper's section 5): for one task, an explorer proposes a batch of configs,
-// each is lowered, built and measured on this machine in a guarded child process (its output
-// checked against the task's reference output), every measurement is appended to the record
+// each is lowered, the batch is built in parallel (with a compile time limit), and each is
+// measured on this machine, one at a time, in a guarded child process (its output checked
+// against the task's reference output), every measurement is appended to the record
 // log, and the cost model is refit on everything measured so far before the next batch.
 //
 //   RecordLog log = RecordLog::open("records/");
@@ -31,6 +32,8 @@ struct TuneOptions {
   /// The model's features: "loop" (of the lowered loop program) or "knob" (the config's values).
   std::string features = "loop";
   uint64_t seed = 1;  ///< of the explorer; recorded with every measurement
+  int build_threads = 0;         ///< candidates built at once; 0 = one per CPU
+  double build_timeout_s = 60;   ///< per candidate build (past it: compile_timeout)
   // How each candidate runs (see deploy/runtime/kernel_runner.h).
   int repeat = 3;
   double min_repeat_ms = 20;

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "compiler/topi/dense.h"
 #include "tests/common/expect_error.h"
@@ -86,6 +88,25 @@ TEST(Tuner, EveryExplorerAndTheKnobFeatures) {
   EXPECT_EQ(Tuner(log, o).tune(task).trials, 24);
   // Programs equal to one measured before are not run again, but are recorded.
   for (const MeasureRecord& r : log.records(task.key, "llvm")) EXPECT_EQ(r.error, ErrorKind::kNone);
+}
+
+TEST(Tuner, BuildsPastTheTimeLimitAreRecordedAsCompileTimeouts) {
+  testing::TempDir dir("kiln_tuner_test");
+  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  TuneOptions o = quick("random", 4);
+  o.build_timeout_s = 1e-6;
+  TaskResult r = Tuner(log, o).tune(dense_task());
+  EXPECT_EQ(r.trials, 4);
+  EXPECT_FALSE(r.has_best);
+  int timeouts = 0;
+  for (const MeasureRecord& rec : log.records(dense_task().key, "llvm")) {
+    timeouts += rec.error == ErrorKind::kCompileTimeout;
+    EXPECT_EQ(rec.gflops, 0.0);
+  }
+  EXPECT_EQ(timeouts, r.errors["compile_timeout"]);
+  EXPECT_GT(timeouts, 0);
+  // The abandoned builds finish in the background; let them before the process exits.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
 }
 
 TEST(Tuner, BadOptionsNameTheOption) {
