@@ -3,6 +3,10 @@
 //   case=model_<name>_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x>     threads 1 and 2
 //   case=fusion_<name> speedup=<unfused_ms/fused_ms>                     2 threads
 //   case=memplan_<name> bytes_before=<a> bytes_after=<b>                 intermediate bytes
+// With --records DIR (a record log `kiln tune` wrote), also each model built with the best
+// configs of that log against the same reference:
+//   case=model_<name>_tuned_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x>
+//   case=tuning_<name>_t<threads> speedup=<untuned_ms/tuned_ms> tuned_ops=<n> default_ops=<m>
 // The models are generated into a temporary folder first (python3 make_models.py), so nothing has
 // to be built or run beforehand. Kiln builds each model once with the default BuildOptions
 // (batch norms folded, memory planned, fused) for "llvm -mcpu=native"; ONNX Runtime (bench/
@@ -13,7 +17,7 @@
 // checked against ONNX Runtime's before timing (max|diff| / max|ref| <= 1e-3), so a fast wrong
 // build cannot pass. A model Kiln cannot build or gets wrong prints nan and its error on stderr.
 //
-//   bench_models [--min-time S] [NAME ...]
+//   bench_models [--min-time S] [--records DIR] [NAME ...]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "deploy/runtime/graph_executor.h"
@@ -130,16 +135,19 @@ Built build_and_check(const std::string& dir, const std::string& name,
 
 int main(int argc, char** argv) {
   double min_time = 1.0;
+  std::string records;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--min-time" && i + 1 < argc) {
       min_time = std::atof(argv[++i]);
+    } else if (a == "--records" && i + 1 < argc) {
+      records = argv[++i];
     } else if (std::find(kModels.begin(), kModels.end(), a) != kModels.end()) {
       models.push_back(a);
     } else {
-      std::fprintf(stderr, "usage: bench_models [--min-time S] [NAME ...]  (names: resnet18 "
-                           "mobilenetv2 dqn dcgan lstm)\n");
+      std::fprintf(stderr, "usage: bench_models [--min-time S] [--records DIR] [NAME ...]  (names: "
+                           "resnet18 mobilenetv2 dqn dcgan lstm)\n");
       return 2;
     }
   }
@@ -173,6 +181,7 @@ int main(int argc, char** argv) {
     Built on = build_and_check(d, name, fused);
     if (!on.error.empty()) std::fprintf(stderr, "bench_models: %s: %s\n", name.c_str(), on.error.c_str());
     double on_ms_fusion_threads = NAN;
+    std::map<int, double> untuned_ms;
     for (int t : kThreads) {
       double kiln_ms = NAN;
       if (on.exec) {
@@ -180,11 +189,36 @@ int main(int argc, char** argv) {
         kiln_ms = median_ms([&] { on.exec->run(); }, min_time);
         if (t == kFusionThreads) on_ms_fusion_threads = kiln_ms;
       }
+      untuned_ms[t] = kiln_ms;
       auto it = ref_ms.find({name, t});
       double ref = it == ref_ms.end() ? NAN : it->second;
       std::printf("case=model_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f\n", name.c_str(), t,
                   kiln_ms, ref, ref / kiln_ms);
       std::fflush(stdout);
+    }
+    if (!records.empty()) {
+      // The same model with the best configs of the record log.
+      kiln::autotune::RecordLog log = kiln::autotune::RecordLog::open(records);
+      kiln::autotune::LogConfigSource source(log);
+      kiln::graph::BuildOptions tuned_options;
+      tuned_options.configs = &source;
+      Built tuned = build_and_check(d, name, tuned_options);
+      if (!tuned.error.empty())
+        std::fprintf(stderr, "bench_models: %s (tuned): %s\n", name.c_str(), tuned.error.c_str());
+      for (int t : kThreads) {
+        double kiln_ms = NAN;
+        if (tuned.exec) {
+          kiln::runtime::set_num_threads(t);
+          kiln_ms = median_ms([&] { tuned.exec->run(); }, min_time);
+        }
+        auto it = ref_ms.find({name, t});
+        double ref = it == ref_ms.end() ? NAN : it->second;
+        std::printf("case=model_%s_tuned_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f\n", name.c_str(),
+                    t, kiln_ms, ref, ref / kiln_ms);
+        std::printf("case=tuning_%s_t%d speedup=%.3f tuned_ops=%d default_ops=%d\n", name.c_str(),
+                    t, untuned_ms[t] / kiln_ms, source.tuned(), source.defaults());
+        std::fflush(stdout);
+      }
     }
 
     double speedup = NAN;
