@@ -191,6 +191,17 @@ te::Tensor pool_pad_stage(const te::Tensor& red) {
   return {};
 }
 
+/// The padding of a windowed pooling (if any): computed in full first (pad_at 1), or inlined.
+void schedule_pool_pad(te::Schedule& s, const te::Tensor& red, const Config& cfg) {
+  if (te::Tensor pad = pool_pad_stage(red); pad.defined()) {
+    if (cfg.knob("pad_at") == 1) {
+      schedule_layout_transform_x86(s, pad);
+    } else {
+      s[pad].compute_inline();
+    }
+  }
+}
+
 /// NCHW[x]c: parallel over (n, channel blocks, output rows), the channel block vectorized and
 /// accumulated in registers over the window.
 void schedule_pool2d_nchwc(te::Schedule& s, const te::Tensor& out, const te::Tensor& red,
@@ -207,13 +218,7 @@ void schedule_pool2d_nchwc(te::Schedule& s, const te::Tensor& out, const te::Ten
   sr.vectorize(sr.axis(4));
   auto kw_extent = ir::as_const_int(red->reduce_axis[1]->dom.extent);
   if (cfg.knob("unroll_kw") != 0 && kw_extent && *kw_extent <= 16) sr.unroll(kw);
-  if (te::Tensor pad = pool_pad_stage(red); pad.defined()) {
-    if (cfg.knob("pad_at") == 1) {
-      schedule_layout_transform_x86(s, pad);
-    } else {
-      s[pad].compute_inline();
-    }
-  }
+  schedule_pool_pad(s, red, cfg);
 }
 
 }  // namespace
@@ -259,14 +264,7 @@ void schedule_pool2d_x86(te::Schedule& s, const te::Tensor& out, const Config& c
   }
   auto kw_extent = ir::as_const_int(red->reduce_axis[1]->dom.extent);
   if (cfg.knob("unroll_kw") != 0 && kw_extent && *kw_extent <= 16) sr.unroll(kw);
-  // The padding (windowed pooling with pads): computed in full first, or inlined.
-  if (te::Tensor pad = pool_pad_stage(red); pad.defined()) {
-    if (cfg.knob("pad_at") == 1) {
-      schedule_layout_transform_x86(s, pad);
-    } else {
-      s[pad].compute_inline();
-    }
-  }
+  schedule_pool_pad(s, red, cfg);
 }
 
 }  // namespace kiln::topi

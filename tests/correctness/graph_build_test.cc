@@ -339,47 +339,32 @@ TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   }
 }
 
-TEST(GraphBuild, ElementwiseChainFusesIntoOneFunction) {
+TEST(GraphBuild, ChainFusesIntoOneFunctionOrReusesStorageUnfused) {
+  // x -> Neg -> Abs -> ... (8 ops) -> |x|. Fused: one function, no intermediates. Unfused: 7
+  // intermediates of 4 KiB, at most two alive at once, so the plan needs two.
   Graph g;
   ValueId v = g.add_input("x", runtime::kFloat32, {1024});
   for (int i = 0; i < 8; ++i) {
     v = g.add_op(i % 2 ? "Abs" : "Neg", "op" + std::to_string(i), {v}, {}, runtime::kFloat32, {1024});
   }
   g.add_output(v);
-  BuildReport report;
-  runtime::Bundle bundle = build_graph(g, "llvm", {}, &report);
-  EXPECT_EQ(report.num_functions, 1u);
-  EXPECT_EQ(report.intermediate_bytes, 0);
-  runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "chain");
-  NDArray in = testing::random_array({1024}, 9);
-  exec.set_input("x", in);
-  exec.run();
-  std::vector<float> ref(1024);
-  for (int i = 0; i < 1024; ++i) ref[i] = std::fabs(in.data<float>()[i]);
-  EXPECT_TRUE(testing::all_close(exec.output(0), ref));
-}
-
-TEST(GraphBuild, MemoryPlanReusesStorageAlongAChain) {
-  // x -> Neg -> Abs -> ... (8 ops) -> |x|: 7 intermediates of 4 KiB, at most two alive at once.
-  Graph g;
-  ValueId v = g.add_input("x", runtime::kFloat32, {1024});
-  for (int i = 0; i < 8; ++i) {
-    v = g.add_op(i % 2 ? "Abs" : "Neg", "op" + std::to_string(i), {v}, {}, runtime::kFloat32, {1024});
+  for (bool fuse : {true, false}) {
+    SCOPED_TRACE(fuse ? "fused" : "not fused");
+    BuildReport report;
+    BuildOptions options;
+    options.fuse = fuse;
+    runtime::Bundle bundle = build_graph(g, "llvm", options, &report);
+    EXPECT_EQ(report.num_functions, fuse ? 1u : 8u);
+    EXPECT_EQ(report.intermediate_bytes_without_reuse, fuse ? 0 : 7 * 4096);
+    EXPECT_EQ(report.intermediate_bytes, fuse ? 0 : 2 * 4096);
+    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "chain");
+    NDArray in = testing::random_array({1024}, 9);
+    exec.set_input("x", in);
+    exec.run();
+    std::vector<float> ref(1024);
+    for (int i = 0; i < 1024; ++i) ref[i] = std::fabs(in.data<float>()[i]);
+    EXPECT_TRUE(testing::all_close(exec.output(0), ref));
   }
-  g.add_output(v);
-  BuildReport report;
-  BuildOptions options;
-  options.fuse = false;  // one function per node, so that there are intermediates
-  runtime::Bundle bundle = build_graph(g, "llvm", options, &report);
-  EXPECT_EQ(report.intermediate_bytes_without_reuse, 7 * 4096);
-  EXPECT_EQ(report.intermediate_bytes, 2 * 4096);
-  runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "chain");
-  NDArray in = testing::random_array({1024}, 9);
-  exec.set_input("x", in);
-  exec.run();
-  std::vector<float> ref(1024);
-  for (int i = 0; i < 1024; ++i) ref[i] = std::fabs(in.data<float>()[i]);
-  EXPECT_TRUE(testing::all_close(exec.output(0), ref));
 }
 
 TEST(GraphBuild, ParameterNamesAreMadeUnique) {
