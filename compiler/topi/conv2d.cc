@@ -309,12 +309,26 @@ te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 
                      name, {"n", "ocb", "oh", "ow", "oc"});
 }
 
+namespace {
+
+/// The NCHW[x]c register tile's other two dimensions: tile_oh output rows and tile_ob channel
+/// blocks (each at most 4, dividing), with tile_ow the columns.
+void define_register_tile(ConfigSpace* space, const te::Tensor& out) {
+  space->define_split("tile_oh", const_dim(out, 2, "conv2d_nchwc"), 2,
+                      autotune::SplitPolicy::kFactors, 4);
+  space->define_split("tile_ob", const_dim(out, 1, "conv2d_nchwc"), 2,
+                      autotune::SplitPolicy::kFactors, 4);
+}
+
+}  // namespace
+
 ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 5 && out->is_compute() && out->reduce_axis.size() == 4)
       << "conv2d_nchwc_x86_space: '" << out->name() << "' is not an NCHW[x]c convolution";
   ConfigSpace space;
   space.define_split("tile_ow", const_dim(out, 3, "conv2d_nchwc"), 2,
                      autotune::SplitPolicy::kFactors, 16);
+  define_register_tile(&space, out);
   space.define_knob("reduce_order", {0, 1});
   space.define_knob("unroll_kw", {0, 1});
   // The default takes the first: padding in full first measured best at strides 1 and 2.
@@ -325,6 +339,8 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
 Config conv2d_nchwc_x86_default(const ConfigSpace& space) {
   std::vector<int> pos(space.knobs().size(), 0);
   pos[knob_index(space, "tile_ow")] = split_position(space, "tile_ow", 8);
+  pos[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
+  pos[knob_index(space, "tile_ob")] = split_position(space, "tile_ob", 1);
   pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
   pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", 0);
   pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
@@ -337,10 +353,15 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
   te::Tensor cl = s.cache_write(out, "local");
   te::Stage so = epilogue_stage(s, out, output);
   IterVar n = so.axis(0), ob = so.axis(1), oh = so.axis(2), ow = so.axis(3), oc = so.axis(4);
+  // The register tile: tile_ob channel blocks x tile_oh rows x tile_ow columns, oc vectorized.
+  auto [obo, obi] = so.split(ob, cfg.split("tile_ob").back());
+  auto [oho, ohi] = so.split(oh, cfg.split("tile_oh").back());
   auto [owo, owi] = so.split(ow, cfg.split("tile_ow").back());
-  so.reorder({n, ob, oh, owo, owi, oc});
-  IterVar par = so.fuse({n, ob, oh});
+  so.reorder({n, obo, oho, owo, obi, ohi, owi, oc});
+  IterVar par = so.fuse({n, obo, oho});
   so.parallel(par);
+  so.unroll(obi);
+  so.unroll(ohi);
   so.unroll(owi);
   so.vectorize(oc);
 
@@ -348,14 +369,16 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
   sl.compute_at(so, owo);
   IterVar ln = sl.axis(0), lob = sl.axis(1), loh = sl.axis(2), low = sl.axis(3), loc = sl.axis(4);
   if (cl->reduce_axis.size() == 2) {  // depthwise: the kernel window only
-    sl.reorder({ln, lob, loh, sl.reduce_axis(0), sl.reduce_axis(1), low, loc});
+    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(1), lob, loh, low, loc});
   } else if (cfg.knob("reduce_order") == 0) {
-    sl.reorder({ln, lob, loh, sl.reduce_axis(0), sl.reduce_axis(1), sl.reduce_axis(2),
-                sl.reduce_axis(3), low, loc});
+    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(1), sl.reduce_axis(2), sl.reduce_axis(3),
+                lob, loh, low, loc});
   } else {
-    sl.reorder({ln, lob, loh, sl.reduce_axis(0), sl.reduce_axis(3), sl.reduce_axis(1),
-                sl.reduce_axis(2), low, loc});
+    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(3), sl.reduce_axis(1), sl.reduce_axis(2),
+                lob, loh, low, loc});
   }
+  sl.unroll(lob);
+  sl.unroll(loh);
   sl.unroll(low);
   if (cfg.knob("unroll_kw") != 0) sl.unroll(sl.reduce_axis(cl->reduce_axis.size() == 2 ? 1 : 2));
   sl.vectorize(loc);
@@ -398,6 +421,7 @@ ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
   ConfigSpace space;
   space.define_split("tile_ow", const_dim(out, 3, "depthwise_conv2d_nchwc"), 2,
                      autotune::SplitPolicy::kFactors, 16);
+  define_register_tile(&space, out);
   space.define_knob("unroll_kw", {1, 0});
   // The default takes the first: inlined, the padding's bounds checks are scalar (the vector
   // lanes are channels), cheaper than a pass over memory for a convolution this light.
@@ -408,6 +432,8 @@ ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
 Config depthwise_conv2d_nchwc_x86_default(const ConfigSpace& space) {
   std::vector<int> pos(space.knobs().size(), 0);
   pos[knob_index(space, "tile_ow")] = split_position(space, "tile_ow", 8);
+  pos[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
+  pos[knob_index(space, "tile_ob")] = split_position(space, "tile_ob", 1);
   return space.from_positions(pos);  // unroll_kw = 1, pad_at: the space lists the better first
 }
 

@@ -65,9 +65,10 @@ void schedule_depthwise_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out,
 te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
                         Ints4 padding, Ints2 dilation = {1, 1},
                         const std::string& name = "conv2d_nchwc");
-/// Knobs: tile_ow (output columns of the register tile, unrolled), reduce_order (0: ic innermost
-/// of the reduction; 1: ic outside the kernel window), unroll_kw, pad_at (as for NCHW; the space
-/// lists the default's choice first). oc is vectorized, (n, oc blocks, rows) run in parallel.
+/// Knobs: the register tile tile_ob (output channel blocks) x tile_oh (rows) x tile_ow (columns),
+/// all unrolled, oc vectorized; reduce_order (0: ic innermost of the reduction; 1: ic outside the
+/// kernel window), unroll_kw, pad_at (as for NCHW; the space lists the default's choice first).
+/// (n, channel-block tiles, row tiles) run in parallel.
 autotune::ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out);
 autotune::Config conv2d_nchwc_x86_default(const autotune::ConfigSpace& space);
 void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
@@ -78,8 +79,8 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const aut
 te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
                                   Ints4 padding, Ints2 dilation = {1, 1},
                                   const std::string& name = "depthwise_conv2d_nchwc");
-/// Knobs: tile_ow (output columns of the register tile, unrolled), unroll_kw, pad_at; c is
-/// vectorized, (n, channel blocks, rows) run in parallel.
+/// Knobs: the register tile tile_ob x tile_oh x tile_ow as for conv2d_nchwc, unroll_kw, pad_at;
+/// c is vectorized, (n, channel-block tiles, row tiles) run in parallel.
 autotune::ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out);
 autotune::Config depthwise_conv2d_nchwc_x86_default(const autotune::ConfigSpace& space);
 void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
