@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Builds Kiln in release mode and runs one benchmark: scripts/bench.sh NAME [ARGS...]
 # Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
-# and numpy). Each prints one `case=<name> key=value ...` line per case.
+# and numpy), tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
+# numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev).
+# Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv)" >&2
   exit 2
 fi
 shift
 case "$name" in
   matmul) target=bench_matmul ;;
   models) target=bench_models ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models)" >&2; exit 2 ;;
+  tuning) target=bench_tuning ;;
+  conv) target=bench_conv ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

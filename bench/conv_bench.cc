@@ -1,0 +1,384 @@
+// The twelve ResNet-18 convolution layers of the TVM paper (Table 2; batch 1, fp32), Kiln's tuned
+// NCHW[x]c kernels against oneDNN's convolution, in the same process and run:
+//   case=conv_<layer>_t<threads> kiln_gflops=<x> ref_gflops=<y> ratio=<x/y> default_gflops=<d>
+//   case=conv_geomean_t<threads> ratio=<geometric mean of the layers' ratios>
+//   case=conv_geomean ratio=<r>          (the single-thread geometric mean, as the issue names it)
+// for 1 and 2 threads.
+//
+// Kiln: the best config of the layer's conv2d_nchwc_x86 task in the xgb record log that
+// bench_tuning writes (--records DIR, default build/release/bench-results/tuning/xgb). The log is
+// tuned up to --trials N (default 64) first, with the xgb explorer and single-thread measurements;
+// when bench_tuning already ran with at least N trials this measures nothing. The best config is
+// JIT-compiled in this process (compiler::build of task.schedule(config)); default_gflops is the
+// template's default config, for comparison. Pool size: runtime::set_num_threads(threads).
+//
+// oneDNN (libdnnl, the Debian build; its CPU runtime is OpenMP, printed on stderr at start):
+// convolution_forward, forward_inference, convolution_direct, f32, with src/weights/dst memory
+// descriptors of format `any` so that it picks its own blocked layouts; the NCHW/OIHW inputs are
+// reordered into them once, outside the timing. Threads: omp_set_num_threads(threads) before the
+// primitive is created (it sizes its work split then).
+//
+// Both outputs are checked against a naive convolution (double accumulation) before timing:
+// max|out - ref| / max|ref| <= 1e-3. Timing: the median of single runs after two warm-ups, over at
+// least --min-time seconds (default 1) and 10 runs, the same on both sides; Kiln tuned, oneDNN and
+// Kiln default take turns (5 rounds of min-time/5 each), so that load from other processes on a
+// shared machine falls on all of them alike. load= is the 1-minute load average at the case (the
+// higher of before and after; this benchmark itself counts about `threads`): well above the thread
+// count, other work was running and the two-thread figures are disturbed (one thread of a static
+// split waiting for a core halves a kernel's speed; oneDNN's OpenMP barriers suffer worse).
+//
+//   bench_conv [--trials N] [--layers C1,C2,...] [--records DIR] [--min-time S] [--threads 1,2]
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <unordered_map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/resnet_layers.h"
+#include "compiler/autotune/record_log.h"
+#include "compiler/autotune/tuner.h"
+#include "compiler/lower.h"
+#include "deploy/runtime/ndarray.h"
+#include "deploy/runtime/thread_pool.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kiln::bench::ConvLayer;
+using kiln::runtime::NDArray;
+
+/// Median seconds per call of each of `fs`, timed in turns: `rounds` rounds, in each of which
+/// every function runs (after two warm-ups in the first round) single timed calls for at least
+/// min_time / rounds seconds and 2 calls. In all each gets at least min_time seconds and 10 calls.
+/// Taking turns means that both sides see the same load when the machine is shared.
+std::vector<double> interleaved_medians(const std::vector<std::function<void()>>& fs,
+                                        double min_time, int rounds = 5) {
+  std::vector<std::vector<double>> times(fs.size());
+  for (const auto& f : fs) {
+    f();
+    f();
+  }
+  for (int r = 0; r < rounds || std::any_of(times.begin(), times.end(),
+                                            [](const auto& t) { return t.size() < 10; });
+       ++r) {
+    for (size_t i = 0; i < fs.size(); ++i) {
+      auto start = Clock::now();
+      int n = 0;
+      while (n < 2 || std::chrono::duration<double>(Clock::now() - start).count() < min_time / rounds) {
+        auto t0 = Clock::now();
+        fs[i]();
+        times[i].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        ++n;
+      }
+    }
+  }
+  std::vector<double> med;
+  for (auto& t : times) {
+    std::sort(t.begin(), t.end());
+    med.push_back(t[t.size() / 2]);
+  }
+  return med;
+}
+
+/// The 1-minute load average (other work on the machine disturbs two-thread timings).
+double load_average() {
+  double l = NAN;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &l) != 1) l = NAN;
+    std::fclose(f);
+  }
+  return l;
+}
+
+/// The layer's data in plain layouts, and the naive result.
+struct Plain {
+  std::vector<float> x;    ///< [IC, H, W]
+  std::vector<float> w;    ///< [OC, IC, K, K]
+  std::vector<float> ref;  ///< [OC, OH, OW]
+};
+
+Plain make_plain(const ConvLayer& l) {
+  Plain p;
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  p.x.resize(size_t(l.ic) * l.hw * l.hw);
+  p.w.resize(size_t(l.oc) * l.ic * l.k * l.k);
+  for (float& v : p.x) v = dist(rng);
+  for (float& v : p.w) v = dist(rng);
+  const int oh = l.out_hw(), pad = l.pad();
+  p.ref.assign(size_t(l.oc) * oh * oh, 0);
+  std::vector<double> acc(size_t(oh) * oh);
+  for (int o = 0; o < l.oc; ++o) {
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int c = 0; c < l.ic; ++c)
+      for (int kh = 0; kh < l.k; ++kh)
+        for (int kw = 0; kw < l.k; ++kw) {
+          const double wv = p.w[((size_t(o) * l.ic + c) * l.k + kh) * l.k + kw];
+          for (int y = 0; y < oh; ++y) {
+            const int iy = y * l.stride + kh - pad;
+            if (iy < 0 || iy >= l.hw) continue;
+            const float* row = &p.x[(size_t(c) * l.hw + iy) * l.hw];
+            for (int xo = 0; xo < oh; ++xo) {
+              const int ix = xo * l.stride + kw - pad;
+              if (ix >= 0 && ix < l.hw) acc[size_t(y) * oh + xo] += wv * row[ix];
+            }
+          }
+        }
+    for (size_t i = 0; i < acc.size(); ++i) p.ref[size_t(o) * oh * oh + i] = float(acc[i]);
+  }
+  return p;
+}
+
+/// max|got - ref| / max|ref|; infinity on a NaN.
+double rel_error(const std::vector<float>& got, const std::vector<float>& ref) {
+  double diff = 0, mx = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    diff = std::max(diff, std::fabs(double(got[i]) - ref[i]));
+    mx = std::max(mx, std::fabs(double(ref[i])));
+  }
+  return mx > 0 ? diff / mx : diff;
+}
+
+/// A Kiln kernel for one config, with its blocked arguments, checked.
+struct KilnConv {
+  kiln::runtime::Module mod;
+  kiln::runtime::Function f;
+  std::vector<NDArray> arrays;  ///< data, kernel, out
+  std::vector<int> order;       ///< task.args() order, as indices into arrays
+  double error = INFINITY;
+
+  void run() {
+    if (order.size() == 3) f(arrays[order[0]], arrays[order[1]], arrays[order[2]]);
+  }
+};
+
+KilnConv build_kiln(const ConvLayer& l, const kiln::autotune::Task& task,
+                    const kiln::autotune::Config& cfg, const Plain& p) {
+  KilnConv k;
+  k.mod = kiln::compiler::build(task.schedule(cfg), task.args(), kiln::bench::kTuneTarget, "conv");
+  k.f = k.mod.function("conv");
+  const int ib = l.ib(), ob = l.ob(), oh = l.out_hw();
+  NDArray data = NDArray::empty({1, l.ic / ib, l.hw, l.hw, ib}, kiln::runtime::kFloat32);
+  NDArray kernel =
+      NDArray::empty({l.oc / ob, l.ic / ib, l.k, l.k, ib, ob}, kiln::runtime::kFloat32);
+  NDArray out = NDArray::empty({1, l.oc / ob, oh, oh, ob}, kiln::runtime::kFloat32);
+  float* d = data.data<float>();
+  for (int c = 0; c < l.ic; ++c)
+    for (int i = 0; i < l.hw * l.hw; ++i)
+      d[((size_t(c / ib) * l.hw * l.hw) + i) * ib + c % ib] = p.x[size_t(c) * l.hw * l.hw + i];
+  float* w = kernel.data<float>();
+  for (int o = 0; o < l.oc; ++o)
+    for (int c = 0; c < l.ic; ++c)
+      for (int kk = 0; kk < l.k * l.k; ++kk)
+        w[(((size_t(o / ob) * (l.ic / ib) + c / ib) * l.k * l.k + kk) * ib + c % ib) * ob + o % ob] =
+            p.w[(size_t(o) * l.ic + c) * l.k * l.k + kk];
+  for (const kiln::te::Tensor& t : task.args()) {
+    const std::string name = t->name();
+    k.order.push_back(name == "data" ? 0 : name == "kernel" ? 1 : 2);
+  }
+  k.arrays.push_back(std::move(data));
+  k.arrays.push_back(std::move(kernel));
+  k.arrays.push_back(std::move(out));
+  k.run();
+  std::vector<float> got(size_t(l.oc) * oh * oh);
+  const float* r = k.arrays[2].data<float>();
+  for (int o = 0; o < l.oc; ++o)
+    for (int i = 0; i < oh * oh; ++i)
+      got[size_t(o) * oh * oh + i] = r[(size_t(o / ob) * oh * oh + i) * ob + o % ob];
+  k.error = rel_error(got, p.ref);
+  return k;
+}
+
+/// oneDNN's convolution primitive for `threads` threads, its operands in its chosen layouts, and
+/// the relative error of its output.
+struct DnnlConv {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream s{eng};
+  dnnl::convolution_forward conv;
+  std::unordered_map<int, dnnl::memory> args;
+  double error = INFINITY;
+  std::string impl;
+
+  DnnlConv(const ConvLayer& l, const Plain& p, int threads) {
+    using namespace dnnl;
+    omp_set_num_threads(threads);  // before the primitive: it sizes its work split for it
+    const int oh = l.out_hw();
+    memory::dims src_dims = {1, l.ic, l.hw, l.hw}, wei_dims = {l.oc, l.ic, l.k, l.k},
+                 dst_dims = {1, l.oc, oh, oh}, strides = {l.stride, l.stride},
+                 pads = {l.pad(), l.pad()};
+    using dt = memory::data_type;
+    using tag = memory::format_tag;
+    memory::desc src_any(src_dims, dt::f32, tag::any), wei_any(wei_dims, dt::f32, tag::any),
+        dst_any(dst_dims, dt::f32, tag::any);
+    convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct,
+                                   src_any, wei_any, dst_any, strides, pads, pads);
+    convolution_forward::primitive_desc pd(desc, eng);
+    impl = pd.impl_info_str();
+    memory user_src({src_dims, dt::f32, tag::nchw}, eng, const_cast<float*>(p.x.data()));
+    memory user_wei({wei_dims, dt::f32, tag::oihw}, eng, const_cast<float*>(p.w.data()));
+    std::vector<float> got(size_t(l.oc) * oh * oh);
+    memory user_dst({dst_dims, dt::f32, tag::nchw}, eng, got.data());
+    memory src(pd.src_desc(), eng), wei(pd.weights_desc(), eng), dst(pd.dst_desc(), eng);
+    // The reorders into oneDNN's layouts happen once, here, outside the timing.
+    reorder(user_src, src).execute(s, user_src, src);
+    reorder(user_wei, wei).execute(s, user_wei, wei);
+    s.wait();
+    conv = convolution_forward(pd);
+    args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    run();
+    reorder(dst, user_dst).execute(s, dst, user_dst);
+    s.wait();
+    error = rel_error(got, p.ref);
+  }
+
+  void run() {
+    conv.execute(s, args);
+    s.wait();
+  }
+};
+
+std::vector<int> parse_ints(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int trials = 64;
+  double min_time = 1.0;
+  std::string layer_list, records = std::string(KILN_BENCH_RESULTS_DIR) + "/tuning/xgb";
+  std::vector<int> thread_counts = {1, 2};
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_conv: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--trials") trials = std::atoi(value().c_str());
+    else if (a == "--layers") layer_list = value();
+    else if (a == "--records") records = value();
+    else if (a == "--min-time") min_time = std::atof(value().c_str());
+    else if (a == "--threads") thread_counts = parse_ints(value());
+    else {
+      std::fprintf(stderr, "usage: bench_conv [--trials N] [--layers C1,C2,...] [--records DIR] "
+                           "[--min-time S] [--threads 1,2]\n");
+      return 2;
+    }
+  }
+  const std::vector<ConvLayer> layers = kiln::bench::select_layers(layer_list, "bench_conv");
+
+  const dnnl_version_t* v = dnnl_version();
+  const char* rt = v->cpu_runtime == DNNL_RUNTIME_OMP   ? "OpenMP"
+                   : v->cpu_runtime == DNNL_RUNTIME_TBB ? "TBB"
+                   : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential"
+                                                        : "other";
+  std::fprintf(stderr, "bench_conv: oneDNN %d.%d.%d (%s), CPU runtime %s; records %s\n", v->major,
+               v->minor, v->patch, v->hash, rt, records.c_str());
+
+  kiln::autotune::RecordLog log = kiln::autotune::RecordLog::open(records);
+  std::map<int, std::vector<double>> ratios;
+  int failures = 0;
+  for (const ConvLayer& l : layers) {
+    kiln::autotune::Task task = kiln::bench::layer_task(l);
+    kiln::autotune::TuneOptions o;
+    o.trials = trials;
+    o.explorer = "xgb";
+    o.threads = 1;
+    const size_t before = log.count(task.key, task.target);
+    kiln::autotune::Tuner tuner(log, o);
+    kiln::autotune::TaskResult r = tuner.tune(task);
+    std::fprintf(stderr, "%s: %zu records in the log, %d measured now, best %.2f GFLOP/s (config %lu)\n",
+                 l.name, before, r.measured_now, r.best_gflops,
+                 static_cast<unsigned long>(r.best_config));
+    auto best = log.best(task.key, task.target);
+    const Plain p = make_plain(l);
+    KilnConv tuned, dflt;
+    std::string err;
+    try {
+      if (!best) throw std::runtime_error("no error-free record in the log");
+      tuned = build_kiln(l, task, task.space.get(best->config_index), p);
+      dflt = build_kiln(l, task, task.default_config, p);
+      if (!(tuned.error <= 1e-3) || !(dflt.error <= 1e-3)) {
+        std::ostringstream os;
+        os << "Kiln's output differs from the naive convolution: " << tuned.error << " (tuned), "
+           << dflt.error << " (default)";
+        err = os.str();
+      }
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+    if (!err.empty()) {
+      std::fprintf(stderr, "bench_conv: %s: %s\n", l.name, err.c_str());
+      ++failures;
+    }
+    for (int t : thread_counts) {
+      kiln::runtime::set_num_threads(t);
+      std::unique_ptr<DnnlConv> d;
+      try {
+        d = std::make_unique<DnnlConv>(l, p, t);
+        if (!(d->error <= 1e-3)) {
+          std::fprintf(stderr, "bench_conv: %s: oneDNN's output differs from the naive one: %g\n",
+                       l.name, d->error);
+          d.reset();
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_conv: %s: oneDNN failed: %s\n", l.name, e.what());
+        d.reset();
+      }
+      if (!d) ++failures;
+      // Kiln tuned, oneDNN, Kiln default: in turns, so that they share whatever load there is.
+      std::vector<std::function<void()>> fs;
+      if (err.empty()) {
+        fs.push_back([&] { tuned.run(); });
+        fs.push_back([&] { dflt.run(); });
+      }
+      if (d) fs.push_back([&] { d->run(); });
+      const double load_before = load_average();
+      std::vector<double> med = interleaved_medians(fs, min_time);
+      const double load = std::max(load_before, load_average());
+      double kiln_s = NAN, default_s = NAN, ref_s = NAN;
+      if (err.empty()) {
+        kiln_s = med[0];
+        default_s = med[1];
+      }
+      if (d) ref_s = med.back();
+      const double kg = l.flops() / kiln_s / 1e9, rg = l.flops() / ref_s / 1e9;
+      const double ratio = kg / rg;
+      if (std::isfinite(ratio)) ratios[t].push_back(ratio);
+      std::fprintf(stderr, "  %s t%d: oneDNN %s, Kiln config %s\n", l.name, t,
+                   d ? d->impl.c_str() : "-", best ? best->config.c_str() : "-");
+      std::printf("case=conv_%s_t%d kiln_gflops=%.2f ref_gflops=%.2f ratio=%.3f "
+                  "default_gflops=%.2f load=%.2f\n",
+                  l.name, t, kg, rg, ratio, l.flops() / default_s / 1e9, load);
+      std::fflush(stdout);
+    }
+  }
+  for (int t : thread_counts) {
+    const std::vector<double>& rs = ratios[t];
+    double lg = 0;
+    for (double x : rs) lg += std::log(x);
+    const double g = rs.empty() ? NAN : std::exp(lg / rs.size());
+    std::printf("case=conv_geomean_t%d ratio=%.3f layers=%zu\n", t, g, rs.size());
+    if (t == 1) std::printf("case=conv_geomean ratio=%.3f\n", g);
+  }
+  return failures == 0 ? 0 : 1;
+}
