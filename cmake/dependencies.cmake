@@ -22,6 +22,11 @@ find_program(KILN_LLD NAMES ld.lld-19 PATHS /usr/lib/llvm-19/bin REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(ONNX CONFIG REQUIRED)
 
+# The farm's wire (proto/): gRPC's C++ library (gRPC::grpc++) and its protoc plugin
+# (grpc_cpp_plugin, Debian package protobuf-compiler-grpc).
+find_package(gRPC CONFIG REQUIRED)
+find_program(KILN_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+
 # The tuner's record log (RocksDB, after the zstd fix above) and cost model (XGBoost's C API;
 # Debian's config needs the `xgboost` package beside libxgboost-dev, scripts/setup.sh has both).
 find_package(RocksDB CONFIG REQUIRED)

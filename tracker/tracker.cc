@@ -1,0 +1,67 @@
+#include "tracker/tracker.h"
+
+#include "base/error.h"
+
+namespace kiln::tracker {
+
+autotune::MeasureRecord make_record(const MeasureRequest& request, const Device& device,
+                                    const MeasureOutcome& outcome, int64_t timestamp_ms) {
+  autotune::MeasureRecord r;
+  r.target = request.target;
+  auto fp = device.capabilities.find("fingerprint");
+  r.device = fp != device.capabilities.end() ? fp->second
+                                             : device.key + "#" + std::to_string(device.id);
+  r.task_key = request.task_key;
+  r.config_index = request.config_index;
+  if (outcome.error == autotune::ErrorKind::kNone) r.costs_s = outcome.costs_s;
+  r.error = outcome.error;
+  r.error_msg = outcome.error_msg;
+  r.gflops = outcome.error == autotune::ErrorKind::kNone ? outcome.gflops : 0;
+  r.timestamp_ms = timestamp_ms;
+  return r;
+}
+
+Tracker::Tracker(const Clock& clock, TrackerOptions options, autotune::RecordLog* log)
+    : clock_(clock),
+      options_(options),
+      log_(log),
+      devices_(clock, options.registry),
+      queue_(clock, options.queue) {}
+
+std::optional<MeasureRequest> Tracker::dispatch(DeviceId device) {
+  if (!devices_.can_take_work(device)) return std::nullopt;
+  const Device* d = devices_.find(device);
+  auto req = queue_.next_for(device, d->key);
+  if (req) devices_.assign(device, req->id);
+  return req;
+}
+
+std::optional<Report> Tracker::report(RequestId request, DeviceId device,
+                                      const MeasureOutcome& outcome) {
+  const MeasureRequest* pending = queue_.find(request);
+  if (!pending || pending->device != device) return std::nullopt;
+  const Device* d = devices_.find(device);
+  if (!d) return std::nullopt;  // dropped; tick() re-queues its requests
+  // The record first: if the append throws, the request stays in flight and nothing is acked.
+  Report rep;
+  if (log_) rep.seq = log_->append(make_record(*pending, *d, outcome, clock_.unix_ms()));
+  rep.completion = *queue_.complete(request, device);
+  devices_.release(device, request);
+  rep.quarantined = devices_.record_outcome(device, outcome.error);
+  return rep;
+}
+
+Maintenance Tracker::tick() {
+  Maintenance m;
+  m.dropped = devices_.expire();
+  for (const DroppedDevice& gone : m.dropped) {
+    auto lost = queue_.requeue(gone.in_flight, "device " + std::to_string(gone.id) + " (key '" +
+                                                   gone.key + "') missed its heartbeats");
+    m.requeued += gone.in_flight.size() - lost.size();
+    for (auto& g : lost) m.given_up.push_back(std::move(g));
+  }
+  for (auto& g : queue_.expire_queued(options_.max_queue_wait)) m.given_up.push_back(std::move(g));
+  return m;
+}
+
+}  // namespace kiln::tracker
