@@ -3,6 +3,10 @@
 #include <google/protobuf/descriptor.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
+
+#include "compiler/autotune/record_log.h"
+
 #include "proto/kiln/v1/common.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "proto/kiln/v1/service.pb.h"
@@ -34,6 +38,19 @@ TEST(TrackerProto, MeasureRecordRoundTrips) {
   ASSERT_EQ(back.costs_s_size(), 2);
   EXPECT_DOUBLE_EQ(back.costs_s(1), 1.6e-4);
   EXPECT_EQ(back.error(), kiln::v1::ERROR_KIND_NONE);
+}
+
+// kiln.v1.ErrorKind is kiln::autotune::ErrorKind + 1 (0 is UNSPECIFIED), with the same names.
+TEST(TrackerProto, ErrorKindMirrorsTheRecordLog) {
+  const auto* e = kiln::v1::ErrorKind_descriptor();
+  for (int i = 0; i <= static_cast<int>(kiln::autotune::ErrorKind::kWrongAnswer); ++i) {
+    const auto* v = e->FindValueByNumber(i + 1);
+    ASSERT_NE(v, nullptr) << i;
+    std::string name = v->name().substr(std::string("ERROR_KIND_").size());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(name, kiln::autotune::error_kind_name(static_cast<kiln::autotune::ErrorKind>(i)));
+  }
+  EXPECT_EQ(e->FindValueByNumber(0)->name(), "ERROR_KIND_UNSPECIFIED");
 }
 
 TEST(TrackerProto, DefaultsAreUnspecified) {
