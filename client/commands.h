@@ -11,5 +11,5 @@ int report(const std::exception& e);
 std::string default_bundle_path(const std::string& onnx_path);
 
 /// kiln tune MODEL.onnx [--target T] [--trials N] [--records DIR] [-o MODEL.kiln] [--explorer E]
-///                      [--batch B] [--seed S]
+///                      [--batch B] [--seed S] [--threads T] [--repeat R] [--flush-cache]
 int tune_main(const std::vector<std::string>& args);

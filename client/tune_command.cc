@@ -30,7 +30,10 @@ std::string duration(double s) {
 int usage() {
   std::cerr << "usage: kiln tune MODEL.onnx [--target TARGET] [--trials N] [--records DIR]\n"
                "                 [-o MODEL.kiln] [--explorer xgb|random|grid|ga] [--batch B]\n"
-               "                 [--seed S]\n";
+               "                 [--seed S] [--threads T] [--repeat R] [--flush-cache]\n"
+               "  --threads: threads each candidate runs on (default: all CPUs); --repeat: timed\n"
+               "  repeats per candidate; --flush-cache: write past the last-level cache before each\n"
+               "  repeat\n";
   return 2;
 }
 
@@ -43,7 +46,8 @@ int tune_main(const std::vector<std::string>& args) {
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool takes_value = a == "--target" || a == "--trials" || a == "--records" || a == "-o" ||
-                             a == "--explorer" || a == "--batch" || a == "--seed";
+                             a == "--explorer" || a == "--batch" || a == "--seed" ||
+                             a == "--threads" || a == "--repeat";
     if (takes_value && i + 1 >= args.size()) {
       std::cerr << "error: " << a << " needs a value\n";
       return 2;
@@ -70,6 +74,12 @@ int tune_main(const std::vector<std::string>& args) {
       options.batch = positive(args[++i]);
     } else if (a == "--seed") {
       options.seed = std::strtoull(args[++i].c_str(), nullptr, 10);
+    } else if (a == "--threads") {
+      options.threads = positive(args[++i]);
+    } else if (a == "--repeat") {
+      options.repeat = positive(args[++i]);
+    } else if (a == "--flush-cache") {
+      options.flush_cache = true;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "error: unknown option '" << a << "'\n";
       return usage();
