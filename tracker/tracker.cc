@@ -51,6 +51,13 @@ std::optional<Report> Tracker::report(RequestId request, DeviceId device,
   return rep;
 }
 
+std::vector<GiveUp> Tracker::remove_device(DeviceId device) {
+  auto gone = devices_.remove(device);
+  if (!gone) return {};
+  return queue_.requeue(gone->in_flight,
+                        "device " + std::to_string(device) + " (key '" + gone->key + "') left");
+}
+
 Maintenance Tracker::tick() {
   Maintenance m;
   m.dropped = devices_.expire();

@@ -74,6 +74,9 @@ class Tracker {
   /// log (durable when this returns). nullopt for a stale report (the request is not in flight on
   /// that device, e.g. it was re-queued after the device was dropped); nothing is recorded then.
   std::optional<Report> report(RequestId request, DeviceId device, const MeasureOutcome& outcome);
+  /// Drops `device` now (an agent leaving cleanly) and re-queues what it held; the requests
+  /// given up (out of attempts) are returned. Empty when the device is unknown.
+  std::vector<GiveUp> remove_device(DeviceId device);
   /// Drops devices whose lease ran out and re-queues what they held; gives up requests that
   /// ran out of attempts or waited longer than max_queue_wait.
   Maintenance tick();

@@ -1,5 +1,6 @@
 // The measure queue: fair share between jobs, priorities, matching by device key, FIFO within a
-// job with re-queued requests first, cancel, and a throughput check.
+// job with re-queued requests first, cancel, and a throughput check. The build queue: batches
+// taken from jobs in turn, target filters, timed-out builds handed again or given up.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <map>
 
 #include "tests/common/expect_error.h"
+#include "tracker/build_queue.h"
 #include "tracker/measure_queue.h"
 
 namespace kiln::tracker {
@@ -177,6 +179,92 @@ TEST(TrackerQueue, Throughput) {
   EXPECT_EQ(q.pending(), 0u);
   EXPECT_EQ(q.in_flight(), 0u);
   EXPECT_LT(s, 1.0);
+}
+
+}  // namespace
+}  // namespace kiln::tracker
+
+// ---- builds for compiler workers ----
+
+namespace kiln::tracker {
+namespace {
+
+BuildSpec build(JobId job, uint64_t config, const std::string& target = "llvm -mcpu=znver4") {
+  BuildSpec b;
+  b.job_id = job;
+  b.task_key = "dense_x86:1x512:ab";
+  b.config_index = config;
+  b.target = target;
+  return b;
+}
+
+TEST(TrackerBuildQueue, BatchesTakeFromJobsInTurn) {
+  FakeClock clock;
+  BuildQueue q(clock);
+  for (int i = 0; i < 20; ++i) q.enqueue(build(1, i));
+  for (int i = 0; i < 4; ++i) q.enqueue(build(2, i));
+  auto batch = q.take_batch("w1", 8);
+  ASSERT_EQ(batch.size(), 8u);
+  std::map<JobId, int> per_job;
+  for (const auto& b : batch) {
+    ++per_job[b.job_id];
+    EXPECT_EQ(b.worker, "w1");
+  }
+  EXPECT_EQ(per_job[1], 4);
+  EXPECT_EQ(per_job[2], 4);
+  // Within a job, in order.
+  EXPECT_EQ(batch[0].config_index, 0u);
+  auto rest = q.take_batch("w2", 100);
+  EXPECT_EQ(rest.size(), 16u);
+  EXPECT_EQ(q.pending(), 0u);
+  EXPECT_EQ(q.in_flight(), 24u);
+  EXPECT_TRUE(q.take_batch("w3", 4).empty());
+  EXPECT_FALSE(q.complete(batch[0].id, "w2")) << "not w2's";
+  EXPECT_TRUE(q.complete(batch[0].id, "w1"));
+  EXPECT_FALSE(q.complete(batch[0].id, "w1")) << "twice";
+  EXPECT_EQ(q.in_flight(), 23u);
+}
+
+TEST(TrackerBuildQueue, FiltersByTarget) {
+  FakeClock clock;
+  BuildQueue q(clock);
+  q.enqueue(build(1, 0, "cuda"));
+  q.enqueue(build(1, 1, "llvm -mcpu=znver4"));
+  q.enqueue(build(2, 0, "opencl"));
+  auto batch = q.take_batch("x86-worker", 10, {"llvm -mcpu=znver4"});
+  ASSERT_EQ(batch.size(), 1u);
+  EXPECT_EQ(batch[0].target, "llvm -mcpu=znver4");
+  EXPECT_EQ(q.take_batch("gpu-worker", 10, {"cuda", "opencl"}).size(), 2u);
+  EXPECT_ERROR_CONTAINS(q.enqueue(build(1, 0, "")), "target is empty");
+  EXPECT_ERROR_CONTAINS(q.take_batch("", 1), "worker name is empty");
+}
+
+TEST(TrackerBuildQueue, TimedOutBuildsAreHandedAgainThenGivenUp) {
+  FakeClock clock;
+  BuildQueueOptions opts;
+  opts.build_timeout = seconds(60);
+  opts.max_attempts = 2;
+  BuildQueue q(clock, opts);
+  BuildId id = q.enqueue(build(1, 0));
+  q.enqueue(build(1, 1));
+  ASSERT_EQ(q.take_batch("w1", 1).size(), 1u);
+  clock.advance(seconds(60));
+  EXPECT_TRUE(q.expire().empty()) << "not late yet";
+  clock.advance(seconds(1));
+  EXPECT_TRUE(q.expire().empty()) << "first time: re-queued";
+  auto again = q.take_batch("w2", 1);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].id, id) << "a re-queued build goes first";
+  EXPECT_EQ(again[0].attempts, 1);
+  EXPECT_FALSE(q.complete(id, "w1")) << "w1's late report is stale";
+  clock.advance(seconds(61));
+  auto lost = q.expire();
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_EQ(lost[0].id, id);
+  EXPECT_EQ(q.pending(), 1u);
+  EXPECT_EQ(q.cancel_job(1), 1u);
+  EXPECT_EQ(q.pending(), 0u);
+  EXPECT_EQ(q.in_flight(), 0u);
 }
 
 }  // namespace

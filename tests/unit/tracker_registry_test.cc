@@ -130,6 +130,21 @@ TEST(TrackerRegistry, ExpiredDeviceWorkIsRequeuedToAnotherDevice) {
   EXPECT_TRUE(t.devices().find(b)->in_flight.empty());
 }
 
+TEST(TrackerRegistry, DeviceLeavingRequeuesItsWork) {
+  FakeClock clock;
+  Tracker t(clock, options(seconds(10)));
+  DeviceId a = t.devices().register_device("pi", "llvm");
+  DeviceId b = t.devices().register_device("pi", "llvm");
+  RequestId r = t.queue().enqueue(spec(1, "pi"));
+  ASSERT_TRUE(t.dispatch(a));
+  EXPECT_TRUE(t.remove_device(a).empty());
+  EXPECT_TRUE(t.remove_device(a).empty()) << "unknown now";
+  auto retry = t.dispatch(b);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->id, r);
+  EXPECT_EQ(retry->attempts, 1);
+}
+
 TEST(TrackerRegistry, RequestGivenUpAfterMaxAttempts) {
   FakeClock clock;
   Tracker t(clock, options(seconds(10), 2));
