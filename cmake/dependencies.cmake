@@ -26,6 +26,8 @@ find_package(ONNX CONFIG REQUIRED)
 # (grpc_cpp_plugin, Debian package protobuf-compiler-grpc).
 find_package(gRPC CONFIG REQUIRED)
 find_program(KILN_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+# kilnd's /metrics (server/): prometheus-cpp::core (registry, text format), ::pull (HTTP exposer).
+find_package(prometheus-cpp CONFIG REQUIRED)
 
 # The tuner's record log (RocksDB, after the zstd fix above) and cost model (XGBoost's C API;
 # Debian's config needs the `xgboost` package beside libxgboost-dev, scripts/setup.sh has both).
