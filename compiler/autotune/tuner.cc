@@ -304,8 +304,18 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   int candidate = 0;
 
   while (done < options_.trials && !explorer->exhausted()) {
-    const std::vector<uint64_t> batch =
-        explorer->next_batch(static_cast<size_t>(std::min(options_.batch, options_.trials - done)));
+    // The template's default is measured first, so that the log's best is never a config worse
+    // than what an untuned build would use (up to measurement noise).
+    std::vector<uint64_t> batch;
+    const uint64_t dflt = task.default_config.index();
+    if (!explorer->visited(dflt)) {
+      explorer->mark_visited(dflt);
+      batch.push_back(dflt);
+    }
+    for (uint64_t i : explorer->next_batch(static_cast<size_t>(
+             std::min(options_.batch, options_.trials - done) - static_cast<int>(batch.size())))) {
+      batch.push_back(i);
+    }
     if (batch.empty()) break;
     // 1. Lower every candidate; a program equal to one measured before (or earlier in the batch)
     //    is measured once.

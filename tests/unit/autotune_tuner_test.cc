@@ -50,6 +50,8 @@ TEST(Tuner, MeasuresResumesAndFeedsTheBuild) {
   for (size_t i = 1; i < first.curve.size(); ++i) EXPECT_GE(first.curve[i], first.curve[i - 1]);
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen.back().trials_done, 16);
+  // The default config is the first measured.
+  EXPECT_EQ(log.records(task.key, "llvm").front().config_index, task.default_config.index());
 
   // Again with a larger budget: 8 more, none of them measured before.
   TaskResult second = Tuner(log, quick("xgb", 24)).tune(task);
