@@ -1,6 +1,8 @@
 // The record log: MeasureRecord <-> JSON, and the RocksDB keys described in record_log.h.
 #include "compiler/autotune/record_log.h"
 
+#include <algorithm>
+
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
@@ -145,11 +147,9 @@ ErrorKind error_kind_from_name(const std::string& name) {
   KILN_USER_ERROR() << "unknown error kind \"" << name << "\" (expected one of " << all << ")";
 }
 
-double MeasureRecord::mean_cost() const {
+double MeasureRecord::cost() const {
   if (costs_s.empty()) return std::numeric_limits<double>::infinity();
-  double sum = 0;
-  for (double c : costs_s) sum += c;
-  return sum / static_cast<double>(costs_s.size());
+  return *std::min_element(costs_s.begin(), costs_s.end());
 }
 
 Json record_to_json(const MeasureRecord& r) {
@@ -332,8 +332,7 @@ uint64_t RecordLog::append(const MeasureRecord& r) {
     const std::string bk = best_key(r.target, r.task_key);
     bool better = true;
     if (auto b = impl_->get(bk)) {
-      better = r.mean_cost() < record_from_string(*b, "record log '" + impl_->dir + "' best entry")
-                                   .mean_cost();
+      better = r.cost() < record_from_string(*b, "record log '" + impl_->dir + "' best entry").cost();
     }
     if (better) batch.Put(bk, text);
   }

@@ -14,7 +14,7 @@
 //   'i' <t,k> seq           -> ""           the records of one (target, task), in append order
 //   'm' <t,k> config_index  -> ""           measured(): one key per (target, task, config)
 //   'n' <t,k>               -> 8-byte count of records of (target, task), errors included
-//   'b' <t,k>               -> seq of the best error-free record (lowest mean cost)
+//   'b' <t,k>               -> seq of the best error-free record (lowest cost())
 //   'v'                     -> the format version
 // One append is one WriteBatch (all of the keys above at once), written with sync = true: a
 // record is either wholly there after a crash or not at all, and once append returns it is on
@@ -66,8 +66,9 @@ struct MeasureRecord {
   int64_t timestamp_ms = 0;      ///< milliseconds since the Unix epoch
   uint64_t search_seed = 0;      ///< the random seed of the search that chose it (for replay)
 
-  /// The mean of costs_s; +infinity when it is empty.
-  double mean_cost() const;
+  /// The record's cost: the fastest repeat of costs_s (other processes only ever add time, so the
+  /// minimum is the least disturbed estimate); +infinity when it is empty.
+  double cost() const;
   bool operator==(const MeasureRecord&) const = default;
 };
 
@@ -102,7 +103,7 @@ class RecordLog {
 
   /// The records of (task, target), in append order.
   std::vector<MeasureRecord> records(const std::string& task_key, const std::string& target) const;
-  /// The error-free record of (task, target) with the lowest mean cost (the first of equals);
+  /// The error-free record of (task, target) with the lowest cost() (the first of equals);
   /// nullopt when there is none.
   std::optional<MeasureRecord> best(const std::string& task_key, const std::string& target) const;
   /// How many records (task, target) has, errors included.

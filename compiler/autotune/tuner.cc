@@ -411,7 +411,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       }
       MeasureRecord& rec = c.rec;
       if (rec.error == ErrorKind::kNone && !rec.costs_s.empty()) {
-        rec.gflops = task.flops / rec.mean_cost() / 1e9;
+        rec.gflops = task.flops / rec.cost() / 1e9;
       } else {
         rec.costs_s.clear();
         ++result.errors[error_kind_name(rec.error)];

@@ -38,7 +38,7 @@ MeasureRecord make(const std::string& task, uint64_t config, std::vector<double>
   r.config_index = config;
   r.config = "tile=[" + std::to_string(config) + ", 1]";
   r.costs_s = std::move(costs);
-  r.gflops = r.costs_s.empty() ? 0 : 1.0 / r.mean_cost();
+  r.gflops = r.costs_s.empty() ? 0 : 1.0 / r.cost();
   r.timestamp_ms = 1700000000000 + static_cast<int64_t>(config);
   r.search_seed = 42;
   return r;
@@ -126,18 +126,18 @@ TEST(RecordLog, AppendAndReopenKeepEverything) {
   EXPECT_EQ(log.size(), 11u);
 }
 
-TEST(RecordLog, BestIgnoresErrorsAndPicksTheLowestMean) {
+TEST(RecordLog, BestIgnoresErrorsAndPicksTheFastestRepeat) {
   TempDir tmp;
   RecordLog log = RecordLog::open(tmp.file("log"));
   EXPECT_FALSE(log.best("t", kTarget).has_value());
   log.append(failed("t", 0, ErrorKind::kCompileError));
   EXPECT_FALSE(log.best("t", kTarget).has_value());
-  log.append(make("t", 1, {3.0, 3.0}));
-  log.append(make("t", 2, {1.0, 5.0}));  // mean 3: not better than the first of equals
+  log.append(make("t", 1, {1.0, 3.0}));
+  log.append(make("t", 2, {5.0, 1.0}));  // cost 1: not better than the first of equals
   log.append(failed("t", 3, ErrorKind::kWrongAnswer));
   EXPECT_EQ(log.best("t", kTarget)->config_index, 1u);
-  log.append(make("t", 4, {0.5, 3.0}));  // mean 1.75
-  log.append(make("t", 5, {2.0}));
+  log.append(make("t", 4, {0.5, 3.0}));  // cost 0.5 (a disturbed repeat does not count)
+  log.append(make("t", 5, {0.7}));
   MeasureRecord wrong_but_fast = make("t", 6, {0.001});
   wrong_but_fast.error = ErrorKind::kWrongAnswer;
   log.append(wrong_but_fast);
