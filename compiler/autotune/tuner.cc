@@ -308,7 +308,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     // than what an untuned build would use (up to measurement noise).
     std::vector<uint64_t> batch;
     const uint64_t dflt = task.default_config.index();
-    if (!explorer->visited(dflt)) {
+    if (options_.default_first && !explorer->visited(dflt)) {
       explorer->mark_visited(dflt);
       batch.push_back(dflt);
     }

@@ -32,6 +32,9 @@ struct TuneOptions {
   /// The model's features: "loop" (of the lowered loop program) or "knob" (the config's values).
   std::string features = "loop";
   uint64_t seed = 1;  ///< of the explorer; recorded with every measurement
+  /// Measure the template's default config first (so the best is never worse than an untuned
+  /// build); off only to study the explorers alone (bench/tuning_bench.cc).
+  bool default_first = true;
   int build_threads = 0;         ///< candidates built at once; 0 = one per CPU
   double build_timeout_s = 60;   ///< per candidate build (past it: compile_timeout)
   // How each candidate runs (see deploy/runtime/kernel_runner.h).
