@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "compiler/ir/functor.h"
+#include "compiler/ir/op.h"
 
 namespace kiln::autotune {
 namespace {
@@ -70,20 +71,18 @@ double coef(const Expr& e, const ir::VarNode* v, const LetMap& lets, int depth =
     }
     case ExprKind::kDiv:
     case ExprKind::kFloorDiv: {
-      auto* op = static_cast<const ir::FloorDivNode*>(e.get());  // same layout for Div
-      double a = coef(op->a, v, lets, depth + 1);
-      auto* c = imm(op->b);
-      return c && c->value != 0 ? a / double(c->value) : a;
+      const auto [a, b] = ir::binary_operands(e);
+      const double ca = coef(a, v, lets, depth + 1);
+      auto* c = imm(b);
+      return c && c->value != 0 ? ca / double(c->value) : ca;
     }
     case ExprKind::kMod:
-    case ExprKind::kFloorMod: {
-      auto* op = static_cast<const ir::FloorModNode*>(e.get());
-      return coef(op->a, v, lets, depth + 1);
-    }
+    case ExprKind::kFloorMod:
+      return coef(ir::binary_operands(e).first, v, lets, depth + 1);
     case ExprKind::kMin:
     case ExprKind::kMax: {
-      auto* op = static_cast<const ir::MinNode*>(e.get());
-      return larger(coef(op->a, v, lets, depth + 1), coef(op->b, v, lets, depth + 1));
+      const auto [a, b] = ir::binary_operands(e);
+      return larger(coef(a, v, lets, depth + 1), coef(b, v, lets, depth + 1));
     }
     case ExprKind::kSelect: {
       auto* op = e.as<ir::SelectNode>();

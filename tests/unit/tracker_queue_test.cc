@@ -178,7 +178,10 @@ TEST(TrackerQueue, Throughput) {
               done / s);
   EXPECT_EQ(q.pending(), 0u);
   EXPECT_EQ(q.in_flight(), 0u);
+  // Under the sanitizers everything is several times slower; the bound is for optimized builds.
+#if !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(s, 1.0);
+#endif
 }
 
 }  // namespace
