@@ -46,6 +46,14 @@ bool write_all(int fd, const std::string& s) {
 
 }  // namespace
 
+#if defined(__SANITIZE_ADDRESS__)
+// A kernel that crashes must kill the runner by its signal, which the parent reports as the crash,
+// also when the runner itself is built with AddressSanitizer (whose handlers would exit with 1).
+extern "C" const char* __asan_default_options() {
+  return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0";
+}
+#endif
+
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
