@@ -100,11 +100,12 @@ int tune_main(const std::vector<std::string>& args) {
     std::cerr << model << ": " << tasks.size() << " tuning tasks, " << options.trials
               << " trials each, records in " << records << "\n";
     std::vector<const autotune::Task*> history;
+    autotune::Tuner tuner(log, options);  // one for all tasks: it keeps their features
     for (size_t i = 0; i < tasks.size(); ++i) {
       const autotune::Task& task = tasks[i];
       const std::string head = "[task " + std::to_string(i + 1) + "/" +
                                std::to_string(tasks.size()) + "] " + task.key;
-      options.progress = [&](const autotune::TuneProgress& p) {
+      tuner.set_progress([&](const autotune::TuneProgress& p) {
         constexpr int kWidth = 20;
         const int filled = p.trials_total > 0 ? p.trials_done * kWidth / p.trials_total : kWidth;
         std::fprintf(stderr, "%s%s [%s%s] %d/%d best %.1f GFLOP/s, %s left%s",
@@ -112,8 +113,7 @@ int tune_main(const std::vector<std::string>& args) {
                      std::string(kWidth - filled, ' ').c_str(), p.trials_done, p.trials_total,
                      p.best_gflops, duration(p.eta_s).c_str(), tty ? "" : "\n");
         std::fflush(stderr);
-      };
-      autotune::Tuner tuner(log, options);
+      });
       const autotune::TaskResult r = tuner.tune(task, history);
       if (tty && r.measured_now > 0) std::fprintf(stderr, "\n");
       std::string errors;

@@ -127,10 +127,17 @@ std::unique_ptr<Explorer> make_explorer(const TuneOptions& o, const ConfigSpace&
   return std::make_unique<ModelExplorer>(space, o.seed, ScoreFn{}, mo);
 }
 
-/// Features of configs of one task, cached by index.
+/// Features of configs of one task, kept in `cache` (the Tuner's, so that later tasks reading
+/// this one's records for transfer do not lower its configs again).
 class FeatureCache {
  public:
-  FeatureCache(const Task& task, bool loop) : task_(task), loop_(loop) {}
+  FeatureCache(const Task& task, bool loop, std::unordered_map<uint64_t, std::vector<float>>& cache)
+      : task_(task), loop_(loop), cache_(cache) {}
+
+  /// The features of config `index` whose program `f` was just lowered (no second lowering).
+  void put(uint64_t index, const ir::PrimFunc& f) {
+    if (loop_ && !cache_.count(index)) cache_.emplace(index, loop_features(f));
+  }
 
   const std::vector<float>& get(uint64_t index) {
     auto it = cache_.find(index);
@@ -152,7 +159,7 @@ class FeatureCache {
  private:
   const Task& task_;
   bool loop_;
-  std::unordered_map<uint64_t, std::vector<float>> cache_;
+  std::unordered_map<uint64_t, std::vector<float>>& cache_;
 };
 
 struct BuildOutcome {
@@ -248,7 +255,8 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
 
   std::unique_ptr<Explorer> explorer = make_explorer(options_, task.space);
   const bool use_model = options_.explorer == "xgb";
-  FeatureCache features(task, options_.features == "loop");
+  const bool loop = options_.features == "loop";
+  FeatureCache features(task, loop, features_[task.key]);
   CostModel model;
 
   // What the model learns from: this task's measurements, and the earlier tasks' (transfer).
@@ -270,7 +278,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     int gid = 1;
     for (const Task* h : history) {
       if (h->key == task.key) continue;
-      FeatureCache hf(*h, options_.features == "loop");
+      FeatureCache hf(*h, loop, features_[h->key]);
       const std::vector<MeasureRecord> recs = log_.records(h->key, target);
       for (size_t i = 0; i < recs.size() && i < 200; ++i) {
         if (recs[i].config_index >= h->space.size()) continue;
@@ -342,6 +350,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       try {
         c.func = compiler::lower(task.schedule(cfg), task.args(), "candidate");
         c.hash = ir::structural_hash(c.func);
+        if (use_model) features.put(batch[k], c.func);
         c.lowered = true;
       } catch (const std::exception& e) {
         c.rec.error = ErrorKind::kCompileError;

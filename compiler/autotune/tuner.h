@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,10 @@ std::string host_device_fingerprint();
 class Tuner {
  public:
   Tuner(RecordLog& log, TuneOptions options);
+  /// The callback after every round (replaces options.progress), e.g. to name the next task.
+  void set_progress(std::function<void(const TuneProgress&)> progress) {
+    options_.progress = std::move(progress);
+  }
 
   /// Tunes `task` until the log holds options.trials measurements of it (or its space is
   /// exhausted). Records of the tasks in `history` (earlier tasks on the same target) warm-start
@@ -89,6 +94,9 @@ class Tuner {
   RecordLog& log_;
   TuneOptions options_;
   std::string device_;
+  /// Feature vectors by task key and config, across tune() calls: each config is lowered for
+  /// its features at most once, also when later tasks read its records for transfer.
+  std::unordered_map<std::string, std::unordered_map<uint64_t, std::vector<float>>> features_;
 };
 
 /// The graph build's ConfigSource from a record log: each task's best measured config for the
