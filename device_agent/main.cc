@@ -1,0 +1,130 @@
+// kiln-agent: the program a board of the farm runs (see agent.h).
+//   kiln-agent --tracker HOST:PORT --key KEY --target T [--token-file F] [--tls-ca F]
+//              [--fingerprint S] [--threads N] [--runner PATH] [--work-dir D]
+// SIGINT and SIGTERM stop it (exit 0); a refused registration prints "error: ..." and exits 1; a
+// bad command line exits 2.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <iostream>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "base/error.h"
+#include "device_agent/agent.h"
+#include "rpc/channel.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: kiln-agent --tracker HOST:PORT --key KEY --target TARGET [--token-file FILE]\n"
+    "                  [--tls-ca FILE] [--fingerprint TEXT] [--threads N] [--runner PATH]\n"
+    "                  [--work-dir DIR]\n"
+    "  --tracker      the tracker's address (kilnd's tracker port)\n"
+    "  --key          the device key measure requests are matched by (e.g. rk3399)\n"
+    "  --target       the target string this board runs\n"
+    "  --token-file   file whose first line is the farm's token (default: $KILN_TOKEN)\n"
+    "  --tls-ca       CA certificate (PEM) to reach the tracker over TLS\n"
+    "  --fingerprint  the board's identity in records (default: CPU model and core count)\n"
+    "  --threads      kernel threads when a request leaves it to the device (default: all)\n"
+    "  --runner       the kiln-runner executable (default: beside kiln-agent, or $KILN_RUNNER)\n"
+    "  --work-dir     folder for kernels and inputs (default: a temporary one)\n";
+
+int usage_error(const std::string& msg) {
+  std::cerr << "error: " << msg << "\n" << kUsage;
+  return 2;
+}
+
+std::string without_prefix(std::string msg) {
+  if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+  return msg;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::map<std::string, std::string> flags;
+  const std::map<std::string, bool> known = {
+      {"--tracker", true}, {"--key", true},      {"--target", true},
+      {"--token-file", false}, {"--tls-ca", false}, {"--fingerprint", false},
+      {"--threads", false}, {"--runner", false}, {"--work-dir", false}};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    std::string value;
+    bool has_value = false;
+    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_value = true;
+    }
+    if (!known.count(arg)) return usage_error("unknown flag '" + arg + "'");
+    if (!has_value) {
+      if (i + 1 >= argc) return usage_error(arg + " needs a value");
+      value = argv[++i];
+    }
+    flags[arg] = value;
+  }
+  for (const auto& [flag, required] : known) {
+    if (required && flags[flag].empty()) return usage_error("missing required flag " + flag);
+  }
+
+  kiln::agent::AgentOptions options;
+  options.tracker = flags["--tracker"];
+  options.key = flags["--key"];
+  options.target = flags["--target"];
+  options.tls_ca = flags["--tls-ca"];
+  options.fingerprint = flags["--fingerprint"];
+  options.runner = flags["--runner"];
+  options.work_dir = flags["--work-dir"];
+  if (!flags["--threads"].empty()) {
+    try {
+      size_t used = 0;
+      options.threads = std::stoi(flags["--threads"], &used);
+      if (used != flags["--threads"].size() || options.threads < 0) throw std::exception();
+    } catch (const std::exception&) {
+      return usage_error("--threads needs a count (0 or more), got '" + flags["--threads"] + "'");
+    }
+  }
+
+  // Signals are taken by a thread of their own (sigwait), never in a handler: block them before
+  // any thread starts so that every thread (gRPC's included) inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  try {
+    options.token = kiln::rpc::read_token(flags["--token-file"]);
+    kiln::agent::Agent agent(std::move(options));
+    std::atomic<bool> done{false};
+    std::thread watcher([&] {
+      int signo = 0;
+      if (sigwait(&signals, &signo) != 0 || done) return;
+      std::cerr << "kiln-agent: " << (signo == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n";
+      agent.stop();
+    });
+    auto join_watcher = [&] {
+      done = true;
+      pthread_kill(watcher.native_handle(), SIGTERM);  // wakes sigwait if no signal came
+      watcher.join();
+    };
+    try {
+      agent.run();
+    } catch (...) {
+      join_watcher();
+      throw;
+    }
+    join_watcher();
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << without_prefix(e.what()) << "\n";
+    return 1;
+  }
+  return 0;
+}
