@@ -38,7 +38,11 @@ struct MeasureSpec {
   uint64_t config_index = 0;
   std::string target;
   std::string device_key;  ///< only devices of this key may run it
-  std::string payload;     ///< opaque to the queue (the server's artifact reference)
+  std::string payload;     ///< opaque to the queue (the server's serialized wire request)
+  // For the record the result becomes (tracker.h make_record):
+  std::string config_text;  ///< Config::str()
+  uint64_t search_seed = 0; ///< the seed of the search that chose the config
+  double flops = 0;         ///< per run of the task; gives the record's GFLOP/s
 };
 
 /// A request in the queue or in flight.

@@ -13,10 +13,16 @@ autotune::MeasureRecord make_record(const MeasureRequest& request, const Device&
                                              : device.key + "#" + std::to_string(device.id);
   r.task_key = request.task_key;
   r.config_index = request.config_index;
+  r.config = request.config_text;
+  r.search_seed = request.search_seed;
   if (outcome.error == autotune::ErrorKind::kNone) r.costs_s = outcome.costs_s;
   r.error = outcome.error;
   r.error_msg = outcome.error_msg;
-  r.gflops = outcome.error == autotune::ErrorKind::kNone ? outcome.gflops : 0;
+  if (outcome.error == autotune::ErrorKind::kNone) {
+    r.gflops = outcome.gflops;
+    if (r.gflops == 0 && request.flops > 0 && !r.costs_s.empty())
+      r.gflops = request.flops / r.cost() / 1e9;
+  }
   r.timestamp_ms = timestamp_ms;
   return r;
 }
@@ -44,7 +50,8 @@ std::optional<Report> Tracker::report(RequestId request, DeviceId device,
   if (!d) return std::nullopt;  // dropped; tick() re-queues its requests
   // The record first: if the append throws, the request stays in flight and nothing is acked.
   Report rep;
-  if (log_) rep.seq = log_->append(make_record(*pending, *d, outcome, clock_.unix_ms()));
+  rep.record = make_record(*pending, *d, outcome, clock_.unix_ms());
+  if (log_) rep.seq = log_->append(rep.record);
   rep.completion = *queue_.complete(request, device);
   devices_.release(device, request);
   rep.quarantined = devices_.record_outcome(device, outcome.error);

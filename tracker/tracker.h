@@ -42,6 +42,7 @@ struct Report {
   Completion completion;
   bool quarantined = false;     ///< this result quarantined the device
   std::optional<uint64_t> seq;  ///< the record's sequence number in the log, when one is kept
+  autotune::MeasureRecord record;  ///< what was (or, without a log, would be) appended
 };
 
 /// What tick() did.
@@ -52,7 +53,8 @@ struct Maintenance {
 };
 
 /// The record of a finished request. The device field is the device's "fingerprint" capability
-/// when it has one, "<key>#<id>" otherwise.
+/// when it has one, "<key>#<id>" otherwise; gflops is the outcome's, or the request's flops over
+/// the record's cost when the outcome has none.
 autotune::MeasureRecord make_record(const MeasureRequest& request, const Device& device,
                                     const MeasureOutcome& outcome, int64_t timestamp_ms);
 

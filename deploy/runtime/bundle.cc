@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/fnv1a.h"
 #include "deploy/runtime/dtype.h"
 
 namespace kiln::runtime {
@@ -16,15 +17,6 @@ constexpr char kEnd[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'D', '!'};
 constexpr char kParamsMagic[4] = {'K', 'P', 'R', 'M'};
 constexpr uint32_t kVersion = 1;
 enum SectionKind : uint32_t { kGraph = 1, kLibrary = 2, kParams = 3 };
-
-uint64_t fnv1a(const char* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 class Writer {
  public:
@@ -129,7 +121,7 @@ std::string serialize_bundle(const Bundle& b) {
   section(kGraph, b.graph_json);
   section(kLibrary, b.library);
   section(kParams, serialize_params(b.params));
-  w.put<uint64_t>(fnv1a(w.out.data(), w.out.size()));
+  w.put<uint64_t>(fnv1a64(w.out.data(), w.out.size()));
   w.bytes(kEnd, 8);
   return w.out;
 }
@@ -142,7 +134,7 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
   const size_t body = bytes.size() - 16;
   uint64_t stored;
   std::memcpy(&stored, bytes.data() + body, 8);
-  KILN_USER_CHECK(stored == fnv1a(bytes.data(), body))
+  KILN_USER_CHECK(stored == fnv1a64(bytes.data(), body))
       << "bundle '" << origin << "' is corrupted: its checksum does not match its contents";
   Reader r(bytes.data(), body, origin);
   r.take(8, "the magic");

@@ -1,15 +1,10 @@
 #include "deploy/runtime/random_fill.h"
 
+#include "base/fnv1a.h"
+
 namespace kiln::runtime {
 
-uint64_t seed_of(const std::string& text) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+uint64_t seed_of(const std::string& text) { return fnv1a64(text.data(), text.size()); }
 
 void fill_uniform(NDArray& array, uint64_t seed) {
   KILN_USER_CHECK(dtype_equal(array.dtype(), kFloat32))

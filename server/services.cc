@@ -1,0 +1,309 @@
+#include "server/services.h"
+
+#include <fstream>
+#include <thread>
+
+#include "base/fnv1a.h"
+#include "rpc/channel.h"
+#include "server/wire.h"
+
+namespace kiln::server {
+namespace {
+
+using grpc::Status;
+using grpc::StatusCode;
+
+/// Runs `body`, turning exceptions into statuses.
+template <typename F>
+Status guarded(F&& body) {
+  try {
+    return body();
+  } catch (const FarmError& e) {
+    return to_status(e);
+  } catch (const kiln::Error& e) {
+    return Status(StatusCode::INVALID_ARGUMENT, e.what());
+  } catch (const std::exception& e) {
+    return Status(StatusCode::INTERNAL, e.what());
+  }
+}
+
+#define KILN_CHECK_TOKEN(ctx, token) \
+  if (!rpc::has_token(*(ctx), (token))) return rpc::unauthenticated(*(ctx))
+
+Status missing(const char* rpc, const char* field) {
+  return Status(StatusCode::INVALID_ARGUMENT, std::string(rpc) + ": " + field + " is missing");
+}
+
+}  // namespace
+
+Status to_status(const FarmError& e) {
+  switch (e.code()) {
+    case FarmError::Code::kInvalidArgument:
+      return Status(StatusCode::INVALID_ARGUMENT, e.what());
+    case FarmError::Code::kNotFound:
+      return Status(StatusCode::NOT_FOUND, e.what());
+    case FarmError::Code::kFailedPrecondition:
+      return Status(StatusCode::FAILED_PRECONDITION, e.what());
+    case FarmError::Code::kResourceExhausted:
+      return Status(StatusCode::RESOURCE_EXHAUSTED, e.what());
+  }
+  return Status(StatusCode::INTERNAL, e.what());
+}
+
+// --- Tracker ------------------------------------------------------------------------------
+
+Status TrackerService::RegisterDevice(grpc::ServerContext* ctx, const v1::RegisterDeviceRequest* req,
+                                      v1::RegisterDeviceResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    const Farm::Registration r = farm_.register_device(*req);
+    resp->set_device_id(r.id);
+    resp->set_lease_ms(r.lease_ms);
+    resp->set_tracker_instance(farm_.instance());
+    return Status::OK;
+  });
+}
+
+Status TrackerService::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
+                                 v1::HeartbeatResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    const Farm::Lease l = farm_.heartbeat(req->device_id());
+    resp->set_known(l.known);
+    resp->set_lease_ms(l.lease_ms);
+    resp->set_quarantined(l.quarantined);
+    resp->set_quarantine_reason(l.reason);
+    return Status::OK;
+  });
+}
+
+Status TrackerService::GetWork(grpc::ServerContext* ctx, const v1::GetWorkRequest* req,
+                               grpc::ServerWriter<v1::MeasureRequest>* writer) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  const uint64_t device = req->device_id();
+  return guarded([&] {
+    while (true) {
+      if (ctx->IsCancelled()) {
+        farm_.device_gone(device, "closed its work stream");
+        return Status::CANCELLED;
+      }
+      v1::MeasureRequest work;
+      switch (farm_.next_work(device, std::chrono::milliseconds(250), &work)) {
+        case Farm::Work::kReady:
+          if (!writer->Write(work)) {
+            farm_.device_gone(device, "went away while a request was sent to it");
+            return Status::CANCELLED;
+          }
+          break;
+        case Farm::Work::kNone:
+          break;
+        case Farm::Work::kUnknownDevice:
+          return Status(StatusCode::NOT_FOUND,
+                        "device " + std::to_string(device) + " is not registered (register again)");
+        case Farm::Work::kStopping:
+          return Status(StatusCode::UNAVAILABLE, "kilnd is stopping");
+      }
+    }
+  });
+}
+
+Status TrackerService::ReportResult(grpc::ServerContext* ctx, const v1::MeasureResult* req,
+                                    v1::ReportResultResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  if (req->request_id() == 0) return missing("ReportResult", "request_id");
+  if (req->device_id() == 0) return missing("ReportResult", "device_id");
+  return guarded([&] {
+    resp->set_accepted(farm_.report_result(*req));
+    return Status::OK;
+  });
+}
+
+Status TrackerService::GetBuildWork(grpc::ServerContext* ctx, const v1::GetBuildWorkRequest* req,
+                                    v1::BuildBatch* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  if (req->worker_id().empty()) return missing("GetBuildWork", "worker_id");
+  return guarded([&] {
+    const std::vector<std::string> targets(req->targets().begin(), req->targets().end());
+    const uint32_t wait_ms = std::min<uint32_t>(req->wait_ms(), 30000);
+    for (v1::BuildRequest& b :
+         farm_.take_builds(req->worker_id(), req->max_batch() ? req->max_batch() : 1, targets,
+                           std::chrono::milliseconds(wait_ms))) {
+      *resp->add_builds() = std::move(b);
+    }
+    return Status::OK;
+  });
+}
+
+Status TrackerService::ReportArtifact(grpc::ServerContext* ctx, const v1::ReportArtifactRequest* req,
+                                      v1::ReportArtifactResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  if (req->build_id() == 0) return missing("ReportArtifact", "build_id");
+  if (req->worker_id().empty()) return missing("ReportArtifact", "worker_id");
+  if (!req->has_artifact()) return missing("ReportArtifact", "artifact");
+  return guarded([&] {
+    resp->set_accepted(farm_.report_artifact(req->build_id(), req->worker_id(), req->artifact()));
+    return Status::OK;
+  });
+}
+
+Status TrackerService::GetJobModel(grpc::ServerContext* ctx, const v1::GetJobModelRequest* req,
+                                   v1::JobModel* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  if (req->job_id() == 0) return missing("GetJobModel", "job_id");
+  return guarded([&] {
+    *resp = farm_.job_model(req->job_id());
+    return Status::OK;
+  });
+}
+
+// --- KilnService --------------------------------------------------------------------------
+
+bool KilnService::admit_submit(const std::string& peer) {
+  // "ipv4:127.0.0.1:5555" -> "ipv4:127.0.0.1": one budget per address, not per connection.
+  const std::string address = peer.substr(0, peer.rfind(':'));
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(rate_mu_);
+  auto& [window_start, count] = submits_[address];
+  if (now - window_start >= std::chrono::minutes(1)) {
+    window_start = now;
+    count = 0;
+  }
+  return ++count <= options_.submits_per_minute;
+}
+
+Status KilnService::SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelRequest* req,
+                                v1::SubmitModelResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, options_.token);
+  if (req->model().empty()) return missing("SubmitModel", "model");
+  if (req->target().empty()) return missing("SubmitModel", "target");
+  if (req->device_key().empty()) return missing("SubmitModel", "device_key");
+  if (req->trials() == 0) return missing("SubmitModel", "trials");
+  if (!admit_submit(ctx->peer())) {
+    return Status(StatusCode::RESOURCE_EXHAUSTED,
+                  "SubmitModel: more than " + std::to_string(options_.submits_per_minute) +
+                      " submissions in a minute from " + ctx->peer());
+  }
+  return guarded([&] {
+    Submission s;
+    s.model = req->model();
+    s.name = req->name().empty() ? "model" : req->name();
+    s.target = req->target();
+    s.device_key = req->device_key();
+    s.owner = req->owner();
+    s.trials = req->trials();
+    s.priority = req->priority();
+    resp->set_job_id(farm_.submit(s));
+    return Status::OK;
+  });
+}
+
+Status KilnService::GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req, v1::Job* resp) {
+  KILN_CHECK_TOKEN(ctx, options_.token);
+  if (req->job_id() == 0) return missing("GetJob", "job_id");
+  return guarded([&] {
+    *resp = to_wire(farm_.job(req->job_id()));
+    return Status::OK;
+  });
+}
+
+Status KilnService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                             v1::ListJobsResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, options_.token);
+  std::set<tracker::JobState> states;
+  for (int s : req->states()) {
+    const auto st = from_wire(static_cast<v1::JobState>(s));
+    if (!st) {
+      return Status(StatusCode::INVALID_ARGUMENT,
+                    "ListJobs: unknown job state " + std::to_string(s));
+    }
+    states.insert(*st);
+  }
+  return guarded([&] {
+    for (const tracker::JobRecord& j : farm_.jobs()) {
+      if (!req->owner().empty() && j.owner != req->owner()) continue;
+      if (!states.empty() && !states.count(j.state)) continue;
+      *resp->add_jobs() = to_wire(j);
+    }
+    return Status::OK;
+  });
+}
+
+Status KilnService::WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                             grpc::ServerWriter<v1::JobProgress>* writer) {
+  KILN_CHECK_TOKEN(ctx, options_.token);
+  if (req->job_id() == 0) return missing("WatchJob", "job_id");
+  return guarded([&] {
+    uint64_t seen = 0;
+    while (true) {
+      const tracker::JobRecord j = farm_.job(req->job_id());
+      if (!writer->Write(progress_of(j))) return Status::CANCELLED;
+      if (tracker::is_final(j.state)) return Status::OK;
+      uint64_t now = seen;
+      while (now == seen) {
+        if (ctx->IsCancelled()) return Status::CANCELLED;
+        if (farm_.stopping()) return Status(StatusCode::UNAVAILABLE, "kilnd is stopping");
+        now = farm_.wait_job(req->job_id(), seen, std::chrono::milliseconds(500));
+      }
+      seen = now;
+    }
+  });
+}
+
+Status KilnService::CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
+                              v1::Job* resp) {
+  KILN_CHECK_TOKEN(ctx, options_.token);
+  if (req->job_id() == 0) return missing("CancelJob", "job_id");
+  return guarded([&] {
+    *resp = to_wire(farm_.cancel(req->job_id(), req->reason()));
+    return Status::OK;
+  });
+}
+
+Status KilnService::FetchBundle(grpc::ServerContext* ctx, const v1::FetchBundleRequest* req,
+                                grpc::ServerWriter<v1::BundleChunk>* writer) {
+  KILN_CHECK_TOKEN(ctx, options_.token);
+  if (req->job_id() == 0) return missing("FetchBundle", "job_id");
+  return guarded([&] {
+    const std::string path = farm_.bundle_path(req->job_id());
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) {
+      return Status(StatusCode::INTERNAL, "job " + std::to_string(req->job_id()) +
+                                              " is done but its bundle '" + path + "' is missing");
+    }
+    const uint64_t total = static_cast<uint64_t>(in.tellg());
+    in.seekg(0);
+    const uint32_t chunk = std::clamp<uint32_t>(
+        req->chunk_bytes() ? req->chunk_bytes() : options_.default_chunk_bytes, 4096, 4u << 20);
+    uint64_t offset = 0, hash = kFnv1a64Basis;
+    std::string buf;
+    do {
+      const uint64_t n = std::min<uint64_t>(chunk, total - offset);
+      buf.resize(n);
+      in.read(buf.data(), static_cast<std::streamsize>(n));
+      if (!in) return Status(StatusCode::INTERNAL, "reading bundle '" + path + "' failed");
+      hash = fnv1a64(buf.data(), buf.size(), hash);
+      v1::BundleChunk c;
+      c.set_offset(offset);
+      c.set_data(buf);
+      c.set_total_size(total);
+      offset += n;
+      if (offset == total) {
+        c.set_last(true);
+        c.set_checksum(hash);
+      }
+      if (!writer->Write(c)) return Status::CANCELLED;
+    } while (offset < total);
+    return Status::OK;
+  });
+}
+
+Status KilnService::ListDevices(grpc::ServerContext* ctx, const v1::ListDevicesRequest* req,
+                                v1::ListDevicesResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, options_.token);
+  return guarded([&] {
+    for (v1::DeviceInfo& d : farm_.devices(req->key())) *resp->add_devices() = std::move(d);
+    return Status::OK;
+  });
+}
+
+}  // namespace kiln::server

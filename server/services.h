@@ -1,0 +1,84 @@
+// kilnd's two gRPC services over one Farm: the Tracker service (device agents and compiler
+// workers, proto/kiln/v1/tracker.proto) and the public KilnService (proto/kiln/v1/service.proto).
+// Both check the farm's token first (rpc::has_token), turn a FarmError into its status code and
+// any other exception into INTERNAL with its message; neither holds a lock of its own.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "proto/kiln/v1/service.grpc.pb.h"
+#include "proto/kiln/v1/tracker.grpc.pb.h"
+#include "server/farm.h"
+
+namespace kiln::server {
+
+/// The gRPC status for a farm error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION,
+/// RESOURCE_EXHAUSTED).
+grpc::Status to_status(const FarmError& e);
+
+class TrackerService final : public v1::Tracker::Service {
+ public:
+  TrackerService(Farm& farm, std::string token) : farm_(farm), token_(std::move(token)) {}
+
+  grpc::Status RegisterDevice(grpc::ServerContext* ctx, const v1::RegisterDeviceRequest* req,
+                              v1::RegisterDeviceResponse* resp) override;
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
+                         v1::HeartbeatResponse* resp) override;
+  /// Streams requests to the device until the agent goes away (the device is then dropped and
+  /// its work re-queued at once), the device is unknown (NOT_FOUND: register again) or kilnd stops.
+  grpc::Status GetWork(grpc::ServerContext* ctx, const v1::GetWorkRequest* req,
+                       grpc::ServerWriter<v1::MeasureRequest>* writer) override;
+  grpc::Status ReportResult(grpc::ServerContext* ctx, const v1::MeasureResult* req,
+                            v1::ReportResultResponse* resp) override;
+  grpc::Status GetBuildWork(grpc::ServerContext* ctx, const v1::GetBuildWorkRequest* req,
+                            v1::BuildBatch* resp) override;
+  grpc::Status ReportArtifact(grpc::ServerContext* ctx, const v1::ReportArtifactRequest* req,
+                              v1::ReportArtifactResponse* resp) override;
+  grpc::Status GetJobModel(grpc::ServerContext* ctx, const v1::GetJobModelRequest* req,
+                           v1::JobModel* resp) override;
+
+ private:
+  Farm& farm_;
+  std::string token_;
+};
+
+struct KilnServiceOptions {
+  std::string token;
+  /// SubmitModel calls one client address may make per minute (RESOURCE_EXHAUSTED beyond).
+  int submits_per_minute = 60;
+  uint32_t default_chunk_bytes = 1u << 20;
+};
+
+class KilnService final : public v1::KilnService::Service {
+ public:
+  KilnService(Farm& farm, KilnServiceOptions options) : farm_(farm), options_(std::move(options)) {}
+
+  grpc::Status SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelRequest* req,
+                           v1::SubmitModelResponse* resp) override;
+  grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
+                      v1::Job* resp) override;
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
+                        v1::ListJobsResponse* resp) override;
+  grpc::Status WatchJob(grpc::ServerContext* ctx, const v1::WatchJobRequest* req,
+                        grpc::ServerWriter<v1::JobProgress>* writer) override;
+  grpc::Status CancelJob(grpc::ServerContext* ctx, const v1::CancelJobRequest* req,
+                         v1::Job* resp) override;
+  grpc::Status FetchBundle(grpc::ServerContext* ctx, const v1::FetchBundleRequest* req,
+                           grpc::ServerWriter<v1::BundleChunk>* writer) override;
+  grpc::Status ListDevices(grpc::ServerContext* ctx, const v1::ListDevicesRequest* req,
+                           v1::ListDevicesResponse* resp) override;
+
+ private:
+  /// False when `peer` (its address without the port) used up its submissions of the minute.
+  bool admit_submit(const std::string& peer);
+
+  Farm& farm_;
+  KilnServiceOptions options_;
+  std::mutex rate_mu_;
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point, int>> submits_;
+};
+
+}  // namespace kiln::server
