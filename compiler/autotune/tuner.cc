@@ -1,53 +1,21 @@
-// The tuning loop: reference, explorer, candidates (lower -> dedupe -> build -> measure in a
-// child), records, model refit.
+// The tuning loop: explorer, candidates (lower -> dedupe -> the measurer), records, model refit.
 #include "compiler/autotune/tuner.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
-#include <deque>
-#include <future>
-#include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <random>
-#include <thread>
 #include <unordered_map>
 
 #include "base/error.h"
 #include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/explorer.h"
 #include "compiler/autotune/features.h"
-#include "compiler/codegen/build.h"
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
-#include "compiler/target/target.h"
-#include "deploy/runtime/measure_child.h"
-#include "deploy/runtime/npy.h"
 
 namespace kiln::autotune {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-/// A folder for one task's files (inputs, references, candidate libraries), removed afterwards.
-struct WorkDir {
-  fs::path path;
-  WorkDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("kiln-tune-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~WorkDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -55,62 +23,19 @@ int64_t now_ms() {
       .count();
 }
 
-ErrorKind from_run_error(runtime::ErrorKind e) {
-  switch (e) {
-    case runtime::ErrorKind::kNone:
-      return ErrorKind::kNone;
-    case runtime::ErrorKind::kRuntimeError:
-      return ErrorKind::kRuntimeError;
-    case runtime::ErrorKind::kRunTimeout:
-      return ErrorKind::kRunTimeout;
-    case runtime::ErrorKind::kCrash:
-      return ErrorKind::kCrash;
-    case runtime::ErrorKind::kWrongAnswer:
-      return ErrorKind::kWrongAnswer;
-  }
-  return ErrorKind::kRuntimeError;
-}
-
-/// Random inputs for the task's placeholders (uniform in [-1, 1), seeded by the task key), and
-/// the reference outputs of its naive schedule, as .npy files in `dir`.
-struct Reference {
-  std::vector<std::string> inputs;
-  std::string output;
-  double max_abs = 0;
-};
-
-Reference make_reference(const Task& task, const WorkDir& dir) {
-  std::mt19937_64 rng(std::hash<std::string>{}(task.key));
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<runtime::NDArray> arrays;
-  Reference ref;
-  for (size_t i = 0; i < task.inputs.size(); ++i) {
-    const te::Tensor& t = task.inputs[i];
-    KILN_USER_CHECK(t->dtype() == ir::kFloat32)
-        << "tuning task '" << task.key << "': input '" << t->name() << "' is " << t->dtype().str()
-        << "; the tuner measures float32 workloads";
-    std::vector<int64_t> shape;
-    for (const ir::Expr& d : t->shape()) shape.push_back(*ir::as_const_int(d));
-    runtime::NDArray a = runtime::NDArray::empty(shape, runtime::kFloat32);
-    float* p = a.data<float>();
-    for (int64_t k = 0; k < a.num_elements(); ++k) p[k] = dist(rng);
-    ref.inputs.push_back(dir.file("input" + std::to_string(i) + ".npy"));
-    runtime::save_npy(ref.inputs.back(), a);
-    arrays.push_back(std::move(a));
-  }
-  std::vector<int64_t> oshape;
-  for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
-  arrays.push_back(runtime::NDArray::empty(oshape, runtime::kFloat32));
-  runtime::Function f =
-      compiler::build(task.reference_schedule(), task.args(), "llvm", "reference").function("reference");
-  std::vector<runtime::Arg> args(arrays.begin(), arrays.end());
-  f.call(args);
-  const runtime::NDArray& out = arrays.back();
-  for (int64_t k = 0; k < out.num_elements(); ++k)
-    ref.max_abs = std::max<double>(ref.max_abs, std::fabs(out.data<float>()[k]));
-  ref.output = dir.file("reference.npy");
-  runtime::save_npy(ref.output, out);
-  return ref;
+LocalMeasureOptions local_options(const TuneOptions& o) {
+  LocalMeasureOptions m;
+  m.build_threads = o.build_threads;
+  m.build_timeout_s = o.build_timeout_s;
+  m.repeat = o.repeat;
+  m.min_repeat_ms = o.min_repeat_ms;
+  m.cooldown_ms = o.cooldown_ms;
+  m.flush_cache = o.flush_cache;
+  m.threads = o.threads;
+  m.run_timeout_s = o.run_timeout_s;
+  m.rtol = o.rtol;
+  m.atol_scale = o.atol_scale;
+  return m;
 }
 
 std::unique_ptr<Explorer> make_explorer(const TuneOptions& o, const ConfigSpace& space) {
@@ -162,78 +87,19 @@ class FeatureCache {
   std::unordered_map<uint64_t, std::vector<float>>& cache_;
 };
 
-struct BuildOutcome {
-  ErrorKind error = ErrorKind::kNone;
-  std::string message;
-};
-
-/// Builds funcs[i] into paths[i], at most `threads` at once (0: one per CPU). A build still running
-/// `timeout_s` after it started is reported as kCompileTimeout and abandoned: its thread finishes
-/// in the background and its file is never used.
-std::vector<BuildOutcome> build_parallel(const std::vector<ir::PrimFunc>& funcs,
-                                         const std::vector<std::string>& paths,
-                                         const target::Target& tgt, int threads,
-                                         double timeout_s) {
-  const size_t parallel = threads > 0 ? static_cast<size_t>(threads)
-                                      : std::max<size_t>(1, std::thread::hardware_concurrency());
-  std::vector<BuildOutcome> out(funcs.size());
-  struct Running {
-    size_t index;
-    std::future<std::string> result;  ///< empty: built; else the error
-    Clock::time_point deadline;
-  };
-  std::deque<Running> running;
-  size_t next = 0;
-  while (next < funcs.size() || !running.empty()) {
-    while (running.size() < parallel && next < funcs.size()) {
-      auto promise = std::make_shared<std::promise<std::string>>();
-      running.push_back({next, promise->get_future(),
-                         Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(timeout_s))});
-      std::thread([promise, f = funcs[next], tgt, path = paths[next]] {
-        try {
-          codegen::export_library({f}, tgt, path);
-          promise->set_value("");
-        } catch (const std::exception& e) {
-          promise->set_value(e.what());
-        }
-      }).detach();
-      ++next;
-    }
-    Running r = std::move(running.front());
-    running.pop_front();
-    if (r.result.wait_until(r.deadline) == std::future_status::timeout) {
-      out[r.index] = {ErrorKind::kCompileTimeout,
-                      "the build ran past " + std::to_string(timeout_s) + " s"};
-    } else if (std::string err = r.result.get(); !err.empty()) {
-      out[r.index] = {ErrorKind::kCompileError, err};
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
-std::string host_device_fingerprint() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, model = "unknown CPU";
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const size_t colon = line.find(':');
-      if (colon != std::string::npos) model = line.substr(colon + 2);
-      break;
-    }
-  }
-  return model + " x" + std::to_string(std::thread::hardware_concurrency());
-}
-
-Tuner::Tuner(RecordLog& log, TuneOptions options)
-    : log_(log), options_(std::move(options)), device_(host_device_fingerprint()) {
+Tuner::Tuner(RecordLog& log, TuneOptions options, Measurer* measurer)
+    : log_(log), options_(std::move(options)), measurer_(measurer) {
   KILN_USER_CHECK(options_.trials > 0 && options_.batch > 0)
       << "tune: trials and batch must be positive (got " << options_.trials << " and "
       << options_.batch << ")";
   KILN_USER_CHECK(options_.features == "loop" || options_.features == "knob")
       << "tune: unknown features '" << options_.features << "' (known: loop, knob)";
+  if (!measurer_) {
+    owned_measurer_ = std::make_unique<LocalMeasurer>(log_, local_options(options_));
+    measurer_ = owned_measurer_.get();
+  }
 }
 
 TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history) {
@@ -304,12 +170,17 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   };
   refit();
 
-  const WorkDir dir;
-  const Reference ref = make_reference(task, dir);
-  const target::Target tgt = target::Target::parse(target);
+  // The device of the records the Tuner makes itself (configs that do not lower): the measurer's,
+  // as its latest record names it.
+  std::string device;
+  if (auto* local = dynamic_cast<LocalMeasurer*>(measurer_)) {
+    device = local->options().device;
+  } else if (!earlier.empty()) {
+    device = earlier.back().device;
+  }
   std::unordered_map<uint64_t, MeasureRecord> by_program;  // structural hash -> measurement
+  bool begun = false;  // measurer_->begin_task(task) was called
   int done = static_cast<int>(earlier.size());
-  int candidate = 0;
 
   while (done < options_.trials && !explorer->exhausted()) {
     // The template's default is measured first, so that the log's best is never a config worse
@@ -325,111 +196,103 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       batch.push_back(i);
     }
     if (batch.empty()) break;
-    // 1. Lower every candidate; a program equal to one measured before (or earlier in the batch)
-    //    is measured once.
-    struct Candidate {
+    // 1. Lower every config; a program equal to one measured before (or earlier in the batch) is
+    //    measured once.
+    struct Slot {
       MeasureRecord rec;
       uint64_t hash = 0;
-      ir::PrimFunc func;
-      int same_as = -1;  ///< an earlier candidate of the batch with the same program
-      bool reused = false;
-      bool lowered = false;
+      int same_as = -1;       ///< an earlier slot of the batch with the same program
+      bool reused = false;    ///< gets another config's measurement
+      bool measured = false;  ///< its record came from the measurer (already in the log)
     };
-    std::vector<Candidate> cands(batch.size());
+    std::vector<Slot> slots(batch.size());
     std::unordered_map<uint64_t, int> first_in_batch;
-    std::vector<int> to_build;
+    std::vector<Candidate> distinct;
+    std::vector<size_t> distinct_slot;
     for (size_t k = 0; k < batch.size(); ++k) {
-      Candidate& c = cands[k];
+      Slot& s = slots[k];
       const Config cfg = task.space.get(batch[k]);
-      c.rec.target = target;
-      c.rec.device = device_;
-      c.rec.task_key = task.key;
-      c.rec.config_index = batch[k];
-      c.rec.config = cfg.str();
-      c.rec.search_seed = options_.seed;
+      s.rec.target = target;
+      s.rec.device = device;
+      s.rec.task_key = task.key;
+      s.rec.config_index = batch[k];
+      s.rec.config = cfg.str();
+      s.rec.search_seed = options_.seed;
+      ir::PrimFunc func;
       try {
-        c.func = compiler::lower(task.schedule(cfg), task.args(), "candidate");
-        c.hash = ir::structural_hash(c.func);
-        if (use_model) features.put(batch[k], c.func);
-        c.lowered = true;
+        func = compiler::lower(task.schedule(cfg), task.args(), "candidate");
+        s.hash = ir::structural_hash(func);
+        if (use_model) features.put(batch[k], func);
       } catch (const std::exception& e) {
-        c.rec.error = ErrorKind::kCompileError;
-        c.rec.error_msg = e.what();
+        s.rec.error = ErrorKind::kCompileError;
+        s.rec.error_msg = e.what();
         continue;
       }
-      if (auto it = by_program.find(c.hash); it != by_program.end()) {
-        c.rec.costs_s = it->second.costs_s;
-        c.rec.error = it->second.error;
-        c.rec.error_msg = it->second.error_msg;
-        c.reused = true;
-      } else if (auto b = first_in_batch.find(c.hash); b != first_in_batch.end()) {
-        c.same_as = b->second;
-        c.reused = true;
+      if (auto it = by_program.find(s.hash); it != by_program.end()) {
+        s.rec.device = it->second.device;
+        s.rec.costs_s = it->second.costs_s;
+        s.rec.error = it->second.error;
+        s.rec.error_msg = it->second.error_msg;
+        s.reused = true;
+      } else if (auto b = first_in_batch.find(s.hash); b != first_in_batch.end()) {
+        s.same_as = b->second;
+        s.reused = true;
       } else {
-        first_in_batch.emplace(c.hash, static_cast<int>(k));
-        to_build.push_back(static_cast<int>(k));
+        first_in_batch.emplace(s.hash, static_cast<int>(k));
+        distinct.push_back({batch[k], s.rec.config, std::move(func)});
+        distinct_slot.push_back(k);
       }
     }
-    // 2. Build the distinct programs in parallel, each within the compile time limit.
-    std::vector<ir::PrimFunc> funcs;
-    std::vector<std::string> paths;
-    for (int k : to_build) {
-      funcs.push_back(cands[static_cast<size_t>(k)].func);
-      paths.push_back(dir.file("candidate" + std::to_string(candidate++) + ".so"));
-    }
-    const std::vector<BuildOutcome> built =
-        build_parallel(funcs, paths, tgt, options_.build_threads, options_.build_timeout_s);
-    // 3. Measure them one at a time, so that no two measurements share the machine.
-    for (size_t b = 0; b < to_build.size(); ++b) {
-      Candidate& c = cands[static_cast<size_t>(to_build[b])];
-      if (built[b].error != ErrorKind::kNone) {
-        c.rec.error = built[b].error;
-        c.rec.error_msg = built[b].message;
-      } else {
-        runtime::RunRequest req;
-        req.library = paths[b];
-        req.function = "candidate";
-        for (const std::string& in : ref.inputs) req.args.push_back(runtime::RunArg::make_input(in));
-        std::vector<int64_t> oshape;
-        for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
-        req.args.push_back(runtime::RunArg::make_output(
-            "float32", oshape, ref.output, options_.rtol, options_.atol_scale * ref.max_abs + 1e-7));
-        req.repeat = options_.repeat;
-        req.min_repeat_ms = options_.min_repeat_ms;
-        req.cooldown_ms = options_.cooldown_ms;
-        req.flush_cache = options_.flush_cache;
-        req.threads = options_.threads;
-        const runtime::RunResult run = runtime::measure_in_child(req, options_.run_timeout_s);
-        c.rec.error = from_run_error(run.error);
-        c.rec.error_msg = run.message;
-        c.rec.costs_s = run.costs_s;
+    // 2. The measurer builds and measures the distinct programs and appends their records.
+    if (!distinct.empty()) {
+      if (!begun) {
+        measurer_->begin_task(task);
+        begun = true;
       }
-      std::error_code ec;
-      fs::remove(paths[b], ec);
-      by_program.emplace(c.hash, c.rec);
+      std::vector<MeasureRecord> measured = measurer_->measure(task, distinct, options_.seed);
+      KILN_ICHECK(measured.size() == distinct.size())
+          << "the measurer returned " << measured.size() << " records for " << distinct.size()
+          << " candidates";
+      for (size_t b = 0; b < measured.size(); ++b) {
+        KILN_ICHECK(measured[b].config_index == distinct[b].config_index)
+            << "the measurer's record " << b << " is of config " << measured[b].config_index
+            << ", not " << distinct[b].config_index;
+        Slot& s = slots[distinct_slot[b]];
+        s.rec = std::move(measured[b]);
+        s.measured = true;
+        by_program.emplace(s.hash, s.rec);
+        device = s.rec.device;
+      }
     }
-    // 4. Records, in batch order.
+    // 3. The records the measurer did not make: configs that do not lower, reused measurements.
     std::vector<double> throughput;
-    for (size_t k = 0; k < cands.size(); ++k) {
-      Candidate& c = cands[k];
-      if (c.same_as >= 0) {
-        const MeasureRecord& m = cands[static_cast<size_t>(c.same_as)].rec;
-        c.rec.costs_s = m.costs_s;
-        c.rec.error = m.error;
-        c.rec.error_msg = m.error_msg;
+    for (size_t k = 0; k < slots.size(); ++k) {
+      Slot& s = slots[k];
+      MeasureRecord& rec = s.rec;
+      if (!s.measured) {
+        if (s.same_as >= 0) {
+          const MeasureRecord& m = slots[static_cast<size_t>(s.same_as)].rec;
+          rec.device = m.device;
+          rec.costs_s = m.costs_s;
+          rec.error = m.error;
+          rec.error_msg = m.error_msg;
+        } else if (!s.reused) {
+          rec.device = device;  // did not lower: the measurer's device, as known after this batch
+        }
+        if (rec.error == ErrorKind::kNone && !rec.costs_s.empty()) {
+          rec.gflops = task.flops / rec.cost() / 1e9;
+        } else {
+          rec.costs_s.clear();
+        }
+        rec.timestamp_ms = now_ms();
+        log_.append(rec);
       }
-      MeasureRecord& rec = c.rec;
-      if (rec.error == ErrorKind::kNone && !rec.costs_s.empty()) {
-        rec.gflops = task.flops / rec.cost() / 1e9;
-      } else {
-        rec.costs_s.clear();
+      if (rec.error != ErrorKind::kNone || rec.costs_s.empty()) {
         ++result.errors[error_kind_name(rec.error)];
       }
-      rec.timestamp_ms = now_ms();
-      log_.append(rec);
       ++done;
       ++result.measured_now;
-      if (c.reused) ++result.reused;
+      if (s.reused) ++result.reused;
       best = std::max(best, rec.gflops);
       result.curve.push_back(best);
       throughput.push_back(rec.gflops);

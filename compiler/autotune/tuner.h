@@ -1,25 +1,34 @@
 // The tuning loop (the paper's section 5): for one task, an explorer proposes a batch of configs,
-// each is lowered, the batch is built in parallel (with a compile time limit), and each is
-// measured on this machine, one at a time, in a guarded child process (its output checked
-// against the task's reference output), every measurement is appended to the record
-// log, and the cost model is refit on everything measured so far before the next batch.
+// each is lowered, the distinct programs of the batch go to a Measurer (measurer.h), which builds
+// and measures them (its output checked against the task's reference) and appends each
+// measurement to the record log, and the cost model is refit on everything measured so far before
+// the next batch. The default Measurer is a LocalMeasurer (local_measurer.h): parallel builds with
+// a compile time limit, then one guarded child process per measurement on this machine.
 //
 //   RecordLog log = RecordLog::open("records/");
 //   Tuner tuner(log, TuneOptions{.trials = 200});
 //   TaskResult r = tuner.tune(task);   // resumes from the log; never measures a config twice
 //
-// Identical lowered programs (equal structural hash) are built and measured once; a config whose
-// program equals one already measured gets that measurement. Nothing a candidate does (a compile
-// error, a crash, a hang, a wrong answer) stops the loop: it becomes the record's error kind.
+//   FarmMeasurer farm(...);              // or any other Measurer, which then appends the records
+//   Tuner farm_tuner(log, options, &farm);
+//
+// Identical lowered programs (equal structural hash) are sent to the measurer once; a config whose
+// program equals one already measured gets that measurement, recorded by the Tuner. Nothing a
+// candidate does (a compile error, a crash, a hang, a wrong answer) stops the loop: it becomes the
+// record's error kind. Every record of a tune() call is appended exactly once, by the measurer or
+// (for configs that do not lower, and reused measurements) by the Tuner.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <unordered_map>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "compiler/autotune/local_measurer.h"
+#include "compiler/autotune/measurer.h"
 #include "compiler/autotune/record_log.h"
 #include "compiler/autotune/task.h"
 
@@ -36,6 +45,8 @@ struct TuneOptions {
   /// Measure the template's default config first (so the best is never worse than an untuned
   /// build); off only to study the explorers alone (bench/tuning_bench.cc).
   bool default_first = true;
+  // How the default LocalMeasurer builds and runs each candidate (LocalMeasureOptions); unused
+  // when the Tuner is given a Measurer.
   int build_threads = 0;         ///< candidates built at once; 0 = one per CPU
   double build_timeout_s = 60;   ///< per candidate build (past it: compile_timeout)
   // How each candidate runs (see deploy/runtime/kernel_runner.h).
@@ -74,12 +85,11 @@ struct TaskResult {
   std::vector<double> curve;
 };
 
-/// This machine as a record's device: the CPU model and the number of CPUs.
-std::string host_device_fingerprint();
-
 class Tuner {
  public:
-  Tuner(RecordLog& log, TuneOptions options);
+  /// Candidates are measured by `measurer` (which must outlive the Tuner and append to `log`);
+  /// null: by a LocalMeasurer made from `options`, owned by the Tuner.
+  Tuner(RecordLog& log, TuneOptions options, Measurer* measurer = nullptr);
   /// The callback after every round (replaces options.progress), e.g. to name the next task.
   void set_progress(std::function<void(const TuneProgress&)> progress) {
     options_.progress = std::move(progress);
@@ -93,7 +103,8 @@ class Tuner {
  private:
   RecordLog& log_;
   TuneOptions options_;
-  std::string device_;
+  std::unique_ptr<Measurer> owned_measurer_;  ///< the LocalMeasurer, when none was given
+  Measurer* measurer_;
   /// Feature vectors by task key and config, across tune() calls: each config is lowered for
   /// its features at most once, also when later tasks read its records for transfer.
   std::unordered_map<std::string, std::unordered_map<uint64_t, std::vector<float>>> features_;

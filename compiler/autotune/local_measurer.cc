@@ -1,0 +1,213 @@
+// LocalMeasurer: reference files, parallel builds with a time limit, one guarded child per
+// measurement, records.
+#include "compiler/autotune/local_measurer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <thread>
+
+#include "base/error.h"
+#include "compiler/codegen/build.h"
+#include "compiler/target/target.h"
+#include "deploy/runtime/measure_child.h"
+#include "deploy/runtime/npy.h"
+
+namespace kiln::autotune {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+ErrorKind from_run_error(runtime::ErrorKind e) {
+  switch (e) {
+    case runtime::ErrorKind::kNone:
+      return ErrorKind::kNone;
+    case runtime::ErrorKind::kRuntimeError:
+      return ErrorKind::kRuntimeError;
+    case runtime::ErrorKind::kRunTimeout:
+      return ErrorKind::kRunTimeout;
+    case runtime::ErrorKind::kCrash:
+      return ErrorKind::kCrash;
+    case runtime::ErrorKind::kWrongAnswer:
+      return ErrorKind::kWrongAnswer;
+  }
+  return ErrorKind::kRuntimeError;
+}
+
+struct BuildOutcome {
+  ErrorKind error = ErrorKind::kNone;
+  std::string message;
+};
+
+/// Builds funcs[i] into paths[i], at most `threads` at once (0: one per CPU). A build still running
+/// `timeout_s` after it started is reported as kCompileTimeout and abandoned: its thread finishes
+/// in the background and its file is never used.
+std::vector<BuildOutcome> build_parallel(const std::vector<ir::PrimFunc>& funcs,
+                                         const std::vector<std::string>& paths,
+                                         const target::Target& tgt, int threads,
+                                         double timeout_s) {
+  const size_t parallel = threads > 0 ? static_cast<size_t>(threads)
+                                      : std::max<size_t>(1, std::thread::hardware_concurrency());
+  std::vector<BuildOutcome> out(funcs.size());
+  struct Running {
+    size_t index;
+    std::future<std::string> result;  ///< empty: built; else the error
+    Clock::time_point deadline;
+  };
+  std::deque<Running> running;
+  size_t next = 0;
+  while (next < funcs.size() || !running.empty()) {
+    while (running.size() < parallel && next < funcs.size()) {
+      auto promise = std::make_shared<std::promise<std::string>>();
+      running.push_back({next, promise->get_future(),
+                         Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                            std::chrono::duration<double>(timeout_s))});
+      std::thread([promise, f = funcs[next], tgt, path = paths[next]] {
+        try {
+          codegen::export_library({f}, tgt, path);
+          promise->set_value("");
+        } catch (const std::exception& e) {
+          promise->set_value(e.what());
+        }
+      }).detach();
+      ++next;
+    }
+    Running r = std::move(running.front());
+    running.pop_front();
+    if (r.result.wait_until(r.deadline) == std::future_status::timeout) {
+      out[r.index] = {ErrorKind::kCompileTimeout,
+                      "the build ran past " + std::to_string(timeout_s) + " s"};
+    } else if (std::string err = r.result.get(); !err.empty()) {
+      out[r.index] = {ErrorKind::kCompileError, err};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string host_device_fingerprint() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) model = line.substr(colon + 2);
+      break;
+    }
+  }
+  return model + " x" + std::to_string(std::thread::hardware_concurrency());
+}
+
+LocalMeasurer::LocalMeasurer(RecordLog& log, LocalMeasureOptions options)
+    : log_(log), options_(std::move(options)) {}
+
+LocalMeasurer::~LocalMeasurer() { remove_work_dir(); }
+
+void LocalMeasurer::remove_work_dir() {
+  if (dir_.empty()) return;
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+  dir_.clear();
+  task_key_.clear();
+  inputs_.clear();
+  output_.clear();
+}
+
+void LocalMeasurer::begin_task(const Task& task) {
+  remove_work_dir();
+  const TaskReference ref = compute_reference(task);
+  static std::atomic<int> counter{0};
+  dir_ = fs::temp_directory_path() /
+         ("kiln-tune-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::create_directories(dir_);
+  for (size_t i = 0; i < ref.inputs.size(); ++i) {
+    inputs_.push_back((dir_ / ("input" + std::to_string(i) + ".npy")).string());
+    runtime::save_npy(inputs_.back(), ref.inputs[i]);
+  }
+  output_ = (dir_ / "reference.npy").string();
+  runtime::save_npy(output_, ref.output);
+  max_abs_ = ref.max_abs;
+  task_key_ = task.key;
+}
+
+std::vector<MeasureRecord> LocalMeasurer::measure(const Task& task,
+                                                  const std::vector<Candidate>& candidates,
+                                                  uint64_t seed) {
+  KILN_ICHECK(!task_key_.empty() && task.key == task_key_)
+      << "LocalMeasurer::measure of task '" << task.key << "' after begin_task of '" << task_key_
+      << "'";
+  const Tolerance tol{options_.rtol, options_.atol_scale * max_abs_ + 1e-7};
+  std::vector<int64_t> oshape;
+  for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
+
+  // 1. Build every candidate in parallel, each within the compile time limit.
+  std::vector<ir::PrimFunc> funcs;
+  std::vector<std::string> paths;
+  for (const Candidate& c : candidates) {
+    funcs.push_back(c.func);
+    paths.push_back((dir_ / ("candidate" + std::to_string(next_file_++) + ".so")).string());
+  }
+  const std::vector<BuildOutcome> built =
+      build_parallel(funcs, paths, target::Target::parse(task.target), options_.build_threads,
+                     options_.build_timeout_s);
+
+  // 2. Measure them one at a time, so that no two measurements share the machine; each record is
+  //    in the log before the next candidate runs.
+  std::vector<MeasureRecord> records;
+  records.reserve(candidates.size());
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    MeasureRecord rec;
+    rec.target = task.target;
+    rec.device = options_.device;
+    rec.task_key = task.key;
+    rec.config_index = candidates[k].config_index;
+    rec.config = candidates[k].config;
+    rec.search_seed = seed;
+    if (built[k].error != ErrorKind::kNone) {
+      rec.error = built[k].error;
+      rec.error_msg = built[k].message;
+    } else {
+      runtime::RunRequest req;
+      req.library = paths[k];
+      req.function = "candidate";
+      for (const std::string& in : inputs_) req.args.push_back(runtime::RunArg::make_input(in));
+      req.args.push_back(
+          runtime::RunArg::make_output("float32", oshape, output_, tol.rtol, tol.atol));
+      req.repeat = options_.repeat;
+      req.min_repeat_ms = options_.min_repeat_ms;
+      req.cooldown_ms = options_.cooldown_ms;
+      req.flush_cache = options_.flush_cache;
+      req.threads = options_.threads;
+      const runtime::RunResult run = runtime::measure_in_child(req, options_.run_timeout_s);
+      rec.error = from_run_error(run.error);
+      rec.error_msg = run.message;
+      rec.costs_s = run.costs_s;
+    }
+    std::error_code ec;
+    fs::remove(paths[k], ec);
+    if (rec.error == ErrorKind::kNone && !rec.costs_s.empty()) {
+      rec.gflops = task.flops / rec.cost() / 1e9;
+    } else {
+      rec.costs_s.clear();
+    }
+    rec.timestamp_ms = now_ms();
+    log_.append(rec);
+    records.push_back(std::move(rec));
+  }
+  return records;
+}
+
+}  // namespace kiln::autotune

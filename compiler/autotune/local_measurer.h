@@ -1,0 +1,76 @@
+// The Measurer of `kiln tune`: builds a batch of candidates on this machine in parallel (each
+// within a compile time limit), then measures them one at a time, so that no two measurements
+// share the machine, each in a guarded kiln-runner child (deploy/runtime/measure_child.h) whose
+// output is checked against the task's reference. A compile error, a build past its limit, a
+// crash, a hang or a wrong answer is the candidate's record's error kind, never an exception.
+//
+//   RecordLog log = RecordLog::open("records/");
+//   LocalMeasurer measurer(log, LocalMeasureOptions{.repeat = 5});
+//   measurer.begin_task(task);                       // the reference, as .npy files
+//   std::vector<MeasureRecord> recs = measurer.measure(task, candidates, /*seed=*/1);
+//   // recs[i] is candidates[i]'s record, already in the log
+//
+// The reference's files and the candidates' libraries live in a work folder of this process,
+// replaced at the next begin_task and removed with the measurer.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "compiler/autotune/measurer.h"
+#include "compiler/autotune/record_log.h"
+#include "compiler/autotune/task.h"
+
+namespace kiln::autotune {
+
+/// This machine as a record's device: the CPU model and the number of CPUs.
+std::string host_device_fingerprint();
+
+/// How the LocalMeasurer builds and runs (the Tuner makes them from its TuneOptions).
+struct LocalMeasureOptions {
+  int build_threads = 0;        ///< candidates built at once; 0 = one per CPU
+  double build_timeout_s = 60;  ///< per candidate build (past it: compile_timeout)
+  // How each candidate runs (see deploy/runtime/kernel_runner.h).
+  int repeat = 3;
+  double min_repeat_ms = 20;
+  double cooldown_ms = 0;
+  bool flush_cache = false;
+  int threads = 0;            ///< thread-pool size for the kernel; 0 = all CPUs
+  double run_timeout_s = 10;  ///< per candidate, for the whole child
+  /// Reference check: |out - ref| <= rtol * |ref| + atol_scale * max|ref| + 1e-7.
+  double rtol = 1e-3;
+  double atol_scale = 1e-4;
+  std::string device = host_device_fingerprint();  ///< the records' device
+};
+
+class LocalMeasurer : public Measurer {
+ public:
+  /// Records are appended to `log`, which must outlive the measurer.
+  LocalMeasurer(RecordLog& log, LocalMeasureOptions options);
+  ~LocalMeasurer() override;
+  LocalMeasurer(const LocalMeasurer&) = delete;
+  LocalMeasurer& operator=(const LocalMeasurer&) = delete;
+
+  void begin_task(const Task& task) override;
+  /// kiln::InternalError when `task` is not the one of the last begin_task.
+  std::vector<MeasureRecord> measure(const Task& task, const std::vector<Candidate>& candidates,
+                                     uint64_t seed) override;
+
+  const LocalMeasureOptions& options() const { return options_; }
+
+ private:
+  void remove_work_dir();
+
+  RecordLog& log_;
+  LocalMeasureOptions options_;
+  std::string task_key_;  ///< of the last begin_task ("" before the first)
+  std::filesystem::path dir_;
+  std::vector<std::string> inputs_;  ///< the reference's .npy files in dir_
+  std::string output_;
+  double max_abs_ = 0;
+  int next_file_ = 0;  ///< candidate libraries are named by a counter (never reused)
+};
+
+}  // namespace kiln::autotune
