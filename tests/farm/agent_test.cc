@@ -360,8 +360,13 @@ TEST_F(AgentTest, MeasuresGoodKernelOnSeededInputsAndFlagsWrongReference) {
   EXPECT_EQ(results[1].error(), v1::ERROR_KIND_WRONG_ANSWER) << results[1].error_msg();
   EXPECT_EQ(results[1].costs_s_size(), 0);
   EXPECT_TRUE(eventually(5s, [&] { return agent.agent().measured() == 2; }));
-  // Kernels are removed once reported.
+  // Kernels are removed once reported; the two requests of one seed shared one input file.
   EXPECT_FALSE(std::filesystem::exists(dir_.file("100.so")));
+  int inputs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    inputs += e.path().extension() == ".npy";
+  }
+  EXPECT_EQ(inputs, 1);
   agent.stop();
   EXPECT_TRUE(agent.error().empty()) << agent.error();
 }
