@@ -196,13 +196,21 @@ void Agent::run() {
       std::unique_ptr<Session> session = register_device();
       if (!session) break;  // stopped
       std::thread heartbeat([&] { heartbeat_loop(*session); });
-      serve(*session);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        session->ended = true;
+      auto end_session = [&] {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          session->ended = true;
+        }
+        cv_.notify_all();
+        heartbeat.join();
+      };
+      try {
+        serve(*session);
+      } catch (...) {
+        end_session();
+        throw;
       }
-      cv_.notify_all();
-      heartbeat.join();
+      end_session();
       // A stream that ends at once (a tracker going down) must not make us spin.
       if (!stopping()) pause(kFirstBackoffS);
     }

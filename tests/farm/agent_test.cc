@@ -61,6 +61,7 @@ class FakeTracker final : public v1::Tracker::Service {
 
   std::string token;        // the farm's token ("" none)
   uint32_t lease_ms = 3000;
+  std::atomic<bool> quarantined{false};  // heartbeats say the device is quarantined
 
   grpc::Status RegisterDevice(grpc::ServerContext* ctx, const v1::RegisterDeviceRequest* req,
                               v1::RegisterDeviceResponse* resp) override {
@@ -83,6 +84,8 @@ class FakeTracker final : public v1::Tracker::Service {
     ++heartbeats_;
     resp->set_known(!forget_ && req->device_id() == device_id_);
     resp->set_lease_ms(lease_ms);
+    resp->set_quarantined(quarantined);
+    if (quarantined) resp->set_quarantine_reason("too many crashes");
     return grpc::Status::OK;
   }
 
@@ -147,6 +150,10 @@ class FakeTracker final : public v1::Tracker::Service {
   size_t registration_count() {
     std::lock_guard<std::mutex> lock(mu_);
     return registrations_.size();
+  }
+  int heartbeats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return heartbeats_;
   }
   int work_streams() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -446,6 +453,38 @@ TEST_F(AgentTest, RegistersAgainWhenTheTrackerForgetsTheDevice) {
   tracker.service.push(request("add_one", "inst-A", reference_plus(kSeed, 1.0f)));
   ASSERT_TRUE(has_results(tracker, 1, agent));
   EXPECT_EQ(tracker.service.results()[0].device_id(), 2u);
+}
+
+TEST_F(AgentTest, QuarantineIsLoggedOnce) {
+  TrackerServer tracker("inst-A");
+  tracker.service.lease_ms = 300;  // heartbeats every 100 ms
+  tracker.service.quarantined = true;
+  AgentThread agent(tracker.address(), dir_.path().string());
+  ASSERT_TRUE(eventually(10s, [&] { return tracker.service.heartbeats() >= 4; })) << agent.log();
+  const std::string log = agent.log();
+  const size_t first = log.find("is quarantined: too many crashes");
+  EXPECT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("is quarantined", first + 1), std::string::npos) << log;
+  EXPECT_EQ(tracker.service.registration_count(), 1u);
+}
+
+TEST_F(AgentTest, InputFilesOfOldSeedsAreRemoved) {
+  TrackerServer tracker("inst-A");
+  AgentThread agent(tracker.address(), dir_.path().string());
+  constexpr int kRequests = 70;  // more seeds than the agent keeps files for (64)
+  for (int i = 0; i < kRequests; ++i) {
+    v1::MeasureRequest r = request("add_one", "inst-A");
+    r.set_input_seed(1000 + 10 * i);
+    tracker.service.push(std::move(r));
+  }
+  ASSERT_TRUE(has_results(tracker, kRequests, agent));
+  int inputs = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    inputs += e.path().extension() == ".npy";
+  }
+  EXPECT_EQ(inputs, 64);
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("input_1000_float32_1000.npy")));
+  EXPECT_TRUE(std::filesystem::exists(dir_.file("input_1690_float32_1000.npy")));
 }
 
 TEST_F(AgentTest, BadTokenIsRefused) {
