@@ -1,0 +1,423 @@
+// The compiler worker: long-poll -> tasks of the job (cached) -> lower -> build in parallel within
+// the time limit -> report each artifact.
+#include "worker/worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "base/error.h"
+#include "compiler/codegen/build.h"
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "compiler/lower.h"
+#include "compiler/target/target.h"
+#include "proto/kiln/v1/tracker.grpc.pb.h"
+#include "rpc/channel.h"
+
+namespace kiln::worker {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kJobCacheSize = 8;         // jobs whose tasks are kept
+constexpr double kFirstBackoffS = 0.2;      // an unreachable tracker is retried after this,
+constexpr double kMaxBackoffS = 5.0;        // doubling up to this
+constexpr auto kCallMargin = std::chrono::seconds(30);  // deadline beyond a call's own wait
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// The runtime's signature string of `f` (c_abi.h): 't' per tensor, 'f' / 'i' per scalar.
+std::string signature_of(const ir::PrimFunc& f) {
+  std::string sig;
+  for (const ir::Param& p : f.params) {
+    sig += p.is_tensor() ? 't' : p.var.dtype().is_float() ? 'f' : 'i';
+  }
+  return sig;
+}
+
+/// One build between lowering and reporting: the artifact so far and, when it lowered, the
+/// program to compile.
+struct Candidate {
+  v1::Artifact artifact;
+  ir::PrimFunc func;
+  std::optional<target::Target> target;
+  bool lowered = false;
+  double timeout_s = 0;
+  Clock::time_point start;
+};
+
+void fail(Candidate& c, v1::ErrorKind kind, const std::string& message) {
+  c.artifact.set_error(kind);
+  c.artifact.set_error_msg(message);
+  c.artifact.clear_data();
+  c.artifact.set_build_s(seconds_since(c.start));
+}
+
+/// Applies config `index` to `task` and lowers it as the tuner does (entry "candidate").
+Candidate lower_candidate(const autotune::Task& task, uint64_t index, double timeout_s) {
+  Candidate c;
+  c.start = Clock::now();
+  c.timeout_s = timeout_s;
+  v1::Artifact& a = c.artifact;
+  a.mutable_task()->set_task_key(task.key);
+  a.mutable_task()->set_target(task.target);
+  a.mutable_task()->set_template_name(task.template_name);
+  a.mutable_config()->set_index(index);
+  a.set_format(v1::Artifact::FORMAT_SHARED_OBJECT);
+  a.set_entry("candidate");
+  a.set_error(v1::ERROR_KIND_NONE);
+  const uint64_t size = task.space.size();
+  if (index >= size) {
+    fail(c, v1::ERROR_KIND_COMPILE_ERROR,
+         "config index " + std::to_string(index) + " is out of range: task '" + task.key +
+             "' has a space of " + std::to_string(size) + " configs");
+    return c;
+  }
+  try {
+    const autotune::Config cfg = task.space.get(index);
+    a.mutable_config()->set_text(cfg.str());
+    c.target = target::Target::parse(task.target);
+    c.func = compiler::lower(task.schedule(cfg), task.args(), "candidate");
+    a.set_signature(signature_of(c.func));
+    c.lowered = true;
+  } catch (const std::exception& e) {
+    fail(c, v1::ERROR_KIND_COMPILE_ERROR, e.what());
+  }
+  return c;
+}
+
+/// What a build thread hands back: the .so bytes, or the compiler's message.
+struct Built {
+  std::string data;
+  std::string error;
+};
+
+/// Compiles `c.func` in a detached thread, into a temporary file that the thread removes itself
+/// (so that a build abandoned at its time limit still cleans up when it finally ends).
+std::future<Built> start_build(const Candidate& c) {
+  static std::atomic<uint64_t> counter{0};
+  const fs::path path = fs::temp_directory_path() /
+                        ("kiln-worker-" + std::to_string(::getpid()) + "-" +
+                         std::to_string(counter++) + ".so");
+  auto promise = std::make_shared<std::promise<Built>>();
+  std::future<Built> result = promise->get_future();
+  std::thread([promise, f = c.func, tgt = *c.target, path] {
+    Built b;
+    try {
+      codegen::export_library({f}, tgt, path.string());
+      std::ifstream in(path, std::ios::binary);
+      KILN_USER_CHECK(in.good()) << "cannot read the built library '" << path.string() << "'";
+      std::ostringstream ss;
+      ss << in.rdbuf();
+      b.data = ss.str();
+    } catch (const std::exception& e) {
+      b.error = e.what();
+      if (b.error.empty()) b.error = "the build failed";
+    }
+    std::error_code ec;
+    fs::remove(path, ec);
+    promise->set_value(std::move(b));
+  }).detach();
+  return result;
+}
+
+/// Fills `c.artifact` from its finished build (or its time limit).
+void finish(Candidate& c, std::future<Built>& result, Clock::time_point deadline) {
+  if (result.wait_until(deadline) == std::future_status::timeout) {
+    fail(c, v1::ERROR_KIND_COMPILE_TIMEOUT,
+         "the build ran past " + std::to_string(c.timeout_s) + " s");
+    return;
+  }
+  Built b = result.get();
+  if (!b.error.empty()) {
+    fail(c, v1::ERROR_KIND_COMPILE_ERROR, b.error);
+    return;
+  }
+  c.artifact.set_data(std::move(b.data));
+  c.artifact.set_build_s(seconds_since(c.start));
+}
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+std::string default_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof(host), "worker");
+  return std::string(host) + "-" + std::to_string(::getpid());
+}
+
+bool refused(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAUTHENTICATED || code == grpc::StatusCode::PERMISSION_DENIED;
+}
+
+}  // namespace
+
+v1::Artifact build_artifact(const autotune::Task& task, uint64_t config_index, double timeout_s) {
+  Candidate c = lower_candidate(task, config_index, timeout_s);
+  if (c.lowered) {
+    std::future<Built> result = start_build(c);
+    finish(c, result, deadline_after(timeout_s));
+  }
+  return std::move(c.artifact);
+}
+
+/// The tasks of one job, or why there are none.
+struct JobTasks {
+  uint64_t job_id = 0;
+  std::string error;  ///< set when the model could not be fetched or read
+  std::vector<autotune::Task> tasks;
+};
+
+struct Worker::Impl {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Tracker::Stub> stub;
+  std::deque<std::shared_ptr<const JobTasks>> jobs;  ///< most recent first
+};
+
+Worker::Worker(WorkerOptions options) : options_(std::move(options)), impl_(new Impl) {
+  KILN_USER_CHECK(!options_.tracker.empty()) << "kiln-worker: no tracker address given";
+  KILN_USER_CHECK(options_.max_batch > 0)
+      << "kiln-worker: the batch must be positive (got " << options_.max_batch << ")";
+  KILN_USER_CHECK(options_.threads >= 0)
+      << "kiln-worker: threads must be 0 (one per CPU) or more (got " << options_.threads << ")";
+  if (options_.name.empty()) options_.name = default_name();
+  if (options_.threads == 0) {
+    options_.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  impl_->channel = rpc::make_channel(options_.tracker, options_.tls_ca);
+  impl_->stub = v1::Tracker::NewStub(impl_->channel);
+}
+
+Worker::~Worker() = default;
+
+void Worker::log(const std::string& msg) const {
+  if (options_.log) {
+    options_.log(msg);
+  } else {
+    std::cerr << "kiln-worker: " << msg << "\n";
+  }
+}
+
+void Worker::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+  if (current_call_ != nullptr) current_call_->TryCancel();
+  cv_.notify_all();
+}
+
+bool Worker::sleep_unless_stopped(double seconds) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stopped_; });
+}
+
+void Worker::run() {
+  const std::string refusal = "tracker " + options_.tracker + " refused the worker: ";
+  auto stopped = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopped_;
+  };
+  auto unary_context = [&](grpc::ClientContext& ctx) {
+    rpc::add_token(ctx, options_.token);
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallMargin);
+  };
+
+  // The tasks of `job_id`: cached, fetched, or null when the tracker cannot be asked now.
+  auto job_tasks = [&](uint64_t job_id) -> std::shared_ptr<const JobTasks> {
+    auto& jobs = impl_->jobs;
+    for (auto it = jobs.begin(); it != jobs.end(); ++it) {
+      if ((*it)->job_id == job_id) {
+        auto found = *it;
+        jobs.erase(it);
+        jobs.push_front(found);
+        return found;
+      }
+    }
+    grpc::ClientContext ctx;
+    unary_context(ctx);
+    v1::GetJobModelRequest req;
+    req.set_job_id(job_id);
+    v1::JobModel model;
+    const grpc::Status st = impl_->stub->GetJobModel(&ctx, req, &model);
+    auto out = std::make_shared<JobTasks>();
+    out->job_id = job_id;
+    if (refused(st.error_code())) throw Error(refusal + st.error_message());
+    if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
+      // Not cached: the answer may change (a job the tracker has not stored yet).
+      out->error = "job " + std::to_string(job_id) + " is unknown to the tracker (" +
+                   st.error_message() + ")";
+      return out;
+    }
+    if (!st.ok()) {
+      log("cannot fetch the model of job " + std::to_string(job_id) + ": " + st.error_message() +
+          "; its builds are left to the tracker to hand out again");
+      return nullptr;
+    }
+    try {
+      const std::string origin = "job " + std::to_string(job_id) + "'s model";
+      out->tasks = graph::extract_tasks(graph::import_onnx_bytes(model.model(), origin),
+                                        model.target());
+      log("job " + std::to_string(job_id) + ": " + std::to_string(out->tasks.size()) +
+          " tasks for " + model.target());
+    } catch (const std::exception& e) {
+      out->error = "job " + std::to_string(job_id) + "'s model could not be compiled: " + e.what();
+    }
+    jobs.push_front(out);
+    if (jobs.size() > kJobCacheSize) jobs.pop_back();
+    return out;
+  };
+
+  // Reports one artifact; a tracker that cannot be reached loses it (it hands the build again).
+  auto report = [&](uint64_t build_id, v1::Artifact artifact) {
+    v1::ReportArtifactRequest req;
+    req.set_build_id(build_id);
+    req.set_worker_id(options_.name);
+    *req.mutable_artifact() = std::move(artifact);
+    double backoff = kFirstBackoffS;
+    for (int attempt = 0;; ++attempt) {
+      grpc::ClientContext ctx;
+      unary_context(ctx);
+      v1::ReportArtifactResponse resp;
+      const grpc::Status st = impl_->stub->ReportArtifact(&ctx, req, &resp);
+      if (st.ok()) {
+        ++builds_done_;
+        if (!resp.accepted()) log("the tracker ignored build " + std::to_string(build_id));
+        return;
+      }
+      if (refused(st.error_code())) throw Error(refusal + st.error_message());
+      if (attempt >= 2 || !sleep_unless_stopped(backoff)) {
+        log("could not report build " + std::to_string(build_id) + ": " + st.error_message());
+        return;
+      }
+      backoff *= 2;
+    }
+  };
+
+  double backoff = kFirstBackoffS;
+  bool unreachable = false;
+  while (!stopped()) {
+    v1::GetBuildWorkRequest req;
+    req.set_worker_id(options_.name);
+    req.set_max_batch(static_cast<uint32_t>(options_.max_batch));
+    req.set_wait_ms(options_.wait_ms);
+    for (const std::string& t : options_.targets) req.add_targets(t);
+    v1::BuildBatch batch;
+    grpc::Status st;
+    {
+      grpc::ClientContext ctx;
+      rpc::add_token(ctx, options_.token);
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(options_.wait_ms) + kCallMargin);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopped_) break;
+        current_call_ = &ctx;
+      }
+      st = impl_->stub->GetBuildWork(&ctx, req, &batch);
+      std::lock_guard<std::mutex> lock(mu_);
+      current_call_ = nullptr;
+    }
+    if (stopped()) break;
+    if (!st.ok()) {
+      const grpc::StatusCode code = st.error_code();
+      if (refused(code)) throw Error(refusal + st.error_message());
+      KILN_USER_CHECK(code != grpc::StatusCode::UNIMPLEMENTED &&
+                      code != grpc::StatusCode::INVALID_ARGUMENT)
+          << "tracker " << options_.tracker << " rejected GetBuildWork: " << st.error_message();
+      if (!unreachable) {
+        log("tracker " + options_.tracker + " unreachable (" + st.error_message() +
+            "); retrying");
+        unreachable = true;
+      }
+      if (!sleep_unless_stopped(backoff)) break;
+      backoff = std::min(backoff * 2, kMaxBackoffS);
+      // The channel's own reconnect backoff grows to minutes; ours decides when to try.
+      grpc::experimental::ChannelResetConnectionBackoff(impl_->channel.get());
+      continue;
+    }
+    if (unreachable) log("tracker " + options_.tracker + " reachable again");
+    unreachable = false;
+    backoff = kFirstBackoffS;
+    if (batch.builds().empty()) continue;
+
+    // 1. Each build's task, lowered (in this thread, as the tuner does).
+    std::vector<Candidate> cands;
+    std::vector<uint64_t> build_ids;
+    for (const v1::BuildRequest& b : batch.builds()) {
+      const double timeout_s =
+          b.timeout_ms() > 0 ? b.timeout_ms() / 1000.0 : options_.build_timeout_s;
+      std::shared_ptr<const JobTasks> job = job_tasks(b.job_id());
+      if (job == nullptr) continue;
+      const autotune::Task* task = nullptr;
+      for (const autotune::Task& t : job->tasks) {
+        if (t.key == b.task().task_key()) task = &t;
+      }
+      Candidate c;
+      if (task != nullptr) {
+        c = lower_candidate(*task, b.config().index(), timeout_s);
+      } else {
+        c.start = Clock::now();
+        *c.artifact.mutable_task() = b.task();
+        *c.artifact.mutable_config() = b.config();
+        c.artifact.set_format(v1::Artifact::FORMAT_SHARED_OBJECT);
+        c.artifact.set_entry("candidate");
+        fail(c, v1::ERROR_KIND_COMPILE_ERROR,
+             !job->error.empty() ? job->error
+                                 : "job " + std::to_string(b.job_id()) + "'s model has no task '" +
+                                       b.task().task_key() + "'");
+      }
+      cands.push_back(std::move(c));
+      build_ids.push_back(b.build_id());
+    }
+
+    // 2. Builds in parallel, each within its limit, reported as they finish (in order).
+    struct Running {
+      size_t index;
+      std::future<Built> result;
+      Clock::time_point deadline;
+    };
+    std::deque<Running> running;
+    size_t next = 0;
+    while (next < cands.size() || !running.empty()) {
+      while (running.size() < static_cast<size_t>(options_.threads) && next < cands.size()) {
+        Candidate& c = cands[next];
+        if (!c.lowered) {
+          report(build_ids[next], std::move(c.artifact));
+        } else {
+          running.push_back({next, start_build(c), deadline_after(c.timeout_s)});
+        }
+        ++next;
+      }
+      if (running.empty()) continue;
+      Running r = std::move(running.front());
+      running.pop_front();
+      // Wait in slices so that stop() does not wait for a long build (it is abandoned).
+      while (r.result.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout &&
+             Clock::now() < r.deadline && !stopped()) {
+      }
+      if (stopped()) return;
+      finish(cands[r.index], r.result, r.deadline);
+      report(build_ids[r.index], std::move(cands[r.index].artifact));
+    }
+  }
+}
+
+}  // namespace kiln::worker
