@@ -1,5 +1,6 @@
 #include "device_agent/agent.h"
 
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 #include <random>
 #include <sstream>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "base/error.h"
 #include "deploy/runtime/dtype.h"
@@ -29,12 +28,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr double kFirstBackoffS = 0.2;   // registration retries: 0.2 s doubling ...
-constexpr double kMaxBackoffS = 5.0;     // ... to 5 s
-constexpr int kHeartbeatFailures = 3;    // failed heartbeats in a row that mean the lease is lost
-constexpr double kReportRetryS = 10.0;   // how long a result is retried while UNAVAILABLE
+constexpr double kFirstBackoffS = 0.2;  // registration retries: 0.2 s doubling ...
+constexpr double kMaxBackoffS = 5.0;    // ... to 5 s
+constexpr int kHeartbeatFailures = 3;   // failed heartbeats in a row that mean the lease is lost
+constexpr double kReportRetryS = 10.0;  // how long a result is retried while UNAVAILABLE
 constexpr double kDefaultRunTimeoutS = 10.0;
-constexpr size_t kRecentSeeds = 64;      // input files are kept for the seeds of this many requests
+constexpr size_t kRecentSeeds = 64;  // input files are kept for the seeds of this many requests
 constexpr auto kCallDeadline = std::chrono::seconds(10);  // unary calls to the tracker
 
 std::string first_line_value(const std::string& file, const std::string& field) {
@@ -80,11 +79,16 @@ std::string status_text(const grpc::Status& s) {
 
 v1::ErrorKind to_proto(runtime::ErrorKind kind) {
   switch (kind) {
-    case runtime::ErrorKind::kNone: return v1::ERROR_KIND_NONE;
-    case runtime::ErrorKind::kRuntimeError: return v1::ERROR_KIND_RUNTIME_ERROR;
-    case runtime::ErrorKind::kRunTimeout: return v1::ERROR_KIND_RUN_TIMEOUT;
-    case runtime::ErrorKind::kCrash: return v1::ERROR_KIND_CRASH;
-    case runtime::ErrorKind::kWrongAnswer: return v1::ERROR_KIND_WRONG_ANSWER;
+    case runtime::ErrorKind::kNone:
+      return v1::ERROR_KIND_NONE;
+    case runtime::ErrorKind::kRuntimeError:
+      return v1::ERROR_KIND_RUNTIME_ERROR;
+    case runtime::ErrorKind::kRunTimeout:
+      return v1::ERROR_KIND_RUN_TIMEOUT;
+    case runtime::ErrorKind::kCrash:
+      return v1::ERROR_KIND_CRASH;
+    case runtime::ErrorKind::kWrongAnswer:
+      return v1::ERROR_KIND_WRONG_ANSWER;
   }
   return v1::ERROR_KIND_RUNTIME_ERROR;
 }
@@ -92,8 +96,8 @@ v1::ErrorKind to_proto(runtime::ErrorKind kind) {
 std::string fresh_temp_dir() {
   std::random_device rd;
   for (;;) {
-    fs::path p = fs::temp_directory_path() /
-                 ("kiln-agent-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000));
+    fs::path p = fs::temp_directory_path() / ("kiln-agent-" + std::to_string(::getpid()) + "-" +
+                                              std::to_string(rd() % 1000000));
     if (fs::create_directory(p)) return p.string();
   }
 }
@@ -147,8 +151,9 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {
     options_.fingerprint = cpu_model() + " x" + std::to_string(core_count());
   }
   if (options_.runner.empty()) options_.runner = runtime::default_runner_path();
-  log_ = options_.log ? options_.log
-                      : [](const std::string& line) { std::cerr << "kiln-agent: " << line << "\n"; };
+  log_ = options_.log ? options_.log : [](const std::string& line) {
+    std::cerr << "kiln-agent: " << line << "\n";
+  };
   channel_ = rpc::make_channel(options_.tracker, options_.tls_ca);  // reads the CA file now
 }
 
@@ -361,8 +366,8 @@ void Agent::handle(Session& session, const v1::MeasureRequest& request) {
   v1::MeasureResult result = measure(request);
   result.set_device_id(session.device_id);
   std::ostringstream os;
-  os << "request " << id << " (" << request.task().task_key() << " #"
-     << request.config().index() << "): " << v1::ErrorKind_Name(result.error());
+  os << "request " << id << " (" << request.task().task_key() << " #" << request.config().index()
+     << "): " << v1::ErrorKind_Name(result.error());
   if (result.costs_s_size() > 0) os << ", " << result.costs_s(0) * 1e6 << " us";
   if (!result.error_msg().empty()) os << ": " << result.error_msg();
   log(os.str());
@@ -404,8 +409,7 @@ void Agent::forget_old_inputs(uint64_t seed) {
 v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
   v1::MeasureResult result;
   result.set_request_id(request.request_id());
-  const std::string stem =
-      (fs::path(work_dir_) / std::to_string(request.request_id())).string();
+  const std::string stem = (fs::path(work_dir_) / std::to_string(request.request_id())).string();
   const std::string library = stem + ".so";
   const std::string reference = stem + ".ref.npy";
   const auto start = Clock::now();
@@ -444,11 +448,11 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
     runtime::RunArg defaults = runtime::RunArg::make_output("float32", {});
     const bool no_tolerance = request.rtol() == 0 && request.atol() == 0;
     const v1::TensorSpec& out = request.output();
-    run.args.push_back(runtime::RunArg::make_output(
-        out.dtype().empty() ? "float32" : out.dtype(),
-        std::vector<int64_t>(out.shape().begin(), out.shape().end()), ref_path,
-        no_tolerance ? defaults.rtol : request.rtol(),
-        no_tolerance ? defaults.atol : request.atol()));
+    run.args.push_back(
+        runtime::RunArg::make_output(out.dtype().empty() ? "float32" : out.dtype(),
+                                     std::vector<int64_t>(out.shape().begin(), out.shape().end()),
+                                     ref_path, no_tolerance ? defaults.rtol : request.rtol(),
+                                     no_tolerance ? defaults.atol : request.atol()));
     const v1::MeasureOptions& o = request.options();
     run.number = std::max<uint32_t>(o.number(), 1);
     run.repeat = std::max<uint32_t>(o.repeat(), 1);

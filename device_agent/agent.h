@@ -47,14 +47,14 @@ class MeasureResult;
 namespace kiln::agent {
 
 struct AgentOptions {
-  std::string tracker;       ///< "host:port" of the tracker
-  std::string key, target;   ///< the device key and the target string (both required)
-  std::string token;         ///< the farm's token (already read), "" for none
-  std::string tls_ca;        ///< CA file for TLS, "" for plaintext
-  std::string fingerprint;   ///< default: "<CPU model from /proc/cpuinfo> x<nproc>"
-  std::string runner;        ///< kiln-runner's path; default runtime::default_runner_path()
-  int threads = 0;           ///< kernel thread pool when a request says 0 (0: the runtime's default)
-  std::string work_dir;      ///< default: a fresh folder under the temp dir, removed at the end
+  std::string tracker;      ///< "host:port" of the tracker
+  std::string key, target;  ///< the device key and the target string (both required)
+  std::string token;        ///< the farm's token (already read), "" for none
+  std::string tls_ca;       ///< CA file for TLS, "" for plaintext
+  std::string fingerprint;  ///< default: "<CPU model from /proc/cpuinfo> x<nproc>"
+  std::string runner;       ///< kiln-runner's path; default runtime::default_runner_path()
+  int threads = 0;          ///< kernel thread pool when a request says 0 (0: the runtime's default)
+  std::string work_dir;     ///< default: a fresh folder under the temp dir, removed at the end
   std::function<void(const std::string&)> log;  ///< one line per event; default stderr
 };
 
@@ -78,8 +78,8 @@ class Agent {
   uint64_t measured() const { return measured_.load(); }
 
  private:
-  struct Session;          // one registration: device id, lease, tracker instance
-  class CallGuard;         // lets stop() cancel an RPC under way
+  struct Session;   // one registration: device id, lease, tracker instance
+  class CallGuard;  // lets stop() cancel an RPC under way
 
   bool stopping() const { return stop_.load(); }
   /// Waits `seconds` or until stop(); false when stopped.
@@ -109,9 +109,9 @@ class Agent {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> measured_{0};
   std::mutex mu_;
-  std::condition_variable cv_;                  // stop(), a session's end
-  std::set<grpc::ClientContext*> calls_;        // GUARDED_BY(mu_): RPCs stop() cancels
-  grpc::ClientContext* work_call_ = nullptr;    // GUARDED_BY(mu_): the GetWork stream
+  std::condition_variable cv_;                // stop(), a session's end
+  std::set<grpc::ClientContext*> calls_;      // GUARDED_BY(mu_): RPCs stop() cancels
+  grpc::ClientContext* work_call_ = nullptr;  // GUARDED_BY(mu_): the GetWork stream
 
   // Inputs shared by a task's requests (one task = one seed); only the serving thread uses them.
   std::map<std::string, std::string> inputs_;            // cache key -> .npy path

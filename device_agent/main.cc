@@ -47,9 +47,9 @@ std::string without_prefix(std::string msg) {
 int main(int argc, char** argv) {
   std::map<std::string, std::string> flags;
   const std::map<std::string, bool> known = {
-      {"--tracker", true}, {"--key", true},      {"--target", true},
+      {"--tracker", true},     {"--key", true},     {"--target", true},
       {"--token-file", false}, {"--tls-ca", false}, {"--fingerprint", false},
-      {"--threads", false}, {"--runner", false}, {"--work-dir", false}};
+      {"--threads", false},    {"--runner", false}, {"--work-dir", false}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {

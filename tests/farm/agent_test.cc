@@ -2,8 +2,11 @@
 // process on 127.0.0.1: good kernels measured on the inputs fill_uniform makes, wrong answers,
 // crashes, hangs, work of another tracker instance, a tracker restart, a lost lease, a refused
 // token, and the kiln-agent program's command line and SIGTERM.
-#include <gtest/gtest.h>
+#include "device_agent/agent.h"
+
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -23,13 +26,10 @@
 #include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
 #include "base/error.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/random_fill.h"
-#include "device_agent/agent.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
 #include "tests/common/temp_dir.h"
@@ -59,7 +59,7 @@ class FakeTracker final : public v1::Tracker::Service {
   FakeTracker(std::string instance, uint64_t first_device_id)
       : instance_(std::move(instance)), next_device_id_(first_device_id) {}
 
-  std::string token;        // the farm's token ("" none)
+  std::string token;  // the farm's token ("" none)
   uint32_t lease_ms = 3000;
   std::atomic<bool> quarantined{false};  // heartbeats say the device is quarantined
 
@@ -192,11 +192,12 @@ class TrackerServer {
   explicit TrackerServer(std::string instance, int port = 0, uint64_t first_device_id = 1)
       : service(std::move(instance), first_device_id) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:" + std::to_string(port),
-                             grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
+                             &port_);
     builder.RegisterService(&service);
     server_ = builder.BuildAndStart();
-    if (!server_ || port_ == 0) throw std::runtime_error("cannot serve on port " + std::to_string(port));
+    if (!server_ || port_ == 0)
+      throw std::runtime_error("cannot serve on port " + std::to_string(port));
   }
   ~TrackerServer() { stop(); }
   void stop() {
@@ -326,8 +327,9 @@ class AgentTest : public ::testing::Test {
   if (eventually(timeout, [&] { return tracker.service.result_count() >= n; })) {
     return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << "got " << tracker.service.result_count() << " of " << n
-                                       << " results; agent log:\n" << agent.log();
+  return ::testing::AssertionFailure()
+         << "got " << tracker.service.result_count() << " of " << n << " results; agent log:\n"
+         << agent.log();
 }
 
 TEST_F(AgentTest, RegistersWithKeyTargetAndCapabilities) {
@@ -493,8 +495,7 @@ TEST_F(AgentTest, BadTokenIsRefused) {
   AgentThread agent(tracker.address(), dir_.path().string(), "a-wrong-token");
   ASSERT_TRUE(eventually(10s, [&] { return agent.finished(); })) << agent.log();
   const std::string error = agent.error();
-  EXPECT_NE(error.find("tracker " + tracker.address() + " refused registration"),
-            std::string::npos)
+  EXPECT_NE(error.find("tracker " + tracker.address() + " refused registration"), std::string::npos)
       << error;
   EXPECT_NE(error.find("token is wrong"), std::string::npos) << error;
 }
@@ -546,9 +547,8 @@ int wait_exit(pid_t pid, std::chrono::milliseconds timeout) {
 
 TEST_F(AgentTest, ProgramRejectsAnUnknownFlag) {
   const std::string err = dir_.file("stderr.txt");
-  pid_t pid = spawn_agent({"--tracker", "127.0.0.1:1", "--key", "k", "--target", "llvm",
-                           "--frobnicate", "3"},
-                          err);
+  pid_t pid = spawn_agent(
+      {"--tracker", "127.0.0.1:1", "--key", "k", "--target", "llvm", "--frobnicate", "3"}, err);
   ASSERT_GT(pid, 0);
   EXPECT_EQ(wait_exit(pid, 10s), 2);
   EXPECT_NE(read_file(err).find("error: unknown flag '--frobnicate'"), std::string::npos)
