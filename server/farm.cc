@@ -520,6 +520,7 @@ std::vector<autotune::MeasureRecord> Farm::measure_batch(JobId job, const TaskWi
   // 2. Measurements of what built, on devices of the job's key; build failures are records now.
   std::vector<autotune::MeasureRecord> out(cands.size());
   std::vector<size_t> failed_builds;
+  std::vector<bool> sent(cands.size(), false);  // to a device (its artifact moved into the request)
   size_t measuring = 0;
   for (size_t i = 0; i < cands.size(); ++i) {
     Batch::Slot& slot = batch.slots[i];
@@ -561,6 +562,7 @@ std::vector<autotune::MeasureRecord> Farm::measure_batch(JobId job, const TaskWi
     spec.search_seed = seed;
     spec.flops = task.flops;
     measure_slots_[tracker_.queue().enqueue(std::move(spec))] = {&batch, i};
+    sent[i] = true;
     ++measuring;
   }
   wake_devices_locked(rec.device_key, measuring);
@@ -586,7 +588,7 @@ std::vector<autotune::MeasureRecord> Farm::measure_batch(JobId job, const TaskWi
     bool done = true;
     for (size_t i = 0; i < cands.size(); ++i) {
       const Batch::Slot& s = batch.slots[i];
-      if (s.artifact->error() == v1::ERROR_KIND_NONE && !s.record && !s.given_up) done = false;
+      if (sent[i] && !s.record && !s.given_up) done = false;
     }
     if (done) break;
     if (job_stopped_locked(job)) throw JobStopped{};

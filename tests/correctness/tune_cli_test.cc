@@ -18,7 +18,7 @@
 #include "compiler/autotune/record_log.h"
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/kiln_test_util.h"
-#include "tests/common/onnx_model_builder.h"
+#include "tests/common/small_cnn.h"
 #include "tests/common/temp_dir.h"
 
 namespace kiln {
@@ -31,36 +31,10 @@ std::string read(const std::string& p) {
   return ss.str();
 }
 
-/// x [1, 8, 12, 12] -> Conv 3x3 (16) -> Relu -> Conv 3x3 (16) -> GlobalAveragePool -> Flatten
-/// -> Gemm (10): four tuning tasks (two convolutions, the pooling, the dense layer); the last two
-/// have spaces smaller than the budget, which they exhaust.
-std::string make_model() {
-  testing::OnnxModelBuilder m;
-  m.input("x", {1, 8, 12, 12});
-  auto init = [&](const std::string& name, std::vector<int64_t> shape, uint32_t seed) {
-    runtime::NDArray a = testing::random_array(shape, seed, -0.3f, 0.3f);
-    m.init_values(name, shape, a.to_vector<float>());
-  };
-  init("w1", {16, 8, 3, 3}, 1);
-  init("w2", {16, 16, 3, 3}, 2);
-  init("fc", {10, 16}, 3);
-  auto* c1 = m.node("Conv", {"x", "w1"}, {"c1"});
-  testing::OnnxModelBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  m.node("Relu", {"c1"}, {"r1"});
-  auto* c2 = m.node("Conv", {"r1", "w2"}, {"c2"});
-  testing::OnnxModelBuilder::attr(c2, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  m.node("GlobalAveragePool", {"c2"}, {"p"});
-  m.node("Flatten", {"p"}, {"f"});
-  auto* g = m.node("Gemm", {"f", "fc"}, {"y"});
-  testing::OnnxModelBuilder::attr(g, "transB", int64_t{1});
-  m.output("y");
-  return m.bytes();
-}
-
 class TuneCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::ofstream(path("model.onnx"), std::ios::binary) << make_model();
+    std::ofstream(path("model.onnx"), std::ios::binary) << testing::small_cnn_model();
   }
   std::string path(const std::string& name) const { return (dir_.path() / name).string(); }
 

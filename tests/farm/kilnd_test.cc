@@ -1,0 +1,299 @@
+// kilnd as a process on 127.0.0.1: bad requests answered with the right gRPC status and a message
+// naming the problem, the token, TLS, /metrics in Prometheus text format, and the embedded
+// default (in-process worker and CPU agent) tuning a small CNN whose fetched bundle computes what
+// a local compile computes.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "compiler/graph/graph_build.h"
+#include "deploy/runtime/graph_executor.h"
+#include "server/metrics.h"
+#include "tests/common/kiln_test_util.h"
+#include "tests/common/prometheus_text.h"
+#include "tests/common/small_cnn.h"
+#include "tests/farm/farm_test_util.h"
+
+namespace kiln {
+namespace {
+
+using grpc::StatusCode;
+using testing::context;
+using testing::Kilnd;
+using testing::TempDir;
+
+std::string read(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+v1::SubmitModelRequest good_submission() {
+  v1::SubmitModelRequest r;
+  r.set_model(testing::small_cnn_model());
+  r.set_name("cnn");
+  r.set_target("llvm");
+  r.set_device_key("cpu");
+  r.set_trials(4);
+  r.set_owner("ana");
+  return r;
+}
+
+/// The status of SubmitModel(r).
+grpc::Status submit(v1::KilnService::Stub& s, const v1::SubmitModelRequest& r,
+                    uint64_t* id = nullptr, const std::string& token = "") {
+  v1::SubmitModelResponse resp;
+  auto ctx = context(token);
+  grpc::Status st = s.SubmitModel(ctx.get(), r, &resp);
+  if (id) *id = resp.job_id();
+  return st;
+}
+
+#define EXPECT_STATUS(status, code, text)                                           \
+  do {                                                                              \
+    const grpc::Status st_ = (status);                                              \
+    EXPECT_EQ(st_.error_code(), code) << st_.error_message();                       \
+    EXPECT_NE(st_.error_message().find(text), std::string::npos) << st_.error_message(); \
+  } while (0)
+
+TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
+  TempDir dir("kilnd_bad");
+  Kilnd kilnd(dir, {"--max-model-bytes", "20000", "--max-running-jobs", "1"});
+  auto tracker = kilnd.tracker();
+  auto service = kilnd.service();
+
+  // Devices: a key and a target are required; the target must be one Kiln knows.
+  v1::RegisterDeviceRequest reg;
+  v1::RegisterDeviceResponse reg_resp;
+  reg.set_target("llvm");
+  EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &reg_resp),
+                StatusCode::INVALID_ARGUMENT, "device key is empty");
+  reg.set_key("cpu");
+  reg.set_target("verilog");
+  EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &reg_resp),
+                StatusCode::INVALID_ARGUMENT, "unknown target 'verilog'");
+  reg.set_target("llvm");
+  ASSERT_TRUE(tracker->RegisterDevice(context().get(), reg, &reg_resp).ok());
+  EXPECT_GT(reg_resp.device_id(), 0u);
+  EXPECT_FALSE(reg_resp.tracker_instance().empty());
+
+  // Submissions: each missing field is named.
+  for (const char* field : {"model", "target", "device_key", "trials"}) {
+    v1::SubmitModelRequest r = good_submission();
+    r.GetReflection()->ClearField(&r, r.GetDescriptor()->FindFieldByName(field));
+    EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT,
+                  std::string(field) + " is missing");
+  }
+  v1::SubmitModelRequest r = good_submission();
+  r.set_target("verilog");
+  EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT, "unknown target 'verilog'");
+  r = good_submission();
+  r.set_device_key("tpu");
+  EXPECT_STATUS(submit(*service, r), StatusCode::NOT_FOUND, "no device of key 'tpu'");
+  EXPECT_STATUS(submit(*service, r), StatusCode::NOT_FOUND, "known keys: cpu");
+  r = good_submission();
+  r.set_model("this is not an ONNX model");
+  EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT, "does not import");
+  r = good_submission();
+  r.set_model(std::string(30000, 'x'));
+  EXPECT_STATUS(submit(*service, r), StatusCode::RESOURCE_EXHAUSTED, "limit of 20000");
+
+  // Jobs: unknown ids, a bundle before the job is done, cancelling twice.
+  v1::Job job;
+  v1::GetJobRequest get;
+  EXPECT_STATUS(service->GetJob(context().get(), get, &job), StatusCode::INVALID_ARGUMENT,
+                "job_id is missing");
+  get.set_job_id(99);
+  EXPECT_STATUS(service->GetJob(context().get(), get, &job), StatusCode::NOT_FOUND, "no job 99");
+  uint64_t id = 0;
+  ASSERT_TRUE(submit(*service, good_submission(), &id).ok());
+  v1::FetchBundleRequest fetch;
+  fetch.set_job_id(id);
+  {
+    auto ctx = context();
+    auto reader = service->FetchBundle(ctx.get(), fetch);
+    v1::BundleChunk chunk;
+    EXPECT_FALSE(reader->Read(&chunk));
+    EXPECT_STATUS(reader->Finish(), StatusCode::FAILED_PRECONDITION, "once it is done");
+  }
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(id);
+  ASSERT_TRUE(service->CancelJob(context().get(), cancel, &job).ok());
+  EXPECT_EQ(job.progress().state(), v1::JOB_STATE_CANCELLED);
+  EXPECT_STATUS(service->CancelJob(context().get(), cancel, &job), StatusCode::FAILED_PRECONDITION,
+                "already cancelled");
+
+  // The tracker's side: missing ids, stale results, unknown devices.
+  v1::MeasureResult result;
+  v1::ReportResultResponse ack;
+  EXPECT_STATUS(tracker->ReportResult(context().get(), result, &ack), StatusCode::INVALID_ARGUMENT,
+                "request_id is missing");
+  result.set_request_id(12345);
+  result.set_device_id(reg_resp.device_id());
+  ASSERT_TRUE(tracker->ReportResult(context().get(), result, &ack).ok());
+  EXPECT_FALSE(ack.accepted());
+  v1::GetWorkRequest work;
+  work.set_device_id(777);
+  {
+    auto ctx = context();
+    auto reader = tracker->GetWork(ctx.get(), work);
+    v1::MeasureRequest m;
+    EXPECT_FALSE(reader->Read(&m));
+    EXPECT_STATUS(reader->Finish(), StatusCode::NOT_FOUND, "device 777 is not registered");
+  }
+  v1::GetJobModelRequest model_req;
+  v1::JobModel model;
+  model_req.set_job_id(4242);
+  EXPECT_STATUS(tracker->GetJobModel(context().get(), model_req, &model), StatusCode::NOT_FOUND,
+                "no job 4242");
+
+  // None of this hurt kilnd.
+  v1::ListJobsResponse list;
+  ASSERT_TRUE(service->ListJobs(context().get(), {}, &list).ok());
+  EXPECT_EQ(list.jobs_size(), 1);
+}
+
+TEST(KilndTest, TheTokenIsRequiredOnBothServices) {
+  TempDir dir("kilnd_token");
+  std::ofstream(dir.file("token")) << "s3cret\n";
+  Kilnd kilnd(dir, {"--token-file", dir.file("token")});
+  auto service = kilnd.service();
+  auto tracker = kilnd.tracker();
+  v1::ListJobsResponse list;
+  EXPECT_STATUS(service->ListJobs(context().get(), {}, &list), StatusCode::UNAUTHENTICATED,
+                "requires a token");
+  EXPECT_STATUS(service->ListJobs(context("wrong").get(), {}, &list), StatusCode::UNAUTHENTICATED,
+                "token is wrong");
+  EXPECT_TRUE(service->ListJobs(context("s3cret").get(), {}, &list).ok());
+  v1::RegisterDeviceRequest reg;
+  reg.set_key("cpu");
+  reg.set_target("llvm");
+  v1::RegisterDeviceResponse resp;
+  EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &resp), StatusCode::UNAUTHENTICATED,
+                "requires a token");
+  EXPECT_TRUE(tracker->RegisterDevice(context("s3cret").get(), reg, &resp).ok());
+  EXPECT_STATUS(submit(*service, good_submission(), nullptr, "nope"), StatusCode::UNAUTHENTICATED,
+                "token is wrong");
+  // The token never appears in what kilnd says.
+  EXPECT_EQ(kilnd.process().stderr_text().find("s3cret"), std::string::npos);
+  EXPECT_EQ(testing::http_get(kilnd.http_address(), "/metrics").body.find("s3cret"),
+            std::string::npos);
+}
+
+TEST(KilndTest, TlsWithTheFarmsCertificate) {
+  TempDir dir("kilnd_tls");
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+                          "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+                          dir.file("key.pem") + " -out " + dir.file("cert.pem") + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl could not make a certificate";
+  Kilnd kilnd(dir, {"--tls-cert", dir.file("cert.pem"), "--tls-key", dir.file("key.pem")});
+  v1::ListJobsResponse list;
+  auto secure = kilnd.service(dir.file("cert.pem"));
+  EXPECT_TRUE(secure->ListJobs(context().get(), {}, &list).ok());
+  auto plain = kilnd.service();
+  const grpc::Status st = plain->ListJobs(context("", std::chrono::seconds(3)).get(), {}, &list);
+  EXPECT_FALSE(st.ok());
+}
+
+TEST(KilndTest, MetricsAreValidPrometheusText) {
+  TempDir dir("kilnd_metrics");
+  Kilnd kilnd(dir, {});
+  const testing::HttpResponse r = testing::http_get(kilnd.http_address(), "/metrics");
+  ASSERT_EQ(r.status, 200);
+  const auto exp = test::parse_prometheus_text(r.body);
+  for (const std::string& name : server::Metrics::metric_names())
+    EXPECT_NE(exp.find(name), nullptr) << name;
+}
+
+TEST(KilndTest, EmbeddedFarmTunesAModelAndTheFetchedBundleMatchesALocalCompile) {
+  TempDir dir("kilnd_embedded");
+  Kilnd kilnd(dir, {"--local-workers", "1", "--local-agent", "cpu", "--local-agent-target", "llvm",
+                    "--batch", "4", "--repeat", "1"});
+  auto service = kilnd.service();
+  // The local agent registers through kilnd's own port.
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        v1::ListDevicesResponse d;
+        return service->ListDevices(context().get(), {}, &d).ok() && d.devices_size() == 1;
+      },
+      std::chrono::seconds(30)));
+  uint64_t id = 0;
+  ASSERT_TRUE(submit(*service, good_submission(), &id).ok());
+
+  // Follow it to the end.
+  v1::WatchJobRequest watch;
+  watch.set_job_id(id);
+  auto ctx = context("", std::chrono::seconds(300));
+  auto reader = service->WatchJob(ctx.get(), watch);
+  v1::JobProgress p;
+  std::vector<uint64_t> trials;
+  while (reader->Read(&p)) trials.push_back(p.trials_done());
+  ASSERT_TRUE(reader->Finish().ok());
+  if (p.state() != v1::JOB_STATE_DONE) {
+    v1::GetJobRequest get;
+    get.set_job_id(id);
+    v1::Job job;
+    service->GetJob(context().get(), get, &job);
+    FAIL() << "job ended " << v1::JobState_Name(p.state()) << ": " << job.error() << "\n"
+           << kilnd.process().stderr_text();
+  }
+  EXPECT_EQ(p.tasks_total(), 4u);
+  EXPECT_EQ(p.tasks_done(), 4u);
+  EXPECT_GE(p.trials_done(), 8u);
+  EXPECT_GT(p.best_latency_s(), 0.0);
+  EXPECT_GT(trials.size(), 2u);  // progress came as it happened
+
+  // Fetch the bundle.
+  v1::FetchBundleRequest fetch;
+  fetch.set_job_id(id);
+  fetch.set_chunk_bytes(8192);
+  auto fctx = context();
+  auto chunks = service->FetchBundle(fctx.get(), fetch);
+  std::string bytes;
+  v1::BundleChunk c;
+  int n = 0;
+  while (chunks->Read(&c)) {
+    EXPECT_EQ(c.offset(), bytes.size());
+    bytes += c.data();
+    ++n;
+  }
+  ASSERT_TRUE(chunks->Finish().ok());
+  EXPECT_TRUE(c.last());
+  EXPECT_EQ(c.total_size(), bytes.size());
+  EXPECT_GT(n, 1);
+  std::ofstream(dir.file("fetched.kiln"), std::ios::binary) << bytes;
+
+  // It computes what a local compile of the same model computes.
+  std::ofstream(dir.file("cnn.onnx"), std::ios::binary) << testing::small_cnn_model();
+  graph::compile_onnx(dir.file("cnn.onnx"), "llvm", dir.file("local.kiln"));
+  runtime::GraphExecutor fetched = runtime::GraphExecutor::load(dir.file("fetched.kiln"));
+  runtime::GraphExecutor local = runtime::GraphExecutor::load(dir.file("local.kiln"));
+  runtime::NDArray x = testing::random_array({1, 8, 12, 12}, 7);
+  fetched.set_input("x", x);
+  local.set_input("x", x);
+  fetched.run();
+  local.run();
+  EXPECT_TRUE(testing::all_close(fetched.output(0), local.output(0).to_vector<float>(), 1e-4, 1e-5));
+
+  // The device measured, and /metrics saw it.
+  v1::ListDevicesResponse devices;
+  ASSERT_TRUE(service->ListDevices(context().get(), {}, &devices).ok());
+  ASSERT_EQ(devices.devices_size(), 1);
+  EXPECT_GT(devices.devices(0).completed(), 0u);
+  const auto exp = test::parse_prometheus_text(testing::http_get(kilnd.http_address(), "/metrics").body);
+  EXPECT_GT(exp.value("kiln_measures_total", {{"result", "ok"}}), 0.0);
+  EXPECT_GT(exp.value("kiln_records_total", {}), 0.0);
+  EXPECT_GT(exp.value("kiln_builds_total", {{"result", "ok"}}), 0.0);
+
+  // SIGTERM: a clean exit.
+  kilnd.process().signal(SIGTERM);
+  ASSERT_TRUE(kilnd.process().wait_for_exit(std::chrono::seconds(20)));
+  EXPECT_TRUE(WIFEXITED(kilnd.process().wait()) && WEXITSTATUS(kilnd.process().wait()) == 0);
+  (void)read;
+}
+
+}  // namespace
+}  // namespace kiln
