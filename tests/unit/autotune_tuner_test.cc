@@ -1,15 +1,25 @@
 // The tuning loop end to end on a small dense task: every trial lands in the log, a second run
 // resumes (no config measured twice), equal programs are measured once, the graph build's
-// LogConfigSource takes the best config, and each explorer runs.
+// LogConfigSource takes the best config, and each explorer runs. With a fake Measurer: the Tuner
+// sends each distinct program once and every record is appended exactly once. The task's
+// reference (compute_reference) is seeded and deterministic.
 #include "compiler/autotune/tuner.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <map>
 #include <set>
 #include <thread>
+#include <unordered_set>
 
+#include "compiler/autotune/local_measurer.h"
+#include "compiler/autotune/measurer.h"
+#include "compiler/ir/equal.h"
 #include "compiler/topi/dense.h"
+#include "deploy/runtime/random_fill.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/temp_dir.h"
 
@@ -121,6 +131,155 @@ TEST(Tuner, BadOptionsNameTheOption) {
   o = quick("xgb", 8);
   o.features = "pixels";
   EXPECT_ERROR_CONTAINS(Tuner(log, o), "unknown features 'pixels'");
+}
+
+/// A Measurer that measures nothing: each candidate "runs" in a time derived from its config, and
+/// its record is appended here, as a real measurer does. Counts calls and checks that no program
+/// is sent twice.
+class FakeMeasurer : public Measurer {
+ public:
+  explicit FakeMeasurer(RecordLog& log) : log_(log) {}
+
+  void begin_task(const Task& task) override {
+    ++begin_calls;
+    task_key = task.key;
+  }
+
+  std::vector<MeasureRecord> measure(const Task& task, const std::vector<Candidate>& candidates,
+                                     uint64_t seed) override {
+    EXPECT_EQ(task.key, task_key) << "measure() before begin_task()";
+    ++measure_calls;
+    std::vector<MeasureRecord> out;
+    for (const Candidate& c : candidates) {
+      EXPECT_TRUE(programs.insert(ir::structural_hash(c.func)).second)
+          << "config " << c.config_index << ": a program sent twice";
+      EXPECT_EQ(c.config, task.space.get(c.config_index).str());
+      MeasureRecord r;
+      r.target = task.target;
+      r.device = "fake device";
+      r.task_key = task.key;
+      r.config_index = c.config_index;
+      r.config = c.config;
+      r.costs_s = {1e-4 * static_cast<double>(1 + c.config_index % 7)};
+      r.gflops = task.flops / r.cost() / 1e9;
+      r.timestamp_ms = 1;
+      r.search_seed = seed;
+      log_.append(r);
+      appended.push_back(r);
+      out.push_back(r);
+    }
+    return out;
+  }
+
+  int begin_calls = 0;
+  int measure_calls = 0;
+  std::string task_key;
+  std::unordered_set<uint64_t> programs;
+  std::vector<MeasureRecord> appended;
+
+ private:
+  RecordLog& log_;
+};
+
+/// A small dense task whose space has a knob the template ignores: the configs that differ only
+/// in it lower to equal programs (36 distinct programs, 144 configs).
+Task task_with_equal_programs() {
+  te::Tensor x = te::placeholder({4, 8}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({4, 8}, ir::kFloat32, "w");
+  Task t = Task::make("dense_x86", topi::dense(x, w), "llvm");
+  const uint64_t dflt = t.default_config.index();
+  t.space.define_knob("ignored", {0, 1, 2, 3});  // the slowest digit: old indices stay valid
+  t.default_config = t.space.get(dflt);
+  return t;
+}
+
+TEST(Tuner, AGivenMeasurerGetsEachProgramOnceAndEachRecordIsAppendedOnce) {
+  testing::TempDir dir("kiln_tuner_test");
+  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  const Task task = task_with_equal_programs();
+  ASSERT_EQ(task.space.size(), 144u);
+  FakeMeasurer fake(log);
+  TuneOptions o = quick("random", 144);
+  o.batch = 16;
+  o.build_timeout_s = 1e-9;  // an option of the LocalMeasurer: ignored with a given measurer
+  TaskResult r = Tuner(log, o, &fake).tune(task);
+  EXPECT_EQ(fake.begin_calls, 1);
+  EXPECT_GE(fake.measure_calls, 3);  // at most one per batch of 16, none for a batch all reused
+  EXPECT_LE(fake.measure_calls, 9);
+  EXPECT_EQ(r.measured_now, 144);
+  EXPECT_EQ(r.trials, 144);
+  EXPECT_TRUE(r.errors.empty());
+  EXPECT_TRUE(r.has_best);
+  // Each distinct program measured once (FakeMeasurer checks none is sent twice), the rest reuse.
+  EXPECT_EQ(fake.programs.size(), 36u);
+  EXPECT_EQ(fake.appended.size(), 36u);
+  EXPECT_EQ(r.reused, 144 - 36);
+  // Every config once in the log: the measurer's records as it appended them, and the Tuner's
+  // own for the configs reusing a measurement, with the measured program's costs.
+  const std::vector<MeasureRecord> recs = log.records(task.key, "llvm");
+  ASSERT_EQ(recs.size(), 144u);
+  std::set<uint64_t> configs;
+  std::map<uint64_t, double> cost_of;  // config index % 36 (the program) -> cost
+  for (const MeasureRecord& m : fake.appended) cost_of[m.config_index % 36] = m.cost();
+  for (const MeasureRecord& rec : recs) {
+    EXPECT_TRUE(configs.insert(rec.config_index).second) << "config " << rec.config_index;
+    EXPECT_EQ(rec.device, "fake device");
+    EXPECT_EQ(rec.search_seed, o.seed);
+    EXPECT_EQ(rec.config, task.space.get(rec.config_index).str());
+    EXPECT_EQ(rec.cost(), cost_of.at(rec.config_index % 36)) << "config " << rec.config_index;
+    EXPECT_EQ(rec.gflops, task.flops / rec.cost() / 1e9);
+  }
+  for (const MeasureRecord& m : fake.appended) {
+    EXPECT_EQ(std::count(recs.begin(), recs.end(), m), 1) << "config " << m.config_index;
+  }
+
+  // A budget already met asks the measurer for nothing, not even the reference.
+  FakeMeasurer idle(log);
+  EXPECT_EQ(Tuner(log, quick("random", 144), &idle).tune(task).measured_now, 0);
+  EXPECT_EQ(idle.begin_calls, 0);
+  EXPECT_EQ(idle.measure_calls, 0);
+}
+
+TEST(Measurer, TheReferenceIsSeededAndDeterministic) {
+  const Task task = dense_task();
+  const TaskReference a = compute_reference(task);
+  const TaskReference b = compute_reference(task);
+  EXPECT_EQ(a.input_seed, runtime::seed_of(task.key));
+  ASSERT_EQ(a.inputs.size(), 2u);
+  for (size_t i = 0; i < a.inputs.size(); ++i) {
+    runtime::NDArray expected = runtime::NDArray::empty(a.inputs[i].shape(), runtime::kFloat32);
+    runtime::fill_uniform(expected, a.input_seed + i);
+    const float* p = a.inputs[i].data<float>();
+    const float* q = expected.data<float>();
+    for (int64_t k = 0; k < expected.num_elements(); ++k) ASSERT_EQ(p[k], q[k]) << i << " " << k;
+  }
+  ASSERT_EQ(a.output.num_elements(), 32 * 48);
+  ASSERT_EQ(b.output.num_elements(), 32 * 48);
+  EXPECT_EQ(a.max_abs, b.max_abs);
+  // out = x * w^T, against a loop here.
+  const float* x = a.inputs[0].data<float>();
+  const float* w = a.inputs[1].data<float>();
+  const float* out = a.output.data<float>();
+  double max_abs = 0;
+  for (int i = 0; i < 32; ++i) {
+    for (int j = 0; j < 48; ++j) {
+      double sum = 0;
+      for (int k = 0; k < 64; ++k) sum += static_cast<double>(x[i * 64 + k]) * w[j * 64 + k];
+      EXPECT_NEAR(out[i * 48 + j], sum, 1e-4) << i << ", " << j;
+      EXPECT_EQ(out[i * 48 + j], b.output.data<float>()[i * 48 + j]);
+      max_abs = std::max(max_abs, std::fabs(static_cast<double>(out[i * 48 + j])));
+    }
+  }
+  EXPECT_EQ(a.max_abs, max_abs);
+  EXPECT_GT(a.max_abs, 0.0);
+}
+
+TEST(LocalMeasurer, MeasureNeedsBeginTaskOfTheSameTask) {
+  testing::TempDir dir("kiln_tuner_test");
+  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  LocalMeasurer m(log, LocalMeasureOptions{});
+  EXPECT_EQ(m.options().device, host_device_fingerprint());
+  EXPECT_THROW(m.measure(dense_task(), {}, 1), InternalError);
 }
 
 }  // namespace
