@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -66,14 +67,15 @@ class FakeTracker final : public v1::Tracker::Service {
     std::lock_guard<std::mutex> lock(mu_);
     models_[id] = model;
   }
-  void push(uint64_t build_id, uint64_t job, const std::string& key, uint64_t index) {
+  void push(uint64_t build_id, uint64_t job, const std::string& key, uint64_t index,
+            uint32_t timeout_ms = 60000) {
     v1::BuildRequest b;
     b.set_build_id(build_id);
     b.set_job_id(job);
     b.mutable_task()->set_task_key(key);
     b.mutable_task()->set_target(kTarget);
     b.mutable_config()->set_index(index);
-    b.set_timeout_ms(60000);
+    b.set_timeout_ms(timeout_ms);
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(b);
     cv_.notify_all();
@@ -233,6 +235,16 @@ autotune::Task the_task() {
   return tasks.at(0);
 }
 
+/// The worker's temporary libraries of this process still on disk.
+int leftover_files() {
+  int n = 0;
+  const std::string prefix = "kiln-worker-" + std::to_string(::getpid()) + "-";
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
+  }
+  return n;
+}
+
 std::vector<int64_t> shape_of(const te::Tensor& t) {
   std::vector<int64_t> s;
   for (const ir::Expr& d : t->shape()) s.push_back(*ir::as_const_int(d));
@@ -291,6 +303,48 @@ TEST(Worker, ArtifactsOfTwoConfigsLoadAndMatchTheReference) {
   expect_correct(task, r1.artifact());
   expect_correct(task, r2.artifact());
   EXPECT_EQ(fake.model_fetches(), 1);  // the job's tasks are cached
+  EXPECT_EQ(leftover_files(), 0);
+}
+
+TEST(Worker, BuildPastItsLimitIsACompileTimeout) {
+  const autotune::Task task = the_task();
+  const v1::Artifact a = build_artifact(task, 0, 1e-6);
+  EXPECT_EQ(a.error(), v1::ERROR_KIND_COMPILE_TIMEOUT) << a.error_msg();
+  EXPECT_NE(a.error_msg().find("ran past"), std::string::npos) << a.error_msg();
+  EXPECT_TRUE(a.data().empty());
+  FakeTracker fake;
+  fake.add_job(kJob, small_model());
+  Server server(fake);
+  fake.push(1, kJob, task.key, 1, /*timeout_ms=*/1);
+  Running w(options_for(server));
+  ASSERT_TRUE(fake.wait_reports(1));
+  EXPECT_EQ(fake.report(1).artifact().error(), v1::ERROR_KIND_COMPILE_TIMEOUT);
+  // The abandoned builds finish in the background and remove their files.
+  const auto end = Clock::now() + 10s;
+  while (leftover_files() > 0 && Clock::now() < end) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(leftover_files(), 0);
+}
+
+TEST(Worker, KeepsTheTasksOfTheEightMostRecentJobs) {
+  const autotune::Task task = the_task();
+  FakeTracker fake;
+  for (uint64_t job = 1; job <= 9; ++job) fake.add_job(job, small_model());
+  Server server(fake);
+  Running w(options_for(server));
+  fake.push(100, 1, task.key, 0);
+  fake.push(101, 1, task.key, 1);
+  ASSERT_TRUE(fake.wait_reports(2));
+  EXPECT_EQ(fake.model_fetches(), 1);
+  for (uint64_t job = 2; job <= 9; ++job) fake.push(job, job, task.key, 0);
+  ASSERT_TRUE(fake.wait_reports(10));
+  EXPECT_EQ(fake.model_fetches(), 9);
+  fake.push(200, 9, task.key, 1);  // still cached
+  ASSERT_TRUE(fake.wait_reports(11));
+  EXPECT_EQ(fake.model_fetches(), 9);
+  fake.push(201, 1, task.key, 1);  // dropped from the cache: fetched again
+  ASSERT_TRUE(fake.wait_reports(12));
+  EXPECT_EQ(fake.model_fetches(), 10);
+  EXPECT_EQ(fake.report(201).artifact().error(), v1::ERROR_KIND_NONE);
 }
 
 TEST(Worker, BuildArtifactAloneMatchesTheReference) {
@@ -422,6 +476,17 @@ TEST(WorkerBinary, UnknownFlagExitsTwoNamingIt) {
   EXPECT_NE(read_text(err).find("--tracker"), std::string::npos) << read_text(err);
   EXPECT_EQ(wait_exit(spawn_worker({"--tracker", "127.0.0.1:1", "--batch", "zero"}, err)), 2);
   EXPECT_NE(read_text(err).find("--batch"), std::string::npos) << read_text(err);
+}
+
+TEST(WorkerBinary, WrongTokenExitsOneNamingTheRefusal) {
+  FakeTracker fake;
+  fake.token = "right";
+  Server server(fake);
+  testing::TempDir dir("kiln_worker_test");
+  const std::string token = dir.file("token"), err = dir.file("stderr.txt");
+  std::ofstream(token) << "wrong\n";
+  EXPECT_EQ(wait_exit(spawn_worker({"--tracker", server.address(), "--token-file", token}, err)), 1);
+  EXPECT_NE(read_text(err).find("refused the worker"), std::string::npos) << read_text(err);
 }
 
 TEST(WorkerBinary, SigtermStopsItWithExitZero) {
