@@ -12,6 +12,8 @@
 //   kiln tune MODEL.onnx [--target T] [--trials N] [--records DIR] [-o MODEL.kiln] ...
 // tunes every tunable operator of the model into the record log (tune_command.cc), then writes
 // the bundle built with the best configs. Every failure prints "error: ..." and exits with 1.
+//   kiln submit | jobs | watch | fetch | devices | cancel ...
+// talk to a tuning farm (kilnd) through its public service (farm_commands.cc).
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,7 +52,16 @@ int usage() {
                "       kiln run MODEL.kiln --input X.npy [--input NAME=Y.npy ...] [-o OUT]\n"
                "                [--profile RUNS]\n"
                "       kiln tune MODEL.onnx [--target TARGET] [--trials N] [--records DIR]\n"
-               "                [-o MODEL.kiln] [--explorer xgb|random|grid|ga] [--batch B] [--seed S]\n";
+               "                [-o MODEL.kiln] [--explorer xgb|random|grid|ga] [--batch B] [--seed S]\n"
+               "  on a tuning farm (kilnd):\n"
+               "       kiln submit MODEL.onnx --target T --device-key KEY --trials N [--name NAME]\n"
+               "                [--priority P] [--owner O] [--watch]\n"
+               "       kiln jobs [--owner O] [--state S]...\n"
+               "       kiln watch JOB\n"
+               "       kiln fetch JOB [-o OUT.kiln]\n"
+               "       kiln devices [--key KEY]\n"
+               "       kiln cancel JOB [--reason R]\n"
+               "  farm commands take [--server HOST:PORT] [--token-file F] [--tls-ca F]\n";
   return 2;
 }
 
@@ -327,6 +338,12 @@ int main(int argc, char** argv) {
   if (!args.empty() && args[0] == "compile") return compile_main(args);
   if (!args.empty() && args[0] == "run") return run_main(args);
   if (!args.empty() && args[0] == "tune") return tune_main(args);
+  if (!args.empty() && args[0] == "submit") return submit_main(args);
+  if (!args.empty() && args[0] == "jobs") return jobs_main(args);
+  if (!args.empty() && args[0] == "watch") return watch_main(args);
+  if (!args.empty() && args[0] == "fetch") return fetch_main(args);
+  if (!args.empty() && args[0] == "devices") return devices_main(args);
+  if (!args.empty() && args[0] == "cancel") return cancel_main(args);
   if (args.size() < 2 || args[0] != "example" || args[1] != "matmul") return usage();
   int n = 1024, threads = kiln::runtime::default_num_threads();
   std::string target = "llvm -mcpu=native";

@@ -1,0 +1,648 @@
+// The farm commands of `kiln`: talk to a kilnd through the public KilnService
+// (proto/kiln/v1/service.proto).
+//
+//   kiln submit resnet18.onnx --target "llvm -mcpu=znver4" --device-key epyc --trials 512 --watch
+//   kiln jobs --state running
+//   kiln watch 7          # live progress; exit 0 when the job ends DONE
+//   kiln fetch 7 -o resnet18.kiln
+//
+// Every command takes --server HOST:PORT ($KILN_SERVER, else 127.0.0.1:7070), --token-file F
+// (else $KILN_TOKEN) and --tls-ca F. A failed call prints "error: <server's message> (<CODE>)"
+// and exits 1; a bad command line prints "error: ..." and exits 2. Connecting waits at most
+// kConnectTimeout, so an unreachable farm is an error, never a hang.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/fnv1a.h"
+#include "client/commands.h"
+#include "proto/kiln/v1/common.pb.h"
+#include "proto/kiln/v1/service.grpc.pb.h"
+#include "rpc/channel.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace v1 = kiln::v1;
+using Clock = std::chrono::system_clock;
+
+constexpr auto kConnectTimeout = std::chrono::seconds(5);
+constexpr auto kCallTimeout = std::chrono::seconds(60);  // unary calls (submit carries the model)
+constexpr int kWatchRetries = 8;                          // a kilnd restart; backoff up to 4 s
+
+/// A mistake on the command line: exit code 2 with the command's usage.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* const kUsage =
+    "usage: kiln submit MODEL.onnx --target T --device-key KEY --trials N [--name NAME]\n"
+    "                   [--priority P] [--owner O] [--watch]\n"
+    "       kiln jobs [--owner O] [--state queued|running|done|failed|cancelled]...\n"
+    "       kiln watch JOB\n"
+    "       kiln fetch JOB [-o OUT.kiln]\n"
+    "       kiln devices [--key KEY]\n"
+    "       kiln cancel JOB [--reason R]\n"
+    "  every farm command: [--server HOST:PORT] (default $KILN_SERVER, else 127.0.0.1:7070)\n"
+    "                      [--token-file F] (default $KILN_TOKEN) [--tls-ca CA.pem]\n";
+
+// ---- command line ---------------------------------------------------------------------------
+
+/// A parsed command line: positional arguments, flags with values (repeatable), switches.
+struct Args {
+  std::vector<std::string> positional;
+  std::map<std::string, std::vector<std::string>> values;
+  std::set<std::string> switches;
+
+  std::string get(const std::string& flag, const std::string& fallback = "") const {
+    auto it = values.find(flag);
+    return it == values.end() ? fallback : it->second.back();
+  }
+  bool has(const std::string& flag) const { return values.count(flag) || switches.count(flag); }
+};
+
+/// Parses args[1..] given the command's own flags that take a value and its switches; the common
+/// farm flags are always known.
+Args parse(const std::vector<std::string>& args, std::set<std::string> valued,
+           const std::set<std::string>& switches) {
+  valued.insert({"--server", "--token-file", "--tls-ca"});
+  Args out;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (valued.count(a)) {
+      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
+      out.values[a].push_back(args[++i]);
+    } else if (switches.count(a)) {
+      out.switches.insert(a);
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw UsageError("unknown option '" + a + "'");
+    } else {
+      out.positional.push_back(a);
+    }
+  }
+  return out;
+}
+
+/// A whole number from a flag's or argument's text; `what` names it in the error.
+long long parse_int(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(text, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    throw UsageError(what + " needs a whole number, got '" + text + "'");
+  }
+  return v;
+}
+
+/// The job id, the command's one positional argument.
+uint64_t job_arg(const Args& a, const std::string& command) {
+  if (a.positional.empty()) throw UsageError("kiln " + command + " needs a JOB id");
+  if (a.positional.size() > 1) {
+    throw UsageError("kiln " + command + " takes one JOB id, got '" + a.positional[0] + "' and '" +
+                     a.positional[1] + "'");
+  }
+  const std::string& t = a.positional[0];
+  const bool digits = !t.empty() && std::all_of(t.begin(), t.end(), [](char c) {
+    return c >= '0' && c <= '9';
+  });
+  if (!digits || t.size() > 19 || std::stoull(t) == 0) {
+    throw UsageError("JOB must be a positive job id, got '" + t + "'");
+  }
+  return std::stoull(t);
+}
+
+void no_positional(const Args& a, const std::string& command) {
+  if (!a.positional.empty()) {
+    throw UsageError("kiln " + command + " takes no argument, got '" + a.positional[0] + "'");
+  }
+}
+
+// ---- names and formatting -------------------------------------------------------------------
+
+const char* code_name(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN_CODE";
+  }
+}
+
+/// "RUNNING" for JOB_STATE_RUNNING.
+std::string state_name(v1::JobState s) {
+  std::string n = v1::JobState_Name(s);
+  const std::string prefix = "JOB_STATE_";
+  return n.rfind(prefix, 0) == 0 ? n.substr(prefix.size()) : n;
+}
+
+/// "running", "RUNNING" or "JOB_STATE_RUNNING" -> JOB_STATE_RUNNING.
+v1::JobState parse_state(const std::string& text) {
+  std::string up;
+  for (char c : text) up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (up.rfind("JOB_STATE_", 0) != 0) up = "JOB_STATE_" + up;
+  v1::JobState s{};
+  if (!v1::JobState_Parse(up, &s) || s == v1::JOB_STATE_UNSPECIFIED) {
+    throw UsageError("--state must be queued, running, done, failed or cancelled, got '" + text +
+                     "'");
+  }
+  return s;
+}
+
+bool finished(v1::JobState s) {
+  return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
+}
+
+std::string age(int64_t since_ms) {
+  if (since_ms <= 0) return "-";
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             Clock::now().time_since_epoch())
+                             .count();
+  const int64_t s = std::max<int64_t>(0, (now_ms - since_ms) / 1000);
+  char buf[32];
+  if (s >= 86400) {
+    std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(s / 86400),
+                  static_cast<long long>(s / 3600 % 24));
+  } else if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                  static_cast<long long>(s / 60 % 60));
+  } else if (s >= 60) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                  static_cast<long long>(s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+  }
+  return buf;
+}
+
+std::string best_ms(double seconds) {
+  if (seconds <= 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", seconds * 1e3);
+  return buf;
+}
+
+std::string mib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+std::string bar(double fraction, int width) {
+  const int filled = static_cast<int>(std::clamp(fraction, 0.0, 1.0) * width);
+  return "[" + std::string(filled, '#') + std::string(width - filled, ' ') + "]";
+}
+
+/// Prints rows as left-aligned columns; empty cells show as "-".
+void print_table(std::vector<std::vector<std::string>> rows) {
+  std::vector<size_t> width;
+  for (auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (row[c].empty()) row[c] = "-";
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
+// ---- the connection -------------------------------------------------------------------------
+
+/// The farm as one command sees it: the address, the token and the stub.
+class Farm {
+ public:
+  explicit Farm(const Args& a) {
+    const char* env = std::getenv("KILN_SERVER");
+    address_ = a.get("--server", env && *env ? env : "127.0.0.1:7070");
+    token_ = kiln::rpc::read_token(a.get("--token-file"));
+    tls_ = !a.get("--tls-ca").empty();
+    channel_ = kiln::rpc::make_channel(address_, a.get("--tls-ca"));
+    stub_ = v1::KilnService::NewStub(channel_);
+  }
+
+  const std::string& address() const { return address_; }
+  v1::KilnService::Stub& stub() { return *stub_; }
+
+  /// Waits until the channel is connected: kiln::Error "cannot reach kilnd" when the connection
+  /// fails or takes longer than kConnectTimeout.
+  void connect() {
+    const auto deadline = Clock::now() + kConnectTimeout;
+    for (;;) {
+      const grpc_connectivity_state s = channel_->GetState(/*try_to_connect=*/true);
+      if (s == GRPC_CHANNEL_READY) return;
+      if (s == GRPC_CHANNEL_TRANSIENT_FAILURE || s == GRPC_CHANNEL_SHUTDOWN) {
+        KILN_USER_ERROR() << "cannot reach kilnd at " << address_
+                          << " (the connection failed; is kilnd running there"
+                          << (tls_ ? ", and is --tls-ca the farm's CA?" : "?") << ")";
+      }
+      if (!channel_->WaitForStateChange(s, deadline)) {
+        KILN_USER_ERROR() << "cannot reach kilnd at " << address_ << " (no connection within "
+                          << kConnectTimeout.count() << " s)";
+      }
+    }
+  }
+
+  /// A context carrying the token, with a deadline when `timeout` is positive.
+  std::unique_ptr<grpc::ClientContext> context(std::chrono::seconds timeout = kCallTimeout) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    kiln::rpc::add_token(*ctx, token_);
+    if (timeout.count() > 0) ctx->set_deadline(Clock::now() + timeout);
+    return ctx;
+  }
+
+  /// kiln::Error for a failed call: "<server's message> (<CODE>)".
+  [[noreturn]] void fail(const grpc::Status& s) const {
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      KILN_USER_ERROR() << "cannot reach kilnd at " << address_ << " (" << s.error_message()
+                        << ")";
+    }
+    KILN_USER_ERROR() << s.error_message() << " (" << code_name(s.error_code()) << ")"
+                      << (s.error_code() == grpc::StatusCode::UNIMPLEMENTED
+                              ? "; is " + address_ + " a kilnd that serves kiln.v1?"
+                              : std::string());
+  }
+  void check(const grpc::Status& s) const {
+    if (!s.ok()) fail(s);
+  }
+
+ private:
+  std::string address_, token_;
+  bool tls_ = false;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::KilnService::Stub> stub_;
+};
+
+/// Runs a command body: usage errors exit 2, everything else "error: ..." and 1.
+template <typename F>
+int guarded(F&& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n" << kUsage;
+    return 2;
+  } catch (const std::exception& e) {
+    return report(e);
+  }
+}
+
+std::unique_ptr<Farm> connect(const Args& a) {
+  auto farm = std::make_unique<Farm>(a);
+  farm->connect();
+  return farm;
+}
+
+// ---- watch ----------------------------------------------------------------------------------
+
+/// Follows job `id` to its end; returns the exit code (0 when DONE).
+int watch_job(Farm& farm, uint64_t id) {
+  v1::GetJobRequest get;
+  get.set_job_id(id);
+  v1::Job job;
+  farm.check(farm.stub().GetJob(farm.context().get(), get, &job));
+  const bool tty = ::isatty(STDOUT_FILENO) != 0;
+  std::string last_line;
+  v1::JobProgress last = job.progress();
+  auto show = [&](const v1::JobProgress& p) {
+    const uint64_t budget = uint64_t{p.tasks_total()} * job.trials();
+    const double fraction =
+        std::max(p.tasks_total() ? double(p.tasks_done()) / p.tasks_total() : 0.0,
+                 budget ? double(p.trials_done()) / double(budget) : 0.0);
+    std::ostringstream line;
+    line << "job " << id << " " << state_name(p.state()) << "  tasks " << p.tasks_done() << "/"
+         << p.tasks_total() << "  trials " << p.trials_done() << " (" << p.trials_failed()
+         << " failed)  best " << (p.best_latency_s() > 0 ? best_ms(p.best_latency_s()) + " ms" : "-")
+         << "  " << bar(p.state() == v1::JOB_STATE_DONE ? 1.0 : fraction, 20);
+    if (line.str() == last_line) return;  // nothing new to draw
+    last_line = line.str();
+    std::cout << (tty ? "\r\033[K" : "") << last_line << (tty ? "" : "\n") << std::flush;
+  };
+  show(last);
+
+  int retries = 0;
+  while (!finished(last.state())) {
+    v1::WatchJobRequest req;
+    req.set_job_id(id);
+    auto ctx = farm.context(std::chrono::seconds(0));  // a job may run for hours
+    auto reader = farm.stub().WatchJob(ctx.get(), req);
+    v1::JobProgress p;
+    bool got = false;
+    while (reader->Read(&p)) {
+      last = p;
+      got = true;
+      show(p);
+    }
+    const grpc::Status s = reader->Finish();
+    if (got) retries = 0;
+    if (s.ok() && finished(last.state())) break;
+    if (!s.ok() && s.error_code() != grpc::StatusCode::UNAVAILABLE) {
+      if (tty) std::cout << "\n";
+      farm.fail(s);
+    }
+    // The stream broke (kilnd restarting) or ended before the job did: ask again after a pause.
+    if (++retries > kWatchRetries) {
+      if (tty) std::cout << "\n";
+      if (!s.ok()) farm.fail(s);
+      KILN_USER_ERROR() << "the progress stream of job " << id << " keeps ending before the job "
+                        << "does (last state " << state_name(last.state()) << ")";
+    }
+    const auto pause = std::chrono::milliseconds(std::min(4000, 250 << retries));
+    std::cerr << (tty ? "\n" : "") << "lost the progress stream of job " << id << " ("
+              << (s.ok() ? "it ended early" : s.error_message()) << "); retrying in "
+              << pause.count() / 1000.0 << " s (" << retries << "/" << kWatchRetries << ")\n";
+    std::this_thread::sleep_for(pause);
+    try {
+      farm.connect();
+    } catch (const kiln::Error&) {
+      // still down: the next attempt fails with UNAVAILABLE and counts as a retry
+    }
+  }
+  if (tty) std::cout << "\n";
+
+  farm.check(farm.stub().GetJob(farm.context().get(), get, &job));  // the final word, with error
+  switch (last.state()) {
+    case v1::JOB_STATE_DONE:
+      std::cout << "job " << id << " done: best " << best_ms(last.best_latency_s())
+                << " ms; fetch it with: kiln fetch " << id << "\n";
+      return 0;
+    case v1::JOB_STATE_FAILED:
+      std::cerr << "error: job " << id << " failed: "
+                << (job.error().empty() ? "(no reason given)" : job.error()) << "\n";
+      return 1;
+    default:
+      std::cerr << "job " << id << " was cancelled"
+                << (job.error().empty() ? "" : " (" + job.error() + ")") << "\n";
+      return 1;
+  }
+}
+
+// ---- fetch ----------------------------------------------------------------------------------
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+/// A file being written: removed when it goes away before commit() renamed it into place.
+class TempFile {
+ public:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  ~TempFile() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      fs::remove(path_, ec);
+    }
+  }
+  const std::string& path() const { return path_; }
+  void commit(const std::string& to) {
+    fs::rename(path_, to);
+    path_.clear();
+  }
+
+ private:
+  std::string path_;
+};
+
+int fetch_job(Farm& farm, uint64_t id, const std::string& out) {
+  const std::string what = "job " + std::to_string(id);
+  TempFile tmp(out + ".tmp");
+  std::ofstream file(tmp.path(), std::ios::binary | std::ios::trunc);
+  KILN_USER_CHECK(file.good()) << "cannot write '" << tmp.path() << "'";
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+
+  v1::FetchBundleRequest req;
+  req.set_job_id(id);
+  auto ctx = farm.context(std::chrono::seconds(0));  // a large bundle on a slow link takes long
+  auto reader = farm.stub().FetchBundle(ctx.get(), req);
+  v1::BundleChunk chunk;
+  uint64_t received = 0, total = 0;
+  bool first = true, ended = false;
+  uint64_t hash = kiln::kFnv1a64Basis;  // FNV-1a of the bytes so far
+  std::string problem;
+  while (problem.empty() && reader->Read(&chunk)) {
+    if (ended) {
+      problem = "a chunk came after the last one";
+    } else if (chunk.offset() != received) {
+      problem = "chunk at offset " + std::to_string(chunk.offset()) + ", expected " +
+                std::to_string(received) + " (a gap or an overlap)";
+    } else if (!first && chunk.total_size() != total) {
+      problem = "the total size changed from " + std::to_string(total) + " to " +
+                std::to_string(chunk.total_size()) + " bytes";
+    } else if (received + chunk.data().size() > chunk.total_size()) {
+      problem = "chunks run past the total size of " + std::to_string(chunk.total_size()) +
+                " bytes";
+    }
+    if (!problem.empty()) break;
+    total = chunk.total_size();
+    first = false;
+    file.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
+    hash = kiln::fnv1a64(chunk.data().data(), chunk.data().size(), hash);
+    received += chunk.data().size();
+    if (tty) {
+      std::fprintf(stderr, "\r\033[K%s: %s / %s %s", what.c_str(), mib(received).c_str(),
+                   mib(total).c_str(), bar(total ? double(received) / total : 1.0, 20).c_str());
+    }
+    if (chunk.last()) {
+      ended = true;
+      if (received != total) {
+        problem = "the last chunk ends at " + std::to_string(received) + " bytes of " +
+                  std::to_string(total);
+      } else if (chunk.checksum() != hash) {
+        problem = "checksum mismatch: the server says " + hex(chunk.checksum()) +
+                  ", the received bytes hash to " + hex(hash);
+      }
+    }
+  }
+  if (tty && received > 0) std::fprintf(stderr, "\n");
+  if (!problem.empty()) {
+    ctx->TryCancel();  // stop the stream; the temp file goes with `tmp`
+    reader->Finish();
+    KILN_USER_ERROR() << "fetching the bundle of " << what << ": " << problem << "; nothing written";
+  }
+  const grpc::Status s = reader->Finish();
+  if (!s.ok()) farm.fail(s);
+  KILN_USER_CHECK(ended) << "fetching the bundle of " << what << ": the stream ended after "
+                         << received << " of " << total
+                         << " bytes without its last chunk; nothing written";
+  file.close();
+  KILN_USER_CHECK(file.good()) << "cannot write '" << tmp.path() << "'";
+  tmp.commit(out);
+  std::cerr << "wrote " << out << " (" << received << " bytes, checksum " << hex(hash)
+            << ")\n";
+  return 0;
+}
+
+std::string read_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  KILN_USER_CHECK(in.good() && !fs::is_directory(path)) << "cannot read model '" << path << "'";
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+// ---- the commands ---------------------------------------------------------------------------
+
+int submit_main(const std::vector<std::string>& args) {
+  return guarded([&] {
+    const Args a = parse(args,
+                         {"--target", "--device-key", "--trials", "--name", "--priority", "--owner"},
+                         {"--watch"});
+    if (a.positional.size() != 1) {
+      throw UsageError(a.positional.empty() ? "kiln submit needs a MODEL.onnx"
+                                            : "kiln submit takes one model, got '" +
+                                                  a.positional[0] + "' and '" + a.positional[1] +
+                                                  "'");
+    }
+    for (const char* flag : {"--target", "--device-key", "--trials"}) {
+      if (a.get(flag).empty()) throw UsageError(std::string("kiln submit needs ") + flag);
+    }
+    const long long trials = parse_int(a.get("--trials"), "--trials");
+    if (trials <= 0 || trials > 0xffffffffLL) {
+      throw UsageError("--trials needs a positive number, got '" + a.get("--trials") + "'");
+    }
+    const long long priority = parse_int(a.get("--priority", "0"), "--priority");
+    if (priority < INT32_MIN || priority > INT32_MAX) {
+      throw UsageError("--priority is out of range: '" + a.get("--priority") + "'");
+    }
+    const std::string& model = a.positional[0];
+    v1::SubmitModelRequest req;
+    req.set_model(read_model(model));
+    req.set_name(a.get("--name", fs::path(model).stem().string()));
+    req.set_target(a.get("--target"));
+    req.set_device_key(a.get("--device-key"));
+    req.set_trials(static_cast<uint32_t>(trials));
+    req.set_priority(static_cast<int32_t>(priority));
+    const char* user = std::getenv("USER");
+    req.set_owner(a.get("--owner", user ? user : ""));
+
+    auto farm = connect(a);
+    v1::SubmitModelResponse resp;
+    farm->check(farm->stub().SubmitModel(farm->context().get(), req, &resp));
+    std::cout << "submitted job " << resp.job_id() << "\n" << std::flush;
+    return a.has("--watch") ? watch_job(*farm, resp.job_id()) : 0;
+  });
+}
+
+int jobs_main(const std::vector<std::string>& args) {
+  return guarded([&] {
+    const Args a = parse(args, {"--owner", "--state"}, {});
+    no_positional(a, "jobs");
+    v1::ListJobsRequest req;
+    req.set_owner(a.get("--owner"));
+    if (a.values.count("--state")) {
+      for (const std::string& s : a.values.at("--state")) req.add_states(parse_state(s));
+    }
+    auto farm = connect(a);
+    v1::ListJobsResponse resp;
+    farm->check(farm->stub().ListJobs(farm->context().get(), req, &resp));
+    std::vector<std::vector<std::string>> rows = {{"ID", "STATE", "OWNER", "MODEL", "TARGET", "KEY",
+                                                   "TASKS", "TRIALS", "FAILED", "BEST(ms)", "AGE"}};
+    for (const v1::Job& j : resp.jobs()) {
+      const v1::JobProgress& p = j.progress();
+      rows.push_back({std::to_string(j.id()), state_name(p.state()), j.owner(), j.model_name(),
+                      j.target(), j.device_key(),
+                      std::to_string(p.tasks_done()) + "/" + std::to_string(p.tasks_total()),
+                      std::to_string(p.trials_done()), std::to_string(p.trials_failed()),
+                      best_ms(p.best_latency_s()), age(j.created_ms())});
+    }
+    print_table(rows);
+    return 0;
+  });
+}
+
+int watch_main(const std::vector<std::string>& args) {
+  return guarded([&] {
+    const Args a = parse(args, {}, {});
+    const uint64_t id = job_arg(a, "watch");
+    auto farm = connect(a);
+    return watch_job(*farm, id);
+  });
+}
+
+int fetch_main(const std::vector<std::string>& args) {
+  return guarded([&] {
+    const Args a = parse(args, {"-o"}, {});
+    const uint64_t id = job_arg(a, "fetch");
+    const std::string out = a.get("-o", "job" + std::to_string(id) + ".kiln");
+    auto farm = connect(a);
+    return fetch_job(*farm, id, out);
+  });
+}
+
+int devices_main(const std::vector<std::string>& args) {
+  return guarded([&] {
+    const Args a = parse(args, {"--key"}, {});
+    no_positional(a, "devices");
+    v1::ListDevicesRequest req;
+    req.set_key(a.get("--key"));
+    auto farm = connect(a);
+    v1::ListDevicesResponse resp;
+    farm->check(farm->stub().ListDevices(farm->context().get(), req, &resp));
+    std::vector<std::vector<std::string>> rows = {
+        {"ID", "KEY", "STATE", "TARGET", "FINGERPRINT", "DONE", "IN_FLIGHT"}};
+    for (const v1::DeviceInfo& d : resp.devices()) {
+      std::string state = d.state();
+      if (!d.quarantine_reason().empty()) state += " (" + d.quarantine_reason() + ")";
+      rows.push_back({std::to_string(d.device_id()), d.key(), state, d.target(), d.fingerprint(),
+                      std::to_string(d.completed()), std::to_string(d.in_flight())});
+    }
+    print_table(rows);
+    return 0;
+  });
+}
+
+int cancel_main(const std::vector<std::string>& args) {
+  return guarded([&] {
+    const Args a = parse(args, {"--reason"}, {});
+    const uint64_t id = job_arg(a, "cancel");
+    v1::CancelJobRequest req;
+    req.set_job_id(id);
+    req.set_reason(a.get("--reason"));
+    auto farm = connect(a);
+    v1::Job job;
+    farm->check(farm->stub().CancelJob(farm->context().get(), req, &job));
+    std::cout << "job " << id << " is " << state_name(job.progress().state()) << "\n";
+    return 0;
+  });
+}
