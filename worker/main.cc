@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -95,10 +96,11 @@ int main(int argc, char** argv) {
   try {
     options.token = kiln::rpc::read_token(token_file);
     kiln::worker::Worker worker(options);
+    std::atomic<bool> failed{false};
     std::thread waiter([&] {
       int sig = 0;
       sigwait(&signals, &sig);
-      if (sig != 0) std::cerr << "kiln-worker: stopping (signal " << sig << ")\n";
+      if (!failed) std::cerr << "kiln-worker: stopping (signal " << sig << ")\n";
       worker.stop();
     });
     std::cerr << "kiln-worker: " << worker.name() << " taking builds from " << options.tracker
@@ -110,6 +112,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";
       code = 1;
+      failed = true;
     }
     if (code != 0) {
       // run() failed on its own: wake the signal thread so that it can be joined.
