@@ -56,8 +56,7 @@ struct BuildOutcome {
 /// in the background and its file is never used.
 std::vector<BuildOutcome> build_parallel(const std::vector<ir::PrimFunc>& funcs,
                                          const std::vector<std::string>& paths,
-                                         const target::Target& tgt, int threads,
-                                         double timeout_s) {
+                                         const target::Target& tgt, int threads, double timeout_s) {
   const size_t parallel = threads > 0 ? static_cast<size_t>(threads)
                                       : std::max<size_t>(1, std::thread::hardware_concurrency());
   std::vector<BuildOutcome> out(funcs.size());

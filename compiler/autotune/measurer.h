@@ -49,6 +49,9 @@ struct Candidate {
   ir::PrimFunc func;   ///< lowered, entry name "candidate"
 };
 
+/// The Tuner (tuner.h) sends each distinct program of a tune() call once and appends the other
+/// records itself (configs that do not lower: compile_error; configs whose program equals one
+/// measured: that measurement), so a Measurer sees only the candidates it must record.
 class Measurer {
  public:
   virtual ~Measurer() = default;

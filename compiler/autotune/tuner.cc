@@ -179,7 +179,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     device = earlier.back().device;
   }
   std::unordered_map<uint64_t, MeasureRecord> by_program;  // structural hash -> measurement
-  bool begun = false;  // measurer_->begin_task(task) was called
+  bool begun = false;  // whether measurer_->begin_task(task) was called
   int done = static_cast<int>(earlier.size());
 
   while (done < options_.trials && !explorer->exhausted()) {
@@ -320,7 +320,8 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
 }
 
 Config LogConfigSource::choose(const Task& task) {
-  if (auto best = log_.best(task.key, task.target); best && best->config_index < task.space.size()) {
+  if (auto best = log_.best(task.key, task.target);
+      best && best->config_index < task.space.size()) {
     ++tuned_;
     return task.space.get(best->config_index);
   }

@@ -47,15 +47,15 @@ struct TuneOptions {
   bool default_first = true;
   // How the default LocalMeasurer builds and runs each candidate (LocalMeasureOptions); unused
   // when the Tuner is given a Measurer.
-  int build_threads = 0;         ///< candidates built at once; 0 = one per CPU
-  double build_timeout_s = 60;   ///< per candidate build (past it: compile_timeout)
+  int build_threads = 0;        ///< candidates built at once; 0 = one per CPU
+  double build_timeout_s = 60;  ///< per candidate build (past it: compile_timeout)
   // How each candidate runs (see deploy/runtime/kernel_runner.h).
   int repeat = 3;
   double min_repeat_ms = 20;
   double cooldown_ms = 0;
   bool flush_cache = false;
-  int threads = 0;              ///< thread-pool size for the kernel; 0 = all CPUs
-  double run_timeout_s = 10;    ///< per candidate, for the whole child
+  int threads = 0;            ///< thread-pool size for the kernel; 0 = all CPUs
+  double run_timeout_s = 10;  ///< per candidate, for the whole child
   /// Reference check: |out - ref| <= rtol * |ref| + atol_scale * max|ref|.
   double rtol = 1e-3;
   double atol_scale = 1e-4;
@@ -65,7 +65,7 @@ struct TuneOptions {
 
 struct TuneProgress {
   std::string task_key;
-  int trials_done = 0;     ///< measured configs of the task, earlier runs included
+  int trials_done = 0;  ///< measured configs of the task, earlier runs included
   int trials_total = 0;
   double best_gflops = 0;  ///< best so far (0 before any success)
   double elapsed_s = 0;    ///< of this call
@@ -116,7 +116,7 @@ class LogConfigSource : public ConfigSource {
  public:
   explicit LogConfigSource(const RecordLog& log) : log_(log) {}
   Config choose(const Task& task) override;
-  int tuned() const { return tuned_; }      ///< tasks that got a measured config
+  int tuned() const { return tuned_; }        ///< tasks that got a measured config
   int defaults() const { return defaults_; }  ///< tasks that fell back to the default
 
  private:

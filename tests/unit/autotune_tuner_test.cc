@@ -6,10 +6,12 @@
 #include "compiler/autotune/tuner.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <thread>
@@ -18,7 +20,9 @@
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/measurer.h"
 #include "compiler/ir/equal.h"
+#include "compiler/lower.h"
 #include "compiler/topi/dense.h"
+#include "deploy/runtime/npy.h"
 #include "deploy/runtime/random_fill.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/temp_dir.h"
@@ -280,6 +284,70 @@ TEST(LocalMeasurer, MeasureNeedsBeginTaskOfTheSameTask) {
   LocalMeasurer m(log, LocalMeasureOptions{});
   EXPECT_EQ(m.options().device, host_device_fingerprint());
   EXPECT_THROW(m.measure(dense_task(), {}, 1), InternalError);
+}
+
+/// The LocalMeasurer work folders of this process (kiln-tune-<pid>-<n> in the temp folder).
+std::vector<std::filesystem::path> work_dirs() {
+  const std::string prefix = "kiln-tune-" + std::to_string(::getpid()) + "-";
+  std::vector<std::filesystem::path> out;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+  for (const auto& e : std::filesystem::directory_iterator(tmp)) {
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path());
+  }
+  return out;
+}
+
+TEST(LocalMeasurer, MeasuresInOrderAppendsAndRemovesItsFiles) {
+  testing::TempDir dir("kiln_tuner_test");
+  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  const Task task = dense_task();
+  std::vector<Candidate> cands;
+  for (uint64_t i : {task.default_config.index(), uint64_t{5}}) {
+    const Config cfg = task.space.get(i);
+    cands.push_back({i, cfg.str(), compiler::lower(task.schedule(cfg), task.args(), "candidate")});
+  }
+  LocalMeasureOptions o;
+  o.repeat = 2;
+  o.min_repeat_ms = 1;
+  o.threads = 1;
+  o.device = "test device";
+  {
+    LocalMeasurer m(log, o);
+    ASSERT_TRUE(work_dirs().empty());
+    m.begin_task(task);
+    m.begin_task(task);  // replaces the first folder
+    const std::vector<std::filesystem::path> dirs = work_dirs();
+    ASSERT_EQ(dirs.size(), 1u);
+    // The reference as files: compute_reference's arrays.
+    const TaskReference ref = compute_reference(task);
+    for (size_t i = 0; i < ref.inputs.size(); ++i) {
+      runtime::NDArray a =
+          runtime::load_npy((dirs[0] / ("input" + std::to_string(i) + ".npy")).string());
+      ASSERT_EQ(a.num_elements(), ref.inputs[i].num_elements());
+      for (int64_t k = 0; k < a.num_elements(); ++k) {
+        ASSERT_EQ(a.data<float>()[k], ref.inputs[i].data<float>()[k]);
+      }
+    }
+    EXPECT_TRUE(std::filesystem::exists(dirs[0] / "reference.npy"));
+
+    const std::vector<MeasureRecord> recs = m.measure(task, cands, 99);
+    ASSERT_EQ(recs.size(), 2u);
+    EXPECT_EQ(log.records(task.key, "llvm"), recs);
+    for (size_t k = 0; k < recs.size(); ++k) {
+      EXPECT_EQ(recs[k].config_index, cands[k].config_index);
+      EXPECT_EQ(recs[k].config, cands[k].config);
+      EXPECT_EQ(recs[k].error, ErrorKind::kNone) << recs[k].error_msg;
+      EXPECT_EQ(recs[k].costs_s.size(), 2u);
+      EXPECT_EQ(recs[k].gflops, task.flops / recs[k].cost() / 1e9);
+      EXPECT_EQ(recs[k].device, "test device");
+      EXPECT_EQ(recs[k].target, "llvm");
+      EXPECT_EQ(recs[k].search_seed, 99u);
+      EXPECT_GT(recs[k].timestamp_ms, 0);
+    }
+    // The candidates' libraries do not pile up.
+    EXPECT_FALSE(std::filesystem::exists(dirs[0] / "candidate0.so"));
+  }
+  EXPECT_TRUE(work_dirs().empty());
 }
 
 }  // namespace
