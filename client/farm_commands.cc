@@ -43,7 +43,7 @@ using Clock = std::chrono::system_clock;
 
 constexpr auto kConnectTimeout = std::chrono::seconds(5);
 constexpr auto kCallTimeout = std::chrono::seconds(60);  // unary calls (submit carries the model)
-constexpr int kWatchRetries = 8;                          // a kilnd restart; backoff up to 4 s
+constexpr int kWatchRetries = 8;                         // a kilnd restart; backoff up to 4 s
 
 /// A mistake on the command line: exit code 2 with the command's usage.
 struct UsageError : std::runtime_error {
@@ -121,9 +121,8 @@ uint64_t job_arg(const Args& a, const std::string& command) {
                      a.positional[1] + "'");
   }
   const std::string& t = a.positional[0];
-  const bool digits = !t.empty() && std::all_of(t.begin(), t.end(), [](char c) {
-    return c >= '0' && c <= '9';
-  });
+  const bool digits =
+      !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits || t.size() > 19 || std::stoull(t) == 0) {
     throw UsageError("JOB must be a positive job id, got '" + t + "'");
   }
@@ -140,24 +139,42 @@ void no_positional(const Args& a, const std::string& command) {
 
 const char* code_name(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "UNKNOWN_CODE";
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN_CODE";
   }
 }
 
@@ -187,9 +204,9 @@ bool finished(v1::JobState s) {
 
 std::string age(int64_t since_ms) {
   if (since_ms <= 0) return "-";
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             Clock::now().time_since_epoch())
-                             .count();
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+          .count();
   const int64_t s = std::max<int64_t>(0, (now_ms - since_ms) / 1000);
   char buf[32];
   if (s >= 86400) {
@@ -292,8 +309,7 @@ class Farm {
   /// kiln::Error for a failed call: "<server's message> (<CODE>)".
   [[noreturn]] void fail(const grpc::Status& s) const {
     if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
-      KILN_USER_ERROR() << "cannot reach kilnd at " << address_ << " (" << s.error_message()
-                        << ")";
+      KILN_USER_ERROR() << "cannot reach kilnd at " << address_ << " (" << s.error_message() << ")";
     }
     KILN_USER_ERROR() << s.error_message() << " (" << code_name(s.error_code()) << ")"
                       << (s.error_code() == grpc::StatusCode::UNIMPLEMENTED
@@ -349,8 +365,9 @@ int watch_job(Farm& farm, uint64_t id) {
     std::ostringstream line;
     line << "job " << id << " " << state_name(p.state()) << "  tasks " << p.tasks_done() << "/"
          << p.tasks_total() << "  trials " << p.trials_done() << " (" << p.trials_failed()
-         << " failed)  best " << (p.best_latency_s() > 0 ? best_ms(p.best_latency_s()) + " ms" : "-")
-         << "  " << bar(p.state() == v1::JOB_STATE_DONE ? 1.0 : fraction, 20);
+         << " failed)  best "
+         << (p.best_latency_s() > 0 ? best_ms(p.best_latency_s()) + " ms" : "-") << "  "
+         << bar(p.state() == v1::JOB_STATE_DONE ? 1.0 : fraction, 20);
     if (line.str() == last_line) return;  // nothing new to draw
     last_line = line.str();
     std::cout << (tty ? "\r\033[K" : "") << last_line << (tty ? "" : "\n") << std::flush;
@@ -404,8 +421,8 @@ int watch_job(Farm& farm, uint64_t id) {
                 << " ms; fetch it with: kiln fetch " << id << "\n";
       return 0;
     case v1::JOB_STATE_FAILED:
-      std::cerr << "error: job " << id << " failed: "
-                << (job.error().empty() ? "(no reason given)" : job.error()) << "\n";
+      std::cerr << "error: job " << id
+                << " failed: " << (job.error().empty() ? "(no reason given)" : job.error()) << "\n";
       return 1;
     default:
       std::cerr << "job " << id << " was cancelled"
@@ -468,8 +485,8 @@ int fetch_job(Farm& farm, uint64_t id, const std::string& out) {
       problem = "the total size changed from " + std::to_string(total) + " to " +
                 std::to_string(chunk.total_size()) + " bytes";
     } else if (received + chunk.data().size() > chunk.total_size()) {
-      problem = "chunks run past the total size of " + std::to_string(chunk.total_size()) +
-                " bytes";
+      problem =
+          "chunks run past the total size of " + std::to_string(chunk.total_size()) + " bytes";
     }
     if (!problem.empty()) break;
     total = chunk.total_size();
@@ -496,7 +513,8 @@ int fetch_job(Farm& farm, uint64_t id, const std::string& out) {
   if (!problem.empty()) {
     ctx->TryCancel();  // stop the stream; the temp file goes with `tmp`
     reader->Finish();
-    KILN_USER_ERROR() << "fetching the bundle of " << what << ": " << problem << "; nothing written";
+    KILN_USER_ERROR() << "fetching the bundle of " << what << ": " << problem
+                      << "; nothing written";
   }
   const grpc::Status s = reader->Finish();
   if (!s.ok()) farm.fail(s);
@@ -506,8 +524,7 @@ int fetch_job(Farm& farm, uint64_t id, const std::string& out) {
   file.close();
   KILN_USER_CHECK(file.good()) << "cannot write '" << tmp.path() << "'";
   tmp.commit(out);
-  std::cerr << "wrote " << out << " (" << received << " bytes, checksum " << hex(hash)
-            << ")\n";
+  std::cerr << "wrote " << out << " (" << received << " bytes, checksum " << hex(hash) << ")\n";
   return 0;
 }
 
@@ -525,14 +542,14 @@ std::string read_model(const std::string& path) {
 
 int submit_main(const std::vector<std::string>& args) {
   return guarded([&] {
-    const Args a = parse(args,
-                         {"--target", "--device-key", "--trials", "--name", "--priority", "--owner"},
-                         {"--watch"});
+    const Args a =
+        parse(args, {"--target", "--device-key", "--trials", "--name", "--priority", "--owner"},
+              {"--watch"});
     if (a.positional.size() != 1) {
-      throw UsageError(a.positional.empty() ? "kiln submit needs a MODEL.onnx"
-                                            : "kiln submit takes one model, got '" +
-                                                  a.positional[0] + "' and '" + a.positional[1] +
-                                                  "'");
+      throw UsageError(a.positional.empty()
+                           ? "kiln submit needs a MODEL.onnx"
+                           : "kiln submit takes one model, got '" + a.positional[0] + "' and '" +
+                                 a.positional[1] + "'");
     }
     for (const char* flag : {"--target", "--device-key", "--trials"}) {
       if (a.get(flag).empty()) throw UsageError(std::string("kiln submit needs ") + flag);

@@ -3,6 +3,7 @@
 // records what it was sent and serves what each case sets up — jobs, devices, a progress stream,
 // a bundle in chunks (whole, with a bad checksum, with a gap), errors.
 #include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,8 +18,6 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "rpc/channel.h"
@@ -57,12 +56,12 @@ class FakeKiln final : public v1::KilnService::Service {
   enum class Bundle { kWhole, kBadChecksum, kGap };
 
   std::mutex mu;
-  std::string token;                              // required when not empty
-  std::string authorization;                      // the last call's metadata
-  v1::SubmitModelRequest submitted;               // the last SubmitModel
-  v1::ListJobsRequest listed;                     // the last ListJobs
-  v1::CancelJobRequest cancelled;                 // the last CancelJob
-  std::map<uint64_t, v1::Job> jobs;               // GetJob, ListJobs
+  std::string token;                                         // required when not empty
+  std::string authorization;                                 // the last call's metadata
+  v1::SubmitModelRequest submitted;                          // the last SubmitModel
+  v1::ListJobsRequest listed;                                // the last ListJobs
+  v1::CancelJobRequest cancelled;                            // the last CancelJob
+  std::map<uint64_t, v1::Job> jobs;                          // GetJob, ListJobs
   std::map<uint64_t, std::vector<v1::JobProgress>> updates;  // WatchJob sends these, in order
   int watch_unavailable = 0;  // the first calls of WatchJob that fail with UNAVAILABLE
   std::vector<v1::DeviceInfo> devices;
@@ -171,9 +170,8 @@ class FakeKiln final : public v1::KilnService::Service {
  private:
   grpc::Status admit(const grpc::ServerContext& ctx) {
     auto md = ctx.client_metadata().find("authorization");
-    authorization = md == ctx.client_metadata().end()
-                        ? ""
-                        : std::string(md->second.data(), md->second.size());
+    authorization =
+        md == ctx.client_metadata().end() ? "" : std::string(md->second.data(), md->second.size());
     return rpc::has_token(ctx, token) ? grpc::Status::OK : rpc::unauthenticated(ctx);
   }
   static grpc::Status not_found(uint64_t id) {
@@ -216,8 +214,8 @@ class ClientTest : public ::testing::Test {
   Result kiln(const std::string& args, const std::string& env = "",
               const std::string& server = "") {
     const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    const std::string cmd = "env -u KILN_TOKEN -u KILN_SERVER " + env + " '" + KILN_BINARY +
-                            "' " + args + " --server " +
+    const std::string cmd = "env -u KILN_TOKEN -u KILN_SERVER " + env + " '" + KILN_BINARY + "' " +
+                            args + " --server " +
                             (server.empty() ? "127.0.0.1:" + std::to_string(port_) : server) +
                             " >'" + out + "' 2>'" + err + "'";
     const auto t0 = std::chrono::steady_clock::now();
@@ -260,7 +258,8 @@ TEST_F(ClientTest, SubmitSendsTheModelAndPrintsTheJobId) {
   fake_.token = "s3cret";
   Result r = kiln("submit '" + path("resnet18.onnx") +
                       "' --target 'llvm -mcpu=znver4' --device-key epyc --trials 64 "
-                      "--priority -2 --token-file '" + path("token") + "'",
+                      "--priority -2 --token-file '" +
+                      path("token") + "'",
                   "USER=bob");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "submitted job 7\n");
@@ -315,8 +314,8 @@ TEST_F(ClientTest, JobsPrintsATable) {
                           "FAILED", "BEST(ms)", "AGE"}) {
     EXPECT_NE(header.find(col), std::string::npos) << col << " in " << header;
   }
-  for (const char* cell : {"3", "RUNNING", "alice", "resnet18", "llvm -mcpu=znver4", "epyc",
-                           "3/10", "312", "4.213", "1m3"}) {
+  for (const char* cell : {"3", "RUNNING", "alice", "resnet18", "llvm -mcpu=znver4", "epyc", "3/10",
+                           "312", "4.213", "1m3"}) {
     EXPECT_NE(row3.find(cell), std::string::npos) << cell << " in " << row3;
   }
   EXPECT_EQ(row3.rfind("3 ", 0), 0u) << row3;
@@ -429,8 +428,8 @@ TEST_F(FetchTest, DefaultsToJobN) {
   const std::string cmd = "cd '" + dir_.path().string() + "' && ";
   const std::string out = path("stdout.txt"), err = path("stderr.txt");
   const int status = std::system((cmd + "env -u KILN_TOKEN -u KILN_SERVER '" + KILN_BINARY +
-                                  "' fetch 9 --server 127.0.0.1:" + std::to_string(port_) +
-                                  " >'" + out + "' 2>'" + err + "'")
+                                  "' fetch 9 --server 127.0.0.1:" + std::to_string(port_) + " >'" +
+                                  out + "' 2>'" + err + "'")
                                      .c_str());
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read(err);
   EXPECT_EQ(read(path("job9.kiln")), fake_.bundle);
