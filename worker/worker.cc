@@ -109,6 +109,8 @@ struct Built {
   std::string error;
 };
 
+std::atomic<int> g_builds_running{0};
+
 /// Compiles `c.func` in a detached thread, into a temporary file that the thread removes itself
 /// (so that a build abandoned at its time limit still cleans up when it finally ends).
 std::future<Built> start_build(const Candidate& c) {
@@ -118,22 +120,31 @@ std::future<Built> start_build(const Candidate& c) {
                          std::to_string(counter++) + ".so");
   auto promise = std::make_shared<std::promise<Built>>();
   std::future<Built> result = promise->get_future();
-  std::thread([promise, f = c.func, tgt = *c.target, path] {
-    Built b;
-    try {
-      codegen::export_library({f}, tgt, path.string());
-      std::ifstream in(path, std::ios::binary);
-      KILN_USER_CHECK(in.good()) << "cannot read the built library '" << path.string() << "'";
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      b.data = ss.str();
-    } catch (const std::exception& e) {
-      b.error = e.what();
-      if (b.error.empty()) b.error = "the build failed";
+  ++g_builds_running;
+  std::thread([promise, f = c.func, tgt = *c.target, path]() mutable {
+    {
+      // Everything the build holds goes away in this scope, before the count drops, so that a
+      // process waiting for builds_running() == 0 can exit safely.
+      auto done = std::move(promise);
+      ir::PrimFunc func = std::move(f);
+      const target::Target target = std::move(tgt);
+      Built b;
+      try {
+        codegen::export_library({func}, target, path.string());
+        std::ifstream in(path, std::ios::binary);
+        KILN_USER_CHECK(in.good()) << "cannot read the built library '" << path.string() << "'";
+        std::ostringstream ss;
+        ss << in.rdbuf();
+        b.data = ss.str();
+      } catch (const std::exception& e) {
+        b.error = e.what();
+        if (b.error.empty()) b.error = "the build failed";
+      }
+      std::error_code ec;
+      fs::remove(path, ec);
+      done->set_value(std::move(b));
     }
-    std::error_code ec;
-    fs::remove(path, ec);
-    promise->set_value(std::move(b));
+    --g_builds_running;
   }).detach();
   return result;
 }
@@ -170,6 +181,8 @@ bool refused(grpc::StatusCode code) {
 }
 
 }  // namespace
+
+int builds_running() { return g_builds_running.load(); }
 
 v1::Artifact build_artifact(const autotune::Task& task, uint64_t config_index, double timeout_s) {
   Candidate c = lower_candidate(task, config_index, timeout_s);

@@ -52,6 +52,11 @@ struct WorkerOptions {
 kiln::v1::Artifact build_artifact(const autotune::Task& task, uint64_t config_index,
                                   double timeout_s);
 
+/// Build threads still running in this process, those abandoned at their time limit included.
+/// A process should not return from main (run static destructors, LLVM's among them) while one
+/// runs: wait for 0 or leave with _Exit.
+int builds_running();
+
 class Worker {
  public:
   explicit Worker(WorkerOptions options);

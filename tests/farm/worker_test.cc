@@ -320,8 +320,9 @@ TEST(Worker, BuildPastItsLimitIsACompileTimeout) {
   ASSERT_TRUE(fake.wait_reports(1));
   EXPECT_EQ(fake.report(1).artifact().error(), v1::ERROR_KIND_COMPILE_TIMEOUT);
   // The abandoned builds finish in the background and remove their files.
-  const auto end = Clock::now() + 10s;
-  while (leftover_files() > 0 && Clock::now() < end) std::this_thread::sleep_for(20ms);
+  const auto end = Clock::now() + 20s;
+  while (builds_running() > 0 && Clock::now() < end) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(builds_running(), 0);
   EXPECT_EQ(leftover_files(), 0);
 }
 
@@ -499,6 +500,16 @@ TEST(WorkerBinary, SigtermStopsItWithExitZero) {
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   EXPECT_EQ(wait_exit(pid), 0) << read_text(err);
 }
+
+/// Abandoned builds still compiling when the process exits would meet LLVM's static destructors.
+class WaitForBuilds : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    const auto end = Clock::now() + 30s;
+    while (builds_running() > 0 && Clock::now() < end) std::this_thread::sleep_for(20ms);
+  }
+};
+const auto* const kWaitForBuilds = ::testing::AddGlobalTestEnvironment(new WaitForBuilds);
 
 }  // namespace
 }  // namespace kiln::worker
