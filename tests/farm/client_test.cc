@@ -369,6 +369,25 @@ TEST_F(ClientTest, WatchFollowsAJobToDone) {
   EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
 }
 
+TEST_F(ClientTest, WatchOnATerminalRedrawsOneLine) {
+  if (!fs::exists("/usr/bin/script")) GTEST_SKIP() << "no /usr/bin/script to give kiln a terminal";
+  add_job(5, "resnet18");
+  fake_.updates[5] = {progress(5, v1::JOB_STATE_RUNNING, 1, 2, 100, 0, 0.02),
+                      progress(5, v1::JOB_STATE_DONE, 2, 2, 200, 0, 0.0125)};
+  // script(1) runs kiln on a pseudo-terminal and copies what it draws to its own stdout.
+  const std::string inner =
+      std::string("'") + KILN_BINARY + "' watch 5 --server 127.0.0.1:" + std::to_string(port_);
+  const std::string out = path("tty.txt");
+  const int status = std::system(("env -u KILN_TOKEN -u KILN_SERVER /usr/bin/script -qec \"" +
+                                  inner + "\" /dev/null >'" + out + "' 2>&1 </dev/null")
+                                     .c_str());
+  const std::string drawn = read(out);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << drawn;
+  EXPECT_NE(drawn.find("\r\033[Kjob 5 RUNNING  tasks 1/2"), std::string::npos) << drawn;
+  EXPECT_NE(drawn.find("\r\033[Kjob 5 DONE  tasks 2/2"), std::string::npos) << drawn;
+  EXPECT_NE(drawn.find("job 5 done: best 12.500 ms"), std::string::npos) << drawn;
+}
+
 TEST_F(ClientTest, WatchOfAFailedJobExitsWithItsError) {
   add_job(8, "bert");
   fake_.jobs[8].set_error("device epyc-3 lost");
