@@ -78,8 +78,9 @@ int main(int argc, char** argv) {
       options.targets.push_back(value);
     } else {
       const auto n = parse_int(value, flag == "--batch" ? 1 : 0, 1 << 16);
-      if (!n) return bad_usage(flag + " needs a " + (flag == "--batch" ? "positive" : "non-negative") +
-                               " number (got '" + value + "')");
+      if (!n)
+        return bad_usage(flag + " needs a " + (flag == "--batch" ? "positive" : "non-negative") +
+                         " number (got '" + value + "')");
       (flag == "--batch" ? options.max_batch : options.threads) = *n;
     }
   }

@@ -2,6 +2,7 @@
 // the time limit -> report each artifact.
 #include "worker/worker.h"
 
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,8 +17,6 @@
 #include <optional>
 #include <sstream>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "base/error.h"
 #include "compiler/codegen/build.h"
@@ -34,9 +33,9 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kJobCacheSize = 8;         // jobs whose tasks are kept
-constexpr double kFirstBackoffS = 0.2;      // an unreachable tracker is retried after this,
-constexpr double kMaxBackoffS = 5.0;        // doubling up to this
+constexpr size_t kJobCacheSize = 8;     // jobs whose tasks are kept
+constexpr double kFirstBackoffS = 0.2;  // an unreachable tracker is retried after this,
+constexpr double kMaxBackoffS = 5.0;    // doubling up to this
 constexpr auto kCallMargin = std::chrono::seconds(30);  // deadline beyond a call's own wait
 
 double seconds_since(Clock::time_point t) {
@@ -115,9 +114,8 @@ std::atomic<int> g_builds_running{0};
 /// (so that a build abandoned at its time limit still cleans up when it finally ends).
 std::future<Built> start_build(const Candidate& c) {
   static std::atomic<uint64_t> counter{0};
-  const fs::path path = fs::temp_directory_path() /
-                        ("kiln-worker-" + std::to_string(::getpid()) + "-" +
-                         std::to_string(counter++) + ".so");
+  const fs::path path = fs::temp_directory_path() / ("kiln-worker-" + std::to_string(::getpid()) +
+                                                     "-" + std::to_string(counter++) + ".so");
   auto promise = std::make_shared<std::promise<Built>>();
   std::future<Built> result = promise->get_future();
   ++g_builds_running;
@@ -172,7 +170,8 @@ Clock::time_point deadline_after(double seconds) {
 
 std::string default_name() {
   char host[256] = {};
-  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof(host), "worker");
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof(host), "worker");
   return std::string(host) + "-" + std::to_string(::getpid());
 }
 
@@ -286,8 +285,8 @@ void Worker::run() {
     }
     try {
       const std::string origin = "job " + std::to_string(job_id) + "'s model";
-      out->tasks = graph::extract_tasks(graph::import_onnx_bytes(model.model(), origin),
-                                        model.target());
+      out->tasks =
+          graph::extract_tasks(graph::import_onnx_bytes(model.model(), origin), model.target());
       log("job " + std::to_string(job_id) + ": " + std::to_string(out->tasks.size()) +
           " tasks for " + model.target());
     } catch (const std::exception& e) {
@@ -356,8 +355,7 @@ void Worker::run() {
                       code != grpc::StatusCode::INVALID_ARGUMENT)
           << "tracker " << options_.tracker << " rejected GetBuildWork: " << st.error_message();
       if (!unreachable) {
-        log("tracker " + options_.tracker + " unreachable (" + st.error_message() +
-            "); retrying");
+        log("tracker " + options_.tracker + " unreachable (" + st.error_message() + "); retrying");
         unreachable = true;
       }
       if (!sleep_unless_stopped(backoff)) break;

@@ -34,14 +34,14 @@ class ClientContext;
 namespace kiln::worker {
 
 struct WorkerOptions {
-  std::string tracker;            ///< "host:port"
-  std::string token, tls_ca;      ///< resolved token ("" none), CA file ("" plaintext)
-  std::string name;               ///< worker id; default "<hostname>-<pid>"
-  int max_batch = 4;              ///< builds asked for at once
-  int threads = 0;                ///< builds run at once; 0 = one per CPU
+  std::string tracker;               ///< "host:port"
+  std::string token, tls_ca;         ///< resolved token ("" none), CA file ("" plaintext)
+  std::string name;                  ///< worker id; default "<hostname>-<pid>"
+  int max_batch = 4;                 ///< builds asked for at once
+  int threads = 0;                   ///< builds run at once; 0 = one per CPU
   std::vector<std::string> targets;  ///< targets it builds for; empty = any
-  uint32_t wait_ms = 1000;        ///< long-poll wait
-  double build_timeout_s = 60;    ///< used when a BuildRequest's timeout_ms is 0
+  uint32_t wait_ms = 1000;           ///< long-poll wait
+  double build_timeout_s = 60;       ///< used when a BuildRequest's timeout_ms is 0
   std::function<void(const std::string&)> log;  ///< default: stderr "kiln-worker: ..."
 };
 
@@ -86,7 +86,7 @@ class Worker {
   std::atomic<uint64_t> builds_done_{0};
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopped_ = false;                        ///< guarded by mu_
+  bool stopped_ = false;                         ///< guarded by mu_
   grpc::ClientContext* current_call_ = nullptr;  ///< the long-poll in flight; guarded by mu_
 };
 

@@ -3,13 +3,15 @@
 // artifacts that load and compute what the task's reference schedule computes, errors for bad
 // configs, unknown tasks and unknown jobs, reconnection after a tracker restart, a refused token,
 // and the kiln-worker binary's flags and signals.
+#include "worker/worker.h"
+
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -22,18 +24,15 @@
 #include <sstream>
 #include <thread>
 
-#include <grpcpp/grpcpp.h>
-
-#include "tests/common/kiln_test_util.h"
-#include "tests/common/onnx_model_builder.h"
-#include "tests/common/temp_dir.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/lower.h"
 #include "deploy/runtime/module.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
-#include "worker/worker.h"
+#include "tests/common/kiln_test_util.h"
+#include "tests/common/onnx_model_builder.h"
+#include "tests/common/temp_dir.h"
 
 extern char** environ;
 
@@ -132,8 +131,7 @@ class FakeTracker final : public v1::Tracker::Service {
     ++model_fetches_;
     auto it = models_.find(req->job_id());
     if (it == models_.end()) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          "no job " + std::to_string(req->job_id()));
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(req->job_id()));
     }
     out->set_job_id(req->job_id());
     out->set_model(it->second);
@@ -156,8 +154,8 @@ class Server {
  public:
   explicit Server(FakeTracker& service, int port = 0) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:" + std::to_string(port),
-                             grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
+                             &port_);
     builder.RegisterService(&service);
     server_ = builder.BuildAndStart();
     EXPECT_TRUE(server_ != nullptr && port_ > 0) << "cannot listen on port " << port;
@@ -239,7 +237,8 @@ autotune::Task the_task() {
 int leftover_files() {
   int n = 0;
   const std::string prefix = "kiln-worker-" + std::to_string(::getpid()) + "-";
-  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
     if (e.path().filename().string().rfind(prefix, 0) == 0) ++n;
   }
   return n;
@@ -408,8 +407,8 @@ TEST(Worker, CountsBuildsAndReconnectsAfterTheTrackerRestarts) {
   fake.push(1, kJob, task.key, 0);
   ASSERT_TRUE(fake.wait_reports(1));
   EXPECT_TRUE(wait_done(w.worker(), 1)) << w.worker().builds_done();
-  server.reset();                       // the tracker goes away...
-  std::this_thread::sleep_for(700ms);   // ...the worker's polls fail for a while...
+  server.reset();                                 // the tracker goes away...
+  std::this_thread::sleep_for(700ms);             // ...the worker's polls fail for a while...
   server = std::make_unique<Server>(fake, port);  // ...and it comes back on the same port
   fake.push(2, kJob, task.key, 1);
   ASSERT_TRUE(fake.wait_reports(2, 15s)) << "the worker did not reconnect";
@@ -452,7 +451,8 @@ int wait_exit(pid_t pid, std::chrono::milliseconds timeout = 10s) {
   const auto end = Clock::now() + timeout;
   int status = 0;
   while (Clock::now() < end) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (::waitpid(pid, &status, WNOHANG) == pid)
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     std::this_thread::sleep_for(20ms);
   }
   ::kill(pid, SIGKILL);
@@ -486,7 +486,8 @@ TEST(WorkerBinary, WrongTokenExitsOneNamingTheRefusal) {
   testing::TempDir dir("kiln_worker_test");
   const std::string token = dir.file("token"), err = dir.file("stderr.txt");
   std::ofstream(token) << "wrong\n";
-  EXPECT_EQ(wait_exit(spawn_worker({"--tracker", server.address(), "--token-file", token}, err)), 1);
+  EXPECT_EQ(wait_exit(spawn_worker({"--tracker", server.address(), "--token-file", token}, err)),
+            1);
   EXPECT_NE(read_text(err).find("refused the worker"), std::string::npos) << read_text(err);
 }
 
