@@ -500,6 +500,7 @@ void Agent::report(Session& session, const v1::MeasureResult& result) {
     if (status.ok()) {
       if (resp.accepted()) {
         ++measured_;
+        log("request " + std::to_string(result.request_id()) + " acknowledged");
       } else {
         log("request " + std::to_string(result.request_id()) +
             ": the tracker did not accept the result (re-queued or unknown)");

@@ -3,3 +3,15 @@ kiln_add_test(NAME kilnd_test LABEL farm SOURCES kilnd_test.cc
   LIBS kiln_proto kiln_rpc kiln_metrics kiln_graph kiln_runtime onnx_proto)
 target_compile_definitions(kilnd_test PRIVATE KILND_BINARY="$<TARGET_FILE:kilnd>")
 add_dependencies(kilnd_test kilnd kiln-runner)
+
+# The farm as separate processes (kilnd, kiln-worker, kiln-agent), with faults: slow.
+add_executable(farm_integration_test farm_integration_test.cc)
+target_link_libraries(farm_integration_test PRIVATE kiln_proto kiln_rpc kiln_graph kiln_runtime
+  kiln_autotune_log onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
+target_compile_definitions(farm_integration_test PRIVATE
+  KILND_BINARY="$<TARGET_FILE:kilnd>"
+  KILN_WORKER_BINARY="$<TARGET_FILE:kiln-worker>"
+  KILN_AGENT_BINARY="$<TARGET_FILE:kiln-agent>")
+add_dependencies(farm_integration_test kilnd kiln-worker kiln-agent kiln-runner)
+add_test(NAME farm_integration_test COMMAND farm_integration_test)
+set_tests_properties(farm_integration_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)
