@@ -54,6 +54,7 @@ struct Farm::Batch {
     std::optional<v1::Artifact> artifact;           ///< set when its build finished
     std::optional<autotune::MeasureRecord> record;  ///< set when measured (appended)
     std::optional<tracker::GiveUp> given_up;        ///< set when the queue gave it up
+    std::string failure;                            ///< set when its record could not be kept
   };
   JobId job = 0;
   std::vector<Slot> slots;
@@ -65,7 +66,7 @@ Farm::Farm(FarmOptions options)
       instance_(random_instance()),
       log_(autotune::RecordLog::open(default_records_dir(options_))),
       store_(tracker::JobStore::open(prepare_state_dir(options_))),
-      tracker_(clock_, options_.tracker, &log_),
+      tracker_(clock_, options_.tracker),
       builds_(clock_, options_.builds) {
   KILN_USER_CHECK(options_.max_running_jobs > 0) << "kilnd: max running jobs must be positive";
 }
@@ -201,6 +202,7 @@ void Farm::device_gone(DeviceId device, const std::string& why) {
   for (const tracker::GiveUp& g : tracker_.remove_device(device)) give_up_locked(g);
   waiting_[key].erase(device);
   device_cv_.erase(device);
+  device_stats_.erase(device);
   add_event_locked("device_lost", "device " + std::to_string(device) + " (key '" + key + "') " + why +
                                (held ? "; " + std::to_string(held) + " request(s) re-queued" : ""));
   wake_devices_locked(key, held);
@@ -223,24 +225,57 @@ bool Farm::report_result(const v1::MeasureResult& r) {
       outcome.error_msg = "the device reported success without costs";
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   const std::optional<tracker::Report> rep = tracker_.report(r.request_id(), r.device_id(), outcome);
   if (!rep) return false;
-  metrics_.record_appended();
   metrics_.observe_measure(std::chrono::duration<double>(rep->completion.run).count(), outcome.error);
   metrics_.observe_queue_wait(std::chrono::duration<double>(rep->completion.queued).count());
+  DeviceStats& stats = device_stats_[r.device_id()];
+  if (outcome.error != autotune::ErrorKind::kNone) ++stats.errors[autotune::error_kind_name(outcome.error)];
+  stats.recent.push_back(clock_.now());
+  while (!stats.recent.empty() && clock_.now() - stats.recent.front() > std::chrono::minutes(1))
+    stats.recent.pop_front();
   if (rep->quarantined) {
     const tracker::Device* d = tracker_.devices().find(r.device_id());
     add_event_locked("quarantine", "device " + std::to_string(r.device_id()) + " quarantined: " +
-                                (d ? d->quarantine_reason : std::string("repeated failures")));
+                                       (d ? d->quarantine_reason : std::string("repeated failures")));
   }
-  if (auto it = measure_slots_.find(r.request_id()); it != measure_slots_.end()) {
-    it->second.batch->slots[it->second.index].record = rep->record;
-    it->second.batch->cv.notify_all();
-    measure_slots_.erase(it);
-  }
+  // The device is free: its next request may go out while this one's record is written.
   if (auto cv = device_cv_.find(r.device_id()); cv != device_cv_.end()) cv->second->notify_all();
+  lock.unlock();
+  // The record is durable before the result is acknowledged; appends of concurrent reports are
+  // committed together by the log (one sync for many).
+  try {
+    log_.append(rep->record);
+  } catch (const std::exception& e) {
+    lock.lock();
+    settle_measure_locked(r.request_id(), std::nullopt,
+                          std::string("the record log could not keep the result: ") + e.what());
+    throw;
+  }
+  metrics_.record_appended();
+  lock.lock();
+  settle_measure_locked(r.request_id(), rep->record, "");
   return true;
+}
+
+void Farm::settle_measure_locked(tracker::RequestId id, std::optional<autotune::MeasureRecord> record,
+                                 const std::string& failure) {
+  auto it = measure_slots_.find(id);
+  if (it == measure_slots_.end()) return;
+  Batch::Slot& slot = it->second.batch->slots[it->second.index];
+  slot.record = std::move(record);
+  slot.failure = failure;
+  it->second.batch->cv.notify_all();
+  measure_slots_.erase(it);
+}
+
+tracker::RequestId Farm::enqueue_measure(tracker::MeasureSpec spec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string key = spec.device_key;
+  const tracker::RequestId id = tracker_.queue().enqueue(std::move(spec));
+  wake_devices_locked(key, 1);
+  return id;
 }
 
 std::vector<v1::DeviceInfo> Farm::devices(const std::string& key) const {
@@ -269,6 +304,12 @@ std::vector<v1::DeviceInfo> Farm::devices(const std::string& key) const {
     if (!cap("cores").empty()) c->set_cores(static_cast<uint32_t>(std::stoul(cap("cores"))));
     if (!cap("memory_bytes").empty()) c->set_memory_bytes(std::stoull(cap("memory_bytes")));
     c->set_driver(cap("driver"));
+    if (auto st = device_stats_.find(d.id); st != device_stats_.end()) {
+      for (const auto& [kind, n] : st->second.errors) (*info.mutable_errors())[kind] = n;
+      const auto since = clock_.now() - std::chrono::minutes(1);
+      info.set_measures_last_minute(static_cast<uint32_t>(std::count_if(
+          st->second.recent.begin(), st->second.recent.end(), [&](auto t) { return t >= since; })));
+    }
     for (const auto& [k, v] : d.capabilities)
       if (k.rfind("extra.", 0) == 0) (*c->mutable_extra())[k.substr(6)] = v;
     out.push_back(std::move(info));
@@ -588,7 +629,7 @@ std::vector<autotune::MeasureRecord> Farm::measure_batch(JobId job, const TaskWi
     bool done = true;
     for (size_t i = 0; i < cands.size(); ++i) {
       const Batch::Slot& s = batch.slots[i];
-      if (sent[i] && !s.record && !s.given_up) done = false;
+      if (sent[i] && !s.record && !s.given_up && s.failure.empty()) done = false;
     }
     if (done) break;
     if (job_stopped_locked(job)) throw JobStopped{};
@@ -597,6 +638,7 @@ std::vector<autotune::MeasureRecord> Farm::measure_batch(JobId job, const TaskWi
   lock.unlock();
   for (size_t i = 0; i < cands.size(); ++i) {
     Batch::Slot& s = batch.slots[i];
+    KILN_USER_CHECK(s.failure.empty()) << "job " << job << ": " << s.failure;
     if (s.record) {
       out[i] = *s.record;
     } else if (s.given_up) {
@@ -646,6 +688,7 @@ void Farm::tick_loop() {
                                    "') missed its heartbeats; " +
                                    std::to_string(gone.in_flight.size()) + " request(s) re-queued");
       waiting_[gone.key].erase(gone.id);
+      device_stats_.erase(gone.id);
       if (auto cv = device_cv_.find(gone.id); cv != device_cv_.end()) {
         cv->second->notify_all();
         device_cv_.erase(cv);

@@ -134,6 +134,9 @@ class Farm {
   /// stale or unknown request (nothing recorded).
   bool report_result(const v1::MeasureResult& result);
   std::vector<v1::DeviceInfo> devices(const std::string& key) const;
+  /// A measure request outside any tuning batch (benchmarks, tools): dispatched, recorded and
+  /// counted like any other. Returns its id.
+  tracker::RequestId enqueue_measure(tracker::MeasureSpec spec);
 
   // --- compiler workers -------------------------------------------------------------------
   /// Up to `max` builds for `worker`, waiting up to `wait` for the first.
@@ -201,6 +204,9 @@ class Farm {
   void wake_devices_locked(const std::string& key, size_t n);
   void give_up_locked(const tracker::GiveUp& g);
   void bump_job_locked(tracker::JobId id);
+  /// The slot of a finished request gets its record (or the failure to keep it).
+  void settle_measure_locked(tracker::RequestId id, std::optional<autotune::MeasureRecord> record,
+                             const std::string& failure);
   bool job_stopped_locked(tracker::JobId id) const;
 
   FarmOptions options_;
@@ -224,6 +230,11 @@ class Farm {
   std::set<tracker::JobId> cancelled_;
   std::deque<tracker::JobId> runnable_;  ///< jobs waiting for a runner
   std::deque<FarmEvent> events_;
+  struct DeviceStats {
+    std::map<std::string, uint64_t> errors;       ///< results by error kind
+    std::deque<tracker::TimePoint> recent;        ///< result times of the last minute
+  };
+  std::unordered_map<tracker::DeviceId, DeviceStats> device_stats_;
   std::atomic<bool> stopping_{false};
   bool started_ = false;
   std::thread ticker_;

@@ -101,7 +101,11 @@ void Farm::run_job(JobId id) {
     if (j.state == JobState::kQueued) j = transition_job(id, JobState::kRunning);
     const graph::Graph g = graph::import_onnx(model_path(id));
     const std::vector<autotune::Task> tasks = graph::extract_tasks(g, j.target);
-    update_job(id, [&](JobRecord& r) { r.tasks_total = static_cast<uint32_t>(tasks.size()); });
+    update_job(id, [&](JobRecord& r) {
+      r.tasks_total = static_cast<uint32_t>(tasks.size());
+      r.task_keys.clear();
+      for (const autotune::Task& t : tasks) r.task_keys.push_back(t.key);
+    });
 
     autotune::TuneOptions opts;
     opts.trials = static_cast<int>(j.trials);

@@ -50,6 +50,9 @@ Json to_json(const JobRecord& j) {
   o["state"] = job_state_name(j.state);
   o["tasks_total"] = static_cast<int64_t>(j.tasks_total);
   o["tasks_done"] = static_cast<int64_t>(j.tasks_done);
+  Json::Array keys;
+  for (const std::string& k : j.task_keys) keys.emplace_back(k);
+  o["task_keys"] = Json(std::move(keys));
   o["trials_done"] = static_cast<int64_t>(j.trials_done);
   o["trials_failed"] = static_cast<int64_t>(j.trials_failed);
   o["best_latency_s"] = j.best_latency_s;
@@ -75,6 +78,10 @@ JobRecord from_json(const Json& j, const std::string& origin) {
   r.state = job_state_from_name(str("state"));
   r.tasks_total = static_cast<uint32_t>(i64("tasks_total"));
   r.tasks_done = static_cast<uint32_t>(i64("tasks_done"));
+  if (j.has("task_keys")) {  // absent in jobs stored before it existed
+    for (const Json& k : j.at("task_keys", origin).as_array(origin + ": task_keys"))
+      r.task_keys.push_back(k.as_string(origin + ": task_keys[]"));
+  }
   r.trials_done = static_cast<uint64_t>(i64("trials_done"));
   r.trials_failed = static_cast<uint64_t>(i64("trials_failed"));
   r.best_latency_s = j.at("best_latency_s", origin).as_double(origin + ": best_latency_s");

@@ -46,6 +46,7 @@ struct JobRecord {
   JobState state = JobState::kQueued;
   uint32_t tasks_total = 0;
   uint32_t tasks_done = 0;
+  std::vector<std::string> task_keys;  ///< the model's tuning tasks, in tuning order
   uint64_t trials_done = 0;    ///< measurements finished, errors included
   uint64_t trials_failed = 0;  ///< of those, with an error
   double best_latency_s = 0;   ///< best end-to-end estimate; 0 when none yet

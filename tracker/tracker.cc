@@ -27,10 +27,9 @@ autotune::MeasureRecord make_record(const MeasureRequest& request, const Device&
   return r;
 }
 
-Tracker::Tracker(const Clock& clock, TrackerOptions options, autotune::RecordLog* log)
+Tracker::Tracker(const Clock& clock, TrackerOptions options)
     : clock_(clock),
       options_(options),
-      log_(log),
       devices_(clock, options.registry),
       queue_(clock, options.queue) {}
 
@@ -48,10 +47,8 @@ std::optional<Report> Tracker::report(RequestId request, DeviceId device,
   if (!pending || pending->device != device) return std::nullopt;
   const Device* d = devices_.find(device);
   if (!d) return std::nullopt;  // dropped; tick() re-queues its requests
-  // The record first: if the append throws, the request stays in flight and nothing is acked.
   Report rep;
   rep.record = make_record(*pending, *d, outcome, clock_.unix_ms());
-  if (log_) rep.seq = log_->append(rep.record);
   rep.completion = *queue_.complete(request, device);
   devices_.release(device, request);
   rep.quarantined = devices_.record_outcome(device, outcome.error);

@@ -1,12 +1,14 @@
 // The tracker's core in one object: the device registry and the measure queue kept consistent,
-// and results appended to the shared record log (the tuner's RocksDB log) before they are
-// acknowledged. The gRPC servers (kilnd) call this under one lock; it does no networking.
+// and each result turned into the record the shared log keeps. The gRPC servers (kilnd) call
+// this under one lock and append the record (server/farm.cc) outside it, before acknowledging
+// the result; it does no networking and no I/O.
 //
 //   Tracker t(clock, options, &record_log);
 //   DeviceId d = t.devices().register_device("rk3399", target, caps);
 //   t.queue().enqueue({...});
 //   auto req = t.dispatch(d);                       // a request of d's key, or nullopt
 //   auto rep = t.report(req->id, d, {.error = ErrorKind::kNone, .costs_s = {1e-3}});
+//   log.append(rep->record);                        // then acknowledge
 //   auto m = t.tick();                              // expired devices re-queued, stale waits
 #pragma once
 
@@ -40,9 +42,8 @@ struct MeasureOutcome {
 /// The answer to a report.
 struct Report {
   Completion completion;
-  bool quarantined = false;     ///< this result quarantined the device
-  std::optional<uint64_t> seq;  ///< the record's sequence number in the log, when one is kept
-  autotune::MeasureRecord record;  ///< what was (or, without a log, would be) appended
+  bool quarantined = false;        ///< this result quarantined the device
+  autotune::MeasureRecord record;  ///< what the record log is to keep of it
 };
 
 /// What tick() did.
@@ -60,8 +61,7 @@ autotune::MeasureRecord make_record(const MeasureRequest& request, const Device&
 
 class Tracker {
  public:
-  /// `log` (optional, not owned) receives a record for every reported result.
-  Tracker(const Clock& clock, TrackerOptions options = {}, autotune::RecordLog* log = nullptr);
+  Tracker(const Clock& clock, TrackerOptions options = {});
 
   DeviceRegistry& devices() { return devices_; }
   const DeviceRegistry& devices() const { return devices_; }
@@ -72,9 +72,9 @@ class Tracker {
   /// device is unknown, quarantined or full, or nothing of its key is pending.
   std::optional<MeasureRequest> dispatch(DeviceId device);
   /// A device's result for a request in flight on it: the request completes, the device is free
-  /// again, crashes and run timeouts count toward quarantine, and the record is appended to the
-  /// log (durable when this returns). nullopt for a stale report (the request is not in flight on
-  /// that device, e.g. it was re-queued after the device was dropped); nothing is recorded then.
+  /// again, crashes and run timeouts count toward quarantine, and the record to keep is returned.
+  /// nullopt for a stale report (the request is not in flight on that device, e.g. it was
+  /// re-queued after the device was dropped).
   std::optional<Report> report(RequestId request, DeviceId device, const MeasureOutcome& outcome);
   /// Drops `device` now (an agent leaving cleanly) and re-queues what it held; the requests
   /// given up (out of attempts) are returned. Empty when the device is unknown.
@@ -86,7 +86,6 @@ class Tracker {
  private:
   const Clock& clock_;
   TrackerOptions options_;
-  autotune::RecordLog* log_;
   DeviceRegistry devices_;
   MeasureQueue queue_;
 };

@@ -246,20 +246,23 @@ TEST(TrackerRegistry, CountsByKeyAndState) {
   EXPECT_TRUE(reg.can_take_work(a));
 }
 
-TEST(TrackerRegistry, ResultsGoToTheRecordLog) {
+TEST(TrackerRegistry, ResultsBecomeRecordsForTheLog) {
   kiln::testing::TempDir dir;
   auto log = autotune::RecordLog::open(dir.file("records"));
   FakeClock clock;
-  Tracker t(clock, TrackerOptions(), &log);
+  Tracker t(clock, TrackerOptions());
   DeviceId d = t.devices().register_device("pi", "llvm -mcpu=cortex-a53",
                                            {{"fingerprint", "pi4-serial-1234"}});
   t.queue().enqueue(spec(1, "pi", 11));
   t.queue().enqueue(spec(1, "pi", 12));
   auto r1 = t.dispatch(d);
   auto rep1 = t.report(r1->id, d, ok({2e-3, 2.2e-3}, 1.5));
-  ASSERT_TRUE(rep1 && rep1->seq);
+  ASSERT_TRUE(rep1);
+  log.append(rep1->record);
   auto r2 = t.dispatch(d);
-  ASSERT_TRUE(t.report(r2->id, d, failed(ErrorKind::kCrash, "SIGSEGV", {1.0})));
+  auto rep2 = t.report(r2->id, d, failed(ErrorKind::kCrash, "SIGSEGV", {1.0}));
+  ASSERT_TRUE(rep2);
+  log.append(rep2->record);
 
   auto records = log.records("dense_x86:1x64:abcd", "llvm -mcpu=znver4");
   ASSERT_EQ(records.size(), 2u);
