@@ -40,6 +40,7 @@ fi
 # Test helpers and comparison references only (never linked into Kiln): onnx 1.13 carries the ONNX
 # backend node tests for opsets up to 18 (the range Kiln's frontend reads); onnxruntime is the
 # reference the model tests compare with. numpy<2 and protobuf<4 are what onnx 1.13 was built for.
-python3 -c 'import onnx, onnxruntime, numpy; assert onnx.__version__ == "1.13.1"' 2>/dev/null ||
-  python3 -m pip install -q --root-user-action=ignore "onnx==1.13.1" "numpy<2" "protobuf<4" onnxruntime
+# pyyaml reads deploy/farm's Kubernetes manifests in deploy_manifests_test.
+python3 -c 'import onnx, onnxruntime, numpy, yaml; assert onnx.__version__ == "1.13.1"' 2>/dev/null ||
+  python3 -m pip install -q --root-user-action=ignore "onnx==1.13.1" "numpy<2" "protobuf<4" onnxruntime pyyaml
 echo "setup: done"
