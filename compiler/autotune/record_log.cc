@@ -11,12 +11,15 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 
 #include "base/error.h"
 #include "deploy/runtime/json.h"
@@ -212,10 +215,25 @@ MeasureRecord record_from_string(const std::string& text, const std::string& ori
 struct RecordLog::Impl {
   std::string dir;
   std::unique_ptr<rocksdb::DB> db;
-  /// Held by append for the whole read-modify-write of the count and best entries.
-  std::mutex append_mu;
+  /// One append waiting in the queue or being committed (it lives on its appender's stack).
+  struct Append {
+    const MeasureRecord* record = nullptr;
+    std::string text;  ///< the record's JSON text
+    uint64_t seq = 0;
+    bool done = false;  ///< committed, or failed with `error`
+    std::exception_ptr error;
+  };
+  /// Guards queue and writing (not the database: only the leader writes, one at a time).
+  std::mutex queue_mu;
+  std::condition_variable queue_cv;
+  std::vector<Append*> queue;  ///< appends waiting for the next group, in arrival order
+  bool writing = false;        ///< a leader is committing a group
   /// The sequence number of the next record (= the number of records).
   std::atomic<uint64_t> next_seq{0};
+
+  /// Writes `group` as one synced WriteBatch, setting each one's seq; kiln::Error otherwise
+  /// (then nothing of the group is written).
+  void commit(const std::vector<Append*>& group);
 
   [[noreturn]] void fail(const std::string& doing, const rocksdb::Status& s) const {
     KILN_USER_ERROR() << "record log '" << dir << "': " << doing << ": " << s.ToString();
@@ -311,38 +329,92 @@ RecordLog RecordLog::open(const std::string& dir) {
 
 uint64_t RecordLog::append(const MeasureRecord& r) {
   check_record(r, "record log '" + impl_->dir + "'");
-  const std::string text = record_to_string(r);
+  Impl::Append me;
+  me.record = &r;
+  me.text = record_to_string(r);
 
-  std::lock_guard<std::mutex> lock(impl_->append_mu);
-  const uint64_t seq = impl_->next_seq.load();
-  rocksdb::WriteBatch batch;
-  batch.Put(record_key(seq), text);
-  batch.Put(index_prefix(r.target, r.task_key) + be64(seq), "");
-  batch.Put(measured_key(r.target, r.task_key, r.config_index), "");
-
-  const std::string ck = count_key(r.target, r.task_key);
-  uint64_t count = 0;
-  if (auto c = impl_->get(ck)) {
-    KILN_USER_CHECK(c->size() == 8) << "record log '" << impl_->dir << "' is corrupt: bad count";
-    count = from_be64(c->data());
-  }
-  batch.Put(ck, be64(count + 1));
-
-  if (r.error == ErrorKind::kNone && !r.costs_s.empty()) {
-    const std::string bk = best_key(r.target, r.task_key);
-    bool better = true;
-    if (auto b = impl_->get(bk)) {
-      better = r.cost() < record_from_string(*b, "record log '" + impl_->dir + "' best entry").cost();
+  std::unique_lock<std::mutex> lock(impl_->queue_mu);
+  impl_->queue.push_back(&me);
+  // A follower waits for the leader of its group; when no write is in progress, the first
+  // appender to see it becomes the leader of everything queued by then.
+  impl_->queue_cv.wait(lock, [&] { return me.done || !impl_->writing; });
+  if (!me.done) {
+    impl_->writing = true;
+    std::vector<Impl::Append*> group(impl_->queue.begin(), impl_->queue.end());
+    impl_->queue.clear();
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      impl_->commit(group);
+    } catch (...) {
+      error = std::current_exception();
     }
-    if (better) batch.Put(bk, text);
+    lock.lock();
+    for (Impl::Append* a : group) {
+      a->error = error;
+      a->done = true;
+    }
+    impl_->writing = false;
+    impl_->queue_cv.notify_all();
+  }
+  if (me.error) std::rethrow_exception(me.error);
+  return me.seq;
+}
+
+void RecordLog::Impl::commit(const std::vector<Append*>& group) {
+  // Only the leader runs this (writing is set): next_seq and the count and best entries are
+  // its alone. Entries touched earlier in the group are read from `counts` and `bests`, not from
+  // the database, which does not hold them yet.
+  const uint64_t first = next_seq.load();
+  std::unordered_map<std::string, uint64_t> counts;
+  std::unordered_map<std::string, double> bests;  // best key -> its cost (+inf: none yet)
+  rocksdb::WriteBatch batch;
+  uint64_t seq = first;
+  for (Append* a : group) {
+    const MeasureRecord& r = *a->record;
+    a->seq = seq++;
+    batch.Put(record_key(a->seq), a->text);
+    batch.Put(index_prefix(r.target, r.task_key) + be64(a->seq), "");
+    batch.Put(measured_key(r.target, r.task_key, r.config_index), "");
+
+    const std::string ck = count_key(r.target, r.task_key);
+    auto [count, new_count] = counts.try_emplace(ck, 0);
+    if (new_count) {
+      if (auto c = get(ck)) {
+        KILN_USER_CHECK(c->size() == 8) << "record log '" << dir << "' is corrupt: bad count";
+        count->second = from_be64(c->data());
+      }
+    }
+    batch.Put(ck, be64(++count->second));
+
+    if (r.error == ErrorKind::kNone && !r.costs_s.empty()) {
+      const std::string bk = best_key(r.target, r.task_key);
+      auto [best, new_best] = bests.try_emplace(bk, std::numeric_limits<double>::infinity());
+      bool better = true;
+      if (new_best) {
+        if (auto b = get(bk)) {
+          best->second = record_from_string(*b, "record log '" + dir + "' best entry").cost();
+          better = r.cost() < best->second;
+        }
+      } else {
+        better = r.cost() < best->second;
+      }
+      if (better) {
+        best->second = r.cost();
+        batch.Put(bk, a->text);  // a later Put of the same key in the batch wins
+      }
+    }
   }
 
   rocksdb::WriteOptions wo;
   wo.sync = true;  // on disk when append returns: an acknowledged record survives a crash
-  rocksdb::Status s = impl_->db->Write(wo, &batch);
-  if (!s.ok()) impl_->fail("append a record of task " + r.task_key, s);
-  impl_->next_seq.store(seq + 1);
-  return seq;
+  rocksdb::Status s = db->Write(wo, &batch);
+  if (!s.ok()) {
+    fail(group.size() == 1 ? "append a record of task " + group[0]->record->task_key
+                           : "append " + std::to_string(group.size()) + " records",
+         s);
+  }
+  next_seq.store(seq);
 }
 
 std::vector<MeasureRecord> RecordLog::records(const std::string& task_key,

@@ -18,9 +18,15 @@
 //   'v'                     -> the format version
 // One append is one WriteBatch (all of the keys above at once), written with sync = true: a
 // record is either wholly there after a crash or not at all, and once append returns it is on
-// disk. Appends from several threads of one process are serialized by a mutex (the sequence
-// counter and the read-modify-write of the count and best entries); reads need no lock. Another
-// process cannot open the same folder while this one has it (RocksDB's LOCK file).
+// disk. Appends from several threads of one process are committed in groups: an appender queues
+// its record; when no write is in progress it becomes the leader, takes every queued record, and
+// writes them all as ONE synced WriteBatch (sequence numbers in queue order, the count and best
+// entries carried across the group), then wakes the others with their sequence numbers. So N
+// concurrent appends cost about one fsync, not N, and each still returns only once its record is
+// on disk; when the write fails, every appender of that group gets the kiln::Error and none of
+// its records is there. Alone, an appender is its own group of one: the same single batch as
+// ever. Reads need no lock. Another process cannot open the same folder while this one has it
+// (RocksDB's LOCK file).
 #pragma once
 
 #include <cstdint>
@@ -97,7 +103,7 @@ class RecordLog {
   ~RecordLog();
 
   /// Appends `r`; it is on disk when this returns. Returns its sequence number (0, 1, 2, ... in
-  /// append order over the whole log). kiln::Error when target or task key is empty or holds a
+  /// append order over the whole log). Thread-safe; concurrent appends share one sync. kiln::Error when target or task key is empty or holds a
   /// NUL character, or a cost or gflops is negative or not finite.
   uint64_t append(const MeasureRecord& r);
 
