@@ -1,0 +1,13 @@
+# deploy/farm stays true to the programs: the systemd units' and Kubernetes manifests' flags exist
+# in each binary's --help, ports and volumes agree (deploy_manifests_test.py, python3 + PyYAML),
+# and every metric the Grafana dashboard queries is one kilnd exports (grafana_metrics_test).
+add_test(NAME deploy_manifests_test
+  COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/deploy_manifests_test.py
+    --kilnd $<TARGET_FILE:kilnd> --agent $<TARGET_FILE:kiln-agent>
+    --worker $<TARGET_FILE:kiln-worker> --deploy ${PROJECT_SOURCE_DIR}/deploy/farm)
+set_tests_properties(deploy_manifests_test PROPERTIES LABELS farm TIMEOUT 120)
+
+kiln_add_test(NAME grafana_metrics_test LABEL farm SOURCES grafana_metrics_test.cc
+  LIBS kiln_metrics kiln_runtime)
+target_compile_definitions(grafana_metrics_test PRIVATE
+  KILN_GRAFANA_DASHBOARD="${PROJECT_SOURCE_DIR}/deploy/farm/grafana/kiln-farm.json")
