@@ -156,6 +156,25 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   EXPECT_EQ(list.jobs_size(), 1);
 }
 
+TEST(KilndTest, SubmissionsPastTheRateLimitAreRefused) {
+  TempDir dir("kilnd_rate");
+  Kilnd kilnd(dir, {"--submits-per-minute", "2", "--max-running-jobs", "1"});
+  v1::RegisterDeviceRequest reg;
+  reg.set_key("cpu");
+  reg.set_target("llvm");
+  v1::RegisterDeviceResponse resp;
+  ASSERT_TRUE(kilnd.tracker()->RegisterDevice(context().get(), reg, &resp).ok());
+  auto service = kilnd.service();
+  EXPECT_TRUE(submit(*service, good_submission()).ok());
+  EXPECT_TRUE(submit(*service, good_submission()).ok());
+  EXPECT_STATUS(submit(*service, good_submission()), StatusCode::RESOURCE_EXHAUSTED,
+                "more than 2 submissions in a minute");
+  // Other calls are not limited.
+  v1::ListJobsResponse list;
+  ASSERT_TRUE(service->ListJobs(context().get(), {}, &list).ok());
+  EXPECT_EQ(list.jobs_size(), 2);
+}
+
 TEST(KilndTest, TheTokenIsRequiredOnBothServices) {
   TempDir dir("kilnd_token");
   std::ofstream(dir.file("token")) << "s3cret\n";
