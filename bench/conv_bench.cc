@@ -322,7 +322,7 @@ int main(int argc, char** argv) {
     kiln::autotune::TuneOptions o;
     o.trials = trials;
     o.explorer = "xgb";
-    o.threads = 1;
+    o.local.threads = 1;
     const size_t before = log.count(task.key, task.target);
     kiln::autotune::Tuner tuner(log, o);
     kiln::autotune::TaskResult r = tuner.tune(task);

@@ -3,7 +3,7 @@
 // (XGBoost + simulated annealing, explorer "xgb") against random and genetic search ("random",
 // "ga"), each with the same seed and the same trial budget, each into its own fresh record log
 // (DIR/<explorer>/, removed first). Candidates are measured by the Tuner in a guarded child with
-// ONE thread (TuneOptions.threads = 1: single-thread kernels are less noisy on a shared machine),
+// ONE thread (TuneOptions.local.threads = 1: single-thread kernels are less noisy on a shared machine),
 // and without the tuner's usual first measurement of the template's default, so that the curves
 // show what each explorer finds by itself.
 //
@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
       o.batch = batch;
       o.explorer = e;
       o.seed = seed;
-      o.threads = 1;
+      o.local.threads = 1;
       o.default_first = false;  // the explorers alone, not seeded with the template's default
       const auto t0 = Clock::now();
       o.progress = [&](const kiln::autotune::TuneProgress& p) {

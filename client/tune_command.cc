@@ -75,11 +75,11 @@ int tune_main(const std::vector<std::string>& args) {
     } else if (a == "--seed") {
       options.seed = std::strtoull(args[++i].c_str(), nullptr, 10);
     } else if (a == "--threads") {
-      options.threads = positive(args[++i]);
+      options.local.threads = positive(args[++i]);
     } else if (a == "--repeat") {
-      options.repeat = positive(args[++i]);
+      options.local.repeat = positive(args[++i]);
     } else if (a == "--flush-cache") {
-      options.flush_cache = true;
+      options.local.flush_cache = true;
     } else if (!a.empty() && a[0] == '-') {
       std::cerr << "error: unknown option '" << a << "'\n";
       return usage();

@@ -24,12 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 ErrorKind from_run_error(runtime::ErrorKind e) {
   switch (e) {
     case runtime::ErrorKind::kNone:
@@ -197,12 +191,7 @@ std::vector<MeasureRecord> LocalMeasurer::measure(const Task& task,
     }
     std::error_code ec;
     fs::remove(paths[k], ec);
-    if (rec.error == ErrorKind::kNone && !rec.costs_s.empty()) {
-      rec.gflops = task.flops / rec.cost() / 1e9;
-    } else {
-      rec.costs_s.clear();
-    }
-    rec.timestamp_ms = now_ms();
+    finish_record(rec, task);
     log_.append(rec);
     records.push_back(std::move(rec));
   }

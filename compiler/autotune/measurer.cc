@@ -3,6 +3,7 @@
 #include "compiler/autotune/measurer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "base/error.h"
@@ -42,6 +43,18 @@ TaskReference compute_reference(const Task& task) {
   for (int64_t k = 0; k < ref.output.num_elements(); ++k)
     ref.max_abs = std::max<double>(ref.max_abs, std::fabs(out[k]));
   return ref;
+}
+
+void finish_record(MeasureRecord& record, const Task& task) {
+  if (record.error == ErrorKind::kNone && !record.costs_s.empty()) {
+    record.gflops = task.flops / record.cost() / 1e9;
+  } else {
+    record.costs_s.clear();
+    record.gflops = 0;
+  }
+  record.timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
 }
 
 }  // namespace kiln::autotune

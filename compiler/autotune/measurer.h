@@ -42,6 +42,10 @@ struct Tolerance {
   double atol = 1e-7;
 };
 
+/// Completes a record whose error kind and costs are set: on success its GFLOP/s (task.flops
+/// over the record's cost), on an error no costs; the timestamp is now.
+void finish_record(MeasureRecord& record, const Task& task);
+
 /// One distinct program to build and measure.
 struct Candidate {
   uint64_t config_index = 0;

@@ -355,6 +355,8 @@ uint64_t RecordLog::append(const MeasureRecord& r) {
       a->done = true;
     }
     impl_->writing = false;
+    // Woken without the lock held (the group's entries are not touched after it is released).
+    lock.unlock();
     impl_->queue_cv.notify_all();
   }
   if (me.error) std::rethrow_exception(me.error);

@@ -17,27 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-LocalMeasureOptions local_options(const TuneOptions& o) {
-  LocalMeasureOptions m;
-  m.build_threads = o.build_threads;
-  m.build_timeout_s = o.build_timeout_s;
-  m.repeat = o.repeat;
-  m.min_repeat_ms = o.min_repeat_ms;
-  m.cooldown_ms = o.cooldown_ms;
-  m.flush_cache = o.flush_cache;
-  m.threads = o.threads;
-  m.run_timeout_s = o.run_timeout_s;
-  m.rtol = o.rtol;
-  m.atol_scale = o.atol_scale;
-  return m;
-}
-
 std::unique_ptr<Explorer> make_explorer(const TuneOptions& o, const ConfigSpace& space) {
   if (o.explorer == "random") return std::make_unique<RandomExplorer>(space, o.seed);
   if (o.explorer == "grid") return std::make_unique<GridExplorer>(space);
@@ -97,7 +76,7 @@ Tuner::Tuner(RecordLog& log, TuneOptions options, Measurer* measurer)
   KILN_USER_CHECK(options_.features == "loop" || options_.features == "knob")
       << "tune: unknown features '" << options_.features << "' (known: loop, knob)";
   if (!measurer_) {
-    owned_measurer_ = std::make_unique<LocalMeasurer>(log_, local_options(options_));
+    owned_measurer_ = std::make_unique<LocalMeasurer>(log_, options_.local);
     measurer_ = owned_measurer_.get();
   }
 }
@@ -279,12 +258,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
         } else if (!s.reused) {
           rec.device = device;  // did not lower: the measurer's device, as known after this batch
         }
-        if (rec.error == ErrorKind::kNone && !rec.costs_s.empty()) {
-          rec.gflops = task.flops / rec.cost() / 1e9;
-        } else {
-          rec.costs_s.clear();
-        }
-        rec.timestamp_ms = now_ms();
+        finish_record(rec, task);
         log_.append(rec);
       }
       if (rec.error != ErrorKind::kNone || rec.costs_s.empty()) {

@@ -45,20 +45,9 @@ struct TuneOptions {
   /// Measure the template's default config first (so the best is never worse than an untuned
   /// build); off only to study the explorers alone (bench/tuning_bench.cc).
   bool default_first = true;
-  // How the default LocalMeasurer builds and runs each candidate (LocalMeasureOptions); unused
-  // when the Tuner is given a Measurer.
-  int build_threads = 0;        ///< candidates built at once; 0 = one per CPU
-  double build_timeout_s = 60;  ///< per candidate build (past it: compile_timeout)
-  // How each candidate runs (see deploy/runtime/kernel_runner.h).
-  int repeat = 3;
-  double min_repeat_ms = 20;
-  double cooldown_ms = 0;
-  bool flush_cache = false;
-  int threads = 0;            ///< thread-pool size for the kernel; 0 = all CPUs
-  double run_timeout_s = 10;  ///< per candidate, for the whole child
-  /// Reference check: |out - ref| <= rtol * |ref| + atol_scale * max|ref|.
-  double rtol = 1e-3;
-  double atol_scale = 1e-4;
+  /// How the Tuner's own LocalMeasurer builds and runs each candidate; unused when the Tuner is
+  /// given a Measurer.
+  LocalMeasureOptions local;
   /// Called after every round.
   std::function<void(const struct TuneProgress&)> progress;
 };

@@ -41,9 +41,9 @@ TuneOptions quick(const std::string& explorer, int trials) {
   o.trials = trials;
   o.batch = 8;
   o.explorer = explorer;
-  o.repeat = 2;
-  o.min_repeat_ms = 1;
-  o.threads = 1;
+  o.local.repeat = 2;
+  o.local.min_repeat_ms = 1;
+  o.local.threads = 1;
   return o;
 }
 
@@ -110,7 +110,7 @@ TEST(Tuner, BuildsPastTheTimeLimitAreRecordedAsCompileTimeouts) {
   testing::TempDir dir("kiln_tuner_test");
   RecordLog log = RecordLog::open((dir.path() / "log").string());
   TuneOptions o = quick("random", 4);
-  o.build_timeout_s = 1e-6;
+  o.local.build_timeout_s = 1e-6;
   TaskResult r = Tuner(log, o).tune(dense_task());
   EXPECT_EQ(r.trials, 4);
   EXPECT_FALSE(r.has_best);
@@ -205,7 +205,7 @@ TEST(Tuner, AGivenMeasurerGetsEachProgramOnceAndEachRecordIsAppendedOnce) {
   FakeMeasurer fake(log);
   TuneOptions o = quick("random", 144);
   o.batch = 16;
-  o.build_timeout_s = 1e-9;  // an option of the LocalMeasurer: ignored with a given measurer
+  o.local.build_timeout_s = 1e-9;  // an option of the LocalMeasurer: ignored with a given measurer
   TaskResult r = Tuner(log, o, &fake).tune(task);
   EXPECT_EQ(fake.begin_calls, 1);
   EXPECT_GE(fake.measure_calls, 3);  // at most one per batch of 16, none for a batch all reused
