@@ -3,16 +3,13 @@
 //              [--fingerprint S] [--threads N] [--runner PATH] [--work-dir D]
 // SIGINT and SIGTERM stop it (exit 0); a refused registration prints "error: ..." and exits 1; a
 // bad command line exits 2.
-#include <pthread.h>
-#include <signal.h>
 
-#include <atomic>
 #include <iostream>
 #include <map>
 #include <string>
-#include <thread>
 
 #include "base/error.h"
+#include "base/stop_signals.h"
 #include "device_agent/agent.h"
 #include "rpc/channel.h"
 
@@ -92,36 +89,15 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Signals are taken by a thread of their own (sigwait), never in a handler: block them before
-  // any thread starts so that every thread (gRPC's included) inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+  kiln::StopSignals signals;  // before any thread starts
   try {
     options.token = kiln::rpc::read_token(flags["--token-file"]);
     kiln::agent::Agent agent(std::move(options));
-    std::atomic<bool> done{false};
-    std::thread watcher([&] {
-      int signo = 0;
-      if (sigwait(&signals, &signo) != 0 || done) return;
-      std::cerr << "kiln-agent: " << (signo == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n";
+    signals.watch([&](const char* name) {
+      std::cerr << "kiln-agent: " << name << ", stopping\n";
       agent.stop();
     });
-    auto join_watcher = [&] {
-      done = true;
-      pthread_kill(watcher.native_handle(), SIGTERM);  // wakes sigwait if no signal came
-      watcher.join();
-    };
-    try {
-      agent.run();
-    } catch (...) {
-      join_watcher();
-      throw;
-    }
-    join_watcher();
+    agent.run();
   } catch (const std::exception& e) {
     std::cerr << "error: " << without_prefix(e.what()) << "\n";
     return 1;

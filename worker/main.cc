@@ -3,18 +3,15 @@
 //               [--threads N] [--target T]...
 // runs until SIGINT or SIGTERM (exit 0). A bad flag prints "error: ..." and exits with 2; the
 // tracker refusing the worker (a wrong token) or any other failure exits with 1.
-#include <pthread.h>
-#include <signal.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "base/error.h"
+#include "base/stop_signals.h"
 #include "rpc/channel.h"
 #include "worker/worker.h"
 
@@ -86,22 +83,12 @@ int main(int argc, char** argv) {
   }
   if (options.tracker.empty()) return bad_usage("missing --tracker HOST:PORT");
 
-  // SIGINT / SIGTERM are taken by a thread with sigwait, which stops the worker; every other
-  // thread (gRPC's, the builds') inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+  kiln::StopSignals signals;  // before any thread starts
   try {
     options.token = kiln::rpc::read_token(token_file);
     kiln::worker::Worker worker(options);
-    std::atomic<bool> failed{false};
-    std::thread waiter([&] {
-      int sig = 0;
-      sigwait(&signals, &sig);
-      if (!failed) std::cerr << "kiln-worker: stopping (signal " << sig << ")\n";
+    signals.watch([&](const char* name) {
+      std::cerr << "kiln-worker: " << name << ", stopping\n";
       worker.stop();
     });
     std::cerr << "kiln-worker: " << worker.name() << " taking builds from " << options.tracker
@@ -113,13 +100,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       std::cerr << "error: " << e.what() << "\n";
       code = 1;
-      failed = true;
     }
-    if (code != 0) {
-      // run() failed on its own: wake the signal thread so that it can be joined.
-      pthread_kill(waiter.native_handle(), SIGTERM);
-    }
-    waiter.join();
     // Builds abandoned at their time limit may still run in detached threads: do not wait.
     std::cout.flush();
     std::cerr.flush();
