@@ -164,6 +164,8 @@ Farm::Work Farm::next_work(DeviceId device, tracker::Duration wait, v1::MeasureR
     if (!d) return Work::kUnknownDevice;
     if (auto req = tracker_.dispatch(device)) {
       waiting_[d->key].erase(device);
+      // The request is this device's now: the payload is parsed without holding the farm's lock.
+      lock.unlock();
       out->ParseFromString(req->payload);
       out->set_request_id(req->id);
       out->set_attempt(static_cast<uint32_t>(req->attempts));
@@ -240,9 +242,12 @@ bool Farm::report_result(const v1::MeasureResult& r) {
     add_event_locked("quarantine", "device " + std::to_string(r.device_id()) + " quarantined: " +
                                        (d ? d->quarantine_reason : std::string("repeated failures")));
   }
-  // The device is free: its next request may go out while this one's record is written.
-  if (auto cv = device_cv_.find(r.device_id()); cv != device_cv_.end()) cv->second->notify_all();
+  // The device is free: its next request may go out while this one's record is written. It is
+  // woken after the lock is released, so that it does not wake only to wait for the lock.
+  std::shared_ptr<std::condition_variable> free_cv;
+  if (auto cv = device_cv_.find(r.device_id()); cv != device_cv_.end()) free_cv = cv->second;
   lock.unlock();
+  if (free_cv) free_cv->notify_all();
   // The record is durable before the result is acknowledged; appends of concurrent reports are
   // committed together by the log (one sync for many).
   try {
