@@ -23,6 +23,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
   # OpenCL on the CPU
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
+  # the dashboard: kilnd's HTTP server (civetweb, also under prometheus-cpp) and the browser test
+  libcivetweb-dev chromium
 )
 
 missing=()

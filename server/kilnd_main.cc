@@ -1,5 +1,5 @@
 // kilnd: the farm's server. Hosts the public KilnService and the Tracker service on one gRPC port,
-// /metrics on an HTTP port, and optionally in-process compiler workers and a local CPU agent
+// /metrics, the dashboard page and its JSON API on an HTTP port, and optionally in-process compiler workers and a local CPU agent
 // (the embedded default: one command stands up a whole farm on this machine).
 #include <signal.h>
 #include <unistd.h>
@@ -15,7 +15,9 @@
 
 #include "base/error.h"
 #include "rpc/channel.h"
+#include "server/dashboard.h"
 #include "server/farm.h"
+#include "server/http_server.h"
 #include "server/local_sides.h"
 #include "server/services.h"
 
@@ -29,7 +31,8 @@ int usage(std::ostream& os, int code) {
         "             [--submits-per-minute N] [--batch N] [--explorer E] [--repeat N]\n"
         "             [--run-timeout-ms N] [--threads N]\n"
         "  --listen: gRPC address (default 127.0.0.1:7070; port 0 picks a free one)\n"
-        "  --http: /metrics address (default 127.0.0.1:7071; port 0 picks a free one)\n"
+        "  --http: the dashboard (/), its JSON API (/api/v1/) and /metrics (default 127.0.0.1:7071;\n"
+        "          port 0 picks a free one)\n"
         "  --state: jobs, models and bundles (default kiln-state); --records: the record log\n"
         "           (default STATE/records)\n"
         "  --token-file: the farm's token (else $KILN_TOKEN; none: no token is asked for)\n"
@@ -118,7 +121,11 @@ int main(int argc, char** argv) {
     builder.RegisterService(&kiln_service);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     KILN_USER_CHECK(server && port > 0) << "kilnd: cannot listen on '" << listen << "'";
-    const int http_port = farm.metrics().serve(http);
+    // One HTTP server: /metrics, the dashboard and its API (which asks for the token when set).
+    server::Dashboard dashboard(farm, token);
+    server::HttpServer http_server;
+    dashboard.install(http_server);
+    const int http_port = http_server.start(http);
     const std::string host = listen.substr(0, listen.rfind(':'));
     const std::string grpc_address = host + ":" + std::to_string(port);
     farm.start();
@@ -134,6 +141,7 @@ int main(int argc, char** argv) {
     sigwait(&signals, &sig);
     std::cerr << "kilnd: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n";
     local.stop();
+    http_server.stop();
     farm.stop();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   } catch (const std::exception& e) {

@@ -2,7 +2,6 @@
 
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -175,11 +174,7 @@ Metrics::Metrics()
   }
 }
 
-Metrics::~Metrics() {
-  // Stop serving before the registry's families go away.
-  std::lock_guard<std::mutex> lock(mu_);
-  exposer_.reset();
-}
+Metrics::~Metrics() = default;
 
 prometheus::Gauge& Metrics::job_gauge(const std::string& state) {
   check_state(state, std::begin(kJobStates), std::end(kJobStates), "job state");
@@ -291,23 +286,6 @@ void Metrics::record_appended(double n) { records_->Increment(n); }
 
 std::string Metrics::text() const {
   return prometheus::TextSerializer().Serialize(collectable_->Collect());
-}
-
-int Metrics::serve(const std::string& bind_address) {
-  std::lock_guard<std::mutex> lock(mu_);
-  KILN_USER_CHECK(!exposer_) << "metrics: already serving /metrics";
-  std::unique_ptr<prometheus::Exposer> exposer;
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(bind_address);
-  } catch (const std::exception& e) {
-    KILN_USER_ERROR() << "metrics: cannot serve /metrics on \"" << bind_address
-                      << "\": " << e.what();
-  }
-  exposer->RegisterCollectable(collectable_);
-  auto ports = exposer->GetListeningPorts();
-  KILN_USER_CHECK(!ports.empty()) << "metrics: no listening port for \"" << bind_address << "\"";
-  exposer_ = std::move(exposer);
-  return ports.front();
 }
 
 }  // namespace kiln::server

@@ -6,8 +6,7 @@
 //   m.set_queue_depth("rk3399", tracker.queue().pending_for_key("rk3399"));
 //   m.observe_build(0.8, /*ok=*/true);
 //   m.observe_measure(0.02, autotune::ErrorKind::kNone);
-//   int port = m.serve("127.0.0.1:0");                 // GET http://127.0.0.1:<port>/metrics
-//   std::string text = m.text();                       // the same text, without HTTP
+//   std::string text = m.text();                       // what kilnd's GET /metrics returns
 //
 // Families (all prefixed kiln_; metric_names() lists them):
 //   kiln_jobs{state}                      gauge    jobs by state (queued, running, done, failed,
@@ -52,7 +51,6 @@
 namespace prometheus {
 class Collectable;
 class Counter;
-class Exposer;
 template <typename T>
 class Family;
 class Gauge;
@@ -119,18 +117,11 @@ class Metrics {
   // --- export ---------------------------------------------------------------------------------
   /// The registry in Prometheus text format 0.0.4 (what GET /metrics returns).
   std::string text() const;
-  /// What /metrics serves: the registry's families in metric_names() order, those without
-  /// series yet still declared (HELP and TYPE). Register it with kilnd's own prometheus::Exposer
-  /// when it has one.
+  /// What text() serializes: the registry's families in metric_names() order, those without
+  /// series yet still declared (HELP and TYPE).
   std::shared_ptr<prometheus::Collectable> collectable() const { return collectable_; }
   /// The registry itself (kilnd may add families of its own; they follow ours in text()).
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
-  /// Starts an HTTP server on `bind_address` ("127.0.0.1:9100"; port 0 picks a free port) that
-  /// serves /metrics, and returns the port it listens on. kiln::Error when it cannot listen or
-  /// when already serving.
-  int serve(const std::string& bind_address);
-  /// The server started by serve(), or nullptr.
-  prometheus::Exposer* exposer() const { return exposer_.get(); }
 
  private:
   prometheus::Gauge& job_gauge(const std::string& state);
@@ -150,10 +141,9 @@ class Metrics {
   prometheus::Histogram* measure_seconds_;
   prometheus::Histogram* queue_wait_seconds_;
 
-  mutable std::mutex mu_;  ///< guards the key sets below and exposer_
+  mutable std::mutex mu_;  ///< guards the key sets below
   std::set<std::string> device_keys_;
   std::set<std::string> queue_keys_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
 };
 
 }  // namespace kiln::server

@@ -1,11 +1,7 @@
 // server/metrics: every family in valid Prometheus text (checked by the parser in
-// tests/common/prometheus_text.h), counters and histograms that move, /metrics served over HTTP;
-// and the parser's own strictness.
-#include <arpa/inet.h>
+// tests/common/prometheus_text.h), counters and histograms that move, and the parser's own
+// strictness. (kilnd's /metrics over HTTP is tested in tests/farm/dashboard_test.cc.)
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <string>
@@ -32,33 +28,6 @@ PromExposition parse(const Metrics& m) {
     ADD_FAILURE() << e.what() << "\n" << text;
     throw;
   }
-}
-
-// GET /metrics over a plain socket (HTTP/1.0: the server closes the connection after the body).
-std::string http_get(int port, const std::string& path, std::string* headers) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    ADD_FAILURE() << "cannot connect to 127.0.0.1:" << port;
-    return "";
-  }
-  std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  EXPECT_EQ(::send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
-  std::string resp;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) resp.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  size_t split = resp.find("\r\n\r\n");
-  EXPECT_NE(split, std::string::npos) << resp;
-  if (split == std::string::npos) return "";
-  *headers = resp.substr(0, split);
-  return resp.substr(split + 4);
 }
 
 TEST(ServerMetrics, EveryFamilyPresentWithItsType) {
@@ -252,42 +221,6 @@ TEST(ServerMetrics, ConcurrentUpdatesAreCounted) {
   EXPECT_EQ(exp.value("kiln_records_total"), 4000);
   EXPECT_EQ(exp.value("kiln_measure_seconds_count"), 4000);
   EXPECT_EQ(exp.value("kiln_queue_depth", {{"key", "key2"}}), 999);
-}
-
-TEST(ServerMetrics, ServesMetricsOverHttp) {
-  Metrics m;
-  int port = m.serve("127.0.0.1:0");
-  ASSERT_GT(port, 0);
-  ASSERT_NE(m.exposer(), nullptr);
-  m.observe_build(0.1, true);
-  m.set_devices("rk3399", "online", 3);
-  std::string headers;
-  std::string body = http_get(port, "/metrics", &headers);
-  EXPECT_NE(headers.find(" 200 "), std::string::npos) << headers;
-  EXPECT_NE(headers.find("text/plain"), std::string::npos) << headers;
-  PromExposition exp;
-  try {
-    exp = parse_prometheus_text(body);
-  } catch (const PrometheusTextError& e) {
-    FAIL() << e.what() << "\n" << body;
-  }
-  for (const auto& name : Metrics::metric_names()) EXPECT_NE(exp.find(name), nullptr) << name;
-  EXPECT_EQ(exp.value("kiln_builds_total", {{"result", "ok"}}), 1);
-  EXPECT_EQ(exp.value("kiln_devices", {{"key", "rk3399"}, {"state", "online"}}), 3);
-
-  // The counters move between scrapes.
-  m.observe_build(0.2, true);
-  body = http_get(port, "/metrics", &headers);
-  EXPECT_EQ(parse_prometheus_text(body).value("kiln_builds_total", {{"result", "ok"}}), 2);
-
-  EXPECT_ERROR_CONTAINS(m.serve("127.0.0.1:0"), "already serving");
-}
-
-TEST(ServerMetrics, ServeOnABusyPortIsAnError) {
-  Metrics a;
-  int port = a.serve("127.0.0.1:0");
-  Metrics b;
-  EXPECT_ERROR_CONTAINS(b.serve("127.0.0.1:" + std::to_string(port)), "cannot serve /metrics");
 }
 
 // --- the parser itself -------------------------------------------------------------------------
