@@ -3,13 +3,14 @@
 # Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
 # and numpy), tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
-# tracker's dispatch rate and latency on loopback with simulated agents).
+# tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
+# API for a job with thousands of records).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard)" >&2
   exit 2
 fi
 shift
@@ -19,7 +20,8 @@ case "$name" in
   tuning) target=bench_tuning ;;
   conv) target=bench_conv ;;
   farm) target=bench_farm ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm)" >&2; exit 2 ;;
+  dashboard) target=bench_dashboard ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null
