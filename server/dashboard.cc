@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <map>
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include "tracker/job_store.h"
 
 namespace kiln::server {
@@ -299,10 +302,22 @@ std::string Dashboard::farm_json() const {
   const std::vector<v1::DeviceInfo> devices = farm_.devices("");
   const std::vector<tracker::JobRecord> jobs = farm_.jobs();
   struct KeyInfo {
-    uint64_t online = 0, busy = 0, quarantined = 0, in_flight = 0, per_minute = 0;
+    uint64_t online = 0, busy = 0, quarantined = 0, in_flight = 0, per_minute = 0, queued = 0;
     std::map<std::string, uint64_t> errors;
   };
   std::map<std::string, KeyInfo> keys;
+  // Queue depths: the gauges the farm's ticker keeps (refreshed every tick) in its metrics.
+  uint64_t build_queue = 0;
+  for (const auto& family : farm_.metrics().collectable()->Collect()) {
+    if (family.name == "kiln_queue_depth") {
+      for (const auto& m : family.metric) {
+        for (const auto& label : m.label)
+          if (label.name == "key") keys[label.value].queued = static_cast<uint64_t>(m.gauge.value);
+      }
+    } else if (family.name == "kiln_build_queue_depth" && !family.metric.empty()) {
+      build_queue = static_cast<uint64_t>(family.metric[0].gauge.value);
+    }
+  }
   JsonOut j;
   j.begin_object().field("time_ms", now_ms());
   j.key("devices").begin_array();
@@ -337,18 +352,22 @@ std::string Dashboard::farm_json() const {
   j.end_array();
   j.key("keys").begin_array();
   for (const auto& [key, k] : keys) {
+    // A key known only from its (empty) queue gauge: its devices are long gone.
+    if (k.online + k.busy + k.quarantined == 0 && k.queued == 0) continue;
     j.begin_object()
         .field("key", key)
         .field("online", k.online)
         .field("busy", k.busy)
         .field("quarantined", k.quarantined)
         .field("in_flight", k.in_flight)
+        .field("queue_depth", k.queued)
         .field("measures_per_minute", k.per_minute);
     j.key("errors").begin_object();
     for (const auto& [kind, n] : k.errors) j.field(kind, n);
     j.end_object().end_object();
   }
   j.end_array();
+  j.field("build_queue_depth", build_queue);
   std::map<std::string, uint64_t> states = {
       {"queued", 0}, {"running", 0}, {"done", 0}, {"failed", 0}, {"cancelled", 0}};
   for (const auto& r : jobs) ++states[tracker::job_state_name(r.state)];

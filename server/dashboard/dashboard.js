@@ -113,6 +113,7 @@ function renderSummary(farm, jobs) {
     ["Devices", farm.devices.length],
     ["Busy", farm.keys.reduce((a, k) => a + k.busy, 0)],
     ["Measures / min", perMin],
+    ["Waiting measures", farm.keys.reduce((a, k) => a + k.queue_depth, 0)],
     ["Running jobs", farm.jobs.running],
     ["Queued", farm.jobs.queued],
     ["Done", farm.jobs.done],
@@ -141,9 +142,10 @@ function renderFarm(farm) {
   replace($("keys"), farm.keys.map((k) => {
     const head = h("div", { class: "key-head" },
       h("span", { class: "key-name", text: k.key }),
-      h("span", { class: "badge s-online", title: "online", text: k.online + " online" }),
+      h("span", { class: "badge " + (k.online ? "s-online" : "s-waiting"), title: "idle devices", text: k.online + " online" }),
       k.busy ? h("span", { class: "badge s-busy", text: k.busy + " busy" }) : null,
       k.quarantined ? h("span", { class: "badge s-quarantined", text: k.quarantined + " quarantined" }) : null,
+      k.queue_depth ? h("span", { class: "badge s-queued", title: "measure requests waiting for a device", text: k.queue_depth + " waiting" }) : null,
       h("span", { class: "count" }, h("b", { text: fmtNum(k.measures_per_minute) }), " /min"));
     const rows = (byKey.get(k.key) || []).map((d) =>
       h("div", { class: "device device-row", "data-device-id": d.id, "data-key": d.key, "data-state": d.state },
@@ -186,7 +188,7 @@ function renderJobs(jobs) {
       onclick: () => { location.hash = "job=" + j.id; },
     },
       h("td", {}, h("span", { class: "job-id", text: "#" + j.id })),
-      h("td", {}, j.model || "(unnamed)", h("span", { class: "sub", text: j.tasks_total ? j.tasks_done + "/" + j.tasks_total + " tasks" : "" })),
+      h("td", {}, j.model || "(unnamed)", h("span", { class: "sub", text: j.tasks_total ? j.tasks_done + " of " + j.tasks_total + " tasks done" : "" })),
       h("td", { text: j.owner || "–" }),
       h("td", {}, h("span", { class: "mono", text: j.target }), h("span", { class: "sub", text: "key " + j.device_key })),
       h("td", {}, h("span", { class: "badge s-" + j.state, title: j.error || j.state, text: j.state })),

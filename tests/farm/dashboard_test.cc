@@ -148,6 +148,8 @@ TEST(DashboardTest, EveryEndpointOnALiveFarm) {
   EXPECT_EQ(key.at("key", "key").as_string("key"), "cpu");
   EXPECT_EQ(key.at("online", "k").as_int("o") + key.at("busy", "k").as_int("b") +
                 key.at("quarantined", "k").as_int("q"), 1);
+  EXPECT_EQ(key.at("queue_depth", "k").as_int("queue_depth"), 0);
+  EXPECT_EQ(farm.at("build_queue_depth", "farm").as_int("build_queue_depth"), 0);
   EXPECT_EQ(farm.at("jobs", "farm").at("running", "jobs").as_int("running"), 0);
 
   // A job, followed until its first task has two trials.
