@@ -233,6 +233,7 @@ std::vector<int> parse_list(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::rpc::prepare_server_process();
   Options opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/synchronization/mutex.h"
 #include "base/error.h"
 
 namespace kiln::rpc {
@@ -65,7 +66,7 @@ void add_token(grpc::ClientContext& ctx, const std::string& token) {
   if (!token.empty()) ctx.AddMetadata(kAuthKey, kBearer + token);
 }
 
-bool has_token(const grpc::ServerContext& ctx, const std::string& token) {
+bool has_token(const grpc::ServerContextBase& ctx, const std::string& token) {
   if (token.empty()) return true;
   const auto& md = ctx.client_metadata();
   auto it = md.find(kAuthKey);
@@ -74,7 +75,11 @@ bool has_token(const grpc::ServerContext& ctx, const std::string& token) {
   return value == kBearer + token;
 }
 
-grpc::Status unauthenticated(const grpc::ServerContext& ctx) {
+void prepare_server_process() {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+grpc::Status unauthenticated(const grpc::ServerContextBase& ctx) {
   const bool present = ctx.client_metadata().count(kAuthKey) > 0;
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       present ? "the token is wrong (metadata 'authorization: Bearer <token>')"

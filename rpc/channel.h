@@ -36,9 +36,14 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const std::string& c
 void add_token(grpc::ClientContext& ctx, const std::string& token);
 
 /// Whether the call carries `token` (true when `token` is empty: the farm has none).
-bool has_token(const grpc::ServerContext& ctx, const std::string& token);
+bool has_token(const grpc::ServerContextBase& ctx, const std::string& token);
+
+/// For a process serving gRPC (kilnd, benchmarks): turns off abseil's mutex deadlock detection,
+/// a debugging aid that gRPC's locks pay for on every acquisition (a few percent of a busy
+/// tracker's CPU). Call once at the start of main.
+void prepare_server_process();
 
 /// UNAUTHENTICATED with a message saying what is missing.
-grpc::Status unauthenticated(const grpc::ServerContext& ctx);
+grpc::Status unauthenticated(const grpc::ServerContextBase& ctx);
 
 }  // namespace kiln::rpc

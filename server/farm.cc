@@ -94,7 +94,9 @@ void Farm::stop() {
     stopping_ = true;
     builds_cv_.notify_all();
     jobs_cv_.notify_all();
-    for (auto& [id, cv] : device_cv_) cv->notify_all();
+    for (auto& [id, sink] : sinks_) sink->close(true, "kilnd is stopping");
+    sinks_.clear();
+    idle_.clear();
     for (auto& [id, ref] : build_slots_) ref.batch->cv.notify_all();
     for (auto& [id, ref] : measure_slots_) ref.batch->cv.notify_all();
   }
@@ -135,7 +137,6 @@ Farm::Registration Farm::register_device(const v1::RegisterDeviceRequest& r) {
   if (!r.fingerprint().empty()) caps["fingerprint"] = r.fingerprint();
   std::lock_guard<std::mutex> lock(mu_);
   const DeviceId id = tracker_.devices().register_device(r.key(), r.target(), caps);
-  device_cv_[id] = std::make_shared<std::condition_variable>();
   add_event_locked("device_joined", "device " + std::to_string(id) + " (key '" + r.key() + "', " +
                                  (r.fingerprint().empty() ? r.target() : r.fingerprint()) +
                                  ") joined");
@@ -155,44 +156,63 @@ Farm::Lease Farm::heartbeat(DeviceId id) {
   return l;
 }
 
-Farm::Work Farm::next_work(DeviceId device, tracker::Duration wait, v1::MeasureRequest* out) {
-  std::unique_lock<std::mutex> lock(mu_);
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  while (true) {
-    if (stopping_) return Work::kStopping;
-    const tracker::Device* d = tracker_.devices().find(device);
-    if (!d) return Work::kUnknownDevice;
-    if (auto req = tracker_.dispatch(device)) {
-      waiting_[d->key].erase(device);
-      // The request is this device's now: the payload is parsed without holding the farm's lock.
-      lock.unlock();
-      out->ParseFromString(req->payload);
-      out->set_request_id(req->id);
-      out->set_attempt(static_cast<uint32_t>(req->attempts));
-      out->set_queued_ms(static_cast<uint32_t>(tracker::to_ms(req->queued)));
-      out->set_tracker_instance(instance_);
-      return Work::kReady;
-    }
-    waiting_[d->key].insert(device);
-    std::shared_ptr<std::condition_variable> cv = device_cv_[device];
-    if (cv->wait_until(lock, deadline) == std::cv_status::timeout) {
-      if (const tracker::Device* still = tracker_.devices().find(device))
-        waiting_[still->key].erase(device);
-      return Work::kNone;
-    }
+Farm::Attach Farm::attach(DeviceId device, WorkSink* sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return Attach::kStopping;
+  if (!tracker_.devices().find(device)) return Attach::kUnknownDevice;
+  if (auto old = sinks_.find(device); old != sinks_.end() && old->second != sink)
+    old->second->close(false, "another work stream of device " + std::to_string(device) + " opened");
+  sinks_[device] = sink;
+  feed_locked(device);
+  return Attach::kAttached;
+}
+
+void Farm::detach(DeviceId device, WorkSink* sink) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sinks_.find(device);
+  if (it == sinks_.end() || it->second != sink) return;
+  sinks_.erase(it);
+  for (auto& [key, ids] : idle_) ids.erase(device);
+}
+
+void Farm::feed_locked(DeviceId device) {
+  auto sink = sinks_.find(device);
+  const tracker::Device* d = tracker_.devices().find(device);
+  if (sink == sinks_.end() || !d) return;
+  const std::string key = d->key;
+  while (auto req = tracker_.dispatch(device)) {
+    v1::MeasureRequest wire;
+    wire.ParseFromString(req->payload);
+    wire.set_request_id(req->id);
+    wire.set_attempt(static_cast<uint32_t>(req->attempts));
+    wire.set_queued_ms(static_cast<uint32_t>(tracker::to_ms(req->queued)));
+    wire.set_tracker_instance(instance_);
+    sink->second->deliver(std::move(wire));
+  }
+  if (tracker_.devices().can_take_work(device)) {
+    idle_[key].insert(device);
+  } else {
+    idle_[key].erase(device);
   }
 }
 
-void Farm::wake_devices_locked(const std::string& key, size_t n) {
-  auto it = waiting_.find(key);
-  if (it == waiting_.end()) return;
-  for (DeviceId id : it->second) {
-    if (n == 0) break;
-    if (auto cv = device_cv_.find(id); cv != device_cv_.end()) {
-      cv->second->notify_all();
-      --n;
-    }
+void Farm::feed_key_locked(const std::string& key, size_t n) {
+  auto it = idle_.find(key);
+  if (it == idle_.end()) return;
+  const size_t queued_before = tracker_.queue().pending_for_key(key);
+  // A copy: feeding a device takes it out of the idle set.
+  const std::vector<DeviceId> idle(it->second.begin(), it->second.end());
+  for (DeviceId id : idle) {
+    if (queued_before - tracker_.queue().pending_for_key(key) >= n) break;
+    if (tracker_.queue().pending_for_key(key) == 0) break;
+    feed_locked(id);
   }
+}
+
+void Farm::forget_device_locked(DeviceId device, const std::string& key) {
+  sinks_.erase(device);
+  idle_[key].erase(device);
+  device_stats_.erase(device);
 }
 
 void Farm::device_gone(DeviceId device, const std::string& why) {
@@ -202,12 +222,10 @@ void Farm::device_gone(DeviceId device, const std::string& why) {
   const std::string key = d->key;
   const size_t held = d->in_flight.size();
   for (const tracker::GiveUp& g : tracker_.remove_device(device)) give_up_locked(g);
-  waiting_[key].erase(device);
-  device_cv_.erase(device);
-  device_stats_.erase(device);
+  forget_device_locked(device, key);
   add_event_locked("device_lost", "device " + std::to_string(device) + " (key '" + key + "') " + why +
                                (held ? "; " + std::to_string(held) + " request(s) re-queued" : ""));
-  wake_devices_locked(key, held);
+  feed_key_locked(key, held);
   refresh_gauges_locked();
 }
 
@@ -242,12 +260,9 @@ bool Farm::report_result(const v1::MeasureResult& r) {
     add_event_locked("quarantine", "device " + std::to_string(r.device_id()) + " quarantined: " +
                                        (d ? d->quarantine_reason : std::string("repeated failures")));
   }
-  // The device is free: its next request may go out while this one's record is written. It is
-  // woken after the lock is released, so that it does not wake only to wait for the lock.
-  std::shared_ptr<std::condition_variable> free_cv;
-  if (auto cv = device_cv_.find(r.device_id()); cv != device_cv_.end()) free_cv = cv->second;
+  // The device is free: its next request goes out while this one's record is written.
+  feed_locked(r.device_id());
   lock.unlock();
-  if (free_cv) free_cv->notify_all();
   // The record is durable before the result is acknowledged; appends of concurrent reports are
   // committed together by the log (one sync for many).
   try {
@@ -279,7 +294,7 @@ tracker::RequestId Farm::enqueue_measure(tracker::MeasureSpec spec) {
   std::lock_guard<std::mutex> lock(mu_);
   const std::string key = spec.device_key;
   const tracker::RequestId id = tracker_.queue().enqueue(std::move(spec));
-  wake_devices_locked(key, 1);
+  feed_key_locked(key, 1);
   return id;
 }
 
@@ -611,7 +626,7 @@ std::vector<autotune::MeasureRecord> Farm::measure_batch(JobId job, const TaskWi
     sent[i] = true;
     ++measuring;
   }
-  wake_devices_locked(rec.device_key, measuring);
+  feed_key_locked(rec.device_key, measuring);
   refresh_gauges_locked();
   lock.unlock();
   for (size_t i : failed_builds) {
@@ -692,13 +707,12 @@ void Farm::tick_loop() {
       add_event_locked("device_lost", "device " + std::to_string(gone.id) + " (key '" + gone.key +
                                    "') missed its heartbeats; " +
                                    std::to_string(gone.in_flight.size()) + " request(s) re-queued");
-      waiting_[gone.key].erase(gone.id);
-      device_stats_.erase(gone.id);
-      if (auto cv = device_cv_.find(gone.id); cv != device_cv_.end()) {
-        cv->second->notify_all();
-        device_cv_.erase(cv);
+      if (auto sink = sinks_.find(gone.id); sink != sinks_.end()) {
+        sink->second->close(false, "device " + std::to_string(gone.id) +
+                                       " missed its heartbeats: register again");
       }
-      wake_devices_locked(gone.key, gone.in_flight.size());
+      forget_device_locked(gone.id, gone.key);
+      feed_key_locked(gone.key, gone.in_flight.size());
     }
     for (const tracker::GiveUp& g : m.given_up) give_up_locked(g);
     for (const tracker::BuildRequest& b : builds_.expire()) {

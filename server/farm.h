@@ -7,7 +7,7 @@
 //   Farm farm({.state_dir = "state"});
 //   farm.start();                                  // resumes unfinished jobs, starts the ticker
 //   JobId j = farm.submit({.model = bytes, .target = "llvm", .device_key = "cpu", .trials = 32});
-//   // services: register_device / next_work / report_result (agents), take_builds /
+//   // services: register_device / attach / report_result (agents), take_builds /
 //   // report_artifact / job_model (workers), job / jobs / cancel / wait_job (public API)
 //   farm.stop();                                   // running jobs stay "running": resumed later
 //
@@ -75,6 +75,19 @@ struct FarmOptions {
   tracker::Duration tick = std::chrono::milliseconds(200);
 };
 
+/// Where a device's work goes: its GetWork stream (services.cc). The farm pushes each request
+/// the moment the device can take it, so no thread waits per device.
+class WorkSink {
+ public:
+  virtual ~WorkSink() = default;
+  /// A request now in flight on the device (`wire`: what to send). Called with the farm's lock
+  /// held: must not block or call back into the farm.
+  virtual void deliver(v1::MeasureRequest wire) = 0;
+  /// The stream must end: the device was dropped (it must register again: `stopping` false) or
+  /// kilnd is stopping. Same rules as deliver; nothing is delivered afterwards.
+  virtual void close(bool stopping, const std::string& why) = 0;
+};
+
 /// What SubmitModel carries.
 struct Submission {
   std::string model;  ///< ONNX bytes
@@ -124,10 +137,11 @@ class Farm {
     uint32_t lease_ms = 0;
   };
   Lease heartbeat(tracker::DeviceId id);
-  enum class Work { kReady, kNone, kUnknownDevice, kStopping };
-  /// Waits up to `wait` for a request for `device`; kReady fills `out` (the wire request, now in
-  /// flight on the device).
-  Work next_work(tracker::DeviceId device, tracker::Duration wait, v1::MeasureRequest* out);
+  enum class Attach { kAttached, kUnknownDevice, kStopping };
+  /// From now on the device's work goes to `sink` (what is pending for it goes at once).
+  Attach attach(tracker::DeviceId device, WorkSink* sink);
+  /// `sink` gets nothing more (its stream is gone); a no-op when it is no longer attached.
+  void detach(tracker::DeviceId device, WorkSink* sink);
   /// The device's stream ended (agent gone): it is dropped and its work re-queued at once.
   void device_gone(tracker::DeviceId device, const std::string& why);
   /// A device's result: the record is appended (durable) before this returns true. False for a
@@ -201,7 +215,11 @@ class Farm {
   void run_job(tracker::JobId id);   // job_runner.cc
   void add_event_locked(const std::string& kind, const std::string& text);
   void refresh_gauges_locked();
-  void wake_devices_locked(const std::string& key, size_t n);
+  /// Pushes requests to `device` while it can take them; keeps idle_ up to date.
+  void feed_locked(tracker::DeviceId device);
+  /// Feeds idle devices of `key` until `n` requests went out or none is idle.
+  void feed_key_locked(const std::string& key, size_t n);
+  void forget_device_locked(tracker::DeviceId device, const std::string& key);
   void give_up_locked(const tracker::GiveUp& g);
   void bump_job_locked(tracker::JobId id);
   /// The slot of a finished request gets its record (or the failure to keep it).
@@ -221,8 +239,8 @@ class Farm {
   tracker::BuildQueue builds_;
   std::condition_variable builds_cv_;  ///< a build was queued
   std::condition_variable jobs_cv_;    ///< a job changed (watchers) or became runnable
-  std::unordered_map<tracker::DeviceId, std::shared_ptr<std::condition_variable>> device_cv_;
-  std::map<std::string, std::set<tracker::DeviceId>> waiting_;  ///< devices waiting, by key
+  std::unordered_map<tracker::DeviceId, WorkSink*> sinks_;    ///< devices with an open stream
+  std::map<std::string, std::set<tracker::DeviceId>> idle_;  ///< of those, with room, by key
   std::unordered_map<uint64_t, SlotRef> build_slots_;    ///< build id -> its candidate
   std::unordered_map<uint64_t, SlotRef> measure_slots_;  ///< request id -> its candidate
   std::unordered_map<uint64_t, std::string> build_templates_;  ///< build id -> template name

@@ -1,6 +1,8 @@
 #include "server/services.h"
 
+#include <deque>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "base/fnv1a.h"
@@ -77,34 +79,111 @@ Status TrackerService::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRe
   });
 }
 
-Status TrackerService::GetWork(grpc::ServerContext* ctx, const v1::GetWorkRequest* req,
-                               grpc::ServerWriter<v1::MeasureRequest>* writer) {
-  KILN_CHECK_TOKEN(ctx, token_);
-  const uint64_t device = req->device_id();
-  return guarded([&] {
-    while (true) {
-      if (ctx->IsCancelled()) {
-        farm_.device_gone(device, "closed its work stream");
-        return Status::CANCELLED;
+namespace {
+
+/// A stream that ends at once with `status` (a refused GetWork).
+class FinishedStream final : public grpc::ServerWriteReactor<v1::MeasureRequest> {
+ public:
+  explicit FinishedStream(const Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+/// One device's GetWork stream: the farm delivers requests to it (under the farm's lock) and it
+/// writes them one at a time. Lock order: the farm's lock, then this stream's.
+class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, public WorkSink {
+ public:
+  WorkStream(Farm& farm, uint64_t device) : farm_(farm), device_(device) {}
+
+  /// Attaches to the farm (which may deliver at once) or finishes.
+  void start() {
+    switch (farm_.attach(device_, this)) {
+      case Farm::Attach::kAttached:
+        return;
+      case Farm::Attach::kUnknownDevice:
+        finish(Status(StatusCode::NOT_FOUND,
+                      "device " + std::to_string(device_) + " is not registered (register again)"));
+        return;
+      case Farm::Attach::kStopping:
+        finish(Status(StatusCode::UNAVAILABLE, "kilnd is stopping"));
+        return;
+    }
+  }
+
+  void deliver(v1::MeasureRequest wire) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finishing_) return;  // the device is being dropped; its work is re-queued
+    pending_.push_back(std::move(wire));
+    if (!writing_) write_next_locked();
+  }
+  void close(bool stopping, const std::string& why) override {
+    finish(Status(stopping ? StatusCode::UNAVAILABLE : StatusCode::NOT_FOUND, why));
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (finish_after_write_) {
+        Finish(final_);
+        return;
       }
-      v1::MeasureRequest work;
-      switch (farm_.next_work(device, std::chrono::milliseconds(250), &work)) {
-        case Farm::Work::kReady:
-          if (!writer->Write(work)) {
-            farm_.device_gone(device, "went away while a request was sent to it");
-            return Status::CANCELLED;
-          }
-          break;
-        case Farm::Work::kNone:
-          break;
-        case Farm::Work::kUnknownDevice:
-          return Status(StatusCode::NOT_FOUND,
-                        "device " + std::to_string(device) + " is not registered (register again)");
-        case Farm::Work::kStopping:
-          return Status(StatusCode::UNAVAILABLE, "kilnd is stopping");
+      if (ok) {
+        if (!pending_.empty()) write_next_locked();
+        return;
       }
     }
-  });
+    farm_.device_gone(device_, "went away while a request was sent to it");
+    finish(Status::CANCELLED);
+  }
+  void OnCancel() override {
+    farm_.device_gone(device_, "closed its work stream");
+    finish(Status::CANCELLED);
+  }
+  void OnDone() override {
+    farm_.detach(device_, this);
+    delete this;
+  }
+
+ private:
+  void write_next_locked() {
+    current_ = std::move(pending_.front());
+    pending_.pop_front();
+    writing_ = true;
+    StartWrite(&current_);
+  }
+  void finish(const Status& status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finishing_) return;
+    finishing_ = true;
+    pending_.clear();
+    if (writing_) {
+      final_ = status;
+      finish_after_write_ = true;  // a write is in flight: finish when it is done
+    } else {
+      Finish(status);
+    }
+  }
+
+  Farm& farm_;
+  const uint64_t device_;
+  std::mutex mu_;
+  std::deque<v1::MeasureRequest> pending_;
+  v1::MeasureRequest current_;
+  bool writing_ = false;
+  bool finishing_ = false;
+  bool finish_after_write_ = false;
+  Status final_;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::MeasureRequest>* TrackerService::GetWork(
+    grpc::CallbackServerContext* ctx, const v1::GetWorkRequest* req) {
+  if (!rpc::has_token(*ctx, token_)) return new FinishedStream(rpc::unauthenticated(*ctx));
+  if (req->device_id() == 0) return new FinishedStream(missing("GetWork", "device_id"));
+  auto* stream = new WorkStream(farm_, req->device_id());
+  stream->start();
+  return stream;
 }
 
 Status TrackerService::ReportResult(grpc::ServerContext* ctx, const v1::MeasureResult* req,

@@ -19,7 +19,9 @@ namespace kiln::server {
 /// RESOURCE_EXHAUSTED).
 grpc::Status to_status(const FarmError& e);
 
-class TrackerService final : public v1::Tracker::Service {
+/// GetWork uses gRPC's callback API (a reactor per device stream, fed by the farm: no thread per
+/// device); the other methods are synchronous.
+class TrackerService final : public v1::Tracker::WithCallbackMethod_GetWork<v1::Tracker::Service> {
  public:
   TrackerService(Farm& farm, std::string token) : farm_(farm), token_(std::move(token)) {}
 
@@ -28,9 +30,10 @@ class TrackerService final : public v1::Tracker::Service {
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                          v1::HeartbeatResponse* resp) override;
   /// Streams requests to the device until the agent goes away (the device is then dropped and
-  /// its work re-queued at once), the device is unknown (NOT_FOUND: register again) or kilnd stops.
-  grpc::Status GetWork(grpc::ServerContext* ctx, const v1::GetWorkRequest* req,
-                       grpc::ServerWriter<v1::MeasureRequest>* writer) override;
+  /// its work re-queued at once), the device is unknown or dropped (NOT_FOUND: register again) or
+  /// kilnd stops (UNAVAILABLE).
+  grpc::ServerWriteReactor<v1::MeasureRequest>* GetWork(grpc::CallbackServerContext* ctx,
+                                                        const v1::GetWorkRequest* req) override;
   grpc::Status ReportResult(grpc::ServerContext* ctx, const v1::MeasureResult* req,
                             v1::ReportResultResponse* resp) override;
   grpc::Status GetBuildWork(grpc::ServerContext* ctx, const v1::GetBuildWorkRequest* req,
