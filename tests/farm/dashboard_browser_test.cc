@@ -68,9 +68,10 @@ int64_t job_trials(const std::string& http, uint64_t id) {
 
 TEST(DashboardBrowserTest, ThePageShowsTheFarmAndALiveJob) {
   const std::string chromium = find_chromium();
-  ASSERT_FALSE(chromium.empty())
-      << "chromium is not installed: run scripts/setup.sh (it installs Debian's chromium), or "
-         "set KILN_CHROMIUM to a chromium binary";
+  ASSERT_TRUE(!chromium.empty() && std::filesystem::exists(chromium))
+      << "chromium is not installed" << (chromium.empty() ? "" : " at " + chromium)
+      << ": run scripts/setup.sh (it installs Debian's chromium), or set KILN_CHROMIUM to a "
+         "chromium binary";
 
   TempDir dir("dashboard_browser");
   Kilnd kilnd(dir, {"--local-workers", "1", "--local-agent", "cpu", "--local-agent-target", "llvm",
