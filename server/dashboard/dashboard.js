@@ -354,11 +354,13 @@ async function refresh() {
     renderEvents(events.events);
     show($("token-banner"), false);
     show($("error-banner"), false);
+    state.needToken = false;
     state.lastOk = Date.now();
     state.updates += 1;
     document.body.dataset.updates = state.updates;
     document.body.dataset.loaded = "1";
   } catch (e) {
+    state.needToken = e instanceof Unauthorized;
     if (e instanceof Unauthorized) {
       show($("token-banner"), true);
       $("token-note").textContent = sessionStorage.getItem(TOKEN_KEY) ? e.message : "Kept in this tab only (sessionStorage).";
@@ -375,7 +377,7 @@ function updateLive() {
   const fresh = state.lastOk && Date.now() - state.lastOk < 3 * POLL_MS;
   live.classList.toggle("ok", !!fresh);
   live.classList.toggle("stale", !fresh && !!state.lastOk);
-  $("live-text").textContent = !state.lastOk ? "connecting…" : fresh ? "live · updated " + fmtTime(state.lastOk) : "stale · last update " + ago(state.lastOk, Date.now());
+  $("live-text").textContent = state.needToken ? "waiting for the token" : !state.lastOk ? "connecting…" : fresh ? "live · updated " + fmtTime(state.lastOk) : "stale · last update " + ago(state.lastOk, Date.now());
 }
 
 function start() {
