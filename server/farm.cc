@@ -229,7 +229,8 @@ void Farm::device_gone(DeviceId device, const std::string& why) {
   refresh_gauges_locked();
 }
 
-bool Farm::report_result(const v1::MeasureResult& r) {
+void Farm::report_result(const v1::MeasureResult& r,
+                         std::function<void(bool, std::exception_ptr)> done) {
   tracker::MeasureOutcome outcome;
   const std::optional<autotune::ErrorKind> kind = from_wire(r.error());
   if (!kind) {
@@ -247,7 +248,11 @@ bool Farm::report_result(const v1::MeasureResult& r) {
   }
   std::unique_lock<std::mutex> lock(mu_);
   const std::optional<tracker::Report> rep = tracker_.report(r.request_id(), r.device_id(), outcome);
-  if (!rep) return false;
+  if (!rep) {
+    lock.unlock();
+    done(false, nullptr);
+    return;
+  }
   metrics_.observe_measure(std::chrono::duration<double>(rep->completion.run).count(), outcome.error);
   metrics_.observe_queue_wait(std::chrono::duration<double>(rep->completion.queued).count());
   DeviceStats& stats = device_stats_[r.device_id()];
@@ -264,19 +269,28 @@ bool Farm::report_result(const v1::MeasureResult& r) {
   feed_locked(r.device_id());
   lock.unlock();
   // The record is durable before the result is acknowledged; appends of concurrent reports are
-  // committed together by the log (one sync for many).
-  try {
-    log_.append(rep->record);
-  } catch (const std::exception& e) {
-    lock.lock();
-    settle_measure_locked(r.request_id(), std::nullopt,
-                          std::string("the record log could not keep the result: ") + e.what());
-    throw;
-  }
-  metrics_.record_appended();
-  lock.lock();
-  settle_measure_locked(r.request_id(), rep->record, "");
-  return true;
+  // committed together by the log (one sync for many), and no thread waits for the disk.
+  const tracker::RequestId id = r.request_id();
+  log_.append_async(rep->record, [this, id, record = rep->record, done = std::move(done)](
+                                     uint64_t, std::exception_ptr error) {
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      if (error) {
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        settle_measure_locked(id, std::nullopt, "the record log could not keep the result: " + what);
+      } else {
+        metrics_.record_appended();
+        settle_measure_locked(id, record, "");
+      }
+    }
+    done(!error, error);
+  });
 }
 
 void Farm::settle_measure_locked(tracker::RequestId id, std::optional<autotune::MeasureRecord> record,

@@ -144,9 +144,12 @@ class Farm {
   void detach(tracker::DeviceId device, WorkSink* sink);
   /// The device's stream ended (agent gone): it is dropped and its work re-queued at once.
   void device_gone(tracker::DeviceId device, const std::string& why);
-  /// A device's result: the record is appended (durable) before this returns true. False for a
-  /// stale or unknown request (nothing recorded).
-  bool report_result(const v1::MeasureResult& result);
+  /// A device's result. `done(accepted, error)` is called once the answer is known: false at once
+  /// for a stale or unknown request (nothing recorded); true once its record is durable in the
+  /// log (group-committed with concurrent ones; no thread waits for the disk meanwhile); or the
+  /// error that kept the record from the log. May be called before report_result returns.
+  void report_result(const v1::MeasureResult& result,
+                     std::function<void(bool accepted, std::exception_ptr error)> done);
   std::vector<v1::DeviceInfo> devices(const std::string& key) const;
   /// A measure request outside any tuning batch (benchmarks, tools): dispatched, recorded and
   /// counted like any other. Returns its id.

@@ -186,15 +186,37 @@ grpc::ServerWriteReactor<v1::MeasureRequest>* TrackerService::GetWork(
   return stream;
 }
 
-Status TrackerService::ReportResult(grpc::ServerContext* ctx, const v1::MeasureResult* req,
-                                    v1::ReportResultResponse* resp) {
-  KILN_CHECK_TOKEN(ctx, token_);
-  if (req->request_id() == 0) return missing("ReportResult", "request_id");
-  if (req->device_id() == 0) return missing("ReportResult", "device_id");
-  return guarded([&] {
-    resp->set_accepted(farm_.report_result(*req));
-    return Status::OK;
-  });
+grpc::ServerUnaryReactor* TrackerService::ReportResult(grpc::CallbackServerContext* ctx,
+                                                       const v1::MeasureResult* req,
+                                                       v1::ReportResultResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (!rpc::has_token(*ctx, token_)) {
+    reactor->Finish(rpc::unauthenticated(*ctx));
+  } else if (req->request_id() == 0) {
+    reactor->Finish(missing("ReportResult", "request_id"));
+  } else if (req->device_id() == 0) {
+    reactor->Finish(missing("ReportResult", "device_id"));
+  } else {
+    try {
+      farm_.report_result(*req, [reactor, resp](bool accepted, std::exception_ptr error) {
+        if (!error) {
+          resp->set_accepted(accepted);
+          reactor->Finish(Status::OK);
+          return;
+        }
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          reactor->Finish(Status(StatusCode::INTERNAL, e.what()));
+        } catch (...) {
+          reactor->Finish(Status(StatusCode::INTERNAL, "the record log failed"));
+        }
+      });
+    } catch (const std::exception& e) {
+      reactor->Finish(Status(StatusCode::INTERNAL, e.what()));
+    }
+  }
+  return reactor;
 }
 
 Status TrackerService::GetBuildWork(grpc::ServerContext* ctx, const v1::GetBuildWorkRequest* req,

@@ -19,9 +19,12 @@ namespace kiln::server {
 /// RESOURCE_EXHAUSTED).
 grpc::Status to_status(const FarmError& e);
 
-/// GetWork uses gRPC's callback API (a reactor per device stream, fed by the farm: no thread per
-/// device); the other methods are synchronous.
-class TrackerService final : public v1::Tracker::WithCallbackMethod_GetWork<v1::Tracker::Service> {
+/// GetWork and ReportResult use gRPC's callback API (a reactor per device stream, fed by the farm,
+/// and results answered when their record is on disk: no thread per device or per result); the
+/// other methods are synchronous.
+class TrackerService final
+    : public v1::Tracker::WithCallbackMethod_GetWork<
+          v1::Tracker::WithCallbackMethod_ReportResult<v1::Tracker::Service>> {
  public:
   TrackerService(Farm& farm, std::string token) : farm_(farm), token_(std::move(token)) {}
 
@@ -34,8 +37,9 @@ class TrackerService final : public v1::Tracker::WithCallbackMethod_GetWork<v1::
   /// kilnd stops (UNAVAILABLE).
   grpc::ServerWriteReactor<v1::MeasureRequest>* GetWork(grpc::CallbackServerContext* ctx,
                                                         const v1::GetWorkRequest* req) override;
-  grpc::Status ReportResult(grpc::ServerContext* ctx, const v1::MeasureResult* req,
-                            v1::ReportResultResponse* resp) override;
+  grpc::ServerUnaryReactor* ReportResult(grpc::CallbackServerContext* ctx,
+                                         const v1::MeasureResult* req,
+                                         v1::ReportResultResponse* resp) override;
   grpc::Status GetBuildWork(grpc::ServerContext* ctx, const v1::GetBuildWorkRequest* req,
                             v1::BuildBatch* resp) override;
   grpc::Status ReportArtifact(grpc::ServerContext* ctx, const v1::ReportArtifactRequest* req,

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -222,7 +223,14 @@ struct RecordLog::Impl {
     uint64_t seq = 0;
     bool done = false;  ///< committed, or failed with `error`
     std::exception_ptr error;
+    /// append_async: the record (owned here) and what to call when the group is committed; the
+    /// entry is deleted after the call.
+    std::unique_ptr<MeasureRecord> owned;
+    std::function<void(uint64_t, std::exception_ptr)> on_done;
   };
+  /// Commits groups while appends are queued; called by the one appender that set `writing`,
+  /// with `lock` held, and returns with it held and `writing` cleared.
+  void lead(std::unique_lock<std::mutex>& lock);
   /// Guards queue and writing (not the database: only the leader writes, one at a time).
   std::mutex queue_mu;
   std::condition_variable queue_cv;
@@ -340,27 +348,61 @@ uint64_t RecordLog::append(const MeasureRecord& r) {
   impl_->queue_cv.wait(lock, [&] { return me.done || !impl_->writing; });
   if (!me.done) {
     impl_->writing = true;
-    std::vector<Impl::Append*> group(impl_->queue.begin(), impl_->queue.end());
-    impl_->queue.clear();
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      impl_->commit(group);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    lock.lock();
-    for (Impl::Append* a : group) {
-      a->error = error;
-      a->done = true;
-    }
-    impl_->writing = false;
-    // Woken without the lock held (the group's entries are not touched after it is released).
-    lock.unlock();
-    impl_->queue_cv.notify_all();
+    impl_->lead(lock);
   }
   if (me.error) std::rethrow_exception(me.error);
   return me.seq;
+}
+
+void RecordLog::append_async(MeasureRecord r, std::function<void(uint64_t, std::exception_ptr)> done) {
+  check_record(r, "record log '" + impl_->dir + "'");
+  auto* me = new Impl::Append;
+  me->owned = std::make_unique<MeasureRecord>(std::move(r));
+  me->record = me->owned.get();
+  me->text = record_to_string(*me->record);
+  me->on_done = std::move(done);
+  std::unique_lock<std::mutex> lock(impl_->queue_mu);
+  impl_->queue.push_back(me);
+  if (impl_->writing) return;  // the leader at work takes it into its next group
+  impl_->writing = true;
+  impl_->lead(lock);
+}
+
+void RecordLog::Impl::lead(std::unique_lock<std::mutex>& lock) {
+  while (!queue.empty()) {
+    std::vector<Append*> group(queue.begin(), queue.end());
+    queue.clear();
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      commit(group);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    // Asynchronous appends are answered (and freed) here, without any lock held.
+    std::vector<Append*> waiting;
+    for (Append* a : group) {
+      if (a->on_done) {
+        a->on_done(a->seq, error);
+        delete a;
+      } else {
+        waiting.push_back(a);
+      }
+    }
+    lock.lock();
+    for (Append* a : waiting) {
+      a->error = error;
+      a->done = true;
+    }
+    // Woken without the lock held (the group's entries are not touched after it is released).
+    lock.unlock();
+    queue_cv.notify_all();
+    lock.lock();
+  }
+  writing = false;
+  lock.unlock();
+  queue_cv.notify_all();  // an appender waiting for `writing` to clear may lead now
+  lock.lock();
 }
 
 void RecordLog::Impl::commit(const std::vector<Append*>& group) {

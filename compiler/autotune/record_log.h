@@ -30,6 +30,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -106,6 +108,11 @@ class RecordLog {
   /// append order over the whole log). Thread-safe; concurrent appends share one sync. kiln::Error when target or task key is empty or holds a
   /// NUL character, or a cost or gflops is negative or not finite.
   uint64_t append(const MeasureRecord& r);
+  /// The same without waiting: `done(seq, error)` is called once the record's group is on disk
+  /// (error null) or failed, on the thread that commits the group (possibly this one, before
+  /// append_async returns). `done` must not append itself. kiln::Error at once when the record
+  /// is malformed (as append).
+  void append_async(MeasureRecord r, std::function<void(uint64_t, std::exception_ptr)> done);
 
   /// The records of (task, target), in append order.
   std::vector<MeasureRecord> records(const std::string& task_key, const std::string& target) const;
