@@ -1,9 +1,7 @@
 // kilnd: the farm's server. Hosts the public KilnService and the Tracker service on one gRPC port,
-// /metrics, the dashboard page and its JSON API on an HTTP port, and optionally in-process compiler workers and a local CPU agent
-// (the embedded default: one command stands up a whole farm on this machine).
-#include <signal.h>
-#include <unistd.h>
-
+// /metrics, the dashboard page and its JSON API on an HTTP port, and optionally in-process
+// compiler workers and a local CPU agent (the embedded default: one command stands up a whole
+// farm on this machine).
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -14,6 +12,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "base/error.h"
+#include "base/stop_signals.h"
 #include "rpc/channel.h"
 #include "server/dashboard.h"
 #include "server/farm.h"
@@ -25,7 +24,7 @@ namespace {
 
 int usage(std::ostream& os, int code) {
   os << "usage: kilnd [--listen HOST:PORT] [--http HOST:PORT] [--state DIR] [--records DIR]\n"
-        "             [--token-file F] [--tls-cert F --tls-key F]\n"
+        "             [--token-file F] [--tls-cert F --tls-key F [--tls-ca F]]\n"
         "             [--local-workers N] [--local-agent KEY] [--local-agent-target T]\n"
         "             [--lease-ms N] [--max-model-bytes N] [--max-running-jobs N]\n"
         "             [--submits-per-minute N] [--batch N] [--explorer E] [--repeat N]\n"
@@ -36,6 +35,8 @@ int usage(std::ostream& os, int code) {
         "  --state: jobs, models and bundles (default kiln-state); --records: the record log\n"
         "           (default STATE/records)\n"
         "  --token-file: the farm's token (else $KILN_TOKEN; none: no token is asked for)\n"
+        "  --tls-ca: the CA the in-process worker and agent trust to reach kilnd (default: the\n"
+        "            certificate itself, which fits a self-signed one)\n"
         "  --local-workers, --local-agent: compiler workers and a CPU agent inside kilnd\n";
   return code;
 }
@@ -44,7 +45,8 @@ int usage(std::ostream& os, int code) {
 
 int main(int argc, char** argv) {
   using namespace kiln;
-  std::string listen = "127.0.0.1:7070", http = "127.0.0.1:7071", token_file, tls_cert, tls_key;
+  std::string listen = "127.0.0.1:7070", http = "127.0.0.1:7071", token_file, tls_cert, tls_key,
+              tls_ca;
   std::string local_agent, local_agent_target = "llvm -mcpu=native";
   int local_workers = 0;
   server::FarmOptions farm_opts;
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
     else if (a == "--token-file") token_file = v;
     else if (a == "--tls-cert") tls_cert = v;
     else if (a == "--tls-key") tls_key = v;
+    else if (a == "--tls-ca") tls_ca = v;
     else if (a == "--local-workers") local_workers = static_cast<int>(number(0));
     else if (a == "--local-agent") local_agent = v;
     else if (a == "--local-agent-target") local_agent_target = v;
@@ -97,12 +100,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  // Signals are taken by a thread with sigwait, so they never interrupt gRPC's threads.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  StopSignals signals;  // before any thread starts
+  rpc::prepare_server_process();
 
   try {
     const std::string token = rpc::read_token(token_file);
@@ -130,16 +129,14 @@ int main(int argc, char** argv) {
     const std::string grpc_address = host + ":" + std::to_string(port);
     farm.start();
     // The local sides reach kilnd through its own port, as remote ones do.
-    server::LocalSides local(grpc_address, token, tls_cert.empty() ? "" : tls_cert);
+    server::LocalSides local(grpc_address, token, tls_ca.empty() ? tls_cert : tls_ca);
     if (local_workers > 0) local.start_workers(local_workers);
     if (!local_agent.empty()) local.start_agent(local_agent, local_agent_target);
     std::cout << "kilnd listening grpc=" << grpc_address << " http="
               << http.substr(0, http.rfind(':')) << ":" << http_port << " state="
               << farm_opts.state_dir << std::endl;
 
-    int sig = 0;
-    sigwait(&signals, &sig);
-    std::cerr << "kilnd: " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", stopping\n";
+    std::cerr << "kilnd: " << signals.wait() << ", stopping\n";
     local.stop();
     http_server.stop();
     farm.stop();
