@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "deploy/runtime/json.h"
 
 namespace kiln::server {
 
@@ -29,26 +30,6 @@ const char* reason(int status) {
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-void json_escape(std::string& out, const std::string& s) {
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
 }
 
 // civetweb reports why mg_start failed through log_message; mg_start runs on the caller's
@@ -83,10 +64,10 @@ HttpResponse HttpResponse::json(std::string body, int status) {
 }
 
 HttpResponse HttpResponse::error(int status, const std::string& message) {
-  std::string body = "{\"error\":\"";
-  json_escape(body, message);
-  body += "\",\"status\":" + std::to_string(status) + "}";
-  return json(std::move(body), status);
+  runtime::Json::Object o;
+  o["error"] = message;
+  o["status"] = status;
+  return json(runtime::Json(std::move(o)).dump(), status);
 }
 
 HttpResponse HttpResponse::text(std::string body, std::string content_type) {

@@ -104,43 +104,12 @@ inline std::unique_ptr<grpc::ClientContext> context(const std::string& token = "
   return ctx;
 }
 
-/// The response to GET http://ADDRESS/PATH (a tiny HTTP/1.0 client): status code and body.
+/// What a tiny HTTP/1.0 client got back: status code and body.
 struct HttpResponse {
   int status = 0;
   std::string body;
 };
-inline HttpResponse http_get(const std::string& address, const std::string& path,
-                             const std::string& extra_headers = "") {
-  const size_t colon = address.rfind(':');
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
-  inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
-    close(fd);
-    throw std::runtime_error("cannot connect to " + address);
-  }
-  const std::string req = "GET " + path + " HTTP/1.0\r\nHost: " + address + "\r\n" +
-                          extra_headers + "\r\n";
-  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
-    close(fd);
-    throw std::runtime_error("cannot send to " + address);
-  }
-  std::string resp;
-  char buf[8192];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) resp.append(buf, static_cast<size_t>(n));
-  close(fd);
-  HttpResponse r;
-  if (resp.rfind("HTTP/", 0) == 0) r.status = std::stoi(resp.substr(resp.find(' ') + 1, 3));
-  const size_t body = resp.find("\r\n\r\n");
-  if (body != std::string::npos) r.body = resp.substr(body + 4);
-  return r;
-}
-
-/// Sends `method` `path` (HTTP/1.0) to ADDRESS and returns status and body: for requests other
-/// than GET.
+/// Sends `method` `path` (HTTP/1.0) to ADDRESS and returns status and body.
 inline HttpResponse http_request(const std::string& address, const std::string& method,
                                  const std::string& path, const std::string& extra_headers = "") {
   const size_t colon = address.rfind(':');
@@ -169,6 +138,12 @@ inline HttpResponse http_request(const std::string& address, const std::string& 
   const size_t body = resp.find("\r\n\r\n");
   if (body != std::string::npos) r.body = resp.substr(body + 4);
   return r;
+}
+
+/// GET http://ADDRESS/PATH.
+inline HttpResponse http_get(const std::string& address, const std::string& path,
+                             const std::string& extra_headers = "") {
+  return http_request(address, "GET", path, extra_headers);
 }
 
 }  // namespace kiln::testing
