@@ -23,6 +23,7 @@
 #include "tests/common/prometheus_text.h"
 #include "tests/common/small_cnn.h"
 #include "tests/farm/farm_test_util.h"
+#include "tests/farm/small_cnn_check.h"
 
 namespace kiln {
 namespace {
@@ -131,16 +132,7 @@ TEST_F(FarmIntegrationTest, TuningSpreadsOverAgentsAndWorkersAndTheBundleMatches
 
   // The fetched bundle computes what a local compile computes.
   std::ofstream(dir_.file("a.kiln"), std::ios::binary) << fetch(k, ja);
-  std::ofstream(dir_.file("cnn.onnx"), std::ios::binary) << testing::small_cnn_model();
-  graph::compile_onnx(dir_.file("cnn.onnx"), "llvm", dir_.file("local.kiln"));
-  runtime::GraphExecutor fetched = runtime::GraphExecutor::load(dir_.file("a.kiln"));
-  runtime::GraphExecutor local = runtime::GraphExecutor::load(dir_.file("local.kiln"));
-  runtime::NDArray x = testing::random_array({1, 8, 12, 12}, 11);
-  fetched.set_input("x", x);
-  local.set_input("x", x);
-  fetched.run();
-  local.run();
-  EXPECT_TRUE(testing::all_close(fetched.output(0), local.output(0).to_vector<float>(), 1e-4, 1e-5));
+  EXPECT_TRUE(testing::small_cnn_bundle_matches_local(dir_, dir_.file("a.kiln"), 11));
 
   // /metrics: valid, and its counters moved.
   const auto after = metrics(k);

@@ -15,6 +15,7 @@
 #include "tests/common/prometheus_text.h"
 #include "tests/common/small_cnn.h"
 #include "tests/farm/farm_test_util.h"
+#include "tests/farm/small_cnn_check.h"
 
 namespace kiln {
 namespace {
@@ -286,16 +287,7 @@ TEST(KilndTest, EmbeddedFarmTunesAModelAndTheFetchedBundleMatchesALocalCompile) 
   std::ofstream(dir.file("fetched.kiln"), std::ios::binary) << bytes;
 
   // It computes what a local compile of the same model computes.
-  std::ofstream(dir.file("cnn.onnx"), std::ios::binary) << testing::small_cnn_model();
-  graph::compile_onnx(dir.file("cnn.onnx"), "llvm", dir.file("local.kiln"));
-  runtime::GraphExecutor fetched = runtime::GraphExecutor::load(dir.file("fetched.kiln"));
-  runtime::GraphExecutor local = runtime::GraphExecutor::load(dir.file("local.kiln"));
-  runtime::NDArray x = testing::random_array({1, 8, 12, 12}, 7);
-  fetched.set_input("x", x);
-  local.set_input("x", x);
-  fetched.run();
-  local.run();
-  EXPECT_TRUE(testing::all_close(fetched.output(0), local.output(0).to_vector<float>(), 1e-4, 1e-5));
+  EXPECT_TRUE(testing::small_cnn_bundle_matches_local(dir, dir.file("fetched.kiln"), 7));
 
   // The device measured, and /metrics saw it.
   v1::ListDevicesResponse devices;
