@@ -29,7 +29,7 @@ for _ in $(seq 1 200); do
 done
 server=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' kiln-state/kilnd.out)
 http=$(sed -n 's/.*http=\([^ ]*\).*/\1/p' kiln-state/kilnd.out)
-echo "kilnd at $server (metrics: http://$http/metrics); log: kiln-state/kilnd.log"
+echo "kilnd at $server (dashboard: http://$http/, metrics: http://$http/metrics); log: kiln-state/kilnd.log"
 # The local agent registers through kilnd's port; wait until it is there.
 for _ in $(seq 1 100); do
   "$bin/client/kiln" devices --server "$server" 2>/dev/null | grep -q cpu && break
