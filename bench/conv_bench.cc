@@ -21,7 +21,10 @@
 // convolution_forward, forward_inference, convolution_direct, f32, with src/weights/dst memory
 // descriptors of format `any` so that it picks its own blocked layouts; the NCHW/OIHW inputs are
 // reordered into them once, outside the timing. Threads: omp_set_num_threads(threads) before the
-// primitive is created (it sizes its work split then).
+// primitive is created (it sizes its work split then). oneDNN skips the kernel taps that fall in
+// the padding, so a 3x3 layer does less than the nominal FLOPs (both sides are credited with the
+// nominal count); Kiln does the same when the config inlines the padding (pad_at 0), through
+// pass::unswitch_guards.
 //
 // Both outputs are checked against a naive convolution (double accumulation) before timing:
 // max|out - ref| / max|ref| <= 1e-3. Timing: the median of single runs after two warm-ups, over at
@@ -35,6 +38,7 @@
 //
 //   bench_conv [--trials N] [--layers C1,C2,...] [--records DIR] [--min-time S] [--threads 1,2]
 //              [--compare-log]   (stderr: each logged config, the tuner's GFLOP/s vs in-process)
+//              [--asm DIR]       (writes DIR/<layer>.s, the tuned kernel's assembly)
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -55,6 +59,7 @@
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/record_log.h"
 #include "compiler/autotune/tuner.h"
+#include "compiler/codegen/build.h"
 #include "compiler/lower.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
@@ -281,7 +286,7 @@ int main(int argc, char** argv) {
   int trials = 64;
   bool compare_log = false;
   double min_time = 1.0;
-  std::string layer_list, records = std::string(KILN_BENCH_RESULTS_DIR) + "/tuning/xgb";
+  std::string asm_dir, layer_list, records = std::string(KILN_BENCH_RESULTS_DIR) + "/tuning/xgb";
   std::vector<int> thread_counts = {1, 2};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -298,9 +303,10 @@ int main(int argc, char** argv) {
     else if (a == "--min-time") min_time = std::atof(value().c_str());
     else if (a == "--threads") thread_counts = parse_ints(value());
     else if (a == "--compare-log") compare_log = true;
+    else if (a == "--asm") asm_dir = value();
     else {
       std::fprintf(stderr, "usage: bench_conv [--trials N] [--layers C1,C2,...] [--records DIR] "
-                           "[--min-time S] [--threads 1,2]\n");
+                           "[--min-time S] [--threads 1,2] [--compare-log] [--asm DIR]\n");
       return 2;
     }
   }
@@ -330,6 +336,17 @@ int main(int argc, char** argv) {
                  l.name, before, r.measured_now, r.best_gflops,
                  static_cast<unsigned long>(r.best_config));
     auto best = log.best(task.key, task.target);
+    if (!asm_dir.empty() && best) {
+      const std::string path = asm_dir + "/" + l.name + ".s";
+      kiln::ir::PrimFunc f = kiln::compiler::lower(task.schedule(task.space.get(best->config_index)),
+                                                   task.args(), "conv");
+      std::string text = kiln::codegen::emit_assembly(
+          {f}, kiln::target::Target::parse(kiln::bench::kTuneTarget));
+      if (FILE* out = std::fopen(path.c_str(), "w")) {
+        std::fwrite(text.data(), 1, text.size(), out);
+        std::fclose(out);
+      }
+    }
     const Plain p = make_plain(l);
     if (compare_log) {
       // Diagnostic (stderr): every error-free config of the log, its GFLOP/s as the tuner measured

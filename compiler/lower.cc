@@ -13,6 +13,7 @@
 #include "compiler/pass/remove_no_op.h"
 #include "compiler/pass/storage_flatten.h"
 #include "compiler/pass/unroll_loop.h"
+#include "compiler/pass/unswitch_guards.h"
 #include "compiler/pass/vectorize_loop.h"
 #include "compiler/target/target.h"
 #include "compiler/te/bound.h"
@@ -90,6 +91,7 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   s = checked(f, "vectorize_loops", true, pass::vectorize_loops(s));
   s = checked(f, "unroll_loops", true, pass::unroll_loops(s, options.auto_unroll_max_step));
   s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "unswitch_guards", true, pass::unswitch_guards(s));
   s = checked(f, "remove_no_op", true, pass::remove_no_op(s));
   f.body = s;
   return f;

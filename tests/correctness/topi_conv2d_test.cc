@@ -166,7 +166,24 @@ void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
   for (auto& e : back->shape()) nshape.push_back(*ir::as_const_int(e));
 
   ConfigSpace space = topi::conv2d_nchwc_x86_space(y);
-  for (const Config& cfg : configs_to_test(space, topi::conv2d_nchwc_x86_default(space))) {
+  std::vector<Config> cfgs = configs_to_test(space, topi::conv2d_nchwc_x86_default(space));
+  // Inlined padding with the largest register tiles, in both reduction orders, the kernel's
+  // columns unrolled or not: the tile's border rows and columns have guards of their own, which
+  // unswitch_guards turns into copies of the innermost loop that leave the padded taps out.
+  for (int order = 0; order < 2; ++order) {
+    for (int unroll = 0; unroll < 2; ++unroll) {
+      std::vector<int> pos(space.knobs().size(), 0);
+      for (size_t k = 0; k < space.knobs().size(); ++k) {
+        const auto& knob = space.knobs()[k];
+        if (knob.name == "reduce_order") pos[k] = order;
+        if (knob.name == "unroll_kw") pos[k] = unroll;
+        if (knob.name == "pad_at") pos[k] = 2;  // the space lists {2, 1, 0}: inlined last
+        if (knob.name.rfind("tile_", 0) == 0) pos[k] = static_cast<int>(knob.candidates.size()) - 1;
+      }
+      cfgs.push_back(space.from_positions(pos));
+    }
+  }
+  for (const Config& cfg : cfgs) {
     SCOPED_TRACE(cfg.str());
     te::Schedule s = te::create_schedule({y});
     topi::schedule_conv2d_nchwc_x86(s, y, cfg);
