@@ -47,7 +47,7 @@ Task Task::make(const std::string& template_name, const te::Tensor& out,
   t.out = out;
   t.inputs = placeholders_of(out);
   t.space = tmpl.space(out);
-  t.default_config = tmpl.default_config(t.space);
+  t.default_config = tmpl.default_config(out, t.space, target::Target::parse(target));
   double points = 1;
   std::string shape;
   for (const ir::Expr& d : out->shape()) {
@@ -56,7 +56,8 @@ Task Task::make(const std::string& template_name, const te::Tensor& out,
     shape += (shape.empty() ? "" : "x") + std::to_string(n);
   }
   double reduce = 1;
-  for (const auto& r : out->reduce_axis) reduce *= static_cast<double>(extent_of(r->dom.extent, "a reduction"));
+  for (const auto& r : out->reduce_axis)
+    reduce *= static_cast<double>(extent_of(r->dom.extent, "a reduction"));
   t.flops = 2 * points * reduce;
   const ir::PrimFunc naive = compiler::lower(t.reference_schedule(), t.args(), "task");
   char hash[17];

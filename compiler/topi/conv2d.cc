@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "compiler/topi/template_util.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/substitute.h"
+#include "compiler/topi/template_util.h"
 
 namespace kiln::topi {
 
@@ -320,6 +320,23 @@ void define_register_tile(ConfigSpace* space, const te::Tensor& out) {
                       autotune::SplitPolicy::kFactors, 4);
 }
 
+/// The default register tile of an NCHW[x]c convolution: about kAccumulators vector registers,
+/// columns first, then channel blocks. 8 of AVX-512's 32 registers or AVX2's 16 leave room for
+/// the broadcasts and weights; a 16-channel block is one AVX-512 vector but two AVX2 ones, and a
+/// tile that spills runs at half speed or worse.
+void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int vector_bits,
+                           std::vector<int>* pos) {
+  constexpr int64_t kAccumulators = 8;
+  const int64_t lanes = std::max(vector_bits, 128) / 32;
+  const int64_t per_block = (const_dim(out, 4, "conv2d_nchwc") + lanes - 1) / lanes;
+  const int64_t budget = std::max<int64_t>(1, kAccumulators / per_block);
+  const int ow = split_position(space, "tile_ow", budget);
+  (*pos)[knob_index(space, "tile_ow")] = ow;
+  const int64_t tile_ow = space.knob("tile_ow").candidates[ow].back();
+  (*pos)[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
+  (*pos)[knob_index(space, "tile_ob")] = split_position(space, "tile_ob", budget / tile_ow);
+}
+
 }  // namespace
 
 ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
@@ -336,11 +353,9 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
   return space;
 }
 
-Config conv2d_nchwc_x86_default(const ConfigSpace& space) {
+Config conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits) {
   std::vector<int> pos(space.knobs().size(), 0);
-  pos[knob_index(space, "tile_ow")] = split_position(space, "tile_ow", 8);
-  pos[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
-  pos[knob_index(space, "tile_ob")] = split_position(space, "tile_ob", 1);
+  default_register_tile(out, space, vector_bits, &pos);
   pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
   pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", 0);
   pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
@@ -371,11 +386,11 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
   if (cl->reduce_axis.size() == 2) {  // depthwise: the kernel window only
     sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(1), lob, loh, low, loc});
   } else if (cfg.knob("reduce_order") == 0) {
-    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(1), sl.reduce_axis(2), sl.reduce_axis(3),
-                lob, loh, low, loc});
+    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(1), sl.reduce_axis(2), sl.reduce_axis(3), lob,
+                loh, low, loc});
   } else {
-    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(3), sl.reduce_axis(1), sl.reduce_axis(2),
-                lob, loh, low, loc});
+    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(3), sl.reduce_axis(1), sl.reduce_axis(2), lob,
+                loh, low, loc});
   }
   sl.unroll(lob);
   sl.unroll(loh);
@@ -429,16 +444,15 @@ ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
   return space;
 }
 
-Config depthwise_conv2d_nchwc_x86_default(const ConfigSpace& space) {
+Config depthwise_conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space,
+                                          int vector_bits) {
   std::vector<int> pos(space.knobs().size(), 0);
-  pos[knob_index(space, "tile_ow")] = split_position(space, "tile_ow", 8);
-  pos[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
-  pos[knob_index(space, "tile_ob")] = split_position(space, "tile_ob", 1);
+  default_register_tile(out, space, vector_bits, &pos);
   return space.from_positions(pos);  // unroll_kw = 1, pad_at: the space lists the better first
 }
 
-void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
-                                         const Config& cfg, const te::Tensor& output) {
+void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
+                                         const te::Tensor& output) {
   schedule_conv2d_nchwc_x86(s, out, cfg, output);
 }
 

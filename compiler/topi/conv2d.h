@@ -70,7 +70,10 @@ te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 
 /// kernel window), unroll_kw, pad_at (as for NCHW; the space lists the default's choice first).
 /// (n, channel-block tiles, row tiles) run in parallel.
 autotune::ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out);
-autotune::Config conv2d_nchwc_x86_default(const autotune::ConfigSpace& space);
+/// The default register tile fills about 8 vector registers of `vector_bits` (target::Target's):
+/// columns first, then channel blocks.
+autotune::Config conv2d_nchwc_x86_default(const te::Tensor& out, const autotune::ConfigSpace& space,
+                                          int vector_bits);
 void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
                                const te::Tensor& output = {});
 
@@ -82,7 +85,10 @@ te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kern
 /// Knobs: the register tile tile_ob x tile_oh x tile_ow as for conv2d_nchwc, unroll_kw, pad_at;
 /// c is vectorized, (n, channel-block tiles, row tiles) run in parallel.
 autotune::ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out);
-autotune::Config depthwise_conv2d_nchwc_x86_default(const autotune::ConfigSpace& space);
+/// The default register tile as for conv2d_nchwc_x86_default.
+autotune::Config depthwise_conv2d_nchwc_x86_default(const te::Tensor& out,
+                                                    const autotune::ConfigSpace& space,
+                                                    int vector_bits);
 void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
                                          const autotune::Config& cfg,
                                          const te::Tensor& output = {});

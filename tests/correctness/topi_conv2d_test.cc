@@ -166,7 +166,8 @@ void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
   for (auto& e : back->shape()) nshape.push_back(*ir::as_const_int(e));
 
   ConfigSpace space = topi::conv2d_nchwc_x86_space(y);
-  std::vector<Config> cfgs = configs_to_test(space, topi::conv2d_nchwc_x86_default(space));
+  std::vector<Config> cfgs = configs_to_test(space, topi::conv2d_nchwc_x86_default(y, space, 512));
+  cfgs.push_back(topi::conv2d_nchwc_x86_default(y, space, 256));  // the AVX2 default tile
   // Inlined padding with the largest register tiles, in both reduction orders, the kernel's
   // columns unrolled or not: the tile's border rows and columns have guards of their own, which
   // unswitch_guards turns into copies of the innermost loop that leave the padded taps out.
@@ -231,7 +232,7 @@ void check_depthwise_nchwc(const ConvCase& p, int cb) {
   for (auto& e : y->shape()) oshape.push_back(*ir::as_const_int(e));
   ConfigSpace space = topi::depthwise_conv2d_nchwc_x86_space(y);
   for (const Config& cfg :
-       configs_to_test(space, topi::depthwise_conv2d_nchwc_x86_default(space))) {
+       configs_to_test(space, topi::depthwise_conv2d_nchwc_x86_default(y, space, 256))) {
     SCOPED_TRACE(cfg.str());
     te::Schedule s = te::create_schedule({y});
     topi::schedule_depthwise_conv2d_nchwc_x86(s, y, cfg);
@@ -265,6 +266,27 @@ TEST(TopiConv2dVector, PadPlacementFollowsStride) {
   EXPECT_EQ(topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(y2)).knob("pad_at"), 0);
 }
 
+// The default register tile holds about 8 vectors: a 16-channel block is one AVX-512 vector and
+// two AVX2 ones, so AVX2 takes half the columns; narrow outputs fill the tile with channel blocks.
+TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
+  auto tile = [](int64_t width, int vector_bits) {
+    te::Tensor xb = te::placeholder({1, 4, width, width, 16}, ir::kFloat32, "xb");
+    te::Tensor wb = te::placeholder({8, 4, 3, 3, 16, 16}, ir::kFloat32, "wb");
+    te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1});
+    const Config c =
+        topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), vector_bits);
+    return std::to_string(c.split("tile_ow").back()) + "x" +
+           std::to_string(c.split("tile_oh").back()) + "x" +
+           std::to_string(c.split("tile_ob").back());
+  };
+  EXPECT_EQ(tile(56, 512), "8x1x1");
+  EXPECT_EQ(tile(56, 256), "4x1x1");
+  EXPECT_EQ(tile(14, 512), "7x1x1");
+  EXPECT_EQ(tile(14, 256), "2x1x2");
+  EXPECT_EQ(tile(7, 512), "7x1x1");
+  EXPECT_EQ(tile(7, 256), "1x1x4");
+}
+
 TEST(TopiConv2dVector, DefaultSchedulesVectorizeAndParallelize) {
   te::Tensor x = te::placeholder({1, 8, 14, 14}, ir::kFloat32, "x");
   te::Tensor w = te::placeholder({16, 8, 3, 3}, ir::kFloat32, "w");
@@ -291,8 +313,8 @@ TEST(TopiConv2dVector, DefaultSchedulesVectorizeAndParallelize) {
   te::Tensor wb = te::placeholder({2, 2, 3, 3, 4, 8}, ir::kFloat32, "wb");
   te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1});
   te::Schedule sb = te::create_schedule({yb});
-  topi::schedule_conv2d_nchwc_x86(sb, yb,
-                                  topi::conv2d_nchwc_x86_default(topi::conv2d_nchwc_x86_space(yb)));
+  topi::schedule_conv2d_nchwc_x86(
+      sb, yb, topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), 512));
   text = final_ir(sb, {xb, wb, yb});
   EXPECT_NE(text.find("ramp("), std::string::npos) << text;
   EXPECT_NE(text.find("parallel"), std::string::npos) << text;
@@ -318,7 +340,8 @@ TEST(TopiConv2d, LayoutTransformBetweenBlocks) {
     for (int cb = 0; cb < 4; ++cb)
       for (int h = 0; h < 3; ++h)
         for (int w = 0; w < 5; ++w)
-          for (int c = 0; c < 8; ++c) ref.push_back(xa.data<float>()[((n * 32 + cb * 8 + c) * 3 + h) * 5 + w]);
+          for (int c = 0; c < 8; ++c)
+            ref.push_back(xa.data<float>()[((n * 32 + cb * 8 + c) * 3 + h) * 5 + w]);
   EXPECT_TRUE(all_close(b8a, ref, 0, 0));
 }
 

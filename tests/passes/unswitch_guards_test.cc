@@ -100,8 +100,8 @@ TEST_F(UnswitchGuards, OnlyTheMostUsedGuardsAreUnswitched) {
 TEST_F(UnswitchGuards, BroadcastGuardedVectors) {
   Expr tap = broadcast(select(x >= 1, load(kFloat32, d, k), make_const(kFloat32, 0.0)), 4);
   Expr wv = load(kFloat32.with_lanes(4), w, ramp(k * 4, 1, 4));
-  Stmt s = loop(store(acc, wv * tap + load(kFloat32.with_lanes(4), acc, ramp(0, 1, 4)),
-                      ramp(0, 1, 4)));
+  Stmt s =
+      loop(store(acc, wv * tap + load(kFloat32.with_lanes(4), acc, ramp(0, 1, 4)), ramp(0, 1, 4)));
   const std::string out = to_string(unswitch_guards(s));
   EXPECT_EQ(out.rfind("if x >= 1:\n", 0), 0u) << out;
   EXPECT_EQ(out.find("select"), std::string::npos) << out;
