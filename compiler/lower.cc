@@ -10,6 +10,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/verify.h"
+#include "compiler/pass/partition_loops.h"
 #include "compiler/pass/remove_no_op.h"
 #include "compiler/pass/storage_flatten.h"
 #include "compiler/pass/unroll_loop.h"
@@ -88,6 +89,7 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
   s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
   s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "partition_loops", true, pass::partition_loops(s));
   s = checked(f, "vectorize_loops", true, pass::vectorize_loops(s));
   s = checked(f, "unroll_loops", true, pass::unroll_loops(s, options.auto_unroll_max_step));
   s = checked(f, "simplify", true, ir::simplify(s));

@@ -1,6 +1,7 @@
 // Building config spaces and decoding their points.
 #include "compiler/autotune/space.h"
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -23,12 +24,25 @@ std::vector<int64_t> powers_of_two(int64_t n) {
   return f;
 }
 
+/// The factors of n and the powers of two up to n, ascending, each once.
+std::vector<int64_t> factors_and_powers_of_two(int64_t n) {
+  std::vector<int64_t> f = factors_of(n);
+  for (int64_t p : powers_of_two(n)) {
+    if (n % p != 0) f.push_back(p);
+  }
+  std::sort(f.begin(), f.end());
+  return f;
+}
+
 }  // namespace
 
 void ConfigSpace::define_split(const std::string& name, int64_t extent, int parts, SplitPolicy policy,
                                int64_t max_inner) {
   KILN_USER_CHECK(extent > 0) << "define_split '" << name << "': extent must be positive, got " << extent;
   KILN_USER_CHECK(parts >= 2) << "define_split '" << name << "': needs at least 2 parts, got " << parts;
+  KILN_USER_CHECK(policy != SplitPolicy::kFactorsAndPower2 || parts == 2)
+      << "define_split '" << name << "': factors and powers of two split in 2 parts only, got "
+      << parts;
   for (auto& k : *knobs_) KILN_USER_CHECK(k.name != name) << "config space: knob '" << name << "' defined twice";
   Knob knob{name, KnobKind::kSplit, {}};
   // Choose the inner parts (innermost last); the outermost part takes what is left.
@@ -43,7 +57,9 @@ void ConfigSpace::define_split(const std::string& name, int64_t extent, int part
       knob.candidates.push_back(std::move(c));
       return;
     }
-    auto options = policy == SplitPolicy::kFactors ? factors_of(left) : powers_of_two(left);
+    auto options = policy == SplitPolicy::kFactors  ? factors_of(left)
+                   : policy == SplitPolicy::kPower2 ? powers_of_two(left)
+                                                    : factors_and_powers_of_two(left);
     for (int64_t f : options) {
       if (level == parts - 2 && max_inner > 0 && f > max_inner) continue;
       inner[level] = f;

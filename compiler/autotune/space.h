@@ -36,6 +36,9 @@ struct Knob {
 enum class SplitPolicy : uint8_t {
   kFactors,  ///< every factor of the extent (splits that divide)
   kPower2,   ///< powers of two up to the extent (the last part takes the rest, guarded)
+  /// Both: the factors, and the powers of two that do not divide (a partial last tile, which
+  /// pass::partition_loops peels off so that the tile loops keep constant extents). Two parts only.
+  kFactorsAndPower2,
 };
 
 class Config;

@@ -36,6 +36,27 @@ int64_t extent_of(const ir::Expr& e, const std::string& what) {
   return *v;
 }
 
+/// FNV-1a over the space's knob names and candidates: a config index means the same config
+/// exactly when this is equal.
+uint64_t space_hash(const ConfigSpace& space) {
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  for (const Knob& k : space.knobs()) {
+    for (char c : k.name) mix(static_cast<unsigned char>(c));
+    mix(k.candidates.size());
+    for (const auto& c : k.candidates) {
+      mix(c.size());
+      for (int64_t v : c) mix(static_cast<uint64_t>(v));
+    }
+  }
+  return h;
+}
+
 }  // namespace
 
 Task Task::make(const std::string& template_name, const te::Tensor& out,
@@ -62,7 +83,7 @@ Task Task::make(const std::string& template_name, const te::Tensor& out,
   const ir::PrimFunc naive = compiler::lower(t.reference_schedule(), t.args(), "task");
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
-                static_cast<unsigned long long>(ir::structural_hash(naive)));
+                static_cast<unsigned long long>(ir::structural_hash(naive) ^ space_hash(t.space)));
   t.key = template_name + ":" + shape + ":" + hash;
   return t;
 }

@@ -20,9 +20,11 @@ namespace kiln::autotune {
 
 struct Task {
   std::string template_name;  ///< a topi::tunable_template
-  /// "<template>:<output shape>:<hash>": the hash is the structural hash of the operator's
-  /// lowered naive loop program, so the same workload gets the same key in every model, layer and
-  /// run, and different shapes, strides or paddings get different keys.
+  /// "<template>:<output shape>:<hash>": the hash combines the structural hash of the operator's
+  /// lowered naive loop program with the config space's knobs and candidates, so the same workload
+  /// gets the same key in every model, layer and run, different shapes, strides or paddings get
+  /// different keys, and records (which name configs by index) never outlive a change to the
+  /// template's space: a new space is a new task.
   std::string key;
   std::string target;
   te::Tensor out;                   ///< the operator's output

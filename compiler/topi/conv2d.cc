@@ -330,7 +330,18 @@ void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int 
   const int64_t lanes = std::max(vector_bits, 128) / 32;
   const int64_t per_block = (const_dim(out, 4, "conv2d_nchwc") + lanes - 1) / lanes;
   const int64_t budget = std::max<int64_t>(1, kAccumulators / per_block);
-  const int ow = split_position(space, "tile_ow", budget);
+  // The widest tile within the budget that divides the width; a partial one (a power of two)
+  // when that is under half the budget, as 1 of a 7-wide output is.
+  const auto& cands = space.knob("tile_ow").candidates;
+  const int64_t width = const_dim(out, 3, "conv2d_nchwc");
+  int ow = -1;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const int64_t f = cands[i].back();
+    if (cands[i][0] * f == width && f <= budget && (ow < 0 || f > cands[ow].back())) {
+      ow = static_cast<int>(i);
+    }
+  }
+  if (ow < 0 || 2 * cands[ow].back() < budget) ow = split_position(space, "tile_ow", budget);
   (*pos)[knob_index(space, "tile_ow")] = ow;
   const int64_t tile_ow = space.knob("tile_ow").candidates[ow].back();
   (*pos)[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
@@ -343,8 +354,10 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 5 && out->is_compute() && out->reduce_axis.size() == 4)
       << "conv2d_nchwc_x86_space: '" << out->name() << "' is not an NCHW[x]c convolution";
   ConfigSpace space;
+  // Columns: the factors of the width, and powers of two with a partial last tile (4 + 3 of a
+  // 7-wide output: the only dividing tiles, 1 and 7, are too small or spill on AVX2).
   space.define_split("tile_ow", const_dim(out, 3, "conv2d_nchwc"), 2,
-                     autotune::SplitPolicy::kFactors, 16);
+                     autotune::SplitPolicy::kFactorsAndPower2, 16);
   define_register_tile(&space, out);
   space.define_knob("reduce_order", {0, 1});
   space.define_knob("unroll_kw", {0, 1});

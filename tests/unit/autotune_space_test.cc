@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include "compiler/autotune/space.h"
 #include "tests/common/expect_error.h"
@@ -43,6 +45,19 @@ TEST(ConfigSpace, Power2SplitCoversTheExtent) {
     EXPECT_GE(f[0] * f[1], 100);
     EXPECT_LT((f[0] - 1) * f[1], 100);
   }
+}
+
+TEST(ConfigSpace, FactorsAndPowersOfTwo) {
+  ConfigSpace s;
+  s.define_split("t", 14, 2, SplitPolicy::kFactorsAndPower2, 8);
+  std::vector<std::string> got;
+  for (uint64_t i = 0; i < s.size(); ++i) {
+    auto f = s.get(i).split("t");
+    got.push_back(std::to_string(f[0]) + "x" + std::to_string(f[1]));
+  }
+  // 1, 2 and 7 divide 14; 4 and 8 leave a partial last tile; 14 is over the limit.
+  EXPECT_EQ(got, (std::vector<std::string>{"14x1", "7x2", "4x4", "2x7", "2x8"}));
+  EXPECT_THROW(s.define_split("u", 14, 3, SplitPolicy::kFactorsAndPower2), Error);
 }
 
 TEST(ConfigSpace, IndexAndPositionsRoundTrip) {
