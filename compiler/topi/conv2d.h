@@ -65,7 +65,8 @@ void schedule_depthwise_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out,
 te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
                         Ints4 padding, Ints2 dilation = {1, 1},
                         const std::string& name = "conv2d_nchwc");
-/// Knobs: the register tile tile_ob (output channel blocks) x tile_oh (rows) x tile_ow (columns),
+/// Knobs: the register tile tile_ob (output channel blocks) x tile_oh (rows) x tile_ow (columns;
+/// the width's factors and powers of two, whose partial last tile pass::partition_loops peels),
 /// all unrolled, oc vectorized; reduce_order (0: ic innermost of the reduction; 1: ic outside the
 /// kernel window), unroll_kw, pad_at (as for NCHW; the space lists the default's choice first).
 /// (n, channel-block tiles, row tiles) run in parallel.
