@@ -448,7 +448,7 @@ ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
       << "' is not an NCHW[x]c depthwise convolution";
   ConfigSpace space;
   space.define_split("tile_ow", const_dim(out, 3, "depthwise_conv2d_nchwc"), 2,
-                     autotune::SplitPolicy::kFactors, 16);
+                     autotune::SplitPolicy::kFactorsAndPower2, 16);
   define_register_tile(&space, out);
   space.define_knob("unroll_kw", {1, 0});
   // The default takes the first: inlined, the padding's bounds checks are scalar (the vector

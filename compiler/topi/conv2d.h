@@ -83,7 +83,8 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const aut
 te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
                                   Ints4 padding, Ints2 dilation = {1, 1},
                                   const std::string& name = "depthwise_conv2d_nchwc");
-/// Knobs: the register tile tile_ob x tile_oh x tile_ow as for conv2d_nchwc, unroll_kw, pad_at;
+/// Knobs: the register tile tile_ob x tile_oh x tile_ow as for conv2d_nchwc (partial column tiles
+/// included), unroll_kw, pad_at;
 /// c is vectorized, (n, channel-block tiles, row tiles) run in parallel.
 autotune::ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out);
 /// The default register tile as for conv2d_nchwc_x86_default.

@@ -4,7 +4,6 @@
 // Tolerance: 1e-4 relative + 1e-5 absolute (fp32 sums in a different order than the reference).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -68,6 +67,24 @@ std::vector<Config> configs_to_test(const ConfigSpace& space, const Config& def)
   std::vector<Config> cfgs{def};
   uint64_t n = space.size();
   for (uint64_t i = 0; i < 5; ++i) cfgs.push_back(space.get(n == 1 ? 0 : i * (n - 1) / 4));
+  return cfgs;
+}
+
+/// `base` with each tile_ow candidate that does not divide the output width `width`: tiles whose
+/// partial last one pass::partition_loops peels off.
+std::vector<Config> partial_tile_configs(const ConfigSpace& space, const Config& base,
+                                         int64_t width) {
+  std::vector<Config> cfgs;
+  for (size_t k = 0; k < space.knobs().size(); ++k) {
+    if (space.knobs()[k].name != "tile_ow") continue;
+    for (size_t c = 0; c < space.knobs()[k].candidates.size(); ++c) {
+      const auto& f = space.knobs()[k].candidates[c];
+      if (f[0] * f[1] == width) continue;
+      std::vector<int> pos = base.positions();
+      pos[k] = static_cast<int>(c);
+      cfgs.push_back(space.from_positions(pos));
+    }
+  }
   return cfgs;
 }
 
@@ -185,18 +202,7 @@ void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
       cfgs.push_back(space.from_positions(pos));
     }
   }
-  // Column tiles that do not divide the width: partition_loops peels the partial last one.
-  const size_t ow_knob = static_cast<size_t>(
-      std::find_if(space.knobs().begin(), space.knobs().end(),
-                   [](const auto& k) { return k.name == "tile_ow"; }) -
-      space.knobs().begin());
-  for (size_t c = 0; c < space.knobs()[ow_knob].candidates.size(); ++c) {
-    const auto& f = space.knobs()[ow_knob].candidates[c];
-    if (f[0] * f[1] == nshape[3]) continue;
-    std::vector<int> pos = cfgs[0].positions();
-    pos[ow_knob] = static_cast<int>(c);
-    cfgs.push_back(space.from_positions(pos));
-  }
+  for (const Config& c : partial_tile_configs(space, cfgs[0], nshape[3])) cfgs.push_back(c);
   for (const Config& cfg : cfgs) {
     SCOPED_TRACE(cfg.str());
     te::Schedule s = te::create_schedule({y});
@@ -244,8 +250,10 @@ void check_depthwise_nchwc(const ConvCase& p, int cb) {
   std::vector<int64_t> oshape;
   for (auto& e : y->shape()) oshape.push_back(*ir::as_const_int(e));
   ConfigSpace space = topi::depthwise_conv2d_nchwc_x86_space(y);
-  for (const Config& cfg :
-       configs_to_test(space, topi::depthwise_conv2d_nchwc_x86_default(y, space, 256))) {
+  std::vector<Config> cfgs =
+      configs_to_test(space, topi::depthwise_conv2d_nchwc_x86_default(y, space, 256));
+  for (const Config& c : partial_tile_configs(space, cfgs[0], oshape[3])) cfgs.push_back(c);
+  for (const Config& cfg : cfgs) {
     SCOPED_TRACE(cfg.str());
     te::Schedule s = te::create_schedule({y});
     topi::schedule_depthwise_conv2d_nchwc_x86(s, y, cfg);
