@@ -342,9 +342,12 @@ int main(int argc, char** argv) {
                                                    task.args(), "conv");
       std::string text = kiln::codegen::emit_assembly(
           {f}, kiln::target::Target::parse(kiln::bench::kTuneTarget));
-      if (FILE* out = std::fopen(path.c_str(), "w")) {
-        std::fwrite(text.data(), 1, text.size(), out);
-        std::fclose(out);
+      FILE* out = std::fopen(path.c_str(), "w");
+      bool ok = out != nullptr && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+      if (out != nullptr) ok = std::fclose(out) == 0 && ok;
+      if (!ok) {
+        std::fprintf(stderr, "bench_conv: --asm: cannot write '%s'\n", path.c_str());
+        return 1;
       }
     }
     const Plain p = make_plain(l);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/fnv1a.h"
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/topi/tunable.h"
@@ -39,13 +40,8 @@ int64_t extent_of(const ir::Expr& e, const std::string& what) {
 /// FNV-1a over the space's knob names and candidates: a config index means the same config
 /// exactly when this is equal.
 uint64_t space_hash(const ConfigSpace& space) {
-  uint64_t h = 14695981039346656037ull;
-  auto mix = [&](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
+  uint64_t h = kFnv1a64Basis;
+  auto mix = [&](uint64_t v) { h = fnv1a64(&v, sizeof v, h); };
   for (const Knob& k : space.knobs()) {
     for (char c : k.name) mix(static_cast<unsigned char>(c));
     mix(k.candidates.size());

@@ -26,6 +26,9 @@ void split_conjuncts(const Expr& c, std::vector<Expr>* out) {
   out->push_back(c);
 }
 
+/// `acc && c`, or `c` when `acc` is undefined (an empty conjunction).
+Expr conjoin(const Expr& acc, const Expr& c) { return acc.defined() ? acc && c : c; }
+
 bool is_float_zero(const Expr& e) {
   auto f = as_const_float(e);
   return e.dtype().is_float() && f && *f == 0.0;
@@ -150,19 +153,17 @@ class GuardUnswitcher : public IRMutator {
     // Guards shared by every update (all of them guarded) become one if around the loop; of the
     // others, the ones guarding the most updates are unswitched.
     std::vector<int> uses(guards.size(), 0);
-    bool all_guarded = true;
+    const bool all_guarded = std::all_of(updates.begin(), updates.end(),
+                                         [](const auto& u) { return u.has_value(); });
+    int live = 0;  // updates that can add something
     for (const auto& u : updates) {
-      if (!u || u->never) {
-        all_guarded = all_guarded && u.has_value();
-        continue;
-      }
+      if (!u || u->never) continue;
+      ++live;
       for (int g : u->guards) ++uses[g];
     }
-    size_t live = 0;
-    for (const auto& u : updates) live += u && !u->never ? 1 : 0;
     std::vector<int> common, others;
     for (int g = 0; g < static_cast<int>(guards.size()); ++g) {
-      (all_guarded && static_cast<size_t>(uses[g]) == live ? common : others).push_back(g);
+      (all_guarded && uses[g] == live ? common : others).push_back(g);
     }
     std::stable_sort(others.begin(), others.end(), [&](int a, int b) { return uses[a] > uses[b]; });
     if (others.size() > static_cast<size_t>(kMaxUnswitched)) others.resize(kMaxUnswitched);
@@ -181,10 +182,10 @@ class GuardUnswitcher : public IRMutator {
         if (u->never) continue;
         bool dead = false;
         Expr cond;
-        for (const Expr& c : u->variant) cond = cond.defined() ? cond && c : c;
+        for (const Expr& c : u->variant) cond = conjoin(cond, c);
         for (int g : u->guards) {
           if (state[g] == 0) dead = true;
-          if (state[g] == -1) cond = cond.defined() ? cond && guards[g] : guards[g];
+          if (state[g] == -1) cond = conjoin(cond, guards[g]);
         }
         if (dead) continue;
         kept.push_back(SelectRewriter(u->select, cond).mutate(body[j]));
@@ -207,7 +208,7 @@ class GuardUnswitcher : public IRMutator {
     Stmt out = tree(0);
     if (common.empty() || is_no_op(out)) return out;
     Expr cond;
-    for (int g : common) cond = cond.defined() ? cond && guards[g] : guards[g];
+    for (int g : common) cond = conjoin(cond, guards[g]);
     return if_then_else(cond, out);
   }
 };

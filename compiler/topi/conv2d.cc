@@ -343,7 +343,7 @@ void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int 
   }
   if (ow < 0 || 2 * cands[ow].back() < budget) ow = split_position(space, "tile_ow", budget);
   (*pos)[knob_index(space, "tile_ow")] = ow;
-  const int64_t tile_ow = space.knob("tile_ow").candidates[ow].back();
+  const int64_t tile_ow = cands[ow].back();
   (*pos)[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
   (*pos)[knob_index(space, "tile_ob")] = split_position(space, "tile_ob", budget / tile_ow);
 }
