@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -159,6 +161,23 @@ void flush_cache() {
 
 }  // namespace
 
+double run_queue_wait_s() {
+  // /proc/self/task/<tid>/schedstat: "<ns on a CPU> <ns waiting on a run queue> <timeslices>".
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc/self/task", ec);
+  if (ec) return NAN;
+  double wait_ns = 0;
+  bool any = false;
+  for (const auto& entry : it) {
+    std::ifstream in(entry.path() / "schedstat");
+    double on_cpu = 0, waiting = 0;
+    if (!(in >> on_cpu >> waiting)) continue;  // a thread that just ended
+    wait_ns += waiting;
+    any = true;
+  }
+  return any ? wait_ns * 1e-9 : NAN;
+}
+
 const char* error_kind_name(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::kNone:
@@ -227,7 +246,8 @@ Json RunRequest::to_json() const {
                       {"min_repeat_ms", min_repeat_ms},
                       {"cooldown_ms", cooldown_ms},
                       {"flush_cache", flush_cache},
-                      {"threads", threads}};
+                      {"threads", threads},
+                      {"disturbed_retry_ms", disturbed_retry_ms}};
 }
 
 RunRequest RunRequest::from_json(const Json& json) {
@@ -280,11 +300,16 @@ RunRequest RunRequest::from_json(const Json& json) {
   if (json.has("threads")) {
     r.threads = static_cast<int>(json.at("threads", what).as_int("request.threads"));
   }
+  if (json.has("disturbed_retry_ms")) {
+    r.disturbed_retry_ms =
+        json.at("disturbed_retry_ms", what).as_double("request.disturbed_retry_ms");
+  }
   KILN_USER_CHECK(r.number >= 1) << "request.number must be >= 1, got " << r.number;
   KILN_USER_CHECK(r.repeat >= 1) << "request.repeat must be >= 1, got " << r.repeat;
   KILN_USER_CHECK(r.min_repeat_ms >= 0) << "request.min_repeat_ms must be >= 0";
   KILN_USER_CHECK(r.cooldown_ms >= 0) << "request.cooldown_ms must be >= 0";
   KILN_USER_CHECK(r.threads >= 0) << "request.threads must be >= 0";
+  KILN_USER_CHECK(r.disturbed_retry_ms >= 0) << "request.disturbed_retry_ms must be >= 0";
   return r;
 }
 
@@ -296,6 +321,8 @@ Json RunResult::to_json() const {
     for (double c : costs_s) costs.emplace_back(c);
     o["costs_s"] = std::move(costs);
     o["number"] = number;
+    o["disturbed_repeats"] = disturbed_repeats;
+    o["contended"] = contended;
   }
   o["wall_s"] = wall_s;
   if (std::isfinite(max_error))
@@ -315,6 +342,12 @@ RunResult RunResult::from_json(const Json& json) {
     }
   }
   if (json.has("number")) r.number = json.at("number", "result").as_int("result.number");
+  if (json.has("disturbed_repeats")) {
+    r.disturbed_repeats =
+        json.at("disturbed_repeats", "result").as_int("result.disturbed_repeats");
+  }
+  if (json.has("contended"))
+    r.contended = json.at("contended", "result").as_bool("result.contended");
   if (json.has("wall_s")) r.wall_s = json.at("wall_s", "result").as_double("result.wall_s");
   if (json.has("max_error")) {
     const Json& m = json.at("max_error", "result");
@@ -380,17 +413,31 @@ RunResult run_kernel(const RunRequest& request) {
 
     int64_t number = request.number;
     const double min_repeat_s = request.min_repeat_ms / 1000.0;
+    const auto retry_deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double, std::milli>(request.disturbed_retry_ms));
     for (int64_t rep = 0; rep < request.repeat; ++rep) {
       if (rep > 0 && request.cooldown_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(request.cooldown_ms));
       }
       if (request.flush_cache) flush_cache();
       for (;;) {
+        const double wait0 = run_queue_wait_s();
         const auto t0 = Clock::now();
         for (int64_t k = 0; k < number; ++k) func.call(call_args);
         const double dur = seconds_since(t0);
         if (dur >= min_repeat_s || number >= (int64_t{1} << 40)) {
-          result.costs_s.push_back(dur / static_cast<double>(number));
+          const double cost = dur / static_cast<double>(number);
+          // Disturbed: waited for a CPU more than 1% of the time (NaN compares false: never).
+          if (run_queue_wait_s() - wait0 > 0.01 * dur) {
+            ++result.disturbed_repeats;
+            if (Clock::now() < retry_deadline) {
+              if (request.flush_cache) flush_cache();
+              continue;  // time this repeat again
+            }
+            result.contended = true;  // kept: the allowance is spent
+          }
+          result.costs_s.push_back(cost);
           break;
         }
         // Too short: at least double, enough to reach the minimum at the measured speed.

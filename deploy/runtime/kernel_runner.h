@@ -12,6 +12,14 @@
 // to later repeats. Each repeat reports its mean time per call. Between repeats the runner sleeps
 // cooldown_ms and, with flush_cache, writes a 64 MiB buffer (larger than the last-level cache),
 // so that each repeat's first call starts with cold caches (use number = 1 for cold-cache timing).
+//
+// Contention: a repeat during which this process's threads waited for a CPU (runnable, but
+// another process held it: the run-queue wait of Linux's /proc/self/task/*/schedstat) for more
+// than 1% of the repeat's time is *disturbed*, and is timed again while the request's
+// disturbed_retry_ms allows, so that a build or test running beside the measurement does not
+// halve a candidate's speed in the log. When the allowance runs out first, the disturbed costs are
+// kept (a measurement is never lost) and the result says `contended`. Where the kernel does not
+// report run-queue waits (no schedstat), no repeat counts as disturbed.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +71,8 @@ struct RunRequest {
   double cooldown_ms = 0;    ///< sleep between repeats
   bool flush_cache = false;  ///< write a buffer larger than the LLC between repeats
   int threads = 0;           ///< thread-pool size for the kernel; 0 = the runtime's default
+  /// Extra time allowed for timing disturbed repeats again (see "Contention" above); 0 = never.
+  double disturbed_retry_ms = 2000;
 
   Json to_json() const;
   /// Parses and checks a request; kiln::Error naming the missing or malformed field.
@@ -78,6 +88,8 @@ struct RunResult {
   int64_t number = 0;           ///< calls per repeat finally used (after min_repeat_ms growth)
   double max_error = 0;         ///< largest |out - ref| over the checked outputs
   int64_t child_pid = 0;        ///< the child's process id (measure_in_child), for diagnostics
+  int64_t disturbed_repeats = 0;  ///< repeats timed while another process held our CPU
+  bool contended = false;  ///< some of costs_s are disturbed repeats (the allowance ran out)
 
   bool ok() const { return error == ErrorKind::kNone; }
   /// One JSON object: {"error": ..., "costs_s": [...], ...}.
@@ -85,6 +97,11 @@ struct RunResult {
   /// kiln::Error if the object is not a result.
   static RunResult from_json(const Json& json);
 };
+
+/// Seconds that this process's threads have spent runnable but waiting for a CPU, summed over
+/// the threads alive now (Linux schedstat); NaN where there is no such file, always 0 where the
+/// kernel keeps no scheduler statistics.
+double run_queue_wait_s();
 
 /// Loads the library and the inputs, runs the function once and checks the outputs against their
 /// references, then times it as described above. Never throws: every failure becomes a result

@@ -9,8 +9,9 @@
 //             {"output": {"dtype": "float32", "shape": [2, 3]},
 //              "reference": "/path/ref.npy", "rtol": 1e-4, "atol": 1e-5}],
 //    "number": 1, "repeat": 3, "min_repeat_ms": 100, "cooldown_ms": 0, "flush_cache": false,
-//    "threads": 0}
-// stdout gets ONE line: {"error": "none", "costs_s": [...], "number": N, ...} or
+//    "threads": 0, "disturbed_retry_ms": 2000}
+// stdout gets ONE line: {"error": "none", "costs_s": [...], "number": N, "disturbed_repeats": D,
+// "contended": false, ...} or
 // {"error": "runtime_error" | "wrong_answer", "message": "..."}. The exit code is 0 whenever a
 // result was written. The kernel's own writes to stdout go to stderr, so they cannot corrupt the
 // result line. With --parent PID the runner dies (SIGKILL) when the thread that started it does,

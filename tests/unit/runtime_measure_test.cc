@@ -1,13 +1,19 @@
 // Measuring kernels in a guarded child (deploy/runtime/measure_child.h, kiln-runner): costs and
 // the number / repeat / min_repeat_ms rules, wrong answers, crashes, hangs, kernel errors, missing
-// libraries and malformed requests, all reported as error kinds without harming this process.
+// libraries and malformed requests, all reported as error kinds without harming this process;
+// repeats disturbed by another thread on the measuring CPU, timed again.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -210,6 +216,7 @@ TEST(RuntimeMeasureJson, RoundTrips) {
   r.cooldown_ms = 3;
   r.flush_cache = true;
   r.threads = 2;
+  r.disturbed_retry_ms = 750;
   RunRequest back = RunRequest::from_json(Json::parse(r.to_json().dump()));
   EXPECT_EQ(back.library, "/k.so");
   EXPECT_EQ(back.function, "f");
@@ -228,8 +235,107 @@ TEST(RuntimeMeasureJson, RoundTrips) {
   EXPECT_EQ(back.cooldown_ms, 3);
   EXPECT_TRUE(back.flush_cache);
   EXPECT_EQ(back.threads, 2);
+  EXPECT_EQ(back.disturbed_retry_ms, 750);
   EXPECT_ERROR_CONTAINS(RunRequest::from_json(Json::parse(R"({"version":1,"library":"x"})")),
                         "'function'");
+  EXPECT_ERROR_CONTAINS(
+      RunRequest::from_json(Json::parse(
+          R"({"version":1,"library":"x","function":"f","args":[],"disturbed_retry_ms":-1})")),
+      "disturbed_retry_ms");
+
+  RunResult res;
+  res.costs_s = {1e-3, 2e-3};
+  res.number = 7;
+  res.disturbed_repeats = 3;
+  res.contended = true;
+  RunResult res_back = RunResult::from_json(Json::parse(res.to_json().dump()));
+  EXPECT_EQ(res_back.costs_s, res.costs_s);
+  EXPECT_EQ(res_back.disturbed_repeats, 3);
+  EXPECT_TRUE(res_back.contended);
+}
+
+// Contention: another thread pinned to the CPU of the measuring thread makes the repeats it shares
+// disturbed. Measured in this process (run_kernel), so that both threads can be pinned.
+class RuntimeMeasureContention : public RuntimeMeasureTest {
+ protected:
+  void SetUp() override {
+    RuntimeMeasureTest::SetUp();
+    if (!keeps_schedstat()) GTEST_SKIP() << "this kernel keeps no scheduler statistics";
+    ASSERT_EQ(::sched_getaffinity(0, sizeof(saved_), &saved_), 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved_)) ++cpu;
+    CPU_ZERO(&one_);
+    CPU_SET(cpu, &one_);
+    ASSERT_EQ(::sched_setaffinity(0, sizeof(one_), &one_), 0);
+    pinned_ = true;
+  }
+  void TearDown() override {
+    stop_competitor();
+    if (pinned_) ::sched_setaffinity(0, sizeof(saved_), &saved_);
+  }
+  /// Whether Linux counts this thread's time on a CPU (after 20 ms of it).
+  static bool keeps_schedstat() {
+    if (std::isnan(run_queue_wait_s())) return false;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    volatile uint64_t spin = 0;
+    while (std::chrono::steady_clock::now() < end) spin = spin + 1;
+    std::ifstream in("/proc/thread-self/schedstat");
+    double on_cpu = 0;
+    return static_cast<bool>(in >> on_cpu) && on_cpu > 0;
+  }
+  /// A thread on the same CPU that spins for `seconds`.
+  void start_competitor(double seconds) {
+    competitor_ = std::thread([this, seconds] {
+      ::sched_setaffinity(0, sizeof(one_), &one_);
+      const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+      volatile uint64_t spin = 0;
+      while (!stop_ && std::chrono::steady_clock::now() < end) spin = spin + 1;
+    });
+  }
+  void stop_competitor() {
+    stop_ = true;
+    if (competitor_.joinable()) competitor_.join();
+  }
+  RunRequest timed(double disturbed_retry_ms) const {
+    RunRequest r = request("slow_add_one");
+    r.number = 1;
+    r.repeat = 3;
+    r.min_repeat_ms = 20;
+    r.threads = 1;
+    r.disturbed_retry_ms = disturbed_retry_ms;
+    return r;
+  }
+
+  cpu_set_t saved_, one_;
+  bool pinned_ = false;
+  std::atomic<bool> stop_{false};
+  std::thread competitor_;
+};
+
+TEST_F(RuntimeMeasureContention, DisturbedRepeatsAreTimedAgain) {
+  const RunResult quiet = run_kernel(timed(2000));
+  ASSERT_EQ(quiet.error, ErrorKind::kNone) << quiet.message;
+  const double quiet_cost = *std::min_element(quiet.costs_s.begin(), quiet.costs_s.end());
+
+  start_competitor(0.3);
+  const RunResult r = run_kernel(timed(5000));
+  stop_competitor();
+  ASSERT_EQ(r.error, ErrorKind::kNone) << r.message;
+  EXPECT_GE(r.disturbed_repeats, 1);  // the repeats that shared the CPU...
+  EXPECT_FALSE(r.contended);          // ...were all timed again once it was free
+  ASSERT_EQ(r.costs_s.size(), 3u);
+  // Sharing the CPU doubles a repeat's time; the kept ones ran alone.
+  for (double c : r.costs_s) EXPECT_LT(c, 1.5 * quiet_cost);
+}
+
+TEST_F(RuntimeMeasureContention, SpentAllowanceKeepsTheDisturbedCosts) {
+  start_competitor(10);
+  const RunResult r = run_kernel(timed(0));
+  stop_competitor();
+  ASSERT_EQ(r.error, ErrorKind::kNone) << r.message;
+  EXPECT_GE(r.disturbed_repeats, 1);
+  EXPECT_TRUE(r.contended);
+  EXPECT_EQ(r.costs_s.size(), 3u);  // nothing measured is lost
 }
 
 TEST(RuntimeMeasureSignal, NamesCommonSignals) {
