@@ -324,8 +324,9 @@ TEST_F(RuntimeMeasureContention, DisturbedRepeatsAreTimedAgain) {
   EXPECT_GE(r.disturbed_repeats, 1);  // the repeats that shared the CPU...
   EXPECT_FALSE(r.contended);          // ...were all timed again once it was free
   ASSERT_EQ(r.costs_s.size(), 3u);
-  // Sharing the CPU doubles a repeat's time; the kept ones ran alone.
-  for (double c : r.costs_s) EXPECT_LT(c, 1.5 * quiet_cost);
+  // Sharing the CPU doubles a repeat's time; the best kept one ran alone. (Not every kept one:
+  // a test beside this one on a sibling hardware thread slows a repeat without any wait.)
+  EXPECT_LT(*std::min_element(r.costs_s.begin(), r.costs_s.end()), 1.5 * quiet_cost);
 }
 
 TEST_F(RuntimeMeasureContention, SpentAllowanceKeepsTheDisturbedCosts) {
