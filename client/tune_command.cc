@@ -121,6 +121,12 @@ int tune_main(const std::vector<std::string>& args) {
       std::fprintf(stderr, "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s\n",
                    head.c_str(), r.trials, r.measured_now, r.reused, r.best_gflops,
                    errors.empty() ? "" : ", errors:", errors.c_str());
+      if (r.contended > 0) {
+        std::fprintf(stderr,
+                     "%s: warning: %d of %d measurements shared the CPU with other processes "
+                     "(contended); their speeds may be understated: tune on an idle machine\n",
+                     head.c_str(), r.contended, r.measured_now);
+      }
       history.push_back(&task);
     }
     autotune::LogConfigSource source(log);

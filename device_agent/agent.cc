@@ -468,6 +468,7 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
     result.set_error_msg(r.message);
     if (r.ok()) {
       for (double c : r.costs_s) result.add_costs_s(c);
+      result.set_contended(r.contended);
     }
   } catch (const std::exception& e) {
     // A request the agent cannot run (a missing runner, an odd dtype) is that request's error.

@@ -241,6 +241,7 @@ void Farm::report_result(const v1::MeasureResult& r,
     outcome.error = *kind;
     outcome.error_msg = r.error_msg();
     outcome.costs_s.assign(r.costs_s().begin(), r.costs_s().end());
+    outcome.contended = r.contended();
     if (outcome.error == autotune::ErrorKind::kNone && outcome.costs_s.empty()) {
       outcome.error = autotune::ErrorKind::kRuntimeError;
       outcome.error_msg = "the device reported success without costs";

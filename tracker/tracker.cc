@@ -19,6 +19,7 @@ autotune::MeasureRecord make_record(const MeasureRequest& request, const Device&
   r.error = outcome.error;
   r.error_msg = outcome.error_msg;
   if (outcome.error == autotune::ErrorKind::kNone) {
+    r.contended = outcome.contended;
     r.gflops = outcome.gflops;
     if (r.gflops == 0 && request.flops > 0 && !r.costs_s.empty())
       r.gflops = request.flops / r.cost() / 1e9;

@@ -37,6 +37,7 @@ struct MeasureOutcome {
   std::vector<double> costs_s;
   std::string error_msg;
   double gflops = 0;
+  bool contended = false;  ///< timed while the device's CPU was shared (MeasureRecord::contended)
 };
 
 /// The answer to a report.

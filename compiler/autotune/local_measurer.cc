@@ -184,10 +184,13 @@ std::vector<MeasureRecord> LocalMeasurer::measure(const Task& task,
       req.cooldown_ms = options_.cooldown_ms;
       req.flush_cache = options_.flush_cache;
       req.threads = options_.threads;
+      req.disturbed_retry_ms = options_.disturbed_retry_ms * (last_contended_ ? 0.1 : 1.0);
       const runtime::RunResult run = runtime::measure_in_child(req, options_.run_timeout_s);
       rec.error = from_run_error(run.error);
       rec.error_msg = run.message;
       rec.costs_s = run.costs_s;
+      rec.contended = run.contended;
+      if (run.ok()) last_contended_ = run.contended;
     }
     std::error_code ec;
     fs::remove(paths[k], ec);

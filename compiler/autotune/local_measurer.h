@@ -38,6 +38,10 @@ struct LocalMeasureOptions {
   double cooldown_ms = 0;
   bool flush_cache = false;
   int threads = 0;            ///< thread-pool size for the kernel; 0 = all CPUs
+  /// Extra time a measurement may take to time disturbed repeats again (kernel_runner.h,
+  /// "Contention"). After a contended measurement the next one gets only a tenth of it, until
+  /// one comes clean: a build beside `kiln tune` slows it a little, not by this much per trial.
+  double disturbed_retry_ms = 2000;
   double run_timeout_s = 10;  ///< per candidate, for the whole child
   /// Reference check: |out - ref| <= rtol * |ref| + atol_scale * max|ref| + 1e-7.
   double rtol = 1e-3;
@@ -71,6 +75,7 @@ class LocalMeasurer : public Measurer {
   std::string output_;
   double max_abs_ = 0;
   int next_file_ = 0;  ///< candidate libraries are named by a counter (never reused)
+  bool last_contended_ = false;  ///< the last measurement ran out of its retry allowance
 };
 
 }  // namespace kiln::autotune

@@ -51,6 +51,7 @@ void finish_record(MeasureRecord& record, const Task& task) {
   } else {
     record.costs_s.clear();
     record.gflops = 0;
+    record.contended = false;
   }
   record.timestamp_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())

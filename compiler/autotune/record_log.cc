@@ -173,6 +173,7 @@ Json record_to_json(const MeasureRecord& r) {
   o["gflops"] = Json(r.gflops);
   o["timestamp_ms"] = Json(r.timestamp_ms);
   o["search_seed"] = u64_to_json(r.search_seed);
+  if (r.contended) o["contended"] = Json(true);
   return Json(std::move(o));
 }
 
@@ -202,6 +203,7 @@ MeasureRecord record_from_json(const Json& j, const std::string& origin) {
   r.gflops = field(j, "gflops", origin).as_double(what(origin, "gflops"));
   r.timestamp_ms = field(j, "timestamp_ms", origin).as_int(what(origin, "timestamp_ms"));
   r.search_seed = u64_from_json(field(j, "search_seed", origin), what(origin, "search_seed"));
+  if (j.has("contended")) r.contended = j.at("contended", origin).as_bool(what(origin, "contended"));
   return r;
 }
 

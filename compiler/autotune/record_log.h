@@ -73,6 +73,9 @@ struct MeasureRecord {
   double gflops = 0;             ///< 0 on error
   int64_t timestamp_ms = 0;      ///< milliseconds since the Unix epoch
   uint64_t search_seed = 0;      ///< the random seed of the search that chose it (for replay)
+  /// Timed while other processes held the measuring CPU beyond the runner's retry allowance
+  /// (kernel_runner.h, "Contention"): the costs may be too high. Written to the JSON only when true.
+  bool contended = false;
 
   /// The record's cost: the fastest repeat of costs_s (other processes only ever add time, so the
   /// minimum is the least disturbed estimate); +infinity when it is empty.

@@ -255,6 +255,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
           rec.costs_s = m.costs_s;
           rec.error = m.error;
           rec.error_msg = m.error_msg;
+          rec.contended = m.contended;
         } else if (!s.reused) {
           rec.device = device;  // did not lower: the measurer's device, as known after this batch
         }
@@ -264,6 +265,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       if (rec.error != ErrorKind::kNone || rec.costs_s.empty()) {
         ++result.errors[error_kind_name(rec.error)];
       }
+      if (rec.contended) ++result.contended;
       ++done;
       ++result.measured_now;
       if (s.reused) ++result.reused;

@@ -70,6 +70,7 @@ struct TaskResult {
   uint64_t best_config = 0;
   bool has_best = false;
   std::map<std::string, int> errors;  ///< error kind -> count, of this call
+  int contended = 0;  ///< of this call's measurements, those timed while the CPU was shared
   /// Best GFLOP/s after each measurement of this call, in order (the tuning curve).
   std::vector<double> curve;
 };

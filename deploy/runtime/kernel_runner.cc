@@ -167,15 +167,16 @@ double run_queue_wait_s() {
   std::filesystem::directory_iterator it("/proc/self/task", ec);
   if (ec) return NAN;
   double wait_ns = 0;
-  bool any = false;
+  bool kept = false;
   for (const auto& entry : it) {
     std::ifstream in(entry.path() / "schedstat");
-    double on_cpu = 0, waiting = 0;
-    if (!(in >> on_cpu >> waiting)) continue;  // a thread that just ended
+    double on_cpu = 0, waiting = 0, timeslices = 0;
+    if (!(in >> on_cpu >> waiting >> timeslices)) continue;  // a thread that just ended
     wait_ns += waiting;
-    any = true;
+    // Every running thread has had a timeslice; all zeros: the kernel keeps no statistics.
+    kept = kept || timeslices > 0;
   }
-  return any ? wait_ns * 1e-9 : NAN;
+  return kept ? wait_ns * 1e-9 : NAN;
 }
 
 const char* error_kind_name(ErrorKind kind) {

@@ -99,8 +99,7 @@ struct RunResult {
 };
 
 /// Seconds that this process's threads have spent runnable but waiting for a CPU, summed over
-/// the threads alive now (Linux schedstat); NaN where there is no such file, always 0 where the
-/// kernel keeps no scheduler statistics.
+/// the threads alive now (Linux schedstat); NaN where the kernel keeps no scheduler statistics.
 double run_queue_wait_s();
 
 /// Loads the library and the inputs, runs the function once and checks the outputs against their

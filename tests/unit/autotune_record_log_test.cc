@@ -71,7 +71,10 @@ TEST(RecordLog, JsonRoundTripOfEveryField) {
   std::string text = record_to_string(r);
   EXPECT_EQ(text.find('\n'), std::string::npos);
   EXPECT_NE(text.find("\"version\":1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("contended"), std::string::npos) << "written only when true: " << text;
   EXPECT_EQ(record_from_string(text), r);
+  r.contended = true;
+  EXPECT_EQ(record_from_string(record_to_string(r)), r);
 
   // Every error kind by name.
   for (ErrorKind k : {ErrorKind::kNone, ErrorKind::kCompileError, ErrorKind::kCompileTimeout,

@@ -2,13 +2,16 @@
 // resumes (no config measured twice), equal programs are measured once, the graph build's
 // LogConfigSource takes the best config, and each explorer runs. With a fake Measurer: the Tuner
 // sends each distinct program once and every record is appended exactly once. The task's
-// reference (compute_reference) is seeded and deterministic.
+// reference (compute_reference) is seeded and deterministic. Measurements on a CPU that another
+// process holds are marked contended.
 #include "compiler/autotune/tuner.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -22,6 +25,7 @@
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/topi/dense.h"
+#include "deploy/runtime/kernel_runner.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/random_fill.h"
 #include "tests/common/expect_error.h"
@@ -348,6 +352,58 @@ TEST(LocalMeasurer, MeasuresInOrderAppendsAndRemovesItsFiles) {
     EXPECT_FALSE(std::filesystem::exists(dirs[0] / "candidate0.so"));
   }
   EXPECT_TRUE(work_dirs().empty());
+}
+
+// A measurement whose CPU another process holds throughout: the record says contended, and the
+// next measurement gets a tenth of the retry allowance (the LocalMeasurer does not wait the whole
+// allowance again on a busy machine). The kiln-runner child inherits this thread's single CPU.
+TEST(LocalMeasurer, ContendedMeasurementsAreMarkedAndShortenTheNextAllowance) {
+  if (std::isnan(runtime::run_queue_wait_s())) GTEST_SKIP() << "no scheduler statistics here";
+  cpu_set_t saved, one;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(saved), &saved), 0);
+  int cpu = 0;
+  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved)) ++cpu;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+  std::atomic<bool> stop{false};
+  std::thread competitor([&] {
+    ::sched_setaffinity(0, sizeof(one), &one);
+    volatile uint64_t spin = 0;
+    while (!stop) spin = spin + 1;
+  });
+
+  testing::TempDir dir("kiln_tuner_test");
+  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  const Task task = dense_task();
+  LocalMeasureOptions o;
+  o.repeat = 2;
+  o.min_repeat_ms = 20;
+  o.threads = 1;
+  o.disturbed_retry_ms = 1000;
+  LocalMeasurer m(log, o);
+  m.begin_task(task);
+  std::vector<double> seconds;
+  std::vector<MeasureRecord> recs;
+  for (uint64_t i : {uint64_t{1}, uint64_t{2}}) {
+    const Config cfg = task.space.get(i);
+    const Candidate c{i, cfg.str(), compiler::lower(task.schedule(cfg), task.args(), "candidate")};
+    const auto t0 = std::chrono::steady_clock::now();
+    recs.push_back(m.measure(task, {c}, 1).at(0));
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  stop = true;
+  competitor.join();
+  ::sched_setaffinity(0, sizeof(saved), &saved);
+
+  for (const MeasureRecord& r : recs) {
+    ASSERT_EQ(r.error, ErrorKind::kNone) << r.error_msg;
+    EXPECT_TRUE(r.contended);
+    EXPECT_EQ(r.costs_s.size(), 2u);  // kept, not lost
+  }
+  EXPECT_EQ(log.records(task.key, "llvm"), recs);  // the flag is in the log too
+  EXPECT_GE(seconds[0], 1.0);                      // the whole allowance, spent
+  EXPECT_LT(seconds[1], seconds[0] - 0.5);         // a tenth of it
 }
 
 }  // namespace

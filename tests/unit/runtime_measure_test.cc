@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -260,7 +259,7 @@ class RuntimeMeasureContention : public RuntimeMeasureTest {
  protected:
   void SetUp() override {
     RuntimeMeasureTest::SetUp();
-    if (!keeps_schedstat()) GTEST_SKIP() << "this kernel keeps no scheduler statistics";
+    if (std::isnan(run_queue_wait_s())) GTEST_SKIP() << "this kernel keeps no scheduler statistics";
     ASSERT_EQ(::sched_getaffinity(0, sizeof(saved_), &saved_), 0);
     int cpu = 0;
     while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved_)) ++cpu;
@@ -272,16 +271,6 @@ class RuntimeMeasureContention : public RuntimeMeasureTest {
   void TearDown() override {
     stop_competitor();
     if (pinned_) ::sched_setaffinity(0, sizeof(saved_), &saved_);
-  }
-  /// Whether Linux counts this thread's time on a CPU (after 20 ms of it).
-  static bool keeps_schedstat() {
-    if (std::isnan(run_queue_wait_s())) return false;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-    volatile uint64_t spin = 0;
-    while (std::chrono::steady_clock::now() < end) spin = spin + 1;
-    std::ifstream in("/proc/thread-self/schedstat");
-    double on_cpu = 0;
-    return static_cast<bool>(in >> on_cpu) && on_cpu > 0;
   }
   /// A thread on the same CPU that spins for `seconds`.
   void start_competitor(double seconds) {

@@ -256,7 +256,9 @@ TEST(TrackerRegistry, ResultsBecomeRecordsForTheLog) {
   t.queue().enqueue(spec(1, "pi", 11));
   t.queue().enqueue(spec(1, "pi", 12));
   auto r1 = t.dispatch(d);
-  auto rep1 = t.report(r1->id, d, ok({2e-3, 2.2e-3}, 1.5));
+  MeasureOutcome busy = ok({2e-3, 2.2e-3}, 1.5);
+  busy.contended = true;  // the agent's CPU was shared: the record says so
+  auto rep1 = t.report(r1->id, d, busy);
   ASSERT_TRUE(rep1);
   log.append(rep1->record);
   auto r2 = t.dispatch(d);
@@ -269,7 +271,9 @@ TEST(TrackerRegistry, ResultsBecomeRecordsForTheLog) {
   EXPECT_EQ(records[0].device, "pi4-serial-1234");
   EXPECT_EQ(records[0].config_index, 11u);
   EXPECT_EQ(records[0].timestamp_ms, clock.unix_ms());
+  EXPECT_TRUE(records[0].contended);
   EXPECT_EQ(records[1].error, ErrorKind::kCrash);
+  EXPECT_FALSE(records[1].contended);
   EXPECT_TRUE(records[1].costs_s.empty()) << "no costs for an error";
   EXPECT_TRUE(log.measured("dense_x86:1x64:abcd", "llvm -mcpu=znver4", 12));
   EXPECT_EQ(log.best("dense_x86:1x64:abcd", "llvm -mcpu=znver4")->config_index, 11u);
