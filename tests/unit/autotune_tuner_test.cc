@@ -7,15 +7,14 @@
 #include "compiler/autotune/tuner.h"
 
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 #include <unordered_set>
@@ -28,6 +27,7 @@
 #include "deploy/runtime/kernel_runner.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/random_fill.h"
+#include "tests/common/cpu_competitor.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/temp_dir.h"
 
@@ -359,19 +359,7 @@ TEST(LocalMeasurer, MeasuresInOrderAppendsAndRemovesItsFiles) {
 // allowance again on a busy machine). The kiln-runner child inherits this thread's single CPU.
 TEST(LocalMeasurer, ContendedMeasurementsAreMarkedAndShortenTheNextAllowance) {
   if (std::isnan(runtime::run_queue_wait_s())) GTEST_SKIP() << "no scheduler statistics here";
-  cpu_set_t saved, one;
-  ASSERT_EQ(::sched_getaffinity(0, sizeof(saved), &saved), 0);
-  int cpu = 0;
-  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved)) ++cpu;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
-  std::atomic<bool> stop{false};
-  std::thread competitor([&] {
-    ::sched_setaffinity(0, sizeof(one), &one);
-    volatile uint64_t spin = 0;
-    while (!stop) spin = spin + 1;
-  });
+  auto busy = std::make_unique<testing::CpuCompetitor>();  // until the measurements are done
 
   testing::TempDir dir("kiln_tuner_test");
   RecordLog log = RecordLog::open((dir.path() / "log").string());
@@ -392,9 +380,7 @@ TEST(LocalMeasurer, ContendedMeasurementsAreMarkedAndShortenTheNextAllowance) {
     recs.push_back(m.measure(task, {c}, 1).at(0));
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  stop = true;
-  competitor.join();
-  ::sched_setaffinity(0, sizeof(saved), &saved);
+  busy.reset();
 
   for (const MeasureRecord& r : recs) {
     ASSERT_EQ(r.error, ErrorKind::kNone) << r.error_msg;

@@ -3,13 +3,11 @@
 // libraries and malformed requests, all reported as error kinds without harming this process;
 // repeats disturbed by another thread on the measuring CPU, timed again.
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -21,6 +19,7 @@
 #include "deploy/runtime/measure_child.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/npy.h"
+#include "tests/common/cpu_competitor.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/temp_dir.h"
 
@@ -260,30 +259,6 @@ class RuntimeMeasureContention : public RuntimeMeasureTest {
   void SetUp() override {
     RuntimeMeasureTest::SetUp();
     if (std::isnan(run_queue_wait_s())) GTEST_SKIP() << "this kernel keeps no scheduler statistics";
-    ASSERT_EQ(::sched_getaffinity(0, sizeof(saved_), &saved_), 0);
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved_)) ++cpu;
-    CPU_ZERO(&one_);
-    CPU_SET(cpu, &one_);
-    ASSERT_EQ(::sched_setaffinity(0, sizeof(one_), &one_), 0);
-    pinned_ = true;
-  }
-  void TearDown() override {
-    stop_competitor();
-    if (pinned_) ::sched_setaffinity(0, sizeof(saved_), &saved_);
-  }
-  /// A thread on the same CPU that spins for `seconds`.
-  void start_competitor(double seconds) {
-    competitor_ = std::thread([this, seconds] {
-      ::sched_setaffinity(0, sizeof(one_), &one_);
-      const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-      volatile uint64_t spin = 0;
-      while (!stop_ && std::chrono::steady_clock::now() < end) spin = spin + 1;
-    });
-  }
-  void stop_competitor() {
-    stop_ = true;
-    if (competitor_.joinable()) competitor_.join();
   }
   RunRequest timed(double disturbed_retry_ms) const {
     RunRequest r = request("slow_add_one");
@@ -294,21 +269,16 @@ class RuntimeMeasureContention : public RuntimeMeasureTest {
     r.disturbed_retry_ms = disturbed_retry_ms;
     return r;
   }
-
-  cpu_set_t saved_, one_;
-  bool pinned_ = false;
-  std::atomic<bool> stop_{false};
-  std::thread competitor_;
 };
 
 TEST_F(RuntimeMeasureContention, DisturbedRepeatsAreTimedAgain) {
-  const RunResult quiet = run_kernel(timed(2000));
+  const RunResult quiet = run_kernel(timed(2000));  // no competitor yet
   ASSERT_EQ(quiet.error, ErrorKind::kNone) << quiet.message;
   const double quiet_cost = *std::min_element(quiet.costs_s.begin(), quiet.costs_s.end());
 
-  start_competitor(0.3);
+  testing::CpuCompetitor busy(0.3);  // this thread's CPU, shared for 0.3 s
   const RunResult r = run_kernel(timed(5000));
-  stop_competitor();
+  busy.stop();
   ASSERT_EQ(r.error, ErrorKind::kNone) << r.message;
   EXPECT_GE(r.disturbed_repeats, 1);  // the repeats that shared the CPU...
   EXPECT_FALSE(r.contended);          // ...were all timed again once it was free
@@ -319,9 +289,9 @@ TEST_F(RuntimeMeasureContention, DisturbedRepeatsAreTimedAgain) {
 }
 
 TEST_F(RuntimeMeasureContention, SpentAllowanceKeepsTheDisturbedCosts) {
-  start_competitor(10);
+  testing::CpuCompetitor busy;
   const RunResult r = run_kernel(timed(0));
-  stop_competitor();
+  busy.stop();
   ASSERT_EQ(r.error, ErrorKind::kNone) << r.message;
   EXPECT_GE(r.disturbed_repeats, 1);
   EXPECT_TRUE(r.contended);
