@@ -377,7 +377,10 @@ void Agent::handle(Session& session, const v1::MeasureRequest& request) {
 std::string Agent::input_file(uint64_t request_seed, uint64_t seed, const std::string& dtype,
                               const std::vector<int64_t>& shape) {
   std::string key = std::to_string(seed) + "_" + dtype;
-  for (int64_t d : shape) key += "_" + std::to_string(d);
+  for (int64_t d : shape) {
+    key += '_';  // not "_" + to_string(d): GCC 12 -O3 warns falsely (-Wrestrict) on that
+    key += std::to_string(d);
+  }
   seed_keys_[request_seed].insert(key);
   auto it = inputs_.find(key);
   if (it != inputs_.end()) return it->second;
