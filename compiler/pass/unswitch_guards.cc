@@ -34,11 +34,15 @@ bool is_float_zero(const Expr& e) {
   return e.dtype().is_float() && f && *f == 0.0;
 }
 
-/// The select(c, v, 0) that guards `factor`, seen through a broadcast; null when it has none.
+/// `e`, or the value it broadcasts: a factor's guard or zero is seen through a broadcast.
+const Expr& through_broadcast(const Expr& e) {
+  auto b = e.as<BroadcastNode>();
+  return b ? b->value : e;
+}
+
+/// The select(c, v, 0) that guards `factor`; null when it has none.
 const SelectNode* zero_select(const Expr& factor) {
-  const Expr* e = &factor;
-  if (auto b = factor.as<BroadcastNode>()) e = &b->value;
-  auto s = e->as<SelectNode>();
+  auto s = through_broadcast(factor).as<SelectNode>();
   return s && is_float_zero(s->false_value) ? s : nullptr;
 }
 
@@ -50,12 +54,6 @@ struct GuardedUpdate {
   std::vector<int> guards;    ///< the loop-invariant conjuncts, as indices of the loop's guards
   bool never = false;         ///< a conjunct is false or the factor zero: it adds nothing
 };
-
-/// Whether `e` is a float zero or a broadcast of one: a tap whose guard was folded to false.
-bool is_zero_factor(const Expr& e) {
-  if (auto b = e.as<BroadcastNode>()) return is_float_zero(b->value);
-  return is_float_zero(e);
-}
 
 /// The factor f of the update `st` (b[i] = b[i] + f * g, in any order) that is guarded (a zero
 /// select) or zero, with `zero` set for the latter; null when `st` is no such update.
@@ -71,7 +69,8 @@ const SelectNode* guarded_term(const StoreNode* st, bool* zero) {
   if (term == nullptr) return nullptr;
   auto mul = term->as<MulNode>();
   if (mul == nullptr) return nullptr;
-  *zero = is_zero_factor(mul->a) || is_zero_factor(mul->b);
+  // A zero factor: a tap whose guard simplify folded to false.
+  *zero = is_float_zero(through_broadcast(mul->a)) || is_float_zero(through_broadcast(mul->b));
   if (auto s = zero_select(mul->a)) return s;
   return zero_select(mul->b);
 }
