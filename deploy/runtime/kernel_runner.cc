@@ -414,9 +414,7 @@ RunResult run_kernel(const RunRequest& request) {
 
     int64_t number = request.number;
     const double min_repeat_s = request.min_repeat_ms / 1000.0;
-    const auto retry_deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double, std::milli>(request.disturbed_retry_ms));
+    double retry_left_s = request.disturbed_retry_ms / 1000.0;  // for disturbed repeats only
     for (int64_t rep = 0; rep < request.repeat; ++rep) {
       if (rep > 0 && request.cooldown_ms > 0) {
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(request.cooldown_ms));
@@ -432,7 +430,8 @@ RunResult run_kernel(const RunRequest& request) {
           // Disturbed: waited for a CPU more than 1% of the time (NaN compares false: never).
           if (run_queue_wait_s() - wait0 > 0.01 * dur) {
             ++result.disturbed_repeats;
-            if (Clock::now() < retry_deadline) {
+            if (retry_left_s > 0) {
+              retry_left_s -= dur;
               if (request.flush_cache) flush_cache();
               continue;  // time this repeat again
             }

@@ -15,11 +15,12 @@
 //
 // Contention: a repeat during which this process's threads waited for a CPU (runnable, but
 // another process held it: the run-queue wait of Linux's /proc/self/task/*/schedstat) for more
-// than 1% of the repeat's time is *disturbed*, and is timed again while the request's
-// disturbed_retry_ms allows, so that a build or test running beside the measurement does not
-// halve a candidate's speed in the log. When the allowance runs out first, the disturbed costs are
-// kept (a measurement is never lost) and the result says `contended`. Where the kernel does not
-// report run-queue waits (no schedstat), no repeat counts as disturbed.
+// than 1% of the repeat's time is *disturbed*, and is timed again until the disturbed repeats
+// thrown away add up to the request's disturbed_retry_ms (clean repeats do not count), so that a
+// build or test running beside the measurement does not halve a candidate's speed in the log.
+// When the allowance runs out first, the disturbed costs are kept (a measurement is never lost)
+// and the result says `contended`. Where the kernel does not report run-queue waits (no
+// schedstat), no repeat counts as disturbed.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +72,7 @@ struct RunRequest {
   double cooldown_ms = 0;    ///< sleep between repeats
   bool flush_cache = false;  ///< write a buffer larger than the LLC between repeats
   int threads = 0;           ///< thread-pool size for the kernel; 0 = the runtime's default
-  /// Extra time allowed for timing disturbed repeats again (see "Contention" above); 0 = never.
+  /// Time that disturbed repeats thrown away may add up to (see "Contention" above); 0 = none.
   double disturbed_retry_ms = 2000;
 
   Json to_json() const;
