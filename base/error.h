@@ -1,8 +1,11 @@
-// Errors shared by every layer. Two kinds, never mixed:
+// Errors shared by every layer. Three kinds, never mixed:
 //  - kiln::Error is a user's mistake (bad shape, bad schedule, bad target string): its message names
 //    the thing and what is wrong, and callers may catch it and report it.
+//  - kiln::SystemError is the environment failing Kiln (a file that cannot be written, a disk
+//    full, a database that cannot be read): not the user's fault, so a service answers it as
+//    UNAVAILABLE / INTERNAL, never as INVALID_ARGUMENT.
 //  - kiln::InternalError is a broken invariant inside Kiln: file, line and a plea to report it.
-// KILN_USER_CHECK raises the first, KILN_ICHECK the second.
+// KILN_USER_CHECK raises the first, KILN_SYSTEM_CHECK the second, KILN_ICHECK the third.
 #pragma once
 
 #include <sstream>
@@ -15,6 +18,12 @@ namespace kiln {
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+/// The environment failed (I/O, disk, database); the message names the file or store and why.
+class SystemError : public std::runtime_error {
+ public:
+  explicit SystemError(const std::string& msg) : std::runtime_error(msg) {}
 };
 
 /// A bug in Kiln: an internal invariant did not hold.
@@ -64,6 +73,15 @@ class Thrower {
 
 /// Raises kiln::Error unconditionally.
 #define KILN_USER_ERROR() ::kiln::detail::Thrower<::kiln::Error>(__FILE__, __LINE__, "")
+
+/// Raises kiln::SystemError with the streamed message when `cond` is false.
+#define KILN_SYSTEM_CHECK(cond) \
+  if (cond) {                   \
+  } else                        \
+    ::kiln::detail::Thrower<::kiln::SystemError>(__FILE__, __LINE__, #cond)
+
+/// Raises kiln::SystemError unconditionally.
+#define KILN_SYSTEM_ERROR() ::kiln::detail::Thrower<::kiln::SystemError>(__FILE__, __LINE__, "")
 
 /// Raises kiln::InternalError with the streamed message when `cond` is false.
 #define KILN_ICHECK(cond) \

@@ -60,7 +60,7 @@
 #include <vector>
 
 #include "bench/resnet_layers.h"
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/codegen/build.h"
 #include "compiler/lower.h"
@@ -323,7 +323,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "bench_conv: oneDNN %d.%d.%d (%s), CPU runtime %s; records %s\n", v->major,
                v->minor, v->patch, v->hash, rt, records.c_str());
 
-  kiln::autotune::RecordLog log = kiln::autotune::RecordLog::open(records);
+  kiln::records::RecordLog log = kiln::records::RecordLog::open(records);
   std::map<int, std::vector<double>> ratios, top5_ratios, best_round_ratios;
   int failures = 0;
   kiln::autotune::TuneOptions o;  // as `kiln tune --threads 1`: default first, xgb
@@ -362,7 +362,7 @@ int main(int argc, char** argv) {
       // it (in kiln-runner) against this process's JIT at one thread (median over 0.3 s).
       kiln::runtime::set_num_threads(1);
       std::vector<std::pair<double, double>> pairs;
-      for (const kiln::autotune::MeasureRecord& rec : log.records(task.key, task.target)) {
+      for (const kiln::records::MeasureRecord& rec : log.records(task.key, task.target)) {
         if (rec.gflops <= 0) continue;
         KilnConv k = build_kiln(l, task, task.space.get(rec.config_index), p);
         const double s = interleaved_times({[&] { k.run(); }}, 0.3, 1)[0].median;
@@ -389,7 +389,7 @@ int main(int argc, char** argv) {
       dflt = build_kiln(l, task, task.default_config, p);
       // The log's five best configs re-timed here (one thread, 0.3 s each): the tuner's single
       // measurement of each config is noisy, and its maximum is biased towards lucky ones.
-      std::vector<kiln::autotune::MeasureRecord> recs = log.records(task.key, task.target);
+      std::vector<kiln::records::MeasureRecord> recs = log.records(task.key, task.target);
       std::stable_sort(recs.begin(), recs.end(),
                        [](const auto& a, const auto& b) { return a.gflops > b.gflops; });
       kiln::runtime::set_num_threads(1);

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     for (size_t w = 0; w < threads; ++w) {
       pool.emplace_back([&, w] {
         for (size_t i = w; i < records; i += threads) {
-          autotune::MeasureRecord r;
+          records::MeasureRecord r;
           r.target = "llvm";
           r.device = "bench-device";
           r.task_key = keys[i % tasks];
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
           r.config = "tile_f=[1, 4, 8, 2], tile_y=[1, 1, 7, 8], tile_x=[1, 2, 28, 1], unroll=" +
                      std::to_string(i % 512);
           if (i % 10 == 7) {
-            r.error = autotune::ErrorKind::kRunTimeout;
+            r.error = ErrorKind::kRunTimeout;
             r.error_msg = "the run took longer than 10000 ms";
           } else {
             const double s = 1e-3 * (1.0 + static_cast<double>((i * 7919) % 1000) / 100.0);

@@ -198,7 +198,7 @@ int main(int argc, char** argv) {
     }
     if (!records.empty()) {
       // The same model with the best configs of the record log.
-      kiln::autotune::RecordLog log = kiln::autotune::RecordLog::open(records);
+      kiln::records::RecordLog log = kiln::records::RecordLog::open(records);
       kiln::autotune::LogConfigSource source(log);
       kiln::graph::BuildOptions tuned_options;
       tuned_options.configs = &source;

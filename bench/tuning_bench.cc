@@ -36,7 +36,7 @@
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/features.h"
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/lower.h"
 
@@ -45,8 +45,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using kiln::autotune::CostModel;
-using kiln::autotune::MeasureRecord;
-using kiln::autotune::RecordLog;
+using kiln::records::MeasureRecord;
+using kiln::records::RecordLog;
 using kiln::autotune::Task;
 using kiln::bench::ConvLayer;
 

@@ -95,7 +95,7 @@ int tune_main(const std::vector<std::string>& args) {
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   try {
     const graph::Graph g = graph::import_onnx(model);
-    autotune::RecordLog log = autotune::RecordLog::open(records);
+    records::RecordLog log = records::RecordLog::open(records);
     const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target);
     std::cerr << model << ": " << tasks.size() << " tuning tasks, " << options.trials
               << " trials each, records in " << records << "\n";

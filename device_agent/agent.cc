@@ -20,6 +20,7 @@
 #include "deploy/runtime/random_fill.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
+#include "rpc/wire.h"
 
 namespace kiln::agent {
 
@@ -75,22 +76,6 @@ std::string status_text(const grpc::Status& s) {
   std::ostringstream os;
   os << s.error_code() << " " << s.error_message();
   return os.str();
-}
-
-v1::ErrorKind to_proto(runtime::ErrorKind kind) {
-  switch (kind) {
-    case runtime::ErrorKind::kNone:
-      return v1::ERROR_KIND_NONE;
-    case runtime::ErrorKind::kRuntimeError:
-      return v1::ERROR_KIND_RUNTIME_ERROR;
-    case runtime::ErrorKind::kRunTimeout:
-      return v1::ERROR_KIND_RUN_TIMEOUT;
-    case runtime::ErrorKind::kCrash:
-      return v1::ERROR_KIND_CRASH;
-    case runtime::ErrorKind::kWrongAnswer:
-      return v1::ERROR_KIND_WRONG_ANSWER;
-  }
-  return v1::ERROR_KIND_RUNTIME_ERROR;
 }
 
 std::string fresh_temp_dir() {
@@ -467,7 +452,7 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
         o.run_timeout_ms() != 0 ? o.run_timeout_ms() / 1000.0 : kDefaultRunTimeoutS;
 
     runtime::RunResult r = runtime::measure_in_child(run, timeout_s, options_.runner);
-    result.set_error(to_proto(r.error));
+    result.set_error(rpc::to_wire(r.error));
     result.set_error_msg(r.message);
     if (r.ok()) {
       for (double c : r.costs_s) result.add_costs_s(c);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/parent_death.h"
 #include "base/stop_signals.h"
 #include "device_agent/agent.h"
 #include "rpc/channel.h"
@@ -42,6 +43,7 @@ std::string without_prefix(std::string msg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::die_with_parent_from_env();
   std::map<std::string, std::string> flags;
   const std::map<std::string, bool> known = {
       {"--tracker", true},     {"--key", true},     {"--target", true},

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: build Kiln in release mode, start `kilnd` with its local
-# tracker, an in-process compiler worker and a CPU agent, and the shared record log in a local
-# folder (kiln-state/records); write a model (the paper's DQN network, by
+# tracker, a compiler worker and a CPU agent (child processes of kilnd), and the shared record log
+# in a local folder (kiln-state/records); kilnd starts a job driver (kiln-tuner) for the job; write a model (the paper's DQN network, by
 # tests/models/make_models.py), submit it with `kiln submit --watch` (progress bars until every
 # operator is tuned), fetch the tuned bundle, stop kilnd, and run the bundle printing where its
 # time goes. Run it again and the record log already holds the measurements: nothing is measured
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 model="${1:-dqn}"
 trials="${2:-64}"
 cmake --preset release >/dev/null
-cmake --build --preset release --target kiln kilnd kiln-runner
+cmake --build --preset release --target kiln kilnd
 bin=build/release
 mkdir -p kiln-models kiln-state
 python3 tests/models/make_models.py kiln-models --only "$model" --no-expected

@@ -161,7 +161,7 @@ bool parse_id(const std::string& s, tracker::JobId* out) {
 
 // The parts of a job every view shows. `live_latency_s`: the sum of each task's best kernel so
 // far (the record log's best, O(1) per task), so a running job shows it before a task ends.
-void write_job(JsonOut& j, const tracker::JobRecord& r, const autotune::RecordLog& log,
+void write_job(JsonOut& j, const tracker::JobRecord& r, const records::RecordLog& log,
                int64_t now) {
   const uint64_t total = uint64_t{r.trials} * r.tasks_total;
   double latency_s = 0;
@@ -212,6 +212,9 @@ void write_job(JsonOut& j, const tracker::JobRecord& r, const autotune::RecordLo
     j.null();
   }
   j.field("error", r.error)
+      .field("phase", r.phase)
+      .field("driver_failures", r.driver_failures)
+      .field("driver_failure", r.driver_failure)
       .field("created_ms", r.created_ms)
       .field("started_ms", r.started_ms)
       .field("finished_ms", r.finished_ms)
@@ -395,7 +398,7 @@ std::string Dashboard::jobs_json() const {
 
 std::string Dashboard::job_json(tracker::JobId id) const {
   const tracker::JobRecord r = farm_.job(id);
-  const autotune::RecordLog& log = farm_.records();
+  const records::RecordLog& log = farm_.records();
   const int64_t now = now_ms();
   JsonOut j;
   j.begin_object().field("time_ms", now).key("job").begin_object();
@@ -403,16 +406,16 @@ std::string Dashboard::job_json(tracker::JobId id) const {
   j.key("tasks").begin_array();
   for (size_t t = 0; t < r.task_keys.size(); ++t) {
     const std::string& key = r.task_keys[t];
-    const std::vector<autotune::MeasureRecord> records = log.records(key, r.target);
+    const std::vector<records::MeasureRecord> records = log.records(key, r.target);
     // The curve: best GFLOP/s after each trial, as the trials where it changed (plus the last).
     std::vector<std::pair<size_t, double>> curve;
     std::map<std::string, uint64_t> errors;
     double best = 0;
-    const autotune::MeasureRecord* best_record = nullptr;
+    const records::MeasureRecord* best_record = nullptr;
     for (size_t i = 0; i < records.size(); ++i) {
       const auto& m = records[i];
-      if (m.error != autotune::ErrorKind::kNone) {
-        ++errors[autotune::error_kind_name(m.error)];
+      if (m.error != ErrorKind::kNone) {
+        ++errors[error_kind_name(m.error)];
       } else if (m.gflops > best) {
         best = m.gflops;
         best_record = &m;
@@ -466,8 +469,8 @@ std::string Dashboard::job_json(tracker::JobId id) const {
           .field("config", m.config)
           .field("gflops", m.gflops);
       j.key("latency_us");
-      if (m.error == autotune::ErrorKind::kNone) j.value(m.cost() * 1e6); else j.null();
-      j.field("error", autotune::error_kind_name(m.error))
+      if (m.error == ErrorKind::kNone) j.value(m.cost() * 1e6); else j.null();
+      j.field("error", error_kind_name(m.error))
           .field("error_msg", m.error_msg.substr(0, 200))
           .field("timestamp_ms", m.timestamp_ms)
           .end_object();

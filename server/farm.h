@@ -1,26 +1,28 @@
 // The farm's state behind kilnd's gRPC services: the tracker (devices, measure queue), the build
 // queue for compiler workers, the jobs (persisted), the shared record log, the metrics, and the
-// job runners that tune each job's tasks through them. Everything is guarded by one mutex; calls
-// that wait (a device waiting for work, a worker's long-poll, a job watcher) wait on condition
-// variables with deadlines, never holding the lock.
+// job drivers. Everything is guarded by one mutex; calls that wait (a device waiting for work, a
+// worker's long-poll, a job watcher, a driver's batch) wait on condition variables with
+// deadlines, never holding the lock. kilnd never reads a user's model: each running job has a
+// driver process (kiln-tuner) that does, talking back through the JobDriver service.
 //
 //   Farm farm({.state_dir = "state"});
-//   farm.start();                                  // resumes unfinished jobs, starts the ticker
+//   farm.start("127.0.0.1:7070");                  // resumes unfinished jobs, starts the ticker
 //   JobId j = farm.submit({.model = bytes, .target = "llvm", .device_key = "cpu", .trials = 32});
 //   // services: register_device / attach / report_result (agents), take_builds /
-//   // report_artifact / job_model (workers), job / jobs / cancel / wait_job (public API)
+//   // report_artifact (workers), driver_* (job drivers), job / jobs / cancel / wait_job (the API)
 //   farm.stop();                                   // running jobs stay "running": resumed later
 //
-// A job's life (job_runner.cc): its model is imported and its tasks extracted; each task is tuned
-// by autotune::Tuner with a FarmMeasurer, whose every batch becomes builds (handed to workers),
-// then measure requests (matched to devices of the job's key); a device's result is appended to
-// the record log before it is acknowledged. Then the bundle is built with each task's best config.
+// The methods live in one file per concept: farm.cc (life cycle, ticker, events, gauges),
+// device_dispatch.cc (agents), build_dispatch.cc (workers), jobs.cc (the public API's jobs),
+// measure_batch.cc (a driver's batch: builds, then measurements), job_drivers.cc (starting and
+// watching each job's driver, and what drivers may ask).
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,10 +34,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "compiler/autotune/measurer.h"
-#include "compiler/autotune/record_log.h"
+#include "proto/kiln/v1/driver.pb.h"
 #include "proto/kiln/v1/service.pb.h"
 #include "proto/kiln/v1/tracker.pb.h"
+#include "records/record_log.h"
 #include "server/metrics.h"
 #include "tracker/build_queue.h"
 #include "tracker/clock.h"
@@ -47,12 +49,42 @@ namespace kiln::server {
 /// A request the farm refuses, with the gRPC status code the services answer with.
 class FarmError : public std::runtime_error {
  public:
-  enum class Code { kInvalidArgument, kNotFound, kFailedPrecondition, kResourceExhausted };
+  enum class Code {
+    kInvalidArgument,
+    kNotFound,
+    kFailedPrecondition,
+    kResourceExhausted,
+    kPermissionDenied,  ///< a driver that is not (any more) its job's driver
+    kCancelled,         ///< the job was cancelled meanwhile
+    kUnavailable,       ///< kilnd is stopping
+  };
   FarmError(Code code, const std::string& message) : std::runtime_error(message), code_(code) {}
   Code code() const { return code_; }
 
  private:
   Code code_;
+};
+
+/// How job drivers (kiln-tuner) are run: one process per running job, and one per submission to
+/// check the model.
+struct DriverOptions {
+  std::string program;  ///< kiln-tuner's path; empty: found beside kilnd (find_program)
+  /// Each driver's address space; 0 for none. The sanitizer builds have none: their shadow
+  /// memory is address space.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  uint32_t memory_limit_mb = 0;
+#else
+  uint32_t memory_limit_mb = 8192;
+#endif
+  /// A driver that shows no sign of life (a call to kilnd) this long, while not waiting for a
+  /// batch, is killed: a hang fails the try.
+  tracker::Duration idle_timeout = std::chrono::minutes(10);
+  /// The model check at submission (import and validate) must finish within this.
+  tracker::Duration check_timeout = std::chrono::minutes(2);
+  /// Tries of a job's driver that end in a crash, hang or memory exhaustion before the job fails.
+  int max_tries = 2;
+  std::string tls_ca;  ///< what drivers trust to reach kilnd (empty: plaintext)
+  std::string token;   ///< the farm's token, given to drivers as $KILN_TOKEN
 };
 
 struct FarmOptions {
@@ -73,6 +105,8 @@ struct FarmOptions {
   uint32_t threads = 0;  ///< kernel threads on the device; 0 = all of its CPUs
   /// How often leases, queue waits and build hand-outs are checked, and metrics refreshed.
   tracker::Duration tick = std::chrono::milliseconds(200);
+  DriverOptions driver;
+  uint64_t max_bundle_bytes = 4ull << 30;  ///< larger uploads from a driver are refused
 };
 
 /// Where a device's work goes: its GetWork stream (services.cc). The farm pushes each request
@@ -110,20 +144,22 @@ class Farm {
   Farm(const Farm&) = delete;
   Farm& operator=(const Farm&) = delete;
 
-  /// Resumes every unfinished job of the store and starts the ticker and the job runners.
-  void start();
-  /// Stops the ticker and the runners and wakes every waiter; jobs being tuned stay "running" in
-  /// the store (a restart resumes them). Idempotent; the destructor calls it.
+  /// Resumes every unfinished job of the store and starts the ticker and the job runners, whose
+  /// drivers reach kilnd at `driver_server` (its own gRPC address; empty: jobs cannot run and
+  /// fail saying so).
+  void start(const std::string& driver_server = "");
+  /// Stops the ticker, the runners and their drivers and wakes every waiter; jobs being tuned stay
+  /// "running" in the store (a restart resumes them). Idempotent; the destructor calls it.
   void stop();
   bool stopping() const { return stopping_; }
 
   /// This process's random id, sent with every measure request (agents check it).
   const std::string& instance() const { return instance_; }
   Metrics& metrics() { return metrics_; }
-  autotune::RecordLog& records() { return log_; }
+  records::RecordLog& records() { return log_; }
   const FarmOptions& options() const { return options_; }
 
-  // --- device agents ----------------------------------------------------------------------
+  // --- device agents (device_dispatch.cc) -------------------------------------------------
   struct Registration {
     tracker::DeviceId id = 0;
     uint32_t lease_ms = 0;
@@ -155,23 +191,25 @@ class Farm {
   /// counted like any other. Returns its id.
   tracker::RequestId enqueue_measure(tracker::MeasureSpec spec);
 
-  // --- compiler workers -------------------------------------------------------------------
-  /// Up to `max` builds for `worker`, waiting up to `wait` for the first.
+  // --- compiler workers (build_dispatch.cc) -----------------------------------------------
+  /// Up to `max` builds for `worker`, waiting up to `wait` for the first. Each carries its task
+  /// (template, workload, target) and config: all the worker needs.
   std::vector<v1::BuildRequest> take_builds(const std::string& worker, size_t max,
                                             const std::vector<std::string>& targets,
                                             tracker::Duration wait);
   /// A worker's artifact; false for a stale or unknown build.
   bool report_artifact(uint64_t build_id, const std::string& worker, v1::Artifact artifact);
-  /// The job's model; FarmError kNotFound for an unknown job.
-  v1::JobModel job_model(tracker::JobId id) const;
 
-  // --- the public API ---------------------------------------------------------------------
-  /// Validates and stores a job (queued); FarmError naming the problem otherwise.
+  // --- the public API (jobs.cc) -----------------------------------------------------------
+  /// Validates and stores a job (queued); FarmError naming the problem otherwise. The model is
+  /// checked by a kiln-tuner --check process (never in kilnd): one that does not import is
+  /// refused (kInvalidArgument, with the importer's message).
   tracker::JobId submit(const Submission& s);
   /// FarmError kNotFound for an unknown job.
   tracker::JobRecord job(tracker::JobId id) const;
   std::vector<tracker::JobRecord> jobs() const;
-  /// Cancels a queued or running job (FarmError kFailedPrecondition when it has finished).
+  /// Cancels a queued or running job (FarmError kFailedPrecondition when it has finished); its
+  /// driver is stopped.
   tracker::JobRecord cancel(tracker::JobId id, const std::string& reason);
   /// Waits up to `wait` for job `id` to change after version `seen`; returns the version now
   /// (the same one when nothing changed). FarmError kNotFound for an unknown job.
@@ -180,32 +218,36 @@ class Farm {
   std::string bundle_path(tracker::JobId id) const;
   /// The newest events, oldest first.
   std::vector<FarmEvent> events(size_t max = 100) const;
-
-  // --- for the job runners (job_runner.cc) ------------------------------------------------
-  /// What a task's measure requests carry besides the artifact: inputs, output and reference.
-  struct TaskWire {
-    std::string task_key, target, template_name;
-    double flops = 0;
-    std::vector<v1::TensorSpec> inputs;
-    v1::TensorSpec output;
-    std::string reference_npy;
-    uint64_t input_seed = 0;
-    double rtol = 1e-3, atol = 1e-7;
-  };
-  /// Builds (on workers) and measures (on devices of the job's key) one batch of candidates, and
-  /// returns their records, each appended to the log. Throws JobStopped when the job was
-  /// cancelled or the farm stops meanwhile; kiln::Error when no device took a request in time.
-  std::vector<autotune::MeasureRecord> measure_batch(tracker::JobId job, const TaskWire& task,
-                                                     const std::vector<autotune::Candidate>& cands,
-                                                     uint64_t seed);
-  /// The job was cancelled or the farm is stopping: the runner leaves the job as it is.
-  struct JobStopped {};
   /// Changes a job's progress counters (persisted) and wakes its watchers.
   tracker::JobRecord update_job(tracker::JobId id,
                                 const std::function<void(tracker::JobRecord&)>& change);
-  tracker::JobRecord transition_job(tracker::JobId id, tracker::JobState to,
-                                    const std::string& error = "");
-  std::string model_path(tracker::JobId id) const;
+
+  // --- job drivers (job_drivers.cc, measure_batch.cc) --------------------------------------
+  /// The job whose current driver `auth` names; FarmError kPermissionDenied otherwise (an
+  /// unknown job, a wrong secret, a driver that was replaced), kCancelled for a cancelled job.
+  /// Counts as a sign of life of the driver.
+  tracker::JobRecord driver_job(const v1::DriverAuth& auth);
+  /// What GetDriverJob answers.
+  v1::DriverJob driver_job_spec(const v1::DriverAuth& auth);
+  /// A driver's progress (phase, tasks, counters, the user error it is about to exit with).
+  void driver_progress(const v1::DriverProgress& progress);
+  /// The records of one of the job's tasks on its target (FarmError kInvalidArgument for a task
+  /// that is not the job's).
+  v1::TaskRecords driver_records(const v1::TaskRecordsRequest& request);
+  /// Appends records a driver made itself, each checked (the job's target, one of its tasks);
+  /// their sequence numbers (0 for a config the log held already: not appended again).
+  std::vector<uint64_t> driver_append(const v1::AppendRecordsRequest& request);
+  /// Builds (on workers) and measures (on devices of the job's key) one batch of configs and
+  /// returns their records in order, each durable in the log; a config the log already holds
+  /// is answered from it, never measured again. `abandoned` is polled while waiting: when it
+  /// returns true (the driver went away) the batch's queued work is withdrawn and FarmError
+  /// kCancelled thrown. FarmError kCancelled / kUnavailable when the job is cancelled or kilnd
+  /// stops meanwhile; kFailedPrecondition when no device took a request in time.
+  std::vector<records::MeasureRecord> measure_batch(const v1::MeasureBatchRequest& request,
+                                                    const std::function<bool()>& abandoned);
+  /// Stores the job's bundle from `read_chunk` (called until it returns false or a chunk says
+  /// last) and marks the job done. The first chunk carries the auth.
+  uint64_t store_bundle(const std::function<bool(v1::BundleUpload&)>& read_chunk);
 
  private:
   struct Batch;
@@ -213,9 +255,29 @@ class Farm {
     Batch* batch = nullptr;
     size_t index = 0;
   };
+  /// What kilnd knows of a job's running driver (guarded by mu_).
+  struct DriverSession {
+    std::string secret;
+    std::string phase;  ///< last reported
+    std::string error;  ///< the user error it reported before exiting
+    tracker::TimePoint last_seen;
+    int waiting = 0;  ///< MeasureBatch calls in progress: the driver waits for the farm
+  };
   void tick_loop();
-  void runner_loop();                // job_runner.cc
-  void run_job(tracker::JobId id);   // job_runner.cc
+  void runner_loop();               // job_drivers.cc
+  void run_job(tracker::JobId id);  // job_drivers.cc
+  /// One try of the job's driver: "" when the job reached a final state or kilnd stops, else why
+  /// the try failed and whether another may help.
+  struct TryOutcome {
+    bool finished = true;  ///< nothing more to do for the job now
+    bool retry = false;    ///< a crash, hang or memory exhaustion: another try may go through
+    std::string reason;    ///< why the try failed, for people
+  };
+  TryOutcome run_driver_once(tracker::JobId id);
+  /// Waits until none of the job's measure requests is on a device (the next driver must not
+  /// propose a config whose result is still coming), at most `limit`.
+  void drain_job(tracker::JobId id, tracker::Duration limit);
+  void fail_job(tracker::JobId id, const std::string& reason);
   void add_event_locked(const std::string& kind, const std::string& text);
   void refresh_gauges_locked();
   /// Pushes requests to `device` while it can take them; keeps idle_ up to date.
@@ -226,16 +288,25 @@ class Farm {
   void give_up_locked(const tracker::GiveUp& g);
   void bump_job_locked(tracker::JobId id);
   /// The slot of a finished request gets its record (or the failure to keep it).
-  void settle_measure_locked(tracker::RequestId id, std::optional<autotune::MeasureRecord> record,
+  void settle_measure_locked(tracker::RequestId id, std::optional<records::MeasureRecord> record,
                              const std::string& failure);
   bool job_stopped_locked(tracker::JobId id) const;
+  DriverSession& session_locked(const v1::DriverAuth& auth);
+  tracker::JobRecord transition_job(tracker::JobId id, tracker::JobState to,
+                                    const std::string& error = "");
+  std::string model_path(tracker::JobId id) const;
+  std::string driver_log_path(tracker::JobId id) const;
+  /// Runs kiln-tuner --check on `model_file`: "" when it imports, else why not.
+  std::string check_model(const std::string& model_file);
 
   FarmOptions options_;
   tracker::SystemClock clock_;
   std::string instance_;
-  autotune::RecordLog log_;
+  records::RecordLog log_;
   tracker::JobStore store_;
   Metrics metrics_;
+  std::string driver_program_;  ///< kiln-tuner
+  std::string driver_server_;   ///< kilnd's address for drivers
 
   mutable std::mutex mu_;
   tracker::Tracker tracker_;
@@ -246,8 +317,8 @@ class Farm {
   std::map<std::string, std::set<tracker::DeviceId>> idle_;  ///< of those, with room, by key
   std::unordered_map<uint64_t, SlotRef> build_slots_;    ///< build id -> its candidate
   std::unordered_map<uint64_t, SlotRef> measure_slots_;  ///< request id -> its candidate
-  std::unordered_map<uint64_t, std::string> build_templates_;  ///< build id -> template name
   std::unordered_map<tracker::JobId, uint64_t> job_versions_;
+  std::unordered_map<tracker::JobId, DriverSession> drivers_;  ///< jobs with a running driver
   std::set<tracker::JobId> cancelled_;
   std::deque<tracker::JobId> runnable_;  ///< jobs waiting for a runner
   std::deque<FarmEvent> events_;

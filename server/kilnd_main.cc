@@ -1,8 +1,10 @@
-// kilnd: the farm's server. Hosts the public KilnService and the Tracker service on one gRPC port,
-// /metrics, the dashboard page and its JSON API on an HTTP port, and optionally in-process
-// compiler workers and a local CPU agent (the embedded default: one command stands up a whole
-// farm on this machine).
+// kilnd: the farm's server. Hosts the public KilnService, the Tracker service and the JobDriver
+// service on one gRPC port, /metrics, the dashboard page and its JSON API on an HTTP port, starts a
+// job driver process (kiln-tuner) per running job, and optionally compiler workers and a local CPU
+// agent as child processes (the embedded default: one command stands up a whole farm on this
+// machine). kilnd itself never parses or compiles a user's model.
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -28,7 +30,8 @@ int usage(std::ostream& os, int code) {
         "             [--local-workers N] [--local-agent KEY] [--local-agent-target T]\n"
         "             [--lease-ms N] [--max-model-bytes N] [--max-running-jobs N]\n"
         "             [--submits-per-minute N] [--batch N] [--explorer E] [--repeat N]\n"
-        "             [--run-timeout-ms N] [--threads N]\n"
+        "             [--run-timeout-ms N] [--threads N] [--driver-memory-mb N]\n"
+        "             [--driver-idle-timeout-s N] [--driver-tries N]\n"
         "  --listen: gRPC address (default 127.0.0.1:7070; port 0 picks a free one)\n"
         "  --http: the dashboard (/), its JSON API (/api/v1/) and /metrics (default 127.0.0.1:7071;\n"
         "          port 0 picks a free one)\n"
@@ -37,7 +40,12 @@ int usage(std::ostream& os, int code) {
         "  --token-file: the farm's token (else $KILN_TOKEN; none: no token is asked for)\n"
         "  --tls-ca: the CA the in-process worker and agent trust to reach kilnd (default: the\n"
         "            certificate itself, which fits a self-signed one)\n"
-        "  --local-workers, --local-agent: compiler workers and a CPU agent inside kilnd\n";
+        "  --local-workers, --local-agent: compiler workers and a CPU agent started by kilnd\n"
+        "            (kiln-worker and kiln-agent child processes, restarted when they end)\n"
+        "  --driver-memory-mb: address space of each job driver (default 8192; 0: no limit)\n"
+        "  --driver-idle-timeout-s: a job driver silent this long is killed (default 600)\n"
+        "  --driver-tries: crashed, hung or out-of-memory driver tries before a job fails\n"
+        "            (default 2)\n";
   return code;
 }
 
@@ -94,6 +102,9 @@ int main(int argc, char** argv) {
     else if (a == "--repeat") farm_opts.repeat = static_cast<uint32_t>(number(1));
     else if (a == "--run-timeout-ms") farm_opts.run_timeout_ms = static_cast<uint32_t>(number(1));
     else if (a == "--threads") farm_opts.threads = static_cast<uint32_t>(number(0));
+    else if (a == "--driver-memory-mb") farm_opts.driver.memory_limit_mb = static_cast<uint32_t>(number(0));
+    else if (a == "--driver-idle-timeout-s") farm_opts.driver.idle_timeout = std::chrono::seconds(number(1));
+    else if (a == "--driver-tries") farm_opts.driver.max_tries = static_cast<int>(number(1));
     else {
       std::cerr << "error: unknown option '" << a << "'\n";
       return usage(std::cerr, 2);
@@ -106,9 +117,14 @@ int main(int argc, char** argv) {
   try {
     const std::string token = rpc::read_token(token_file);
     service_opts.token = token;
+    // The drivers and local sides reach kilnd through its own port, as remote ones do.
+    const std::string trusted = tls_ca.empty() ? tls_cert : tls_ca;
+    farm_opts.driver.token = token;
+    farm_opts.driver.tls_ca = trusted;
     server::Farm farm(farm_opts);
     server::TrackerService tracker_service(farm, token);
     server::KilnService kiln_service(farm, service_opts);
+    server::JobDriverService driver_service(farm, token);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(listen, rpc::server_credentials(tls_cert, tls_key), &port);
@@ -118,6 +134,7 @@ int main(int argc, char** argv) {
     builder.SetMaxSendMessageSize(rpc::kMaxMessageBytes);
     builder.RegisterService(&tracker_service);
     builder.RegisterService(&kiln_service);
+    builder.RegisterService(&driver_service);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
     KILN_USER_CHECK(server && port > 0) << "kilnd: cannot listen on '" << listen << "'";
     // One HTTP server: /metrics, the dashboard and its API (which asks for the token when set).
@@ -127,9 +144,12 @@ int main(int argc, char** argv) {
     const int http_port = http_server.start(http);
     const std::string host = listen.substr(0, listen.rfind(':'));
     const std::string grpc_address = host + ":" + std::to_string(port);
-    farm.start();
-    // The local sides reach kilnd through its own port, as remote ones do.
-    server::LocalSides local(grpc_address, token, tls_ca.empty() ? tls_cert : tls_ca);
+    // A wildcard address is not one to dial: children dial the loopback.
+    const std::string dial_host = host == "0.0.0.0" ? "127.0.0.1" : host == "[::]" ? "[::1]" : host;
+    const std::string dial_address = dial_host + ":" + std::to_string(port);
+    farm.start(dial_address);
+    server::LocalSides local(dial_address, token, trusted,
+                             (std::filesystem::path(farm_opts.state_dir) / "sides").string());
     if (local_workers > 0) local.start_workers(local_workers);
     if (!local_agent.empty()) local.start_agent(local_agent, local_agent_target);
     std::cout << "kilnd listening grpc=" << grpc_address << " http="

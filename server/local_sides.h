@@ -1,36 +1,38 @@
-// kilnd's embedded default: compiler workers and a CPU agent inside the kilnd process, each a
-// thread running the same kiln::worker::Worker / kiln::agent::Agent as the kiln-worker and
-// kiln-agent programs, talking to kilnd through its own gRPC port like remote ones.
+// kilnd's embedded default: compiler workers and a CPU agent started by kilnd as child processes
+// (kiln-worker, kiln-agent, found beside kilnd), reaching kilnd through its own gRPC port like
+// remote ones. A worker compiles candidates of users' models, so it may crash: each side is
+// restarted when it ends (after a pause that grows while it keeps failing), and its output goes to
+// STATE/sides/<name>.log. They die with kilnd (base/parent_death.h).
 #pragma once
 
-#include <memory>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-namespace kiln::worker {
-class Worker;
-}
-namespace kiln::agent {
-class Agent;
-}
 
 namespace kiln::server {
 
 class LocalSides {
  public:
-  /// `tracker` is kilnd's own address; `tls_ca` the certificate to trust when kilnd uses TLS.
-  LocalSides(std::string tracker, std::string token, std::string tls_ca);
+  /// `tracker` is kilnd's own address; `tls_ca` the certificate to trust when kilnd uses TLS;
+  /// `log_dir` where each side's output goes.
+  LocalSides(std::string tracker, std::string token, std::string tls_ca, std::string log_dir);
   ~LocalSides();
   void start_workers(int n);
   void start_agent(const std::string& key, const std::string& target);
-  /// Stops and joins every side; idempotent.
+  /// Stops every side (SIGTERM, then SIGKILL) and joins their threads; idempotent.
   void stop();
 
  private:
-  std::string tracker_, token_, tls_ca_;
-  std::vector<std::unique_ptr<worker::Worker>> workers_;
-  std::vector<std::unique_ptr<agent::Agent>> agents_;
+  /// Runs `argv` until stop(), restarting it whenever it ends.
+  void supervise(std::string name, std::vector<std::string> argv);
+
+  std::string tracker_, token_, tls_ca_, log_dir_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;
 };
 

@@ -25,10 +25,10 @@ constexpr const char* kDeviceStates[] = {"online", "busy", "quarantined"};
 std::vector<std::string> log_error_kinds() {
   std::vector<std::string> kinds;
   for (int i = 0;; ++i) {
-    auto kind = static_cast<autotune::ErrorKind>(i);
-    if (kind == autotune::ErrorKind::kNone) continue;
-    kinds.emplace_back(autotune::error_kind_name(kind));
-    if (kind == autotune::ErrorKind::kWrongAnswer) break;  // the last kind
+    auto kind = static_cast<ErrorKind>(i);
+    if (kind == ErrorKind::kNone) continue;
+    kinds.emplace_back(error_kind_name(kind));
+    if (kind == ErrorKind::kWrongAnswer) break;  // the last kind
   }
   return kinds;
 }
@@ -249,20 +249,20 @@ void Metrics::set_build_queue_depth(double n) { build_queue_depth_->Set(n); }
 void Metrics::count_error(const std::string& kind) { errors_->Add({{"kind", kind}}).Increment(); }
 
 void Metrics::observe_build(double seconds, bool ok) {
-  observe_build(seconds, ok ? autotune::ErrorKind::kNone : autotune::ErrorKind::kCompileError);
+  observe_build(seconds, ok ? ErrorKind::kNone : ErrorKind::kCompileError);
 }
 
-void Metrics::observe_build(double seconds, autotune::ErrorKind error) {
+void Metrics::observe_build(double seconds, ErrorKind error) {
   build_seconds_->Observe(seconds);
-  bool ok = error == autotune::ErrorKind::kNone;
+  bool ok = error == ErrorKind::kNone;
   builds_->Add({{"result", ok ? "ok" : "error"}}).Increment();
-  if (!ok) count_error(autotune::error_kind_name(error));
+  if (!ok) count_error(error_kind_name(error));
 }
 
-void Metrics::observe_measure(double seconds, autotune::ErrorKind error) {
+void Metrics::observe_measure(double seconds, ErrorKind error) {
   measure_seconds_->Observe(seconds);
-  bool ok = error == autotune::ErrorKind::kNone;
-  std::string result = ok ? "ok" : autotune::error_kind_name(error);
+  bool ok = error == ErrorKind::kNone;
+  std::string result = ok ? "ok" : error_kind_name(error);
   measures_->Add({{"result", result}}).Increment();
   if (!ok) count_error(result);
 }

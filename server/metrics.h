@@ -5,7 +5,7 @@
 //   m.set_device_counts(tracker.devices().counts());   // kiln_devices{key,state}
 //   m.set_queue_depth("rk3399", tracker.queue().pending_for_key("rk3399"));
 //   m.observe_build(0.8, /*ok=*/true);
-//   m.observe_measure(0.02, autotune::ErrorKind::kNone);
+//   m.observe_measure(0.02, ErrorKind::kNone);
 //   std::string text = m.text();                       // what kilnd's GET /metrics returns
 //
 // Families (all prefixed kiln_; metric_names() lists them):
@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "tracker/device_registry.h"
 #include "tracker/job_store.h"
 #include "tracker/measure_queue.h"
@@ -100,10 +100,10 @@ class Metrics {
   /// also counts kiln_errors_total{kind=compile_error}.
   void observe_build(double seconds, bool ok);
   /// The same with the error kind (kNone: ok; compile_timeout, ...: an error of that kind).
-  void observe_build(double seconds, autotune::ErrorKind error);
+  void observe_build(double seconds, ErrorKind error);
   /// One finished measure request (a device's result): kiln_measure_seconds,
   /// kiln_measures_total{result=ok or the kind}, and kiln_errors_total{kind} when it failed.
-  void observe_measure(double seconds, autotune::ErrorKind error);
+  void observe_measure(double seconds, ErrorKind error);
   /// The time a request waited for a device (MeasureQueue's Completion::queued).
   void observe_queue_wait(double seconds);
   /// A request the queue gave up on: kiln_measures_total{result} and kiln_errors_total{kind}

@@ -24,6 +24,8 @@ Status guarded(F&& body) {
     return to_status(e);
   } catch (const kiln::Error& e) {
     return Status(StatusCode::INVALID_ARGUMENT, e.what());
+  } catch (const kiln::SystemError& e) {
+    return Status(StatusCode::UNAVAILABLE, e.what());
   } catch (const std::exception& e) {
     return Status(StatusCode::INTERNAL, e.what());
   }
@@ -48,6 +50,12 @@ Status to_status(const FarmError& e) {
       return Status(StatusCode::FAILED_PRECONDITION, e.what());
     case FarmError::Code::kResourceExhausted:
       return Status(StatusCode::RESOURCE_EXHAUSTED, e.what());
+    case FarmError::Code::kPermissionDenied:
+      return Status(StatusCode::PERMISSION_DENIED, e.what());
+    case FarmError::Code::kCancelled:
+      return Status(StatusCode::CANCELLED, e.what());
+    case FarmError::Code::kUnavailable:
+      return Status(StatusCode::UNAVAILABLE, e.what());
   }
   return Status(StatusCode::INTERNAL, e.what());
 }
@@ -247,16 +255,6 @@ Status TrackerService::ReportArtifact(grpc::ServerContext* ctx, const v1::Report
   });
 }
 
-Status TrackerService::GetJobModel(grpc::ServerContext* ctx, const v1::GetJobModelRequest* req,
-                                   v1::JobModel* resp) {
-  KILN_CHECK_TOKEN(ctx, token_);
-  if (req->job_id() == 0) return missing("GetJobModel", "job_id");
-  return guarded([&] {
-    *resp = farm_.job_model(req->job_id());
-    return Status::OK;
-  });
-}
-
 // --- KilnService --------------------------------------------------------------------------
 
 bool KilnService::admit_submit(const std::string& peer) {
@@ -403,6 +401,69 @@ Status KilnService::ListDevices(grpc::ServerContext* ctx, const v1::ListDevicesR
   KILN_CHECK_TOKEN(ctx, options_.token);
   return guarded([&] {
     for (v1::DeviceInfo& d : farm_.devices(req->key())) *resp->add_devices() = std::move(d);
+    return Status::OK;
+  });
+}
+
+// --- JobDriver ----------------------------------------------------------------------------
+
+Status JobDriverService::GetDriverJob(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
+                                      v1::DriverJob* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    *resp = farm_.driver_job_spec(req->auth());
+    return Status::OK;
+  });
+}
+
+Status JobDriverService::ReportDriverProgress(grpc::ServerContext* ctx,
+                                              const v1::DriverProgress* req,
+                                              v1::DriverProgressResponse*) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    farm_.driver_progress(*req);
+    return Status::OK;
+  });
+}
+
+Status JobDriverService::GetTaskRecords(grpc::ServerContext* ctx, const v1::TaskRecordsRequest* req,
+                                        v1::TaskRecords* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    *resp = farm_.driver_records(*req);
+    return Status::OK;
+  });
+}
+
+Status JobDriverService::AppendRecords(grpc::ServerContext* ctx,
+                                       const v1::AppendRecordsRequest* req,
+                                       v1::AppendRecordsResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    for (uint64_t seq : farm_.driver_append(*req)) resp->add_seqs(seq);
+    return Status::OK;
+  });
+}
+
+Status JobDriverService::MeasureBatch(grpc::ServerContext* ctx,
+                                      const v1::MeasureBatchRequest* req,
+                                      v1::MeasureBatchResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    for (const records::MeasureRecord& r :
+         farm_.measure_batch(*req, [ctx] { return ctx->IsCancelled(); })) {
+      *resp->add_records() = to_wire(r);
+    }
+    return Status::OK;
+  });
+}
+
+Status JobDriverService::UploadBundle(grpc::ServerContext* ctx,
+                                      grpc::ServerReader<v1::BundleUpload>* reader,
+                                      v1::UploadBundleResponse* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    resp->set_bytes(farm_.store_bundle([&](v1::BundleUpload& c) { return reader->Read(&c); }));
     return Status::OK;
   });
 }

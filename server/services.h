@@ -1,7 +1,10 @@
-// kilnd's two gRPC services over one Farm: the Tracker service (device agents and compiler
-// workers, proto/kiln/v1/tracker.proto) and the public KilnService (proto/kiln/v1/service.proto).
-// Both check the farm's token first (rpc::has_token), turn a FarmError into its status code and
-// any other exception into INTERNAL with its message; neither holds a lock of its own.
+// kilnd's three gRPC services over one Farm: the Tracker service (device agents and compiler
+// workers, proto/kiln/v1/tracker.proto), the public KilnService (proto/kiln/v1/service.proto) and
+// the JobDriver service (the job drivers kilnd starts, proto/kiln/v1/driver.proto). Each checks
+// the farm's token first (rpc::has_token) and turns a FarmError into its status code, a user's
+// mistake (kiln::Error) into INVALID_ARGUMENT, an environment failure (kiln::SystemError: a disk
+// full, a file that cannot be written) into UNAVAILABLE, and anything else into INTERNAL; none
+// holds a lock of its own.
 #pragma once
 
 #include <chrono>
@@ -9,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "proto/kiln/v1/driver.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "server/farm.h"
@@ -16,7 +20,7 @@
 namespace kiln::server {
 
 /// The gRPC status for a farm error (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION,
-/// RESOURCE_EXHAUSTED).
+/// RESOURCE_EXHAUSTED, PERMISSION_DENIED, CANCELLED, UNAVAILABLE).
 grpc::Status to_status(const FarmError& e);
 
 /// GetWork and ReportResult use gRPC's callback API (a reactor per device stream, fed by the farm,
@@ -44,8 +48,6 @@ class TrackerService final
                             v1::BuildBatch* resp) override;
   grpc::Status ReportArtifact(grpc::ServerContext* ctx, const v1::ReportArtifactRequest* req,
                               v1::ReportArtifactResponse* resp) override;
-  grpc::Status GetJobModel(grpc::ServerContext* ctx, const v1::GetJobModelRequest* req,
-                           v1::JobModel* resp) override;
 
  private:
   Farm& farm_;
@@ -86,6 +88,32 @@ class KilnService final : public v1::KilnService::Service {
   KilnServiceOptions options_;
   std::mutex rate_mu_;
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point, int>> submits_;
+};
+
+/// The job drivers' calls; each is authorized by its DriverAuth (Farm::driver_job) after the
+/// token.
+class JobDriverService final : public v1::JobDriver::Service {
+ public:
+  JobDriverService(Farm& farm, std::string token) : farm_(farm), token_(std::move(token)) {}
+
+  grpc::Status GetDriverJob(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
+                            v1::DriverJob* resp) override;
+  grpc::Status ReportDriverProgress(grpc::ServerContext* ctx, const v1::DriverProgress* req,
+                                    v1::DriverProgressResponse* resp) override;
+  grpc::Status GetTaskRecords(grpc::ServerContext* ctx, const v1::TaskRecordsRequest* req,
+                              v1::TaskRecords* resp) override;
+  grpc::Status AppendRecords(grpc::ServerContext* ctx, const v1::AppendRecordsRequest* req,
+                             v1::AppendRecordsResponse* resp) override;
+  /// Long: answers once the batch is built, measured and recorded. A driver that goes away
+  /// meanwhile (the call is cancelled) has its batch's queued work withdrawn.
+  grpc::Status MeasureBatch(grpc::ServerContext* ctx, const v1::MeasureBatchRequest* req,
+                            v1::MeasureBatchResponse* resp) override;
+  grpc::Status UploadBundle(grpc::ServerContext* ctx, grpc::ServerReader<v1::BundleUpload>* reader,
+                            v1::UploadBundleResponse* resp) override;
+
+ private:
+  Farm& farm_;
+  std::string token_;
 };
 
 }  // namespace kiln::server

@@ -2,18 +2,6 @@
 
 namespace kiln::server {
 
-// The wire's error kinds are the record log's shifted by one (0 is UNSPECIFIED), then the two
-// only the farm sees (common.proto).
-v1::ErrorKind to_wire(autotune::ErrorKind kind) {
-  return static_cast<v1::ErrorKind>(static_cast<int>(kind) + 1);
-}
-
-std::optional<autotune::ErrorKind> from_wire(v1::ErrorKind kind) {
-  const int k = static_cast<int>(kind);
-  if (k < v1::ERROR_KIND_NONE || k > v1::ERROR_KIND_WRONG_ANSWER) return std::nullopt;
-  return static_cast<autotune::ErrorKind>(k - 1);
-}
-
 v1::JobState to_wire(tracker::JobState state) {
   switch (state) {
     case tracker::JobState::kQueued:
@@ -57,6 +45,7 @@ v1::JobProgress progress_of(const tracker::JobRecord& job) {
   p.set_trials_failed(job.trials_failed);
   p.set_best_latency_s(job.best_latency_s);
   p.set_updated_ms(job.updated_ms);
+  p.set_phase(job.phase);
   return p;
 }
 

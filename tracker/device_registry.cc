@@ -98,12 +98,12 @@ void DeviceRegistry::release(DeviceId id, RequestId request) {
   if (it != devices_.end()) it->second.in_flight.erase(request);
 }
 
-bool DeviceRegistry::record_outcome(DeviceId id, autotune::ErrorKind error) {
+bool DeviceRegistry::record_outcome(DeviceId id, ErrorKind error) {
   auto it = devices_.find(id);
   if (it == devices_.end()) return false;
   Device& d = it->second;
   ++d.completed;
-  if (error != autotune::ErrorKind::kCrash && error != autotune::ErrorKind::kRunTimeout) {
+  if (error != ErrorKind::kCrash && error != ErrorKind::kRunTimeout) {
     d.consecutive_failures = 0;
     return false;
   }
@@ -115,7 +115,7 @@ bool DeviceRegistry::record_outcome(DeviceId id, autotune::ErrorKind error) {
   d.quarantined = true;
   d.quarantine_reason = std::to_string(d.consecutive_failures) +
                         " crashed or timed-out runs in a row (the last: " +
-                        autotune::error_kind_name(error) + ")";
+                        error_kind_name(error) + ")";
   return true;
 }
 

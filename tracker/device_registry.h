@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "tracker/clock.h"
 #include "tracker/ids.h"
 
@@ -99,7 +99,7 @@ class DeviceRegistry {
 
   /// Counts one result of `id`: crash and run timeout add to its failures in a row, any other
   /// result resets them. Returns true when this result quarantined the device.
-  bool record_outcome(DeviceId id, autotune::ErrorKind error);
+  bool record_outcome(DeviceId id, ErrorKind error);
   /// Takes `id` out of matching with `reason` (kiln::Error when unknown).
   void quarantine(DeviceId id, const std::string& reason);
   /// Puts a quarantined device back (an operator's decision); kiln::Error when unknown.

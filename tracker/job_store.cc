@@ -57,6 +57,9 @@ Json to_json(const JobRecord& j) {
   o["trials_failed"] = static_cast<int64_t>(j.trials_failed);
   o["best_latency_s"] = j.best_latency_s;
   o["error"] = j.error;
+  o["phase"] = j.phase;
+  o["driver_failures"] = static_cast<int64_t>(j.driver_failures);
+  o["driver_failure"] = j.driver_failure;
   o["created_ms"] = j.created_ms;
   o["started_ms"] = j.started_ms;
   o["finished_ms"] = j.finished_ms;
@@ -86,6 +89,10 @@ JobRecord from_json(const Json& j, const std::string& origin) {
   r.trials_failed = static_cast<uint64_t>(i64("trials_failed"));
   r.best_latency_s = j.at("best_latency_s", origin).as_double(origin + ": best_latency_s");
   r.error = str("error");
+  // Absent in jobs stored before job drivers existed.
+  if (j.has("phase")) r.phase = str("phase");
+  if (j.has("driver_failures")) r.driver_failures = static_cast<uint32_t>(i64("driver_failures"));
+  if (j.has("driver_failure")) r.driver_failure = str("driver_failure");
   r.created_ms = i64("created_ms");
   r.started_ms = i64("started_ms");
   r.finished_ms = i64("finished_ms");
@@ -132,7 +139,7 @@ struct JobStore::Impl {
   JobId next_id = 1;
 
   [[noreturn]] void fail(const std::string& what, const rocksdb::Status& s) const {
-    KILN_USER_ERROR() << "job store '" << dir << "': cannot " << what << ": " << s.ToString();
+    KILN_SYSTEM_ERROR() << "job store '" << dir << "': cannot " << what << ": " << s.ToString();
   }
 
   std::optional<JobRecord> read(JobId id) const {

@@ -51,6 +51,9 @@ struct JobRecord {
   uint64_t trials_failed = 0;  ///< of those, with an error
   double best_latency_s = 0;   ///< best end-to-end estimate; 0 when none yet
   std::string error;           ///< why it failed or was cancelled
+  std::string phase;           ///< what its driver is doing ("folding constants", ...)
+  uint32_t driver_failures = 0;  ///< tries of its driver that crashed, hung or ran out of memory
+  std::string driver_failure;    ///< why the last of those failed
   int64_t created_ms = 0;      ///< Unix ms, set by create() when 0
   int64_t started_ms = 0;      ///< set on the move to running
   int64_t finished_ms = 0;     ///< set on the move to a final state

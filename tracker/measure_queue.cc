@@ -158,6 +158,12 @@ std::vector<GiveUp> MeasureQueue::expire_queued(Duration max_wait) {
   return out;
 }
 
+size_t MeasureQueue::in_flight(JobId job) const {
+  size_t n = 0;
+  for (const auto& [id, r] : requests_) n += r.job_id == job && r.device != 0;
+  return n;
+}
+
 size_t MeasureQueue::cancel_job(JobId job) {
   std::vector<RequestId> ids;
   for (const auto& [id, r] : requests_) {

@@ -106,6 +106,8 @@ class MeasureQueue {
   size_t pending(JobId job) const;
   size_t pending_for_key(const std::string& device_key) const;
   size_t in_flight() const { return requests_.size() - pending_; }
+  /// How many requests of `job` are in flight on devices.
+  size_t in_flight(JobId job) const;
   /// The requests in flight on `device`, sorted.
   std::vector<RequestId> in_flight_on(DeviceId device) const;
   /// How many requests of `job` were dispatched (re-dispatches included).

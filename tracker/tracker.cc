@@ -4,9 +4,9 @@
 
 namespace kiln::tracker {
 
-autotune::MeasureRecord make_record(const MeasureRequest& request, const Device& device,
+records::MeasureRecord make_record(const MeasureRequest& request, const Device& device,
                                     const MeasureOutcome& outcome, int64_t timestamp_ms) {
-  autotune::MeasureRecord r;
+  records::MeasureRecord r;
   r.target = request.target;
   auto fp = device.capabilities.find("fingerprint");
   r.device = fp != device.capabilities.end() ? fp->second
@@ -15,10 +15,10 @@ autotune::MeasureRecord make_record(const MeasureRequest& request, const Device&
   r.config_index = request.config_index;
   r.config = request.config_text;
   r.search_seed = request.search_seed;
-  if (outcome.error == autotune::ErrorKind::kNone) r.costs_s = outcome.costs_s;
+  if (outcome.error == ErrorKind::kNone) r.costs_s = outcome.costs_s;
   r.error = outcome.error;
   r.error_msg = outcome.error_msg;
-  if (outcome.error == autotune::ErrorKind::kNone) {
+  if (outcome.error == ErrorKind::kNone) {
     r.contended = outcome.contended;
     r.gflops = outcome.gflops;
     if (r.gflops == 0 && request.flops > 0 && !r.costs_s.empty())

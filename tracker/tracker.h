@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "tracker/clock.h"
 #include "tracker/device_registry.h"
 #include "tracker/measure_queue.h"
@@ -33,7 +33,7 @@ struct TrackerOptions {
 
 /// What a device measured.
 struct MeasureOutcome {
-  autotune::ErrorKind error = autotune::ErrorKind::kNone;
+  ErrorKind error = ErrorKind::kNone;
   std::vector<double> costs_s;
   std::string error_msg;
   double gflops = 0;
@@ -44,7 +44,7 @@ struct MeasureOutcome {
 struct Report {
   Completion completion;
   bool quarantined = false;        ///< this result quarantined the device
-  autotune::MeasureRecord record;  ///< what the record log is to keep of it
+  records::MeasureRecord record;  ///< what the record log is to keep of it
 };
 
 /// What tick() did.
@@ -57,7 +57,7 @@ struct Maintenance {
 /// The record of a finished request. The device field is the device's "fingerprint" capability
 /// when it has one, "<key>#<id>" otherwise; gflops is the outcome's, or the request's flops over
 /// the record's cost when the outcome has none.
-autotune::MeasureRecord make_record(const MeasureRequest& request, const Device& device,
+records::MeasureRecord make_record(const MeasureRequest& request, const Device& device,
                                     const MeasureOutcome& outcome, int64_t timestamp_ms);
 
 class Tracker {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/parent_death.h"
 #include "base/stop_signals.h"
 #include "rpc/channel.h"
 #include "worker/worker.h"
@@ -49,6 +50,7 @@ std::optional<int> parse_int(const std::string& text, int lo, int hi) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kiln::die_with_parent_from_env();
   kiln::worker::WorkerOptions options;
   std::string token_file;
   for (int i = 1; i < argc; ++i) {

@@ -1,5 +1,5 @@
-// The compiler worker: long-poll -> tasks of the job (cached) -> lower -> build in parallel within
-// the time limit -> report each artifact.
+// The compiler worker: long-poll -> each build's task rebuilt from its workload (cached) -> lower
+// -> build in parallel within the time limit -> report each artifact.
 #include "worker/worker.h"
 
 #include <grpcpp/grpcpp.h>
@@ -20,8 +20,6 @@
 
 #include "base/error.h"
 #include "compiler/codegen/build.h"
-#include "compiler/graph/graph_build.h"
-#include "compiler/graph/onnx_frontend.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
@@ -33,7 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr size_t kJobCacheSize = 8;     // jobs whose tasks are kept
+constexpr size_t kTaskCacheSize = 64;   // tasks kept, most recently used first
 constexpr double kFirstBackoffS = 0.2;  // an unreachable tracker is retried after this,
 constexpr double kMaxBackoffS = 5.0;    // doubling up to this
 constexpr auto kCallMargin = std::chrono::seconds(30);  // deadline beyond a call's own wait
@@ -192,17 +190,17 @@ v1::Artifact build_artifact(const autotune::Task& task, uint64_t config_index, d
   return std::move(c.artifact);
 }
 
-/// The tasks of one job, or why there are none.
-struct JobTasks {
-  uint64_t job_id = 0;
-  std::string error;  ///< set when the model could not be fetched or read
-  std::vector<autotune::Task> tasks;
+/// A task rebuilt from a build request's workload, or why it could not be.
+struct CachedTask {
+  std::string template_name, workload, target;
+  std::optional<autotune::Task> task;
+  std::string error;
 };
 
 struct Worker::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Tracker::Stub> stub;
-  std::deque<std::shared_ptr<const JobTasks>> jobs;  ///< most recent first
+  std::deque<std::shared_ptr<const CachedTask>> tasks;  ///< most recent first
 };
 
 Worker::Worker(WorkerOptions options) : options_(std::move(options)), impl_(new Impl) {
@@ -252,48 +250,29 @@ void Worker::run() {
     ctx.set_deadline(std::chrono::system_clock::now() + kCallMargin);
   };
 
-  // The tasks of `job_id`: cached, fetched, or null when the tracker cannot be asked now.
-  auto job_tasks = [&](uint64_t job_id) -> std::shared_ptr<const JobTasks> {
-    auto& jobs = impl_->jobs;
-    for (auto it = jobs.begin(); it != jobs.end(); ++it) {
-      if ((*it)->job_id == job_id) {
+  // The task a build request describes, rebuilt from its workload (cached).
+  auto task_of = [&](const v1::TaskRef& ref) -> std::shared_ptr<const CachedTask> {
+    auto& cache = impl_->tasks;
+    for (auto it = cache.begin(); it != cache.end(); ++it) {
+      if ((*it)->template_name == ref.template_name() && (*it)->workload == ref.workload() &&
+          (*it)->target == ref.target()) {
         auto found = *it;
-        jobs.erase(it);
-        jobs.push_front(found);
+        cache.erase(it);
+        cache.push_front(found);
         return found;
       }
     }
-    grpc::ClientContext ctx;
-    unary_context(ctx);
-    v1::GetJobModelRequest req;
-    req.set_job_id(job_id);
-    v1::JobModel model;
-    const grpc::Status st = impl_->stub->GetJobModel(&ctx, req, &model);
-    auto out = std::make_shared<JobTasks>();
-    out->job_id = job_id;
-    if (refused(st.error_code())) throw Error(refusal + st.error_message());
-    if (st.error_code() == grpc::StatusCode::NOT_FOUND) {
-      // Not cached: the answer may change (a job the tracker has not stored yet).
-      out->error = "job " + std::to_string(job_id) + " is unknown to the tracker (" +
-                   st.error_message() + ")";
-      return out;
-    }
-    if (!st.ok()) {
-      log("cannot fetch the model of job " + std::to_string(job_id) + ": " + st.error_message() +
-          "; its builds are left to the tracker to hand out again");
-      return nullptr;
-    }
+    auto out = std::make_shared<CachedTask>();
+    out->template_name = ref.template_name();
+    out->workload = ref.workload();
+    out->target = ref.target();
     try {
-      const std::string origin = "job " + std::to_string(job_id) + "'s model";
-      out->tasks =
-          graph::extract_tasks(graph::import_onnx_bytes(model.model(), origin), model.target());
-      log("job " + std::to_string(job_id) + ": " + std::to_string(out->tasks.size()) +
-          " tasks for " + model.target());
+      out->task = autotune::Task::from_workload(ref.template_name(), ref.workload(), ref.target());
     } catch (const std::exception& e) {
-      out->error = "job " + std::to_string(job_id) + "'s model could not be compiled: " + e.what();
+      out->error = "cannot rebuild task '" + ref.task_key() + "' from its workload: " + e.what();
     }
-    jobs.push_front(out);
-    if (jobs.size() > kJobCacheSize) jobs.pop_back();
+    cache.push_front(out);
+    if (cache.size() > kTaskCacheSize) cache.pop_back();
     return out;
   };
 
@@ -375,25 +354,23 @@ void Worker::run() {
     for (const v1::BuildRequest& b : batch.builds()) {
       const double timeout_s =
           b.timeout_ms() > 0 ? b.timeout_ms() / 1000.0 : options_.build_timeout_s;
-      std::shared_ptr<const JobTasks> job = job_tasks(b.job_id());
-      if (job == nullptr) continue;
-      const autotune::Task* task = nullptr;
-      for (const autotune::Task& t : job->tasks) {
-        if (t.key == b.task().task_key()) task = &t;
+      const std::shared_ptr<const CachedTask> cached = task_of(b.task());
+      std::string error = cached->error;
+      if (error.empty() && cached->task->key != b.task().task_key()) {
+        // A driver and a worker of different Kiln versions: their programs would differ.
+        error = "the workload rebuilds task '" + cached->task->key + "', not '" +
+                b.task().task_key() + "' (kiln-worker and the job's driver differ in version?)";
       }
       Candidate c;
-      if (task != nullptr) {
-        c = lower_candidate(*task, b.config().index(), timeout_s);
+      if (error.empty()) {
+        c = lower_candidate(*cached->task, b.config().index(), timeout_s);
       } else {
         c.start = Clock::now();
         *c.artifact.mutable_task() = b.task();
         *c.artifact.mutable_config() = b.config();
         c.artifact.set_format(v1::Artifact::FORMAT_SHARED_OBJECT);
         c.artifact.set_entry("candidate");
-        fail(c, v1::ERROR_KIND_COMPILE_ERROR,
-             !job->error.empty() ? job->error
-                                 : "job " + std::to_string(b.job_id()) + "'s model has no task '" +
-                                       b.task().task_key() + "'");
+        fail(c, v1::ERROR_KIND_COMPILE_ERROR, error);
       }
       cands.push_back(std::move(c));
       build_ids.push_back(b.build_id());

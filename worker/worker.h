@@ -1,6 +1,7 @@
 // The compiler worker: the farm's build side. It long-polls the tracker for builds (task, config),
-// finds each task in its job's model (fetched once per job with GetJobModel; the extracted tasks
-// are cached for the most recent jobs), lowers and compiles the config into a shared object
+// rebuilds each task from the workload the request carries (autotune::Task::from_workload: the
+// operator's compute, shapes and attributes; never a user's model), caches the most recent ones,
+// lowers and compiles the config into a shared object
 // exactly as the tuner does (entry "candidate"), and reports the artifact, which the tracker
 // hands to a device agent to measure. A bad config never stops the worker: its artifact carries
 // COMPILE_ERROR or COMPILE_TIMEOUT instead of code.

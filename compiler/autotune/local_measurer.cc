@@ -24,22 +24,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-ErrorKind from_run_error(runtime::ErrorKind e) {
-  switch (e) {
-    case runtime::ErrorKind::kNone:
-      return ErrorKind::kNone;
-    case runtime::ErrorKind::kRuntimeError:
-      return ErrorKind::kRuntimeError;
-    case runtime::ErrorKind::kRunTimeout:
-      return ErrorKind::kRunTimeout;
-    case runtime::ErrorKind::kCrash:
-      return ErrorKind::kCrash;
-    case runtime::ErrorKind::kWrongAnswer:
-      return ErrorKind::kWrongAnswer;
-  }
-  return ErrorKind::kRuntimeError;
-}
-
 struct BuildOutcome {
   ErrorKind error = ErrorKind::kNone;
   std::string message;
@@ -104,7 +88,7 @@ std::string host_device_fingerprint() {
   return model + " x" + std::to_string(std::thread::hardware_concurrency());
 }
 
-LocalMeasurer::LocalMeasurer(RecordLog& log, LocalMeasureOptions options)
+LocalMeasurer::LocalMeasurer(records::RecordStore& log, LocalMeasureOptions options)
     : log_(log), options_(std::move(options)) {}
 
 LocalMeasurer::~LocalMeasurer() { remove_work_dir(); }
@@ -136,7 +120,7 @@ void LocalMeasurer::begin_task(const Task& task) {
   task_key_ = task.key;
 }
 
-std::vector<MeasureRecord> LocalMeasurer::measure(const Task& task,
+std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
                                                   const std::vector<Candidate>& candidates,
                                                   uint64_t seed) {
   KILN_ICHECK(!task_key_.empty() && task.key == task_key_)
@@ -159,10 +143,10 @@ std::vector<MeasureRecord> LocalMeasurer::measure(const Task& task,
 
   // 2. Measure them one at a time, so that no two measurements share the machine; each record is
   //    in the log before the next candidate runs.
-  std::vector<MeasureRecord> records;
+  std::vector<records::MeasureRecord> records;
   records.reserve(candidates.size());
   for (size_t k = 0; k < candidates.size(); ++k) {
-    MeasureRecord rec;
+    records::MeasureRecord rec;
     rec.target = task.target;
     rec.device = options_.device;
     rec.task_key = task.key;
@@ -186,7 +170,7 @@ std::vector<MeasureRecord> LocalMeasurer::measure(const Task& task,
       req.threads = options_.threads;
       req.disturbed_retry_ms = options_.disturbed_retry_ms * (last_contended_ ? 0.1 : 1.0);
       const runtime::RunResult run = runtime::measure_in_child(req, options_.run_timeout_s);
-      rec.error = from_run_error(run.error);
+      rec.error = run.error;
       rec.error_msg = run.message;
       rec.costs_s = run.costs_s;
       rec.contended = run.contended;

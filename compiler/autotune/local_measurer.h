@@ -4,10 +4,10 @@
 // output is checked against the task's reference. A compile error, a build past its limit, a
 // crash, a hang or a wrong answer is the candidate's record's error kind, never an exception.
 //
-//   RecordLog log = RecordLog::open("records/");
+//   records::RecordLog log = records::RecordLog::open("records/");
 //   LocalMeasurer measurer(log, LocalMeasureOptions{.repeat = 5});
 //   measurer.begin_task(task);                       // the reference, as .npy files
-//   std::vector<MeasureRecord> recs = measurer.measure(task, candidates, /*seed=*/1);
+//   std::vector<records::MeasureRecord> recs = measurer.measure(task, candidates, /*seed=*/1);
 //   // recs[i] is candidates[i]'s record, already in the log
 //
 // The reference's files and the candidates' libraries live in a work folder of this process,
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "compiler/autotune/measurer.h"
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "compiler/autotune/task.h"
 
 namespace kiln::autotune {
@@ -52,14 +52,14 @@ struct LocalMeasureOptions {
 class LocalMeasurer : public Measurer {
  public:
   /// Records are appended to `log`, which must outlive the measurer.
-  LocalMeasurer(RecordLog& log, LocalMeasureOptions options);
+  LocalMeasurer(records::RecordStore& log, LocalMeasureOptions options);
   ~LocalMeasurer() override;
   LocalMeasurer(const LocalMeasurer&) = delete;
   LocalMeasurer& operator=(const LocalMeasurer&) = delete;
 
   void begin_task(const Task& task) override;
   /// kiln::InternalError when `task` is not the one of the last begin_task.
-  std::vector<MeasureRecord> measure(const Task& task, const std::vector<Candidate>& candidates,
+  std::vector<records::MeasureRecord> measure(const Task& task, const std::vector<Candidate>& candidates,
                                      uint64_t seed) override;
 
   const LocalMeasureOptions& options() const { return options_; }
@@ -67,7 +67,7 @@ class LocalMeasurer : public Measurer {
  private:
   void remove_work_dir();
 
-  RecordLog& log_;
+  records::RecordStore& log_;
   LocalMeasureOptions options_;
   std::string task_key_;  ///< of the last begin_task ("" before the first)
   std::filesystem::path dir_;

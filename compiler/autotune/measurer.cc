@@ -45,7 +45,7 @@ TaskReference compute_reference(const Task& task) {
   return ref;
 }
 
-void finish_record(MeasureRecord& record, const Task& task) {
+void finish_record(records::MeasureRecord& record, const Task& task) {
   if (record.error == ErrorKind::kNone && !record.costs_s.empty()) {
     record.gflops = task.flops / record.cost() / 1e9;
   } else {

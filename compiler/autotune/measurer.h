@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "compiler/autotune/task.h"
 #include "compiler/ir/function.h"
 #include "deploy/runtime/ndarray.h"
@@ -44,7 +44,7 @@ struct Tolerance {
 
 /// Completes a record whose error kind and costs are set: on success its GFLOP/s (task.flops
 /// over the record's cost), on an error no costs; the timestamp is now.
-void finish_record(MeasureRecord& record, const Task& task);
+void finish_record(records::MeasureRecord& record, const Task& task);
 
 /// One distinct program to build and measure.
 struct Candidate {
@@ -66,7 +66,7 @@ class Measurer {
   /// timestamp, search_seed = `seed`) to the log before returning the records, in order. A
   /// candidate's failure is its record's error kind; only a failure of the measurer itself (a
   /// cancelled job, a lost log) throws.
-  virtual std::vector<MeasureRecord> measure(const Task& task,
+  virtual std::vector<records::MeasureRecord> measure(const Task& task,
                                              const std::vector<Candidate>& candidates,
                                              uint64_t seed) = 0;
 };

@@ -68,7 +68,7 @@ class FeatureCache {
 
 }  // namespace
 
-Tuner::Tuner(RecordLog& log, TuneOptions options, Measurer* measurer)
+Tuner::Tuner(records::RecordStore& log, TuneOptions options, Measurer* measurer)
     : log_(log), options_(std::move(options)), measurer_(measurer) {
   KILN_USER_CHECK(options_.trials > 0 && options_.batch > 0)
       << "tune: trials and batch must be positive (got " << options_.trials << " and "
@@ -86,7 +86,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   TaskResult result;
   result.task_key = task.key;
   const std::string& target = task.target;
-  std::vector<MeasureRecord> earlier = log_.records(task.key, target);
+  std::vector<records::MeasureRecord> earlier = log_.records(task.key, target);
   auto finish = [&] {
     result.trials = static_cast<int>(log_.count(task.key, target));
     if (auto best = log_.best(task.key, target)) {
@@ -109,7 +109,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   std::vector<double> y;
   std::vector<int> group;
   double best = 0;
-  for (const MeasureRecord& r : earlier) {
+  for (const records::MeasureRecord& r : earlier) {
     if (r.config_index >= task.space.size()) continue;
     explorer->update({r.config_index}, {r.gflops});
     best = std::max(best, r.gflops);
@@ -124,7 +124,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     for (const Task* h : history) {
       if (h->key == task.key) continue;
       FeatureCache hf(*h, loop, features_[h->key]);
-      const std::vector<MeasureRecord> recs = log_.records(h->key, target);
+      const std::vector<records::MeasureRecord> recs = log_.records(h->key, target);
       for (size_t i = 0; i < recs.size() && i < 200; ++i) {
         if (recs[i].config_index >= h->space.size()) continue;
         const std::vector<float>& f = hf.get(recs[i].config_index);
@@ -157,7 +157,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   } else if (!earlier.empty()) {
     device = earlier.back().device;
   }
-  std::unordered_map<uint64_t, MeasureRecord> by_program;  // structural hash -> measurement
+  std::unordered_map<uint64_t, records::MeasureRecord> by_program;  // structural hash -> measurement
   bool begun = false;  // whether measurer_->begin_task(task) was called
   int done = static_cast<int>(earlier.size());
 
@@ -178,7 +178,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     // 1. Lower every config; a program equal to one measured before (or earlier in the batch) is
     //    measured once.
     struct Slot {
-      MeasureRecord rec;
+      records::MeasureRecord rec;
       uint64_t hash = 0;
       int same_as = -1;       ///< an earlier slot of the batch with the same program
       bool reused = false;    ///< gets another config's measurement
@@ -228,7 +228,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
         measurer_->begin_task(task);
         begun = true;
       }
-      std::vector<MeasureRecord> measured = measurer_->measure(task, distinct, options_.seed);
+      std::vector<records::MeasureRecord> measured = measurer_->measure(task, distinct, options_.seed);
       KILN_ICHECK(measured.size() == distinct.size())
           << "the measurer returned " << measured.size() << " records for " << distinct.size()
           << " candidates";
@@ -247,10 +247,10 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     std::vector<double> throughput;
     for (size_t k = 0; k < slots.size(); ++k) {
       Slot& s = slots[k];
-      MeasureRecord& rec = s.rec;
+      records::MeasureRecord& rec = s.rec;
       if (!s.measured) {
         if (s.same_as >= 0) {
-          const MeasureRecord& m = slots[static_cast<size_t>(s.same_as)].rec;
+          const records::MeasureRecord& m = slots[static_cast<size_t>(s.same_as)].rec;
           rec.device = m.device;
           rec.costs_s = m.costs_s;
           rec.error = m.error;

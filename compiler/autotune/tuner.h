@@ -5,7 +5,7 @@
 // the next batch. The default Measurer is a LocalMeasurer (local_measurer.h): parallel builds with
 // a compile time limit, then one guarded child process per measurement on this machine.
 //
-//   RecordLog log = RecordLog::open("records/");
+//   records::RecordLog log = records::RecordLog::open("records/");
 //   Tuner tuner(log, TuneOptions{.trials = 200});
 //   TaskResult r = tuner.tune(task);   // resumes from the log; never measures a config twice
 //
@@ -29,7 +29,7 @@
 
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/measurer.h"
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "compiler/autotune/task.h"
 
 namespace kiln::autotune {
@@ -79,7 +79,7 @@ class Tuner {
  public:
   /// Candidates are measured by `measurer` (which must outlive the Tuner and append to `log`);
   /// null: by a LocalMeasurer made from `options`, owned by the Tuner.
-  Tuner(RecordLog& log, TuneOptions options, Measurer* measurer = nullptr);
+  Tuner(records::RecordStore& log, TuneOptions options, Measurer* measurer = nullptr);
   /// The callback after every round (replaces options.progress), e.g. to name the next task.
   void set_progress(std::function<void(const TuneProgress&)> progress) {
     options_.progress = std::move(progress);
@@ -91,7 +91,7 @@ class Tuner {
   TaskResult tune(const Task& task, const std::vector<const Task*>& history = {});
 
  private:
-  RecordLog& log_;
+  records::RecordStore& log_;
   TuneOptions options_;
   std::unique_ptr<Measurer> owned_measurer_;  ///< the LocalMeasurer, when none was given
   Measurer* measurer_;
@@ -104,13 +104,13 @@ class Tuner {
 /// target, the template's default for a task never measured (or measured only with errors).
 class LogConfigSource : public ConfigSource {
  public:
-  explicit LogConfigSource(const RecordLog& log) : log_(log) {}
+  explicit LogConfigSource(const records::RecordStore& log) : log_(log) {}
   Config choose(const Task& task) override;
   int tuned() const { return tuned_; }        ///< tasks that got a measured config
   int defaults() const { return defaults_; }  ///< tasks that fell back to the default
 
  private:
-  const RecordLog& log_;
+  const records::RecordStore& log_;
   int tuned_ = 0, defaults_ = 0;
 };
 

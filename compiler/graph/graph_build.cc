@@ -153,17 +153,26 @@ namespace {
 /// The graph passes of the build, in order, on a copy of `input`.
 Graph prepare_graph(const Graph& input, const std::string& target, const BuildOptions& options,
                     BuildReport& rep) {
+  auto enter = [&](const char* phase) {
+    if (options.phase) options.phase(phase);
+  };
   input.verify();
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
+  enter("folding constants");
   rep.constants_folded = fold_constants(g);
   if (options.fold_batch_norm) {
+    enter("folding batch norms");
     rep.batch_norms_folded = fold_batch_norm(g);
     g.remove_dead_nodes();
     g.verify();
   }
-  if (options.pack_weights) pack_weights(g);  // constant weights into the kernels' layouts
+  if (options.pack_weights) {
+    enter("packing weights");
+    pack_weights(g);  // constant weights into the kernels' layouts
+  }
   if (options.alter_layout) {
+    enter("changing layouts");
     const AlterLayoutReport layout = alter_layout(g);
     rep.convolutions_blocked = layout.convolutions_blocked;
     rep.layout_conversions = layout.conversions;
@@ -202,6 +211,7 @@ std::vector<autotune::Task> extract_tasks(const Graph& input, const std::string&
   BuildReport rep;
   const Graph g = prepare_graph(input, target, options, rep);
   TaskRecorder recorder;
+  if (options.phase) options.phase("fusing operators");
   for (const FusedGroup& group : fuse_ops(g, options.fuse)) lower_group(g, group, &recorder, target);
   return recorder.take();
 }
@@ -212,6 +222,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
   BuildReport& rep = report != nullptr ? *report : local_report;
   rep = BuildReport{};
   const Graph g = prepare_graph(input, target, options, rep);
+  if (options.phase) options.phase("fusing operators");
   const std::vector<FusedGroup> groups = fuse_ops(g, options.fuse);
   std::optional<MemoryPlan> plan;
   if (options.plan_memory) {

@@ -22,6 +22,9 @@ struct BuildOptions {
   /// Called before function `index` (of `total`) is lowered, with its name; called
   /// once more with index == total and "generating code" before LLVM compiles and links them all.
   std::function<void(size_t index, size_t total, const std::string& what)> progress;
+  /// Called as each graph pass starts ("folding constants", "folding batch norms", "packing
+  /// weights", "changing layouts", "fusing operators"): where a long or failing build is.
+  std::function<void(const std::string& phase)> phase;
   /// Prints one line per function (its operators) to stderr.
   bool verbose = false;
   /// Folds batch norms into the preceding convolution or dense weights first.

@@ -179,30 +179,6 @@ double run_queue_wait_s() {
   return kept ? wait_ns * 1e-9 : NAN;
 }
 
-const char* error_kind_name(ErrorKind kind) {
-  switch (kind) {
-    case ErrorKind::kNone:
-      return "none";
-    case ErrorKind::kRuntimeError:
-      return "runtime_error";
-    case ErrorKind::kRunTimeout:
-      return "run_timeout";
-    case ErrorKind::kCrash:
-      return "crash";
-    case ErrorKind::kWrongAnswer:
-      return "wrong_answer";
-  }
-  return "unknown";
-}
-
-ErrorKind parse_error_kind(const std::string& name) {
-  for (ErrorKind k : {ErrorKind::kNone, ErrorKind::kRuntimeError, ErrorKind::kRunTimeout,
-                      ErrorKind::kCrash, ErrorKind::kWrongAnswer}) {
-    if (name == error_kind_name(k)) return k;
-  }
-  KILN_USER_ERROR() << "unknown error kind '" << name << "'";
-}
-
 RunArg RunArg::make_input(std::string npy_path) {
   RunArg a;
   a.kind = Kind::kInput;
@@ -335,7 +311,7 @@ Json RunResult::to_json() const {
 
 RunResult RunResult::from_json(const Json& json) {
   RunResult r;
-  r.error = parse_error_kind(json.at("error", "result").as_string("result.error"));
+  r.error = error_kind_from_name(json.at("error", "result").as_string("result.error"));
   if (json.has("message")) r.message = json.at("message", "result").as_string("result.message");
   if (json.has("costs_s")) {
     for (const Json& c : json.at("costs_s", "result").as_array("result.costs_s")) {

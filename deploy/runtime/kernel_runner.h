@@ -27,23 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error_kind.h"
 #include "deploy/runtime/json.h"
 
 namespace kiln::runtime {
-
-/// How a measurement ended, after TVM's MeasureErrorNo for the run side.
-enum class ErrorKind {
-  kNone,          ///< measured; costs_s holds one mean per repeat
-  kRuntimeError,  ///< bad request, library or function missing, function returned an error
-  kRunTimeout,    ///< the child ran past its time limit and was killed
-  kCrash,         ///< the child died of a signal (message names it: "SIGSEGV")
-  kWrongAnswer,   ///< an output differs from its reference (message: first bad index and values)
-};
-
-/// "none", "runtime_error", "run_timeout", "crash", "wrong_answer".
-const char* error_kind_name(ErrorKind kind);
-/// The inverse of error_kind_name; kiln::Error for an unknown word.
-ErrorKind parse_error_kind(const std::string& name);
 
 /// One argument of the measured function, in order.
 struct RunArg {

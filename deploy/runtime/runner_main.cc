@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     result = kiln::runtime::run_kernel_json(request);
   } catch (const std::exception& e) {  // run_kernel_json does not throw; be safe anyway
     result = {};
-    result.error = kiln::runtime::ErrorKind::kRuntimeError;
+    result.error = kiln::ErrorKind::kRuntimeError;
     result.message = e.what();
   }
   std::fflush(stdout);

@@ -288,6 +288,7 @@ function renderJob(detail) {
   $("job-sub").textContent = [j.owner && "by " + j.owner, j.target, "key " + j.device_key].filter(Boolean).join(" · ");
   const stats = [
     ["State", h("span", { class: "badge s-" + j.state, text: j.state })],
+    ["Phase", j.state === "running" && j.phase ? j.phase : "–"],
     ["Progress", Math.round(j.progress * 100) + "%"],
     ["Trials", fmtNum(j.trials_done) + (j.trials_total ? " / " + fmtNum(j.trials_total) : "")],
     ["Failed", fmtNum(j.trials_failed)],
@@ -298,6 +299,7 @@ function renderJob(detail) {
   ];
   replace($("job-stats"), stats.map(([k, v]) => h("div", { class: "stat" }, h("div", { class: "k", text: k }), h("div", { class: "v" }, v))));
   if (j.error) $("job-stats").append(h("div", { class: "stat err" }, h("div", { class: "k", text: "Error" }), h("div", { text: j.error })));
+  else if (j.driver_failures > 0) $("job-stats").append(h("div", { class: "stat err" }, h("div", { class: "k", text: "Driver tries failed: " + j.driver_failures }), h("div", { text: j.driver_failure })));
   const openKeys = new Set([...document.querySelectorAll("details.configs[open]")].map((d) => d.dataset.key));
   const tasks = j.tasks.map((t, i) => h("div", { class: "task " + t.status, "data-task": t.key, "data-trials": t.trials },
     h("div", { class: "task-head" },

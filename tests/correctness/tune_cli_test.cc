@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/kiln_test_util.h"
 #include "tests/common/small_cnn.h"
@@ -88,7 +88,7 @@ TEST_F(TuneCliTest, KilledRunResumesWithoutLosingOrRepeating) {
 
   std::map<std::string, size_t> after_kill;
   {
-    autotune::RecordLog log = autotune::RecordLog::open(path("records"));
+    records::RecordLog log = records::RecordLog::open(path("records"));
     ASSERT_EQ(log.tasks("llvm").size(), 2u);  // tasks 3 and 4 never started
     for (const std::string& t : log.tasks("llvm")) after_kill[t] = log.count(t, "llvm");
   }
@@ -103,7 +103,7 @@ TEST_F(TuneCliTest, KilledRunResumesWithoutLosingOrRepeating) {
   const std::string log2 = read(err2);
   EXPECT_NE(log2.find("[task 1/4]"), std::string::npos);
   EXPECT_NE(log2.find("(0 now"), std::string::npos) << log2;  // task 1 was skipped
-  autotune::RecordLog log = autotune::RecordLog::open(path("records"));
+  records::RecordLog log = records::RecordLog::open(path("records"));
   ASSERT_EQ(log.tasks("llvm").size(), 4u);
   for (const std::string& t : log.tasks("llvm")) {
     std::set<uint64_t> configs;

@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "compiler/graph/graph_build.h"
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/kiln_test_util.h"
@@ -214,12 +214,12 @@ TEST_F(FarmIntegrationTest, KilndKilledMidJobResumesAndLosesNoAcknowledgedRecord
   ASSERT_EQ(wait_done(*k, id, 300s), v1::JOB_STATE_DONE);
   k->kill(SIGTERM);
 
-  autotune::RecordLog records = autotune::RecordLog::open(k->state_dir() + "/records");
+  records::RecordLog records = records::RecordLog::open(k->state_dir() + "/records");
   for (const auto& [task, config] : acked)
     EXPECT_TRUE(records.measured(task, "llvm", config)) << task << " #" << config;
   for (const std::string& task : records.tasks("llvm")) {
     std::set<uint64_t> configs;
-    for (const autotune::MeasureRecord& r : records.records(task, "llvm"))
+    for (const records::MeasureRecord& r : records.records(task, "llvm"))
       EXPECT_TRUE(configs.insert(r.config_index).second) << task << " #" << r.config_index << " twice";
   }
   EXPECT_NE(a->stderr_text().find("registering again"), std::string::npos);

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "proto/kiln/v1/driver.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"

@@ -135,7 +135,7 @@ TEST(GrafanaMetrics, GroupingLabelsExist) {
   m.set_devices("rk3399", "online", 1);
   m.set_queue_depth("rk3399", 1);
   m.observe_build(0.1, true);
-  m.observe_measure(0.1, autotune::ErrorKind::kNone);
+  m.observe_measure(0.1, ErrorKind::kNone);
   m.observe_queue_wait(0.1);
   const test::PromExposition exp = test::parse_prometheus_text(m.text());
   for (const Query& q : dashboard_queries()) {

@@ -1,7 +1,7 @@
 // kilnd as a process on 127.0.0.1: bad requests answered with the right gRPC status and a message
 // naming the problem, the token, TLS, /metrics in Prometheus text format, and the embedded
-// default (in-process worker and CPU agent) tuning a small CNN whose fetched bundle computes what
-// a local compile computes.
+// default (a worker and a CPU agent started by kilnd) tuning a small CNN whose fetched bundle
+// computes what a local compile computes.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -145,11 +145,36 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
     EXPECT_FALSE(reader->Read(&m));
     EXPECT_STATUS(reader->Finish(), StatusCode::NOT_FOUND, "device 777 is not registered");
   }
-  v1::GetJobModelRequest model_req;
-  v1::JobModel model;
-  model_req.set_job_id(4242);
-  EXPECT_STATUS(tracker->GetJobModel(context().get(), model_req, &model), StatusCode::NOT_FOUND,
-                "no job 4242");
+
+  // The job drivers' service: only the driver kilnd started for a job, with its secret, is
+  // answered; nobody else can read a job's model, append records or upload its bundle.
+  auto driver = v1::JobDriver::NewStub(kilnd.channel());
+  v1::DriverJobRequest who;
+  v1::DriverJob spec;
+  EXPECT_STATUS(driver->GetDriverJob(context().get(), who, &spec), StatusCode::PERMISSION_DENIED,
+                "not the current driver of job 0");
+  who.mutable_auth()->set_job_id(id);
+  who.mutable_auth()->set_secret("guess");
+  EXPECT_STATUS(driver->GetDriverJob(context().get(), who, &spec), StatusCode::PERMISSION_DENIED,
+                "not the current driver of job");
+  v1::AppendRecordsRequest append;
+  *append.mutable_auth() = who.auth();
+  append.add_records()->set_task_key("t");
+  v1::AppendRecordsResponse appended;
+  EXPECT_STATUS(driver->AppendRecords(context().get(), append, &appended),
+                StatusCode::PERMISSION_DENIED, "not the current driver");
+  {
+    auto ctx = context();
+    v1::UploadBundleResponse up;
+    auto writer = driver->UploadBundle(ctx.get(), &up);
+    v1::BundleUpload chunk;
+    *chunk.mutable_auth() = who.auth();
+    chunk.set_data("not a bundle");
+    chunk.set_last(true);
+    writer->Write(chunk);
+    writer->WritesDone();
+    EXPECT_STATUS(writer->Finish(), StatusCode::PERMISSION_DENIED, "not the current driver");
+  }
 
   // None of this hurt kilnd.
   v1::ListJobsResponse list;

@@ -7,7 +7,7 @@ add_dependencies(kilnd_test kilnd kiln-runner)
 # The farm as separate processes (kilnd, kiln-worker, kiln-agent), with faults: slow.
 add_executable(farm_integration_test farm_integration_test.cc)
 target_link_libraries(farm_integration_test PRIVATE kiln_proto kiln_rpc kiln_graph kiln_runtime
-  kiln_autotune_log onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
+  kiln_records onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
 target_compile_definitions(farm_integration_test PRIVATE
   KILND_BINARY="$<TARGET_FILE:kilnd>"
   KILN_WORKER_BINARY="$<TARGET_FILE:kiln-worker>"
@@ -15,3 +15,19 @@ target_compile_definitions(farm_integration_test PRIVATE
 add_dependencies(farm_integration_test kilnd kiln-worker kiln-agent kiln-runner)
 add_test(NAME farm_integration_test COMMAND farm_integration_test)
 set_tests_properties(farm_integration_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)
+
+# kilnd links no compiler: no LLVM, no ONNX (a user's model is read only by kiln-tuner processes).
+add_test(NAME kilnd_links_no_compiler
+  COMMAND ${CMAKE_COMMAND} -DBINARY=$<TARGET_FILE:kilnd>
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/links_no_compiler.cmake)
+set_tests_properties(kilnd_links_no_compiler PROPERTIES LABELS farm)
+
+# Models that break the compiler (crash, hang, memory) and a driver killed mid-job fail at most
+# their job; kilnd, the other jobs, the worker and the agent go on, also after a restart.
+add_executable(job_driver_test job_driver_test.cc)
+target_link_libraries(job_driver_test PRIVATE kiln_proto kiln_rpc kiln_graph kiln_runtime onnx_proto
+  GTest::gtest GTest::gtest_main kiln_warnings)
+target_compile_definitions(job_driver_test PRIVATE KILND_BINARY="$<TARGET_FILE:kilnd>")
+add_dependencies(job_driver_test kilnd)
+add_test(NAME job_driver_test COMMAND job_driver_test)
+set_tests_properties(job_driver_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)

@@ -1,8 +1,8 @@
-// The compiler worker against a fake tracker (a grpc::Server on 127.0.0.1 serving GetBuildWork,
-// ReportArtifact and GetJobModel from queues the test fills) and a small ONNX model (one MatMul):
-// artifacts that load and compute what the task's reference schedule computes, errors for bad
-// configs, unknown tasks and unknown jobs, reconnection after a tracker restart, a refused token,
-// and the kiln-worker binary's flags and signals.
+// The compiler worker against a fake tracker (a grpc::Server on 127.0.0.1 serving GetBuildWork and
+// ReportArtifact from queues the test fills) and the task of a small ONNX model (one MatMul), sent
+// as its workload: artifacts that load and compute what the task's reference schedule computes,
+// errors for bad configs, workloads that do not parse and keys that do not match, reconnection
+// after a tracker restart, a refused token, and the kiln-worker binary's flags and signals.
 #include "worker/worker.h"
 
 #include <fcntl.h>
@@ -62,17 +62,12 @@ class FakeTracker final : public v1::Tracker::Service {
  public:
   std::string token;  // required when not empty
 
-  void add_job(uint64_t id, const std::string& model) {
-    std::lock_guard<std::mutex> lock(mu_);
-    models_[id] = model;
-  }
-  void push(uint64_t build_id, uint64_t job, const std::string& key, uint64_t index,
+  void push(uint64_t build_id, const v1::TaskRef& task, uint64_t index,
             uint32_t timeout_ms = 60000) {
     v1::BuildRequest b;
     b.set_build_id(build_id);
-    b.set_job_id(job);
-    b.mutable_task()->set_task_key(key);
-    b.mutable_task()->set_target(kTarget);
+    b.set_job_id(kJob);
+    *b.mutable_task() = task;
     b.mutable_config()->set_index(index);
     b.set_timeout_ms(timeout_ms);
     std::lock_guard<std::mutex> lock(mu_);
@@ -95,10 +90,6 @@ class FakeTracker final : public v1::Tracker::Service {
     }
     ADD_FAILURE() << "no artifact for build " << build_id;
     return {};
-  }
-  int model_fetches() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return model_fetches_;
   }
 
   grpc::Status GetBuildWork(grpc::ServerContext* ctx, const v1::GetBuildWorkRequest* req,
@@ -124,29 +115,13 @@ class FakeTracker final : public v1::Tracker::Service {
     cv_.notify_all();
     return grpc::Status::OK;
   }
-  grpc::Status GetJobModel(grpc::ServerContext* ctx, const v1::GetJobModelRequest* req,
-                           v1::JobModel* out) override {
-    if (!rpc::has_token(*ctx, token)) return rpc::unauthenticated(*ctx);
-    std::lock_guard<std::mutex> lock(mu_);
-    ++model_fetches_;
-    auto it = models_.find(req->job_id());
-    if (it == models_.end()) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(req->job_id()));
-    }
-    out->set_job_id(req->job_id());
-    out->set_model(it->second);
-    out->set_target(kTarget);
-    return grpc::Status::OK;
-  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<uint64_t, std::string> models_;
   std::deque<v1::BuildRequest> queue_;
   std::vector<v1::ReportArtifactRequest> reports_;
   int polls_ = 0;
-  int model_fetches_ = 0;
 };
 
 /// The fake on 127.0.0.1 (a free port, or `port` again after a restart).
@@ -225,12 +200,22 @@ WorkerOptions options_for(const Server& s) {
   return o;
 }
 
-/// The model's task, extracted the way the worker does it.
+/// The model's task, extracted the way a job driver does it.
 autotune::Task the_task() {
   std::vector<autotune::Task> tasks =
       graph::extract_tasks(graph::import_onnx_bytes(small_model(), "test model"), kTarget);
   EXPECT_EQ(tasks.size(), 1u);
   return tasks.at(0);
+}
+
+/// What a build request says of `task`: all the worker gets.
+v1::TaskRef ref_of(const autotune::Task& task) {
+  v1::TaskRef r;
+  r.set_task_key(task.key);
+  r.set_target(task.target);
+  r.set_template_name(task.template_name);
+  r.set_workload(task.workload);
+  return r;
 }
 
 /// The worker's temporary libraries of this process still on disk.
@@ -287,11 +272,10 @@ TEST(Worker, ArtifactsOfTwoConfigsLoadAndMatchTheReference) {
   const autotune::Task task = the_task();
   ASSERT_GT(task.space.size(), 1u);
   FakeTracker fake;
-  fake.add_job(kJob, small_model());
   Server server(fake);
   const uint64_t last = task.space.size() - 1;
-  fake.push(1, kJob, task.key, 0);
-  fake.push(2, kJob, task.key, last);
+  fake.push(1, ref_of(task), 0);
+  fake.push(2, ref_of(task), last);
   Running w(options_for(server));
   ASSERT_TRUE(fake.wait_reports(2));
   const v1::ReportArtifactRequest r1 = fake.report(1), r2 = fake.report(2);
@@ -301,7 +285,6 @@ TEST(Worker, ArtifactsOfTwoConfigsLoadAndMatchTheReference) {
   EXPECT_NE(r1.artifact().config().text(), r2.artifact().config().text());
   expect_correct(task, r1.artifact());
   expect_correct(task, r2.artifact());
-  EXPECT_EQ(fake.model_fetches(), 1);  // the job's tasks are cached
   EXPECT_EQ(leftover_files(), 0);
 }
 
@@ -312,9 +295,8 @@ TEST(Worker, BuildPastItsLimitIsACompileTimeout) {
   EXPECT_NE(a.error_msg().find("ran past"), std::string::npos) << a.error_msg();
   EXPECT_TRUE(a.data().empty());
   FakeTracker fake;
-  fake.add_job(kJob, small_model());
   Server server(fake);
-  fake.push(1, kJob, task.key, 1, /*timeout_ms=*/1);
+  fake.push(1, ref_of(task), 1, /*timeout_ms=*/1);
   Running w(options_for(server));
   ASSERT_TRUE(fake.wait_reports(1));
   EXPECT_EQ(fake.report(1).artifact().error(), v1::ERROR_KIND_COMPILE_TIMEOUT);
@@ -325,28 +307,6 @@ TEST(Worker, BuildPastItsLimitIsACompileTimeout) {
   EXPECT_EQ(leftover_files(), 0);
 }
 
-TEST(Worker, KeepsTheTasksOfTheEightMostRecentJobs) {
-  const autotune::Task task = the_task();
-  FakeTracker fake;
-  for (uint64_t job = 1; job <= 9; ++job) fake.add_job(job, small_model());
-  Server server(fake);
-  Running w(options_for(server));
-  fake.push(100, 1, task.key, 0);
-  fake.push(101, 1, task.key, 1);
-  ASSERT_TRUE(fake.wait_reports(2));
-  EXPECT_EQ(fake.model_fetches(), 1);
-  for (uint64_t job = 2; job <= 9; ++job) fake.push(job, job, task.key, 0);
-  ASSERT_TRUE(fake.wait_reports(10));
-  EXPECT_EQ(fake.model_fetches(), 9);
-  fake.push(200, 9, task.key, 1);  // still cached
-  ASSERT_TRUE(fake.wait_reports(11));
-  EXPECT_EQ(fake.model_fetches(), 9);
-  fake.push(201, 1, task.key, 1);  // dropped from the cache: fetched again
-  ASSERT_TRUE(fake.wait_reports(12));
-  EXPECT_EQ(fake.model_fetches(), 10);
-  EXPECT_EQ(fake.report(201).artifact().error(), v1::ERROR_KIND_NONE);
-}
-
 TEST(Worker, BuildArtifactAloneMatchesTheReference) {
   const autotune::Task task = the_task();
   const v1::Artifact a = build_artifact(task, task.default_config.index(), 60);
@@ -354,63 +314,62 @@ TEST(Worker, BuildArtifactAloneMatchesTheReference) {
   EXPECT_GT(a.build_s(), 0);
 }
 
-TEST(Worker, BadConfigIndexAndUnknownTaskAreCompileErrorsAndTheWorkerGoesOn) {
+TEST(Worker, BadConfigsAndWorkloadsAreCompileErrorsAndTheWorkerGoesOn) {
   const autotune::Task task = the_task();
   FakeTracker fake;
-  fake.add_job(kJob, small_model());
   Server server(fake);
   const uint64_t size = task.space.size();
-  fake.push(1, kJob, task.key, size + 5);
-  fake.push(2, kJob, "dense_x86:9x9:nope", 0);
+  fake.push(1, ref_of(task), size + 5);
+  v1::TaskRef garbled = ref_of(task);
+  garbled.set_workload("{\"op\": 12");
+  fake.push(2, garbled, 0);
+  v1::TaskRef other_key = ref_of(task);
+  other_key.set_task_key("dense_x86:9x9:nope");
+  fake.push(3, other_key, 0);
+  v1::TaskRef unknown = ref_of(task);
+  unknown.set_template_name("dense_x87");
+  fake.push(4, unknown, 0);
   Running w(options_for(server));
-  ASSERT_TRUE(fake.wait_reports(2));
+  ASSERT_TRUE(fake.wait_reports(4));
   const v1::Artifact a1 = fake.report(1).artifact(), a2 = fake.report(2).artifact();
+  const v1::Artifact a3 = fake.report(3).artifact(), a4 = fake.report(4).artifact();
   EXPECT_EQ(a1.error(), v1::ERROR_KIND_COMPILE_ERROR);
   EXPECT_NE(a1.error_msg().find(std::to_string(size + 5)), std::string::npos) << a1.error_msg();
   EXPECT_NE(a1.error_msg().find(std::to_string(size) + " configs"), std::string::npos)
       << a1.error_msg();
   EXPECT_TRUE(a1.data().empty());
-  EXPECT_EQ(a2.error(), v1::ERROR_KIND_COMPILE_ERROR);
-  EXPECT_NE(a2.error_msg().find("job 7's model has no task 'dense_x86:9x9:nope'"),
-            std::string::npos)
-      << a2.error_msg();
+  for (const v1::Artifact* a : {&a2, &a3, &a4}) {
+    EXPECT_EQ(a->error(), v1::ERROR_KIND_COMPILE_ERROR);
+    EXPECT_TRUE(a->data().empty());
+  }
+  EXPECT_NE(a2.error_msg().find("cannot rebuild task"), std::string::npos) << a2.error_msg();
+  EXPECT_NE(a3.error_msg().find("not 'dense_x86:9x9:nope'"), std::string::npos) << a3.error_msg();
+  EXPECT_NE(a4.error_msg().find("dense_x87"), std::string::npos) << a4.error_msg();
+  EXPECT_EQ(a2.task().task_key(), task.key);
   // Still working: a good build after the bad ones.
-  fake.push(3, kJob, task.key, 0);
-  ASSERT_TRUE(fake.wait_reports(3));
-  EXPECT_EQ(fake.report(3).artifact().error(), v1::ERROR_KIND_NONE);
+  fake.push(5, ref_of(task), 0);
+  ASSERT_TRUE(fake.wait_reports(5));
+  EXPECT_EQ(fake.report(5).artifact().error(), v1::ERROR_KIND_NONE);
   // build_artifact alone: the same error, no throw.
   const v1::Artifact direct = build_artifact(task, size, 60);
   EXPECT_EQ(direct.error(), v1::ERROR_KIND_COMPILE_ERROR);
   EXPECT_NE(direct.error_msg().find("out of range"), std::string::npos) << direct.error_msg();
 }
 
-TEST(Worker, UnknownJobIsACompileErrorNamingIt) {
-  FakeTracker fake;
-  Server server(fake);
-  fake.push(1, 99, "dense_x86:4x16:abc", 0);
-  Running w(options_for(server));
-  ASSERT_TRUE(fake.wait_reports(1));
-  const v1::Artifact a = fake.report(1).artifact();
-  EXPECT_EQ(a.error(), v1::ERROR_KIND_COMPILE_ERROR);
-  EXPECT_NE(a.error_msg().find("job 99"), std::string::npos) << a.error_msg();
-  EXPECT_EQ(a.task().task_key(), "dense_x86:4x16:abc");
-}
-
 TEST(Worker, CountsBuildsAndReconnectsAfterTheTrackerRestarts) {
   const autotune::Task task = the_task();
   FakeTracker fake;
-  fake.add_job(kJob, small_model());
   auto server = std::make_unique<Server>(fake);
   const int port = server->port();
   Running w(options_for(*server));
   EXPECT_EQ(w.worker().builds_done(), 0u);
-  fake.push(1, kJob, task.key, 0);
+  fake.push(1, ref_of(task), 0);
   ASSERT_TRUE(fake.wait_reports(1));
   EXPECT_TRUE(wait_done(w.worker(), 1)) << w.worker().builds_done();
   server.reset();                                 // the tracker goes away...
   std::this_thread::sleep_for(700ms);             // ...the worker's polls fail for a while...
   server = std::make_unique<Server>(fake, port);  // ...and it comes back on the same port
-  fake.push(2, kJob, task.key, 1);
+  fake.push(2, ref_of(task), 1);
   ASSERT_TRUE(fake.wait_reports(2, 15s)) << "the worker did not reconnect";
   EXPECT_EQ(fake.report(2).artifact().error(), v1::ERROR_KIND_NONE);
   EXPECT_TRUE(wait_done(w.worker(), 2)) << w.worker().builds_done();

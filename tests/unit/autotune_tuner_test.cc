@@ -53,7 +53,7 @@ TuneOptions quick(const std::string& explorer, int trials) {
 
 TEST(Tuner, MeasuresResumesAndFeedsTheBuild) {
   testing::TempDir dir("kiln_tuner_test");
-  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
   const Task task = dense_task();
   std::vector<TuneProgress> seen;
   TuneOptions o = quick("xgb", 16);
@@ -76,7 +76,7 @@ TEST(Tuner, MeasuresResumesAndFeedsTheBuild) {
   EXPECT_EQ(second.trials, 24);
   EXPECT_EQ(second.measured_now, 8);
   std::set<uint64_t> configs;
-  for (const MeasureRecord& r : log.records(task.key, "llvm")) {
+  for (const records::MeasureRecord& r : log.records(task.key, "llvm")) {
     EXPECT_TRUE(configs.insert(r.config_index).second) << "config " << r.config_index << " twice";
     EXPECT_EQ(r.device, host_device_fingerprint());
   }
@@ -95,7 +95,7 @@ TEST(Tuner, MeasuresResumesAndFeedsTheBuild) {
 
 TEST(Tuner, EveryExplorerAndTheKnobFeatures) {
   testing::TempDir dir("kiln_tuner_test");
-  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
   const Task task = dense_task();
   for (const char* e : {"random", "grid", "ga"}) {
     TuneOptions o = quick(e, 8);
@@ -107,19 +107,19 @@ TEST(Tuner, EveryExplorerAndTheKnobFeatures) {
   o.features = "knob";
   EXPECT_EQ(Tuner(log, o).tune(task).trials, 24);
   // Programs equal to one measured before are not run again, but are recorded.
-  for (const MeasureRecord& r : log.records(task.key, "llvm")) EXPECT_EQ(r.error, ErrorKind::kNone);
+  for (const records::MeasureRecord& r : log.records(task.key, "llvm")) EXPECT_EQ(r.error, ErrorKind::kNone);
 }
 
 TEST(Tuner, BuildsPastTheTimeLimitAreRecordedAsCompileTimeouts) {
   testing::TempDir dir("kiln_tuner_test");
-  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
   TuneOptions o = quick("random", 4);
   o.local.build_timeout_s = 1e-6;
   TaskResult r = Tuner(log, o).tune(dense_task());
   EXPECT_EQ(r.trials, 4);
   EXPECT_FALSE(r.has_best);
   int timeouts = 0;
-  for (const MeasureRecord& rec : log.records(dense_task().key, "llvm")) {
+  for (const records::MeasureRecord& rec : log.records(dense_task().key, "llvm")) {
     timeouts += rec.error == ErrorKind::kCompileTimeout;
     EXPECT_EQ(rec.gflops, 0.0);
   }
@@ -131,7 +131,7 @@ TEST(Tuner, BuildsPastTheTimeLimitAreRecordedAsCompileTimeouts) {
 
 TEST(Tuner, BadOptionsNameTheOption) {
   testing::TempDir dir("kiln_tuner_test");
-  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
   TuneOptions o = quick("annealing", 8);
   EXPECT_ERROR_CONTAINS(Tuner(log, o).tune(dense_task()), "unknown explorer 'annealing'");
   o = quick("xgb", 0);
@@ -146,23 +146,23 @@ TEST(Tuner, BadOptionsNameTheOption) {
 /// is sent twice.
 class FakeMeasurer : public Measurer {
  public:
-  explicit FakeMeasurer(RecordLog& log) : log_(log) {}
+  explicit FakeMeasurer(records::RecordLog& log) : log_(log) {}
 
   void begin_task(const Task& task) override {
     ++begin_calls;
     task_key = task.key;
   }
 
-  std::vector<MeasureRecord> measure(const Task& task, const std::vector<Candidate>& candidates,
+  std::vector<records::MeasureRecord> measure(const Task& task, const std::vector<Candidate>& candidates,
                                      uint64_t seed) override {
     EXPECT_EQ(task.key, task_key) << "measure() before begin_task()";
     ++measure_calls;
-    std::vector<MeasureRecord> out;
+    std::vector<records::MeasureRecord> out;
     for (const Candidate& c : candidates) {
       EXPECT_TRUE(programs.insert(ir::structural_hash(c.func)).second)
           << "config " << c.config_index << ": a program sent twice";
       EXPECT_EQ(c.config, task.space.get(c.config_index).str());
-      MeasureRecord r;
+      records::MeasureRecord r;
       r.target = task.target;
       r.device = "fake device";
       r.task_key = task.key;
@@ -183,10 +183,10 @@ class FakeMeasurer : public Measurer {
   int measure_calls = 0;
   std::string task_key;
   std::unordered_set<uint64_t> programs;
-  std::vector<MeasureRecord> appended;
+  std::vector<records::MeasureRecord> appended;
 
  private:
-  RecordLog& log_;
+  records::RecordLog& log_;
 };
 
 /// A small dense task whose space has a knob the template ignores: the configs that differ only
@@ -203,7 +203,7 @@ Task task_with_equal_programs() {
 
 TEST(Tuner, AGivenMeasurerGetsEachProgramOnceAndEachRecordIsAppendedOnce) {
   testing::TempDir dir("kiln_tuner_test");
-  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
   const Task task = task_with_equal_programs();
   ASSERT_EQ(task.space.size(), 144u);
   FakeMeasurer fake(log);
@@ -224,12 +224,12 @@ TEST(Tuner, AGivenMeasurerGetsEachProgramOnceAndEachRecordIsAppendedOnce) {
   EXPECT_EQ(r.reused, 144 - 36);
   // Every config once in the log: the measurer's records as it appended them, and the Tuner's
   // own for the configs reusing a measurement, with the measured program's costs.
-  const std::vector<MeasureRecord> recs = log.records(task.key, "llvm");
+  const std::vector<records::MeasureRecord> recs = log.records(task.key, "llvm");
   ASSERT_EQ(recs.size(), 144u);
   std::set<uint64_t> configs;
   std::map<uint64_t, double> cost_of;  // config index % 36 (the program) -> cost
-  for (const MeasureRecord& m : fake.appended) cost_of[m.config_index % 36] = m.cost();
-  for (const MeasureRecord& rec : recs) {
+  for (const records::MeasureRecord& m : fake.appended) cost_of[m.config_index % 36] = m.cost();
+  for (const records::MeasureRecord& rec : recs) {
     EXPECT_TRUE(configs.insert(rec.config_index).second) << "config " << rec.config_index;
     EXPECT_EQ(rec.device, "fake device");
     EXPECT_EQ(rec.search_seed, o.seed);
@@ -237,7 +237,7 @@ TEST(Tuner, AGivenMeasurerGetsEachProgramOnceAndEachRecordIsAppendedOnce) {
     EXPECT_EQ(rec.cost(), cost_of.at(rec.config_index % 36)) << "config " << rec.config_index;
     EXPECT_EQ(rec.gflops, task.flops / rec.cost() / 1e9);
   }
-  for (const MeasureRecord& m : fake.appended) {
+  for (const records::MeasureRecord& m : fake.appended) {
     EXPECT_EQ(std::count(recs.begin(), recs.end(), m), 1) << "config " << m.config_index;
   }
 
@@ -284,7 +284,7 @@ TEST(Measurer, TheReferenceIsSeededAndDeterministic) {
 
 TEST(LocalMeasurer, MeasureNeedsBeginTaskOfTheSameTask) {
   testing::TempDir dir("kiln_tuner_test");
-  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
   LocalMeasurer m(log, LocalMeasureOptions{});
   EXPECT_EQ(m.options().device, host_device_fingerprint());
   EXPECT_THROW(m.measure(dense_task(), {}, 1), InternalError);
@@ -303,7 +303,7 @@ std::vector<std::filesystem::path> work_dirs() {
 
 TEST(LocalMeasurer, MeasuresInOrderAppendsAndRemovesItsFiles) {
   testing::TempDir dir("kiln_tuner_test");
-  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
   const Task task = dense_task();
   std::vector<Candidate> cands;
   for (uint64_t i : {task.default_config.index(), uint64_t{5}}) {
@@ -334,7 +334,7 @@ TEST(LocalMeasurer, MeasuresInOrderAppendsAndRemovesItsFiles) {
     }
     EXPECT_TRUE(std::filesystem::exists(dirs[0] / "reference.npy"));
 
-    const std::vector<MeasureRecord> recs = m.measure(task, cands, 99);
+    const std::vector<records::MeasureRecord> recs = m.measure(task, cands, 99);
     ASSERT_EQ(recs.size(), 2u);
     EXPECT_EQ(log.records(task.key, "llvm"), recs);
     for (size_t k = 0; k < recs.size(); ++k) {
@@ -362,7 +362,7 @@ TEST(LocalMeasurer, ContendedMeasurementsAreMarkedAndShortenTheNextAllowance) {
   auto busy = std::make_unique<testing::CpuCompetitor>();  // until the measurements are done
 
   testing::TempDir dir("kiln_tuner_test");
-  RecordLog log = RecordLog::open((dir.path() / "log").string());
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
   const Task task = dense_task();
   LocalMeasureOptions o;
   o.repeat = 2;
@@ -372,7 +372,7 @@ TEST(LocalMeasurer, ContendedMeasurementsAreMarkedAndShortenTheNextAllowance) {
   LocalMeasurer m(log, o);
   m.begin_task(task);
   std::vector<double> seconds;
-  std::vector<MeasureRecord> recs;
+  std::vector<records::MeasureRecord> recs;
   for (uint64_t i : {uint64_t{1}, uint64_t{2}}) {
     const Config cfg = task.space.get(i);
     const Candidate c{i, cfg.str(), compiler::lower(task.schedule(cfg), task.args(), "candidate")};
@@ -382,7 +382,7 @@ TEST(LocalMeasurer, ContendedMeasurementsAreMarkedAndShortenTheNextAllowance) {
   }
   busy.reset();
 
-  for (const MeasureRecord& r : recs) {
+  for (const records::MeasureRecord& r : recs) {
     ASSERT_EQ(r.error, ErrorKind::kNone) << r.error_msg;
     EXPECT_TRUE(r.contended);
     EXPECT_EQ(r.costs_s.size(), 2u);  // kept, not lost

@@ -135,11 +135,11 @@ TEST(ServerMetrics, CountersMoveAfterUpdates) {
   m.observe_build(0.5, true);
   m.observe_build(0.7, true);
   m.observe_build(2.0, false);
-  m.observe_build(90.0, autotune::ErrorKind::kCompileTimeout);
-  m.observe_measure(0.003, autotune::ErrorKind::kNone);
-  m.observe_measure(0.004, autotune::ErrorKind::kNone);
-  m.observe_measure(1.5, autotune::ErrorKind::kCrash);
-  m.observe_measure(10, autotune::ErrorKind::kRunTimeout);
+  m.observe_build(90.0, ErrorKind::kCompileTimeout);
+  m.observe_measure(0.003, ErrorKind::kNone);
+  m.observe_measure(0.004, ErrorKind::kNone);
+  m.observe_measure(1.5, ErrorKind::kCrash);
+  m.observe_measure(10, ErrorKind::kRunTimeout);
   m.observe_queue_wait(0.2);
   m.give_up(tracker::GiveUpKind::kDeviceLost);
   m.give_up(tracker::GiveUpKind::kQueueTimeout);
@@ -179,7 +179,7 @@ TEST(ServerMetrics, HistogramsAreConsistent) {
   EXPECT_EQ(bounds.back(), 60.0);
   for (size_t i = 1; i < bounds.size(); ++i) EXPECT_LT(bounds[i - 1], bounds[i]);
   for (double s : {0.0005, 0.001, 0.02, 0.02, 0.3, 4.0, 59.0, 61.0, 1000.0}) {
-    m.observe_measure(s, autotune::ErrorKind::kNone);
+    m.observe_measure(s, ErrorKind::kNone);
     m.observe_queue_wait(s);
   }
   auto exp = parse(m);  // the parser checks cumulative buckets and +Inf == _count
@@ -209,7 +209,7 @@ TEST(ServerMetrics, ConcurrentUpdatesAreCounted) {
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&m, t] {
       for (int i = 0; i < 1000; ++i) {
-        m.observe_measure(0.01, autotune::ErrorKind::kNone);
+        m.observe_measure(0.01, ErrorKind::kNone);
         m.set_queue_depth("key" + std::to_string(t), i);
         m.record_appended();
         if (i % 100 == 0) (void)m.text();

@@ -5,7 +5,7 @@
 
 #include <cctype>
 
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 
 #include "proto/kiln/v1/common.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
@@ -40,15 +40,15 @@ TEST(TrackerProto, MeasureRecordRoundTrips) {
   EXPECT_EQ(back.error(), kiln::v1::ERROR_KIND_NONE);
 }
 
-// kiln.v1.ErrorKind is kiln::autotune::ErrorKind + 1 (0 is UNSPECIFIED), with the same names.
+// kiln.v1.ErrorKind is kiln::ErrorKind + 1 (0 is UNSPECIFIED), with the same names.
 TEST(TrackerProto, ErrorKindMirrorsTheRecordLog) {
   const auto* e = kiln::v1::ErrorKind_descriptor();
-  for (int i = 0; i <= static_cast<int>(kiln::autotune::ErrorKind::kWrongAnswer); ++i) {
+  for (int i = 0; i <= static_cast<int>(kiln::ErrorKind::kWrongAnswer); ++i) {
     const auto* v = e->FindValueByNumber(i + 1);
     ASSERT_NE(v, nullptr) << i;
     std::string name = v->name().substr(std::string("ERROR_KIND_").size());
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    EXPECT_EQ(name, kiln::autotune::error_kind_name(static_cast<kiln::autotune::ErrorKind>(i)));
+    EXPECT_EQ(name, kiln::error_kind_name(static_cast<kiln::ErrorKind>(i)));
   }
   EXPECT_EQ(e->FindValueByNumber(0)->name(), "ERROR_KIND_UNSPECIFIED");
 }

@@ -3,7 +3,7 @@
 // counts by key and state, and results appended to the record log.
 #include <gtest/gtest.h>
 
-#include "compiler/autotune/record_log.h"
+#include "records/record_log.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/temp_dir.h"
 #include "tracker/device_registry.h"
@@ -12,7 +12,6 @@
 namespace kiln::tracker {
 namespace {
 
-using autotune::ErrorKind;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -248,7 +247,7 @@ TEST(TrackerRegistry, CountsByKeyAndState) {
 
 TEST(TrackerRegistry, ResultsBecomeRecordsForTheLog) {
   kiln::testing::TempDir dir;
-  auto log = autotune::RecordLog::open(dir.file("records"));
+  auto log = records::RecordLog::open(dir.file("records"));
   FakeClock clock;
   Tracker t(clock, TrackerOptions());
   DeviceId d = t.devices().register_device("pi", "llvm -mcpu=cortex-a53",

@@ -1,4 +1,4 @@
-// The tuner's record log: JSON round trip, RocksDB persistence, best/count/measured/tasks,
+// The record log: JSON round trip, RocksDB persistence, best/count/measured/tasks,
 // JSON-lines export and import, open errors, a SIGKILLed writer, concurrent appends and their
 // group commit.
 #include <fcntl.h>
@@ -20,12 +20,12 @@
 #include <set>
 #include <thread>
 
-#include "compiler/autotune/record_log.h"
 #include "deploy/runtime/json.h"
+#include "records/record_log.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/temp_dir.h"
 
-namespace kiln::autotune {
+namespace kiln::records {
 namespace {
 
 using kiln::testing::TempDir;
@@ -552,4 +552,4 @@ TEST(RecordLog, AsyncAppendsAreAnsweredOnceTheirGroupIsOnDisk) {
 }
 
 }  // namespace
-}  // namespace kiln::autotune
+}  // namespace kiln::records

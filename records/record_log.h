@@ -1,6 +1,7 @@
-// The tuner's record log: every measurement, durable, in RocksDB.
+// The record log: every measurement, durable, in RocksDB.
 //
-// Each measured config of a tuning task becomes one MeasureRecord, appended to a RecordLog:
+// Each measured config of a tuning task becomes one MeasureRecord (record.h), appended to a
+// RecordLog:
 //
 //   RecordLog log = RecordLog::open("tuning.log");   // a folder; created when missing
 //   if (log.count(task, target) >= trials) continue;  // tuned enough already: skip the task
@@ -23,7 +24,7 @@
 // writes them all as ONE synced WriteBatch (sequence numbers in queue order, the count and best
 // entries carried across the group), then wakes the others with their sequence numbers. So N
 // concurrent appends cost about one fsync, not N, and each still returns only once its record is
-// on disk; when the write fails, every appender of that group gets the kiln::Error and none of
+// on disk; when the write fails, every appender of that group gets the kiln::SystemError and none of
 // its records is there. Alone, an appender is its own group of one: the same single batch as
 // ever. Reads need no lock. Another process cannot open the same folder while this one has it
 // (RocksDB's LOCK file).
@@ -37,66 +38,12 @@
 #include <string>
 #include <vector>
 
-namespace kiln::runtime {
-class Json;
-}
+#include "records/record.h"
+#include "records/record_store.h"
 
-namespace kiln::autotune {
+namespace kiln::records {
 
-/// Why a measurement produced no time.
-enum class ErrorKind : uint8_t {
-  kNone,
-  kCompileError,
-  kCompileTimeout,
-  kRuntimeError,
-  kRunTimeout,
-  kCrash,
-  kWrongAnswer,
-};
-
-/// "none", "compile_error", "compile_timeout", "runtime_error", "run_timeout", "crash",
-/// "wrong_answer": the names used in the JSON text.
-const char* error_kind_name(ErrorKind kind);
-/// The kind named `name`; kiln::Error listing the names otherwise.
-ErrorKind error_kind_from_name(const std::string& name);
-
-/// One measurement of one config of one task on one device.
-struct MeasureRecord {
-  std::string target;    ///< the target string ("llvm -mcpu=znver4")
-  std::string device;    ///< the device's fingerprint (CPU model and cores, driver, ...)
-  std::string task_key;  ///< the tuning task (operator and workload)
-  uint64_t config_index = 0;
-  std::string config;            ///< Config::str(), for humans
-  std::vector<double> costs_s;   ///< seconds per run; empty on error
-  ErrorKind error = ErrorKind::kNone;
-  std::string error_msg;
-  double gflops = 0;             ///< 0 on error
-  int64_t timestamp_ms = 0;      ///< milliseconds since the Unix epoch
-  uint64_t search_seed = 0;      ///< the random seed of the search that chose it (for replay)
-  /// Timed while other processes held the measuring CPU beyond the runner's retry allowance
-  /// (kernel_runner.h, "Contention"): the costs may be too high. Written to the JSON only when true.
-  bool contended = false;
-
-  /// The record's cost: the fastest repeat of costs_s (other processes only ever add time, so the
-  /// minimum is the least disturbed estimate); +infinity when it is empty.
-  double cost() const;
-  bool operator==(const MeasureRecord&) const = default;
-};
-
-/// The current version of a record's JSON text.
-inline constexpr int kRecordVersion = 1;
-
-/// The record as a JSON object (with a "version" field). 64-bit unsigned values that do not fit
-/// a signed 64-bit integer are written as decimal strings.
-runtime::Json record_to_json(const MeasureRecord& r);
-/// The record from a JSON object; kiln::Error naming `origin` and the field when it is malformed.
-MeasureRecord record_from_json(const runtime::Json& j, const std::string& origin = "record");
-/// One line of JSON text (no newline).
-std::string record_to_string(const MeasureRecord& r);
-/// Parses one line of JSON text; kiln::Error naming `origin` and the field when it is malformed.
-MeasureRecord record_from_string(const std::string& text, const std::string& origin = "record");
-
-class RecordLog {
+class RecordLog final : public RecordStore {
  public:
   /// Opens the log in folder `dir`, creating it when missing. kiln::Error naming the folder when
   /// it cannot be created or opened: not writable, a file, or in use by another RecordLog (in this
@@ -108,9 +55,10 @@ class RecordLog {
   ~RecordLog();
 
   /// Appends `r`; it is on disk when this returns. Returns its sequence number (0, 1, 2, ... in
-  /// append order over the whole log). Thread-safe; concurrent appends share one sync. kiln::Error when target or task key is empty or holds a
-  /// NUL character, or a cost or gflops is negative or not finite.
-  uint64_t append(const MeasureRecord& r);
+  /// append order over the whole log). Thread-safe; concurrent appends share one sync.
+  /// kiln::SystemError when the disk refuses it; kiln::Error when target or task key is empty or
+  /// holds a NUL character, or a cost or gflops is negative or not finite.
+  uint64_t append(const MeasureRecord& r) override;
   /// The same without waiting: `done(seq, error)` is called once the record's group is on disk
   /// (error null) or failed, on the thread that commits the group (possibly this one, before
   /// append_async returns). `done` must not append itself. kiln::Error at once when the record
@@ -118,12 +66,14 @@ class RecordLog {
   void append_async(MeasureRecord r, std::function<void(uint64_t, std::exception_ptr)> done);
 
   /// The records of (task, target), in append order.
-  std::vector<MeasureRecord> records(const std::string& task_key, const std::string& target) const;
+  std::vector<MeasureRecord> records(const std::string& task_key,
+                                     const std::string& target) const override;
   /// The error-free record of (task, target) with the lowest cost() (the first of equals);
   /// nullopt when there is none.
-  std::optional<MeasureRecord> best(const std::string& task_key, const std::string& target) const;
+  std::optional<MeasureRecord> best(const std::string& task_key,
+                                    const std::string& target) const override;
   /// How many records (task, target) has, errors included.
-  size_t count(const std::string& task_key, const std::string& target) const;
+  size_t count(const std::string& task_key, const std::string& target) const override;
   /// Whether config `config_index` of (task, target) has a record (errors included).
   bool measured(const std::string& task_key, const std::string& target,
                 uint64_t config_index) const;
@@ -150,4 +100,4 @@ class RecordLog {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace kiln::autotune
+}  // namespace kiln::records

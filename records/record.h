@@ -1,0 +1,59 @@
+// A measurement record: one measured config of one tuning task on one device, as the record log
+// keeps it, the tuner learns from it and the farm carries it. Its JSON text (one object, one line)
+// is the log's value format and its export format; parsing validates every field (the text may
+// come from a file a user hands in, or over the network).
+//
+//   MeasureRecord r = record_from_string(line, "records.jsonl:12");
+//   r.cost();   // the fastest repeat
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/error_kind.h"
+
+namespace kiln::runtime {
+class Json;
+}
+
+namespace kiln::records {
+
+/// One measurement of one config of one task on one device.
+struct MeasureRecord {
+  std::string target;    ///< the target string ("llvm -mcpu=znver4")
+  std::string device;    ///< the device's fingerprint (CPU model and cores, driver, ...)
+  std::string task_key;  ///< the tuning task (operator and workload)
+  uint64_t config_index = 0;
+  std::string config;            ///< Config::str(), for humans
+  std::vector<double> costs_s;   ///< seconds per run; empty on error
+  ErrorKind error = ErrorKind::kNone;  ///< base/error_kind.h
+  std::string error_msg;
+  double gflops = 0;             ///< 0 on error
+  int64_t timestamp_ms = 0;      ///< milliseconds since the Unix epoch
+  uint64_t search_seed = 0;      ///< the random seed of the search that chose it (for replay)
+  /// Timed while other processes held the measuring CPU beyond the runner's retry allowance
+  /// (kernel_runner.h, "Contention"): the costs may be too high. Written to the JSON only when true.
+  bool contended = false;
+
+  /// The record's cost: the fastest repeat of costs_s (other processes only ever add time, so the
+  /// minimum is the least disturbed estimate); +infinity when it is empty.
+  double cost() const;
+  bool operator==(const MeasureRecord&) const = default;
+};
+
+/// The current version of a record's JSON text.
+inline constexpr int kRecordVersion = 1;
+
+/// The record as a JSON object (with a "version" field). 64-bit unsigned values that do not fit
+/// a signed 64-bit integer are written as decimal strings.
+runtime::Json record_to_json(const MeasureRecord& r);
+/// The record from a JSON object; kiln::Error naming `origin` and the field when it is malformed.
+MeasureRecord record_from_json(const runtime::Json& j, const std::string& origin = "record");
+/// One line of JSON text (no newline).
+std::string record_to_string(const MeasureRecord& r);
+/// Parses one line of JSON text; kiln::Error naming `origin` and the field when it is malformed.
+MeasureRecord record_from_string(const std::string& text, const std::string& origin = "record");
+
+
+}  // namespace kiln::records

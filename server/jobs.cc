@@ -1,0 +1,174 @@
+// The Farm's jobs as the public API sees them: submission (the model checked by a kiln-tuner
+// --check process), state, cancellation, watching, and the bundle of a done job.
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "compiler/target/target.h"
+#include "server/farm_internal.h"
+
+namespace kiln::server {
+namespace {
+
+namespace fs = std::filesystem;
+using tracker::JobId;
+using tracker::JobRecord;
+using tracker::JobState;
+
+}  // namespace
+
+std::string Farm::model_path(JobId id) const {
+  return (fs::path(options_.state_dir) / "models" / (std::to_string(id) + ".onnx")).string();
+}
+
+std::string Farm::bundle_path(JobId id) const {
+  const JobRecord j = job(id);
+  if (j.state != JobState::kDone) {
+    throw FarmError(FarmError::Code::kFailedPrecondition,
+                    "job " + std::to_string(id) + " is " + tracker::job_state_name(j.state) +
+                        ": its bundle exists once it is done");
+  }
+  return (fs::path(options_.state_dir) / "bundles" / (std::to_string(id) + ".kiln")).string();
+}
+
+JobId Farm::submit(const Submission& s) {
+  if (s.model.empty()) throw invalid_argument("SubmitModel: the model is empty");
+  if (s.model.size() > options_.max_model_bytes) {
+    throw FarmError(FarmError::Code::kResourceExhausted,
+                    "SubmitModel: the model is " + std::to_string(s.model.size()) +
+                        " bytes, over this farm's limit of " +
+                        std::to_string(options_.max_model_bytes));
+  }
+  if (s.target.empty()) throw invalid_argument("SubmitModel: the target is empty");
+  if (s.device_key.empty()) throw invalid_argument("SubmitModel: the device key is empty");
+  if (s.trials == 0) throw invalid_argument("SubmitModel: trials must be positive");
+  if (s.trials > options_.max_trials) {
+    throw invalid_argument("SubmitModel: trials " + std::to_string(s.trials) + " is over this farm's limit of " +
+                  std::to_string(options_.max_trials) + " per task");
+  }
+  try {
+    target::Target::parse(s.target);
+  } catch (const std::exception& e) {
+    throw invalid_argument("SubmitModel: unknown target '" + s.target + "': " + e.what());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!tracker_.devices().counts().count(s.device_key)) {
+      std::string known;
+      for (const auto& [key, n] : tracker_.devices().counts()) known += (known.empty() ? "" : ", ") + key;
+      throw FarmError(FarmError::Code::kNotFound,
+                      "SubmitModel: no device of key '" + s.device_key + "' is registered (" +
+                          (known.empty() ? std::string("none is") : "known keys: " + known) + ")");
+    }
+  }
+  // The model must import: a bad file is the submitter's error, not a failed job later. It is
+  // read by a kiln-tuner --check process, never here.
+  const std::string tmp = (fs::path(options_.state_dir) / "models" /
+                           ("upload-" + random_hex() + ".onnx")).string();
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(s.model.data(), static_cast<std::streamsize>(s.model.size()));
+    out.close();
+    KILN_SYSTEM_CHECK(!out.fail()) << "kilnd: cannot write the uploaded model to '" << tmp << "'";
+  }
+  std::string why;
+  try {
+    why = check_model(tmp);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+  if (!why.empty()) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw invalid_argument("SubmitModel: the model does not import: " + why);
+  }
+  JobRecord j;
+  j.owner = s.owner;
+  j.model_name = s.name;
+  j.target = s.target;
+  j.device_key = s.device_key;
+  j.trials = s.trials;
+  j.priority = s.priority;
+  const JobId id = store_.create(j);
+  fs::rename(tmp, model_path(id));
+  std::lock_guard<std::mutex> lock(mu_);
+  job_versions_[id] = 1;
+  runnable_.push_back(id);
+  add_event_locked("job_state", "job " + std::to_string(id) + " (" + s.name + ") submitted by " +
+                             (s.owner.empty() ? "anonymous" : s.owner));
+  jobs_cv_.notify_all();
+  refresh_gauges_locked();
+  return id;
+}
+
+JobRecord Farm::job(JobId id) const {
+  std::optional<JobRecord> j = store_.get(id);
+  if (!j) throw FarmError(FarmError::Code::kNotFound, "no job " + std::to_string(id));
+  return *j;
+}
+
+std::vector<JobRecord> Farm::jobs() const { return store_.list(); }
+
+JobRecord Farm::cancel(JobId id, const std::string& reason) {
+  const JobRecord j = job(id);
+  if (tracker::is_final(j.state)) {
+    throw FarmError(FarmError::Code::kFailedPrecondition,
+                    "job " + std::to_string(id) + " is already " + tracker::job_state_name(j.state));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const JobRecord now =
+      store_.transition(id, JobState::kCancelled, reason.empty() ? "cancelled by its owner" : reason);
+  cancelled_.insert(id);
+  tracker_.queue().cancel_job(id);
+  builds_.cancel_job(id);
+  for (auto& [bid, ref] : build_slots_)
+    if (ref.batch->job == id) ref.batch->cv.notify_all();
+  for (auto& [rid, ref] : measure_slots_)
+    if (ref.batch->job == id) ref.batch->cv.notify_all();
+  add_event_locked("job_state", "job " + std::to_string(id) + " cancelled");
+  bump_job_locked(id);
+  refresh_gauges_locked();
+  return now;
+}
+
+uint64_t Farm::wait_job(JobId id, uint64_t seen, tracker::Duration wait) {
+  job(id);  // kNotFound for an unknown job
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (!stopping_ && job_versions_[id] == seen) {
+    if (jobs_cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  return job_versions_[id];
+}
+
+void Farm::bump_job_locked(JobId id) {
+  ++job_versions_[id];
+  jobs_cv_.notify_all();
+}
+
+JobRecord Farm::update_job(JobId id, const std::function<void(JobRecord&)>& change) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobRecord j = store_.update_progress(id, change);
+  bump_job_locked(id);
+  return j;
+}
+
+JobRecord Farm::transition_job(JobId id, JobState to, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  JobRecord j = store_.transition(id, to, error);
+  add_event_locked("job_state", "job " + std::to_string(id) + " " + tracker::job_state_name(to) +
+                             (error.empty() ? "" : ": " + error));
+  bump_job_locked(id);
+  refresh_gauges_locked();
+  return j;
+}
+
+bool Farm::job_stopped_locked(JobId id) const { return stopping_ || cancelled_.count(id) > 0; }
+
+std::string Farm::driver_log_path(JobId id) const {
+  return (fs::path(options_.state_dir) / "drivers" / (std::to_string(id) + ".log")).string();
+}
+
+}  // namespace kiln::server

@@ -1,0 +1,212 @@
+// kilnd survives any model: the compiler runs only in job drivers (kiln-tuner processes), so a
+// model that crashes the compiler, hangs it, exhausts its memory, or a driver killed mid-job,
+// fails at most its job (after two tries, with a reason a person can read) while kilnd, the other
+// jobs, the worker and the agent go on; restarted on the same state, kilnd never runs a failed
+// job again. Through the real gRPC API of a real kilnd on 127.0.0.1. The compiler's faults are
+// injected with kiln-tuner's test hook KILN_DRIVER_FAULT (tuner/job_driver.h); the malformed
+// model is a real one, refused at the door.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/common/kiln_test_util.h"
+#include "tests/common/onnx_model_builder.h"
+#include "tests/common/small_cnn.h"
+#include "tests/farm/farm_test_util.h"
+#include "tests/farm/small_cnn_check.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+using grpc::StatusCode;
+using testing::context;
+using testing::Kilnd;
+using testing::TempDir;
+
+/// x [1, 3, 8, 8] -> Conv with a weight of 5 input channels: invalid (3 != 5).
+std::string bad_channel_model() {
+  testing::OnnxModelBuilder m;
+  m.input("x", {1, 3, 8, 8});
+  m.init_values("w", {4, 5, 3, 3}, std::vector<float>(4 * 5 * 3 * 3, 0.1f));
+  m.node("Conv", "conv_bad", {"x", "w"}, {"y"});
+  m.output("y");
+  return m.bytes();
+}
+
+uint64_t submit(v1::KilnService::Stub& s, const std::string& name, const std::string& model) {
+  v1::SubmitModelRequest r;
+  r.set_model(model);
+  r.set_name(name);
+  r.set_target("llvm");
+  r.set_device_key("cpu");
+  r.set_trials(4);
+  v1::SubmitModelResponse resp;
+  const grpc::Status st = s.SubmitModel(context().get(), r, &resp);
+  EXPECT_TRUE(st.ok()) << name << ": " << st.error_message();
+  return resp.job_id();
+}
+
+v1::Job get_job(v1::KilnService::Stub& s, uint64_t id) {
+  v1::GetJobRequest get;
+  get.set_job_id(id);
+  v1::Job job;
+  EXPECT_TRUE(s.GetJob(context().get(), get, &job).ok());
+  return job;
+}
+
+/// Waits for job `id` to reach a final state; returns it.
+v1::Job wait_final(v1::KilnService::Stub& s, uint64_t id, std::chrono::seconds limit) {
+  v1::Job job;
+  testing::eventually(
+      [&] {
+        job = get_job(s, id);
+        const auto st = job.progress().state();
+        return st == v1::JOB_STATE_DONE || st == v1::JOB_STATE_FAILED ||
+               st == v1::JOB_STATE_CANCELLED;
+      },
+      limit);
+  return job;
+}
+
+/// The pid of job `id`'s kiln-tuner process (0 when none runs).
+pid_t driver_pid(uint64_t id) {
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string cmd = ss.str();
+    for (char& c : cmd)
+      if (c == '\0') c = ' ';
+    if (cmd.find("kiln-tuner") != std::string::npos &&
+        cmd.find("--job " + std::to_string(id) + " ") != std::string::npos)
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return 0;
+}
+
+uintmax_t size_or_zero(const std::string& path) {
+  std::error_code ec;
+  const uintmax_t n = fs::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
+  TempDir dir("job_driver");
+  // A memory limit cannot be set under AddressSanitizer (its shadow memory is address space).
+#if defined(__SANITIZE_ADDRESS__)
+  const bool limited = false;
+#else
+  const bool limited = true;
+#endif
+  Kilnd kilnd(dir,
+              {"--local-workers", "1", "--local-agent", "cpu", "--local-agent-target", "llvm",
+               "--batch", "4", "--repeat", "1", "--max-running-jobs", "2",
+               "--driver-idle-timeout-s", "10", "--driver-memory-mb", limited ? "4096" : "0"},
+              {"KILN_DRIVER_FAULT=crasher:crash:folding constants;hanger:hang:tuning task;"
+               "hog:oom:importing"});
+  auto service = kilnd.service();
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        v1::ListDevicesResponse d;
+        return service->ListDevices(context().get(), {}, &d).ok() && d.devices_size() == 1;
+      },
+      std::chrono::seconds(30)));
+
+  // A malformed model is refused at the door, by a checking process, naming the node.
+  {
+    v1::SubmitModelRequest r;
+    r.set_model(bad_channel_model());
+    r.set_name("bad");
+    r.set_target("llvm");
+    r.set_device_key("cpu");
+    r.set_trials(4);
+    v1::SubmitModelResponse resp;
+    const grpc::Status st = service->SubmitModel(context().get(), r, &resp);
+    EXPECT_EQ(st.error_code(), StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_NE(st.error_message().find("conv_bad"), std::string::npos) << st.error_message();
+  }
+
+  const std::string model = testing::small_cnn_model();
+  const uint64_t crasher = submit(*service, "crasher", model);
+  const uint64_t hanger = submit(*service, "hanger", model);
+  const uint64_t hog = limited ? submit(*service, "hog", model) : 0;
+  const uint64_t victim = submit(*service, "victim", model);
+  const uint64_t good = submit(*service, "good", model);
+
+  // The victim's driver is killed with SIGKILL mid-job, once: the next try finishes the job.
+  ASSERT_TRUE(testing::eventually(
+      [&] { return get_job(*service, victim).progress().phase().rfind("tuning task", 0) == 0; },
+      std::chrono::seconds(240)))
+      << get_job(*service, victim).progress().phase();
+  const pid_t pid = driver_pid(victim);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+
+  const auto limit = std::chrono::seconds(400);
+  const v1::Job crashed = wait_final(*service, crasher, limit);
+  EXPECT_EQ(crashed.progress().state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(crashed.error().find("the compiler crashed on this model (SIGSEGV) while folding "
+                                 "constants"),
+            std::string::npos)
+      << crashed.error();
+  EXPECT_NE(crashed.error().find("(2 tries)"), std::string::npos) << crashed.error();
+
+  const v1::Job hung = wait_final(*service, hanger, limit);
+  EXPECT_EQ(hung.progress().state(), v1::JOB_STATE_FAILED);
+  EXPECT_NE(hung.error().find("made no progress for 10 s while tuning task 1/4"),
+            std::string::npos)
+      << hung.error();
+
+  if (limited) {
+    const v1::Job hogged = wait_final(*service, hog, limit);
+    EXPECT_EQ(hogged.progress().state(), v1::JOB_STATE_FAILED);
+    EXPECT_NE(hogged.error().find("ran out of memory (limit 4096 MiB) while importing the model"),
+              std::string::npos)
+        << hogged.error();
+  }
+
+  for (uint64_t id : {victim, good}) {
+    const v1::Job j = wait_final(*service, id, limit);
+    ASSERT_EQ(j.progress().state(), v1::JOB_STATE_DONE) << id << ": " << j.error();
+    EXPECT_EQ(j.progress().tasks_done(), 4u);
+  }
+  // The good job's bundle computes what a local compile computes.
+  {
+    v1::FetchBundleRequest fetch;
+    fetch.set_job_id(good);
+    auto ctx = context();
+    auto chunks = service->FetchBundle(ctx.get(), fetch);
+    std::string bytes;
+    v1::BundleChunk c;
+    while (chunks->Read(&c)) bytes += c.data();
+    ASSERT_TRUE(chunks->Finish().ok());
+    std::ofstream(dir.file("good.kiln"), std::ios::binary) << bytes;
+    EXPECT_TRUE(testing::small_cnn_bundle_matches_local(dir, dir.file("good.kiln"), 3));
+  }
+  EXPECT_FALSE(kilnd.process().wait_for_exit(std::chrono::milliseconds(0)));  // kilnd is up
+
+  // Restarted on the same state, kilnd stays up and never runs a failed job again.
+  const std::string logs = kilnd.state_dir() + "/drivers/";
+  const uintmax_t crasher_log = size_or_zero(logs + std::to_string(crasher) + ".log");
+  EXPECT_GT(crasher_log, 0u);
+  kilnd.kill(SIGKILL);
+  kilnd.start();
+  service = kilnd.service();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_FALSE(kilnd.process().wait_for_exit(std::chrono::milliseconds(0)));
+  for (uint64_t id : {crasher, hanger, hog})
+    if (id != 0) EXPECT_EQ(get_job(*service, id).progress().state(), v1::JOB_STATE_FAILED) << id;
+  for (uint64_t id : {victim, good})
+    EXPECT_EQ(get_job(*service, id).progress().state(), v1::JOB_STATE_DONE) << id;
+  EXPECT_EQ(size_or_zero(logs + std::to_string(crasher) + ".log"), crasher_log);
+  EXPECT_EQ(driver_pid(crasher), 0);
+}
+
+}  // namespace
+}  // namespace kiln

@@ -1,0 +1,128 @@
+#include "tuner/job_driver.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "compiler/autotune/tuner.h"
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "deploy/runtime/bundle.h"
+#include "tuner/farm_measurer.h"
+#include "tuner/farm_records.h"
+
+namespace kiln::tuner {
+
+void maybe_inject_fault(const std::string& model_name, const std::string& phase) {
+  const char* env = std::getenv("KILN_DRIVER_FAULT");
+  if (env == nullptr) return;
+  std::istringstream specs(env);
+  std::string spec;
+  while (std::getline(specs, spec, ';')) {
+    const size_t a = spec.find(':');
+    const size_t b = a == std::string::npos ? a : spec.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    if (spec.substr(0, a) != model_name || phase.rfind(spec.substr(b + 1), 0) != 0) continue;
+    const std::string action = spec.substr(a + 1, b - a - 1);
+    std::cerr << "kiln-tuner: KILN_DRIVER_FAULT: " << action << " while " << phase << std::endl;
+    if (action == "crash") {
+      std::signal(SIGSEGV, SIG_DFL);
+      std::raise(SIGSEGV);
+    } else if (action == "hang") {
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    } else if (action == "oom") {
+      rlimit limit{};
+      ::getrlimit(RLIMIT_AS, &limit);
+      KILN_ICHECK(limit.rlim_cur != RLIM_INFINITY) << "KILN_DRIVER_FAULT oom needs a memory limit";
+      std::vector<std::unique_ptr<char[]>> hog;
+      for (;;) hog.emplace_back(new char[64u << 20]);
+    }
+  }
+}
+
+void JobDriver::enter(const std::string& phase) {
+  v1::DriverProgress p;
+  p.set_phase(phase);
+  client_.progress(std::move(p));
+  std::cerr << "kiln-tuner: job " << client_.job_id() << ": " << phase << std::endl;
+  maybe_inject_fault(name_, phase);
+}
+
+void JobDriver::run() {
+  const v1::DriverJob job = client_.job();
+  name_ = job.name();
+  const std::string& target = job.target();
+  enter("importing the model");
+  const graph::Graph g =
+      graph::import_onnx_bytes(job.model(), "job " + std::to_string(job.job_id()) + "'s model");
+  graph::BuildOptions extract;
+  extract.phase = [&](const std::string& p) { enter(p + " (extracting tasks)"); };
+  const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target, extract);
+  {
+    v1::DriverProgress p;
+    p.set_phase("tuning");
+    p.set_has_tasks(true);
+    for (const autotune::Task& t : tasks) {
+      v1::TaskRef* r = p.add_tasks();
+      r->set_task_key(t.key);
+      r->set_target(t.target);
+      r->set_template_name(t.template_name);
+      r->set_workload(t.workload);
+    }
+    client_.progress(std::move(p));
+  }
+
+  FarmRecords records(client_);
+  FarmMeasurer measurer(client_);
+  autotune::TuneOptions opts;
+  opts.trials = static_cast<int>(job.trials());
+  opts.batch = static_cast<int>(job.batch());
+  opts.explorer = job.explorer();
+  opts.seed = job.seed();
+  autotune::Tuner tuner(records, opts, &measurer);
+  std::vector<const autotune::Task*> history;
+  uint64_t done_before = 0;  // trials of the tasks already tuned
+  double latency = 0;        // the sum of each tuned task's best kernel time
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const autotune::Task& task = tasks[i];
+    enter("tuning task " + std::to_string(i + 1) + "/" + std::to_string(tasks.size()) + " (" +
+          task.key + ")");
+    tuner.set_progress([&](const autotune::TuneProgress& p) {
+      v1::DriverProgress out;
+      out.set_trials_done(done_before + static_cast<uint64_t>(p.trials_done));
+      client_.progress(std::move(out));
+    });
+    const autotune::TaskResult result = tuner.tune(task, history);
+    done_before += static_cast<uint64_t>(result.trials);
+    if (auto best = records.best(task.key, task.target)) latency += best->cost();
+    v1::DriverProgress p;
+    p.set_tasks_done(static_cast<uint32_t>(i + 1));
+    p.set_trials_done(done_before);
+    p.set_best_latency_s(latency);
+    client_.progress(std::move(p));
+    history.push_back(&task);
+  }
+
+  autotune::LogConfigSource source(records);
+  graph::BuildOptions build;
+  build.configs = &source;
+  build.phase = [&](const std::string& p) { enter(p); };
+  build.progress = [&](size_t i, size_t total, const std::string& what) {
+    enter(i < total ? "compiling " + what + " (" + std::to_string(i + 1) + "/" +
+                          std::to_string(total) + ")"
+                    : what);
+  };
+  const std::string bundle = runtime::serialize_bundle(graph::build_graph(g, target, build));
+  enter("uploading the bundle");
+  client_.upload(bundle);
+}
+
+}  // namespace kiln::tuner

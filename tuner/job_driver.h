@@ -1,0 +1,39 @@
+// One farm job, driven to its bundle in a process of its own (kiln-tuner): the model is imported
+// (and validated), its tasks extracted, each tuned with the Tuner through kilnd (FarmMeasurer,
+// FarmRecords), and the bundle built with each task's best config and uploaded. Every step is
+// announced to kilnd as the job's phase first, so a crash in it is reported with where it
+// happened ("the compiler crashed on this model (SIGSEGV) while folding constants").
+//
+//   FarmClient client(server, tls_ca, token, job, secret);
+//   JobDriver(client).run();   // throws kiln::Error for the model's faults, Stopped, ...
+#pragma once
+
+#include <string>
+
+#include "tuner/farm_client.h"
+
+namespace kiln::tuner {
+
+class JobDriver {
+ public:
+  explicit JobDriver(FarmClient& client) : client_(client) {}
+  /// Drives the job to an uploaded bundle. Throws kiln::Error when the model cannot be compiled
+  /// (a refused operator or shape, no device took a request), Stopped when the job was cancelled
+  /// or kilnd stops, kiln::SystemError / InternalError otherwise.
+  void run();
+
+ private:
+  /// Announces `phase` to kilnd and enters it.
+  void enter(const std::string& phase);
+
+  FarmClient& client_;
+  std::string name_;  ///< the job's model name
+};
+
+/// A test hook: KILN_DRIVER_FAULT="MODEL_NAME:ACTION:PHASE[;...]" makes the driver of the job whose
+/// model is called MODEL_NAME, on entering a phase that starts with PHASE, "crash" (SIGSEGV),
+/// "hang" (sleep until killed) or "oom" (allocate until the memory limit). Lets the farm's tests show
+/// what kilnd does when the compiler crashes, hangs or runs out of memory on a model.
+void maybe_inject_fault(const std::string& model_name, const std::string& phase);
+
+}  // namespace kiln::tuner
