@@ -51,8 +51,8 @@ using kiln::cli::UsageError;
 
 /// The flags every farm command takes, after its own.
 std::vector<kiln::cli::Flag> with_farm_flags(std::vector<kiln::cli::Flag> flags) {
-  flags.push_back({"--server", "HOST:PORT", "kilnd's address (default: $KILN_SERVER, else "
-                                            "127.0.0.1:7070)"});
+  flags.push_back(
+      {"--server", "HOST:PORT", "kilnd's address (default: $KILN_SERVER, else 127.0.0.1:7070)"});
   flags.push_back({"--token-file", "F", "a file holding the farm's token (default: $KILN_TOKEN)"});
   flags.push_back({"--tls-ca", "CA.pem", "talk TLS, trusting this CA (default: plaintext)"});
   return flags;
@@ -571,7 +571,8 @@ const kiln::cli::Command& submit_command() {
       .summary = "submit a model to be tuned on the farm's devices of one key",
       .flags = with_farm_flags(
           {{"--target", "T", "what to tune for, e.g. 'llvm -mcpu=znver4' (required)"},
-           {"--device-key", "KEY", "the devices that measure it (required; kiln devices lists them)"},
+           {"--device-key", "KEY",
+            "the devices that measure it (required; kiln devices lists them)"},
            {"--trials", "N", "configs measured per task (required)"},
            {"--name", "NAME", "the job's name (default: the model's file name)"},
            {"--priority", "P", "higher runs first (default: 0)"},
@@ -606,9 +607,10 @@ const kiln::cli::Command& watch_command() {
       .operands = "JOB",
       .summary = "follow a job's progress until it ends",
       .flags = with_farm_flags({}),
-      .notes = "Exit codes: 0 when the job ends done; 1 when it fails, is cancelled or a call "
-               "fails; 2 for a mistake on the command line. A progress stream that breaks (a "
-               "kilnd restart) is opened again, with a pause growing up to 4 s.",
+      .notes =
+          "Exit codes: 0 when the job ends done; 1 when it fails, is cancelled or a call "
+          "fails; 2 for a mistake on the command line. A progress stream that breaks (a "
+          "kilnd restart) is opened again, with a pause growing up to 4 s.",
       .main = watch_main,
       .group = kFarmGroup,
   };

@@ -88,9 +88,10 @@ const kiln::cli::Command kCompile{
               {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
               {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
               {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"}},
-    .notes = "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, or 'llvm "
-             "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board. A progress bar goes "
-             "to stderr, then what the build did (kernels, folded nodes, memory).",
+    .notes =
+        "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, or 'llvm "
+        "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board. A progress bar goes "
+        "to stderr, then what the build did (kernels, folded nodes, memory).",
     .main = compile_main,
     .group = "",
 };
@@ -170,7 +171,8 @@ int run_main(const kiln::cli::Args& args) {
     for (size_t i = 0; i < g.num_inputs(); ++i) {
       if (g.input_name(i) == name) idx = i;
     }
-    KILN_USER_CHECK(idx < g.num_inputs()) << "'" << bundle << "' has no input named '" << name << "'";
+    KILN_USER_CHECK(idx < g.num_inputs())
+        << "'" << bundle << "' has no input named '" << name << "'";
     KILN_USER_CHECK(!bound[idx]) << "input '" << name << "' is given twice";
     runtime::NDArray a = runtime::load_npy(path);
     g.set_input(idx, a);
@@ -181,8 +183,7 @@ int run_main(const kiln::cli::Args& args) {
     for (int64_t d : g.input_shape(i)) shape += (shape.empty() ? "" : ",") + std::to_string(d);
     KILN_USER_CHECK(bound[i]) << "input '" << g.input_name(i) << "' ("
                               << runtime::dtype_to_string(g.input_dtype(i)) << "[" << shape
-                              << "]) is not given (use --input " << g.input_name(i)
-                              << "=FILE.npy)";
+                              << "]) is not given (use --input " << g.input_name(i) << "=FILE.npy)";
   }
   std::vector<std::string> paths;
   if (!out.empty()) {
@@ -190,7 +191,9 @@ int run_main(const kiln::cli::Args& args) {
     fs::create_directories(out, ec);
     KILN_USER_CHECK(fs::is_directory(out))
         << "-o '" << out << "': cannot create that folder for the outputs"
-        << (ec ? " (" + ec.message() + ")" : fs::exists(out) ? " (a file has that name)" : "");
+        << (ec                ? " (" + ec.message() + ")"
+            : fs::exists(out) ? " (a file has that name)"
+                              : "");
     paths = output_paths(g, out);
   }
   if (profile_runs > 0) {
@@ -228,11 +231,12 @@ const kiln::cli::Command kRun{
                "write each output to DIR/<output name>.npy, creating DIR (default: print)"},
               {"--profile", "RUNS",
                "time RUNS runs and print each kernel's median time (default: run once)"}},
-    .notes = "With -o DIR, each output goes to its own .npy file in DIR, named after the output: "
-             "characters other than letters, digits, '.', '-' and '_' become '_' (and so does a "
-             "leading '.'), and a name two outputs would share gets _2, _3, ... Every output is "
-             "listed on stdout with its type, its shape and where it went (without -o: its first "
-             "values).",
+    .notes =
+        "With -o DIR, each output goes to its own .npy file in DIR, named after the output: "
+        "characters other than letters, digits, '.', '-' and '_' become '_' (and so does a "
+        "leading '.'), and a name two outputs would share gets _2, _3, ... Every output is "
+        "listed on stdout with its type, its shape and where it went (without -o: its first "
+        "values).",
     .main = run_main,
     .group = "",
 };
@@ -303,8 +307,7 @@ int example_main(const kiln::cli::Args& args) {
   using kiln::cli::UsageError;
   if (args.operands.size() != 1 || args.operands[0] != "matmul") {
     throw UsageError("kiln example knows one example, matmul" +
-                     (args.operands.empty() ? std::string()
-                                            : "; got '" + args.operands[0] + "'"));
+                     (args.operands.empty() ? std::string() : "; got '" + args.operands[0] + "'"));
   }
   const int n = args.has("--n") ? kiln::cli::positive_number(args.get("--n"), "--n") : 1024;
   const int threads = args.has("--threads")
@@ -333,9 +336,10 @@ std::string default_bundle_path(const std::string& onnx_path) {
 }
 
 int main(int argc, char** argv) {
-  const std::vector<const kiln::cli::Command*> commands = {
-      &kCompile,        &kRun,           &tune_command(),    &kExample,
-      &submit_command(), &jobs_command(), &watch_command(),  &fetch_command(),
-      &devices_command(), &cancel_command()};
+  const std::vector<const kiln::cli::Command*> commands = {&kCompile,          &kRun,
+                                                           &tune_command(),    &kExample,
+                                                           &submit_command(),  &jobs_command(),
+                                                           &watch_command(),   &fetch_command(),
+                                                           &devices_command(), &cancel_command()};
   return kiln::cli::dispatch(commands, std::vector<std::string>(argv + 1, argv + argc));
 }

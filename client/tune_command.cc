@@ -116,8 +116,8 @@ const kiln::cli::Command& tune_command() {
         {"--records", "DIR", "the record log, created or resumed (default: kiln-records)"},
         {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
         {"--explorer", "E",
-         "xgb (a cost model guides the search), random, grid or ga (default: " +
-             defaults.explorer + ")"},
+         "xgb (a cost model guides the search), random, grid or ga (default: " + defaults.explorer +
+             ")"},
         {"--batch", "B",
          "configs measured per round; the model is refit after each (default: " +
              std::to_string(defaults.batch) + ")"},

@@ -1,7 +1,7 @@
 // Turning lowered functions into running code with LLVM: a JIT-compiled module on this machine,
 // an object file or shared object (as bytes) for any llvm target (x86-64, AArch64), and LLVM IR or
-// assembly text for inspection. Every generated function follows deploy/runtime/c_abi.h, so the runtime
-// calls a JIT module and a loaded library the same way.
+// assembly text for inspection. Every generated function follows deploy/runtime/c_abi.h, so the
+// runtime calls a JIT module and a loaded library the same way.
 //
 // All entry points are thread-safe: each call uses its own LLVM context; JIT sessions are shared
 // per target and guarded; links take turns (lld is one per process).
@@ -28,7 +28,8 @@ struct BuildTimings {
 /// JIT-compiles `funcs` for `target` (which must run on this machine: an llvm target with the
 /// host's triple) and returns a module whose functions are `funcs[i].name`. The module's
 /// `__kiln_parallel_launch` points at the runtime's thread pool. Raises kiln::Error for a target
-/// that cannot run here ("use link_shared_object"), a non-llvm target, or a mistake in the functions.
+/// that cannot run here ("use link_shared_object"), a non-llvm target, or a mistake in the
+/// functions.
 runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
                       BuildTimings* timings = nullptr);
 
@@ -36,8 +37,8 @@ runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Targ
 std::vector<uint8_t> emit_object(const std::vector<ir::PrimFunc>& funcs,
                                  const target::Target& target);
 
-/// The ELF shared object of `funcs` for any llvm target, as bytes: their object linked by lld inside
-/// this process, with no file written (link.cc). When the target is the host,
+/// The ELF shared object of `funcs` for any llvm target, as bytes: their object linked by lld
+/// inside this process, with no file written (link.cc). When the target is the host,
 /// runtime::Module::load_library_bytes loads it. libc / libm symbols (aligned_alloc, expf, ...) are
 /// left to the loading process. Raises kiln::Error for a mistake in the functions or the target,
 /// kiln::InternalError if lld fails.

@@ -1,8 +1,8 @@
 // Loading compiled code and calling it. A Module is a bag of symbols behind a ModuleNode: a shared
 // object opened with dlopen here (from a file or from bytes in memory), or (in the compiler) an
-// LLVM JIT session that subclasses ModuleNode. Module::function looks up an entry that follows the calling convention of c_abi.h
-// and returns a Function, which checks arguments against the entry's signature string before the
-// call and turns a non-zero return into kiln::Error.
+// LLVM JIT session that subclasses ModuleNode. Module::function looks up an entry that follows the
+// calling convention of c_abi.h and returns a Function, which checks arguments against the entry's
+// signature string before the call and turns a non-zero return into kiln::Error.
 //
 // Ownership: a Function keeps its module alive; a module's code stays loaded while any Module or
 // Function refers to it. Calls are thread-safe as long as the compiled code is (it is re-entrant).

@@ -172,8 +172,8 @@ TEST_F(CliTest, RunWritesOneFilePerOutputIntoTheFolder) {
 
   // -o naming a file is an error that names it, and the file is left alone.
   write(path("taken"), "not a folder");
-  r = kiln("run '" + path("two.kiln") + "' --input '" + path("x.npy") + "' -o '" +
-           path("taken") + "'");
+  r = kiln("run '" + path("two.kiln") + "' --input '" + path("x.npy") + "' -o '" + path("taken") +
+           "'");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("error: -o '" + path("taken") + "': cannot create that folder"),
             std::string::npos)

@@ -109,7 +109,9 @@ TEST(GraphExecutor, BadGraphsAndInputsAreReported) {
   }
   {
     runtime::Bundle bad = make_bundle();
-    bad.library = "\x7f" "ELF, but not a shared object";
+    bad.library =
+        "\x7f"
+        "ELF, but not a shared object";
     EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
                           "cannot load the library of bundle 'm.kiln'");
   }

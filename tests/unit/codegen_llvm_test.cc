@@ -1,8 +1,9 @@
 // The LLVM back-end end to end: hand-built lowered functions are JIT-compiled (or linked into a
-// shared object in memory, or cross-compiled for AArch64), called through the runtime, and compared against
-// plain C++ references. Covers vectors (contiguous, strided, predicated), parallel loops on 1 and 2
-// threads, symbolic shapes, allocations (register tile, heap), float16, int8, floor division,
-// math intrinsics, argument checks and their messages, and codegen + JIT time of a tiled matmul.
+// shared object in memory, or cross-compiled for AArch64), called through the runtime, and compared
+// against plain C++ references. Covers vectors (contiguous, strided, predicated), parallel loops on
+// 1 and 2 threads, symbolic shapes, allocations (register tile, heap), float16, int8, floor
+// division, math intrinsics, argument checks and their messages, and codegen + JIT time of a tiled
+// matmul.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -740,7 +741,9 @@ TEST(CodegenLLVM, AArch64ObjectAndNeonAssembly) {
   // And a shared object for the board.
   const std::string so = link_shared_object({f}, arm);
   ASSERT_GT(so.size(), 64u);
-  EXPECT_EQ(so.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(so.substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_EQ(so[16], 3);  // ET_DYN
   EXPECT_EQ(static_cast<uint8_t>(so[18]), 183);
 }
