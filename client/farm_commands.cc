@@ -30,6 +30,7 @@
 
 #include "base/error.h"
 #include "base/fnv1a.h"
+#include "client/cli.h"
 #include "client/commands.h"
 #include "proto/kiln/v1/common.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
@@ -45,94 +46,32 @@ constexpr auto kConnectTimeout = std::chrono::seconds(5);
 constexpr auto kCallTimeout = std::chrono::seconds(60);  // unary calls (submit carries the model)
 constexpr int kWatchRetries = 8;                         // a kilnd restart; backoff up to 4 s
 
-/// A mistake on the command line: exit code 2 with the command's usage.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using kiln::cli::Args;
+using kiln::cli::UsageError;
 
-const char* const kUsage =
-    "usage: kiln submit MODEL.onnx --target T --device-key KEY --trials N [--name NAME]\n"
-    "                   [--priority P] [--owner O] [--watch]\n"
-    "       kiln jobs [--owner O] [--state queued|running|done|failed|cancelled]...\n"
-    "       kiln watch JOB\n"
-    "       kiln fetch JOB [-o OUT.kiln]\n"
-    "       kiln devices [--key KEY]\n"
-    "       kiln cancel JOB [--reason R]\n"
-    "  every farm command: [--server HOST:PORT] (default $KILN_SERVER, else 127.0.0.1:7070)\n"
-    "                      [--token-file F] (default $KILN_TOKEN) [--tls-ca CA.pem]\n";
-
-// ---- command line ---------------------------------------------------------------------------
-
-/// A parsed command line: positional arguments, flags with values (repeatable), switches.
-struct Args {
-  std::vector<std::string> positional;
-  std::map<std::string, std::vector<std::string>> values;
-  std::set<std::string> switches;
-
-  std::string get(const std::string& flag, const std::string& fallback = "") const {
-    auto it = values.find(flag);
-    return it == values.end() ? fallback : it->second.back();
-  }
-  bool has(const std::string& flag) const { return values.count(flag) || switches.count(flag); }
-};
-
-/// Parses args[1..] given the command's own flags that take a value and its switches; the common
-/// farm flags are always known.
-Args parse(const std::vector<std::string>& args, std::set<std::string> valued,
-           const std::set<std::string>& switches) {
-  valued.insert({"--server", "--token-file", "--tls-ca"});
-  Args out;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (valued.count(a)) {
-      if (i + 1 >= args.size()) throw UsageError(a + " needs a value");
-      out.values[a].push_back(args[++i]);
-    } else if (switches.count(a)) {
-      out.switches.insert(a);
-    } else if (a.size() > 1 && a[0] == '-') {
-      throw UsageError("unknown option '" + a + "'");
-    } else {
-      out.positional.push_back(a);
-    }
-  }
-  return out;
+/// The flags every farm command takes, after its own.
+std::vector<kiln::cli::Flag> with_farm_flags(std::vector<kiln::cli::Flag> flags) {
+  flags.push_back(
+      {"--server", "HOST:PORT", "kilnd's address (default: $KILN_SERVER, else 127.0.0.1:7070)"});
+  flags.push_back({"--token-file", "F", "a file holding the farm's token (default: $KILN_TOKEN)"});
+  flags.push_back({"--tls-ca", "CA.pem", "talk TLS, trusting this CA (default: plaintext)"});
+  return flags;
 }
 
-/// A whole number from a flag's or argument's text; `what` names it in the error.
-long long parse_int(const std::string& text, const std::string& what) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size()) {
-    throw UsageError(what + " needs a whole number, got '" + text + "'");
-  }
-  return v;
-}
+constexpr const char* kFarmGroup = "on a tuning farm (kilnd)";
+constexpr const char* kFarmNotes =
+    "Exit codes: 0 done, 1 a failed call (\"error: <kilnd's message> (<gRPC code>)\"), 2 a "
+    "mistake on the command line. An unreachable kilnd is an error after 5 s, never a hang.";
 
-/// The job id, the command's one positional argument.
-uint64_t job_arg(const Args& a, const std::string& command) {
-  if (a.positional.empty()) throw UsageError("kiln " + command + " needs a JOB id");
-  if (a.positional.size() > 1) {
-    throw UsageError("kiln " + command + " takes one JOB id, got '" + a.positional[0] + "' and '" +
-                     a.positional[1] + "'");
-  }
-  const std::string& t = a.positional[0];
+/// The job id, the command's one operand.
+uint64_t job_arg(const Args& a) {
+  const std::string& t = a.only_operand("JOB id");
   const bool digits =
       !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
   if (!digits || t.size() > 19 || std::stoull(t) == 0) {
     throw UsageError("JOB must be a positive job id, got '" + t + "'");
   }
   return std::stoull(t);
-}
-
-void no_positional(const Args& a, const std::string& command) {
-  if (!a.positional.empty()) {
-    throw UsageError("kiln " + command + " takes no argument, got '" + a.positional[0] + "'");
-  }
 }
 
 // ---- names and formatting -------------------------------------------------------------------
@@ -326,19 +265,6 @@ class Farm {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::KilnService::Stub> stub_;
 };
-
-/// Runs a command body: usage errors exit 2, everything else "error: ..." and 1.
-template <typename F>
-int guarded(F&& body) {
-  try {
-    return body();
-  } catch (const UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n" << kUsage;
-    return 2;
-  } catch (const std::exception& e) {
-    return report(e);
-  }
-}
 
 std::unique_ptr<Farm> connect(const Args& a) {
   auto farm = std::make_unique<Farm>(a);
@@ -536,130 +462,198 @@ std::string read_model(const std::string& path) {
   return ss.str();
 }
 
+// ---- the commands' bodies ------------------------------------------------------------------
+
+int submit_main(const Args& a) {
+  const std::string& model = a.only_operand("MODEL.onnx");
+  for (const char* flag : {"--target", "--device-key", "--trials"}) {
+    if (a.get(flag).empty()) throw UsageError(std::string("kiln submit needs ") + flag);
+  }
+  const long long trials = kiln::cli::whole_number(a.get("--trials"), "--trials");
+  if (trials <= 0 || trials > 0xffffffffLL) {
+    throw UsageError("--trials needs a positive number, got '" + a.get("--trials") + "'");
+  }
+  const long long priority = kiln::cli::whole_number(a.get("--priority", "0"), "--priority");
+  if (priority < INT32_MIN || priority > INT32_MAX) {
+    throw UsageError("--priority is out of range: '" + a.get("--priority") + "'");
+  }
+  v1::SubmitModelRequest req;
+  req.set_model(read_model(model));
+  req.set_name(a.get("--name", fs::path(model).stem().string()));
+  req.set_target(a.get("--target"));
+  req.set_device_key(a.get("--device-key"));
+  req.set_trials(static_cast<uint32_t>(trials));
+  req.set_priority(static_cast<int32_t>(priority));
+  const char* user = std::getenv("USER");
+  req.set_owner(a.get("--owner", user ? user : ""));
+
+  auto farm = connect(a);
+  v1::SubmitModelResponse resp;
+  farm->check(farm->stub().SubmitModel(farm->context().get(), req, &resp));
+  std::cout << "submitted job " << resp.job_id() << "\n" << std::flush;
+  return a.has("--watch") ? watch_job(*farm, resp.job_id()) : 0;
+}
+
+int jobs_main(const Args& a) {
+  a.no_operands();
+  v1::ListJobsRequest req;
+  req.set_owner(a.get("--owner"));
+  for (const std::string& s : a.all("--state")) req.add_states(parse_state(s));
+  auto farm = connect(a);
+  v1::ListJobsResponse resp;
+  farm->check(farm->stub().ListJobs(farm->context().get(), req, &resp));
+  std::vector<std::vector<std::string>> rows = {{"ID", "STATE", "OWNER", "MODEL", "TARGET", "KEY",
+                                                 "TASKS", "TRIALS", "FAILED", "BEST(ms)", "AGE"}};
+  for (const v1::Job& j : resp.jobs()) {
+    const v1::JobProgress& p = j.progress();
+    rows.push_back({std::to_string(j.id()), state_name(p.state()), j.owner(), j.model_name(),
+                    j.target(), j.device_key(),
+                    std::to_string(p.tasks_done()) + "/" + std::to_string(p.tasks_total()),
+                    std::to_string(p.trials_done()), std::to_string(p.trials_failed()),
+                    best_ms(p.best_latency_s()), age(j.created_ms())});
+  }
+  print_table(rows);
+  return 0;
+}
+
+int watch_main(const Args& a) {
+  const uint64_t id = job_arg(a);
+  auto farm = connect(a);
+  return watch_job(*farm, id);
+}
+
+int fetch_main(const Args& a) {
+  const uint64_t id = job_arg(a);
+  const std::string out = a.get("-o", "job" + std::to_string(id) + ".kiln");
+  auto farm = connect(a);
+  return fetch_job(*farm, id, out);
+}
+
+int devices_main(const Args& a) {
+  a.no_operands();
+  v1::ListDevicesRequest req;
+  req.set_key(a.get("--key"));
+  auto farm = connect(a);
+  v1::ListDevicesResponse resp;
+  farm->check(farm->stub().ListDevices(farm->context().get(), req, &resp));
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "KEY", "STATE", "TARGET", "FINGERPRINT", "DONE", "IN_FLIGHT"}};
+  for (const v1::DeviceInfo& d : resp.devices()) {
+    std::string state = d.state();
+    if (!d.quarantine_reason().empty()) state += " (" + d.quarantine_reason() + ")";
+    rows.push_back({std::to_string(d.device_id()), d.key(), state, d.target(), d.fingerprint(),
+                    std::to_string(d.completed()), std::to_string(d.in_flight())});
+  }
+  print_table(rows);
+  return 0;
+}
+
+int cancel_main(const Args& a) {
+  const uint64_t id = job_arg(a);
+  v1::CancelJobRequest req;
+  req.set_job_id(id);
+  req.set_reason(a.get("--reason"));
+  auto farm = connect(a);
+  v1::Job job;
+  farm->check(farm->stub().CancelJob(farm->context().get(), req, &job));
+  std::cout << "job " << id << " is " << state_name(job.progress().state()) << "\n";
+  return 0;
+}
+
 }  // namespace
 
-// ---- the commands ---------------------------------------------------------------------------
+// ---- the commands -----------------------------------------------------------------------------
 
-int submit_main(const std::vector<std::string>& args) {
-  return guarded([&] {
-    const Args a =
-        parse(args, {"--target", "--device-key", "--trials", "--name", "--priority", "--owner"},
-              {"--watch"});
-    if (a.positional.size() != 1) {
-      throw UsageError(a.positional.empty()
-                           ? "kiln submit needs a MODEL.onnx"
-                           : "kiln submit takes one model, got '" + a.positional[0] + "' and '" +
-                                 a.positional[1] + "'");
-    }
-    for (const char* flag : {"--target", "--device-key", "--trials"}) {
-      if (a.get(flag).empty()) throw UsageError(std::string("kiln submit needs ") + flag);
-    }
-    const long long trials = parse_int(a.get("--trials"), "--trials");
-    if (trials <= 0 || trials > 0xffffffffLL) {
-      throw UsageError("--trials needs a positive number, got '" + a.get("--trials") + "'");
-    }
-    const long long priority = parse_int(a.get("--priority", "0"), "--priority");
-    if (priority < INT32_MIN || priority > INT32_MAX) {
-      throw UsageError("--priority is out of range: '" + a.get("--priority") + "'");
-    }
-    const std::string& model = a.positional[0];
-    v1::SubmitModelRequest req;
-    req.set_model(read_model(model));
-    req.set_name(a.get("--name", fs::path(model).stem().string()));
-    req.set_target(a.get("--target"));
-    req.set_device_key(a.get("--device-key"));
-    req.set_trials(static_cast<uint32_t>(trials));
-    req.set_priority(static_cast<int32_t>(priority));
-    const char* user = std::getenv("USER");
-    req.set_owner(a.get("--owner", user ? user : ""));
-
-    auto farm = connect(a);
-    v1::SubmitModelResponse resp;
-    farm->check(farm->stub().SubmitModel(farm->context().get(), req, &resp));
-    std::cout << "submitted job " << resp.job_id() << "\n" << std::flush;
-    return a.has("--watch") ? watch_job(*farm, resp.job_id()) : 0;
-  });
+const kiln::cli::Command& submit_command() {
+  static const kiln::cli::Command c{
+      .name = "submit",
+      .operands = "MODEL.onnx",
+      .summary = "submit a model to be tuned on the farm's devices of one key",
+      .flags = with_farm_flags(
+          {{"--target", "T", "what to tune for, e.g. 'llvm -mcpu=znver4' (required)"},
+           {"--device-key", "KEY",
+            "the devices that measure it (required; kiln devices lists them)"},
+           {"--trials", "N", "configs measured per task (required)"},
+           {"--name", "NAME", "the job's name (default: the model's file name)"},
+           {"--priority", "P", "higher runs first (default: 0)"},
+           {"--owner", "O", "whose job it is (default: $USER)"},
+           {"--watch", "", "follow the job to its end, as kiln watch does"}}),
+      .notes = std::string("Prints the job's id. ") + kFarmNotes,
+      .main = submit_main,
+      .group = kFarmGroup,
+  };
+  return c;
 }
 
-int jobs_main(const std::vector<std::string>& args) {
-  return guarded([&] {
-    const Args a = parse(args, {"--owner", "--state"}, {});
-    no_positional(a, "jobs");
-    v1::ListJobsRequest req;
-    req.set_owner(a.get("--owner"));
-    if (a.values.count("--state")) {
-      for (const std::string& s : a.values.at("--state")) req.add_states(parse_state(s));
-    }
-    auto farm = connect(a);
-    v1::ListJobsResponse resp;
-    farm->check(farm->stub().ListJobs(farm->context().get(), req, &resp));
-    std::vector<std::vector<std::string>> rows = {{"ID", "STATE", "OWNER", "MODEL", "TARGET", "KEY",
-                                                   "TASKS", "TRIALS", "FAILED", "BEST(ms)", "AGE"}};
-    for (const v1::Job& j : resp.jobs()) {
-      const v1::JobProgress& p = j.progress();
-      rows.push_back({std::to_string(j.id()), state_name(p.state()), j.owner(), j.model_name(),
-                      j.target(), j.device_key(),
-                      std::to_string(p.tasks_done()) + "/" + std::to_string(p.tasks_total()),
-                      std::to_string(p.trials_done()), std::to_string(p.trials_failed()),
-                      best_ms(p.best_latency_s()), age(j.created_ms())});
-    }
-    print_table(rows);
-    return 0;
-  });
+const kiln::cli::Command& jobs_command() {
+  static const kiln::cli::Command c{
+      .name = "jobs",
+      .operands = "",
+      .summary = "list the farm's jobs with their progress",
+      .flags = with_farm_flags(
+          {{"--owner", "O", "only this owner's jobs (default: everyone's)"},
+           {"--state", "S",
+            "queued, running, done, failed or cancelled; repeatable (default: all states)"}}),
+      .notes = kFarmNotes,
+      .main = jobs_main,
+      .group = kFarmGroup,
+  };
+  return c;
 }
 
-int watch_main(const std::vector<std::string>& args) {
-  return guarded([&] {
-    const Args a = parse(args, {}, {});
-    const uint64_t id = job_arg(a, "watch");
-    auto farm = connect(a);
-    return watch_job(*farm, id);
-  });
+const kiln::cli::Command& watch_command() {
+  static const kiln::cli::Command c{
+      .name = "watch",
+      .operands = "JOB",
+      .summary = "follow a job's progress until it ends",
+      .flags = with_farm_flags({}),
+      .notes =
+          "Exit codes: 0 when the job ends done; 1 when it fails, is cancelled or a call "
+          "fails; 2 for a mistake on the command line. A progress stream that breaks (a "
+          "kilnd restart) is opened again, with a pause growing up to 4 s.",
+      .main = watch_main,
+      .group = kFarmGroup,
+  };
+  return c;
 }
 
-int fetch_main(const std::vector<std::string>& args) {
-  return guarded([&] {
-    const Args a = parse(args, {"-o"}, {});
-    const uint64_t id = job_arg(a, "fetch");
-    const std::string out = a.get("-o", "job" + std::to_string(id) + ".kiln");
-    auto farm = connect(a);
-    return fetch_job(*farm, id, out);
-  });
+const kiln::cli::Command& fetch_command() {
+  static const kiln::cli::Command c{
+      .name = "fetch",
+      .operands = "JOB",
+      .summary = "download a finished job's tuned bundle",
+      .flags = with_farm_flags({{"-o", "FILE", "the bundle to write (default: job<JOB>.kiln)"}}),
+      .notes = std::string("The file appears only once every chunk has arrived and the checksum "
+                           "matches. ") +
+               kFarmNotes,
+      .main = fetch_main,
+      .group = kFarmGroup,
+  };
+  return c;
 }
 
-int devices_main(const std::vector<std::string>& args) {
-  return guarded([&] {
-    const Args a = parse(args, {"--key"}, {});
-    no_positional(a, "devices");
-    v1::ListDevicesRequest req;
-    req.set_key(a.get("--key"));
-    auto farm = connect(a);
-    v1::ListDevicesResponse resp;
-    farm->check(farm->stub().ListDevices(farm->context().get(), req, &resp));
-    std::vector<std::vector<std::string>> rows = {
-        {"ID", "KEY", "STATE", "TARGET", "FINGERPRINT", "DONE", "IN_FLIGHT"}};
-    for (const v1::DeviceInfo& d : resp.devices()) {
-      std::string state = d.state();
-      if (!d.quarantine_reason().empty()) state += " (" + d.quarantine_reason() + ")";
-      rows.push_back({std::to_string(d.device_id()), d.key(), state, d.target(), d.fingerprint(),
-                      std::to_string(d.completed()), std::to_string(d.in_flight())});
-    }
-    print_table(rows);
-    return 0;
-  });
+const kiln::cli::Command& devices_command() {
+  static const kiln::cli::Command c{
+      .name = "devices",
+      .operands = "",
+      .summary = "list the farm's devices: key, state, target, work done",
+      .flags = with_farm_flags({{"--key", "KEY", "only devices of this key (default: all)"}}),
+      .notes = kFarmNotes,
+      .main = devices_main,
+      .group = kFarmGroup,
+  };
+  return c;
 }
 
-int cancel_main(const std::vector<std::string>& args) {
-  return guarded([&] {
-    const Args a = parse(args, {"--reason"}, {});
-    const uint64_t id = job_arg(a, "cancel");
-    v1::CancelJobRequest req;
-    req.set_job_id(id);
-    req.set_reason(a.get("--reason"));
-    auto farm = connect(a);
-    v1::Job job;
-    farm->check(farm->stub().CancelJob(farm->context().get(), req, &job));
-    std::cout << "job " << id << " is " << state_name(job.progress().state()) << "\n";
-    return 0;
-  });
+const kiln::cli::Command& cancel_command() {
+  static const kiln::cli::Command c{
+      .name = "cancel",
+      .operands = "JOB",
+      .summary = "cancel a job",
+      .flags = with_farm_flags({{"--reason", "R", "why, shown with the job (default: none)"}}),
+      .notes = kFarmNotes,
+      .main = cancel_main,
+      .group = kFarmGroup,
+  };
+  return c;
 }

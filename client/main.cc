@@ -1,19 +1,8 @@
-// The `kiln` command line. Subcommands are added as the layers they drive land:
-//   kiln example matmul [--n N] [--threads T] [--target TARGET]
-// prints the paper's matrix-multiply example lowered before and after tiling, then compiles the
-// hand-scheduled x86 matmul, checks it against a naive loop on sampled entries, and prints its speed.
-//   kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln] [--no-fuse] [--no-layout]
-// compiles an ONNX model into a bundle (a progress bar on stderr); --no-fuse and --no-layout turn
-// operator fusion and the NCHW[x]c layout off (for comparisons).
-//   kiln run MODEL.kiln --input x.npy [--input NAME=y.npy ...] [-o OUT] [--profile RUNS]
-// runs a bundle: inputs bound by position or by name; each output is written to OUT/<name>.npy
-// when OUT is a folder (or ends with '/'), to OUT<name>.npy otherwise, or, without -o, its shape
-// and first values are printed; --profile times RUNS runs and prints each kernel's median time.
-//   kiln tune MODEL.onnx [--target T] [--trials N] [--records DIR] [-o MODEL.kiln] ...
-// tunes every tunable operator of the model into the record log (tune_command.cc), then writes
-// the bundle built with the best configs. Every failure prints "error: ..." and exits with 1.
-//   kiln submit | jobs | watch | fetch | devices | cancel ...
-// talk to a tuning farm (kilnd) through its public service (farm_commands.cc).
+// The `kiln` command line: the local commands (compile, run, example) and main(), which hands the
+// command line to cli::dispatch with every command. `kiln --help` lists the commands and
+// `kiln COMMAND --help` prints a command's flags with their defaults (client/cli.h). The tuner's
+// command is tune_command.cc, the tuning farm's (submit, jobs, watch, fetch, devices, cancel)
+// farm_commands.cc.
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,12 +13,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "client/cli.h"
 #include "client/commands.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/ir/printer.h"
@@ -43,73 +33,20 @@
 
 namespace {
 
+namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-int usage() {
-  std::cerr << "usage: kiln example matmul [--n N] [--threads T] [--target TARGET]\n"
-               "       kiln compile MODEL.onnx [--target TARGET] [-o MODEL.kiln] [--no-fuse]\n"
-               "                [--no-layout]\n"
-               "       kiln run MODEL.kiln --input X.npy [--input NAME=Y.npy ...] [-o OUT]\n"
-               "                [--profile RUNS]\n"
-               "       kiln tune MODEL.onnx [--target TARGET] [--trials N] [--records DIR]\n"
-               "                [-o MODEL.kiln] [--explorer xgb|random|grid|ga] [--batch B] [--seed S]\n"
-               "  on a tuning farm (kilnd):\n"
-               "       kiln submit MODEL.onnx --target T --device-key KEY --trials N [--name NAME]\n"
-               "                [--priority P] [--owner O] [--watch]\n"
-               "       kiln jobs [--owner O] [--state S]...\n"
-               "       kiln watch JOB\n"
-               "       kiln fetch JOB [-o OUT.kiln]\n"
-               "       kiln devices [--key KEY]\n"
-               "       kiln cancel JOB [--reason R]\n"
-               "  farm commands take [--server HOST:PORT] [--token-file F] [--tls-ca F]\n";
-  return 2;
-}
+constexpr const char* kDefaultTarget = "llvm -mcpu=native";
 
-/// Prints a kiln::Error (or any exception) as one "error: ..." line; returns the exit code 1.
-}  // namespace
+// ---- kiln compile -----------------------------------------------------------------------------
 
-int report(const std::exception& e) {
-  std::string msg = e.what();
-  if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
-  std::cerr << "error: " << msg << "\n";
-  return 1;
-}
-
-std::string default_bundle_path(const std::string& onnx_path) {
-  std::filesystem::path p(onnx_path);
-  return p.replace_extension(".kiln").string();
-}
-
-namespace {
-
-int compile_main(const std::vector<std::string>& args) {
-  std::string model, out, target = "llvm -mcpu=native";
+int compile_main(const kiln::cli::Args& args) {
+  const std::string& model = args.only_operand("MODEL.onnx");
+  const std::string target = args.get("--target", kDefaultTarget);
+  const std::string out = args.get("-o", default_bundle_path(model));
   kiln::graph::BuildOptions options;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if ((args[i] == "--target" || args[i] == "-o") && i + 1 >= args.size()) {
-      std::cerr << "error: " << args[i] << " needs a value\n";
-      return 2;
-    }
-    if (args[i] == "--target") {
-      target = args[++i];
-    } else if (args[i] == "-o") {
-      out = args[++i];
-    } else if (args[i] == "--no-fuse") {
-      options.fuse = false;
-    } else if (args[i] == "--no-layout") {
-      options.alter_layout = false;
-    } else if (!args[i].empty() && args[i][0] == '-') {
-      std::cerr << "error: unknown option '" << args[i] << "'\n";
-      return usage();
-    } else if (model.empty()) {
-      model = args[i];
-    } else {
-      std::cerr << "error: more than one model given ('" << model << "', '" << args[i] << "')\n";
-      return usage();
-    }
-  }
-  if (model.empty()) return usage();
-  if (out.empty()) out = default_bundle_path(model);
+  options.fuse = !args.has("--no-fuse");
+  options.alter_layout = !args.has("--no-layout");
   bool drawn = false;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   options.progress = [&](size_t index, size_t total, const std::string& what) {
@@ -128,7 +65,7 @@ int compile_main(const std::vector<std::string>& args) {
     kiln::graph::compile_onnx(model, target, out, options, &build);
   } catch (const std::exception& e) {
     if (drawn) std::fprintf(stderr, "\n");
-    return report(e);
+    return kiln::cli::report(e);
   }
   if (drawn) std::fprintf(stderr, "\n");
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -142,12 +79,33 @@ int compile_main(const std::vector<std::string>& args) {
   return 0;
 }
 
-/// A file-name-safe form of an output name.
+const kiln::cli::Command kCompile{
+    .name = "compile",
+    .operands = "MODEL.onnx",
+    .summary = "compile an ONNX model into a bundle (graph + library + parameters)",
+    .flags = {{"--target", "TARGET",
+               "what to compile for (default: llvm -mcpu=native; see the notes)"},
+              {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
+              {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
+              {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"}},
+    .notes =
+        "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, or 'llvm "
+        "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board. A progress bar goes "
+        "to stderr, then what the build did (kernels, folded nodes, memory).",
+    .main = compile_main,
+    .group = "",
+};
+
+// ---- kiln run ---------------------------------------------------------------------------------
+
+/// A file-name-safe form of an output name: characters other than letters, digits, '.', '-' and
+/// '_' become '_', and so does a leading '.' (no hidden files); an empty name is "output".
 std::string file_safe(const std::string& name) {
   std::string s;
   for (char c : name) {
     s += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
   }
+  if (!s.empty() && s[0] == '.') s[0] = '_';
   return s.empty() ? "output" : s;
 }
 
@@ -166,110 +124,124 @@ void print_profile(std::vector<kiln::runtime::GraphExecutor::NodeTime> times, in
   }
 }
 
-int run_main(const std::vector<std::string>& args) {
+/// Where each output goes under `dir`: <file_safe(name)>.npy, with _2, _3, ... added to a name
+/// that two outputs would share.
+std::vector<std::string> output_paths(const kiln::runtime::GraphExecutor& g, const fs::path& dir) {
+  std::vector<std::string> paths;
+  std::set<std::string> taken;
+  for (size_t i = 0; i < g.num_outputs(); ++i) {
+    const std::string base = file_safe(g.output_name(i));
+    std::string name = base;
+    for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
+    taken.insert(name);
+    paths.push_back((dir / (name + ".npy")).string());
+  }
+  return paths;
+}
+
+int run_main(const kiln::cli::Args& args) {
   using namespace kiln;
-  std::string bundle, out;
-  int profile_runs = 0;
+  const std::string& bundle = args.only_operand("MODEL.kiln");
+  const std::string out = args.get("-o");
+  const int profile_runs =
+      args.has("--profile") ? cli::positive_number(args.get("--profile"), "--profile") : 0;
   std::vector<std::string> positional;
   std::vector<std::pair<std::string, std::string>> named;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if ((args[i] == "--input" || args[i] == "-o" || args[i] == "--profile") &&
-        i + 1 >= args.size()) {
-      std::cerr << "error: " << args[i] << " needs a value\n";
-      return 2;
-    }
-    if (args[i] == "--input") {
-      const std::string v = args[++i];
-      const size_t eq = v.find('=');
-      if (eq == std::string::npos) {
-        positional.push_back(v);
-      } else {
-        named.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-      }
-    } else if (args[i] == "-o") {
-      out = args[++i];
-    } else if (args[i] == "--profile") {
-      profile_runs = std::atoi(args[++i].c_str());
-      if (profile_runs <= 0) {
-        std::cerr << "error: --profile needs a positive number of runs, got '" << args[i] << "'\n";
-        return 2;
-      }
-    } else if (!args[i].empty() && args[i][0] == '-') {
-      std::cerr << "error: unknown option '" << args[i] << "'\n";
-      return usage();
-    } else if (bundle.empty()) {
-      bundle = args[i];
+  for (const std::string& v : args.all("--input")) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos) {
+      positional.push_back(v);
     } else {
-      std::cerr << "error: more than one bundle given ('" << bundle << "', '" << args[i] << "')\n";
-      return usage();
+      named.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     }
   }
-  if (bundle.empty()) return usage();
-  try {
-    runtime::GraphExecutor g = runtime::GraphExecutor::load(bundle);
-    KILN_USER_CHECK(positional.size() <= g.num_inputs())
-        << "'" << bundle << "' takes " << g.num_inputs() << " input(s), " << positional.size()
-        << " given by position";
-    std::vector<bool> bound(g.num_inputs(), false);
-    for (size_t i = 0; i < positional.size(); ++i) {
-      runtime::NDArray a = runtime::load_npy(positional[i]);
-      g.set_input(i, a);
-      bound[i] = true;
-    }
-    for (const auto& [name, path] : named) {
-      size_t idx = g.num_inputs();
-      for (size_t i = 0; i < g.num_inputs(); ++i) {
-        if (g.input_name(i) == name) idx = i;
-      }
-      KILN_USER_CHECK(idx < g.num_inputs())
-          << "'" << bundle << "' has no input named '" << name << "'";
-      KILN_USER_CHECK(!bound[idx]) << "input '" << name << "' is given twice";
-      runtime::NDArray a = runtime::load_npy(path);
-      g.set_input(idx, a);
-      bound[idx] = true;
-    }
+
+  runtime::GraphExecutor g = runtime::GraphExecutor::load(bundle);
+  KILN_USER_CHECK(positional.size() <= g.num_inputs())
+      << "'" << bundle << "' takes " << g.num_inputs() << " input(s), " << positional.size()
+      << " given by position";
+  std::vector<bool> bound(g.num_inputs(), false);
+  for (size_t i = 0; i < positional.size(); ++i) {
+    runtime::NDArray a = runtime::load_npy(positional[i]);
+    g.set_input(i, a);
+    bound[i] = true;
+  }
+  for (const auto& [name, path] : named) {
+    size_t idx = g.num_inputs();
     for (size_t i = 0; i < g.num_inputs(); ++i) {
-      std::string shape;
-      for (int64_t d : g.input_shape(i)) shape += (shape.empty() ? "" : ",") + std::to_string(d);
-      KILN_USER_CHECK(bound[i]) << "input '" << g.input_name(i) << "' ("
-                                << runtime::dtype_to_string(g.input_dtype(i)) << "[" << shape
-                                << "]) is not given (use --input " << g.input_name(i)
-                                << "=FILE.npy)";
+      if (g.input_name(i) == name) idx = i;
     }
-    if (profile_runs > 0) {
-      print_profile(g.profile(profile_runs), profile_runs);
-    } else {
-      g.run();
+    KILN_USER_CHECK(idx < g.num_inputs())
+        << "'" << bundle << "' has no input named '" << name << "'";
+    KILN_USER_CHECK(!bound[idx]) << "input '" << name << "' is given twice";
+    runtime::NDArray a = runtime::load_npy(path);
+    g.set_input(idx, a);
+    bound[idx] = true;
+  }
+  for (size_t i = 0; i < g.num_inputs(); ++i) {
+    std::string shape;
+    for (int64_t d : g.input_shape(i)) shape += (shape.empty() ? "" : ",") + std::to_string(d);
+    KILN_USER_CHECK(bound[i]) << "input '" << g.input_name(i) << "' ("
+                              << runtime::dtype_to_string(g.input_dtype(i)) << "[" << shape
+                              << "]) is not given (use --input " << g.input_name(i) << "=FILE.npy)";
+  }
+  std::vector<std::string> paths;
+  if (!out.empty()) {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    KILN_USER_CHECK(fs::is_directory(out))
+        << "-o '" << out << "': cannot create that folder for the outputs"
+        << (ec                ? " (" + ec.message() + ")"
+            : fs::exists(out) ? " (a file has that name)"
+                              : "");
+    paths = output_paths(g, out);
+  }
+  if (profile_runs > 0) {
+    print_profile(g.profile(profile_runs), profile_runs);
+  } else {
+    g.run();
+  }
+  for (size_t i = 0; i < g.num_outputs(); ++i) {
+    const runtime::NDArray& o = g.output(i);
+    std::cout << "output '" << g.output_name(i) << "': " << runtime::dtype_to_string(o.dtype())
+              << o.shape_string();
+    if (!paths.empty()) {
+      runtime::save_npy(paths[i], o);
+      std::cout << " -> " << paths[i] << "\n";
+      continue;
     }
-    namespace fs = std::filesystem;
-    const bool to_dir = !out.empty() && (out.back() == '/' || fs::is_directory(out));
-    if (to_dir) fs::create_directories(out);
-    for (size_t i = 0; i < g.num_outputs(); ++i) {
-      const runtime::NDArray& o = g.output(i);
-      const std::string& name = g.output_name(i);
-      if (!out.empty()) {
-        const std::string path = to_dir ? (fs::path(out) / (file_safe(name) + ".npy")).string()
-                                        : out + file_safe(name) + ".npy";
-        runtime::save_npy(path, o);
-        std::cout << "output '" << name << "': " << runtime::dtype_to_string(o.dtype())
-                  << o.shape_string() << " -> " << path << "\n";
-        continue;
-      }
-      std::cout << "output '" << name << "': " << runtime::dtype_to_string(o.dtype())
-                << o.shape_string();
-      if (runtime::dtype_equal(o.dtype(), runtime::kFloat32)) {
-        std::cout << " = [";
-        const int64_t n = std::min<int64_t>(o.num_elements(), 8);
-        for (int64_t k = 0; k < n; ++k) std::cout << (k ? ", " : "") << o.data<float>()[k];
-        std::cout << (o.num_elements() > n ? ", ...]" : "]");
-      }
-      std::cout << "\n";
+    if (runtime::dtype_equal(o.dtype(), runtime::kFloat32)) {
+      std::cout << " = [";
+      const int64_t n = std::min<int64_t>(o.num_elements(), 8);
+      for (int64_t k = 0; k < n; ++k) std::cout << (k ? ", " : "") << o.data<float>()[k];
+      std::cout << (o.num_elements() > n ? ", ...]" : "]");
     }
-  } catch (const std::exception& e) {
-    return report(e);
+    std::cout << "\n";
   }
   return 0;
 }
+
+const kiln::cli::Command kRun{
+    .name = "run",
+    .operands = "MODEL.kiln",
+    .summary = "run a bundle on this machine and print or write its outputs",
+    .flags = {{"--input", "[NAME=]X.npy",
+               "an input: in the order of the model's inputs, or by name (once per input)"},
+              {"-o", "DIR",
+               "write each output to DIR/<output name>.npy, creating DIR (default: print)"},
+              {"--profile", "RUNS",
+               "time RUNS runs and print each kernel's median time (default: run once)"}},
+    .notes =
+        "With -o DIR, each output goes to its own .npy file in DIR, named after the output: "
+        "characters other than letters, digits, '.', '-' and '_' become '_' (and so does a "
+        "leading '.'), and a name two outputs would share gets _2, _3, ... Every output is "
+        "listed on stdout with its type, its shape and where it went (without -o: its first "
+        "values).",
+    .main = run_main,
+    .group = "",
+};
+
+// ---- kiln example matmul ----------------------------------------------------------------------
 
 int example_matmul(int n, int threads, const std::string& target) {
   using namespace kiln;
@@ -331,49 +303,43 @@ int example_matmul(int n, int threads, const std::string& target) {
   return 0;
 }
 
+int example_main(const kiln::cli::Args& args) {
+  using kiln::cli::UsageError;
+  if (args.operands.size() != 1 || args.operands[0] != "matmul") {
+    throw UsageError("kiln example knows one example, matmul" +
+                     (args.operands.empty() ? std::string() : "; got '" + args.operands[0] + "'"));
+  }
+  const int n = args.has("--n") ? kiln::cli::positive_number(args.get("--n"), "--n") : 1024;
+  const int threads = args.has("--threads")
+                          ? kiln::cli::positive_number(args.get("--threads"), "--threads")
+                          : kiln::runtime::default_num_threads();
+  return example_matmul(n, threads, args.get("--target", kDefaultTarget));
+}
+
+const kiln::cli::Command kExample{
+    .name = "example",
+    .operands = "matmul",
+    .summary = "the paper's matmul: its loops before and after tiling, compiled, checked and timed",
+    .flags = {{"--n", "N", "the matrices are N x N (default: 1024)"},
+              {"--threads", "T", "threads the kernel runs on (default: all CPUs)"},
+              {"--target", "TARGET", "what to compile for (default: llvm -mcpu=native)"}},
+    .notes = "",
+    .main = example_main,
+    .group = "",
+};
+
 }  // namespace
 
+std::string default_bundle_path(const std::string& onnx_path) {
+  fs::path p(onnx_path);
+  return p.replace_extension(".kiln").string();
+}
+
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && args[0] == "compile") return compile_main(args);
-  if (!args.empty() && args[0] == "run") return run_main(args);
-  if (!args.empty() && args[0] == "tune") return tune_main(args);
-  if (!args.empty() && args[0] == "submit") return submit_main(args);
-  if (!args.empty() && args[0] == "jobs") return jobs_main(args);
-  if (!args.empty() && args[0] == "watch") return watch_main(args);
-  if (!args.empty() && args[0] == "fetch") return fetch_main(args);
-  if (!args.empty() && args[0] == "devices") return devices_main(args);
-  if (!args.empty() && args[0] == "cancel") return cancel_main(args);
-  if (args.size() < 2 || args[0] != "example" || args[1] != "matmul") return usage();
-  int n = 1024, threads = kiln::runtime::default_num_threads();
-  std::string target = "llvm -mcpu=native";
-  for (size_t i = 2; i < args.size(); ++i) {
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) {
-        std::cerr << "error: " << args[i] << " needs a value\n";
-        std::exit(2);
-      }
-      return args[++i];
-    };
-    if (args[i] == "--n") {
-      n = std::atoi(value().c_str());
-    } else if (args[i] == "--threads") {
-      threads = std::atoi(value().c_str());
-    } else if (args[i] == "--target") {
-      target = value();
-    } else {
-      std::cerr << "error: unknown option '" << args[i] << "'\n";
-      return usage();
-    }
-  }
-  if (n <= 0 || threads <= 0) {
-    std::cerr << "error: --n and --threads must be positive\n";
-    return 2;
-  }
-  try {
-    return example_matmul(n, threads, target);
-  } catch (const kiln::Error& e) {
-    std::cerr << e.what() << "\n";
-    return 1;
-  }
+  const std::vector<const kiln::cli::Command*> commands = {&kCompile,          &kRun,
+                                                           &tune_command(),    &kExample,
+                                                           &submit_command(),  &jobs_command(),
+                                                           &watch_command(),   &fetch_command(),
+                                                           &devices_command(), &cancel_command()};
+  return kiln::cli::dispatch(commands, std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -4,9 +4,9 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 
+#include "client/cli.h"
 #include "client/commands.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
@@ -27,71 +27,29 @@ std::string duration(double s) {
   return buf;
 }
 
-int usage() {
-  std::cerr << "usage: kiln tune MODEL.onnx [--target TARGET] [--trials N] [--records DIR]\n"
-               "                 [-o MODEL.kiln] [--explorer xgb|random|grid|ga] [--batch B]\n"
-               "                 [--seed S] [--threads T] [--repeat R] [--flush-cache]\n"
-               "  --threads: threads each candidate runs on (default: all CPUs); --repeat: timed\n"
-               "  repeats per candidate; --flush-cache: write past the last-level cache before each\n"
-               "  repeat\n";
-  return 2;
-}
-
-}  // namespace
-
-int tune_main(const std::vector<std::string>& args) {
+int tune_main(const kiln::cli::Args& args) {
   using namespace kiln;
-  std::string model, out, records = "kiln-records", target = "llvm -mcpu=native";
+  using cli::UsageError;
+  const std::string& model = args.only_operand("MODEL.onnx");
+  const std::string target = args.get("--target", "llvm -mcpu=native");
+  const std::string records = args.get("--records", "kiln-records");
+  const std::string out = args.get("-o", default_bundle_path(model));
   autotune::TuneOptions options;
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const bool takes_value = a == "--target" || a == "--trials" || a == "--records" || a == "-o" ||
-                             a == "--explorer" || a == "--batch" || a == "--seed" ||
-                             a == "--threads" || a == "--repeat";
-    if (takes_value && i + 1 >= args.size()) {
-      std::cerr << "error: " << a << " needs a value\n";
-      return 2;
-    }
-    auto positive = [&](const std::string& v) {
-      const long n = std::strtol(v.c_str(), nullptr, 10);
-      if (n <= 0) {
-        std::cerr << "error: " << a << " needs a positive number, got '" << v << "'\n";
-        std::exit(2);
-      }
-      return static_cast<int>(n);
-    };
-    if (a == "--target") {
-      target = args[++i];
-    } else if (a == "--trials") {
-      options.trials = positive(args[++i]);
-    } else if (a == "--records") {
-      records = args[++i];
-    } else if (a == "-o") {
-      out = args[++i];
-    } else if (a == "--explorer") {
-      options.explorer = args[++i];
-    } else if (a == "--batch") {
-      options.batch = positive(args[++i]);
-    } else if (a == "--seed") {
-      options.seed = std::strtoull(args[++i].c_str(), nullptr, 10);
-    } else if (a == "--threads") {
-      options.local.threads = positive(args[++i]);
-    } else if (a == "--repeat") {
-      options.local.repeat = positive(args[++i]);
-    } else if (a == "--flush-cache") {
-      options.local.flush_cache = true;
-    } else if (!a.empty() && a[0] == '-') {
-      std::cerr << "error: unknown option '" << a << "'\n";
-      return usage();
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      std::cerr << "error: more than one model given ('" << model << "', '" << a << "')\n";
-      return usage();
-    }
+  if (args.has("--trials")) options.trials = cli::positive_number(args.get("--trials"), "--trials");
+  if (args.has("--explorer")) options.explorer = args.get("--explorer");
+  if (args.has("--batch")) options.batch = cli::positive_number(args.get("--batch"), "--batch");
+  if (args.has("--seed")) {
+    const long long seed = cli::whole_number(args.get("--seed"), "--seed");
+    if (seed < 0) throw UsageError("--seed needs a number >= 0, got '" + args.get("--seed") + "'");
+    options.seed = static_cast<uint64_t>(seed);
   }
-  if (model.empty()) return usage();
-  if (out.empty()) out = default_bundle_path(model);
+  if (args.has("--threads")) {
+    options.local.threads = cli::positive_number(args.get("--threads"), "--threads");
+  }
+  if (args.has("--repeat")) {
+    options.local.repeat = cli::positive_number(args.get("--repeat"), "--repeat");
+  }
+  options.local.flush_cache = args.has("--flush-cache");
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   try {
     const graph::Graph g = graph::import_onnx(model);
@@ -136,7 +94,44 @@ int tune_main(const std::vector<std::string>& args) {
     std::cerr << "wrote " << out << ": " << source.tuned() << " tuned operators, "
               << source.defaults() << " with default configs\n";
   } catch (const std::exception& e) {
-    return report(e);
+    return cli::report(e);
   }
   return 0;
+}
+
+}  // namespace
+
+const kiln::cli::Command& tune_command() {
+  static const kiln::cli::Command command = [] {
+    const kiln::autotune::TuneOptions defaults;
+    kiln::cli::Command c;
+    c.name = "tune";
+    c.operands = "MODEL.onnx";
+    c.summary = "tune the model's operators on this machine, then build the bundle with the best";
+    c.flags = {
+        {"--target", "TARGET", "what to tune for (default: llvm -mcpu=native)"},
+        {"--trials", "N",
+         "configs measured per task, earlier runs' included (default: " +
+             std::to_string(defaults.trials) + ")"},
+        {"--records", "DIR", "the record log, created or resumed (default: kiln-records)"},
+        {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
+        {"--explorer", "E",
+         "xgb (a cost model guides the search), random, grid or ga (default: " + defaults.explorer +
+             ")"},
+        {"--batch", "B",
+         "configs measured per round; the model is refit after each (default: " +
+             std::to_string(defaults.batch) + ")"},
+        {"--seed", "S", "the explorer's seed (default: " + std::to_string(defaults.seed) + ")"},
+        {"--threads", "T", "threads each candidate runs on (default: all CPUs)"},
+        {"--repeat", "R",
+         "timed repeats per candidate (default: " + std::to_string(defaults.local.repeat) + ")"},
+        {"--flush-cache", "", "write past the last-level cache before each repeat (default: off)"},
+    };
+    c.notes =
+        "Every measurement lands in the record log before the next; killed and run again, kiln "
+        "tune continues from the log without measuring anything twice.";
+    c.main = tune_main;
+    return c;
+  }();
+  return command;
 }

@@ -16,7 +16,8 @@ target_include_directories(kiln_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
 separate_arguments(KILN_LLVM_DEFS NATIVE_COMMAND "${LLVM_DEFINITIONS}")
 target_compile_definitions(kiln_llvm INTERFACE ${KILN_LLVM_DEFS})
 target_link_libraries(kiln_llvm INTERFACE LLVM)
-find_program(KILN_LLD NAMES ld.lld-19 PATHS /usr/lib/llvm-19/bin REQUIRED)
+# lld as a library (liblld-19-dev): code generation links shared objects in-process.
+find_package(LLD 19.1 CONFIG REQUIRED PATHS /usr/lib/llvm-19/lib/cmake/lld NO_DEFAULT_PATH)
 
 # libonnx (ONNX front end): its targets `onnx`, `onnx_proto` need protobuf::libprotobuf.
 find_package(Protobuf REQUIRED)

@@ -10,8 +10,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PACKAGES=(
   # toolchain
   g++ cmake ninja-build ccache pkg-config git python3 python3-pip clang-format
-  # compiler core: LLVM 19 with its linker
-  llvm-19-dev lld-19 libzstd-dev zlib1g-dev libcurl4-openssl-dev libedit-dev libxml2-dev libffi-dev
+  # compiler core: LLVM 19 with its linker as a library (in-process linking)
+  llvm-19-dev liblld-19-dev libzstd-dev zlib1g-dev libcurl4-openssl-dev libedit-dev libxml2-dev libffi-dev
   # the farm
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev prometheus-cpp-dev

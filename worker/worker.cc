@@ -108,16 +108,13 @@ struct Built {
 
 std::atomic<int> g_builds_running{0};
 
-/// Compiles `c.func` in a detached thread, into a temporary file that the thread removes itself
-/// (so that a build abandoned at its time limit still cleans up when it finally ends).
+/// Compiles `c.func` into shared-object bytes in a detached thread (a build abandoned at its time
+/// limit ends on its own).
 std::future<Built> start_build(const Candidate& c) {
-  static std::atomic<uint64_t> counter{0};
-  const fs::path path = fs::temp_directory_path() / ("kiln-worker-" + std::to_string(::getpid()) +
-                                                     "-" + std::to_string(counter++) + ".so");
   auto promise = std::make_shared<std::promise<Built>>();
   std::future<Built> result = promise->get_future();
   ++g_builds_running;
-  std::thread([promise, f = c.func, tgt = *c.target, path]() mutable {
+  std::thread([promise, f = c.func, tgt = *c.target]() mutable {
     {
       // Everything the build holds goes away in this scope, before the count drops, so that a
       // process waiting for builds_running() == 0 can exit safely.
@@ -126,18 +123,11 @@ std::future<Built> start_build(const Candidate& c) {
       const target::Target target = std::move(tgt);
       Built b;
       try {
-        codegen::export_library({func}, target, path.string());
-        std::ifstream in(path, std::ios::binary);
-        KILN_USER_CHECK(in.good()) << "cannot read the built library '" << path.string() << "'";
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        b.data = ss.str();
+        b.data = codegen::link_shared_object({func}, target);
       } catch (const std::exception& e) {
         b.error = e.what();
         if (b.error.empty()) b.error = "the build failed";
       }
-      std::error_code ec;
-      fs::remove(path, ec);
       done->set_value(std::move(b));
     }
     --g_builds_running;

@@ -1,5 +1,5 @@
-// Building with LLVM: the host JIT (ORC LLJIT), object files, shared libraries through ld.lld,
-// and IR / assembly text.
+// Building with LLVM: the host JIT (ORC LLJIT), object files, and IR / assembly text (linking
+// shared objects is link.cc).
 //
 // JIT sessions: one LLJIT per distinct (triple, CPU, features), made on first use and kept for
 // the life of the process; each build() adds its module to a fresh JITDylib of that session, which
@@ -9,7 +9,6 @@
 // at once. Target machines for the optimization pipeline are cached per thread.
 #include "compiler/codegen/build.h"
 
-#include <fcntl.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
@@ -20,27 +19,14 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Triple.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include "base/error.h"
 #include "compiler/codegen/codegen_llvm.h"
-
-#ifndef KILN_LLD
-#define KILN_LLD "ld.lld-19"
-#endif
-
-extern char** environ;
 
 namespace kiln::codegen {
 namespace {
@@ -165,40 +151,6 @@ std::string emit_file(const std::vector<ir::PrimFunc>& funcs, const target::Targ
   return std::string(buf.begin(), buf.end());
 }
 
-/// Runs `argv` and returns its exit status; its stdout and stderr go to *output.
-int run_process(const std::vector<std::string>& argv, std::string* output) {
-  char log_template[] = "/tmp/kiln-lld-XXXXXX";
-  const int fd = mkstemp(log_template);
-  KILN_USER_CHECK(fd >= 0) << "export_library: cannot create a temporary file in /tmp: "
-                           << std::strerror(errno);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
-  std::vector<char*> cargv;
-  for (const std::string& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
-  cargv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawn_rc = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  int status = 0;
-  if (spawn_rc == 0) {
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-  }
-  close(fd);
-  std::ifstream in(log_template);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *output = ss.str();
-  std::filesystem::remove(log_template);
-  if (spawn_rc != 0) {
-    *output = std::string("cannot run it: ") + std::strerror(spawn_rc);
-    return 127;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 }  // namespace
 
 runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
@@ -208,7 +160,7 @@ runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Targ
       << " back-end builds its own kind of module";
   KILN_USER_CHECK(target.is_host())
       << "target '" << target.str() << "' cannot run on this machine (" << target::host_triple()
-      << "); use export_library";
+      << "); use link_shared_object";
   BuildTimings local;
   if (timings == nullptr) timings = &local;
   const LLVMTarget lt = resolve_llvm_target(target);
@@ -270,45 +222,6 @@ std::string emit_llvm_ir(const std::vector<ir::PrimFunc>& funcs, const target::T
   llvm::raw_string_ostream os(s);
   m->print(os, nullptr);
   return os.str();
-}
-
-void export_library(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
-                    const std::string& path) {
-  const LLVMTarget lt = resolve_llvm_target(target);
-  const std::vector<uint8_t> obj = emit_object(funcs, target);
-
-  char obj_template[] = "/tmp/kiln-obj-XXXXXX.o";
-  const int fd = mkstemps(obj_template, 2);
-  KILN_USER_CHECK(fd >= 0) << "export_library: cannot create a temporary object file in /tmp: "
-                           << std::strerror(errno);
-  const std::string obj_path = obj_template;
-  size_t written = 0;
-  while (written < obj.size()) {
-    const ssize_t n = write(fd, obj.data() + written, obj.size() - written);
-    if (n <= 0) break;
-    written += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (written != obj.size()) {
-    std::filesystem::remove(obj_path);
-    KILN_USER_ERROR() << "export_library: cannot write the temporary object file '" << obj_path
-                      << "'";
-  }
-
-  std::vector<std::string> argv{KILN_LLD,
-                                "-shared",
-                                "-m",
-                                lt.is_aarch64 ? "aarch64linux" : "elf_x86_64",
-                                "--hash-style=both",
-                                "-o",
-                                path,
-                                obj_path};
-  std::string output;
-  const int rc = run_process(argv, &output);
-  std::filesystem::remove(obj_path);
-  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
-  KILN_USER_CHECK(rc == 0) << "export_library: linking '" << path << "' with " << KILN_LLD
-                           << " failed (exit code " << rc << "): " << output;
 }
 
 }  // namespace kiln::codegen

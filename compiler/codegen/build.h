@@ -1,10 +1,10 @@
 // Turning lowered functions into running code with LLVM: a JIT-compiled module on this machine,
-// an object file or shared library for any llvm target (x86-64, AArch64), and LLVM IR or assembly
-// text for inspection. Every generated function follows deploy/runtime/c_abi.h, so the runtime
-// calls a JIT module and a loaded library the same way.
+// an object file or shared object (as bytes) for any llvm target (x86-64, AArch64), and LLVM IR or
+// assembly text for inspection. Every generated function follows deploy/runtime/c_abi.h, so the
+// runtime calls a JIT module and a loaded library the same way.
 //
 // All entry points are thread-safe: each call uses its own LLVM context; JIT sessions are shared
-// per target and guarded.
+// per target and guarded; links take turns (lld is one per process).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +28,8 @@ struct BuildTimings {
 /// JIT-compiles `funcs` for `target` (which must run on this machine: an llvm target with the
 /// host's triple) and returns a module whose functions are `funcs[i].name`. The module's
 /// `__kiln_parallel_launch` points at the runtime's thread pool. Raises kiln::Error for a target
-/// that cannot run here ("use export_library"), a non-llvm target, or a mistake in the functions.
+/// that cannot run here ("use link_shared_object"), a non-llvm target, or a mistake in the
+/// functions.
 runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
                       BuildTimings* timings = nullptr);
 
@@ -36,10 +37,16 @@ runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Targ
 std::vector<uint8_t> emit_object(const std::vector<ir::PrimFunc>& funcs,
                                  const target::Target& target);
 
-/// Links the object of `funcs` into the shared library `path` with ld.lld; when the target is
-/// the host, runtime::Module::load_library(path) loads it. libc / libm symbols (aligned_alloc,
-/// expf, ...) are left to the loading process. Raises kiln::Error naming the path and quoting the
-/// linker's output if linking fails.
+/// The ELF shared object of `funcs` for any llvm target, as bytes: their object linked by lld
+/// inside this process, with no file written (link.cc). When the target is the host,
+/// runtime::Module::load_library_bytes loads it. libc / libm symbols (aligned_alloc, expf, ...) are
+/// left to the loading process. Raises kiln::Error for a mistake in the functions or the target,
+/// kiln::InternalError if lld fails.
+std::string link_shared_object(const std::vector<ir::PrimFunc>& funcs,
+                               const target::Target& target);
+
+/// Writes link_shared_object(funcs, target) to the file `path`, for a process that loads it by
+/// path. Raises kiln::Error naming the path when it cannot be written.
 void export_library(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
                     const std::string& path);
 

@@ -4,14 +4,8 @@
 // appearance: the graph inputs, then each function's arguments.
 #include "compiler/graph/graph_build.h"
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cctype>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -43,20 +37,6 @@ std::string function_name(const std::string& node_name, size_t index) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "node_" + s;
   return s + "_" + std::to_string(index);
 }
-
-/// A temporary file removed when this goes out of scope.
-struct TempFile {
-  std::filesystem::path path;
-  TempFile() {
-    static std::atomic<int> counter{0};
-    path = std::filesystem::temp_directory_path() /
-           ("kiln-build-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".so");
-  }
-  ~TempFile() {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-  }
-};
 
 Json shape_json(const std::vector<int64_t>& shape) {
   Json::Array a;
@@ -273,12 +253,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
 
   if (options.progress) options.progress(total, total, "generating code");
   if (options.verbose) std::cerr << "generating code for " << funcs.size() << " functions\n";
-  TempFile so;
-  codegen::export_library(funcs, target::Target::parse(target), so.path.string());
-  std::ifstream in(so.path, std::ios::binary);
-  KILN_USER_CHECK(in.good()) << "graph build: cannot read the library just written to '"
-                             << so.path.string() << "'";
-  bundle.library.assign(std::istreambuf_iterator<char>(in), {});
+  bundle.library = codegen::link_shared_object(funcs, target::Target::parse(target));
 
   rep.num_functions = funcs.size();
   Json::Array storage = table.take_storage();

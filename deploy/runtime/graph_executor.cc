@@ -1,13 +1,8 @@
 // Loading and running bundles.
 #include "deploy/runtime/graph_executor.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 
 #include "base/error.h"
 #include "deploy/runtime/dtype.h"
@@ -15,35 +10,6 @@
 
 namespace kiln::runtime {
 namespace {
-
-/// Writes the library to a private temporary file, loads it, and removes the file (the mapping
-/// stays valid).
-Module load_library_bytes(const std::string& bytes, const std::string& origin) {
-  const char* dir = std::getenv("TMPDIR");
-  std::string tmpl = std::string(dir && *dir ? dir : "/tmp") + "/kiln-lib-XXXXXX";
-  int fd = mkstemp(tmpl.data());
-  KILN_USER_CHECK(fd >= 0) << "bundle '" << origin << "': cannot create a temporary file in "
-                           << (dir && *dir ? dir : "/tmp") << " for its library";
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (done != bytes.size()) {
-    std::remove(tmpl.c_str());
-    KILN_USER_ERROR() << "bundle '" << origin << "': cannot write its library to " << tmpl;
-  }
-  try {
-    Module m = Module::load_library(tmpl);
-    std::remove(tmpl.c_str());
-    return m;
-  } catch (...) {
-    std::remove(tmpl.c_str());
-    throw;
-  }
-}
 
 std::vector<int64_t> shape_of(const Json& j, const std::string& what) {
   std::vector<int64_t> shape;
@@ -75,7 +41,7 @@ GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origi
       << where << " has an unknown format";
   int64_t version = graph.at("version", where).as_int(where + " version");
   KILN_USER_CHECK(version == 1) << where << " has version " << version << "; this runtime reads version 1";
-  g.module_ = load_library_bytes(bundle.library, origin);
+  g.module_ = Module::load_library_bytes(bundle.library, "bundle '" + origin + "'");
 
   for (auto& s : graph.at("storage", where).as_array(where + " storage")) {
     int64_t bytes = s.at("bytes", where + " storage").as_int(where + " storage bytes");

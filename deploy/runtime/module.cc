@@ -2,7 +2,11 @@
 #include "deploy/runtime/module.h"
 
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -12,24 +16,53 @@
 namespace kiln::runtime {
 namespace {
 
-/// A shared object opened with dlopen; closed when the last reference goes.
+/// A shared object opened with dlopen; closed when the last reference goes. A library loaded from
+/// bytes also owns its memfd, closed after dlclose: while the library is loaded its descriptor
+/// number cannot be reused, so no other library is ever opened under the same /proc/self/fd/N
+/// name (the loader would take that for the library already loaded).
 class LibraryModuleNode final : public ModuleNode {
  public:
-  LibraryModuleNode(void* handle, std::string path) : handle_(handle), path_(std::move(path)) {}
-  ~LibraryModuleNode() override { dlclose(handle_); }
+  LibraryModuleNode(void* handle, std::string name, int memfd = -1)
+      : handle_(handle), name_(std::move(name)), memfd_(memfd) {}
+  ~LibraryModuleNode() override {
+    dlclose(handle_);
+    if (memfd_ >= 0) ::close(memfd_);
+  }
 
   void* symbol(const std::string& name) override { return dlsym(handle_, name.c_str()); }
   std::string kind() const override { return "library"; }
-  std::string name() const override { return "library '" + path_ + "'"; }
+  std::string name() const override { return name_; }
 
  private:
   void* handle_;
-  std::string path_;
+  std::string name_;
+  int memfd_;
 };
 
 /// dlerror() keeps its message in per-thread state, but dlopen and dlerror together are not
 /// atomic with respect to other loader users in this process; serialize ours.
 std::mutex g_dl_mu;
+
+/// dlopen(path, RTLD_NOW | RTLD_LOCAL), or nullptr with the loader's reason in *reason.
+void* open_library(const std::string& path, std::string* reason) {
+  std::lock_guard<std::mutex> lock(g_dl_mu);
+  dlerror();  // clear
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* e = dlerror();
+    *reason = e != nullptr ? e : "unknown reason";
+  }
+  return handle;
+}
+
+/// A memfd whose pages may be mapped executable: MFD_EXEC (Linux 6.3) where the kernel knows it,
+/// so that a vm.memfd_noexec policy does not seal it against execution.
+int executable_memfd(const char* name) {
+  constexpr unsigned kMfdExec = 0x0010U;  // MFD_EXEC, missing from older headers
+  const int fd = memfd_create(name, MFD_CLOEXEC | kMfdExec);
+  if (fd >= 0 || errno != EINVAL) return fd;
+  return memfd_create(name, MFD_CLOEXEC);
+}
 
 const char* kind_word(char c) {
   switch (c) {
@@ -67,19 +100,35 @@ Module Module::from_node(std::shared_ptr<ModuleNode> node) {
 }
 
 Module Module::load_library(const std::string& path) {
-  void* handle = nullptr;
   std::string reason;
-  {
-    std::lock_guard<std::mutex> lock(g_dl_mu);
-    dlerror();  // clear
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* e = dlerror();
-      reason = e != nullptr ? e : "unknown reason";
-    }
-  }
+  void* handle = open_library(path, &reason);
   KILN_USER_CHECK(handle != nullptr) << "cannot load module '" << path << "': " << reason;
-  return from_node(std::make_shared<LibraryModuleNode>(handle, path));
+  return from_node(std::make_shared<LibraryModuleNode>(handle, "library '" + path + "'"));
+}
+
+Module Module::load_library_bytes(const std::string& library, const std::string& origin) {
+  const int fd = executable_memfd("kiln-library");
+  KILN_ICHECK(fd >= 0) << "cannot load the library of " << origin
+                       << ": memfd_create failed: " << std::strerror(errno);
+  size_t done = 0;
+  while (done < library.size()) {
+    const ssize_t n = ::write(fd, library.data() + done, library.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  const int write_errno = errno;
+  if (done != library.size()) ::close(fd);
+  KILN_ICHECK(done == library.size())
+      << "cannot load the library of " << origin
+      << ": writing it to its memfd failed: " << std::strerror(write_errno);
+  std::string reason;
+  void* handle = open_library("/proc/self/fd/" + std::to_string(fd), &reason);
+  if (handle == nullptr) {
+    ::close(fd);
+    KILN_USER_ERROR() << "cannot load the library of " << origin << ": " << reason;
+  }
+  return from_node(std::make_shared<LibraryModuleNode>(handle, "library of " + origin, fd));
 }
 
 ModuleNode& Module::checked_node() const {

@@ -1,8 +1,8 @@
 // Loading compiled code and calling it. A Module is a bag of symbols behind a ModuleNode: a shared
-// object opened with dlopen here, or (in the compiler) an LLVM JIT session that subclasses
-// ModuleNode. Module::function looks up an entry that follows the calling convention of c_abi.h
-// and returns a Function, which checks arguments against the entry's signature string before the
-// call and turns a non-zero return into kiln::Error.
+// object opened with dlopen here (from a file or from bytes in memory), or (in the compiler) an
+// LLVM JIT session that subclasses ModuleNode. Module::function looks up an entry that follows the
+// calling convention of c_abi.h and returns a Function, which checks arguments against the entry's
+// signature string before the call and turns a non-zero return into kiln::Error.
 //
 // Ownership: a Function keeps its module alive; a module's code stays loaded while any Module or
 // Function refers to it. Calls are thread-safe as long as the compiled code is (it is re-entrant).
@@ -45,6 +45,12 @@ class Module {
   /// Opens a shared object (dlopen with RTLD_NOW | RTLD_LOCAL). Throws kiln::Error naming the file
   /// and the loader's reason if it cannot be opened.
   static Module load_library(const std::string& path);
+
+  /// Opens the shared object whose bytes are `library`, without writing a file: it is put in an
+  /// anonymous memory file (memfd) that dlopen opens as /proc/self/fd/N and that stays open while
+  /// the module is loaded. `origin` names it in messages ("bundle 'model.kiln'"). Throws
+  /// kiln::Error with the loader's reason if it cannot be opened.
+  static Module load_library_bytes(const std::string& library, const std::string& origin);
 
   /// The entry function `name` with its signature `__kiln_sig_<name>`. Throws kiln::Error naming
   /// the function and the module if either is missing or the signature is malformed.

@@ -1,7 +1,9 @@
 // The `kiln` command line end to end: `kiln compile` on an ONNX model built here, `kiln run` on the
-// bundle with an .npy input, the output .npy checked against a reference computed here; then bad
-// files (a missing model, a truncated model, an input of the wrong shape, a corrupted bundle), each
-// an exit code of 1 and an "error: ..." line naming the problem.
+// bundle with an .npy input, the output .npy checked against a reference computed here (written
+// into the folder -o names, one file per output); `kiln --help` and every command's --help; then
+// command-line mistakes (exit code 2) and bad files (a missing model, a truncated model, an input
+// of the wrong shape, a corrupted bundle), each an exit code of 1 and an "error: ..." line naming
+// the problem.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <sys/wait.h>
@@ -13,6 +15,9 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "deploy/runtime/npy.h"
 #include "tests/common/kiln_test_util.h"
@@ -24,8 +29,10 @@ namespace {
 namespace fs = std::filesystem;
 using runtime::NDArray;
 
-/// y = relu(x + c) for x [2, 3] and the constant c [3] = {-0.5, 0, 0.5}.
-std::string make_model() {
+/// y = relu(x + c) for x [2, 3] and the constant c [3] = {-0.5, 0, 0.5}; with `sum_output`, the
+/// sum s = x + c is an output too (before y). `y` and `s` name the outputs.
+std::string make_model(const std::string& y = "y", const std::string& s = "s",
+                       bool sum_output = false) {
   onnx::ModelProto m;
   m.set_ir_version(7);
   auto* op = m.add_opset_import();
@@ -49,13 +56,14 @@ std::string make_model() {
   add->set_name("add");
   add->add_input("x");
   add->add_input("c");
-  add->add_output("s");
+  add->add_output(s);
   auto* relu = g->add_node();
   relu->set_op_type("Relu");
   relu->set_name("relu");
-  relu->add_input("s");
-  relu->add_output("y");
-  g->add_output()->set_name("y");
+  relu->add_input(s);
+  relu->add_output(y);
+  if (sum_output) g->add_output()->set_name(s);
+  g->add_output()->set_name(y);
   return m.SerializeAsString();
 }
 
@@ -125,6 +133,151 @@ TEST_F(CliTest, CompileAndRun) {
   r = kiln("run '" + bundle + "' --input 'x=" + path("x.npy") + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("output 'y': float32[2, 3]"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, RunWritesOneFilePerOutputIntoTheFolder) {
+  // Output names that are no file names: '/' and ':' become '_', and the second output whose name
+  // becomes "y_1" gets "y_1_2".
+  write(path("two.onnx"), make_model("y/1", "y:1", /*sum_output=*/true));
+  Result r = kiln("compile '" + path("two.onnx") + "' -o '" + path("two.kiln") + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  NDArray x = testing::random_array({2, 3}, 11);
+  runtime::save_npy(path("x.npy"), x);
+  // -o names a folder that does not exist yet (two levels), without a trailing '/'.
+  const std::string out = path("results/run1");
+  r = kiln("run '" + path("two.kiln") + "' --input '" + path("x.npy") + "' -o '" + out + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_TRUE(fs::is_directory(out));
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(out)) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{"y_1.npy", "y_1_2.npy"}));
+  EXPECT_FALSE(fs::exists(path("results/run1y_1.npy")));
+  const float c[3] = {-0.5f, 0.0f, 0.5f};
+  std::vector<float> sum(6), relu(6);
+  for (int i = 0; i < 6; ++i) {
+    sum[i] = x.data<float>()[i] + c[i % 3];
+    relu[i] = std::max(0.0f, sum[i]);
+  }
+  EXPECT_TRUE(testing::all_close(runtime::load_npy(out + "/y_1.npy"), sum));
+  EXPECT_TRUE(testing::all_close(runtime::load_npy(out + "/y_1_2.npy"), relu));
+  EXPECT_NE(r.out.find("output 'y:1': float32[2, 3] -> " + out + "/y_1.npy"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("output 'y/1': float32[2, 3] -> " + out + "/y_1_2.npy"), std::string::npos)
+      << r.out;
+
+  // Run again into the same folder: the files are replaced.
+  r = kiln("run '" + path("two.kiln") + "' --input '" + path("x.npy") + "' -o '" + out + "'");
+  EXPECT_EQ(r.code, 0) << r.err;
+
+  // -o naming a file is an error that names it, and the file is left alone.
+  write(path("taken"), "not a folder");
+  r = kiln("run '" + path("two.kiln") + "' --input '" + path("x.npy") + "' -o '" + path("taken") +
+           "'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: -o '" + path("taken") + "': cannot create that folder"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read(path("taken")), "not a folder");
+}
+
+TEST_F(CliTest, HelpForKilnAndEveryCommand) {
+  // The commands and the flags each one's --help must list (and nothing it does not take).
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
+      {"compile", {"--target", "-o", "--no-fuse", "--no-layout"}},
+      {"run", {"--input", "-o", "--profile"}},
+      {"tune",
+       {"--target", "--trials", "--records", "-o", "--explorer", "--batch", "--seed", "--threads",
+        "--repeat", "--flush-cache"}},
+      {"example", {"--n", "--threads", "--target"}},
+      {"submit",
+       {"--target", "--device-key", "--trials", "--name", "--priority", "--owner", "--watch",
+        "--server", "--token-file", "--tls-ca"}},
+      {"jobs", {"--owner", "--state", "--server", "--token-file", "--tls-ca"}},
+      {"watch", {"--server", "--token-file", "--tls-ca"}},
+      {"fetch", {"-o", "--server", "--token-file", "--tls-ca"}},
+      {"devices", {"--key", "--server", "--token-file", "--tls-ca"}},
+      {"cancel", {"--reason", "--server", "--token-file", "--tls-ca"}},
+  };
+  Result top = kiln("--help");
+  ASSERT_EQ(top.code, 0) << top.err;
+  EXPECT_EQ(top.out.rfind("usage: kiln COMMAND", 0), 0u) << top.out;
+  EXPECT_EQ(kiln("-h").out, top.out);
+  EXPECT_EQ(kiln("help").out, top.out);
+  for (const auto& [name, flags] : commands) {
+    EXPECT_NE(top.out.find("\n  " + name + " "), std::string::npos) << name << "\n" << top.out;
+    for (const std::string& how : {name + " --help", name + " -h", "help " + name}) {
+      Result r = kiln(how);
+      EXPECT_EQ(r.code, 0) << how << ": " << r.err;
+      EXPECT_EQ(r.out.rfind("usage: kiln " + name, 0), 0u) << how << ": " << r.out;
+    }
+    const std::string usage = kiln(name + " --help").out;
+    // One line per flag, the flags listed and no other: "  --flag VALUE  what (default: ...)".
+    std::vector<std::string> listed;
+    std::istringstream lines(usage);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_LE(line.size(), 100u) << name << ": " << line;
+      if (line.rfind("  -", 0) != 0) continue;
+      const std::string flag = line.substr(2, line.find(' ', 2) - 2);
+      listed.push_back(flag);
+      const bool has_value = line.find(' ', 2) < line.find("  ", 2);
+      if (has_value) {
+        EXPECT_TRUE(line.find("(default: ") != std::string::npos ||
+                    line.find("(required") != std::string::npos ||
+                    line.find("once per input") != std::string::npos)
+            << name << ": a flag with a value says its default: " << line;
+      }
+    }
+    EXPECT_EQ(listed, flags) << name << "\n" << usage;
+  }
+  // Defaults come from the code: kiln tune's trials are the tuner's.
+  EXPECT_NE(kiln("tune --help").out.find("(default: 200)"), std::string::npos);
+  // kiln run --help says what -o writes.
+  EXPECT_NE(kiln("run --help").out.find("DIR/<output name>.npy"), std::string::npos);
+  // --help wins over the rest of the command line, even a mistake.
+  Result r = kiln("compile --no-such-flag --help");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("usage: kiln compile", 0), 0u) << r.out;
+}
+
+TEST_F(CliTest, CommandLineMistakes) {
+  // No command: the overview on stderr, exit 2.
+  Result r = kiln("");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.rfind("usage: kiln COMMAND", 0), 0u) << r.err;
+
+  r = kiln("frobnicate --fast");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: unknown command 'frobnicate'; the commands are: compile, run, "
+                       "tune, example, submit, jobs, watch, fetch, devices, cancel"),
+            std::string::npos)
+      << r.err;
+  r = kiln("help frobnicate");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown command 'frobnicate'"), std::string::npos) << r.err;
+
+  r = kiln("compile '" + model_ + "' --fast");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: kiln compile has no option '--fast'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("usage: kiln compile MODEL.onnx"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("kiln compile --help"), std::string::npos) << r.err;
+
+  r = kiln("compile '" + model_ + "' --target");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: --target needs a value"), std::string::npos) << r.err;
+
+  r = kiln("compile");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("kiln compile needs a MODEL.onnx"), std::string::npos) << r.err;
+
+  r = kiln("tune '" + model_ + "' --trials 0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--trials needs a positive number, got '0'"), std::string::npos) << r.err;
+
+  r = kiln("example matrix");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("'matrix'"), std::string::npos) << r.err;
 }
 
 TEST_F(CliTest, CompileShowsProgress) {

@@ -21,7 +21,7 @@ using runtime::NDArray;
 using testing::TempDir;
 
 /// y = relu(x * w + 1) as two kernels: t = x * w (w a parameter), y = relu(t + 1).
-runtime::Bundle make_bundle(const TempDir& dir) {
+runtime::Bundle make_bundle() {
   const int n = 37;
   te::Tensor x = te::placeholder({n}, ir::kFloat32, "x");
   te::Tensor w = te::placeholder({n}, ir::kFloat32, "w");
@@ -30,11 +30,8 @@ runtime::Bundle make_bundle(const TempDir& dir) {
   te::Tensor y = te::compute({n}, [&](ir::Var i) { return ir::max(t_in(i) + 1.0f, 0.0f); }, "y");
   ir::PrimFunc f1 = compiler::lower(te::create_schedule({t}), {x, w, t}, "mul");
   ir::PrimFunc f2 = compiler::lower(te::create_schedule({y}), {t_in, y}, "add_relu");
-  std::string so = (dir.path() / "lib.so").string();
-  codegen::export_library({f1, f2}, target::Target::parse("llvm"), so);
   runtime::Bundle b;
-  std::ifstream in(so, std::ios::binary);
-  b.library.assign(std::istreambuf_iterator<char>(in), {});
+  b.library = codegen::link_shared_object({f1, f2}, target::Target::parse("llvm"));
   NDArray wv = NDArray::empty({n}, runtime::kFloat32);
   for (int i = 0; i < n; ++i) wv.data<float>()[i] = (i % 5) - 2.0f;
   b.params.emplace("w", std::move(wv));
@@ -54,7 +51,7 @@ runtime::Bundle make_bundle(const TempDir& dir) {
 TEST(GraphExecutor, RunsABundleFile) {
   TempDir dir;
   std::string path = (dir.path() / "model.kiln").string();
-  runtime::write_bundle(path, make_bundle(dir));
+  runtime::write_bundle(path, make_bundle());
   auto g = runtime::GraphExecutor::load(path);
   ASSERT_EQ(g.num_inputs(), 1u);
   EXPECT_EQ(g.input_name(0), "x");
@@ -67,8 +64,7 @@ TEST(GraphExecutor, RunsABundleFile) {
 }
 
 TEST(GraphExecutor, ProfileTimesEveryNodeAndRuns) {
-  TempDir dir;
-  auto g = runtime::GraphExecutor::from_bundle(make_bundle(dir), "profiled");
+  auto g = runtime::GraphExecutor::from_bundle(make_bundle(), "profiled");
   NDArray x = testing::random_array({37}, 4);
   g.set_input("x", x);
   auto times = g.profile(5);
@@ -85,7 +81,7 @@ TEST(GraphExecutor, ProfileTimesEveryNodeAndRuns) {
 
 TEST(GraphExecutor, DamagedBundlesAreReported) {
   TempDir dir;
-  std::string bytes = runtime::serialize_bundle(make_bundle(dir));
+  std::string bytes = runtime::serialize_bundle(make_bundle());
   std::string flipped = bytes;
   flipped[flipped.size() / 2] ^= 0x40;
   EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle(flipped, "m.kiln"), "corrupted");
@@ -95,22 +91,29 @@ TEST(GraphExecutor, DamagedBundlesAreReported) {
 }
 
 TEST(GraphExecutor, BadGraphsAndInputsAreReported) {
-  TempDir dir;
-  runtime::Bundle b = make_bundle(dir);
+  runtime::Bundle b = make_bundle();
   {
-    runtime::Bundle bad = make_bundle(dir);
+    runtime::Bundle bad = make_bundle();
     bad.graph_json.replace(bad.graph_json.find("add_relu"), 8, "add_tanh");
     EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "'add_tanh'");
   }
   {
-    runtime::Bundle bad = make_bundle(dir);
+    runtime::Bundle bad = make_bundle();
     bad.params.clear();
     EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "parameter 'w'");
   }
   {
-    runtime::Bundle bad = make_bundle(dir);
+    runtime::Bundle bad = make_bundle();
     bad.graph_json.replace(bad.graph_json.find("\"offset\": 64"), 12, "\"offset\": 200");
     EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "do not fit");
+  }
+  {
+    runtime::Bundle bad = make_bundle();
+    bad.library =
+        "\x7f"
+        "ELF, but not a shared object";
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
+                          "cannot load the library of bundle 'm.kiln'");
   }
   auto g = runtime::GraphExecutor::from_bundle(std::move(b), "m.kiln");
   EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({36})), "input 'x' must have shape [37], got [36]");

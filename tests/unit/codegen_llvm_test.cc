@@ -1,8 +1,9 @@
-// The LLVM back-end end to end: hand-built lowered functions are JIT-compiled (or exported as a
-// shared object, or cross-compiled for AArch64), called through the runtime, and compared against
-// plain C++ references. Covers vectors (contiguous, strided, predicated), parallel loops on 1 and 2
-// threads, symbolic shapes, allocations (register tile, heap), float16, int8, floor division,
-// math intrinsics, argument checks and their messages, and codegen + JIT time of a tiled matmul.
+// The LLVM back-end end to end: hand-built lowered functions are JIT-compiled (or linked into a
+// shared object in memory, or cross-compiled for AArch64), called through the runtime, and compared
+// against plain C++ references. Covers vectors (contiguous, strided, predicated), parallel loops on
+// 1 and 2 threads, symbolic shapes, allocations (register tile, heap), float16, int8, floor
+// division, math intrinsics, argument checks and their messages, and codegen + JIT time of a tiled
+// matmul.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,6 +14,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -735,17 +739,13 @@ TEST(CodegenLLVM, AArch64ObjectAndNeonAssembly) {
       << as.substr(0, 4000);
 
   // And a shared object for the board.
-  const std::string so =
-      ::testing::TempDir() + "kiln_codegen_arm_" + std::to_string(getpid()) + ".so";
-  export_library({f}, arm, so);
-  std::vector<char> head(20);
-  FILE* fp = std::fopen(so.c_str(), "rb");
-  ASSERT_NE(fp, nullptr);
-  ASSERT_EQ(std::fread(head.data(), 1, head.size(), fp), head.size());
-  std::fclose(fp);
-  EXPECT_EQ(head[16], 3);  // ET_DYN
-  EXPECT_EQ(static_cast<uint8_t>(head[18]), 183);
-  std::filesystem::remove(so);
+  const std::string so = link_shared_object({f}, arm);
+  ASSERT_GT(so.size(), 64u);
+  EXPECT_EQ(so.substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_EQ(so[16], 3);  // ET_DYN
+  EXPECT_EQ(static_cast<uint8_t>(so[18]), 183);
 }
 
 TEST(CodegenLLVM, Avx512RegistersOnThisHost) {
@@ -759,12 +759,12 @@ TEST(CodegenLLVM, Avx512RegistersOnThisHost) {
 #endif
 }
 
-TEST(CodegenLLVM, ExportedLibraryLoadsAndRuns) {
+TEST(CodegenLLVM, LinkedLibraryLoadsAndRuns) {
   ThreadCountGuard guard;
-  const std::string so = ::testing::TempDir() + "kiln_codegen_" + std::to_string(getpid()) + ".so";
-  export_library({parallel_func(), add_2d()}, host(), so);
-  runtime::Module m = runtime::Module::load_library(so);
+  runtime::Module m = runtime::Module::load_library_bytes(
+      link_shared_object({parallel_func(), add_2d()}, host()), "test 'par'");
   EXPECT_EQ(m.kind(), "library");
+  EXPECT_EQ(m.name(), "library of test 'par'");
   EXPECT_NE(m.symbol("__kiln_parallel_launch"), nullptr);
   for (int threads : {1, 2}) {
     runtime::set_num_threads(threads);
@@ -777,10 +777,75 @@ TEST(CodegenLLVM, ExportedLibraryLoadsAndRuns) {
   NDArray flat = NDArray::empty({32}, runtime::kFloat32);
   NDArray out = NDArray::empty({4, 8}, runtime::kFloat32);
   EXPECT_ERROR_CONTAINS(m.function("add2d")(flat, out), "argument 'A' must have 2 dimensions");
+}
+
+TEST(CodegenLLVM, ExportedLibraryIsTheLinkedBytes) {
+  const std::string so = ::testing::TempDir() + "kiln_codegen_" + std::to_string(getpid()) + ".so";
+  export_library({add_2d()}, host(), so);
+  std::ifstream in(so, std::ios::binary);
+  const std::string written((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(written, link_shared_object({add_2d()}, host()));
+  EXPECT_TRUE(runtime::Module::load_library(so).has_function("add2d"));
   std::filesystem::remove(so);
 
   EXPECT_ERROR_CONTAINS(export_library({add_2d()}, host(), "/nonexistent-dir/x.so"),
-                        "export_library: linking '/nonexistent-dir/x.so'");
+                        "export_library: cannot write '/nonexistent-dir/x.so': No such file");
+}
+
+/// out[i] = in[i] + k, named "f" whatever k is.
+PrimFunc add_constant(float k) {
+  Buffer a = ir::make_buffer("A", ir::kFloat32, {4});
+  Buffer b = ir::make_buffer("B", ir::kFloat32, {4});
+  Var i("i");
+  return func("f", {tensor(a), tensor(b)},
+              ir::for_loop(i, 0, 4, ForKind::kSerial,
+                           ir::store(b.data, ir::load(ir::kFloat32, a.data, i) + k, i)));
+}
+
+/// Calls "f" of `m` on {0, 1, 2, 3} and returns out[0].
+float first_of(const runtime::Module& m) {
+  NDArray A = NDArray::from_vector(iota_floats(4), {4});
+  NDArray B = NDArray::empty({4}, runtime::kFloat32);
+  m.function("f")(A, B);
+  return B.to_vector<float>()[0];
+}
+
+TEST(CodegenLLVM, LibrariesFromMemoryNeverAlias) {
+  // The loader knows a library by its path, /proc/self/fd/N here: a second library must never be
+  // taken for a first one that is still loaded, nor for one that was unloaded.
+  auto load = [](float k) {
+    return runtime::Module::load_library_bytes(link_shared_object({add_constant(k)}, host()),
+                                               "add " + std::to_string(k));
+  };
+  std::optional<runtime::Module> one = load(1);
+  runtime::Module two = load(2);
+  EXPECT_FLOAT_EQ(first_of(*one), 1.0f);
+  EXPECT_FLOAT_EQ(first_of(two), 2.0f);
+  one.reset();
+  runtime::Module three = load(3);
+  EXPECT_FLOAT_EQ(first_of(three), 3.0f);
+  EXPECT_FLOAT_EQ(first_of(two), 2.0f);
+  EXPECT_ERROR_CONTAINS(runtime::Module::load_library_bytes("not a library", "bundle 'x.kiln'"),
+                        "cannot load the library of bundle 'x.kiln'");
+}
+
+TEST(CodegenLLVM, LinksFromSeveralThreads) {
+  // lld runs in this process and takes one link at a time; every thread gets its own library.
+  std::vector<std::string> libraries(6);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < libraries.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 3; ++r) {
+        libraries[t] = link_shared_object({add_constant(static_cast<float>(t))}, host());
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  for (size_t t = 0; t < libraries.size(); ++t) {
+    EXPECT_FLOAT_EQ(first_of(runtime::Module::load_library_bytes(libraries[t], "thread")),
+                    static_cast<float>(t))
+        << t;
+  }
 }
 
 TEST(CodegenLLVM, JitModulesAreIndependent) {
