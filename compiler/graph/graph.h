@@ -148,7 +148,8 @@ class Graph {
   // --- checking and printing ------------------------------------------------------------------
   /// Checks the invariants: value ids in range, nodes in topological order, every input defined
   /// (a graph input, a constant or an earlier node's output), each value produced once, every
-  /// used value typed with non-negative dims, defaults only on graph inputs and of their type. Throws kiln::InternalError naming the node and value.
+  /// used value typed with non-negative dims, defaults only on graph inputs and of their type.
+  /// Throws kiln::InternalError naming the node and value.
   void verify() const;
   /// The whole graph in the format shown at the top of this file.
   std::string to_string() const;

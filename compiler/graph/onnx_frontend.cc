@@ -218,8 +218,7 @@ void Importer::add_input_with_default(const onnx::ValueInfoProto& input, const T
   auto data = std::make_shared<const runtime::NDArray>(
       tensor_to_ndarray(init, where + " (its initializer)"));
   const auto& tt = input.type().tensor_type();
-  KILN_USER_CHECK(input.type().has_tensor_type() &&
-                  tt.elem_type() == onnx_elem_type(data->dtype()))
+  KILN_USER_CHECK(input.type().has_tensor_type() && tt.elem_type() == onnx_elem_type(data->dtype()))
       << where << " is declared " << onnx_dtype_name(tt.elem_type())
       << ", but its initializer (the default value) is "
       << onnx_dtype_name(onnx_elem_type(data->dtype()));
@@ -232,9 +231,9 @@ void Importer::add_input_with_default(const onnx::ValueInfoProto& input, const T
     std::string declared = "[";
     for (int d = 0; d < tt.shape().dim_size(); ++d) {
       const auto& dim = tt.shape().dim(d);
-      declared += (d ? "," : "") + (dim.has_dim_value() ? std::to_string(dim.dim_value())
-                                                        : dim.dim_param().empty() ? "?"
-                                                                                  : dim.dim_param());
+      declared += (d ? "," : "") + (dim.has_dim_value()       ? std::to_string(dim.dim_value())
+                                    : dim.dim_param().empty() ? "?"
+                                                              : dim.dim_param());
     }
     declared += "]";
     KILN_USER_CHECK(same) << where << " is declared with shape " << declared

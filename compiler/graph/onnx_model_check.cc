@@ -139,8 +139,7 @@ std::vector<onnx::TypeProto> ShapeInference::infer(
       while (n->input_size() > 3) n->mutable_input()->RemoveLast();
     }
   }
-  if (op == "LSTM" && inputs.size() > 1 && inputs[1] != nullptr &&
-      inputs[1]->shape.size() == 3 &&
+  if (op == "LSTM" && inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->shape.size() == 3 &&
       std::none_of(node.attribute().begin(), node.attribute().end(),
                    [](const onnx::AttributeProto& a) { return a.name() == "hidden_size"; })) {
     // Inference needs hidden_size to give the outputs a static shape; the default is W's.

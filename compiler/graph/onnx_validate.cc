@@ -123,7 +123,8 @@ class NodeCheck {
   }
   /// "input 1 (W 'w')".
   std::string input(size_t i) const {
-    const std::string name = i < static_cast<size_t>(n_.input_size()) ? n_.input(static_cast<int>(i)) : "";
+    const std::string name =
+        i < static_cast<size_t>(n_.input_size()) ? n_.input(static_cast<int>(i)) : "";
     return "input " + str(static_cast<int64_t>(i)) + " (" + formal_name(i) + " '" + name + "')";
   }
   bool has(size_t i) const { return i < in_.size() && in_[i] != nullptr; }
@@ -219,7 +220,8 @@ class NodeCheck {
     for (int i = 0; i < num_out && !formal_out.empty(); ++i) {
       const auto& f = formal_out[std::min<size_t>(static_cast<size_t>(i), formal_out.size() - 1)];
       if (f.GetOption() == onnx::OpSchema::Single && n_.output(i).empty()) {
-        fail("output " + str(i) + " (" + f.GetName() + ") is required, but the node leaves it "
+        fail("output " + str(i) + " (" + f.GetName() +
+             ") is required, but the node leaves it "
              "empty");
       }
     }
@@ -232,12 +234,11 @@ class NodeCheck {
         std::vector<std::string> known;
         for (const auto& [name, _] : schema_->attributes()) known.push_back(name);
         fail("attribute '" + a.name() + "' is not an attribute of " + op_ + " at opset " +
-             str(opset_) + " (" + (known.empty() ? "it has none" : "it has " + join(known)) +
-             ")");
+             str(opset_) + " (" + (known.empty() ? "it has none" : "it has " + join(known)) + ")");
       }
       if (attr_type(a) != it->second.type) {
-        fail("attribute '" + a.name() + "' must be " + attr_type_name(it->second.type) +
-             ", got " + attr_type_name(attr_type(a)));
+        fail("attribute '" + a.name() + "' must be " + attr_type_name(it->second.type) + ", got " +
+             attr_type_name(attr_type(a)));
       }
     }
     for (const auto& [name, spec] : schema_->attributes()) {
@@ -261,7 +262,8 @@ class NodeCheck {
       if (i >= formals.size() && formals.back().GetOption() != onnx::OpSchema::Variadic) {
         // Pad's axes (opset 18): int32 or int64, like Slice's.
         const KilnDType t = in_[i]->dtype;
-        if (!runtime::dtype_equal(t, runtime::kInt64) && !runtime::dtype_equal(t, runtime::kInt32)) {
+        if (!runtime::dtype_equal(t, runtime::kInt64) &&
+            !runtime::dtype_equal(t, runtime::kInt32)) {
           fail(input(i) + " is " + runtime::dtype_to_string(t) + "; it must be int32 or int64");
         }
         continue;
@@ -297,8 +299,9 @@ class NodeCheck {
     if (op_ == "Conv" || op_ == "ConvTranspose") return conv(op_ == "ConvTranspose");
     if (op_ == "MaxPool" || op_ == "AveragePool") return pool();
     if (op_ == "GlobalAveragePool" || op_ == "GlobalMaxPool") {
-      if (rank(0) < 2) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; " + op_ +
-                            " takes N x C x D1 x ... (rank 2 or more)");
+      if (rank(0) < 2)
+        fail(input_shaped(0) + " has rank " + str(rank(0)) + "; " + op_ +
+             " takes N x C x D1 x ... (rank 2 or more)");
       return;
     }
     if (op_ == "BatchNormalization") return batch_norm();
@@ -330,7 +333,8 @@ class NodeCheck {
     }
     if (op_ == "Cast") {
       const int64_t to = attr_i("to", 0);
-      if (to == onnx::TensorProto::UNDEFINED || !onnx::TensorProto::DataType_IsValid(static_cast<int>(to))) {
+      if (to == onnx::TensorProto::UNDEFINED ||
+          !onnx::TensorProto::DataType_IsValid(static_cast<int>(to))) {
         fail("attribute 'to' is " + str(to) + ", which is not an ONNX data type");
       }
       return;
@@ -362,8 +366,8 @@ class NodeCheck {
 
   /// One int attribute per spatial dimension (`count` of them) with its default; `min` the
   /// least value each may have.
-  std::vector<int64_t> per_axis(const std::string& name, size_t count, int64_t dflt,
-                                int64_t min, const std::string& spatial_of) const {
+  std::vector<int64_t> per_axis(const std::string& name, size_t count, int64_t dflt, int64_t min,
+                                const std::string& spatial_of) const {
     const std::vector<int64_t> v = attr_ints(name, std::vector<int64_t>(count, dflt));
     if (v.size() != count) {
       fail("attribute '" + name + "' has " + str(static_cast<int64_t>(v.size())) + " values " +
@@ -382,7 +386,8 @@ class NodeCheck {
   std::string auto_pad() const {
     const std::string ap = attr_s("auto_pad", "NOTSET");
     if (ap != "NOTSET" && ap != "SAME_UPPER" && ap != "SAME_LOWER" && ap != "VALID") {
-      fail("attribute 'auto_pad' is '" + ap + "'; it must be NOTSET, SAME_UPPER, SAME_LOWER or "
+      fail("attribute 'auto_pad' is '" + ap +
+           "'; it must be NOTSET, SAME_UPPER, SAME_LOWER or "
            "VALID");
     }
     return ap;
@@ -401,15 +406,17 @@ class NodeCheck {
         has_dilations ? per_axis("dilations", k, 1, 1, spatial) : std::vector<int64_t>(k, 1);
     extent->clear();
     for (size_t i = 0; i < k; ++i) extent->push_back((kernel[i] - 1) * dil[i] + 1);
-    const std::vector<int64_t> pads = per_axis("pads", 2 * k, 0, 0, spatial + " (a begin and an "
-                                                                               "end each)");
+    const std::vector<int64_t> pads = per_axis("pads", 2 * k, 0, 0,
+                                               spatial +
+                                                   " (a begin and an "
+                                                   "end each)");
     const std::string ap = auto_pad();
     if (ap == "NOTSET") return pads;
     const std::vector<int64_t> in(x.begin() + 2, x.end());
     const std::vector<int64_t> implied = window_pads(ap, pads, in, *extent, *strides);
     if (attr("pads") != nullptr && pads != implied && op_ != "ConvTranspose") {
-      fail("attribute 'pads' is " + str(pads) + ", but attribute 'auto_pad' '" + ap +
-           "' gives " + str(implied) + "; the two cannot be used together");
+      fail("attribute 'pads' is " + str(pads) + ", but attribute 'auto_pad' '" + ap + "' gives " +
+           str(implied) + "; the two cannot be used together");
     }
     return implied;
   }
@@ -434,14 +441,14 @@ class NodeCheck {
              " has " + str(x[1]) + " channels with group " + str(group));
       }
       if (w[0] % group != 0) {
-        fail(input_shaped(1) + " has " + str(w[0]) + " output channels, which group " +
-             str(group) + " does not divide");
+        fail(input_shaped(1) + " has " + str(w[0]) + " output channels, which group " + str(group) +
+             " does not divide");
       }
       out_channels = w[0];
     } else {
       if (w[0] != x[1]) {
-        fail(input(1) + " has " + str(w[0]) + " input channels (its dimension 0), but " +
-             input(0) + " has " + str(x[1]) + " channels");
+        fail(input(1) + " has " + str(w[0]) + " input channels (its dimension 0), but " + input(0) +
+             " has " + str(x[1]) + " channels");
       }
       if (x[1] % group != 0) {
         fail(input_shaped(0) + " has " + str(x[1]) + " channels, which group " + str(group) +
@@ -504,8 +511,8 @@ class NodeCheck {
     const std::vector<int64_t>& x = shape(0);
     const size_t k = x.size() - 2;
     const int64_t padded = x[i + 2] + pads[i] + pads[i + k];
-    const int64_t out =
-        ceil_mode ? -floor_div(-(padded - extent), stride) + 1 : floor_div(padded - extent, stride) + 1;
+    const int64_t out = ceil_mode ? -floor_div(-(padded - extent), stride) + 1
+                                  : floor_div(padded - extent, stride) + 1;
     if (out < 1) {
       fail(input_shaped(0) + " has " + str(x[i + 2]) + " elements in spatial dimension " +
            str(static_cast<int64_t>(i)) + " (" + str(padded) + " with pads " + str(pads) +
@@ -529,7 +536,8 @@ class NodeCheck {
     if (op_ == "MaxPool") {
       const int64_t order = attr_i("storage_order", 0);
       if (order != 0 && order != 1) {
-        fail("attribute 'storage_order' is " + str(order) + "; it must be 0 (row major) or 1 "
+        fail("attribute 'storage_order' is " + str(order) +
+             "; it must be 0 (row major) or 1 "
              "(column major)");
       }
     }
@@ -554,7 +562,8 @@ class NodeCheck {
   void gemm() {
     const std::vector<int64_t>&a = shape(0), &b = shape(1);
     for (size_t i : {size_t{0}, size_t{1}}) {
-      if (rank(i) != 2) fail(input_shaped(i) + " has rank " + str(rank(i)) + "; Gemm takes matrices");
+      if (rank(i) != 2)
+        fail(input_shaped(i) + " has rank " + str(rank(i)) + "; Gemm takes matrices");
     }
     const int64_t ta = attr_i("transA", 0) != 0, tb = attr_i("transB", 0) != 0;
     const int64_t ka = a[ta ? 0 : 1], kb = b[tb ? 1 : 0];
@@ -601,7 +610,8 @@ class NodeCheck {
     const std::vector<int64_t>& x = shape(0);
     if (x.size() != 3) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; LSTM takes rank 3");
     const int64_t layout = attr_i("layout", 0);
-    if (layout != 0 && layout != 1) fail("attribute 'layout' is " + str(layout) + "; it must be 0 or 1");
+    if (layout != 0 && layout != 1)
+      fail("attribute 'layout' is " + str(layout) + "; it must be 0 or 1");
     const std::string dir = attr_s("direction", "forward");
     if (dir != "forward" && dir != "reverse" && dir != "bidirectional") {
       fail("attribute 'direction' is '" + dir + "'; it must be forward, reverse or bidirectional");
@@ -609,14 +619,17 @@ class NodeCheck {
     const int64_t dirs = dir == "bidirectional" ? 2 : 1;
     const int64_t batch = layout == 0 ? x[1] : x[0];
     const std::vector<int64_t>& w = shape(1);
-    if (w.size() != 3) fail(input_shaped(1) + " has rank " + str(rank(1)) + "; W is [num_directions, 4*hidden_size, input_size]");
+    if (w.size() != 3)
+      fail(input_shaped(1) + " has rank " + str(rank(1)) +
+           "; W is [num_directions, 4*hidden_size, input_size]");
     int64_t hidden = 0;
     if (attr("hidden_size") != nullptr) {
       hidden = attr_i("hidden_size", 0);
       if (hidden < 1) fail("attribute 'hidden_size' must be positive, got " + str(hidden));
     } else {
       if (w[1] < 4 || w[1] % 4 != 0) {
-        fail(input_shaped(1) + " has " + str(w[1]) + " rows in dimension 1, which is not 4 * "
+        fail(input_shaped(1) + " has " + str(w[1]) +
+             " rows in dimension 1, which is not 4 * "
              "hidden_size");
       }
       hidden = w[1] / 4;
@@ -625,7 +638,8 @@ class NodeCheck {
                               "'), hidden_size " + str(hidden) + ", input_size " + str(x[2]) +
                               ", batch " + str(batch) + " from " + input_shaped(0);
     auto expect = [&](size_t i, const std::vector<int64_t>& want) {
-      if (has(i) && shape(i) != want) fail(input_shaped(i) + " must be " + str(want) + " (" + sizes + ")");
+      if (has(i) && shape(i) != want)
+        fail(input_shaped(i) + " must be " + str(want) + " (" + sizes + ")");
     };
     expect(1, {dirs, 4 * hidden, x[2]});
     expect(2, {dirs, 4 * hidden, hidden});
@@ -645,7 +659,8 @@ class NodeCheck {
              dir + "' needs " + str(3 * dirs) + " (f, g, h per direction)");
       }
       for (const std::string& f : act->strings()) {
-        if (!kKnown.count(f)) fail("attribute 'activations' names '" + f + "', not an activation function of LSTM");
+        if (!kKnown.count(f))
+          fail("attribute 'activations' names '" + f + "', not an activation function of LSTM");
       }
     }
   }
@@ -747,17 +762,16 @@ class NodeCheck {
     }
     if (!axes) return;  // Squeeze: every dimension of size 1; Unsqueeze: the schema requires it
     const int64_t r = rank(0) + (unsqueeze ? static_cast<int64_t>(axes->size()) : 0);
-    const std::string against =
-        unsqueeze ? "the output (" + input_shaped(0) + " and " + str(int64_t(axes->size())) +
-                        " new dimensions)"
-                  : input_shaped(0);
+    const std::string against = unsqueeze ? "the output (" + input_shaped(0) + " and " +
+                                                str(int64_t(axes->size())) + " new dimensions)"
+                                          : input_shaped(0);
     const std::vector<int64_t> norm = axes_in(*axes, r, what, against);
     if (unsqueeze) return;
     for (int64_t a : norm) {
       const int64_t d = shape(0)[static_cast<size_t>(a)];
       if (d != 1) {
-        fail(what + " " + str(*axes) + " squeezes dimension " + str(a) + " of " +
-             input_shaped(0) + ", which has size " + str(d) + ", not 1");
+        fail(what + " " + str(*axes) + " squeezes dimension " + str(a) + " of " + input_shaped(0) +
+             ", which has size " + str(d) + ", not 1");
       }
     }
   }
@@ -814,7 +828,8 @@ class NodeCheck {
     const size_t m = dims.size();
     if (pads->size() != 2 * m) {
       fail(input(1) + " " + str(*pads) + " has " + str(int64_t(pads->size())) + " values, but " +
-           (axes ? input(3) + " names " + str(int64_t(m)) + " axes" : input_shaped(0) + " has rank " + str(r)) +
+           (axes ? input(3) + " names " + str(int64_t(m)) + " axes"
+                 : input_shaped(0) + " has rank " + str(r)) +
            ": it needs " + str(int64_t(2 * m)) + " (a begin and an end per axis)");
     }
     for (size_t i = 0; i < m; ++i) {

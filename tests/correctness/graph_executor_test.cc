@@ -131,7 +131,8 @@ runtime::Bundle bundle_with_default(const TempDir& dir, const NDArray& dflt) {
 
 std::vector<float> reference(const NDArray& x) {
   std::vector<float> ref(37);
-  for (int i = 0; i < 37; ++i) ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
+  for (int i = 0; i < 37; ++i)
+    ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
   return ref;
 }
 
@@ -149,7 +150,8 @@ TEST(GraphExecutor, InputWithADefault) {
   g.set_input("x", x);  // given: the caller's array
   g.run();
   EXPECT_TRUE(testing::all_close(g.output(0), reference(x)));
-  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({36})), "input 'x' must have shape [37], got [36]");
+  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({36})),
+                        "input 'x' must have shape [37], got [36]");
   EXPECT_FALSE(runtime::GraphExecutor::from_bundle(make_bundle(dir), "m").input_has_default(0));
 }
 

@@ -162,16 +162,17 @@ TEST(OnnxValidation, ElementTypes) {
     m.input("x", {1, 3, 8, 8}, TensorProto::INT64);
     m.weight("w", {4, 3, 3, 3});
     m.op("Conv", "conv1", {"x", "w"});
-    expect_refused(m, "conv1", "Conv", {"input 0 (X 'x') is tensor(int64)", "tensor(float)", "(T)"});
+    expect_refused(m, "conv1", "Conv",
+                   {"input 0 (X 'x') is tensor(int64)", "tensor(float)", "(T)"});
   }
   {
     Model m;
     m.input("a", {2}, TensorProto::FLOAT);
     m.input("b", {2}, TensorProto::DOUBLE);
     m.op("Add", "add", {"a", "b"});
-    expect_refused(m, "add", "Add",
-                   {"input 1 (B 'b') is tensor(double)", "input 0 (A 'a') is tensor(float)",
-                    "type T"});
+    expect_refused(
+        m, "add", "Add",
+        {"input 1 (B 'b') is tensor(double)", "input 0 (A 'a') is tensor(float)", "type T"});
   }
   {
     Model m;
@@ -182,8 +183,8 @@ TEST(OnnxValidation, ElementTypes) {
     t->add_dims(1);
     t->add_int32_data(6);
     m.op("Reshape", "reshape", {"x", "shape"});
-    expect_refused(m, "reshape", "Reshape", {"input 1 (shape 'shape') is tensor(int32)",
-                                             "tensor(int64)"});
+    expect_refused(m, "reshape", "Reshape",
+                   {"input 1 (shape 'shape') is tensor(int32)", "tensor(int64)"});
   }
   {  // the unary operators: element types only
     Model m;
@@ -252,8 +253,9 @@ TEST(OnnxValidation, ConvChannelsGroupsAndBias) {
     m.weight("w", {4, 3, 3, 3});
     m.weight("b", {5});
     m.op("Conv", "conv1", {"x", "w", "b"});
-    expect_refused(m, "conv1", "Conv",
-                   {"input 2 (B 'b') of shape [5] must be [4]", "input 1 (W 'w') of shape [4,3,3,3]"});
+    expect_refused(
+        m, "conv1", "Conv",
+        {"input 2 (B 'b') of shape [5] must be [4]", "input 1 (W 'w') of shape [4,3,3,3]"});
   }
   {
     Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
@@ -336,8 +338,8 @@ TEST(OnnxValidation, ConvTranspose) {
   {
     Model m = conv_model({1, 3, 5, 5}, {3, 2, 3, 3}, "ConvTranspose");
     Model::attr(last(m), "output_shape", Ints{10});
-    expect_refused(m, "conv1", "ConvTranspose", {"attribute 'output_shape' has 1 values [10]",
-                                                 "needs 2"});
+    expect_refused(m, "conv1", "ConvTranspose",
+                   {"attribute 'output_shape' has 1 values [10]", "needs 2"});
   }
   {
     Model m = conv_model({1, 3, 5, 5}, {3, 2, 3, 3}, "ConvTranspose");
@@ -474,8 +476,7 @@ TEST(OnnxValidation, GemmAndMatMul) {
     m.weight("b", {4, 5});
     m.weight("c", {3, 5});
     m.op("Gemm", "fc", {"a", "b", "c"});
-    expect_refused(m, "fc", "Gemm",
-                   {"input 2 (C 'c') of shape [3,5] does not broadcast", "[2,5]"});
+    expect_refused(m, "fc", "Gemm", {"input 2 (C 'c') of shape [3,5] does not broadcast", "[2,5]"});
   }
   {
     Model m;
@@ -491,9 +492,9 @@ TEST(OnnxValidation, GemmAndMatMul) {
     m.input("a", {2, 3, 4});
     m.input("b", {3, 4, 5});
     m.op("MatMul", "mm", {"a", "b"});
-    expect_refused(m, "mm", "MatMul",
-                   {"batch dimensions [2] of input 0 (A 'a')", "[3] of input 1 (B 'b')",
-                    "2 against 3"});
+    expect_refused(
+        m, "mm", "MatMul",
+        {"batch dimensions [2] of input 0 (A 'a')", "[3] of input 1 (B 'b')", "2 against 3"});
   }
   {
     Model m;
@@ -557,9 +558,9 @@ TEST(OnnxValidation, Reshape) {
   };
   expect_refused(reshape({2, 3}, {-1, -1}), "reshape", "Reshape",
                  {"input 1 (shape 'shape') [-1,-1] holds -1 twice"});
-  expect_refused(reshape({2, 3}, {4, 2}), "reshape", "Reshape",
-                 {"input 1 (shape 'shape') [4,2] has 8 elements",
-                  "input 0 (data 'x') of shape [2,3] has 6"});
+  expect_refused(
+      reshape({2, 3}, {4, 2}), "reshape", "Reshape",
+      {"input 1 (shape 'shape') [4,2] has 8 elements", "input 0 (data 'x') of shape [2,3] has 6"});
   expect_refused(reshape({6}, {3, 0}), "reshape", "Reshape",
                  {"[3,0] holds 0 at index 1", "input 0 (data 'x') of shape [6]", "rank 1"});
   {
@@ -577,9 +578,9 @@ TEST(OnnxValidation, Reshape) {
   }
   expect_refused(reshape({2, 3}, {-2, 3}), "reshape", "Reshape",
                  {"[-2,3] holds -2", "-1, 0 or positive"});
-  expect_refused(reshape({2, 3}, {4, -1}), "reshape", "Reshape",
-                 {"[4,-1]", "input 0 (data 'x') of shape [2,3] has 6 elements",
-                  "(4 elements) do not divide"});
+  expect_refused(
+      reshape({2, 3}, {4, -1}), "reshape", "Reshape",
+      {"[4,-1]", "input 0 (data 'x') of shape [2,3] has 6 elements", "(4 elements) do not divide"});
   {
     Model m = reshape({2, 3}, {0, -1}, 14);
     Model::attr(last(m), "allowzero", int64_t{1});
@@ -704,9 +705,9 @@ TEST(OnnxValidation, SliceAndPad) {
     m.init_int64("ends", {2, 2});
     m.init_int64("axes", {1, -1});
     m.op("Slice", "slice", {"x", "starts", "ends", "axes"});
-    expect_refused(m, "slice", "Slice",
-                   {"input 3 (axes 'axes') [1,-1] names dimension 1 of input 0 (data 'x')",
-                    "twice"});
+    expect_refused(
+        m, "slice", "Slice",
+        {"input 3 (axes 'axes') [1,-1] names dimension 1 of input 0 (data 'x')", "twice"});
   }
   {
     Model m;
@@ -751,9 +752,9 @@ TEST(OnnxValidation, SliceAndPad) {
     m.input("x", {4, 5});
     m.init_int64("pads", {0, -3, 0, -3});
     m.op("Pad", "pad", {"x", "pads"});
-    expect_refused(m, "pad", "Pad",
-                   {"input 1 (pads 'pads') [0,-3,0,-3] removes more than the 5 elements",
-                    "dimension 1"});
+    expect_refused(
+        m, "pad", "Pad",
+        {"input 1 (pads 'pads') [0,-3,0,-3] removes more than the 5 elements", "dimension 1"});
   }
   {
     Model m;
@@ -843,7 +844,8 @@ TEST(OnnxValidation, LstmWeights) {
                    {"input 4 (sequence_lens 'lens') of shape [3] must be [2]", "batch 2"});
     last(m)->add_input("h0");
     last(m)->set_input(4, "");
-    expect_refused(m, "lstm", "LSTM", {"input 5 (initial_h 'h0') of shape [1,2,5] must be [1,2,4]"});
+    expect_refused(m, "lstm", "LSTM",
+                   {"input 5 (initial_h 'h0') of shape [1,2,5] must be [1,2,4]"});
   }
   {
     Model m;
@@ -864,9 +866,7 @@ TEST(OnnxValidation, LstmWeights) {
 // ---- valid models near the rules' edges import --------------------------------------------
 
 TEST(OnnxValidation, ValidEdgeCasesImport) {
-  auto imports = [](const Model& m) {
-    EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>"));
-  };
+  auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
   {  // grouped convolution, bias, explicit kernel_shape equal to the weight's
     Model m = conv_model({1, 4, 8, 8}, {6, 2, 3, 3});
     auto* conv = last(m);
