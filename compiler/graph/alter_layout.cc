@@ -42,6 +42,11 @@ std::pair<int, int> conv_blocks(const Graph& g, const Node& n) {
   if (!is_f32(x) || !w.is_constant() || !is_f32(w) || x.shape.size() != 4 || w.shape.size() != 4)
     return {0, 0};
   const int64_t c = x.shape[1], o = w.shape[0], groups = n.i("group");
+  // The front end's validation guarantees it; pack_kernel would write past its buffer otherwise.
+  KILN_ICHECK(groups >= 1 && w.shape[1] * groups == c && o % groups == 0)
+      << "alter_layout: node '" << n.name << "' (Conv) reads " << x.type_string()
+      << " with the kernel " << w.type_string() << " and group " << groups
+      << ": the channels disagree";
   if (groups == 1) {
     const int ib = channel_block(c), ob = channel_block(o);
     return ib > 0 && ob > 0 ? std::make_pair(ib, ob) : std::make_pair(0, 0);
@@ -57,6 +62,9 @@ std::pair<int, int> conv_blocks(const Graph& g, const Node& n) {
 runtime::NDArray pack_kernel(const runtime::NDArray& w, int ib, int ob) {
   const auto& s = w.shape();
   const int64_t o = s[0], c = s[1], kh = s[2], kw = s[3];
+  KILN_ICHECK(ib > 0 && ob > 0 && c % ib == 0 && o % ob == 0)
+      << "pack_kernel: the kernel " << w.shape_string() << " does not split into blocks of " << ib
+      << " input and " << ob << " output channels";
   runtime::NDArray p = runtime::NDArray::empty({o / ob, c / ib, kh, kw, ib, ob}, kFloat32);
   const float* src = w.data<float>();
   float* dst = p.data<float>();

@@ -74,6 +74,19 @@ ValueId Graph::add_input(std::string name, KilnDType dtype, std::vector<int64_t>
   return v;
 }
 
+ValueId Graph::add_input_with_default(std::string name,
+                                      std::shared_ptr<const runtime::NDArray> dflt) {
+  KILN_ICHECK(dflt != nullptr && dflt->defined()) << "input '" << name << "': a null default";
+  const ValueId v = add_input(std::move(name), dflt->dtype(), dflt->shape());
+  input_defaults_[v] = std::move(dflt);
+  return v;
+}
+
+std::shared_ptr<const runtime::NDArray> Graph::input_default(ValueId v) const {
+  auto it = input_defaults_.find(v);
+  return it == input_defaults_.end() ? nullptr : it->second;
+}
+
 ValueId Graph::add_constant(std::string name, runtime::NDArray data) {
   return add_constant(std::move(name), std::make_shared<const runtime::NDArray>(std::move(data)));
 }
@@ -234,6 +247,15 @@ void Graph::verify() const {
     defined[static_cast<size_t>(v)] = true;
     check_typed(v, "graph input");
   }
+  for (const auto& [v, dflt] : input_defaults_) {
+    KILN_ICHECK(std::find(inputs_.begin(), inputs_.end(), v) != inputs_.end())
+        << "verify: value %" << v << " has a default value but is not a graph input";
+    const Value& val = values_[static_cast<size_t>(v)];
+    KILN_ICHECK(dflt->shape() == val.shape && runtime::dtype_equal(dflt->dtype(), val.dtype))
+        << "verify: graph input %" << v << " '" << val.name << "' is " << val.type_string()
+        << " but its default is " << runtime::dtype_to_string(dflt->dtype())
+        << dflt->shape_string();
+  }
   for (size_t i = 0; i < values_.size(); ++i) {
     if (values_[i].is_constant()) defined[i] = true;
   }
@@ -329,7 +351,8 @@ std::string Graph::to_string() const {
   os << "graph(";
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Value& v = value(inputs_[i]);
-    os << (i ? ", " : "") << ref(inputs_[i]) << " \"" << v.name << "\": " << v.type_string();
+    os << (i ? ", " : "") << ref(inputs_[i]) << " \"" << v.name << "\": " << v.type_string()
+       << (input_defaults_.count(inputs_[i]) ? " = default" : "");
   }
   os << ") {\n";
   // Constants that some node or output uses, in id order.

@@ -17,7 +17,11 @@
 // ones, erase some); remove_dead_nodes() and sort_topologically() restore the invariants that
 // verify() checks. Values no node uses are left in the arena (ids stay stable) and are not printed.
 //
-// A Graph is copyable; constants share their (immutable) data between copies.
+// A graph input may have a default value (ONNX: an initializer that is also a graph input): the
+// caller of the compiled model may give another array of the same dtype and shape, or none, and
+// then the default is used. Such an input is not a constant: no pass folds it.
+//
+// A Graph is copyable; constants and defaults share their (immutable) data between copies.
 #pragma once
 
 #include <cstdint>
@@ -90,6 +94,9 @@ class Graph {
   // --- building -------------------------------------------------------------------------------
   /// A new graph input (not constant); it is appended to inputs().
   ValueId add_input(std::string name, KilnDType dtype, std::vector<int64_t> shape);
+  /// A new graph input whose value is `dflt` unless the caller gives another (its dtype and shape
+  /// are the array's).
+  ValueId add_input_with_default(std::string name, std::shared_ptr<const runtime::NDArray> dflt);
   /// A new constant holding `data` (its dtype and shape are the array's).
   ValueId add_constant(std::string name, runtime::NDArray data);
   ValueId add_constant(std::string name, std::shared_ptr<const runtime::NDArray> data);
@@ -114,6 +121,8 @@ class Graph {
   std::vector<Node>& nodes() { return nodes_; }
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<ValueId>& inputs() const { return inputs_; }
+  /// The default value of graph input `v`, or null when it has none.
+  std::shared_ptr<const runtime::NDArray> input_default(ValueId v) const;
   std::vector<ValueId>& outputs() { return outputs_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
   /// The id of the value named `name`, or kNoValue. Linear in the number of values.
@@ -139,7 +148,8 @@ class Graph {
   // --- checking and printing ------------------------------------------------------------------
   /// Checks the invariants: value ids in range, nodes in topological order, every input defined
   /// (a graph input, a constant or an earlier node's output), each value produced once, every
-  /// used value typed with non-negative dims. Throws kiln::InternalError naming the node and value.
+  /// used value typed with non-negative dims, defaults only on graph inputs and of their type.
+  /// Throws kiln::InternalError naming the node and value.
   void verify() const;
   /// The whole graph in the format shown at the top of this file.
   std::string to_string() const;
@@ -151,6 +161,7 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
+  std::map<ValueId, std::shared_ptr<const runtime::NDArray>> input_defaults_;
 };
 
 /// "[2,2]" / "1.5" / "\"NOTSET\"" / "tensor<float32[3]>" — for printing.

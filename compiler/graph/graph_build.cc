@@ -74,6 +74,12 @@ class TensorTable {
       t["kind"] = "output";
     } else if (is_graph_input(v)) {
       t["kind"] = "input";
+      if (const auto dflt = g_.input_default(v)) {  // the executor starts with it
+        const std::string param = unique_param_name(val.name + "_default");
+        bundle->params.emplace(param, dflt->copy());
+        t["default"] = param;
+        has_defaults_ = true;
+      }
     } else if (const auto* place = placement_of(v)) {
       t["kind"] = "intermediate";
       t["storage"] = static_cast<int64_t>(place->first);
@@ -96,6 +102,8 @@ class TensorTable {
   }
 
   Json::Array take_tensors() { return std::move(tensors_); }
+  /// Whether a graph input has a default value (a parameter the executor starts it with).
+  bool has_defaults() const { return has_defaults_; }
   Json::Array take_storage() { return std::move(storage_); }
   void reserve_names(const std::string& name) { names_.insert(name); }
 
@@ -124,6 +132,7 @@ class TensorTable {
   std::unordered_map<ValueId, int64_t> index_;
   Json::Array tensors_, storage_;
   std::set<std::string> names_;  ///< names taken (inputs, outputs, parameters)
+  bool has_defaults_ = false;
 };
 
 }  // namespace
@@ -262,7 +271,9 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
 
   Json::Object graph;
   graph["format"] = "kiln.graph";
-  graph["version"] = 1;
+  // Version 2 only where an input has a default, so that runtimes that read version 1 (which
+  // would ignore the default) refuse such a bundle by its version, and read all others.
+  graph["version"] = table.has_defaults() ? 2 : 1;
   graph["storage"] = std::move(storage);
   graph["tensors"] = table.take_tensors();
   graph["nodes"] = std::move(nodes);

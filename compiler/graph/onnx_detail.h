@@ -1,5 +1,6 @@
 // Internals of the ONNX front end shared by its files: converting tensors between ONNX and Kiln,
-// and the checks and rewrites a model goes through before it is imported. Not a public API.
+// the checks a model goes through before it is imported, the validation of each node against the
+// ONNX specification, and ONNX shape inference one node at a time. Not a public API.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -7,8 +8,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "compiler/graph/graph.h"
 #include "deploy/runtime/ndarray.h"
 
 namespace kiln::graph::onnx_detail {
@@ -25,27 +28,63 @@ std::string join(const std::vector<std::string>& items);
 bool onnx_dtype(int elem_type, KilnDType* out);
 /// "FLOAT", "BFLOAT16", ... for messages.
 std::string onnx_dtype_name(int elem_type);
+/// The ONNX element type of a Kiln dtype (TensorProto::UNDEFINED when ONNX has none).
+int onnx_elem_type(KilnDType dtype);
+/// "tensor(float)", as ONNX's type constraints spell types.
+std::string onnx_type_string(KilnDType dtype);
 float half_to_float(uint16_t h);
 /// Element i of a numeric array as a double, whatever its dtype.
 double element_as_double(const runtime::NDArray& a, int64_t i);
 /// The data of a TensorProto (raw or typed fields); kiln::Error naming `what` when malformed.
 runtime::NDArray tensor_to_ndarray(const onnx::TensorProto& t, const std::string& what);
-/// The TensorProto holding `a` (raw data), for constants folded back into the model.
+/// The TensorProto holding `a` (raw data), for constants given to shape inference.
 onnx::TensorProto to_tensor_proto(const std::string& name, const runtime::NDArray& a);
 
 // ---- the model before import (onnx_model_check.cc) ----
 
-/// Checks what does not need shapes: a graph, the opset, supported operators, attributes libonnx
-/// divides by, static input shapes. Returns the opset of the default domain.
+/// Checks what does not need shapes: a graph, the opset, supported operators, static input shapes.
+/// Returns the opset of the default domain.
 int64_t check_model(const onnx::ModelProto& model, const std::string& origin);
-/// ONNX's strict shape inference; kiln::Error naming `origin` with libonnx's message on failure.
-void infer_shapes(onnx::ModelProto& model, const std::string& origin);
-/// The tensor behind `name` if it is an initializer or a Constant node's `value`, else null.
-const onnx::TensorProto* find_constant_tensor(const onnx::GraphProto& graph, const std::string& name);
-/// Rewrites opset-18 Pads (with an `axes` input) into the opset-13 form libonnx 1.12 infers.
-void lower_opset18_pads(onnx::ModelProto& model);
 /// Turns the graph inputs named in `bound` into initializers holding the given values.
 void bind_inputs(onnx::ModelProto& model, const std::string& origin,
                  const std::map<std::string, runtime::NDArray>& bound);
+
+// ---- each node, in order (onnx_validate.cc, onnx_model_check.cc) ----
+
+/// Checks `node` against the ONNX specification at `opset`, its inputs having the types (and, for
+/// constants, the values) of `inputs` (null where omitted): its operator's schema (input and
+/// output counts, attributes and their types, element types) and the operator's own rules
+/// (ranks, channels, inner dimensions, broadcasting, axes, window sizes, ...). kiln::Error naming
+/// `origin`, the node, the operator, the input or attribute and the values that disagree.
+void validate_node(const onnx::NodeProto& node, int64_t opset,
+                   const std::vector<const Value*>& inputs, const std::string& origin);
+
+/// The pads in effect of a window (Conv, MaxPool, AveragePool) over spatial sizes `in`: `pads`
+/// under auto_pad NOTSET, none under VALID, and under SAME_UPPER / SAME_LOWER those that leave
+/// ceil(in / stride) outputs, the odd one at the end (UPPER) or the beginning (LOWER). `extent`
+/// is the dilated kernel size.
+std::vector<int64_t> window_pads(const std::string& auto_pad, const std::vector<int64_t>& pads,
+                                 const std::vector<int64_t>& in, const std::vector<int64_t>& extent,
+                                 const std::vector<int64_t>& strides);
+
+/// ONNX's strict shape inference, one node at a time, on a node that validate_node accepted (it
+/// is not safe on others): libonnx's inference functions see the node with its inputs' types and
+/// the integer constants among them. Shape data that ONNX's data propagation computes (Shape ->
+/// Slice -> Concat chains) carries from node to node.
+class ShapeInference {
+ public:
+  ShapeInference(const onnx::ModelProto& model, std::string origin);
+  /// The type of each output of `node` (unset where inference gives none), merged with the
+  /// types the file declares for them (`declared`, null where none); kiln::Error naming the node
+  /// with libonnx's message when inference fails or disagrees with a declared type.
+  std::vector<onnx::TypeProto> infer(const onnx::NodeProto& node,
+                                     const std::vector<const Value*>& inputs,
+                                     const std::vector<const onnx::TypeProto*>& declared);
+
+ private:
+  google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto> opset_imports_;
+  std::string origin_;
+  std::unordered_map<std::string, onnx::TensorShapeProto> shape_data_;
+};
 
 }  // namespace kiln::graph::onnx_detail

@@ -1,10 +1,11 @@
 // ONNX ModelProto -> graph IR. import_model (at the end) is the script: check the model (opset,
-// operators, static inputs, attributes libonnx divides by), rewrite opset-18 Pads for libonnx 1.12,
-// run strict shape inference, then let an Importer walk the nodes in file order (ONNX requires
-// topological order): each node is folded into a constant (try_fold), turned into an alias
-// (Identity, Dropout) or emitted with normalized attributes (normalize). When a value has no
-// static shape, the constants folded so far are baked into the model as initializers and shape
-// inference runs again.
+// operators, static inputs), then let an Importer walk the nodes in file order (ONNX requires
+// topological order). Each node is validated against the ONNX specification (validate_node), its
+// outputs typed by ONNX shape inference of that node alone (ShapeInference, which sees the
+// constants found so far), and then folded into a constant (try_fold), turned into an alias
+// (Identity, Dropout) or emitted with normalized attributes (normalize). A graph input that also
+// has an initializer is an input with that default value (IR version 4 and later; before, every
+// initializer had to be listed as an input, and such inputs are constants).
 #include "compiler/graph/onnx_frontend.h"
 
 #include <onnx/onnx_pb.h>
@@ -44,12 +45,8 @@ const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
   return nullptr;
 }
 
-/// Normalizes a possibly negative axis against `rank`; kiln::Error naming `where` if out of range.
-int64_t norm_axis(int64_t axis, int64_t rank, const std::string& where) {
-  KILN_USER_CHECK(axis >= -rank && axis < rank)
-      << where << ": axis " << axis << " is out of range for rank " << rank;
-  return axis < 0 ? axis + rank : axis;
-}
+/// A possibly negative axis (validate_node has checked its range) made non-negative.
+int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 // The supported operators, sorted (std::binary_search looks them up).
 // clang-format off
@@ -62,27 +59,14 @@ const std::vector<std::string> kSupported = {
 };
 // clang-format on
 
-/// A value ONNX shape inference left without a static type.
-class MissingShape : public Error {
- public:
-  using Error::Error;
-};
-
 /// The state of one import.
 class Importer {
  public:
-  Importer(std::string origin, int64_t opset) : origin_(std::move(origin)), opset_(opset) {}
+  Importer(const onnx::ModelProto& model, std::string origin, int64_t opset)
+      : origin_(std::move(origin)), opset_(opset), inference_(model, origin_) {}
 
-  /// Builds the graph from a model that has been through shape inference. Throws MissingShape
-  /// when a value has no static type, which folding constants may cure (see import_model).
+  /// Builds the graph from a model that check_model accepted.
   Graph run(const onnx::ModelProto& model);
-
-  /// The constants found so far (initializers, Constant nodes, folded nodes), by ONNX name.
-  const runtime::NDArray* constant(const std::string& name) const {
-    auto it = values_.find(name);
-    if (it == values_.end() || !g_.value(it->second).is_constant()) return nullptr;
-    return g_.value(it->second).data.get();
-  }
 
  private:
   // --- the node being imported -----------------------------------------------------------------
@@ -112,10 +96,21 @@ class Importer {
     ValueId v = in(c, i);
     return v == kNoValue || !g_.value(v).is_constant() ? nullptr : g_.value(v).data.get();
   }
+  /// Constant input i; error if it is not a constant.
+  const runtime::NDArray& need_constant(const Ctx& c, size_t i, const char* what) const {
+    const runtime::NDArray* a = const_input(c, i);
+    if (a != nullptr) return *a;
+    if (in(c, i) != kNoValue && g_.input_default(in(c, i)) != nullptr) {
+      const std::string& name = g_.value(in(c, i)).name;
+      fail(c, std::string("input '") + what + "' is graph input '" + name + "', whose " +
+                  "initializer is only a default that callers may replace; Kiln needs a constant " +
+                  "here (remove '" + name + "' from the graph's inputs)");
+    }
+    fail(c, std::string("input '") + what + "' must be a constant");
+  }
   /// An integer constant input (int32 or int64) as int64s; error if it is not a constant.
   std::vector<int64_t> const_ints(const Ctx& c, size_t i, const char* what) const {
-    const runtime::NDArray* a = const_input(c, i);
-    if (a == nullptr) fail(c, std::string("input '") + what + "' must be a constant");
+    const runtime::NDArray* a = &need_constant(c, i, what);
     if (runtime::dtype_equal(a->dtype(), runtime::kInt64)) return a->to_vector<int64_t>();
     if (!runtime::dtype_equal(a->dtype(), runtime::kInt32)) {
       fail(c, std::string("input '") + what + "' must be int32 or int64");
@@ -126,8 +121,7 @@ class Importer {
   /// A scalar constant input as a float, or `dflt` if the input is omitted.
   float const_float(const Ctx& c, size_t i, const char* what, float dflt) const {
     if (in(c, i) == kNoValue) return dflt;
-    const runtime::NDArray* a = const_input(c, i);
-    if (a == nullptr) fail(c, std::string("input '") + what + "' must be a constant");
+    const runtime::NDArray* a = &need_constant(c, i, what);
     if (a->num_elements() != 1) fail(c, std::string("input '") + what + "' must be a scalar");
     return static_cast<float>(element_as_double(*a, 0));
   }
@@ -154,15 +148,6 @@ class Importer {
   Attrs pool(Ctx& c, bool is_max);
   Attrs lstm(Ctx& c);
   Attrs normalize(Ctx& c);
-  void check_positive(const Ctx& c, const std::vector<int64_t>& kernel,
-                      const std::vector<int64_t>& strides,
-                      const std::vector<int64_t>& dilations) const {
-    for (size_t i = 0; i < kernel.size(); ++i) {
-      if (kernel[i] <= 0 || strides[i] <= 0 || dilations[i] <= 0) {
-        fail(c, "kernel_shape, strides and dilations must be positive");
-      }
-    }
-  }
   /// Sets pads for auto_pad = SAME_UPPER/SAME_LOWER/VALID given output sizes.
   std::vector<int64_t> resolve_pads(const Ctx& c, const std::vector<int64_t>& in_sizes,
                                     const std::vector<int64_t>& kernel,
@@ -175,22 +160,28 @@ class Importer {
   void define(const std::string& name, ValueId v) { values_[name] = v; }
   ValueId output_value(const NodeProto& n, int i);
   void set_type(ValueId v, const std::string& name, const std::string& where);
+  /// Types the node's outputs by ONNX shape inference (into types_).
+  void infer(const Ctx& c);
+  /// A graph input that also has an initializer: an input with that default value.
+  void add_input_with_default(const onnx::ValueInfoProto& input, const TensorProto& init);
 
   std::string origin_;
   int64_t opset_;
   Graph g_;
   std::unordered_map<std::string, ValueId> values_;
-  std::unordered_map<std::string, const onnx::TypeProto*> types_;
+  /// The types the file declares (graph inputs, value_info, graph outputs), then the inferred
+  /// ones merged in, by ONNX name.
+  std::unordered_map<std::string, onnx::TypeProto> types_;
+  ShapeInference inference_;
 };
 
 void Importer::set_type(ValueId v, const std::string& name, const std::string& where) {
   auto it = types_.find(name);
-  if (it == types_.end() || !it->second->has_tensor_type() ||
-      !it->second->tensor_type().has_shape()) {
-    throw MissingShape("error: '" + origin_ + "': ONNX shape inference gave no static shape for '" +
-                       name + "' (" + where + ")");
-  }
-  const auto& tt = it->second->tensor_type();
+  KILN_USER_CHECK(it != types_.end() && it->second.has_tensor_type() &&
+                  it->second.tensor_type().has_shape())
+      << "'" << origin_ << "': ONNX shape inference gave no static shape for '" << name << "' ("
+      << where << ")";
+  const auto& tt = it->second.tensor_type();
   Value& val = g_.value(v);
   KILN_USER_CHECK(onnx_dtype(tt.elem_type(), &val.dtype))
       << "'" << origin_ << "': '" << name << "' (" << where << ") has element type "
@@ -198,15 +189,64 @@ void Importer::set_type(ValueId v, const std::string& name, const std::string& w
   val.shape.clear();
   for (int d = 0; d < tt.shape().dim_size(); ++d) {
     const auto& dim = tt.shape().dim(d);
-    if (!dim.has_dim_value() || dim.dim_value() < 0) {
-      throw MissingShape("error: '" + origin_ + "': '" + name + "' (" + where +
-                         ") has a dynamic dimension " + std::to_string(d) +
-                         (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : std::string()) +
-                         "; Kiln needs static shapes");
-    }
+    KILN_USER_CHECK(dim.has_dim_value() && dim.dim_value() >= 0)
+        << "'" << origin_ << "': '" << name << "' (" << where << ") has a dynamic dimension " << d
+        << (dim.has_dim_param() ? " ('" + dim.dim_param() + "')" : std::string())
+        << "; Kiln needs static shapes";
     val.shape.push_back(dim.dim_value());
   }
   val.typed = true;
+}
+
+void Importer::infer(const Ctx& c) {
+  const NodeProto& n = *c.proto;
+  std::vector<const Value*> inputs;
+  for (ValueId v : c.inputs) inputs.push_back(v == kNoValue ? nullptr : &g_.value(v));
+  std::vector<const onnx::TypeProto*> declared;
+  for (const std::string& o : n.output()) {
+    auto it = types_.find(o);
+    declared.push_back(o.empty() || it == types_.end() ? nullptr : &it->second);
+  }
+  std::vector<onnx::TypeProto> types = inference_.infer(n, inputs, declared);
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (!n.output(i).empty()) types_[n.output(i)] = std::move(types[static_cast<size_t>(i)]);
+  }
+}
+
+void Importer::add_input_with_default(const onnx::ValueInfoProto& input, const TensorProto& init) {
+  const std::string where = "'" + origin_ + "': graph input '" + input.name() + "'";
+  auto data = std::make_shared<const runtime::NDArray>(
+      tensor_to_ndarray(init, where + " (its initializer)"));
+  const auto& tt = input.type().tensor_type();
+  KILN_USER_CHECK(input.type().has_tensor_type() && tt.elem_type() == onnx_elem_type(data->dtype()))
+      << where << " is declared " << onnx_dtype_name(tt.elem_type())
+      << ", but its initializer (the default value) is "
+      << onnx_dtype_name(onnx_elem_type(data->dtype()));
+  if (tt.has_shape()) {
+    bool same = tt.shape().dim_size() == data->ndim();
+    for (int d = 0; same && d < tt.shape().dim_size(); ++d) {
+      const auto& dim = tt.shape().dim(d);
+      same = !dim.has_dim_value() || dim.dim_value() == data->shape()[static_cast<size_t>(d)];
+    }
+    std::string declared = "[";
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+      const auto& dim = tt.shape().dim(d);
+      declared += (d ? "," : "") + (dim.has_dim_value()       ? std::to_string(dim.dim_value())
+                                    : dim.dim_param().empty() ? "?"
+                                                              : dim.dim_param());
+    }
+    declared += "]";
+    KILN_USER_CHECK(same) << where << " is declared with shape " << declared
+                          << ", but its initializer (the default value) has shape "
+                          << data->shape_string();
+  }
+  // The input has the default's static shape, also where the declaration leaves a dimension open.
+  onnx::TypeProto& type = types_[input.name()];
+  type.mutable_tensor_type()->set_elem_type(onnx_elem_type(data->dtype()));
+  auto* shape = type.mutable_tensor_type()->mutable_shape();
+  shape->clear_dim();
+  for (int64_t d : data->shape()) shape->add_dim()->set_dim_value(d);
+  define(input.name(), g_.add_input_with_default(input.name(), std::move(data)));
 }
 
 ValueId Importer::output_value(const NodeProto& n, int i) {
@@ -221,37 +261,18 @@ std::vector<int64_t> Importer::resolve_pads(const Ctx& c, const std::vector<int6
                                             const std::vector<int64_t>& kernel,
                                             const std::vector<int64_t>& strides,
                                             const std::vector<int64_t>& dilations) const {
-  const size_t k = kernel.size();
-  const std::string auto_pad = attr_s(c, "auto_pad", "NOTSET");
-  std::vector<int64_t> pads(2 * k, 0);
-  if (auto_pad == "NOTSET") {
-    pads = attr_ints(c, "pads", pads);
-    if (pads.size() != 2 * k) fail(c, "pads must have " + std::to_string(2 * k) + " values");
-    return pads;
-  }
-  if (auto_pad == "VALID") return pads;
-  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
-    fail(c, "bad auto_pad '" + auto_pad + "'");
-  for (size_t i = 0; i < k; ++i) {
-    const int64_t out = (in_sizes[i] + strides[i] - 1) / strides[i];
-    const int64_t total = std::max<int64_t>(
-        0, (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in_sizes[i]);
-    const int64_t small = total / 2, large = total - small;
-    pads[i] = auto_pad == "SAME_UPPER" ? small : large;
-    pads[i + k] = auto_pad == "SAME_UPPER" ? large : small;
-  }
-  return pads;
+  std::vector<int64_t> extent;
+  for (size_t i = 0; i < kernel.size(); ++i) extent.push_back((kernel[i] - 1) * dilations[i] + 1);
+  return window_pads(attr_s(c, "auto_pad", "NOTSET"),
+                     attr_ints(c, "pads", std::vector<int64_t>(2 * kernel.size(), 0)), in_sizes,
+                     extent, strides);
 }
 
 Attrs Importer::conv(Ctx& c, bool transpose) {
   const Value& w = in_value(c, 1);
   const Value& x = in_value(c, 0);
-  if (w.shape.size() < 3 || x.shape.size() != w.shape.size()) {
-    fail(c, "input and weight must have the same rank, at least 3");
-  }
   const size_t k = w.shape.size() - 2;
-  std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
-  kernel = attr_ints(c, "kernel_shape", kernel);
+  const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
   const std::vector<int64_t> ones(k, 1);
   Attrs a;
   a["kernel_shape"] = kernel;
@@ -260,10 +281,6 @@ Attrs Importer::conv(Ctx& c, bool transpose) {
   a["group"] = attr_i(c, "group", 1);
   const auto& strides = std::get<std::vector<int64_t>>(a["strides"]);
   const auto& dil = std::get<std::vector<int64_t>>(a["dilations"]);
-  if (kernel.size() != k || strides.size() != k || dil.size() != k) {
-    fail(c, "kernel_shape, strides and dilations must have " + std::to_string(k) + " values");
-  }
-  check_positive(c, kernel, strides, dil);
   std::vector<int64_t> in_sizes(x.shape.begin() + 2, x.shape.end());
   if (!transpose) {
     a["pads"] = resolve_pads(c, in_sizes, kernel, strides, dil);
@@ -272,13 +289,10 @@ Attrs Importer::conv(Ctx& c, bool transpose) {
   // ConvTranspose: out = stride*(in-1) + output_padding + (k-1)*d + 1 - pad_begin - pad_end. With
   // auto_pad SAME or output_shape, solve for the pads from the inferred output shape.
   std::vector<int64_t> out_pad = attr_ints(c, "output_padding", std::vector<int64_t>(k, 0));
-  if (out_pad.size() != k) fail(c, "output_padding must have " + std::to_string(k) + " values");
   a["output_padding"] = out_pad;
   const std::string auto_pad = attr_s(c, "auto_pad", "NOTSET");
   if (auto_pad == "NOTSET" && !find_attr(*c.proto, "output_shape")) {
-    std::vector<int64_t> pads = attr_ints(c, "pads", std::vector<int64_t>(2 * k, 0));
-    if (pads.size() != 2 * k) fail(c, "pads must have " + std::to_string(2 * k) + " values");
-    a["pads"] = pads;
+    a["pads"] = attr_ints(c, "pads", std::vector<int64_t>(2 * k, 0));
     return a;
   }
   const Value& y = first_output(c);
@@ -301,12 +315,10 @@ Attrs Importer::conv(Ctx& c, bool transpose) {
 
 Attrs Importer::pool(Ctx& c, bool is_max) {
   const Value& x = in_value(c, 0);
-  if (x.shape.size() < 3) fail(c, "input must have rank 3 or more");
   const size_t k = x.shape.size() - 2;
   const std::vector<int64_t> ones(k, 1);
   Attrs a;
-  std::vector<int64_t> kernel = attr_ints(c, "kernel_shape", {});
-  if (kernel.size() != k) fail(c, "kernel_shape must have " + std::to_string(k) + " values");
+  const std::vector<int64_t> kernel = attr_ints(c, "kernel_shape", {});
   a["kernel_shape"] = kernel;
   a["strides"] = attr_ints(c, "strides", ones);
   a["dilations"] = attr_ints(c, "dilations", ones);
@@ -314,10 +326,6 @@ Attrs Importer::pool(Ctx& c, bool is_max) {
   if (!is_max) a["count_include_pad"] = attr_i(c, "count_include_pad", 0);
   const auto& strides = std::get<std::vector<int64_t>>(a["strides"]);
   const auto& dil = std::get<std::vector<int64_t>>(a["dilations"]);
-  if (strides.size() != k || dil.size() != k) {
-    fail(c, "strides and dilations must have " + std::to_string(k) + " values");
-  }
-  check_positive(c, kernel, strides, dil);
   a["pads"] = resolve_pads(c, std::vector<int64_t>(x.shape.begin() + 2, x.shape.end()), kernel,
                            strides, dil);
   return a;
@@ -325,22 +333,16 @@ Attrs Importer::pool(Ctx& c, bool is_max) {
 
 Attrs Importer::lstm(Ctx& c) {
   const Value& w = in_value(c, 1);  // [num_directions, 4*hidden, input_size]
-  if (w.shape.size() != 3) fail(c, "W must have rank 3");
   Attrs a;
   a["direction"] = attr_s(c, "direction", "forward");
-  const std::string& dir = std::get<std::string>(a["direction"]);
-  if (dir != "forward" && dir != "reverse" && dir != "bidirectional") {
-    fail(c, "bad direction '" + dir + "'");
-  }
   a["hidden_size"] = attr_i(c, "hidden_size", w.shape[1] / 4);
   a["input_forget"] = attr_i(c, "input_forget", 0);
   a["layout"] = attr_i(c, "layout", 0);
   if (const AttributeProto* clip = find_attr(*c.proto, "clip")) a["clip"] = clip->f();
   if (const AttributeProto* act = find_attr(*c.proto, "activations")) {
-    const int dirs = dir == "bidirectional" ? 2 : 1;
     for (int i = 0; i < act->strings_size(); ++i) {
       const char* expect = i % 3 == 0 ? "Sigmoid" : "Tanh";
-      if (act->strings(i) != expect || act->strings_size() != 3 * dirs) {
+      if (act->strings(i) != expect) {
         fail(c, "only the default activations (Sigmoid, Tanh, Tanh) are supported");
       }
     }
@@ -368,14 +370,6 @@ Attrs Importer::normalize(Ctx& c) {
     a["beta"] = attr_f(c, "beta", 1.0f);
     a["transA"] = attr_i(c, "transA", 0);
     a["transB"] = attr_i(c, "transB", 0);
-    const auto &sa = in_value(c, 0).shape, &sb = in_value(c, 1).shape;
-    if (sa.size() != 2 || sb.size() != 2) fail(c, "A and B must be matrices");
-    const int64_t ka = sa[std::get<int64_t>(a["transA"]) ? 0 : 1];
-    const int64_t kb = sb[std::get<int64_t>(a["transB"]) ? 1 : 0];
-    if (ka != kb) {
-      fail(c, "inner dimensions differ: A gives " + std::to_string(ka) + ", B gives " +
-                  std::to_string(kb));
-    }
   } else if (op == "BatchNormalization") {
     if (attr_i(c, "training_mode", 0) != 0) fail(c, "training_mode=1 is not supported");
     for (int i = 1; i < c.proto->output_size(); ++i) {
@@ -390,7 +384,7 @@ Attrs Importer::normalize(Ctx& c) {
     c.inputs.resize(1);
   } else if (op == "Softmax" || op == "LogSoftmax") {
     const int64_t rank = in_rank(c, 0);
-    const int64_t axis = norm_axis(attr_i(c, "axis", opset_ < 13 ? 1 : -1), rank, c.where);
+    const int64_t axis = norm_axis(attr_i(c, "axis", opset_ < 13 ? 1 : -1), rank);
     if (opset_ < 13 && axis != rank - 1) {
       // Before opset 13 the input is flattened to 2-D at `axis`; the same thing unless the axis is
       // the last one or all later dimensions are 1.
@@ -405,42 +399,38 @@ Attrs Importer::normalize(Ctx& c) {
     }
     a["axis"] = axis;
   } else if (op == "Concat") {
-    if (!find_attr(*c.proto, "axis")) fail(c, "attribute 'axis' is required");
-    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0), c.where);
+    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
   } else if (op == "Reshape") {
-    a["shape"] = first_output(c).shape;
+    // validate_node checked a constant shape; where the shape is computed and the output's type
+    // comes from the file's declaration, the element counts are checked here.
+    const Value& y = first_output(c);
+    if (y.num_elements() != in_value(c, 0).num_elements()) {
+      fail(c, "input 1 ('" + c.proto->input(1) + "') makes the output " + y.type_string() + " (" +
+                  std::to_string(y.num_elements()) + " elements), but input 0 ('" +
+                  c.proto->input(0) + "') is " + in_value(c, 0).type_string() + " (" +
+                  std::to_string(in_value(c, 0).num_elements()) + " elements)");
+    }
+    a["shape"] = y.shape;
     c.inputs.resize(1);
   } else if (op == "Flatten") {
-    const int64_t rank = in_rank(c, 0);
-    const int64_t axis = attr_i(c, "axis", 1);
-    if (axis < -rank || axis > rank) fail(c, "axis " + std::to_string(axis) + " is out of range");
-    a["axis"] = axis < 0 ? axis + rank : axis;
+    a["axis"] = norm_axis(attr_i(c, "axis", 1), in_rank(c, 0));
   } else if (op == "Transpose") {
     const int64_t rank = in_rank(c, 0);
     std::vector<int64_t> perm(static_cast<size_t>(rank));
     for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = rank - 1 - i;
-    perm = attr_ints(c, "perm", perm);
-    std::vector<int64_t> sorted = perm;
-    std::sort(sorted.begin(), sorted.end());
-    for (int64_t i = 0; i < rank; ++i) {
-      if (sorted.size() != static_cast<size_t>(rank) || sorted[static_cast<size_t>(i)] != i) {
-        fail(c, "perm is not a permutation of 0.." + std::to_string(rank - 1));
-      }
-    }
-    a["perm"] = perm;
+    a["perm"] = attr_ints(c, "perm", perm);
   } else if (op == "Squeeze" || op == "Unsqueeze") {
     std::vector<int64_t> axes;
     const bool have = opset_ < 13 ? find_attr(*c.proto, "axes") != nullptr : in(c, 1) != kNoValue;
     if (have) axes = opset_ < 13 ? attr_ints(c, "axes", {}) : const_ints(c, 1, "axes");
     const int64_t rank = op == "Squeeze" ? in_rank(c, 0) : in_rank(c, 0) + int64_t(axes.size());
-    if (op == "Unsqueeze" && !have) fail(c, "axes are required");
     if (op == "Squeeze" && !have) {
       const auto& s = in_value(c, 0).shape;
       for (size_t d = 0; d < s.size(); ++d) {
         if (s[d] == 1) axes.push_back(static_cast<int64_t>(d));
       }
     }
-    for (int64_t& ax : axes) ax = norm_axis(ax, rank, c.where);
+    for (int64_t& ax : axes) ax = norm_axis(ax, rank);
     std::sort(axes.begin(), axes.end());
     a["axes"] = axes;
     c.inputs.resize(1);
@@ -454,10 +444,9 @@ Attrs Importer::normalize(Ctx& c) {
     } else {
       for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
     }
-    if (given.size() != 2 * axes.size()) fail(c, "pads must have 2 values per padded axis");
     std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
     for (size_t i = 0; i < axes.size(); ++i) {
-      const int64_t ax = norm_axis(axes[i], rank, c.where);
+      const int64_t ax = norm_axis(axes[i], rank);
       pads[static_cast<size_t>(ax)] = given[i];
       pads[static_cast<size_t>(ax + rank)] = given[i + axes.size()];
     }
@@ -477,18 +466,13 @@ Attrs Importer::normalize(Ctx& c) {
     }
     steps =
         in(c, 4) != kNoValue ? const_ints(c, 4, "steps") : std::vector<int64_t>(starts.size(), 1);
-    if (ends.size() != starts.size() || axes.size() != starts.size() ||
-        steps.size() != starts.size()) {
-      fail(c, "starts, ends, axes and steps must have the same length");
-    }
     // Normalized to every axis: start and end clamped as ONNX specifies, step non-zero.
     std::vector<int64_t> s(static_cast<size_t>(rank), 0), e(shape.begin(), shape.end()),
         st(static_cast<size_t>(rank), 1), all_axes;
     for (int64_t i = 0; i < rank; ++i) all_axes.push_back(i);
     for (size_t i = 0; i < axes.size(); ++i) {
-      const size_t ax = static_cast<size_t>(norm_axis(axes[i], rank, c.where));
+      const size_t ax = static_cast<size_t>(norm_axis(axes[i], rank));
       const int64_t dim = shape[ax], step = steps[i];
-      if (step == 0) fail(c, "steps must be non-zero");
       auto clamp = [&](int64_t v, bool is_end) {
         if (v < 0) v += dim;
         if (step > 0) return std::clamp<int64_t>(v, 0, dim);
@@ -510,7 +494,7 @@ Attrs Importer::normalize(Ctx& c) {
       fail(c, "cannot cast to " + onnx_dtype_name(int(to)));
     a["to"] = runtime::dtype_to_string(t);
   } else if (op == "Gather") {  // (constant data and indices were folded already)
-    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0), c.where);
+    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
   }
   // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Add, Sub, Mul, Div, Pow, Max, Min, MatMul,
   // GlobalAveragePool, GlobalMaxPool: no attributes.
@@ -574,7 +558,7 @@ bool Importer::try_fold(const Ctx& c) {
     }
   } else if (op == "Gather" || op == "Concat") {
     const int64_t rank = static_cast<int64_t>(ov.shape.size());
-    const int64_t axis = norm_axis(attr_i(c, "axis", 0), op == "Gather" ? x.ndim() : rank, c.where);
+    const int64_t axis = norm_axis(attr_i(c, "axis", 0), op == "Gather" ? x.ndim() : rank);
     // Every array viewed as [outer, axis, inner]; copy rows of `inner` elements.
     auto inner_of = [&](const std::vector<int64_t>& s) {
       int64_t n = 1;
@@ -631,19 +615,28 @@ bool Importer::try_fold(const Ctx& c) {
 
 Graph Importer::run(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
-  std::set<std::string> initializer_names;
-  for (const TensorProto& t : graph.initializer()) initializer_names.insert(t.name());
-  for (const auto& vi : graph.input()) types_[vi.name()] = &vi.type();
-  for (const auto& vi : graph.value_info()) types_[vi.name()] = &vi.type();
-  for (const auto& vi : graph.output()) types_[vi.name()] = &vi.type();
+  std::map<std::string, const TensorProto*> initializers;
+  for (const TensorProto& t : graph.initializer()) initializers[t.name()] = &t;
+  for (const auto& vi : graph.value_info()) types_[vi.name()] = vi.type();
+  for (const auto& vi : graph.output()) types_[vi.name()] = vi.type();
+  for (const auto& vi : graph.input()) types_[vi.name()] = vi.type();
 
+  // Before IR version 4 every initializer had to be a graph input too: those are constants.
+  const bool defaults = model.ir_version() >= 4;
   for (const TensorProto& t : graph.initializer()) {
+    const bool input = std::any_of(graph.input().begin(), graph.input().end(),
+                                   [&](const auto& vi) { return vi.name() == t.name(); });
+    if (input && defaults) continue;
     define(t.name(),
            g_.add_constant(t.name(), tensor_to_ndarray(
                                          t, "'" + origin_ + "': initializer '" + t.name() + "'")));
   }
   for (const auto& input : graph.input()) {
-    if (initializer_names.count(input.name())) continue;
+    auto init = initializers.find(input.name());
+    if (init != initializers.end()) {
+      if (defaults) add_input_with_default(input, *init->second);
+      continue;
+    }
     const ValueId v = g_.add_input(input.name(), runtime::kFloat32, {});
     set_type(v, input.name(), "graph input");
     define(input.name(), v);
@@ -667,9 +660,11 @@ Graph Importer::run(const onnx::ModelProto& model) {
                     [](const std::string& o) { return o.empty(); })) {
       fail(c, "the node has no (named) output");
     }
+    std::vector<const Value*> input_values;
+    for (ValueId v : c.inputs) input_values.push_back(v == kNoValue ? nullptr : &g_.value(v));
+    validate_node(n, opset_, input_values, origin_);
     const std::string& op = n.op_type();
     if (op == "Constant") {
-      if (n.attribute_size() != 1) fail(c, "a Constant needs exactly one attribute");
       const AttributeProto& attr = n.attribute(0);
       const std::string what = "'" + origin_ + "': " + c.where;
       runtime::NDArray data;
@@ -692,7 +687,6 @@ Graph Importer::run(const onnx::ModelProto& model) {
       continue;
     }
     if (op == "Identity" || op == "Dropout") {
-      if (in(c, 0) == kNoValue) fail(c, "input 0 is required");
       if (op == "Dropout" && in(c, 2) != kNoValue) {
         const runtime::NDArray* training = const_input(c, 2);
         if (training == nullptr) fail(c, "input 'training_mode' must be a constant");
@@ -703,6 +697,7 @@ Graph Importer::run(const onnx::ModelProto& model) {
       define(n.output(0), in(c, 0));  // an alias
       if (op == "Dropout" && n.output_size() > 1 && !n.output(1).empty()) {
         // In inference the mask keeps everything: a constant of trues.
+        infer(c);
         const ValueId mask = output_value(n, 1);
         if (!runtime::dtype_equal(g_.value(mask).dtype, runtime::kBool))
           fail(c, "mask must be bool");
@@ -713,6 +708,7 @@ Graph Importer::run(const onnx::ModelProto& model) {
       continue;
     }
     if (op == "Shape" && try_fold(c)) continue;
+    infer(c);
     std::vector<ValueId> outs;
     for (int i = 0; i < n.output_size(); ++i) {
       outs.push_back(n.output(i).empty() ? kNoValue : output_value(n, i));
@@ -748,53 +744,12 @@ Graph Importer::run(const onnx::ModelProto& model) {
   return std::move(g_);
 }
 
-/// Replaces every node whose outputs the importer evaluated by initializers holding them; returns
-/// how many nodes it removed.
-size_t bake_constants(onnx::ModelProto& model, const Importer& imp) {
-  onnx::GraphProto* graph = model.mutable_graph();
-  std::set<std::string> initializers;
-  for (const TensorProto& t : graph->initializer()) initializers.insert(t.name());
-  google::protobuf::RepeatedPtrField<NodeProto> kept;
-  size_t removed = 0;
-  for (NodeProto& n : *graph->mutable_node()) {
-    bool all = n.output_size() > 0;
-    for (const std::string& o : n.output()) all = all && (o.empty() || imp.constant(o) != nullptr);
-    if (!all) {
-      *kept.Add() = std::move(n);
-      continue;
-    }
-    for (const std::string& o : n.output()) {
-      if (!o.empty() && !initializers.count(o)) {
-        *graph->add_initializer() = to_tensor_proto(o, *imp.constant(o));
-        initializers.insert(o);
-      }
-    }
-    ++removed;
-  }
-  graph->mutable_node()->Swap(&kept);
-  graph->clear_value_info();
-  return removed;
-}
-
-
-/// Shape inference and import, repeated while constants the importer folded (the shape
-/// computations exporters emit: Shape -> Gather -> Unsqueeze -> Concat -> Reshape) let ONNX infer
-/// shapes it could not infer before.
 Graph import_model(onnx::ModelProto& model, const std::string& origin,
                    const OnnxImportOptions& options) {
   KILN_USER_CHECK(model.has_graph()) << "'" << origin << "' is not an ONNX model: it has no graph";
   bind_inputs(model, origin, options.constant_inputs);
   const int64_t opset = check_model(model, origin);
-  if (opset >= 18) lower_opset18_pads(model);
-  while (true) {
-    infer_shapes(model, origin);
-    Importer imp(origin, opset);
-    try {
-      return imp.run(model);
-    } catch (const MissingShape&) {
-      if (bake_constants(model, imp) == 0) throw;
-    }
-  }
+  return Importer(model, origin, opset).run(model);
 }
 
 }  // namespace

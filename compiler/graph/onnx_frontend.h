@@ -1,16 +1,20 @@
 // The ONNX front end: reads an ONNX model (opsets 11 to 18 of the default domain) into Kiln's graph
-// IR. ONNX shape inference gives every value a static shape; initializers and Constant nodes become
-// constants; Identity and Dropout disappear; Shape, and Gather, Unsqueeze, Squeeze, Concat,
-// Reshape, Flatten, Cast on constant inputs, are evaluated (and shape inference re-run when that
-// lets it infer what it could not, as for the Shape -> Gather -> Concat -> Reshape chains exporters
-// emit); inputs that newer opsets use for parameters (Unsqueeze/Squeeze axes, Clip min/max, Pad
-// pads, Slice starts/ends/axes/steps, Reshape shape) must be constant and become attributes; every
-// supported operator gets its attributes with the ONNX defaults filled in (auto_pad resolved into
-// explicit pads, negative axes made non-negative, Slice given per-axis clamped bounds), so passes
-// never look up a default. See supported_onnx_ops() for what is accepted.
+// IR. Every node is first validated against the ONNX specification (its schema's inputs,
+// attributes and element types, and its operator's rules on shapes and attribute values); ONNX
+// shape inference, run one node at a time on validated nodes, gives every value a static shape;
+// initializers and Constant nodes become constants, and a graph input that also has an initializer
+// becomes an input with that default value (IR version 4 and later); Identity and Dropout
+// disappear; Shape, and Gather, Unsqueeze, Squeeze, Concat, Reshape, Flatten, Cast on constant
+// inputs, are evaluated; inputs that newer opsets use for parameters (Unsqueeze/Squeeze axes, Clip
+// min/max, Pad pads, Slice starts/ends/axes/steps, Reshape shape) must be constant and become
+// attributes; every supported operator gets its attributes with the ONNX defaults filled in
+// (auto_pad resolved into explicit pads, negative axes made non-negative, Slice given per-axis
+// clamped bounds), so passes never look up a default. See supported_onnx_ops() for what is
+// accepted.
 //
-// Every problem in the model is a kiln::Error that names the file and the node, value or opset;
-// malformed files (truncated, garbage, bad attributes) never crash the importer.
+// Every problem in the model is a kiln::Error that names the file and the node, operator, input
+// or attribute, value or opset; malformed files (truncated, garbage, bad attributes, shapes that
+// disagree) never crash the importer.
 #pragma once
 
 #include <map>

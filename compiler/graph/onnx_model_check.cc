@@ -1,6 +1,5 @@
-// The checks and rewrites an ONNX model goes through before import: supported operators and
-// opsets, attributes libonnx would divide by, static inputs, opset-18 Pads for libonnx 1.12, bound
-// inputs, and shape inference.
+// The checks an ONNX model goes through before import (supported operators and opsets, static
+// inputs), bound inputs, and ONNX shape inference one node at a time.
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
@@ -13,7 +12,6 @@
 
 namespace kiln::graph::onnx_detail {
 
-using onnx::AttributeProto;
 using onnx::NodeProto;
 using onnx::TensorProto;
 
@@ -63,27 +61,8 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
     opset = kMinOpset;
   }
 
-  // Attributes libonnx's shape inference divides by (it would crash on a zero stride).
-  for (const NodeProto& n : graph.node()) {
-    const std::string& op = n.op_type();
-    if (op != "Conv" && op != "ConvTranspose" && op != "MaxPool" && op != "AveragePool") continue;
-    for (const AttributeProto& a : n.attribute()) {
-      const bool positive = a.name() == "strides" || a.name() == "dilations" ||
-                            a.name() == "kernel_shape" || a.name() == "group";
-      const bool non_negative = a.name() == "pads" || a.name() == "output_padding";
-      if (!positive && !non_negative) continue;
-      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
-      if (a.type() == AttributeProto::INT) v.push_back(a.i());
-      for (int64_t x : v) {
-        KILN_USER_CHECK(positive ? x > 0 : x >= 0)
-            << "'" << origin << "': node '" << n.name() << "' (" << op << "): attribute '"
-            << a.name() << "' must be " << (positive ? "positive" : "non-negative") << ", got "
-            << x;
-      }
-    }
-  }
-
-  // Graph inputs must have static shapes; initializers listed as inputs (IR < 4) are constants.
+  // Graph inputs must have static shapes; one with an initializer has the initializer's shape
+  // (the importer checks the two agree).
   std::set<std::string> initializer_names;
   for (const TensorProto& t : graph.initializer()) initializer_names.insert(t.name());
   for (const auto& input : graph.input()) {
@@ -103,103 +82,93 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
   return opset;
 }
 
-void infer_shapes(onnx::ModelProto& model, const std::string& origin) {
+ShapeInference::ShapeInference(const onnx::ModelProto& model, std::string origin)
+    : opset_imports_(model.opset_import()), origin_(std::move(origin)) {}
+
+std::vector<onnx::TypeProto> ShapeInference::infer(
+    const NodeProto& node, const std::vector<const Value*>& inputs,
+    const std::vector<const onnx::TypeProto*>& declared) {
+  onnx::ModelProto m;
+  m.set_ir_version(onnx::IR_VERSION);  // >= 4: initializers need not be graph inputs
+  *m.mutable_opset_import() = opset_imports_;
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("kiln_node");
+  NodeProto* n = g->add_node();
+  *n = node;
+  std::set<std::string> given;
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string& name = node.input(i);
+    if (name.empty() || !given.insert(name).second) continue;
+    const Value& v = *inputs.at(static_cast<size_t>(i));
+    // Integer constants of rank 0 or 1 are the parameters inference reads (shapes, axes, pads,
+    // starts); other inputs need only their type.
+    const bool integer = v.dtype.code != kKilnFloat && v.dtype.bits > 1;
+    if (v.is_constant() && integer && v.shape.size() <= 1 && v.num_elements() <= 4096) {
+      *g->add_initializer() = to_tensor_proto(name, *v.data);
+      continue;
+    }
+    onnx::ValueInfoProto* vi = g->add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx_elem_type(v.dtype));
+    auto* shape = tt->mutable_shape();
+    for (int64_t d : v.shape) shape->add_dim()->set_dim_value(d);
+  }
+  const std::string& op = node.op_type();
+  if (op == "Pad" && node.input_size() >= 4 && !node.input(3).empty()) {
+    // Opset 18's axes input, which libonnx 1.12 does not know: the opset-13 form, pads for
+    // every axis (validate_node has checked them).
+    const Value *pads = inputs.at(1), *axes = inputs.at(3);
+    if (pads != nullptr && pads->is_constant() && axes != nullptr && axes->is_constant()) {
+      const int64_t rank = static_cast<int64_t>(inputs.at(0)->shape.size());
+      const std::vector<int64_t> given_pads = pads->data->to_vector<int64_t>();
+      std::vector<int64_t> ax;
+      for (int64_t i = 0; i < axes->num_elements(); ++i) {
+        ax.push_back(static_cast<int64_t>(element_as_double(*axes->data, i)));
+      }
+      std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
+      for (size_t i = 0; i < ax.size(); ++i) {
+        const int64_t a = ax[i] < 0 ? ax[i] + rank : ax[i];
+        full[static_cast<size_t>(a)] = given_pads[i];
+        full[static_cast<size_t>(a + rank)] = given_pads[i + ax.size()];
+      }
+      const std::string name = node.output(0) + "/kiln_full_pads";
+      *g->add_initializer() = to_tensor_proto(
+          name, runtime::NDArray::from_vector(full, {static_cast<int64_t>(full.size())}));
+      n->set_input(1, name);
+      while (n->input_size() > 3) n->mutable_input()->RemoveLast();
+    }
+  }
+  if (op == "LSTM" && inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->shape.size() == 3 &&
+      std::none_of(node.attribute().begin(), node.attribute().end(),
+                   [](const onnx::AttributeProto& a) { return a.name() == "hidden_size"; })) {
+    // Inference needs hidden_size to give the outputs a static shape; the default is W's.
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("hidden_size");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(inputs[1]->shape[1] / 4);
+  }
+  for (int i = 0; i < node.output_size(); ++i) {
+    onnx::ValueInfoProto* vi = g->add_output();
+    vi->set_name(node.output(i));
+    if (static_cast<size_t>(i) < declared.size() && declared[static_cast<size_t>(i)] != nullptr) {
+      *vi->mutable_type() = *declared[static_cast<size_t>(i)];
+    }
+  }
   try {
     onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/1,
                                         /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+    onnx::shape_inference::InferShapes(m, onnx::OpSchemaRegistry::Instance(), options,
+                                       &shape_data_);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
-    KILN_USER_ERROR() << "'" << origin << "': ONNX shape inference failed: " << msg;
+    KILN_USER_ERROR() << "'" << origin_ << "': node '" << node.name() << "' (" << op
+                      << "): ONNX shape inference failed: " << msg;
   }
-}
-
-/// The tensor behind `name` if it is an initializer or a Constant node's `value`, else null.
-const TensorProto* find_constant_tensor(const onnx::GraphProto& graph, const std::string& name) {
-  for (const TensorProto& t : graph.initializer()) {
-    if (t.name() == name) return &t;
-  }
-  for (const NodeProto& n : graph.node()) {
-    if (n.op_type() == "Constant" && n.output_size() == 1 && n.output(0) == name &&
-        n.attribute_size() == 1 && n.attribute(0).name() == "value") {
-      return &n.attribute(0).t();
-    }
-  }
-  return nullptr;
-}
-
-/// libonnx 1.12 knows opsets up to 17, and opset 18's Pad takes an `axes` input that its shape
-/// inference rejects. Rewrites each such Pad into the opset-13 form (pads for every axis, no axes)
-/// once a lenient inference has given the rank of its data. Pads it cannot rewrite are left for
-/// the strict inference to report.
-void lower_opset18_pads(onnx::ModelProto& model) {
-  auto needs = [](const NodeProto& n) {
-    return n.op_type() == "Pad" && n.input_size() >= 4 && !n.input(3).empty();
-  };
-  onnx::GraphProto* graph = model.mutable_graph();
-  while (std::any_of(graph->node().begin(), graph->node().end(), needs)) {
-    onnx::ModelProto probe = model;
-    try {
-      onnx::shape_inference::InferShapes(probe, onnx::OpSchemaRegistry::Instance(),
-                                         onnx::ShapeInferenceOptions(false, 0, true));
-    } catch (const std::exception&) {
-      return;
-    }
-    std::unordered_map<std::string, int64_t> ranks;
-    auto note = [&](const onnx::ValueInfoProto& vi) {
-      if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape()) {
-        ranks[vi.name()] = vi.type().tensor_type().shape().dim_size();
-      }
-    };
-    for (const auto& vi : probe.graph().input()) note(vi);
-    for (const auto& vi : probe.graph().value_info()) note(vi);
-    for (const TensorProto& t : probe.graph().initializer()) ranks[t.name()] = t.dims_size();
-    bool progress = false;
-    for (NodeProto& n : *graph->mutable_node()) {
-      if (!needs(n) || !ranks.count(n.input(0))) continue;
-      const TensorProto* pads_t = find_constant_tensor(*graph, n.input(1));
-      const TensorProto* axes_t = find_constant_tensor(*graph, n.input(3));
-      if (pads_t == nullptr || axes_t == nullptr) continue;
-      runtime::NDArray pads_a, axes_a;
-      try {
-        pads_a = tensor_to_ndarray(*pads_t, "pads");
-        axes_a = tensor_to_ndarray(*axes_t, "axes");
-      } catch (const Error&) {
-        continue;
-      }
-      if (!runtime::dtype_equal(pads_a.dtype(), runtime::kInt64)) continue;
-      std::vector<int64_t> given = pads_a.to_vector<int64_t>(), axes;
-      if (runtime::dtype_equal(axes_a.dtype(), runtime::kInt64)) {
-        axes = axes_a.to_vector<int64_t>();
-      } else if (runtime::dtype_equal(axes_a.dtype(), runtime::kInt32)) {
-        for (int32_t a : axes_a.to_vector<int32_t>()) axes.push_back(a);
-      } else {
-        continue;
-      }
-      const int64_t rank = ranks[n.input(0)];
-      if (given.size() != 2 * axes.size()) continue;
-      std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
-      bool ok = true;
-      for (size_t i = 0; i < axes.size(); ++i) {
-        const int64_t ax = axes[i] < 0 ? axes[i] + rank : axes[i];
-        if (ax < 0 || ax >= rank) {
-          ok = false;
-          break;
-        }
-        full[static_cast<size_t>(ax)] = given[i];
-        full[static_cast<size_t>(ax + rank)] = given[i + axes.size()];
-      }
-      if (!ok) continue;
-      const std::string name = n.output(0) + "/kiln_full_pads";
-      *graph->add_initializer() = to_tensor_proto(
-          name, runtime::NDArray::from_vector(full, {static_cast<int64_t>(full.size())}));
-      n.set_input(1, name);
-      while (n.input_size() > 3) n.mutable_input()->RemoveLast();
-      progress = true;
-    }
-    if (!progress) return;
-  }
+  std::vector<onnx::TypeProto> out;
+  for (int i = 0; i < node.output_size(); ++i) out.push_back(m.graph().output(i).type());
+  return out;
 }
 
 /// Turns the graph inputs named in `bound` into initializers holding the given values.
@@ -233,7 +202,10 @@ void bind_inputs(onnx::ModelProto& model, const std::string& origin,
                             << ", which the input's declared shape does not admit";
     }
     inputs.erase(it);
-    *graph->add_initializer() = to_tensor_proto(name, array);
+    auto& inits = *graph->mutable_initializer();
+    auto init = std::find_if(inits.begin(), inits.end(),
+                             [&](const TensorProto& t) { return t.name() == name; });
+    *(init != inits.end() ? &*init : graph->add_initializer()) = to_tensor_proto(name, array);
   }
 }
 

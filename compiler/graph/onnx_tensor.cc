@@ -1,4 +1,5 @@
 // Converting tensors between ONNX's TensorProto and Kiln's NDArray.
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -184,14 +185,25 @@ runtime::NDArray tensor_to_ndarray(const TensorProto& t, const std::string& what
   return a;
 }
 
-/// The TensorProto holding `a` (raw data), for constants folded back into the model.
+int onnx_elem_type(KilnDType dtype) {
+  for (int type = TensorProto::FLOAT; type <= TensorProto::UINT64; ++type) {
+    KilnDType d;
+    if (onnx_dtype(type, &d) && runtime::dtype_equal(d, dtype)) return type;
+  }
+  return TensorProto::UNDEFINED;
+}
+
+std::string onnx_type_string(KilnDType dtype) {
+  std::string name = onnx_dtype_name(onnx_elem_type(dtype));
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return "tensor(" + name + ")";
+}
+
+/// The TensorProto holding `a` (raw data), for constants given to shape inference.
 TensorProto to_tensor_proto(const std::string& name, const runtime::NDArray& a) {
   TensorProto t;
   t.set_name(name);
-  for (int type = TensorProto::FLOAT; type <= TensorProto::UINT64; ++type) {
-    KilnDType d;
-    if (onnx_dtype(type, &d) && runtime::dtype_equal(d, a.dtype())) t.set_data_type(type);
-  }
+  t.set_data_type(onnx_elem_type(a.dtype()));
   for (int64_t d : a.shape()) t.add_dims(d);
   t.set_raw_data(std::string(static_cast<const char*>(a.data()), static_cast<size_t>(a.nbytes())));
   return t;

@@ -40,7 +40,8 @@ GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origi
   KILN_USER_CHECK(graph.at("format", where).as_string(where + " format") == "kiln.graph")
       << where << " has an unknown format";
   int64_t version = graph.at("version", where).as_int(where + " version");
-  KILN_USER_CHECK(version == 1) << where << " has version " << version << "; this runtime reads version 1";
+  KILN_USER_CHECK(version == 1 || version == 2)
+      << where << " has version " << version << "; this runtime reads versions 1 and 2";
   g.module_ = Module::load_library_bytes(bundle.library, "bundle '" + origin + "'");
 
   for (auto& s : graph.at("storage", where).as_array(where + " storage")) {
@@ -69,6 +70,19 @@ GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origi
       info.array = NDArray::view(g.pools_[pool], t.at("offset", what).as_int(what + " offset"), shape, dtype);
     } else if (info.kind == "input" || info.kind == "output") {
       info.array = NDArray::empty(shape, dtype);
+      if (info.kind == "input" && t.has("default")) {
+        const std::string& param = t.at("default", what).as_string(what + " default");
+        auto it = bundle.params.find(param);
+        KILN_USER_CHECK(it != bundle.params.end())
+            << what << ": the default of input '" << info.name << "', parameter '" << param
+            << "', is not in the bundle";
+        KILN_USER_CHECK(it->second.shape() == shape && dtype_equal(it->second.dtype(), dtype))
+            << what << ": input '" << info.name << "' is " << dtype_to_string(dtype)
+            << info.array.shape_string() << ", but its default '" << param << "' is "
+            << dtype_to_string(it->second.dtype()) << it->second.shape_string();
+        info.array.copy_from_bytes(it->second.data(), static_cast<size_t>(it->second.nbytes()));
+        info.has_default = true;
+      }
     } else {
       KILN_USER_ERROR() << what << " has unknown kind '" << info.kind
                         << "' (known: input, param, intermediate, output)";
@@ -115,6 +129,11 @@ const std::vector<int64_t>& GraphExecutor::input_shape(size_t i) const {
 KilnDType GraphExecutor::input_dtype(size_t i) const {
   input_name(i);
   return tensors_[inputs_[i]].array.dtype();
+}
+
+bool GraphExecutor::input_has_default(size_t i) const {
+  input_name(i);
+  return tensors_[inputs_[i]].has_default;
 }
 
 void GraphExecutor::check_input(size_t tensor, const NDArray& value) const {

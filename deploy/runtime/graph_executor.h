@@ -6,10 +6,14 @@
 //    "storage": [{"bytes": 4096}, ...],                          // pools for intermediates
 //    "tensors": [{"name": "x", "dtype": "float32", "shape": [1, 3, 8, 8],
 //                 "kind": "input" | "param" | "intermediate" | "output",
-//                 "storage": 0, "offset": 0}, ...],               // storage/offset: intermediates
+//                 "storage": 0, "offset": 0,                       // intermediates
+//                 "default": "x_default"}, ...],                   // inputs, version 2
 //    "nodes": [{"name": "conv0", "func": "fused_conv2d_relu_0", "args": [0, 1, 2, 3]}, ...],
 //    "inputs": [0], "outputs": [7]}
-// A node calls `func` with the tensors `args` in order (its inputs, then its outputs).
+// A node calls `func` with the tensors `args` in order (its inputs, then its outputs). An input
+// with a "default" (a parameter of the bundle, of the input's dtype and shape) holds that value
+// until set_input replaces it; such graphs have version 2, which runtimes that read only version 1
+// refuse by their version check rather than run without the default.
 #pragma once
 
 #include <string>
@@ -33,8 +37,11 @@ class GraphExecutor {
   const std::string& output_name(size_t i) const;
   const std::vector<int64_t>& input_shape(size_t i) const;
   KilnDType input_dtype(size_t i) const;
+  /// Whether input i has a default value, so that the caller need not give it.
+  bool input_has_default(size_t i) const;
 
-  /// Copies `value` into input `name`; kiln::Error naming the input when its shape or dtype differ.
+  /// Copies `value` into input `name` (replacing its default, if it has one); kiln::Error naming
+  /// the input when its shape or dtype differ.
   void set_input(const std::string& name, const NDArray& value);
   void set_input(size_t index, const NDArray& value);
   /// Runs every node in order.
@@ -57,6 +64,7 @@ class GraphExecutor {
     std::string name;
     std::string kind;
     NDArray array;
+    bool has_default = false;  ///< an input that starts with its default value
   };
   struct Node {
     std::string name;

@@ -22,6 +22,8 @@ class OnnxModelBuilder {
     graph()->set_name("test");
   }
   onnx::GraphProto* graph() { return model_.mutable_graph(); }
+  /// The model's IR version (7 unless set).
+  void ir_version(int64_t v) { model_.set_ir_version(v); }
 
   /// A graph input; a negative dimension is dynamic, named `dim_param`.
   void input(const std::string& name, std::vector<int64_t> shape, int elem = onnx::TensorProto::FLOAT,

@@ -391,6 +391,67 @@ TEST(GraphBuild, OperatorWithoutLoweringNamesOpAndNode) {
   EXPECT_ERROR_CONTAINS(build_graph(g, "llvm"), "frob_7");
 }
 
+TEST(GraphBuild, InputWithADefaultEndToEnd) {
+  // y = Relu(x W^T + b), b a graph input whose initializer is its default value.
+  ModelBuilder m(13);
+  m.input("x", {2, 3});
+  m.input("b", {4});
+  const NDArray w = testing::random_array({4, 3}, 21);
+  const NDArray b_default = testing::random_array({4}, 22);
+  m.init_values("w", {4, 3}, w.to_vector<float>());
+  m.init_values("b", {4}, b_default.to_vector<float>());
+  ModelBuilder::attr(m.node("Gemm", "fc", {"x", "w", "b"}, {"g"}), "transB", int64_t{1});
+  m.node("Relu", "relu", {"g"}, {"y"});
+  m.output("y");
+  auto reference = [&](const NDArray& x, const NDArray& b) {
+    std::vector<float> y(8);
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        float acc = b.data<float>()[j];
+        for (int k = 0; k < 3; ++k) acc += x.data<float>()[i * 3 + k] * w.data<float>()[j * 3 + k];
+        y[static_cast<size_t>(i * 4 + j)] = std::max(acc, 0.0f);
+      }
+    }
+    return y;
+  };
+
+  const Graph g = import_onnx_bytes(m.bytes(), "default.onnx");
+  ASSERT_EQ(g.inputs().size(), 2u);
+  runtime::Bundle bundle = build_graph(g, "llvm");
+  const runtime::Json graph = runtime::Json::parse(bundle.graph_json);
+  EXPECT_EQ(graph.at("version", "graph").as_int("version"), 2);
+  testing::TempDir dir("kiln_default_test");
+  const std::string path = (dir.path() / "default.kiln").string();
+  runtime::write_bundle(path, bundle);
+
+  runtime::GraphExecutor exec = runtime::GraphExecutor::load(path);
+  ASSERT_EQ(exec.num_inputs(), 2u);
+  EXPECT_EQ(exec.input_name(1), "b");
+  EXPECT_FALSE(exec.input_has_default(0));
+  EXPECT_TRUE(exec.input_has_default(1));
+  const NDArray x = testing::random_array({2, 3}, 23);
+  exec.set_input("x", x);
+  exec.run();  // b not given: its default
+  EXPECT_TRUE(testing::all_close(exec.output(0), reference(x, b_default)));
+  const NDArray b = testing::random_array({4}, 24);
+  exec.set_input("b", b);  // b given: the caller's
+  exec.run();
+  EXPECT_TRUE(testing::all_close(exec.output(0), reference(x, b)));
+  EXPECT_ERROR_CONTAINS(exec.set_input("b", testing::zeros({3})),
+                        "input 'b' must have shape [4], got [3]");
+  EXPECT_ERROR_CONTAINS(exec.set_input("b", testing::zeros({4}, runtime::kInt32)),
+                        "input 'b' must be float32, got int32");
+
+  // A graph without defaults keeps version 1, which older runtimes read.
+  ModelBuilder plain(13);
+  plain.input("x", {2});
+  plain.node("Relu", "relu", {"x"}, {"y"});
+  plain.output("y");
+  const runtime::Json v1 = runtime::Json::parse(
+      build_graph(import_onnx_bytes(plain.bytes(), "plain"), "llvm").graph_json);
+  EXPECT_EQ(v1.at("version", "graph").as_int("version"), 1);
+}
+
 TEST(GraphBuild, OutputThatIsAnInputIsRefused) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});

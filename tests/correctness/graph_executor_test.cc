@@ -121,5 +121,63 @@ TEST(GraphExecutor, BadGraphsAndInputsAreReported) {
   EXPECT_ERROR_CONTAINS(g.set_input("image", testing::zeros({37})), "no input 'image' (its inputs: x)");
 }
 
+/// make_bundle's graph with input x given a default value (graph version 2).
+runtime::Bundle bundle_with_default(const TempDir& dir, const NDArray& dflt) {
+  runtime::Bundle b = make_bundle(dir);
+  b.params.emplace("x_default", dflt.copy());
+  const std::string input = R"("kind": "input"})";
+  b.graph_json.replace(b.graph_json.find(input), input.size(),
+                       R"("kind": "input", "default": "x_default"})");
+  b.graph_json.replace(b.graph_json.find(R"("version": 1)"), 12, R"("version": 2)");
+  return b;
+}
+
+std::vector<float> reference(const NDArray& x) {
+  std::vector<float> ref(37);
+  for (int i = 0; i < 37; ++i)
+    ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
+  return ref;
+}
+
+TEST(GraphExecutor, InputWithADefault) {
+  TempDir dir;
+  const NDArray dflt = testing::random_array({37}, 5);
+  const std::string path = (dir.path() / "model.kiln").string();
+  runtime::write_bundle(path, bundle_with_default(dir, dflt));
+  auto g = runtime::GraphExecutor::load(path);
+  ASSERT_EQ(g.num_inputs(), 1u);
+  EXPECT_TRUE(g.input_has_default(0));
+  g.run();  // no input given: the default
+  EXPECT_TRUE(testing::all_close(g.output(0), reference(dflt)));
+  const NDArray x = testing::random_array({37}, 6);
+  g.set_input("x", x);  // given: the caller's array
+  g.run();
+  EXPECT_TRUE(testing::all_close(g.output(0), reference(x)));
+  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({36})),
+                        "input 'x' must have shape [37], got [36]");
+  EXPECT_FALSE(runtime::GraphExecutor::from_bundle(make_bundle(dir), "m").input_has_default(0));
+}
+
+TEST(GraphExecutor, BadDefaultsAndVersionsAreReported) {
+  TempDir dir;
+  {
+    runtime::Bundle bad = bundle_with_default(dir, testing::random_array({37}, 5));
+    bad.params.erase("x_default");
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
+                          "the default of input 'x', parameter 'x_default', is not in the bundle");
+  }
+  {
+    runtime::Bundle bad = bundle_with_default(dir, testing::random_array({36}, 5));
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
+                          "input 'x' is float32[37], but its default 'x_default' is float32[36]");
+  }
+  {
+    runtime::Bundle bad = make_bundle(dir);
+    bad.graph_json.replace(bad.graph_json.find(R"("version": 1)"), 12, R"("version": 3)");
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
+                          "has version 3; this runtime reads versions 1 and 2");
+  }
+}
+
 }  // namespace
 }  // namespace kiln

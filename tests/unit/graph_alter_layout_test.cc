@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "compiler/graph/graph_build.h"
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/kiln_test_util.h"
@@ -158,6 +159,30 @@ TEST(AlterLayout, OtherReadersGetNchwAndUnblockableConvsStay) {
   EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>8", "Conv", "LT8>0", "Transpose", "Conv",
                                                "Conv", "Add"}));
   expect_same_results(before);
+}
+
+TEST(AlterLayout, ChannelsThatDisagreeAreAnInternalError) {
+  // The model of issue 14 (a weight with 5 input channels, an input with 3), had it slipped past
+  // the front end's validation: packing its kernel wrote past the packed buffer. Now a check.
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 3, 8, 8});
+  ValueId w = m.g.add_constant("w", testing::random_array({4, 5, 3, 3}, 7));
+  Attrs a;
+  a["kernel_shape"] = std::vector<int64_t>{3, 3};
+  a["strides"] = std::vector<int64_t>{1, 1};
+  a["pads"] = std::vector<int64_t>{1, 1, 1, 1};
+  a["dilations"] = std::vector<int64_t>{1, 1};
+  a["group"] = int64_t{1};
+  m.g.add_output(m.g.add_op("Conv", "conv1", {x, w}, a, kFloat32, {1, 4, 8, 8}));
+  try {
+    alter_layout(m.g);
+    FAIL() << "expected InternalError";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'conv1' (Conv) reads float32[1,3,8,8] with the "
+                                         "kernel float32[4,5,3,3] and group 1"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -121,6 +121,35 @@ TEST(GraphTest, VerifierCatchesBrokenGraphs) {
   }
 }
 
+TEST(GraphTest, InputWithDefault) {
+  Graph g;
+  ValueId x = g.add_input("x", kFloat32, {2});
+  auto dflt = std::make_shared<const runtime::NDArray>(
+      runtime::NDArray::from_vector<float>({1.0f, 2.0f}, {2}));
+  ValueId b = g.add_input_with_default("b", dflt);
+  g.add_output(g.add_op("Add", "add", {x, b}, {}, kFloat32, {2}));
+  EXPECT_EQ(g.inputs(), (std::vector<ValueId>{x, b}));
+  EXPECT_FALSE(g.value(b).is_constant());  // callers may replace it: no pass may fold it
+  EXPECT_EQ(g.value(b).type_string(), "float32[2]");
+  EXPECT_EQ(g.input_default(b), dflt);
+  EXPECT_EQ(g.input_default(x), nullptr);
+  EXPECT_NE(g.to_string().find("%1 \"b\": float32[2] = default"), std::string::npos)
+      << g.to_string();
+  EXPECT_NO_THROW(g.verify());
+  Graph copy = g;
+  EXPECT_EQ(copy.input_default(b), dflt);
+  // A default of another shape than its input's is a broken invariant.
+  g.value(b).shape = {3};
+  try {
+    g.verify();
+    FAIL() << "expected InternalError";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("'b' is float32[3] but its default is float32[2]"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(GraphTest, RewriteReplaceAndRemoveDead) {
   SmallGraph s;
   Graph& g = s.g;

@@ -366,7 +366,8 @@ TEST_F(OnnxFrontendTest, UnsupportedOperatorNamesOpAndNode) {
   ModelBuilder::attr(pool, "strides", std::vector<int64_t>{0, 1});
   m3.output("y");
   EXPECT_ERROR_CONTAINS(import_onnx_bytes(m3.bytes(), "<stride0>"),
-                        "node 'pool0' (MaxPool): attribute 'strides' must be positive, got 0");
+                        "node 'pool0' (MaxPool): attribute 'strides' is [0,1]; each value must "
+                        "be positive, got 0");
   // Gemm whose inner dimensions differ.
   ModelBuilder m4(13);
   m4.input("a", {2, 24});
@@ -567,6 +568,76 @@ TEST_F(OnnxFrontendTest, OmittedLeadingOutput) {
   EXPECT_NO_THROW(g.verify());
   g.sort_topologically();
   EXPECT_EQ(g.remove_dead_nodes(), 0u);
+}
+
+TEST_F(OnnxFrontendTest, InitializerThatIsAnInputIsAnInputWithADefault) {
+  // IR version 4 and later: a graph input with an initializer is an input the caller may give.
+  ModelBuilder m(13);
+  m.input("x", {2, 3});
+  m.input("b", {-1}, onnx::TensorProto::FLOAT, "n");  // the declaration leaves the size open
+  m.init_float("b", {3});
+  m.init_float("w", {3});  // an initializer only: a constant
+  m.node("Mul", "mul", {"x", "w"}, {"t"});
+  m.node("Add", "add", {"t", "b"}, {"y"});
+  m.output("y");
+  Graph g = import_onnx_bytes(m.bytes(), "<default>");
+  SCOPED_TRACE(g.to_string());
+  ASSERT_EQ(g.inputs().size(), 2u);
+  const ValueId b = g.inputs()[1];
+  EXPECT_EQ(g.value(b).name, "b");
+  EXPECT_EQ(g.value(b).type_string(), "float32[3]");
+  EXPECT_FALSE(g.value(b).is_constant());
+  ASSERT_NE(g.input_default(b), nullptr);
+  EXPECT_EQ(g.input_default(b)->to_vector<float>(), (std::vector<float>{0.0f, 0.01f, 0.02f}));
+  EXPECT_TRUE(g.value(g.find_value("w")).is_constant());
+  EXPECT_EQ(g.input_default(g.inputs()[0]), nullptr);
+
+  // Before IR version 4 every initializer had to be listed as an input: those are constants.
+  m.ir_version(3);
+  Graph old = import_onnx_bytes(m.bytes(), "<ir3>");
+  ASSERT_EQ(old.inputs().size(), 1u);
+  EXPECT_TRUE(old.value(old.find_value("b")).is_constant());
+}
+
+TEST_F(OnnxFrontendTest, InputDefaultsAgainstTheirDeclaration) {
+  auto model = [](std::vector<int64_t> declared, int elem) {
+    ModelBuilder m(13);
+    m.input("x", {3});
+    m.input("b", std::move(declared), elem);
+    m.init_float("b", {3});
+    m.node("Add", "add", {"x", "b"}, {"y"});
+    m.output("y");
+    return m;
+  };
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(model({4}, onnx::TensorProto::FLOAT).bytes(), "<d>"),
+                        "graph input 'b' is declared with shape [4], but its initializer (the "
+                        "default value) has shape [3]");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(model({3}, onnx::TensorProto::DOUBLE).bytes(), "<d>"),
+                        "graph input 'b' is declared DOUBLE, but its initializer (the default "
+                        "value) is FLOAT");
+  // A parameter Kiln needs at compile time cannot come from an input the caller may replace.
+  ModelBuilder c(13);
+  c.input("x", {3});
+  c.input("lo", {});
+  c.init_float("lo", {});
+  c.node("Clip", "clip", {"x", "lo"}, {"y"});
+  c.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(c.bytes(), "<clip>"),
+                        "node 'clip' (Clip): input 'min' is graph input 'lo', whose initializer is "
+                        "only a default");
+}
+
+TEST_F(OnnxFrontendTest, DeclaredTypesThatDisagreeWithInference) {
+  ModelBuilder m(13);
+  m.input("x", {2, 3});
+  m.node("Relu", "relu", {"x"}, {"y"});
+  m.output("y");
+  auto* shape = m.graph()->mutable_output(0)->mutable_type()->mutable_tensor_type();
+  shape->set_elem_type(onnx::TensorProto::FLOAT);
+  shape->mutable_shape()->add_dim()->set_dim_value(2);
+  shape->mutable_shape()->add_dim()->set_dim_value(4);
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<declared>"),
+                        "node 'relu' (Relu): ONNX shape inference failed");
 }
 
 }  // namespace

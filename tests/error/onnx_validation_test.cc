@@ -1,0 +1,944 @@
+// The ONNX importer validates every node against the ONNX specification before anything else sees
+// it: each bad model here breaks one rule, and the import must fail with a kiln::Error whose
+// message names the node, the operator, the input or attribute, and both values that disagree
+// (an internal error, another exception or a crash fails the test). Then valid models near each
+// rule's edge, which must import: the validation never refuses what the specification allows.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "tests/common/onnx_model_builder.h"
+
+namespace kiln::graph {
+namespace {
+
+using onnx::TensorProto;
+using Ints = std::vector<int64_t>;
+
+class Model : public testing::OnnxModelBuilder {
+ public:
+  using OnnxModelBuilder::OnnxModelBuilder;
+  /// A float initializer of zeros.
+  void weight(const std::string& name, const Ints& shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    init_values(name, shape, std::vector<float>(static_cast<size_t>(n), 0.5f));
+  }
+  /// One node named `name` reading `inputs` whose output "y" is the graph's output.
+  onnx::NodeProto* op(const std::string& type, const std::string& name,
+                      const std::vector<std::string>& inputs) {
+    output("y");
+    return node(type, name, inputs, {"y"});
+  }
+};
+
+/// Imports `m`, expecting kiln::Error whose message holds "node 'NAME' (OP)" and every part.
+void expect_refused(const Model& m, const std::string& node, const std::string& op,
+                    const std::vector<std::string>& parts) {
+  SCOPED_TRACE("node '" + node + "' (" + op + ")");
+  try {
+    import_onnx_bytes(m.bytes(), "<bad>");
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("'<bad>'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("node '" + node + "' (" + op + ")"), std::string::npos) << msg;
+    for (const std::string& p : parts) {
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+    }
+    return;
+  } catch (const std::exception& e) {
+    FAIL() << "expected kiln::Error, got another exception: " << e.what();
+  }
+  FAIL() << "expected kiln::Error, the model imported";
+}
+
+/// The last node of `m` (to set attributes on after the model is made).
+onnx::NodeProto* last(Model& m) { return m.graph()->mutable_node(m.graph()->node_size() - 1); }
+
+/// x convolved with a weight "w" of `w_shape` by node 'conv1'.
+Model conv_model(const Ints& x_shape, const Ints& w_shape, const std::string& op = "Conv") {
+  Model m;
+  m.input("x", x_shape);
+  m.weight("w", w_shape);
+  m.op(op, "conv1", {"x", "w"});
+  return m;
+}
+
+// ---- the issue's model ----------------------------------------------------------------------
+
+TEST(OnnxValidation, ConvWeightChannelsAgainstInput) {
+  // Weight with 5 input channels, input with 3: this model made `kiln compile` corrupt the heap.
+  Model m = conv_model({1, 3, 8, 8}, {4, 5, 3, 3});
+  try {
+    import_onnx_bytes(m.bytes(), "bad_channels.onnx");
+    FAIL() << "the model imported";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "error: 'bad_channels.onnx': node 'conv1' (Conv): input 1 (W 'w') has 5 input "
+              "channels per group, but input 0 (X 'x') has 3 channels with group 1");
+  }
+  // The same through the whole compile path.
+  EXPECT_THROW(build_graph(import_onnx_bytes(m.bytes(), "m"), "llvm"), Error);
+}
+
+// ---- what the schema says -------------------------------------------------------------------
+
+TEST(OnnxValidation, InputAndOutputCounts) {
+  Model m;
+  m.input("x", {2, 3});
+  m.op("Relu", "relu", {"x", "x"});
+  expect_refused(m, "relu", "Relu", {"has 2 inputs", "Relu at opset 13 takes 1"});
+
+  Model o;
+  o.input("x", {2, 3});
+  o.node("Relu", "relu2", {"x"}, {"y", "z"});
+  o.output("y");
+  expect_refused(o, "relu2", "Relu", {"has 2 outputs", "has 1"});
+
+  Model r = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
+  auto* conv = last(r);
+  conv->set_input(1, "");
+  expect_refused(r, "conv1", "Conv", {"input 1 (W '')", "is required"});
+}
+
+TEST(OnnxValidation, AttributesAgainstTheSchema) {
+  {
+    Model m;
+    m.input("x", {2, 3});
+    Model::attr(m.op("Relu", "relu", {"x"}), "alpha", 0.5f);
+    expect_refused(m, "relu", "Relu", {"attribute 'alpha'", "not an attribute of Relu"});
+  }
+  {
+    Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "group", 1.0f);
+    expect_refused(m, "conv1", "Conv",
+                   {"attribute 'group'", "must be an int (INT)", "got a float (FLOAT)"});
+  }
+  {
+    Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "strides", int64_t{2});
+    expect_refused(m, "conv1", "Conv",
+                   {"attribute 'strides'", "a list of ints (INTS)", "got an int (INT)"});
+  }
+  {
+    Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "group", int64_t{1});
+    Model::attr(conv, "group", int64_t{1});
+    expect_refused(m, "conv1", "Conv", {"attribute 'group' is given twice"});
+  }
+  {
+    Model m;
+    m.input("a", {2});
+    m.input("b", {2});
+    m.op("Concat", "cat", {"a", "b"});
+    expect_refused(m, "cat", "Concat", {"attribute 'axis' is required"});
+  }
+  {
+    Model m;
+    m.input("x", {2});
+    Model::attr(m.op("Cast", "cast", {"x"}), "to", int64_t{99});
+    expect_refused(m, "cast", "Cast", {"attribute 'to' is 99", "not an ONNX data type"});
+  }
+  {
+    Model m;
+    auto* c = m.node("Constant", "k", {}, {"y"});
+    Model::attr(c, "value_float", 1.0f);
+    Model::attr(c, "value_int", int64_t{1});
+    m.output("y");
+    expect_refused(m, "k", "Constant", {"has 2 attributes", "exactly one"});
+  }
+}
+
+TEST(OnnxValidation, ElementTypes) {
+  {
+    Model m;
+    m.input("x", {1, 3, 8, 8}, TensorProto::INT64);
+    m.weight("w", {4, 3, 3, 3});
+    m.op("Conv", "conv1", {"x", "w"});
+    expect_refused(m, "conv1", "Conv",
+                   {"input 0 (X 'x') is tensor(int64)", "tensor(float)", "(T)"});
+  }
+  {
+    Model m;
+    m.input("a", {2}, TensorProto::FLOAT);
+    m.input("b", {2}, TensorProto::DOUBLE);
+    m.op("Add", "add", {"a", "b"});
+    expect_refused(
+        m, "add", "Add",
+        {"input 1 (B 'b') is tensor(double)", "input 0 (A 'a') is tensor(float)", "type T"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    auto* t = m.graph()->add_initializer();
+    t->set_name("shape");
+    t->set_data_type(TensorProto::INT32);
+    t->add_dims(1);
+    t->add_int32_data(6);
+    m.op("Reshape", "reshape", {"x", "shape"});
+    expect_refused(m, "reshape", "Reshape",
+                   {"input 1 (shape 'shape') is tensor(int32)", "tensor(int64)"});
+  }
+  {  // the unary operators: element types only
+    Model m;
+    m.input("x", {4}, TensorProto::INT32);
+    m.op("Sqrt", "sqrt", {"x"});
+    expect_refused(m, "sqrt", "Sqrt", {"input 0 (X 'x') is tensor(int32)", "tensor(float)"});
+  }
+  {
+    Model m;
+    m.input("x", {4}, TensorProto::BOOL);
+    m.op("Relu", "relu", {"x"});
+    expect_refused(m, "relu", "Relu", {"input 0 (X 'x') is tensor(bool)"});
+  }
+  {
+    Model m;
+    m.input("x", {4});
+    Model::attr(m.op("LeakyRelu", "lrelu", {"x"}), "alpha", int64_t{1});
+    expect_refused(m, "lrelu", "LeakyRelu",
+                   {"attribute 'alpha' must be a float (FLOAT), got an int (INT)"});
+  }
+  {
+    Model m(15);
+    m.input("x", {4});
+    Model::attr(m.op("Shape", "shape", {"x"}), "start", std::string("0"));
+    expect_refused(m, "shape", "Shape",
+                   {"attribute 'start' must be an int (INT), got a string (STRING)"});
+  }
+  {
+    Model m;
+    m.input("x", {4});
+    m.init_int64("idx", {0});
+    m.op("Gather", "gather", {"x", "x"});
+    expect_refused(m, "gather", "Gather", {"input 1 (indices 'x') is tensor(float)"});
+  }
+}
+
+// ---- convolutions ---------------------------------------------------------------------------
+
+TEST(OnnxValidation, ConvChannelsGroupsAndBias) {
+  {
+    Model m = conv_model({1, 4, 8, 8}, {5, 2, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "group", int64_t{2});
+    expect_refused(m, "conv1", "Conv",
+                   {"input 1 (W 'w') of shape [5,2,3,3] has 5 output channels", "group 2"});
+  }
+  {
+    Model m = conv_model({1, 4, 8, 8}, {4, 1, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "group", int64_t{-4});
+    expect_refused(m, "conv1", "Conv", {"attribute 'group' must be positive, got -4"});
+  }
+  {
+    Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3, 3});
+    expect_refused(m, "conv1", "Conv",
+                   {"input 1 (W 'w') of shape [4,3,3,3,3] has rank 5",
+                    "input 0 (X 'x') of shape [1,3,8,8] has rank 4"});
+  }
+  {
+    Model m = conv_model({1, 3}, {4, 3});
+    expect_refused(m, "conv1", "Conv", {"input 0 (X 'x') of shape [1,3] has rank 2"});
+  }
+  {
+    Model m;
+    m.input("x", {1, 3, 8, 8});
+    m.weight("w", {4, 3, 3, 3});
+    m.weight("b", {5});
+    m.op("Conv", "conv1", {"x", "w", "b"});
+    expect_refused(
+        m, "conv1", "Conv",
+        {"input 2 (B 'b') of shape [5] must be [4]", "input 1 (W 'w') of shape [4,3,3,3]"});
+  }
+  {
+    Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "kernel_shape", Ints{5, 5});
+    expect_refused(m, "conv1", "Conv",
+                   {"attribute 'kernel_shape' is [5,5]", "input 1 (W 'w') of shape [4,3,3,3]",
+                    "kernel [3,3]"});
+  }
+}
+
+TEST(OnnxValidation, ConvWindowAttributes) {
+  auto model = [](const char* name, auto value) {
+    Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, name, value);
+    return m;
+  };
+  expect_refused(model("strides", Ints{1, 1, 1}), "conv1", "Conv",
+                 {"attribute 'strides' has 3 values [1,1,1]",
+                  "input 0 (X 'x') of shape [1,3,8,8] with 2 spatial dimensions needs 2"});
+  expect_refused(model("strides", Ints{0, 1}), "conv1", "Conv",
+                 {"attribute 'strides' is [0,1]", "must be positive, got 0"});
+  expect_refused(model("dilations", Ints{1, -1}), "conv1", "Conv",
+                 {"attribute 'dilations' is [1,-1]", "must be positive, got -1"});
+  expect_refused(model("pads", Ints{1, 1, 1}), "conv1", "Conv",
+                 {"attribute 'pads' has 3 values [1,1,1]", "needs 4"});
+  expect_refused(model("pads", Ints{1, -1, 1, 1}), "conv1", "Conv",
+                 {"attribute 'pads' is [1,-1,1,1]", "non-negative, got -1"});
+  expect_refused(model("auto_pad", std::string("SAME")), "conv1", "Conv",
+                 {"attribute 'auto_pad' is 'SAME'", "NOTSET, SAME_UPPER, SAME_LOWER or VALID"});
+  {
+    Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "auto_pad", std::string("SAME_UPPER"));
+    Model::attr(conv, "pads", Ints{0, 0, 0, 0});
+    expect_refused(m, "conv1", "Conv",
+                   {"attribute 'pads' is [0,0,0,0]", "'SAME_UPPER' gives [1,1,1,1]"});
+  }
+  // The window must fit the (padded) input once.
+  {
+    Model m = conv_model({1, 3, 2, 8}, {4, 3, 3, 3});
+    expect_refused(m, "conv1", "Conv",
+                   {"input 0 (X 'x') of shape [1,3,2,8] has 2 elements in spatial dimension 0",
+                    "fewer than the kernel's extent 3"});
+  }
+  expect_refused(model("dilations", Ints{4, 1}), "conv1", "Conv",
+                 {"has 8 elements in spatial dimension 0", "the kernel's extent 9"});
+}
+
+TEST(OnnxValidation, ConvTranspose) {
+  {
+    Model m = conv_model({1, 3, 5, 5}, {4, 2, 3, 3}, "ConvTranspose");
+    expect_refused(m, "conv1", "ConvTranspose",
+                   {"input 1 (W 'w') has 4 input channels (its dimension 0)",
+                    "input 0 (X 'x') has 3 channels"});
+  }
+  {
+    Model m = conv_model({1, 3, 5, 5}, {3, 2, 3, 3}, "ConvTranspose");
+    auto* ct = last(m);
+    Model::attr(ct, "group", int64_t{2});
+    expect_refused(m, "conv1", "ConvTranspose",
+                   {"input 0 (X 'x') of shape [1,3,5,5] has 3 channels, which group 2"});
+  }
+  {
+    Model m = conv_model({1, 3, 5, 5}, {3, 2, 3, 3}, "ConvTranspose");
+    auto* ct = last(m);
+    Model::attr(ct, "strides", Ints{2, 2});
+    Model::attr(ct, "output_padding", Ints{2, 0});
+    expect_refused(m, "conv1", "ConvTranspose",
+                   {"attribute 'output_padding' is [2,0]", "less than the stride 2"});
+  }
+  {
+    Model m = conv_model({1, 3, 1, 1}, {3, 2, 1, 1}, "ConvTranspose");
+    auto* ct = last(m);
+    Model::attr(ct, "pads", Ints{1, 0, 0, 0});
+    expect_refused(m, "conv1", "ConvTranspose",
+                   {"attribute 'pads' [1,0,0,0] leave no output in spatial dimension 0"});
+  }
+  {
+    Model m = conv_model({1, 3, 5, 5}, {3, 2, 3, 3}, "ConvTranspose");
+    Model::attr(last(m), "output_shape", Ints{10});
+    expect_refused(m, "conv1", "ConvTranspose",
+                   {"attribute 'output_shape' has 1 values [10]", "needs 2"});
+  }
+  {
+    Model m = conv_model({1, 3, 5, 5}, {3, 2, 3, 3}, "ConvTranspose");
+    Model::attr(last(m), "kernel_shape", Ints{2, 2});
+    expect_refused(m, "conv1", "ConvTranspose",
+                   {"attribute 'kernel_shape' is [2,2]", "input 1 (W 'w') of shape [3,2,3,3]"});
+  }
+  {
+    Model m = conv_model({1, 4, 5, 5}, {4, 2, 3, 3}, "ConvTranspose");
+    Model::attr(last(m), "group", int64_t{2});
+    m.weight("b", {2});
+    last(m)->add_input("b");
+    expect_refused(m, "conv1", "ConvTranspose",
+                   {"input 2 (B 'b') of shape [2] must be [4]", "group 2 makes 4 output channels"});
+  }
+  {
+    Model m;
+    m.input("x", {1, 3, 5, 5});
+    m.weight("w", {3});
+    m.node("Relu", "relu", {"x"}, {"r"});
+    m.op("ConvTranspose", "up", {"r", "w"});
+    expect_refused(m, "up", "ConvTranspose",
+                   {"input 1 (W 'w') of shape [3] has rank 1", "input 0 (X 'r')"});
+  }
+}
+
+// ---- pooling and normalization --------------------------------------------------------------
+
+TEST(OnnxValidation, Pooling) {
+  auto pool = [](const Ints& x, const Ints& kernel) {
+    Model m;
+    m.input("x", x);
+    Model::attr(m.op("MaxPool", "pool", {"x"}), "kernel_shape", kernel);
+    return m;
+  };
+  {
+    Model m = pool({1, 3, 8, 8}, {2, 2, 2});
+    expect_refused(m, "pool", "MaxPool",
+                   {"attribute 'kernel_shape' has 3 values [2,2,2]", "needs 2"});
+  }
+  {
+    Model m = pool({1, 3, 8, 8}, {2, 0});
+    expect_refused(m, "pool", "MaxPool", {"attribute 'kernel_shape' is [2,0]", "positive, got 0"});
+  }
+  {
+    Model m = pool({1, 3, 3, 8}, {4, 2});
+    expect_refused(m, "pool", "MaxPool",
+                   {"input 0 (X 'x') of shape [1,3,3,8] has 3 elements in spatial dimension 0",
+                    "kernel's extent 4"});
+  }
+  {
+    Model m = pool({1, 3, 8, 8}, {2, 2});
+    Model::attr(last(m), "storage_order", int64_t{2});
+    expect_refused(m, "pool", "MaxPool", {"attribute 'storage_order' is 2"});
+  }
+  {
+    Model m = pool({3, 8}, {2});
+    expect_refused(m, "pool", "MaxPool", {"input 0 (X 'x') of shape [3,8] has rank 2"});
+  }
+  {
+    Model m;
+    m.input("x", {1, 3, 8, 8});
+    auto* p = m.op("AveragePool", "avg", {"x"});
+    Model::attr(p, "kernel_shape", Ints{2, 2});
+    Model::attr(p, "dilations", Ints{2, 2});  // AveragePool has none before opset 19
+    expect_refused(m, "avg", "AveragePool", {"attribute 'dilations' is not an attribute"});
+  }
+  {
+    Model m;
+    m.input("x", {3});
+    m.op("GlobalAveragePool", "gap", {"x"});
+    expect_refused(m, "gap", "GlobalAveragePool", {"input 0 (X 'x') of shape [3] has rank 1"});
+  }
+  {
+    Model m;
+    m.input("x", {3});
+    m.op("GlobalMaxPool", "gmp", {"x"});
+    expect_refused(m, "gmp", "GlobalMaxPool", {"input 0 (X 'x') of shape [3] has rank 1"});
+  }
+  {
+    Model m = pool({1, 3, 8, 8}, {2, 2});
+    Model::attr(last(m), "dilations", Ints{1});
+    expect_refused(m, "pool", "MaxPool", {"attribute 'dilations' has 1 values [1]", "needs 2"});
+  }
+  {
+    Model m;
+    m.input("x", {1, 3, 8, 8});
+    auto* p = m.op("AveragePool", "avg", {"x"});
+    Model::attr(p, "kernel_shape", Ints{3, 3});
+    Model::attr(p, "pads", Ints{1, 1, 1, 1, 1});
+    expect_refused(m, "avg", "AveragePool", {"attribute 'pads' has 5 values", "needs 4"});
+  }
+}
+
+TEST(OnnxValidation, BatchNormalizationParameters) {
+  Model m(15);
+  m.input("x", {1, 3, 4, 4});
+  for (const char* p : {"scale", "bias", "mean"}) m.weight(p, {3});
+  m.weight("var", {4});
+  m.op("BatchNormalization", "bn", {"x", "scale", "bias", "mean", "var"});
+  expect_refused(m, "bn", "BatchNormalization",
+                 {"input 4 (input_var 'var') of shape [4] must be [3]",
+                  "input 0 (X 'x') of shape [1,3,4,4] has 3 channels"});
+  Model t(15);
+  t.input("x", {1, 3, 4, 4});
+  for (const char* p : {"scale", "bias", "mean", "var"}) t.weight(p, {3});
+  Model::attr(t.op("BatchNormalization", "bn", {"x", "scale", "bias", "mean", "var"}),
+              "training_mode", int64_t{2});
+  expect_refused(t, "bn", "BatchNormalization", {"attribute 'training_mode' is 2"});
+}
+
+// ---- matrix products ------------------------------------------------------------------------
+
+TEST(OnnxValidation, GemmAndMatMul) {
+  {
+    Model m;
+    m.input("a", {2, 24});
+    m.weight("b", {5, 30});
+    Model::attr(m.op("Gemm", "fc", {"a", "b"}), "transB", int64_t{1});
+    expect_refused(m, "fc", "Gemm",
+                   {"inner dimensions differ", "input 0 (A 'a') of shape [2,24] with transA 0",
+                    "K = 24", "input 1 (B 'b') of shape [5,30] with transB 1", "K = 30"});
+  }
+  {
+    Model m;
+    m.input("a", {2, 3, 4});
+    m.weight("b", {4, 5});
+    m.op("Gemm", "fc", {"a", "b"});
+    expect_refused(m, "fc", "Gemm", {"input 0 (A 'a') of shape [2,3,4] has rank 3"});
+  }
+  {
+    Model m;
+    m.input("a", {2, 4});
+    m.weight("b", {4, 5});
+    m.weight("c", {3, 5});
+    m.op("Gemm", "fc", {"a", "b", "c"});
+    expect_refused(m, "fc", "Gemm", {"input 2 (C 'c') of shape [3,5] does not broadcast", "[2,5]"});
+  }
+  {
+    Model m;
+    m.input("a", {2, 3, 4});
+    m.input("b", {2, 5, 6});
+    m.op("MatMul", "mm", {"a", "b"});
+    expect_refused(m, "mm", "MatMul",
+                   {"inner dimensions differ", "input 0 (A 'a') of shape [2,3,4] gives K = 4",
+                    "input 1 (B 'b') of shape [2,5,6] gives K = 5"});
+  }
+  {
+    Model m;
+    m.input("a", {2, 3, 4});
+    m.input("b", {3, 4, 5});
+    m.op("MatMul", "mm", {"a", "b"});
+    expect_refused(
+        m, "mm", "MatMul",
+        {"batch dimensions [2] of input 0 (A 'a')", "[3] of input 1 (B 'b')", "2 against 3"});
+  }
+  {
+    Model m;
+    m.input("a", {});
+    m.input("b", {3});
+    m.op("MatMul", "mm", {"a", "b"});
+    expect_refused(m, "mm", "MatMul", {"input 0 (A 'a') is a scalar"});
+  }
+}
+
+// ---- shapes, axes and parameters ------------------------------------------------------------
+
+TEST(OnnxValidation, Broadcasting) {
+  {
+    Model m;
+    m.input("a", {2, 3});
+    m.input("b", {4});
+    m.op("Mul", "mul", {"a", "b"});
+    expect_refused(m, "mul", "Mul",
+                   {"input 1 (B 'b') of shape [4] does not broadcast with input 0 (A 'a') of "
+                    "shape [2,3]: 4 against 3"});
+  }
+  {
+    Model m;
+    m.input("a", {2, 1});
+    m.input("b", {1, 3});
+    m.input("c", {5, 3});
+    m.op("Max", "max", {"a", "b", "c"});
+    expect_refused(m, "max", "Max",
+                   {"input 2 (data_0 'c') of shape [5,3] does not broadcast with input 0 "
+                    "(data_0 'a') of shape [2,1]: 5 against 2"});
+  }
+}
+
+TEST(OnnxValidation, Concat) {
+  auto cat = [](const Ints& a, const Ints& b, int64_t axis) {
+    Model m;
+    m.input("a", a);
+    m.input("b", b);
+    Model::attr(m.op("Concat", "cat", {"a", "b"}), "axis", axis);
+    return m;
+  };
+  expect_refused(cat({2, 3}, {2, 3, 1}, 0), "cat", "Concat",
+                 {"input 1 (inputs 'b') of shape [2,3,1] has rank 3",
+                  "input 0 (inputs 'a') of shape [2,3] has rank 2"});
+  expect_refused(cat({2, 3}, {2, 4}, 0), "cat", "Concat",
+                 {"input 1 (inputs 'b') of shape [2,4] differs from input 0 (inputs 'a') of "
+                  "shape [2,3] in dimension 1 (4 against 3)"});
+  expect_refused(cat({2, 3}, {2, 3}, 2), "cat", "Concat",
+                 {"attribute 'axis' is 2, out of range [-2, 1]", "input 0 (inputs 'a')"});
+  expect_refused(cat({}, {}, 0), "cat", "Concat", {"input 0 (inputs 'a') is a scalar"});
+}
+
+TEST(OnnxValidation, Reshape) {
+  auto reshape = [](const Ints& x, const Ints& shape, int64_t opset = 13) {
+    Model m(opset);
+    m.input("x", x);
+    m.init_int64("shape", shape);
+    m.op("Reshape", "reshape", {"x", "shape"});
+    return m;
+  };
+  expect_refused(reshape({2, 3}, {-1, -1}), "reshape", "Reshape",
+                 {"input 1 (shape 'shape') [-1,-1] holds -1 twice"});
+  expect_refused(
+      reshape({2, 3}, {4, 2}), "reshape", "Reshape",
+      {"input 1 (shape 'shape') [4,2] has 8 elements", "input 0 (data 'x') of shape [2,3] has 6"});
+  expect_refused(reshape({6}, {3, 0}), "reshape", "Reshape",
+                 {"[3,0] holds 0 at index 1", "input 0 (data 'x') of shape [6]", "rank 1"});
+  {
+    Model m;
+    m.input("x", {2, 3});
+    auto* t = m.graph()->add_initializer();
+    t->set_name("shape");
+    t->set_data_type(TensorProto::INT64);
+    t->add_dims(1);
+    t->add_dims(2);
+    t->add_int64_data(3);
+    t->add_int64_data(2);
+    m.op("Reshape", "reshape", {"x", "shape"});
+    expect_refused(m, "reshape", "Reshape", {"input 1 (shape 'shape') of shape [1,2] must be 1-D"});
+  }
+  expect_refused(reshape({2, 3}, {-2, 3}), "reshape", "Reshape",
+                 {"[-2,3] holds -2", "-1, 0 or positive"});
+  expect_refused(
+      reshape({2, 3}, {4, -1}), "reshape", "Reshape",
+      {"[4,-1]", "input 0 (data 'x') of shape [2,3] has 6 elements", "(4 elements) do not divide"});
+  {
+    Model m = reshape({2, 3}, {0, -1}, 14);
+    Model::attr(last(m), "allowzero", int64_t{1});
+    expect_refused(m, "reshape", "Reshape", {"[0,-1] holds both -1 and 0"});
+  }
+  {
+    Model m = reshape({2, 3}, {2, 3}, 14);
+    Model::attr(last(m), "allowzero", int64_t{3});
+    expect_refused(m, "reshape", "Reshape", {"attribute 'allowzero' is 3"});
+  }
+}
+
+TEST(OnnxValidation, AxesAndPermutations) {
+  {
+    Model m;
+    m.input("x", {2, 3});
+    Model::attr(m.op("Softmax", "sm", {"x"}), "axis", int64_t{2});
+    expect_refused(m, "sm", "Softmax",
+                   {"attribute 'axis' is 2, out of range [-2, 1] for input 0 (input 'x') of "
+                    "rank 2"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    Model::attr(m.op("Flatten", "flat", {"x"}), "axis", int64_t{-3});
+    expect_refused(m, "flat", "Flatten", {"attribute 'axis' is -3, out of range [-2, 2]"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3, 4});
+    Model::attr(m.op("Transpose", "tr", {"x"}), "perm", Ints{0, 2, 2});
+    expect_refused(m, "tr", "Transpose",
+                   {"attribute 'perm' [0,2,2] is not a permutation of 0..2",
+                    "input 0 (data 'x') of shape [2,3,4] has rank 3"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3, 4});
+    Model::attr(m.op("Transpose", "tr", {"x"}), "perm", Ints{1, 0});
+    expect_refused(m, "tr", "Transpose", {"attribute 'perm' [1,0] is not a permutation of 0..2"});
+  }
+  {
+    Model m(11);
+    m.input("x", {2, 3});
+    Model::attr(m.op("Squeeze", "sq", {"x"}), "axes", Ints{-1});
+    expect_refused(m, "sq", "Squeeze",
+                   {"attribute 'axes' [-1] squeezes dimension 1", "size 3, not 1"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 1, 4});
+    m.init_int64("axes", {0});
+    m.op("Squeeze", "sq", {"x", "axes"});
+    expect_refused(m, "sq", "Squeeze",
+                   {"input 1 (axes 'axes') [0] squeezes dimension 0",
+                    "input 0 (data 'x') of shape [2,1,4]", "size 2, not 1"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 1, 4});
+    m.init_int64("axes", {1, -2});
+    m.op("Squeeze", "sq", {"x", "axes"});
+    expect_refused(m, "sq", "Squeeze", {"[1,-2] names dimension 1", "twice"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.init_int64("axes", {3});
+    m.op("Unsqueeze", "unsq", {"x", "axes"});
+    expect_refused(m, "unsq", "Unsqueeze",
+                   {"input 1 (axes 'axes') [3] holds axis 3, out of range [-3, 2]"});
+  }
+  {
+    Model m(11);
+    m.input("x", {2, 3});
+    Model::attr(m.op("Unsqueeze", "unsq", {"x"}), "axes", Ints{0, 0});
+    expect_refused(m, "unsq", "Unsqueeze", {"attribute 'axes' [0,0] names dimension 0", "twice"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("idx", {1, 5});
+    Model::attr(m.op("Gather", "gather", {"x", "idx"}), "axis", int64_t{1});
+    expect_refused(m, "gather", "Gather",
+                   {"input 1 (indices 'idx') holds index 5, out of range [-5, 4]",
+                    "dimension 1 of input 0 (data 'x') of shape [4,5]"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("idx", {0});
+    Model::attr(m.op("Gather", "gather", {"x", "idx"}), "axis", int64_t{-3});
+    expect_refused(m, "gather", "Gather", {"attribute 'axis' is -3, out of range [-2, 1]"});
+  }
+}
+
+TEST(OnnxValidation, SliceAndPad) {
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("starts", {0, 1});
+    m.init_int64("ends", {2});
+    m.op("Slice", "slice", {"x", "starts", "ends"});
+    expect_refused(m, "slice", "Slice",
+                   {"input 2 (ends 'ends') of shape [1] has 1 values",
+                    "input 1 (starts 'starts') of shape [2] has 2"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("starts", {0});
+    m.init_int64("ends", {2});
+    m.init_int64("axes", {1});
+    m.init_int64("steps", {0});
+    m.op("Slice", "slice", {"x", "starts", "ends", "axes", "steps"});
+    expect_refused(m, "slice", "Slice", {"input 4 (steps 'steps') [0] holds a step of 0"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("starts", {0, 0});
+    m.init_int64("ends", {2, 2});
+    m.init_int64("axes", {1, -1});
+    m.op("Slice", "slice", {"x", "starts", "ends", "axes"});
+    expect_refused(
+        m, "slice", "Slice",
+        {"input 3 (axes 'axes') [1,-1] names dimension 1 of input 0 (data 'x')", "twice"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("starts", {0, 0, 0});
+    m.init_int64("ends", {1, 1, 1});
+    m.op("Slice", "slice", {"x", "starts", "ends"});
+    expect_refused(m, "slice", "Slice",
+                   {"input 1 (starts 'starts') of shape [3] has 3 values, more than the 2 "
+                    "dimensions of input 0 (data 'x') of shape [4,5]"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("starts", {0});
+    m.init_int64("ends", {1});
+    m.init_int64("axes", {-3});
+    m.op("Slice", "slice", {"x", "starts", "ends", "axes"});
+    expect_refused(m, "slice", "Slice",
+                   {"input 3 (axes 'axes') [-3] holds axis -3, out of range [-2, 1]"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("pads", {0, 1, 0, 1});
+    m.weight("value", {2});
+    m.op("Pad", "pad", {"x", "pads", "value"});
+    expect_refused(m, "pad", "Pad",
+                   {"input 2 (constant_value 'value') of shape [2] must be a scalar"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("pads", {1, 1, 1});
+    m.op("Pad", "pad", {"x", "pads"});
+    expect_refused(m, "pad", "Pad",
+                   {"input 1 (pads 'pads') [1,1,1] has 3 values",
+                    "input 0 (data 'x') of shape [4,5] has rank 2", "needs 4"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("pads", {0, -3, 0, -3});
+    m.op("Pad", "pad", {"x", "pads"});
+    expect_refused(
+        m, "pad", "Pad",
+        {"input 1 (pads 'pads') [0,-3,0,-3] removes more than the 5 elements", "dimension 1"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("pads", {0, 1, 0, 1});
+    Model::attr(m.op("Pad", "pad", {"x", "pads"}), "mode", std::string("wrap"));
+    expect_refused(m, "pad", "Pad", {"attribute 'mode' is 'wrap'", "constant, reflect or edge"});
+  }
+  {
+    Model m(18);
+    m.input("x", {4, 5});
+    m.init_int64("pads", {1, 1});
+    m.init_int64("axes", {2});
+    m.op("Pad", "pad", {"x", "pads", "", "axes"});
+    expect_refused(m, "pad", "Pad", {"input 3 (axes 'axes') [2] holds axis 2, out of range"});
+  }
+}
+
+TEST(OnnxValidation, ClipAndDropoutScalars) {
+  {
+    Model m;
+    m.input("x", {4});
+    m.weight("lo", {2});
+    m.op("Clip", "clip", {"x", "lo"});
+    expect_refused(m, "clip", "Clip", {"input 1 (min 'lo') of shape [2] must be a scalar"});
+  }
+  {
+    Model m;
+    m.input("x", {4});
+    m.weight("hi", {1, 2});
+    m.op("Clip", "clip", {"x", "", "hi"});
+    expect_refused(m, "clip", "Clip", {"input 2 (max 'hi') of shape [1,2] must be a scalar"});
+  }
+  {
+    Model m;
+    m.input("x", {4});
+    m.init_scalar("ratio", 1.5f);
+    m.op("Dropout", "drop", {"x", "ratio"});
+    expect_refused(m, "drop", "Dropout", {"input 1 (ratio 'ratio') is 1.5", "[0, 1)"});
+  }
+}
+
+TEST(OnnxValidation, LstmWeights) {
+  auto lstm = [](const Ints& w, const Ints& r, int64_t hidden) {
+    Model m;
+    m.input("seq", {5, 2, 8});
+    m.weight("W", w);
+    m.weight("R", r);
+    auto* l = m.op("LSTM", "lstm", {"seq", "W", "R"});
+    if (hidden > 0) Model::attr(l, "hidden_size", hidden);
+    return m;
+  };
+  expect_refused(lstm({1, 16, 7}, {1, 16, 4}, 4), "lstm", "LSTM",
+                 {"input 1 (W 'W') of shape [1,16,7] must be [1,16,8]", "hidden_size 4",
+                  "input_size 8", "input 0 (X 'seq') of shape [5,2,8]"});
+  expect_refused(lstm({1, 16, 8}, {1, 16, 5}, 4), "lstm", "LSTM",
+                 {"input 2 (R 'R') of shape [1,16,5] must be [1,16,4]"});
+  expect_refused(lstm({1, 12, 8}, {1, 12, 3}, 4), "lstm", "LSTM",
+                 {"input 1 (W 'W') of shape [1,12,8] must be [1,16,8]"});
+  expect_refused(lstm({2, 16, 8}, {2, 16, 4}, 4), "lstm", "LSTM",
+                 {"input 1 (W 'W') of shape [2,16,8] must be [1,16,8]", "num_directions 1"});
+  expect_refused(lstm({1, 14, 8}, {1, 14, 3}, 0), "lstm", "LSTM",
+                 {"input 1 (W 'W') of shape [1,14,8] has 14 rows", "4 * hidden_size"});
+  {
+    Model m = lstm({1, 16, 8}, {1, 16, 4}, 4);
+    Model::attr(last(m), "direction", std::string("sideways"));
+    expect_refused(m, "lstm", "LSTM", {"attribute 'direction' is 'sideways'"});
+  }
+  {
+    Model m;
+    m.input("seq", {5, 2, 8});
+    m.weight("W", {1, 16, 8});
+    m.weight("R", {1, 16, 4});
+    m.weight("B", {1, 16});
+    Model::attr(m.op("LSTM", "lstm", {"seq", "W", "R", "B"}), "hidden_size", int64_t{4});
+    expect_refused(m, "lstm", "LSTM", {"input 3 (B 'B') of shape [1,16] must be [1,32]"});
+  }
+  {
+    Model m;
+    m.input("seq", {5, 2, 8});
+    m.weight("W", {1, 16, 8});
+    m.weight("R", {1, 16, 4});
+    m.input("lens", {3}, TensorProto::INT32);
+    m.weight("h0", {1, 2, 5});
+    m.op("LSTM", "lstm", {"seq", "W", "R", "", "lens"});
+    expect_refused(m, "lstm", "LSTM",
+                   {"input 4 (sequence_lens 'lens') of shape [3] must be [2]", "batch 2"});
+    last(m)->add_input("h0");
+    last(m)->set_input(4, "");
+    expect_refused(m, "lstm", "LSTM",
+                   {"input 5 (initial_h 'h0') of shape [1,2,5] must be [1,2,4]"});
+  }
+  {
+    Model m;
+    m.input("seq", {5, 2, 8});
+    m.weight("W", {1, 16, 8});
+    m.weight("R", {1, 16, 4});
+    auto* l = m.op("LSTM", "lstm", {"seq", "W", "R"});
+    auto* act = l->add_attribute();
+    act->set_name("activations");
+    act->set_type(onnx::AttributeProto::STRINGS);
+    act->add_strings("Sigmoid");
+    act->add_strings("Tanh");
+    expect_refused(m, "lstm", "LSTM",
+                   {"attribute 'activations' has 2 functions", "direction 'forward' needs 3"});
+  }
+}
+
+// ---- valid models near the rules' edges import --------------------------------------------
+
+TEST(OnnxValidation, ValidEdgeCasesImport) {
+  auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
+  {  // grouped convolution, bias, explicit kernel_shape equal to the weight's
+    Model m = conv_model({1, 4, 8, 8}, {6, 2, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "group", int64_t{2});
+    Model::attr(conv, "kernel_shape", Ints{3, 3});
+    imports(m);
+  }
+  {  // auto_pad with the pads it implies spelled out too
+    Model m = conv_model({1, 3, 8, 8}, {4, 3, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "auto_pad", std::string("SAME_UPPER"));
+    Model::attr(conv, "pads", Ints{1, 1, 1, 1});
+    imports(m);
+  }
+  {  // a kernel exactly as large as the padded input
+    Model m = conv_model({1, 3, 1, 1}, {4, 3, 3, 3});
+    auto* conv = last(m);
+    Model::attr(conv, "pads", Ints{1, 1, 1, 1});
+    imports(m);
+  }
+  {  // ceil_mode: a last window that starts inside the input
+    Model m;
+    m.input("x", {1, 1, 5, 5});
+    auto* p = m.op("MaxPool", "pool", {"x"});
+    Model::attr(p, "kernel_shape", Ints{2, 2});
+    Model::attr(p, "strides", Ints{2, 2});
+    Model::attr(p, "ceil_mode", int64_t{1});
+    imports(m);
+  }
+  {  // broadcasting with 1s and missing leading dimensions, MatMul of a vector
+    Model m;
+    m.input("a", {2, 1, 3});
+    m.input("b", {4, 1});
+    m.node("Add", "add", {"a", "b"}, {"s"});
+    m.input("v", {3});
+    m.node("MatMul", "mm", {"s", "v"}, {"y"});
+    m.output("y");
+    imports(m);
+  }
+  {  // Reshape with 0 (copy) and -1, Concat with a negative axis
+    Model m;
+    m.input("x", {2, 3, 4});
+    m.init_int64("shape", {0, -1});
+    m.node("Reshape", "reshape", {"x", "shape"}, {"r"});
+    m.input("z", {2, 5});
+    Model::attr(m.node("Concat", "cat", {"r", "z"}, {"y"}), "axis", int64_t{-1});
+    m.output("y");
+    imports(m);
+  }
+  {  // Gemm with a bias of one row, Clip with one bound, Flatten at the last axis
+    Model m;
+    m.input("a", {2, 4});
+    m.weight("b", {5, 4});
+    m.weight("c", {5});
+    Model::attr(m.node("Gemm", "fc", {"a", "b", "c"}, {"g"}), "transB", int64_t{1});
+    m.init_scalar("hi", 1.0f);
+    m.node("Clip", "clip", {"g", "", "hi"}, {"c1"});
+    Model::attr(m.node("Flatten", "flat", {"c1"}, {"y"}), "axis", int64_t{2});
+    m.output("y");
+    imports(m);
+  }
+  {  // Pad removing what is there, negative Gather indices
+    Model m;
+    m.input("x", {4, 5});
+    m.init_int64("pads", {0, -2, 0, -2});
+    m.node("Pad", "pad", {"x", "pads"}, {"p"});
+    m.init_int64("idx", {-1, 0});
+    m.node("Gather", "gather", {"p", "idx"}, {"y"});
+    m.output("y");
+    imports(m);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::graph
