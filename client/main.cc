@@ -179,6 +179,7 @@ int run_main(const kiln::cli::Args& args) {
     bound[idx] = true;
   }
   for (size_t i = 0; i < g.num_inputs(); ++i) {
+    if (g.input_has_default(i)) continue;  // runs with the model's default unless given
     std::string shape;
     for (int64_t d : g.input_shape(i)) shape += (shape.empty() ? "" : ",") + std::to_string(d);
     KILN_USER_CHECK(bound[i]) << "input '" << g.input_name(i) << "' ("
@@ -226,7 +227,8 @@ const kiln::cli::Command kRun{
     .operands = "MODEL.kiln",
     .summary = "run a bundle on this machine and print or write its outputs",
     .flags = {{"--input", "[NAME=]X.npy",
-               "an input: in the order of the model's inputs, or by name (once per input)"},
+               "an input: in the order of the model's inputs, or by name (once per input; an "
+               "input with a default value in the model may be left out)"},
               {"-o", "DIR",
                "write each output to DIR/<output name>.npy, creating DIR (default: print)"},
               {"--profile", "RUNS",
