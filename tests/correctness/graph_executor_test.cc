@@ -123,7 +123,7 @@ TEST(GraphExecutor, BadGraphsAndInputsAreReported) {
 
 /// make_bundle's graph with input x given a default value (graph version 2).
 runtime::Bundle bundle_with_default(const TempDir& dir, const NDArray& dflt) {
-  runtime::Bundle b = make_bundle(dir);
+  runtime::Bundle b = make_bundle();
   b.params.emplace("x_default", dflt.copy());
   const std::string input = R"("kind": "input"})";
   b.graph_json.replace(b.graph_json.find(input), input.size(),
@@ -155,7 +155,7 @@ TEST(GraphExecutor, InputWithADefault) {
   EXPECT_TRUE(testing::all_close(g.output(0), reference(x)));
   EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({36})),
                         "input 'x' must have shape [37], got [36]");
-  EXPECT_FALSE(runtime::GraphExecutor::from_bundle(make_bundle(dir), "m").input_has_default(0));
+  EXPECT_FALSE(runtime::GraphExecutor::from_bundle(make_bundle(), "m").input_has_default(0));
 }
 
 TEST(GraphExecutor, BadDefaultsAndVersionsAreReported) {
@@ -172,7 +172,7 @@ TEST(GraphExecutor, BadDefaultsAndVersionsAreReported) {
                           "input 'x' is float32[37], but its default 'x_default' is float32[36]");
   }
   {
-    runtime::Bundle bad = make_bundle(dir);
+    runtime::Bundle bad = make_bundle();
     bad.graph_json.replace(bad.graph_json.find(R"("version": 1)"), 12, R"("version": 3)");
     EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
                           "has version 3; this runtime reads versions 1 and 2");
