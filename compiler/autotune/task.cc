@@ -39,10 +39,10 @@ int64_t extent_of(const ir::Expr& e, const std::string& what) {
 
 /// FNV-1a over the space's knob names and candidates: a config index means the same config
 /// exactly when this is equal.
-uint64_t space_hash(const ConfigSpace& space) {
+uint64_t space_hash(const space::ConfigSpace& space) {
   uint64_t h = kFnv1a64Basis;
   auto mix = [&](uint64_t v) { h = fnv1a64(&v, sizeof v, h); };
-  for (const Knob& k : space.knobs()) {
+  for (const space::Knob& k : space.knobs()) {
     for (char c : k.name) mix(static_cast<unsigned char>(c));
     mix(k.candidates.size());
     for (const auto& c : k.candidates) {
@@ -90,7 +90,7 @@ std::vector<te::Tensor> Task::args() const {
   return a;
 }
 
-te::Schedule Task::schedule(const Config& config) const {
+te::Schedule Task::schedule(const space::Config& config) const {
   te::Schedule s = te::create_schedule({out});
   topi::tunable_template(template_name).schedule(s, out, config, out);
   return s;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::autotune {
@@ -29,8 +29,8 @@ struct Task {
   std::string target;
   te::Tensor out;                   ///< the operator's output
   std::vector<te::Tensor> inputs;   ///< the placeholders it reads, in a fixed order
-  ConfigSpace space;
-  Config default_config;
+  space::ConfigSpace space;
+  space::Config default_config;
   double flops = 0;  ///< multiply-adds count 2; per run
 
   /// The task of `template_name` applied to `out` (whose producers up to placeholders are the
@@ -41,7 +41,7 @@ struct Task {
   /// The arguments of a candidate's function: inputs, then out.
   std::vector<te::Tensor> args() const;
   /// A schedule of `out` alone with the template at `config`.
-  te::Schedule schedule(const Config& config) const;
+  te::Schedule schedule(const space::Config& config) const;
   /// The reference schedule: every stage at its default loop nest (the naive program), whose
   /// output each candidate's is compared with.
   te::Schedule reference_schedule() const;
@@ -51,7 +51,7 @@ struct Task {
 class ConfigSource {
  public:
   virtual ~ConfigSource() = default;
-  virtual Config choose(const Task& task) = 0;
+  virtual space::Config choose(const Task& task) = 0;
 };
 
 }  // namespace kiln::autotune

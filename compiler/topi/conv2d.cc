@@ -10,11 +10,11 @@
 
 namespace kiln::topi {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using ir::Expr;
 using ir::IterVar;
 using ir::Var;
+using space::Config;
+using space::ConfigSpace;
 
 namespace {
 
@@ -225,10 +225,8 @@ ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 4 && out->is_compute())
       << "conv2d_nchw_x86_space: '" << out->name() << "' is not a 4-D convolution";
   ConfigSpace space;
-  space.define_split("tile_oc", const_dim(out, 1, "conv2d"), 2, autotune::SplitPolicy::kFactors,
-                     16);
-  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, autotune::SplitPolicy::kFactors,
-                     32);
+  space.define_split("tile_oc", const_dim(out, 1, "conv2d"), 2, space::SplitPolicy::kFactors, 16);
+  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, space::SplitPolicy::kFactors, 32);
   space.define_knob("reorder_inner", {0, 1});
   space.define_knob("unroll_kw", {0, 1});
   define_pad_at(&space, out);
@@ -256,9 +254,8 @@ ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 4 && out->is_compute() && out->reduce_axis.size() == 2)
       << "depthwise_conv2d_nchw_x86_space: '" << out->name() << "' is not a depthwise convolution";
   ConfigSpace space;
-  space.define_split("tile_c", const_dim(out, 1, "conv2d"), 2, autotune::SplitPolicy::kFactors, 8);
-  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, autotune::SplitPolicy::kFactors,
-                     32);
+  space.define_split("tile_c", const_dim(out, 1, "conv2d"), 2, space::SplitPolicy::kFactors, 8);
+  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, space::SplitPolicy::kFactors, 32);
   space.define_knob("unroll_kw", {0, 1});
   define_pad_at(&space, out);
   return space;
@@ -314,10 +311,10 @@ namespace {
 /// The NCHW[x]c register tile's other two dimensions: tile_oh output rows and tile_ob channel
 /// blocks (each at most 4, dividing), with tile_ow the columns.
 void define_register_tile(ConfigSpace* space, const te::Tensor& out) {
-  space->define_split("tile_oh", const_dim(out, 2, "conv2d_nchwc"), 2,
-                      autotune::SplitPolicy::kFactors, 4);
-  space->define_split("tile_ob", const_dim(out, 1, "conv2d_nchwc"), 2,
-                      autotune::SplitPolicy::kFactors, 4);
+  space->define_split("tile_oh", const_dim(out, 2, "conv2d_nchwc"), 2, space::SplitPolicy::kFactors,
+                      4);
+  space->define_split("tile_ob", const_dim(out, 1, "conv2d_nchwc"), 2, space::SplitPolicy::kFactors,
+                      4);
 }
 
 /// The default register tile of an NCHW[x]c convolution: about kAccumulators vector registers,
@@ -357,7 +354,7 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
   // Columns: the factors of the width, and powers of two with a partial last tile (4 + 3 of a
   // 7-wide output: the only dividing tiles, 1 and 7, are too small or spill on AVX2).
   space.define_split("tile_ow", const_dim(out, 3, "conv2d_nchwc"), 2,
-                     autotune::SplitPolicy::kFactorsAndPower2, 16);
+                     space::SplitPolicy::kFactorsAndPower2, 16);
   define_register_tile(&space, out);
   space.define_knob("reduce_order", {0, 1});
   space.define_knob("unroll_kw", {0, 1});
@@ -448,7 +445,7 @@ ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
       << "' is not an NCHW[x]c depthwise convolution";
   ConfigSpace space;
   space.define_split("tile_ow", const_dim(out, 3, "depthwise_conv2d_nchwc"), 2,
-                     autotune::SplitPolicy::kFactorsAndPower2, 16);
+                     space::SplitPolicy::kFactorsAndPower2, 16);
   define_register_tile(&space, out);
   space.define_knob("unroll_kw", {1, 0});
   // The default takes the first: inlined, the padding's bounds checks are scalar (the vector

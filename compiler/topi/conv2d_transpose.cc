@@ -25,11 +25,11 @@
 
 namespace kiln::topi {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using ir::Expr;
 using ir::IterVar;
 using ir::Var;
+using space::Config;
+using space::ConfigSpace;
 
 namespace {
 
@@ -252,11 +252,11 @@ ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out) {
   ConfigSpace space;
   // The GEMM's register tile: weights (the vectorized axis) by input columns.
   space.define_split("tile_f", const_dim(col, 3, "conv2d_transpose"), 2,
-                     autotune::SplitPolicy::kFactors, 64);
+                     space::SplitPolicy::kFactors, 64);
   space.define_split("tile_h", const_dim(col, 1, "conv2d_transpose"), 2,
-                     autotune::SplitPolicy::kFactors, 2);
+                     space::SplitPolicy::kFactors, 2);
   space.define_split("tile_w", const_dim(col, 2, "conv2d_transpose"), 2,
-                     autotune::SplitPolicy::kFactors, 8);
+                     space::SplitPolicy::kFactors, 8);
   // The GEMM's outer loops: 0 weight tiles outside rows (a weight panel stays in cache while
   // the rows pass), 1 rows outside.
   space.define_knob("f_outer", {0, 1});

@@ -9,20 +9,20 @@
 
 namespace kiln::topi {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using ir::Expr;
 using ir::IterVar;
 using ir::Var;
+using space::Config;
+using space::ConfigSpace;
 
 namespace {
 
 /// The knobs of a [.., M, N] product reducing over K.
 ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k, int64_t max_x = 64) {
   ConfigSpace space;
-  space.define_split("tile_y", m, 2, autotune::SplitPolicy::kFactors, 8);
-  space.define_split("tile_x", n, 2, autotune::SplitPolicy::kFactors, max_x);
-  space.define_split("tile_k", k, 2, autotune::SplitPolicy::kFactors, 16);
+  space.define_split("tile_y", m, 2, space::SplitPolicy::kFactors, 8);
+  space.define_split("tile_x", n, 2, space::SplitPolicy::kFactors, max_x);
+  space.define_split("tile_k", k, 2, space::SplitPolicy::kFactors, 16);
   return space;
 }
 

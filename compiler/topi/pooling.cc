@@ -8,11 +8,11 @@
 
 namespace kiln::topi {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using ir::Expr;
 using ir::IterVar;
 using ir::Var;
+using space::Config;
+using space::ConfigSpace;
 
 namespace {
 
@@ -156,9 +156,8 @@ ConfigSpace pool2d_x86_space(const te::Tensor& out) {
     space.define_knob("pad_at", {0, 1});
     return space;
   }
-  space.define_split("tile_c", const_dim(out, 1, "pool2d"), 2, autotune::SplitPolicy::kFactors, 16);
-  space.define_split("tile_ow", const_dim(out, 3, "pool2d"), 2, autotune::SplitPolicy::kFactors,
-                     32);
+  space.define_split("tile_c", const_dim(out, 1, "pool2d"), 2, space::SplitPolicy::kFactors, 16);
+  space.define_split("tile_ow", const_dim(out, 3, "pool2d"), 2, space::SplitPolicy::kFactors, 32);
   space.define_knob("fuse_rows", {1, 0});
   space.define_knob("unroll_kw", {1, 0});
   space.define_knob("pad_at", {1, 0});

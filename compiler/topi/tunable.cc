@@ -11,8 +11,8 @@ namespace kiln::topi {
 
 namespace {
 
-using autotune::Config;
-using autotune::ConfigSpace;
+using space::Config;
+using space::ConfigSpace;
 
 /// The default of a template whose default point does not depend on the target.
 template <typename Default>

@@ -59,7 +59,7 @@ TEST(Task, EveryCandidateComputesTheReference) {
 /// Picks the last point of every space and counts the tasks it was asked about.
 class LastConfig : public ConfigSource {
  public:
-  Config choose(const Task& task) override {
+  space::Config choose(const Task& task) override {
     ++asked[task.key];
     return task.space.get(task.space.size() - 1);
   }

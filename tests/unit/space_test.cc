@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "tests/common/expect_error.h"
 
-namespace kiln::autotune {
+namespace kiln::space {
 namespace {
 
 TEST(ConfigSpace, SplitEnumeratesEveryFactorization) {
@@ -95,4 +95,4 @@ TEST(ConfigSpace, BadRequestsNameTheKnob) {
 }
 
 }  // namespace
-}  // namespace kiln::autotune
+}  // namespace kiln::space

@@ -1,5 +1,5 @@
 // Building config spaces and decoding their points.
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 
 #include <algorithm>
 #include <functional>
@@ -7,7 +7,7 @@
 
 #include "base/error.h"
 
-namespace kiln::autotune {
+namespace kiln::space {
 namespace {
 
 std::vector<int64_t> factors_of(int64_t n) {
@@ -166,4 +166,4 @@ std::string Config::str() const {
   return os.str();
 }
 
-}  // namespace kiln::autotune
+}  // namespace kiln::space
