@@ -26,6 +26,17 @@ TEST(ConfigSpace, SplitEnumeratesEveryFactorization) {
   EXPECT_EQ(seen.size(), 6u);
 }
 
+TEST(ConfigSpace, FactorsOfLargeAndSquareExtents) {
+  ConfigSpace big;
+  big.define_split("t", 2147483646, 2);  // 2 * 3^2 * 7 * 11 * 31 * 151 * 331: 192 factors
+  EXPECT_EQ(big.size(), 192u);
+  ConfigSpace square;
+  square.define_split("t", 36, 2);
+  std::vector<int64_t> inner;
+  for (uint64_t i = 0; i < square.size(); ++i) inner.push_back(square.get(i).split("t")[1]);
+  EXPECT_EQ(inner, (std::vector<int64_t>{1, 2, 3, 4, 6, 9, 12, 18, 36}));
+}
+
 TEST(ConfigSpace, ThreeWaySplitAndMaxInner) {
   ConfigSpace s;
   s.define_split("t", 16, 3, SplitPolicy::kFactors, 4);
