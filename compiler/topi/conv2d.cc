@@ -7,6 +7,7 @@
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/substitute.h"
 #include "compiler/topi/template_util.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::topi {
 
@@ -177,33 +178,43 @@ te::Tensor conv2d_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 s
       << " groups need a kernel with " << c / groups << " input channels, '" << kernel->name()
       << "' has " << cg;
   int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  KILN_USER_CHECK(h + padding[0] + padding[2] >= ekh && w + padding[1] + padding[3] >= ekw)
+      << "conv2d_nchw: the kernel is larger than the padded input";
   int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
   int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
-  KILN_USER_CHECK(oh > 0 && ow > 0) << "conv2d_nchw: the kernel is larger than the padded input";
   te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
+  const Workload wl{"conv2d_nchw",
+                    {spec_of(data, "conv2d_nchw"), spec_of(kernel, "conv2d_nchw")},
+                    {{"dilations", ints_attr(dilation)},
+                     {"groups", int64_t{groups}},
+                     {"pads", ints_attr(padding)},
+                     {"strides", ints_attr(stride)}}};
   int64_t og = o / groups;
   IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
   if (cg == 1) {  // one input channel per group (depthwise when groups == C)
-    return te::compute({data->shape()[0], o, oh, ow},
-                       [&](Var n, Var f, Var y, Var x) {
-                         Expr ch = groups == 1 ? Expr(0) : ir::floordiv(f, Expr(og));
-                         return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
-                                          x * stride[1] + rw * dilation[1]) *
-                                            kernel(f, 0, rh, rw),
-                                        {rh, rw});
-                       },
-                       name, {"n", "oc", "oh", "ow"});
+    return with_workload(te::compute({data->shape()[0], o, oh, ow},
+                                     [&](Var n, Var f, Var y, Var x) {
+                                       Expr ch = groups == 1 ? Expr(0) : ir::floordiv(f, Expr(og));
+                                       return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
+                                                        x * stride[1] + rw * dilation[1]) *
+                                                          kernel(f, 0, rh, rw),
+                                                      {rh, rw});
+                                     },
+                                     name, {"n", "oc", "oh", "ow"}),
+                         wl);
   }
   IterVar rc = te::reduce_axis({0, cg}, "rc");
-  return te::compute({data->shape()[0], o, oh, ow},
-                     [&](Var n, Var f, Var y, Var x) {
-                       Expr ch = groups == 1 ? Expr(rc) : ir::floordiv(f, Expr(og)) * Expr(cg) + rc;
-                       return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
-                                        x * stride[1] + rw * dilation[1]) *
-                                          kernel(f, rc, rh, rw),
-                                      {rc, rh, rw});
-                     },
-                     name, {"n", "oc", "oh", "ow"});
+  return with_workload(
+      te::compute({data->shape()[0], o, oh, ow},
+                  [&](Var n, Var f, Var y, Var x) {
+                    Expr ch = groups == 1 ? Expr(rc) : ir::floordiv(f, Expr(og)) * Expr(cg) + rc;
+                    return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
+                                     x * stride[1] + rw * dilation[1]) *
+                                       kernel(f, rc, rh, rw),
+                                   {rc, rh, rw});
+                  },
+                  name, {"n", "oc", "oh", "ow"}),
+      wl);
 }
 
 namespace {
@@ -289,21 +300,29 @@ te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 
                   const_dim(kernel, 4, "conv2d_nchwc") == ic)
       << "conv2d_nchwc: kernel '" << kernel->name() << "' does not match the channel blocks of '"
       << data->name() << "'";
+  KILN_USER_CHECK(stride[0] > 0 && stride[1] > 0 && dilation[0] > 0 && dilation[1] > 0)
+      << "conv2d_nchwc: stride and dilation must be positive";
   int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  KILN_USER_CHECK(h + padding[0] + padding[2] >= ekh && w + padding[1] + padding[3] >= ekw)
+      << "conv2d_nchwc: the kernel is larger than the padded input";
   int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
   int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
-  KILN_USER_CHECK(oh > 0 && ow > 0) << "conv2d_nchwc: the kernel is larger than the padded input";
   te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
   IterVar rco = te::reduce_axis({0, cb}, "rco"), rci = te::reduce_axis({0, ic}, "rci");
   IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
-  return te::compute({data->shape()[0], ob, oh, ow, oc},
-                     [&](Var n, Var f, Var y, Var x, Var fi) {
-                       return te::sum(p(n, rco, y * stride[0] + rh * dilation[0],
-                                        x * stride[1] + rw * dilation[1], rci) *
-                                          kernel(f, rco, rh, rw, rci, fi),
-                                      {rco, rh, rw, rci});
-                     },
-                     name, {"n", "ocb", "oh", "ow", "oc"});
+  return with_workload(te::compute({data->shape()[0], ob, oh, ow, oc},
+                                   [&](Var n, Var f, Var y, Var x, Var fi) {
+                                     return te::sum(p(n, rco, y * stride[0] + rh * dilation[0],
+                                                      x * stride[1] + rw * dilation[1], rci) *
+                                                        kernel(f, rco, rh, rw, rci, fi),
+                                                    {rco, rh, rw, rci});
+                                   },
+                                   name, {"n", "ocb", "oh", "ow", "oc"}),
+                       {"conv2d_nchwc",
+                        {spec_of(data, "conv2d_nchwc"), spec_of(kernel, "conv2d_nchwc")},
+                        {{"dilations", ints_attr(dilation)},
+                         {"pads", ints_attr(padding)},
+                         {"strides", ints_attr(stride)}}});
 }
 
 namespace {
@@ -423,20 +442,28 @@ te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kern
                   const_dim(kernel, 4, op) == 1 && const_dim(kernel, 5, op) == c)
       << "depthwise_conv2d_nchwc: kernel '" << kernel->name() << "' must be [" << cb
       << ", 1, KH, KW, 1, " << c << "]";
+  KILN_USER_CHECK(stride[0] > 0 && stride[1] > 0 && dilation[0] > 0 && dilation[1] > 0)
+      << op << ": stride and dilation must be positive";
   int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  KILN_USER_CHECK(h + padding[0] + padding[2] >= ekh && w + padding[1] + padding[3] >= ekw)
+      << op << ": the kernel is larger than the padded input";
   int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
   int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
-  KILN_USER_CHECK(oh > 0 && ow > 0) << op << ": the kernel is larger than the padded input";
   te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
   IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
-  return te::compute({data->shape()[0], cb, oh, ow, c},
-                     [&](Var n, Var f, Var y, Var x, Var fi) {
-                       return te::sum(p(n, f, y * stride[0] + rh * dilation[0],
-                                        x * stride[1] + rw * dilation[1], fi) *
-                                          kernel(f, 0, rh, rw, 0, fi),
-                                      {rh, rw});
-                     },
-                     name, {"n", "cb", "oh", "ow", "c"});
+  return with_workload(te::compute({data->shape()[0], cb, oh, ow, c},
+                                   [&](Var n, Var f, Var y, Var x, Var fi) {
+                                     return te::sum(p(n, f, y * stride[0] + rh * dilation[0],
+                                                      x * stride[1] + rw * dilation[1], fi) *
+                                                        kernel(f, 0, rh, rw, 0, fi),
+                                                    {rh, rw});
+                                   },
+                                   name, {"n", "cb", "oh", "ow", "c"}),
+                       {op,
+                        {spec_of(data, op), spec_of(kernel, op)},
+                        {{"dilations", ints_attr(dilation)},
+                         {"pads", ints_attr(padding)},
+                         {"strides", ints_attr(stride)}}});
 }
 
 ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {

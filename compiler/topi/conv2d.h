@@ -40,7 +40,7 @@ te::Tensor conv2d_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 s
 /// columns, vectorized), reorder_inner (0: channels of the reduction outside the kernel window
 /// and the tile; 1: the tile's channel rows outside the window), unroll_kw, pad_at (0: inline,
 /// 1: computed per register tile, 2: computed in full first). Works for any `conv2d_nchw` output
-/// (grouped included) and for `conv2d_transpose_nchw`.
+/// (grouped included).
 space::ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out);
 space::Config conv2d_nchw_x86_default(const space::ConfigSpace& space);
 /// Parallel over (n, output-channel blocks, output rows) fused; a register tile (cache_write

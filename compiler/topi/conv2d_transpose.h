@@ -22,7 +22,8 @@ namespace kiln::topi {
 /// iw * sw + kw * dw - pl == x of data[n, g * C/groups + c, ih, iw] * kernel[g * C/groups + c,
 /// m % (M/groups), kh, kw] (g = m / (M/groups)), for data [N, C, H, W] and kernel
 /// [C, M / groups, KH, KW]. The output is [N, M, OH, OW] with
-/// OH = sh * (H - 1) + output_padding_h + (KH - 1) * dh + 1 - pt - pb (OW likewise).
+/// OH = sh * (H - 1) + output_padding_h + (KH - 1) * dh + 1 - pt - pb (OW likewise). The gather
+/// may add at most 4096 terms per output point (a kiln::Error beyond: a huge kernel at stride 1).
 te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
                                  Ints4 padding, Ints2 output_padding = {0, 0},
                                  Ints2 dilation = {1, 1}, int groups = 1,

@@ -2,7 +2,7 @@
 // schedule template (its config space for a given output, the default point, and the schedule of
 // one point) behind one interface, so that both choose configs the same way.
 //
-//   const TunableTemplate& t = tunable_template("conv2d_nchwc_x86");
+//   const TunableTemplate& t = tunable_template("conv2d_nchwc_x86");  // schedules conv2d_nchwc
 //   space::ConfigSpace space = t.space(out);
 //   space::Config d = t.default_config(out, space, target::Target::parse("llvm -mcpu=native"));
 //   te::Schedule s = te::create_schedule({out});
@@ -21,6 +21,8 @@ namespace kiln::topi {
 
 struct TunableTemplate {
   std::string name;  ///< "conv2d_nchwc_x86": the operator and the target family
+  /// The topi computes (Workload::compute) whose outputs it schedules.
+  std::vector<std::string> computes;
   std::function<space::ConfigSpace(const te::Tensor& out)> space;
   /// The default point of `space` (made by `space(out)`) for `target`.
   std::function<space::Config(const te::Tensor& out, const space::ConfigSpace& space,
@@ -40,5 +42,8 @@ const std::vector<TunableTemplate>& tunable_templates();
 
 /// The template called `name`; kiln::Error listing the known names otherwise.
 const TunableTemplate& tunable_template(const std::string& name);
+
+/// Checks that template `t` schedules outputs of `compute`; kiln::Error naming both otherwise.
+void check_template_compute(const TunableTemplate& t, const std::string& compute);
 
 }  // namespace kiln::topi
