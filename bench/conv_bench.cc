@@ -191,7 +191,7 @@ struct KilnConv {
 };
 
 KilnConv build_kiln(const ConvLayer& l, const kiln::autotune::Task& task,
-                    const kiln::autotune::Config& cfg, const Plain& p) {
+                    const kiln::space::Config& cfg, const Plain& p) {
   KilnConv k;
   k.mod = kiln::compiler::build(task.schedule(cfg), task.args(), kiln::bench::kTuneTarget, "conv");
   k.f = k.mod.function("conv");

@@ -88,7 +88,7 @@ Candidate lower_candidate(const autotune::Task& task, uint64_t index, double tim
     return c;
   }
   try {
-    const autotune::Config cfg = task.space.get(index);
+    const space::Config cfg = task.space.get(index);
     a.mutable_config()->set_text(cfg.str());
     c.target = target::Target::parse(task.target);
     c.func = compiler::lower(task.schedule(cfg), task.args(), "candidate");

@@ -13,7 +13,7 @@ namespace kiln::autotune {
 // ---------------------------------------------------------------------------------------------
 // Explorer
 
-Explorer::Explorer(ConfigSpace space, uint64_t seed)
+Explorer::Explorer(space::ConfigSpace space, uint64_t seed)
     : space_(std::move(space)), size_(space_.size()), rng_(seed) {}
 
 void Explorer::mark_visited(uint64_t index) {
@@ -99,8 +99,8 @@ std::vector<uint64_t> GridExplorer::next_batch(size_t n) {
 // ---------------------------------------------------------------------------------------------
 // GeneticExplorer
 
-GeneticExplorer::GeneticExplorer(ConfigSpace space, uint64_t seed, size_t population, size_t elite,
-                                 double mutation_prob)
+GeneticExplorer::GeneticExplorer(space::ConfigSpace space, uint64_t seed, size_t population,
+                                 size_t elite, double mutation_prob)
     : Explorer(std::move(space), seed),
       population_(std::max<size_t>(population, 2)),
       elite_(elite),
@@ -163,7 +163,7 @@ std::vector<uint64_t> GeneticExplorer::next_batch(size_t n) {
 // ---------------------------------------------------------------------------------------------
 // ModelExplorer
 
-ModelExplorer::ModelExplorer(ConfigSpace space, uint64_t seed, ScoreFn score_fn,
+ModelExplorer::ModelExplorer(space::ConfigSpace space, uint64_t seed, ScoreFn score_fn,
                              ModelExplorerOptions options)
     : Explorer(std::move(space), seed), score_fn_(std::move(score_fn)), options_(options) {
   KILN_USER_CHECK(options_.parallel_size > 0) << "ModelExplorer: parallel_size must be positive";

@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 
 namespace kiln::autotune {
 
@@ -54,10 +54,10 @@ class Explorer {
   bool visited(uint64_t index) const { return visited_.count(index) != 0; }
   uint64_t num_visited() const { return visited_.size(); }
   bool exhausted() const { return visited_.size() >= size_; }
-  const ConfigSpace& space() const { return space_; }
+  const space::ConfigSpace& space() const { return space_; }
 
  protected:
-  explicit Explorer(ConfigSpace space, uint64_t seed);
+  explicit Explorer(space::ConfigSpace space, uint64_t seed);
 
   /// Marks `index` visited; false when it already was.
   bool visit(uint64_t index) { return visited_.insert(index).second; }
@@ -70,7 +70,7 @@ class Explorer {
   std::vector<std::pair<uint64_t, double>> best_measured(size_t k) const;
   size_t num_measured() const { return measured_.size(); }
 
-  ConfigSpace space_;
+  space::ConfigSpace space_;
   uint64_t size_;
   std::mt19937_64 rng_;
 
@@ -82,14 +82,15 @@ class Explorer {
 /// Uniformly random unvisited configs.
 class RandomExplorer : public Explorer {
  public:
-  explicit RandomExplorer(ConfigSpace space, uint64_t seed = 0) : Explorer(std::move(space), seed) {}
+  explicit RandomExplorer(space::ConfigSpace space, uint64_t seed = 0)
+      : Explorer(std::move(space), seed) {}
   std::vector<uint64_t> next_batch(size_t n) override { return take_random(n); }
 };
 
 /// The indices in order, skipping visited ones.
 class GridExplorer : public Explorer {
  public:
-  explicit GridExplorer(ConfigSpace space) : Explorer(std::move(space), 0) {}
+  explicit GridExplorer(space::ConfigSpace space) : Explorer(std::move(space), 0) {}
   std::vector<uint64_t> next_batch(size_t n) override;
 
  private:
@@ -104,8 +105,8 @@ class GridExplorer : public Explorer {
 /// children keep landing on visited configs, random.
 class GeneticExplorer : public Explorer {
  public:
-  GeneticExplorer(ConfigSpace space, uint64_t seed = 0, size_t population = 100, size_t elite = 3,
-                  double mutation_prob = 0.1);
+  GeneticExplorer(space::ConfigSpace space, uint64_t seed = 0, size_t population = 100,
+                  size_t elite = 3, double mutation_prob = 0.1);
   std::vector<uint64_t> next_batch(size_t n) override;
 
  private:
@@ -138,7 +139,7 @@ struct ModelExplorerOptions {
 /// exp(delta / (t * scale)) normalizes them by the spread of the chains' starting scores.
 class ModelExplorer : public Explorer {
  public:
-  ModelExplorer(ConfigSpace space, uint64_t seed, ScoreFn score_fn = {},
+  ModelExplorer(space::ConfigSpace space, uint64_t seed, ScoreFn score_fn = {},
                 ModelExplorerOptions options = {});
 
   std::vector<uint64_t> next_batch(size_t n) override;

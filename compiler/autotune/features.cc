@@ -393,7 +393,7 @@ std::vector<float> loop_features(const ir::PrimFunc& f) {
   return out;
 }
 
-std::vector<float> knob_features(const ConfigSpace& space, const Config& cfg) {
+std::vector<float> knob_features(const space::ConfigSpace& space, const space::Config& cfg) {
   const auto& knobs = space.knobs();
   KILN_USER_CHECK(cfg.positions().size() == knobs.size())
       << "knob_features: the config has " << cfg.positions().size() << " knobs, the space "
@@ -404,7 +404,7 @@ std::vector<float> knob_features(const ConfigSpace& space, const Config& cfg) {
     KILN_USER_CHECK(p >= 0 && size_t(p) < knobs[i].candidates.size())
         << "knob_features: knob '" << knobs[i].name << "' has no candidate " << p;
     const auto& values = knobs[i].candidates[size_t(p)];
-    if (knobs[i].kind == KnobKind::kSplit) {
+    if (knobs[i].kind == space::KnobKind::kSplit) {
       for (int64_t v : values) out.push_back(static_cast<float>(std::log2(double(std::max<int64_t>(v, 1)))));
     } else {
       for (int64_t v : values) out.push_back(v >= 0 ? lg(double(v)) : static_cast<float>(v));

@@ -51,8 +51,8 @@
 
 #include <vector>
 
-#include "compiler/autotune/space.h"
 #include "compiler/ir/function.h"
+#include "compiler/space/space.h"
 
 namespace kiln::autotune {
 
@@ -84,6 +84,6 @@ enum ProgramFeature : int {
 std::vector<float> loop_features(const ir::PrimFunc& f);
 
 /// The knob values of a config (the fallback features; layout above).
-std::vector<float> knob_features(const ConfigSpace& space, const Config& cfg);
+std::vector<float> knob_features(const space::ConfigSpace& space, const space::Config& cfg);
 
 }  // namespace kiln::autotune

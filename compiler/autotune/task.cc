@@ -1,8 +1,10 @@
-// Tasks: the key from the naive program's structural hash, the flop count from the compute.
+// Tasks: rebuilt from the workload; the key from the naive program's structural hash, the flop
+// count from the compute.
 #include "compiler/autotune/task.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <set>
 
 #include "base/error.h"
@@ -10,6 +12,7 @@
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/topi/tunable.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::autotune {
 namespace {
@@ -39,10 +42,10 @@ int64_t extent_of(const ir::Expr& e, const std::string& what) {
 
 /// FNV-1a over the space's knob names and candidates: a config index means the same config
 /// exactly when this is equal.
-uint64_t space_hash(const ConfigSpace& space) {
+uint64_t space_hash(const space::ConfigSpace& space) {
   uint64_t h = kFnv1a64Basis;
   auto mix = [&](uint64_t v) { h = fnv1a64(&v, sizeof v, h); };
-  for (const Knob& k : space.knobs()) {
+  for (const space::Knob& k : space.knobs()) {
     for (char c : k.name) mix(static_cast<unsigned char>(c));
     mix(k.candidates.size());
     for (const auto& c : k.candidates) {
@@ -57,23 +60,37 @@ uint64_t space_hash(const ConfigSpace& space) {
 
 Task Task::make(const std::string& template_name, const te::Tensor& out,
                 const std::string& target) {
+  KILN_ICHECK(out.defined()) << "tuning task '" << template_name << "': undefined output";
+  const std::optional<std::string> workload = topi::workload_of(out);
+  KILN_ICHECK(workload.has_value())
+      << "tuning task '" << template_name << "': '" << out->name()
+      << "' carries no workload; a task is made from the output of a tunable topi compute";
+  return from_workload(template_name, *workload, target);
+}
+
+Task Task::from_workload(const std::string& template_name, const std::string& workload_json,
+                         const std::string& target) {
   const topi::TunableTemplate& tmpl = topi::tunable_template(template_name);
+  const topi::Workload w = topi::Workload::parse(workload_json);
+  topi::check_template_compute(tmpl, w.compute);
+  const target::Target tgt = target::Target::parse(target);
   Task t;
   t.template_name = template_name;
+  t.workload = w.json();
   t.target = target;
-  t.out = out;
-  t.inputs = placeholders_of(out);
-  t.space = tmpl.space(out);
-  t.default_config = tmpl.default_config(out, t.space, target::Target::parse(target));
+  t.out = topi::compute_from_workload(w);
+  t.inputs = placeholders_of(t.out);
+  t.space = tmpl.space(t.out);
+  t.default_config = tmpl.default_config(t.out, t.space, tgt);
   double points = 1;
   std::string shape;
-  for (const ir::Expr& d : out->shape()) {
-    const int64_t n = extent_of(d, "'" + out->name() + "'");
+  for (const ir::Expr& d : t.out->shape()) {
+    const int64_t n = extent_of(d, "'" + t.out->name() + "'");
     points *= static_cast<double>(n);
     shape += (shape.empty() ? "" : "x") + std::to_string(n);
   }
   double reduce = 1;
-  for (const auto& r : out->reduce_axis)
+  for (const auto& r : t.out->reduce_axis)
     reduce *= static_cast<double>(extent_of(r->dom.extent, "a reduction"));
   t.flops = 2 * points * reduce;
   const ir::PrimFunc naive = compiler::lower(t.reference_schedule(), t.args(), "task");
@@ -90,7 +107,7 @@ std::vector<te::Tensor> Task::args() const {
   return a;
 }
 
-te::Schedule Task::schedule(const Config& config) const {
+te::Schedule Task::schedule(const space::Config& config) const {
   te::Schedule s = te::create_schedule({out});
   topi::tunable_template(template_name).schedule(s, out, config, out);
   return s;

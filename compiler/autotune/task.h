@@ -2,9 +2,12 @@
 // fixed shapes and dtypes) on one target. The graph build meets each tunable operator through a
 // ConfigSource, which picks the config of its template; the tuner extracts the distinct tasks of
 // a model by recording them there, and the record log keys measurements by task key and target.
+// A task describes itself: its workload (topi/workload.h) rebuilds it in any process, so a worker
+// builds a candidate from (template, workload, target, config) alone.
 //
 //   Task t = Task::make("conv2d_nchwc_x86", conv_out, "llvm -mcpu=native");
 //   t.key;                                   // "conv2d_nchwc_x86:1x4x56x56x16:5c0f9d3e1a2b4c77"
+//   Task u = Task::from_workload(t.template_name, t.workload, t.target);  // the same task
 //   te::Schedule s = t.schedule(t.space.get(17));
 //   ir::PrimFunc f = compiler::lower(s, t.args(), "candidate");
 #pragma once
@@ -13,35 +16,43 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::autotune {
 
 struct Task {
   std::string template_name;  ///< a topi::tunable_template
+  /// The operator as a topi::Workload's canonical JSON text: what rebuilds the task anywhere.
+  std::string workload;
   /// "<template>:<output shape>:<hash>": the hash combines the structural hash of the operator's
   /// lowered naive loop program with the config space's knobs and candidates, so the same workload
-  /// gets the same key in every model, layer and run, different shapes, strides or paddings get
-  /// different keys, and records (which name configs by index) never outlive a change to the
-  /// template's space: a new space is a new task.
+  /// gets the same key in every model, layer, run and process, different shapes, strides or
+  /// paddings get different keys, and records (which name configs by index) never outlive a
+  /// change to the template's space or to the compute's program: a new space is a new task.
   std::string key;
   std::string target;
-  te::Tensor out;                   ///< the operator's output
+  te::Tensor out;                   ///< the operator's output, built from the workload
   std::vector<te::Tensor> inputs;   ///< the placeholders it reads, in a fixed order
-  ConfigSpace space;
-  Config default_config;
+  space::ConfigSpace space;
+  space::Config default_config;
   double flops = 0;  ///< multiply-adds count 2; per run
 
-  /// The task of `template_name` applied to `out` (whose producers up to placeholders are the
-  /// operator's own stages, like the padding of a convolution).
+  /// The task of `template_name` applied to `out`, the output of a tunable topi compute (which
+  /// carries its workload; anything else is an internal error). The task is rebuilt from that
+  /// workload: only the operator's own stages, over fresh placeholders, whatever `out` reads.
   static Task make(const std::string& template_name, const te::Tensor& out,
                    const std::string& target);
+  /// The task of `template_name` applied to the workload in `workload_json` on `target`: the
+  /// same task (key, space, default, flops, programs) as the one the workload was taken from.
+  /// kiln::Error naming the field on a bad template, workload, pairing or target.
+  static Task from_workload(const std::string& template_name, const std::string& workload_json,
+                            const std::string& target);
 
   /// The arguments of a candidate's function: inputs, then out.
   std::vector<te::Tensor> args() const;
   /// A schedule of `out` alone with the template at `config`.
-  te::Schedule schedule(const Config& config) const;
+  te::Schedule schedule(const space::Config& config) const;
   /// The reference schedule: every stage at its default loop nest (the naive program), whose
   /// output each candidate's is compared with.
   te::Schedule reference_schedule() const;
@@ -51,7 +62,7 @@ struct Task {
 class ConfigSource {
  public:
   virtual ~ConfigSource() = default;
-  virtual Config choose(const Task& task) = 0;
+  virtual space::Config choose(const Task& task) = 0;
 };
 
 }  // namespace kiln::autotune

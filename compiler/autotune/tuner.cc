@@ -17,7 +17,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::unique_ptr<Explorer> make_explorer(const TuneOptions& o, const ConfigSpace& space) {
+std::unique_ptr<Explorer> make_explorer(const TuneOptions& o, const space::ConfigSpace& space) {
   if (o.explorer == "random") return std::make_unique<RandomExplorer>(space, o.seed);
   if (o.explorer == "grid") return std::make_unique<GridExplorer>(space);
   if (o.explorer == "ga") return std::make_unique<GeneticExplorer>(space, o.seed);
@@ -47,7 +47,7 @@ class FeatureCache {
     auto it = cache_.find(index);
     if (it != cache_.end()) return it->second;
     std::vector<float> f;
-    const Config cfg = task_.space.get(index);
+    const space::Config cfg = task_.space.get(index);
     if (loop_) {
       try {
         f = loop_features(compiler::lower(task_.schedule(cfg), task_.args(), "candidate"));
@@ -190,7 +190,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     std::vector<size_t> distinct_slot;
     for (size_t k = 0; k < batch.size(); ++k) {
       Slot& s = slots[k];
-      const Config cfg = task.space.get(batch[k]);
+      const space::Config cfg = task.space.get(batch[k]);
       s.rec.target = target;
       s.rec.device = device;
       s.rec.task_key = task.key;
@@ -295,7 +295,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   return finish();
 }
 
-Config LogConfigSource::choose(const Task& task) {
+space::Config LogConfigSource::choose(const Task& task) {
   if (auto best = log_.best(task.key, task.target);
       best && best->config_index < task.space.size()) {
     ++tuned_;

@@ -105,7 +105,7 @@ class Tuner {
 class LogConfigSource : public ConfigSource {
  public:
   explicit LogConfigSource(const records::RecordStore& log) : log_(log) {}
-  Config choose(const Task& task) override;
+  space::Config choose(const Task& task) override;
   int tuned() const { return tuned_; }        ///< tasks that got a measured config
   int defaults() const { return defaults_; }  ///< tasks that fell back to the default
 

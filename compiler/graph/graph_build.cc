@@ -182,7 +182,7 @@ Graph prepare_graph(const Graph& input, const std::string& target, const BuildOp
 /// Records the task of every tunable operator it is asked about, answering with the default.
 class TaskRecorder : public autotune::ConfigSource {
  public:
-  autotune::Config choose(const autotune::Task& task) override {
+  space::Config choose(const autotune::Task& task) override {
     if (seen_.insert(task.key).second) tasks_.push_back(task);
     return task.default_config;
   }

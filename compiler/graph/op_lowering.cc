@@ -41,7 +41,7 @@ struct Tuning {
   void schedule(const std::string& name, te::Schedule& s, const Tensor& t,
                 const Tensor& output) const {
     const topi::TunableTemplate& tmpl = topi::tunable_template(name);
-    const autotune::Config cfg =
+    const space::Config cfg =
         configs != nullptr ? configs->choose(autotune::Task::make(name, t, target))
                            : tmpl.default_config(t, tmpl.space(t), target::Target::parse(target));
     tmpl.schedule(s, t, cfg, output);

@@ -144,6 +144,13 @@ Tensor make_compute(std::string name, std::vector<IterVar> axis, std::vector<Ite
   return Tensor(n);
 }
 
+Tensor with_attr(const Tensor& t, const std::string& key, std::string value) {
+  KILN_ICHECK(t.defined()) << "with_attr: undefined tensor";
+  auto n = std::make_shared<TensorNode>(*t.get());
+  n->attrs[key] = std::move(value);
+  return Tensor(n);
+}
+
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& fcompute,
                std::string name,
                std::vector<std::string> axis_names) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ struct TensorNode final : ir::ProducerNode {
   std::vector<IterVar> reduce_axis;
   /// compute: the value at the point `axis` (a ReduceNode at the top for reductions).
   Expr body;
+  /// Annotations that are not part of the value, by key (TVM's op attrs): the operator library
+  /// puts the output's workload under "workload" (topi/workload.h). Schedule rewrites that make
+  /// new tensors do not carry them.
+  std::map<std::string, std::string> attrs;
 
   const std::string& name() const override { return name_; }
   const std::vector<Expr>& shape() const override { return shape_; }
@@ -116,6 +121,10 @@ Expr prod(Expr source, std::vector<IterVar> axis, Expr where = Expr());
 /// by that expression (reductions keep their axes).
 Expr rewrite_reads(const Expr& e,
                    const std::function<Expr(const TensorNode*, const std::vector<Expr>&)>& f);
+
+/// `t` with attribute `key` set to `value`: a new tensor (tensors are immutable) with t's node
+/// copied, for the operator that has just made `t`, before anything reads it.
+Tensor with_attr(const Tensor& t, const std::string& key, std::string value);
 
 /// A compute made directly from its parts (used by schedule rewrites).
 Tensor make_compute(std::string name, std::vector<IterVar> axis, std::vector<IterVar> reduce_axis,

@@ -7,14 +7,15 @@
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/substitute.h"
 #include "compiler/topi/template_util.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::topi {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using ir::Expr;
 using ir::IterVar;
 using ir::Var;
+using space::Config;
+using space::ConfigSpace;
 
 namespace {
 
@@ -177,33 +178,43 @@ te::Tensor conv2d_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 s
       << " groups need a kernel with " << c / groups << " input channels, '" << kernel->name()
       << "' has " << cg;
   int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  KILN_USER_CHECK(h + padding[0] + padding[2] >= ekh && w + padding[1] + padding[3] >= ekw)
+      << "conv2d_nchw: the kernel is larger than the padded input";
   int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
   int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
-  KILN_USER_CHECK(oh > 0 && ow > 0) << "conv2d_nchw: the kernel is larger than the padded input";
   te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
+  const Workload wl{"conv2d_nchw",
+                    {spec_of(data, "conv2d_nchw"), spec_of(kernel, "conv2d_nchw")},
+                    {{"dilations", ints_attr(dilation)},
+                     {"groups", int64_t{groups}},
+                     {"pads", ints_attr(padding)},
+                     {"strides", ints_attr(stride)}}};
   int64_t og = o / groups;
   IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
   if (cg == 1) {  // one input channel per group (depthwise when groups == C)
-    return te::compute({data->shape()[0], o, oh, ow},
-                       [&](Var n, Var f, Var y, Var x) {
-                         Expr ch = groups == 1 ? Expr(0) : ir::floordiv(f, Expr(og));
-                         return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
-                                          x * stride[1] + rw * dilation[1]) *
-                                            kernel(f, 0, rh, rw),
-                                        {rh, rw});
-                       },
-                       name, {"n", "oc", "oh", "ow"});
+    return with_workload(te::compute({data->shape()[0], o, oh, ow},
+                                     [&](Var n, Var f, Var y, Var x) {
+                                       Expr ch = groups == 1 ? Expr(0) : ir::floordiv(f, Expr(og));
+                                       return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
+                                                        x * stride[1] + rw * dilation[1]) *
+                                                          kernel(f, 0, rh, rw),
+                                                      {rh, rw});
+                                     },
+                                     name, {"n", "oc", "oh", "ow"}),
+                         wl);
   }
   IterVar rc = te::reduce_axis({0, cg}, "rc");
-  return te::compute({data->shape()[0], o, oh, ow},
-                     [&](Var n, Var f, Var y, Var x) {
-                       Expr ch = groups == 1 ? Expr(rc) : ir::floordiv(f, Expr(og)) * Expr(cg) + rc;
-                       return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
-                                        x * stride[1] + rw * dilation[1]) *
-                                          kernel(f, rc, rh, rw),
-                                      {rc, rh, rw});
-                     },
-                     name, {"n", "oc", "oh", "ow"});
+  return with_workload(
+      te::compute({data->shape()[0], o, oh, ow},
+                  [&](Var n, Var f, Var y, Var x) {
+                    Expr ch = groups == 1 ? Expr(rc) : ir::floordiv(f, Expr(og)) * Expr(cg) + rc;
+                    return te::sum(p(n, ch, y * stride[0] + rh * dilation[0],
+                                     x * stride[1] + rw * dilation[1]) *
+                                       kernel(f, rc, rh, rw),
+                                   {rc, rh, rw});
+                  },
+                  name, {"n", "oc", "oh", "ow"}),
+      wl);
 }
 
 namespace {
@@ -225,10 +236,8 @@ ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 4 && out->is_compute())
       << "conv2d_nchw_x86_space: '" << out->name() << "' is not a 4-D convolution";
   ConfigSpace space;
-  space.define_split("tile_oc", const_dim(out, 1, "conv2d"), 2, autotune::SplitPolicy::kFactors,
-                     16);
-  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, autotune::SplitPolicy::kFactors,
-                     32);
+  space.define_split("tile_oc", const_dim(out, 1, "conv2d"), 2, space::SplitPolicy::kFactors, 16);
+  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, space::SplitPolicy::kFactors, 32);
   space.define_knob("reorder_inner", {0, 1});
   space.define_knob("unroll_kw", {0, 1});
   define_pad_at(&space, out);
@@ -256,9 +265,8 @@ ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 4 && out->is_compute() && out->reduce_axis.size() == 2)
       << "depthwise_conv2d_nchw_x86_space: '" << out->name() << "' is not a depthwise convolution";
   ConfigSpace space;
-  space.define_split("tile_c", const_dim(out, 1, "conv2d"), 2, autotune::SplitPolicy::kFactors, 8);
-  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, autotune::SplitPolicy::kFactors,
-                     32);
+  space.define_split("tile_c", const_dim(out, 1, "conv2d"), 2, space::SplitPolicy::kFactors, 8);
+  space.define_split("tile_ow", const_dim(out, 3, "conv2d"), 2, space::SplitPolicy::kFactors, 32);
   space.define_knob("unroll_kw", {0, 1});
   define_pad_at(&space, out);
   return space;
@@ -292,21 +300,29 @@ te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 
                   const_dim(kernel, 4, "conv2d_nchwc") == ic)
       << "conv2d_nchwc: kernel '" << kernel->name() << "' does not match the channel blocks of '"
       << data->name() << "'";
+  KILN_USER_CHECK(stride[0] > 0 && stride[1] > 0 && dilation[0] > 0 && dilation[1] > 0)
+      << "conv2d_nchwc: stride and dilation must be positive";
   int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  KILN_USER_CHECK(h + padding[0] + padding[2] >= ekh && w + padding[1] + padding[3] >= ekw)
+      << "conv2d_nchwc: the kernel is larger than the padded input";
   int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
   int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
-  KILN_USER_CHECK(oh > 0 && ow > 0) << "conv2d_nchwc: the kernel is larger than the padded input";
   te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
   IterVar rco = te::reduce_axis({0, cb}, "rco"), rci = te::reduce_axis({0, ic}, "rci");
   IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
-  return te::compute({data->shape()[0], ob, oh, ow, oc},
-                     [&](Var n, Var f, Var y, Var x, Var fi) {
-                       return te::sum(p(n, rco, y * stride[0] + rh * dilation[0],
-                                        x * stride[1] + rw * dilation[1], rci) *
-                                          kernel(f, rco, rh, rw, rci, fi),
-                                      {rco, rh, rw, rci});
-                     },
-                     name, {"n", "ocb", "oh", "ow", "oc"});
+  return with_workload(te::compute({data->shape()[0], ob, oh, ow, oc},
+                                   [&](Var n, Var f, Var y, Var x, Var fi) {
+                                     return te::sum(p(n, rco, y * stride[0] + rh * dilation[0],
+                                                      x * stride[1] + rw * dilation[1], rci) *
+                                                        kernel(f, rco, rh, rw, rci, fi),
+                                                    {rco, rh, rw, rci});
+                                   },
+                                   name, {"n", "ocb", "oh", "ow", "oc"}),
+                       {"conv2d_nchwc",
+                        {spec_of(data, "conv2d_nchwc"), spec_of(kernel, "conv2d_nchwc")},
+                        {{"dilations", ints_attr(dilation)},
+                         {"pads", ints_attr(padding)},
+                         {"strides", ints_attr(stride)}}});
 }
 
 namespace {
@@ -314,10 +330,10 @@ namespace {
 /// The NCHW[x]c register tile's other two dimensions: tile_oh output rows and tile_ob channel
 /// blocks (each at most 4, dividing), with tile_ow the columns.
 void define_register_tile(ConfigSpace* space, const te::Tensor& out) {
-  space->define_split("tile_oh", const_dim(out, 2, "conv2d_nchwc"), 2,
-                      autotune::SplitPolicy::kFactors, 4);
-  space->define_split("tile_ob", const_dim(out, 1, "conv2d_nchwc"), 2,
-                      autotune::SplitPolicy::kFactors, 4);
+  space->define_split("tile_oh", const_dim(out, 2, "conv2d_nchwc"), 2, space::SplitPolicy::kFactors,
+                      4);
+  space->define_split("tile_ob", const_dim(out, 1, "conv2d_nchwc"), 2, space::SplitPolicy::kFactors,
+                      4);
 }
 
 /// The default register tile of an NCHW[x]c convolution: about kAccumulators vector registers,
@@ -357,7 +373,7 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
   // Columns: the factors of the width, and powers of two with a partial last tile (4 + 3 of a
   // 7-wide output: the only dividing tiles, 1 and 7, are too small or spill on AVX2).
   space.define_split("tile_ow", const_dim(out, 3, "conv2d_nchwc"), 2,
-                     autotune::SplitPolicy::kFactorsAndPower2, 16);
+                     space::SplitPolicy::kFactorsAndPower2, 16);
   define_register_tile(&space, out);
   space.define_knob("reduce_order", {0, 1});
   space.define_knob("unroll_kw", {0, 1});
@@ -426,20 +442,28 @@ te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kern
                   const_dim(kernel, 4, op) == 1 && const_dim(kernel, 5, op) == c)
       << "depthwise_conv2d_nchwc: kernel '" << kernel->name() << "' must be [" << cb
       << ", 1, KH, KW, 1, " << c << "]";
+  KILN_USER_CHECK(stride[0] > 0 && stride[1] > 0 && dilation[0] > 0 && dilation[1] > 0)
+      << op << ": stride and dilation must be positive";
   int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  KILN_USER_CHECK(h + padding[0] + padding[2] >= ekh && w + padding[1] + padding[3] >= ekw)
+      << op << ": the kernel is larger than the padded input";
   int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
   int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
-  KILN_USER_CHECK(oh > 0 && ow > 0) << op << ": the kernel is larger than the padded input";
   te::Tensor p = pad_hw(data, padding, Expr(), name + ".pad");
   IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
-  return te::compute({data->shape()[0], cb, oh, ow, c},
-                     [&](Var n, Var f, Var y, Var x, Var fi) {
-                       return te::sum(p(n, f, y * stride[0] + rh * dilation[0],
-                                        x * stride[1] + rw * dilation[1], fi) *
-                                          kernel(f, 0, rh, rw, 0, fi),
-                                      {rh, rw});
-                     },
-                     name, {"n", "cb", "oh", "ow", "c"});
+  return with_workload(te::compute({data->shape()[0], cb, oh, ow, c},
+                                   [&](Var n, Var f, Var y, Var x, Var fi) {
+                                     return te::sum(p(n, f, y * stride[0] + rh * dilation[0],
+                                                      x * stride[1] + rw * dilation[1], fi) *
+                                                        kernel(f, 0, rh, rw, 0, fi),
+                                                    {rh, rw});
+                                   },
+                                   name, {"n", "cb", "oh", "ow", "c"}),
+                       {op,
+                        {spec_of(data, op), spec_of(kernel, op)},
+                        {{"dilations", ints_attr(dilation)},
+                         {"pads", ints_attr(padding)},
+                         {"strides", ints_attr(stride)}}});
 }
 
 ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
@@ -448,7 +472,7 @@ ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
       << "' is not an NCHW[x]c depthwise convolution";
   ConfigSpace space;
   space.define_split("tile_ow", const_dim(out, 3, "depthwise_conv2d_nchwc"), 2,
-                     autotune::SplitPolicy::kFactorsAndPower2, 16);
+                     space::SplitPolicy::kFactorsAndPower2, 16);
   define_register_tile(&space, out);
   space.define_knob("unroll_kw", {1, 0});
   // The default takes the first: inlined, the padding's bounds checks are scalar (the vector

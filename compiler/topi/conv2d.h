@@ -3,7 +3,7 @@
 // them) and x86 schedule templates whose choices are knobs of a config space.
 //
 //   te::Tensor y = conv2d_nchw(x, w, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1);
-//   autotune::ConfigSpace space = conv2d_nchw_x86_space(y);
+//   space::ConfigSpace space = conv2d_nchw_x86_space(y);
 //   te::Schedule s = te::create_schedule({y});
 //   schedule_conv2d_nchw_x86(s, y, conv2d_nchw_x86_default(space));
 //
@@ -15,7 +15,7 @@
 #include <array>
 #include <string>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::topi {
@@ -40,9 +40,9 @@ te::Tensor conv2d_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 s
 /// columns, vectorized), reorder_inner (0: channels of the reduction outside the kernel window
 /// and the tile; 1: the tile's channel rows outside the window), unroll_kw, pad_at (0: inline,
 /// 1: computed per register tile, 2: computed in full first). Works for any `conv2d_nchw` output
-/// (grouped included) and for `conv2d_transpose_nchw`.
-autotune::ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out);
-autotune::Config conv2d_nchw_x86_default(const autotune::ConfigSpace& space);
+/// (grouped included).
+space::ConfigSpace conv2d_nchw_x86_space(const te::Tensor& out);
+space::Config conv2d_nchw_x86_default(const space::ConfigSpace& space);
 /// Parallel over (n, output-channel blocks, output rows) fused; a register tile (cache_write
 /// "local") of tile_oc × tile_ow with the rows unrolled and the columns vectorized.
 ///
@@ -50,15 +50,15 @@ autotune::Config conv2d_nchw_x86_default(const autotune::ConfigSpace& space);
 /// itself when undefined, or an elementwise epilogue of `out` of the same shape (bias, batch norm,
 /// activation, residual add) whose other stages are inlined; the epilogue is then applied to the
 /// register tile on its way to memory (operator fusion; see topi::epilogue_stage).
-void schedule_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
+void schedule_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                               const te::Tensor& output = {});
 
 /// The depthwise template (conv2d_nchw with groups == C, one input channel per group): knobs
 /// tile_c, tile_ow, unroll_kw, pad_at; parallel over (n, channel blocks, rows), columns vectorized.
-autotune::ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out);
-autotune::Config depthwise_conv2d_nchw_x86_default(const autotune::ConfigSpace& space);
+space::ConfigSpace depthwise_conv2d_nchw_x86_space(const te::Tensor& out);
+space::Config depthwise_conv2d_nchw_x86_default(const space::ConfigSpace& space);
 void schedule_depthwise_conv2d_nchw_x86(te::Schedule& s, const te::Tensor& out,
-                                        const autotune::Config& cfg, const te::Tensor& output = {});
+                                        const space::Config& cfg, const te::Tensor& output = {});
 
 /// NCHW[x]c: data [N, C/ic, H, W, ic], kernel [O/oc, C/ic, KH, KW, ic, oc] (see
 /// `pack_conv2d_kernel`), out [N, O/oc, OH, OW, oc]; groups == 1.
@@ -70,12 +70,12 @@ te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 
 /// all unrolled, oc vectorized; reduce_order (0: ic innermost of the reduction; 1: ic outside the
 /// kernel window), unroll_kw, pad_at (as for NCHW; the space lists the default's choice first).
 /// (n, channel-block tiles, row tiles) run in parallel.
-autotune::ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out);
+space::ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out);
 /// The default register tile fills about 8 vector registers of `vector_bits` (target::Target's):
 /// columns first, then channel blocks.
-autotune::Config conv2d_nchwc_x86_default(const te::Tensor& out, const autotune::ConfigSpace& space,
-                                          int vector_bits);
-void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
+space::Config conv2d_nchwc_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
+                                       int vector_bits);
+void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                                const te::Tensor& output = {});
 
 /// Depthwise NCHW[x]c (channel multiplier 1): data [N, C/c, H, W, c], kernel [C/c, 1, KH, KW, 1, c]
@@ -86,14 +86,12 @@ te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kern
 /// Knobs: the register tile tile_ob x tile_oh x tile_ow as for conv2d_nchwc (partial column tiles
 /// included), unroll_kw, pad_at;
 /// c is vectorized, (n, channel-block tiles, row tiles) run in parallel.
-autotune::ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out);
+space::ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out);
 /// The default register tile as for conv2d_nchwc_x86_default.
-autotune::Config depthwise_conv2d_nchwc_x86_default(const te::Tensor& out,
-                                                    const autotune::ConfigSpace& space,
-                                                    int vector_bits);
+space::Config depthwise_conv2d_nchwc_x86_default(const te::Tensor& out,
+                                                 const space::ConfigSpace& space, int vector_bits);
 void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
-                                         const autotune::Config& cfg,
-                                         const te::Tensor& output = {});
+                                         const space::Config& cfg, const te::Tensor& output = {});
 
 /// [N, C, H, W] -> [N, C / c_block, H, W, c_block]; C must be a multiple of c_block.
 te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block,

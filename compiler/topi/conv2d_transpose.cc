@@ -22,14 +22,15 @@
 
 #include "base/error.h"
 #include "compiler/topi/template_util.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::topi {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using ir::Expr;
 using ir::IterVar;
 using ir::Var;
+using space::Config;
+using space::ConfigSpace;
 
 namespace {
 
@@ -45,6 +46,13 @@ Expr and_(const Expr& a, const Expr& b) {
   if (!a.defined()) return b;
   if (!b.defined()) return a;
   return a && b;
+}
+
+/// How many taps taps_of (below) makes.
+int64_t tap_count(int64_t h, int64_t k, int64_t s, int64_t d) {
+  int64_t phase_terms = d == 1 ? (k + s - 1) / s : k + 1;
+  if (h <= phase_terms && h <= k) return h;
+  return d == 1 ? (k + s - 1) / s : k;
 }
 
 /// The taps that reach output coordinate `y` along one dimension: input extent `h`, kernel
@@ -107,6 +115,9 @@ int64_t lanes_of(int64_t f) {
 
 namespace {
 
+/// The most terms of the gather per output point (the expression is written out).
+constexpr int64_t kMaxGatherTerms = 4096;
+
 /// The shapes of a transposed convolution, checked.
 struct Geometry {
   int64_t n, c, h, w, mg, kh, kw, cg, m, kk, oh, ow;
@@ -144,6 +155,13 @@ Geometry geometry(const char* op, const te::Tensor& data, int64_t kc, int64_t mg
   g.ow = stride[1] * (g.w - 1) + output_padding[1] + (kw - 1) * dilation[1] + 1 - padding[1] -
          padding[3];
   KILN_USER_CHECK(g.oh > 0 && g.ow > 0) << op << ": the padding removes the whole output";
+  // The gather is written out term by term: bound the expression.
+  const int64_t terms =
+      tap_count(g.h, kh, stride[0], dilation[0]) * tap_count(g.w, kw, stride[1], dilation[1]);
+  KILN_USER_CHECK(terms <= kMaxGatherTerms)
+      << op << ": a " << kh << "x" << kw << " kernel at stride " << stride[0] << "x" << stride[1]
+      << " and dilation " << dilation[0] << "x" << dilation[1] << " adds " << terms
+      << " terms per output point, more than the " << kMaxGatherTerms << " Kiln writes out";
   return g;
 }
 
@@ -198,7 +216,14 @@ te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kerne
     if (groups > 1) fm = ir::floormod(fm, Expr(g.mg));
     return kernel(ch, fm, ir::floordiv(fk, Expr(g.kw)), ir::floormod(fk, Expr(g.kw)));
   };
-  return gemm_and_gather(data, g, weight, stride, padding, dilation, groups, name);
+  return with_workload(gemm_and_gather(data, g, weight, stride, padding, dilation, groups, name),
+                       {op,
+                        {spec_of(data, op), spec_of(kernel, op)},
+                        {{"dilations", ints_attr(dilation)},
+                         {"groups", int64_t{groups}},
+                         {"output_padding", ints_attr(output_padding)},
+                         {"pads", ints_attr(padding)},
+                         {"strides", ints_attr(stride)}}});
 }
 
 te::Tensor pack_conv2d_transpose_weight(const te::Tensor& kernel, int groups, int64_t bf,
@@ -242,7 +267,15 @@ te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor
   auto weight = [&](Expr, Expr f, Expr rc) {
     return packed(ir::floordiv(f, Expr(bf)), rc, ir::floormod(f, Expr(bf)));
   };
-  return gemm_and_gather(data, g, weight, stride, padding, dilation, groups, name);
+  return with_workload(gemm_and_gather(data, g, weight, stride, padding, dilation, groups, name),
+                       {op,
+                        {spec_of(data, op), spec_of(packed, op)},
+                        {{"dilations", ints_attr(dilation)},
+                         {"groups", int64_t{groups}},
+                         {"kernel_shape", ints_attr(kernel_shape)},
+                         {"output_padding", ints_attr(output_padding)},
+                         {"pads", ints_attr(padding)},
+                         {"strides", ints_attr(stride)}}});
 }
 
 ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out) {
@@ -252,11 +285,11 @@ ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out) {
   ConfigSpace space;
   // The GEMM's register tile: weights (the vectorized axis) by input columns.
   space.define_split("tile_f", const_dim(col, 3, "conv2d_transpose"), 2,
-                     autotune::SplitPolicy::kFactors, 64);
+                     space::SplitPolicy::kFactors, 64);
   space.define_split("tile_h", const_dim(col, 1, "conv2d_transpose"), 2,
-                     autotune::SplitPolicy::kFactors, 2);
+                     space::SplitPolicy::kFactors, 2);
   space.define_split("tile_w", const_dim(col, 2, "conv2d_transpose"), 2,
-                     autotune::SplitPolicy::kFactors, 8);
+                     space::SplitPolicy::kFactors, 8);
   // The GEMM's outer loops: 0 weight tiles outside rows (a weight panel stays in cache while
   // the rows pass), 1 rows outside.
   space.define_knob("f_outer", {0, 1});

@@ -5,14 +5,14 @@
 // dilation 1, or H * W for tiny inputs). The gather is injective, so an epilogue inlines it.
 //
 //   te::Tensor y = conv2d_transpose_nchw(x, w, {2, 2}, {1, 1, 1, 1}, {1, 1});
-//   autotune::ConfigSpace space = conv2d_transpose_nchw_x86_space(y);
+//   space::ConfigSpace space = conv2d_transpose_nchw_x86_space(y);
 //   te::Schedule s = te::create_schedule({y});
 //   schedule_conv2d_transpose_nchw_x86(s, y, conv2d_transpose_nchw_x86_default(space));
 #pragma once
 
 #include <string>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 #include "compiler/topi/conv2d.h"
 
@@ -22,7 +22,8 @@ namespace kiln::topi {
 /// iw * sw + kw * dw - pl == x of data[n, g * C/groups + c, ih, iw] * kernel[g * C/groups + c,
 /// m % (M/groups), kh, kw] (g = m / (M/groups)), for data [N, C, H, W] and kernel
 /// [C, M / groups, KH, KW]. The output is [N, M, OH, OW] with
-/// OH = sh * (H - 1) + output_padding_h + (KH - 1) * dh + 1 - pt - pb (OW likewise).
+/// OH = sh * (H - 1) + output_padding_h + (KH - 1) * dh + 1 - pt - pb (OW likewise). The gather
+/// may add at most 4096 terms per output point (a kiln::Error beyond: a huge kernel at stride 1).
 te::Tensor conv2d_transpose_nchw(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
                                  Ints4 padding, Ints2 output_padding = {0, 0},
                                  Ints2 dilation = {1, 1}, int groups = 1,
@@ -48,11 +49,10 @@ te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor
 /// Knobs: tile_f (the GEMM's weight tile, vectorized), tile_h x tile_w (its input points), f_outer
 /// (weight tiles outside input rows or inside), vec_ow (the gather's vector width along the output
 /// row). The default: 16 weights x (up to 2 x 8) input points, 16 accumulators.
-autotune::ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out);
-autotune::Config conv2d_transpose_nchw_x86_default(const autotune::ConfigSpace& space);
+space::ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out);
+space::Config conv2d_transpose_nchw_x86_default(const space::ConfigSpace& space);
 /// `output`: an elementwise epilogue, computed on the gathered values before they are stored.
 void schedule_conv2d_transpose_nchw_x86(te::Schedule& s, const te::Tensor& out,
-                                        const autotune::Config& cfg,
-                                        const te::Tensor& output = {});
+                                        const space::Config& cfg, const te::Tensor& output = {});
 
 }  // namespace kiln::topi

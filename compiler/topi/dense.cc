@@ -6,23 +6,24 @@
 
 #include "base/error.h"
 #include "compiler/topi/template_util.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::topi {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using ir::Expr;
 using ir::IterVar;
 using ir::Var;
+using space::Config;
+using space::ConfigSpace;
 
 namespace {
 
 /// The knobs of a [.., M, N] product reducing over K.
 ConfigSpace matmul_space(int64_t m, int64_t n, int64_t k, int64_t max_x = 64) {
   ConfigSpace space;
-  space.define_split("tile_y", m, 2, autotune::SplitPolicy::kFactors, 8);
-  space.define_split("tile_x", n, 2, autotune::SplitPolicy::kFactors, max_x);
-  space.define_split("tile_k", k, 2, autotune::SplitPolicy::kFactors, 16);
+  space.define_split("tile_y", m, 2, space::SplitPolicy::kFactors, 8);
+  space.define_split("tile_x", n, 2, space::SplitPolicy::kFactors, max_x);
+  space.define_split("tile_k", k, 2, space::SplitPolicy::kFactors, 16);
   return space;
 }
 
@@ -118,13 +119,16 @@ te::Tensor dense(const te::Tensor& x, const te::Tensor& w, bool trans_a, bool tr
   KILN_USER_CHECK(k == wk) << "dense: '" << x->name() << "' reduces over " << k << " but '"
                            << w->name() << "' over " << wk;
   IterVar r = te::reduce_axis({0, k}, "k");
-  return te::compute({m, n},
-                     [&](Var i, Var j) {
-                       Expr a = trans_a ? x(r, i) : x(i, r);
-                       Expr b = trans_b ? w(j, r) : w(r, j);
-                       return te::sum(a * b, {r});
-                     },
-                     name, {"i", "j"});
+  return with_workload(te::compute({m, n},
+                                   [&](Var i, Var j) {
+                                     Expr a = trans_a ? x(r, i) : x(i, r);
+                                     Expr b = trans_b ? w(j, r) : w(r, j);
+                                     return te::sum(a * b, {r});
+                                   },
+                                   name, {"i", "j"}),
+                       {"dense",
+                        {spec_of(x, "dense"), spec_of(w, "dense")},
+                        {{"trans_a", trans_a}, {"trans_b", trans_b}}});
 }
 
 te::Tensor pack_dense_weight(const te::Tensor& w, int bn, const std::string& name) {
@@ -149,13 +153,15 @@ te::Tensor dense_packed(const te::Tensor& x, const te::Tensor& packed, int64_t n
                   const_dim(packed, 0, "dense_packed") * bn >= n)
       << "dense_packed: '" << packed->name() << "' does not pack a " << n << "x" << k << " weight";
   IterVar r = te::reduce_axis({0, k}, "k");
-  return te::compute(
-      {x->shape()[0], n},
-      [&](Var i, Var j) {
-        return te::sum(x(i, r) * packed(ir::floordiv(j, Expr(bn)), r, ir::floormod(j, Expr(bn))),
-                       {r});
-      },
-      name, {"i", "j"});
+  return with_workload(
+      te::compute({x->shape()[0], n},
+                  [&](Var i, Var j) {
+                    return te::sum(
+                        x(i, r) * packed(ir::floordiv(j, Expr(bn)), r, ir::floormod(j, Expr(bn))),
+                        {r});
+                  },
+                  name, {"i", "j"}),
+      {"dense_packed", {spec_of(x, "dense_packed"), spec_of(packed, "dense_packed")}, {{"n", n}}});
 }
 
 ConfigSpace dense_x86_space(const te::Tensor& out) {
@@ -226,14 +232,18 @@ te::Tensor batch_matmul(const te::Tensor& a, const te::Tensor& b, bool trans_a, 
   KILN_USER_CHECK(k == bk) << "batch_matmul: '" << a->name() << "' reduces over " << k << " but '"
                            << b->name() << "' over " << bk;
   IterVar r = te::reduce_axis({0, k}, "k");
-  return te::compute({std::max(ba, bb), m, n},
-                     [&](Var bi, Var i, Var j) {
-                       Expr ab = ba == 1 ? Expr(0) : Expr(bi), bbi = bb == 1 ? Expr(0) : Expr(bi);
-                       Expr x = trans_a ? a(ab, r, i) : a(ab, i, r);
-                       Expr y = trans_b ? b(bbi, j, r) : b(bbi, r, j);
-                       return te::sum(x * y, {r});
-                     },
-                     name, {"b", "i", "j"});
+  return with_workload(te::compute({std::max(ba, bb), m, n},
+                                   [&](Var bi, Var i, Var j) {
+                                     Expr ab = ba == 1 ? Expr(0) : Expr(bi),
+                                          bbi = bb == 1 ? Expr(0) : Expr(bi);
+                                     Expr x = trans_a ? a(ab, r, i) : a(ab, i, r);
+                                     Expr y = trans_b ? b(bbi, j, r) : b(bbi, r, j);
+                                     return te::sum(x * y, {r});
+                                   },
+                                   name, {"b", "i", "j"}),
+                       {"batch_matmul",
+                        {spec_of(a, "batch_matmul"), spec_of(b, "batch_matmul")},
+                        {{"trans_a", trans_a}, {"trans_b", trans_b}}});
 }
 
 ConfigSpace batch_matmul_x86_space(const te::Tensor& out) {

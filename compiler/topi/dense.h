@@ -2,7 +2,7 @@
 // beta and the bias are separate elementwise stages of the graph) and x86 schedule templates.
 //
 //   te::Tensor y = dense(x, w);                       // x [M, K], w [N, K] (Gemm with transB = 1)
-//   autotune::ConfigSpace space = dense_x86_space(y);
+//   space::ConfigSpace space = dense_x86_space(y);
 //   te::Schedule s = te::create_schedule({y});
 //   schedule_dense_x86(s, y, dense_x86_default(space));
 //
@@ -18,7 +18,7 @@
 
 #include <string>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::topi {
@@ -41,10 +41,10 @@ te::Tensor dense_packed(const te::Tensor& x, const te::Tensor& packed, int64_t n
 /// divides N, tile_y as many rows as keep the tile within ~25 AVX-512 vectors). `dense` with
 /// trans_b reads the weight's columns with a stride (gathers): prefer dense_packed where the
 /// weight is a constant.
-autotune::ConfigSpace dense_x86_space(const te::Tensor& out);
-autotune::Config dense_x86_default(const autotune::ConfigSpace& space);
+space::ConfigSpace dense_x86_space(const te::Tensor& out);
+space::Config dense_x86_default(const space::ConfigSpace& space);
 /// `output`: an elementwise epilogue to compute on the register tile, as for the conv2d templates.
-void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
+void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                         const te::Tensor& output = {});
 
 /// out[b, i, j] = sum_k A[b, i, k] * B[b, k, j] for a [Ba, M, K] ([Ba, K, M] when trans_a) and
@@ -52,9 +52,9 @@ void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const autotune::
 te::Tensor batch_matmul(const te::Tensor& a, const te::Tensor& b, bool trans_a = false,
                         bool trans_b = false, const std::string& name = "batch_matmul");
 /// Knobs: tile_y, tile_x, tile_k as for dense; (batch, row blocks, column blocks) run in parallel.
-autotune::ConfigSpace batch_matmul_x86_space(const te::Tensor& out);
-autotune::Config batch_matmul_x86_default(const autotune::ConfigSpace& space);
-void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg,
+space::ConfigSpace batch_matmul_x86_space(const te::Tensor& out);
+space::Config batch_matmul_x86_default(const space::ConfigSpace& space);
+void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                                const te::Tensor& output = {});
 
 }  // namespace kiln::topi

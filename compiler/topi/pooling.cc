@@ -5,14 +5,15 @@
 
 #include "base/error.h"
 #include "compiler/topi/template_util.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::topi {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using ir::Expr;
 using ir::IterVar;
 using ir::Var;
+using space::Config;
+using space::ConfigSpace;
 
 namespace {
 
@@ -84,13 +85,20 @@ te::Tensor max_pool2d(const te::Tensor& data, Ints2 kernel, Ints2 stride, Ints4 
   // Padded points hold the lowest value, so that they never win.
   te::Tensor p = pad_hw(data, win.pads, ir::min_value(data->dtype()), name + ".pad");
   IterVar rh = te::reduce_axis({0, kernel[0]}, "rh"), rw = te::reduce_axis({0, kernel[1]}, "rw");
-  return te::compute(pooled_shape(data, win.oh, win.ow),
-                     [&](const std::vector<Var>& i) {
-                       return te::max(
-                           p(window_index(i, i[2] * stride[0] + rh, i[3] * stride[1] + rw)),
-                           {rh, rw});
-                     },
-                     name, pooled_axes(data));
+  return with_workload(te::compute(
+                           pooled_shape(data, win.oh, win.ow),
+                           [&](const std::vector<Var>& i) {
+                             return te::max(
+                                 p(window_index(i, i[2] * stride[0] + rh, i[3] * stride[1] + rw)),
+                                 {rh, rw});
+                           },
+                           name, pooled_axes(data)),
+                       {"max_pool2d",
+                        {spec_of(data, "max_pool2d")},
+                        {{"ceil_mode", ceil_mode},
+                         {"kernel_shape", ints_attr(kernel)},
+                         {"pads", ints_attr(padding)},
+                         {"strides", ints_attr(stride)}}});
 }
 
 te::Tensor avg_pool2d(const te::Tensor& data, Ints2 kernel, Ints2 stride, Ints4 padding,
@@ -104,31 +112,44 @@ te::Tensor avg_pool2d(const te::Tensor& data, Ints2 kernel, Ints2 stride, Ints4 
         return te::sum(p(window_index(i, i[2] * stride[0] + rh, i[3] * stride[1] + rw)), {rh, rw});
       },
       name + ".sum", pooled_axes(data));
-  return te::compute(pooled_shape(data, win.oh, win.ow),
-                     [&](const std::vector<Var>& i) {
-                       Expr hs = i[2] * stride[0] - padding[0], ws = i[3] * stride[1] - padding[1];
-                       Expr ch, cw;
-                       if (count_include_pad) {
-                         ch = ir::min(hs + kernel[0], Expr(win.h + padding[2])) - hs;
-                         cw = ir::min(ws + kernel[1], Expr(win.w + padding[3])) - ws;
-                       } else {
-                         ch = ir::min(hs + kernel[0], Expr(win.h)) - ir::max(hs, 0);
-                         cw = ir::min(ws + kernel[1], Expr(win.w)) - ir::max(ws, 0);
-                       }
-                       Expr count = ir::cast(data->dtype(), ir::max(ch * cw, 1));
-                       return sum(std::vector<Expr>(i.begin(), i.end())) / count;
-                     },
-                     name, pooled_axes(data));
+  const Workload wl{"avg_pool2d",
+                    {spec_of(data, "avg_pool2d")},
+                    {{"ceil_mode", ceil_mode},
+                     {"count_include_pad", count_include_pad},
+                     {"kernel_shape", ints_attr(kernel)},
+                     {"pads", ints_attr(padding)},
+                     {"strides", ints_attr(stride)}}};
+  return with_workload(te::compute(
+                           pooled_shape(data, win.oh, win.ow),
+                           [&](const std::vector<Var>& i) {
+                             Expr hs = i[2] * stride[0] - padding[0],
+                                  ws = i[3] * stride[1] - padding[1];
+                             Expr ch, cw;
+                             if (count_include_pad) {
+                               ch = ir::min(hs + kernel[0], Expr(win.h + padding[2])) - hs;
+                               cw = ir::min(ws + kernel[1], Expr(win.w + padding[3])) - ws;
+                             } else {
+                               ch = ir::min(hs + kernel[0], Expr(win.h)) - ir::max(hs, 0);
+                               cw = ir::min(ws + kernel[1], Expr(win.w)) - ir::max(ws, 0);
+                             }
+                             Expr count = ir::cast(data->dtype(), ir::max(ch * cw, 1));
+                             return sum(std::vector<Expr>(i.begin(), i.end())) / count;
+                           },
+                           name, pooled_axes(data)),
+                       wl);
 }
 
 te::Tensor global_max_pool2d(const te::Tensor& data, const std::string& name) {
   check_layout(data, "global_max_pool2d");
   IterVar rh = te::reduce_axis({0, data->shape()[2]}, "rh"),
           rw = te::reduce_axis({0, data->shape()[3]}, "rw");
-  return te::compute(
-      pooled_shape(data, 1, 1),
-      [&](const std::vector<Var>& i) { return te::max(data(window_index(i, rh, rw)), {rh, rw}); },
-      name, pooled_axes(data));
+  return with_workload(te::compute(
+                           pooled_shape(data, 1, 1),
+                           [&](const std::vector<Var>& i) {
+                             return te::max(data(window_index(i, rh, rw)), {rh, rw});
+                           },
+                           name, pooled_axes(data)),
+                       {"global_max_pool2d", {spec_of(data, "global_max_pool2d")}, {}});
 }
 
 te::Tensor global_avg_pool2d(const te::Tensor& data, const std::string& name) {
@@ -139,12 +160,14 @@ te::Tensor global_avg_pool2d(const te::Tensor& data, const std::string& name) {
       pooled_shape(data, 1, 1),
       [&](const std::vector<Var>& i) { return te::sum(data(window_index(i, rh, rw)), {rh, rw}); },
       name + ".sum", pooled_axes(data));
-  return te::compute(pooled_shape(data, 1, 1),
-                     [&](const std::vector<Var>& i) {
-                       return sum(std::vector<Expr>(i.begin(), i.end())) *
-                              ir::make_const(data->dtype(), 1.0 / double(h * w));
-                     },
-                     name, pooled_axes(data));
+  return with_workload(te::compute(
+                           pooled_shape(data, 1, 1),
+                           [&](const std::vector<Var>& i) {
+                             return sum(std::vector<Expr>(i.begin(), i.end())) *
+                                    ir::make_const(data->dtype(), 1.0 / double(h * w));
+                           },
+                           name, pooled_axes(data)),
+                       {"global_avg_pool2d", {spec_of(data, "global_avg_pool2d")}, {}});
 }
 
 ConfigSpace pool2d_x86_space(const te::Tensor& out) {
@@ -156,9 +179,8 @@ ConfigSpace pool2d_x86_space(const te::Tensor& out) {
     space.define_knob("pad_at", {0, 1});
     return space;
   }
-  space.define_split("tile_c", const_dim(out, 1, "pool2d"), 2, autotune::SplitPolicy::kFactors, 16);
-  space.define_split("tile_ow", const_dim(out, 3, "pool2d"), 2, autotune::SplitPolicy::kFactors,
-                     32);
+  space.define_split("tile_c", const_dim(out, 1, "pool2d"), 2, space::SplitPolicy::kFactors, 16);
+  space.define_split("tile_ow", const_dim(out, 3, "pool2d"), 2, space::SplitPolicy::kFactors, 32);
   space.define_knob("fuse_rows", {1, 0});
   space.define_knob("unroll_kw", {1, 0});
   space.define_knob("pad_at", {1, 0});

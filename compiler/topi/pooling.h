@@ -5,7 +5,7 @@
 // NCHW[x]c: parallel over n × channel blocks × rows, the channel block vectorized).
 //
 //   te::Tensor y = max_pool2d(x, {3, 3}, {2, 2}, {1, 1, 1, 1});
-//   autotune::ConfigSpace space = pool2d_x86_space(y);
+//   space::ConfigSpace space = pool2d_x86_space(y);
 //   te::Schedule s = te::create_schedule({y});
 //   schedule_pool2d_x86(s, y, pool2d_x86_default(space));
 //
@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 #include "compiler/topi/conv2d.h"
 
@@ -39,8 +39,8 @@ te::Tensor global_avg_pool2d(const te::Tensor& data, const std::string& name = "
 /// vector), tile_c, fuse_rows (1: parallel over n × c × rows; 0: over n × c), unroll_kw, pad_at
 /// (1: the padding stage "<name>.pad" computed in full first; 0: inlined); for NCHW[x]c unroll_kw
 /// and pad_at.
-autotune::ConfigSpace pool2d_x86_space(const te::Tensor& out);
-autotune::Config pool2d_x86_default(const autotune::ConfigSpace& space);
-void schedule_pool2d_x86(te::Schedule& s, const te::Tensor& out, const autotune::Config& cfg);
+space::ConfigSpace pool2d_x86_space(const te::Tensor& out);
+space::Config pool2d_x86_default(const space::ConfigSpace& space);
+void schedule_pool2d_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg);
 
 }  // namespace kiln::topi

@@ -12,7 +12,7 @@ int64_t const_dim(const te::Tensor& t, size_t i, const char* op) {
   return *v;
 }
 
-int split_position(const autotune::ConfigSpace& space, const std::string& name, int64_t limit) {
+int split_position(const space::ConfigSpace& space, const std::string& name, int64_t limit) {
   const auto& cands = space.knob(name).candidates;
   int best = 0;
   for (size_t i = 0; i < cands.size(); ++i) {
@@ -22,7 +22,7 @@ int split_position(const autotune::ConfigSpace& space, const std::string& name, 
   return best;
 }
 
-int knob_position(const autotune::ConfigSpace& space, const std::string& name, int64_t value) {
+int knob_position(const space::ConfigSpace& space, const std::string& name, int64_t value) {
   const auto& cands = space.knob(name).candidates;
   for (size_t i = 0; i < cands.size(); ++i) {
     if (cands[i][0] == value) return static_cast<int>(i);
@@ -30,7 +30,7 @@ int knob_position(const autotune::ConfigSpace& space, const std::string& name, i
   return 0;
 }
 
-size_t knob_index(const autotune::ConfigSpace& space, const std::string& name) {
+size_t knob_index(const space::ConfigSpace& space, const std::string& name) {
   const auto& knobs = space.knobs();
   for (size_t i = 0; i < knobs.size(); ++i) {
     if (knobs[i].name == name) return i;

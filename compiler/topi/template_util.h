@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 #include "compiler/te/tensor.h"
 
@@ -16,13 +16,13 @@ int64_t const_dim(const te::Tensor& t, size_t i, const char* op);
 
 /// The position of the candidate of split knob `name` whose innermost factor is the largest one
 /// not above `limit` (the first candidate when none is).
-int split_position(const autotune::ConfigSpace& space, const std::string& name, int64_t limit);
+int split_position(const space::ConfigSpace& space, const std::string& name, int64_t limit);
 
 /// The position of `value` among the choices of knob `name` (0 when absent).
-int knob_position(const autotune::ConfigSpace& space, const std::string& name, int64_t value);
+int knob_position(const space::ConfigSpace& space, const std::string& name, int64_t value);
 
 /// The index of knob `name` in the space, for filling a positions vector.
-size_t knob_index(const autotune::ConfigSpace& space, const std::string& name);
+size_t knob_index(const space::ConfigSpace& space, const std::string& name);
 
 /// The stage a template tiles to store its result. `output` undefined or `op_out` itself: op_out's
 /// stage. Otherwise `output` is an elementwise epilogue of `op_out` with the same shape (a bias, a

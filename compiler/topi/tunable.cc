@@ -11,8 +11,8 @@ namespace kiln::topi {
 
 namespace {
 
-using autotune::Config;
-using autotune::ConfigSpace;
+using space::Config;
+using space::ConfigSpace;
 
 /// The default of a template whose default point does not depend on the target.
 template <typename Default>
@@ -32,8 +32,9 @@ auto vector_width(Default dflt) {
 
 /// An entry for a template whose schedule takes an epilogue stage.
 template <typename Space, typename Default, typename Schedule>
-TunableTemplate entry(const char* name, Space space, Default dflt, Schedule schedule) {
-  return {name, space, dflt,
+TunableTemplate entry(const char* name, std::vector<std::string> computes, Space space,
+                      Default dflt, Schedule schedule) {
+  return {name, std::move(computes), space, dflt,
           [schedule](te::Schedule& s, const te::Tensor& out, const Config& cfg,
                      const te::Tensor& output) { schedule(s, out, cfg, output); }};
 }
@@ -42,20 +43,26 @@ TunableTemplate entry(const char* name, Space space, Default dflt, Schedule sche
 
 const std::vector<TunableTemplate>& tunable_templates() {
   static const std::vector<TunableTemplate> templates = {
-      entry("conv2d_nchw_x86", conv2d_nchw_x86_space, any_target(conv2d_nchw_x86_default),
-            schedule_conv2d_nchw_x86),
-      entry("depthwise_conv2d_nchw_x86", depthwise_conv2d_nchw_x86_space,
+      entry("conv2d_nchw_x86", {"conv2d_nchw"}, conv2d_nchw_x86_space,
+            any_target(conv2d_nchw_x86_default), schedule_conv2d_nchw_x86),
+      entry("depthwise_conv2d_nchw_x86", {"conv2d_nchw"}, depthwise_conv2d_nchw_x86_space,
             any_target(depthwise_conv2d_nchw_x86_default), schedule_depthwise_conv2d_nchw_x86),
-      entry("conv2d_nchwc_x86", conv2d_nchwc_x86_space, vector_width(conv2d_nchwc_x86_default),
-            schedule_conv2d_nchwc_x86),
-      entry("depthwise_conv2d_nchwc_x86", depthwise_conv2d_nchwc_x86_space,
-            vector_width(depthwise_conv2d_nchwc_x86_default), schedule_depthwise_conv2d_nchwc_x86),
-      entry("conv2d_transpose_nchw_x86", conv2d_transpose_nchw_x86_space,
-            any_target(conv2d_transpose_nchw_x86_default), schedule_conv2d_transpose_nchw_x86),
-      entry("dense_x86", dense_x86_space, any_target(dense_x86_default), schedule_dense_x86),
-      entry("batch_matmul_x86", batch_matmul_x86_space, any_target(batch_matmul_x86_default),
-            schedule_batch_matmul_x86),
-      {"pool2d_x86", pool2d_x86_space, any_target(pool2d_x86_default),
+      entry("conv2d_nchwc_x86", {"conv2d_nchwc"}, conv2d_nchwc_x86_space,
+            vector_width(conv2d_nchwc_x86_default), schedule_conv2d_nchwc_x86),
+      entry("depthwise_conv2d_nchwc_x86", {"depthwise_conv2d_nchwc"},
+            depthwise_conv2d_nchwc_x86_space, vector_width(depthwise_conv2d_nchwc_x86_default),
+            schedule_depthwise_conv2d_nchwc_x86),
+      entry("conv2d_transpose_nchw_x86", {"conv2d_transpose_nchw", "conv2d_transpose_nchw_packed"},
+            conv2d_transpose_nchw_x86_space, any_target(conv2d_transpose_nchw_x86_default),
+            schedule_conv2d_transpose_nchw_x86),
+      entry("dense_x86", {"dense", "dense_packed"}, dense_x86_space, any_target(dense_x86_default),
+            schedule_dense_x86),
+      entry("batch_matmul_x86", {"batch_matmul"}, batch_matmul_x86_space,
+            any_target(batch_matmul_x86_default), schedule_batch_matmul_x86),
+      {"pool2d_x86",
+       {"max_pool2d", "avg_pool2d", "global_max_pool2d", "global_avg_pool2d"},
+       pool2d_x86_space,
+       any_target(pool2d_x86_default),
        [](te::Schedule& s, const te::Tensor& out, const Config& cfg, const te::Tensor& output) {
          KILN_ICHECK(!output.defined() || output == out)
              << "pool2d_x86 takes no epilogue ('" << output->name() << "')";
@@ -73,6 +80,16 @@ const TunableTemplate& tunable_template(const std::string& name) {
   }
   KILN_USER_ERROR() << "no tunable template named '" << name << "' (known: " << known << ")";
   KILN_UNREACHABLE();
+}
+
+void check_template_compute(const TunableTemplate& t, const std::string& compute) {
+  std::string list;
+  for (const std::string& c : t.computes) {
+    if (c == compute) return;
+    list += (list.empty() ? "" : ", ") + c;
+  }
+  KILN_USER_ERROR() << "template '" << t.name << "' schedules " << list << ", not '" << compute
+                    << "'";
 }
 
 }  // namespace kiln::topi

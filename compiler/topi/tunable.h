@@ -2,9 +2,9 @@
 // schedule template (its config space for a given output, the default point, and the schedule of
 // one point) behind one interface, so that both choose configs the same way.
 //
-//   const TunableTemplate& t = tunable_template("conv2d_nchwc_x86");
-//   autotune::ConfigSpace space = t.space(out);
-//   autotune::Config d = t.default_config(out, space, target::Target::parse("llvm -mcpu=native"));
+//   const TunableTemplate& t = tunable_template("conv2d_nchwc_x86");  // schedules conv2d_nchwc
+//   space::ConfigSpace space = t.space(out);
+//   space::Config d = t.default_config(out, space, target::Target::parse("llvm -mcpu=native"));
 //   te::Schedule s = te::create_schedule({out});
 //   t.schedule(s, out, space.get(42), out);
 #pragma once
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "compiler/target/target.h"
 #include "compiler/te/schedule.h"
 
@@ -21,14 +21,16 @@ namespace kiln::topi {
 
 struct TunableTemplate {
   std::string name;  ///< "conv2d_nchwc_x86": the operator and the target family
-  std::function<autotune::ConfigSpace(const te::Tensor& out)> space;
+  /// The topi computes (Workload::compute) whose outputs it schedules.
+  std::vector<std::string> computes;
+  std::function<space::ConfigSpace(const te::Tensor& out)> space;
   /// The default point of `space` (made by `space(out)`) for `target`.
-  std::function<autotune::Config(const te::Tensor& out, const autotune::ConfigSpace& space,
-                                 const target::Target& target)>
+  std::function<space::Config(const te::Tensor& out, const space::ConfigSpace& space,
+                              const target::Target& target)>
       default_config;
   /// Schedules `out` with `config`; `output` is `out` or an elementwise epilogue of it to compute
   /// in the template's tile (topi::epilogue_stage); templates without epilogue support refuse one.
-  std::function<void(te::Schedule&, const te::Tensor& out, const autotune::Config&,
+  std::function<void(te::Schedule&, const te::Tensor& out, const space::Config&,
                      const te::Tensor& output)>
       schedule;
 };
@@ -40,5 +42,8 @@ const std::vector<TunableTemplate>& tunable_templates();
 
 /// The template called `name`; kiln::Error listing the known names otherwise.
 const TunableTemplate& tunable_template(const std::string& name);
+
+/// Checks that template `t` schedules outputs of `compute`; kiln::Error naming both otherwise.
+void check_template_compute(const TunableTemplate& t, const std::string& compute);
 
 }  // namespace kiln::topi

@@ -111,8 +111,16 @@ class Parser {
         case 't': out += '\t'; break;
         case 'u': {
           if (pos_ + 4 > s_.size()) fail("short \\u escape");
-          unsigned code = std::stoul(s_.substr(pos_, 4), nullptr, 16);
-          pos_ += 4;
+          unsigned code = 0;
+          for (int i = 0; i < 4; ++i) {
+            const char h = s_[pos_++];
+            const int v = h >= '0' && h <= '9'   ? h - '0'
+                          : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                          : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                                 : -1;
+            if (v < 0) fail("bad \\u escape");
+            code = code * 16 + static_cast<unsigned>(v);
+          }
           if (code < 0x80) {
             out += static_cast<char>(code);
           } else if (code < 0x800) {

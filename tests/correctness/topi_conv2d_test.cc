@@ -15,9 +15,9 @@
 namespace kiln {
 namespace {
 
-using autotune::Config;
-using autotune::ConfigSpace;
 using runtime::NDArray;
+using space::Config;
+using space::ConfigSpace;
 using testing::all_close;
 using testing::build_host;
 using testing::random_array;

@@ -166,7 +166,7 @@ struct Candidate {
   double gflops = 0;
 };
 
-Candidate measure(const autotune::Config& cfg) {
+Candidate measure(const space::Config& cfg) {
   te::Tensor a = te::placeholder({kN, kN}, ir::kFloat32, "A");
   te::Tensor b = te::placeholder({kN, kN}, ir::kFloat32, "B");
   te::Tensor c = topi::matmul(a, b);
@@ -194,9 +194,9 @@ Candidate measure(const autotune::Config& cfg) {
 }
 
 TEST(AutotuneCostModel, RanksRealMatmulSchedules) {
-  autotune::ConfigSpace space;
+  space::ConfigSpace space;
   space.define_split("tile_y", kN, 2);
-  space.define_split("tile_x", kN, 2, autotune::SplitPolicy::kFactors, 64);
+  space.define_split("tile_x", kN, 2, space::SplitPolicy::kFactors, 64);
   space.define_split("tile_k", kN, 2);
   std::mt19937_64 rng(11);
   std::vector<uint64_t> picks;

@@ -15,6 +15,9 @@
 namespace kiln::autotune {
 namespace {
 
+using space::Config;
+using space::ConfigSpace;
+
 // 45 * 28 * 6 * 6 = 45360 points.
 ConfigSpace big_space() {
   ConfigSpace s;

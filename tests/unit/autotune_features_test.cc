@@ -164,7 +164,7 @@ TEST(AutotuneFeatures, ParallelAndUnrolledLoops) {
 }
 
 TEST(AutotuneFeatures, KnobFeatures) {
-  autotune::ConfigSpace space;
+  space::ConfigSpace space;
   space.define_split("tile_y", 64, 2);
   space.define_knob("unroll", {0, 4, 8});
   auto cfg = space.get(space.size() - 1);

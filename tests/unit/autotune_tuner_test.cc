@@ -34,6 +34,8 @@
 namespace kiln::autotune {
 namespace {
 
+using space::Config;
+
 Task dense_task() {
   te::Tensor x = te::placeholder({32, 64}, ir::kFloat32, "x");
   te::Tensor w = te::placeholder({48, 64}, ir::kFloat32, "w");

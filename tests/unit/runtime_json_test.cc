@@ -24,6 +24,12 @@ TEST(Json, MalformedTextNamesOriginAndPosition) {
   EXPECT_ERROR_CONTAINS(Json::parse("[1] x", "g"), "after the value");
   EXPECT_ERROR_CONTAINS(Json::parse("\"abc", "g"), "unterminated string");
   EXPECT_ERROR_CONTAINS(Json::parse(std::string(1000, '['), "g"), "too deep");
+  // A unicode escape takes exactly four hex digits (a std::invalid_argument escaped here).
+  EXPECT_ERROR_CONTAINS(Json::parse(R"("\uzzzz")", "g"), "bad \\u escape");
+  EXPECT_ERROR_CONTAINS(Json::parse(R"("\u12x4")", "g"), "bad \\u escape");
+  EXPECT_EQ(Json::parse(R"("\u00e9\u0041")").as_string("s"),
+            "\xc3\xa9"
+            "A");
 }
 
 TEST(Json, TypedAccessNamesTheField) {

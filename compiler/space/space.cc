@@ -1,5 +1,5 @@
 // Building config spaces and decoding their points.
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 
 #include <algorithm>
 #include <functional>
@@ -7,15 +7,19 @@
 
 #include "base/error.h"
 
-namespace kiln::autotune {
+namespace kiln::space {
 namespace {
 
+/// The factors of n, ascending, in O(sqrt(n)) steps (extents reach 2^31 in workloads).
 std::vector<int64_t> factors_of(int64_t n) {
-  std::vector<int64_t> f;
-  for (int64_t i = 1; i <= n; ++i) {
-    if (n % i == 0) f.push_back(i);
+  std::vector<int64_t> low, high;
+  for (int64_t i = 1; i <= n / i; ++i) {
+    if (n % i != 0) continue;
+    low.push_back(i);
+    if (i != n / i) high.push_back(n / i);
   }
-  return f;
+  low.insert(low.end(), high.rbegin(), high.rend());
+  return low;
 }
 
 std::vector<int64_t> powers_of_two(int64_t n) {
@@ -166,4 +170,4 @@ std::string Config::str() const {
   return os.str();
 }
 
-}  // namespace kiln::autotune
+}  // namespace kiln::space

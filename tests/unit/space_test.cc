@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "compiler/autotune/space.h"
+#include "compiler/space/space.h"
 #include "tests/common/expect_error.h"
 
-namespace kiln::autotune {
+namespace kiln::space {
 namespace {
 
 TEST(ConfigSpace, SplitEnumeratesEveryFactorization) {
@@ -24,6 +24,17 @@ TEST(ConfigSpace, SplitEnumeratesEveryFactorization) {
     seen.insert(f);
   }
   EXPECT_EQ(seen.size(), 6u);
+}
+
+TEST(ConfigSpace, FactorsOfLargeAndSquareExtents) {
+  ConfigSpace big;
+  big.define_split("t", 2147483646, 2);  // 2 * 3^2 * 7 * 11 * 31 * 151 * 331: 192 factors
+  EXPECT_EQ(big.size(), 192u);
+  ConfigSpace square;
+  square.define_split("t", 36, 2);
+  std::vector<int64_t> inner;
+  for (uint64_t i = 0; i < square.size(); ++i) inner.push_back(square.get(i).split("t")[1]);
+  EXPECT_EQ(inner, (std::vector<int64_t>{1, 2, 3, 4, 6, 9, 12, 18, 36}));
 }
 
 TEST(ConfigSpace, ThreeWaySplitAndMaxInner) {
@@ -95,4 +106,4 @@ TEST(ConfigSpace, BadRequestsNameTheKnob) {
 }
 
 }  // namespace
-}  // namespace kiln::autotune
+}  // namespace kiln::space

@@ -1,4 +1,5 @@
-// Config spaces: the knobs of a schedule template and the points of their product.
+// Config spaces: the knobs of a schedule template and the points of their product, the vocabulary
+// the operator templates (topi) declare and the tuner (autotune) searches; it depends on neither.
 //
 // A template declares its knobs once per workload (its space), and then builds a schedule from
 // one point of that space (a Config):
@@ -18,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace kiln::autotune {
+namespace kiln::space {
 
 enum class KnobKind : uint8_t {
   kSplit,  ///< a factorization of an extent into `parts` factors (outermost first)
@@ -93,4 +94,4 @@ class Config {
   std::vector<int> positions_;
 };
 
-}  // namespace kiln::autotune
+}  // namespace kiln::space
