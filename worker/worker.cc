@@ -387,9 +387,11 @@ void Worker::run() {
       if (running.empty()) continue;
       Running r = std::move(running.front());
       running.pop_front();
-      // Wait in slices so that stop() does not wait for a long build (it is abandoned).
-      while (r.result.wait_for(std::chrono::milliseconds(50)) == std::future_status::timeout &&
-             Clock::now() < r.deadline && !stopped()) {
+      // Wait in slices so that stop() does not wait for a long build (it is abandoned), never
+      // past the build's deadline: a build that ends after it is a timeout, however soon after.
+      while (Clock::now() < r.deadline && !stopped() &&
+             r.result.wait_until(std::min(r.deadline, Clock::now() + std::chrono::milliseconds(50))) ==
+                 std::future_status::timeout) {
       }
       if (stopped()) return;
       finish(cands[r.index], r.result, r.deadline);

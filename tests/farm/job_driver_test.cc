@@ -200,8 +200,11 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
   service = kilnd.service();
   std::this_thread::sleep_for(std::chrono::seconds(3));
   EXPECT_FALSE(kilnd.process().wait_for_exit(std::chrono::milliseconds(0)));
-  for (uint64_t id : {crasher, hanger, hog})
-    if (id != 0) EXPECT_EQ(get_job(*service, id).progress().state(), v1::JOB_STATE_FAILED) << id;
+  for (uint64_t id : {crasher, hanger, hog}) {
+    if (id != 0) {
+      EXPECT_EQ(get_job(*service, id).progress().state(), v1::JOB_STATE_FAILED) << id;
+    }
+  }
   for (uint64_t id : {victim, good})
     EXPECT_EQ(get_job(*service, id).progress().state(), v1::JOB_STATE_DONE) << id;
   EXPECT_EQ(size_or_zero(logs + std::to_string(crasher) + ".log"), crasher_log);
