@@ -258,8 +258,10 @@ void Worker::run() {
     out->target = ref.target();
     try {
       out->task = autotune::Task::from_workload(ref.template_name(), ref.workload(), ref.target());
+      log("task " + out->task->key + " rebuilt from its workload");
     } catch (const std::exception& e) {
       out->error = "cannot rebuild task '" + ref.task_key() + "' from its workload: " + e.what();
+      log(out->error);
     }
     cache.push_front(out);
     if (cache.size() > kTaskCacheSize) cache.pop_back();

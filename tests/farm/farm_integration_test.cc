@@ -127,8 +127,10 @@ TEST_F(FarmIntegrationTest, TuningSpreadsOverAgentsAndWorkersAndTheBundleMatches
   EXPECT_GT(completed["a1"], 0u);
   EXPECT_GT(completed["a2"], 0u);
   EXPECT_GT(completed["b1"], 0u);
-  EXPECT_NE(w1->stderr_text().find("tasks for"), std::string::npos) << w1->stderr_text();
-  EXPECT_NE(w2->stderr_text().find("tasks for"), std::string::npos) << w2->stderr_text();
+  EXPECT_NE(w1->stderr_text().find("rebuilt from its workload"), std::string::npos)
+      << w1->stderr_text();
+  EXPECT_NE(w2->stderr_text().find("rebuilt from its workload"), std::string::npos)
+      << w2->stderr_text();
 
   // The fetched bundle computes what a local compile computes.
   std::ofstream(dir_.file("a.kiln"), std::ios::binary) << fetch(k, ja);
