@@ -227,13 +227,13 @@ const kiln::cli::Command kRun{
     .operands = "MODEL.kiln",
     .summary = "run a bundle on this machine and print or write its outputs",
     .flags = {{"--input", "[NAME=]X.npy",
-               "an input: in the order of the model's inputs, or by name (once per input; an "
-               "input with a default value in the model may be left out)"},
+               "an input: in the order of the model's inputs, or by name (once per input)"},
               {"-o", "DIR",
                "write each output to DIR/<output name>.npy, creating DIR (default: print)"},
               {"--profile", "RUNS",
                "time RUNS runs and print each kernel's median time (default: run once)"}},
     .notes =
+        "An input with a default value in the model may be left out. "
         "With -o DIR, each output goes to its own .npy file in DIR, named after the output: "
         "characters other than letters, digits, '.', '-' and '_' become '_' (and so does a "
         "leading '.'), and a name two outputs would share gets _2, _3, ... Every output is "

@@ -72,8 +72,23 @@ v1::Job wait_final(v1::KilnService::Stub& s, uint64_t id, std::chrono::seconds l
   return job;
 }
 
-/// The pid of job `id`'s kiln-tuner process (0 when none runs).
-pid_t driver_pid(uint64_t id) {
+/// The parent of process `pid` (0 when it is gone).
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t close = stat.rfind(')');  // "pid (comm) state ppid ..."
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  long ppid = 0;
+  rest >> state >> ppid;
+  return static_cast<pid_t>(ppid);
+}
+
+/// The pid of job `id`'s kiln-tuner process, a child of `kilnd` (0 when none runs). Other tests
+/// may run kilnds with jobs of the same ids at the same time.
+pid_t driver_pid(uint64_t id, pid_t kilnd) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -83,9 +98,11 @@ pid_t driver_pid(uint64_t id) {
     std::string cmd = ss.str();
     for (char& c : cmd)
       if (c == '\0') c = ' ';
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (cmd.find("kiln-tuner") != std::string::npos &&
-        cmd.find("--job " + std::to_string(id) + " ") != std::string::npos)
-      return static_cast<pid_t>(std::stol(name));
+        cmd.find("--job " + std::to_string(id) + " ") != std::string::npos &&
+        parent_of(pid) == kilnd)
+      return pid;
   }
   return 0;
 }
@@ -144,7 +161,7 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
       [&] { return get_job(*service, victim).progress().phase().rfind("tuning task", 0) == 0; },
       std::chrono::seconds(240)))
       << get_job(*service, victim).progress().phase();
-  const pid_t pid = driver_pid(victim);
+  const pid_t pid = driver_pid(victim, kilnd.process().pid());
   ASSERT_GT(pid, 0);
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
 
@@ -208,7 +225,7 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
   for (uint64_t id : {victim, good})
     EXPECT_EQ(get_job(*service, id).progress().state(), v1::JOB_STATE_DONE) << id;
   EXPECT_EQ(size_or_zero(logs + std::to_string(crasher) + ".log"), crasher_log);
-  EXPECT_EQ(driver_pid(crasher), 0);
+  EXPECT_EQ(driver_pid(crasher, kilnd.process().pid()), 0);
 }
 
 }  // namespace
