@@ -23,8 +23,8 @@ enum class ErrorKind : uint8_t {
 };
 
 inline constexpr const char* kErrorKindNames[] = {
-    "none", "compile_error", "compile_timeout", "runtime_error", "run_timeout", "crash",
-    "wrong_answer"};
+    "none",        "compile_error", "compile_timeout", "runtime_error",
+    "run_timeout", "crash",         "wrong_answer"};
 inline constexpr int kNumErrorKinds = sizeof(kErrorKindNames) / sizeof(kErrorKindNames[0]);
 
 /// "none", "compile_error", "compile_timeout", "runtime_error", "run_timeout", "crash",

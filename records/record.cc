@@ -103,7 +103,8 @@ MeasureRecord record_from_json(const Json& j, const std::string& origin) {
   r.gflops = field(j, "gflops", origin).as_double(what(origin, "gflops"));
   r.timestamp_ms = field(j, "timestamp_ms", origin).as_int(what(origin, "timestamp_ms"));
   r.search_seed = u64_from_json(field(j, "search_seed", origin), what(origin, "search_seed"));
-  if (j.has("contended")) r.contended = j.at("contended", origin).as_bool(what(origin, "contended"));
+  if (j.has("contended"))
+    r.contended = j.at("contended", origin).as_bool(what(origin, "contended"));
   return r;
 }
 

@@ -25,15 +25,16 @@ struct MeasureRecord {
   std::string device;    ///< the device's fingerprint (CPU model and cores, driver, ...)
   std::string task_key;  ///< the tuning task (operator and workload)
   uint64_t config_index = 0;
-  std::string config;            ///< Config::str(), for humans
-  std::vector<double> costs_s;   ///< seconds per run; empty on error
+  std::string config;                  ///< Config::str(), for humans
+  std::vector<double> costs_s;         ///< seconds per run; empty on error
   ErrorKind error = ErrorKind::kNone;  ///< base/error_kind.h
   std::string error_msg;
-  double gflops = 0;             ///< 0 on error
-  int64_t timestamp_ms = 0;      ///< milliseconds since the Unix epoch
-  uint64_t search_seed = 0;      ///< the random seed of the search that chose it (for replay)
+  double gflops = 0;         ///< 0 on error
+  int64_t timestamp_ms = 0;  ///< milliseconds since the Unix epoch
+  uint64_t search_seed = 0;  ///< the random seed of the search that chose it (for replay)
   /// Timed while other processes held the measuring CPU beyond the runner's retry allowance
-  /// (kernel_runner.h, "Contention"): the costs may be too high. Written to the JSON only when true.
+  /// (kernel_runner.h, "Contention"): the costs may be too high. Written to the JSON only when
+  /// true.
   bool contended = false;
 
   /// The record's cost: the fastest repeat of costs_s (other processes only ever add time, so the
@@ -54,6 +55,5 @@ MeasureRecord record_from_json(const runtime::Json& j, const std::string& origin
 std::string record_to_string(const MeasureRecord& r);
 /// Parses one line of JSON text; kiln::Error naming `origin` and the field when it is malformed.
 MeasureRecord record_from_string(const std::string& text, const std::string& origin = "record");
-
 
 }  // namespace kiln::records

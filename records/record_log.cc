@@ -1,13 +1,12 @@
 // The record log: the RocksDB keys described in record_log.h, group commit, and export/import.
 #include "records/record_log.h"
 
-#include <algorithm>
-
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cmath>
@@ -16,8 +15,8 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -236,7 +235,8 @@ uint64_t RecordLog::append(const MeasureRecord& r) {
   return me.seq;
 }
 
-void RecordLog::append_async(MeasureRecord r, std::function<void(uint64_t, std::exception_ptr)> done) {
+void RecordLog::append_async(MeasureRecord r,
+                             std::function<void(uint64_t, std::exception_ptr)> done) {
   check_record(r, "record log '" + impl_->dir + "'");
   auto* me = new Impl::Append;
   me->owned = std::make_unique<MeasureRecord>(std::move(r));

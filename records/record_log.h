@@ -24,8 +24,8 @@
 // writes them all as ONE synced WriteBatch (sequence numbers in queue order, the count and best
 // entries carried across the group), then wakes the others with their sequence numbers. So N
 // concurrent appends cost about one fsync, not N, and each still returns only once its record is
-// on disk; when the write fails, every appender of that group gets the kiln::SystemError and none of
-// its records is there. Alone, an appender is its own group of one: the same single batch as
+// on disk; when the write fails, every appender of that group gets the kiln::SystemError and none
+// of its records is there. Alone, an appender is its own group of one: the same single batch as
 // ever. Reads need no lock. Another process cannot open the same folder while this one has it
 // (RocksDB's LOCK file).
 #pragma once

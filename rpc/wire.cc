@@ -52,9 +52,9 @@ records::MeasureRecord from_wire(const v1::MeasureRecord& w, const std::string& 
     r.costs_s.push_back(c);
   }
   const std::optional<ErrorKind> kind = from_wire(w.error());
-  KILN_USER_CHECK(kind.has_value()) << origin << ": field 'error' is "
-                                    << v1::ErrorKind_Name(w.error())
-                                    << ", which a record cannot hold";
+  KILN_USER_CHECK(kind.has_value())
+      << origin << ": field 'error' is " << v1::ErrorKind_Name(w.error())
+      << ", which a record cannot hold";
   r.error = *kind;
   r.error_msg = w.error_msg();
   KILN_USER_CHECK(std::isfinite(w.gflops()) && w.gflops() >= 0)

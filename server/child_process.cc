@@ -25,8 +25,7 @@ std::string ExitStatus::describe() const {
 }
 
 ChildProcess ChildProcess::start(const std::vector<std::string>& argv,
-                                 const std::vector<std::string>& env,
-                                 const std::string& log_path) {
+                                 const std::vector<std::string>& env, const std::string& log_path) {
   KILN_ICHECK(!argv.empty()) << "ChildProcess::start without a program";
   KILN_SYSTEM_CHECK(::access(argv[0].c_str(), X_OK) == 0)
       << "cannot start '" << argv[0] << "': " << std::strerror(errno);

@@ -22,8 +22,8 @@ namespace kiln::server {
 /// How a child ended.
 struct ExitStatus {
   bool signaled = false;
-  int code = 0;    ///< the exit status, when !signaled
-  int signo = 0;   ///< the signal, when signaled
+  int code = 0;   ///< the exit status, when !signaled
+  int signo = 0;  ///< the signal, when signaled
   bool exited(int c) const { return !signaled && code == c; }
   /// "exited with status 2", "killed by SIGSEGV".
   std::string describe() const;

@@ -31,8 +31,8 @@ Farm::Registration Farm::register_device(const v1::RegisterDeviceRequest& r) {
   std::lock_guard<std::mutex> lock(mu_);
   const DeviceId id = tracker_.devices().register_device(r.key(), r.target(), caps);
   add_event_locked("device_joined", "device " + std::to_string(id) + " (key '" + r.key() + "', " +
-                                 (r.fingerprint().empty() ? r.target() : r.fingerprint()) +
-                                 ") joined");
+                                        (r.fingerprint().empty() ? r.target() : r.fingerprint()) +
+                                        ") joined");
   refresh_gauges_locked();
   return {id, static_cast<uint32_t>(tracker::to_ms(options_.tracker.registry.lease))};
 }
@@ -54,7 +54,8 @@ Farm::Attach Farm::attach(DeviceId device, WorkSink* sink) {
   if (stopping_) return Attach::kStopping;
   if (!tracker_.devices().find(device)) return Attach::kUnknownDevice;
   if (auto old = sinks_.find(device); old != sinks_.end() && old->second != sink)
-    old->second->close(false, "another work stream of device " + std::to_string(device) + " opened");
+    old->second->close(false,
+                       "another work stream of device " + std::to_string(device) + " opened");
   sinks_[device] = sink;
   feed_locked(device);
   return Attach::kAttached;
@@ -116,8 +117,9 @@ void Farm::device_gone(DeviceId device, const std::string& why) {
   const size_t held = d->in_flight.size();
   for (const tracker::GiveUp& g : tracker_.remove_device(device)) give_up_locked(g);
   forget_device_locked(device, key);
-  add_event_locked("device_lost", "device " + std::to_string(device) + " (key '" + key + "') " + why +
-                               (held ? "; " + std::to_string(held) + " request(s) re-queued" : ""));
+  add_event_locked("device_lost",
+                   "device " + std::to_string(device) + " (key '" + key + "') " + why +
+                       (held ? "; " + std::to_string(held) + " request(s) re-queued" : ""));
   feed_key_locked(key, held);
   refresh_gauges_locked();
 }
@@ -141,13 +143,15 @@ void Farm::report_result(const v1::MeasureResult& r,
     }
   }
   std::unique_lock<std::mutex> lock(mu_);
-  const std::optional<tracker::Report> rep = tracker_.report(r.request_id(), r.device_id(), outcome);
+  const std::optional<tracker::Report> rep =
+      tracker_.report(r.request_id(), r.device_id(), outcome);
   if (!rep) {
     lock.unlock();
     done(false, nullptr);
     return;
   }
-  metrics_.observe_measure(std::chrono::duration<double>(rep->completion.run).count(), outcome.error);
+  metrics_.observe_measure(std::chrono::duration<double>(rep->completion.run).count(),
+                           outcome.error);
   metrics_.observe_queue_wait(std::chrono::duration<double>(rep->completion.queued).count());
   DeviceStats& stats = device_stats_[r.device_id()];
   if (outcome.error != ErrorKind::kNone) ++stats.errors[error_kind_name(outcome.error)];
@@ -156,8 +160,9 @@ void Farm::report_result(const v1::MeasureResult& r,
     stats.recent.pop_front();
   if (rep->quarantined) {
     const tracker::Device* d = tracker_.devices().find(r.device_id());
-    add_event_locked("quarantine", "device " + std::to_string(r.device_id()) + " quarantined: " +
-                                       (d ? d->quarantine_reason : std::string("repeated failures")));
+    add_event_locked("quarantine",
+                     "device " + std::to_string(r.device_id()) + " quarantined: " +
+                         (d ? d->quarantine_reason : std::string("repeated failures")));
   }
   // The device is free: its next request goes out while this one's record is written.
   feed_locked(r.device_id());
@@ -177,7 +182,8 @@ void Farm::report_result(const v1::MeasureResult& r,
           what = e.what();
         } catch (...) {
         }
-        settle_measure_locked(id, std::nullopt, "the record log could not keep the result: " + what);
+        settle_measure_locked(id, std::nullopt,
+                              "the record log could not keep the result: " + what);
       } else {
         metrics_.record_appended();
         settle_measure_locked(id, record, "");
@@ -187,7 +193,8 @@ void Farm::report_result(const v1::MeasureResult& r,
   });
 }
 
-void Farm::settle_measure_locked(tracker::RequestId id, std::optional<records::MeasureRecord> record,
+void Farm::settle_measure_locked(tracker::RequestId id,
+                                 std::optional<records::MeasureRecord> record,
                                  const std::string& failure) {
   auto it = measure_slots_.find(id);
   if (it == measure_slots_.end()) return;
@@ -225,8 +232,7 @@ std::vector<v1::DeviceInfo> Farm::devices(const std::string& key) const {
     info.set_quarantine_reason(d.quarantine_reason);
     info.set_completed(d.completed);
     info.set_in_flight(static_cast<uint32_t>(d.in_flight.size()));
-    info.set_registered_ms(clock_.unix_ms() -
-                           tracker::to_ms(clock_.now() - d.registered_at));
+    info.set_registered_ms(clock_.unix_ms() - tracker::to_ms(clock_.now() - d.registered_at));
     v1::DeviceCapabilities* c = info.mutable_capabilities();
     c->set_cpu_model(cap("cpu_model"));
     if (!cap("cores").empty()) c->set_cores(static_cast<uint32_t>(std::stoul(cap("cores"))));
@@ -245,17 +251,15 @@ std::vector<v1::DeviceInfo> Farm::devices(const std::string& key) const {
   return out;
 }
 
-
 void Farm::give_up_locked(const tracker::GiveUp& g) {
   metrics_.give_up(g.kind);
   add_event_locked("retry", "request " + std::to_string(g.request.id) + " of job " +
-                         std::to_string(g.request.job_id) + " given up: " + g.reason);
+                                std::to_string(g.request.job_id) + " given up: " + g.reason);
   if (auto it = measure_slots_.find(g.request.id); it != measure_slots_.end()) {
     it->second.batch->slots[it->second.index].given_up = g;
     it->second.batch->cv.notify_all();
     measure_slots_.erase(it);
   }
 }
-
 
 }  // namespace kiln::server

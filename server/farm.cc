@@ -66,10 +66,12 @@ void Farm::start(const std::string& driver_server) {
     runnable_.push_back(j.id);
     job_versions_[j.id] = 1;
   }
-  if (!runnable_.empty()) add_event_locked("resume", std::to_string(runnable_.size()) + " unfinished jobs resumed");
+  if (!runnable_.empty())
+    add_event_locked("resume", std::to_string(runnable_.size()) + " unfinished jobs resumed");
   refresh_gauges_locked();
   ticker_ = std::thread([this] { tick_loop(); });
-  for (int i = 0; i < options_.max_running_jobs; ++i) runners_.emplace_back([this] { runner_loop(); });
+  for (int i = 0; i < options_.max_running_jobs; ++i)
+    runners_.emplace_back([this] { runner_loop(); });
 }
 
 void Farm::stop() {
@@ -111,11 +113,12 @@ void Farm::tick_loop() {
     const tracker::Maintenance m = tracker_.tick();
     for (const tracker::DroppedDevice& gone : m.dropped) {
       add_event_locked("device_lost", "device " + std::to_string(gone.id) + " (key '" + gone.key +
-                                   "') missed its heartbeats; " +
-                                   std::to_string(gone.in_flight.size()) + " request(s) re-queued");
+                                          "') missed its heartbeats; " +
+                                          std::to_string(gone.in_flight.size()) +
+                                          " request(s) re-queued");
       if (auto sink = sinks_.find(gone.id); sink != sinks_.end()) {
-        sink->second->close(false, "device " + std::to_string(gone.id) +
-                                       " missed its heartbeats: register again");
+        sink->second->close(
+            false, "device " + std::to_string(gone.id) + " missed its heartbeats: register again");
       }
       forget_device_locked(gone.id, gone.key);
       feed_key_locked(gone.key, gone.in_flight.size());

@@ -313,18 +313,18 @@ class Farm {
   tracker::BuildQueue builds_;
   std::condition_variable builds_cv_;  ///< a build was queued
   std::condition_variable jobs_cv_;    ///< a job changed (watchers) or became runnable
-  std::unordered_map<tracker::DeviceId, WorkSink*> sinks_;    ///< devices with an open stream
+  std::unordered_map<tracker::DeviceId, WorkSink*> sinks_;   ///< devices with an open stream
   std::map<std::string, std::set<tracker::DeviceId>> idle_;  ///< of those, with room, by key
-  std::unordered_map<uint64_t, SlotRef> build_slots_;    ///< build id -> its candidate
-  std::unordered_map<uint64_t, SlotRef> measure_slots_;  ///< request id -> its candidate
+  std::unordered_map<uint64_t, SlotRef> build_slots_;        ///< build id -> its candidate
+  std::unordered_map<uint64_t, SlotRef> measure_slots_;      ///< request id -> its candidate
   std::unordered_map<tracker::JobId, uint64_t> job_versions_;
   std::unordered_map<tracker::JobId, DriverSession> drivers_;  ///< jobs with a running driver
   std::set<tracker::JobId> cancelled_;
   std::deque<tracker::JobId> runnable_;  ///< jobs waiting for a runner
   std::deque<FarmEvent> events_;
   struct DeviceStats {
-    std::map<std::string, uint64_t> errors;       ///< results by error kind
-    std::deque<tracker::TimePoint> recent;        ///< result times of the last minute
+    std::map<std::string, uint64_t> errors;  ///< results by error kind
+    std::deque<tracker::TimePoint> recent;   ///< result times of the last minute
   };
   std::unordered_map<tracker::DeviceId, DeviceStats> device_stats_;
   std::atomic<bool> stopping_{false};

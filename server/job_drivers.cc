@@ -189,9 +189,9 @@ Farm::TryOutcome Farm::run_driver_once(JobId id) {
   if (status->signaled) {
     if (mentions_out_of_memory(tail))
       return {false, true, "the compiler ran out of memory (limit " + limit + ")" + where};
-    return {false, true,
-            "the compiler crashed on this model (" + runtime::signal_name(status->signo) + ")" +
-                where};
+    return {
+        false, true,
+        "the compiler crashed on this model (" + runtime::signal_name(status->signo) + ")" + where};
   }
   switch (status->code) {
     case rpc::kDriverUserError:
@@ -244,8 +244,7 @@ std::string Farm::check_model(const std::string& model_file) {
       child.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(d.check_timeout));
   if (!status) {
     child.stop(std::chrono::seconds(1));
-    return "the compiler took more than " + seconds(d.check_timeout) +
-           " to import it (time limit)";
+    return "the compiler took more than " + seconds(d.check_timeout) + " to import it (time limit)";
   }
   const std::string tail = file_tail(log_path, 8192);
   if (status->exited(rpc::kDriverDone)) return "";
@@ -395,7 +394,8 @@ uint64_t Farm::store_bundle(const std::function<bool(v1::BundleUpload&)>& read_c
   v1::BundleUpload chunk;
   if (!read_chunk(chunk)) throw invalid_argument("UploadBundle: no chunk");
   const JobRecord j = driver_job(chunk.auth());
-  const fs::path final_path = fs::path(options_.state_dir) / "bundles" / (std::to_string(j.id) + ".kiln");
+  const fs::path final_path =
+      fs::path(options_.state_dir) / "bundles" / (std::to_string(j.id) + ".kiln");
   const fs::path tmp = final_path.string() + ".upload-" + random_hex();
   struct RemoveTmp {
     const fs::path& p;
@@ -418,7 +418,8 @@ uint64_t Farm::store_bundle(const std::function<bool(v1::BundleUpload&)>& read_c
       hash = fnv1a64(chunk.data().data(), chunk.data().size(), hash);
       out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
       if (chunk.last()) break;
-      if (!read_chunk(chunk)) throw invalid_argument("UploadBundle: the stream ended before the last chunk");
+      if (!read_chunk(chunk))
+        throw invalid_argument("UploadBundle: the stream ended before the last chunk");
     }
     out.close();
     KILN_SYSTEM_CHECK(!out.fail()) << "kilnd: writing '" << tmp.string() << "' failed";

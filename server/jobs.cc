@@ -43,8 +43,9 @@ JobId Farm::submit(const Submission& s) {
   if (s.device_key.empty()) throw invalid_argument("SubmitModel: the device key is empty");
   if (s.trials == 0) throw invalid_argument("SubmitModel: trials must be positive");
   if (s.trials > options_.max_trials) {
-    throw invalid_argument("SubmitModel: trials " + std::to_string(s.trials) + " is over this farm's limit of " +
-                  std::to_string(options_.max_trials) + " per task");
+    throw invalid_argument("SubmitModel: trials " + std::to_string(s.trials) +
+                           " is over this farm's limit of " + std::to_string(options_.max_trials) +
+                           " per task");
   }
   try {
     target::Target::parse(s.target);
@@ -55,7 +56,8 @@ JobId Farm::submit(const Submission& s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!tracker_.devices().counts().count(s.device_key)) {
       std::string known;
-      for (const auto& [key, n] : tracker_.devices().counts()) known += (known.empty() ? "" : ", ") + key;
+      for (const auto& [key, n] : tracker_.devices().counts())
+        known += (known.empty() ? "" : ", ") + key;
       throw FarmError(FarmError::Code::kNotFound,
                       "SubmitModel: no device of key '" + s.device_key + "' is registered (" +
                           (known.empty() ? std::string("none is") : "known keys: " + known) + ")");
@@ -63,8 +65,8 @@ JobId Farm::submit(const Submission& s) {
   }
   // The model must import: a bad file is the submitter's error, not a failed job later. It is
   // read by a kiln-tuner --check process, never here.
-  const std::string tmp = (fs::path(options_.state_dir) / "models" /
-                           ("upload-" + random_hex() + ".onnx")).string();
+  const std::string tmp =
+      (fs::path(options_.state_dir) / "models" / ("upload-" + random_hex() + ".onnx")).string();
   {
     std::ofstream out(tmp, std::ios::binary);
     out.write(s.model.data(), static_cast<std::streamsize>(s.model.size()));
@@ -97,7 +99,7 @@ JobId Farm::submit(const Submission& s) {
   job_versions_[id] = 1;
   runnable_.push_back(id);
   add_event_locked("job_state", "job " + std::to_string(id) + " (" + s.name + ") submitted by " +
-                             (s.owner.empty() ? "anonymous" : s.owner));
+                                    (s.owner.empty() ? "anonymous" : s.owner));
   jobs_cv_.notify_all();
   refresh_gauges_locked();
   return id;
@@ -114,12 +116,13 @@ std::vector<JobRecord> Farm::jobs() const { return store_.list(); }
 JobRecord Farm::cancel(JobId id, const std::string& reason) {
   const JobRecord j = job(id);
   if (tracker::is_final(j.state)) {
-    throw FarmError(FarmError::Code::kFailedPrecondition,
-                    "job " + std::to_string(id) + " is already " + tracker::job_state_name(j.state));
+    throw FarmError(
+        FarmError::Code::kFailedPrecondition,
+        "job " + std::to_string(id) + " is already " + tracker::job_state_name(j.state));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  const JobRecord now =
-      store_.transition(id, JobState::kCancelled, reason.empty() ? "cancelled by its owner" : reason);
+  const JobRecord now = store_.transition(id, JobState::kCancelled,
+                                          reason.empty() ? "cancelled by its owner" : reason);
   cancelled_.insert(id);
   tracker_.queue().cancel_job(id);
   builds_.cancel_job(id);
@@ -159,7 +162,7 @@ JobRecord Farm::transition_job(JobId id, JobState to, const std::string& error) 
   std::lock_guard<std::mutex> lock(mu_);
   JobRecord j = store_.transition(id, to, error);
   add_event_locked("job_state", "job " + std::to_string(id) + " " + tracker::job_state_name(to) +
-                             (error.empty() ? "" : ": " + error));
+                                    (error.empty() ? "" : ": " + error));
   bump_job_locked(id);
   refresh_gauges_locked();
   return j;

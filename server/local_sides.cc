@@ -20,8 +20,7 @@ LocalSides::LocalSides(std::string tracker, std::string token, std::string tls_c
 LocalSides::~LocalSides() { stop(); }
 
 void LocalSides::start_workers(int n) {
-  const std::string program =
-      find_program("kiln-worker", "KILN_WORKER", KILN_WORKER_BUILD_PATH);
+  const std::string program = find_program("kiln-worker", "KILN_WORKER", KILN_WORKER_BUILD_PATH);
   for (int i = 0; i < n; ++i) {
     const std::string name = "kilnd-local-worker-" + std::to_string(i + 1);
     std::vector<std::string> argv = {program, "--tracker", tracker_, "--name", name};
@@ -32,7 +31,8 @@ void LocalSides::start_workers(int n) {
 
 void LocalSides::start_agent(const std::string& key, const std::string& target) {
   const std::string program = find_program("kiln-agent", "KILN_AGENT", KILN_AGENT_BUILD_PATH);
-  std::vector<std::string> argv = {program, "--tracker", tracker_, "--key", key, "--target", target};
+  std::vector<std::string> argv = {program, "--tracker", tracker_, "--key",
+                                   key,     "--target",  target};
   if (!tls_ca_.empty()) argv.insert(argv.end(), {"--tls-ca", tls_ca_});
   const std::string name = "kilnd-local-agent-" + key;
   threads_.emplace_back([this, name, argv] { supervise(name, argv); });

@@ -17,7 +17,7 @@ namespace {
 using tracker::JobId;
 using tracker::JobRecord;
 
-constexpr int kMaxConfigs = 4096;          // per batch
+constexpr int kMaxConfigs = 4096;  // per batch
 constexpr int kMaxTensorRank = 8;
 constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 constexpr size_t kMaxInputs = 64;
@@ -27,7 +27,8 @@ void check_spec(const v1::TensorSpec& spec, const std::string& what) {
   try {
     runtime::parse_dtype(spec.dtype());
   } catch (const Error&) {
-    throw invalid_argument("MeasureBatch: " + what + " has an unknown dtype '" + spec.dtype() + "'");
+    throw invalid_argument("MeasureBatch: " + what + " has an unknown dtype '" + spec.dtype() +
+                           "'");
   }
   if (spec.shape_size() > kMaxTensorRank) {
     throw invalid_argument("MeasureBatch: " + what + " has rank " +
@@ -68,7 +69,8 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
   }
   if (req.inputs_size() == 0 || static_cast<size_t>(req.inputs_size()) > kMaxInputs)
     throw invalid_argument("MeasureBatch: the task needs 1 to 64 inputs");
-  for (int i = 0; i < req.inputs_size(); ++i) check_spec(req.inputs(i), "input " + std::to_string(i));
+  for (int i = 0; i < req.inputs_size(); ++i)
+    check_spec(req.inputs(i), "input " + std::to_string(i));
   check_spec(req.output(), "the output");
   if (!(req.rtol() >= 0) || !(req.atol() >= 0))
     throw invalid_argument("MeasureBatch: rtol and atol must be non-negative");
@@ -90,7 +92,8 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
   {
     std::unordered_map<uint64_t, records::MeasureRecord> known;
     bool any = false;
-    for (const v1::Config& c : req.configs()) any = any || log_.measured(task.task_key(), rec.target, c.index());
+    for (const v1::Config& c : req.configs())
+      any = any || log_.measured(task.task_key(), rec.target, c.index());
     if (any) {
       for (records::MeasureRecord& r : log_.records(task.task_key(), rec.target))
         known.emplace(r.config_index, std::move(r));
@@ -120,7 +123,8 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
       if (!lock.owns_lock()) lock.lock();
       for (auto* m : {&f.build_slots_, &f.measure_slots_})
         std::erase_if(*m, [&](const auto& kv) { return kv.second.batch == &b; });
-      if (auto it = f.drivers_.find(b.job); it != f.drivers_.end() && it->second.secret == auth.secret()) {
+      if (auto it = f.drivers_.find(b.job);
+          it != f.drivers_.end() && it->second.secret == auth.secret()) {
         --it->second.waiting;
         it->second.last_seen = f.clock_.now();
       }
@@ -144,8 +148,8 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
   bool building = false;
   for (size_t i = 0; i < n; ++i) {
     if (answered[i]) continue;
-    const uint64_t id =
-        builds_.enqueue({job, task.task_key(), req.configs(static_cast<int>(i)).index(), rec.target});
+    const uint64_t id = builds_.enqueue(
+        {job, task.task_key(), req.configs(static_cast<int>(i)).index(), rec.target});
     build_slots_[id] = {&batch, i};
     building = true;
   }

@@ -4,9 +4,9 @@
 
 #include <optional>
 
-#include "rpc/wire.h"
 #include "proto/kiln/v1/common.pb.h"
 #include "proto/kiln/v1/service.pb.h"
+#include "rpc/wire.h"
 #include "tracker/job_store.h"
 
 namespace kiln::server {

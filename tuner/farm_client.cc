@@ -78,8 +78,9 @@ v1::DriverJob FarmClient::job() {
   v1::DriverJobRequest req;
   *req.mutable_auth() = auth_;
   v1::DriverJob out;
-  impl_->short_call("GetDriverJob",
-                    [&](grpc::ClientContext* c) { return impl_->stub->GetDriverJob(c, req, &out); });
+  impl_->short_call("GetDriverJob", [&](grpc::ClientContext* c) {
+    return impl_->stub->GetDriverJob(c, req, &out);
+  });
   return out;
 }
 

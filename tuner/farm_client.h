@@ -23,8 +23,8 @@ struct Stopped {
 
 class FarmClient {
  public:
-  FarmClient(const std::string& server, const std::string& tls_ca, std::string token,
-             uint64_t job, std::string secret);
+  FarmClient(const std::string& server, const std::string& tls_ca, std::string token, uint64_t job,
+             std::string secret);
   ~FarmClient();
 
   uint64_t job_id() const { return auth_.job_id(); }

@@ -32,8 +32,8 @@ class JobDriver {
 
 /// A test hook: KILN_DRIVER_FAULT="MODEL_NAME:ACTION:PHASE[;...]" makes the driver of the job whose
 /// model is called MODEL_NAME, on entering a phase that starts with PHASE, "crash" (SIGSEGV),
-/// "hang" (sleep until killed) or "oom" (allocate until the memory limit). Lets the farm's tests show
-/// what kilnd does when the compiler crashes, hangs or runs out of memory on a model.
+/// "hang" (sleep until killed) or "oom" (allocate until the memory limit). Lets the farm's tests
+/// show what kilnd does when the compiler crashes, hangs or runs out of memory on a model.
 void maybe_inject_fault(const std::string& model_name, const std::string& phase);
 
 }  // namespace kiln::tuner

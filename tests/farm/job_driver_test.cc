@@ -176,8 +176,7 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
 
   const v1::Job hung = wait_final(*service, hanger, limit);
   EXPECT_EQ(hung.progress().state(), v1::JOB_STATE_FAILED);
-  EXPECT_NE(hung.error().find("made no progress for 10 s while tuning task 1/4"),
-            std::string::npos)
+  EXPECT_NE(hung.error().find("made no progress for 10 s while tuning task 1/4"), std::string::npos)
       << hung.error();
 
   if (limited) {
