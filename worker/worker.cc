@@ -35,6 +35,7 @@ constexpr size_t kTaskCacheSize = 64;   // tasks kept, most recently used first
 constexpr double kFirstBackoffS = 0.2;  // an unreachable tracker is retried after this,
 constexpr double kMaxBackoffS = 5.0;    // doubling up to this
 constexpr auto kCallMargin = std::chrono::seconds(30);  // deadline beyond a call's own wait
+constexpr auto kPollSlice = std::chrono::milliseconds(50);  // how often a waiting build looks up
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -391,9 +392,9 @@ void Worker::run() {
       running.pop_front();
       // Wait in slices so that stop() does not wait for a long build (it is abandoned), never
       // past the build's deadline: a build that ends after it is a timeout, however soon after.
+      auto next_look = [&] { return std::min(r.deadline, Clock::now() + kPollSlice); };
       while (Clock::now() < r.deadline && !stopped() &&
-             r.result.wait_until(std::min(r.deadline, Clock::now() + std::chrono::milliseconds(50))) ==
-                 std::future_status::timeout) {
+             r.result.wait_until(next_look()) == std::future_status::timeout) {
       }
       if (stopped()) return;
       finish(cands[r.index], r.result, r.deadline);
