@@ -96,6 +96,10 @@ class Kilnd {
   std::shared_ptr<grpc::Channel> channel_;
 };
 
+/// Waits until kilnd lists `n` devices (an agent it started registers through its port).
+inline bool wait_for_devices(v1::KilnService::Stub& service, int n,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
 /// A context with a deadline and, when given, the token.
 inline std::unique_ptr<grpc::ClientContext> context(const std::string& token = "",
                                                     std::chrono::seconds deadline = std::chrono::seconds(30)) {
@@ -103,6 +107,16 @@ inline std::unique_ptr<grpc::ClientContext> context(const std::string& token = "
   ctx->set_deadline(std::chrono::system_clock::now() + deadline);
   rpc::add_token(*ctx, token);
   return ctx;
+}
+
+inline bool wait_for_devices(v1::KilnService::Stub& service, int n,
+                             std::chrono::milliseconds timeout) {
+  return eventually(
+      [&] {
+        v1::ListDevicesResponse d;
+        return service.ListDevices(context().get(), {}, &d).ok() && d.devices_size() == n;
+      },
+      timeout);
 }
 
 /// What a tiny HTTP/1.0 client got back: status code and body.

@@ -259,12 +259,7 @@ TEST(KilndTest, EmbeddedFarmTunesAModelAndTheFetchedBundleMatchesALocalCompile) 
                     "--batch", "4", "--repeat", "1"});
   auto service = kilnd.service();
   // The local agent registers through kilnd's own port.
-  ASSERT_TRUE(testing::eventually(
-      [&] {
-        v1::ListDevicesResponse d;
-        return service->ListDevices(context().get(), {}, &d).ok() && d.devices_size() == 1;
-      },
-      std::chrono::seconds(30)));
+  ASSERT_TRUE(testing::wait_for_devices(*service, 1));
   uint64_t id = 0;
   ASSERT_TRUE(submit(*service, good_submission(), &id).ok());
 
