@@ -96,10 +96,6 @@ class Kilnd {
   std::shared_ptr<grpc::Channel> channel_;
 };
 
-/// Waits until kilnd lists `n` devices (an agent it started registers through its port).
-inline bool wait_for_devices(v1::KilnService::Stub& service, int n,
-                             std::chrono::milliseconds timeout = std::chrono::seconds(30));
-
 /// A context with a deadline and, when given, the token.
 inline std::unique_ptr<grpc::ClientContext> context(const std::string& token = "",
                                                     std::chrono::seconds deadline = std::chrono::seconds(30)) {
@@ -109,8 +105,9 @@ inline std::unique_ptr<grpc::ClientContext> context(const std::string& token = "
   return ctx;
 }
 
+/// Waits until kilnd lists `n` devices (an agent it started registers through its port).
 inline bool wait_for_devices(v1::KilnService::Stub& service, int n,
-                             std::chrono::milliseconds timeout) {
+                             std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   return eventually(
       [&] {
         v1::ListDevicesResponse d;
