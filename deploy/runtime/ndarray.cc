@@ -27,6 +27,11 @@ int64_t count_elements(const std::vector<int64_t>& shape, int64_t elem, const ch
 
 }  // namespace
 
+int64_t NDArray::nbytes_for(const std::vector<int64_t>& shape, KilnDType dtype) {
+  const int64_t elem = dtype_bytes(dtype);
+  return count_elements(shape, elem, "NDArray::empty") * elem;
+}
+
 NDArray NDArray::empty(std::vector<int64_t> shape, KilnDType dtype) {
   const int64_t elem = dtype_bytes(dtype);
   const int64_t count = count_elements(shape, elem, "NDArray::empty");
