@@ -101,6 +101,8 @@ GraphExecutor GraphExecutor::from_parts(const std::string& graph_json,
     if (info.kind == "param") {
       auto it = params.find(info.name);
       KILN_USER_CHECK(it != params.end()) << what << ": parameter '" << info.name << "' is not in the bundle";
+      KILN_USER_CHECK(it->second.defined())  // moved into an earlier tensor
+          << what << ": parameter '" << info.name << "' is already the array of another tensor";
       KILN_USER_CHECK(it->second.shape() == shape && dtype_equal(it->second.dtype(), dtype))
           << what << ": parameter '" << info.name << "' is " << dtype_to_string(it->second.dtype())
           << it->second.shape_string() << " in the bundle but the graph expects " << dtype_to_string(dtype);

@@ -104,5 +104,24 @@ TEST(GraphExecutor, RunsOverAModuleInMemory) {
   EXPECT_EQ(g.output(0).to_vector<float>(), (std::vector<float>{2, 3, 4, 5, 6, 7}));
 }
 
+TEST(GraphExecutor, AParameterNamedByTwoTensorsIsRefused) {
+  // Found writing fuzz_bundle: the second tensor met the array the first had taken (moved out)
+  // and the executor stopped on an internal error.
+  std::string graph = kGraph;
+  const std::string w = R"({"name": "w", "dtype": "float32", "shape": [3], "kind": "param"})";
+  graph.replace(graph.find(w), w.size(), w + ", " + w);
+  EXPECT_ERROR_CONTAINS(GraphExecutor::from_parts(graph, params(), kernels(), "m.kiln"),
+                        "tensor 4: parameter 'w' is already the array of another tensor");
+}
+
+TEST(GraphExecutor, AnOffsetNearTwoToTheSixtyThreeIsOutsideItsPool) {
+  // Found writing fuzz_bundle: offset + size overflowed, wrapped negative and passed the check,
+  // so the tensor pointed far outside its pool.
+  std::string graph = kGraph;
+  graph.replace(graph.find("\"offset\": 32"), 12, "\"offset\": 9223372036854775800");
+  EXPECT_ERROR_CONTAINS(GraphExecutor::from_parts(graph, params(), kernels(), "m.kiln"),
+                        "24 bytes at offset 9223372036854775800 do not fit in an array of 64 bytes");
+}
+
 }  // namespace
 }  // namespace kiln::runtime
