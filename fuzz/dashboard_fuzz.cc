@@ -25,6 +25,7 @@ using namespace kiln;
 constexpr const char* kToken = "fuzz-token-5ecret";
 
 /// The farm and both dashboards, made once per process (its folder goes when the process exits).
+/// The farm's setup is all in make_farm.
 struct Fixture {
   kiln::testing::TempDir dir{"kiln_fuzz_dashboard"};
   std::unique_ptr<server::Farm> farm;
@@ -87,8 +88,8 @@ struct Fixture {
 };
 
 Fixture& fixture() {
-  static Fixture* f = new Fixture();  // leaked on purpose: requests may run until exit
-  return *f;
+  static Fixture f;  // destroyed at exit, with its folder
+  return f;
 }
 
 }  // namespace
