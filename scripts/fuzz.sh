@@ -2,12 +2,11 @@
 # Builds the fuzz preset (clang-19, libFuzzer + AddressSanitizer; fuzz/) and runs every fuzz target
 # for its share of SECONDS (default 60; the build is not counted): onnx two shares, the others one.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]        (targets: onnx bundle npy record dashboard)
+#   scripts/fuzz.sh [SECONDS] [TARGET...]        (default: every fuzz/<target>_fuzz.cc)
 #
 # Each target fuzzes build/fuzz/work/<target>/corpus (with the dictionary fuzz/<target>.dict when
-# there is one): its seeds (fuzz/corpus/<target>/, without
-# the known-crash-* reproducers of bugs not fixed yet) plus what earlier runs found there; nothing
-# is written into fuzz/. Crash, leak, timeout and out-of-memory inputs go to
+# there is one): its seeds (fuzz/corpus/<target>/, without the known-crash-* reproducers of bugs
+# not fixed yet) plus what earlier runs found there; nothing is written into fuzz/. Crash, leak, timeout and out-of-memory inputs go to
 # build/fuzz/work/<target>/artifacts/ (emptied at the start), libFuzzer's output to .../log-<n>.txt.
 # After a crash the target starts again for the rest of its share, so a run can find several.
 # Prints one line per target and exits 1 when any target crashed:
@@ -18,7 +17,9 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(onnx bundle npy record dashboard)
+if [ ${#targets[@]} -eq 0 ]; then  # every fuzz/<target>_fuzz.cc
+  for f in fuzz/*_fuzz.cc; do targets+=("$(basename "$f" _fuzz.cc)"); done
+fi
 if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "usage: scripts/fuzz.sh [SECONDS] [TARGET...]" >&2
   exit 2
@@ -30,7 +31,7 @@ nice cmake --build --preset fuzz >/dev/null
 share() { [ "$1" = onnx ] && echo 2 || echo 1; }
 parts=0
 for t in "${targets[@]}"; do
-  [ -d "fuzz/corpus/$t" ] || { echo "scripts/fuzz.sh: unknown target '$t'" >&2; exit 2; }
+  [ -f "fuzz/${t}_fuzz.cc" ] || { echo "scripts/fuzz.sh: unknown target '$t'" >&2; exit 2; }
   parts=$((parts + $(share "$t")))
 done
 
@@ -42,6 +43,7 @@ for t in "${targets[@]}"; do
   rm -rf "$work/artifacts"
   mkdir -p "$work/corpus" "$work/artifacts"
   for f in "fuzz/corpus/$t"/*; do
+    [ -f "$f" ] || continue
     case "$(basename "$f")" in known-crash-*) continue ;; esac
     cp "$f" "$work/corpus/"
   done
