@@ -93,11 +93,19 @@ std::map<std::string, NDArray> deserialize_params(const char* data, size_t size,
     std::vector<int64_t> shape(rank);
     for (auto& d : shape) d = r.get<int64_t>("a dimension");
     uint64_t nbytes = r.get<uint64_t>("a byte count");
+    // The shape's size is checked against the byte count, and taken from the file, before the
+    // array is allocated: a damaged shape must not ask for terabytes.
+    const int64_t want = NDArray::nbytes_for(shape, t);
+    if (static_cast<uint64_t>(want) != nbytes) {
+      std::ostringstream dims;
+      for (size_t d = 0; d < shape.size(); ++d) dims << (d ? ", " : "") << shape[d];
+      KILN_USER_ERROR() << "bundle '" << origin << "': parameter '" << name << "' of shape ["
+                        << dims.str() << "] and dtype " << dtype_to_string(t) << " holds " << want
+                        << " bytes, the file says " << nbytes;
+    }
+    const char* bytes = r.take(nbytes, "parameter data");
     NDArray a = NDArray::empty(shape, t);
-    KILN_USER_CHECK(static_cast<int64_t>(nbytes) == a.nbytes())
-        << "bundle '" << origin << "': parameter '" << name << "' of shape " << a.shape_string() << " and dtype "
-        << dtype_to_string(t) << " holds " << a.nbytes() << " bytes, the file says " << nbytes;
-    a.copy_from_bytes(r.take(nbytes, "parameter data"), nbytes);
+    a.copy_from_bytes(bytes, nbytes);
     KILN_USER_CHECK(params.emplace(name, std::move(a)).second)
         << "bundle '" << origin << "': parameter '" << name << "' appears twice";
   }

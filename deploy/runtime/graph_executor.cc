@@ -33,16 +33,23 @@ size_t tensor_index(const Json& j, size_t count, const std::string& what) {
 GraphExecutor GraphExecutor::load(const std::string& path) { return from_bundle(read_bundle(path), path); }
 
 GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origin) {
+  Module library = Module::load_library_bytes(bundle.library, "bundle '" + origin + "'");
+  return from_parts(bundle.graph_json, std::move(bundle.params), std::move(library), origin);
+}
+
+GraphExecutor GraphExecutor::from_parts(const std::string& graph_json,
+                                        std::map<std::string, NDArray> params, Module library,
+                                        const std::string& origin) {
   GraphExecutor g;
   g.origin_ = origin;
   const std::string where = "bundle '" + origin + "': graph";
-  Json graph = Json::parse(bundle.graph_json, where);
+  Json graph = Json::parse(graph_json, where);
   KILN_USER_CHECK(graph.at("format", where).as_string(where + " format") == "kiln.graph")
       << where << " has an unknown format";
   int64_t version = graph.at("version", where).as_int(where + " version");
   KILN_USER_CHECK(version == 1 || version == 2)
       << where << " has version " << version << "; this runtime reads versions 1 and 2";
-  g.module_ = Module::load_library_bytes(bundle.library, "bundle '" + origin + "'");
+  g.module_ = std::move(library);
 
   for (auto& s : graph.at("storage", where).as_array(where + " storage")) {
     int64_t bytes = s.at("bytes", where + " storage").as_int(where + " storage bytes");
@@ -59,8 +66,10 @@ GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origi
     KilnDType dtype = parse_dtype(t.at("dtype", what).as_string(what + " dtype"));
     std::vector<int64_t> shape = shape_of(t.at("shape", what), what + " shape");
     if (info.kind == "param") {
-      auto it = bundle.params.find(info.name);
-      KILN_USER_CHECK(it != bundle.params.end()) << what << ": parameter '" << info.name << "' is not in the bundle";
+      auto it = params.find(info.name);
+      KILN_USER_CHECK(it != params.end()) << what << ": parameter '" << info.name << "' is not in the bundle";
+      KILN_USER_CHECK(it->second.defined())  // moved into an earlier tensor
+          << what << ": parameter '" << info.name << "' is already the array of another tensor";
       KILN_USER_CHECK(it->second.shape() == shape && dtype_equal(it->second.dtype(), dtype))
           << what << ": parameter '" << info.name << "' is " << dtype_to_string(it->second.dtype())
           << it->second.shape_string() << " in the bundle but the graph expects " << dtype_to_string(dtype);

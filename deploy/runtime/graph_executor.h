@@ -16,6 +16,7 @@
 // refuse by their version check rather than run without the default.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,14 @@ class GraphExecutor {
  public:
   /// Loads a bundle file; kiln::Error naming the file and the defect when it cannot.
   static GraphExecutor load(const std::string& path);
+  /// Loads the bundle's library (through a private temporary file), then from_parts.
   static GraphExecutor from_bundle(Bundle bundle, const std::string& origin);
+  /// The executor of `graph_json` over `params` and the functions of `library`, a module already
+  /// loaded (a shared object, or any ModuleNode: tests and the fuzzer give their own);
+  /// kiln::Error naming `origin` and the defect when the graph is malformed or does not fit them.
+  static GraphExecutor from_parts(const std::string& graph_json,
+                                  std::map<std::string, NDArray> params, Module library,
+                                  const std::string& origin);
 
   size_t num_inputs() const { return inputs_.size(); }
   size_t num_outputs() const { return outputs_.size(); }

@@ -110,33 +110,60 @@ class Parser {
         case 'r': out += '\r'; break;
         case 't': out += '\t'; break;
         case 'u': {
-          if (pos_ + 4 > s_.size()) fail("short \\u escape");
-          unsigned code = 0;
-          for (int i = 0; i < 4; ++i) {
-            const char h = s_[pos_++];
-            const int v = h >= '0' && h <= '9'   ? h - '0'
-                          : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                          : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                                 : -1;
-            if (v < 0) fail("bad \\u escape");
-            code = code * 16 + static_cast<unsigned>(v);
+          uint32_t code = hex4();
+          // A surrogate pair (\uD83D\uDE00) is one code point beyond the 16-bit plane.
+          if (code >= 0xD800 && code < 0xDC00 && s_.compare(pos_, 2, "\\u") == 0) {
+            const size_t at = pos_;
+            pos_ += 2;
+            const uint32_t low = hex4();
+            if (low >= 0xDC00 && low < 0xE000) {
+              code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            } else {
+              pos_ = at;  // not a pair: the second escape stands alone
+            }
           }
-          if (code < 0x80) {
-            out += static_cast<char>(code);
-          } else if (code < 0x800) {
-            out += static_cast<char>(0xC0 | (code >> 6));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-          } else {
-            out += static_cast<char>(0xE0 | (code >> 12));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-          }
+          append_utf8(code, out);
           break;
         }
         default: fail(std::string("unknown escape '\\") + e + "'");
       }
     }
     return out;
+  }
+
+  /// The 4 hex digits of a \\u escape.
+  uint32_t hex4() {
+    if (pos_ + 4 > s_.size()) fail("short \\u escape");
+    uint32_t code = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = s_[pos_];
+      uint32_t digit;
+      if (c >= '0' && c <= '9') digit = static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f') digit = static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') digit = static_cast<uint32_t>(c - 'A' + 10);
+      else fail("bad \\u escape: '" + std::string(1, c) + "' is not a hex digit");
+      code = code * 16 + digit;
+      ++pos_;
+    }
+    return code;
+  }
+
+  static void append_utf8(uint32_t code, std::string& out) {
+    if (code < 0x80) {
+      out += static_cast<char>(code);
+    } else if (code < 0x800) {
+      out += static_cast<char>(0xC0 | (code >> 6));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+      out += static_cast<char>(0xE0 | (code >> 12));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    } else {
+      out += static_cast<char>(0xF0 | (code >> 18));
+      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (code & 0x3F));
+    }
   }
 
   Json number() {

@@ -27,6 +27,11 @@ int64_t count_elements(const std::vector<int64_t>& shape, int64_t elem, const ch
 
 }  // namespace
 
+int64_t NDArray::nbytes_for(const std::vector<int64_t>& shape, KilnDType dtype) {
+  const int64_t elem = dtype_bytes(dtype);
+  return count_elements(shape, elem, "NDArray::empty") * elem;
+}
+
 NDArray NDArray::empty(std::vector<int64_t> shape, KilnDType dtype) {
   const int64_t elem = dtype_bytes(dtype);
   const int64_t count = count_elements(shape, elem, "NDArray::empty");
@@ -58,7 +63,8 @@ NDArray NDArray::view(const NDArray& base, int64_t byte_offset, std::vector<int6
   const int64_t count = count_elements(shape, elem, "NDArray::view");
   KILN_USER_CHECK(byte_offset >= 0 && byte_offset % elem == 0)
       << "NDArray::view: offset " << byte_offset << " is not a multiple of the element size " << elem;
-  KILN_USER_CHECK(byte_offset + count * elem <= base.nbytes())
+  // As a difference: an offset near 2^63 must not overflow the sum and pass.
+  KILN_USER_CHECK(byte_offset <= base.nbytes() && count * elem <= base.nbytes() - byte_offset)
       << "NDArray::view: " << count * elem << " bytes at offset " << byte_offset
       << " do not fit in an array of " << base.nbytes() << " bytes";
   NDArray a;

@@ -34,6 +34,10 @@ class NDArray {
   /// dimension is negative or the size overflows.
   static NDArray empty(std::vector<int64_t> shape, KilnDType dtype);
 
+  /// The bytes an array of `shape` and `dtype` holds, computed without allocating (for checking
+  /// a size a file announces against the bytes it has). kiln::Error as empty().
+  static int64_t nbytes_for(const std::vector<int64_t>& shape, KilnDType dtype);
+
   /// An array of `shape` and `dtype` over the bytes of `base` starting at `byte_offset`, sharing
   /// (and keeping alive) base's memory: the graph executor places many tensors in one pool.
   static NDArray view(const NDArray& base, int64_t byte_offset, std::vector<int64_t> shape,

@@ -189,13 +189,18 @@ NDArray parse_npy(const std::string& bytes, const std::string& origin) {
       << "load_npy: '" << origin << "': unsupported dtype '" << descr
       << "' (supported: f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8, b1, little-endian)";
 
-  NDArray a = NDArray::empty(shape, entry->dtype);
+  // The size the header announces is checked against the file before anything is allocated.
   const size_t data_start = prefix + header_len;
   const size_t have = bytes.size() - data_start;
-  const auto want = static_cast<size_t>(a.nbytes());
-  KILN_USER_CHECK(have >= want) << "load_npy: '" << origin << "': truncated data: shape "
-                                << a.shape_string() << " of " << descr << " needs " << want
-                                << " bytes, the file holds " << have;
+  const auto want = static_cast<size_t>(NDArray::nbytes_for(shape, entry->dtype));
+  if (have < want) {
+    std::ostringstream dims;
+    for (size_t i = 0; i < shape.size(); ++i) dims << (i ? ", " : "") << shape[i];
+    KILN_USER_ERROR() << "load_npy: '" << origin << "': truncated data: shape [" << dims.str()
+                      << "] of " << descr << " needs " << want << " bytes, the file holds "
+                      << have;
+  }
+  NDArray a = NDArray::empty(shape, entry->dtype);
   if (want != 0) std::memcpy(a.data(), bytes.data() + data_start, want);
   return a;
 }

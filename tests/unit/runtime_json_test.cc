@@ -32,6 +32,17 @@ TEST(Json, MalformedTextNamesOriginAndPosition) {
             "A");
 }
 
+TEST(Json, UnicodeEscapes) {
+  EXPECT_EQ(Json::parse(R"("A\u00e9\u2603")").as_string("s"), "A\xc3\xa9\xe2\x98\x83");
+  EXPECT_EQ(Json::parse(R"("\uD83D\uDE00")").as_string("s"), "\xf0\x9f\x98\x80");  // a pair
+  EXPECT_EQ(Json::parse(R"("\u00AF")").as_string("s"), "\xc2\xaf");
+  // Found by fuzz_record: a non-hex digit threw std::invalid_argument out of the parser.
+  EXPECT_ERROR_CONTAINS(Json::parse(R"("\u12G4")", "g"), "g: malformed JSON at byte 5: bad \\u escape");
+  EXPECT_ERROR_CONTAINS(Json::parse(R"("\u+123")", "g"), "not a hex digit");
+  EXPECT_ERROR_CONTAINS(Json::parse(R"("\u 123")", "g"), "not a hex digit");
+  EXPECT_ERROR_CONTAINS(Json::parse(R"("\u12")", "g"), "short \\u escape");
+}
+
 TEST(Json, TypedAccessNamesTheField) {
   Json j = Json::parse(R"({"n": "seven"})");
   EXPECT_ERROR_CONTAINS(j.at("n", "node").as_int("node n"), "node n must be an integer");

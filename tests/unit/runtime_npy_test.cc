@@ -106,6 +106,14 @@ TEST_F(NpyTest, BadFiles) {
   EXPECT_ERROR_CONTAINS(load_npy(path("bigendian.npy")), "big-endian");
   write("garbled.npy", replace(good, "'shape'", "'shapf'"));
   EXPECT_ERROR_CONTAINS(load_npy(path("garbled.npy")), "bad header");
+  // Found by fuzz_npy: the array a header announces was allocated before the data was counted,
+  // so a 100-byte file could ask for a terabyte. Now it is refused as truncated.
+  std::string huge = serialize_npy(NDArray::empty({4}, kUInt8));
+  huge = replace(huge, "(4,)", "(1099511627776,)");
+  huge.erase(huge.find('\n') - 12, 12);  // the header keeps its announced length
+  write("huge.npy", huge);
+  EXPECT_ERROR_CONTAINS(load_npy(path("huge.npy")),
+                        "shape [1099511627776] of |u1 needs 1099511627776 bytes, the file holds 4");
 
   EXPECT_ERROR_CONTAINS(save_npy(path("no/such/dir/x.npy"), NDArray::empty({1}, kFloat32)),
                         "no/such/dir/x.npy");
