@@ -60,14 +60,14 @@ struct Fixture {
     const tracker::JobId job = farm->submit(s);
     const std::vector<std::string> keys = {"conv2d_nchw:1x16x12x12:a", "dense:1x10:b"};
     for (uint64_t i = 0; i < 12; ++i) {
-      autotune::MeasureRecord r;
+      records::MeasureRecord r;
       r.target = "llvm";
       r.device = "fuzz-device";
       r.task_key = keys[i % keys.size()];
       r.config_index = i;
       r.config = "tile=[" + std::to_string(i) + "]";
       if (i % 5 == 3) {
-        r.error = autotune::ErrorKind::kRunTimeout;
+        r.error = ErrorKind::kRunTimeout;
         r.error_msg = std::string("took too long <script>") + kToken;
       } else {
         r.costs_s = {1e-3 * static_cast<double>(i + 1)};

@@ -81,10 +81,10 @@ GraphExecutor GraphExecutor::from_parts(const std::string& graph_json,
       info.array = NDArray::empty(shape, dtype);
       if (info.kind == "input" && t.has("default")) {
         const std::string& param = t.at("default", what).as_string(what + " default");
-        auto it = bundle.params.find(param);
-        KILN_USER_CHECK(it != bundle.params.end())
+        auto it = params.find(param);
+        KILN_USER_CHECK(it != params.end() && it->second.defined())
             << what << ": the default of input '" << info.name << "', parameter '" << param
-            << "', is not in the bundle";
+            << "', is not in the bundle (or is the array of a parameter tensor)";
         KILN_USER_CHECK(it->second.shape() == shape && dtype_equal(it->second.dtype(), dtype))
             << what << ": input '" << info.name << "' is " << dtype_to_string(dtype)
             << info.array.shape_string() << ", but its default '" << param << "' is "
