@@ -45,6 +45,15 @@ std::string seconds(tracker::Duration d) {
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
 }
 
+/// What every driver process gets in its environment besides kilnd's: a memory limit counts
+/// address space, and glibc reserves 64 MiB of it per thread arena (a driver runs a thread per
+/// CPU in places), so the arenas are capped.
+std::vector<std::string> driver_environment(const DriverOptions& d) {
+  std::vector<std::string> env;
+  if (d.memory_limit_mb > 0) env.push_back("MALLOC_ARENA_MAX=4");
+  return env;
+}
+
 bool mentions_out_of_memory(const std::string& log_tail) {
   return log_tail.find("out of memory") != std::string::npos ||
          log_tail.find("std::bad_alloc") != std::string::npos;
@@ -148,7 +157,8 @@ Farm::TryOutcome Farm::run_driver_once(JobId id) {
   if (!d.tls_ca.empty()) argv.insert(argv.end(), {"--tls-ca", d.tls_ca});
   if (d.memory_limit_mb > 0)
     argv.insert(argv.end(), {"--memory-limit-mb", std::to_string(d.memory_limit_mb)});
-  std::vector<std::string> env = {std::string(rpc::kDriverSecretEnv) + "=" + secret};
+  std::vector<std::string> env = driver_environment(d);
+  env.push_back(std::string(rpc::kDriverSecretEnv) + "=" + secret);
   if (!d.token.empty()) env.push_back("KILN_TOKEN=" + d.token);
   const std::string log_path = driver_log_path(id);
   ChildProcess child = ChildProcess::start(argv, env, log_path);
@@ -239,7 +249,7 @@ std::string Farm::check_model(const std::string& model_file) {
       fs::remove(path, ec);
     }
   } remove_log{log_path};
-  ChildProcess child = ChildProcess::start(argv, {}, log_path);
+  ChildProcess child = ChildProcess::start(argv, driver_environment(d), log_path);
   const auto status =
       child.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(d.check_timeout));
   if (!status) {
