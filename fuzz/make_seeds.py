@@ -3,8 +3,7 @@
 
 Small valid inputs of each kind, and a few interesting invalid ones; the fuzzers grow their own
 corpora from these in a work folder (scripts/fuzz.sh), never here. The reproducers of fixed
-crashes (crash-*) and of known, not yet fixed ones (known-crash-*) are kept by hand beside the
-seeds; this script never touches them. Needs numpy and onnx (scripts/setup.sh installs both).
+crashes (crash-*) are kept by hand beside the seeds; this script never touches them. Needs numpy and onnx (scripts/setup.sh installs both).
 
     python3 fuzz/make_seeds.py
 """

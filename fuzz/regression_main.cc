@@ -1,10 +1,9 @@
 // The regression run of a fuzz target in the ordinary build (g++, no libFuzzer): calls the
 // target's LLVMFuzzerTestOneInput once on every file of the folders (or files) given, in name
 // order, so that each seed and each fixed crash's reproducer is checked by the test suite.
-// Files named known-crash-* are reproducers of bugs not fixed yet: they are listed and skipped.
 //
 //   fuzz_<target>_regression CORPUS_DIR_OR_FILE...
-// Prints "case=fuzz_<target> inputs=<n> skipped=<k>"; a crash, an escaping exception or a failed
+// Prints "case=fuzz_<target> inputs=<n>"; a crash, an escaping exception or a failed
 // property ends the run with the file's name on stderr.
 #include <unistd.h>
 
@@ -67,13 +66,8 @@ int main(int argc, char** argv) {
   }
   std::sort(files.begin(), files.end());
   for (int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_fatal_signal);
-  size_t ran = 0, skipped = 0;
+  size_t ran = 0;
   for (const fs::path& f : files) {
-    if (f.filename().string().rfind("known-crash-", 0) == 0) {
-      std::printf("skipped %s: a known crash, not fixed yet\n", f.filename().c_str());
-      ++skipped;
-      continue;
-    }
     const std::string bytes = read_file(f);
     current_input = f.c_str();
     try {
@@ -89,6 +83,6 @@ int main(int argc, char** argv) {
   }
   const std::string name = fs::path(argv[0]).filename().string();
   const std::string target = name.substr(0, name.rfind("_regression"));
-  std::printf("case=%s inputs=%zu skipped=%zu\n", target.c_str(), ran, skipped);
+  std::printf("case=%s inputs=%zu\n", target.c_str(), ran);
   return ran == 0 ? 1 : 0;
 }

@@ -5,8 +5,8 @@
 #   scripts/fuzz.sh [SECONDS] [TARGET...]        (default: every fuzz/<target>_fuzz.cc)
 #
 # Each target fuzzes build/fuzz/work/<target>/corpus (with the dictionary fuzz/<target>.dict when
-# there is one): its seeds (fuzz/corpus/<target>/, without the known-crash-* reproducers of bugs
-# not fixed yet) plus what earlier runs found there; nothing is written into fuzz/. Crash, leak, timeout and out-of-memory inputs go to
+# there is one): its seeds (fuzz/corpus/<target>/) plus what earlier runs found there; nothing is
+# written into fuzz/. Crash, leak, timeout and out-of-memory inputs go to
 # build/fuzz/work/<target>/artifacts/ (emptied at the start), libFuzzer's output to .../log-<n>.txt.
 # After a crash the target starts again for the rest of its share, so a run can find several.
 # Prints one line per target and exits 1 when any target crashed:
@@ -44,7 +44,6 @@ for t in "${targets[@]}"; do
   mkdir -p "$work/corpus" "$work/artifacts"
   for f in "fuzz/corpus/$t"/*; do
     [ -f "$f" ] || continue
-    case "$(basename "$f")" in known-crash-*) continue ;; esac
     cp "$f" "$work/corpus/"
   done
   rm -f "$work"/log-*.txt
