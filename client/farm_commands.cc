@@ -294,6 +294,9 @@ int watch_job(Farm& farm, uint64_t id) {
          << " failed)  best "
          << (p.best_latency_s() > 0 ? best_ms(p.best_latency_s()) + " ms" : "-") << "  "
          << bar(p.state() == v1::JOB_STATE_DONE ? 1.0 : fraction, 20);
+    // What the job's driver is doing, cut to keep the line on one terminal row.
+    if (p.state() == v1::JOB_STATE_RUNNING && !p.phase().empty())
+      line << "  " << (p.phase().size() > 40 ? p.phase().substr(0, 37) + "..." : p.phase());
     if (line.str() == last_line) return;  // nothing new to draw
     last_line = line.str();
     std::cout << (tty ? "\r\033[K" : "") << last_line << (tty ? "" : "\n") << std::flush;
