@@ -5,13 +5,15 @@
 
 #include <cctype>
 
-#include "records/record_log.h"
-
 #include "proto/kiln/v1/common.pb.h"
+#include "proto/kiln/v1/driver.grpc.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "proto/kiln/v1/service.pb.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "proto/kiln/v1/tracker.pb.h"
+#include "records/record.h"
+#include "rpc/wire.h"
+#include "tests/common/expect_error.h"
 
 namespace {
 
@@ -51,6 +53,41 @@ TEST(TrackerProto, ErrorKindMirrorsTheRecordLog) {
     EXPECT_EQ(name, kiln::error_kind_name(static_cast<kiln::ErrorKind>(i)));
   }
   EXPECT_EQ(e->FindValueByNumber(0)->name(), "ERROR_KIND_UNSPECIFIED");
+}
+
+// rpc/wire.h: a record survives the wire with every field; what a record cannot hold is refused.
+TEST(TrackerProto, RecordsCrossTheWireWhole) {
+  kiln::records::MeasureRecord r;
+  r.target = "llvm";
+  r.device = "dev";
+  r.task_key = "dense_x86:4x16:abc";
+  r.config_index = 18446744073709551615ull;
+  r.config = "tile=[4]";
+  r.costs_s = {2e-4, 1e-4};
+  r.gflops = 12.5;
+  r.timestamp_ms = 1767225600000;
+  r.search_seed = 9;
+  r.contended = true;
+  EXPECT_EQ(kiln::rpc::from_wire(kiln::rpc::to_wire(r), "test"), r);
+  r.costs_s.clear();
+  r.gflops = 0;
+  r.error = kiln::ErrorKind::kWrongAnswer;
+  r.error_msg = "out[3] = 1 vs 2";
+  r.contended = false;
+  EXPECT_EQ(kiln::rpc::from_wire(kiln::rpc::to_wire(r), "test"), r);
+
+  kiln::v1::MeasureRecord w = kiln::rpc::to_wire(r);
+  w.set_error(kiln::v1::ERROR_KIND_DEVICE_LOST);
+  EXPECT_ERROR_CONTAINS(kiln::rpc::from_wire(w, "record 3"), "record 3: field 'error'");
+  w.set_error(kiln::v1::ERROR_KIND_NONE);
+  w.add_costs_s(-1);
+  EXPECT_ERROR_CONTAINS(kiln::rpc::from_wire(w, "record 3"), "field 'costs_s'");
+  for (int k = 0; k <= static_cast<int>(kiln::ErrorKind::kWrongAnswer); ++k) {
+    const auto kind = static_cast<kiln::ErrorKind>(k);
+    EXPECT_EQ(kiln::rpc::from_wire(kiln::rpc::to_wire(kind)), kind);
+  }
+  EXPECT_FALSE(kiln::rpc::from_wire(kiln::v1::ERROR_KIND_UNSPECIFIED).has_value());
+  EXPECT_FALSE(kiln::rpc::from_wire(kiln::v1::ERROR_KIND_QUEUE_TIMEOUT).has_value());
 }
 
 TEST(TrackerProto, DefaultsAreUnspecified) {
@@ -115,6 +152,14 @@ TEST(TrackerProto, ServicesHaveTheirMethods) {
     EXPECT_NE(tr->FindMethodByName(m), nullptr) << m;
   }
   EXPECT_TRUE(tr->FindMethodByName("GetWork")->server_streaming());
+  EXPECT_EQ(tr->FindMethodByName("GetJobModel"), nullptr);  // workers never get a model
+  const auto* drv = kiln::v1::DriverJob::descriptor()->file()->FindServiceByName("JobDriver");
+  ASSERT_NE(drv, nullptr);
+  for (const char* m : {"GetDriverJob", "ReportDriverProgress", "GetTaskRecords", "AppendRecords",
+                        "MeasureBatch", "UploadBundle"}) {
+    EXPECT_NE(drv->FindMethodByName(m), nullptr) << m;
+  }
+  EXPECT_TRUE(drv->FindMethodByName("UploadBundle")->client_streaming());
   // The generated service bases can be instantiated (what kilnd will subclass).
   kiln::v1::KilnService::Service service;
   kiln::v1::Tracker::Service tracker;
