@@ -98,8 +98,9 @@ uintmax_t size_or_zero(const std::string& path) {
 
 TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
   TempDir dir("job_driver");
-  // A memory limit cannot be set under AddressSanitizer (its shadow memory is address space).
-#if defined(__SANITIZE_ADDRESS__)
+  // A memory limit cannot be set under AddressSanitizer or ThreadSanitizer (their shadow memory
+  // is address space).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   const bool limited = false;
 #else
   const bool limited = true;
