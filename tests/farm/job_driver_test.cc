@@ -72,8 +72,9 @@ v1::Job wait_final(v1::KilnService::Stub& s, uint64_t id, std::chrono::seconds l
   return job;
 }
 
-/// The pid of job `id`'s kiln-tuner process (0 when none runs).
-pid_t driver_pid(uint64_t id) {
+/// The pid of the kiln-tuner process of job `id` of the kilnd at `server` (0 when none runs). The
+/// address tells our drivers from those of other kilnds on the machine (tests run in parallel).
+pid_t driver_pid(const std::string& server, uint64_t id) {
   for (const auto& e : fs::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -84,6 +85,7 @@ pid_t driver_pid(uint64_t id) {
     for (char& c : cmd)
       if (c == '\0') c = ' ';
     if (cmd.find("kiln-tuner") != std::string::npos &&
+        cmd.find("--server " + server + " ") != std::string::npos &&
         cmd.find("--job " + std::to_string(id) + " ") != std::string::npos)
       return static_cast<pid_t>(std::stol(name));
   }
@@ -145,7 +147,7 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
       [&] { return get_job(*service, victim).progress().phase().rfind("tuning task", 0) == 0; },
       std::chrono::seconds(240)))
       << get_job(*service, victim).progress().phase();
-  const pid_t pid = driver_pid(victim);
+  const pid_t pid = driver_pid(kilnd.grpc_address(), victim);
   ASSERT_GT(pid, 0);
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
 
@@ -209,7 +211,7 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
   for (uint64_t id : {victim, good})
     EXPECT_EQ(get_job(*service, id).progress().state(), v1::JOB_STATE_DONE) << id;
   EXPECT_EQ(size_or_zero(logs + std::to_string(crasher) + ".log"), crasher_log);
-  EXPECT_EQ(driver_pid(crasher), 0);
+  EXPECT_EQ(driver_pid(kilnd.grpc_address(), crasher), 0);
 }
 
 }  // namespace
