@@ -141,6 +141,7 @@ class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, pu
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
       if (finish_after_write_) {
+        rpc::handed_to_grpc(this);
         Finish(final_);
         return;
       }
@@ -168,6 +169,7 @@ class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, pu
     current_ = std::move(pending_.front());
     pending_.pop_front();
     writing_ = true;
+    rpc::handed_to_grpc(this);
     StartWrite(&current_);
   }
   void finish(const Status& status) {
@@ -179,6 +181,7 @@ class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, pu
       final_ = status;
       finish_after_write_ = true;  // a write is in flight: finish when it is done
     } else {
+      rpc::handed_to_grpc(this);
       Finish(status);
     }
   }
