@@ -7,6 +7,7 @@
 
 #include "base/fnv1a.h"
 #include "rpc/channel.h"
+#include "rpc/reactor_order.h"
 #include "server/wire.h"
 
 namespace kiln::server {
@@ -92,8 +93,14 @@ namespace {
 /// A stream that ends at once with `status` (a refused GetWork).
 class FinishedStream final : public grpc::ServerWriteReactor<v1::MeasureRequest> {
  public:
-  explicit FinishedStream(const Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
+  explicit FinishedStream(const Status& status) {
+    rpc::handed_to_grpc(this);
+    Finish(status);
+  }
+  void OnDone() override {
+    rpc::reacting(this);
+    delete this;
+  }
 };
 
 /// One device's GetWork stream: the farm delivers requests to it (under the farm's lock) and it
@@ -104,6 +111,7 @@ class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, pu
 
   /// Attaches to the farm (which may deliver at once) or finishes.
   void start() {
+    rpc::handed_to_grpc(this);
     switch (farm_.attach(device_, this)) {
       case Farm::Attach::kAttached:
         return;
@@ -128,10 +136,12 @@ class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, pu
   }
 
   void OnWriteDone(bool ok) override {
+    rpc::reacting(this);
     {
       std::lock_guard<std::mutex> lock(mu_);
       writing_ = false;
       if (finish_after_write_) {
+        rpc::handed_to_grpc(this);
         Finish(final_);
         return;
       }
@@ -144,10 +154,12 @@ class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, pu
     finish(Status::CANCELLED);
   }
   void OnCancel() override {
+    rpc::reacting(this);
     farm_.device_gone(device_, "closed its work stream");
     finish(Status::CANCELLED);
   }
   void OnDone() override {
+    rpc::reacting(this);
     farm_.detach(device_, this);
     delete this;
   }
@@ -157,6 +169,7 @@ class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, pu
     current_ = std::move(pending_.front());
     pending_.pop_front();
     writing_ = true;
+    rpc::handed_to_grpc(this);
     StartWrite(&current_);
   }
   void finish(const Status& status) {
@@ -168,6 +181,7 @@ class WorkStream final : public grpc::ServerWriteReactor<v1::MeasureRequest>, pu
       final_ = status;
       finish_after_write_ = true;  // a write is in flight: finish when it is done
     } else {
+      rpc::handed_to_grpc(this);
       Finish(status);
     }
   }

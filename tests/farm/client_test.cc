@@ -219,13 +219,24 @@ class ClientTest : public ::testing::Test {
                             (server.empty() ? "127.0.0.1:" + std::to_string(port_) : server) +
                             " >'" + out + "' 2>'" + err + "'";
     const auto t0 = std::chrono::steady_clock::now();
-    const int status = std::system(cmd.c_str());
+    const int status = shell(cmd);
     Result r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.out = read(out);
     r.err = read(err);
     return r;
+  }
+
+  /// Runs `cmd` with the shell. The test sets the fake up before and reads what it recorded after,
+  /// and its server threads use the same state meanwhile, for calls from another process: an
+  /// order that neither the C++ memory model nor ThreadSanitizer sees. Passing through the fake's
+  /// mutex on both sides of the command orders them.
+  int shell(const std::string& cmd) {
+    { std::lock_guard<std::mutex> lock(fake_.mu); }
+    const int status = std::system(cmd.c_str());
+    { std::lock_guard<std::mutex> lock(fake_.mu); }
+    return status;
   }
 
   /// A job in the fake, RUNNING.
@@ -378,9 +389,8 @@ TEST_F(ClientTest, WatchOnATerminalRedrawsOneLine) {
   const std::string inner =
       std::string("'") + KILN_BINARY + "' watch 5 --server 127.0.0.1:" + std::to_string(port_);
   const std::string out = path("tty.txt");
-  const int status = std::system(("env -u KILN_TOKEN -u KILN_SERVER /usr/bin/script -qec \"" +
-                                  inner + "\" /dev/null >'" + out + "' 2>&1 </dev/null")
-                                     .c_str());
+  const int status = shell("env -u KILN_TOKEN -u KILN_SERVER /usr/bin/script -qec \"" + inner +
+                           "\" /dev/null >'" + out + "' 2>&1 </dev/null");
   const std::string drawn = read(out);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << drawn;
   EXPECT_NE(drawn.find("\r\033[Kjob 5 RUNNING  tasks 1/2"), std::string::npos) << drawn;
@@ -446,10 +456,9 @@ TEST_F(FetchTest, WritesExactlyTheServedBytes) {
 TEST_F(FetchTest, DefaultsToJobN) {
   const std::string cmd = "cd '" + dir_.path().string() + "' && ";
   const std::string out = path("stdout.txt"), err = path("stderr.txt");
-  const int status = std::system((cmd + "env -u KILN_TOKEN -u KILN_SERVER '" + KILN_BINARY +
-                                  "' fetch 9 --server 127.0.0.1:" + std::to_string(port_) + " >'" +
-                                  out + "' 2>'" + err + "'")
-                                     .c_str());
+  const int status = shell(cmd + "env -u KILN_TOKEN -u KILN_SERVER '" + KILN_BINARY +
+                           "' fetch 9 --server 127.0.0.1:" + std::to_string(port_) + " >'" + out +
+                           "' 2>'" + err + "'");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << read(err);
   EXPECT_EQ(read(path("job9.kiln")), fake_.bundle);
 }

@@ -152,15 +152,18 @@ TEST(DashboardTest, EveryEndpointOnALiveFarm) {
   EXPECT_EQ(farm.at("build_queue_depth", "farm").as_int("build_queue_depth"), 0);
   EXPECT_EQ(farm.at("jobs", "farm").at("running", "jobs").as_int("running"), 0);
 
-  // A job, followed until its first task has two trials.
+  // A job, followed until its first task has two trials. The task's trials are the log's records,
+  // the job's trials_done what its driver reported after the batch: both must show them.
   const uint64_t id = submit(kilnd, 2);
   const std::string job_path = "/api/v1/jobs/" + std::to_string(id);
   Json detail;
   ASSERT_TRUE(testing::eventually(
       [&] {
         detail = parse(http_get(a, job_path));
-        const auto& tasks = detail.at("job", "detail").at("tasks", "job").as_array("tasks");
-        return !tasks.empty() && tasks[0].at("trials", "task").as_int("trials") >= 2;
+        const Json& job = detail.at("job", "detail");
+        const auto& tasks = job.at("tasks", "job").as_array("tasks");
+        return !tasks.empty() && tasks[0].at("trials", "task").as_int("trials") >= 2 &&
+               job.at("trials_done", "job").as_int("trials_done") >= 2;
       },
       std::chrono::seconds(120)))
       << detail.dump() << "\n" << kilnd.process().stderr_text();
