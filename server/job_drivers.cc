@@ -430,7 +430,13 @@ uint64_t Farm::store_bundle(const std::function<bool(v1::BundleUpload&)>& read_c
   } catch (const Error& e) {
     throw invalid_argument(std::string("UploadBundle: not a bundle: ") + e.what());
   }
-  driver_job(chunk.auth());  // still the job's driver, and the job not cancelled
+  // Still the job's driver, the job not cancelled, and not done already: a done job's bundle is
+  // never replaced.
+  if (const JobRecord now = driver_job(chunk.auth()); tracker::is_final(now.state)) {
+    throw FarmError(FarmError::Code::kFailedPrecondition,
+                    "UploadBundle: job " + std::to_string(j.id) + " is already " +
+                        tracker::job_state_name(now.state));
+  }
   fs::rename(tmp, final_path);
   transition_job(j.id, JobState::kDone);
   return size;

@@ -1,0 +1,125 @@
+// The Farm's answers to requests kilnd's services pass on to it, in process: a farm in a temporary
+// folder whose job drivers are tests/common/script_driver.h's script, so that the test makes a
+// driver's calls itself with the driver's real secret. Each test is a bug the gRPC fuzz target
+// (fuzz/grpc_fuzz.cc) found, whose reproducer is also in fuzz/corpus/grpc/.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/fnv1a.h"
+#include "deploy/runtime/bundle.h"
+#include "server/farm.h"
+#include "tests/common/script_driver.h"
+#include "tests/common/temp_dir.h"
+
+namespace kiln {
+namespace {
+
+using server::FarmError;
+
+/// Expects `stmt` to throw FarmError `want` whose message contains `needle`.
+#define EXPECT_FARM_ERROR(stmt, want, needle)                                            \
+  do {                                                                                   \
+    try {                                                                                \
+      stmt;                                                                              \
+      ADD_FAILURE() << "expected a FarmError containing: " << (needle);                  \
+    } catch (const FarmError& e) {                                                       \
+      EXPECT_EQ(e.code(), (want)) << e.what();                                           \
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();      \
+    }                                                                                    \
+  } while (0)
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// A started farm with one device and one running job, whose driver's auth is `driver`.
+class FarmDriverCallsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server::FarmOptions o;
+    o.state_dir = dir_.file("state");
+    o.driver.program = drivers_.program();
+    o.max_running_jobs = 2;  // two runners, and still one driver per job
+    farm_ = std::make_unique<server::Farm>(o);
+    v1::RegisterDeviceRequest reg;
+    reg.set_key("cpu");
+    reg.set_target("llvm");
+    farm_->register_device(reg);
+    server::Submission s;
+    s.model = "a model (the script driver never reads it)";
+    s.name = "job";
+    s.target = "llvm";
+    s.device_key = "cpu";
+    s.trials = 4;
+    const tracker::JobId job = farm_->submit(s);
+    farm_->start("127.0.0.1:1");
+    driver_ = drivers_.wait(job);
+  }
+
+  /// Uploads `bundle` as the driver does, in chunks of 16 bytes, each with `auth`.
+  uint64_t upload(const std::string& bundle, const v1::DriverAuth& auth) {
+    std::vector<v1::BundleUpload> chunks;
+    for (size_t offset = 0; offset < bundle.size(); offset += 16) {
+      v1::BundleUpload c;
+      *c.mutable_auth() = auth;
+      c.set_data(bundle.substr(offset, 16));
+      if (offset + 16 >= bundle.size()) {
+        c.set_last(true);
+        c.set_checksum(fnv1a64(bundle.data(), bundle.size()));
+      }
+      chunks.push_back(std::move(c));
+    }
+    size_t next = 0;
+    return farm_->store_bundle([&](v1::BundleUpload& c) {
+      if (next == chunks.size()) return false;
+      c = chunks[next++];
+      return true;
+    });
+  }
+
+  static std::string bundle(const std::string& library) {
+    runtime::Bundle b;
+    b.graph_json = R"({"format": "kiln.graph", "version": 1})";
+    b.library = library;
+    return runtime::serialize_bundle(b);
+  }
+
+  testing::TempDir dir_{"kiln_farm_driver_calls"};
+  testing::ScriptDriver drivers_{dir_.path()};
+  std::unique_ptr<server::Farm> farm_;
+  v1::DriverAuth driver_;
+};
+
+// The driver of a done job (still alive after its upload) uploaded again: the done job's bundle
+// was replaced by the second one, which then failed with "cannot go from done to done".
+TEST_F(FarmDriverCallsTest, ADoneJobsBundleIsNeverReplaced) {
+  const std::string first = bundle("the first library");
+  EXPECT_EQ(upload(first, driver_), first.size());
+  EXPECT_EQ(farm_->job(driver_.job_id()).state, tracker::JobState::kDone);
+  EXPECT_FARM_ERROR(upload(bundle("another library"), driver_),
+                    FarmError::Code::kFailedPrecondition, "is already done");
+  EXPECT_EQ(read_file(farm_->bundle_path(driver_.job_id())), first);
+  EXPECT_EQ(farm_->job(driver_.job_id()).state, tracker::JobState::kDone);
+}
+
+// A job submitted before start() was runnable twice (submitted, then "resumed" from the store):
+// both runners started a driver for it, each replacing the other's session, so the secret the
+// first driver had was refused (PERMISSION_DENIED) at random.
+TEST_F(FarmDriverCallsTest, AJobSubmittedBeforeStartHasOneDriver) {
+  for (const server::FarmEvent& e : farm_->events())
+    EXPECT_NE(e.kind, "resume") << e.text;  // nothing was resumed: the job is new
+  EXPECT_EQ(farm_->job(driver_.job_id()).state, tracker::JobState::kRunning);
+  farm_->driver_job(driver_);  // its driver is the one
+  farm_->stop();                // every runner is done
+  EXPECT_EQ(drivers_.starts(driver_.job_id()), 1);
+}
+
+}  // namespace
+}  // namespace kiln
