@@ -25,7 +25,8 @@
 //
 // Per input: no crash, no exception out of a handler, a status code kilnd means to send (INTERNAL
 // only comes from a bug), and the farm stays consistent: ListJobs answers, the running job still
-// runs, the done job's bundle is the one its driver uploaded, a withdrawn batch left no build.
+// runs, the done job's bundle is the one its driver uploaded, a withdrawn batch left no build, a
+// refused ReportDriverProgress or AppendRecords changed nothing.
 //
 // KILN_FUZZ_TRACE=1 prints each request's method, flags and status (to see what seeds reach).
 // Seeds (fuzz/corpus/grpc/seed-*, a valid request of every method and a few bad ones) are written
@@ -289,6 +290,9 @@ struct Fixture {
     input_devices.pop_front();
   }
 
+  /// Job `id` as the API shows it.
+  std::string job_text(JobId id) const { return server::to_wire(farm->job(id)).DebugString(); }
+
   /// The farm after an input that may have changed it.
   void check_consistent() {
     grpc::ServerContext ctx;
@@ -526,7 +530,10 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
       v1::DriverProgressResponse resp;
       if (!parsed(req)) return out;
       f.authorize(req.mutable_auth(), flags);
+      const std::string before = f.job_text(f.driver(flags).job_id());
       out.status = f.driver_service->ReportDriverProgress(&ctx, &req, &resp);
+      // A refused report changes nothing.
+      if (!out.status->ok()) KILN_FUZZ_CHECK(f.job_text(f.driver(flags).job_id()) == before);
       out.changes = true;
       return out;
     }
@@ -544,8 +551,11 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
       if (!parsed(req)) return out;
       if (f.farm->records().size() >= kMaxRecords) return out;
       f.authorize(req.mutable_auth(), flags);
+      const size_t before = f.farm->records().size();
       out.status = f.driver_service->AppendRecords(&ctx, &req, &resp);
       if (out.status->ok()) KILN_FUZZ_CHECK(resp.seqs_size() == req.records_size());
+      // A refused append appends nothing.
+      if (!out.status->ok()) KILN_FUZZ_CHECK(f.farm->records().size() == before);
       out.changes = true;
       return out;
     }

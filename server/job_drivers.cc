@@ -9,6 +9,7 @@
 // workers and the agents go on regardless.
 #include <signal.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -318,7 +319,18 @@ void Farm::driver_progress(const v1::DriverProgress& p) {
   const JobRecord j = driver_job(p.auth());
   if (p.has_tasks() && p.tasks_size() > 100000)
     throw invalid_argument("ReportDriverProgress: more than 100000 tasks");
-  for (const v1::TaskRef& t : p.tasks()) {
+  // (The job store could not read an infinite or NaN latency back: the job would be unreadable.)
+  if (p.has_best_latency_s() && !(std::isfinite(p.best_latency_s()) && p.best_latency_s() >= 0)) {
+    throw invalid_argument("ReportDriverProgress: best_latency_s is " +
+                           std::to_string(p.best_latency_s()) +
+                           "; it must be finite and non-negative");
+  }
+  for (int i = 0; i < p.tasks_size(); ++i) {
+    const v1::TaskRef& t = p.tasks(i);
+    if (t.task_key().find('\0') != std::string::npos) {  // (the record log keys on it)
+      throw invalid_argument("ReportDriverProgress: the key of task " + std::to_string(i) +
+                             " holds a NUL character");
+    }
     if (t.task_key().empty() || t.task_key().size() > 1024 || t.target() != j.target) {
       throw invalid_argument("ReportDriverProgress: task '" + t.task_key() +
                              "' needs a key (at most 1024 bytes) and the job's target");
@@ -339,7 +351,7 @@ void Farm::driver_progress(const v1::DriverProgress& p) {
     }
     if (p.has_tasks_done()) r.tasks_done = std::min(p.tasks_done(), r.tasks_total);
     if (p.has_trials_done()) r.trials_done = p.trials_done();
-    if (p.has_best_latency_s() && p.best_latency_s() >= 0) r.best_latency_s = p.best_latency_s();
+    if (p.has_best_latency_s()) r.best_latency_s = p.best_latency_s();
   });
 }
 

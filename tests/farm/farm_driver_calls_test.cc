@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -119,6 +120,42 @@ TEST_F(FarmDriverCallsTest, AJobSubmittedBeforeStartHasOneDriver) {
   farm_->driver_job(driver_);  // its driver is the one
   farm_->stop();                // every runner is done
   EXPECT_EQ(drivers_.starts(driver_.job_id()), 1);
+}
+
+// A driver reported best_latency_s = +inf: the job store wrote it as null and could not read the
+// job back, so ListJobs failed for every client (and a restarted kilnd could not resume).
+TEST_F(FarmDriverCallsTest, ANonFiniteBestLatencyIsRefused) {
+  for (double latency : {std::numeric_limits<double>::infinity(),
+                         std::numeric_limits<double>::quiet_NaN(), -1.0}) {
+    v1::DriverProgress p;
+    *p.mutable_auth() = driver_;
+    p.set_best_latency_s(latency);
+    EXPECT_FARM_ERROR(farm_->driver_progress(p), FarmError::Code::kInvalidArgument,
+                      "best_latency_s is");
+  }
+  v1::DriverProgress p;
+  *p.mutable_auth() = driver_;
+  p.set_best_latency_s(2.5e-3);
+  farm_->driver_progress(p);
+  ASSERT_EQ(farm_->jobs().size(), 1u);
+  EXPECT_DOUBLE_EQ(farm_->job(driver_.job_id()).best_latency_s, 2.5e-3);
+}
+
+// A driver named a task whose key holds a NUL: ReportDriverProgress took it, but the record log
+// cannot hold such a key, so an AppendRecords of that task and another appended the other task's
+// record and then failed (a refused request that changed the log).
+TEST_F(FarmDriverCallsTest, ATaskKeyWithANulIsRefused) {
+  v1::DriverProgress p;
+  *p.mutable_auth() = driver_;
+  p.set_has_tasks(true);
+  for (const std::string& key : {std::string("dense:1x10:ab"), std::string("x\0y", 3)}) {
+    v1::TaskRef* t = p.add_tasks();
+    t->set_task_key(key);
+    t->set_target("llvm");
+  }
+  EXPECT_FARM_ERROR(farm_->driver_progress(p), FarmError::Code::kInvalidArgument,
+                    "the key of task 1 holds a NUL character");
+  EXPECT_TRUE(farm_->job(driver_.job_id()).task_keys.empty());
 }
 
 }  // namespace
