@@ -8,6 +8,8 @@
 //   2  ... by the driver of the done job instead of the running one's (UploadBundle: always)
 //   4  first the chosen driver's job gets the fixture's tasks back (inputs may have changed them)
 //   8  a device id of the request names the fixture's registered device
+//  16  ReportResult answers a request in flight on the fixture's measuring device (the oldest the
+//      farm delivered to it; one is enqueued when none is), so that results are accepted
 // so that the fuzzer explores refused and authorized requests alike. The synchronous handlers get
 // a bare grpc::ServerContext, bound to no call: in gRPC 1.51 its peer() is "", IsCancelled() is
 // false and client_metadata() is empty (the farm has no token). The streaming and callback
@@ -25,8 +27,8 @@
 //
 // Per input: no crash, no exception out of a handler, a status code kilnd means to send (INTERNAL
 // only comes from a bug), and the farm stays consistent: ListJobs answers (every job can be
-// read), the running job still runs, the done job's bundle is the one its driver uploaded, a withdrawn batch left no build, a
-// refused ReportDriverProgress or AppendRecords changed nothing.
+// read), the running job still runs, the done job's bundle is the one its driver uploaded, a
+// withdrawn batch left no build, a refused ReportDriverProgress or AppendRecords changed nothing.
 //
 // KILN_FUZZ_TRACE=1 prints each request's method, flags and status (to see what seeds reach).
 // Seeds (fuzz/corpus/grpc/seed-*, a valid request of every method and a few bad ones) are written
@@ -43,6 +45,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,19 +69,30 @@ using tracker::JobId;
 
 constexpr const char* kTarget = "llvm";
 constexpr const char* kDeviceKey = "cpu";
+constexpr const char* kMeasureKey = "fuzz-measure";  // the measuring device's
 const std::vector<std::string> kTasks = {"dense:1x10:0123456789abcdef",
                                          "conv2d_nchw:1x8x8x8:fedcba9876543210"};
 
 // What inputs pile up in the farm from one execution to the next is capped, so that every
 // execution stays fast: devices registered by inputs (the oldest is dropped, as a lost device,
-// past this many), and records appended by AppendRecords (skipped once the log holds this many).
-// SubmitModel's jobs are capped by the service's own rate limit, set to kSubmitsPerMinute, and
-// none of them runs: both job runners hold the fixture's drivers.
+// past this many); records appended by AppendRecords (skipped past this many: GetTaskRecords
+// and MeasureBatch read all records of a job's task); results accepted by ReportResult (their
+// records go to kMeasuredTask, which no job has, so they only fill the log). SubmitModel's jobs
+// are capped by the service's own rate limit, set to kSubmitsPerMinute, and none of them runs:
+// both job runners hold the fixture's drivers.
 constexpr size_t kMaxInputDevices = 16;
-constexpr size_t kMaxRecords = 500;
+constexpr size_t kMaxAppended = 500;
+constexpr size_t kMaxReported = 20000;
 constexpr int kSubmitsPerMinute = 20;
+constexpr const char* kMeasuredTask = "fuzz_measured:1:0";
 
-enum Flag : uint8_t { kRealAuth = 1, kDoneDriver = 2, kResetTasks = 4, kFixtureDevice = 8 };
+enum Flag : uint8_t {
+  kRealAuth = 1,
+  kDoneDriver = 2,
+  kResetTasks = 4,
+  kFixtureDevice = 8,
+  kInFlight = 16
+};
 
 enum Method : uint8_t {
   kRegisterDevice,
@@ -163,6 +177,13 @@ std::vector<v1::BundleUpload> bundle_chunks(const std::string& bundle, const v1:
   return chunks;
 }
 
+/// A device's work stream that keeps the ids of what it was given.
+struct CountingSink final : server::WorkSink {
+  std::vector<uint64_t> delivered;
+  void deliver(v1::MeasureRequest wire) override { delivered.push_back(wire.request_id()); }
+  void close(bool, const std::string&) override {}
+};
+
 /// A folder for the farm's state, on tmpfs where there is one (the farm syncs every write),
 /// removed with everything in it when the process ends normally.
 struct Folder {
@@ -191,7 +212,11 @@ struct Fixture {
   std::unique_ptr<server::JobDriverService> driver_service;
   v1::DriverAuth running, done;  // the drivers of the running and the done job
   tracker::DeviceId device = 0;
-  std::string done_bundle;  // what the done job's driver uploaded
+  tracker::DeviceId measure_device = 0;  // of key kMeasureKey
+  std::deque<uint64_t> measuring;        // requests in flight on it, oldest first
+  uint64_t measure_configs = 0;
+  size_t appended = 0, reported = 0;  // records appended by inputs
+  std::string done_bundle;            // what the done job's driver uploaded
   std::deque<tracker::DeviceId> input_devices;
 
   Fixture() {
@@ -283,6 +308,42 @@ struct Fixture {
 
   void device_id(uint64_t& id, uint8_t flags) const {
     if (flags & kFixtureDevice) id = device;
+  }
+
+  /// The oldest request in flight on the measuring device; one is enqueued (for the done job,
+  /// so that no batch withdraws it) when none is. A measuring device that is quarantined, or
+  /// holds requests this does not know of (a GetWork input took them), is replaced: what it held
+  /// is requeued and comes to the new one.
+  uint64_t request_in_flight() {
+    bool usable = false;
+    for (const v1::DeviceInfo& d : farm->devices(kMeasureKey)) {
+      usable = usable || (d.device_id() == measure_device && d.state() != "quarantined" &&
+                          d.in_flight() == measuring.size());
+    }
+    if (!usable) {
+      farm->device_gone(measure_device, "replaced by the fuzz target");  // no-op when unknown
+      v1::RegisterDeviceRequest reg;
+      reg.set_key(kMeasureKey);
+      reg.set_target(kTarget);
+      measure_device = farm->register_device(reg).id;
+      measuring.clear();
+    }
+    if (measuring.empty()) {
+      tracker::MeasureSpec spec;
+      spec.job_id = done.job_id();
+      spec.task_key = kMeasuredTask;
+      spec.config_index = 1000000 + measure_configs++;
+      spec.target = kTarget;
+      spec.device_key = kMeasureKey;
+      spec.config_text = "measured by the fuzz target";
+      spec.flops = 1e9;
+      farm->enqueue_measure(spec);
+    }
+    CountingSink sink;  // takes what is queued for the device
+    if (farm->attach(measure_device, &sink) == server::Farm::Attach::kAttached)
+      farm->detach(measure_device, &sink);
+    measuring.insert(measuring.end(), sink.delivered.begin(), sink.delivered.end());
+    return measuring.empty() ? 0 : measuring.front();
   }
 
   /// A device registered by an input; past kMaxInputDevices the oldest is dropped.
@@ -397,11 +458,7 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
         out.status = missing("GetWork", "device_id");
         return out;
       }
-      struct CountingSink final : server::WorkSink {
-        int delivered = 0, closed = 0;
-        void deliver(v1::MeasureRequest) override { ++delivered; }
-        void close(bool, const std::string&) override { ++closed; }
-      } sink;
+      CountingSink sink;
       switch (f.farm->attach(id, &sink)) {
         case server::Farm::Attach::kAttached:
           f.farm->detach(id, &sink);
@@ -422,18 +479,33 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
       uint64_t id = req.device_id();
       f.device_id(id, flags);
       req.set_device_id(id);
+      uint64_t in_flight = 0;
+      if ((flags & kInFlight) && f.reported < kMaxReported) {
+        in_flight = f.request_in_flight();
+        req.set_request_id(in_flight);
+        req.set_device_id(f.measure_device);
+      }
       if (req.request_id() == 0) {
         out.status = missing("ReportResult", "request_id");
       } else if (req.device_id() == 0) {
         out.status = missing("ReportResult", "device_id");
       } else {
-        out.status = call([&] {
-          Status answer(StatusCode::INTERNAL, "report_result never answered");
-          f.farm->report_result(req, [&answer](bool, std::exception_ptr error) {
-            answer = error ? Status(StatusCode::INTERNAL, "the record log failed") : Status::OK;
+        // As the handler: whatever report_result throws, or the error it answers with, is
+        // INTERNAL. (Its answer comes at once here: nothing else appends to the log.)
+        auto answer = std::make_shared<std::optional<bool>>();
+        try {
+          f.farm->report_result(req, [answer](bool accepted, std::exception_ptr error) {
+            if (!error) *answer = accepted;
           });
-          return answer;
-        });
+          out.status = answer->has_value() ? Status::OK
+                                           : Status(StatusCode::INTERNAL, "the record log failed");
+        } catch (const std::exception& e) {
+          out.status = Status(StatusCode::INTERNAL, e.what());
+        }
+        if (in_flight != 0 && answer->value_or(false)) {
+          f.measuring.pop_front();
+          ++f.reported;
+        }
       }
       out.changes = true;
       return out;
@@ -565,11 +637,12 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
       v1::AppendRecordsRequest req;
       v1::AppendRecordsResponse resp;
       if (!parsed(req)) return out;
-      if (f.farm->records().size() >= kMaxRecords) return out;
+      if (f.appended >= kMaxAppended) return out;
       f.authorize(req.mutable_auth(), flags);
       const size_t before = f.farm->records().size();
       out.status = f.driver_service->AppendRecords(&ctx, &req, &resp);
       if (out.status->ok()) KILN_FUZZ_CHECK(resp.seqs_size() == req.records_size());
+      f.appended += f.farm->records().size() - before;
       // A refused append appends nothing.
       if (!out.status->ok()) KILN_FUZZ_CHECK(f.farm->records().size() == before);
       out.changes = true;
@@ -667,9 +740,16 @@ void write_seeds(const fs::path& folder) {
   result.set_error(v1::ERROR_KIND_NONE);
   result.set_run_ms(12);
   msg("report-result", kReportResult, kFixtureDevice, result);
+  result.set_contended(true);
+  msg("report-result-in-flight", kReportResult, kInFlight, result);
+  result.set_contended(false);
   result.set_error(static_cast<v1::ErrorKind>(99));
   result.set_error_msg("a kind of error from the future");
   msg("report-result-unknown-kind", kReportResult, kFixtureDevice, result);
+  result.clear_costs_s();
+  result.set_error(v1::ERROR_KIND_CRASH);
+  result.set_error_msg("killed by SIGSEGV");
+  msg("report-result-in-flight-crash", kReportResult, kInFlight, result);
 
   v1::GetBuildWorkRequest builds;
   builds.set_worker_id("worker-1");
@@ -680,7 +760,7 @@ void write_seeds(const fs::path& folder) {
   artifact.set_build_id(1);
   artifact.set_worker_id("worker-1");
   artifact.mutable_artifact()->set_format(v1::Artifact::FORMAT_SHARED_OBJECT);
-  artifact.mutable_artifact()->set_data("\x7f" "ELF");
+  artifact.mutable_artifact()->set_data(std::string("\x7f") + "ELF");
   artifact.mutable_artifact()->set_entry("default_function");
   msg("report-artifact", kReportArtifact, 0, artifact);
 

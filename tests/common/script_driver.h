@@ -43,8 +43,7 @@ class ScriptDriver {
   std::string program() const { return (folder_ / "driver.sh").string(); }
 
   /// The auth of job `job`'s driver once it started (std::runtime_error after `limit`).
-  v1::DriverAuth wait(uint64_t job,
-                      std::chrono::seconds limit = std::chrono::seconds(60)) const {
+  v1::DriverAuth wait(uint64_t job, std::chrono::seconds limit = std::chrono::seconds(60)) const {
     const std::filesystem::path file = folder_ / ("driver-" + std::to_string(job));
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (!std::filesystem::exists(file)) {

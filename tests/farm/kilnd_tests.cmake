@@ -34,5 +34,5 @@ set_tests_properties(job_driver_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)
 
 # The Farm's answers to requests, in process, with a script as the job driver: the bugs the gRPC
 # fuzz target found.
-kiln_add_test(NAME farm_driver_calls_test LABEL farm SOURCES farm_driver_calls_test.cc
+kiln_add_test(NAME farm_requests_test LABEL farm SOURCES farm_requests_test.cc
   LIBS kiln_farm kiln_runtime)
