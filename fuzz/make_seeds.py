@@ -3,7 +3,10 @@
 
 Small valid inputs of each kind, and a few interesting invalid ones; the fuzzers grow their own
 corpora from these in a work folder (scripts/fuzz.sh), never here. The reproducers of fixed
-crashes (crash-*) are kept by hand beside the seeds; this script never touches them. Needs numpy and onnx (scripts/setup.sh installs both).
+crashes (crash-*) are kept by hand beside the seeds; this script never touches them. Needs numpy
+and onnx (scripts/setup.sh installs both). The grpc target's seeds are kiln's protobuf messages,
+which Python cannot import here: the target writes them itself (KILN_FUZZ_WRITE_SEEDS), from a
+build of it in build/dev or build/fuzz.
 
     python3 fuzz/make_seeds.py
 """
@@ -12,6 +15,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 
 import numpy as np
 import onnx
@@ -350,11 +354,28 @@ def onnx_seeds():
             picked += 1
 
 
+# ---- grpc --------------------------------------------------------------------------------------
+
+def grpc_seeds():
+    root = os.path.dirname(HERE)
+    for exe in ["build/dev/fuzz/fuzz_grpc_regression", "build/fuzz/fuzz/fuzz_grpc"]:
+        path = os.path.join(root, exe)
+        if os.access(path, os.X_OK):
+            d = clear_seeds("grpc")
+            # Any input: the target writes the seeds into the folder and exits.
+            subprocess.run([path, os.path.abspath(__file__)], check=True,
+                           env=dict(os.environ, KILN_FUZZ_WRITE_SEEDS=d))
+            return
+    print("grpc: no build of fuzz_grpc (cmake --build build/dev --target fuzz_grpc_regression):"
+          " its seeds are left as they are")
+
+
 if __name__ == "__main__":
     npy_seeds()
     bundle_seeds()
     record_seeds()
     dashboard_seeds()
     onnx_seeds()
+    grpc_seeds()
     for t in sorted(os.listdir(CORPUS)):
         print(t, len(os.listdir(os.path.join(CORPUS, t))), "files")

@@ -2,6 +2,7 @@
 // report results; requests are pushed to a device the moment it can take one, and a result's
 // record is appended asynchronously (the log's group commit) before it is acknowledged.
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "compiler/target/target.h"
@@ -140,6 +141,13 @@ void Farm::report_result(const v1::MeasureResult& r,
     if (outcome.error == ErrorKind::kNone && outcome.costs_s.empty()) {
       outcome.error = ErrorKind::kRuntimeError;
       outcome.error_msg = "the device reported success without costs";
+    }
+    // The record log keeps finite, non-negative costs only.
+    const auto bad = std::find_if(outcome.costs_s.begin(), outcome.costs_s.end(),
+                                  [](double c) { return !(std::isfinite(c) && c >= 0); });
+    if (outcome.error == ErrorKind::kNone && bad != outcome.costs_s.end()) {
+      outcome.error = ErrorKind::kRuntimeError;
+      outcome.error_msg = "the device reported a cost of " + std::to_string(*bad) + " s";
     }
   }
   std::unique_lock<std::mutex> lock(mu_);

@@ -1,5 +1,6 @@
 // The Farm's life cycle: construction on a state folder, start (resuming unfinished jobs) and
 // stop, the ticker (leases, queue waits, build hand-outs, gauges) and recent events.
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <sstream>
@@ -62,12 +63,16 @@ void Farm::start(const std::string& driver_server) {
   if (started_) return;
   started_ = true;
   driver_server_ = driver_server;
+  size_t resumed = 0;
   for (const JobRecord& j : store_.unfinished()) {
+    // A job submitted before start is runnable already: once, or two runners would drive it.
+    if (std::find(runnable_.begin(), runnable_.end(), j.id) != runnable_.end()) continue;
     runnable_.push_back(j.id);
     job_versions_[j.id] = 1;
+    ++resumed;
   }
-  if (!runnable_.empty())
-    add_event_locked("resume", std::to_string(runnable_.size()) + " unfinished jobs resumed");
+  if (resumed > 0)
+    add_event_locked("resume", std::to_string(resumed) + " unfinished jobs resumed");
   refresh_gauges_locked();
   ticker_ = std::thread([this] { tick_loop(); });
   for (int i = 0; i < options_.max_running_jobs; ++i)

@@ -246,7 +246,8 @@ class Farm {
   std::vector<records::MeasureRecord> measure_batch(const v1::MeasureBatchRequest& request,
                                                     const std::function<bool()>& abandoned);
   /// Stores the job's bundle from `read_chunk` (called until it returns false or a chunk says
-  /// last) and marks the job done. The first chunk carries the auth.
+  /// last) and marks the job done. The first chunk carries the auth. FarmError
+  /// kFailedPrecondition when the job is done already (its bundle is never replaced).
   uint64_t store_bundle(const std::function<bool(v1::BundleUpload&)>& read_chunk);
 
  private:

@@ -9,6 +9,7 @@
 // workers and the agents go on regardless.
 #include <signal.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -328,7 +329,18 @@ void Farm::driver_progress(const v1::DriverProgress& p) {
   const JobRecord j = driver_job(p.auth());
   if (p.has_tasks() && p.tasks_size() > 100000)
     throw invalid_argument("ReportDriverProgress: more than 100000 tasks");
-  for (const v1::TaskRef& t : p.tasks()) {
+  // (The job store could not read an infinite or NaN latency back: the job would be unreadable.)
+  if (p.has_best_latency_s() && !(std::isfinite(p.best_latency_s()) && p.best_latency_s() >= 0)) {
+    throw invalid_argument("ReportDriverProgress: best_latency_s is " +
+                           std::to_string(p.best_latency_s()) +
+                           "; it must be finite and non-negative");
+  }
+  for (int i = 0; i < p.tasks_size(); ++i) {
+    const v1::TaskRef& t = p.tasks(i);
+    if (t.task_key().find('\0') != std::string::npos) {  // (the record log keys on it)
+      throw invalid_argument("ReportDriverProgress: the key of task " + std::to_string(i) +
+                             " holds a NUL character");
+    }
     if (t.task_key().empty() || t.task_key().size() > 1024 || t.target() != j.target) {
       throw invalid_argument("ReportDriverProgress: task '" + t.task_key() +
                              "' needs a key (at most 1024 bytes) and the job's target");
@@ -349,7 +361,7 @@ void Farm::driver_progress(const v1::DriverProgress& p) {
     }
     if (p.has_tasks_done()) r.tasks_done = std::min(p.tasks_done(), r.tasks_total);
     if (p.has_trials_done()) r.trials_done = p.trials_done();
-    if (p.has_best_latency_s() && p.best_latency_s() >= 0) r.best_latency_s = p.best_latency_s();
+    if (p.has_best_latency_s()) r.best_latency_s = p.best_latency_s();
   });
 }
 
@@ -440,7 +452,13 @@ uint64_t Farm::store_bundle(const std::function<bool(v1::BundleUpload&)>& read_c
   } catch (const Error& e) {
     throw invalid_argument(std::string("UploadBundle: not a bundle: ") + e.what());
   }
-  driver_job(chunk.auth());  // still the job's driver, and the job not cancelled
+  // Still the job's driver, the job not cancelled, and not done already: a done job's bundle is
+  // never replaced.
+  if (const JobRecord now = driver_job(chunk.auth()); tracker::is_final(now.state)) {
+    throw FarmError(FarmError::Code::kFailedPrecondition,
+                    "UploadBundle: job " + std::to_string(j.id) + " is already " +
+                        tracker::job_state_name(now.state));
+  }
   fs::rename(tmp, final_path);
   transition_job(j.id, JobState::kDone);
   return size;

@@ -1,5 +1,6 @@
 // The Farm's jobs as the public API sees them: submission (the model checked by a kiln-tuner
 // --check process), state, cancellation, watching, and the bundle of a done job.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -97,7 +98,8 @@ JobId Farm::submit(const Submission& s) {
   fs::rename(tmp, model_path(id));
   std::lock_guard<std::mutex> lock(mu_);
   job_versions_[id] = 1;
-  runnable_.push_back(id);
+  // start() may have found the new job in the store already.
+  if (std::find(runnable_.begin(), runnable_.end(), id) == runnable_.end()) runnable_.push_back(id);
   add_event_locked("job_state", "job " + std::to_string(id) + " (" + s.name + ") submitted by " +
                                     (s.owner.empty() ? "anonymous" : s.owner));
   jobs_cv_.notify_all();

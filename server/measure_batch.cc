@@ -3,6 +3,7 @@
 // on devices of the job's key, and every record is durable in the log before the batch answers.
 // A config the log already holds is answered from it, so no config is ever measured twice.
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -74,6 +75,8 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
   check_spec(req.output(), "the output");
   if (!(req.rtol() >= 0) || !(req.atol() >= 0))
     throw invalid_argument("MeasureBatch: rtol and atol must be non-negative");
+  if (!(std::isfinite(req.flops()) && req.flops() >= 0))
+    throw invalid_argument("MeasureBatch: flops must be finite and non-negative");
   {
     std::unordered_set<uint64_t> seen;
     for (const v1::Config& c : req.configs()) {

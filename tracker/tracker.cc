@@ -1,5 +1,7 @@
 #include "tracker/tracker.h"
 
+#include <cmath>
+
 #include "base/error.h"
 
 namespace kiln::tracker {
@@ -21,8 +23,10 @@ records::MeasureRecord make_record(const MeasureRequest& request, const Device& 
   if (outcome.error == ErrorKind::kNone) {
     r.contended = outcome.contended;
     r.gflops = outcome.gflops;
-    if (r.gflops == 0 && request.flops > 0 && !r.costs_s.empty())
-      r.gflops = request.flops / r.cost() / 1e9;
+    if (r.gflops == 0 && request.flops > 0 && !r.costs_s.empty() && r.cost() > 0) {
+      const double gflops = request.flops / r.cost() / 1e9;
+      if (std::isfinite(gflops)) r.gflops = gflops;  // (a cost of 1e-320 s overflows)
+    }
   }
   r.timestamp_ms = timestamp_ms;
   return r;

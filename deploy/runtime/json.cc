@@ -1,7 +1,9 @@
 // JSON parsing and writing.
 #include "deploy/runtime/json.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <cstdio>
 #include <sstream>
@@ -188,8 +190,12 @@ class Parser {
         int64_t v = std::stoll(text, &used);
         if (used == text.size()) return v;
       }
-      double d = std::stod(text, &used);
-      if (used == text.size()) return d;
+      // Not std::stod: it refuses an underflow (a subnormal number, which dump() writes), and
+      // the text here holds no "inf", "nan" or hex digits for strtod to take.
+      char* end = nullptr;
+      errno = 0;
+      const double d = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() + text.size() && !(errno == ERANGE && std::isinf(d))) return d;
     } catch (const std::exception&) {
     }
     pos_ = start;

@@ -31,3 +31,8 @@ target_compile_definitions(job_driver_test PRIVATE KILND_BINARY="$<TARGET_FILE:k
 add_dependencies(job_driver_test kilnd)
 add_test(NAME job_driver_test COMMAND job_driver_test)
 set_tests_properties(job_driver_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)
+
+# The Farm's answers to requests, in process, with a script as the job driver: the bugs the gRPC
+# fuzz target found.
+kiln_add_test(NAME farm_requests_test LABEL farm SOURCES farm_requests_test.cc
+  LIBS kiln_farm kiln_runtime)

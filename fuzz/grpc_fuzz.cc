@@ -1,0 +1,960 @@
+// Fuzz target: every request message kilnd accepts, as protobuf bytes into its three gRPC services
+// (server/services.h) over one Farm in a temporary folder. The input is
+//   <method> <flags> <the method's request message>
+// where the method byte picks one of the 19 methods (by its remainder) and the rest is parsed as
+// that method's request; bytes that do not parse are ignored. UploadBundle's rest is a stream of
+// chunks, each <u16 length, little-endian> <BundleUpload of that many bytes>. The flags:
+//   1  each DriverAuth of the request is replaced by a real driver's (its job id and secret)
+//   2  ... by the driver of the done job instead of the running one's (UploadBundle: always)
+//   4  first the chosen driver's job gets the fixture's tasks back (inputs may have changed them)
+//   8  a device id of the request names the fixture's registered device
+//  16  ReportResult answers a request in flight on the fixture's measuring device (the oldest the
+//      farm delivered to it; one is enqueued when none is), so that results are accepted
+// so that the fuzzer explores refused and authorized requests alike. The synchronous handlers get
+// a bare grpc::ServerContext, bound to no call: in gRPC 1.51 its peer() is "", IsCancelled() is
+// false and client_metadata() is empty (the farm has no token). The streaming and callback
+// methods (GetWork, ReportResult, WatchJob, FetchBundle, UploadBundle) and MeasureBatch (whose
+// handler waits for workers and devices until its call is cancelled) go, after their handler's
+// own checks, to the Farm methods the handlers call, with nothing waiting: GetWork attaches a
+// sink that counts and detaches it; MeasureBatch's driver "goes away" at the batch's first wait,
+// which withdraws what it queued; WatchJob waits zero milliseconds.
+//
+// The farm: one device, a running job and a done job, each with a live driver session, and a
+// cancelled job. Its job drivers are tests/common/script_driver.h's shell script, which passes
+// the model check and leaves the secret kilnd gave it where this target reads it; the farm's
+// stop() kills them when the fixture goes at exit (and they end by themselves within a second
+// of this process's end otherwise).
+//
+// Per input: no crash, no exception out of a handler, a status code kilnd means to send (INTERNAL
+// only comes from a bug), and the farm stays consistent: ListJobs answers (every job can be
+// read), the running job still runs, the done job's bundle is the one its driver uploaded, a
+// withdrawn batch left no build, a refused ReportDriverProgress or AppendRecords changed nothing.
+//
+// KILN_FUZZ_TRACE=1 prints each request's method, flags and status (to see what seeds reach).
+// Seeds (fuzz/corpus/grpc/seed-*, a valid request of every method and a few bad ones) are written
+// by this target itself, which links the protos:  python3 fuzz/make_seeds.py  runs
+//   KILN_FUZZ_WRITE_SEEDS=fuzz/corpus/grpc build/dev/fuzz/fuzz_grpc_regression ANY_FILE
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "base/fnv1a.h"
+#include "deploy/runtime/bundle.h"
+#include "fuzz/fuzz_check.h"
+#include "server/farm.h"
+#include "server/services.h"
+#include "server/wire.h"
+#include "tests/common/script_driver.h"
+
+namespace {
+
+using namespace kiln;
+namespace fs = std::filesystem;
+using grpc::Status;
+using grpc::StatusCode;
+using tracker::JobId;
+
+constexpr const char* kTarget = "llvm";
+constexpr const char* kDeviceKey = "cpu";
+constexpr const char* kMeasureKey = "fuzz-measure";  // the measuring device's
+const std::vector<std::string> kTasks = {"dense:1x10:0123456789abcdef",
+                                         "conv2d_nchw:1x8x8x8:fedcba9876543210"};
+
+// What inputs pile up in the farm from one execution to the next is capped, so that every
+// execution stays fast: devices registered by inputs (the oldest is dropped, as a lost device,
+// past this many); records appended by AppendRecords (skipped past this many: GetTaskRecords
+// and MeasureBatch read all records of a job's task); results accepted by ReportResult (their
+// records go to kMeasuredTask, which no job has, so they only fill the log). SubmitModel's jobs
+// are capped by the service's own rate limit, set to kSubmitsPerMinute, and none of them runs:
+// both job runners hold the fixture's drivers.
+constexpr size_t kMaxInputDevices = 16;
+constexpr size_t kMaxAppended = 500;
+constexpr size_t kMaxReported = 20000;
+constexpr int kSubmitsPerMinute = 20;
+constexpr const char* kMeasuredTask = "fuzz_measured:1:0";
+
+enum Flag : uint8_t {
+  kRealAuth = 1,
+  kDoneDriver = 2,
+  kResetTasks = 4,
+  kFixtureDevice = 8,
+  kInFlight = 16
+};
+
+enum Method : uint8_t {
+  kRegisterDevice,
+  kHeartbeat,
+  kGetWork,
+  kReportResult,
+  kGetBuildWork,
+  kReportArtifact,
+  kSubmitModel,
+  kGetJob,
+  kListJobs,
+  kWatchJob,
+  kCancelJob,
+  kFetchBundle,
+  kListDevices,
+  kGetDriverJob,
+  kReportDriverProgress,
+  kGetTaskRecords,
+  kAppendRecords,
+  kMeasureBatch,
+  kUploadBundle,
+  kNumMethods
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+  KILN_FUZZ_CHECK(out.good());
+}
+
+/// The services' own mapping of exceptions to statuses (services.cc), for the Farm methods this
+/// target calls directly.
+template <typename F>
+Status call(F&& body) {
+  try {
+    return body();
+  } catch (const server::FarmError& e) {
+    return server::to_status(e);
+  } catch (const Error& e) {
+    return Status(StatusCode::INVALID_ARGUMENT, e.what());
+  } catch (const SystemError& e) {
+    return Status(StatusCode::UNAVAILABLE, e.what());
+  } catch (const std::exception& e) {
+    return Status(StatusCode::INTERNAL, e.what());
+  }
+}
+
+Status missing(const char* rpc, const char* field) {
+  return Status(StatusCode::INVALID_ARGUMENT, std::string(rpc) + ": " + field + " is missing");
+}
+
+/// A bundle the farm accepts (read_bundle checks its sections and checksum, not its graph).
+std::string valid_bundle(const std::string& library) {
+  runtime::Bundle b;
+  b.graph_json = R"({"format": "kiln.graph", "version": 1})";
+  b.library = library;
+  return runtime::serialize_bundle(b);
+}
+
+/// The bundle in the chunks a driver sends (each with `auth`), the last with the checksum.
+std::vector<v1::BundleUpload> bundle_chunks(const std::string& bundle, const v1::DriverAuth& auth,
+                                            size_t chunk_bytes) {
+  std::vector<v1::BundleUpload> chunks;
+  size_t offset = 0;
+  do {
+    v1::BundleUpload c;
+    *c.mutable_auth() = auth;
+    const size_t n = std::min(chunk_bytes, bundle.size() - offset);
+    c.set_data(bundle.substr(offset, n));
+    offset += n;
+    if (offset == bundle.size()) {
+      c.set_last(true);
+      c.set_checksum(fnv1a64(bundle.data(), bundle.size()));
+    }
+    chunks.push_back(std::move(c));
+  } while (offset < bundle.size());
+  return chunks;
+}
+
+/// A device's work stream that keeps the ids of what it was given.
+struct CountingSink final : server::WorkSink {
+  std::vector<uint64_t> delivered;
+  void deliver(v1::MeasureRequest wire) override { delivered.push_back(wire.request_id()); }
+  void close(bool, const std::string&) override {}
+};
+
+/// A folder for the farm's state, on tmpfs where there is one (the farm syncs every write),
+/// removed with everything in it when the process ends normally. The folders of runs that
+/// crashed (whose process is gone) are removed first: RocksDB preallocates its logs, some 150 MB
+/// a farm, which is memory on tmpfs.
+struct Folder {
+  fs::path path;
+  Folder() {
+    const fs::path base =
+        fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+    const std::string prefix = "kiln_fuzz_grpc_";
+    std::error_code ec;
+    for (const fs::directory_entry& e : fs::directory_iterator(base, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+        fs::remove_all(e.path(), ec);
+    }
+    path = base / (prefix + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Folder() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// The farm and its services, made once per process; stopped (its drivers killed) and its folder
+/// removed at exit.
+struct Fixture {
+  Folder dir;
+  testing::ScriptDriver drivers{dir.path};
+  std::unique_ptr<server::Farm> farm;
+  std::unique_ptr<server::TrackerService> tracker_service;
+  std::unique_ptr<server::KilnService> kiln_service;
+  std::unique_ptr<server::JobDriverService> driver_service;
+  v1::DriverAuth running, done;  // the drivers of the running and the done job
+  tracker::DeviceId device = 0;
+  tracker::DeviceId measure_device = 0;  // of key kMeasureKey
+  std::deque<uint64_t> measuring;        // requests in flight on it, oldest first
+  uint64_t measure_configs = 0;
+  size_t appended = 0, reported = 0;  // records appended by inputs
+  std::string done_bundle;            // what the done job's driver uploaded
+  std::deque<tracker::DeviceId> input_devices;
+
+  Fixture() {
+    server::FarmOptions o;
+    o.state_dir = (dir.path / "state").string();
+    o.max_running_jobs = 2;
+    o.tracker.registry.lease = std::chrono::hours(24);  // the fixture's device never expires
+    o.driver.program = drivers.program();
+    o.driver.idle_timeout = std::chrono::hours(24);
+    farm = std::make_unique<server::Farm>(o);
+    tracker_service = std::make_unique<server::TrackerService>(*farm, "");
+    server::KilnServiceOptions kiln_options;
+    kiln_options.submits_per_minute = kSubmitsPerMinute;
+    kiln_service = std::make_unique<server::KilnService>(*farm, kiln_options);
+    driver_service = std::make_unique<server::JobDriverService>(*farm, "");
+
+    v1::RegisterDeviceRequest reg;
+    reg.set_key(kDeviceKey);
+    reg.set_target(kTarget);
+    device = farm->register_device(reg).id;
+    server::Submission s;
+    s.model = "an ONNX model: the fuzz target's drivers never read it";
+    s.target = kTarget;
+    s.device_key = kDeviceKey;
+    s.owner = "fuzz";
+    s.trials = 8;
+    s.name = "running";
+    const JobId running_job = farm->submit(s);
+    s.name = "done";
+    const JobId done_job = farm->submit(s);
+    farm->start("127.0.0.1:1");  // the drivers never call it
+    running = drivers.wait(running_job);
+    done = drivers.wait(done_job);
+    for (const v1::DriverAuth* d : {&running, &done}) reset_tasks(*d);
+
+    // Records of the first task, which MeasureBatch answers from the log.
+    v1::AppendRecordsRequest append;
+    *append.mutable_auth() = running;
+    for (uint64_t i = 0; i < 4; ++i) {
+      v1::MeasureRecord* r = append.add_records();
+      r->set_target(kTarget);
+      r->set_device("fuzz-device");
+      r->set_task_key(kTasks[0]);
+      r->set_config_index(i);
+      r->set_config("tile=[" + std::to_string(i) + "]");
+      r->set_error(i == 3 ? v1::ERROR_KIND_RUN_TIMEOUT : v1::ERROR_KIND_NONE);
+      if (i != 3) r->add_costs_s(1e-3 * static_cast<double>(i + 1));
+      r->set_timestamp_ms(1700000000000);
+    }
+    farm->driver_append(append);
+
+    done_bundle = valid_bundle("the done job's library");
+    std::vector<v1::BundleUpload> chunks = bundle_chunks(done_bundle, done, 40);
+    size_t next = 0;
+    farm->store_bundle([&](v1::BundleUpload& c) {
+      if (next == chunks.size()) return false;
+      c = chunks[next++];
+      return true;
+    });
+    KILN_FUZZ_CHECK(farm->job(done.job_id()).state == tracker::JobState::kDone);
+
+    s.name = "cancelled";
+    farm->cancel(farm->submit(s), "by the fuzz target");
+  }
+
+  /// The job of driver `d` gets the fixture's tasks (on the job's target) back.
+  void reset_tasks(const v1::DriverAuth& d) {
+    const tracker::JobRecord j = farm->job(d.job_id());
+    if (j.task_keys == kTasks) return;
+    v1::DriverProgress p;
+    *p.mutable_auth() = d;
+    p.set_has_tasks(true);
+    p.set_phase("tuning");
+    for (const std::string& key : kTasks) {
+      v1::TaskRef* t = p.add_tasks();
+      t->set_task_key(key);
+      t->set_target(j.target);
+    }
+    farm->driver_progress(p);
+  }
+
+  const v1::DriverAuth& driver(uint8_t flags) const {
+    return (flags & kDoneDriver) ? done : running;
+  }
+
+  void authorize(v1::DriverAuth* auth, uint8_t flags) const {
+    if (flags & kRealAuth) *auth = driver(flags);
+  }
+
+  void device_id(uint64_t& id, uint8_t flags) const {
+    if (flags & kFixtureDevice) id = device;
+  }
+
+  /// The oldest request in flight on the measuring device; one is enqueued (for the done job,
+  /// so that no batch withdraws it) when none is. A measuring device that is quarantined, or
+  /// holds requests this does not know of (a GetWork input took them), is replaced: what it held
+  /// is requeued and comes to the new one.
+  uint64_t request_in_flight() {
+    bool usable = false;
+    for (const v1::DeviceInfo& d : farm->devices(kMeasureKey)) {
+      usable = usable || (d.device_id() == measure_device && d.state() != "quarantined" &&
+                          d.in_flight() == measuring.size());
+    }
+    if (!usable) {
+      farm->device_gone(measure_device, "replaced by the fuzz target");  // no-op when unknown
+      v1::RegisterDeviceRequest reg;
+      reg.set_key(kMeasureKey);
+      reg.set_target(kTarget);
+      measure_device = farm->register_device(reg).id;
+      measuring.clear();
+    }
+    if (measuring.empty()) {
+      tracker::MeasureSpec spec;
+      spec.job_id = done.job_id();
+      spec.task_key = kMeasuredTask;
+      spec.config_index = 1000000 + measure_configs++;
+      spec.target = kTarget;
+      spec.device_key = kMeasureKey;
+      spec.config_text = "measured by the fuzz target";
+      spec.flops = 1e9;
+      farm->enqueue_measure(spec);
+    }
+    CountingSink sink;  // takes what is queued for the device
+    if (farm->attach(measure_device, &sink) == server::Farm::Attach::kAttached)
+      farm->detach(measure_device, &sink);
+    measuring.insert(measuring.end(), sink.delivered.begin(), sink.delivered.end());
+    return measuring.empty() ? 0 : measuring.front();
+  }
+
+  /// A device registered by an input; past kMaxInputDevices the oldest is dropped.
+  void registered(tracker::DeviceId id) {
+    input_devices.push_back(id);
+    if (input_devices.size() <= kMaxInputDevices) return;
+    farm->device_gone(input_devices.front(), "dropped by the fuzz target (it keeps 16 devices)");
+    input_devices.pop_front();
+  }
+
+  /// Job `id` as the API shows it.
+  std::string job_text(JobId id) const { return server::to_wire(farm->job(id)).DebugString(); }
+
+  /// The farm after an input that may have changed it, and job `touched` (0: none) with it.
+  void check_consistent(JobId touched) {
+    if (touched != 0) {  // it can be read (or does not exist)
+      const Status s = call([&] {
+        farm->job(touched);
+        return Status::OK;
+      });
+      if (!s.ok() && s.error_code() != StatusCode::NOT_FOUND) {
+        std::fprintf(stderr, "job %llu: %s\n", static_cast<unsigned long long>(touched),
+                     s.error_message().c_str());
+        KILN_FUZZ_CHECK(!"a job an input changed cannot be read");
+      }
+    }
+    KILN_FUZZ_CHECK(farm->job(running.job_id()).state == tracker::JobState::kRunning);
+    KILN_FUZZ_CHECK(farm->job(done.job_id()).state == tracker::JobState::kDone);
+    KILN_FUZZ_CHECK(read_file(farm->bundle_path(done.job_id())) == done_bundle);
+  }
+};
+
+Fixture& fixture() {
+  static Fixture f;  // destroyed at exit: the farm stops its drivers, the folder goes
+  return f;
+}
+
+/// Whether kilnd means to send `s` (INTERNAL only comes from a bug).
+void check_status(const Status& s, Method method) {
+  switch (s.error_code()) {
+    case StatusCode::OK:
+    case StatusCode::INVALID_ARGUMENT:
+    case StatusCode::NOT_FOUND:
+    case StatusCode::FAILED_PRECONDITION:
+    case StatusCode::RESOURCE_EXHAUSTED:
+    case StatusCode::PERMISSION_DENIED:
+    case StatusCode::CANCELLED:
+    case StatusCode::UNAVAILABLE:
+    case StatusCode::UNAUTHENTICATED:
+      return;
+    default:
+      std::fprintf(stderr, "method %d answered status %d: %s\n", static_cast<int>(method),
+                   static_cast<int>(s.error_code()), s.error_message().c_str());
+      KILN_FUZZ_CHECK(!"a status code kilnd does not mean to send");
+  }
+}
+
+/// UploadBundle's chunks: <u16 length> <that many bytes>, ...; false when one does not parse.
+bool parse_chunks(const std::string& rest, std::vector<v1::BundleUpload>& chunks) {
+  size_t pos = 0;
+  while (pos + 2 <= rest.size()) {
+    const size_t n = static_cast<unsigned char>(rest[pos]) |
+                     (static_cast<size_t>(static_cast<unsigned char>(rest[pos + 1])) << 8);
+    pos += 2;
+    const size_t take = std::min(n, rest.size() - pos);
+    v1::BundleUpload c;
+    if (!c.ParseFromString(rest.substr(pos, take))) return false;
+    chunks.push_back(std::move(c));
+    pos += take;
+  }
+  return true;
+}
+
+/// Runs one request; returns its status (nullopt: the bytes did not parse, or the request was
+/// skipped), and whether it may have changed the farm.
+struct Outcome {
+  std::optional<Status> status;
+  bool changes = false;
+  JobId touched = 0;  ///< the job it changed, if any
+};
+
+Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
+  grpc::ServerContext ctx;
+  Outcome out;
+  auto parsed = [&](google::protobuf::Message& m) { return m.ParseFromString(rest); };
+  switch (method) {
+    case kRegisterDevice: {
+      v1::RegisterDeviceRequest req;
+      v1::RegisterDeviceResponse resp;
+      if (!parsed(req)) return out;
+      out.status = f.tracker_service->RegisterDevice(&ctx, &req, &resp);
+      if (out.status->ok()) f.registered(resp.device_id());
+      out.changes = true;
+      return out;
+    }
+    case kHeartbeat: {
+      v1::HeartbeatRequest req;
+      v1::HeartbeatResponse resp;
+      if (!parsed(req)) return out;
+      uint64_t id = req.device_id();
+      f.device_id(id, flags);
+      req.set_device_id(id);
+      out.status = f.tracker_service->Heartbeat(&ctx, &req, &resp);
+      return out;
+    }
+    case kGetWork: {  // the handler's checks, then its stream attached and gone
+      v1::GetWorkRequest req;
+      if (!parsed(req)) return out;
+      uint64_t id = req.device_id();
+      f.device_id(id, flags);
+      if (id == 0) {
+        out.status = missing("GetWork", "device_id");
+        return out;
+      }
+      CountingSink sink;
+      switch (f.farm->attach(id, &sink)) {
+        case server::Farm::Attach::kAttached:
+          f.farm->detach(id, &sink);
+          out.status = Status::OK;
+          break;
+        case server::Farm::Attach::kUnknownDevice:
+          out.status = Status(StatusCode::NOT_FOUND, "device is not registered");
+          break;
+        case server::Farm::Attach::kStopping:
+          out.status = Status(StatusCode::UNAVAILABLE, "kilnd is stopping");
+          break;
+      }
+      return out;
+    }
+    case kReportResult: {  // the handler's checks, then the farm's answer
+      v1::MeasureResult req;
+      if (!parsed(req)) return out;
+      uint64_t id = req.device_id();
+      f.device_id(id, flags);
+      req.set_device_id(id);
+      uint64_t in_flight = 0;
+      if ((flags & kInFlight) && f.reported < kMaxReported) {
+        in_flight = f.request_in_flight();
+        req.set_request_id(in_flight);
+        req.set_device_id(f.measure_device);
+      }
+      if (req.request_id() == 0) {
+        out.status = missing("ReportResult", "request_id");
+      } else if (req.device_id() == 0) {
+        out.status = missing("ReportResult", "device_id");
+      } else {
+        // As the handler: whatever report_result throws, or the error it answers with, is
+        // INTERNAL. (Its answer comes at once here: nothing else appends to the log.)
+        auto answer = std::make_shared<std::optional<bool>>();
+        try {
+          f.farm->report_result(req, [answer](bool accepted, std::exception_ptr error) {
+            if (!error) *answer = accepted;
+          });
+          out.status = answer->has_value() ? Status::OK
+                                           : Status(StatusCode::INTERNAL, "the record log failed");
+        } catch (const std::exception& e) {
+          out.status = Status(StatusCode::INTERNAL, e.what());
+        }
+        if (in_flight != 0 && answer->value_or(false)) {
+          f.measuring.pop_front();
+          ++f.reported;
+        }
+      }
+      out.changes = true;
+      return out;
+    }
+    case kGetBuildWork: {
+      v1::GetBuildWorkRequest req;
+      v1::BuildBatch resp;
+      if (!parsed(req)) return out;
+      req.set_wait_ms(0);  // nothing waits
+      out.status = f.tracker_service->GetBuildWork(&ctx, &req, &resp);
+      return out;
+    }
+    case kReportArtifact: {
+      v1::ReportArtifactRequest req;
+      v1::ReportArtifactResponse resp;
+      if (!parsed(req)) return out;
+      out.status = f.tracker_service->ReportArtifact(&ctx, &req, &resp);
+      return out;
+    }
+    case kSubmitModel: {
+      v1::SubmitModelRequest req;
+      v1::SubmitModelResponse resp;
+      if (!parsed(req)) return out;
+      out.status = f.kiln_service->SubmitModel(&ctx, &req, &resp);
+      out.changes = true;
+      out.touched = resp.job_id();
+      return out;
+    }
+    case kGetJob: {
+      v1::GetJobRequest req;
+      v1::Job resp;
+      if (!parsed(req)) return out;
+      out.status = f.kiln_service->GetJob(&ctx, &req, &resp);
+      return out;
+    }
+    case kListJobs: {
+      v1::ListJobsRequest req;
+      v1::ListJobsResponse resp;
+      if (!parsed(req)) return out;
+      out.status = f.kiln_service->ListJobs(&ctx, &req, &resp);
+      // Every job can be read: a request with known states is answered.
+      bool known = true;
+      for (int st : req.states()) known = known && server::from_wire(static_cast<v1::JobState>(st));
+      if (known && !out.status->ok())
+        std::fprintf(stderr, "ListJobs: %s\n", out.status->error_message().c_str());
+      KILN_FUZZ_CHECK(!known || out.status->ok());
+      return out;
+    }
+    case kWatchJob: {  // the handler's loop, once, waiting zero milliseconds
+      v1::WatchJobRequest req;
+      if (!parsed(req)) return out;
+      if (req.job_id() == 0) {
+        out.status = missing("WatchJob", "job_id");
+        return out;
+      }
+      out.status = call([&] {
+        const tracker::JobRecord j = f.farm->job(req.job_id());
+        const v1::JobProgress p = server::progress_of(j);
+        KILN_FUZZ_CHECK(p.job_id() == req.job_id());
+        if (!tracker::is_final(j.state))
+          f.farm->wait_job(req.job_id(), 0, std::chrono::milliseconds(0));
+        return Status::OK;
+      });
+      return out;
+    }
+    case kCancelJob: {
+      v1::CancelJobRequest req;
+      v1::Job resp;
+      if (!parsed(req)) return out;
+      // The running job's driver is what every authorized input needs: it is never cancelled
+      // (the fixture's cancelled job covers cancellation).
+      if (req.job_id() == f.running.job_id()) return out;
+      out.status = f.kiln_service->CancelJob(&ctx, &req, &resp);
+      out.changes = true;
+      out.touched = req.job_id();
+      return out;
+    }
+    case kFetchBundle: {  // the handler's checks and the bundle it would send
+      v1::FetchBundleRequest req;
+      if (!parsed(req)) return out;
+      if (req.job_id() == 0) {
+        out.status = missing("FetchBundle", "job_id");
+        return out;
+      }
+      out.status = call([&] {
+        const std::string path = f.farm->bundle_path(req.job_id());
+        if (!fs::exists(path)) std::fprintf(stderr, "job %s has no bundle\n", path.c_str());
+        KILN_FUZZ_CHECK(fs::exists(path));  // the handler answers INTERNAL otherwise
+        return Status::OK;
+      });
+      return out;
+    }
+    case kListDevices: {
+      v1::ListDevicesRequest req;
+      v1::ListDevicesResponse resp;
+      if (!parsed(req)) return out;
+      out.status = f.kiln_service->ListDevices(&ctx, &req, &resp);
+      return out;
+    }
+    case kGetDriverJob: {
+      v1::DriverJobRequest req;
+      v1::DriverJob resp;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      out.status = f.driver_service->GetDriverJob(&ctx, &req, &resp);
+      return out;
+    }
+    case kReportDriverProgress: {
+      v1::DriverProgress req;
+      v1::DriverProgressResponse resp;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      const std::string before = f.job_text(f.driver(flags).job_id());
+      out.status = f.driver_service->ReportDriverProgress(&ctx, &req, &resp);
+      // A refused report changes nothing.
+      if (!out.status->ok()) KILN_FUZZ_CHECK(f.job_text(f.driver(flags).job_id()) == before);
+      out.changes = true;
+      return out;
+    }
+    case kGetTaskRecords: {
+      v1::TaskRecordsRequest req;
+      v1::TaskRecords resp;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      out.status = f.driver_service->GetTaskRecords(&ctx, &req, &resp);
+      return out;
+    }
+    case kAppendRecords: {
+      v1::AppendRecordsRequest req;
+      v1::AppendRecordsResponse resp;
+      if (!parsed(req)) return out;
+      if (f.appended >= kMaxAppended) return out;
+      f.authorize(req.mutable_auth(), flags);
+      const size_t before = f.farm->records().size();
+      out.status = f.driver_service->AppendRecords(&ctx, &req, &resp);
+      if (out.status->ok()) KILN_FUZZ_CHECK(resp.seqs_size() == req.records_size());
+      f.appended += f.farm->records().size() - before;
+      // A refused append appends nothing.
+      if (!out.status->ok()) KILN_FUZZ_CHECK(f.farm->records().size() == before);
+      out.changes = true;
+      return out;
+    }
+    case kMeasureBatch: {  // validated, queued, and withdrawn at the batch's first wait
+      v1::MeasureBatchRequest req;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      int polls = 0;
+      out.status = call([&] {
+        const std::vector<records::MeasureRecord> records =
+            f.farm->measure_batch(req, [&polls] { return ++polls > 1; });
+        KILN_FUZZ_CHECK(records.size() == static_cast<size_t>(req.configs_size()));
+        return Status::OK;
+      });
+      // Nothing of the batch is left for a worker.
+      KILN_FUZZ_CHECK(
+          f.farm->take_builds("fuzz-check", 1, {}, std::chrono::milliseconds(0)).empty());
+      out.changes = true;
+      return out;
+    }
+    case kUploadBundle: {
+      std::vector<v1::BundleUpload> chunks;
+      if (!parse_chunks(rest, chunks)) return out;
+      // Only the done job's driver uploads: an upload that finished the running job would end
+      // the state every later input needs (the fixture's own upload covers that path).
+      if (flags & kRealAuth) {
+        for (size_t i = 0; i < chunks.size(); ++i)
+          if (i == 0 || chunks[i].has_auth()) *chunks[i].mutable_auth() = f.done;
+      }
+      size_t next = 0;
+      out.status = call([&] {
+        f.farm->store_bundle([&](v1::BundleUpload& c) {
+          if (next == chunks.size()) return false;
+          c = chunks[next++];
+          return true;
+        });
+        return Status::OK;
+      });
+      out.changes = true;
+      return out;
+    }
+    case kNumMethods:
+      break;
+  }
+  return out;
+}
+
+// ---- seeds ---------------------------------------------------------------------------------
+
+/// Writes fuzz/corpus/grpc's seeds into `folder`: a valid request of every method (for the
+/// fixture's jobs 1 running, 2 done and 3 cancelled, and its device) and some bad ones.
+void write_seeds(const fs::path& folder) {
+  fs::create_directories(folder);
+  auto seed = [&](const std::string& name, Method m, uint8_t flags, const std::string& bytes) {
+    write_file(folder / ("seed-" + name),
+               std::string{static_cast<char>(m), static_cast<char>(flags)} + bytes);
+  };
+  auto msg = [&](const std::string& name, Method m, uint8_t flags,
+                 const google::protobuf::Message& message) {
+    seed(name, m, flags, message.SerializeAsString());
+  };
+  v1::DriverAuth fake;
+  fake.set_job_id(1);
+  fake.set_secret("not-the-secret");
+  const uint8_t authorized = kRealAuth | kResetTasks;
+
+  v1::RegisterDeviceRequest reg;
+  reg.set_key("rk3399");
+  reg.set_target("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53");
+  reg.set_fingerprint("ARM Cortex-A53 (4 cores)");
+  reg.mutable_capabilities()->set_cpu_model("Cortex-A53");
+  reg.mutable_capabilities()->set_cores(4);
+  reg.mutable_capabilities()->set_memory_bytes(4ull << 30);
+  reg.mutable_capabilities()->set_driver("none");
+  (*reg.mutable_capabilities()->mutable_extra())["board"] = "rk3399";
+  msg("register-device", kRegisterDevice, 0, reg);
+  reg.set_target("not-a-target -mcpu=");
+  msg("register-device-bad-target", kRegisterDevice, 0, reg);
+
+  v1::HeartbeatRequest hb;
+  msg("heartbeat", kHeartbeat, kFixtureDevice, hb);
+  hb.set_device_id(12345);
+  msg("heartbeat-unknown", kHeartbeat, 0, hb);
+  v1::GetWorkRequest work;
+  msg("get-work", kGetWork, kFixtureDevice, work);
+  work.set_device_id(777);
+  msg("get-work-unknown", kGetWork, 0, work);
+
+  v1::MeasureResult result;
+  result.set_request_id(5);
+  result.add_costs_s(1e-3);
+  result.add_costs_s(1.1e-3);
+  result.set_error(v1::ERROR_KIND_NONE);
+  result.set_run_ms(12);
+  msg("report-result", kReportResult, kFixtureDevice, result);
+  result.set_contended(true);
+  msg("report-result-in-flight", kReportResult, kInFlight, result);
+  result.set_contended(false);
+  result.set_error(static_cast<v1::ErrorKind>(99));
+  result.set_error_msg("a kind of error from the future");
+  msg("report-result-unknown-kind", kReportResult, kFixtureDevice, result);
+  result.clear_costs_s();
+  result.set_error(v1::ERROR_KIND_CRASH);
+  result.set_error_msg("killed by SIGSEGV");
+  msg("report-result-in-flight-crash", kReportResult, kInFlight, result);
+
+  v1::GetBuildWorkRequest builds;
+  builds.set_worker_id("worker-1");
+  builds.set_max_batch(8);
+  builds.add_targets(kTarget);
+  msg("get-build-work", kGetBuildWork, 0, builds);
+  v1::ReportArtifactRequest artifact;
+  artifact.set_build_id(1);
+  artifact.set_worker_id("worker-1");
+  artifact.mutable_artifact()->set_format(v1::Artifact::FORMAT_SHARED_OBJECT);
+  artifact.mutable_artifact()->set_data(std::string("\x7f") + "ELF");
+  artifact.mutable_artifact()->set_entry("default_function");
+  msg("report-artifact", kReportArtifact, 0, artifact);
+
+  v1::SubmitModelRequest submit;
+  submit.set_model("an ONNX model");
+  submit.set_name("resnet");
+  submit.set_target("llvm -mcpu=znver4");
+  submit.set_device_key(kDeviceKey);
+  submit.set_trials(16);
+  submit.set_priority(3);
+  submit.set_owner("alice");
+  msg("submit-model", kSubmitModel, 0, submit);
+  submit.set_device_key("titanx");
+  msg("submit-model-unknown-key", kSubmitModel, 0, submit);
+  submit.set_device_key(kDeviceKey);
+  submit.set_trials(1000000);
+  msg("submit-model-too-many-trials", kSubmitModel, 0, submit);
+
+  for (uint64_t id : {1, 2, 3, 99}) {
+    v1::GetJobRequest get;
+    get.set_job_id(id);
+    msg("get-job-" + std::to_string(id), kGetJob, 0, get);
+    v1::WatchJobRequest watch;
+    watch.set_job_id(id);
+    msg("watch-job-" + std::to_string(id), kWatchJob, 0, watch);
+    v1::FetchBundleRequest fetch;
+    fetch.set_job_id(id);
+    fetch.set_chunk_bytes(4096);
+    msg("fetch-bundle-" + std::to_string(id), kFetchBundle, 0, fetch);
+  }
+  for (uint64_t id : {2, 3, 4}) {
+    v1::CancelJobRequest cancel;
+    cancel.set_job_id(id);
+    cancel.set_reason("changed my mind");
+    msg("cancel-job-" + std::to_string(id), kCancelJob, 0, cancel);
+  }
+  v1::ListJobsRequest list;
+  list.set_owner("fuzz");
+  list.add_states(v1::JOB_STATE_RUNNING);
+  list.add_states(v1::JOB_STATE_DONE);
+  msg("list-jobs", kListJobs, 0, list);
+  list.add_states(static_cast<v1::JobState>(42));
+  msg("list-jobs-unknown-state", kListJobs, 0, list);
+  v1::ListDevicesRequest devices;
+  devices.set_key(kDeviceKey);
+  msg("list-devices", kListDevices, 0, devices);
+
+  v1::DriverJobRequest job;
+  *job.mutable_auth() = fake;
+  msg("get-driver-job", kGetDriverJob, kRealAuth, job);
+  msg("get-driver-job-done", kGetDriverJob, kRealAuth | kDoneDriver, job);
+  msg("get-driver-job-refused", kGetDriverJob, 0, job);
+
+  v1::DriverProgress progress;
+  *progress.mutable_auth() = fake;
+  progress.set_phase("extracting tasks");
+  progress.set_has_tasks(true);
+  for (const std::string& key : kTasks) {
+    v1::TaskRef* t = progress.add_tasks();
+    t->set_task_key(key);
+    t->set_target(kTarget);
+  }
+  progress.set_tasks_done(1);
+  progress.set_trials_done(40);
+  progress.set_best_latency_s(2.5e-3);
+  msg("report-progress", kReportDriverProgress, kRealAuth, progress);
+  progress.mutable_tasks(1)->set_target("cuda");
+  msg("report-progress-other-target", kReportDriverProgress, kRealAuth, progress);
+  v1::DriverProgress phase;
+  *phase.mutable_auth() = fake;
+  phase.set_phase("building the bundle");
+  phase.set_error("the model has no outputs");
+  msg("report-progress-error", kReportDriverProgress, kRealAuth | kDoneDriver, phase);
+
+  v1::TaskRecordsRequest records;
+  *records.mutable_auth() = fake;
+  records.set_task_key(kTasks[0]);
+  msg("get-task-records", kGetTaskRecords, authorized, records);
+  records.set_best_only(true);
+  msg("get-task-records-best", kGetTaskRecords, authorized, records);
+  records.set_task_key("not-a-task");
+  msg("get-task-records-unknown-task", kGetTaskRecords, authorized, records);
+
+  v1::AppendRecordsRequest append;
+  *append.mutable_auth() = fake;
+  v1::MeasureRecord* r = append.add_records();
+  r->set_target(kTarget);
+  r->set_device("AMD EPYC 9654 (2 cores)");
+  r->set_task_key(kTasks[1]);
+  r->set_config_index(17);
+  r->set_config("tile_f=[1, 4, 8, 2]");
+  r->add_costs_s(2e-3);
+  r->set_error(v1::ERROR_KIND_NONE);
+  r->set_gflops(12.5);
+  r->set_timestamp_ms(1700000000000);
+  r->set_search_seed(42);
+  msg("append-records", kAppendRecords, authorized, append);
+  r->set_costs_s(0, -1);
+  msg("append-records-negative-cost", kAppendRecords, authorized, append);
+  r->set_costs_s(0, 2e-3);
+  r->set_error(v1::ERROR_KIND_UNSPECIFIED);
+  msg("append-records-unspecified-kind", kAppendRecords, authorized, append);
+
+  v1::MeasureBatchRequest batch;
+  *batch.mutable_auth() = fake;
+  v1::TaskRef* task = batch.mutable_task();
+  task->set_task_key(kTasks[0]);
+  task->set_target(kTarget);
+  task->set_template_name("dense");
+  task->set_workload(R"({"op": "dense", "shapes": [[1, 16], [10, 16]]})");
+  batch.set_flops(320);
+  for (uint64_t i : {0, 2}) {  // both in the log already
+    v1::Config* c = batch.add_configs();
+    c->set_index(i);
+    c->set_text("tile=[" + std::to_string(i) + "]");
+  }
+  batch.set_search_seed(7);
+  v1::TensorSpec* in = batch.add_inputs();
+  in->set_dtype("float32");
+  in->add_shape(1);
+  in->add_shape(16);
+  batch.mutable_output()->set_dtype("float32");
+  batch.mutable_output()->add_shape(1);
+  batch.mutable_output()->add_shape(10);
+  batch.set_input_seed(11);
+  batch.set_rtol(1e-5);
+  batch.set_atol(1e-6);
+  msg("measure-batch-known", kMeasureBatch, authorized, batch);
+  batch.add_configs()->set_index(1000);
+  msg("measure-batch", kMeasureBatch, authorized, batch);
+  batch.add_configs()->set_index(1000);
+  msg("measure-batch-twice", kMeasureBatch, authorized, batch);
+  batch.mutable_configs()->RemoveLast();
+  batch.mutable_inputs(0)->set_dtype("complex128");
+  msg("measure-batch-bad-dtype", kMeasureBatch, authorized, batch);
+
+  auto upload = [&](const std::string& name, uint8_t flags,
+                    const std::vector<v1::BundleUpload>& chunks) {
+    std::string bytes;
+    for (const v1::BundleUpload& c : chunks) {
+      const std::string m = c.SerializeAsString();
+      bytes += static_cast<char>(m.size() & 0xff);
+      bytes += static_cast<char>(m.size() >> 8);
+      bytes += m;
+    }
+    seed(name, kUploadBundle, flags, bytes);
+  };
+  const std::string bundle = valid_bundle("another library");
+  upload("upload-bundle", kRealAuth, bundle_chunks(bundle, fake, 64));
+  upload("upload-bundle-refused", 0, bundle_chunks(bundle, fake, 1 << 20));
+  std::vector<v1::BundleUpload> bad = bundle_chunks(bundle, fake, 1 << 20);
+  bad.back().set_checksum(bad.back().checksum() + 1);
+  upload("upload-bundle-bad-checksum", kRealAuth, bad);
+  upload("upload-bundle-not-a-bundle", kRealAuth, bundle_chunks("not a bundle", fake, 4));
+  std::vector<v1::BundleUpload> unfinished = bundle_chunks(bundle, fake, 64);
+  unfinished.pop_back();
+  upload("upload-bundle-unfinished", kRealAuth, unfinished);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (const char* folder = std::getenv("KILN_FUZZ_WRITE_SEEDS")) {
+    write_seeds(folder);
+    std::printf("seeds written to %s\n", folder);
+    std::exit(0);
+  }
+  Fixture& f = fixture();
+  if (size < 2) return 0;
+  const auto method = static_cast<Method>(data[0] % kNumMethods);
+  const uint8_t flags = data[1];
+  const std::string rest(reinterpret_cast<const char*>(data) + 2, size - 2);
+  if ((flags & kResetTasks) && (flags & kRealAuth)) f.reset_tasks(f.driver(flags));
+  const Outcome out = run(f, method, flags, rest);
+  if (!out.status) return 0;
+  static const bool trace = std::getenv("KILN_FUZZ_TRACE") != nullptr;
+  if (trace) {
+    std::fprintf(stderr, "method %d flags %d: status %d %s\n", static_cast<int>(method), flags,
+                 static_cast<int>(out.status->error_code()), out.status->error_message().c_str());
+  }
+  check_status(*out.status, method);
+  if (out.changes) f.check_consistent(out.touched);
+  return 0;
+}

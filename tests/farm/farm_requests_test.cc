@@ -1,0 +1,253 @@
+// The Farm's answers to requests kilnd's services pass on to it (from job drivers and device
+// agents), in process: a farm in a temporary folder whose job drivers are
+// tests/common/script_driver.h's script, so that a test makes a driver's calls itself with the
+// driver's real secret. Each test is a bug found with the gRPC fuzz target (fuzz/grpc_fuzz.cc);
+// the reproducers of those it found itself are in fuzz/corpus/grpc/ (crash-*).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/fnv1a.h"
+#include "deploy/runtime/bundle.h"
+#include "records/record_log.h"
+#include "server/farm.h"
+#include "tests/common/script_driver.h"
+#include "tests/common/temp_dir.h"
+
+namespace kiln {
+namespace {
+
+using server::FarmError;
+
+/// Expects `stmt` to throw FarmError `want` whose message contains `needle`.
+#define EXPECT_FARM_ERROR(stmt, want, needle)                                       \
+  do {                                                                              \
+    try {                                                                           \
+      stmt;                                                                         \
+      ADD_FAILURE() << "expected a FarmError containing: " << (needle);             \
+    } catch (const FarmError& e) {                                                  \
+      EXPECT_EQ(e.code(), (want)) << e.what();                                      \
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what(); \
+    }                                                                               \
+  } while (0)
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// A started farm with one device and one running job, whose driver's auth is `driver`.
+class FarmRequestsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server::FarmOptions o;
+    o.state_dir = dir_.file("state");
+    o.driver.program = drivers_.program();
+    o.max_running_jobs = 2;  // two runners, and still one driver per job
+    farm_ = std::make_unique<server::Farm>(o);
+    v1::RegisterDeviceRequest reg;
+    reg.set_key("cpu");
+    reg.set_target("llvm");
+    farm_->register_device(reg);
+    server::Submission s;
+    s.model = "a model (the script driver never reads it)";
+    s.name = "job";
+    s.target = "llvm";
+    s.device_key = "cpu";
+    s.trials = 4;
+    const tracker::JobId job = farm_->submit(s);
+    farm_->start("127.0.0.1:1");
+    driver_ = drivers_.wait(job);
+  }
+
+  /// Uploads `bundle` as the driver does, in chunks of 16 bytes, each with `auth`.
+  uint64_t upload(const std::string& bundle, const v1::DriverAuth& auth) {
+    std::vector<v1::BundleUpload> chunks;
+    for (size_t offset = 0; offset < bundle.size(); offset += 16) {
+      v1::BundleUpload c;
+      *c.mutable_auth() = auth;
+      c.set_data(bundle.substr(offset, 16));
+      if (offset + 16 >= bundle.size()) {
+        c.set_last(true);
+        c.set_checksum(fnv1a64(bundle.data(), bundle.size()));
+      }
+      chunks.push_back(std::move(c));
+    }
+    size_t next = 0;
+    return farm_->store_bundle([&](v1::BundleUpload& c) {
+      if (next == chunks.size()) return false;
+      c = chunks[next++];
+      return true;
+    });
+  }
+
+  static std::string bundle(const std::string& library) {
+    runtime::Bundle b;
+    b.graph_json = R"({"format": "kiln.graph", "version": 1})";
+    b.library = library;
+    return runtime::serialize_bundle(b);
+  }
+
+  testing::TempDir dir_{"kiln_farm_requests"};
+  testing::ScriptDriver drivers_{dir_.path()};
+  std::unique_ptr<server::Farm> farm_;
+  v1::DriverAuth driver_;
+};
+
+// The driver of a done job (still alive after its upload) uploaded again: the done job's bundle
+// was replaced by the second one, which then failed with "cannot go from done to done".
+TEST_F(FarmRequestsTest, ADoneJobsBundleIsNeverReplaced) {
+  const std::string first = bundle("the first library");
+  EXPECT_EQ(upload(first, driver_), first.size());
+  EXPECT_EQ(farm_->job(driver_.job_id()).state, tracker::JobState::kDone);
+  EXPECT_FARM_ERROR(upload(bundle("another library"), driver_),
+                    FarmError::Code::kFailedPrecondition, "is already done");
+  EXPECT_EQ(read_file(farm_->bundle_path(driver_.job_id())), first);
+  EXPECT_EQ(farm_->job(driver_.job_id()).state, tracker::JobState::kDone);
+}
+
+// A job submitted before start() was runnable twice (submitted, then "resumed" from the store):
+// both runners started a driver for it, each replacing the other's session, so the secret the
+// first driver had was refused (PERMISSION_DENIED) at random.
+TEST_F(FarmRequestsTest, AJobSubmittedBeforeStartHasOneDriver) {
+  for (const server::FarmEvent& e : farm_->events())
+    EXPECT_NE(e.kind, "resume") << e.text;  // nothing was resumed: the job is new
+  EXPECT_EQ(farm_->job(driver_.job_id()).state, tracker::JobState::kRunning);
+  farm_->driver_job(driver_);  // its driver is the one
+  farm_->stop();               // every runner is done
+  EXPECT_EQ(drivers_.starts(driver_.job_id()), 1);
+}
+
+// A driver reported best_latency_s = +inf: the job store wrote it as null and could not read the
+// job back, so ListJobs failed for every client (and a restarted kilnd could not resume).
+TEST_F(FarmRequestsTest, ANonFiniteBestLatencyIsRefused) {
+  for (double latency :
+       {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(), -1.0}) {
+    v1::DriverProgress p;
+    *p.mutable_auth() = driver_;
+    p.set_best_latency_s(latency);
+    EXPECT_FARM_ERROR(farm_->driver_progress(p), FarmError::Code::kInvalidArgument,
+                      "best_latency_s is");
+  }
+  // Found by fuzz_grpc: a subnormal latency was stored but not read back (runtime/json.cc).
+  for (double latency : {2.5e-3, 3.6515003342272834e-313}) {
+    v1::DriverProgress p;
+    *p.mutable_auth() = driver_;
+    p.set_best_latency_s(latency);
+    farm_->driver_progress(p);
+    ASSERT_EQ(farm_->jobs().size(), 1u);
+    EXPECT_EQ(farm_->job(driver_.job_id()).best_latency_s, latency);
+  }
+}
+
+// A driver named a task whose key holds a NUL: ReportDriverProgress took it, but the record log
+// cannot hold such a key, so an AppendRecords of that task and another appended the other task's
+// record and then failed (a refused request that changed the log).
+TEST_F(FarmRequestsTest, ATaskKeyWithANulIsRefused) {
+  v1::DriverProgress p;
+  *p.mutable_auth() = driver_;
+  p.set_has_tasks(true);
+  for (const std::string& key : {std::string("dense:1x10:ab"), std::string("x\0y", 3)}) {
+    v1::TaskRef* t = p.add_tasks();
+    t->set_task_key(key);
+    t->set_target("llvm");
+  }
+  EXPECT_FARM_ERROR(farm_->driver_progress(p), FarmError::Code::kInvalidArgument,
+                    "the key of task 1 holds a NUL character");
+  EXPECT_TRUE(farm_->job(driver_.job_id()).task_keys.empty());
+}
+
+// A device reported a negative, NaN or infinite cost, or a cost of 0 s for a task with flops (an
+// infinite GFLOP/s): the record log refused the record, report_result threw (INTERNAL to the
+// agent), and the request's slot in its batch was never settled. Such costs are a device error
+// now, and a zero cost has no GFLOP/s.
+TEST_F(FarmRequestsTest, ADevicesCostsAlwaysMakeARecord) {
+  v1::RegisterDeviceRequest reg;
+  reg.set_key("measuring");
+  reg.set_target("llvm");
+  const tracker::DeviceId device = farm_->register_device(reg).id;
+  struct Sink final : server::WorkSink {
+    std::vector<uint64_t> ids;
+    void deliver(v1::MeasureRequest w) override { ids.push_back(w.request_id()); }
+    void close(bool, const std::string&) override {}
+  };
+  uint64_t config = 0;
+  for (double cost : {-1.0, std::numeric_limits<double>::quiet_NaN(),
+                      std::numeric_limits<double>::infinity(), 0.0}) {
+    tracker::MeasureSpec spec;
+    spec.job_id = driver_.job_id();
+    spec.task_key = "dense:1x10:ab";
+    spec.config_index = ++config;
+    spec.target = "llvm";
+    spec.device_key = "measuring";
+    spec.flops = 1e9;
+    const tracker::RequestId id = farm_->enqueue_measure(spec);
+    Sink sink;
+    ASSERT_EQ(farm_->attach(device, &sink), server::Farm::Attach::kAttached);
+    farm_->detach(device, &sink);
+    ASSERT_EQ(sink.ids, std::vector<uint64_t>{id});
+    v1::MeasureResult result;
+    result.set_request_id(id);
+    result.set_device_id(device);
+    result.add_costs_s(cost);
+    result.set_error(v1::ERROR_KIND_NONE);
+    std::optional<bool> accepted;
+    farm_->report_result(result, [&](bool ok, std::exception_ptr error) {
+      EXPECT_FALSE(error);
+      accepted = ok;
+    });
+    ASSERT_EQ(accepted, std::optional<bool>(true)) << cost;
+    const std::vector<records::MeasureRecord> recs =
+        farm_->records().records("dense:1x10:ab", "llvm");
+    ASSERT_EQ(recs.size(), config);
+    const records::MeasureRecord& r = recs.back();
+    if (cost == 0) {
+      EXPECT_EQ(r.error, ErrorKind::kNone);
+      EXPECT_EQ(r.gflops, 0.0);
+    } else {
+      EXPECT_EQ(r.error, ErrorKind::kRuntimeError);
+      EXPECT_NE(r.error_msg.find("the device reported a cost of"), std::string::npos)
+          << r.error_msg;
+    }
+  }
+}
+
+// A batch's flops make each record's GFLOP/s: NaN, infinite or negative ones are refused.
+TEST_F(FarmRequestsTest, ABatchsFlopsMustBeFiniteAndNonNegative) {
+  v1::DriverProgress p;
+  *p.mutable_auth() = driver_;
+  p.set_has_tasks(true);
+  p.add_tasks()->set_task_key("dense:1x10:ab");
+  p.mutable_tasks(0)->set_target("llvm");
+  farm_->driver_progress(p);
+  v1::MeasureBatchRequest batch;
+  *batch.mutable_auth() = driver_;
+  batch.mutable_task()->set_task_key("dense:1x10:ab");
+  batch.mutable_task()->set_target("llvm");
+  batch.mutable_task()->set_template_name("dense");
+  batch.mutable_task()->set_workload("{}");
+  batch.add_configs()->set_index(1);
+  v1::TensorSpec* in = batch.add_inputs();
+  in->set_dtype("float32");
+  in->add_shape(4);
+  *batch.mutable_output() = *in;
+  for (double flops :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(), -1.0}) {
+    batch.set_flops(flops);
+    EXPECT_FARM_ERROR(farm_->measure_batch(batch, [] { return true; }),
+                      FarmError::Code::kInvalidArgument, "flops must be finite");
+  }
+  batch.set_flops(8);  // valid: queued, then withdrawn (the driver "went away")
+  EXPECT_FARM_ERROR(farm_->measure_batch(batch, [] { return true; }), FarmError::Code::kCancelled,
+                    "went away");
+}
+
+}  // namespace
+}  // namespace kiln
