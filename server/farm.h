@@ -322,6 +322,7 @@ class Farm {
   std::unordered_map<tracker::JobId, DriverSession> drivers_;  ///< jobs with a running driver
   std::set<tracker::JobId> cancelled_;
   std::deque<tracker::JobId> runnable_;  ///< jobs waiting for a runner
+  std::set<tracker::JobId> driven_;      ///< jobs a runner drives now
   std::deque<FarmEvent> events_;
   struct DeviceStats {
     std::map<std::string, uint64_t> errors;  ///< results by error kind

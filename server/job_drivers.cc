@@ -84,9 +84,14 @@ void Farm::runner_loop() {
       }
       id = *best;
       runnable_.erase(best);
+      // A job is driven by one runner at a time, however often it was made runnable (a
+      // submission racing the resume of start()).
+      if (!driven_.insert(id).second) continue;
       tracker_.queue().set_priority(id, best_priority == INT32_MIN ? 0 : best_priority);
     }
     run_job(id);
+    std::lock_guard<std::mutex> lock(mu_);
+    driven_.erase(id);
   }
 }
 
