@@ -15,7 +15,9 @@
 // other threads still needs its own lock.
 #pragma once
 
-#if defined(__SANITIZE_THREAD__)
+#include "base/sanitizers.h"
+
+#if KILN_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -24,7 +26,7 @@ namespace kiln::rpc {
 /// The reactor is set up, or about to call StartWrite / Finish: what it wrote so far happens
 /// before the reactions that follow.
 inline void handed_to_grpc(const void* reactor) {
-#if defined(__SANITIZE_THREAD__)
+#if KILN_TSAN
   __tsan_release(const_cast<void*>(reactor));
 #else
   (void)reactor;
@@ -34,7 +36,7 @@ inline void handed_to_grpc(const void* reactor) {
 /// A reaction of the reactor begins: everything before the reactor was handed to gRPC happened
 /// before it.
 inline void reacting(const void* reactor) {
-#if defined(__SANITIZE_THREAD__)
+#if KILN_TSAN
   __tsan_acquire(const_cast<void*>(reactor));
 #else
   (void)reactor;

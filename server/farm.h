@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/sanitizers.h"
 #include "proto/kiln/v1/driver.pb.h"
 #include "proto/kiln/v1/service.pb.h"
 #include "proto/kiln/v1/tracker.pb.h"
@@ -71,7 +72,7 @@ struct DriverOptions {
   std::string program;  ///< kiln-tuner's path; empty: found beside kilnd (find_program)
   /// Each driver's address space; 0 for none. The sanitizer builds have none: their shadow
   /// memory is address space.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if KILN_ASAN || KILN_TSAN
   uint32_t memory_limit_mb = 0;
 #else
   uint32_t memory_limit_mb = 8192;

@@ -28,6 +28,7 @@
 #include <iterator>
 #include <string>
 
+#include "base/sanitizers.h"
 #include "deploy/runtime/kernel_runner.h"
 
 namespace {
@@ -50,12 +51,12 @@ bool write_all(int fd, const std::string& s) {
 // A kernel that crashes must kill the runner by its signal, which the parent reports as the crash,
 // also when the runner itself is built with AddressSanitizer or ThreadSanitizer (whose handlers
 // would print a report and exit with a status instead).
-#if defined(__SANITIZE_ADDRESS__)
+#if KILN_ASAN
 extern "C" const char* __asan_default_options() {
   return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0";
 }
 #endif
-#if defined(__SANITIZE_THREAD__)
+#if KILN_TSAN
 extern "C" const char* __tsan_default_options() {
   return "handle_segv=0:handle_sigbus=0:handle_sigfpe=0:handle_sigill=0";
 }

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/sanitizers.h"
 #include "tests/common/kiln_test_util.h"
 #include "tests/common/onnx_model_builder.h"
 #include "tests/common/small_cnn.h"
@@ -102,7 +103,7 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
   TempDir dir("job_driver");
   // A memory limit cannot be set under AddressSanitizer or ThreadSanitizer (their shadow memory
   // is address space).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if KILN_ASAN || KILN_TSAN
   const bool limited = false;
 #else
   const bool limited = true;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "base/sanitizers.h"
 #include "tests/common/expect_error.h"
 #include "tracker/build_queue.h"
 #include "tracker/measure_queue.h"
@@ -179,7 +180,7 @@ TEST(TrackerQueue, Throughput) {
   EXPECT_EQ(q.pending(), 0u);
   EXPECT_EQ(q.in_flight(), 0u);
   // Under the sanitizers everything is several times slower; the bound is for optimized builds.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !KILN_ASAN && !KILN_TSAN
   EXPECT_LT(s, 1.0);
 #endif
 }
