@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "device_agent/board_info.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/measure_child.h"
 #include "deploy/runtime/ndarray.h"
@@ -37,39 +38,13 @@ constexpr double kDefaultRunTimeoutS = 10.0;
 constexpr size_t kRecentSeeds = 64;  // input files are kept for the seeds of this many requests
 constexpr auto kCallDeadline = std::chrono::seconds(10);  // unary calls to the tracker
 
-std::string first_line_value(const std::string& file, const std::string& field) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field, 0) != 0) continue;
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    std::string v = line.substr(colon + 1);
-    v.erase(0, v.find_first_not_of(" \t"));
-    v.erase(v.find_last_not_of(" \t") + 1);
-    return v;
-  }
-  return "";
-}
-
-// The CPU's name as /proc/cpuinfo gives it (x86: "model name"; many ARM boards: "Hardware").
-std::string cpu_model() {
-  for (const char* field : {"model name", "Hardware", "Processor", "cpu model"}) {
-    std::string v = first_line_value("/proc/cpuinfo", field);
-    if (!v.empty()) return v;
-  }
-  return "unknown CPU";
-}
-
-uint32_t core_count() { return std::max(1u, std::thread::hardware_concurrency()); }
-
-uint64_t memory_bytes() {
-  std::string v = first_line_value("/proc/meminfo", "MemTotal");  // "16318480 kB"
-  try {
-    return v.empty() ? 0 : std::stoull(v) * 1024;
-  } catch (const std::exception&) {
-    return 0;
-  }
+/// The agent's monotonic clock, sent with heartbeats and results: one that runs backwards tells
+/// the tracker the board's timings cannot be trusted.
+uint64_t monotonic_ms() {
+  return static_cast<uint64_t>(
+             std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+                 .count()) +
+         1;  // never 0, which means "not sent"
 }
 
 std::string status_text(const grpc::Status& s) {
@@ -132,8 +107,11 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {
   KILN_USER_CHECK(!options_.target.empty()) << "kiln-agent: the target is missing";
   KILN_USER_CHECK(options_.threads >= 0)
       << "kiln-agent: threads must be 0 or more, got " << options_.threads;
+  const BoardInfo board = read_board_info(options_.system_root);
+  emulated_ = board.emulated || !options_.emulator.empty();
   if (options_.fingerprint.empty()) {
-    options_.fingerprint = cpu_model() + " x" + std::to_string(core_count());
+    options_.fingerprint = board.cpu_model + " x" + std::to_string(board.cores);
+    if (emulated_ && !board.emulated) options_.fingerprint += " (emulated)";
   }
   if (options_.runner.empty()) options_.runner = runtime::default_runner_path();
   log_ = options_.log ? options_.log : [](const std::string& line) {
@@ -217,11 +195,15 @@ std::unique_ptr<Agent::Session> Agent::register_device() {
   req.set_key(options_.key);
   req.set_target(options_.target);
   req.set_fingerprint(options_.fingerprint);
+  const BoardInfo board = read_board_info(options_.system_root);
   v1::DeviceCapabilities* caps = req.mutable_capabilities();
-  caps->set_cpu_model(cpu_model());
-  caps->set_cores(core_count());
-  caps->set_memory_bytes(memory_bytes());
+  caps->set_cpu_model(board.cpu_model);
+  caps->set_cores(board.cores);
+  caps->set_memory_bytes(board.memory_bytes);
   caps->set_driver("kiln-runner");
+  caps->set_board(board.board);
+  caps->set_arch(board.arch);
+  caps->set_emulated(emulated_);
 
   double backoff = kFirstBackoffS;
   for (int attempt = 1; !stopping(); ++attempt) {
@@ -241,7 +223,7 @@ std::unique_ptr<Agent::Session> Agent::register_device() {
       s->instance = resp.tracker_instance();
       log("registered with tracker " + options_.tracker + " as device " +
           std::to_string(s->device_id) + " (key " + options_.key + ", lease " +
-          std::to_string(resp.lease_ms()) + " ms)");
+          std::to_string(resp.lease_ms()) + " ms" + (emulated_ ? ", emulated" : "") + ")");
       return s;
     }
     if (stopping()) break;
@@ -287,6 +269,7 @@ void Agent::heartbeat_loop(Session& session) {
     }
     v1::HeartbeatRequest req;
     req.set_device_id(session.device_id);
+    req.set_device_clock_ms(monotonic_ms());
     v1::HeartbeatResponse resp;
     grpc::Status status;
     {
@@ -350,6 +333,7 @@ void Agent::handle(Session& session, const v1::MeasureRequest& request) {
   }
   v1::MeasureResult result = measure(request);
   result.set_device_id(session.device_id);
+  result.set_device_clock_ms(monotonic_ms());
   std::ostringstream os;
   os << "request " << id << " (" << request.task().task_key() << " #" << request.config().index()
      << "): " << v1::ErrorKind_Name(result.error());
@@ -451,7 +435,8 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
     const double timeout_s =
         o.run_timeout_ms() != 0 ? o.run_timeout_ms() / 1000.0 : kDefaultRunTimeoutS;
 
-    runtime::RunResult r = runtime::measure_in_child(run, timeout_s, options_.runner);
+    runtime::RunResult r =
+        runtime::measure_in_child(run, timeout_s, options_.runner, options_.emulator);
     result.set_error(rpc::to_wire(r.error));
     result.set_error_msg(r.message);
     if (r.ok()) {

@@ -55,6 +55,13 @@ struct AgentOptions {
   std::string runner;       ///< kiln-runner's path; default runtime::default_runner_path()
   int threads = 0;          ///< kernel thread pool when a request says 0 (0: the runtime's default)
   std::string work_dir;     ///< default: a fresh folder under the temp dir, removed at the end
+  /// The emulator this agent runs under, as a command ("qemu-aarch64-static -L /usr/aarch64-...
+  /// linux-gnu"): the agent reports itself emulated and starts kiln-runner through it (for a
+  /// machine without binfmt_misc). Empty: the runner starts directly, and the agent still finds
+  /// out from /proc/cpuinfo whether it runs emulated (board_info.h).
+  std::vector<std::string> emulator;
+  /// Where the board's description is read from ("" for /; tests point it at a fake root).
+  std::string system_root;
   std::function<void(const std::string&)> log;  ///< one line per event; default stderr
 };
 
@@ -105,6 +112,7 @@ class Agent {
   std::shared_ptr<grpc::Channel> channel_;
   std::string work_dir_;
   bool own_work_dir_ = false;
+  bool emulated_ = false;
 
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> measured_{0};

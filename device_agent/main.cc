@@ -1,11 +1,12 @@
 // kiln-agent: the program a board of the farm runs (see agent.h).
 //   kiln-agent --tracker HOST:PORT --key KEY --target T [--token-file F] [--tls-ca F]
-//              [--fingerprint S] [--threads N] [--runner PATH] [--work-dir D]
+//              [--fingerprint S] [--threads N] [--runner PATH] [--work-dir D] [--emulator CMD]
 // SIGINT and SIGTERM stop it (exit 0); a refused registration prints "error: ..." and exits 1; a
 // bad command line exits 2.
 
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "base/error.h"
@@ -19,7 +20,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: kiln-agent --tracker HOST:PORT --key KEY --target TARGET [--token-file FILE]\n"
     "                  [--tls-ca FILE] [--fingerprint TEXT] [--threads N] [--runner PATH]\n"
-    "                  [--work-dir DIR]\n"
+    "                  [--work-dir DIR] [--emulator CMD]\n"
     "  --tracker      the tracker's address (kilnd's tracker port)\n"
     "  --key          the device key measure requests are matched by (e.g. rk3399)\n"
     "  --target       the target string this board runs\n"
@@ -28,7 +29,11 @@ constexpr char kUsage[] =
     "  --fingerprint  the board's identity in records (default: CPU model and core count)\n"
     "  --threads      kernel threads when a request leaves it to the device (default: all)\n"
     "  --runner       the kiln-runner executable (default: beside kiln-agent, or $KILN_RUNNER)\n"
-    "  --work-dir     folder for kernels and inputs (default: a temporary one)\n";
+    "  --work-dir     folder for kernels and inputs (default: a temporary one)\n"
+    "  --emulator     the emulator this agent runs under, as a command (e.g. \"qemu-aarch64-static\n"
+    "                 -L /usr/aarch64-linux-gnu\"): the agent reports itself emulated (its\n"
+    "                 records are kept apart from real boards') and starts kiln-runner through\n"
+    "                 it; without it, emulation is still found from /proc/cpuinfo\n";
 
 int usage_error(const std::string& msg) {
   std::cerr << "error: " << msg << "\n" << kUsage;
@@ -48,7 +53,8 @@ int main(int argc, char** argv) {
   const std::map<std::string, bool> known = {
       {"--tracker", true},     {"--key", true},     {"--target", true},
       {"--token-file", false}, {"--tls-ca", false}, {"--fingerprint", false},
-      {"--threads", false},    {"--runner", false}, {"--work-dir", false}};
+      {"--threads", false},    {"--runner", false}, {"--work-dir", false},
+      {"--emulator", false}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -81,6 +87,10 @@ int main(int argc, char** argv) {
   options.fingerprint = flags["--fingerprint"];
   options.runner = flags["--runner"];
   options.work_dir = flags["--work-dir"];
+  {
+    std::istringstream words(flags["--emulator"]);
+    for (std::string w; words >> w;) options.emulator.push_back(w);
+  }
   if (!flags["--threads"].empty()) {
     try {
       size_t used = 0;

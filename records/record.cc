@@ -78,6 +78,7 @@ Json record_to_json(const MeasureRecord& r) {
   o["timestamp_ms"] = Json(r.timestamp_ms);
   o["search_seed"] = u64_to_json(r.search_seed);
   if (r.contended) o["contended"] = Json(true);
+  if (r.emulated) o["emulated"] = Json(true);
   return Json(std::move(o));
 }
 
@@ -105,6 +106,8 @@ MeasureRecord record_from_json(const Json& j, const std::string& origin) {
   r.search_seed = u64_from_json(field(j, "search_seed", origin), what(origin, "search_seed"));
   if (j.has("contended"))
     r.contended = j.at("contended", origin).as_bool(what(origin, "contended"));
+  if (j.has("emulated"))
+    r.emulated = j.at("emulated", origin).as_bool(what(origin, "emulated"));
   return r;
 }
 

@@ -36,6 +36,10 @@ struct MeasureRecord {
   /// (kernel_runner.h, "Contention"): the costs may be too high. Written to the JSON only when
   /// true.
   bool contended = false;
+  /// Measured by a device that runs under emulation (an AArch64 agent under qemu-user): its
+  /// costs are not a board's. Such records live in their own lane of the log (record_log.h,
+  /// Lane) and never mix with a real device's. Written to the JSON only when true.
+  bool emulated = false;
 
   /// The record's cost: the fastest repeat of costs_s (other processes only ever add time, so the
   /// minimum is the least disturbed estimate); +infinity when it is empty.

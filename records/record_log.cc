@@ -44,27 +44,35 @@ uint64_t from_be64(const char* p) {
   return v;
 }
 
-/// target \0 task \0
-std::string task_part(const std::string& target, const std::string& task) {
+/// The target part of a key: target \0 (device lane) or target \1 'e' \0 (emulated lane).
+std::string target_part(const std::string& target, Lane lane) {
   std::string s = target;
+  if (lane == Lane::kEmulated) s += "\1e";
   s.push_back('\0');
+  return s;
+}
+
+/// The target part, then task \0.
+std::string task_part(const std::string& target, const std::string& task, Lane lane) {
+  std::string s = target_part(target, lane);
   s += task;
   s.push_back('\0');
   return s;
 }
 
 std::string record_key(uint64_t seq) { return "r" + be64(seq); }
-std::string index_prefix(const std::string& target, const std::string& task) {
-  return "i" + task_part(target, task);
+std::string index_prefix(const std::string& target, const std::string& task, Lane lane) {
+  return "i" + task_part(target, task, lane);
 }
-std::string measured_key(const std::string& target, const std::string& task, uint64_t config) {
-  return "m" + task_part(target, task) + be64(config);
+std::string measured_key(const std::string& target, const std::string& task, uint64_t config,
+                         Lane lane) {
+  return "m" + task_part(target, task, lane) + be64(config);
 }
-std::string count_key(const std::string& target, const std::string& task) {
-  return "n" + task_part(target, task);
+std::string count_key(const std::string& target, const std::string& task, Lane lane) {
+  return "n" + task_part(target, task, lane);
 }
-std::string best_key(const std::string& target, const std::string& task) {
-  return "b" + task_part(target, task);
+std::string best_key(const std::string& target, const std::string& task, Lane lane) {
+  return "b" + task_part(target, task, lane);
 }
 constexpr const char* kVersionKey = "v";
 
@@ -80,6 +88,8 @@ void check_record(const MeasureRecord& r, const std::string& origin) {
   };
   check_name(r.target, "target");
   check_name(r.task_key, "task");
+  KILN_USER_CHECK(r.target.find('\1') == std::string::npos)
+      << origin << ": field 'target' must hold no \\u0001 character (it marks the emulated lane)";
   for (double c : r.costs_s) {
     KILN_USER_CHECK(std::isfinite(c) && c >= 0)
         << origin << ": field 'costs' of task " << r.task_key << " holds " << c
@@ -298,12 +308,13 @@ void RecordLog::Impl::commit(const std::vector<Append*>& group) {
   uint64_t seq = first;
   for (Append* a : group) {
     const MeasureRecord& r = *a->record;
+    const Lane lane = lane_of(r);
     a->seq = seq++;
     batch.Put(record_key(a->seq), a->text);
-    batch.Put(index_prefix(r.target, r.task_key) + be64(a->seq), "");
-    batch.Put(measured_key(r.target, r.task_key, r.config_index), "");
+    batch.Put(index_prefix(r.target, r.task_key, lane) + be64(a->seq), "");
+    batch.Put(measured_key(r.target, r.task_key, r.config_index, lane), "");
 
-    const std::string ck = count_key(r.target, r.task_key);
+    const std::string ck = count_key(r.target, r.task_key, lane);
     auto [count, new_count] = counts.try_emplace(ck, 0);
     if (new_count) {
       if (auto c = get(ck)) {
@@ -314,7 +325,7 @@ void RecordLog::Impl::commit(const std::vector<Append*>& group) {
     batch.Put(ck, be64(++count->second));
 
     if (r.error == ErrorKind::kNone && !r.costs_s.empty()) {
-      const std::string bk = best_key(r.target, r.task_key);
+      const std::string bk = best_key(r.target, r.task_key, lane);
       auto [best, new_best] = bests.try_emplace(bk, std::numeric_limits<double>::infinity());
       bool better = true;
       if (new_best) {
@@ -344,9 +355,9 @@ void RecordLog::Impl::commit(const std::vector<Append*>& group) {
 }
 
 std::vector<MeasureRecord> RecordLog::records(const std::string& task_key,
-                                              const std::string& target) const {
+                                              const std::string& target, Lane lane) const {
   std::vector<uint64_t> seqs;
-  const std::string prefix = index_prefix(target, task_key);
+  const std::string prefix = index_prefix(target, task_key, lane);
   impl_->scan(prefix, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
     if (key.size() == prefix.size() + 8) seqs.push_back(from_be64(key.data() + prefix.size()));
   });
@@ -357,28 +368,28 @@ std::vector<MeasureRecord> RecordLog::records(const std::string& task_key,
 }
 
 std::optional<MeasureRecord> RecordLog::best(const std::string& task_key,
-                                             const std::string& target) const {
-  auto text = impl_->get(best_key(target, task_key));
+                                             const std::string& target, Lane lane) const {
+  auto text = impl_->get(best_key(target, task_key, lane));
   if (!text) return std::nullopt;
   return record_from_string(*text, "record log '" + impl_->dir + "' best entry of " + task_key);
 }
 
-size_t RecordLog::count(const std::string& task_key, const std::string& target) const {
-  auto c = impl_->get(count_key(target, task_key));
+size_t RecordLog::count(const std::string& task_key, const std::string& target,
+                        Lane lane) const {
+  auto c = impl_->get(count_key(target, task_key, lane));
   if (!c) return 0;
   KILN_SYSTEM_CHECK(c->size() == 8) << "record log '" << impl_->dir << "' is corrupt: bad count";
   return static_cast<size_t>(from_be64(c->data()));
 }
 
 bool RecordLog::measured(const std::string& task_key, const std::string& target,
-                         uint64_t config_index) const {
-  return impl_->get(measured_key(target, task_key, config_index)).has_value();
+                         uint64_t config_index, Lane lane) const {
+  return impl_->get(measured_key(target, task_key, config_index, lane)).has_value();
 }
 
-std::vector<std::string> RecordLog::tasks(const std::string& target) const {
+std::vector<std::string> RecordLog::tasks(const std::string& target, Lane lane) const {
   std::vector<std::string> out;
-  std::string prefix = "n" + target;
-  prefix.push_back('\0');
+  const std::string prefix = "n" + target_part(target, lane);
   impl_->scan(prefix, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
     // prefix, task, '\0'
     if (key.size() > prefix.size()) {

@@ -9,7 +9,14 @@
 //   log.append(record);                               // durable (fsync'd) when it returns
 //   auto best = log.best(task, target);               // the graph build's choice, O(1)
 //
-// Keys (one RocksDB database, one kind of key per leading byte; "<t,k>" is target \0 task \0):
+// Lanes: a record measured under emulation (MeasureRecord::emulated, an agent under qemu-user)
+// says nothing about a real board's speed, so each (target, task) has two lanes, kDevice and
+// kEmulated, that never mix: records(), best(), count(), measured() and tasks() read one lane
+// (RecordStore's calls read kDevice), and append() files a record in the lane its `emulated`
+// flag names.
+//
+// Keys (one RocksDB database, one kind of key per leading byte; "<t,k>" is target \0 task \0
+// in the device lane, target \1 'e' \0 task \0 in the emulated lane):
 //   'r' seq                 -> the record's JSON text (seq: 8 bytes big-endian, so iteration
 //                              is append order; the counter is recovered at open)
 //   'i' <t,k> seq           -> ""           the records of one (target, task), in append order
@@ -43,6 +50,12 @@
 
 namespace kiln::records {
 
+/// Which records a query reads: a real device's, or those measured under emulation.
+enum class Lane { kDevice, kEmulated };
+
+/// The lane a record belongs to.
+inline Lane lane_of(const MeasureRecord& r) { return r.emulated ? Lane::kEmulated : Lane::kDevice; }
+
 class RecordLog final : public RecordStore {
  public:
   /// Opens the log in folder `dir`, creating it when missing. kiln::Error naming the folder when
@@ -65,20 +78,34 @@ class RecordLog final : public RecordStore {
   /// is malformed (as append).
   void append_async(MeasureRecord r, std::function<void(uint64_t, std::exception_ptr)> done);
 
-  /// The records of (task, target), in append order.
+  /// The records of (task, target) in `lane`, in append order.
+  std::vector<MeasureRecord> records(const std::string& task_key, const std::string& target,
+                                     Lane lane) const;
+  /// The error-free record of (task, target) in `lane` with the lowest cost() (the first of
+  /// equals); nullopt when there is none.
+  std::optional<MeasureRecord> best(const std::string& task_key, const std::string& target,
+                                    Lane lane) const;
+  /// How many records (task, target) has in `lane`, errors included.
+  size_t count(const std::string& task_key, const std::string& target, Lane lane) const;
+  /// Whether config `config_index` of (task, target) has a record in `lane` (errors included).
+  bool measured(const std::string& task_key, const std::string& target, uint64_t config_index,
+                Lane lane = Lane::kDevice) const;
+  /// The task keys with records for `target` in `lane`, sorted.
+  std::vector<std::string> tasks(const std::string& target, Lane lane = Lane::kDevice) const;
+
+  // RecordStore: the device lane.
   std::vector<MeasureRecord> records(const std::string& task_key,
-                                     const std::string& target) const override;
-  /// The error-free record of (task, target) with the lowest cost() (the first of equals);
-  /// nullopt when there is none.
+                                     const std::string& target) const override {
+    return records(task_key, target, Lane::kDevice);
+  }
   std::optional<MeasureRecord> best(const std::string& task_key,
-                                    const std::string& target) const override;
-  /// How many records (task, target) has, errors included.
-  size_t count(const std::string& task_key, const std::string& target) const override;
-  /// Whether config `config_index` of (task, target) has a record (errors included).
-  bool measured(const std::string& task_key, const std::string& target,
-                uint64_t config_index) const;
-  /// The task keys with records for `target`, sorted.
-  std::vector<std::string> tasks(const std::string& target) const;
+                                    const std::string& target) const override {
+    return best(task_key, target, Lane::kDevice);
+  }
+  size_t count(const std::string& task_key, const std::string& target) const override {
+    return count(task_key, target, Lane::kDevice);
+  }
+
   /// The number of records in the log.
   size_t size() const;
   /// Every record, in append order.

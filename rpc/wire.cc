@@ -36,6 +36,7 @@ v1::MeasureRecord to_wire(const records::MeasureRecord& r) {
   w.set_timestamp_ms(r.timestamp_ms);
   w.set_search_seed(r.search_seed);
   w.set_contended(r.contended);
+  w.set_emulated(r.emulated);
   return w;
 }
 
@@ -63,6 +64,7 @@ records::MeasureRecord from_wire(const v1::MeasureRecord& w, const std::string& 
   r.timestamp_ms = w.timestamp_ms();
   r.search_seed = w.search_seed();
   r.contended = w.contended();
+  r.emulated = w.emulated();
   return r;
 }
 

@@ -16,33 +16,54 @@ using tracker::DeviceId;
 Farm::Registration Farm::register_device(const v1::RegisterDeviceRequest& r) {
   if (r.key().empty()) throw invalid_argument("RegisterDevice: the device key is empty");
   if (r.target().empty()) throw invalid_argument("RegisterDevice: the target is empty");
+  target::Target t;
   try {
-    target::Target::parse(r.target());
+    t = target::Target::parse(r.target());
   } catch (const std::exception& e) {
     throw invalid_argument("RegisterDevice: unknown target '" + r.target() + "': " + e.what());
   }
-  std::map<std::string, std::string> caps;
+  if (const std::string why = t.unbuildable_reason(); !why.empty())
+    throw invalid_argument("RegisterDevice: the farm cannot build for target '" + r.target() +
+                           "': " + why);
   const v1::DeviceCapabilities& c = r.capabilities();
+  // An llvm target without -mtriple means the farm's own architecture: a board of another one
+  // would be sent kernels it cannot load.
+  if (!c.arch().empty() && t.kind == "llvm" && c.arch() != t.arch_name()) {
+    throw invalid_argument("RegisterDevice: the device runs " + c.arch() + " but target '" +
+                           r.target() + "' builds " + t.arch_name() + " code" +
+                           (t.triple.empty() ? "; give -mtriple=" + c.arch() + "-linux-gnu" : ""));
+  }
+  std::map<std::string, std::string> caps;
   if (!c.cpu_model().empty()) caps["cpu_model"] = c.cpu_model();
   if (c.cores()) caps["cores"] = std::to_string(c.cores());
   if (c.memory_bytes()) caps["memory_bytes"] = std::to_string(c.memory_bytes());
   if (!c.driver().empty()) caps["driver"] = c.driver();
+  if (!c.board().empty()) caps["board"] = c.board();
+  if (!c.arch().empty()) caps["arch"] = c.arch();
   for (const auto& [k, v] : c.extra()) caps["extra." + k] = v;
   if (!r.fingerprint().empty()) caps["fingerprint"] = r.fingerprint();
   std::lock_guard<std::mutex> lock(mu_);
-  const DeviceId id = tracker_.devices().register_device(r.key(), r.target(), caps);
+  DeviceId id = 0;
+  try {
+    id = tracker_.devices().register_device(r.key(), r.target(), caps, c.emulated());
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (msg.rfind("error: ", 0) == 0) msg = msg.substr(7);
+    throw invalid_argument(msg);
+  }
   add_event_locked("device_joined", "device " + std::to_string(id) + " (key '" + r.key() + "', " +
                                         (r.fingerprint().empty() ? r.target() : r.fingerprint()) +
-                                        ") joined");
+                                        (c.emulated() ? ", emulated" : "") + ") joined");
   refresh_gauges_locked();
   return {id, static_cast<uint32_t>(tracker::to_ms(options_.tracker.registry.lease))};
 }
 
-Farm::Lease Farm::heartbeat(DeviceId id) {
+Farm::Lease Farm::heartbeat(DeviceId id, uint64_t device_clock_ms) {
   std::lock_guard<std::mutex> lock(mu_);
   Lease l;
   l.lease_ms = static_cast<uint32_t>(tracker::to_ms(options_.tracker.registry.lease));
   l.known = tracker_.devices().heartbeat(id);
+  if (auto why = tracker_.devices().observe_clock(id, device_clock_ms)) quarantine_locked(id, *why);
   if (const tracker::Device* d = tracker_.devices().find(id)) {
     l.quarantined = d->quarantined;
     l.reason = d->quarantine_reason;
@@ -128,6 +149,7 @@ void Farm::device_gone(DeviceId device, const std::string& why) {
 void Farm::report_result(const v1::MeasureResult& r,
                          std::function<void(bool, std::exception_ptr)> done) {
   tracker::MeasureOutcome outcome;
+  std::optional<double> bad_cost;
   const std::optional<ErrorKind> kind = from_wire(r.error());
   if (!kind) {
     outcome.error = ErrorKind::kRuntimeError;
@@ -142,17 +164,44 @@ void Farm::report_result(const v1::MeasureResult& r,
       outcome.error = ErrorKind::kRuntimeError;
       outcome.error_msg = "the device reported success without costs";
     }
-    // The record log keeps finite, non-negative costs only.
+    // The record log keeps finite, non-negative costs only; a device that reports others is
+    // not to be trusted (below).
     const auto bad = std::find_if(outcome.costs_s.begin(), outcome.costs_s.end(),
                                   [](double c) { return !(std::isfinite(c) && c >= 0); });
-    if (outcome.error == ErrorKind::kNone && bad != outcome.costs_s.end()) {
-      outcome.error = ErrorKind::kRuntimeError;
-      outcome.error_msg = "the device reported a cost of " + std::to_string(*bad) + " s";
-    }
+    if (bad != outcome.costs_s.end()) bad_cost = *bad;
   }
   std::unique_lock<std::mutex> lock(mu_);
-  const std::optional<tracker::Report> rep =
-      tracker_.report(r.request_id(), r.device_id(), outcome);
+  const tracker::DeviceId device = r.device_id();
+  const tracker::MeasureRequest* pending = tracker_.queue().find(r.request_id());
+  if (!pending || pending->device != device) {
+    // A stale result (the request was re-queued, cancelled or given up) is refused quietly; a
+    // result for a request this device was never given is a board misbehaving.
+    if (tracker_.devices().find(device) && !tracker_.devices().was_given(device, r.request_id())) {
+      add_event_locked("stray_result", "device " + std::to_string(device) +
+                                           " sent a result for request " +
+                                           std::to_string(r.request_id()) +
+                                           ", which it was never given: refused");
+      if (auto why = tracker_.devices().record_stray_result(device, r.request_id()))
+        quarantine_locked(device, *why);
+    }
+    lock.unlock();
+    done(false, nullptr);
+    return;
+  }
+  // A board whose clock runs backwards, or whose timer gives negative costs, cannot be trusted
+  // with timings: it is quarantined and what it held (this request too) goes to another device.
+  std::optional<std::string> distrust = tracker_.devices().observe_clock(device, r.device_clock_ms());
+  if (!distrust && bad_cost) {
+    distrust = "it reported a cost of " + std::to_string(*bad_cost) +
+               " s: its timer cannot be trusted";
+  }
+  if (distrust) {
+    quarantine_locked(device, *distrust);
+    lock.unlock();
+    done(false, nullptr);
+    return;
+  }
+  const std::optional<tracker::Report> rep = tracker_.report(r.request_id(), device, outcome);
   if (!rep) {
     lock.unlock();
     done(false, nullptr);
@@ -199,6 +248,20 @@ void Farm::report_result(const v1::MeasureResult& r,
     }
     done(!error, error);
   });
+}
+
+void Farm::quarantine_locked(DeviceId device, const std::string& reason) {
+  const tracker::Device* d = tracker_.devices().find(device);
+  if (!d) return;
+  const std::string key = d->key;
+  const size_t held = d->in_flight.size();
+  for (const tracker::GiveUp& g : tracker_.quarantine(device, reason)) give_up_locked(g);
+  idle_[key].erase(device);
+  add_event_locked("quarantine", "device " + std::to_string(device) + " quarantined: " + reason +
+                                     (held ? "; " + std::to_string(held) + " request(s) re-queued"
+                                           : ""));
+  feed_key_locked(key, held);
+  refresh_gauges_locked();
 }
 
 void Farm::settle_measure_locked(tracker::RequestId id,

@@ -173,7 +173,8 @@ class Farm {
     std::string reason;
     uint32_t lease_ms = 0;
   };
-  Lease heartbeat(tracker::DeviceId id);
+  /// Renews the lease; `device_clock_ms` (0: not sent) running backwards quarantines the device.
+  Lease heartbeat(tracker::DeviceId id, uint64_t device_clock_ms = 0);
   enum class Attach { kAttached, kUnknownDevice, kStopping };
   /// From now on the device's work goes to `sink` (what is pending for it goes at once).
   Attach attach(tracker::DeviceId device, WorkSink* sink);
@@ -182,7 +183,10 @@ class Farm {
   /// The device's stream ended (agent gone): it is dropped and its work re-queued at once.
   void device_gone(tracker::DeviceId device, const std::string& why);
   /// A device's result. `done(accepted, error)` is called once the answer is known: false at once
-  /// for a stale or unknown request (nothing recorded); true once its record is durable in the
+  /// for a stale or unknown request (nothing recorded; a request the device was never given
+  /// counts toward its quarantine), and for a result that shows the device cannot be trusted (its
+  /// clock ran backwards, a negative or non-finite cost: the device is quarantined and the
+  /// request re-queued for another); true once its record is durable in the
   /// log (group-committed with concurrent ones; no thread waits for the disk meanwhile); or the
   /// error that kept the record from the log. May be called before report_result returns.
   void report_result(const v1::MeasureResult& result,
@@ -288,11 +292,16 @@ class Farm {
   void feed_key_locked(const std::string& key, size_t n);
   void forget_device_locked(tracker::DeviceId device, const std::string& key);
   void give_up_locked(const tracker::GiveUp& g);
+  /// Quarantines a misbehaving device and re-queues what it held (an event says why).
+  void quarantine_locked(tracker::DeviceId device, const std::string& reason);
   void bump_job_locked(tracker::JobId id);
   /// The slot of a finished request gets its record (or the failure to keep it).
   void settle_measure_locked(tracker::RequestId id, std::optional<records::MeasureRecord> record,
                              const std::string& failure);
   bool job_stopped_locked(tracker::JobId id) const;
+  /// The record lane a job reads and writes: its key's devices run emulated or not (one key
+  /// never mixes them, tracker/device_registry.h).
+  records::Lane job_lane(const tracker::JobRecord& j) const;
   DriverSession& session_locked(const v1::DriverAuth& auth);
   tracker::JobRecord transition_job(tracker::JobId id, tracker::JobState to,
                                     const std::string& error = "");

@@ -370,21 +370,28 @@ void Farm::driver_progress(const v1::DriverProgress& p) {
   });
 }
 
+records::Lane Farm::job_lane(const JobRecord& j) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tracker_.devices().key_emulated(j.device_key) ? records::Lane::kEmulated
+                                                       : records::Lane::kDevice;
+}
+
 v1::TaskRecords Farm::driver_records(const v1::TaskRecordsRequest& req) {
   const JobRecord j = driver_job(req.auth());
   if (std::find(j.task_keys.begin(), j.task_keys.end(), req.task_key()) == j.task_keys.end()) {
     throw invalid_argument("GetTaskRecords: task '" + req.task_key() + "' is not one of job " +
                            std::to_string(j.id) + "'s tasks");
   }
+  const records::Lane lane = job_lane(j);
   v1::TaskRecords out;
   if (!req.best_only()) {
-    for (const records::MeasureRecord& r : log_.records(req.task_key(), j.target))
+    for (const records::MeasureRecord& r : log_.records(req.task_key(), j.target, lane))
       *out.add_records() = to_wire(r);
   }
-  if (auto best = log_.best(req.task_key(), j.target)) {
+  if (auto best = log_.best(req.task_key(), j.target, lane)) {
     *out.mutable_best() = to_wire(*best);
   }
-  out.set_count(log_.count(req.task_key(), j.target));
+  out.set_count(log_.count(req.task_key(), j.target, lane));
   return out;
 }
 
@@ -405,9 +412,12 @@ std::vector<uint64_t> Farm::driver_append(const v1::AppendRecordsRequest& req) {
       throw invalid_argument(origin + ": task '" + r.task_key + "' is not one of the job's tasks");
     recs.push_back(std::move(r));
   }
+  // The driver's own records (configs that do not lower, ...) join the lane its job measures in.
+  const records::Lane lane = job_lane(j);
   std::vector<uint64_t> seqs;
-  for (const records::MeasureRecord& r : recs) {
-    if (log_.measured(r.task_key, r.target, r.config_index)) {  // never twice
+  for (records::MeasureRecord& r : recs) {
+    r.emulated = lane == records::Lane::kEmulated;
+    if (log_.measured(r.task_key, r.target, r.config_index, lane)) {  // never twice
       seqs.push_back(0);
       continue;
     }

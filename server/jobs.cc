@@ -48,11 +48,15 @@ JobId Farm::submit(const Submission& s) {
                            " is over this farm's limit of " + std::to_string(options_.max_trials) +
                            " per task");
   }
+  target::Target parsed;
   try {
-    target::Target::parse(s.target);
+    parsed = target::Target::parse(s.target);
   } catch (const std::exception& e) {
     throw invalid_argument("SubmitModel: unknown target '" + s.target + "': " + e.what());
   }
+  if (const std::string why = parsed.unbuildable_reason(); !why.empty())
+    throw invalid_argument("SubmitModel: the farm cannot build for target '" + s.target + "': " +
+                           why);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!tracker_.devices().counts().count(s.device_key)) {

@@ -88,6 +88,7 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
   }
   const size_t n = static_cast<size_t>(req.configs_size());
   const JobId job = rec.id;
+  const records::Lane lane = job_lane(rec);
   std::vector<records::MeasureRecord> out(n);
   std::vector<bool> answered(n, false);
 
@@ -96,9 +97,9 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
     std::unordered_map<uint64_t, records::MeasureRecord> known;
     bool any = false;
     for (const v1::Config& c : req.configs())
-      any = any || log_.measured(task.task_key(), rec.target, c.index());
+      any = any || log_.measured(task.task_key(), rec.target, c.index(), lane);
     if (any) {
-      for (records::MeasureRecord& r : log_.records(task.task_key(), rec.target))
+      for (records::MeasureRecord& r : log_.records(task.task_key(), rec.target, lane))
         known.emplace(r.config_index, std::move(r));
     }
     for (size_t i = 0; i < n; ++i) {
@@ -231,6 +232,7 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
     r.error_msg = art.error_msg();
     r.timestamp_ms = clock_.unix_ms();
     r.search_seed = req.search_seed();
+    r.emulated = lane == records::Lane::kEmulated;
     log_.append(r);
     metrics_.record_appended();
   }
@@ -271,6 +273,7 @@ std::vector<records::MeasureRecord> Farm::measure_batch(const v1::MeasureBatchRe
       r.error_msg = "device lost on every attempt: " + s.given_up->reason;
       r.timestamp_ms = clock_.unix_ms();
       r.search_seed = req.search_seed();
+      r.emulated = lane == records::Lane::kEmulated;
       log_.append(r);
       metrics_.record_appended();
       ++failed;

@@ -79,7 +79,7 @@ Status TrackerService::Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRe
                                  v1::HeartbeatResponse* resp) {
   KILN_CHECK_TOKEN(ctx, token_);
   return guarded([&] {
-    const Farm::Lease l = farm_.heartbeat(req->device_id());
+    const Farm::Lease l = farm_.heartbeat(req->device_id(), req->device_clock_ms());
     resp->set_known(l.known);
     resp->set_lease_ms(l.lease_ms);
     resp->set_quarantined(l.quarantined);

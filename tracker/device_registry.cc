@@ -30,11 +30,20 @@ DeviceRegistry::DeviceRegistry(const Clock& clock, RegistryOptions options)
 }
 
 DeviceId DeviceRegistry::register_device(const std::string& key, const std::string& target,
-                                         std::map<std::string, std::string> capabilities) {
+                                         std::map<std::string, std::string> capabilities,
+                                         bool emulated) {
   KILN_USER_CHECK(!key.empty()) << "register device: the device key is empty";
   KILN_USER_CHECK(!target.empty())
       << "register device: the target string of a device with key '" << key << "' is empty";
+  for (const auto& [other_id, other] : devices_) {
+    if (other.key != key || other.emulated == emulated) continue;
+    KILN_USER_ERROR() << "register device: key '" << key << "' is measured "
+                      << (other.emulated ? "under emulation" : "on real devices") << " (device "
+                      << other_id << "); " << (emulated ? "an emulated agent" : "a real device")
+                      << " must register under another key, so that their timings never mix";
+  }
   Device d;
+  d.emulated = emulated;
   d.id = next_id_++;
   d.key = key;
   d.target = target;
@@ -44,6 +53,12 @@ DeviceId DeviceRegistry::register_device(const std::string& key, const std::stri
   DeviceId id = d.id;
   devices_.emplace(id, std::move(d));
   return id;
+}
+
+bool DeviceRegistry::key_emulated(const std::string& key) const {
+  for (const auto& [id, d] : devices_)
+    if (d.key == key) return d.emulated;
+  return false;
 }
 
 bool DeviceRegistry::heartbeat(DeviceId id) {
@@ -91,6 +106,37 @@ void DeviceRegistry::assign(DeviceId id, RequestId request) {
   auto it = devices_.find(id);
   KILN_ICHECK(it != devices_.end()) << "assign to unknown device " << id;
   it->second.in_flight.insert(request);
+  it->second.recent_requests.push_back(request);
+  if (it->second.recent_requests.size() > kRecentRequests) it->second.recent_requests.pop_front();
+}
+
+std::optional<std::string> DeviceRegistry::observe_clock(DeviceId id, uint64_t clock_ms) {
+  auto it = devices_.find(id);
+  if (it == devices_.end() || clock_ms == 0) return std::nullopt;
+  Device& d = it->second;
+  const uint64_t last = d.clock_ms;
+  d.clock_ms = std::max(d.clock_ms, clock_ms);
+  if (clock_ms >= last) return std::nullopt;
+  return "its clock ran backwards (from " + std::to_string(last) + " ms to " +
+         std::to_string(clock_ms) + " ms): its timings cannot be trusted";
+}
+
+bool DeviceRegistry::was_given(DeviceId id, RequestId request) const {
+  const Device* d = find(id);
+  return d && std::find(d->recent_requests.begin(), d->recent_requests.end(), request) !=
+                  d->recent_requests.end();
+}
+
+std::optional<std::string> DeviceRegistry::record_stray_result(DeviceId id, RequestId request) {
+  auto it = devices_.find(id);
+  if (it == devices_.end()) return std::nullopt;
+  Device& d = it->second;
+  ++d.stray_results;
+  if (options_.quarantine_after_strays == 0 || d.stray_results < options_.quarantine_after_strays)
+    return std::nullopt;
+  return "it sent " + std::to_string(d.stray_results) +
+         " results for requests it was never given (the last: request " + std::to_string(request) +
+         ")";
 }
 
 void DeviceRegistry::release(DeviceId id, RequestId request) {

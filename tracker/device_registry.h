@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,7 +42,12 @@ struct RegistryOptions {
   int quarantine_after = 3;
   /// Requests one device runs at once.
   int capacity = 1;
+  /// Results for requests a device was never given that quarantine it (0: never).
+  int quarantine_after_strays = 3;
 };
+
+/// How many of its last requests a device remembers (Device::recent_requests).
+inline constexpr size_t kRecentRequests = 256;
 
 struct Device {
   DeviceId id = 0;
@@ -55,6 +61,14 @@ struct Device {
   std::string quarantine_reason;
   std::set<RequestId> in_flight;  ///< requests dispatched to it and not yet reported
   uint64_t completed = 0;         ///< results reported (errors included)
+  /// Runs under emulation (an agent under qemu-user): its records go to the emulated lane.
+  bool emulated = false;
+  /// The latest reading of the device's monotonic clock (0: none yet).
+  uint64_t clock_ms = 0;
+  /// The last requests given to it (ids, oldest first; at most kRecentRequests): a result for a
+  /// request outside them was never given to this device.
+  std::deque<RequestId> recent_requests;
+  int stray_results = 0;  ///< results for requests it was never given
 
   DeviceState state(int capacity) const;
 };
@@ -79,9 +93,14 @@ class DeviceRegistry {
   explicit DeviceRegistry(const Clock& clock, RegistryOptions options = {});
 
   /// Adds a device with a fresh lease and returns its id (1, 2, ...; never reused). kiln::Error
-  /// when key or target is empty.
+  /// when key or target is empty, or when the key's registered devices differ from it in
+  /// `emulated`: one key is measured either on real devices or under emulation, never both, so
+  /// that a job's records all come from one lane (records/record_log.h, Lane).
   DeviceId register_device(const std::string& key, const std::string& target,
-                           std::map<std::string, std::string> capabilities = {});
+                           std::map<std::string, std::string> capabilities = {},
+                           bool emulated = false);
+  /// Whether the registered devices of `key` run under emulation (false when there are none).
+  bool key_emulated(const std::string& key) const;
   /// Renews the lease of `id`. False when the device is unknown (dropped: it must register
   /// again, and its old in-flight work has been re-queued).
   bool heartbeat(DeviceId id);
@@ -100,6 +119,14 @@ class DeviceRegistry {
   /// Counts one result of `id`: crash and run timeout add to its failures in a row, any other
   /// result resets them. Returns true when this result quarantined the device.
   bool record_outcome(DeviceId id, ErrorKind error);
+  /// Notes a reading of the device's monotonic clock (0: none, ignored). Returns a reason when
+  /// the clock ran backwards since the last reading: the caller quarantines the device.
+  std::optional<std::string> observe_clock(DeviceId id, uint64_t clock_ms);
+  /// Whether `request` is one of the last requests given to `id`.
+  bool was_given(DeviceId id, RequestId request) const;
+  /// Counts a result `id` sent for `request`, which it was never given. Returns a reason once
+  /// such results reach quarantine_after_strays: the caller quarantines the device.
+  std::optional<std::string> record_stray_result(DeviceId id, RequestId request);
   /// Takes `id` out of matching with `reason` (kiln::Error when unknown).
   void quarantine(DeviceId id, const std::string& reason);
   /// Puts a quarantined device back (an operator's decision); kiln::Error when unknown.

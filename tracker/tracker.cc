@@ -14,6 +14,7 @@ records::MeasureRecord make_record(const MeasureRequest& request, const Device& 
   r.device = fp != device.capabilities.end() ? fp->second
                                              : device.key + "#" + std::to_string(device.id);
   r.task_key = request.task_key;
+  r.emulated = device.emulated;
   r.config_index = request.config_index;
   r.config = request.config_text;
   r.search_seed = request.search_seed;
@@ -58,6 +59,15 @@ std::optional<Report> Tracker::report(RequestId request, DeviceId device,
   devices_.release(device, request);
   rep.quarantined = devices_.record_outcome(device, outcome.error);
   return rep;
+}
+
+std::vector<GiveUp> Tracker::quarantine(DeviceId device, const std::string& reason) {
+  const Device* d = devices_.find(device);
+  if (!d) return {};
+  const std::vector<RequestId> held(d->in_flight.begin(), d->in_flight.end());
+  devices_.quarantine(device, reason);
+  for (RequestId r : held) devices_.release(device, r);
+  return queue_.requeue(held, "device " + std::to_string(device) + " was quarantined: " + reason);
 }
 
 std::vector<GiveUp> Tracker::remove_device(DeviceId device) {

@@ -77,6 +77,11 @@ class Tracker {
   /// nullopt for a stale report (the request is not in flight on that device, e.g. it was
   /// re-queued after the device was dropped).
   std::optional<Report> report(RequestId request, DeviceId device, const MeasureOutcome& outcome);
+  /// Quarantines `device` with `reason` (a board that misbehaves: its clock ran backwards, it
+  /// reported a negative cost or results it was never asked for) and re-queues what it held, so
+  /// another device measures it; the requests given up (out of attempts) are returned. Empty when
+  /// the device is unknown.
+  std::vector<GiveUp> quarantine(DeviceId device, const std::string& reason);
   /// Drops `device` now (an agent leaving cleanly) and re-queues what it held; the requests
   /// given up (out of attempts) are returned. Empty when the device is unknown.
   std::vector<GiveUp> remove_device(DeviceId device);

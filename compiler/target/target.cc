@@ -248,6 +248,12 @@ std::string Target::str() const {
 
 std::string Target::arch_name() const { return triple.empty() ? host_arch() : triple_arch(triple); }
 
+std::string Target::unbuildable_reason() const {
+  if (kind == "llvm") return "";
+  return "Kiln has no code generator for '" + kind + "' targets yet (it builds llvm targets: " +
+         join(kArches) + ")";
+}
+
 std::string Target::llvm_triple() const { return triple.empty() ? host_triple() : triple; }
 
 bool Target::is_host() const {

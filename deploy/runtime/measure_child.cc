@@ -175,12 +175,14 @@ std::string default_runner_path() {
 }
 
 RunResult measure_in_child(const RunRequest& request, double timeout_s,
-                           const std::string& runner_path) {
-  return measure_in_child_json(request.to_json().dump(), timeout_s, runner_path);
+                           const std::string& runner_path,
+                           const std::vector<std::string>& launcher) {
+  return measure_in_child_json(request.to_json().dump(), timeout_s, runner_path, launcher);
 }
 
 RunResult measure_in_child_json(const std::string& request_json, double timeout_s,
-                                const std::string& runner_path) {
+                                const std::string& runner_path,
+                                const std::vector<std::string>& launcher) {
   KILN_USER_CHECK(::access(runner_path.c_str(), X_OK) == 0)
       << "the kernel runner '" << runner_path << "' is missing or not executable ("
       << std::strerror(errno) << "); build the kiln-runner target or set KILN_RUNNER";
@@ -222,16 +224,19 @@ RunResult measure_in_child_json(const std::string& request_json, double timeout_
 
   // The runner sets PR_SET_PDEATHSIG and exits if its parent is not this process any more.
   std::string parent = std::to_string(::getpid());
-  std::string path = runner_path;
-  std::string flag = "--parent";
-  char* argv[] = {path.data(), flag.data(), parent.data(), nullptr};
+  std::vector<std::string> words = launcher;
+  words.insert(words.end(), {runner_path, "--parent", parent});
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
   pid_t pid = -1;
   const auto start = Clock::now();
-  int rc = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv, environ);
+  int rc = ::posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  KILN_USER_CHECK(rc == 0) << "cannot start the kernel runner '" << runner_path
-                           << "': " << std::strerror(rc);
+  KILN_USER_CHECK(rc == 0) << "cannot start the kernel runner '" << runner_path << "'"
+                           << (launcher.empty() ? "" : " through '" + launcher[0] + "'") << ": "
+                           << std::strerror(rc);
   in_child.reset();
   out_child.reset();
   err_child.reset();

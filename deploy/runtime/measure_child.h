@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "deploy/runtime/kernel_runner.h"
 
@@ -25,13 +26,18 @@ std::string default_runner_path();
 /// Runs `request` in a child running `runner_path`, killing it after `timeout_s` seconds. Throws
 /// kiln::Error (naming the path) only when the runner is missing or not executable, or the child
 /// cannot be started; every failure of the kernel is a RunResult. wall_s is the child's life time.
+/// `launcher`, when not empty, is the command the runner is started through (an emulator:
+/// {"qemu-aarch64-static", "-L", "/usr/aarch64-linux-gnu"} for an agent that runs under qemu-user
+/// on a machine without binfmt_misc); its first word is looked up in PATH.
 RunResult measure_in_child(const RunRequest& request, double timeout_s,
-                           const std::string& runner_path = default_runner_path());
+                           const std::string& runner_path = default_runner_path(),
+                           const std::vector<std::string>& launcher = {});
 
 /// The same with the request as JSON text, sent as it is (for tests of malformed requests, and
 /// for agents that forward a request they received).
 RunResult measure_in_child_json(const std::string& request_json, double timeout_s,
-                                const std::string& runner_path = default_runner_path());
+                                const std::string& runner_path = default_runner_path(),
+                                const std::vector<std::string>& launcher = {});
 
 /// "SIGSEGV" for SIGSEGV, ..., "signal 42" for one without a name here.
 std::string signal_name(int signo);

@@ -3,6 +3,7 @@
 // crashes, hangs, work of another tracker instance, a tracker restart, a lost lease, a refused
 // token, and the kiln-agent program's command line and SIGTERM.
 #include "device_agent/agent.h"
+#include "device_agent/board_info.h"
 
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -344,6 +345,8 @@ TEST_F(AgentTest, RegistersWithKeyTargetAndCapabilities) {
   EXPECT_GT(regs[0].capabilities().cores(), 0u);
   EXPECT_GT(regs[0].capabilities().memory_bytes(), 0u);
   EXPECT_FALSE(regs[0].capabilities().cpu_model().empty());
+  EXPECT_EQ(regs[0].capabilities().arch(), agent::program_arch());
+  EXPECT_FALSE(regs[0].capabilities().emulated()) << "this test runs natively";
   // The default fingerprint: "<CPU model> x<cores>".
   EXPECT_EQ(regs[0].fingerprint(), regs[0].capabilities().cpu_model() + " x" +
                                        std::to_string(regs[0].capabilities().cores()));
@@ -499,6 +502,82 @@ TEST_F(AgentTest, BadTokenIsRefused) {
   EXPECT_NE(error.find("tracker " + tracker.address() + " refused registration"), std::string::npos)
       << error;
   EXPECT_NE(error.find("token is wrong"), std::string::npos) << error;
+}
+
+/// A fake system root holding `files` (path under the root -> content).
+std::string fake_root(const std::filesystem::path& dir,
+                      const std::vector<std::pair<std::string, std::string>>& files) {
+  for (const auto& [path, content] : files) {
+    const std::filesystem::path p = dir / path.substr(1);
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << content;
+  }
+  return dir.string();
+}
+
+constexpr const char* kA53Cpuinfo =
+    "processor\t: 0\nBogoMIPS\t: 38.40\nFeatures\t: fp asimd evtstrm crc32 cpuid\n"
+    "CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd03\n"
+    "CPU revision\t: 4\n\nprocessor\t: 1\nCPU implementer\t: 0x41\nCPU part\t: 0xd03\n";
+constexpr const char* kX86Cpuinfo =
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14\n"
+    "flags\t\t: fpu vme avx2\n";
+
+// A Raspberry Pi 3 as its files describe it: the device tree names the board, cpuinfo's part
+// numbers name the cores (big.LITTLE boards list each kind once).
+TEST_F(AgentTest, BoardInfoOfAnArmBoardFromItsFiles) {
+  const std::string root = fake_root(
+      dir_.path() / "rpi3",
+      {{"/proc/cpuinfo", kA53Cpuinfo},
+       {"/proc/device-tree/model", std::string("Raspberry Pi 3 Model B Rev 1.2") + '\0'},
+       {"/proc/meminfo", "MemTotal:         948304 kB\nMemFree: 1 kB\n"}});
+  const agent::BoardInfo b = agent::read_board_info(root);
+  EXPECT_EQ(b.board, b.emulated ? "qemu-user on Raspberry Pi 3 Model B Rev 1.2"
+                                 : "Raspberry Pi 3 Model B Rev 1.2");
+  EXPECT_EQ(b.cpuinfo_arch, "aarch64");
+  EXPECT_EQ(b.memory_bytes, 948304u * 1024);
+  if (agent::program_arch() == "aarch64") {
+    EXPECT_EQ(b.cpu_model, "Cortex-A53");
+    EXPECT_FALSE(b.emulated);
+  } else {
+    // An x86 program that reads an ARM cpuinfo: the mirror image of an AArch64 agent under qemu.
+    EXPECT_TRUE(b.emulated);
+  }
+  EXPECT_EQ(agent::arm_cpu_name(0x41, 0xd08), "Cortex-A72");
+  EXPECT_EQ(agent::arm_cpu_name(0x51, 0xd03), "") << "another implementer's part numbers";
+
+  const std::string rk = fake_root(
+      dir_.path() / "rk3399",
+      {{"/proc/cpuinfo", "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd03\n"
+                         "processor\t: 4\nCPU implementer\t: 0x41\nCPU part\t: 0xd08\n"},
+       {"/sys/firmware/devicetree/base/model", "Pine64 RockPro64"}});
+  const agent::BoardInfo r = agent::read_board_info(rk);
+  EXPECT_EQ(r.board, r.emulated ? "qemu-user on Pine64 RockPro64" : "Pine64 RockPro64");
+  if (!r.emulated) {
+    EXPECT_EQ(r.cpu_model, "Cortex-A53 + Cortex-A72");
+  }
+}
+
+// An x86 machine: cpuinfo's model name, the DMI product name as the board; an AArch64 agent
+// reading it (under qemu-user) knows it is emulated and says so in its CPU and board.
+TEST_F(AgentTest, BoardInfoOfAnX86MachineAndEmulation) {
+  const std::string root =
+      fake_root(dir_.path() / "x86", {{"/proc/cpuinfo", kX86Cpuinfo},
+                                      {"/sys/class/dmi/id/product_name", "Standard PC\n"}});
+  const agent::BoardInfo b = agent::read_board_info(root);
+  EXPECT_EQ(b.cpuinfo_arch, "x86_64");
+  if (agent::program_arch() == "x86_64") {
+    EXPECT_FALSE(b.emulated);
+    EXPECT_EQ(b.cpu_model, "AMD EPYC 9R14");
+    EXPECT_EQ(b.board, "Standard PC");
+  } else {
+    EXPECT_TRUE(b.emulated);
+    EXPECT_EQ(b.cpu_model, agent::program_arch() + " emulated on AMD EPYC 9R14");
+    EXPECT_EQ(b.board, "qemu-user on Standard PC");
+  }
+  const agent::BoardInfo none = agent::read_board_info((dir_.path() / "nothing").string());
+  EXPECT_EQ(none.cpu_model, "unknown CPU");
+  EXPECT_FALSE(none.emulated) << "nothing known, nothing claimed";
 }
 
 TEST(AgentOptionsTest, MissingOptionsAreNamed) {

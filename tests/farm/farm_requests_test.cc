@@ -164,23 +164,51 @@ TEST_F(FarmRequestsTest, ATaskKeyWithANulIsRefused) {
   EXPECT_TRUE(farm_->job(driver_.job_id()).task_keys.empty());
 }
 
-// A device reported a negative, NaN or infinite cost, or a cost of 0 s for a task with flops (an
-// infinite GFLOP/s): the record log refused the record, report_result threw (INTERNAL to the
-// agent), and the request's slot in its batch was never settled. Such costs are a device error
-// now, and a zero cost has no GFLOP/s.
-TEST_F(FarmRequestsTest, ADevicesCostsAlwaysMakeARecord) {
+/// Collects what the farm sends a device.
+struct Sink final : server::WorkSink {
+  std::vector<uint64_t> ids;
+  void deliver(v1::MeasureRequest w) override { ids.push_back(w.request_id()); }
+  void close(bool, const std::string&) override {}
+};
+
+/// Reports `result` and returns whether the farm accepted it.
+bool report(server::Farm& farm, const v1::MeasureResult& result) {
+  std::optional<bool> accepted;
+  farm.report_result(result, [&](bool ok, std::exception_ptr error) {
+    EXPECT_FALSE(error);
+    accepted = ok;
+  });
+  EXPECT_TRUE(accepted.has_value());
+  return accepted.value_or(false);
+}
+
+/// A device of key "measuring", registered with `fingerprint`.
+tracker::DeviceId measuring_device(server::Farm& farm, const std::string& fingerprint) {
   v1::RegisterDeviceRequest reg;
   reg.set_key("measuring");
   reg.set_target("llvm");
-  const tracker::DeviceId device = farm_->register_device(reg).id;
-  struct Sink final : server::WorkSink {
-    std::vector<uint64_t> ids;
-    void deliver(v1::MeasureRequest w) override { ids.push_back(w.request_id()); }
-    void close(bool, const std::string&) override {}
-  };
+  reg.set_fingerprint(fingerprint);
+  return farm.register_device(reg).id;
+}
+
+/// The state and quarantine reason of `device` as the farm lists it.
+std::pair<std::string, std::string> state_of(server::Farm& farm, tracker::DeviceId device) {
+  for (const v1::DeviceInfo& d : farm.devices(""))
+    if (d.device_id() == device) return {d.state(), d.quarantine_reason()};
+  return {"gone", ""};
+}
+
+// A device reported a negative, NaN or infinite cost, or a cost of 0 s for a task with flops (an
+// infinite GFLOP/s): the record log refused the record, report_result threw (INTERNAL to the
+// agent), and the request's slot in its batch was never settled. A cost that is not finite and
+// non-negative is a board whose timer cannot be trusted now: the result is refused, the board
+// quarantined with the reason, and the request measured by another device (nothing lost); a zero
+// cost is a record without GFLOP/s.
+TEST_F(FarmRequestsTest, ADeviceWithBrokenCostsIsQuarantinedAndItsRequestMeasuredElsewhere) {
   uint64_t config = 0;
   for (double cost : {-1.0, std::numeric_limits<double>::quiet_NaN(),
                       std::numeric_limits<double>::infinity(), 0.0}) {
+    const tracker::DeviceId device = measuring_device(*farm_, "board " + std::to_string(config));
     tracker::MeasureSpec spec;
     spec.job_id = driver_.job_id();
     spec.task_key = "dense:1x10:ab";
@@ -198,25 +226,177 @@ TEST_F(FarmRequestsTest, ADevicesCostsAlwaysMakeARecord) {
     result.set_device_id(device);
     result.add_costs_s(cost);
     result.set_error(v1::ERROR_KIND_NONE);
-    std::optional<bool> accepted;
-    farm_->report_result(result, [&](bool ok, std::exception_ptr error) {
-      EXPECT_FALSE(error);
-      accepted = ok;
-    });
-    ASSERT_EQ(accepted, std::optional<bool>(true)) << cost;
-    const std::vector<records::MeasureRecord> recs =
-        farm_->records().records("dense:1x10:ab", "llvm");
-    ASSERT_EQ(recs.size(), config);
-    const records::MeasureRecord& r = recs.back();
+    const bool accepted = report(*farm_, result);
+    const auto recs = [&] { return farm_->records().records("dense:1x10:ab", "llvm"); };
     if (cost == 0) {
-      EXPECT_EQ(r.error, ErrorKind::kNone);
-      EXPECT_EQ(r.gflops, 0.0);
-    } else {
-      EXPECT_EQ(r.error, ErrorKind::kRuntimeError);
-      EXPECT_NE(r.error_msg.find("the device reported a cost of"), std::string::npos)
-          << r.error_msg;
+      ASSERT_TRUE(accepted);
+      ASSERT_EQ(recs().size(), config);
+      EXPECT_EQ(recs().back().error, ErrorKind::kNone);
+      EXPECT_EQ(recs().back().gflops, 0.0);
+      EXPECT_EQ(state_of(*farm_, device).first, "online");
+      continue;
     }
+    EXPECT_FALSE(accepted) << cost;
+    EXPECT_EQ(recs().size(), config - 1) << "no record of an untrusted cost";
+    const auto [state, reason] = state_of(*farm_, device);
+    EXPECT_EQ(state, "quarantined");
+    EXPECT_NE(reason.find("its timer cannot be trusted"), std::string::npos) << reason;
+    // Another device measures the request; its record is kept.
+    const tracker::DeviceId good = measuring_device(*farm_, "good " + std::to_string(config));
+    Sink good_sink;
+    ASSERT_EQ(farm_->attach(good, &good_sink), server::Farm::Attach::kAttached);
+    farm_->detach(good, &good_sink);
+    ASSERT_EQ(good_sink.ids, std::vector<uint64_t>{id}) << "the request was re-queued";
+    result.set_device_id(good);
+    result.clear_costs_s();
+    result.add_costs_s(1e-3);
+    ASSERT_TRUE(report(*farm_, result));
+    ASSERT_EQ(recs().size(), config);
+    EXPECT_EQ(recs().back().device, "good " + std::to_string(config));
+    EXPECT_EQ(recs().back().cost(), 1e-3);
+    ASSERT_NE(farm_->devices("").size(), 0u);
+    farm_->device_gone(good, "test over");  // leaves the key to the next round's board
   }
+}
+
+// A board whose monotonic clock runs backwards (in a heartbeat or a result) cannot be trusted
+// with timings: quarantined with the reason, its request re-queued for another device.
+TEST_F(FarmRequestsTest, ABoardWhoseClockRunsBackwardsIsQuarantined) {
+  const tracker::DeviceId board = measuring_device(*farm_, "board");
+  EXPECT_FALSE(farm_->heartbeat(board, 5000).quarantined);
+  EXPECT_FALSE(farm_->heartbeat(board, 6000).quarantined);
+  tracker::MeasureSpec spec;
+  spec.job_id = driver_.job_id();
+  spec.task_key = "dense:1x10:ab";
+  spec.config_index = 7;
+  spec.target = "llvm";
+  spec.device_key = "measuring";
+  const tracker::RequestId id = farm_->enqueue_measure(spec);
+  Sink sink;
+  ASSERT_EQ(farm_->attach(board, &sink), server::Farm::Attach::kAttached);
+  farm_->detach(board, &sink);
+  ASSERT_EQ(sink.ids, std::vector<uint64_t>{id});
+  v1::MeasureResult result;
+  result.set_request_id(id);
+  result.set_device_id(board);
+  result.add_costs_s(1e-3);
+  result.set_device_clock_ms(4000);  // earlier than its last heartbeat
+  EXPECT_FALSE(report(*farm_, result));
+  const server::Farm::Lease lease = farm_->heartbeat(board, 7000);
+  EXPECT_TRUE(lease.quarantined);
+  EXPECT_NE(lease.reason.find("its clock ran backwards (from 6000 ms to 4000 ms)"),
+            std::string::npos)
+      << lease.reason;
+  EXPECT_TRUE(farm_->records().records("dense:1x10:ab", "llvm").empty());
+  const tracker::DeviceId good = measuring_device(*farm_, "good");
+  Sink good_sink;
+  ASSERT_EQ(farm_->attach(good, &good_sink), server::Farm::Attach::kAttached);
+  farm_->detach(good, &good_sink);
+  EXPECT_EQ(good_sink.ids, std::vector<uint64_t>{id}) << "the request was re-queued";
+
+  // The same through a heartbeat alone.
+  const tracker::DeviceId other = measuring_device(*farm_, "other");
+  EXPECT_FALSE(farm_->heartbeat(other, 9000).quarantined);
+  const server::Farm::Lease l2 = farm_->heartbeat(other, 100);
+  EXPECT_TRUE(l2.quarantined);
+  EXPECT_NE(l2.reason.find("its clock ran backwards"), std::string::npos) << l2.reason;
+}
+
+// A board that sends results for requests it was never given is refused each time, and
+// quarantined at the third; a result for a request that was its own but is stale (re-queued,
+// cancelled) is refused quietly and counts for nothing.
+TEST_F(FarmRequestsTest, ResultsForRequestsNeverGivenAreRefusedAndQuarantineTheBoard) {
+  const tracker::DeviceId board = measuring_device(*farm_, "board");
+  tracker::MeasureSpec spec;
+  spec.job_id = driver_.job_id();
+  spec.task_key = "dense:1x10:ab";
+  spec.config_index = 3;
+  spec.target = "llvm";
+  spec.device_key = "measuring";
+  const tracker::RequestId mine = farm_->enqueue_measure(spec);
+  Sink sink;
+  ASSERT_EQ(farm_->attach(board, &sink), server::Farm::Attach::kAttached);
+  farm_->detach(board, &sink);
+  ASSERT_EQ(sink.ids, std::vector<uint64_t>{mine});
+  v1::MeasureResult result;
+  result.set_device_id(board);
+  result.add_costs_s(1e-3);
+  for (uint64_t stray : {mine + 100, mine + 101}) {
+    result.set_request_id(stray);
+    EXPECT_FALSE(report(*farm_, result));
+    EXPECT_EQ(state_of(*farm_, board).first, "busy");  // still running `mine`
+  }
+  result.set_request_id(mine + 102);
+  EXPECT_FALSE(report(*farm_, result));
+  const auto [state, reason] = state_of(*farm_, board);
+  EXPECT_EQ(state, "quarantined");
+  EXPECT_NE(reason.find("it sent 3 results for requests it was never given (the last: request " +
+                        std::to_string(mine + 102) + ")"),
+            std::string::npos)
+      << reason;
+  // Its own request went back to the queue: nothing lost.
+  const tracker::DeviceId good = measuring_device(*farm_, "good");
+  Sink good_sink;
+  ASSERT_EQ(farm_->attach(good, &good_sink), server::Farm::Attach::kAttached);
+  farm_->detach(good, &good_sink);
+  EXPECT_EQ(good_sink.ids, std::vector<uint64_t>{mine});
+  // The quarantined board's late result for it is stale now: refused, not counted as stray.
+  result.set_request_id(mine);
+  EXPECT_FALSE(report(*farm_, result));
+  result.set_device_id(good);
+  EXPECT_TRUE(report(*farm_, result));
+  EXPECT_EQ(farm_->records().records("dense:1x10:ab", "llvm").size(), 1u);
+}
+
+// A key is measured on real boards or under emulation, never both; an emulated board's records
+// go to the emulated lane of the log and say so.
+TEST_F(FarmRequestsTest, EmulatedAndRealBoardsNeverShareAKeyAndTheirRecordsStayApart) {
+  v1::RegisterDeviceRequest reg;
+  reg.set_key("a53");
+  reg.set_target("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53");
+  reg.mutable_capabilities()->set_arch("aarch64");
+  reg.mutable_capabilities()->set_emulated(true);
+  reg.set_fingerprint("qemu a53");
+  const tracker::DeviceId emulated = farm_->register_device(reg).id;
+  reg.mutable_capabilities()->set_emulated(false);
+  EXPECT_FARM_ERROR(farm_->register_device(reg), FarmError::Code::kInvalidArgument,
+                    "key 'a53' is measured under emulation (device " + std::to_string(emulated) +
+                        "); a real device must register under another key");
+  // A board of another architecture than its target builds for is refused too.
+  reg.set_key("a53-real");
+  reg.set_target("llvm");
+  EXPECT_FARM_ERROR(farm_->register_device(reg), FarmError::Code::kInvalidArgument,
+                    "the device runs aarch64 but target 'llvm' builds x86_64 code; give "
+                    "-mtriple=aarch64-linux-gnu");
+  reg.set_target("cuda -arch=sm_61");
+  EXPECT_FARM_ERROR(farm_->register_device(reg), FarmError::Code::kInvalidArgument,
+                    "the farm cannot build for target 'cuda -arch=sm_61': Kiln has no code "
+                    "generator for 'cuda' targets yet");
+
+  tracker::MeasureSpec spec;
+  spec.job_id = driver_.job_id();
+  spec.task_key = "dense:1x10:ab";
+  spec.config_index = 5;
+  spec.target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53";
+  spec.device_key = "a53";
+  const tracker::RequestId id = farm_->enqueue_measure(spec);
+  Sink sink;
+  ASSERT_EQ(farm_->attach(emulated, &sink), server::Farm::Attach::kAttached);
+  farm_->detach(emulated, &sink);
+  ASSERT_EQ(sink.ids, std::vector<uint64_t>{id});
+  v1::MeasureResult result;
+  result.set_request_id(id);
+  result.set_device_id(emulated);
+  result.add_costs_s(2e-3);
+  ASSERT_TRUE(report(*farm_, result));
+  const records::RecordLog& log = farm_->records();
+  EXPECT_TRUE(log.records("dense:1x10:ab", spec.target).empty()) << "the device lane is apart";
+  EXPECT_FALSE(log.measured("dense:1x10:ab", spec.target, 5));
+  const auto recs = log.records("dense:1x10:ab", spec.target, records::Lane::kEmulated);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_TRUE(recs[0].emulated);
+  EXPECT_EQ(recs[0].device, "qemu a53");
+  EXPECT_TRUE(log.measured("dense:1x10:ab", spec.target, 5, records::Lane::kEmulated));
 }
 
 // A batch's flops make each record's GFLOP/s: NaN, infinite or negative ones are refused.

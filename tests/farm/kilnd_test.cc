@@ -76,7 +76,14 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   reg.set_target("verilog");
   EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &reg_resp),
                 StatusCode::INVALID_ARGUMENT, "unknown target 'verilog'");
+  reg.set_target("cuda -arch=sm_61");
+  EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &reg_resp),
+                StatusCode::INVALID_ARGUMENT, "no code generator for 'cuda' targets yet");
   reg.set_target("llvm");
+  reg.mutable_capabilities()->set_arch("aarch64");  // a board whose target builds x86 code
+  EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &reg_resp),
+                StatusCode::INVALID_ARGUMENT, "give -mtriple=aarch64-linux-gnu");
+  reg.mutable_capabilities()->clear_arch();
   ASSERT_TRUE(tracker->RegisterDevice(context().get(), reg, &reg_resp).ok());
   EXPECT_GT(reg_resp.device_id(), 0u);
   EXPECT_FALSE(reg_resp.tracker_instance().empty());
@@ -91,6 +98,9 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   v1::SubmitModelRequest r = good_submission();
   r.set_target("verilog");
   EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT, "unknown target 'verilog'");
+  r.set_target("opencl -device=mali");
+  EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT,
+                "the farm cannot build for target 'opencl -device=mali'");
   r = good_submission();
   r.set_device_key("tpu");
   EXPECT_STATUS(submit(*service, r), StatusCode::NOT_FOUND, "no device of key 'tpu'");

@@ -183,6 +183,38 @@ TEST(RecordLog, MeasuredCountAndTasksPerTarget) {
   EXPECT_EQ(log.size(), 5u);
 }
 
+// Records measured under emulation live in their own lane: the device lane (RecordStore's view,
+// the tuner's) never sees them, and the emulated lane never sees a real board's.
+TEST(RecordLog, EmulatedRecordsLiveInTheirOwnLane) {
+  TempDir tmp;
+  RecordLog log = RecordLog::open(tmp.file("log"));
+  log.append(make("conv", 1, {2.0}, kArm));
+  MeasureRecord e = make("conv", 2, {1.0}, kArm);
+  e.emulated = true;
+  log.append(e);
+  MeasureRecord e2 = make("pool", 1, {3.0}, kArm);
+  e2.emulated = true;
+  log.append(e2);
+  EXPECT_EQ(log.count("conv", kArm), 1u);
+  EXPECT_EQ(log.count("conv", kArm, Lane::kEmulated), 1u);
+  EXPECT_EQ(log.best("conv", kArm)->config_index, 1u) << "the faster emulated record is apart";
+  EXPECT_EQ(log.best("conv", kArm, Lane::kEmulated)->config_index, 2u);
+  EXPECT_TRUE(log.best("conv", kArm, Lane::kEmulated)->emulated);
+  EXPECT_FALSE(log.measured("conv", kArm, 2));
+  EXPECT_TRUE(log.measured("conv", kArm, 2, Lane::kEmulated));
+  EXPECT_EQ(log.tasks(kArm), (std::vector<std::string>{"conv"}));
+  EXPECT_EQ(log.tasks(kArm, Lane::kEmulated), (std::vector<std::string>{"conv", "pool"}));
+  ASSERT_EQ(log.records("pool", kArm, Lane::kEmulated).size(), 1u);
+  EXPECT_TRUE(log.records("pool", kArm).empty());
+  // The flag survives the JSON text (and so export, import and the wire).
+  EXPECT_NE(record_to_string(e).find("\"emulated\":true"), std::string::npos);
+  EXPECT_TRUE(record_from_string(record_to_string(e)).emulated);
+  EXPECT_EQ(record_to_string(make("conv", 1, {2.0})).find("emulated"), std::string::npos);
+  // A target holding the lane's marker cannot be appended.
+  EXPECT_ERROR_CONTAINS(log.append(make("conv", 3, {1.0}, std::string("llvm\1e"))),
+                        "field 'target'");
+}
+
 TEST(RecordLog, JsonLinesExportAndImport) {
   TempDir tmp;
   RecordLog a = RecordLog::open(tmp.file("a"));

@@ -88,6 +88,40 @@ TEST(TrackerRegistry, RejectsEmptyKeyOrTarget) {
   EXPECT_ERROR_CONTAINS(reg.quarantine(99, "x"), "no device with id 99");
 }
 
+// One key is measured on real devices or under emulation, never both at once.
+TEST(TrackerRegistry, AKeyIsEmulatedOrRealNeverBoth) {
+  FakeClock clock;
+  DeviceRegistry reg(clock, registry_options(seconds(10)));
+  const DeviceId e = reg.register_device("a53", "llvm -mtriple=aarch64-linux-gnu", {}, true);
+  EXPECT_TRUE(reg.key_emulated("a53"));
+  EXPECT_FALSE(reg.key_emulated("rpi"));
+  EXPECT_ERROR_CONTAINS(reg.register_device("a53", "llvm -mtriple=aarch64-linux-gnu", {}, false),
+                        "key 'a53' is measured under emulation (device 1)");
+  reg.register_device("a53", "llvm -mtriple=aarch64-linux-gnu", {}, true);  // another emulated
+  reg.register_device("rpi", "llvm -mtriple=aarch64-linux-gnu", {}, false);
+  EXPECT_ERROR_CONTAINS(reg.register_device("rpi", "llvm -mtriple=aarch64-linux-gnu", {}, true),
+                        "an emulated agent must register under another key");
+  reg.remove(e);
+  reg.remove(2);
+  EXPECT_NO_THROW(reg.register_device("a53", "llvm -mtriple=aarch64-linux-gnu", {}, false))
+      << "once its emulated devices are gone, a key may take real ones";
+}
+
+// A device's clock readings: equal or later ones are fine, an earlier one gives the reason.
+TEST(TrackerRegistry, AClockRunningBackwardsIsNamed) {
+  FakeClock clock;
+  DeviceRegistry reg(clock, registry_options(seconds(10)));
+  const DeviceId d = reg.register_device("cpu", "llvm");
+  EXPECT_FALSE(reg.observe_clock(d, 100));
+  EXPECT_FALSE(reg.observe_clock(d, 100));
+  EXPECT_FALSE(reg.observe_clock(d, 0)) << "0: not sent";
+  EXPECT_FALSE(reg.observe_clock(d, 250));
+  const auto why = reg.observe_clock(d, 200);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("from 250 ms to 200 ms"), std::string::npos) << *why;
+  EXPECT_FALSE(reg.observe_clock(99, 1)) << "unknown device";
+}
+
 TEST(TrackerRegistry, ExpiredDeviceWorkIsRequeuedToAnotherDevice) {
   FakeClock clock;
   Tracker t(clock, options(seconds(10)));
