@@ -540,11 +540,21 @@ int devices_main(const Args& a) {
   v1::ListDevicesResponse resp;
   farm->check(farm->stub().ListDevices(farm->context().get(), req, &resp));
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "KEY", "STATE", "TARGET", "FINGERPRINT", "DONE", "IN_FLIGHT"}};
+      {"ID", "KEY", "STATE", "TARGET", "BOARD", "CPU", "CORES", "MEMORY", "DONE", "IN_FLIGHT"}};
   for (const v1::DeviceInfo& d : resp.devices()) {
     std::string state = d.state();
     if (!d.quarantine_reason().empty()) state += " (" + d.quarantine_reason() + ")";
-    rows.push_back({std::to_string(d.device_id()), d.key(), state, d.target(), d.fingerprint(),
+    const v1::DeviceCapabilities& c = d.capabilities();
+    // An emulated agent's board says so already ("qemu-user on ..."); one told by --emulator
+    // alone is marked here.
+    std::string board = c.board().empty() ? "-" : c.board();
+    if (c.emulated() && board.find("qemu") == std::string::npos) board += " (emulated)";
+    std::string cpu = c.cpu_model().empty() ? d.fingerprint() : c.cpu_model();
+    char memory[32] = "-";
+    if (c.memory_bytes() > 0)
+      std::snprintf(memory, sizeof memory, "%.1f GiB", c.memory_bytes() / double(1 << 30));
+    rows.push_back({std::to_string(d.device_id()), d.key(), state, d.target(), board, cpu,
+                    c.cores() ? std::to_string(c.cores()) : "-", memory,
                     std::to_string(d.completed()), std::to_string(d.in_flight())});
   }
   print_table(rows);

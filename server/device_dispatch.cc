@@ -309,6 +309,9 @@ std::vector<v1::DeviceInfo> Farm::devices(const std::string& key) const {
     if (!cap("cores").empty()) c->set_cores(static_cast<uint32_t>(std::stoul(cap("cores"))));
     if (!cap("memory_bytes").empty()) c->set_memory_bytes(std::stoull(cap("memory_bytes")));
     c->set_driver(cap("driver"));
+    c->set_board(cap("board"));
+    c->set_arch(cap("arch"));
+    c->set_emulated(d.emulated);
     if (auto st = device_stats_.find(d.id); st != device_stats_.end()) {
       for (const auto& [kind, n] : st->second.errors) (*info.mutable_errors())[kind] = n;
       const auto since = clock_.now() - std::chrono::minutes(1);

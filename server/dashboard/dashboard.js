@@ -149,13 +149,16 @@ function renderFarm(farm) {
       h("span", { class: "count" }, h("b", { text: fmtNum(k.measures_per_minute) }), " /min"));
     const rows = (byKey.get(k.key) || []).map((d) =>
       h("div", { class: "device device-row", "data-device-id": d.id, "data-key": d.key, "data-state": d.state },
-        h("span", { class: "name", title: d.fingerprint, text: "#" + d.id + " · " + (d.cpu_model || d.fingerprint || d.target) }),
+        h("span", { class: "name", title: d.fingerprint, text: "#" + d.id + " · " + (d.board ? d.board + " · " : "") + (d.cpu_model || d.fingerprint || d.target) }),
         h("span", { class: "badge s-" + d.state, text: d.state }),
+        d.emulated ? h("span", { class: "badge s-queued", title: "runs under emulation: its timings are kept apart from real boards'", text: "emulated" }) : null,
         h("div", { class: "meta" },
           h("span", {}, h("b", { text: fmtNum(d.measures_per_minute) }), " measures/min"),
           h("span", {}, h("b", { text: d.in_flight }), " in flight"),
           h("span", {}, h("b", { text: fmtNum(d.completed) }), " done"),
           d.cores ? h("span", {}, h("b", { text: d.cores }), " cores") : null,
+          d.memory_bytes ? h("span", {}, h("b", { text: (d.memory_bytes / 1073741824).toFixed(1) }), " GiB") : null,
+          d.arch ? h("span", { class: "mono", text: d.arch }) : null,
           h("span", { class: "mono", text: d.target }),
           errorChips(d.errors)),
         d.quarantine_reason ? h("div", { class: "meta err", text: d.quarantine_reason }) : null));

@@ -350,12 +350,21 @@ TEST_F(ClientTest, DevicesPrintsATable) {
     d.set_state(i == 1 ? "online" : "busy");
     d.set_completed(40 + i);
     d.set_in_flight(i);
+    if (i == 1) {
+      d.mutable_capabilities()->set_board("Pine64 RockPro64");
+      d.mutable_capabilities()->set_cpu_model("Cortex-A53 + Cortex-A72");
+      d.mutable_capabilities()->set_cores(6);
+      d.mutable_capabilities()->set_memory_bytes(uint64_t{4} << 30);
+    } else {
+      d.mutable_capabilities()->set_emulated(true);
+    }
   }
   Result r = kiln("devices");
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* s : {"ID", "KEY", "STATE", "TARGET", "FINGERPRINT", "DONE", "IN_FLIGHT", "11",
-                        "rk3399", "online", "llvm -mtriple=aarch64", "board-a", "41", "12",
-                        "titanx", "busy", "gpu-b", "42"}) {
+  for (const char* s : {"ID", "KEY", "STATE", "TARGET", "BOARD", "CPU", "CORES", "MEMORY", "DONE",
+                        "IN_FLIGHT", "11", "rk3399", "online", "llvm -mtriple=aarch64",
+                        "Pine64 RockPro64", "Cortex-A53 + Cortex-A72", " 6 ", "4.0 GiB", "41",
+                        "12", "titanx", "busy", "- (emulated)", "gpu-b", "42"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " in\n" << r.out;
   }
   r = kiln("devices --key titanx");
