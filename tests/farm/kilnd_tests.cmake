@@ -36,3 +36,18 @@ set_tests_properties(job_driver_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)
 # fuzz target found.
 kiln_add_test(NAME farm_requests_test LABEL farm SOURCES farm_requests_test.cc
   LIBS kiln_farm kiln_runtime)
+
+# A board under emulation end to end: the AArch64 kiln-agent (build/arm64) under
+# qemu-aarch64-static tunes the DQN model with an x86 kilnd and worker; the fetched bundle runs
+# under qemu with the AArch64 kiln-run and matches ONNX Runtime. Skipped where either is missing.
+add_executable(board_emulation_test board_emulation_test.cc)
+target_link_libraries(board_emulation_test PRIVATE kiln_proto kiln_rpc kiln_runtime kiln_records
+  onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
+target_compile_definitions(board_emulation_test PRIVATE
+  KILND_BINARY="$<TARGET_FILE:kilnd>"
+  KILN_ARM64_BUILD_DIR="${PROJECT_SOURCE_DIR}/build/arm64"
+  KILN_MODELS_DATA_DIR="${PROJECT_BINARY_DIR}/tests/models/data")
+add_dependencies(board_emulation_test kilnd kiln-worker)
+add_test(NAME board_emulation_test COMMAND board_emulation_test)
+set_tests_properties(board_emulation_test PROPERTIES LABELS "farm;slow" TIMEOUT 1800
+  FIXTURES_REQUIRED models SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
