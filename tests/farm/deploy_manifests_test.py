@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""deploy_manifests_test: deploy/farm stays true to the programs it starts.
+"""deploy_manifests_test: deploy/farm and deploy/board stay true to the programs they start.
 
-  python3 deploy_manifests_test.py --kilnd BIN --agent BIN --worker BIN --deploy deploy/farm
+  python3 deploy_manifests_test.py --kilnd BIN --agent BIN --worker BIN --deploy deploy/farm \
+      --board deploy/board
 
 Checks that every YAML (all documents) and JSON file under --deploy parses; that the systemd
 units parse (sections, keys, an ExecStart); that every --flag passed to kilnd, kiln-agent or
@@ -304,6 +305,7 @@ def main():
     ap.add_argument("--agent", required=True)
     ap.add_argument("--worker", required=True)
     ap.add_argument("--deploy", required=True)
+    ap.add_argument("--board", help="deploy/board: what a board runs (its systemd unit)")
     args = ap.parse_args()
     known = {"kilnd": help_flags(args.kilnd), "kiln-agent": help_flags(args.agent),
              "kiln-worker": help_flags(args.worker)}
@@ -329,6 +331,10 @@ def main():
             elif name.endswith(".service"):
                 units.append((path, rel))
 
+    if args.board:
+        for name in sorted(os.listdir(args.board)):
+            if name.endswith(".service"):
+                units.append((os.path.join(args.board, name), os.path.join("..", "board", name)))
     unit_programs = {check_unit(path, rel, known) for path, rel in sorted(units)}
     for need in PROGRAMS:
         if need not in unit_programs:

@@ -4,7 +4,8 @@
 add_test(NAME deploy_manifests_test
   COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/deploy_manifests_test.py
     --kilnd $<TARGET_FILE:kilnd> --agent $<TARGET_FILE:kiln-agent>
-    --worker $<TARGET_FILE:kiln-worker> --deploy ${PROJECT_SOURCE_DIR}/deploy/farm)
+    --worker $<TARGET_FILE:kiln-worker> --deploy ${PROJECT_SOURCE_DIR}/deploy/farm
+    --board ${PROJECT_SOURCE_DIR}/deploy/board)
 set_tests_properties(deploy_manifests_test PROPERTIES LABELS farm TIMEOUT 120)
 
 kiln_add_test(NAME grafana_metrics_test LABEL farm SOURCES grafana_metrics_test.cc
