@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,7 +13,6 @@
 #include <filesystem>
 #include <iostream>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -26,9 +24,8 @@
 #include "compiler/lower.h"
 #include "compiler/topi/matmul.h"
 #include "deploy/runtime/dtype.h"
-#include "deploy/runtime/graph_executor.h"
 #include "deploy/runtime/ndarray.h"
-#include "deploy/runtime/npy.h"
+#include "deploy/runtime/run_bundle.h"
 #include "deploy/runtime/thread_pool.h"
 
 namespace {
@@ -98,127 +95,19 @@ const kiln::cli::Command kCompile{
 
 // ---- kiln run ---------------------------------------------------------------------------------
 
-/// A file-name-safe form of an output name: characters other than letters, digits, '.', '-' and
-/// '_' become '_', and so does a leading '.' (no hidden files); an empty name is "output".
-std::string file_safe(const std::string& name) {
-  std::string s;
-  for (char c : name) {
-    s += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
-  }
-  if (!s.empty() && s[0] == '.') s[0] = '_';
-  return s.empty() ? "output" : s;
-}
-
-/// The kernels by time, slowest first, with their share of the whole run.
-void print_profile(std::vector<kiln::runtime::GraphExecutor::NodeTime> times, int runs) {
-  double total = 0;
-  for (const auto& t : times) total += t.median_ms;
-  std::sort(times.begin(), times.end(),
-            [](const auto& a, const auto& b) { return a.median_ms > b.median_ms; });
-  std::printf("%zu kernels, %.3f ms in all (sum of medians over %d runs)\n", times.size(), total,
-              runs);
-  std::printf("%10s %6s  %s\n", "ms", "share", "function");
-  for (const auto& t : times) {
-    std::printf("%10.3f %5.1f%%  %s\n", t.median_ms, total > 0 ? 100 * t.median_ms / total : 0.0,
-                t.func.c_str());
-  }
-}
-
-/// Where each output goes under `dir`: <file_safe(name)>.npy, with _2, _3, ... added to a name
-/// that two outputs would share.
-std::vector<std::string> output_paths(const kiln::runtime::GraphExecutor& g, const fs::path& dir) {
-  std::vector<std::string> paths;
-  std::set<std::string> taken;
-  for (size_t i = 0; i < g.num_outputs(); ++i) {
-    const std::string base = file_safe(g.output_name(i));
-    std::string name = base;
-    for (int k = 2; taken.count(name); ++k) name = base + "_" + std::to_string(k);
-    taken.insert(name);
-    paths.push_back((dir / (name + ".npy")).string());
-  }
-  return paths;
-}
-
 int run_main(const kiln::cli::Args& args) {
   using namespace kiln;
-  const std::string& bundle = args.only_operand("MODEL.kiln");
-  const std::string out = args.get("-o");
-  const int profile_runs =
-      args.has("--profile") ? cli::positive_number(args.get("--profile"), "--profile") : 0;
-  std::vector<std::string> positional;
-  std::vector<std::pair<std::string, std::string>> named;
-  for (const std::string& v : args.all("--input")) {
-    const size_t eq = v.find('=');
-    if (eq == std::string::npos) {
-      positional.push_back(v);
-    } else {
-      named.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    }
+  runtime::RunOptions o;
+  o.bundle = args.only_operand("MODEL.kiln");
+  o.output_dir = args.get("-o");
+  if (args.has("--profile")) {
+    o.profile = true;
+    o.runs = cli::positive_number(args.get("--profile"), "--profile");
   }
-
-  runtime::GraphExecutor g = runtime::GraphExecutor::load(bundle);
-  KILN_USER_CHECK(positional.size() <= g.num_inputs())
-      << "'" << bundle << "' takes " << g.num_inputs() << " input(s), " << positional.size()
-      << " given by position";
-  std::vector<bool> bound(g.num_inputs(), false);
-  for (size_t i = 0; i < positional.size(); ++i) {
-    runtime::NDArray a = runtime::load_npy(positional[i]);
-    g.set_input(i, a);
-    bound[i] = true;
-  }
-  for (const auto& [name, path] : named) {
-    size_t idx = g.num_inputs();
-    for (size_t i = 0; i < g.num_inputs(); ++i) {
-      if (g.input_name(i) == name) idx = i;
-    }
-    KILN_USER_CHECK(idx < g.num_inputs())
-        << "'" << bundle << "' has no input named '" << name << "'";
-    KILN_USER_CHECK(!bound[idx]) << "input '" << name << "' is given twice";
-    runtime::NDArray a = runtime::load_npy(path);
-    g.set_input(idx, a);
-    bound[idx] = true;
-  }
-  for (size_t i = 0; i < g.num_inputs(); ++i) {
-    if (g.input_has_default(i)) continue;  // runs with the model's default unless given
-    std::string shape;
-    for (int64_t d : g.input_shape(i)) shape += (shape.empty() ? "" : ",") + std::to_string(d);
-    KILN_USER_CHECK(bound[i]) << "input '" << g.input_name(i) << "' ("
-                              << runtime::dtype_to_string(g.input_dtype(i)) << "[" << shape
-                              << "]) is not given (use --input " << g.input_name(i) << "=FILE.npy)";
-  }
-  std::vector<std::string> paths;
-  if (!out.empty()) {
-    std::error_code ec;
-    fs::create_directories(out, ec);
-    KILN_USER_CHECK(fs::is_directory(out))
-        << "-o '" << out << "': cannot create that folder for the outputs"
-        << (ec                ? " (" + ec.message() + ")"
-            : fs::exists(out) ? " (a file has that name)"
-                              : "");
-    paths = output_paths(g, out);
-  }
-  if (profile_runs > 0) {
-    print_profile(g.profile(profile_runs), profile_runs);
-  } else {
-    g.run();
-  }
-  for (size_t i = 0; i < g.num_outputs(); ++i) {
-    const runtime::NDArray& o = g.output(i);
-    std::cout << "output '" << g.output_name(i) << "': " << runtime::dtype_to_string(o.dtype())
-              << o.shape_string();
-    if (!paths.empty()) {
-      runtime::save_npy(paths[i], o);
-      std::cout << " -> " << paths[i] << "\n";
-      continue;
-    }
-    if (runtime::dtype_equal(o.dtype(), runtime::kFloat32)) {
-      std::cout << " = [";
-      const int64_t n = std::min<int64_t>(o.num_elements(), 8);
-      for (int64_t k = 0; k < n; ++k) std::cout << (k ? ", " : "") << o.data<float>()[k];
-      std::cout << (o.num_elements() > n ? ", ...]" : "]");
-    }
-    std::cout << "\n";
-  }
+  if (args.has("--threads")) o.threads = cli::positive_number(args.get("--threads"), "--threads");
+  for (const std::string& v : args.all("--input")) o.inputs.push_back(runtime::parse_input_file(v));
+  runtime::PreparedRun run = runtime::prepare_run(o);
+  runtime::execute_run(run, o, std::cout);
   return 0;
 }
 
@@ -231,14 +120,15 @@ const kiln::cli::Command kRun{
               {"-o", "DIR",
                "write each output to DIR/<output name>.npy, creating DIR (default: print)"},
               {"--profile", "RUNS",
-               "time RUNS runs and print each kernel's median time (default: run once)"}},
+               "time RUNS runs and print each kernel's median time (default: run once)"},
+              {"--threads", "T", "threads the kernels run on (default: all CPUs)"}},
     .notes =
         "An input with a default value in the model may be left out. "
         "With -o DIR, each output goes to its own .npy file in DIR, named after the output: "
         "characters other than letters, digits, '.', '-' and '_' become '_' (and so does a "
         "leading '.'), and a name two outputs would share gets _2, _3, ... Every output is "
         "listed on stdout with its type, its shape and where it went (without -o: its first "
-        "values).",
+        "values). The same runner without the compiler, for boards: kiln-run (deploy/runtime).",
     .main = run_main,
     .group = "",
 };

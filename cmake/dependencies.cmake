@@ -1,6 +1,17 @@
 # Finds the Debian packages Kiln builds with. See ../shared/BUILD-NOTES.md for why each step is
 # the way it is (LLVM's version check, the zstd target clash).
 
+# A board's build (KILN_BOARD: the agent, the runners, the wire; usually cross-compiled, see
+# cmake/toolchains/) needs only the wire's libraries and threads. protoc and grpc_cpp_plugin are
+# the build machine's programs, the libraries the target's.
+if(KILN_BOARD)
+  find_package(Protobuf REQUIRED)
+  find_package(gRPC CONFIG REQUIRED)
+  find_program(KILN_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+  find_package(Threads REQUIRED)
+  return()
+endif()
+
 # zstd first: RocksDB wants zstd::zstd, LLVM wants zstd::libzstd_shared; make both exist.
 find_package(zstd CONFIG QUIET)
 if(zstd_FOUND AND NOT TARGET zstd::zstd AND TARGET zstd::libzstd_shared)

@@ -25,7 +25,16 @@ PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
   # the dashboard: kilnd's HTTP server (civetweb, also under prometheus-cpp) and the browser test
   libcivetweb-dev chromium
+  # AArch64 boards (scripts/build-arm64.sh): the cross compiler, QEMU to run its programs here,
+  # and Debian's arm64 gRPC and protobuf beside the host's (multiarch, the architecture below)
+  g++-aarch64-linux-gnu qemu-user-static libgrpc++-dev:arm64 libprotobuf-dev:arm64
 )
+
+# The arm64 packages above need the architecture; apt-get update below then reads its lists.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "setup: adding the arm64 architecture (dpkg --add-architecture arm64)"
+  $SUDO dpkg --add-architecture arm64
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

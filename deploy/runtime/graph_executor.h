@@ -62,8 +62,8 @@ class GraphExecutor {
     double median_ms;   ///< median over the runs
   };
   /// Runs the graph `runs` times (after one warm-up run), timing every node; the outputs are those
-  /// of the last run.
-  std::vector<NodeTime> profile(int runs);
+  /// of the last run. With `run_ms`, also each run's whole time (ms), in order.
+  std::vector<NodeTime> profile(int runs, std::vector<double>* run_ms = nullptr);
   /// Output i after run() (valid until the next run).
   const NDArray& output(size_t i) const;
 

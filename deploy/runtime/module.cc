@@ -7,8 +7,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -64,6 +66,64 @@ int executable_memfd(const char* name) {
   return memfd_create(name, MFD_CLOEXEC);
 }
 
+/// The ELF machine this process runs (e_machine of its own code), 0 where unknown.
+constexpr uint16_t host_elf_machine() {
+#if defined(__x86_64__)
+  return 62;  // EM_X86_64
+#elif defined(__aarch64__)
+  return 183;  // EM_AARCH64
+#elif defined(__i386__)
+  return 3;  // EM_386
+#elif defined(__arm__)
+  return 40;  // EM_ARM
+#elif defined(__riscv)
+  return 243;  // EM_RISCV
+#elif defined(__powerpc64__)
+  return 21;  // EM_PPC64
+#else
+  return 0;
+#endif
+}
+
+std::string elf_machine_name(uint16_t machine) {
+  switch (machine) {
+    case 62:
+      return "x86_64";
+    case 183:
+      return "aarch64";
+    case 3:
+      return "i386";
+    case 40:
+      return "arm (32-bit)";
+    case 243:
+      return "riscv";
+    case 21:
+      return "ppc64";
+    default:
+      return "ELF machine " + std::to_string(machine);
+  }
+}
+
+/// kiln::Error when `header` (a library's first bytes) is an ELF file for another CPU
+/// architecture than this process's: the loader would only say "wrong ELF class" or "invalid ELF
+/// header". Anything that is not ELF is left to the loader.
+void check_machine(std::string_view header, const std::string& what) {
+  constexpr size_t kMachineOffset = 18;  // e_machine, after e_ident[16] and e_type
+  constexpr char kElfMagic[] = {'\x7f', 'E', 'L', 'F'};
+  if (header.size() < kMachineOffset + 2 || header.substr(0, 4) != std::string_view(kElfMagic, 4)) {
+    return;
+  }
+  const auto b0 = static_cast<uint8_t>(header[kMachineOffset]);
+  const auto b1 = static_cast<uint8_t>(header[kMachineOffset + 1]);
+  const bool big_endian = header[5] == 2;  // e_ident[EI_DATA]: 1 little-, 2 big-endian
+  const auto machine = static_cast<uint16_t>(big_endian ? (b0 << 8) | b1 : (b1 << 8) | b0);
+  constexpr uint16_t host = host_elf_machine();
+  if (host == 0 || machine == host) return;
+  KILN_USER_ERROR() << what << " is for " << elf_machine_name(machine) << ", this machine runs "
+                    << elf_machine_name(host) << " (compile the model with a --target for this "
+                    << "machine, or run it on the machine it was compiled for)";
+}
+
 const char* kind_word(char c) {
   switch (c) {
     case 't':
@@ -100,6 +160,13 @@ Module Module::from_node(std::shared_ptr<ModuleNode> node) {
 }
 
 Module Module::load_library(const std::string& path) {
+  {
+    std::ifstream file(path, std::ios::binary);
+    char header[20] = {};
+    file.read(header, sizeof header);
+    check_machine(std::string_view(header, static_cast<size_t>(file.gcount())),
+                  "cannot load module '" + path + "': the library");
+  }
   std::string reason;
   void* handle = open_library(path, &reason);
   KILN_USER_CHECK(handle != nullptr) << "cannot load module '" << path << "': " << reason;
@@ -107,6 +174,7 @@ Module Module::load_library(const std::string& path) {
 }
 
 Module Module::load_library_bytes(const std::string& library, const std::string& origin) {
+  check_machine(library, "cannot load the library of " + origin + ": the library");
   const int fd = executable_memfd("kiln-library");
   KILN_ICHECK(fd >= 0) << "cannot load the library of " << origin
                        << ": memfd_create failed: " << std::strerror(errno);

@@ -43,13 +43,16 @@ class Module {
   static Module from_node(std::shared_ptr<ModuleNode> node);
 
   /// Opens a shared object (dlopen with RTLD_NOW | RTLD_LOCAL). Throws kiln::Error naming the file
-  /// and the loader's reason if it cannot be opened.
+  /// and the loader's reason if it cannot be opened, or, before the loader sees it, naming both
+  /// architectures when its ELF header says it is for another CPU than this process's ("the
+  /// library is for aarch64, this machine runs x86_64").
   static Module load_library(const std::string& path);
 
   /// Opens the shared object whose bytes are `library`, without writing a file: it is put in an
   /// anonymous memory file (memfd) that dlopen opens as /proc/self/fd/N and that stays open while
   /// the module is loaded. `origin` names it in messages ("bundle 'model.kiln'"). Throws
-  /// kiln::Error with the loader's reason if it cannot be opened.
+  /// kiln::Error with the loader's reason if it cannot be opened, and as load_library does for a
+  /// library of another CPU.
   static Module load_library_bytes(const std::string& library, const std::string& origin);
 
   /// The entry function `name` with its signature `__kiln_sig_<name>`. Throws kiln::Error naming

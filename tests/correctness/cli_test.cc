@@ -185,7 +185,7 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   // The commands and the flags each one's --help must list (and nothing it does not take).
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"compile", {"--target", "-o", "--no-fuse", "--no-layout"}},
-      {"run", {"--input", "-o", "--profile"}},
+      {"run", {"--input", "-o", "--profile", "--threads"}},
       {"tune",
        {"--target", "--trials", "--records", "-o", "--explorer", "--batch", "--seed", "--threads",
         "--repeat", "--flush-cache"}},

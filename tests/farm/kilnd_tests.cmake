@@ -7,7 +7,7 @@ add_dependencies(kilnd_test kilnd kiln-runner)
 # The farm as separate processes (kilnd, kiln-worker, kiln-agent), with faults: slow.
 add_executable(farm_integration_test farm_integration_test.cc)
 target_link_libraries(farm_integration_test PRIVATE kiln_proto kiln_rpc kiln_graph kiln_runtime
-  kiln_records onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
+  kiln_record_log onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
 target_compile_definitions(farm_integration_test PRIVATE
   KILND_BINARY="$<TARGET_FILE:kilnd>"
   KILN_WORKER_BINARY="$<TARGET_FILE:kiln-worker>"
@@ -35,13 +35,13 @@ set_tests_properties(job_driver_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)
 # The Farm's answers to requests, in process, with a script as the job driver: the bugs the gRPC
 # fuzz target found.
 kiln_add_test(NAME farm_requests_test LABEL farm SOURCES farm_requests_test.cc
-  LIBS kiln_farm kiln_runtime)
+  LIBS kiln_farm kiln_record_log kiln_runtime)
 
 # A board under emulation end to end: the AArch64 kiln-agent (build/arm64) under
 # qemu-aarch64-static tunes the DQN model with an x86 kilnd and worker; the fetched bundle runs
 # under qemu with the AArch64 kiln-run and matches ONNX Runtime. Skipped where either is missing.
 add_executable(board_emulation_test board_emulation_test.cc)
-target_link_libraries(board_emulation_test PRIVATE kiln_proto kiln_rpc kiln_runtime kiln_records
+target_link_libraries(board_emulation_test PRIVATE kiln_proto kiln_rpc kiln_runtime kiln_record_log
   onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
 target_compile_definitions(board_emulation_test PRIVATE
   KILND_BINARY="$<TARGET_FILE:kilnd>"

@@ -1,14 +1,21 @@
 // Tests for loading modules and calling their functions through c_abi.h, using a hand-written C
-// shared library (data/abi_test_module.c) and an in-memory ModuleNode.
+// shared library (data/abi_test_module.c) and an in-memory ModuleNode; the same library with its
+// ELF header made another CPU's is refused, naming both architectures.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
+#include "deploy/runtime/bundle.h"
 #include "deploy/runtime/c_abi.h"
+#include "deploy/runtime/graph_executor.h"
 #include "deploy/runtime/module.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
@@ -109,6 +116,46 @@ TEST(ModuleTest, NotASharedObjectIsAnError) {
   // A C source file is not an ELF object.
   const std::string path = std::string(KILN_TEST_DATA_DIR) + "/abi_test_module.c";
   EXPECT_ERROR_CONTAINS(Module::load_library(path), "cannot load module '" + path + "'");
+}
+
+/// The test library's bytes with its ELF header's e_machine changed to another CPU architecture
+/// than this process's (aarch64 here on x86_64, x86_64 on aarch64); *arch and *host name them.
+std::string library_for_another_cpu(std::string* arch, std::string* host) {
+  std::ifstream in(KILN_ABI_TEST_MODULE, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_GT(bytes.size(), 20u);
+  const bool on_arm = static_cast<uint8_t>(bytes[18]) == 183;
+  *host = on_arm ? "aarch64" : "x86_64";
+  *arch = on_arm ? "x86_64" : "aarch64";
+  const uint16_t machine = on_arm ? 62 : 183;  // EM_X86_64, EM_AARCH64 (little-endian)
+  bytes[18] = static_cast<char>(machine & 0xff);
+  bytes[19] = static_cast<char>(machine >> 8);
+  return bytes;
+}
+
+TEST(ModuleTest, LibraryForAnotherCpuNamesBothArchitectures) {
+  std::string arch, host;
+  const std::string bytes = library_for_another_cpu(&arch, &host);
+  const std::string why = "is for " + arch + ", this machine runs " + host;
+  // From bytes, as a bundle's library is loaded.
+  EXPECT_ERROR_CONTAINS(Module::load_library_bytes(bytes, "bundle 'm.kiln'"),
+                        "cannot load the library of bundle 'm.kiln': the library " + why);
+  // From a file, as kiln-runner loads a kernel.
+  const std::string path = ::testing::TempDir() + "/kiln_module_test_foreign.so";
+  std::ofstream(path, std::ios::binary) << bytes;
+  EXPECT_ERROR_CONTAINS(Module::load_library(path), "cannot load module '" + path + "'");
+  EXPECT_ERROR_CONTAINS(Module::load_library(path), why);
+  std::remove(path.c_str());
+  // Through the graph executor, which loads a bundle's library before it reads the graph.
+  Bundle bundle;
+  bundle.graph_json = "{}";
+  bundle.library = bytes;
+  EXPECT_ERROR_CONTAINS(GraphExecutor::from_bundle(std::move(bundle), "model.kiln"),
+                        "cannot load the library of bundle 'model.kiln': the library " + why);
+  // The library itself, unchanged, loads from bytes.
+  std::ifstream in(KILN_ABI_TEST_MODULE, std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(Module::load_library_bytes(good, "the test library").has_function("add_one"));
 }
 
 TEST(ModuleTest, MissingFunctionOrSignature) {
