@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "deploy/runtime/ndarray.h"
@@ -158,6 +159,9 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
     max_ref = std::max(max_ref, std::abs(double(w[i])));
   }
   EXPECT_LE(max_diff, 1e-4 * std::max(1.0, max_ref)) << "max|ref| " << max_ref;
+  std::cout << "board_emulation: tasks=" << p.tasks_total() << " trials=" << p.trials_done()
+            << " best_latency_ms=" << p.best_latency_s() * 1e3 << " max_diff=" << max_diff
+            << " max_ref=" << max_ref << "\n";
 
   // The records: in the emulated lane, marked, at least kTrials per task; none in the real one.
   kilnd.kill(SIGTERM);
@@ -170,6 +174,7 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
   for (const std::string& task : tasks) {
     const auto recs = log.records(task, kTarget, records::Lane::kEmulated);
     EXPECT_GE(recs.size(), kTrials) << task;
+    std::cout << "board_emulation: task " << task << " records=" << recs.size() << "\n";
     for (const records::MeasureRecord& r : recs) EXPECT_TRUE(r.emulated) << task;
     EXPECT_TRUE(log.best(task, kTarget, records::Lane::kEmulated)) << task;
   }

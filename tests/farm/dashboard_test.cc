@@ -139,6 +139,13 @@ TEST(DashboardTest, EveryEndpointOnALiveFarm) {
   EXPECT_EQ(dev.at("key", "device").as_string("key"), "cpu");
   EXPECT_EQ(dev.at("target", "device").as_string("target"), "llvm");
   EXPECT_FALSE(dev.at("fingerprint", "device").as_string("fingerprint").empty());
+  // What the board said of itself: arch, CPU, cores, memory, and that it runs natively.
+  EXPECT_EQ(dev.at("arch", "device").as_string("arch"), "x86_64");
+  EXPECT_FALSE(dev.at("cpu_model", "device").as_string("cpu_model").empty());
+  EXPECT_GT(dev.at("cores", "device").as_int("cores"), 0);
+  EXPECT_GT(dev.at("memory_bytes", "device").as_int("memory_bytes"), 0);
+  EXPECT_FALSE(dev.at("emulated", "device").as_bool("emulated"));
+  dev.at("board", "device").as_string("board");  // "" where the machine does not say
   const std::set<std::string> states = {"online", "busy", "quarantined"};
   EXPECT_TRUE(states.count(dev.at("state", "device").as_string("state")));
   EXPECT_TRUE(dev.at("errors", "device").is_object());
