@@ -1,5 +1,7 @@
 #include "device_agent/board_info.h"
 
+#include "base/host_arch.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -48,15 +50,7 @@ unsigned parse_number(const std::string& v) {
 
 }  // namespace
 
-std::string program_arch() {
-#if defined(__x86_64__)
-  return "x86_64";
-#elif defined(__aarch64__)
-  return "aarch64";
-#else
-  return "unknown";
-#endif
-}
+std::string program_arch() { return host_arch(); }
 
 std::string arm_cpu_name(unsigned implementer, unsigned part) {
   if (implementer != 0x41) return "";  // ARM Ltd.'s own cores only

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/host_arch.h"
 
 namespace kiln::target {
 namespace {
@@ -51,15 +52,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::string host_arch() {
-#if defined(__x86_64__) || defined(_M_X64)
-  return "x86_64";
-#elif defined(__aarch64__)
-  return "aarch64";
-#else
-  return "unknown";
-#endif
-}
 
 /// The architecture part of a triple, with LLVM's aliases folded ("arm64" is "aarch64").
 std::string triple_arch(const std::string& triple) {
@@ -143,7 +135,7 @@ int parse_positive(const std::string& value, const std::string& option, const st
 
 }  // namespace
 
-std::string host_triple() { return host_arch() + "-unknown-linux-gnu"; }
+std::string host_triple() { return std::string(host_arch()) + "-unknown-linux-gnu"; }
 
 Target Target::parse(const std::string& s) {
   std::vector<std::string> tokens;

@@ -67,6 +67,19 @@ class FarmRequestsTest : public ::testing::Test {
     driver_ = drivers_.wait(job);
   }
 
+  /// A measure request of the job's task "dense:1x10:ab", config `config`, for devices of `key`.
+  tracker::RequestId enqueue(uint64_t config, const std::string& key = "measuring",
+                             const std::string& target = "llvm", double flops = 0) {
+    tracker::MeasureSpec spec;
+    spec.job_id = driver_.job_id();
+    spec.task_key = "dense:1x10:ab";
+    spec.config_index = config;
+    spec.target = target;
+    spec.device_key = key;
+    spec.flops = flops;
+    return farm_->enqueue_measure(spec);
+  }
+
   /// Uploads `bundle` as the driver does, in chunks of 16 bytes, each with `auth`.
   uint64_t upload(const std::string& bundle, const v1::DriverAuth& auth) {
     std::vector<v1::BundleUpload> chunks;
@@ -171,6 +184,14 @@ struct Sink final : server::WorkSink {
   void close(bool, const std::string&) override {}
 };
 
+/// What the farm sends `device` when its work stream attaches now.
+std::vector<uint64_t> take(server::Farm& farm, tracker::DeviceId device) {
+  Sink sink;
+  EXPECT_EQ(farm.attach(device, &sink), server::Farm::Attach::kAttached);
+  farm.detach(device, &sink);
+  return sink.ids;
+}
+
 /// Reports `result` and returns whether the farm accepted it.
 bool report(server::Farm& farm, const v1::MeasureResult& result) {
   std::optional<bool> accepted;
@@ -209,18 +230,8 @@ TEST_F(FarmRequestsTest, ADeviceWithBrokenCostsIsQuarantinedAndItsRequestMeasure
   for (double cost : {-1.0, std::numeric_limits<double>::quiet_NaN(),
                       std::numeric_limits<double>::infinity(), 0.0}) {
     const tracker::DeviceId device = measuring_device(*farm_, "board " + std::to_string(config));
-    tracker::MeasureSpec spec;
-    spec.job_id = driver_.job_id();
-    spec.task_key = "dense:1x10:ab";
-    spec.config_index = ++config;
-    spec.target = "llvm";
-    spec.device_key = "measuring";
-    spec.flops = 1e9;
-    const tracker::RequestId id = farm_->enqueue_measure(spec);
-    Sink sink;
-    ASSERT_EQ(farm_->attach(device, &sink), server::Farm::Attach::kAttached);
-    farm_->detach(device, &sink);
-    ASSERT_EQ(sink.ids, std::vector<uint64_t>{id});
+    const tracker::RequestId id = enqueue(++config, "measuring", "llvm", 1e9);
+    ASSERT_EQ(take(*farm_, device), std::vector<uint64_t>{id});
     v1::MeasureResult result;
     result.set_request_id(id);
     result.set_device_id(device);
@@ -243,10 +254,7 @@ TEST_F(FarmRequestsTest, ADeviceWithBrokenCostsIsQuarantinedAndItsRequestMeasure
     EXPECT_NE(reason.find("its timer cannot be trusted"), std::string::npos) << reason;
     // Another device measures the request; its record is kept.
     const tracker::DeviceId good = measuring_device(*farm_, "good " + std::to_string(config));
-    Sink good_sink;
-    ASSERT_EQ(farm_->attach(good, &good_sink), server::Farm::Attach::kAttached);
-    farm_->detach(good, &good_sink);
-    ASSERT_EQ(good_sink.ids, std::vector<uint64_t>{id}) << "the request was re-queued";
+    ASSERT_EQ(take(*farm_, good), std::vector<uint64_t>{id}) << "the request was re-queued";
     result.set_device_id(good);
     result.clear_costs_s();
     result.add_costs_s(1e-3);
@@ -265,17 +273,8 @@ TEST_F(FarmRequestsTest, ABoardWhoseClockRunsBackwardsIsQuarantined) {
   const tracker::DeviceId board = measuring_device(*farm_, "board");
   EXPECT_FALSE(farm_->heartbeat(board, 5000).quarantined);
   EXPECT_FALSE(farm_->heartbeat(board, 6000).quarantined);
-  tracker::MeasureSpec spec;
-  spec.job_id = driver_.job_id();
-  spec.task_key = "dense:1x10:ab";
-  spec.config_index = 7;
-  spec.target = "llvm";
-  spec.device_key = "measuring";
-  const tracker::RequestId id = farm_->enqueue_measure(spec);
-  Sink sink;
-  ASSERT_EQ(farm_->attach(board, &sink), server::Farm::Attach::kAttached);
-  farm_->detach(board, &sink);
-  ASSERT_EQ(sink.ids, std::vector<uint64_t>{id});
+  const tracker::RequestId id = enqueue(7);
+  ASSERT_EQ(take(*farm_, board), std::vector<uint64_t>{id});
   v1::MeasureResult result;
   result.set_request_id(id);
   result.set_device_id(board);
@@ -289,10 +288,7 @@ TEST_F(FarmRequestsTest, ABoardWhoseClockRunsBackwardsIsQuarantined) {
       << lease.reason;
   EXPECT_TRUE(farm_->records().records("dense:1x10:ab", "llvm").empty());
   const tracker::DeviceId good = measuring_device(*farm_, "good");
-  Sink good_sink;
-  ASSERT_EQ(farm_->attach(good, &good_sink), server::Farm::Attach::kAttached);
-  farm_->detach(good, &good_sink);
-  EXPECT_EQ(good_sink.ids, std::vector<uint64_t>{id}) << "the request was re-queued";
+  EXPECT_EQ(take(*farm_, good), std::vector<uint64_t>{id}) << "the request was re-queued";
 
   // The same through a heartbeat alone.
   const tracker::DeviceId other = measuring_device(*farm_, "other");
@@ -307,17 +303,8 @@ TEST_F(FarmRequestsTest, ABoardWhoseClockRunsBackwardsIsQuarantined) {
 // cancelled) is refused quietly and counts for nothing.
 TEST_F(FarmRequestsTest, ResultsForRequestsNeverGivenAreRefusedAndQuarantineTheBoard) {
   const tracker::DeviceId board = measuring_device(*farm_, "board");
-  tracker::MeasureSpec spec;
-  spec.job_id = driver_.job_id();
-  spec.task_key = "dense:1x10:ab";
-  spec.config_index = 3;
-  spec.target = "llvm";
-  spec.device_key = "measuring";
-  const tracker::RequestId mine = farm_->enqueue_measure(spec);
-  Sink sink;
-  ASSERT_EQ(farm_->attach(board, &sink), server::Farm::Attach::kAttached);
-  farm_->detach(board, &sink);
-  ASSERT_EQ(sink.ids, std::vector<uint64_t>{mine});
+  const tracker::RequestId mine = enqueue(3);
+  ASSERT_EQ(take(*farm_, board), std::vector<uint64_t>{mine});
   v1::MeasureResult result;
   result.set_device_id(board);
   result.add_costs_s(1e-3);
@@ -336,10 +323,7 @@ TEST_F(FarmRequestsTest, ResultsForRequestsNeverGivenAreRefusedAndQuarantineTheB
       << reason;
   // Its own request went back to the queue: nothing lost.
   const tracker::DeviceId good = measuring_device(*farm_, "good");
-  Sink good_sink;
-  ASSERT_EQ(farm_->attach(good, &good_sink), server::Farm::Attach::kAttached);
-  farm_->detach(good, &good_sink);
-  EXPECT_EQ(good_sink.ids, std::vector<uint64_t>{mine});
+  EXPECT_EQ(take(*farm_, good), std::vector<uint64_t>{mine});
   // The quarantined board's late result for it is stale now: refused, not counted as stray.
   result.set_request_id(mine);
   EXPECT_FALSE(report(*farm_, result));
@@ -351,9 +335,10 @@ TEST_F(FarmRequestsTest, ResultsForRequestsNeverGivenAreRefusedAndQuarantineTheB
 // A key is measured on real boards or under emulation, never both; an emulated board's records
 // go to the emulated lane of the log and say so.
 TEST_F(FarmRequestsTest, EmulatedAndRealBoardsNeverShareAKeyAndTheirRecordsStayApart) {
+  const std::string target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53";
   v1::RegisterDeviceRequest reg;
   reg.set_key("a53");
-  reg.set_target("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53");
+  reg.set_target(target);
   reg.mutable_capabilities()->set_arch("aarch64");
   reg.mutable_capabilities()->set_emulated(true);
   reg.set_fingerprint("qemu a53");
@@ -373,30 +358,21 @@ TEST_F(FarmRequestsTest, EmulatedAndRealBoardsNeverShareAKeyAndTheirRecordsStayA
                     "the farm cannot build for target 'cuda -arch=sm_61': Kiln has no code "
                     "generator for 'cuda' targets yet");
 
-  tracker::MeasureSpec spec;
-  spec.job_id = driver_.job_id();
-  spec.task_key = "dense:1x10:ab";
-  spec.config_index = 5;
-  spec.target = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53";
-  spec.device_key = "a53";
-  const tracker::RequestId id = farm_->enqueue_measure(spec);
-  Sink sink;
-  ASSERT_EQ(farm_->attach(emulated, &sink), server::Farm::Attach::kAttached);
-  farm_->detach(emulated, &sink);
-  ASSERT_EQ(sink.ids, std::vector<uint64_t>{id});
+  const tracker::RequestId id = enqueue(5, "a53", target);
+  ASSERT_EQ(take(*farm_, emulated), std::vector<uint64_t>{id});
   v1::MeasureResult result;
   result.set_request_id(id);
   result.set_device_id(emulated);
   result.add_costs_s(2e-3);
   ASSERT_TRUE(report(*farm_, result));
   const records::RecordLog& log = farm_->records();
-  EXPECT_TRUE(log.records("dense:1x10:ab", spec.target).empty()) << "the device lane is apart";
-  EXPECT_FALSE(log.measured("dense:1x10:ab", spec.target, 5));
-  const auto recs = log.records("dense:1x10:ab", spec.target, records::Lane::kEmulated);
+  EXPECT_TRUE(log.records("dense:1x10:ab", target).empty()) << "the device lane is apart";
+  EXPECT_FALSE(log.measured("dense:1x10:ab", target, 5));
+  const auto recs = log.records("dense:1x10:ab", target, records::Lane::kEmulated);
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_TRUE(recs[0].emulated);
   EXPECT_EQ(recs[0].device, "qemu a53");
-  EXPECT_TRUE(log.measured("dense:1x10:ab", spec.target, 5, records::Lane::kEmulated));
+  EXPECT_TRUE(log.measured("dense:1x10:ab", target, 5, records::Lane::kEmulated));
 }
 
 // A batch's flops make each record's GFLOP/s: NaN, infinite or negative ones are refused.
