@@ -116,7 +116,7 @@ std::optional<std::string> DeviceRegistry::observe_clock(DeviceId id, uint64_t c
   Device& d = it->second;
   const uint64_t last = d.clock_ms;
   d.clock_ms = std::max(d.clock_ms, clock_ms);
-  if (clock_ms >= last) return std::nullopt;
+  if (clock_ms + static_cast<uint64_t>(to_ms(options_.clock_slack)) >= last) return std::nullopt;
   return "its clock ran backwards (from " + std::to_string(last) + " ms to " +
          std::to_string(clock_ms) + " ms): its timings cannot be trusted";
 }

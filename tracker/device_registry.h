@@ -44,6 +44,10 @@ struct RegistryOptions {
   int capacity = 1;
   /// Results for requests a device was never given that quarantine it (0: never).
   int quarantine_after_strays = 3;
+  /// How far back a device's clock reading may be from its latest before the clock counts as
+  /// running backwards: a heartbeat and a result are sent concurrently, and a result is retried
+  /// for seconds with the reading of its first try, so readings arrive out of order.
+  Duration clock_slack = std::chrono::seconds(30);
 };
 
 /// How many of its last requests a device remembers (Device::recent_requests).
@@ -120,7 +124,8 @@ class DeviceRegistry {
   /// result resets them. Returns true when this result quarantined the device.
   bool record_outcome(DeviceId id, ErrorKind error);
   /// Notes a reading of the device's monotonic clock (0: none, ignored). Returns a reason when
-  /// the clock ran backwards since the last reading: the caller quarantines the device.
+  /// the clock ran backwards, by more than clock_slack, from the latest reading: the caller
+  /// quarantines the device.
   std::optional<std::string> observe_clock(DeviceId id, uint64_t clock_ms);
   /// Whether `request` is one of the last requests given to `id`.
   bool was_given(DeviceId id, RequestId request) const;

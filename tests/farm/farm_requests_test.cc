@@ -271,19 +271,20 @@ TEST_F(FarmRequestsTest, ADeviceWithBrokenCostsIsQuarantinedAndItsRequestMeasure
 // with timings: quarantined with the reason, its request re-queued for another device.
 TEST_F(FarmRequestsTest, ABoardWhoseClockRunsBackwardsIsQuarantined) {
   const tracker::DeviceId board = measuring_device(*farm_, "board");
-  EXPECT_FALSE(farm_->heartbeat(board, 5000).quarantined);
-  EXPECT_FALSE(farm_->heartbeat(board, 6000).quarantined);
+  EXPECT_FALSE(farm_->heartbeat(board, 500000).quarantined);
+  EXPECT_FALSE(farm_->heartbeat(board, 600000).quarantined);
+  EXPECT_FALSE(farm_->heartbeat(board, 590000).quarantined) << "a late heartbeat, within slack";
   const tracker::RequestId id = enqueue(7);
   ASSERT_EQ(take(*farm_, board), std::vector<uint64_t>{id});
   v1::MeasureResult result;
   result.set_request_id(id);
   result.set_device_id(board);
   result.add_costs_s(1e-3);
-  result.set_device_clock_ms(4000);  // earlier than its last heartbeat
+  result.set_device_clock_ms(400000);  // 200 s before its latest heartbeat
   EXPECT_FALSE(report(*farm_, result));
-  const server::Farm::Lease lease = farm_->heartbeat(board, 7000);
+  const server::Farm::Lease lease = farm_->heartbeat(board, 700000);
   EXPECT_TRUE(lease.quarantined);
-  EXPECT_NE(lease.reason.find("its clock ran backwards (from 6000 ms to 4000 ms)"),
+  EXPECT_NE(lease.reason.find("its clock ran backwards (from 600000 ms to 400000 ms)"),
             std::string::npos)
       << lease.reason;
   EXPECT_TRUE(farm_->records().records("dense:1x10:ab", "llvm").empty());
@@ -292,7 +293,7 @@ TEST_F(FarmRequestsTest, ABoardWhoseClockRunsBackwardsIsQuarantined) {
 
   // The same through a heartbeat alone.
   const tracker::DeviceId other = measuring_device(*farm_, "other");
-  EXPECT_FALSE(farm_->heartbeat(other, 9000).quarantined);
+  EXPECT_FALSE(farm_->heartbeat(other, 900000).quarantined);
   const server::Farm::Lease l2 = farm_->heartbeat(other, 100);
   EXPECT_TRUE(l2.quarantined);
   EXPECT_NE(l2.reason.find("its clock ran backwards"), std::string::npos) << l2.reason;
