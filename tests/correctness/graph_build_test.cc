@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/op_lowering.h"
@@ -67,23 +68,50 @@ bool have_onnxruntime() {
 class GraphBuildTest : public ::testing::Test {
  protected:
 
-  /// Writes the model, compiles it with and without fusion, runs both on random inputs and
-  /// compares every output with ONNX Runtime's.
-  void check(const ModelBuilder& m, const std::string& tag) {
+  /// Writes the model, compiles it with and without fusion (and, when `layouts`, with and
+  /// without alter_layout), runs every build on the same random inputs, checks that the builds
+  /// agree within 1e-5 and compares every output with ONNX Runtime's.
+  void check(const ModelBuilder& m, const std::string& tag, bool layouts = false) {
     const std::string path = (dir_.path() / (tag + ".onnx")).string();
     {
       std::ofstream out(path, std::ios::binary);
       out << m.bytes();
     }
     const Graph g = import_onnx(path);
-    for (bool fuse : {true, false}) {
-      SCOPED_TRACE(fuse ? "fused" : "not fused");
-      BuildOptions options;
-      options.fuse = fuse;
-      runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(
-          build_graph(g, "llvm -mcpu=native", options), tag);
-      compare_with_onnxruntime(m, tag, path, exec);
+    std::vector<NDArray> first;
+    for (bool alter : layouts ? std::vector<bool>{true, false} : std::vector<bool>{true}) {
+      for (bool fuse : {true, false}) {
+        SCOPED_TRACE(std::string(fuse ? "fused" : "not fused") +
+                     (alter ? "" : ", without alter_layout"));
+        BuildOptions options;
+        options.fuse = fuse;
+        options.alter_layout = alter;
+        runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(
+            build_graph(g, "llvm -mcpu=native", options), tag);
+        set_inputs(m, exec);
+        exec.run();
+        std::vector<NDArray> outs;
+        for (size_t i = 0; i < exec.num_outputs(); ++i) outs.push_back(exec.output(i).copy());
+        if (first.empty()) {
+          first = std::move(outs);
+        } else {
+          ASSERT_EQ(outs.size(), first.size());
+          for (size_t i = 0; i < outs.size(); ++i) {
+            ASSERT_EQ(outs[i].shape(), first[i].shape());
+            EXPECT_TRUE(testing::all_close(outs[i].data<float>(), first[i].data<float>(),
+                                           outs[i].num_elements(), 1e-5, 1e-5))
+                << tag << " output " << exec.output_name(i) << " differs from the first build";
+          }
+        }
+        compare_with_onnxruntime(m, tag, path, exec);
+      }
     }
+  }
+
+  /// Binds every input of `m` to its random array (seeds 1, 2, ... in input order).
+  void set_inputs(const ModelBuilder& m, runtime::GraphExecutor& exec) {
+    uint32_t seed = 1;
+    for (const auto& [name, shape] : m.inputs()) exec.set_input(name, testing::random_array(shape, seed++));
   }
 
   void compare_with_onnxruntime(const ModelBuilder& m, const std::string& tag,
@@ -307,6 +335,151 @@ TEST_F(GraphBuildTest, OneDimensionalConvolutions) {
   MB::attr(ct, "pads", std::vector<int64_t>{1, 1});
   m.output("y");
   check(m, "conv1d");
+}
+
+/// A squeeze-and-excitation block of `c` channels squeezed to `r` (conv 3x3 + Relu, then
+/// GlobalAveragePool -> 1x1 Conv -> Relu -> 1x1 Conv -> Sigmoid -> Mul with the body, the scale a
+/// [1,c,1,1] tensor broadcast over [1,c,h,w]), a residual Add and Relu. `scale_first` puts the
+/// scale as the Mul's first operand.
+void se_block(MB& m, int64_t c, int64_t r, int64_t hw, bool scale_first) {
+  m.input("x", {1, c, hw, hw});
+  m.init("w", {c, c, 3, 3}, -0.2f, 0.2f);
+  m.init("b", {c});
+  m.init("w1", {r, c, 1, 1});
+  m.init("b1", {r});
+  m.init("w2", {c, r, 1, 1});
+  m.init("b2", {c});
+  auto* conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"body"});
+  m.node("GlobalAveragePool", {"body"}, {"pooled"});
+  m.node("Conv", {"pooled", "w1", "b1"}, {"sq"});
+  m.node("Relu", {"sq"}, {"sqr"});
+  m.node("Conv", {"sqr", "w2", "b2"}, {"ex"});
+  m.node("Sigmoid", {"ex"}, {"scale"});
+  if (scale_first) {
+    m.node("Mul", {"scale", "body"}, {"scaled"});
+  } else {
+    m.node("Mul", {"body", "scale"}, {"scaled"});
+  }
+  m.node("Add", {"scaled", "x"}, {"res"});
+  m.node("Relu", {"res"}, {"y"});
+  m.output("y");
+}
+
+// The SE block that failed `epilogue 'Mul' of 'conv2d' has another shape`: 16 channels (blocked
+// by alter_layout, the scale's convolutions too) and 20 channels (no block: NCHW throughout).
+TEST_F(GraphBuildTest, SqueezeExcitationBlock) {
+  for (auto [c, r, scale_first] : {std::tuple<int64_t, int64_t, bool>{16, 4, false},
+                                   {16, 4, true}, {20, 5, false}, {24, 6, true}}) {
+    SCOPED_TRACE("channels " + std::to_string(c) + ", squeezed to " + std::to_string(r));
+    MB m;
+    se_block(m, c, r, 6, scale_first);
+    check(m, "se_" + std::to_string(c) + (scale_first ? "_sf" : ""), true);
+  }
+}
+
+// A residual block whose Add reads two convolutions' full-shape outputs (the second one's
+// epilogue), then a projection shortcut with a 1x1 stride-2 convolution.
+TEST_F(GraphBuildTest, ResidualAddOfTwoConvolutions) {
+  MB m;
+  m.input("x", {1, 16, 8, 8});
+  m.init("w1", {16, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("w2", {16, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("w3", {32, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("wp", {32, 16, 1, 1});
+  for (const char* name : {"c1", "c2"}) {
+    auto* conv = m.node("Conv", {"x", name == std::string("c1") ? "w1" : "w2"}, {name});
+    MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  }
+  m.node("Add", {"c1", "c2"}, {"sum"});
+  m.node("Relu", {"sum"}, {"r"});
+  auto* down = m.node("Conv", {"r", "w3"}, {"c3"});
+  MB::attr(down, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  MB::attr(down, "strides", std::vector<int64_t>{2, 2});
+  auto* proj = m.node("Conv", {"r", "wp"}, {"cp"});
+  MB::attr(proj, "strides", std::vector<int64_t>{2, 2});
+  m.node("Add", {"cp", "c3"}, {"y"});
+  m.output("y");
+  check(m, "residual", true);
+}
+
+// Every broadcast the graph can legally give a convolution's epilogue: a scalar, a full-shape
+// constant, per-channel [C], [C,1,1], [1,C,1,1], an [N,C,1,1] graph input, the convolution's
+// output as either operand; and broadcasts that grow its output ([1,C,1,1] conv output times
+// [1,C,H,W], a one-channel output times [1,C,H,W], a rank-3 output under rank 4), which fusion
+// must leave outside the convolution's kernel.
+TEST_F(GraphBuildTest, ConvolutionEpilogueBroadcasts) {
+  for (int64_t c : {16, 6}) {
+    SCOPED_TRACE("channels " + std::to_string(c));
+    MB m;
+    m.input("x", {1, c, 6, 6});
+    m.input("nc11", {1, c, 1, 1});
+    m.init("w", {c, c, 3, 3}, -0.2f, 0.2f);
+    m.init("w1", {1, c, 3, 3}, -0.2f, 0.2f);
+    m.init("wp", {c, c, 6, 6}, -0.1f, 0.1f);
+    m.init_scalar("k", 1.5f);
+    m.init("full", {1, c, 6, 6});
+    m.init("pc3", {c, 1, 1});
+    m.init("pc4", {1, c, 1, 1});
+    m.init("w1d", {c, c, 3}, -0.2f, 0.2f);
+    auto conv = [&](const std::string& in, const std::string& w, const std::string& out) {
+      auto* n = m.node("Conv", {in, w}, {out});
+      MB::attr(n, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    };
+    conv("x", "w", "c0");
+    m.node("Mul", {"c0", "k"}, {"e0"});
+    m.node("Add", {"full", "e0"}, {"e1"});
+    m.node("Mul", {"e1", "pc3"}, {"e2"});
+    m.node("Add", {"pc4", "e2"}, {"e3"});
+    m.node("Mul", {"e3", "nc11"}, {"e4"});
+    m.node("Sub", {"e4", "x"}, {"e5"});
+    m.node("Div", {"e5", "k"}, {"e6"});
+    m.node("Max", {"e6", "pc4"}, {"y0"});
+    m.output("y0");
+    // A [1,C,1,1] convolution output (a 6x6 kernel over 6x6) broadcast over [1,C,6,6].
+    m.node("Conv", {"x", "wp"}, {"cp"});
+    m.node("Sigmoid", {"cp"}, {"sp"});
+    m.node("Mul", {"sp", "x"}, {"y1"});
+    m.output("y1");
+    // A one-channel output broadcast over the channels.
+    conv("x", "w1", "c1");
+    m.node("Add", {"c1", "x"}, {"y2"});
+    m.output("y2");
+    // A 1-D convolution's [1,C,6] output under a rank-4 [2,1,C,6] input: the rank grows.
+    m.input("xs", {1, c, 6});
+    m.input("x4", {2, 1, c, 6});
+    auto* c1d = m.node("Conv", {"xs", "w1d"}, {"o1d"});
+    MB::attr(c1d, "pads", std::vector<int64_t>{1, 1});
+    m.node("Add", {"o1d", "x4"}, {"y3"});
+    m.output("y3");
+    check(m, "epilogues_" + std::to_string(c), true);
+  }
+}
+
+// Dense epilogues: a per-column bias, a per-row [N,1] scale, a scalar and a full-shape input; and
+// a broadcast that grows the output ([1,K] Gemm output plus [3,K]).
+TEST_F(GraphBuildTest, DenseEpilogueBroadcasts) {
+  MB m;
+  m.input("x", {3, 12});
+  m.input("row", {3, 1});
+  m.input("full", {3, 10});
+  m.init("w", {12, 10});
+  m.init("col", {10});
+  m.init_scalar("k", 0.75f);
+  m.init("w1", {12, 10});
+  m.input("x1", {1, 12});
+  m.node("Gemm", {"x", "w"}, {"g"});
+  m.node("Add", {"g", "col"}, {"a"});
+  m.node("Mul", {"row", "a"}, {"b"});
+  m.node("Sub", {"b", "k"}, {"c"});
+  m.node("Add", {"c", "full"}, {"y0"});
+  m.output("y0");
+  m.node("MatMul", {"x1", "w1"}, {"g1"});
+  m.node("Tanh", {"g1"}, {"t1"});
+  m.node("Add", {"t1", "full"}, {"y1"});
+  m.output("y1");
+  check(m, "dense_epilogues");
 }
 
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
