@@ -21,7 +21,7 @@ namespace kiln::codegen::detail {
 namespace {
 
 /// Pure intrinsics that are one LLVM intrinsic of the operand type, by arity.
-constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 11> kUnary = {{
+constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 12> kUnary = {{
     {"exp2", llvm::Intrinsic::exp2},
     {"log2", llvm::Intrinsic::log2},
     {"log10", llvm::Intrinsic::log10},
@@ -31,12 +31,14 @@ constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 11> kUnar
     {"ceil", llvm::Intrinsic::ceil},
     {"trunc", llvm::Intrinsic::trunc},
     {"round", llvm::Intrinsic::round},
+    {"roundeven", llvm::Intrinsic::roundeven},
     {"sin", llvm::Intrinsic::sin},
     {"cos", llvm::Intrinsic::cos},
 }};
 
 constexpr const char* kKnown =
-    "exp, exp2, log, log2, log10, sqrt, fabs, floor, ceil, trunc, round, sin, cos, tanh, erf, "
+    "exp, exp2, log, log2, log10, sqrt, fabs, floor, ceil, trunc, round, roundeven, sin, cos, "
+    "tanh, erf, "
     "sigmoid, pow, fma";
 
 }  // namespace

@@ -379,4 +379,28 @@ te::Tensor take(const te::Tensor& data, const te::Tensor& indices, int64_t axis,
       name);
 }
 
+te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
+                const std::string& name) {
+  KILN_USER_CHECK(repeats.size() == x.ndim())
+      << name << ": " << repeats.size() << " repeats for '" << x->name() << "' of rank " << x.ndim();
+  const std::vector<int64_t> in = const_shape(x, name);
+  std::vector<Expr> shape;
+  for (size_t d = 0; d < in.size(); ++d) {
+    KILN_USER_CHECK(repeats[d] >= 0) << name << ": repeat " << repeats[d] << " of axis " << d
+                                     << " is negative";
+    shape.push_back(Expr(static_cast<int>(in[d] * repeats[d])));
+  }
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < in.size(); ++d) {
+          idx.push_back(repeats[d] == 1 || in[d] == 1 ? (in[d] == 1 ? Expr(0) : Expr(i[d]))
+                                                       : Expr(i[d]) % Expr(static_cast<int>(in[d])));
+        }
+        return x(idx);
+      },
+      name);
+}
+
 }  // namespace kiln::topi

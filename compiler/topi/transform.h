@@ -70,4 +70,9 @@ te::Tensor slice(const te::Tensor& x, const std::vector<int64_t>& starts,
                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes = {},
                  const std::vector<int64_t>& steps = {}, const std::string& name = "slice");
 
+/// ONNX Tile: x repeated repeats[d] times along each dimension d (repeats: one non-negative
+/// count per dimension), out[i] = x[i mod dim].
+te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
+                const std::string& name = "tile");
+
 }  // namespace kiln::topi

@@ -1,0 +1,38 @@
+// Reductions over a set of axes (ONNX ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd,
+// ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare) and the index reductions
+// ArgMax / ArgMin, with their x86 schedule. A reduction is one stage `name.red` (the combiner over
+// the reduced axes, the output's shape: the reduced axes kept with size 1 or dropped), followed,
+// where the operator needs it, by an elementwise stage `name` (Mean's division, L2's square root,
+// LogSum's logarithm); LogSumExp subtracts a max stage `name.max` first, so that it never
+// overflows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/te/schedule.h"
+
+namespace kiln::topi {
+
+enum class ReduceOp { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
+
+/// The reduction `op` of x over `axes` (each in [-rank, rank), none twice; empty: every axis), the
+/// reduced axes kept with size 1 when `keepdims`. Mean, L2, LogSum and LogSumExp need a
+/// floating-point x. kiln::Error naming `name` for a bad axis or dtype.
+te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& axes,
+                  bool keepdims, const std::string& name = "reduce");
+
+/// The int64 index of the largest (`is_max`) or smallest element along `axis`: the first such
+/// index, or the last one with `select_last_index`; the axis kept with size 1 when `keepdims`.
+/// Stages `name.ext` (the extreme value) and `name`.
+te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepdims,
+                      bool select_last_index, const std::string& name = "arg_reduce");
+
+/// The x86 schedule of a reduce() or arg_reduce() output `out` (its own stages found from it by
+/// name; producers of the input inlined into it by the caller stay inlined): each reduction stage
+/// with its output axes fused and run in parallel when there are many, the elementwise stage
+/// after it by schedule_injective_x86.
+void schedule_reduce_x86(te::Schedule& s, const te::Tensor& out);
+
+}  // namespace kiln::topi
