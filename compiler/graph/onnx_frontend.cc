@@ -45,17 +45,30 @@ const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
   return nullptr;
 }
 
+bool is_reduction(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "ReduceL1",  "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSum",       "ReduceSumSquare"};
+  return kOps.count(op) != 0;
+}
+
 /// A possibly negative axis (validate_node has checked its range) made non-negative.
 int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 // The supported operators, sorted (std::binary_search looks them up).
 // clang-format off
 const std::vector<std::string> kSupported = {
-    "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Constant",
-    "Conv", "ConvTranspose", "Div", "Dropout", "Exp", "Flatten", "Gather", "Gemm",
-    "GlobalAveragePool", "GlobalMaxPool", "Identity", "LSTM", "LeakyRelu", "Log", "LogSoftmax",
-    "MatMul", "Max", "MaxPool", "Min", "Mul", "Neg", "Pad", "Pow", "Relu", "Reshape", "Shape",
-    "Sigmoid", "Slice", "Softmax", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze",
+    "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
+    "Clip", "Concat", "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Div", "Dropout",
+    "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm",
+    "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish",
+    "Identity", "LSTM", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max",
+    "MaxPool", "Mean", "Min", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range",
+    "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
+    "Round", "Selu", "Shape", "Sigmoid", "Sign", "Slice", "Softmax", "Softplus", "Softsign",
+    "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where",
+    "Xor",
 };
 // clang-format on
 
@@ -156,6 +169,13 @@ class Importer {
 
   /// Evaluates the node if it can be (returns true and defines its output as a constant).
   bool try_fold(const Ctx& c);
+  /// ConstantOfShape and Range, whose inputs decide the output's shape: computed at import into a
+  /// constant; an error naming the node and the input when an input is not a constant.
+  void generate(const Ctx& c);
+  /// The inputs that are parameters Kiln needs at compile time (Expand's shape, Tile's repeats,
+  /// Split's sizes, a reduction's axes): an error naming the node and the input when one is not
+  /// a constant, before shape inference (which would give no static shape).
+  void require_constant_inputs(const Ctx& c) const;
 
   void define(const std::string& name, ValueId v) { values_[name] = v; }
   ValueId output_value(const NodeProto& n, int i);
@@ -495,6 +515,49 @@ Attrs Importer::normalize(Ctx& c) {
     a["to"] = runtime::dtype_to_string(t);
   } else if (op == "Gather") {  // (constant data and indices were folded already)
     a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+  } else if (is_reduction(op)) {
+    const int64_t rank = in_rank(c, 0);
+    std::vector<int64_t> axes;
+    if (axes_is_input(op, opset_)) {
+      if (in(c, 1) != kNoValue) axes = const_ints(c, 1, "axes");
+      a["noop"] = int64_t{attr_i(c, "noop_with_empty_axes", 0) != 0 && axes.empty() ? 1 : 0};
+    } else {
+      axes = attr_ints(c, "axes", {});
+      a["noop"] = int64_t{0};
+    }
+    for (int64_t& ax : axes) ax = norm_axis(ax, rank);
+    std::sort(axes.begin(), axes.end());
+    a["axes"] = axes;  // empty: every axis
+    a["keepdims"] = attr_i(c, "keepdims", 1);
+    c.inputs.resize(1);
+  } else if (op == "ArgMax" || op == "ArgMin") {
+    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+    a["keepdims"] = attr_i(c, "keepdims", 1);
+    a["select_last_index"] = attr_i(c, "select_last_index", 0);
+  } else if (op == "HardSigmoid") {
+    a["alpha"] = attr_f(c, "alpha", 0.2f);
+    a["beta"] = attr_f(c, "beta", 0.5f);
+  } else if (op == "Elu") {
+    a["alpha"] = attr_f(c, "alpha", 1.0f);
+  } else if (op == "Selu") {
+    a["alpha"] = attr_f(c, "alpha", 1.67326319217681884765625f);
+    a["gamma"] = attr_f(c, "gamma", 1.05070102214813232421875f);
+  } else if (op == "Split") {
+    // The sizes are those inference gave the outputs (validate_node checked the forms).
+    const int64_t axis = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+    std::vector<int64_t> sizes;
+    for (int i = 0; i < c.proto->output_size(); ++i) {
+      if (c.proto->output(i).empty()) fail(c, "output " + std::to_string(i) + " is unnamed");
+      sizes.push_back(g_.value(values_.at(c.proto->output(i))).shape.at(static_cast<size_t>(axis)));
+    }
+    a["axis"] = axis;
+    a["split"] = sizes;
+    c.inputs.resize(1);
+  } else if (op == "Expand") {
+    c.inputs.resize(1);  // the output's shape is the broadcast of the two
+  } else if (op == "Tile") {
+    a["repeats"] = const_ints(c, 1, "repeats");
+    c.inputs.resize(1);
   }
   // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Add, Sub, Mul, Div, Pow, Max, Min, MatMul,
   // GlobalAveragePool, GlobalMaxPool: no attributes.
@@ -613,6 +676,70 @@ bool Importer::try_fold(const Ctx& c) {
   return true;
 }
 
+void Importer::require_constant_inputs(const Ctx& c) const {
+  const std::string& op = c.proto->op_type();
+  if (op == "Expand") need_constant(c, 1, "shape");
+  if (op == "Tile") need_constant(c, 1, "repeats");
+  if (op == "Split" && in(c, 1) != kNoValue) need_constant(c, 1, "split");
+  if (is_reduction(op) && axes_is_input(op, opset_) && in(c, 1) != kNoValue) {
+    need_constant(c, 1, "axes");
+  }
+}
+
+void Importer::generate(const Ctx& c) {
+  const std::string& op = c.proto->op_type();
+  const std::string& out_name = c.proto->output(0);
+  runtime::NDArray data;
+  if (op == "ConstantOfShape") {
+    const std::vector<int64_t> shape = const_ints(c, 0, "input");
+    for (int64_t d : shape) {
+      if (d < 0) fail(c, "input 'input' holds a negative dimension " + std::to_string(d));
+    }
+    runtime::NDArray value = runtime::NDArray::from_vector(std::vector<float>{0.0f}, {1});
+    if (const AttributeProto* v = find_attr(*c.proto, "value")) {
+      value = tensor_to_ndarray(v->t(), "'" + origin_ + "': " + c.where + " attribute 'value'");
+    }
+    data = runtime::NDArray::empty(shape, value.dtype());
+    const int64_t elem = runtime::dtype_bytes(value.dtype());
+    auto* dst = static_cast<char*>(data.data());
+    for (int64_t i = 0; i < data.num_elements(); ++i) {
+      std::memcpy(dst + i * elem, value.data(), static_cast<size_t>(elem));
+    }
+  } else {  // Range
+    double v[3];
+    const char* names[3] = {"start", "limit", "delta"};
+    KilnDType t{};
+    for (size_t i = 0; i < 3; ++i) {
+      const runtime::NDArray& a = need_constant(c, i, names[i]);
+      if (a.num_elements() != 1) fail(c, std::string("input '") + names[i] + "' must be a scalar");
+      v[i] = element_as_double(a, 0);
+      t = a.dtype();
+    }
+    if (v[2] == 0.0) fail(c, "input 'delta' is 0");
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])));
+    if (n > (int64_t{1} << 31)) fail(c, "the range has " + std::to_string(n) + " elements");
+    data = runtime::NDArray::empty({n}, t);
+    const int64_t elem = runtime::dtype_bytes(t);
+    auto* dst = static_cast<char*>(data.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = v[0] + static_cast<double>(i) * v[2];
+      char* p = dst + i * elem;
+      if (t.code == kKilnFloat && t.bits == 32) {
+        const float f = static_cast<float>(x);
+        std::memcpy(p, &f, 4);
+      } else if (t.code == kKilnFloat && t.bits == 64) {
+        std::memcpy(p, &x, 8);
+      } else if (t.code == kKilnInt) {
+        const int64_t iv = static_cast<int64_t>(x);
+        std::memcpy(p, &iv, static_cast<size_t>(elem));  // little-endian narrowing
+      } else {
+        fail(c, "Range of " + runtime::dtype_to_string(t) + " is not supported");
+      }
+    }
+  }
+  define(out_name, g_.add_constant(out_name, std::move(data)));
+}
+
 Graph Importer::run(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
   std::map<std::string, const TensorProto*> initializers;
@@ -708,6 +835,11 @@ Graph Importer::run(const onnx::ModelProto& model) {
       continue;
     }
     if (op == "Shape" && try_fold(c)) continue;
+    if (op == "ConstantOfShape" || op == "Range") {
+      generate(c);
+      continue;
+    }
+    require_constant_inputs(c);
     infer(c);
     std::vector<ValueId> outs;
     for (int i = 0; i < n.output_size(); ++i) {

@@ -137,6 +137,11 @@ TEST(OpPatternTest, EveryFrontEndOp) {
       {"Conv", OpPattern::kOutEWiseFusable}, {"MatMul", OpPattern::kOutEWiseFusable},
       {"Gemm", OpPattern::kOutEWiseFusable}, {"Softmax", OpPattern::kOpaque},
       {"LogSoftmax", OpPattern::kOpaque},    {"LSTM", OpPattern::kOpaque},
+      {"Erf", OpPattern::kElemWise},         {"HardSwish", OpPattern::kElemWise},
+      {"Equal", OpPattern::kBroadcast},      {"Where", OpPattern::kBroadcast},
+      {"Expand", OpPattern::kBroadcast},     {"Tile", OpPattern::kInjective},
+      {"ReduceMean", OpPattern::kCommReduce}, {"ArgMax", OpPattern::kCommReduce},
+      {"Split", OpPattern::kOpaque},
   };
   Node n;
   for (const auto& [op, pattern] : expected) {
@@ -150,7 +155,7 @@ TEST(OpPatternTest, EveryFrontEndOp) {
     n.op = op;
     if (op_pattern(n) == OpPattern::kOpaque) {
       EXPECT_TRUE(op == "LSTM" || op == "Softmax" || op == "LogSoftmax" || op == "Constant" ||
-                  op == "Shape")
+                  op == "Shape" || op == "Split" || op == "ConstantOfShape" || op == "Range")
           << op;
     }
   }
