@@ -482,6 +482,75 @@ TEST_F(GraphBuildTest, DenseEpilogueBroadcasts) {
   check(m, "dense_epilogues");
 }
 
+// A MobileNetV3-style block as PyTorch exports it: Conv, HardSwish, an SE scale from ReduceMean
+// over H and W (keepdims) through two 1x1 convolutions and HardSigmoid, the Mul with the block,
+// then a decomposed LayerNorm over the last axis (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
+// Div) and an erf-GELU; at opset 14 (axes attributes, ReduceSum's as an input) and 18 (every
+// reduction's axes an input).
+TEST_F(GraphBuildTest, ReductionsActivationsAndLayerNormPatterns) {
+  for (int64_t opset : {14, 18}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    MB m(opset);
+    m.input("x", {1, 16, 6, 6});
+    m.init("w", {16, 16, 3, 3}, -0.2f, 0.2f);
+    m.init("w1", {4, 16, 1, 1});
+    m.init("w2", {16, 4, 1, 1});
+    auto reduce = [&](const std::string& op, const std::string& in, const std::string& out,
+                      const std::vector<int64_t>& axes, int64_t keepdims) {
+      onnx::NodeProto* n;
+      if (opset >= 18 || op == "ReduceSum") {
+        m.init_int64(out + "_axes", axes);
+        n = m.node(op, {in, out + "_axes"}, {out});
+      } else {
+        n = m.node(op, {in}, {out});
+        MB::attr(n, "axes", axes);
+      }
+      MB::attr(n, "keepdims", keepdims);
+    };
+    auto* conv = m.node("Conv", {"x", "w"}, {"c"});
+    MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    m.node("HardSwish", {"c"}, {"body"});
+    reduce("ReduceMean", "body", "pooled", {2, 3}, 1);
+    m.node("Conv", {"pooled", "w1"}, {"sq"});
+    m.node("Relu", {"sq"}, {"sqr"});
+    m.node("Conv", {"sqr", "w2"}, {"ex"});
+    m.node("HardSigmoid", {"ex"}, {"gate"});
+    m.node("Mul", {"body", "gate"}, {"scaled"});
+    // LayerNorm over the last axis, decomposed.
+    reduce("ReduceMean", "scaled", "mu", {-1}, 1);
+    m.node("Sub", {"scaled", "mu"}, {"d"});
+    m.init_scalar("two", 2.0f);
+    m.node("Pow", {"d", "two"}, {"d2"});
+    reduce("ReduceMean", "d2", "var", {-1}, 1);
+    m.init_scalar("eps", 1e-5f);
+    m.node("Add", {"var", "eps"}, {"ve"});
+    m.node("Sqrt", {"ve"}, {"sd"});
+    m.node("Div", {"d", "sd"}, {"ln"});
+    // GELU with erf: 0.5 * x * (1 + erf(x / sqrt(2))).
+    m.init_scalar("rsqrt2", 1.41421356f);
+    m.init_scalar("one", 1.0f);
+    m.init_scalar("half", 0.5f);
+    m.node("Div", {"ln", "rsqrt2"}, {"xs"});
+    m.node("Erf", {"xs"}, {"erf"});
+    m.node("Add", {"erf", "one"}, {"e1"});
+    m.node("Mul", {"ln", "e1"}, {"g1"});
+    m.node("Mul", {"g1", "half"}, {"gelu"});
+    // Heads: a sum over channels without keepdims, a max over everything, a LogSumExp, and a
+    // Where choosing between two branches by a comparison.
+    reduce("ReduceSum", "gelu", "y0", {1}, 0);
+    m.output("y0");
+    reduce("ReduceMax", "gelu", "y1", {0, 1, 2, 3}, 1);
+    m.output("y1");
+    reduce("ReduceLogSumExp", "ln", "y2", {1, 3}, 0);
+    m.output("y2");
+    m.node("Greater", {"gelu", "ln"}, {"gt"});
+    m.node("Neg", {"ln"}, {"nl"});
+    m.node("Where", {"gt", "gelu", "nl"}, {"y3"});
+    m.output("y3");
+    check(m, "reductions_" + std::to_string(opset), true);
+  }
+}
+
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});
