@@ -62,11 +62,11 @@ const std::vector<std::string> kSupported = {
     "Clip", "Concat", "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Div", "Dropout",
     "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm",
     "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish",
-    "Identity", "LSTM", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max",
+    "Identity", "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max",
     "MaxPool", "Mean", "Min", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range",
     "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
     "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
-    "Round", "Selu", "Shape", "Sigmoid", "Sign", "Slice", "Softmax", "Softplus", "Softsign",
+    "Round", "Selu", "Shape", "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Softplus", "Softsign",
     "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where",
     "Xor",
 };
@@ -176,6 +176,8 @@ class Importer {
   /// Split's sizes, a reduction's axes): an error naming the node and the input when one is not
   /// a constant, before shape inference (which would give no static shape).
   void require_constant_inputs(const Ctx& c) const;
+  /// The static shape ONNX shape inference gives the node's first output, if it gives one.
+  bool inferred_static_shape(const Ctx& c, std::vector<int64_t>* shape);
 
   void define(const std::string& name, ValueId v) { values_[name] = v; }
   ValueId output_value(const NodeProto& n, int i);
@@ -555,6 +557,13 @@ Attrs Importer::normalize(Ctx& c) {
     c.inputs.resize(1);
   } else if (op == "Expand") {
     c.inputs.resize(1);  // the output's shape is the broadcast of the two
+  } else if (op == "LayerNormalization") {
+    a["axis"] = norm_axis(attr_i(c, "axis", -1), in_rank(c, 0));
+    a["epsilon"] = attr_f(c, "epsilon", 1e-5f);
+    if (attr_i(c, "stash_type", 1) != 1) {
+      fail(c, "stash_type=" + std::to_string(attr_i(c, "stash_type", 1)) +
+                  " is not supported (only 1: statistics in float32)");
+    }
   } else if (op == "Tile") {
     a["repeats"] = const_ints(c, 1, "repeats");
     c.inputs.resize(1);
@@ -579,6 +588,46 @@ bool Importer::try_fold(const Ctx& c) {
     std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
     define(out_name, g_.add_constant(out_name, runtime::NDArray::from_vector(
                                                    dims, {static_cast<int64_t>(dims.size())})));
+    return true;
+  }
+  if (op == "Size") {
+    const int64_t count = in_value(c, 0).num_elements();
+    define(out_name, g_.add_constant(out_name, runtime::NDArray::from_vector(
+                                                   std::vector<int64_t>{count}, {})));
+    return true;
+  }
+  if (op == "Neg" || op == "Add" || op == "Sub" || op == "Mul") {
+    // Shape arithmetic on small integer constants (a rank computed from Shape and Size, a
+    // negative axis made positive): folded here, so that ConstantOfShape, Reshape and the like
+    // see constants. The operands broadcast as 1-D vectors or scalars.
+    std::vector<const runtime::NDArray*> args;
+    for (ValueId v : c.inputs) {
+      if (v == kNoValue || !g_.value(v).is_constant()) return false;
+      const runtime::NDArray* a = g_.value(v).data.get();
+      if (!runtime::dtype_equal(a->dtype(), runtime::kInt64) || a->ndim() > 1 ||
+          a->num_elements() > 64) {
+        return false;
+      }
+      args.push_back(a);
+    }
+    Value& ov = g_.value(values_.at(out_name));
+    if (!runtime::dtype_equal(ov.dtype, runtime::kInt64) || ov.shape.size() > 1) return false;
+    const int64_t n = ov.num_elements();
+    for (const runtime::NDArray* a : args) {
+      if (a->num_elements() != 1 && a->num_elements() != n) return false;
+    }
+    std::vector<int64_t> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      auto at = [&](size_t k) {
+        const runtime::NDArray& a = *args[k];
+        return a.data<int64_t>()[a.num_elements() == 1 ? 0 : i];
+      };
+      out[static_cast<size_t>(i)] = op == "Neg"   ? -at(0)
+                                    : op == "Add" ? at(0) + at(1)
+                                    : op == "Sub" ? at(0) - at(1)
+                                                  : at(0) * at(1);
+    }
+    ov.data = std::make_shared<const runtime::NDArray>(runtime::NDArray::from_vector(out, ov.shape));
     return true;
   }
   static const std::set<std::string> kFoldable = {"Cast",    "Concat",  "Flatten",  "Gather",
@@ -686,12 +735,37 @@ void Importer::require_constant_inputs(const Ctx& c) const {
   }
 }
 
+bool Importer::inferred_static_shape(const Ctx& c, std::vector<int64_t>* shape) {
+  infer(c);
+  auto it = types_.find(c.proto->output(0));
+  if (it == types_.end() || !it->second.has_tensor_type() ||
+      !it->second.tensor_type().has_shape()) {
+    return false;
+  }
+  shape->clear();
+  for (const auto& dim : it->second.tensor_type().shape().dim()) {
+    if (!dim.has_dim_value() || dim.dim_value() < 0) return false;
+    shape->push_back(dim.dim_value());
+  }
+  return true;
+}
+
 void Importer::generate(const Ctx& c) {
   const std::string& op = c.proto->op_type();
   const std::string& out_name = c.proto->output(0);
   runtime::NDArray data;
   if (op == "ConstantOfShape") {
-    const std::vector<int64_t> shape = const_ints(c, 0, "input");
+    std::vector<int64_t> shape;
+    if (const_input(c, 0) != nullptr) {
+      shape = const_ints(c, 0, "input");
+    } else {
+      // A shape computed from other shapes (Shape -> Slice -> Sub ...): ONNX's data propagation
+      // may know it; otherwise the output has no static shape and the node is refused.
+      if (!inferred_static_shape(c, &shape)) {
+        fail(c, "input 'input' must be a constant (or a shape computed from static shapes): "
+                "Kiln needs static shapes");
+      }
+    }
     for (int64_t d : shape) {
       if (d < 0) fail(c, "input 'input' holds a negative dimension " + std::to_string(d));
     }
@@ -834,7 +908,7 @@ Graph Importer::run(const onnx::ModelProto& model) {
       }
       continue;
     }
-    if (op == "Shape" && try_fold(c)) continue;
+    if ((op == "Shape" || op == "Size") && try_fold(c)) continue;
     if (op == "ConstantOfShape" || op == "Range") {
       generate(c);
       continue;

@@ -332,6 +332,7 @@ class NodeCheck {
     if (op_ == "Tile") return tile();
     if (op_ == "Split") return split();
     if (op_ == "ConstantOfShape") return constant_of_shape();
+    if (op_ == "LayerNormalization") return layer_norm();
     if (op_ == "Range") {
       for (size_t i = 0; i < 3; ++i) {
         if (value(i).num_elements() != 1 || rank(i) > 1) {
@@ -1009,6 +1010,25 @@ class NodeCheck {
     if (dim % outs != 0) {
       fail(along + " does not split into " + str(outs) + " equal parts (" + str(dim) + " is not " +
            "a multiple of " + str(outs) + ")");
+    }
+  }
+
+  /// LayerNormalization: axis in range; Scale and B broadcast to X's normalized dimensions
+  /// (those from axis on).
+  void layer_norm() {
+    const int64_t axis = axis_in(attr_i("axis", -1), rank(0), "attribute 'axis'", input(0));
+    const std::vector<int64_t> norm(shape(0).begin() + axis, shape(0).end());
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      if (!has(i)) continue;
+      const auto& p = shape(i);
+      bool ok = p.size() <= norm.size();
+      for (size_t k = 1; ok && k <= p.size(); ++k) {
+        ok = p[p.size() - k] == norm[norm.size() - k] || p[p.size() - k] == 1;
+      }
+      if (!ok) {
+        fail(input_shaped(i) + " does not broadcast to " + str(norm) + ", the dimensions of " +
+             input_shaped(0) + " from axis " + str(axis) + " on");
+      }
     }
   }
 

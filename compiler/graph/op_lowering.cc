@@ -429,6 +429,7 @@ const std::vector<std::string>& other_ops() {
       "Unsqueeze",     "ArgMax",
       "ArgMin",        "Split",
       "Expand",        "Tile",
+      "LayerNormalization",
   };
   return ops;
 }
@@ -558,6 +559,19 @@ Result lower_reduce(const Ctx& c) {
             topi::schedule_reduce_x86(s, y);
             then_injective(s, y, output);
           }};
+}
+
+/// LayerNormalization: Y, Mean and InvStdDev (all three computed; the absent ones are
+/// temporaries), an opaque node of its own.
+Result lower_layer_norm(const Ctx& c) {
+  const Node& n = c.node;
+  Tensor none;
+  topi::LayerNormOutputs o = topi::layer_norm(c.input(0), c.input(1), c.has(2) ? c.in[2] : none,
+                                              n.i("axis"), n.f("epsilon"), "layer_norm");
+  Result r;
+  r.outs = {o.y, o.mean, o.inv_std_dev};
+  r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); };
+  return r;
 }
 
 /// Split: one slice per output along the axis, each its own injective stage.
@@ -723,6 +737,7 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (broadcast_other_ops().count(op)) return lower_broadcast_other(c);
   if (reductions().count(op) || op == "ArgMax" || op == "ArgMin") return lower_reduce(c);
   if (op == "Split") return lower_split(c);
+  if (op == "LayerNormalization") return lower_layer_norm(c);
   if (op == "Expand") {
     return injective_result(topi::broadcast_to(c.input(0), c.out_value().shape, "expand"));
   }

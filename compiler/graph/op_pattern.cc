@@ -47,9 +47,10 @@ OpPattern op_pattern(const Node& node) {
       // Complex ops with an elementwise-fusable output.
       {"Conv", P::kOutEWiseFusable}, {"ConvTranspose", P::kOutEWiseFusable},
       {"Gemm", P::kOutEWiseFusable}, {"MatMul", P::kOutEWiseFusable},
-      // Opaque (see the header for softmax; Split has several outputs). Constant, Shape,
+      // Opaque (see the header for softmax; Split has several outputs). Constant, Shape, Size,
       // ConstantOfShape and Range never reach the graph.
-      {"LSTM", P::kOpaque}, {"Split", P::kOpaque}, {"LogSoftmax", P::kOpaque}, {"Softmax", P::kOpaque},
+      {"LSTM", P::kOpaque}, {"Split", P::kOpaque}, {"LayerNormalization", P::kOpaque},
+      {"LogSoftmax", P::kOpaque}, {"Softmax", P::kOpaque},
       {"Constant", P::kOpaque}, {"Shape", P::kOpaque},
   };
   // clang-format on

@@ -200,6 +200,73 @@ te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepd
       name);
 }
 
+LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& bias,
+                            int64_t axis, double epsilon, const std::string& name) {
+  const ir::DataType t = x->dtype();
+  KILN_USER_CHECK(t.is_float()) << name << ": '" << x->name() << "' must be floating-point, got "
+                                << t.str();
+  const int ax = normalize_axis(axis, x.ndim(), name);
+  std::vector<int64_t> axes;
+  for (size_t d = static_cast<size_t>(ax); d < x.ndim(); ++d) axes.push_back(static_cast<int64_t>(d));
+  // Scale and bias are aligned with the trailing (normalized) axes.
+  auto aligned = [&](const te::Tensor& p, const std::vector<Var>& i) {
+    const size_t off = x.ndim() - p.ndim();
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < p.ndim(); ++d) {
+      idx.push_back(ir::is_one(p->shape()[d]) ? Expr(0) : Expr(i[off + d]));
+    }
+    return p(idx);
+  };
+  for (const te::Tensor* p : {&scale, &bias}) {
+    if (!p->defined()) continue;
+    KILN_USER_CHECK(p->ndim() <= x.ndim() - static_cast<size_t>(ax) && (*p)->dtype() == t)
+        << name << ": '" << (*p)->name() << "' of shape " << shape_str((*p)->shape())
+        << " must broadcast against the normalized axes of '" << x->name() << "' (shape "
+        << shape_str(x->shape()) << ", axis " << ax << ") and have its dtype";
+  }
+  te::Tensor mean = reduce(x, ReduceOp::kMean, axes, true, name + ".mean");
+  auto at_row = [&](const std::vector<Var>& i) {
+    std::vector<Expr> r;
+    for (size_t d = 0; d < i.size(); ++d) {
+      r.push_back(d >= static_cast<size_t>(ax) ? Expr(0) : Expr(i[d]));
+    }
+    return r;
+  };
+  te::Tensor dev2 = te::compute(
+      x->shape(),
+      [&](const std::vector<Var>& i) {
+        Expr d = x(as_exprs(i)) - mean(at_row(i));
+        return d * d;
+      },
+      name + ".dev2");
+  te::Tensor var = reduce(dev2, ReduceOp::kMean, axes, true, name + ".var");
+  te::Tensor inv = te::compute(
+      var->shape(),
+      [&](const std::vector<Var>& i) {
+        return ir::make_const(t, 1.0) / ir::sqrt(var(as_exprs(i)) + ir::make_const(t, epsilon));
+      },
+      name + ".inv_std_dev");
+  te::Tensor y = te::compute(
+      x->shape(),
+      [&](const std::vector<Var>& i) {
+        const std::vector<Expr> r = at_row(i);
+        Expr v = (x(as_exprs(i)) - mean(r)) * inv(r);
+        if (scale.defined()) v = v * aligned(scale, i);
+        if (bias.defined()) v = v + aligned(bias, i);
+        return v;
+      },
+      name);
+  return {y, mean, inv, var, dev2};
+}
+
+void schedule_layer_norm_x86(te::Schedule& s, const LayerNormOutputs& o) {
+  s[o.deviations2].compute_inline();
+  schedule_reduce_x86(s, o.mean);
+  schedule_reduce_x86(s, o.var);
+  schedule_injective_x86(s, o.inv_std_dev);
+  schedule_injective_x86(s, o.y);
+}
+
 void schedule_reduce_x86(te::Schedule& s, const te::Tensor& out) {
   constexpr int64_t kParallelMin = 1024;  // output points; each reduces a row
   // The stages of this reduction: out and the stages named name.* that it reads.

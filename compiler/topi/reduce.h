@@ -29,6 +29,20 @@ te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& 
 te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepdims,
                       bool select_last_index, const std::string& name = "arg_reduce");
 
+/// ONNX LayerNormalization over the axes from `axis` on: y = (x - mean) * inv_std_dev * scale +
+/// bias (scale and bias, bias optional, broadcast against those axes), with mean and inv_std_dev =
+/// 1 / sqrt(var + epsilon) of x's shape with the normalized axes of size 1 (the variance computed
+/// from the deviations, two passes). Stages name.mean(.red), name.var(.red), name.inv_std_dev
+/// and `name`.
+struct LayerNormOutputs {
+  te::Tensor y, mean, inv_std_dev;
+  te::Tensor var, deviations2;  ///< inner stages, for the schedule
+};
+LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& bias,
+                            int64_t axis, double epsilon, const std::string& name = "layer_norm");
+/// Its x86 schedule: the two reductions as schedule_reduce_x86, the rest injective.
+void schedule_layer_norm_x86(te::Schedule& s, const LayerNormOutputs& o);
+
 /// The x86 schedule of a reduce() or arg_reduce() output `out` (its own stages found from it by
 /// name; producers of the input inlined into it by the caller stay inlined): each reduction stage
 /// with its output axes fused and run in parallel when there are many, the elementwise stage

@@ -551,6 +551,39 @@ TEST_F(GraphBuildTest, ReductionsActivationsAndLayerNormPatterns) {
   }
 }
 
+// LayerNormalization (opset 17) over the last axis and over the last two, with its Mean and
+// InvStdDev outputs, between elementwise operators; and a Split into uneven parts feeding a
+// Tile, an Expand and a Concat.
+TEST_F(GraphBuildTest, LayerNormalizationSplitTileExpand) {
+  MB m(17);
+  m.input("x", {2, 3, 8});
+  m.init("scale", {8}, 0.5f, 1.5f);
+  m.init("bias", {8});
+  m.init("scale2", {3, 8}, 0.5f, 1.5f);
+  m.node("Relu", {"x"}, {"r"});
+  auto* ln = m.node("LayerNormalization", {"r", "scale", "bias"}, {"ln", "mean", "inv"});
+  MB::attr(ln, "epsilon", 1e-3f);
+  m.node("Add", {"ln", "x"}, {"y0"});
+  m.output("y0");
+  m.output("mean");
+  m.output("inv");
+  auto* ln2 = m.node("LayerNormalization", {"x", "scale2"}, {"y1"});
+  MB::attr(ln2, "axis", int64_t{-2});
+  m.output("y1");
+  m.init_int64("sizes", {1, 2});
+  auto* split = m.node("Split", {"x", "sizes"}, {"s0", "s1"});
+  MB::attr(split, "axis", int64_t{1});
+  m.init_int64("reps", {1, 2, 1});
+  m.node("Tile", {"s0", "reps"}, {"t0"});
+  m.init_int64("shape", {2, 2, 8});
+  m.node("Expand", {"s0", "shape"}, {"e0"});
+  m.node("Mul", {"t0", "s1"}, {"m0"});
+  auto* cat = m.node("Concat", {"m0", "e0"}, {"y2"});
+  MB::attr(cat, "axis", int64_t{1});
+  m.output("y2");
+  check(m, "layer_norm");
+}
+
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});

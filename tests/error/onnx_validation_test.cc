@@ -1072,6 +1072,33 @@ TEST(OnnxValidation, ExpandTileSplitAndGenerators) {
   }
 }
 
+TEST(OnnxValidation, LayerNormalization) {
+  {
+    Model m(17);
+    m.input("x", {2, 3, 4});
+    m.weight("scale", {3});
+    Model::attr(m.op("LayerNormalization", "ln", {"x", "scale"}), "axis", int64_t{-1});
+    expect_refused(m, "ln", "LayerNormalization",
+                   {"input 1 (Scale 'scale') of shape [3] does not broadcast to [4], the "
+                    "dimensions of input 0 (X 'x') of shape [2,3,4] from axis 2 on"});
+  }
+  {
+    Model m(17);
+    m.input("x", {2, 3, 4});
+    m.weight("scale", {4});
+    Model::attr(m.op("LayerNormalization", "ln", {"x", "scale"}), "axis", int64_t{3});
+    expect_refused(m, "ln", "LayerNormalization",
+                   {"attribute 'axis' is 3, out of range [-3, 2] for input 0 (X 'x') of rank 3"});
+  }
+  {
+    Model m(17);
+    m.input("x", {2, 4});
+    m.weight("scale", {4});
+    Model::attr(m.op("LayerNormalization", "ln", {"x", "scale"}), "stash_type", int64_t{11});
+    expect_refused(m, "ln", "LayerNormalization", {"stash_type=11 is not supported"});
+  }
+}
+
 TEST(OnnxValidation, ValidEdgeCasesImport) {
   auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
   {  // grouped convolution, bias, explicit kernel_shape equal to the weight's
