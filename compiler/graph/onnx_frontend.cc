@@ -58,16 +58,17 @@ int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : 
 // The supported operators, sorted (std::binary_search looks them up).
 // clang-format off
 const std::vector<std::string> kSupported = {
-    "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast", "Ceil",
-    "Clip", "Concat", "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Div", "Dropout",
-    "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm",
-    "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish",
-    "Identity", "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max",
-    "MaxPool", "Mean", "Min", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range",
-    "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
-    "Round", "Selu", "Shape", "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Softplus", "Softsign",
-    "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Tile", "Transpose", "Unsqueeze", "Where",
+    "Abs", "Add", "And", "ArgMax", "ArgMin", "AveragePool", "BatchNormalization", "Cast",
+    "CastLike", "Ceil", "Celu", "Clip", "Concat", "Constant", "ConstantOfShape", "Conv",
+    "ConvTranspose", "Div", "Dropout", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor",
+    "Gather", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
+    "HardSigmoid", "HardSwish", "Identity", "InstanceNormalization", "LSTM", "LayerNormalization",
+    "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean",
+    "Min", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range", "Reciprocal",
+    "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
+    "ReduceSum", "ReduceSumSquare", "Relu", "Reshape", "Round", "Selu", "Shape", "Shrink",
+    "Sigmoid", "Sign", "Size", "Slice", "Softmax", "Softplus", "Softsign", "Split", "Sqrt",
+    "Squeeze", "Sub", "Sum", "Tanh", "ThresholdedRelu", "Tile", "Transpose", "Unsqueeze", "Where",
     "Xor",
 };
 // clang-format on
@@ -557,6 +558,18 @@ Attrs Importer::normalize(Ctx& c) {
     c.inputs.resize(1);
   } else if (op == "Expand") {
     c.inputs.resize(1);  // the output's shape is the broadcast of the two
+  } else if (op == "InstanceNormalization") {
+    a["epsilon"] = attr_f(c, "epsilon", 1e-5f);
+  } else if (op == "Celu") {
+    a["alpha"] = attr_f(c, "alpha", 1.0f);
+  } else if (op == "ThresholdedRelu") {
+    a["alpha"] = attr_f(c, "alpha", 1.0f);
+  } else if (op == "Shrink") {
+    a["lambd"] = attr_f(c, "lambd", 0.5f);
+    a["bias"] = attr_f(c, "bias", 0.0f);
+  } else if (op == "CastLike") {  // a Cast to input 1's element type
+    a["to"] = runtime::dtype_to_string(in_value(c, 1).dtype);
+    c.inputs.resize(1);
   } else if (op == "LayerNormalization") {
     a["axis"] = norm_axis(attr_i(c, "axis", -1), in_rank(c, 0));
     a["epsilon"] = attr_f(c, "epsilon", 1e-5f);
@@ -924,7 +937,8 @@ Graph Importer::run(const onnx::ModelProto& model) {
     while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
     // A node name is unique in Kiln's graph even when the file leaves it empty.
     std::string name = n.name().empty() ? op + "_" + std::to_string(g_.nodes().size()) : n.name();
-    g_.add_node(Node{op, std::move(name), std::move(c.inputs), std::move(outs), std::move(attrs)});
+    g_.add_node(Node{op == "CastLike" ? "Cast" : op, std::move(name), std::move(c.inputs),
+                     std::move(outs), std::move(attrs)});
   }
 
   for (const auto& out : graph.output()) {

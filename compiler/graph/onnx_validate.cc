@@ -333,6 +333,7 @@ class NodeCheck {
     if (op_ == "Split") return split();
     if (op_ == "ConstantOfShape") return constant_of_shape();
     if (op_ == "LayerNormalization") return layer_norm();
+    if (op_ == "InstanceNormalization") return instance_norm();
     if (op_ == "Range") {
       for (size_t i = 0; i < 3; ++i) {
         if (value(i).num_elements() != 1 || rank(i) > 1) {
@@ -1028,6 +1029,21 @@ class NodeCheck {
       if (!ok) {
         fail(input_shaped(i) + " does not broadcast to " + str(norm) + ", the dimensions of " +
              input_shaped(0) + " from axis " + str(axis) + " on");
+      }
+    }
+  }
+
+  /// InstanceNormalization: N x C x D1 x ... input, scale and B of C elements each.
+  void instance_norm() {
+    if (rank(0) < 3) {
+      fail(input_shaped(0) + " has rank " + str(rank(0)) +
+           "; InstanceNormalization takes N x C x D1 x ... (rank 3 or more)");
+    }
+    const int64_t ch = shape(0)[1];
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      if (shape(i) != std::vector<int64_t>{ch}) {
+        fail(input_shaped(i) + " must be 1-D of size C = " + str(ch) + " (the channels of " +
+             input_shaped(0) + ")");
       }
     }
   }

@@ -398,8 +398,9 @@ const std::map<std::string, Unary>& unaries() {
 
 const std::set<std::string>& unary_math_ops() {
   static const std::set<std::string> ops = {
-      "Ceil", "Elu", "Erf", "Floor", "HardSigmoid", "HardSwish", "Not",
-      "Reciprocal", "Round", "Selu", "Sign", "Softplus", "Softsign",
+      "Celu",       "Ceil",  "Elu",   "Erf",    "Floor", "HardSigmoid", "HardSwish",
+      "Not",        "Reciprocal", "Round", "Selu", "Shrink", "Sign", "Softplus",
+      "Softsign",   "ThresholdedRelu",
   };
   return ops;
 }
@@ -429,11 +430,10 @@ const std::vector<std::string>& other_ops() {
       "Unsqueeze",     "ArgMax",
       "ArgMin",        "Split",
       "Expand",        "Tile",
-      "LayerNormalization",
+      "LayerNormalization", "InstanceNormalization",
   };
   return ops;
 }
-
 
 /// Unary operators with attributes or dtype rules of their own (ONNX's activations and math).
 Result lower_unary_math(const Ctx& c) {
@@ -478,6 +478,19 @@ Result lower_unary_math(const Ctx& c) {
     };
   } else if (op == "Not") {
     f = [](Expr v) { return !v; };
+  } else if (op == "Celu") {
+    const double alpha = n.f("alpha");
+    f = [=](Expr v) {
+      return ir::max(k(0.0), v) + ir::min(k(0.0), k(alpha) * (ir::exp(v / k(alpha)) - k(1.0)));
+    };
+  } else if (op == "ThresholdedRelu") {
+    const double alpha = n.f("alpha");
+    f = [=](Expr v) { return ir::select(v > k(alpha), v, k(0.0)); };
+  } else if (op == "Shrink") {
+    const double lambd = n.f("lambd"), bias = n.f("bias");
+    f = [=](Expr v) {
+      return ir::select(v < k(-lambd), v + k(bias), ir::select(v > k(lambd), v - k(bias), k(0.0)));
+    };
   } else {
     c.fail("operator '" + op + "' has no lowering");
   }
@@ -572,6 +585,16 @@ Result lower_layer_norm(const Ctx& c) {
   r.outs = {o.y, o.mean, o.inv_std_dev};
   r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); };
   return r;
+}
+
+/// InstanceNormalization: a layer norm over the spatial axes, then the per-channel scale and
+/// bias.
+Result lower_instance_norm(const Ctx& c) {
+  Tensor none;
+  topi::LayerNormOutputs o = topi::layer_norm(c.input(0), c.input(1), c.input(2), 2,
+                                              c.node.f("epsilon"), "instance_norm",
+                                              /*per_channel=*/true);
+  return {{o.y}, [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); }};
 }
 
 /// Split: one slice per output along the axis, each its own injective stage.
@@ -738,6 +761,7 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (reductions().count(op) || op == "ArgMax" || op == "ArgMin") return lower_reduce(c);
   if (op == "Split") return lower_split(c);
   if (op == "LayerNormalization") return lower_layer_norm(c);
+  if (op == "InstanceNormalization") return lower_instance_norm(c);
   if (op == "Expand") {
     return injective_result(topi::broadcast_to(c.input(0), c.out_value().shape, "expand"));
   }

@@ -19,7 +19,8 @@ OpPattern op_pattern(const Node& node) {
       {"Floor", P::kElemWise}, {"HardSigmoid", P::kElemWise}, {"HardSwish", P::kElemWise},
       {"Not", P::kElemWise}, {"Reciprocal", P::kElemWise}, {"Round", P::kElemWise},
       {"Selu", P::kElemWise}, {"Sign", P::kElemWise}, {"Softplus", P::kElemWise},
-      {"Softsign", P::kElemWise},
+      {"Softsign", P::kElemWise}, {"Celu", P::kElemWise},
+      {"Shrink", P::kElemWise}, {"ThresholdedRelu", P::kElemWise},
       // Broadcasting binary ops; inference batch norm is a per-channel scale and shift.
       {"Add", P::kBroadcast}, {"Sub", P::kBroadcast}, {"Mul", P::kBroadcast},
       {"Div", P::kBroadcast}, {"Pow", P::kBroadcast}, {"Max", P::kBroadcast},
@@ -48,8 +49,9 @@ OpPattern op_pattern(const Node& node) {
       {"Conv", P::kOutEWiseFusable}, {"ConvTranspose", P::kOutEWiseFusable},
       {"Gemm", P::kOutEWiseFusable}, {"MatMul", P::kOutEWiseFusable},
       // Opaque (see the header for softmax; Split has several outputs). Constant, Shape, Size,
-      // ConstantOfShape and Range never reach the graph.
+      // ConstantOfShape and Range never reach the graph; CastLike becomes Cast.
       {"LSTM", P::kOpaque}, {"Split", P::kOpaque}, {"LayerNormalization", P::kOpaque},
+      {"InstanceNormalization", P::kOpaque},
       {"LogSoftmax", P::kOpaque}, {"Softmax", P::kOpaque},
       {"Constant", P::kOpaque}, {"Shape", P::kOpaque},
   };

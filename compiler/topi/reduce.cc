@@ -201,7 +201,8 @@ te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepd
 }
 
 LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& bias,
-                            int64_t axis, double epsilon, const std::string& name) {
+                            int64_t axis, double epsilon, const std::string& name,
+                            bool per_channel) {
   const ir::DataType t = x->dtype();
   KILN_USER_CHECK(t.is_float()) << name << ": '" << x->name() << "' must be floating-point, got "
                                 << t.str();
@@ -210,6 +211,7 @@ LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const 
   for (size_t d = static_cast<size_t>(ax); d < x.ndim(); ++d) axes.push_back(static_cast<int64_t>(d));
   // Scale and bias are aligned with the trailing (normalized) axes.
   auto aligned = [&](const te::Tensor& p, const std::vector<Var>& i) {
+    if (per_channel) return p(Expr(i[1]));
     const size_t off = x.ndim() - p.ndim();
     std::vector<Expr> idx;
     for (size_t d = 0; d < p.ndim(); ++d) {
@@ -219,6 +221,14 @@ LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const 
   };
   for (const te::Tensor* p : {&scale, &bias}) {
     if (!p->defined()) continue;
+    if (per_channel) {
+      KILN_USER_CHECK(x.ndim() >= 2 && p->ndim() == 1 && (*p)->dtype() == t &&
+                      ir::as_const_int((*p)->shape()[0]) == ir::as_const_int(x->shape()[1]))
+          << name << ": '" << (*p)->name() << "' of shape " << shape_str((*p)->shape())
+          << " must be a vector of the channels of '" << x->name() << "' (shape "
+          << shape_str(x->shape()) << ") and have its dtype";
+      continue;
+    }
     KILN_USER_CHECK(p->ndim() <= x.ndim() - static_cast<size_t>(ax) && (*p)->dtype() == t)
         << name << ": '" << (*p)->name() << "' of shape " << shape_str((*p)->shape())
         << " must broadcast against the normalized axes of '" << x->name() << "' (shape "

@@ -38,8 +38,11 @@ struct LayerNormOutputs {
   te::Tensor y, mean, inv_std_dev;
   te::Tensor var, deviations2;  ///< inner stages, for the schedule
 };
+/// With `per_channel`, scale and bias are [C] vectors over axis 1 instead (InstanceNormalization:
+/// axis 2, the statistics per sample and channel).
 LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& bias,
-                            int64_t axis, double epsilon, const std::string& name = "layer_norm");
+                            int64_t axis, double epsilon, const std::string& name = "layer_norm",
+                            bool per_channel = false);
 /// Its x86 schedule: the two reductions as schedule_reduce_x86, the rest injective.
 void schedule_layer_norm_x86(te::Schedule& s, const LayerNormOutputs& o);
 

@@ -584,6 +584,31 @@ TEST_F(GraphBuildTest, LayerNormalizationSplitTileExpand) {
   check(m, "layer_norm");
 }
 
+// InstanceNormalization after a convolution (a GAN generator's norm), then Celu, Shrink and
+// ThresholdedRelu, and a CastLike to the input's type.
+TEST_F(GraphBuildTest, InstanceNormalizationAndActivations) {
+  MB m(17);
+  m.input("x", {2, 16, 5, 5});
+  m.init("w", {16, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("scale", {16}, 0.5f, 1.5f);
+  m.init("bias", {16});
+  auto* conv = m.node("Conv", {"x", "w"}, {"c"});
+  MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto* in = m.node("InstanceNormalization", {"c", "scale", "bias"}, {"n"});
+  MB::attr(in, "epsilon", 1e-3f);
+  auto* celu = m.node("Celu", {"n"}, {"ce"});
+  MB::attr(celu, "alpha", 0.7f);
+  auto* shrink = m.node("Shrink", {"ce"}, {"sh"});
+  MB::attr(shrink, "lambd", 0.3f);
+  MB::attr(shrink, "bias", 0.1f);
+  auto* thr = m.node("ThresholdedRelu", {"n"}, {"th"});
+  MB::attr(thr, "alpha", 0.2f);
+  m.node("Add", {"sh", "th"}, {"s"});
+  m.node("CastLike", {"s", "x"}, {"y"});
+  m.output("y");
+  check(m, "instance_norm", true);
+}
+
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});

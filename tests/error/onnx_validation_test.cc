@@ -1099,6 +1099,28 @@ TEST(OnnxValidation, LayerNormalization) {
   }
 }
 
+TEST(OnnxValidation, InstanceNormalization) {
+  {
+    Model m;
+    m.input("x", {2, 3, 4});
+    m.weight("scale", {4});
+    m.weight("b", {3});
+    m.op("InstanceNormalization", "in", {"x", "scale", "b"});
+    expect_refused(m, "in", "InstanceNormalization",
+                   {"input 1 (scale 'scale') of shape [4] must be 1-D of size C = 3 (the channels "
+                    "of input 0 (input 'x') of shape [2,3,4])"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.weight("scale", {3});
+    m.weight("b", {3});
+    m.op("InstanceNormalization", "in", {"x", "scale", "b"});
+    expect_refused(m, "in", "InstanceNormalization",
+                   {"input 0 (input 'x') of shape [2,3] has rank 2", "(rank 3 or more)"});
+  }
+}
+
 TEST(OnnxValidation, ValidEdgeCasesImport) {
   auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
   {  // grouped convolution, bias, explicit kernel_shape equal to the weight's
