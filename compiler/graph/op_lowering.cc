@@ -398,9 +398,10 @@ const std::map<std::string, Unary>& unaries() {
 
 const std::set<std::string>& unary_math_ops() {
   static const std::set<std::string> ops = {
-      "Celu",       "Ceil",  "Elu",   "Erf",    "Floor", "HardSigmoid", "HardSwish",
-      "Not",        "Reciprocal", "Round", "Selu", "Shrink", "Sign", "Softplus",
-      "Softsign",   "ThresholdedRelu",
+      "Acos",  "Acosh",      "Asin",  "Asinh", "Atan",   "Atanh", "Celu",     "Ceil",
+      "Cos",   "Cosh",       "Elu",   "Erf",   "Floor",  "HardSigmoid",       "HardSwish",
+      "Not",   "Reciprocal", "Round", "Selu",  "Shrink", "Sign",  "Sin",      "Sinh",
+      "Softplus", "Softsign", "Tan",  "ThresholdedRelu",
   };
   return ops;
 }
@@ -443,8 +444,14 @@ Result lower_unary_math(const Ctx& c) {
   const ir::DataType t = x->dtype();
   auto k = [t](double v) { return ir::make_const(t, v); };
   std::function<Expr(Expr)> f;
-  if (op == "Erf") {
-    f = [t](Expr v) { return ir::call(t, "erf", {v}, ir::CallKind::kPureIntrinsic); };
+  static const std::map<std::string, std::string> kLibm = {
+      {"Erf", "erf"},    {"Sin", "sin"},     {"Cos", "cos"},     {"Tan", "tan"},
+      {"Asin", "asin"},  {"Acos", "acos"},   {"Atan", "atan"},   {"Sinh", "sinh"},
+      {"Cosh", "cosh"},  {"Asinh", "asinh"}, {"Acosh", "acosh"}, {"Atanh", "atanh"},
+  };
+  if (auto it = kLibm.find(op); it != kLibm.end()) {
+    const std::string fn = it->second;
+    f = [t, fn](Expr v) { return ir::call(t, fn, {v}, ir::CallKind::kPureIntrinsic); };
   } else if (op == "Floor") {
     f = [](Expr v) { return ir::floor(v); };
   } else if (op == "Ceil") {

@@ -21,6 +21,10 @@ OpPattern op_pattern(const Node& node) {
       {"Selu", P::kElemWise}, {"Sign", P::kElemWise}, {"Softplus", P::kElemWise},
       {"Softsign", P::kElemWise}, {"Celu", P::kElemWise},
       {"Shrink", P::kElemWise}, {"ThresholdedRelu", P::kElemWise},
+      {"Sin", P::kElemWise}, {"Cos", P::kElemWise}, {"Tan", P::kElemWise},
+      {"Asin", P::kElemWise}, {"Acos", P::kElemWise}, {"Atan", P::kElemWise},
+      {"Sinh", P::kElemWise}, {"Cosh", P::kElemWise}, {"Asinh", P::kElemWise},
+      {"Acosh", P::kElemWise}, {"Atanh", P::kElemWise},
       // Broadcasting binary ops; inference batch norm is a per-channel scale and shift.
       {"Add", P::kBroadcast}, {"Sub", P::kBroadcast}, {"Mul", P::kBroadcast},
       {"Div", P::kBroadcast}, {"Pow", P::kBroadcast}, {"Max", P::kBroadcast},

@@ -609,6 +609,26 @@ TEST_F(GraphBuildTest, InstanceNormalizationAndActivations) {
   check(m, "instance_norm", true);
 }
 
+// The trigonometric and hyperbolic functions (libm per lane) in one fused chain, on inputs in
+// their domains (the random inputs lie in [-0.5, 0.5); Acosh reads 1 + x^2).
+TEST_F(GraphBuildTest, TrigonometricChain) {
+  MB m(13);
+  m.input("x", {3, 37});
+  for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+                         "Atanh"}) {
+    m.node(op, {"x"}, {std::string("t_") + op});
+  }
+  m.node("Mul", {"x", "x"}, {"x2"});
+  m.init_scalar("one", 1.0f);
+  m.node("Add", {"x2", "one"}, {"x2p1"});
+  m.node("Acosh", {"x2p1"}, {"t_Acosh"});
+  m.node("Sum", {"t_Sin", "t_Cos", "t_Tan", "t_Asin", "t_Acos", "t_Atan"}, {"s1"});
+  m.node("Mean", {"t_Sinh", "t_Cosh", "t_Asinh", "t_Atanh", "t_Acosh"}, {"s2"});
+  m.node("Sub", {"s1", "s2"}, {"y"});
+  m.output("y");
+  check(m, "trig");
+}
+
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});
