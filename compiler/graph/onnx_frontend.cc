@@ -64,13 +64,13 @@ const std::vector<std::string> kSupported = {
     "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
     "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity",
     "InstanceNormalization", "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual",
-    "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mul", "Neg", "Not", "Or",
-    "PRelu", "Pad", "Pow", "Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
+    "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not",
+    "Or", "PRelu", "Pad", "Pow", "Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
     "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
     "ReduceSumSquare", "Relu", "Reshape", "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign",
     "Sin", "Sinh", "Size", "Slice", "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze",
-    "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Tile", "Transpose", "Unsqueeze", "Where",
-    "Xor",
+    "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze",
+    "Where", "Xor",
 };
 // clang-format on
 
@@ -559,6 +559,14 @@ Attrs Importer::normalize(Ctx& c) {
     c.inputs.resize(1);
   } else if (op == "Expand") {
     c.inputs.resize(1);  // the output's shape is the broadcast of the two
+  } else if (op == "Trilu") {
+    int64_t k = 0;
+    if (in(c, 1) != kNoValue) k = const_ints(c, 1, "k").at(0);
+    a["k"] = k;
+    a["upper"] = attr_i(c, "upper", 1);
+    c.inputs.resize(1);
+  } else if (op == "Mod") {
+    a["fmod"] = attr_i(c, "fmod", 0);
   } else if (op == "InstanceNormalization") {
     a["epsilon"] = attr_f(c, "epsilon", 1e-5f);
   } else if (op == "Celu") {
@@ -743,6 +751,7 @@ void Importer::require_constant_inputs(const Ctx& c) const {
   const std::string& op = c.proto->op_type();
   if (op == "Expand") need_constant(c, 1, "shape");
   if (op == "Tile") need_constant(c, 1, "repeats");
+  if (op == "Trilu" && in(c, 1) != kNoValue) need_constant(c, 1, "k");
   if (op == "Split" && in(c, 1) != kNoValue) need_constant(c, 1, "split");
   if (is_reduction(op) && axes_is_input(op, opset_) && in(c, 1) != kNoValue) {
     need_constant(c, 1, "axes");

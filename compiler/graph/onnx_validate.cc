@@ -334,6 +334,21 @@ class NodeCheck {
     if (op_ == "ConstantOfShape") return constant_of_shape();
     if (op_ == "LayerNormalization") return layer_norm();
     if (op_ == "InstanceNormalization") return instance_norm();
+    if (op_ == "Mod") {
+      broadcast();
+      const int64_t fmod = flag("fmod", 0);
+      if (fmod == 0 && value(0).dtype.code == kKilnFloat) {
+        fail("attribute 'fmod' is 0, but " + input(0) + " is " +
+             onnx_type_string(value(0).dtype) + "; floating-point Mod needs fmod=1");
+      }
+      return;
+    }
+    if (op_ == "Trilu") {
+      if (rank(0) < 2) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; Trilu needs 2 or more");
+      flag("upper", 1);
+      if (has(1) && value(1).num_elements() != 1) fail(input_shaped(1) + " must be a scalar");
+      return;
+    }
     if (op_ == "Range") {
       for (size_t i = 0; i < 3; ++i) {
         if (value(i).num_elements() != 1 || rank(i) > 1) {

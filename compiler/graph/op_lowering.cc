@@ -432,6 +432,7 @@ const std::vector<std::string>& other_ops() {
       "ArgMin",        "Split",
       "Expand",        "Tile",
       "LayerNormalization", "InstanceNormalization",
+      "Trilu",         "Mod",
   };
   return ops;
 }
@@ -767,6 +768,38 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (broadcast_other_ops().count(op)) return lower_broadcast_other(c);
   if (reductions().count(op) || op == "ArgMax" || op == "ArgMin") return lower_reduce(c);
   if (op == "Split") return lower_split(c);
+  if (op == "Trilu") {
+    const Tensor& x = c.input(0);
+    const int64_t k = n.i("k");
+    const bool upper = n.i("upper") != 0;
+    const size_t r = x.ndim();
+    return injective_result(te::compute(
+        x->shape(),
+        [&](const std::vector<ir::Var>& i) {
+          const Expr diff = Expr(i[r - 1]) - Expr(i[r - 2]);  // j - i
+          const Expr keep = upper ? diff >= Expr(static_cast<int>(k))
+                                  : diff <= Expr(static_cast<int>(k));
+          return ir::select(keep, x(std::vector<Expr>(i.begin(), i.end())),
+                            ir::make_zero(x->dtype()));
+        },
+        "trilu"));
+  }
+  if (op == "Mod") {
+    const ir::DataType t = c.input(0)->dtype();
+    const bool fmod = n.i("fmod") != 0;
+    return injective_result(topi::broadcast_binary(
+        c.input(0), c.input(1),
+        [=](Expr a, Expr b) -> Expr {
+          if (t.is_float()) {  // C fmod: the sign of the dividend
+            return a - ir::call(t, "trunc", {a / b}, ir::CallKind::kPureIntrinsic) * b;
+          }
+          if (fmod || !t.is_int()) return a % b;
+          // Python's mod: the sign of the divisor.
+          const Expr r = a % b, zero = ir::make_zero(t);
+          return ir::select(r != zero && ((r < zero) != (b < zero)), r + b, r);
+        },
+        "mod"));
+  }
   if (op == "LayerNormalization") return lower_layer_norm(c);
   if (op == "InstanceNormalization") return lower_instance_norm(c);
   if (op == "Expand") {

@@ -33,13 +33,13 @@ OpPattern op_pattern(const Node& node) {
       {"GreaterOrEqual", P::kBroadcast}, {"Less", P::kBroadcast},
       {"LessOrEqual", P::kBroadcast}, {"Mean", P::kBroadcast}, {"Or", P::kBroadcast},
       {"PRelu", P::kBroadcast}, {"Sum", P::kBroadcast}, {"Where", P::kBroadcast},
-      {"Xor", P::kBroadcast}, {"Expand", P::kBroadcast},
+      {"Xor", P::kBroadcast}, {"Expand", P::kBroadcast}, {"Mod", P::kBroadcast},
       // Injective: data movement, each output element a function of one input element.
       {"Concat", P::kInjective}, {"Flatten", P::kInjective}, {"Gather", P::kInjective},
       {"Pad", P::kInjective}, {"Reshape", P::kInjective}, {"Slice", P::kInjective},
       {"Squeeze", P::kInjective}, {"Transpose", P::kInjective}, {"Unsqueeze", P::kInjective},
       {"LayoutTransform", P::kInjective},  // inserted by alter_layout
-      {"Tile", P::kInjective},
+      {"Tile", P::kInjective}, {"Trilu", P::kInjective},
       // Reductions.
       {"AveragePool", P::kCommReduce}, {"GlobalAveragePool", P::kCommReduce},
       {"GlobalMaxPool", P::kCommReduce}, {"MaxPool", P::kCommReduce},

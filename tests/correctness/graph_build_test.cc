@@ -629,6 +629,24 @@ TEST_F(GraphBuildTest, TrigonometricChain) {
   check(m, "trig");
 }
 
+// Trilu (upper with k = 1, lower with k = -1) over a batch of matrices and float Mod (fmod = 1)
+// with a broadcast divisor, fused into one chain.
+TEST_F(GraphBuildTest, TriluAndMod) {
+  MB m(14);
+  m.input("x", {2, 5, 7});
+  m.init("d", {7}, 0.2f, 0.4f);
+  m.init_int64("k1", {1}, true);
+  m.init_int64("km1", {-1}, true);
+  m.node("Trilu", {"x", "k1"}, {"up"});
+  auto* lo = m.node("Trilu", {"x", "km1"}, {"lo"});
+  MB::attr(lo, "upper", int64_t{0});
+  m.node("Sub", {"up", "lo"}, {"s"});
+  auto* mod = m.node("Mod", {"s", "d"}, {"y"});
+  MB::attr(mod, "fmod", int64_t{1});
+  m.output("y");
+  check(m, "trilu_mod");
+}
+
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});

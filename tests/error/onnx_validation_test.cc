@@ -1121,6 +1121,31 @@ TEST(OnnxValidation, InstanceNormalization) {
   }
 }
 
+TEST(OnnxValidation, ModAndTrilu) {
+  {
+    Model m;
+    m.input("a", {2, 3});
+    m.input("b", {3});
+    m.op("Mod", "mod", {"a", "b"});
+    expect_refused(m, "mod", "Mod",
+                   {"attribute 'fmod' is 0, but input 0 (A 'a') is tensor(float); "
+                    "floating-point Mod needs fmod=1"});
+  }
+  {
+    Model m(14);
+    m.input("x", {4});
+    m.op("Trilu", "tri", {"x"});
+    expect_refused(m, "tri", "Trilu", {"input 0 (input 'x') of shape [4] has rank 1"});
+  }
+  {
+    Model m(14);
+    m.input("x", {3, 3});
+    m.init_int64("k", {1, 2});
+    m.op("Trilu", "tri", {"x", "k"});
+    expect_refused(m, "tri", "Trilu", {"input 1 (k 'k') of shape [2] must be a scalar"});
+  }
+}
+
 TEST(OnnxValidation, ValidEdgeCasesImport) {
   auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
   {  // grouped convolution, bias, explicit kernel_shape equal to the weight's
