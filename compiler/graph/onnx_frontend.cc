@@ -60,17 +60,17 @@ int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : 
 const std::vector<std::string> kSupported = {
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh",
     "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Concat",
-    "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "Cosh", "Div", "Dropout", "Elu",
-    "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "Gemm", "GlobalAveragePool",
-    "GlobalMaxPool", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity",
-    "InstanceNormalization", "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual",
-    "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not",
-    "Or", "PRelu", "Pad", "Pow", "Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
-    "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-    "ReduceSumSquare", "Relu", "Reshape", "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign",
-    "Sin", "Sinh", "Size", "Slice", "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze",
-    "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze",
-    "Where", "Xor",
+    "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "Cosh", "CumSum", "Div",
+    "Dropout", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather",
+    "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
+    "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "LSTM",
+    "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max",
+    "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range",
+    "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
+    "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
+    "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh",
+    "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
 };
 // clang-format on
 
@@ -406,7 +406,7 @@ Attrs Importer::normalize(Ctx& c) {
     a["min"] = const_float(c, 1, "min", -std::numeric_limits<float>::infinity());
     a["max"] = const_float(c, 2, "max", std::numeric_limits<float>::infinity());
     c.inputs.resize(1);
-  } else if (op == "Softmax" || op == "LogSoftmax") {
+  } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
     const int64_t rank = in_rank(c, 0);
     const int64_t axis = norm_axis(attr_i(c, "axis", opset_ < 13 ? 1 : -1), rank);
     if (opset_ < 13 && axis != rank - 1) {
@@ -559,6 +559,14 @@ Attrs Importer::normalize(Ctx& c) {
     c.inputs.resize(1);
   } else if (op == "Expand") {
     c.inputs.resize(1);  // the output's shape is the broadcast of the two
+  } else if (op == "GatherElements") {
+    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+  } else if (op == "CumSum") {
+    const std::vector<int64_t> axis = const_ints(c, 1, "axis");
+    a["axis"] = norm_axis(axis.at(0), in_rank(c, 0));
+    a["exclusive"] = attr_i(c, "exclusive", 0);
+    a["reverse"] = attr_i(c, "reverse", 0);
+    c.inputs.resize(1);
   } else if (op == "Trilu") {
     int64_t k = 0;
     if (in(c, 1) != kNoValue) k = const_ints(c, 1, "k").at(0);
@@ -752,6 +760,7 @@ void Importer::require_constant_inputs(const Ctx& c) const {
   if (op == "Expand") need_constant(c, 1, "shape");
   if (op == "Tile") need_constant(c, 1, "repeats");
   if (op == "Trilu" && in(c, 1) != kNoValue) need_constant(c, 1, "k");
+  if (op == "CumSum") need_constant(c, 1, "axis");
   if (op == "Split" && in(c, 1) != kNoValue) need_constant(c, 1, "split");
   if (is_reduction(op) && axes_is_input(op, opset_) && in(c, 1) != kNoValue) {
     need_constant(c, 1, "axes");

@@ -375,7 +375,15 @@ class NodeCheck {
       axis_in(attr_i("axis", 1), rank(0), "attribute 'axis'", input(0), /*extra=*/1);
       return;
     }
-    if (op_ == "Softmax" || op_ == "LogSoftmax") {
+    if (op_ == "GatherElements") return gather_elements();
+    if (op_ == "CumSum") {
+      if (value(1).num_elements() != 1 || rank(1) > 1) fail(input_shaped(1) + " must be a scalar");
+      if (const auto axis = const_ints(1)) axis_in((*axis)[0], rank(0), input(1), input(0));
+      flag("exclusive", 0);
+      flag("reverse", 0);
+      return;
+    }
+    if (op_ == "Softmax" || op_ == "LogSoftmax" || op_ == "Hardmax") {
       axis_in(attr_i("axis", opset_ < 13 ? 1 : -1), rank(0), "attribute 'axis'", input(0));
       return;
     }
@@ -1076,6 +1084,34 @@ class NodeCheck {
       for (int64_t d : v->t().dims()) count *= d;
       if (count != 1) {
         fail("attribute 'value' holds " + str(count) + " elements; it must hold exactly one");
+      }
+    }
+  }
+
+  /// GatherElements: indices of data's rank, no larger than data off the axis (the output has
+  /// the indices' shape and reads data at their coordinates), constant indices in range.
+  void gather_elements() {
+    const int64_t r = rank(0);
+    if (r == 0) fail(input(0) + " is a scalar; GatherElements takes data of rank 1 or more");
+    const int64_t axis = axis_in(attr_i("axis", 0), r, "attribute 'axis'", input(0));
+    if (rank(1) != r) {
+      fail(input_shaped(1) + " has rank " + str(rank(1)) + ", but " + input_shaped(0) +
+           " has rank " + str(r) + "; they must agree");
+    }
+    for (int64_t d = 0; d < r; ++d) {
+      const size_t du = static_cast<size_t>(d);
+      if (d != axis && shape(1)[du] > shape(0)[du]) {
+        fail(input_shaped(1) + " is larger than " + input_shaped(0) + " in dimension " + str(d) +
+             " (" + str(shape(1)[du]) + " > " + str(shape(0)[du]) + ")");
+      }
+    }
+    if (const auto idx = const_ints(1)) {
+      const int64_t dim = shape(0)[static_cast<size_t>(axis)];
+      for (int64_t j : *idx) {
+        if (j < -dim || j >= dim) {
+          fail(input(1) + " holds index " + str(j) + ", out of range [" + str(-dim) + ", " +
+               str(dim - 1) + "] for dimension " + str(axis) + " of " + input_shaped(0));
+        }
       }
     }
   }

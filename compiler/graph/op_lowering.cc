@@ -433,6 +433,8 @@ const std::vector<std::string>& other_ops() {
       "Expand",        "Tile",
       "LayerNormalization", "InstanceNormalization",
       "Trilu",         "Mod",
+      "GatherElements", "CumSum",
+      "Hardmax",
   };
   return ops;
 }
@@ -768,6 +770,19 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (broadcast_other_ops().count(op)) return lower_broadcast_other(c);
   if (reductions().count(op) || op == "ArgMax" || op == "ArgMin") return lower_reduce(c);
   if (op == "Split") return lower_split(c);
+  if (op == "GatherElements") {
+    return injective_result(
+        topi::gather_elements(c.input(0), c.input(1), n.i("axis"), "gather_elements"));
+  }
+  if (op == "CumSum" || op == "Hardmax") {
+    Tensor y = op == "CumSum" ? topi::cumsum(c.input(0), n.i("axis"), n.i("exclusive") != 0,
+                                             n.i("reverse") != 0, "cumsum")
+                              : topi::hardmax(c.input(0), n.i("axis"), "hardmax");
+    return {{y}, [=](te::Schedule& s, const Tensor& output) {
+              topi::schedule_reduce_x86(s, y);
+              then_injective(s, y, output);
+            }};
+  }
   if (op == "Trilu") {
     const Tensor& x = c.input(0);
     const int64_t k = n.i("k");

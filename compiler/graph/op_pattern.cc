@@ -39,7 +39,7 @@ OpPattern op_pattern(const Node& node) {
       {"Pad", P::kInjective}, {"Reshape", P::kInjective}, {"Slice", P::kInjective},
       {"Squeeze", P::kInjective}, {"Transpose", P::kInjective}, {"Unsqueeze", P::kInjective},
       {"LayoutTransform", P::kInjective},  // inserted by alter_layout
-      {"Tile", P::kInjective}, {"Trilu", P::kInjective},
+      {"Tile", P::kInjective}, {"Trilu", P::kInjective}, {"GatherElements", P::kInjective},
       // Reductions.
       {"AveragePool", P::kCommReduce}, {"GlobalAveragePool", P::kCommReduce},
       {"GlobalMaxPool", P::kCommReduce}, {"MaxPool", P::kCommReduce},
@@ -55,7 +55,7 @@ OpPattern op_pattern(const Node& node) {
       // Opaque (see the header for softmax; Split has several outputs). Constant, Shape, Size,
       // ConstantOfShape and Range never reach the graph; CastLike becomes Cast.
       {"LSTM", P::kOpaque}, {"Split", P::kOpaque}, {"LayerNormalization", P::kOpaque},
-      {"InstanceNormalization", P::kOpaque},
+      {"InstanceNormalization", P::kOpaque}, {"CumSum", P::kOpaque}, {"Hardmax", P::kOpaque},
       {"LogSoftmax", P::kOpaque}, {"Softmax", P::kOpaque},
       {"Constant", P::kOpaque}, {"Shape", P::kOpaque},
   };

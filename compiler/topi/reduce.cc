@@ -200,6 +200,38 @@ te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepd
       name);
 }
 
+te::Tensor cumsum(const te::Tensor& x, int64_t axis, bool exclusive, bool reverse,
+                  const std::string& name) {
+  const int ax = normalize_axis(axis, x.ndim(), name);
+  IterVar k = te::reduce_axis({0, x->shape()[static_cast<size_t>(ax)]}, "k");
+  return te::compute(
+      x->shape(),
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx(i.begin(), i.end());
+        idx[static_cast<size_t>(ax)] = k->var;
+        const Expr at = i[static_cast<size_t>(ax)];
+        const Expr kv = k->var;
+        Expr cond = reverse ? (exclusive ? kv > at : kv >= at) : (exclusive ? kv < at : kv <= at);
+        return te::sum(x(idx), {k}, cond);
+      },
+      name);
+}
+
+te::Tensor hardmax(const te::Tensor& x, int64_t axis, const std::string& name) {
+  const int ax = normalize_axis(axis, x.ndim(), name);
+  te::Tensor arg = arg_reduce(x, true, ax, true, false, name + ".arg");
+  const ir::DataType t = x->dtype();
+  return te::compute(
+      x->shape(),
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> r(i.begin(), i.end());
+        r[static_cast<size_t>(ax)] = Expr(0);
+        return ir::select(arg(r) == ir::cast(ir::kInt64, i[static_cast<size_t>(ax)]),
+                          ir::make_one(t), ir::make_zero(t));
+      },
+      name);
+}
+
 LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& bias,
                             int64_t axis, double epsilon, const std::string& name,
                             bool per_channel) {

@@ -29,6 +29,15 @@ te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& 
 te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepdims,
                       bool select_last_index, const std::string& name = "arg_reduce");
 
+/// ONNX CumSum along `axis`: out[..., i, ...] = the sum of x over k <= i (k < i when
+/// `exclusive`; k >= i, or k > i, when `reverse`). One reduction stage.
+te::Tensor cumsum(const te::Tensor& x, int64_t axis, bool exclusive, bool reverse,
+                  const std::string& name = "cumsum");
+
+/// ONNX Hardmax along `axis`: 1 where x holds the first largest element of its row, else 0.
+/// Stages name.arg (an arg_reduce) and `name`.
+te::Tensor hardmax(const te::Tensor& x, int64_t axis, const std::string& name = "hardmax");
+
 /// ONNX LayerNormalization over the axes from `axis` on: y = (x - mean) * inv_std_dev * scale +
 /// bias (scale and bias, bias optional, broadcast against those axes), with mean and inv_std_dev =
 /// 1 / sqrt(var + epsilon) of x's shape with the normalized axes of size 1 (the variance computed

@@ -379,6 +379,28 @@ te::Tensor take(const te::Tensor& data, const te::Tensor& indices, int64_t axis,
       name);
 }
 
+te::Tensor gather_elements(const te::Tensor& data, const te::Tensor& indices, int64_t axis,
+                           const std::string& name) {
+  KILN_USER_CHECK(indices->dtype().is_int() || indices->dtype().is_uint())
+      << name << ": indices '" << indices->name() << "' must be integers, not " << indices->dtype();
+  KILN_USER_CHECK(indices.ndim() == data.ndim())
+      << name << ": indices '" << indices->name() << "' of rank " << indices.ndim()
+      << " for data '" << data->name() << "' of rank " << data.ndim();
+  const int a = normalize_axis(axis, data.ndim(), name);
+  const int64_t dim = const_shape(data, name)[a];
+  return te::compute(
+      indices->shape(),
+      [&](const std::vector<Var>& i) {
+        Expr j = ir::cast(ir::kInt32, indices(std::vector<Expr>(i.begin(), i.end())));
+        j = ir::select(j < 0, j + int_expr(dim), j);
+        j = ir::min(ir::max(j, 0), int_expr(dim - 1));  // never a read out of bounds
+        std::vector<Expr> idx(i.begin(), i.end());
+        idx[static_cast<size_t>(a)] = j;
+        return data(idx);
+      },
+      name);
+}
+
 te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
                 const std::string& name) {
   KILN_USER_CHECK(repeats.size() == x.ndim())

@@ -647,6 +647,28 @@ TEST_F(GraphBuildTest, TriluAndMod) {
   check(m, "trilu_mod");
 }
 
+// CumSum (forward, exclusive and reverse), Hardmax, and GatherElements with constant indices
+// (negative ones too) after an elementwise producer.
+TEST_F(GraphBuildTest, CumSumHardmaxGatherElements) {
+  MB m(13);
+  m.input("x", {3, 6});
+  m.input("v", {6});
+  m.init_int64("axis1", {1}, true);
+  m.node("CumSum", {"x", "axis1"}, {"c0"});
+  auto* ex = m.node("CumSum", {"x", "axis1"}, {"c1"});
+  MB::attr(ex, "exclusive", int64_t{1});
+  MB::attr(ex, "reverse", int64_t{1});
+  m.node("Add", {"c0", "c1"}, {"y0"});
+  m.output("y0");
+  m.node("Hardmax", {"x"}, {"y1"});
+  m.output("y1");
+  m.node("Exp", {"v"}, {"ev"});
+  m.init_int64("idx", {5, -1, 0, 2, -6, 3, 3});
+  m.node("GatherElements", {"ev", "idx"}, {"y2"});
+  m.output("y2");
+  check(m, "cumsum_hardmax");
+}
+
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});

@@ -1146,6 +1146,50 @@ TEST(OnnxValidation, ModAndTrilu) {
   }
 }
 
+TEST(OnnxValidation, GatherElementsAndCumSum) {
+  {  // indices larger than the data off the axis would read past it
+    Model m;
+    m.input("x", {3, 2});
+    m.input("i", {4, 3}, TensorProto::INT64);  // 4 along the axis is allowed, 3 > 2 is not
+    m.op("GatherElements", "ge", {"x", "i"});
+    expect_refused(m, "ge", "GatherElements",
+                   {"input 1 (indices 'i') of shape [4,3] is larger than input 0 (data 'x') of "
+                    "shape [3,2] in dimension 1 (3 > 2)"});
+  }
+  {
+    Model m;
+    m.input("x", {4});
+    m.init_int64("i", {1, 4});
+    m.op("GatherElements", "ge", {"x", "i"});
+    expect_refused(m, "ge", "GatherElements",
+                   {"input 1 (indices 'i') holds index 4, out of range [-4, 3] for dimension 0 "
+                    "of input 0 (data 'x') of shape [4]"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.input("i", {3}, TensorProto::INT64);
+    m.op("GatherElements", "ge", {"x", "i"});
+    expect_refused(m, "ge", "GatherElements", {"has rank 1", "has rank 2; they must agree"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.init_int64("axis", {2}, true);
+    m.op("CumSum", "cs", {"x", "axis"});
+    expect_refused(m, "cs", "CumSum",
+                   {"input 1 (axis 'axis') is 2, out of range [-2, 1] for input 0 (x 'x') of "
+                    "rank 2"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.input("axis", {}, TensorProto::INT64);
+    m.op("CumSum", "cs", {"x", "axis"});
+    expect_refused(m, "cs", "CumSum", {"input 'axis' must be a constant"});
+  }
+}
+
 TEST(OnnxValidation, ValidEdgeCasesImport) {
   auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
   {  // grouped convolution, bias, explicit kernel_shape equal to the weight's
