@@ -4,8 +4,8 @@
 // exp, log, tanh and sigmoid (1 / (1 + exp(-x)), which saturates correctly at both ends) use the
 // polynomials of llvm_fast_math.cc for float32 and float16 (computed in float32), so they stay
 // vectors. Other math maps to LLVM intrinsics where LLVM has one (llvm.sqrt, llvm.floor, ...: the
-// back-end turns them into instructions or libm calls, lane by lane for vectors); erf, and tanh in
-// float64, call libm per lane.
+// back-end turns them into instructions or libm calls, lane by lane for vectors); erf, tan, the
+// inverse and hyperbolic trigonometric functions, and tanh in float64, call libm per lane.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Intrinsics.h>
@@ -21,7 +21,7 @@ namespace kiln::codegen::detail {
 namespace {
 
 /// Pure intrinsics that are one LLVM intrinsic of the operand type, by arity.
-constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 11> kUnary = {{
+constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 12> kUnary = {{
     {"exp2", llvm::Intrinsic::exp2},
     {"log2", llvm::Intrinsic::log2},
     {"log10", llvm::Intrinsic::log10},
@@ -31,12 +31,14 @@ constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 11> kUnar
     {"ceil", llvm::Intrinsic::ceil},
     {"trunc", llvm::Intrinsic::trunc},
     {"round", llvm::Intrinsic::round},
+    {"roundeven", llvm::Intrinsic::roundeven},
     {"sin", llvm::Intrinsic::sin},
     {"cos", llvm::Intrinsic::cos},
 }};
 
 constexpr const char* kKnown =
-    "exp, exp2, log, log2, log10, sqrt, fabs, floor, ceil, trunc, round, sin, cos, tanh, erf, "
+    "exp, exp2, log, log2, log10, sqrt, fabs, floor, ceil, trunc, round, roundeven, sin, cos, "
+    "tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, tanh, erf, "
     "sigmoid, pow, fma";
 
 }  // namespace
@@ -110,7 +112,8 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
       return builder_.CreateUnaryIntrinsic(id, emit(op->args[0]));
     }
   }
-  if (name == "erf") {
+  if (name == "erf" || name == "tan" || name == "acos" || name == "asin" || name == "atan" ||
+      name == "sinh" || name == "cosh" || name == "asinh" || name == "acosh" || name == "atanh") {
     arity(1);
     return call_libm_per_lane(name, emit(op->args[0]));
   }

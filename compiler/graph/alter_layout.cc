@@ -174,8 +174,12 @@ class LayoutRewriter {
     ++report_.convolutions_blocked;
   }
 
-  /// An elementwise node reading blocked values: computed in blocks (those of its first operand)
-  /// when every operand is blocked with the output's shape or is a single element.
+  /// An elementwise node reading blocked values: computed in blocks (those of its first operand
+  /// blocked with the output's shape) when every other operand is blocked with the output's shape,
+  /// is a rank-4 per-channel operand (its channels the output's, every other dimension the
+  /// output's or 1: [N,C,1,1], [1,C,1,1], an SE block's scale), which is converted to the same
+  /// blocks and broadcasts against [N, C/b, H, W, b] as it did in NCHW, or is a single element
+  /// (read in NCHW: it broadcasts against any rank).
   bool try_keep_blocked(Node& n) {
     if (!layout_agnostic(n.op) || n.outputs.size() != 1) return false;
     const std::vector<int64_t> out_shape = g_.value(n.outputs[0]).shape;  // (values may grow)
@@ -183,20 +187,44 @@ class LayoutRewriter {
     int b = 0;
     for (ValueId v : n.inputs) {
       if (v == kNoValue) continue;
-      const Value& val = g_.value(v);
       auto it = blocked_.find(v);
-      if (it != blocked_.end() && val.shape == out_shape) {
-        if (b == 0) b = it->second.block;
-      } else if (val.num_elements() != 1) {
-        return false;  // an NCHW operand: the node reads NCHW, converting fewer values
+      if (it != blocked_.end() && g_.value(v).shape == out_shape) {
+        b = it->second.block;
+        break;
       }
     }
     if (b == 0) return false;
-    for (ValueId& v : n.inputs) {
-      if (v != kNoValue && g_.value(v).shape == out_shape) v = in_block(v, b);
+    std::vector<bool> to_block;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) {
+        to_block.push_back(false);
+        continue;
+      }
+      const Value& val = g_.value(v);
+      if (val.shape == out_shape ? blocked_.count(v) != 0 : per_channel(val.shape, out_shape, b)) {
+        to_block.push_back(true);
+      } else if (val.num_elements() == 1) {
+        to_block.push_back(false);
+      } else {
+        return false;  // an NCHW operand: the node reads NCHW, converting fewer values
+      }
+    }
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      ValueId& v = n.inputs[i];
+      if (v != kNoValue) v = to_block[i] ? in_block(v, b) : plain(v);
     }
     make_blocked_output(n, b);
     g_.nodes().push_back(std::move(n));
+    return true;
+  }
+
+  /// Whether `s` is a rank-4 operand with `out`'s channels (a multiple of b) whose other
+  /// dimensions are out's or 1.
+  static bool per_channel(const std::vector<int64_t>& s, const std::vector<int64_t>& out, int b) {
+    if (s.size() != 4 || s[1] != out[1] || s[1] % b != 0) return false;
+    for (size_t d : {size_t{0}, size_t{2}, size_t{3}}) {
+      if (s[d] != out[d] && s[d] != 1) return false;
+    }
     return true;
   }
 

@@ -12,8 +12,10 @@
 // convolution: its data input is [N, C/ib, H, W, ib], its weight a new constant packed as
 // [O/ob, C/ib, KH, KW, ib, ob] (depthwise: [C/c, 1, KH, KW, 1, c]), its output [N, O/ob, OH, OW,
 // ob]; its bias stays [O]. Elementwise operators (activations; Add, Sub, Mul, Div, Max, Min whose
-// operands are all blocked or single elements) keep the layout of their first blocked operand,
-// converting the others to it, and so do 2-D poolings (MaxPool, AveragePool and the global ones
+// operands are all blocked with the output's shape, per-channel rank-4 tensors such as [N,C,1,1]
+// or [1,C,1,1], or single elements) keep the layout of their first operand blocked with the
+// output's shape, converting the others to it (a single element stays NCHW and broadcasts), and
+// so do 2-D poolings (MaxPool, AveragePool and the global ones
 // pool NCHW[x]c directly; marked with data_block). Every other reader of a blocked value, and every graph output, reads it converted back to
 // NCHW; a convolution that wants another block converts directly between blocks. Conversions
 // are LayoutTransform nodes {src_block, dst_block} (0 = NCHW), each made at most once per value

@@ -34,6 +34,10 @@ class Fuser {
       for (int64_t c = linked_reader(i); c >= 0; c = linked_reader(static_cast<size_t>(c))) {
         const size_t cu = static_cast<size_t>(c);
         if (find(cu) != cu || !at_most(op_pattern(nodes[cu]), OpPattern::kBroadcast)) break;
+        // The template stores the epilogue from its register tile, one element per element of
+        // the master's output: a broadcast that grows the shape (an SE block's [N,C,1,1] scale
+        // times [N,C,H,W]) has more elements than the tile and stays outside the group.
+        if (!same_shape_output(cu, i)) break;
         parent_[cu] = i;
       }
     }
@@ -62,6 +66,15 @@ class Fuser {
   size_t master(size_t root) const { return master_[root]; }
 
  private:
+  /// Whether node c has one output, of the shape of master node m's first output.
+  bool same_shape_output(size_t c, size_t m) const {
+    const Node& cn = g_.nodes()[c];
+    const Node& mn = g_.nodes()[m];
+    if (cn.outputs.empty() || mn.outputs.empty()) return false;
+    if (cn.outputs[0] == kNoValue || mn.outputs[0] == kNoValue) return false;
+    return g_.value(cn.outputs[0]).shape == g_.value(mn.outputs[0]).shape;
+  }
+
   /// The one reader of node i's one output, or -1 when the output is not a link (see fuse.h).
   int64_t linked_reader(size_t i) const {
     const Node& n = g_.nodes()[i];

@@ -12,7 +12,10 @@
 //   Phase 1 (out-ewise fusion): each out-ewise-fusable node (Conv, ConvTranspose, Gemm, MatMul),
 //     in topological order, absorbs the chain of elementwise and broadcast nodes that follows it
 //     through links (Conv -> BatchNorm -> Add(skip) -> Relu), stopping at the first node that is
-//     injective or worse or that an earlier chain absorbed (so Add(conv1, conv2) goes with conv1).
+//     injective or worse, that an earlier chain absorbed (so Add(conv1, conv2) goes with conv1),
+//     or whose output has another shape than the master's (a broadcast that grows the tile, such
+//     as a squeeze-and-excitation block's Mul of a [N,C,H,W] tensor by a 1x1 convolution's
+//     [N,C,1,1] output: it becomes a broadcast group of its own, which phase 2 may merge).
 //     The group is out-ewise-fusable and its master is the conv/dense node; the epilogue's other
 //     operands (bias, skip connection) are the group's external inputs.
 //   Phase 2 (injective fusion), in topological order, for the group P that the node ends and the

@@ -19,6 +19,12 @@ namespace kiln::graph::onnx_detail {
 inline constexpr int64_t kMinOpset = 11;
 inline constexpr int64_t kMaxOpset = 18;
 
+/// Whether reduction `op` takes its axes as input 1 at `opset` (ReduceSum from opset 13, the
+/// other reductions from opset 18, with noop_with_empty_axes) rather than as an attribute.
+inline bool axes_is_input(const std::string& op, int64_t opset) {
+  return op == "ReduceSum" ? opset >= 13 : opset >= 18;
+}
+
 /// "a, b, c"
 std::string join(const std::vector<std::string>& items);
 

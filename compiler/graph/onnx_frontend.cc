@@ -45,17 +45,32 @@ const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
   return nullptr;
 }
 
+bool is_reduction(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "ReduceL1",  "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSum",       "ReduceSumSquare"};
+  return kOps.count(op) != 0;
+}
+
 /// A possibly negative axis (validate_node has checked its range) made non-negative.
 int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
 // The supported operators, sorted (std::binary_search looks them up).
 // clang-format off
 const std::vector<std::string> kSupported = {
-    "Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat", "Constant",
-    "Conv", "ConvTranspose", "Div", "Dropout", "Exp", "Flatten", "Gather", "Gemm",
-    "GlobalAveragePool", "GlobalMaxPool", "Identity", "LSTM", "LeakyRelu", "Log", "LogSoftmax",
-    "MatMul", "Max", "MaxPool", "Min", "Mul", "Neg", "Pad", "Pow", "Relu", "Reshape", "Shape",
-    "Sigmoid", "Slice", "Softmax", "Sqrt", "Squeeze", "Sub", "Tanh", "Transpose", "Unsqueeze",
+    "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh",
+    "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Concat",
+    "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "Cosh", "CumSum", "Div",
+    "Dropout", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather",
+    "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
+    "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "LSTM",
+    "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max",
+    "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range",
+    "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
+    "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
+    "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh",
+    "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
 };
 // clang-format on
 
@@ -156,6 +171,15 @@ class Importer {
 
   /// Evaluates the node if it can be (returns true and defines its output as a constant).
   bool try_fold(const Ctx& c);
+  /// ConstantOfShape and Range, whose inputs decide the output's shape: computed at import into a
+  /// constant; an error naming the node and the input when an input is not a constant.
+  void generate(const Ctx& c);
+  /// The inputs that are parameters Kiln needs at compile time (Expand's shape, Tile's repeats,
+  /// Split's sizes, a reduction's axes): an error naming the node and the input when one is not
+  /// a constant, before shape inference (which would give no static shape).
+  void require_constant_inputs(const Ctx& c) const;
+  /// The static shape ONNX shape inference gives the node's first output, if it gives one.
+  bool inferred_static_shape(const Ctx& c, std::vector<int64_t>* shape);
 
   void define(const std::string& name, ValueId v) { values_[name] = v; }
   ValueId output_value(const NodeProto& n, int i);
@@ -382,7 +406,7 @@ Attrs Importer::normalize(Ctx& c) {
     a["min"] = const_float(c, 1, "min", -std::numeric_limits<float>::infinity());
     a["max"] = const_float(c, 2, "max", std::numeric_limits<float>::infinity());
     c.inputs.resize(1);
-  } else if (op == "Softmax" || op == "LogSoftmax") {
+  } else if (op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") {
     const int64_t rank = in_rank(c, 0);
     const int64_t axis = norm_axis(attr_i(c, "axis", opset_ < 13 ? 1 : -1), rank);
     if (opset_ < 13 && axis != rank - 1) {
@@ -495,6 +519,84 @@ Attrs Importer::normalize(Ctx& c) {
     a["to"] = runtime::dtype_to_string(t);
   } else if (op == "Gather") {  // (constant data and indices were folded already)
     a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+  } else if (is_reduction(op)) {
+    const int64_t rank = in_rank(c, 0);
+    std::vector<int64_t> axes;
+    if (axes_is_input(op, opset_)) {
+      if (in(c, 1) != kNoValue) axes = const_ints(c, 1, "axes");
+      a["noop"] = int64_t{attr_i(c, "noop_with_empty_axes", 0) != 0 && axes.empty() ? 1 : 0};
+    } else {
+      axes = attr_ints(c, "axes", {});
+      a["noop"] = int64_t{0};
+    }
+    for (int64_t& ax : axes) ax = norm_axis(ax, rank);
+    std::sort(axes.begin(), axes.end());
+    a["axes"] = axes;  // empty: every axis
+    a["keepdims"] = attr_i(c, "keepdims", 1);
+    c.inputs.resize(1);
+  } else if (op == "ArgMax" || op == "ArgMin") {
+    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+    a["keepdims"] = attr_i(c, "keepdims", 1);
+    a["select_last_index"] = attr_i(c, "select_last_index", 0);
+  } else if (op == "HardSigmoid") {
+    a["alpha"] = attr_f(c, "alpha", 0.2f);
+    a["beta"] = attr_f(c, "beta", 0.5f);
+  } else if (op == "Elu") {
+    a["alpha"] = attr_f(c, "alpha", 1.0f);
+  } else if (op == "Selu") {
+    a["alpha"] = attr_f(c, "alpha", 1.67326319217681884765625f);
+    a["gamma"] = attr_f(c, "gamma", 1.05070102214813232421875f);
+  } else if (op == "Split") {
+    // The sizes are those inference gave the outputs (validate_node checked the forms).
+    const int64_t axis = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+    std::vector<int64_t> sizes;
+    for (int i = 0; i < c.proto->output_size(); ++i) {
+      if (c.proto->output(i).empty()) fail(c, "output " + std::to_string(i) + " is unnamed");
+      sizes.push_back(g_.value(values_.at(c.proto->output(i))).shape.at(static_cast<size_t>(axis)));
+    }
+    a["axis"] = axis;
+    a["split"] = sizes;
+    c.inputs.resize(1);
+  } else if (op == "Expand") {
+    c.inputs.resize(1);  // the output's shape is the broadcast of the two
+  } else if (op == "GatherElements") {
+    a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+  } else if (op == "CumSum") {
+    const std::vector<int64_t> axis = const_ints(c, 1, "axis");
+    a["axis"] = norm_axis(axis.at(0), in_rank(c, 0));
+    a["exclusive"] = attr_i(c, "exclusive", 0);
+    a["reverse"] = attr_i(c, "reverse", 0);
+    c.inputs.resize(1);
+  } else if (op == "Trilu") {
+    int64_t k = 0;
+    if (in(c, 1) != kNoValue) k = const_ints(c, 1, "k").at(0);
+    a["k"] = k;
+    a["upper"] = attr_i(c, "upper", 1);
+    c.inputs.resize(1);
+  } else if (op == "Mod") {
+    a["fmod"] = attr_i(c, "fmod", 0);
+  } else if (op == "InstanceNormalization") {
+    a["epsilon"] = attr_f(c, "epsilon", 1e-5f);
+  } else if (op == "Celu") {
+    a["alpha"] = attr_f(c, "alpha", 1.0f);
+  } else if (op == "ThresholdedRelu") {
+    a["alpha"] = attr_f(c, "alpha", 1.0f);
+  } else if (op == "Shrink") {
+    a["lambd"] = attr_f(c, "lambd", 0.5f);
+    a["bias"] = attr_f(c, "bias", 0.0f);
+  } else if (op == "CastLike") {  // a Cast to input 1's element type
+    a["to"] = runtime::dtype_to_string(in_value(c, 1).dtype);
+    c.inputs.resize(1);
+  } else if (op == "LayerNormalization") {
+    a["axis"] = norm_axis(attr_i(c, "axis", -1), in_rank(c, 0));
+    a["epsilon"] = attr_f(c, "epsilon", 1e-5f);
+    if (attr_i(c, "stash_type", 1) != 1) {
+      fail(c, "stash_type=" + std::to_string(attr_i(c, "stash_type", 1)) +
+                  " is not supported (only 1: statistics in float32)");
+    }
+  } else if (op == "Tile") {
+    a["repeats"] = const_ints(c, 1, "repeats");
+    c.inputs.resize(1);
   }
   // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Add, Sub, Mul, Div, Pow, Max, Min, MatMul,
   // GlobalAveragePool, GlobalMaxPool: no attributes.
@@ -516,6 +618,46 @@ bool Importer::try_fold(const Ctx& c) {
     std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
     define(out_name, g_.add_constant(out_name, runtime::NDArray::from_vector(
                                                    dims, {static_cast<int64_t>(dims.size())})));
+    return true;
+  }
+  if (op == "Size") {
+    const int64_t count = in_value(c, 0).num_elements();
+    define(out_name, g_.add_constant(out_name, runtime::NDArray::from_vector(
+                                                   std::vector<int64_t>{count}, {})));
+    return true;
+  }
+  if (op == "Neg" || op == "Add" || op == "Sub" || op == "Mul") {
+    // Shape arithmetic on small integer constants (a rank computed from Shape and Size, a
+    // negative axis made positive): folded here, so that ConstantOfShape, Reshape and the like
+    // see constants. The operands broadcast as 1-D vectors or scalars.
+    std::vector<const runtime::NDArray*> args;
+    for (ValueId v : c.inputs) {
+      if (v == kNoValue || !g_.value(v).is_constant()) return false;
+      const runtime::NDArray* a = g_.value(v).data.get();
+      if (!runtime::dtype_equal(a->dtype(), runtime::kInt64) || a->ndim() > 1 ||
+          a->num_elements() > 64) {
+        return false;
+      }
+      args.push_back(a);
+    }
+    Value& ov = g_.value(values_.at(out_name));
+    if (!runtime::dtype_equal(ov.dtype, runtime::kInt64) || ov.shape.size() > 1) return false;
+    const int64_t n = ov.num_elements();
+    for (const runtime::NDArray* a : args) {
+      if (a->num_elements() != 1 && a->num_elements() != n) return false;
+    }
+    std::vector<int64_t> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      auto at = [&](size_t k) {
+        const runtime::NDArray& a = *args[k];
+        return a.data<int64_t>()[a.num_elements() == 1 ? 0 : i];
+      };
+      out[static_cast<size_t>(i)] = op == "Neg"   ? -at(0)
+                                    : op == "Add" ? at(0) + at(1)
+                                    : op == "Sub" ? at(0) - at(1)
+                                                  : at(0) * at(1);
+    }
+    ov.data = std::make_shared<const runtime::NDArray>(runtime::NDArray::from_vector(out, ov.shape));
     return true;
   }
   static const std::set<std::string> kFoldable = {"Cast",    "Concat",  "Flatten",  "Gather",
@@ -613,6 +755,97 @@ bool Importer::try_fold(const Ctx& c) {
   return true;
 }
 
+void Importer::require_constant_inputs(const Ctx& c) const {
+  const std::string& op = c.proto->op_type();
+  if (op == "Expand") need_constant(c, 1, "shape");
+  if (op == "Tile") need_constant(c, 1, "repeats");
+  if (op == "Trilu" && in(c, 1) != kNoValue) need_constant(c, 1, "k");
+  if (op == "CumSum") need_constant(c, 1, "axis");
+  if (op == "Split" && in(c, 1) != kNoValue) need_constant(c, 1, "split");
+  if (is_reduction(op) && axes_is_input(op, opset_) && in(c, 1) != kNoValue) {
+    need_constant(c, 1, "axes");
+  }
+}
+
+bool Importer::inferred_static_shape(const Ctx& c, std::vector<int64_t>* shape) {
+  infer(c);
+  auto it = types_.find(c.proto->output(0));
+  if (it == types_.end() || !it->second.has_tensor_type() ||
+      !it->second.tensor_type().has_shape()) {
+    return false;
+  }
+  shape->clear();
+  for (const auto& dim : it->second.tensor_type().shape().dim()) {
+    if (!dim.has_dim_value() || dim.dim_value() < 0) return false;
+    shape->push_back(dim.dim_value());
+  }
+  return true;
+}
+
+void Importer::generate(const Ctx& c) {
+  const std::string& op = c.proto->op_type();
+  const std::string& out_name = c.proto->output(0);
+  runtime::NDArray data;
+  if (op == "ConstantOfShape") {
+    std::vector<int64_t> shape;
+    if (const_input(c, 0) != nullptr) {
+      shape = const_ints(c, 0, "input");
+    } else {
+      // A shape computed from other shapes (Shape -> Slice -> Sub ...): ONNX's data propagation
+      // may know it; otherwise the output has no static shape and the node is refused.
+      if (!inferred_static_shape(c, &shape)) {
+        fail(c, "input 'input' must be a constant (or a shape computed from static shapes): "
+                "Kiln needs static shapes");
+      }
+    }
+    for (int64_t d : shape) {
+      if (d < 0) fail(c, "input 'input' holds a negative dimension " + std::to_string(d));
+    }
+    runtime::NDArray value = runtime::NDArray::from_vector(std::vector<float>{0.0f}, {1});
+    if (const AttributeProto* v = find_attr(*c.proto, "value")) {
+      value = tensor_to_ndarray(v->t(), "'" + origin_ + "': " + c.where + " attribute 'value'");
+    }
+    data = runtime::NDArray::empty(shape, value.dtype());
+    const int64_t elem = runtime::dtype_bytes(value.dtype());
+    auto* dst = static_cast<char*>(data.data());
+    for (int64_t i = 0; i < data.num_elements(); ++i) {
+      std::memcpy(dst + i * elem, value.data(), static_cast<size_t>(elem));
+    }
+  } else {  // Range
+    double v[3];
+    const char* names[3] = {"start", "limit", "delta"};
+    KilnDType t{};
+    for (size_t i = 0; i < 3; ++i) {
+      const runtime::NDArray& a = need_constant(c, i, names[i]);
+      if (a.num_elements() != 1) fail(c, std::string("input '") + names[i] + "' must be a scalar");
+      v[i] = element_as_double(a, 0);
+      t = a.dtype();
+    }
+    if (v[2] == 0.0) fail(c, "input 'delta' is 0");
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])));
+    if (n > (int64_t{1} << 31)) fail(c, "the range has " + std::to_string(n) + " elements");
+    data = runtime::NDArray::empty({n}, t);
+    const int64_t elem = runtime::dtype_bytes(t);
+    auto* dst = static_cast<char*>(data.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = v[0] + static_cast<double>(i) * v[2];
+      char* p = dst + i * elem;
+      if (t.code == kKilnFloat && t.bits == 32) {
+        const float f = static_cast<float>(x);
+        std::memcpy(p, &f, 4);
+      } else if (t.code == kKilnFloat && t.bits == 64) {
+        std::memcpy(p, &x, 8);
+      } else if (t.code == kKilnInt) {
+        const int64_t iv = static_cast<int64_t>(x);
+        std::memcpy(p, &iv, static_cast<size_t>(elem));  // little-endian narrowing
+      } else {
+        fail(c, "Range of " + runtime::dtype_to_string(t) + " is not supported");
+      }
+    }
+  }
+  define(out_name, g_.add_constant(out_name, std::move(data)));
+}
+
 Graph Importer::run(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
   std::map<std::string, const TensorProto*> initializers;
@@ -707,7 +940,12 @@ Graph Importer::run(const onnx::ModelProto& model) {
       }
       continue;
     }
-    if (op == "Shape" && try_fold(c)) continue;
+    if ((op == "Shape" || op == "Size") && try_fold(c)) continue;
+    if (op == "ConstantOfShape" || op == "Range") {
+      generate(c);
+      continue;
+    }
+    require_constant_inputs(c);
     infer(c);
     std::vector<ValueId> outs;
     for (int i = 0; i < n.output_size(); ++i) {
@@ -718,7 +956,8 @@ Graph Importer::run(const onnx::ModelProto& model) {
     while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
     // A node name is unique in Kiln's graph even when the file leaves it empty.
     std::string name = n.name().empty() ? op + "_" + std::to_string(g_.nodes().size()) : n.name();
-    g_.add_node(Node{op, std::move(name), std::move(c.inputs), std::move(outs), std::move(attrs)});
+    g_.add_node(Node{op == "CastLike" ? "Cast" : op, std::move(name), std::move(c.inputs),
+                     std::move(outs), std::move(attrs)});
   }
 
   for (const auto& out : graph.output()) {

@@ -139,6 +139,77 @@ std::vector<onnx::TypeProto> ShapeInference::infer(
       while (n->input_size() > 3) n->mutable_input()->RemoveLast();
     }
   }
+  static const std::set<std::string> kReductions = {
+      "ReduceL1",   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSumSquare"};
+  int64_t opset = 0;
+  for (const auto& o : opset_imports_) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  }
+  if (kReductions.count(op) && axes_is_input(op, opset)) {
+    // Opset 18's axes input and noop_with_empty_axes, which libonnx 1.12 does not know: the
+    // opset-13 form with an axes attribute (validate_node has checked them; the importer requires
+    // the axes to be a constant), or an Identity where no axes mean no reduction.
+    std::vector<int64_t> axes;
+    if (inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->is_constant()) {
+      for (int64_t i = 0; i < inputs[1]->num_elements(); ++i) {
+        axes.push_back(static_cast<int64_t>(element_as_double(*inputs[1]->data, i)));
+      }
+    }
+    bool noop = false;
+    onnx::NodeProto rewritten;
+    rewritten.set_name(node.name());
+    rewritten.set_op_type(op);
+    rewritten.add_input(node.input(0));
+    for (const std::string& o : node.output()) rewritten.add_output(o);
+    for (const onnx::AttributeProto& a : node.attribute()) {
+      if (a.name() == "noop_with_empty_axes") {
+        noop = a.i() != 0;
+      } else {
+        *rewritten.add_attribute() = a;
+      }
+    }
+    if (axes.empty() && noop) {
+      rewritten.set_op_type("Identity");
+      rewritten.clear_attribute();
+    } else if (!axes.empty()) {
+      onnx::AttributeProto* a = rewritten.add_attribute();
+      a->set_name("axes");
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t ax : axes) a->add_ints(ax);
+    }
+    *n = rewritten;
+  }
+  if (op == "Split") {
+    // Opset 18's num_outputs, which libonnx 1.12 does not know: explicit sizes, ceil(d / n) each
+    // and the rest last (validate_node has checked it).
+    auto it = std::find_if(node.attribute().begin(), node.attribute().end(),
+                           [](const onnx::AttributeProto& a) { return a.name() == "num_outputs"; });
+    if (it != node.attribute().end() && inputs.at(0) != nullptr && it->i() > 0) {
+      int64_t axis = 0;
+      for (const onnx::AttributeProto& a : node.attribute()) {
+        if (a.name() == "axis") axis = a.i();
+      }
+      const auto& shape = inputs[0]->shape;
+      if (axis < 0) axis += static_cast<int64_t>(shape.size());
+      const int64_t dim = shape.at(static_cast<size_t>(axis)), parts = it->i();
+      const int64_t chunk = (dim + parts - 1) / parts;
+      std::vector<int64_t> sizes;
+      for (int64_t k = 0, left = dim; k < parts; ++k) {
+        sizes.push_back(std::min(chunk, left));
+        left -= sizes.back();
+      }
+      n->clear_attribute();
+      for (const onnx::AttributeProto& a : node.attribute()) {
+        if (a.name() != "num_outputs") *n->add_attribute() = a;
+      }
+      const std::string name = node.output(0) + "/kiln_split_sizes";
+      *g->add_initializer() = to_tensor_proto(
+          name, runtime::NDArray::from_vector(sizes, {static_cast<int64_t>(sizes.size())}));
+      while (n->input_size() > 1) n->mutable_input()->RemoveLast();
+      n->add_input(name);
+    }
+  }
   if (op == "LSTM" && inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->shape.size() == 3 &&
       std::none_of(node.attribute().begin(), node.attribute().end(),
                    [](const onnx::AttributeProto& a) { return a.name() == "hidden_size"; })) {

@@ -118,6 +118,7 @@ class NodeCheck {
   std::string formal_name(size_t i) const {
     const auto& formals = schema_->inputs();
     if (op_ == "Pad" && i == 3) return "axes";  // opset 18, which libonnx 1.12 predates
+    if (opset18_reduction() && i == 1) return "axes";
     if (formals.empty()) return "input";
     return formals[std::min(i, formals.size() - 1)].GetName();
   }
@@ -128,6 +129,11 @@ class NodeCheck {
     return "input " + str(static_cast<int64_t>(i)) + " (" + formal_name(i) + " '" + name + "')";
   }
   bool has(size_t i) const { return i < in_.size() && in_[i] != nullptr; }
+  /// A reduction in its opset-18 form (axes as input 1, noop_with_empty_axes), which libonnx 1.12
+  /// predates: its registry has the opset-13 schema with the axes attribute.
+  bool opset18_reduction() const {
+    return op_ != "ReduceSum" && op_.rfind("Reduce", 0) == 0 && axes_is_input(op_, opset_);
+  }
   const Value& value(size_t i) const {
     if (!has(i)) fail(input(i) + " is required");
     return *in_[i];
@@ -199,7 +205,9 @@ class NodeCheck {
     schema_ = onnx::OpSchemaRegistry::Schema(op_, static_cast<int>(opset_), "");
     if (schema_ == nullptr) fail("operator '" + op_ + "' does not exist at opset " + str(opset_));
     const int num_in = n_.input_size(), num_out = n_.output_size();
-    const int max_in = op_ == "Pad" && opset_ >= 18 ? 4 : schema_->max_input();
+    const int max_in = op_ == "Pad" && opset_ >= 18 ? 4
+                       : opset18_reduction()       ? 2
+                                                   : schema_->max_input();
     if (num_in < schema_->min_input() || num_in > max_in) {
       fail("has " + str(num_in) + " inputs; " + op_ + " at opset " + str(opset_) + " takes " +
            count_range(schema_->min_input(), max_in));
@@ -228,6 +236,25 @@ class NodeCheck {
     std::set<std::string> seen;
     for (const AttributeProto& a : n_.attribute()) {
       if (!seen.insert(a.name()).second) fail("attribute '" + a.name() + "' is given twice");
+      // Opset 18's attributes that libonnx 1.12's schemas lack, and the one it removed.
+      if (opset18_reduction() && a.name() == "noop_with_empty_axes") {
+        if (attr_type(a) != AttributeProto::INT) {
+          fail("attribute 'noop_with_empty_axes' must be an int (INT), got " +
+               std::string(attr_type_name(attr_type(a))));
+        }
+        continue;
+      }
+      if (opset18_reduction() && a.name() == "axes") {
+        fail("attribute 'axes' is not an attribute of " + op_ + " at opset " + str(opset_) +
+             " (from opset 18 the axes are input 1)");
+      }
+      if (op_ == "Split" && opset_ >= 18 && a.name() == "num_outputs") {
+        if (attr_type(a) != AttributeProto::INT) {
+          fail("attribute 'num_outputs' must be an int (INT), got " +
+               std::string(attr_type_name(attr_type(a))));
+        }
+        continue;
+      }
       auto it = schema_->attributes().find(a.name());
       if (it == schema_->attributes().end()) {
         if (a.name().rfind("__", 0) == 0) continue;  // ONNX's internal attributes
@@ -293,9 +320,43 @@ class NodeCheck {
 
   // --- the operators ----------------------------------------------------------------------------
   void check_operator() {
-    static const std::set<std::string> kBroadcasting = {"Add", "Div", "Max", "Min",
-                                                        "Mul", "Pow", "Sub"};
+    static const std::set<std::string> kBroadcasting = {
+        "Add",         "And",  "Div", "Equal", "Greater", "GreaterOrEqual", "Less",
+        "LessOrEqual", "Max",  "Mean", "Min",  "Mul",     "Or",             "Pow",
+        "Sub",         "Sum",  "Where", "Xor"};
     if (kBroadcasting.count(op_)) return broadcast();
+    if (op_.rfind("Reduce", 0) == 0) return reduction();
+    if (op_ == "ArgMax" || op_ == "ArgMin") return arg_reduction();
+    if (op_ == "PRelu") return prelu();
+    if (op_ == "Expand") return expand();
+    if (op_ == "Tile") return tile();
+    if (op_ == "Split") return split();
+    if (op_ == "ConstantOfShape") return constant_of_shape();
+    if (op_ == "LayerNormalization") return layer_norm();
+    if (op_ == "InstanceNormalization") return instance_norm();
+    if (op_ == "Mod") {
+      broadcast();
+      const int64_t fmod = flag("fmod", 0);
+      if (fmod == 0 && value(0).dtype.code == kKilnFloat) {
+        fail("attribute 'fmod' is 0, but " + input(0) + " is " +
+             onnx_type_string(value(0).dtype) + "; floating-point Mod needs fmod=1");
+      }
+      return;
+    }
+    if (op_ == "Trilu") {
+      if (rank(0) < 2) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; Trilu needs 2 or more");
+      flag("upper", 1);
+      if (has(1) && value(1).num_elements() != 1) fail(input_shaped(1) + " must be a scalar");
+      return;
+    }
+    if (op_ == "Range") {
+      for (size_t i = 0; i < 3; ++i) {
+        if (value(i).num_elements() != 1 || rank(i) > 1) {
+          fail(input_shaped(i) + " must be a scalar");
+        }
+      }
+      return;
+    }
     if (op_ == "Conv" || op_ == "ConvTranspose") return conv(op_ == "ConvTranspose");
     if (op_ == "MaxPool" || op_ == "AveragePool") return pool();
     if (op_ == "GlobalAveragePool" || op_ == "GlobalMaxPool") {
@@ -314,7 +375,15 @@ class NodeCheck {
       axis_in(attr_i("axis", 1), rank(0), "attribute 'axis'", input(0), /*extra=*/1);
       return;
     }
-    if (op_ == "Softmax" || op_ == "LogSoftmax") {
+    if (op_ == "GatherElements") return gather_elements();
+    if (op_ == "CumSum") {
+      if (value(1).num_elements() != 1 || rank(1) > 1) fail(input_shaped(1) + " must be a scalar");
+      if (const auto axis = const_ints(1)) axis_in((*axis)[0], rank(0), input(1), input(0));
+      flag("exclusive", 0);
+      flag("reverse", 0);
+      return;
+    }
+    if (op_ == "Softmax" || op_ == "LogSoftmax" || op_ == "Hardmax") {
       axis_in(attr_i("axis", opset_ < 13 ? 1 : -1), rank(0), "attribute 'axis'", input(0));
       return;
     }
@@ -838,6 +907,211 @@ class NodeCheck {
       if (out < 0) {
         fail(input(1) + " " + str(*pads) + " removes more than the " + str(d) + " elements of " +
              input_shaped(0) + " in dimension " + str(dims[i]));
+      }
+    }
+  }
+
+  /// An int attribute that is a flag: 0 or 1.
+  int64_t flag(const std::string& name, int64_t dflt) const {
+    const int64_t v = attr_i(name, dflt);
+    if (v != 0 && v != 1) fail("attribute '" + name + "' is " + str(v) + "; it must be 0 or 1");
+    return v;
+  }
+
+  /// The Reduce* operators: axes (attribute, or input 1 from opset 18 / ReduceSum 13) in range and
+  /// none twice; keepdims and noop_with_empty_axes flags.
+  void reduction() {
+    flag("keepdims", 1);
+    if (axes_is_input(op_, opset_)) {
+      flag("noop_with_empty_axes", 0);
+      if (!has(1)) return;
+      if (rank(1) != 1) fail(input_shaped(1) + " must be 1-D (a list of axes)");
+      if (const auto axes = const_ints(1)) axes_in(*axes, rank(0), input(1), input(0));
+      return;
+    }
+    axes_in(attr_ints("axes", {}), rank(0), "attribute 'axes'", input(0));
+  }
+
+  void arg_reduction() {
+    const int64_t ax = axis_in(attr_i("axis", 0), rank(0), "attribute 'axis'", input(0));
+    flag("keepdims", 1);
+    flag("select_last_index", 0);
+    if (shape(0)[static_cast<size_t>(ax)] == 0) {
+      fail(input_shaped(0) + " has no elements along axis " + str(ax) + "; " + op_ +
+           " has no index to give");
+    }
+  }
+
+  /// PRelu: the slope broadcasts to X in one direction (the output has X's shape).
+  void prelu() {
+    const auto &x = shape(0), &slope = shape(1);
+    bool ok = slope.size() <= x.size();
+    for (size_t i = 1; ok && i <= slope.size(); ++i) {
+      const int64_t sd = slope[slope.size() - i], xd = x[x.size() - i];
+      ok = sd == xd || sd == 1;
+    }
+    if (!ok) {
+      fail(input_shaped(1) + " does not broadcast to " + input_shaped(0) +
+           " (the slope must broadcast to X's shape)");
+    }
+  }
+
+  /// Expand: input 1 a 1-D shape that input 0 broadcasts with.
+  void expand() {
+    if (rank(1) != 1) fail(input_shaped(1) + " must be 1-D (a shape)");
+    const auto dims = const_ints(1);
+    if (!dims) return;
+    for (int64_t d : *dims) {
+      if (d < 0) fail(input(1) + " is " + str(*dims) + "; a dimension must not be negative");
+    }
+    int64_t da = 0, db = 0;
+    if (!broadcastable(shape(0), *dims, &da, &db)) {
+      fail(input_shaped(0) + " does not broadcast with the shape " + str(*dims) + " of " +
+           input(1) + ": " + str(da) + " against " + str(db));
+    }
+  }
+
+  /// Tile: input 1 holds one non-negative repeat count per dimension of input 0.
+  void tile() {
+    if (rank(1) != 1) fail(input_shaped(1) + " must be 1-D (one repeat count per axis)");
+    if (shape(1)[0] != rank(0)) {
+      fail(input_shaped(1) + " has " + str(shape(1)[0]) + " repeat counts, but " +
+           input_shaped(0) + " has rank " + str(rank(0)));
+    }
+    if (const auto reps = const_ints(1)) {
+      for (int64_t r : *reps) {
+        if (r < 0) fail(input(1) + " is " + str(*reps) + "; a repeat count must not be negative");
+      }
+    }
+  }
+
+  /// Split: the sizes (attribute before opset 13, input 1 after) sum to the axis and there is one
+  /// per output; num_outputs (opset 18) at most the axis; without either, the axis divides evenly.
+  void split() {
+    const int64_t axis = axis_in(attr_i("axis", 0), rank(0), "attribute 'axis'", input(0));
+    const int64_t dim = shape(0)[static_cast<size_t>(axis)];
+    const int64_t outs = n_.output_size();
+    const std::string along = "dimension " + str(axis) + " of " + input_shaped(0);
+    std::optional<std::vector<int64_t>> sizes;
+    std::string what;
+    if (opset_ < 13 && attr("split") != nullptr) {
+      sizes = attr_ints("split", {});
+      what = "attribute 'split'";
+    } else if (opset_ >= 13 && has(1)) {
+      if (rank(1) != 1) fail(input_shaped(1) + " must be 1-D (one size per output)");
+      sizes = const_ints(1);
+      what = input(1);
+      if (!sizes) return;
+    }
+    if (attr("num_outputs") != nullptr) {
+      if (sizes) fail("attribute 'num_outputs' and " + what + " cannot be used together");
+      const int64_t n = attr_i("num_outputs", 0);
+      if (n < 1 || n != outs) {
+        fail("attribute 'num_outputs' is " + str(n) + ", but the node has " + str(outs) +
+             " outputs");
+      }
+      if (n > dim && dim > 0) fail("attribute 'num_outputs' is " + str(n) + ", more than " + along);
+      return;
+    }
+    if (sizes) {
+      if (static_cast<int64_t>(sizes->size()) != outs) {
+        fail(what + " is " + str(*sizes) + ", " + str(static_cast<int64_t>(sizes->size())) +
+             " sizes for " + str(outs) + " outputs");
+      }
+      int64_t total = 0;
+      for (int64_t v : *sizes) {
+        if (v < 0) fail(what + " is " + str(*sizes) + "; a size must not be negative");
+        total += v;
+      }
+      if (total != dim) fail(what + " is " + str(*sizes) + ", which sums to " + str(total) +
+                             ", but " + along + " is " + str(dim));
+      return;
+    }
+    if (opset_ >= 18) {
+      fail("gives neither input 1 (split) nor attribute 'num_outputs'; Split at opset 18 needs "
+           "one of them");
+    }
+    if (dim % outs != 0) {
+      fail(along + " does not split into " + str(outs) + " equal parts (" + str(dim) + " is not " +
+           "a multiple of " + str(outs) + ")");
+    }
+  }
+
+  /// LayerNormalization: axis in range; Scale and B broadcast to X's normalized dimensions
+  /// (those from axis on).
+  void layer_norm() {
+    const int64_t axis = axis_in(attr_i("axis", -1), rank(0), "attribute 'axis'", input(0));
+    const std::vector<int64_t> norm(shape(0).begin() + axis, shape(0).end());
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      if (!has(i)) continue;
+      const auto& p = shape(i);
+      bool ok = p.size() <= norm.size();
+      for (size_t k = 1; ok && k <= p.size(); ++k) {
+        ok = p[p.size() - k] == norm[norm.size() - k] || p[p.size() - k] == 1;
+      }
+      if (!ok) {
+        fail(input_shaped(i) + " does not broadcast to " + str(norm) + ", the dimensions of " +
+             input_shaped(0) + " from axis " + str(axis) + " on");
+      }
+    }
+  }
+
+  /// InstanceNormalization: N x C x D1 x ... input, scale and B of C elements each.
+  void instance_norm() {
+    if (rank(0) < 3) {
+      fail(input_shaped(0) + " has rank " + str(rank(0)) +
+           "; InstanceNormalization takes N x C x D1 x ... (rank 3 or more)");
+    }
+    const int64_t ch = shape(0)[1];
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      if (shape(i) != std::vector<int64_t>{ch}) {
+        fail(input_shaped(i) + " must be 1-D of size C = " + str(ch) + " (the channels of " +
+             input_shaped(0) + ")");
+      }
+    }
+  }
+
+  /// ConstantOfShape: input 0 a 1-D shape of non-negative dimensions; value a single element.
+  void constant_of_shape() {
+    if (rank(0) != 1) fail(input_shaped(0) + " must be 1-D (a shape)");
+    if (const auto dims = const_ints(0)) {
+      for (int64_t d : *dims) {
+        if (d < 0) fail(input(0) + " is " + str(*dims) + "; a dimension must not be negative");
+      }
+    }
+    if (const AttributeProto* v = attr("value")) {
+      int64_t count = 1;
+      for (int64_t d : v->t().dims()) count *= d;
+      if (count != 1) {
+        fail("attribute 'value' holds " + str(count) + " elements; it must hold exactly one");
+      }
+    }
+  }
+
+  /// GatherElements: indices of data's rank, no larger than data off the axis (the output has
+  /// the indices' shape and reads data at their coordinates), constant indices in range.
+  void gather_elements() {
+    const int64_t r = rank(0);
+    if (r == 0) fail(input(0) + " is a scalar; GatherElements takes data of rank 1 or more");
+    const int64_t axis = axis_in(attr_i("axis", 0), r, "attribute 'axis'", input(0));
+    if (rank(1) != r) {
+      fail(input_shaped(1) + " has rank " + str(rank(1)) + ", but " + input_shaped(0) +
+           " has rank " + str(r) + "; they must agree");
+    }
+    for (int64_t d = 0; d < r; ++d) {
+      const size_t du = static_cast<size_t>(d);
+      if (d != axis && shape(1)[du] > shape(0)[du]) {
+        fail(input_shaped(1) + " is larger than " + input_shaped(0) + " in dimension " + str(d) +
+             " (" + str(shape(1)[du]) + " > " + str(shape(0)[du]) + ")");
+      }
+    }
+    if (const auto idx = const_ints(1)) {
+      const int64_t dim = shape(0)[static_cast<size_t>(axis)];
+      for (int64_t j : *idx) {
+        if (j < -dim || j >= dim) {
+          fail(input(1) + " holds index " + str(j) + ", out of range [" + str(-dim) + ", " +
+               str(dim - 1) + "] for dimension " + str(axis) + " of " + input_shaped(0));
+        }
       }
     }
   }

@@ -19,6 +19,7 @@
 #include "compiler/topi/lstm.h"
 #include "compiler/topi/nn.h"
 #include "compiler/topi/pooling.h"
+#include "compiler/topi/reduce.h"
 #include "compiler/topi/transform.h"
 #include "compiler/topi/tunable.h"
 #include "deploy/runtime/dtype.h"
@@ -395,6 +396,24 @@ const std::map<std::string, Unary>& unaries() {
   return m;
 }
 
+const std::set<std::string>& unary_math_ops() {
+  static const std::set<std::string> ops = {
+      "Acos",  "Acosh",      "Asin",  "Asinh", "Atan",   "Atanh", "Celu",     "Ceil",
+      "Cos",   "Cosh",       "Elu",   "Erf",   "Floor",  "HardSigmoid",       "HardSwish",
+      "Not",   "Reciprocal", "Round", "Selu",  "Shrink", "Sign",  "Sin",      "Sinh",
+      "Softplus", "Softsign", "Tan",  "ThresholdedRelu",
+  };
+  return ops;
+}
+
+const std::set<std::string>& broadcast_other_ops() {
+  static const std::set<std::string> ops = {
+      "And", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Mean",
+      "Or",  "PRelu", "Sum",     "Where",          "Xor",
+  };
+  return ops;
+}
+
 const std::vector<std::string>& other_ops() {
   static const std::vector<std::string> ops = {
       "AveragePool",   "BatchNormalization",
@@ -409,9 +428,212 @@ const std::vector<std::string>& other_ops() {
       "Pad",           "Reshape",
       "Slice",         "Softmax",
       "Squeeze",       "Transpose",
-      "Unsqueeze",
+      "Unsqueeze",     "ArgMax",
+      "ArgMin",        "Split",
+      "Expand",        "Tile",
+      "LayerNormalization", "InstanceNormalization",
+      "Trilu",         "Mod",
+      "GatherElements", "CumSum",
+      "Hardmax",
   };
   return ops;
+}
+
+/// Unary operators with attributes or dtype rules of their own (ONNX's activations and math).
+Result lower_unary_math(const Ctx& c) {
+  const Node& n = c.node;
+  const std::string& op = n.op;
+  const Tensor& x = c.input(0);
+  const ir::DataType t = x->dtype();
+  auto k = [t](double v) { return ir::make_const(t, v); };
+  std::function<Expr(Expr)> f;
+  static const std::map<std::string, std::string> kLibm = {
+      {"Erf", "erf"},    {"Sin", "sin"},     {"Cos", "cos"},     {"Tan", "tan"},
+      {"Asin", "asin"},  {"Acos", "acos"},   {"Atan", "atan"},   {"Sinh", "sinh"},
+      {"Cosh", "cosh"},  {"Asinh", "asinh"}, {"Acosh", "acosh"}, {"Atanh", "atanh"},
+  };
+  if (auto it = kLibm.find(op); it != kLibm.end()) {
+    const std::string fn = it->second;
+    f = [t, fn](Expr v) { return ir::call(t, fn, {v}, ir::CallKind::kPureIntrinsic); };
+  } else if (op == "Floor") {
+    f = [](Expr v) { return ir::floor(v); };
+  } else if (op == "Ceil") {
+    f = [](Expr v) { return ir::ceil(v); };
+  } else if (op == "Round") {  // halves to even, as ONNX specifies
+    f = [t](Expr v) { return ir::call(t, "roundeven", {v}, ir::CallKind::kPureIntrinsic); };
+  } else if (op == "Reciprocal") {
+    f = [k](Expr v) { return k(1.0) / v; };
+  } else if (op == "Softsign") {
+    f = [k](Expr v) { return v / (k(1.0) + ir::abs(v)); };
+  } else if (op == "Softplus") {
+    // log(1 + exp(x)), which is x itself in float32 once exp(x) dwarfs 1.
+    f = [k](Expr v) { return ir::select(v > k(30.0), v, ir::log(k(1.0) + ir::exp(v))); };
+  } else if (op == "Sign") {
+    f = [t](Expr v) {
+      const Expr zero = ir::make_zero(t);
+      return ir::select(v > zero, ir::make_one(t), ir::select(v < zero, zero - ir::make_one(t), zero));
+    };
+  } else if (op == "HardSigmoid") {
+    const double alpha = n.f("alpha"), beta = n.f("beta");
+    f = [=](Expr v) { return ir::max(k(0.0), ir::min(k(1.0), v * k(alpha) + k(beta))); };
+  } else if (op == "HardSwish") {
+    f = [=](Expr v) { return v * ir::max(k(0.0), ir::min(k(1.0), v * k(1.0 / 6.0) + k(0.5))); };
+  } else if (op == "Elu") {
+    const double alpha = n.f("alpha");
+    f = [=](Expr v) { return ir::select(v < k(0.0), k(alpha) * (ir::exp(v) - k(1.0)), v); };
+  } else if (op == "Selu") {
+    const double alpha = n.f("alpha"), gamma = n.f("gamma");
+    f = [=](Expr v) {
+      return ir::select(v <= k(0.0), k(gamma) * (k(alpha) * ir::exp(v) - k(alpha)), k(gamma) * v);
+    };
+  } else if (op == "Not") {
+    f = [](Expr v) { return !v; };
+  } else if (op == "Celu") {
+    const double alpha = n.f("alpha");
+    f = [=](Expr v) {
+      return ir::max(k(0.0), v) + ir::min(k(0.0), k(alpha) * (ir::exp(v / k(alpha)) - k(1.0)));
+    };
+  } else if (op == "ThresholdedRelu") {
+    const double alpha = n.f("alpha");
+    f = [=](Expr v) { return ir::select(v > k(alpha), v, k(0.0)); };
+  } else if (op == "Shrink") {
+    const double lambd = n.f("lambd"), bias = n.f("bias");
+    f = [=](Expr v) {
+      return ir::select(v < k(-lambd), v + k(bias), ir::select(v > k(lambd), v - k(bias), k(0.0)));
+    };
+  } else {
+    c.fail("operator '" + op + "' has no lowering");
+  }
+  return injective_result(topi::elementwise(x, f, sanitize(op)));
+}
+
+/// Comparisons (bool results), logic on bools, PRelu, Where, Sum and Mean: ONNX broadcasting.
+Result lower_broadcast_other(const Ctx& c) {
+  const Node& n = c.node;
+  const std::string& op = n.op;
+  using F = std::function<Expr(Expr, Expr)>;
+  static const std::map<std::string, F> kCompare = {
+      {"Equal", [](Expr a, Expr b) { return a == b; }},
+      {"Less", [](Expr a, Expr b) { return a < b; }},
+      {"LessOrEqual", [](Expr a, Expr b) { return a <= b; }},
+      {"Greater", [](Expr a, Expr b) { return a > b; }},
+      {"GreaterOrEqual", [](Expr a, Expr b) { return a >= b; }},
+      {"And", [](Expr a, Expr b) { return a && b; }},
+      {"Or", [](Expr a, Expr b) { return a || b; }},
+      {"Xor", [](Expr a, Expr b) { return a != b; }},
+  };
+  if (auto it = kCompare.find(op); it != kCompare.end()) {
+    return injective_result(
+        topi::broadcast_binary(c.input(0), c.input(1), it->second, sanitize(op)));
+  }
+  if (op == "PRelu") {
+    const ir::DataType t = c.input(0)->dtype();
+    return injective_result(topi::broadcast_binary(
+        c.input(0), c.input(1),
+        [t](Expr x, Expr slope) { return ir::select(x < ir::make_zero(t), slope * x, x); },
+        "prelu"));
+  }
+  if (op == "Where") {
+    return injective_result(topi::where(c.input(0), c.input(1), c.input(2), "where"));
+  }
+  if (op == "Sum" || op == "Mean") {
+    Tensor t = c.input(0);
+    if (n.inputs.size() == 1) t = topi::elementwise(t, [](Expr e) { return e; }, "copy");
+    for (size_t i = 1; i < n.inputs.size(); ++i) t = topi::add(t, c.input(i), "sum");
+    if (op == "Mean") {
+      const ir::DataType dt = t->dtype();
+      const double count = static_cast<double>(n.inputs.size());
+      t = topi::elementwise(
+          t, [=](Expr e) { return e / ir::make_const(dt, count); }, "mean");
+    }
+    return injective_result(t);
+  }
+  c.fail("operator '" + op + "' has no lowering");
+}
+
+const std::map<std::string, topi::ReduceOp>& reductions() {
+  static const std::map<std::string, topi::ReduceOp> m = {
+      {"ReduceSum", topi::ReduceOp::kSum},       {"ReduceMean", topi::ReduceOp::kMean},
+      {"ReduceMax", topi::ReduceOp::kMax},       {"ReduceMin", topi::ReduceOp::kMin},
+      {"ReduceProd", topi::ReduceOp::kProd},     {"ReduceL1", topi::ReduceOp::kL1},
+      {"ReduceL2", topi::ReduceOp::kL2},         {"ReduceLogSum", topi::ReduceOp::kLogSum},
+      {"ReduceLogSumExp", topi::ReduceOp::kLogSumExp},
+      {"ReduceSumSquare", topi::ReduceOp::kSumSquare},
+  };
+  return m;
+}
+
+/// The reductions and ArgMax / ArgMin: the front end normalized axes (non-negative, sorted;
+/// empty: all), keepdims, and for the reductions noop (noop_with_empty_axes with no axes).
+Result lower_reduce(const Ctx& c) {
+  const Node& n = c.node;
+  const Tensor& x = c.input(0);
+  Tensor y;
+  if (n.op == "ArgMax" || n.op == "ArgMin") {
+    y = topi::arg_reduce(x, n.op == "ArgMax", n.i("axis"), n.i("keepdims") != 0,
+                         n.i("select_last_index") != 0, sanitize(n.op));
+  } else if (n.i("noop") != 0) {
+    return injective_result(topi::elementwise(x, [](Expr e) { return e; }, "copy"));
+  } else {
+    y = topi::reduce(x, reductions().at(n.op), n.ints("axes"), n.i("keepdims") != 0,
+                     sanitize(n.op));
+  }
+  return {{y}, [=](te::Schedule& s, const Tensor& output) {
+            topi::schedule_reduce_x86(s, y);
+            then_injective(s, y, output);
+          }};
+}
+
+/// LayerNormalization: Y, Mean and InvStdDev (all three computed; the absent ones are
+/// temporaries), an opaque node of its own.
+Result lower_layer_norm(const Ctx& c) {
+  const Node& n = c.node;
+  Tensor none;
+  topi::LayerNormOutputs o = topi::layer_norm(c.input(0), c.input(1), c.has(2) ? c.in[2] : none,
+                                              n.i("axis"), n.f("epsilon"), "layer_norm");
+  Result r;
+  r.outs = {o.y, o.mean, o.inv_std_dev};
+  r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); };
+  return r;
+}
+
+/// InstanceNormalization: a layer norm over the spatial axes, then the per-channel scale and
+/// bias.
+Result lower_instance_norm(const Ctx& c) {
+  Tensor none;
+  topi::LayerNormOutputs o = topi::layer_norm(c.input(0), c.input(1), c.input(2), 2,
+                                              c.node.f("epsilon"), "instance_norm",
+                                              /*per_channel=*/true);
+  return {{o.y}, [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); }};
+}
+
+/// Split: one slice per output along the axis, each its own injective stage.
+Result lower_split(const Ctx& c) {
+  const Node& n = c.node;
+  const Tensor& x = c.input(0);
+  const int64_t axis = n.i("axis");
+  const std::vector<int64_t> sizes = n.ints("split");
+  Result r;
+  int64_t offset = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    std::vector<Expr> shape = x->shape();
+    shape[static_cast<size_t>(axis)] = Expr(static_cast<int>(sizes[k]));
+    const int64_t start = offset;
+    r.outs.push_back(te::compute(
+        shape,
+        [&](const std::vector<ir::Var>& i) {
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx[static_cast<size_t>(axis)] = idx[static_cast<size_t>(axis)] + Expr(static_cast<int>(start));
+          return x(idx);
+        },
+        "split" + std::to_string(k)));
+    offset += sizes[k];
+  }
+  const std::vector<Tensor> outs = r.outs;
+  r.schedule = [=](te::Schedule& s, const Tensor&) {
+    for (const Tensor& t : outs) injective(s, t);
+  };
+  return r;
 }
 
 Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
@@ -544,13 +766,69 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
     return injective_result(
         topi::cast(c.input(0), ir::DataType::parse(runtime::dtype_to_string(t))));
   }
+  if (unary_math_ops().count(op)) return lower_unary_math(c);
+  if (broadcast_other_ops().count(op)) return lower_broadcast_other(c);
+  if (reductions().count(op) || op == "ArgMax" || op == "ArgMin") return lower_reduce(c);
+  if (op == "Split") return lower_split(c);
+  if (op == "GatherElements") {
+    return injective_result(
+        topi::gather_elements(c.input(0), c.input(1), n.i("axis"), "gather_elements"));
+  }
+  if (op == "CumSum" || op == "Hardmax") {
+    Tensor y = op == "CumSum" ? topi::cumsum(c.input(0), n.i("axis"), n.i("exclusive") != 0,
+                                             n.i("reverse") != 0, "cumsum")
+                              : topi::hardmax(c.input(0), n.i("axis"), "hardmax");
+    return {{y}, [=](te::Schedule& s, const Tensor& output) {
+              topi::schedule_reduce_x86(s, y);
+              then_injective(s, y, output);
+            }};
+  }
+  if (op == "Trilu") {
+    const Tensor& x = c.input(0);
+    const int64_t k = n.i("k");
+    const bool upper = n.i("upper") != 0;
+    const size_t r = x.ndim();
+    return injective_result(te::compute(
+        x->shape(),
+        [&](const std::vector<ir::Var>& i) {
+          const Expr diff = Expr(i[r - 1]) - Expr(i[r - 2]);  // j - i
+          const Expr keep = upper ? diff >= Expr(static_cast<int>(k))
+                                  : diff <= Expr(static_cast<int>(k));
+          return ir::select(keep, x(std::vector<Expr>(i.begin(), i.end())),
+                            ir::make_zero(x->dtype()));
+        },
+        "trilu"));
+  }
+  if (op == "Mod") {
+    const ir::DataType t = c.input(0)->dtype();
+    const bool fmod = n.i("fmod") != 0;
+    return injective_result(topi::broadcast_binary(
+        c.input(0), c.input(1),
+        [=](Expr a, Expr b) -> Expr {
+          if (t.is_float()) {  // C fmod: the sign of the dividend
+            return a - ir::call(t, "trunc", {a / b}, ir::CallKind::kPureIntrinsic) * b;
+          }
+          if (fmod || !t.is_int()) return a % b;
+          // Python's mod: the sign of the divisor.
+          const Expr r = a % b, zero = ir::make_zero(t);
+          return ir::select(r != zero && ((r < zero) != (b < zero)), r + b, r);
+        },
+        "mod"));
+  }
+  if (op == "LayerNormalization") return lower_layer_norm(c);
+  if (op == "InstanceNormalization") return lower_instance_norm(c);
+  if (op == "Expand") {
+    return injective_result(topi::broadcast_to(c.input(0), c.out_value().shape, "expand"));
+  }
+  if (op == "Tile") return injective_result(topi::tile(c.input(0), n.ints("repeats"), "tile"));
   c.fail("operator '" + op + "' has no lowering");
 }
 
 }  // namespace
 
 bool has_lowering(const std::string& op) {
-  return unaries().count(op) || binaries().count(op) ||
+  return unaries().count(op) || binaries().count(op) || unary_math_ops().count(op) ||
+         broadcast_other_ops().count(op) || reductions().count(op) ||
          std::find(other_ops().begin(), other_ops().end(), op) != other_ops().end();
 }
 

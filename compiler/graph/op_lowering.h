@@ -12,7 +12,8 @@
 //   // the function takes the tensors of op.values, in that order (inputs, then outputs)
 //
 // Operators whose parameters topi needs at compile time (Reshape's shape, Pad's pads, Slice's
-// bounds, Clip's bounds) read them from the attributes the ONNX front end filled in.
+// bounds, Clip's bounds, a reduction's axes, Tile's repeats, Split's sizes) read them from the
+// attributes the ONNX front end filled in.
 #pragma once
 
 #include <string>

@@ -166,6 +166,41 @@ te::Tensor broadcast_binary(const te::Tensor& a, const te::Tensor& b,
       name);
 }
 
+te::Tensor where(const te::Tensor& cond, const te::Tensor& a, const te::Tensor& b,
+                 const std::string& name) {
+  KILN_USER_CHECK(cond->dtype().is_bool())
+      << name << ": condition '" << cond->name() << "' must be bool, got " << cond->dtype().str();
+  KILN_USER_CHECK(a->dtype() == b->dtype())
+      << name << ": operands '" << a->name() << "' (" << a->dtype().str() << ") and '" << b->name()
+      << "' (" << b->dtype().str() << ") have different dtypes";
+  std::vector<Expr> shape =
+      broadcast_shape(broadcast_shape(cond->shape(), a->shape(), name), b->shape(), name);
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        return ir::select(cond(broadcast_indices(cond, shape, i)), a(broadcast_indices(a, shape, i)),
+                          b(broadcast_indices(b, shape, i)));
+      },
+      name);
+}
+
+te::Tensor broadcast_to(const te::Tensor& x, const std::vector<int64_t>& shape,
+                        const std::string& name) {
+  std::vector<Expr> out;
+  for (int64_t d : shape) out.push_back(Expr(static_cast<int>(d)));
+  KILN_USER_CHECK(out.size() >= x.ndim())
+      << name << ": '" << x->name() << "' of shape " << shape_str(x->shape())
+      << " has more dimensions than the shape " << shape_str(out) << " it is broadcast to";
+  const std::vector<Expr> joint = broadcast_shape(x->shape(), out, name);
+  for (size_t i = 0; i < joint.size(); ++i) {
+    KILN_USER_CHECK(ir::as_const_int(joint[i]) == ir::as_const_int(out[i]))
+        << name << ": '" << x->name() << "' of shape " << shape_str(x->shape())
+        << " does not broadcast to " << shape_str(out);
+  }
+  return te::compute(
+      out, [&](const std::vector<Var>& i) { return x(broadcast_indices(x, out, i)); }, name);
+}
+
 te::Tensor add(const te::Tensor& a, const te::Tensor& b, const std::string& name) {
   return broadcast_binary(
       a, b, [](Expr x, Expr y) { return x + y; }, name);

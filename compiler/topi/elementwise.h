@@ -50,6 +50,14 @@ te::Tensor broadcast_binary(const te::Tensor& a, const te::Tensor& b,
                             const std::function<ir::Expr(ir::Expr, ir::Expr)>& f,
                             const std::string& name);
 
+/// cond ? a : b, the three broadcast together (ONNX Where); cond bool, a and b of one dtype.
+te::Tensor where(const te::Tensor& cond, const te::Tensor& a, const te::Tensor& b,
+                 const std::string& name = "where");
+/// x broadcast to `shape` (NumPy rules; ONNX Expand with the output shape already resolved);
+/// kiln::Error when x does not broadcast to exactly that shape.
+te::Tensor broadcast_to(const te::Tensor& x, const std::vector<int64_t>& shape,
+                        const std::string& name = "broadcast_to");
+
 te::Tensor add(const te::Tensor& a, const te::Tensor& b, const std::string& name = "add");
 te::Tensor sub(const te::Tensor& a, const te::Tensor& b, const std::string& name = "sub");
 te::Tensor mul(const te::Tensor& a, const te::Tensor& b, const std::string& name = "mul");

@@ -379,4 +379,50 @@ te::Tensor take(const te::Tensor& data, const te::Tensor& indices, int64_t axis,
       name);
 }
 
+te::Tensor gather_elements(const te::Tensor& data, const te::Tensor& indices, int64_t axis,
+                           const std::string& name) {
+  KILN_USER_CHECK(indices->dtype().is_int() || indices->dtype().is_uint())
+      << name << ": indices '" << indices->name() << "' must be integers, not " << indices->dtype();
+  KILN_USER_CHECK(indices.ndim() == data.ndim())
+      << name << ": indices '" << indices->name() << "' of rank " << indices.ndim()
+      << " for data '" << data->name() << "' of rank " << data.ndim();
+  const int a = normalize_axis(axis, data.ndim(), name);
+  const int64_t dim = const_shape(data, name)[a];
+  return te::compute(
+      indices->shape(),
+      [&](const std::vector<Var>& i) {
+        Expr j = ir::cast(ir::kInt32, indices(std::vector<Expr>(i.begin(), i.end())));
+        j = ir::select(j < 0, j + int_expr(dim), j);
+        j = ir::min(ir::max(j, 0), int_expr(dim - 1));  // never a read out of bounds
+        std::vector<Expr> idx(i.begin(), i.end());
+        idx[static_cast<size_t>(a)] = j;
+        return data(idx);
+      },
+      name);
+}
+
+te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
+                const std::string& name) {
+  KILN_USER_CHECK(repeats.size() == x.ndim())
+      << name << ": " << repeats.size() << " repeats for '" << x->name() << "' of rank " << x.ndim();
+  const std::vector<int64_t> in = const_shape(x, name);
+  std::vector<Expr> shape;
+  for (size_t d = 0; d < in.size(); ++d) {
+    KILN_USER_CHECK(repeats[d] >= 0) << name << ": repeat " << repeats[d] << " of axis " << d
+                                     << " is negative";
+    shape.push_back(Expr(static_cast<int>(in[d] * repeats[d])));
+  }
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx;
+        for (size_t d = 0; d < in.size(); ++d) {
+          idx.push_back(repeats[d] == 1 || in[d] == 1 ? (in[d] == 1 ? Expr(0) : Expr(i[d]))
+                                                       : Expr(i[d]) % Expr(static_cast<int>(in[d])));
+        }
+        return x(idx);
+      },
+      name);
+}
+
 }  // namespace kiln::topi

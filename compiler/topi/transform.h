@@ -70,4 +70,15 @@ te::Tensor slice(const te::Tensor& x, const std::vector<int64_t>& starts,
                  const std::vector<int64_t>& ends, const std::vector<int64_t>& axes = {},
                  const std::vector<int64_t>& steps = {}, const std::string& name = "slice");
 
+/// ONNX GatherElements: out[i] = data[i with its `axis` coordinate replaced by indices[i]]
+/// (indices of data's rank; out has their shape); negative indices count from the end, and one
+/// still outside the axis is clamped to it.
+te::Tensor gather_elements(const te::Tensor& data, const te::Tensor& indices, int64_t axis,
+                           const std::string& name = "gather_elements");
+
+/// ONNX Tile: x repeated repeats[d] times along each dimension d (repeats: one non-negative
+/// count per dimension), out[i] = x[i mod dim].
+te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
+                const std::string& name = "tile");
+
 }  // namespace kiln::topi

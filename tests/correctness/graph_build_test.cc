@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/op_lowering.h"
@@ -67,23 +68,50 @@ bool have_onnxruntime() {
 class GraphBuildTest : public ::testing::Test {
  protected:
 
-  /// Writes the model, compiles it with and without fusion, runs both on random inputs and
-  /// compares every output with ONNX Runtime's.
-  void check(const ModelBuilder& m, const std::string& tag) {
+  /// Writes the model, compiles it with and without fusion (and, when `layouts`, with and
+  /// without alter_layout), runs every build on the same random inputs, checks that the builds
+  /// agree within 1e-5 and compares every output with ONNX Runtime's.
+  void check(const ModelBuilder& m, const std::string& tag, bool layouts = false) {
     const std::string path = (dir_.path() / (tag + ".onnx")).string();
     {
       std::ofstream out(path, std::ios::binary);
       out << m.bytes();
     }
     const Graph g = import_onnx(path);
-    for (bool fuse : {true, false}) {
-      SCOPED_TRACE(fuse ? "fused" : "not fused");
-      BuildOptions options;
-      options.fuse = fuse;
-      runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(
-          build_graph(g, "llvm -mcpu=native", options), tag);
-      compare_with_onnxruntime(m, tag, path, exec);
+    std::vector<NDArray> first;
+    for (bool alter : layouts ? std::vector<bool>{true, false} : std::vector<bool>{true}) {
+      for (bool fuse : {true, false}) {
+        SCOPED_TRACE(std::string(fuse ? "fused" : "not fused") +
+                     (alter ? "" : ", without alter_layout"));
+        BuildOptions options;
+        options.fuse = fuse;
+        options.alter_layout = alter;
+        runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(
+            build_graph(g, "llvm -mcpu=native", options), tag);
+        set_inputs(m, exec);
+        exec.run();
+        std::vector<NDArray> outs;
+        for (size_t i = 0; i < exec.num_outputs(); ++i) outs.push_back(exec.output(i).copy());
+        if (first.empty()) {
+          first = std::move(outs);
+        } else {
+          ASSERT_EQ(outs.size(), first.size());
+          for (size_t i = 0; i < outs.size(); ++i) {
+            ASSERT_EQ(outs[i].shape(), first[i].shape());
+            EXPECT_TRUE(testing::all_close(outs[i].data<float>(), first[i].data<float>(),
+                                           outs[i].num_elements(), 1e-5, 1e-5))
+                << tag << " output " << exec.output_name(i) << " differs from the first build";
+          }
+        }
+        compare_with_onnxruntime(m, tag, path, exec);
+      }
     }
+  }
+
+  /// Binds every input of `m` to its random array (seeds 1, 2, ... in input order).
+  void set_inputs(const ModelBuilder& m, runtime::GraphExecutor& exec) {
+    uint32_t seed = 1;
+    for (const auto& [name, shape] : m.inputs()) exec.set_input(name, testing::random_array(shape, seed++));
   }
 
   void compare_with_onnxruntime(const ModelBuilder& m, const std::string& tag,
@@ -307,6 +335,338 @@ TEST_F(GraphBuildTest, OneDimensionalConvolutions) {
   MB::attr(ct, "pads", std::vector<int64_t>{1, 1});
   m.output("y");
   check(m, "conv1d");
+}
+
+/// A squeeze-and-excitation block of `c` channels squeezed to `r` (conv 3x3 + Relu, then
+/// GlobalAveragePool -> 1x1 Conv -> Relu -> 1x1 Conv -> Sigmoid -> Mul with the body, the scale a
+/// [1,c,1,1] tensor broadcast over [1,c,h,w]), a residual Add and Relu. `scale_first` puts the
+/// scale as the Mul's first operand.
+void se_block(MB& m, int64_t c, int64_t r, int64_t hw, bool scale_first) {
+  m.input("x", {1, c, hw, hw});
+  m.init("w", {c, c, 3, 3}, -0.2f, 0.2f);
+  m.init("b", {c});
+  m.init("w1", {r, c, 1, 1});
+  m.init("b1", {r});
+  m.init("w2", {c, r, 1, 1});
+  m.init("b2", {c});
+  auto* conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"body"});
+  m.node("GlobalAveragePool", {"body"}, {"pooled"});
+  m.node("Conv", {"pooled", "w1", "b1"}, {"sq"});
+  m.node("Relu", {"sq"}, {"sqr"});
+  m.node("Conv", {"sqr", "w2", "b2"}, {"ex"});
+  m.node("Sigmoid", {"ex"}, {"scale"});
+  if (scale_first) {
+    m.node("Mul", {"scale", "body"}, {"scaled"});
+  } else {
+    m.node("Mul", {"body", "scale"}, {"scaled"});
+  }
+  m.node("Add", {"scaled", "x"}, {"res"});
+  m.node("Relu", {"res"}, {"y"});
+  m.output("y");
+}
+
+// The SE block that failed `epilogue 'Mul' of 'conv2d' has another shape`: 16 channels (blocked
+// by alter_layout, the scale's convolutions too) and 20 channels (no block: NCHW throughout).
+TEST_F(GraphBuildTest, SqueezeExcitationBlock) {
+  for (auto [c, r, scale_first] : {std::tuple<int64_t, int64_t, bool>{16, 4, false},
+                                   {16, 4, true}, {20, 5, false}, {24, 6, true}}) {
+    SCOPED_TRACE("channels " + std::to_string(c) + ", squeezed to " + std::to_string(r));
+    MB m;
+    se_block(m, c, r, 6, scale_first);
+    check(m, "se_" + std::to_string(c) + (scale_first ? "_sf" : ""), true);
+  }
+}
+
+// A residual block whose Add reads two convolutions' full-shape outputs (the second one's
+// epilogue), then a projection shortcut with a 1x1 stride-2 convolution.
+TEST_F(GraphBuildTest, ResidualAddOfTwoConvolutions) {
+  MB m;
+  m.input("x", {1, 16, 8, 8});
+  m.init("w1", {16, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("w2", {16, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("w3", {32, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("wp", {32, 16, 1, 1});
+  for (const char* name : {"c1", "c2"}) {
+    auto* conv = m.node("Conv", {"x", name == std::string("c1") ? "w1" : "w2"}, {name});
+    MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  }
+  m.node("Add", {"c1", "c2"}, {"sum"});
+  m.node("Relu", {"sum"}, {"r"});
+  auto* down = m.node("Conv", {"r", "w3"}, {"c3"});
+  MB::attr(down, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  MB::attr(down, "strides", std::vector<int64_t>{2, 2});
+  auto* proj = m.node("Conv", {"r", "wp"}, {"cp"});
+  MB::attr(proj, "strides", std::vector<int64_t>{2, 2});
+  m.node("Add", {"cp", "c3"}, {"y"});
+  m.output("y");
+  check(m, "residual", true);
+}
+
+// Every broadcast the graph can legally give a convolution's epilogue: a scalar, a full-shape
+// constant, per-channel [C], [C,1,1], [1,C,1,1], an [N,C,1,1] graph input, the convolution's
+// output as either operand; and broadcasts that grow its output ([1,C,1,1] conv output times
+// [1,C,H,W], a one-channel output times [1,C,H,W], a rank-3 output under rank 4), which fusion
+// must leave outside the convolution's kernel.
+TEST_F(GraphBuildTest, ConvolutionEpilogueBroadcasts) {
+  for (int64_t c : {16, 6}) {
+    SCOPED_TRACE("channels " + std::to_string(c));
+    MB m;
+    m.input("x", {1, c, 6, 6});
+    m.input("nc11", {1, c, 1, 1});
+    m.init("w", {c, c, 3, 3}, -0.2f, 0.2f);
+    m.init("w1", {1, c, 3, 3}, -0.2f, 0.2f);
+    m.init("wp", {c, c, 6, 6}, -0.1f, 0.1f);
+    m.init_scalar("k", 1.5f);
+    m.init("full", {1, c, 6, 6});
+    m.init("pc3", {c, 1, 1});
+    m.init("pc4", {1, c, 1, 1});
+    m.init("w1d", {c, c, 3}, -0.2f, 0.2f);
+    auto conv = [&](const std::string& in, const std::string& w, const std::string& out) {
+      auto* n = m.node("Conv", {in, w}, {out});
+      MB::attr(n, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    };
+    conv("x", "w", "c0");
+    m.node("Mul", {"c0", "k"}, {"e0"});
+    m.node("Add", {"full", "e0"}, {"e1"});
+    m.node("Mul", {"e1", "pc3"}, {"e2"});
+    m.node("Add", {"pc4", "e2"}, {"e3"});
+    m.node("Mul", {"e3", "nc11"}, {"e4"});
+    m.node("Sub", {"e4", "x"}, {"e5"});
+    m.node("Div", {"e5", "k"}, {"e6"});
+    m.node("Max", {"e6", "pc4"}, {"y0"});
+    m.output("y0");
+    // A [1,C,1,1] convolution output (a 6x6 kernel over 6x6) broadcast over [1,C,6,6].
+    m.node("Conv", {"x", "wp"}, {"cp"});
+    m.node("Sigmoid", {"cp"}, {"sp"});
+    m.node("Mul", {"sp", "x"}, {"y1"});
+    m.output("y1");
+    // A one-channel output broadcast over the channels.
+    conv("x", "w1", "c1");
+    m.node("Add", {"c1", "x"}, {"y2"});
+    m.output("y2");
+    // A 1-D convolution's [1,C,6] output under a rank-4 [2,1,C,6] input: the rank grows.
+    m.input("xs", {1, c, 6});
+    m.input("x4", {2, 1, c, 6});
+    auto* c1d = m.node("Conv", {"xs", "w1d"}, {"o1d"});
+    MB::attr(c1d, "pads", std::vector<int64_t>{1, 1});
+    m.node("Add", {"o1d", "x4"}, {"y3"});
+    m.output("y3");
+    check(m, "epilogues_" + std::to_string(c), true);
+  }
+}
+
+// Dense epilogues: a per-column bias, a per-row [N,1] scale, a scalar and a full-shape input; and
+// a broadcast that grows the output ([1,K] Gemm output plus [3,K]).
+TEST_F(GraphBuildTest, DenseEpilogueBroadcasts) {
+  MB m;
+  m.input("x", {3, 12});
+  m.input("row", {3, 1});
+  m.input("full", {3, 10});
+  m.init("w", {12, 10});
+  m.init("col", {10});
+  m.init_scalar("k", 0.75f);
+  m.init("w1", {12, 10});
+  m.input("x1", {1, 12});
+  m.node("Gemm", {"x", "w"}, {"g"});
+  m.node("Add", {"g", "col"}, {"a"});
+  m.node("Mul", {"row", "a"}, {"b"});
+  m.node("Sub", {"b", "k"}, {"c"});
+  m.node("Add", {"c", "full"}, {"y0"});
+  m.output("y0");
+  m.node("MatMul", {"x1", "w1"}, {"g1"});
+  m.node("Tanh", {"g1"}, {"t1"});
+  m.node("Add", {"t1", "full"}, {"y1"});
+  m.output("y1");
+  check(m, "dense_epilogues");
+}
+
+// A MobileNetV3-style block as PyTorch exports it: Conv, HardSwish, an SE scale from ReduceMean
+// over H and W (keepdims) through two 1x1 convolutions and HardSigmoid, the Mul with the block,
+// then a decomposed LayerNorm over the last axis (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
+// Div) and an erf-GELU; at opset 14 (axes attributes, ReduceSum's as an input) and 18 (every
+// reduction's axes an input).
+TEST_F(GraphBuildTest, ReductionsActivationsAndLayerNormPatterns) {
+  for (int64_t opset : {14, 18}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    MB m(opset);
+    m.input("x", {1, 16, 6, 6});
+    m.init("w", {16, 16, 3, 3}, -0.2f, 0.2f);
+    m.init("w1", {4, 16, 1, 1});
+    m.init("w2", {16, 4, 1, 1});
+    auto reduce = [&](const std::string& op, const std::string& in, const std::string& out,
+                      const std::vector<int64_t>& axes, int64_t keepdims) {
+      onnx::NodeProto* n;
+      if (opset >= 18 || op == "ReduceSum") {
+        m.init_int64(out + "_axes", axes);
+        n = m.node(op, {in, out + "_axes"}, {out});
+      } else {
+        n = m.node(op, {in}, {out});
+        MB::attr(n, "axes", axes);
+      }
+      MB::attr(n, "keepdims", keepdims);
+    };
+    auto* conv = m.node("Conv", {"x", "w"}, {"c"});
+    MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    m.node("HardSwish", {"c"}, {"body"});
+    reduce("ReduceMean", "body", "pooled", {2, 3}, 1);
+    m.node("Conv", {"pooled", "w1"}, {"sq"});
+    m.node("Relu", {"sq"}, {"sqr"});
+    m.node("Conv", {"sqr", "w2"}, {"ex"});
+    m.node("HardSigmoid", {"ex"}, {"gate"});
+    m.node("Mul", {"body", "gate"}, {"scaled"});
+    // LayerNorm over the last axis, decomposed.
+    reduce("ReduceMean", "scaled", "mu", {-1}, 1);
+    m.node("Sub", {"scaled", "mu"}, {"d"});
+    m.init_scalar("two", 2.0f);
+    m.node("Pow", {"d", "two"}, {"d2"});
+    reduce("ReduceMean", "d2", "var", {-1}, 1);
+    m.init_scalar("eps", 1e-5f);
+    m.node("Add", {"var", "eps"}, {"ve"});
+    m.node("Sqrt", {"ve"}, {"sd"});
+    m.node("Div", {"d", "sd"}, {"ln"});
+    // GELU with erf: 0.5 * x * (1 + erf(x / sqrt(2))).
+    m.init_scalar("rsqrt2", 1.41421356f);
+    m.init_scalar("one", 1.0f);
+    m.init_scalar("half", 0.5f);
+    m.node("Div", {"ln", "rsqrt2"}, {"xs"});
+    m.node("Erf", {"xs"}, {"erf"});
+    m.node("Add", {"erf", "one"}, {"e1"});
+    m.node("Mul", {"ln", "e1"}, {"g1"});
+    m.node("Mul", {"g1", "half"}, {"gelu"});
+    // Heads: a sum over channels without keepdims, a max over everything, a LogSumExp, and a
+    // Where choosing between two branches by a comparison.
+    reduce("ReduceSum", "gelu", "y0", {1}, 0);
+    m.output("y0");
+    reduce("ReduceMax", "gelu", "y1", {0, 1, 2, 3}, 1);
+    m.output("y1");
+    reduce("ReduceLogSumExp", "ln", "y2", {1, 3}, 0);
+    m.output("y2");
+    m.node("Greater", {"gelu", "ln"}, {"gt"});
+    m.node("Neg", {"ln"}, {"nl"});
+    m.node("Where", {"gt", "gelu", "nl"}, {"y3"});
+    m.output("y3");
+    check(m, "reductions_" + std::to_string(opset), true);
+  }
+}
+
+// LayerNormalization (opset 17) over the last axis and over the last two, with its Mean and
+// InvStdDev outputs, between elementwise operators; and a Split into uneven parts feeding a
+// Tile, an Expand and a Concat.
+TEST_F(GraphBuildTest, LayerNormalizationSplitTileExpand) {
+  MB m(17);
+  m.input("x", {2, 3, 8});
+  m.init("scale", {8}, 0.5f, 1.5f);
+  m.init("bias", {8});
+  m.init("scale2", {3, 8}, 0.5f, 1.5f);
+  m.node("Relu", {"x"}, {"r"});
+  auto* ln = m.node("LayerNormalization", {"r", "scale", "bias"}, {"ln", "mean", "inv"});
+  MB::attr(ln, "epsilon", 1e-3f);
+  m.node("Add", {"ln", "x"}, {"y0"});
+  m.output("y0");
+  m.output("mean");
+  m.output("inv");
+  auto* ln2 = m.node("LayerNormalization", {"x", "scale2"}, {"y1"});
+  MB::attr(ln2, "axis", int64_t{-2});
+  m.output("y1");
+  m.init_int64("sizes", {1, 2});
+  auto* split = m.node("Split", {"x", "sizes"}, {"s0", "s1"});
+  MB::attr(split, "axis", int64_t{1});
+  m.init_int64("reps", {1, 2, 1});
+  m.node("Tile", {"s0", "reps"}, {"t0"});
+  m.init_int64("shape", {2, 2, 8});
+  m.node("Expand", {"s0", "shape"}, {"e0"});
+  m.node("Mul", {"t0", "s1"}, {"m0"});
+  auto* cat = m.node("Concat", {"m0", "e0"}, {"y2"});
+  MB::attr(cat, "axis", int64_t{1});
+  m.output("y2");
+  check(m, "layer_norm");
+}
+
+// InstanceNormalization after a convolution (a GAN generator's norm), then Celu, Shrink and
+// ThresholdedRelu, and a CastLike to the input's type.
+TEST_F(GraphBuildTest, InstanceNormalizationAndActivations) {
+  MB m(17);
+  m.input("x", {2, 16, 5, 5});
+  m.init("w", {16, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("scale", {16}, 0.5f, 1.5f);
+  m.init("bias", {16});
+  auto* conv = m.node("Conv", {"x", "w"}, {"c"});
+  MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto* in = m.node("InstanceNormalization", {"c", "scale", "bias"}, {"n"});
+  MB::attr(in, "epsilon", 1e-3f);
+  auto* celu = m.node("Celu", {"n"}, {"ce"});
+  MB::attr(celu, "alpha", 0.7f);
+  auto* shrink = m.node("Shrink", {"ce"}, {"sh"});
+  MB::attr(shrink, "lambd", 0.3f);
+  MB::attr(shrink, "bias", 0.1f);
+  auto* thr = m.node("ThresholdedRelu", {"n"}, {"th"});
+  MB::attr(thr, "alpha", 0.2f);
+  m.node("Add", {"sh", "th"}, {"s"});
+  m.node("CastLike", {"s", "x"}, {"y"});
+  m.output("y");
+  check(m, "instance_norm", true);
+}
+
+// The trigonometric and hyperbolic functions (libm per lane) in one fused chain, on inputs in
+// their domains (the random inputs lie in [-0.5, 0.5); Acosh reads 1 + x^2).
+TEST_F(GraphBuildTest, TrigonometricChain) {
+  MB m(13);
+  m.input("x", {3, 37});
+  for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+                         "Atanh"}) {
+    m.node(op, {"x"}, {std::string("t_") + op});
+  }
+  m.node("Mul", {"x", "x"}, {"x2"});
+  m.init_scalar("one", 1.0f);
+  m.node("Add", {"x2", "one"}, {"x2p1"});
+  m.node("Acosh", {"x2p1"}, {"t_Acosh"});
+  m.node("Sum", {"t_Sin", "t_Cos", "t_Tan", "t_Asin", "t_Acos", "t_Atan"}, {"s1"});
+  m.node("Mean", {"t_Sinh", "t_Cosh", "t_Asinh", "t_Atanh", "t_Acosh"}, {"s2"});
+  m.node("Sub", {"s1", "s2"}, {"y"});
+  m.output("y");
+  check(m, "trig");
+}
+
+// Trilu (upper with k = 1, lower with k = -1) over a batch of matrices and float Mod (fmod = 1)
+// with a broadcast divisor, fused into one chain.
+TEST_F(GraphBuildTest, TriluAndMod) {
+  MB m(14);
+  m.input("x", {2, 5, 7});
+  m.init("d", {7}, 0.2f, 0.4f);
+  m.init_int64("k1", {1}, true);
+  m.init_int64("km1", {-1}, true);
+  m.node("Trilu", {"x", "k1"}, {"up"});
+  auto* lo = m.node("Trilu", {"x", "km1"}, {"lo"});
+  MB::attr(lo, "upper", int64_t{0});
+  m.node("Sub", {"up", "lo"}, {"s"});
+  auto* mod = m.node("Mod", {"s", "d"}, {"y"});
+  MB::attr(mod, "fmod", int64_t{1});
+  m.output("y");
+  check(m, "trilu_mod");
+}
+
+// CumSum (forward, exclusive and reverse), Hardmax, and GatherElements with constant indices
+// (negative ones too) after an elementwise producer.
+TEST_F(GraphBuildTest, CumSumHardmaxGatherElements) {
+  MB m(13);
+  m.input("x", {3, 6});
+  m.input("v", {6});
+  m.init_int64("axis1", {1}, true);
+  m.node("CumSum", {"x", "axis1"}, {"c0"});
+  auto* ex = m.node("CumSum", {"x", "axis1"}, {"c1"});
+  MB::attr(ex, "exclusive", int64_t{1});
+  MB::attr(ex, "reverse", int64_t{1});
+  m.node("Add", {"c0", "c1"}, {"y0"});
+  m.output("y0");
+  m.node("Hardmax", {"x"}, {"y1"});
+  m.output("y1");
+  m.node("Exp", {"v"}, {"ev"});
+  m.init_int64("idx", {5, -1, 0, 2, -6, 3, 3});
+  m.node("GatherElements", {"ev", "idx"}, {"y2"});
+  m.output("y2");
+  check(m, "cumsum_hardmax");
 }
 
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {

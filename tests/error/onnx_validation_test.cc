@@ -865,6 +865,331 @@ TEST(OnnxValidation, LstmWeights) {
 
 // ---- valid models near the rules' edges import --------------------------------------------
 
+// ---- the operators of issue 15 ----------------------------------------------------------------
+
+TEST(OnnxValidation, Reductions) {
+  {  // axes as an attribute (opset 13)
+    Model m;
+    m.input("x", {2, 3, 4});
+    Model::attr(m.op("ReduceMean", "mean", {"x"}), "axes", Ints{1, 3});
+    expect_refused(m, "mean", "ReduceMean",
+                   {"attribute 'axes' [1,3] holds axis 3, out of range [-3, 2]",
+                    "input 0 (data 'x')", "rank 3"});
+  }
+  {  // the same axis twice
+    Model m;
+    m.input("x", {2, 3, 4});
+    Model::attr(m.op("ReduceMax", "max", {"x"}), "axes", Ints{1, -2});
+    expect_refused(m, "max", "ReduceMax", {"attribute 'axes' [1,-2] names dimension 1", "twice"});
+  }
+  {  // axes as an input (ReduceSum, opset 13) out of range
+    Model m;
+    m.input("x", {2, 3});
+    m.init_int64("axes", {2});
+    m.op("ReduceSum", "sum", {"x", "axes"});
+    expect_refused(m, "sum", "ReduceSum",
+                   {"input 1 (axes 'axes') [2] holds axis 2, out of range [-2, 1]"});
+  }
+  {  // keepdims must be a flag
+    Model m;
+    m.input("x", {2, 3});
+    Model::attr(m.op("ReduceL2", "l2", {"x"}), "keepdims", int64_t{2});
+    expect_refused(m, "l2", "ReduceL2", {"attribute 'keepdims' is 2; it must be 0 or 1"});
+  }
+  {  // opset 18: the axes are input 1, no longer an attribute
+    Model m(18);
+    m.input("x", {2, 3});
+    Model::attr(m.op("ReduceLogSumExp", "lse", {"x"}), "axes", Ints{1});
+    expect_refused(m, "lse", "ReduceLogSumExp",
+                   {"attribute 'axes' is not an attribute of ReduceLogSumExp at opset 18",
+                    "from opset 18 the axes are input 1"});
+  }
+  {  // opset 18: an axes input out of range
+    Model m(18);
+    m.input("x", {2, 3});
+    m.init_int64("axes", {-3});
+    m.op("ReduceProd", "prod", {"x", "axes"});
+    expect_refused(m, "prod", "ReduceProd",
+                   {"input 1 (axes 'axes') [-3] holds axis -3, out of range [-2, 1]"});
+  }
+  {  // axes computed at run time: Kiln needs them at compile time
+    Model m(18);
+    m.input("x", {2, 3});
+    m.input("axes", {1}, TensorProto::INT64);
+    m.op("ReduceMin", "min", {"x", "axes"});
+    expect_refused(m, "min", "ReduceMin", {"input 'axes' must be a constant"});
+  }
+  {  // ArgMax: the axis, the flags
+    Model m;
+    m.input("x", {2, 3});
+    Model::attr(m.op("ArgMax", "argmax", {"x"}), "axis", int64_t{2});
+    expect_refused(m, "argmax", "ArgMax",
+                   {"attribute 'axis' is 2, out of range [-2, 1] for input 0 (data 'x') of rank 2"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    Model::attr(m.op("ArgMin", "argmin", {"x"}), "select_last_index", int64_t{-1});
+    expect_refused(m, "argmin", "ArgMin",
+                   {"attribute 'select_last_index' is -1; it must be 0 or 1"});
+  }
+}
+
+TEST(OnnxValidation, NewBroadcastingOperators) {
+  {
+    Model m;
+    m.input("a", {2, 3});
+    m.input("b", {2});
+    m.op("Less", "less", {"a", "b"});
+    expect_refused(m, "less", "Less",
+                   {"input 1 (B 'b') of shape [2] does not broadcast with input 0 (A 'a') of "
+                    "shape [2,3]: 2 against 3"});
+  }
+  {
+    Model m;
+    m.input("c", {4, 1}, TensorProto::BOOL);
+    m.input("a", {3});
+    m.input("b", {2, 5, 1});
+    m.op("Where", "where", {"c", "a", "b"});
+    expect_refused(m, "where", "Where",
+                   {"input 2 (Y 'b') of shape [2,5,1] does not broadcast with input 0 "
+                    "(condition 'c') of shape [4,1]: 5 against 4"});
+  }
+  {  // And takes bools only
+    Model m;
+    m.input("a", {2});
+    m.input("b", {2});
+    m.op("And", "and", {"a", "b"});
+    expect_refused(m, "and", "And", {"input 0 (A 'a') is tensor(float)", "tensor(bool)"});
+  }
+  {  // PRelu: the slope broadcasts to X, not the other way round
+    Model m;
+    m.input("x", {3, 1});
+    m.input("slope", {3, 4});
+    m.op("PRelu", "prelu", {"x", "slope"});
+    expect_refused(m, "prelu", "PRelu",
+                   {"input 1 (slope 'slope') of shape [3,4] does not broadcast to input 0 (X 'x') "
+                    "of shape [3,1]"});
+  }
+  {
+    Model m;
+    m.input("a", {2, 3});
+    m.input("b", {3});
+    m.input("c", {4});
+    m.op("Sum", "sum", {"a", "b", "c"});
+    expect_refused(m, "sum", "Sum",
+                   {"input 2 (data_0 'c') of shape [4] does not broadcast with input 0 (data_0 "
+                    "'a') of shape [2,3]: 4 against 3"});
+  }
+}
+
+TEST(OnnxValidation, ExpandTileSplitAndGenerators) {
+  {
+    Model m;
+    m.input("x", {3, 2});
+    m.init_int64("shape", {2, 3});
+    m.op("Expand", "expand", {"x", "shape"});
+    expect_refused(m, "expand", "Expand",
+                   {"input 0 (input 'x') of shape [3,2] does not broadcast with the shape [2,3] "
+                    "of input 1 (shape 'shape'): 2 against 3"});
+  }
+  {
+    Model m;
+    m.input("x", {3, 2});
+    m.input("shape", {2}, TensorProto::INT64);
+    m.op("Expand", "expand", {"x", "shape"});
+    expect_refused(m, "expand", "Expand", {"input 'shape' must be a constant"});
+  }
+  {
+    Model m;
+    m.input("x", {3, 2});
+    m.init_int64("reps", {2, 2, 2});
+    m.op("Tile", "tile", {"x", "reps"});
+    expect_refused(m, "tile", "Tile",
+                   {"input 1 (repeats 'reps') of shape [3] has 3 repeat counts, but input 0 "
+                    "(input 'x') of shape [3,2] has rank 2"});
+  }
+  {
+    Model m;
+    m.input("x", {3, 2});
+    m.init_int64("reps", {2, -1});
+    m.op("Tile", "tile", {"x", "reps"});
+    expect_refused(m, "tile", "Tile",
+                   {"input 1 (repeats 'reps') is [2,-1]; a repeat count must not be negative"});
+  }
+  {  // Split sizes that do not add up (opset 13: an input)
+    Model m;
+    m.input("x", {6, 2});
+    m.init_int64("split", {2, 3});
+    m.node("Split", "split", {"x", "split"}, {"a", "b"});
+    m.output("a");
+    m.output("b");
+    expect_refused(m, "split", "Split",
+                   {"input 1 (split 'split') is [2,3], which sums to 5, but dimension 0 of input "
+                    "0 (input 'x') of shape [6,2] is 6"});
+  }
+  {  // an even split that is not (opset 13, no sizes)
+    Model m;
+    m.input("x", {5});
+    m.node("Split", "split", {"x"}, {"a", "b"});
+    m.output("a");
+    m.output("b");
+    expect_refused(m, "split", "Split",
+                   {"dimension 0 of input 0 (input 'x') of shape [5] does not split into 2 "
+                    "equal parts"});
+  }
+  {  // opset 18: num_outputs against the outputs
+    Model m(18);
+    m.input("x", {6});
+    Model::attr(m.node("Split", "split", {"x"}, {"a", "b"}), "num_outputs", int64_t{3});
+    m.output("a");
+    m.output("b");
+    expect_refused(m, "split", "Split",
+                   {"attribute 'num_outputs' is 3, but the node has 2 outputs"});
+  }
+  {
+    Model m;
+    m.init_int64("shape", {2, -3});
+    m.op("ConstantOfShape", "fill", {"shape"});
+    expect_refused(m, "fill", "ConstantOfShape",
+                   {"input 0 (input 'shape') is [2,-3]; a dimension must not be negative"});
+  }
+  {
+    Model m;
+    m.init_int64("start", {0});
+    m.init_int64("limit", {5, 6});
+    m.init_int64("delta", {1});
+    m.op("Range", "range", {"start", "limit", "delta"});
+    expect_refused(m, "range", "Range", {"input 1 (limit 'limit') of shape [2] must be a scalar"});
+  }
+  {
+    Model m;
+    m.init_int64("start", {0}, true);
+    m.init_int64("limit", {5}, true);
+    m.input("delta", {}, TensorProto::INT64);
+    m.op("Range", "range", {"start", "limit", "delta"});
+    expect_refused(m, "range", "Range", {"input 'delta' must be a constant"});
+  }
+}
+
+TEST(OnnxValidation, LayerNormalization) {
+  {
+    Model m(17);
+    m.input("x", {2, 3, 4});
+    m.weight("scale", {3});
+    Model::attr(m.op("LayerNormalization", "ln", {"x", "scale"}), "axis", int64_t{-1});
+    expect_refused(m, "ln", "LayerNormalization",
+                   {"input 1 (Scale 'scale') of shape [3] does not broadcast to [4], the "
+                    "dimensions of input 0 (X 'x') of shape [2,3,4] from axis 2 on"});
+  }
+  {
+    Model m(17);
+    m.input("x", {2, 3, 4});
+    m.weight("scale", {4});
+    Model::attr(m.op("LayerNormalization", "ln", {"x", "scale"}), "axis", int64_t{3});
+    expect_refused(m, "ln", "LayerNormalization",
+                   {"attribute 'axis' is 3, out of range [-3, 2] for input 0 (X 'x') of rank 3"});
+  }
+  {
+    Model m(17);
+    m.input("x", {2, 4});
+    m.weight("scale", {4});
+    Model::attr(m.op("LayerNormalization", "ln", {"x", "scale"}), "stash_type", int64_t{11});
+    expect_refused(m, "ln", "LayerNormalization", {"stash_type=11 is not supported"});
+  }
+}
+
+TEST(OnnxValidation, InstanceNormalization) {
+  {
+    Model m;
+    m.input("x", {2, 3, 4});
+    m.weight("scale", {4});
+    m.weight("b", {3});
+    m.op("InstanceNormalization", "in", {"x", "scale", "b"});
+    expect_refused(m, "in", "InstanceNormalization",
+                   {"input 1 (scale 'scale') of shape [4] must be 1-D of size C = 3 (the channels "
+                    "of input 0 (input 'x') of shape [2,3,4])"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.weight("scale", {3});
+    m.weight("b", {3});
+    m.op("InstanceNormalization", "in", {"x", "scale", "b"});
+    expect_refused(m, "in", "InstanceNormalization",
+                   {"input 0 (input 'x') of shape [2,3] has rank 2", "(rank 3 or more)"});
+  }
+}
+
+TEST(OnnxValidation, ModAndTrilu) {
+  {
+    Model m;
+    m.input("a", {2, 3});
+    m.input("b", {3});
+    m.op("Mod", "mod", {"a", "b"});
+    expect_refused(m, "mod", "Mod",
+                   {"attribute 'fmod' is 0, but input 0 (A 'a') is tensor(float); "
+                    "floating-point Mod needs fmod=1"});
+  }
+  {
+    Model m(14);
+    m.input("x", {4});
+    m.op("Trilu", "tri", {"x"});
+    expect_refused(m, "tri", "Trilu", {"input 0 (input 'x') of shape [4] has rank 1"});
+  }
+  {
+    Model m(14);
+    m.input("x", {3, 3});
+    m.init_int64("k", {1, 2});
+    m.op("Trilu", "tri", {"x", "k"});
+    expect_refused(m, "tri", "Trilu", {"input 1 (k 'k') of shape [2] must be a scalar"});
+  }
+}
+
+TEST(OnnxValidation, GatherElementsAndCumSum) {
+  {  // indices larger than the data off the axis would read past it
+    Model m;
+    m.input("x", {3, 2});
+    m.input("i", {4, 3}, TensorProto::INT64);  // 4 along the axis is allowed, 3 > 2 is not
+    m.op("GatherElements", "ge", {"x", "i"});
+    expect_refused(m, "ge", "GatherElements",
+                   {"input 1 (indices 'i') of shape [4,3] is larger than input 0 (data 'x') of "
+                    "shape [3,2] in dimension 1 (3 > 2)"});
+  }
+  {
+    Model m;
+    m.input("x", {4});
+    m.init_int64("i", {1, 4});
+    m.op("GatherElements", "ge", {"x", "i"});
+    expect_refused(m, "ge", "GatherElements",
+                   {"input 1 (indices 'i') holds index 4, out of range [-4, 3] for dimension 0 "
+                    "of input 0 (data 'x') of shape [4]"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.input("i", {3}, TensorProto::INT64);
+    m.op("GatherElements", "ge", {"x", "i"});
+    expect_refused(m, "ge", "GatherElements", {"has rank 1", "has rank 2; they must agree"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.init_int64("axis", {2}, true);
+    m.op("CumSum", "cs", {"x", "axis"});
+    expect_refused(m, "cs", "CumSum",
+                   {"input 1 (axis 'axis') is 2, out of range [-2, 1] for input 0 (x 'x') of "
+                    "rank 2"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.input("axis", {}, TensorProto::INT64);
+    m.op("CumSum", "cs", {"x", "axis"});
+    expect_refused(m, "cs", "CumSum", {"input 'axis' must be a constant"});
+  }
+}
+
 TEST(OnnxValidation, ValidEdgeCasesImport) {
   auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
   {  // grouped convolution, bias, explicit kernel_shape equal to the weight's
@@ -926,6 +1251,27 @@ TEST(OnnxValidation, ValidEdgeCasesImport) {
     m.node("Clip", "clip", {"g", "", "hi"}, {"c1"});
     Model::attr(m.node("Flatten", "flat", {"c1"}, {"y"}), "axis", int64_t{2});
     m.output("y");
+    imports(m);
+  }
+  {  // reductions with negative axes and noop_with_empty_axes at opset 18, Split by
+     // num_outputs with a shorter last part, Expand that adds dimensions, Tile by 0
+    Model m(18);
+    m.input("x", {2, 3, 4});
+    m.init_int64("axes", {-1, 0});
+    m.node("ReduceMean", "mean", {"x", "axes"}, {"r"});
+    Model::attr(m.node("ReduceMax", "noop", {"x"}, {"n"}), "noop_with_empty_axes", int64_t{1});
+    m.output("r");
+    m.output("n");
+    m.input("v", {7});
+    Model::attr(m.node("Split", "split", {"v"}, {"s0", "s1", "s2"}), "num_outputs", int64_t{3});
+    m.output("s2");
+    m.input("e", {3, 1});
+    m.init_int64("shape", {2, 1, 4});
+    m.node("Expand", "expand", {"e", "shape"}, {"ex"});
+    m.output("ex");
+    m.init_int64("reps", {0, 2});
+    m.node("Tile", "tile", {"e", "reps"}, {"t"});
+    m.output("t");
     imports(m);
   }
   {  // Pad removing what is there, negative Gather indices

@@ -124,6 +124,33 @@ TEST(AlterLayout, ResidualBlockConvertsOnlyAtItsEdges) {
   expect_same_results(before);
 }
 
+// A squeeze-and-excitation scale: GlobalAveragePool (blocked), two 1x1 convolutions on the
+// [1,C,1,1] result (blocked too), Sigmoid, and the Mul of the block by that [1,C,1,1] scale, which
+// stays blocked ([1,C/b,1,1,b] broadcasts over [1,C/b,H,W,b]); a per-channel [1,C,1,1] constant
+// is converted to the blocks, a single element is read as it is, and a per-channel [C,1,1] one
+// (rank 3) makes its node read NCHW.
+TEST(AlterLayout, PerChannelOperandsStayBlocked) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 16, 6, 6});
+  ValueId body = m.op("Relu", {m.conv(x, 16, 3)});
+  ValueId p = m.g.add_op("GlobalAveragePool", "gap", {body}, {}, kFloat32, {1, 16, 1, 1});
+  ValueId s = m.op("Sigmoid", {m.conv(m.op("Relu", {m.conv(p, 8, 1)}), 16, 1)});
+  ValueId scaled = m.g.add_op("Mul", "scale", {body, s}, {}, kFloat32, {1, 16, 6, 6});
+  ValueId pc = m.g.add_constant("pc", testing::random_array({1, 16, 1, 1}, 3));
+  ValueId one = m.g.add_constant("one", testing::random_array({1}, 4));
+  ValueId shifted = m.g.add_op("Add", "shift", {pc, scaled}, {}, kFloat32, {1, 16, 6, 6});
+  ValueId y = m.g.add_op("Mul", "times", {shifted, one}, {}, kFloat32, {1, 16, 6, 6});
+  ValueId c3 = m.g.add_constant("c3", testing::random_array({16, 1, 1}, 5));
+  ValueId z = m.g.add_op("Sub", "rank3", {y, c3}, {}, kFloat32, {1, 16, 6, 6});
+  m.g.add_output(z);
+  Graph before = m.g;
+  alter_layout(m.g);
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "Relu", "GlobalAveragePool",
+                                               "Conv", "Relu", "Conv", "Sigmoid", "Mul", "LT0>16",
+                                               "Add", "Mul", "LT16>0", "Sub"}));
+  expect_same_results(before);
+}
+
 TEST(AlterLayout, DepthwiseBlocksAndBlockedGraphOutputs) {
   LayoutGraph m;
   ValueId x = m.input("x", {1, 16, 9, 9});

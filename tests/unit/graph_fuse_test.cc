@@ -137,6 +137,11 @@ TEST(OpPatternTest, EveryFrontEndOp) {
       {"Conv", OpPattern::kOutEWiseFusable}, {"MatMul", OpPattern::kOutEWiseFusable},
       {"Gemm", OpPattern::kOutEWiseFusable}, {"Softmax", OpPattern::kOpaque},
       {"LogSoftmax", OpPattern::kOpaque},    {"LSTM", OpPattern::kOpaque},
+      {"Erf", OpPattern::kElemWise},         {"HardSwish", OpPattern::kElemWise},
+      {"Equal", OpPattern::kBroadcast},      {"Where", OpPattern::kBroadcast},
+      {"Expand", OpPattern::kBroadcast},     {"Tile", OpPattern::kInjective},
+      {"ReduceMean", OpPattern::kCommReduce}, {"ArgMax", OpPattern::kCommReduce},
+      {"Split", OpPattern::kOpaque},
   };
   Node n;
   for (const auto& [op, pattern] : expected) {
@@ -150,7 +155,9 @@ TEST(OpPatternTest, EveryFrontEndOp) {
     n.op = op;
     if (op_pattern(n) == OpPattern::kOpaque) {
       EXPECT_TRUE(op == "LSTM" || op == "Softmax" || op == "LogSoftmax" || op == "Constant" ||
-                  op == "Shape")
+                  op == "Shape" || op == "Split" || op == "ConstantOfShape" || op == "Range" ||
+                  op == "Size" || op == "LayerNormalization" || op == "InstanceNormalization" ||
+                  op == "CastLike" || op == "CumSum" || op == "Hardmax")
           << op;
     }
   }
@@ -186,6 +193,40 @@ TEST(FuseTest, ResNetBlock) {
   check_partition(folded, groups2);
   EXPECT_EQ(describe(folded, groups2),
             (std::vector<std::string>{"Conv,Relu@Conv", "Conv,Add,Relu@Conv"}));
+}
+
+// A squeeze-and-excitation block: the scale's 1x1 convolution outputs [1,8,1,1], and the Mul
+// that broadcasts it over the block's [1,8,8,8] input has more elements than the convolution's
+// tile, so it is no epilogue of that convolution: the chain stops at Sigmoid and the Mul joins
+// the residual Add after it. A Mul of the same shape (a per-channel constant) stays in the epilogue.
+TEST(FuseTest, SqueezeExcitationScaleIsNotAnEpilogue) {
+  Builder b;
+  const ValueId x = b.g.add_input("x", kFloat32, {1, 8, 8, 8});
+  const ValueId body = b.unary("Relu", b.conv(x, 8));
+  const ValueId pooled =
+      b.g.add_op("GlobalAveragePool", "gap", {body}, {}, kFloat32, {1, 8, 1, 1});
+  auto conv1x1 = [&](ValueId in, int64_t cout) {
+    const ValueId w = b.constant({cout, b.shape(in)[1], 1, 1});
+    return b.g.add_op("Conv", b.fresh("conv"), {in, w},
+                      {{"group", int64_t{1}},
+                       {"pads", Shape{0, 0, 0, 0}},
+                       {"strides", Shape{1, 1}},
+                       {"dilations", Shape{1, 1}},
+                       {"kernel_shape", Shape{1, 1}}},
+                      kFloat32, {1, cout, 1, 1});
+  };
+  const ValueId s = b.unary("Sigmoid", conv1x1(b.unary("Relu", conv1x1(pooled, 4)), 8));
+  const ValueId scaled = b.g.add_op("Mul", "scale", {body, s}, {}, kFloat32, {1, 8, 8, 8});
+  const ValueId block = b.binary("Add", scaled, x);
+  const ValueId out = b.binary("Mul", b.conv(block, 8), b.constant({8, 1, 1}));
+  b.g.add_output(out);
+  b.g.verify();
+  const auto groups = fuse_ops(b.g);
+  check_partition(b.g, groups);
+  EXPECT_EQ(describe(b.g, groups),
+            (std::vector<std::string>{"Conv,Relu@Conv", "GlobalAveragePool@GlobalAveragePool",
+                                      "Conv,Relu@Conv", "Conv,Sigmoid@Conv", "Mul,Add@Add",
+                                      "Conv,Mul@Conv"}));
 }
 
 TEST(FuseTest, DisabledGivesOneGroupPerNode) {
