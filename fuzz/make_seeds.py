@@ -328,13 +328,22 @@ def onnx_seeds():
                                      opset=7))
     # The ONNX backend node tests (shipped with onnx) of the supported operators, a few each.
     node_dir = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "node")
-    prefixes = {"BatchNormalization": "batchnorm"}
+    prefixes = {"BatchNormalization": "batchnorm", "LayerNormalization": "layer_normalization",
+                "InstanceNormalization": "instancenorm", "ConstantOfShape": "constantofshape",
+                "GatherElements": "gather_elements", "ReduceMean": "reduce_mean",
+                "ReduceSum": "reduce_sum", "ReduceMax": "reduce_max",
+                "ReduceLogSumExp": "reduce_log_sum_exp"}
     ops = ["Abs", "Add", "AveragePool", "BatchNormalization", "Cast", "Clip", "Concat",
            "Constant", "Conv", "ConvTranspose", "Div", "Dropout", "Exp", "Flatten", "Gather",
            "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Identity", "LSTM", "LeakyRelu", "Log",
            "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mul", "Neg", "Pad", "Pow", "Relu",
            "Reshape", "Shape", "Sigmoid", "Slice", "Softmax", "Sqrt", "Squeeze", "Sub", "Tanh",
-           "Transpose", "Unsqueeze"]
+           "Transpose", "Unsqueeze",
+           # the reductions, activations, logic and shape operators added with issue 15
+           "ReduceMean", "ReduceSum", "ReduceMax", "ReduceLogSumExp", "ArgMax", "HardSwish",
+           "HardSigmoid", "Erf", "Elu", "PRelu", "Where", "Equal", "Less", "Not", "And", "Sum",
+           "Mean", "Expand", "ConstantOfShape", "Range", "Tile", "Split", "LayerNormalization",
+           "InstanceNormalization", "CumSum", "Trilu", "GatherElements", "Hardmax", "Mod"]
     names = sorted(os.listdir(node_dir))
     for op in ops:
         prefix = "test_" + prefixes.get(op, op.lower())
