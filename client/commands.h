@@ -2,12 +2,22 @@
 // command is described by a cli::Command (client/cli.h): its flags, their defaults and its usage.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "client/cli.h"
 
 /// "MODEL.onnx" -> "MODEL.kiln".
 std::string default_bundle_path(const std::string& onnx_path);
+
+/// Every `--input-shape NAME=D0,D1,...` of `args`, by input name; UsageError for a malformed value
+/// or an input given twice.
+std::map<std::string, std::vector<int64_t>> input_shapes(const kiln::cli::Args& args);
+
+/// The help line of `--input-shape`, the same for compile, tune and submit.
+extern const kiln::cli::Flag kInputShapeFlag;
 
 /// kiln tune (tune_command.cc).
 const kiln::cli::Command& tune_command();

@@ -487,6 +487,11 @@ int submit_main(const Args& a) {
   req.set_device_key(a.get("--device-key"));
   req.set_trials(static_cast<uint32_t>(trials));
   req.set_priority(static_cast<int32_t>(priority));
+  for (const auto& [name, dims] : input_shapes(a)) {
+    v1::InputShape* shape = req.add_input_shapes();
+    shape->set_name(name);
+    for (int64_t d : dims) shape->add_dims(d);
+  }
   const char* user = std::getenv("USER");
   req.set_owner(a.get("--owner", user ? user : ""));
 
@@ -590,8 +595,11 @@ const kiln::cli::Command& submit_command() {
            {"--name", "NAME", "the job's name (default: the model's file name)"},
            {"--priority", "P", "higher runs first (default: 0)"},
            {"--owner", "O", "whose job it is (default: $USER)"},
-           {"--watch", "", "follow the job to its end, as kiln watch does"}}),
-      .notes = std::string("Prints the job's id. ") + kFarmNotes,
+           {"--watch", "", "follow the job to its end, as kiln watch does"},
+           kInputShapeFlag}),
+      .notes = std::string("Prints the job's id. The farm checks that the model imports (with "
+                           "its --input-shape bindings) before it takes the job. ") +
+               kFarmNotes,
       .main = submit_main,
       .group = kFarmGroup,
   };

@@ -28,6 +28,11 @@
 #include "deploy/runtime/run_bundle.h"
 #include "deploy/runtime/thread_pool.h"
 
+// Defined before the commands below, which copy it while this file is initialized.
+const kiln::cli::Flag kInputShapeFlag{
+    "--input-shape", "NAME=DIMS",
+    "input NAME's shape, binding its symbolic dims (once per input)"};
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -44,6 +49,8 @@ int compile_main(const kiln::cli::Args& args) {
   kiln::graph::BuildOptions options;
   options.fuse = !args.has("--no-fuse");
   options.alter_layout = !args.has("--no-layout");
+  kiln::graph::OnnxImportOptions import;
+  import.input_shapes = input_shapes(args);
   bool drawn = false;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   options.progress = [&](size_t index, size_t total, const std::string& what) {
@@ -59,7 +66,7 @@ int compile_main(const kiln::cli::Args& args) {
   auto t0 = Clock::now();
   kiln::graph::BuildReport build;
   try {
-    kiln::graph::compile_onnx(model, target, out, options, &build);
+    kiln::graph::compile_onnx(model, target, out, options, &build, import);
   } catch (const std::exception& e) {
     if (drawn) std::fprintf(stderr, "\n");
     return kiln::cli::report(e);
@@ -84,8 +91,12 @@ const kiln::cli::Command kCompile{
                "what to compile for (default: llvm -mcpu=native; see the notes)"},
               {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
               {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
-              {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"}},
+              {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"},
+              kInputShapeFlag},
     .notes =
+        "A model with symbolic input dimensions (an export's 'batch') needs --input-shape "
+        "NAME=D0,D1,... (such as x=1,3,224,224) for each such input; the bundle is built for, "
+        "and its graph records, those shapes. "
         "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, or 'llvm "
         "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board. A progress bar goes "
         "to stderr, then what the build did (kernels, folded nodes, memory).",
@@ -221,6 +232,22 @@ const kiln::cli::Command kExample{
 };
 
 }  // namespace
+
+std::map<std::string, std::vector<int64_t>> input_shapes(const kiln::cli::Args& args) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& text : args.all("--input-shape")) {
+    std::pair<std::string, std::vector<int64_t>> shape;
+    try {
+      shape = kiln::graph::parse_input_shape(text);
+    } catch (const kiln::Error& e) {
+      throw kiln::cli::UsageError(e.what());
+    }
+    if (!shapes.emplace(shape.first, shape.second).second) {
+      throw kiln::cli::UsageError("--input-shape gives input '" + shape.first + "' twice");
+    }
+  }
+  return shapes;
+}
 
 std::string default_bundle_path(const std::string& onnx_path) {
   fs::path p(onnx_path);

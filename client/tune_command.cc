@@ -50,9 +50,11 @@ int tune_main(const kiln::cli::Args& args) {
     options.local.repeat = cli::positive_number(args.get("--repeat"), "--repeat");
   }
   options.local.flush_cache = args.has("--flush-cache");
+  graph::OnnxImportOptions import;
+  import.input_shapes = input_shapes(args);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   try {
-    const graph::Graph g = graph::import_onnx(model);
+    const graph::Graph g = graph::import_onnx(model, import);
     records::RecordLog log = records::RecordLog::open(records);
     const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target);
     std::cerr << model << ": " << tasks.size() << " tuning tasks, " << options.trials
@@ -126,6 +128,7 @@ const kiln::cli::Command& tune_command() {
         {"--repeat", "R",
          "timed repeats per candidate (default: " + std::to_string(defaults.local.repeat) + ")"},
         {"--flush-cache", "", "write past the last-level cache before each repeat (default: off)"},
+        kInputShapeFlag,
     };
     c.notes =
         "Every measurement lands in the record log before the next; killed and run again, kiln "

@@ -129,6 +129,9 @@ struct Submission {
   std::string name, target, device_key, owner;
   uint32_t trials = 0;
   int32_t priority = 0;
+  /// `--input-shape`s as sent (SubmitModelRequest.input_shapes): checked by submit (names
+  /// non-empty and distinct, sizes positive, limits), then by the model's --check.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> input_shapes;
 };
 
 /// A recent event for people (device joined or lost, job done, retries, quarantine).
@@ -307,8 +310,10 @@ class Farm {
                                     const std::string& error = "");
   std::string model_path(tracker::JobId id) const;
   std::string driver_log_path(tracker::JobId id) const;
-  /// Runs kiln-tuner --check on `model_file`: "" when it imports, else why not.
-  std::string check_model(const std::string& model_file);
+  /// Runs kiln-tuner --check on `model_file` with its inputs bound to `input_shapes`
+  /// (--input-shape each): "" when it imports, else why not.
+  std::string check_model(const std::string& model_file,
+                          const std::map<std::string, std::vector<int64_t>>& input_shapes);
 
   FarmOptions options_;
   tracker::SystemClock clock_;

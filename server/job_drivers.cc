@@ -242,9 +242,15 @@ void Farm::fail_job(JobId id, const std::string& reason) {
   refresh_gauges_locked();
 }
 
-std::string Farm::check_model(const std::string& model_file) {
+std::string Farm::check_model(const std::string& model_file,
+                              const std::map<std::string, std::vector<int64_t>>& input_shapes) {
   const DriverOptions& d = options_.driver;
   std::vector<std::string> argv = {driver_program_, "--check", model_file};
+  for (const auto& [name, dims] : input_shapes) {
+    std::string value = name + "=";
+    for (size_t i = 0; i < dims.size(); ++i) value += (i ? "," : "") + std::to_string(dims[i]);
+    argv.insert(argv.end(), {"--input-shape", value});
+  }
   if (d.memory_limit_mb > 0)
     argv.insert(argv.end(), {"--memory-limit-mb", std::to_string(d.memory_limit_mb)});
   const std::string log_path = model_file + ".check.log";
@@ -327,6 +333,11 @@ v1::DriverJob Farm::driver_job_spec(const v1::DriverAuth& auth) {
   out.set_batch(static_cast<uint32_t>(options_.batch));
   out.set_explorer(options_.explorer);
   out.set_seed(j.id);  // a job's search replays from its id
+  for (const auto& [name, dims] : j.input_shapes) {
+    v1::InputShape* shape = out.add_input_shapes();
+    shape->set_name(name);
+    for (int64_t d : dims) shape->add_dims(d);
+  }
   return out;
 }
 

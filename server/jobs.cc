@@ -16,6 +16,13 @@ using tracker::JobId;
 using tracker::JobRecord;
 using tracker::JobState;
 
+// SubmitModelRequest.input_shapes' limits: more than any model has, few enough that a request
+// cannot make kilnd or the --check child's command line large.
+constexpr size_t kMaxInputShapes = 256;
+constexpr size_t kMaxInputShapeDims = 64;
+constexpr size_t kMaxInputNameBytes = 1024;
+constexpr int64_t kMaxInputDimSize = int64_t{1} << 31;
+
 }  // namespace
 
 std::string Farm::model_path(JobId id) const {
@@ -47,6 +54,37 @@ JobId Farm::submit(const Submission& s) {
     throw invalid_argument("SubmitModel: trials " + std::to_string(s.trials) +
                            " is over this farm's limit of " + std::to_string(options_.max_trials) +
                            " per task");
+  }
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  if (s.input_shapes.size() > kMaxInputShapes) {
+    throw invalid_argument("SubmitModel: input_shapes has " + std::to_string(s.input_shapes.size()) +
+                           " entries, over the limit of " + std::to_string(kMaxInputShapes));
+  }
+  for (size_t i = 0; i < s.input_shapes.size(); ++i) {
+    const auto& [name, dims] = s.input_shapes[i];
+    const std::string field = "SubmitModel: input_shapes[" + std::to_string(i) + "]";
+    if (name.empty()) throw invalid_argument(field + ".name is empty");
+    if (name.size() > kMaxInputNameBytes || name.find('\0') != std::string::npos) {
+      throw invalid_argument(field + ".name is not an input's name (" +
+                             std::to_string(name.size()) + " bytes, at most " +
+                             std::to_string(kMaxInputNameBytes) + ", no NUL)");
+    }
+    const std::string named = field + " ('" + name + "')";
+    if (dims.size() > kMaxInputShapeDims) {
+      throw invalid_argument(named + ".dims has " + std::to_string(dims.size()) +
+                             " dimensions, over the limit of " +
+                             std::to_string(kMaxInputShapeDims));
+    }
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] <= 0 || dims[d] > kMaxInputDimSize) {
+        throw invalid_argument(named + ".dims[" + std::to_string(d) + "] is " +
+                               std::to_string(dims[d]) + "; a size is from 1 to " +
+                               std::to_string(kMaxInputDimSize));
+      }
+    }
+    if (!input_shapes.emplace(name, dims).second) {
+      throw invalid_argument(named + ": input '" + name + "' is given twice in input_shapes");
+    }
   }
   target::Target parsed;
   try {
@@ -80,7 +118,7 @@ JobId Farm::submit(const Submission& s) {
   }
   std::string why;
   try {
-    why = check_model(tmp);
+    why = check_model(tmp, input_shapes);
   } catch (...) {
     std::error_code ec;
     fs::remove(tmp, ec);
@@ -98,6 +136,7 @@ JobId Farm::submit(const Submission& s) {
   j.device_key = s.device_key;
   j.trials = s.trials;
   j.priority = s.priority;
+  j.input_shapes = std::move(input_shapes);
   const JobId id = store_.create(j);
   fs::rename(tmp, model_path(id));
   std::lock_guard<std::mutex> lock(mu_);

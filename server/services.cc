@@ -305,6 +305,10 @@ Status KilnService::SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelR
     s.owner = req->owner();
     s.trials = req->trials();
     s.priority = req->priority();
+    for (const v1::InputShape& shape : req->input_shapes()) {
+      s.input_shapes.emplace_back(shape.name(),
+                                  std::vector<int64_t>(shape.dims().begin(), shape.dims().end()));
+    }
     resp->set_job_id(farm_.submit(s));
     return Status::OK;
   });

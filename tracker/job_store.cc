@@ -47,6 +47,15 @@ Json to_json(const JobRecord& j) {
   o["device_key"] = j.device_key;
   o["trials"] = static_cast<int64_t>(j.trials);
   o["priority"] = static_cast<int64_t>(j.priority);
+  if (!j.input_shapes.empty()) {
+    Json::Object shapes;
+    for (const auto& [name, dims] : j.input_shapes) {
+      Json::Array a;
+      for (int64_t d : dims) a.emplace_back(d);
+      shapes[name] = Json(std::move(a));
+    }
+    o["input_shapes"] = Json(std::move(shapes));
+  }
   o["state"] = job_state_name(j.state);
   o["tasks_total"] = static_cast<int64_t>(j.tasks_total);
   o["tasks_done"] = static_cast<int64_t>(j.tasks_done);
@@ -78,6 +87,13 @@ JobRecord from_json(const Json& j, const std::string& origin) {
   r.device_key = str("device_key");
   r.trials = static_cast<uint32_t>(i64("trials"));
   r.priority = static_cast<int32_t>(i64("priority"));
+  if (j.has("input_shapes")) {  // absent in jobs without (or stored before) input shapes
+    const std::string what = origin + ": input_shapes";
+    for (const auto& [name, dims] : j.at("input_shapes", origin).as_object(what)) {
+      std::vector<int64_t>& shape = r.input_shapes[name];
+      for (const Json& d : dims.as_array(what + "." + name)) shape.push_back(d.as_int(what + "." + name));
+    }
+  }
   r.state = job_state_from_name(str("state"));
   r.tasks_total = static_cast<uint32_t>(i64("tasks_total"));
   r.tasks_done = static_cast<uint32_t>(i64("tasks_done"));

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,8 @@ struct JobRecord {
   std::string device_key;
   uint32_t trials = 0;  ///< budget per task
   int32_t priority = 0;
+  /// The shapes its model's inputs are compiled for (`--input-shape`), by name.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
   JobState state = JobState::kQueued;
   uint32_t tasks_total = 0;
   uint32_t tasks_done = 0;

@@ -61,8 +61,12 @@ void JobDriver::run() {
   name_ = job.name();
   const std::string& target = job.target();
   enter("importing the model");
-  const graph::Graph g =
-      graph::import_onnx_bytes(job.model(), "job " + std::to_string(job.job_id()) + "'s model");
+  graph::OnnxImportOptions import;
+  for (const v1::InputShape& shape : job.input_shapes()) {
+    import.input_shapes[shape.name()] = std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
+  }
+  const graph::Graph g = graph::import_onnx_bytes(
+      job.model(), "job " + std::to_string(job.job_id()) + "'s model", import);
   graph::BuildOptions extract;
   extract.phase = [&](const std::string& p) { enter(p + " (extracting tasks)"); };
   const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target, extract);

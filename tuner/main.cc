@@ -4,7 +4,7 @@
 //
 //   kiln-tuner --server 127.0.0.1:7070 --job 7 [--tls-ca F] [--memory-limit-mb N]
 //       (environment: KILN_DRIVER_SECRET from kilnd, KILN_TOKEN when the farm has a token)
-//   kiln-tuner --check MODEL.onnx [--memory-limit-mb N]
+//   kiln-tuner --check MODEL.onnx [--input-shape NAME=D0,D1,...]... [--memory-limit-mb N]
 #include <sys/resource.h>
 
 #include <cstdlib>
@@ -26,7 +26,7 @@ using namespace kiln;
 
 int usage(std::ostream& os, int code) {
   os << "usage: kiln-tuner --server HOST:PORT --job ID [--tls-ca FILE] [--memory-limit-mb N]\n"
-        "       kiln-tuner --check MODEL.onnx [--memory-limit-mb N]\n"
+        "       kiln-tuner --check MODEL.onnx [--input-shape NAME=D0,D1,...]... [--memory-limit-mb N]\n"
         "Drives one farm job (started by kilnd, which sets KILN_DRIVER_SECRET): imports the\n"
         "model, extracts its tasks, tunes them through kilnd and uploads the bundle. --check only\n"
         "imports and validates a model. Exit status: 0 done, 1 failed (try again), 2 the model\n"
@@ -54,6 +54,7 @@ int report(tuner::FarmClient* client, int code, const std::string& message) {
 int main(int argc, char** argv) {
   die_with_parent_from_env();
   std::string server, tls_ca, check;
+  graph::OnnxImportOptions import;  // --input-shape, for --check (a job's come with the job)
   uint64_t job = 0;
   uint64_t memory_mb = 0;
   const std::vector<std::string> args(argv + 1, argv + argc);
@@ -72,6 +73,17 @@ int main(int argc, char** argv) {
       tls_ca = v;
     } else if (a == "--check") {
       check = v;
+    } else if (a == "--input-shape") {
+      try {
+        auto shape = graph::parse_input_shape(v);
+        if (!import.input_shapes.emplace(shape.first, shape.second).second) {
+          std::cerr << "error: --input-shape gives input '" << shape.first << "' twice\n";
+          return 64;
+        }
+      } catch (const kiln::Error& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 64;
+      }
     } else if (a == "--job" || a == "--memory-limit-mb") {
       const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0') {
@@ -98,7 +110,7 @@ int main(int argc, char** argv) {
   try {
     if (!check.empty()) {
       tuner::maybe_inject_fault(check, "importing the model");
-      const graph::Graph g = graph::import_onnx(check);
+      const graph::Graph g = graph::import_onnx(check, import);
       std::cout << "ok: " << g.nodes().size() << " nodes\n";
       return rpc::kDriverDone;
     }

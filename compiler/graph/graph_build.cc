@@ -284,8 +284,9 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
 }
 
 void compile_onnx(const std::string& onnx_path, const std::string& target,
-                  const std::string& out_path, const BuildOptions& options, BuildReport* report) {
-  const Graph g = import_onnx(onnx_path);
+                  const std::string& out_path, const BuildOptions& options, BuildReport* report,
+                  const OnnxImportOptions& import) {
+  const Graph g = import_onnx(onnx_path, import);
   runtime::write_bundle(out_path, build_graph(g, target, options, report));
 }
 

@@ -14,6 +14,7 @@
 
 #include "compiler/autotune/task.h"
 #include "compiler/graph/graph.h"
+#include "compiler/graph/onnx_frontend.h"
 #include "deploy/runtime/bundle.h"
 
 namespace kiln::graph {
@@ -66,8 +67,9 @@ std::vector<autotune::Task> extract_tasks(const Graph& g, const std::string& tar
                                           const BuildOptions& options = {});
 
 /// import_onnx, build_graph and write_bundle in one call.
+/// `import` binds the model's symbolic input dimensions (OnnxImportOptions::input_shapes).
 void compile_onnx(const std::string& onnx_path, const std::string& target,
                   const std::string& out_path, const BuildOptions& options = {},
-                  BuildReport* report = nullptr);
+                  BuildReport* report = nullptr, const OnnxImportOptions& import = {});
 
 }  // namespace kiln::graph

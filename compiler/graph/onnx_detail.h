@@ -51,6 +51,10 @@ onnx::TensorProto to_tensor_proto(const std::string& name, const runtime::NDArra
 /// Checks what does not need shapes: a graph, the opset, supported operators, static input shapes.
 /// Returns the opset of the default domain.
 int64_t check_model(const onnx::ModelProto& model, const std::string& origin);
+/// Gives the graph inputs named in `shapes` those shapes (OnnxImportOptions::input_shapes), and
+/// the symbols they bind to the same dimensions of value_info and graph outputs.
+void bind_input_shapes(onnx::ModelProto& model, const std::string& origin,
+                       const std::map<std::string, std::vector<int64_t>>& shapes);
 /// Turns the graph inputs named in `bound` into initializers holding the given values.
 void bind_inputs(onnx::ModelProto& model, const std::string& origin,
                  const std::map<std::string, runtime::NDArray>& bound);

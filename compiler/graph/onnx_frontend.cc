@@ -986,6 +986,7 @@ Graph Importer::run(const onnx::ModelProto& model) {
 Graph import_model(onnx::ModelProto& model, const std::string& origin,
                    const OnnxImportOptions& options) {
   KILN_USER_CHECK(model.has_graph()) << "'" << origin << "' is not an ONNX model: it has no graph";
+  bind_input_shapes(model, origin, options.input_shapes);
   bind_inputs(model, origin, options.constant_inputs);
   const int64_t opset = check_model(model, origin);
   return Importer(model, origin, opset).run(model);
@@ -994,6 +995,30 @@ Graph import_model(onnx::ModelProto& model, const std::string& origin,
 }  // namespace
 
 const std::vector<std::string>& supported_onnx_ops() { return kSupported; }
+
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string& text) {
+  const size_t eq = text.rfind('=');
+  KILN_USER_CHECK(eq != std::string::npos && eq > 0)
+      << "--input-shape needs NAME=D0,D1,... (such as x=1,3,224,224), got '" << text << "'";
+  std::pair<std::string, std::vector<int64_t>> out{text.substr(0, eq), {}};
+  const std::string dims = text.substr(eq + 1);
+  size_t pos = 0;
+  while (pos < dims.size()) {
+    size_t comma = dims.find(',', pos);
+    if (comma == std::string::npos) comma = dims.size();
+    const std::string item = dims.substr(pos, comma - pos);
+    KILN_USER_CHECK(!item.empty() && item.size() <= 12 &&
+                    item.find_first_not_of("0123456789") == std::string::npos &&
+                    std::stoll(item) > 0)
+        << "--input-shape '" << text << "': '" << item
+        << "' is not a positive whole number (give NAME=D0,D1,..., such as x=1,3,224,224)";
+    out.second.push_back(std::stoll(item));
+    pos = comma + 1;
+    KILN_USER_CHECK(comma == dims.size() || pos < dims.size())
+        << "--input-shape '" << text << "' ends with a comma";
+  }
+  return out;
+}
 
 Graph import_onnx_bytes(const std::string& bytes, const std::string& origin,
                         const OnnxImportOptions& options) {

@@ -19,6 +19,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/graph/graph.h"
@@ -30,7 +31,18 @@ struct OnnxImportOptions {
   /// inputs (ONNX's node tests feed Clip's bounds and Pad's pads this way). Each must match the
   /// input's declared dtype and shape.
   std::map<std::string, runtime::NDArray> constant_inputs;
+  /// The shape each named graph input is compiled for (`--input-shape NAME=1,3,224,224`): binds
+  /// the symbolic dimensions (`dim_param`, such as an exported model's "batch") of a model whose
+  /// inputs are not all static. Each must name an input without an initializer, have its rank and
+  /// agree with every fixed dimension it declares; a symbol used by several inputs takes one
+  /// value. An input left with a symbolic dimension is an error that says how to bind it.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
 };
+
+/// Reads `NAME=D0,D1,...` (the value of `--input-shape`): kiln::Error naming `text` when it is not
+/// a non-empty name, '=', and one or more positive whole numbers separated by commas (`NAME=` alone
+/// is a scalar's empty shape).
+std::pair<std::string, std::vector<int64_t>> parse_input_shape(const std::string& text);
 
 /// Reads the .onnx file at `path`.
 Graph import_onnx(const std::string& path, const OnnxImportOptions& options = {});

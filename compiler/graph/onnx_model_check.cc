@@ -72,10 +72,22 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
         << "'" << origin << "': " << where << " has no tensor type with a shape";
     const auto& shape = input.type().tensor_type().shape();
     for (int d = 0; d < shape.dim_size(); ++d) {
-      KILN_USER_CHECK(shape.dim(d).has_dim_value() && shape.dim(d).dim_value() >= 0)
-          << "'" << origin << "': " << where << " has a dynamic dimension " << d
-          << (shape.dim(d).has_dim_param() ? " ('" + shape.dim(d).dim_param() + "')" : "")
-          << "; Kiln needs static shapes (export the model with fixed input sizes)";
+      if (shape.dim(d).has_dim_value() && shape.dim(d).dim_value() >= 0) continue;
+      // How to bind it: the fixed dimensions as declared, 1 for each open one.
+      std::string suggestion;
+      for (int e = 0; e < shape.dim_size(); ++e) {
+        const auto& dim = shape.dim(e);
+        suggestion += (e ? "," : "") + std::to_string(dim.has_dim_value() && dim.dim_value() > 0
+                                                           ? dim.dim_value()
+                                                           : 1);
+      }
+      KILN_USER_ERROR() << "'" << origin << "': input '" << input.name() << "' has a "
+                        << (shape.dim(d).has_dim_param() && !shape.dim(d).dim_param().empty()
+                                ? "symbolic dimension " + std::to_string(d) + " ('" +
+                                      shape.dim(d).dim_param() + "')"
+                                : "dynamic dimension " + std::to_string(d))
+                        << "; give its size with --input-shape " << input.name() << "="
+                        << suggestion;
     }
   }
 
@@ -240,6 +252,102 @@ std::vector<onnx::TypeProto> ShapeInference::infer(
   std::vector<onnx::TypeProto> out;
   for (int i = 0; i < node.output_size(); ++i) out.push_back(m.graph().output(i).type());
   return out;
+}
+
+namespace {
+
+std::string dims_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string declared_string(const onnx::TensorShapeProto& shape) {
+  std::string s = "[";
+  for (int d = 0; d < shape.dim_size(); ++d) {
+    const auto& dim = shape.dim(d);
+    s += (d ? "," : "") + (dim.has_dim_value()       ? std::to_string(dim.dim_value())
+                           : dim.dim_param().empty() ? std::string("?")
+                                                     : dim.dim_param());
+  }
+  return s + "]";
+}
+
+/// Replaces each dimension of `type` whose symbol `symbols` binds by its value.
+void substitute_symbols(onnx::TypeProto* type, const std::map<std::string, int64_t>& symbols) {
+  if (!type->has_tensor_type() || !type->tensor_type().has_shape()) return;
+  auto* shape = type->mutable_tensor_type()->mutable_shape();
+  for (int d = 0; d < shape->dim_size(); ++d) {
+    auto* dim = shape->mutable_dim(d);
+    if (!dim->has_dim_param()) continue;
+    auto it = symbols.find(dim->dim_param());
+    if (it != symbols.end()) dim->set_dim_value(it->second);
+  }
+}
+
+}  // namespace
+
+void bind_input_shapes(onnx::ModelProto& model, const std::string& origin,
+                       const std::map<std::string, std::vector<int64_t>>& shapes) {
+  if (shapes.empty()) return;
+  onnx::GraphProto* graph = model.mutable_graph();
+  std::set<std::string> initializer_names;
+  for (const TensorProto& t : graph->initializer()) initializer_names.insert(t.name());
+  std::vector<std::string> names;  // the inputs a shape may be given for
+  for (const auto& input : graph->input()) {
+    if (!initializer_names.count(input.name())) names.push_back("'" + input.name() + "'");
+  }
+  // symbol -> (value, the input and dimension that bound it)
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;
+  for (const auto& [name, dims] : shapes) {
+    auto& inputs = *graph->mutable_input();
+    auto it = std::find_if(inputs.begin(), inputs.end(),
+                           [&](const onnx::ValueInfoProto& vi) { return vi.name() == name; });
+    KILN_USER_CHECK(it != inputs.end() && !initializer_names.count(name))
+        << "'" << origin << "': --input-shape names '" << name << "', which is not an input of "
+        << "the model" << (it != inputs.end() ? " (it has an initializer, a fixed value)" : "")
+        << "; its inputs are " << (names.empty() ? "none" : join(names));
+    const std::string where = "'" + origin + "': input '" + name + "'";
+    for (size_t d = 0; d < dims.size(); ++d) {
+      KILN_USER_CHECK(dims[d] > 0) << where << ": --input-shape gives dimension " << d
+                                   << " the size " << dims[d] << "; sizes must be positive";
+    }
+    KILN_USER_CHECK(it->type().has_tensor_type())
+        << where << " is not a tensor; --input-shape binds tensors' shapes";
+    auto* tt = it->mutable_type()->mutable_tensor_type();
+    if (tt->has_shape()) {
+      const auto& shape = tt->shape();
+      KILN_USER_CHECK(static_cast<size_t>(shape.dim_size()) == dims.size())
+          << where << " has rank " << shape.dim_size() << " (declared " << declared_string(shape)
+          << "), but --input-shape gives " << dims.size() << " dimensions, "
+          << dims_string(dims);
+      for (int d = 0; d < shape.dim_size(); ++d) {
+        const auto& dim = shape.dim(d);
+        const int64_t given = dims[static_cast<size_t>(d)];
+        if (dim.has_dim_value()) {
+          KILN_USER_CHECK(dim.dim_value() == given)
+              << where << ": dimension " << d << " is " << dim.dim_value()
+              << " in the model, but --input-shape gives " << given << " (declared "
+              << declared_string(shape) << ", given " << dims_string(dims) << ")";
+        } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+          const std::string here = "input '" + name + "' dimension " + std::to_string(d);
+          auto [sym, fresh] = symbols.emplace(dim.dim_param(), std::make_pair(given, here));
+          KILN_USER_CHECK(fresh || sym->second.first == given)
+              << "'" << origin << "': the symbolic dimension '" << dim.dim_param()
+              << "' is bound to " << sym->second.first << " by " << sym->second.second
+              << " and to " << given << " by " << here << "; a symbol has one size";
+        }
+      }
+    }
+    auto* shape = tt->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  }
+  // The declared types of intermediate values and outputs use the same symbols.
+  std::map<std::string, int64_t> values;
+  for (const auto& [symbol, bound] : symbols) values[symbol] = bound.first;
+  for (auto& vi : *graph->mutable_value_info()) substitute_symbols(vi.mutable_type(), values);
+  for (auto& vi : *graph->mutable_output()) substitute_symbols(vi.mutable_type(), values);
 }
 
 /// Turns the graph inputs named in `bound` into initializers holding the given values.

@@ -36,7 +36,13 @@ void bind(GraphExecutor& g, size_t index, const std::string& file) {
   try {
     g.set_input(index, a);
   } catch (const Error& e) {
-    KILN_USER_ERROR() << message_of(e) << " (in '" << file << "')";
+    // A bundle runs only the shapes it was compiled for; another batch needs another bundle.
+    const bool other_shape = a.shape() != g.input_shape(index);
+    KILN_USER_ERROR() << message_of(e) << " (in '" << file << "')"
+                      << (other_shape ? "; the bundle was built for that shape (compile it again "
+                                        "with --input-shape " +
+                                            g.input_name(index) + "=D0,D1,... for another)"
+                                      : std::string());
   }
 }
 

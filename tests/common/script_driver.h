@@ -1,6 +1,6 @@
 // A stand-in for kiln-tuner as a Farm's job driver, for driving the farm's JobDriver calls in
 // process (farm tests, the gRPC fuzz target): a shell script that passes the model check
-// (--check exits 0) and, started as a job's driver, writes the secret kilnd gave it into
+// (--check exits 0, its arguments appended as a line to <folder>/checks) and, started as a job's driver, writes the secret kilnd gave it into
 // <folder>/driver-<job> (and a line into <folder>/driver-<job>.starts) and lives until its
 // parent is gone or the farm stops it. It never calls kilnd: the test makes the driver's calls
 // itself, with the secret.
@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "proto/kiln/v1/driver.pb.h"
 
@@ -30,7 +31,7 @@ class ScriptDriver {
     std::ofstream out(program());
     // argv: --server ADDR --job ID [...]; KILN_PARENT_PID is kilnd's (server/child_process.h).
     out << "#!/bin/sh\n"
-           "[ \"$1\" = --check ] && exit 0\n"
+           "[ \"$1\" = --check ] && { echo \"$*\" >> \"$(dirname \"$0\")/checks\"; exit 0; }\n"
            "out=\"$(dirname \"$0\")/driver-$4\"\n"
            "echo \"$$\" >> \"$out.starts\"\n"
            "printf '%s' \"$KILN_DRIVER_SECRET\" > \"$out.tmp\" && mv \"$out.tmp\" \"$out\"\n"
@@ -56,6 +57,14 @@ class ScriptDriver {
     auth.set_job_id(job);
     auth.set_secret(std::string(std::istreambuf_iterator<char>(in), {}));
     return auth;
+  }
+
+  /// The arguments of each --check so far, one line each ("--check FILE --input-shape x=1,3").
+  std::vector<std::string> checks() const {
+    std::ifstream in(folder_ / "checks");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
   }
 
   /// How many drivers of job `job` were started.

@@ -30,9 +30,10 @@ namespace fs = std::filesystem;
 using runtime::NDArray;
 
 /// y = relu(x + c) for x [2, 3] and the constant c [3] = {-0.5, 0, 0.5}; with `sum_output`, the
-/// sum s = x + c is an output too (before y). `y` and `s` name the outputs.
+/// sum s = x + c is an output too (before y). `y` and `s` name the outputs. With `batch`, x's first
+/// dimension is that symbol instead of 2 (an export with dynamic_axes).
 std::string make_model(const std::string& y = "y", const std::string& s = "s",
-                       bool sum_output = false) {
+                       bool sum_output = false, const std::string& batch = "") {
   onnx::ModelProto m;
   m.set_ir_version(7);
   auto* op = m.add_opset_import();
@@ -44,7 +45,11 @@ std::string make_model(const std::string& y = "y", const std::string& s = "s",
   in->set_name("x");
   auto* tt = in->mutable_type()->mutable_tensor_type();
   tt->set_elem_type(onnx::TensorProto::FLOAT);
-  tt->mutable_shape()->add_dim()->set_dim_value(2);
+  if (batch.empty()) {
+    tt->mutable_shape()->add_dim()->set_dim_value(2);
+  } else {
+    tt->mutable_shape()->add_dim()->set_dim_param(batch);
+  }
   tt->mutable_shape()->add_dim()->set_dim_value(3);
   auto* c = g->add_initializer();
   c->set_name("c");
@@ -184,15 +189,15 @@ TEST_F(CliTest, RunWritesOneFilePerOutputIntoTheFolder) {
 TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   // The commands and the flags each one's --help must list (and nothing it does not take).
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
-      {"compile", {"--target", "-o", "--no-fuse", "--no-layout"}},
+      {"compile", {"--target", "-o", "--no-fuse", "--no-layout", "--input-shape"}},
       {"run", {"--input", "-o", "--profile", "--threads"}},
       {"tune",
        {"--target", "--trials", "--records", "-o", "--explorer", "--batch", "--seed", "--threads",
-        "--repeat", "--flush-cache"}},
+        "--repeat", "--flush-cache", "--input-shape"}},
       {"example", {"--n", "--threads", "--target"}},
       {"submit",
        {"--target", "--device-key", "--trials", "--name", "--priority", "--owner", "--watch",
-        "--server", "--token-file", "--tls-ca"}},
+        "--input-shape", "--server", "--token-file", "--tls-ca"}},
       {"jobs", {"--owner", "--state", "--server", "--token-file", "--tls-ca"}},
       {"watch", {"--server", "--token-file", "--tls-ca"}},
       {"fetch", {"-o", "--server", "--token-file", "--tls-ca"}},
@@ -344,6 +349,75 @@ TEST_F(CliTest, WrongInputShape) {
   r = kiln("run '" + bundle + "' --input 'w=" + path("bad.npy") + "'");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("no input named 'w'"), std::string::npos) << r.err;
+}
+
+// A model with a symbolic batch: refused without --input-shape (saying how), compiled for batch 1
+// and 3 with it, each bundle run at its batch and checked; a bundle run with another batch, and
+// malformed or repeated --input-shape values, are refused naming the input.
+TEST_F(CliTest, SymbolicBatchNeedsInputShape) {
+  const std::string model = path("dyn.onnx");
+  write(model, make_model("y", "s", false, "batch"));
+  Result r = kiln("compile '" + model + "' --target llvm -o '" + path("dyn.kiln") + "'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: '" + model + "': input 'x' has a symbolic dimension 0 ('batch'); "
+                       "give its size with --input-shape x=1,3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(path("dyn.kiln")));
+  const float c[3] = {-0.5f, 0.0f, 0.5f};
+  for (int64_t batch : {1, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    const std::string bundle = path("dyn" + std::to_string(batch) + ".kiln");
+    r = kiln("compile '" + model + "' --target llvm --input-shape x=" + std::to_string(batch) +
+             ",3 -o '" + bundle + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    NDArray x = testing::random_array({batch, 3}, static_cast<uint32_t>(10 + batch));
+    runtime::save_npy(path("x.npy"), x);
+    r = kiln("run '" + bundle + "' --input '" + path("x.npy") + "' -o '" + path("out/") + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    NDArray y = runtime::load_npy(path("out/y.npy"));
+    ASSERT_EQ(y.shape(), (std::vector<int64_t>{batch, 3}));
+    std::vector<float> ref(static_cast<size_t>(batch * 3));
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ref[i] = std::max(0.0f, x.data<float>()[i] + c[i % 3]);
+    }
+    EXPECT_TRUE(testing::all_close(y, ref));
+    // Another batch than the bundle's: the input, the shape it was built for and the file's.
+    runtime::save_npy(path("other.npy"), testing::random_array({batch + 1, 3}, 3));
+    r = kiln("run '" + bundle + "' --input '" + path("other.npy") + "'");
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("error: input 'x' must have shape [" + std::to_string(batch) +
+                         ", 3], got [" + std::to_string(batch + 1) + ", 3]"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("the bundle was built for that shape"), std::string::npos) << r.err;
+  }
+  // A shape that disagrees with the model's fixed dimension.
+  r = kiln("compile '" + model + "' --target llvm --input-shape x=2,4 -o '" + path("d.kiln") + "'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("input 'x': dimension 1 is 3 in the model, but --input-shape gives 4"),
+            std::string::npos)
+      << r.err;
+  // An input the model does not have.
+  r = kiln("compile '" + model + "' --target llvm --input-shape w=2,3 -o '" + path("d.kiln") + "'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--input-shape names 'w', which is not an input of the model; its inputs "
+                       "are 'x'"),
+            std::string::npos)
+      << r.err;
+  // Command-line mistakes: exit 2.
+  for (const char* bad : {"x=2,,3", "x", "x=2,-3"}) {
+    r = kiln("compile '" + model + "' --input-shape '" + bad + "'");
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.err.find("--input-shape"), std::string::npos) << r.err;
+  }
+  r = kiln("compile '" + model + "' --input-shape x=2,3 --input-shape x=3,3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--input-shape gives input 'x' twice"), std::string::npos) << r.err;
+  r = kiln("tune '" + model + "' --input-shape x=2,3,4 --trials 1 --records '" +
+           path("records") + "'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("input 'x' has rank 2"), std::string::npos) << r.err;
 }
 
 TEST_F(CliTest, CorruptedBundle) {

@@ -116,9 +116,16 @@ class GraphBuildTest : public ::testing::Test {
 
   void compare_with_onnxruntime(const ModelBuilder& m, const std::string& tag,
                                 const std::string& path, runtime::GraphExecutor& exec) {
+    compare_with_onnxruntime(m.inputs(), tag, path, exec);
+  }
+
+  /// The same, for inputs of the given shapes (a symbolic model's bound ones).
+  void compare_with_onnxruntime(const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+                                const std::string& tag, const std::string& path,
+                                runtime::GraphExecutor& exec) {
     std::string feeds;
     uint32_t seed = 1;
-    for (const auto& [name, shape] : m.inputs()) {
+    for (const auto& [name, shape] : inputs) {
       NDArray x = testing::random_array(shape, seed++);
       exec.set_input(name, x);
       const std::string npy = (dir_.path() / (tag + "_in_" + name + ".npy")).string();
@@ -151,6 +158,52 @@ class GraphBuildTest : public ::testing::Test {
 };
 
 using MB = ModelBuilder;
+
+// A model exported with a symbolic batch ("batch" in both inputs and in the declared output), built
+// for batch 1 and 3 through OnnxImportOptions::input_shapes and compared with ONNX Runtime, which
+// runs the symbolic model itself at each batch.
+TEST_F(GraphBuildTest, SymbolicBatchBoundByInputShapes) {
+  MB m;
+  m.input("x", {-1, 3, 8, 8}, onnx::TensorProto::FLOAT, "batch");
+  m.input("z", {-1, 8}, onnx::TensorProto::FLOAT, "batch");
+  m.init("w", {8, 3, 3, 3});
+  m.init("b", {8});
+  m.init("fc_w", {8, 8});
+  auto* conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  MB::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"r"});
+  m.node("GlobalAveragePool", {"r"}, {"p"});
+  m.node("Flatten", {"p"}, {"f"});
+  m.node("MatMul", {"f", "fc_w"}, {"g"});
+  m.node("Add", {"g", "z"}, {"y"});
+  m.output("y");
+  auto* out_shape = m.graph()->mutable_output(0)->mutable_type()->mutable_tensor_type();
+  out_shape->set_elem_type(onnx::TensorProto::FLOAT);
+  out_shape->mutable_shape()->add_dim()->set_dim_param("batch");
+  out_shape->mutable_shape()->add_dim()->set_dim_value(8);
+  const std::string path = (dir_.path() / "symbolic.onnx").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << m.bytes();
+  }
+  EXPECT_ERROR_CONTAINS(import_onnx(path), "input 'x' has a symbolic dimension 0 ('batch'); "
+                                           "give its size with --input-shape x=1,3,8,8");
+  for (int64_t batch : {1, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    OnnxImportOptions import;
+    import.input_shapes = {{"x", {batch, 3, 8, 8}}, {"z", {batch, 8}}};
+    const Graph g = import_onnx(path, import);
+    runtime::Bundle bundle = build_graph(g, "llvm -mcpu=native");
+    // The bundle's graph records the shapes it was built for (the executor reads them from it).
+    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "symbolic");
+    ASSERT_EQ(exec.num_inputs(), 2u);
+    EXPECT_EQ(exec.input_shape(0), (std::vector<int64_t>{batch, 3, 8, 8}));
+    EXPECT_EQ(exec.input_shape(1), (std::vector<int64_t>{batch, 8}));
+    compare_with_onnxruntime({{"x", {batch, 3, 8, 8}}, {"z", {batch, 8}}},
+                             "symbolic_b" + std::to_string(batch), path, exec);
+    EXPECT_EQ(exec.output(0).shape(), (std::vector<int64_t>{batch, 8}));
+  }
+}
 
 TEST_F(GraphBuildTest, ConvReluPoolFlattenGemmSoftmax) {
   MB m;

@@ -138,6 +138,68 @@ TEST_F(FarmRequestsTest, AJobSubmittedBeforeStartHasOneDriver) {
   EXPECT_EQ(drivers_.starts(driver_.job_id()), 1);
 }
 
+// A submission's --input-shape bindings: checked at the door (each mistake INVALID_ARGUMENT naming
+// the field), passed to the model's --check, kept in the job's record (across a restart of kilnd)
+// and given to its driver with the job.
+TEST_F(FarmRequestsTest, InputShapesReachTheCheckAndTheDriverAndSurviveARestart) {
+  server::Submission s;
+  s.model = "a model";
+  s.name = "shaped";
+  s.target = "llvm";
+  s.device_key = "cpu";
+  s.trials = 4;
+  auto refused = [&](std::vector<std::pair<std::string, std::vector<int64_t>>> shapes,
+                     const std::string& needle) {
+    server::Submission bad = s;
+    bad.input_shapes = std::move(shapes);
+    EXPECT_FARM_ERROR(farm_->submit(bad), FarmError::Code::kInvalidArgument, needle);
+  };
+  refused({{"", {1, 3}}}, "SubmitModel: input_shapes[0].name is empty");
+  refused({{"x", {1, 3}}, {"z", {1, 0}}},
+          "SubmitModel: input_shapes[1] ('z').dims[1] is 0; a size is from 1 to 2147483648");
+  refused({{"x", {-4}}}, "SubmitModel: input_shapes[0] ('x').dims[0] is -4");
+  refused({{"x", std::vector<int64_t>(65, 1)}},
+          "SubmitModel: input_shapes[0] ('x').dims has 65 dimensions, over the limit of 64");
+  refused({{"x", {1, 3}}, {"x", {2, 3}}},
+          "SubmitModel: input_shapes[1] ('x'): input 'x' is given twice in input_shapes");
+  refused({{std::string("x\0y", 3), {1}}}, "SubmitModel: input_shapes[0].name is not an input");
+  refused(std::vector<std::pair<std::string, std::vector<int64_t>>>(257, {"x", {1}}),
+          "SubmitModel: input_shapes has 257 entries, over the limit of 256");
+  EXPECT_EQ(farm_->jobs().size(), 1u);  // none of those became a job
+
+  s.input_shapes = {{"z", {3, 8}}, {"x", {3, 3, 8, 8}}};
+  const tracker::JobId id = farm_->submit(s);
+  const std::map<std::string, std::vector<int64_t>> want = {{"x", {3, 3, 8, 8}}, {"z", {3, 8}}};
+  EXPECT_EQ(farm_->job(id).input_shapes, want);
+  const std::vector<std::string> checks = drivers_.checks();
+  ASSERT_FALSE(checks.empty());
+  EXPECT_NE(checks.back().find("--input-shape x=3,3,8,8 --input-shape z=3,8"), std::string::npos)
+      << checks.back();
+  // The first job had none: its check had no --input-shape, its driver gets none.
+  EXPECT_TRUE(farm_->job(driver_.job_id()).input_shapes.empty());
+  EXPECT_EQ(farm_->driver_job_spec(driver_).input_shapes_size(), 0);
+
+  const v1::DriverAuth auth = drivers_.wait(id);
+  const v1::DriverJob spec = farm_->driver_job_spec(auth);
+  ASSERT_EQ(spec.input_shapes_size(), 2);
+  EXPECT_EQ(spec.input_shapes(0).name(), "x");
+  EXPECT_EQ(std::vector<int64_t>(spec.input_shapes(0).dims().begin(), spec.input_shapes(0).dims().end()),
+            (std::vector<int64_t>{3, 3, 8, 8}));
+  EXPECT_EQ(spec.input_shapes(1).name(), "z");
+  EXPECT_EQ(std::vector<int64_t>(spec.input_shapes(1).dims().begin(), spec.input_shapes(1).dims().end()),
+            (std::vector<int64_t>{3, 8}));
+
+  // kilnd restarted on the same state: the job still has them.
+  farm_->stop();
+  farm_.reset();
+  server::FarmOptions o;
+  o.state_dir = dir_.file("state");
+  o.driver.program = drivers_.program();
+  farm_ = std::make_unique<server::Farm>(o);
+  EXPECT_EQ(farm_->job(id).input_shapes, want);
+  EXPECT_TRUE(farm_->job(driver_.job_id()).input_shapes.empty());
+}
+
 // A driver reported best_latency_s = +inf: the job store wrote it as null and could not read the
 // job back, so ListJobs failed for every client (and a restarted kilnd could not resume).
 TEST_F(FarmRequestsTest, ANonFiniteBestLatencyIsRefused) {

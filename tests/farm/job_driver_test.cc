@@ -4,7 +4,8 @@
 // jobs, the worker and the agent go on; restarted on the same state, kilnd never runs a failed
 // job again. Through the real gRPC API of a real kilnd on 127.0.0.1. The compiler's faults are
 // injected with kiln-tuner's test hook KILN_DRIVER_FAULT (tuner/job_driver.h); the malformed
-// model is a real one, refused at the door.
+// model is a real one, refused at the door. A model with a symbolic batch is refused at the door
+// without --input-shape bindings and tuned and built for the bound shape with them.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -213,6 +214,91 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
     EXPECT_EQ(get_job(*service, id).progress().state(), v1::JOB_STATE_DONE) << id;
   EXPECT_EQ(size_or_zero(logs + std::to_string(crasher) + ".log"), crasher_log);
   EXPECT_EQ(driver_pid(kilnd.grpc_address(), crasher), 0);
+}
+
+// A model exported with a symbolic batch: refused at the door without --input-shape (the
+// check's message says how), tuned and built with it; the job's driver gets the bindings, and the
+// bundle is built for the bound shape and computes what a local compile with them computes.
+TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
+  TempDir dir("job_driver_shapes");
+  Kilnd kilnd(dir, {"--local-workers", "1", "--local-agent", "cpu", "--local-agent-target", "llvm",
+                    "--batch", "2", "--repeat", "1"});
+  auto service = kilnd.service();
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        v1::ListDevicesResponse d;
+        return service->ListDevices(context().get(), {}, &d).ok() && d.devices_size() == 1;
+      },
+      std::chrono::seconds(30)));
+  // y = relu(x @ w), x [batch, 16]: one dense task.
+  testing::OnnxModelBuilder m;
+  m.input("x", {-1, 16}, onnx::TensorProto::FLOAT, "batch");
+  std::vector<float> w(16 * 8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 13) - 0.05f;
+  m.init_values("w", {16, 8}, w);
+  m.node("MatMul", "mm", {"x", "w"}, {"h"});
+  m.node("Relu", "relu", {"h"}, {"y"});
+  m.output("y");
+  v1::SubmitModelRequest r;
+  r.set_model(m.bytes());
+  r.set_name("dynamic");
+  r.set_target("llvm");
+  r.set_device_key("cpu");
+  r.set_trials(2);
+  v1::SubmitModelResponse resp;
+  grpc::Status st = service->SubmitModel(context().get(), r, &resp);
+  EXPECT_EQ(st.error_code(), StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("input 'x' has a symbolic dimension 0 ('batch'); give its "
+                                    "size with --input-shape x=1,16"),
+            std::string::npos)
+      << st.error_message();
+  // A binding the model refuses: the check's message, naming the input and both sizes.
+  v1::InputShape* shape = r.add_input_shapes();
+  shape->set_name("x");
+  for (int64_t d : {3, 15}) shape->add_dims(d);
+  st = service->SubmitModel(context().get(), r, &resp);
+  EXPECT_EQ(st.error_code(), StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("input 'x': dimension 1 is 16 in the model, but "
+                                    "--input-shape gives 15"),
+            std::string::npos)
+      << st.error_message();
+  // A size the door refuses before any check.
+  shape->set_dims(1, 0);
+  st = service->SubmitModel(context().get(), r, &resp);
+  EXPECT_EQ(st.error_code(), StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("input_shapes[0] ('x').dims[1] is 0"), std::string::npos)
+      << st.error_message();
+
+  shape->set_dims(1, 16);
+  st = service->SubmitModel(context().get(), r, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const v1::Job job = wait_final(*service, resp.job_id(), std::chrono::seconds(400));
+  ASSERT_EQ(job.progress().state(), v1::JOB_STATE_DONE) << job.error();
+  v1::FetchBundleRequest fetch;
+  fetch.set_job_id(resp.job_id());
+  auto ctx = context();
+  auto chunks = service->FetchBundle(ctx.get(), fetch);
+  std::string bytes;
+  v1::BundleChunk c;
+  while (chunks->Read(&c)) bytes += c.data();
+  ASSERT_TRUE(chunks->Finish().ok());
+  std::ofstream(dir.file("dynamic.kiln"), std::ios::binary) << bytes;
+  runtime::GraphExecutor fetched = runtime::GraphExecutor::load(dir.file("dynamic.kiln"));
+  ASSERT_EQ(fetched.num_inputs(), 1u);
+  EXPECT_EQ(fetched.input_shape(0), (std::vector<int64_t>{3, 16}));
+  std::ofstream(dir.file("dynamic.onnx"), std::ios::binary) << m.bytes();
+  graph::OnnxImportOptions import;
+  import.input_shapes = {{"x", {3, 16}}};
+  graph::compile_onnx(dir.file("dynamic.onnx"), "llvm", dir.file("local.kiln"), {}, nullptr,
+                      import);
+  runtime::GraphExecutor local = runtime::GraphExecutor::load(dir.file("local.kiln"));
+  const runtime::NDArray x = testing::random_array({3, 16}, 5);
+  fetched.set_input("x", x);
+  local.set_input("x", x);
+  fetched.run();
+  local.run();
+  EXPECT_EQ(fetched.output(0).shape(), (std::vector<int64_t>{3, 8}));
+  EXPECT_TRUE(testing::all_close(fetched.output(0), local.output(0).to_vector<float>(), 1e-4, 1e-5));
 }
 
 }  // namespace

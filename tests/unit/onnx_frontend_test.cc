@@ -427,7 +427,110 @@ TEST_F(OnnxFrontendTest, DynamicInputDimension) {
   m.node("Relu", "r", {"x"}, {"y"});
   m.output("y");
   EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<dyn>"),
-                        "graph input 'x' has a dynamic dimension 0 ('batch')");
+                        "'<dyn>': input 'x' has a symbolic dimension 0 ('batch'); give its size "
+                        "with --input-shape x=1,3");
+  // A dimension without a name or a value: the same advice.
+  ModelBuilder open(13);
+  open.input("x", {2, -1, 4});
+  open.node("Relu", "r", {"x"}, {"y"});
+  open.output("y");
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(open.bytes(), "<dyn>"),
+                        "input 'x' has a dynamic dimension 1; give its size with --input-shape "
+                        "x=2,1,4");
+}
+
+/// x [batch, 3] and z [batch, 3] (the same symbol), an initializer c [3], y = x + z + c.
+ModelBuilder symbolic_model() {
+  ModelBuilder m(13);
+  m.input("x", {-1, 3}, onnx::TensorProto::FLOAT, "batch");
+  m.input("z", {-1, 3}, onnx::TensorProto::FLOAT, "batch");
+  m.init_values("c", {3}, {1, 2, 3});
+  m.node("Add", "add", {"x", "z"}, {"s"});
+  m.node("Add", "add_c", {"s", "c"}, {"y"});
+  m.output("y");
+  // Declared with the symbol, as exporters write it: bound with the inputs.
+  auto* t = m.graph()->mutable_output(0)->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto::FLOAT);
+  t->mutable_shape()->add_dim()->set_dim_param("batch");
+  t->mutable_shape()->add_dim()->set_dim_value(3);
+  return m;
+}
+
+TEST_F(OnnxFrontendTest, InputShapesBindSymbolicDimensions) {
+  const ModelBuilder m = symbolic_model();
+  // Unbound: the first input says how.
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<sym>"),
+                        "input 'x' has a symbolic dimension 0 ('batch'); give its size with "
+                        "--input-shape x=1,3");
+  for (int64_t batch : {1, 5}) {
+    OnnxImportOptions o;
+    o.input_shapes = {{"x", {batch, 3}}, {"z", {batch, 3}}};
+    const Graph g = import_onnx_bytes(m.bytes(), "<sym>", o);
+    ASSERT_EQ(g.inputs().size(), 2u);
+    for (ValueId v : g.inputs()) EXPECT_EQ(g.value(v).shape, (std::vector<int64_t>{batch, 3}));
+    ASSERT_EQ(g.outputs().size(), 1u);
+    EXPECT_EQ(g.value(g.outputs()[0]).shape, (std::vector<int64_t>{batch, 3}));
+  }
+  // One bound, the other not: the other is named.
+  OnnxImportOptions half;
+  half.input_shapes = {{"x", {2, 3}}};
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<sym>", half),
+                        "input 'z' has a symbolic dimension 0 ('batch'); give its size with "
+                        "--input-shape z=1,3");
+}
+
+TEST_F(OnnxFrontendTest, InputShapeMistakes) {
+  const ModelBuilder m = symbolic_model();
+  auto import_with = [&](std::map<std::string, std::vector<int64_t>> shapes) {
+    OnnxImportOptions o;
+    o.input_shapes = std::move(shapes);
+    return import_onnx_bytes(m.bytes(), "<sym>", o);
+  };
+  // A fixed dimension that disagrees: the input, the index and both values.
+  EXPECT_ERROR_CONTAINS(import_with({{"x", {2, 4}}, {"z", {2, 3}}}),
+                        "'<sym>': input 'x': dimension 1 is 3 in the model, but --input-shape "
+                        "gives 4 (declared [batch,3], given [2,4])");
+  // Another rank.
+  EXPECT_ERROR_CONTAINS(import_with({{"x", {2, 3, 1}}, {"z", {2, 3}}}),
+                        "input 'x' has rank 2 (declared [batch,3]), but --input-shape gives 3 "
+                        "dimensions, [2,3,1]");
+  // No such input: the inputs are listed (not the initializer).
+  EXPECT_ERROR_CONTAINS(import_with({{"w", {2, 3}}}),
+                        "--input-shape names 'w', which is not an input of the model; its "
+                        "inputs are 'x', 'z'");
+  EXPECT_ERROR_CONTAINS(import_with({{"c", {3}}}),
+                        "--input-shape names 'c', which is not an input of the model; its inputs "
+                        "are 'x', 'z'");
+  // An input with an initializer (a default value) has a fixed shape.
+  ModelBuilder with_default = symbolic_model();
+  with_default.input("c", {3});
+  OnnxImportOptions o;
+  o.input_shapes = {{"c", {3}}};
+  EXPECT_ERROR_CONTAINS(import_onnx_bytes(with_default.bytes(), "<sym>", o),
+                        "--input-shape names 'c', which is not an input of the model (it has an "
+                        "initializer, a fixed value); its inputs are 'x', 'z'");
+  // One symbol, two sizes: both inputs are named.
+  EXPECT_ERROR_CONTAINS(import_with({{"x", {2, 3}}, {"z", {4, 3}}}),
+                        "the symbolic dimension 'batch' is bound to 2 by input 'x' dimension 0 "
+                        "and to 4 by input 'z' dimension 0; a symbol has one size");
+  // Sizes must be positive.
+  EXPECT_ERROR_CONTAINS(import_with({{"x", {0, 3}}, {"z", {0, 3}}}),
+                        "input 'x': --input-shape gives dimension 0 the size 0");
+}
+
+TEST_F(OnnxFrontendTest, ParseInputShape) {
+  EXPECT_EQ(parse_input_shape("x=1,3,224,224"),
+            (std::pair<std::string, std::vector<int64_t>>{"x", {1, 3, 224, 224}}));
+  EXPECT_EQ(parse_input_shape("a=b=7"), (std::pair<std::string, std::vector<int64_t>>{"a=b", {7}}));
+  EXPECT_EQ(parse_input_shape("s="), (std::pair<std::string, std::vector<int64_t>>{"s", {}}));
+  EXPECT_ERROR_CONTAINS(parse_input_shape("1,3,224"), "--input-shape needs NAME=D0,D1,...");
+  EXPECT_ERROR_CONTAINS(parse_input_shape("=1,3"), "--input-shape needs NAME=D0,D1,...");
+  EXPECT_ERROR_CONTAINS(parse_input_shape("x=1,0"), "'0' is not a positive whole number");
+  EXPECT_ERROR_CONTAINS(parse_input_shape("x=1,-3"), "'-3' is not a positive whole number");
+  EXPECT_ERROR_CONTAINS(parse_input_shape("x=1,,3"), "'' is not a positive whole number");
+  EXPECT_ERROR_CONTAINS(parse_input_shape("x=1,3,"), "ends with a comma");
+  EXPECT_ERROR_CONTAINS(parse_input_shape("x=99999999999999999999"),
+                        "is not a positive whole number");
 }
 
 TEST_F(OnnxFrontendTest, UndefinedInput) {

@@ -27,7 +27,9 @@ TEST(TrackerJobStore, PersistsAcrossReopenAndResumesUnfinished) {
   JobId a, b, c, d;
   {
     JobStore s = JobStore::open(dir.file("jobs"), clock);
-    a = s.create(job("resnet18"));
+    JobRecord shaped = job("resnet18");
+    shaped.input_shapes = {{"input", {4, 3, 224, 224}}, {"mask", {4, 1}}, {"scalar", {}}};
+    a = s.create(shaped);
     b = s.create(job("mobilenet"));
     c = s.create(job("dqn"));
     d = s.create(job("lstm"));
@@ -61,6 +63,11 @@ TEST(TrackerJobStore, PersistsAcrossReopenAndResumesUnfinished) {
   EXPECT_EQ(open[0].started_ms, 2000);
   EXPECT_EQ(open[0].owner, "ana");
   EXPECT_EQ(open[0].priority, 2);
+  // The shapes its model is compiled for (--input-shape), a scalar's empty one included.
+  const std::map<std::string, std::vector<int64_t>> shapes = {
+      {"input", {4, 3, 224, 224}}, {"mask", {4, 1}}, {"scalar", {}}};
+  EXPECT_EQ(open[0].input_shapes, shapes);
+  EXPECT_TRUE(open[1].input_shapes.empty());
   EXPECT_EQ(open[1].id, d);
   EXPECT_EQ(open[1].state, JobState::kQueued);
   auto done = s.get(b);
