@@ -116,12 +116,7 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
               {"KILN_DRIVER_FAULT=crasher:crash:folding constants;hanger:hang:tuning task;"
                "hog:oom:importing"});
   auto service = kilnd.service();
-  ASSERT_TRUE(testing::eventually(
-      [&] {
-        v1::ListDevicesResponse d;
-        return service->ListDevices(context().get(), {}, &d).ok() && d.devices_size() == 1;
-      },
-      std::chrono::seconds(30)));
+  ASSERT_TRUE(testing::wait_for_devices(*service, 1));
 
   // A malformed model is refused at the door, by a checking process, naming the node.
   {
@@ -224,12 +219,7 @@ TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
   Kilnd kilnd(dir, {"--local-workers", "1", "--local-agent", "cpu", "--local-agent-target", "llvm",
                     "--batch", "2", "--repeat", "1"});
   auto service = kilnd.service();
-  ASSERT_TRUE(testing::eventually(
-      [&] {
-        v1::ListDevicesResponse d;
-        return service->ListDevices(context().get(), {}, &d).ok() && d.devices_size() == 1;
-      },
-      std::chrono::seconds(30)));
+  ASSERT_TRUE(testing::wait_for_devices(*service, 1));
   // y = relu(x @ w), x [batch, 16]: one dense task.
   testing::OnnxModelBuilder m;
   m.input("x", {-1, 16}, onnx::TensorProto::FLOAT, "batch");
