@@ -791,6 +791,18 @@ void write_seeds(const fs::path& folder) {
   submit.set_device_key(kDeviceKey);
   submit.set_trials(1000000);
   msg("submit-model-too-many-trials", kSubmitModel, 0, submit);
+  submit.set_trials(16);
+  {  // --input-shape bindings: a good one, then a zero size and a name given twice
+    v1::InputShape* x = submit.add_input_shapes();
+    x->set_name("x");
+    for (int64_t d : {1, 3, 224, 224}) x->add_dims(d);
+    msg("submit-model-input-shapes", kSubmitModel, 0, submit);
+    x->set_dims(0, 0);
+    msg("submit-model-input-shape-zero", kSubmitModel, 0, submit);
+    x->set_dims(0, 1);
+    *submit.add_input_shapes() = *x;
+    msg("submit-model-input-shape-twice", kSubmitModel, 0, submit);
+  }
 
   for (uint64_t id : {1, 2, 3, 99}) {
     v1::GetJobRequest get;
