@@ -68,7 +68,7 @@ const std::vector<std::string> kSupported = {
     "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range",
     "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
     "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
-    "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
+    "Resize", "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
     "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh",
     "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
 };
@@ -596,6 +596,19 @@ Attrs Importer::normalize(Ctx& c) {
     }
   } else if (op == "Tile") {
     a["repeats"] = const_ints(c, 1, "repeats");
+    c.inputs.resize(1);
+  } else if (op == "Resize") {
+    std::vector<const Value*> values;
+    for (ValueId v : c.inputs) values.push_back(v == kNoValue ? nullptr : &g_.value(v));
+    std::vector<int64_t> out;
+    std::vector<float> scales;
+    if (!resize_form(*c.proto, values, &out, &scales)) {
+      fail(c, "input 'scales' or 'sizes' must be a constant: Kiln needs static shapes");
+    }
+    a["scales"] = scales;
+    a["mode"] = attr_s(c, "mode", "nearest");
+    a["coordinate_transformation_mode"] = attr_s(c, "coordinate_transformation_mode", "half_pixel");
+    a["nearest_mode"] = attr_s(c, "nearest_mode", "round_prefer_floor");
     c.inputs.resize(1);
   }
   // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Add, Sub, Mul, Div, Pow, Max, Min, MatMul,

@@ -141,7 +141,7 @@ TEST(OpPatternTest, EveryFrontEndOp) {
       {"Equal", OpPattern::kBroadcast},      {"Where", OpPattern::kBroadcast},
       {"Expand", OpPattern::kBroadcast},     {"Tile", OpPattern::kInjective},
       {"ReduceMean", OpPattern::kCommReduce}, {"ArgMax", OpPattern::kCommReduce},
-      {"Split", OpPattern::kOpaque},
+      {"Split", OpPattern::kOpaque},          {"Resize", OpPattern::kInjective},
   };
   Node n;
   for (const auto& [op, pattern] : expected) {
