@@ -70,7 +70,7 @@ const std::vector<std::string> kSupported = {
     "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
     "Resize", "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
     "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh",
-    "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
+    "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Upsample", "Where", "Xor",
 };
 // clang-format on
 
@@ -888,7 +888,39 @@ Graph Importer::run(const onnx::ModelProto& model) {
     define(input.name(), v);
   }
 
-  for (const NodeProto& n : graph.node()) {
+  for (const NodeProto& original : graph.node()) {
+    // Upsample (opset 9, deprecated since 10) is the Resize it became: asymmetric coordinates,
+    // nearest rounding down, an empty roi.
+    NodeProto as_resize;
+    if (original.op_type() == "Upsample") {
+      as_resize.set_name(original.name());
+      as_resize.set_op_type("Resize");
+      as_resize.add_input(original.input_size() > 0 ? original.input(0) : "");
+      const std::string roi = original.name() + "/kiln_empty_roi";
+      define(roi, g_.add_constant(roi, runtime::NDArray::from_vector(std::vector<float>{}, {0})));
+      as_resize.add_input(roi);
+      as_resize.add_input(original.input_size() > 1 ? original.input(1) : "");
+      for (const std::string& o : original.output()) as_resize.add_output(o);
+      std::string mode = "nearest";
+      for (const AttributeProto& a : original.attribute()) {
+        if (a.name() == "mode") mode = a.s();
+        if (a.name() == "scales") {
+          KILN_USER_ERROR() << "'" << origin_ << "': node '" << original.name()
+                            << "' (Upsample): attribute 'scales' (Upsample before opset 9) is "
+                               "not supported; re-export with opset 9 or later";
+        }
+      }
+      auto set = [&](const std::string& name, const std::string& v) {
+        AttributeProto* a = as_resize.add_attribute();
+        a->set_name(name);
+        a->set_type(AttributeProto::STRING);
+        a->set_s(v);
+      };
+      set("mode", mode);
+      set("coordinate_transformation_mode", "asymmetric");
+      set("nearest_mode", "floor");
+    }
+    const NodeProto& n = original.op_type() == "Upsample" ? as_resize : original;
     Ctx c{&n, "node '" + n.name() + "' (" + n.op_type() + ")", {}};
     for (const std::string& name : n.input()) {
       if (name.empty()) {
