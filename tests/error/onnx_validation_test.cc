@@ -1226,6 +1226,27 @@ TEST(OnnxValidation, Resize) {
                    {"input 2 (scales 'scales') of shape [2] must hold one value per resized axis "
                     "(4) of input 0 (X 'x') of shape [1,1,4,4]"});
   }
+  {  // opset 18: antialias refused; keep_aspect_ratio_policy checked
+    Model m(18);
+    m.input("x", {1, 1, 4, 4});
+    m.init_values("scales", {2}, {0.5f, 0.5f});
+    auto* n = m.op("Resize", "aa", {"x", "", "scales"});
+    Model::attr(n, "axes", Ints{2, 3});
+    Model::attr(n, "antialias", int64_t{1});
+    expect_refused(m, "aa", "Resize",
+                   {"attribute 'antialias' is 1, which Kiln does not support (only 0)"});
+  }
+  {
+    Model m(18);
+    m.input("x", {1, 1, 4, 4});
+    m.init_int64("sizes", {2, 2});
+    auto* n = m.op("Resize", "keep", {"x", "", "", "sizes"});
+    Model::attr(n, "axes", Ints{2, 3});
+    Model::attr(n, "keep_aspect_ratio_policy", std::string("fit"));
+    expect_refused(m, "keep", "Resize",
+                   {"attribute 'keep_aspect_ratio_policy' is 'fit'; it must be stretch, "
+                    "not_larger or not_smaller"});
+  }
   {  // neither scales nor sizes
     Model m(13);
     m.input("x", {1, 1, 4, 4});
