@@ -51,6 +51,11 @@ onnx::TensorProto to_tensor_proto(const std::string& name, const runtime::NDArra
 /// Checks what does not need shapes: a graph, the opset, supported operators, static input shapes.
 /// Returns the opset of the default domain.
 int64_t check_model(const onnx::ModelProto& model, const std::string& origin);
+/// Resize's output shape and the scale of each axis, from its constant scales or sizes (opset
+/// 18's axes and keep_aspect_ratio_policy applied); false when neither is a constant.
+bool resize_form(const onnx::NodeProto& n, const std::vector<const Value*>& inputs,
+                 std::vector<int64_t>* out, std::vector<float>* scales);
+
 /// Gives the graph inputs named in `shapes` those shapes (OnnxImportOptions::input_shapes), and
 /// the symbols they bind to the same dimensions of value_info and graph outputs.
 void bind_input_shapes(onnx::ModelProto& model, const std::string& origin,

@@ -68,9 +68,9 @@ const std::vector<std::string> kSupported = {
     "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range",
     "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
     "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
-    "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
+    "Resize", "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
     "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh",
-    "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
+    "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Upsample", "Where", "Xor",
 };
 // clang-format on
 
@@ -597,6 +597,19 @@ Attrs Importer::normalize(Ctx& c) {
   } else if (op == "Tile") {
     a["repeats"] = const_ints(c, 1, "repeats");
     c.inputs.resize(1);
+  } else if (op == "Resize") {
+    std::vector<const Value*> values;
+    for (ValueId v : c.inputs) values.push_back(v == kNoValue ? nullptr : &g_.value(v));
+    std::vector<int64_t> out;
+    std::vector<float> scales;
+    if (!resize_form(*c.proto, values, &out, &scales)) {
+      fail(c, "input 'scales' or 'sizes' must be a constant: Kiln needs static shapes");
+    }
+    a["scales"] = scales;
+    a["mode"] = attr_s(c, "mode", "nearest");
+    a["coordinate_transformation_mode"] = attr_s(c, "coordinate_transformation_mode", "half_pixel");
+    a["nearest_mode"] = attr_s(c, "nearest_mode", "round_prefer_floor");
+    c.inputs.resize(1);
   }
   // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Add, Sub, Mul, Div, Pow, Max, Min, MatMul,
   // GlobalAveragePool, GlobalMaxPool: no attributes.
@@ -875,7 +888,39 @@ Graph Importer::run(const onnx::ModelProto& model) {
     define(input.name(), v);
   }
 
-  for (const NodeProto& n : graph.node()) {
+  for (const NodeProto& original : graph.node()) {
+    // Upsample (opset 9, deprecated since 10) is the Resize it became: asymmetric coordinates,
+    // nearest rounding down, an empty roi.
+    NodeProto as_resize;
+    if (original.op_type() == "Upsample") {
+      as_resize.set_name(original.name());
+      as_resize.set_op_type("Resize");
+      as_resize.add_input(original.input_size() > 0 ? original.input(0) : "");
+      const std::string roi = original.name() + "/kiln_empty_roi";
+      define(roi, g_.add_constant(roi, runtime::NDArray::from_vector(std::vector<float>{}, {0})));
+      as_resize.add_input(roi);
+      as_resize.add_input(original.input_size() > 1 ? original.input(1) : "");
+      for (const std::string& o : original.output()) as_resize.add_output(o);
+      std::string mode = "nearest";
+      for (const AttributeProto& a : original.attribute()) {
+        if (a.name() == "mode") mode = a.s();
+        if (a.name() == "scales") {
+          KILN_USER_ERROR() << "'" << origin_ << "': node '" << original.name()
+                            << "' (Upsample): attribute 'scales' (Upsample before opset 9) is "
+                               "not supported; re-export with opset 9 or later";
+        }
+      }
+      auto set = [&](const std::string& name, const std::string& v) {
+        AttributeProto* a = as_resize.add_attribute();
+        a->set_name(name);
+        a->set_type(AttributeProto::STRING);
+        a->set_s(v);
+      };
+      set("mode", mode);
+      set("coordinate_transformation_mode", "asymmetric");
+      set("nearest_mode", "floor");
+    }
+    const NodeProto& n = original.op_type() == "Upsample" ? as_resize : original;
     Ctx c{&n, "node '" + n.name() + "' (" + n.op_type() + ")", {}};
     for (const std::string& name : n.input()) {
       if (name.empty()) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <set>
 
 #include "base/error.h"
@@ -52,6 +53,10 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
     for (const NodeProto& n : graph.node()) {
       const auto* old_schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
       const auto* new_schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(kMinOpset), "");
+      // Upsample-9, deprecated at 10: the importer reads it as the Resize it became.
+      if (n.op_type() == "Upsample" && old_schema != nullptr && old_schema->since_version() == 9) {
+        continue;
+      }
       KILN_USER_CHECK(old_schema != nullptr && new_schema != nullptr &&
                       old_schema->since_version() == new_schema->since_version())
           << "'" << origin << "' uses ONNX opset " << opset << ", and operator '" << n.op_type()
@@ -94,6 +99,70 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
   return opset;
 }
 
+bool resize_form(const NodeProto& n, const std::vector<const Value*>& inputs,
+                 std::vector<int64_t>* out, std::vector<float>* scales) {
+  auto get = [&](size_t i) -> const Value* {
+    return i < inputs.size() && inputs[i] != nullptr ? inputs[i] : nullptr;
+  };
+  const Value* x = get(0);
+  if (x == nullptr) return false;
+  const std::vector<int64_t>& in = x->shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  const bool upsample = n.op_type() == "Upsample";
+  std::vector<int64_t> axes;
+  std::string policy = "stretch";
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    if (a.name() == "axes") axes.assign(a.ints().begin(), a.ints().end());
+    if (a.name() == "keep_aspect_ratio_policy") policy = a.s();
+  }
+  if (axes.empty()) {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  *out = in;
+  scales->assign(in.size(), 1.0f);
+  const Value* sc = get(upsample ? 1 : 2);
+  const Value* sz = upsample ? nullptr : get(3);
+  if (sc != nullptr && sc->num_elements() > 0) {
+    if (!sc->is_constant() || sc->num_elements() != static_cast<int64_t>(axes.size())) return false;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const size_t a = static_cast<size_t>(axes[k]);
+      const float s = static_cast<float>(element_as_double(*sc->data, static_cast<int64_t>(k)));
+      (*scales)[a] = s;
+      (*out)[a] = static_cast<int64_t>(std::floor(static_cast<double>(in[a]) * s));
+    }
+    return true;
+  }
+  if (sz == nullptr || !sz->is_constant() ||
+      sz->num_elements() != static_cast<int64_t>(axes.size())) {
+    return false;
+  }
+  std::vector<int64_t> sizes;
+  for (int64_t k = 0; k < sz->num_elements(); ++k) {
+    sizes.push_back(static_cast<int64_t>(element_as_double(*sz->data, k)));
+  }
+  if (policy == "not_larger" || policy == "not_smaller") {
+    float s = policy == "not_larger" ? 1e30f : 0.0f;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const float r = static_cast<float>(sizes[k]) /
+                      static_cast<float>(in[static_cast<size_t>(axes[k])]);
+      s = policy == "not_larger" ? std::min(s, r) : std::max(s, r);
+    }
+    for (int64_t a : axes) {
+      (*scales)[static_cast<size_t>(a)] = s;
+      (*out)[static_cast<size_t>(a)] =
+          static_cast<int64_t>(std::round(s * static_cast<float>(in[static_cast<size_t>(a)])));
+    }
+    return true;
+  }
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const size_t a = static_cast<size_t>(axes[k]);
+    (*out)[a] = sizes[k];
+    (*scales)[a] = static_cast<float>(sizes[k]) / static_cast<float>(in[a]);
+  }
+  return true;
+}
+
 ShapeInference::ShapeInference(const onnx::ModelProto& model, std::string origin)
     : opset_imports_(model.opset_import()), origin_(std::move(origin)) {}
 
@@ -127,6 +196,20 @@ std::vector<onnx::TypeProto> ShapeInference::infer(
     for (int64_t d : v.shape) shape->add_dim()->set_dim_value(d);
   }
   const std::string& op = node.op_type();
+  if (op == "Resize" || op == "Upsample") {
+    // Opset 18's Resize (axes, keep_aspect_ratio_policy) is newer than libonnx 1.12, and its
+    // inference reads only integer constants: the shape from the constant scales or sizes.
+    std::vector<int64_t> dims;
+    std::vector<float> scales;
+    if (resize_form(node, inputs, &dims, &scales)) {
+      onnx::TypeProto t;
+      auto* tt = t.mutable_tensor_type();
+      tt->set_elem_type(onnx_elem_type(inputs.at(0)->dtype));
+      for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+      std::vector<onnx::TypeProto> out{t};
+      return out;
+    }
+  }
   if (op == "Pad" && node.input_size() >= 4 && !node.input(3).empty()) {
     // Opset 18's axes input, which libonnx 1.12 does not know: the opset-13 form, pads for
     // every axis (validate_node has checked them).

@@ -248,6 +248,19 @@ class NodeCheck {
         fail("attribute 'axes' is not an attribute of " + op_ + " at opset " + str(opset_) +
              " (from opset 18 the axes are input 1)");
       }
+      if (op_ == "Resize" && opset_ >= 18 &&
+          (a.name() == "axes" || a.name() == "keep_aspect_ratio_policy" ||
+           a.name() == "antialias")) {
+        // Opset 18's attributes, which libonnx 1.12's Resize-13 schema lacks.
+        const int want = a.name() == "axes"        ? AttributeProto::INTS
+                         : a.name() == "antialias" ? AttributeProto::INT
+                                                   : AttributeProto::STRING;
+        if (attr_type(a) != want) {
+          fail("attribute '" + a.name() + "' must be " + attr_type_name(want) + ", got " +
+               attr_type_name(attr_type(a)));
+        }
+        continue;
+      }
       if (op_ == "Split" && opset_ >= 18 && a.name() == "num_outputs") {
         if (attr_type(a) != AttributeProto::INT) {
           fail("attribute 'num_outputs' must be an int (INT), got " +
@@ -330,6 +343,7 @@ class NodeCheck {
     if (op_ == "PRelu") return prelu();
     if (op_ == "Expand") return expand();
     if (op_ == "Tile") return tile();
+    if (op_ == "Resize") return resize();
     if (op_ == "Split") return split();
     if (op_ == "ConstantOfShape") return constant_of_shape();
     if (op_ == "LayerNormalization") return layer_norm();
@@ -968,6 +982,80 @@ class NodeCheck {
     if (!broadcastable(shape(0), *dims, &da, &db)) {
       fail(input_shaped(0) + " does not broadcast with the shape " + str(*dims) + " of " +
            input(1) + ": " + str(da) + " against " + str(db));
+    }
+  }
+
+  /// Resize: the modes Kiln does (nearest, linear; not cubic, not tf_crop_and_resize), exactly
+  /// one of scales and sizes, a constant, one value per resized axis, positive.
+  void resize() {
+    const std::string mode = attr_s("mode", "nearest");
+    if (mode == "cubic") {
+      fail("attribute 'mode' is 'cubic', which Kiln does not support (nearest, linear)");
+    }
+    if (mode != "nearest" && mode != "linear") {
+      fail("attribute 'mode' is '" + mode + "'; it must be nearest, linear or cubic");
+    }
+    const std::string coord = attr_s("coordinate_transformation_mode", "half_pixel");
+    if (coord == "tf_crop_and_resize") {
+      fail("attribute 'coordinate_transformation_mode' is 'tf_crop_and_resize', which Kiln does "
+           "not support (half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
+           "tf_half_pixel_for_nearest)");
+    }
+    if (coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners" &&
+        coord != "asymmetric" && coord != "tf_half_pixel_for_nearest") {
+      fail("attribute 'coordinate_transformation_mode' is '" + coord +
+           "'; it must be half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
+           "tf_half_pixel_for_nearest or tf_crop_and_resize");
+    }
+    const std::string nearest = attr_s("nearest_mode", "round_prefer_floor");
+    if (nearest != "round_prefer_floor" && nearest != "round_prefer_ceil" && nearest != "floor" &&
+        nearest != "ceil") {
+      fail("attribute 'nearest_mode' is '" + nearest +
+           "'; it must be round_prefer_floor, round_prefer_ceil, floor or ceil");
+    }
+    if (attr_i("antialias", 0) != 0) {
+      fail("attribute 'antialias' is " + str(attr_i("antialias", 0)) +
+           ", which Kiln does not support (only 0)");
+    }
+    const std::string policy = attr_s("keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+      fail("attribute 'keep_aspect_ratio_policy' is '" + policy +
+           "'; it must be stretch, not_larger or not_smaller");
+    }
+    if (mode == "linear" && value(0).dtype.code != kKilnFloat) {
+      fail(input(0) + " is " + onnx_type_string(value(0).dtype) +
+           "; Kiln does linear Resize on floating-point tensors only");
+    }
+    const int64_t r = rank(0);
+    std::vector<int64_t> axes;
+    if (attr("axes") != nullptr) {
+      axes = axes_in(attr_ints("axes", {}), r, "attribute 'axes'", input(0));
+    } else {
+      for (int64_t d = 0; d < r; ++d) axes.push_back(d);
+    }
+    const bool scales = has(2) && value(2).num_elements() > 0;
+    const bool sizes = has(3) && value(3).num_elements() > 0;
+    if (scales == sizes) {
+      fail(scales ? "gives both input 2 (scales) and input 3 (sizes); Resize takes one of them"
+                  : "gives neither input 2 (scales) nor input 3 (sizes); Resize needs one of them");
+    }
+    const size_t i = scales ? 2 : 3;
+    if (!value(i).is_constant()) {
+      fail(input(i) + " is not a constant, which Kiln does not support: it needs the " +
+           (scales ? "scales" : "sizes") + " at compile time (static shapes)");
+    }
+    if (rank(i) != 1 || shape(i)[0] != static_cast<int64_t>(axes.size())) {
+      fail(input_shaped(i) + " must hold one value per resized axis (" +
+           str(static_cast<int64_t>(axes.size())) + ") of " + input_shaped(0));
+    }
+    for (int64_t k = 0; k < value(i).num_elements(); ++k) {
+      const double v = element_as_double(*value(i).data, k);
+      if (!(v > 0)) {
+        std::ostringstream os;
+        os << v;
+        fail(input(i) + " holds " + os.str() + "; each " + (scales ? "scale" : "size") +
+             " must be positive");
+      }
     }
   }
 

@@ -431,6 +431,7 @@ const std::vector<std::string>& other_ops() {
       "Unsqueeze",     "ArgMax",
       "ArgMin",        "Split",
       "Expand",        "Tile",
+      "Resize",
       "LayerNormalization", "InstanceNormalization",
       "Trilu",         "Mod",
       "GatherElements", "CumSum",
@@ -821,6 +822,11 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
     return injective_result(topi::broadcast_to(c.input(0), c.out_value().shape, "expand"));
   }
   if (op == "Tile") return injective_result(topi::tile(c.input(0), n.ints("repeats"), "tile"));
+  if (op == "Resize") {
+    return injective_result(topi::resize(c.input(0), c.out_value().shape, n.floats("scales"),
+                                         n.s("mode"), n.s("coordinate_transformation_mode"),
+                                         n.s("nearest_mode"), "resize"));
+  }
   c.fail("operator '" + op + "' has no lowering");
 }
 

@@ -39,7 +39,7 @@ OpPattern op_pattern(const Node& node) {
       {"Pad", P::kInjective}, {"Reshape", P::kInjective}, {"Slice", P::kInjective},
       {"Squeeze", P::kInjective}, {"Transpose", P::kInjective}, {"Unsqueeze", P::kInjective},
       {"LayoutTransform", P::kInjective},  // inserted by alter_layout
-      {"Tile", P::kInjective}, {"Trilu", P::kInjective}, {"GatherElements", P::kInjective},
+      {"Tile", P::kInjective}, {"Resize", P::kInjective}, {"Trilu", P::kInjective}, {"GatherElements", P::kInjective},
       // Reductions.
       {"AveragePool", P::kCommReduce}, {"GlobalAveragePool", P::kCommReduce},
       {"GlobalMaxPool", P::kCommReduce}, {"MaxPool", P::kCommReduce},

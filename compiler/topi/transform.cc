@@ -426,3 +426,122 @@ te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
 }
 
 }  // namespace kiln::topi
+
+namespace kiln::topi {
+
+te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
+                  const std::vector<float>& scales, const std::string& mode,
+                  const std::string& coord, const std::string& nearest_mode,
+                  const std::string& name) {
+  const std::vector<int64_t> in = const_shape(x, name);
+  KILN_USER_CHECK(out_shape.size() == in.size() && scales.size() == in.size())
+      << name << ": output shape " << str(out_shape) << " and " << scales.size()
+      << " scales for '" << x->name() << "' of rank " << in.size();
+  KILN_USER_CHECK(mode == "nearest" || mode == "linear")
+      << name << ": mode '" << mode << "' is not supported (nearest, linear)";
+  KILN_USER_CHECK(mode == "nearest" || x->dtype().is_float())
+      << name << ": linear mode needs a floating-point tensor, got " << x->dtype().str();
+  const ir::DataType f32 = ir::kFloat32;
+  const ir::DataType i32 = ir::DataType::Int(32);
+  std::vector<Expr> shape = exprs(out_shape);
+  // The source coordinate (float) of output index i along axis d.
+  auto source = [&](size_t d, const Expr& i) -> Expr {
+    const Expr fi = ir::cast(f32, i);
+    const Expr half = ir::make_const(f32, 0.5);
+    const Expr s = ir::make_const(f32, static_cast<double>(scales[d]));
+    if (coord == "asymmetric") return fi / s;
+    // ONNX measures the resized length as in * scale (not rounded to the output size).
+    const double length = static_cast<double>(in[d]) * static_cast<double>(scales[d]);
+    if (coord == "align_corners") {
+      if (out_shape[d] <= 1 || length == 1.0) return ir::make_const(f32, 0.0);
+      return fi * ir::make_const(f32, static_cast<double>(in[d] - 1)) /
+             ir::make_const(f32, length - 1.0);
+    }
+    if (coord == "tf_half_pixel_for_nearest") return (fi + half) / s;
+    if (coord == "pytorch_half_pixel" && length <= 1.0) return ir::make_const(f32, 0.0);
+    KILN_USER_CHECK(coord == "half_pixel" || coord == "pytorch_half_pixel")
+        << name << ": coordinate_transformation_mode '" << coord << "' is not supported";
+    return (fi + half) / s - half;
+  };
+  auto clamp = [&](Expr v, size_t d) {
+    return ir::max(ir::min(v, int_expr(in[d] - 1)), ir::make_zero(i32));
+  };
+  // Axes where the output index is the input index.
+  std::vector<bool> identity(in.size());
+  for (size_t d = 0; d < in.size(); ++d) identity[d] = in[d] == out_shape[d] && scales[d] == 1.0f;
+  if (mode == "nearest") {
+    return te::compute(
+        shape,
+        [&](const std::vector<Var>& i) {
+          std::vector<Expr> idx;
+          for (size_t d = 0; d < in.size(); ++d) {
+            if (identity[d]) {
+              idx.push_back(i[d]);
+              continue;
+            }
+            Expr c = source(d, i[d]);
+            const Expr half = ir::make_const(f32, 0.5);
+            Expr r;
+            if (nearest_mode == "floor") {
+              r = ir::floor(c);
+            } else if (nearest_mode == "ceil") {
+              r = ir::ceil(c);
+            } else if (nearest_mode == "round_prefer_ceil") {
+              r = ir::floor(c + half);
+            } else {
+              KILN_USER_CHECK(nearest_mode == "round_prefer_floor")
+                  << name << ": nearest_mode '" << nearest_mode << "' is not supported";
+              r = ir::ceil(c - half);
+            }
+            idx.push_back(clamp(ir::cast(i32, r), d));
+          }
+          return x(idx);
+        },
+        name);
+  }
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<size_t> axes;
+        std::vector<Expr> lo, hi, w;
+        for (size_t d = 0; d < in.size(); ++d) {
+          if (identity[d]) {
+            lo.push_back(i[d]);
+            hi.push_back(i[d]);
+            w.push_back(Expr());
+            continue;
+          }
+          axes.push_back(d);
+          Expr c = source(d, i[d]);
+          Expr fl = ir::floor(c);
+          Expr i0 = ir::cast(i32, fl);
+          lo.push_back(clamp(i0, d));
+          hi.push_back(clamp(i0 + Expr(1), d));
+          w.push_back(c - fl);
+        }
+        Expr sum;
+        const Expr one = ir::make_const(f32, 1.0);
+        for (size_t mask = 0; mask < (size_t{1} << axes.size()); ++mask) {
+          std::vector<Expr> idx;
+          Expr weight;
+          size_t k = 0;
+          for (size_t d = 0; d < in.size(); ++d) {
+            if (identity[d]) {
+              idx.push_back(i[d]);
+              continue;
+            }
+            const bool up = (mask >> k++) & 1;
+            idx.push_back(up ? hi[d] : lo[d]);
+            Expr wd = up ? w[d] : one - w[d];
+            weight = weight.defined() ? weight * wd : wd;
+          }
+          Expr v = ir::cast(f32, x(idx));
+          Expr term = weight.defined() ? v * weight : v;
+          sum = sum.defined() ? sum + term : term;
+        }
+        return ir::cast(x->dtype(), sum);
+      },
+      name);
+}
+
+}  // namespace kiln::topi

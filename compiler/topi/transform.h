@@ -82,3 +82,17 @@ te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
                 const std::string& name = "tile");
 
 }  // namespace kiln::topi
+
+namespace kiln::topi {
+
+/// ONNX Resize (and Upsample): out[i] reads x at source coordinates computed per axis from
+/// i, the axis' scale and the coordinate transformation; `mode` "nearest" (rounded by
+/// `nearest_mode`: round_prefer_floor, round_prefer_ceil, floor, ceil) or "linear" (the 2^k
+/// neighbours of the k resized axes, weighted; indices clamped to the edge). `coord`:
+/// half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nearest.
+te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
+                  const std::vector<float>& scales, const std::string& mode,
+                  const std::string& coord, const std::string& nearest_mode,
+                  const std::string& name = "resize");
+
+}  // namespace kiln::topi

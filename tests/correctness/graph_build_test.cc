@@ -722,6 +722,27 @@ TEST_F(GraphBuildTest, CumSumHardmaxGatherElements) {
   check(m, "cumsum_hardmax");
 }
 
+// Resize (opset 18 with axes; nearest and bilinear, sizes and scales) between elementwise
+// operators it fuses with, and an Upsample-like nearest with asymmetric coordinates.
+TEST_F(GraphBuildTest, ResizeNearestAndLinear) {
+  MB m(18);
+  m.input("x", {1, 3, 5, 6});
+  m.node("Relu", {"x"}, {"r"});
+  m.init("scales", {2}, 1.5f, 2.5f);
+  auto* up = m.node("Resize", {"r", "", "scales"}, {"u"});
+  MB::attr(up, "mode", std::string("linear"));
+  MB::attr(up, "axes", std::vector<int64_t>{2, 3});
+  m.node("Sigmoid", {"u"}, {"y0"});
+  m.output("y0");
+  m.init_int64("sizes", {1, 3, 9, 4});
+  auto* nn = m.node("Resize", {"x", "", "", "sizes"}, {"n"});
+  MB::attr(nn, "coordinate_transformation_mode", std::string("asymmetric"));
+  MB::attr(nn, "nearest_mode", std::string("floor"));
+  m.node("Neg", {"n"}, {"y1"});
+  m.output("y1");
+  check(m, "resize");
+}
+
 TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
   Graph g;
   ValueId x = g.add_input("x", runtime::kFloat32, {4});

@@ -1190,6 +1190,71 @@ TEST(OnnxValidation, GatherElementsAndCumSum) {
   }
 }
 
+TEST(OnnxValidation, Resize) {
+  {  // cubic mode: refused, naming the form
+    Model m(13);
+    m.input("x", {1, 1, 4, 4});
+    m.init_values("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
+    Model::attr(m.op("Resize", "up", {"x", "", "scales"}), "mode", std::string("cubic"));
+    expect_refused(m, "up", "Resize",
+                   {"attribute 'mode' is 'cubic', which Kiln does not support"});
+  }
+  {  // tf_crop_and_resize: refused
+    Model m(13);
+    m.input("x", {1, 1, 4, 4});
+    m.init_values("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
+    Model::attr(m.op("Resize", "crop", {"x", "", "scales"}), "coordinate_transformation_mode",
+                std::string("tf_crop_and_resize"));
+    expect_refused(m, "crop", "Resize",
+                   {"attribute 'coordinate_transformation_mode' is 'tf_crop_and_resize', which "
+                    "Kiln does not support"});
+  }
+  {  // scales computed at run time
+    Model m(13);
+    m.input("x", {1, 1, 4, 4});
+    m.input("s", {4});
+    m.op("Resize", "dyn", {"x", "", "s"});
+    expect_refused(m, "dyn", "Resize",
+                   {"input 2 (scales 's') is not a constant, which Kiln does not support"});
+  }
+  {  // one scale per axis
+    Model m(13);
+    m.input("x", {1, 1, 4, 4});
+    m.init_values("scales", {2}, {2.0f, 2.0f});
+    m.op("Resize", "few", {"x", "", "scales"});
+    expect_refused(m, "few", "Resize",
+                   {"input 2 (scales 'scales') of shape [2] must hold one value per resized axis "
+                    "(4) of input 0 (X 'x') of shape [1,1,4,4]"});
+  }
+  {  // opset 18: antialias refused; keep_aspect_ratio_policy checked
+    Model m(18);
+    m.input("x", {1, 1, 4, 4});
+    m.init_values("scales", {2}, {0.5f, 0.5f});
+    auto* n = m.op("Resize", "aa", {"x", "", "scales"});
+    Model::attr(n, "axes", Ints{2, 3});
+    Model::attr(n, "antialias", int64_t{1});
+    expect_refused(m, "aa", "Resize",
+                   {"attribute 'antialias' is 1, which Kiln does not support (only 0)"});
+  }
+  {
+    Model m(18);
+    m.input("x", {1, 1, 4, 4});
+    m.init_int64("sizes", {2, 2});
+    auto* n = m.op("Resize", "keep", {"x", "", "", "sizes"});
+    Model::attr(n, "axes", Ints{2, 3});
+    Model::attr(n, "keep_aspect_ratio_policy", std::string("fit"));
+    expect_refused(m, "keep", "Resize",
+                   {"attribute 'keep_aspect_ratio_policy' is 'fit'; it must be stretch, "
+                    "not_larger or not_smaller"});
+  }
+  {  // neither scales nor sizes
+    Model m(13);
+    m.input("x", {1, 1, 4, 4});
+    m.op("Resize", "none", {"x"});
+    expect_refused(m, "none", "Resize", {"gives neither input 2 (scales) nor input 3 (sizes)"});
+  }
+}
+
 TEST(OnnxValidation, ValidEdgeCasesImport) {
   auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
   {  // grouped convolution, bias, explicit kernel_shape equal to the weight's

@@ -141,7 +141,7 @@ TEST(OpPatternTest, EveryFrontEndOp) {
       {"Equal", OpPattern::kBroadcast},      {"Where", OpPattern::kBroadcast},
       {"Expand", OpPattern::kBroadcast},     {"Tile", OpPattern::kInjective},
       {"ReduceMean", OpPattern::kCommReduce}, {"ArgMax", OpPattern::kCommReduce},
-      {"Split", OpPattern::kOpaque},
+      {"Split", OpPattern::kOpaque},          {"Resize", OpPattern::kInjective},
   };
   Node n;
   for (const auto& [op, pattern] : expected) {
@@ -157,7 +157,8 @@ TEST(OpPatternTest, EveryFrontEndOp) {
       EXPECT_TRUE(op == "LSTM" || op == "Softmax" || op == "LogSoftmax" || op == "Constant" ||
                   op == "Shape" || op == "Split" || op == "ConstantOfShape" || op == "Range" ||
                   op == "Size" || op == "LayerNormalization" || op == "InstanceNormalization" ||
-                  op == "CastLike" || op == "CumSum" || op == "Hardmax")
+                  op == "CastLike" || op == "CumSum" || op == "Hardmax" ||
+                  op == "Upsample")  // imported as Resize
           << op;
     }
   }
