@@ -343,7 +343,8 @@ def onnx_seeds():
            "ReduceMean", "ReduceSum", "ReduceMax", "ReduceLogSumExp", "ArgMax", "HardSwish",
            "HardSigmoid", "Erf", "Elu", "PRelu", "Where", "Equal", "Less", "Not", "And", "Sum",
            "Mean", "Expand", "ConstantOfShape", "Range", "Tile", "Split", "LayerNormalization",
-           "InstanceNormalization", "CumSum", "Trilu", "GatherElements", "Hardmax", "Mod"]
+           "InstanceNormalization", "CumSum", "Trilu", "GatherElements", "Hardmax", "Mod",
+           "Resize", "Upsample"]
     names = sorted(os.listdir(node_dir))
     for op in ops:
         prefix = "test_" + prefixes.get(op, op.lower())
