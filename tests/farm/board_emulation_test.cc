@@ -126,17 +126,7 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
   EXPECT_GE(p.trials_done(), kTrials * p.tasks_total());
 
   // Fetch the bundle and run it under qemu with the board's kiln-run.
-  {
-    v1::FetchBundleRequest fetch;
-    fetch.set_job_id(submitted.job_id());
-    auto fctx = context();
-    auto chunks = service->FetchBundle(fctx.get(), fetch);
-    std::string bytes;
-    v1::BundleChunk c;
-    while (chunks->Read(&c)) bytes += c.data();
-    ASSERT_TRUE(chunks->Finish().ok());
-    std::ofstream(dir.file("dqn.kiln"), std::ios::binary) << bytes;
-  }
+  ASSERT_TRUE(testing::fetch_bundle(*service, submitted.job_id(), dir.file("dqn.kiln")));
   onnx::ModelProto model;
   ASSERT_TRUE(model.ParseFromString(submit.model()));
   const std::string input = model.graph().input(0).name();

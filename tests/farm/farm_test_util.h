@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <regex>
@@ -103,6 +104,21 @@ inline std::unique_ptr<grpc::ClientContext> context(const std::string& token = "
   ctx->set_deadline(std::chrono::system_clock::now() + deadline);
   rpc::add_token(*ctx, token);
   return ctx;
+}
+
+/// Fetches job `job_id`'s bundle (FetchBundle's chunks) into the file `path`; false when the
+/// stream failed.
+inline bool fetch_bundle(v1::KilnService::Stub& service, uint64_t job_id, const std::string& path) {
+  v1::FetchBundleRequest fetch;
+  fetch.set_job_id(job_id);
+  auto ctx = context();
+  auto chunks = service.FetchBundle(ctx.get(), fetch);
+  std::string bytes;
+  v1::BundleChunk c;
+  while (chunks->Read(&c)) bytes += c.data();
+  if (!chunks->Finish().ok()) return false;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return true;
 }
 
 /// Waits until kilnd lists `n` devices (an agent it started registers through its port).

@@ -177,18 +177,8 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
     EXPECT_EQ(j.progress().tasks_done(), 4u);
   }
   // The good job's bundle computes what a local compile computes.
-  {
-    v1::FetchBundleRequest fetch;
-    fetch.set_job_id(good);
-    auto ctx = context();
-    auto chunks = service->FetchBundle(ctx.get(), fetch);
-    std::string bytes;
-    v1::BundleChunk c;
-    while (chunks->Read(&c)) bytes += c.data();
-    ASSERT_TRUE(chunks->Finish().ok());
-    std::ofstream(dir.file("good.kiln"), std::ios::binary) << bytes;
-    EXPECT_TRUE(testing::small_cnn_bundle_matches_local(dir, dir.file("good.kiln"), 3));
-  }
+  ASSERT_TRUE(testing::fetch_bundle(*service, good, dir.file("good.kiln")));
+  EXPECT_TRUE(testing::small_cnn_bundle_matches_local(dir, dir.file("good.kiln"), 3));
   EXPECT_FALSE(kilnd.process().wait_for_exit(std::chrono::milliseconds(0)));  // kilnd is up
 
   // Restarted on the same state, kilnd stays up and never runs a failed job again.
@@ -264,15 +254,7 @@ TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
   ASSERT_TRUE(st.ok()) << st.error_message();
   const v1::Job job = wait_final(*service, resp.job_id(), std::chrono::seconds(400));
   ASSERT_EQ(job.progress().state(), v1::JOB_STATE_DONE) << job.error();
-  v1::FetchBundleRequest fetch;
-  fetch.set_job_id(resp.job_id());
-  auto ctx = context();
-  auto chunks = service->FetchBundle(ctx.get(), fetch);
-  std::string bytes;
-  v1::BundleChunk c;
-  while (chunks->Read(&c)) bytes += c.data();
-  ASSERT_TRUE(chunks->Finish().ok());
-  std::ofstream(dir.file("dynamic.kiln"), std::ios::binary) << bytes;
+  ASSERT_TRUE(testing::fetch_bundle(*service, resp.job_id(), dir.file("dynamic.kiln")));
   runtime::GraphExecutor fetched = runtime::GraphExecutor::load(dir.file("dynamic.kiln"));
   ASSERT_EQ(fetched.num_inputs(), 1u);
   EXPECT_EQ(fetched.input_shape(0), (std::vector<int64_t>{3, 16}));
