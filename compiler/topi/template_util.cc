@@ -1,6 +1,8 @@
 // Helpers shared by the operator templates.
 #include "compiler/topi/template_util.h"
 
+#include <cmath>
+
 #include "base/error.h"
 
 namespace kiln::topi {
@@ -18,6 +20,21 @@ int split_position(const space::ConfigSpace& space, const std::string& name, int
   for (size_t i = 0; i < cands.size(); ++i) {
     int64_t f = cands[i].back();
     if (f <= limit && f > cands[best].back()) best = static_cast<int>(i);
+  }
+  return best;
+}
+
+int nearest_split_position(const space::ConfigSpace& space, const std::string& name,
+                           const std::vector<int64_t>& desired) {
+  const auto& cands = space.knob(name).candidates;
+  int best = 0;
+  double best_distance = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    double distance = 0;
+    for (size_t p = 0; p < cands[i].size() && p < desired.size(); ++p) {
+      if (desired[p] > 0) distance += std::abs(std::log2(double(cands[i][p]) / double(desired[p])));
+    }
+    if (i == 0 || distance < best_distance) best = static_cast<int>(i), best_distance = distance;
   }
   return best;
 }

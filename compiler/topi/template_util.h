@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
@@ -17,6 +18,11 @@ int64_t const_dim(const te::Tensor& t, size_t i, const char* op);
 /// The position of the candidate of split knob `name` whose innermost factor is the largest one
 /// not above `limit` (the first candidate when none is).
 int split_position(const space::ConfigSpace& space, const std::string& name, int64_t limit);
+
+/// The position of the candidate of split knob `name` nearest to `desired` (the factors,
+/// outermost first; 0 means "any"), nearest by the sum of |log2(factor / desired)| over the parts.
+int nearest_split_position(const space::ConfigSpace& space, const std::string& name,
+                           const std::vector<int64_t>& desired);
 
 /// The position of `value` among the choices of knob `name` (0 when absent).
 int knob_position(const space::ConfigSpace& space, const std::string& name, int64_t value);

@@ -1,0 +1,148 @@
+// bench_cuda_prepare DIR [--arch sm_90] [--candidates N]: the compiler half of
+// `scripts/bench.sh cuda`. For the matmuls (n = 1024, 4096) and the twelve ResNet-18
+// convolutions it writes DIR/NN_<case>.json: the case's shape and candidate kernels of Kiln's GPU
+// template, each compiled to PTX (a DeviceProgram): the template's default config first, then
+// random configs of its space that fit the device (64 to 1024 threads a block, 4 to 64 outputs a
+// thread, the shared memory of a block). bench_cuda_measure runs them on the GPU: measuring a
+// random sample on the device and keeping the fastest is the tuning here (the XGBoost tuner needs
+// the compiler beside the device, which the GPU machine lacks).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "bench/resnet_layers.h"
+#include "compiler/lower.h"
+#include "compiler/target/target.h"
+#include "compiler/te/tensor.h"
+#include "compiler/topi/conv2d.h"
+#include "compiler/topi/gpu/conv2d_gpu.h"
+#include "compiler/topi/gpu/matmul_gpu.h"
+#include "compiler/topi/matmul.h"
+#include "deploy/runtime/json.h"
+
+namespace fs = std::filesystem;
+using kiln::runtime::Json;
+namespace space = kiln::space;
+namespace te = kiln::te;
+namespace topi = kiln::topi;
+
+namespace {
+
+struct Template {
+  std::function<space::ConfigSpace(const te::Tensor&)> space;
+  std::function<space::Config(const space::ConfigSpace&, const kiln::target::Target&)> default_config;
+  std::function<void(te::Schedule&, const te::Tensor&, const space::Config&, const te::Tensor&)> schedule;
+  std::vector<std::string> four_part_knobs;  ///< block, vthread, thread, inner
+};
+
+/// Threads a block and outputs a thread of a config, from its 4-part splits.
+bool plausible(const space::Config& cfg, const Template& t) {
+  int64_t threads = 1, per_thread = 1;
+  for (const auto& k : t.four_part_knobs) {
+    const auto& f = cfg.split(k);
+    threads *= f[2];
+    per_thread *= f[1] * f[3];
+  }
+  return threads >= 64 && threads <= 1024 && per_thread >= 4 && per_thread <= 64;
+}
+
+Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor>>()>& make, const Template& t,
+                const kiln::target::Target& target, int count, const std::string& name) {
+  auto [probe, probe_args] = make();
+  space::ConfigSpace sp = t.space(probe);
+  std::vector<space::Config> configs = {t.default_config(sp, target)};
+  std::mt19937_64 gen(42);
+  std::set<uint64_t> seen = {configs[0].index()};
+  Json::Array out;
+  int tries = 0;
+  size_t next = 0;
+  while (static_cast<int>(out.size()) < count && tries < 200 * count) {
+    if (next == configs.size()) {
+      space::Config c = sp.get(gen() % sp.size());
+      ++tries;
+      if (!seen.insert(c.index()).second || !plausible(c, t)) continue;
+      configs.push_back(c);
+    }
+    const space::Config& cfg = configs[next++];
+    auto [out_t, args] = make();
+    te::Schedule s = te::create_schedule({out_t});
+    try {
+      t.schedule(s, out_t, cfg, out_t);
+      kiln::runtime::DeviceProgram p = kiln::compiler::build_gpu(s, args, target, name);
+      out.emplace_back(Json::Object{{"config", cfg.str()}, {"program", p.to_json()}});
+    } catch (const kiln::Error& e) {
+      if (next == 1) throw;  // the default must build
+    }
+  }
+  return out;
+}
+
+void write_case(const fs::path& dir, int index, const std::string& name, Json::Object fields) {
+  char prefix[8];
+  std::snprintf(prefix, sizeof prefix, "%02d_", index);
+  fields["case"] = name;
+  std::ofstream(dir / (prefix + name + ".json")) << Json(fields).dump();
+  std::printf("%s: %zu candidates\n", name.c_str(), fields["candidates"].as_array("candidates").size());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: bench_cuda_prepare DIR [--arch sm_90] [--candidates N]\n");
+    return 2;
+  }
+  try {
+    fs::path dir = argv[1];
+    std::string arch = "sm_90";
+    int count = 48;
+    for (int i = 2; i + 1 < argc; i += 2) {
+      std::string a = argv[i];
+      if (a == "--arch") arch = argv[i + 1];
+      else if (a == "--candidates") count = std::atoi(argv[i + 1]);
+      else KILN_USER_CHECK(false) << "unknown option " << a;
+    }
+    fs::create_directories(dir);
+    auto target = kiln::target::Target::parse("cuda -arch=" + arch);
+
+    Template matmul{topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
+                    {"tile_y", "tile_x"}};
+    Template conv{topi::gpu::conv2d_nchw_gpu_space, topi::gpu::conv2d_nchw_gpu_default,
+                  topi::gpu::schedule_conv2d_nchw_gpu, {"tile_f", "tile_y", "tile_x"}};
+    int index = 0;
+    for (int n : {1024, 4096}) {
+      auto make = [n] {
+        te::Tensor a = te::placeholder({n, n}, kiln::ir::kFloat32, "A");
+        te::Tensor b = te::placeholder({n, n}, kiln::ir::kFloat32, "B");
+        te::Tensor c = topi::matmul(a, b, "C");
+        return std::pair{c, std::vector<te::Tensor>{a, b, c}};
+      };
+      std::string name = "matmul_" + std::to_string(n);
+      write_case(dir, index++, name,
+                 {{"op", "matmul"}, {"m", n}, {"n", n}, {"k", n}, {"candidates", candidates(make, matmul, target, count, "matmul")}});
+    }
+    for (const auto& l : kiln::bench::resnet18_layers()) {
+      auto make = [&l] {
+        te::Tensor x = te::placeholder({1, l.ic, l.hw, l.hw}, kiln::ir::kFloat32, "data");
+        te::Tensor w = te::placeholder({l.oc, l.ic, l.k, l.k}, kiln::ir::kFloat32, "kernel");
+        te::Tensor y = topi::conv2d_nchw(x, w, {l.stride, l.stride}, {l.pad(), l.pad(), l.pad(), l.pad()});
+        return std::pair{y, std::vector<te::Tensor>{x, w, y}};
+      };
+      std::string name = std::string("conv_") + l.name;
+      write_case(dir, index++, name,
+                 {{"op", "conv2d"}, {"c", l.ic}, {"hw", l.hw}, {"k", l.oc}, {"kernel", l.k}, {"pad", l.pad()},
+                  {"stride", l.stride}, {"candidates", candidates(make, conv, target, count, "conv2d")}});
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cuda_prepare: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,42 @@
+// What the GPU templates share: the thread axes of one schedule, and cooperative fetching.
+//
+// A GPU template binds its output's tile loops to blockIdx / vthread / threadIdx and computes a
+// local accumulator at the thread loop; the operands' tiles are copied into shared memory once per
+// reduction step by every thread of the block together ("cooperative fetching", the paper's §4.2):
+// the copy stage's loops are fused, then split by the block's thread extents and bound to the same
+// threadIdx axes as the output. Lowering relaxes the shared copy over the threads, so it holds the
+// whole block's tile, and inserts the barriers around it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "compiler/te/schedule.h"
+
+namespace kiln::topi::gpu {
+
+/// The block and thread axes of one schedule: bind every stage to these same objects, so that
+/// lowering sees one thread index per tag.
+struct ThreadAxes {
+  te::IterVar block_x = te::thread_axis("blockIdx.x");
+  te::IterVar block_y = te::thread_axis("blockIdx.y");
+  te::IterVar block_z = te::thread_axis("blockIdx.z");
+  te::IterVar thread_x = te::thread_axis("threadIdx.x");
+  te::IterVar thread_y = te::thread_axis("threadIdx.y");
+  te::IterVar thread_z = te::thread_axis("threadIdx.z");
+};
+
+/// Splits `axis` of `stage` by `factors` (outermost first, as a 4-part split knob gives them:
+/// block, virtual thread, thread, inner) and returns the four loops.
+std::array<te::IterVar, 4> split4(te::Stage& stage, const te::IterVar& axis, const std::vector<int64_t>& factors);
+
+/// Cooperative fetching of the shared copy `stage`: its loops fused and split over the block's
+/// threads (threads = {z, y, x} extents; an extent of 1 skips that axis), each thread copying a
+/// strided slice.
+void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads);
+
+/// An injective output (elementwise, broadcast, layout change) in one kernel: all axes fused, then
+/// split into blocks of `threads` threads.
+void schedule_injective(te::Schedule& s, const te::Tensor& out, int64_t threads);
+
+}  // namespace kiln::topi::gpu

@@ -1,0 +1,84 @@
+#include "compiler/topi/gpu/matmul_gpu.h"
+
+#include "base/error.h"
+#include "compiler/topi/gpu/gpu_schedule.h"
+#include "compiler/topi/template_util.h"
+
+namespace kiln::topi::gpu {
+
+namespace {
+void check_product(const te::Tensor& out, const char* who) {
+  KILN_USER_CHECK(out.ndim() == 2 && out->is_compute() && out->reduce_axis.size() == 1)
+      << who << ": '" << out->name() << "' is not a 2-D product with one reduction";
+}
+}  // namespace
+
+space::ConfigSpace matmul_gpu_space(const te::Tensor& out) {
+  check_product(out, "matmul_gpu_space");
+  auto k = ir::as_const_int(out->reduce_axis[0]->dom.extent);
+  KILN_USER_CHECK(k.has_value()) << "matmul_gpu_space: the reduction of '" << out->name()
+                                 << "' must have a constant extent";
+  space::ConfigSpace space;
+  space.define_split("tile_y", const_dim(out, 0, "matmul_gpu"), 4);
+  space.define_split("tile_x", const_dim(out, 1, "matmul_gpu"), 4);
+  space.define_split("tile_k", *k, 2);
+  space.define_knob("unroll", {0, 1});
+  return space;
+}
+
+space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::Target& target) {
+  // 8×8 threads, each a 2×2 grid of virtual threads over 4×4 outputs: a 64×64 block tile with a
+  // 8-deep reduction step (the classic shared-memory tiling); fewer threads where the target
+  // allows fewer.
+  const int64_t t = target.max_num_threads > 0 && target.max_num_threads < 64 ? 4 : 8;
+  std::vector<int> pos(space.knobs().size(), 0);
+  pos[knob_index(space, "tile_y")] = nearest_split_position(space, "tile_y", {0, 2, t, 4});
+  pos[knob_index(space, "tile_x")] = nearest_split_position(space, "tile_x", {0, 2, t, 4});
+  pos[knob_index(space, "tile_k")] = nearest_split_position(space, "tile_k", {0, 8});
+  pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
+  return space.from_positions(pos);
+}
+
+void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg, const te::Tensor& output) {
+  check_product(out, "schedule_matmul_gpu");
+  const std::vector<int64_t>& ty = cfg.split("tile_y");
+  const std::vector<int64_t>& tx = cfg.split("tile_x");
+  ThreadAxes axes;
+  std::vector<te::Tensor> operands = out->inputs();
+  te::Tensor acc = s.cache_write(out, "local");
+  std::vector<te::Tensor> shared, local;
+  for (const te::Tensor& in : operands) {
+    te::Tensor sh = s.cache_read(in, "shared", {acc});
+    shared.push_back(sh);
+    local.push_back(s.cache_read(sh, "local", {acc}));
+  }
+  te::Stage c = epilogue_stage(s, out, output);
+  auto [by, vy, thy, yi] = split4(c, c.axis(0), ty);
+  auto [bx, vx, thx, xi] = split4(c, c.axis(1), tx);
+  c.reorder({by, bx, vy, vx, thy, thx, yi, xi});
+  c.bind(by, axes.block_y);
+  c.bind(bx, axes.block_x);
+  c.bind(vy, te::thread_axis("vthread"));
+  c.bind(vx, te::thread_axis("vthread"));
+  c.bind(thy, axes.thread_y);
+  c.bind(thx, axes.thread_x);
+
+  te::Stage a = s[acc];
+  a.compute_at(c, thx);
+  auto [ko, ki] = a.split(a.reduce_axis(0), ir::Expr(cfg.split("tile_k")[1]));
+  te::IterVar ay = a.axis(0), ax = a.axis(1);
+  a.reorder({ko, ki, ay, ax});
+  for (const te::Tensor& sh : shared) {
+    te::Stage st = s[sh];
+    st.compute_at(a, ko);
+    cooperative_fetch(st, axes, {1, ty[2], tx[2]});
+  }
+  for (const te::Tensor& lo : local) s[lo].compute_at(a, ki);
+  if (cfg.knob("unroll")) {
+    a.unroll(ki);
+    a.unroll(ay);
+    a.unroll(ax);
+  }
+}
+
+}  // namespace kiln::topi::gpu
