@@ -231,6 +231,9 @@ class CudaDevice final : public DeviceAPI {
   /// Makes this device's context current on the calling thread (cheap; every call needs it).
   void make_current() const { check(cu_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
 
+  /// make_current for destructors: false instead of an error.
+  bool try_make_current() const noexcept { return cu_.cuCtxSetCurrent(context_) == CUDA_SUCCESS; }
+
   void check(CUresult result, const std::string& call) const {
     KILN_USER_CHECK(result == CUDA_SUCCESS)
         << description() << ": " << call << " failed: " << error_name(cu_, result);
@@ -277,7 +280,7 @@ class CudaDevice final : public DeviceAPI {
 
   void deallocate(uint64_t pointer) noexcept override {
     // Errors are ignored: at exit the driver may already have torn the context down.
-    if (cu_.cuCtxSetCurrent(context_) == CUDA_SUCCESS) cu_.cuMemFree_v2(pointer);
+    if (try_make_current()) cu_.cuMemFree_v2(pointer);
   }
 
   void write(uint64_t dst, int64_t dst_offset, const void* src, int64_t bytes) override {
@@ -384,9 +387,8 @@ class CudaDevice final : public DeviceAPI {
 };
 
 CudaModule::~CudaModule() {
-  const CudaDriver& cu = device_.driver();
-  device_.make_current();
-  cu.cuModuleUnload(module_);
+  // Errors are ignored: at exit the driver may already have torn the context down.
+  if (device_.try_make_current()) device_.driver().cuModuleUnload(module_);
 }
 
 void* CudaModule::kernel(const std::string& name) {
