@@ -36,6 +36,7 @@ using CUevent = struct CUevent_st*;
 using CUstream = struct CUstream_st*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8;
@@ -314,8 +315,17 @@ class CudaDevice final : public DeviceAPI {
       std::ostringstream head;
       std::string line;
       for (int n = 1; n <= 20 && std::getline(lines, line); ++n) head << "\n  " << n << "| " << line;
+      std::string hint;
+      if (result == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
+        const size_t version = ptx.find(".version");
+        hint = "\nthe PTX's " +
+               (version == std::string::npos ? std::string("version")
+                                             : ptx.substr(version, ptx.find('\n', version) - version)) +
+               " is newer than " + info().platform +
+               " compiles (CUDA 13's NVRTC writes PTX ISA 9.0, which needs driver 580 or newer)";
+      }
       KILN_USER_ERROR() << description() << ": the PTX does not load: cuModuleLoadDataEx failed: "
-                        << error_name(cu_, result) << "\nJIT log:\n"
+                        << error_name(cu_, result) << hint << "\nJIT log:\n"
                         << (log.empty() ? "(empty)" : log) << "\nPTX begins:" << head.str();
     }
     return std::make_shared<CudaModule>(*this, module, ptx);
