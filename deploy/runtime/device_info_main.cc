@@ -1,0 +1,30 @@
+// kiln-device-info: what DeviceAPI sees on this machine, for CUDA and OpenCL, one device a line,
+// or why there is none. Exit status 0 if any device was found, 1 otherwise (a quick check on a
+// GPU machine that the driver, the runtime and the device agree).
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include "deploy/runtime/device_api.h"
+
+int main() {
+  using kiln::runtime::DeviceAPI;
+  using kiln::runtime::DeviceKind;
+  int found = 0;
+  for (DeviceKind kind : {DeviceKind::kCUDA, DeviceKind::kOpenCL}) {
+    std::string why;
+    const int count = DeviceAPI::count(kind, &why);
+    std::printf("%s: %d device(s)%s%s\n", kiln::runtime::device_kind_name(kind), count,
+                count == 0 ? ": " : "", count == 0 ? why.c_str() : "");
+    for (int i = 0; i < count; ++i) {
+      try {
+        std::printf("  %s\n", DeviceAPI::get(kind, i).description().c_str());
+        ++found;
+      } catch (const std::exception& e) {
+        std::printf("  %s:%d cannot be opened: %s\n", kiln::runtime::device_kind_name(kind), i,
+                    e.what());
+      }
+    }
+  }
+  return found > 0 ? 0 : 1;
+}
