@@ -1,5 +1,8 @@
 #include "deploy/runtime/device_program.h"
 
+#include <array>
+#include <cctype>
+
 #include "base/error.h"
 #include "deploy/runtime/dtype.h"
 
