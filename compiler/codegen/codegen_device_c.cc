@@ -182,7 +182,8 @@ class KernelPrinter {
             << p.var.name() << "' of type " << p.var.dtype().str()
             << "; kernels take tensors and scalar numbers";
         note_type(p.var.dtype());
-        params.push_back(d_.type_name(p.var.dtype()) + " " + name);
+        // OpenCL kernels take no bool arguments: a bool is passed as a byte, as in memory.
+        params.push_back(memory_type(p.var.dtype()) + " " + name);
       }
     }
     std::ostringstream head;
@@ -203,7 +204,8 @@ class KernelPrinter {
  private:
   // ---- before printing ----
 
-  /// Finds thread extents, shared allocations, written buffers and the types in use.
+  /// Finds thread extents, shared allocations, written buffers (stored to, or handed to a call:
+  /// the others are const) and the types in use.
   void scan(const ir::PrimFunc& f) {
     ir::post_order_visit(f.body, [&](const ir::Object* n) {
       if (auto* e = dynamic_cast<const ir::ExprNode*>(n)) {
@@ -213,6 +215,15 @@ class KernelPrinter {
           KILN_USER_CHECK(!load->index.dtype().is_vector() || load->index.dtype().lanes() == load->dtype.lanes())
               << "device codegen: kernel '" << name_ << "' loads " << load->dtype.str()
               << " with an index of " << load->index.dtype().str();
+        }
+        if (e->kind == ExprKind::kCall) {
+          // A buffer handed to a call may be written by it.
+          auto* call = static_cast<const ir::CallNode*>(e);
+          if (call->call_kind != ir::CallKind::kPureIntrinsic) {
+            for (const Expr& arg : call->args) {
+              if (auto* v = arg.as<ir::VarNode>()) written_.insert(v);
+            }
+          }
         }
         return;
       }
