@@ -146,6 +146,19 @@ TEST(DeviceC, UnalignedVectorAccessGoesLaneByLaneOnCuda) {
   EXPECT_NE(opencl.find("float4 x_vec = vload4(0, x + (tx * 4 + 1));"), std::string::npos) << opencl;
 }
 
+TEST(DeviceC, VectorLetBecomesAnArrayOfLanes) {
+  EXPECT_EQ(print_cuda({testing::vector_let()}),
+            "extern \"C\" __global__ void __launch_bounds__(16) vector_let(const float* __restrict__ x, "
+            "float* __restrict__ out) {\n"
+            "  int tx = threadIdx.x;\n"
+            "  float4 x_vec = *(float4*)(x + tx * 4);\n"
+            "  float v[4] = {x_vec.x, x_vec.y, x_vec.z, x_vec.w};\n"
+            "  *(float4*)(out + tx * 4) = make_float4(v[0] > 0.0f ? v[0] : v[0] * 0.5f, "
+            "v[1] > 0.0f ? v[1] : v[1] * 0.5f, v[2] > 0.0f ? v[2] : v[2] * 0.5f, "
+            "v[3] > 0.0f ? v[3] : v[3] * 0.5f);\n"
+            "}\n");
+}
+
 TEST(DeviceC, IntegerDivisionOfNegativeNumbers) {
   // Div / Mod truncate as C does; FloorDiv / FloorMod round toward minus infinity: a shift and
   // a mask for powers of two, plain C when both sides are provably non-negative, a helper

@@ -104,7 +104,7 @@ TEST(OpenCLDeviceC, EveryTestKernelBuilds) {
   OpenCL cl;
   REQUIRE_OPENCL(cl);
   std::vector<ir::PrimFunc> funcs = {testing::tiled_matmul(), testing::div_mod(), testing::vectors(),
-                                     testing::math("math_f32", ir::kFloat32), testing::misc()};
+                                     testing::math("math_f32", ir::kFloat32), testing::misc(), testing::vector_let()};
   if (cl.has_extension("cl_khr_fp64")) funcs.push_back(testing::math("math_f64", ir::DataType::Float(64)));
   if (cl.has_extension("cl_khr_fp16")) funcs.push_back(testing::math("math_f16", ir::kFloat16));
   const std::string source = codegen::print_opencl(funcs);
@@ -179,6 +179,45 @@ TEST(OpenCLDeviceC, VectorAccessesRunAndMatchLoops) {
       if (i < 62) expected = std::max(expected, static_cast<float>(n));
       EXPECT_EQ(out[i], expected) << "at " << i;
     }
+  }
+}
+
+TEST(OpenCLDeviceC, MathIntrinsicsComputeWhatTheirNamesSay) {
+  OpenCL cl;
+  REQUIRE_OPENCL(cl);
+  ASSERT_EQ(cl.build(codegen::print_opencl({testing::math("math_f32", ir::kFloat32)})), "");
+  const std::vector<std::string>& names = testing::math_intrinsics();
+  const size_t count = names.size();
+  std::vector<float> x(count + 1), out(count, 0.0f);
+  for (size_t i = 0; i <= count; ++i) x[i] = 0.37f + 0.01f * static_cast<float>(i);  // inside every domain
+  auto input = [&](const char* name, float v) {
+    x[std::find(names.begin(), names.end(), name) - names.begin()] = v;
+  };
+  input("acosh", 1.7f);
+  input("floor", -1.5f);
+  input("ceil", -1.5f);
+  input("trunc", -1.5f);
+  input("round", 2.5f);      // halfway: away from zero, 3
+  input("roundeven", 2.5f);  // halfway: to even, 2
+  input("sigmoid", -2.0f);
+  cl_mem dx = cl.buffer(x), dout = cl.buffer(out);
+  cl.run("math_f32", {{sizeof(cl_mem), &dx}, {sizeof(cl_mem), &dout}}, {1, 1}, {1, 1});
+  cl.read(dout, out);
+  clReleaseMemObject(dx);
+  for (size_t i = 0; i < count; ++i) {
+    const double v = x[i], y = x[i + 1];
+    const std::string& f = names[i];
+    const double expected = f == "exp" ? std::exp(v) : f == "exp2" ? std::exp2(v) : f == "log" ? std::log(v)
+        : f == "log2" ? std::log2(v) : f == "log10" ? std::log10(v) : f == "sqrt" ? std::sqrt(v)
+        : f == "fabs" ? std::fabs(v) : f == "floor" ? std::floor(v) : f == "ceil" ? std::ceil(v)
+        : f == "trunc" ? std::trunc(v) : f == "round" ? std::round(v) : f == "roundeven" ? std::nearbyint(v)
+        : f == "sin" ? std::sin(v) : f == "cos" ? std::cos(v) : f == "tan" ? std::tan(v)
+        : f == "asin" ? std::asin(v) : f == "acos" ? std::acos(v) : f == "atan" ? std::atan(v)
+        : f == "sinh" ? std::sinh(v) : f == "cosh" ? std::cosh(v) : f == "asinh" ? std::asinh(v)
+        : f == "acosh" ? std::acosh(v) : f == "atanh" ? std::atanh(v) : f == "tanh" ? std::tanh(v)
+        : f == "erf" ? std::erf(v) : f == "sigmoid" ? 1.0 / (1.0 + std::exp(-v)) : f == "pow" ? std::pow(v, y)
+        : v * y + y;  // fma
+    EXPECT_NEAR(out[i], expected, 1e-5 * std::max(1.0, std::fabs(expected))) << f << "(" << v << ")";
   }
 }
 

@@ -176,4 +176,19 @@ inline ir::PrimFunc misc() {
                   thread_extent(tx, 32, body)};
 }
 
+/// A vector Let and a vector Select: out[4t, 4t+4) = let v = x[4t, 4t+4) in
+/// select(v > 0, v, v * 0.5), one block of 16 threads over float tensors of 64.
+inline ir::PrimFunc vector_let() {
+  using namespace ir;
+  Buffer X = make_buffer("x", kFloat32, {64});
+  Buffer Out = make_buffer("out", kFloat32, {64});
+  IterVar tx = thread_axis("tx", "threadIdx.x", 16);
+  Var v("v", DataType::Float(32, 4));
+  Expr own = ramp(Expr(tx) * 4, 1, 4);
+  Expr value = let(v, load(DataType::Float(32, 4), X.data, own),
+                   select(v > broadcast(0.0f, 4), v, v * broadcast(0.5f, 4)));
+  return PrimFunc{"vector_let", {tensor_param(X), tensor_param(Out)},
+                  thread_extent(tx, 16, store(Out.data, value, own))};
+}
+
 }  // namespace kiln::testing
