@@ -28,7 +28,8 @@ class CudaDialect final : public DeviceDialect {
   std::string shared_array(const std::string& elem_type, const std::string& name,
                            int64_t elements) const override {
     // Aligned for the widest access (float4 / int4).
-    return "__shared__ __align__(16) " + elem_type + " " + name + "[" + std::to_string(elements) + "];";
+    return "__shared__ __align__(16) " + elem_type + " " + name + "[" + std::to_string(elements) +
+           "];";
   }
   std::string barrier(const std::string& scope) const override {
     return scope == "warp" ? "__syncwarp();" : "__syncthreads();";
@@ -36,20 +37,32 @@ class CudaDialect final : public DeviceDialect {
   std::string type_name(DataType t) const override {
     std::string base;
     switch (t.code()) {
-      case ir::TypeCode::kBool: base = "bool"; break;
+      case ir::TypeCode::kBool:
+        base = "bool";
+        break;
       case ir::TypeCode::kInt:
-        base = t.bits() == 8 ? "char" : t.bits() == 16 ? "short" : t.bits() == 64 ? "longlong" : "int";
+        base = t.bits() == 8    ? "char"
+               : t.bits() == 16 ? "short"
+               : t.bits() == 64 ? "longlong"
+                                : "int";
         break;
       case ir::TypeCode::kUInt:
-        base = t.bits() == 8 ? "uchar" : t.bits() == 16 ? "ushort" : t.bits() == 64 ? "ulonglong" : "uint";
+        base = t.bits() == 8    ? "uchar"
+               : t.bits() == 16 ? "ushort"
+               : t.bits() == 64 ? "ulonglong"
+                                : "uint";
         break;
-      case ir::TypeCode::kFloat: base = t.bits() == 16 ? "half" : t.bits() == 64 ? "double" : "float"; break;
-      case ir::TypeCode::kHandle: base = "void*"; break;
+      case ir::TypeCode::kFloat:
+        base = t.bits() == 16 ? "half" : t.bits() == 64 ? "double" : "float";
+        break;
+      case ir::TypeCode::kHandle:
+        base = "void*";
+        break;
     }
     if (t.is_vector()) return base + std::to_string(t.lanes());
     static const std::pair<const char*, const char*> kScalar[] = {
-        {"char", "signed char"}, {"uchar", "unsigned char"}, {"ushort", "unsigned short"},
-        {"uint", "unsigned int"}, {"longlong", "long long"}, {"ulonglong", "unsigned long long"}};
+        {"char", "signed char"},  {"uchar", "unsigned char"}, {"ushort", "unsigned short"},
+        {"uint", "unsigned int"}, {"longlong", "long long"},  {"ulonglong", "unsigned long long"}};
     for (auto [vector_base, scalar] : kScalar) {
       if (base == vector_base) return scalar;
     }
@@ -57,10 +70,12 @@ class CudaDialect final : public DeviceDialect {
   }
   std::string int64_suffix() const override { return "LL"; }
   std::string infinity(DataType t) const override {
-    return t.bits() == 64 ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)";
+    return t.bits() == 64 ? "__longlong_as_double(0x7ff0000000000000LL)"
+                          : "__int_as_float(0x7f800000)";
   }
   std::string nan(DataType t) const override {
-    return t.bits() == 64 ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)";
+    return t.bits() == 64 ? "__longlong_as_double(0x7ff8000000000000LL)"
+                          : "__int_as_float(0x7fc00000)";
   }
   std::string math_function(const std::string& name, DataType t) const override {
     const std::string f = name == "roundeven" ? "rint" : name;
@@ -72,16 +87,19 @@ class CudaDialect final : public DeviceDialect {
   }
   bool has_wide_access(DataType t) const override {
     const int lanes = t.lanes(), bits = t.bits();
-    if (t.is_float()) return (bits == 32 && (lanes == 2 || lanes == 4)) || (bits == 64 && lanes == 2) ||
-                             (bits == 16 && lanes == 2);
-    if (t.is_int() || t.is_uint()) return (bits == 32 && (lanes == 2 || lanes == 4)) || (bits == 8 && lanes == 4);
+    if (t.is_float())
+      return (bits == 32 && (lanes == 2 || lanes == 4)) || (bits == 64 && lanes == 2) ||
+             (bits == 16 && lanes == 2);
+    if (t.is_int() || t.is_uint())
+      return (bits == 32 && (lanes == 2 || lanes == 4)) || (bits == 8 && lanes == 4);
     return false;
   }
   int wide_access_alignment(DataType t) const override { return t.bytes() * t.lanes(); }
   std::string wide_load(DataType t, const std::string& address) const override {
     return "*(" + type_name(t) + "*)(" + address + ")";
   }
-  std::string wide_store(DataType t, const std::string& address, const std::string& value) const override {
+  std::string wide_store(DataType t, const std::string& address,
+                         const std::string& value) const override {
     return "*(" + type_name(t) + "*)(" + address + ") = " + value + ";";
   }
   std::string vector_literal(DataType t, const std::vector<std::string>& lanes) const override {

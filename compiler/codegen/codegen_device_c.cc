@@ -56,38 +56,43 @@ std::string wrap(const CExpr& e, int need) { return e.prec < need ? "(" + e.text
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 /// Names a variable must not take: keywords and types of C, CUDA C++ and OpenCL C, their
 /// built-in variables, and the functions the printed code calls.
 bool is_reserved(const std::string& s) {
   static const std::set<std::string> kWords = {
-      "auto", "bool", "break", "case", "char", "class", "const", "constant", "continue",
-      "default", "delete", "do", "double", "else", "enum", "extern", "false", "float", "for",
-      "friend", "global", "goto", "half", "if", "inline", "int", "kernel", "local", "long",
-      "namespace", "new", "operator", "private", "protected", "public", "read_only",
-      "read_write", "register", "restrict", "return", "short", "signed", "sizeof", "static",
-      "struct", "switch", "template", "this", "true", "typedef", "typename", "uchar", "uint",
-      "ulong", "union", "unsigned", "ushort", "using", "virtual", "void", "volatile", "while",
-      "write_only", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "assert",
-      "barrier", "printf", "min", "max", "fmin", "fmax", "fminf", "fmaxf", "abs", "select",
-      "clamp", "mix", "sign", "step", "dot", "INFINITY", "NAN"};
+      "auto",      "bool",       "break",    "case",     "char",     "class",     "const",
+      "constant",  "continue",   "default",  "delete",   "do",       "double",    "else",
+      "enum",      "extern",     "false",    "float",    "for",      "friend",    "global",
+      "goto",      "half",       "if",       "inline",   "int",      "kernel",    "local",
+      "long",      "namespace",  "new",      "operator", "private",  "protected", "public",
+      "read_only", "read_write", "register", "restrict", "return",   "short",     "signed",
+      "sizeof",    "static",     "struct",   "switch",   "template", "this",      "true",
+      "typedef",   "typename",   "uchar",    "uint",     "ulong",    "union",     "unsigned",
+      "ushort",    "using",      "virtual",  "void",     "volatile", "while",     "write_only",
+      "threadIdx", "blockIdx",   "blockDim", "gridDim",  "warpSize", "assert",    "barrier",
+      "printf",    "min",        "max",      "fmin",     "fmax",     "fminf",     "fmaxf",
+      "abs",       "select",     "clamp",    "mix",      "sign",     "step",      "dot",
+      "INFINITY",  "NAN"};
   if (kWords.count(s)) return true;
-  static const char* kPrefixes[] = {"__", "kiln_", "make_", "vload", "vstore", "convert_",
-                                    "get_", "as_", "atomic"};
+  static const char* kPrefixes[] = {"__",       "kiln_", "make_", "vload", "vstore",
+                                    "convert_", "get_",  "as_",   "atomic"};
   for (const char* p : kPrefixes) {
     if (s.rfind(p, 0) == 0) return true;
   }
   // Math functions (exp, expf, ...) and vector types (float4, int16, ...).
   static const std::set<std::string> kMath = {
-      "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "fabs", "floor", "ceil", "trunc",
-      "round", "rint", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-      "asinh", "acosh", "atanh", "erf", "pow", "fma", "fmod"};
+      "exp",   "exp2",  "log",   "log2",  "log10", "sqrt", "rsqrt", "fabs", "floor", "ceil",
+      "trunc", "round", "rint",  "sin",   "cos",   "tan",  "asin",  "acos", "atan",  "sinh",
+      "cosh",  "tanh",  "asinh", "acosh", "atanh", "erf",  "pow",   "fma",  "fmod"};
   if (kMath.count(s) || (s.back() == 'f' && kMath.count(s.substr(0, s.size() - 1)))) return true;
-  static const char* kTypes[] = {"char", "uchar", "short", "ushort", "int", "uint", "long",
-                                 "ulong", "float", "double", "half", "longlong", "ulonglong"};
+  static const char* kTypes[] = {"char", "uchar",    "short",    "ushort", "int",
+                                 "uint", "long",     "ulong",    "float",  "double",
+                                 "half", "longlong", "ulonglong"};
   for (const char* t : kTypes) {
     const std::string p = t;
     if (s.size() > p.size() && s.compare(0, p.size(), p) == 0 &&
@@ -138,7 +143,7 @@ std::string float_text(double v, int bits) {
 }
 
 constexpr const char* kThreadTags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
-                                      "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+                                       "threadIdx.x", "threadIdx.y", "threadIdx.z"};
 
 /// The shared allocations of a kernel, in the order they appear.
 class SharedAllocations : public ir::IRVisitor {
@@ -178,9 +183,8 @@ class KernelPrinter {
         params.push_back(d_.pointer_param(memory_type(elem), name, !written_.count(p.var.get())));
       } else {
         KILN_USER_CHECK(!p.var.dtype().is_handle() && p.var.dtype().is_scalar())
-            << "device codegen: kernel '" << name_ << "' has a scalar parameter '"
-            << p.var.name() << "' of type " << p.var.dtype().str()
-            << "; kernels take tensors and scalar numbers";
+            << "device codegen: kernel '" << name_ << "' has a scalar parameter '" << p.var.name()
+            << "' of type " << p.var.dtype().str() << "; kernels take tensors and scalar numbers";
         note_type(p.var.dtype());
         // OpenCL kernels take no bool arguments: a bool is passed as a byte, as in memory.
         params.push_back(memory_type(p.var.dtype()) + " " + name);
@@ -212,7 +216,8 @@ class KernelPrinter {
         note_type(e->dtype);
         if (e->kind == ExprKind::kLoad) {
           auto* load = static_cast<const ir::LoadNode*>(e);
-          KILN_USER_CHECK(!load->index.dtype().is_vector() || load->index.dtype().lanes() == load->dtype.lanes())
+          KILN_USER_CHECK(!load->index.dtype().is_vector() ||
+                          load->index.dtype().lanes() == load->dtype.lanes())
               << "device codegen: kernel '" << name_ << "' loads " << load->dtype.str()
               << " with an index of " << load->index.dtype().str();
         }
@@ -312,7 +317,8 @@ class KernelPrinter {
   }
 
   bool in_scope(const ir::VarNode* v) const {
-    return std::any_of(scopes_.begin(), scopes_.end(), [&](auto& s) { return s.vars.count(v) > 0; });
+    return std::any_of(scopes_.begin(), scopes_.end(),
+                       [&](auto& s) { return s.vars.count(v) > 0; });
   }
 
   const BufferInfo& buffer(const ir::VarNode* v) {
@@ -339,9 +345,11 @@ class KernelPrinter {
       if (std::isnan(v)) {
         r = {d_.nan(calc), kPrecAtom};
       } else if (std::isinf(v)) {
-        r = v > 0 ? CExpr{d_.infinity(calc), kPrecAtom} : CExpr{"-" + d_.infinity(calc), kPrecShift};
+        r = v > 0 ? CExpr{d_.infinity(calc), kPrecAtom}
+                  : CExpr{"-" + d_.infinity(calc), kPrecShift};
       } else {
-        r = {float_text(v, calc.bits()) + (calc.bits() == 32 ? "f" : ""), v < 0 ? kPrecShift : kPrecAtom};
+        r = {float_text(v, calc.bits()) + (calc.bits() == 32 ? "f" : ""),
+             v < 0 ? kPrecShift : kPrecAtom};
       }
       if (t.bits() == 16) return {"(" + d_.type_name(t) + ")" + wrap(r, kPrecUnary), kPrecUnary};
       return r;
@@ -358,12 +366,14 @@ class KernelPrinter {
       if (v == INT64_MIN) return {"(-9223372036854775807" + s + " - 1" + s + ")", kPrecAtom};
       return {std::to_string(v) + s, prec};
     }
-    if (t.is_uint() && t.bits() == 32) return {std::to_string(static_cast<uint32_t>(v)) + "u", kPrecAtom};
+    if (t.is_uint() && t.bits() == 32)
+      return {std::to_string(static_cast<uint32_t>(v)) + "u", kPrecAtom};
     if (t.is_uint() && t.bits() == 64) {
       return {std::to_string(static_cast<uint64_t>(v)) + "u" + d_.int64_suffix(), kPrecAtom};
     }
-    return {"(" + d_.type_name(t) + ")" + (v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v)),
-            kPrecUnary};
+    return {
+        "(" + d_.type_name(t) + ")" + (v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v)),
+        kPrecUnary};
   }
 
   // ---- expressions ----
@@ -388,13 +398,18 @@ class KernelPrinter {
       }
       case ExprKind::kCast:
         return cast(e.dtype().element_of(), e.as<ir::CastNode>()->value, lane);
-      case ExprKind::kAdd: return binary<ir::AddNode>(e, "+", kPrecAdd, lane);
-      case ExprKind::kSub: return binary<ir::SubNode>(e, "-", kPrecAdd, lane);
-      case ExprKind::kMul: return binary<ir::MulNode>(e, "*", kPrecMul, lane);
-      case ExprKind::kDiv: return binary<ir::DivNode>(e, "/", kPrecMul, lane);
+      case ExprKind::kAdd:
+        return binary<ir::AddNode>(e, "+", kPrecAdd, lane);
+      case ExprKind::kSub:
+        return binary<ir::SubNode>(e, "-", kPrecAdd, lane);
+      case ExprKind::kMul:
+        return binary<ir::MulNode>(e, "*", kPrecMul, lane);
+      case ExprKind::kDiv:
+        return binary<ir::DivNode>(e, "/", kPrecMul, lane);
       case ExprKind::kMod: {
         auto* op = e.as<ir::ModNode>();
-        if (e.dtype().is_float()) return math_call("fmod", e.dtype().element_of(), {op->a, op->b}, lane);
+        if (e.dtype().is_float())
+          return math_call("fmod", e.dtype().element_of(), {op->a, op->b}, lane);
         return binary<ir::ModNode>(e, "%", kPrecMul, lane);
       }
       case ExprKind::kFloorDiv: {
@@ -413,18 +428,26 @@ class KernelPrinter {
         auto* op = e.as<ir::MaxNode>();
         return min_max(false, e.dtype().element_of(), op->a, op->b, lane);
       }
-      case ExprKind::kEQ: return binary<ir::EQNode>(e, "==", kPrecEq, lane);
-      case ExprKind::kNE: return binary<ir::NENode>(e, "!=", kPrecEq, lane);
-      case ExprKind::kLT: return binary<ir::LTNode>(e, "<", kPrecRel, lane);
-      case ExprKind::kLE: return binary<ir::LENode>(e, "<=", kPrecRel, lane);
-      case ExprKind::kGT: return binary<ir::GTNode>(e, ">", kPrecRel, lane);
-      case ExprKind::kGE: return binary<ir::GENode>(e, ">=", kPrecRel, lane);
-      case ExprKind::kAnd: return binary<ir::AndNode>(e, "&&", kPrecAnd, lane);
+      case ExprKind::kEQ:
+        return binary<ir::EQNode>(e, "==", kPrecEq, lane);
+      case ExprKind::kNE:
+        return binary<ir::NENode>(e, "!=", kPrecEq, lane);
+      case ExprKind::kLT:
+        return binary<ir::LTNode>(e, "<", kPrecRel, lane);
+      case ExprKind::kLE:
+        return binary<ir::LENode>(e, "<=", kPrecRel, lane);
+      case ExprKind::kGT:
+        return binary<ir::GTNode>(e, ">", kPrecRel, lane);
+      case ExprKind::kGE:
+        return binary<ir::GENode>(e, ">=", kPrecRel, lane);
+      case ExprKind::kAnd:
+        return binary<ir::AndNode>(e, "&&", kPrecAnd, lane);
       case ExprKind::kOr: {
         // `a && b || c` is legal C, but compilers warn; && inside || gets parentheses.
         auto* op = e.as<ir::OrNode>();
-        return {wrap(expr(op->a, lane), kPrecAnd + 1) + " || " + wrap(expr(op->b, lane), kPrecAnd + 1),
-                kPrecOr};
+        return {
+            wrap(expr(op->a, lane), kPrecAnd + 1) + " || " + wrap(expr(op->b, lane), kPrecAnd + 1),
+            kPrecOr};
       }
       case ExprKind::kNot:
         return {"!" + wrap(expr(e.as<ir::NotNode>()->a, lane), kPrecUnary), kPrecUnary};
@@ -452,7 +475,10 @@ class KernelPrinter {
         auto saved = names_.find(v) == names_.end() ? std::string() : names_[v];
         names_[v] = name;
         CExpr body = expr(op->body, lane);
-        if (saved.empty()) names_.erase(v); else names_[v] = saved;
+        if (saved.empty())
+          names_.erase(v);
+        else
+          names_[v] = saved;
         return body;
       }
       case ExprKind::kCall:
@@ -499,12 +525,14 @@ class KernelPrinter {
                   wrap(expr(b, lane), kPrecMul + 1) + ")",
               kPrecAtom};
       if (div) return q;
-      return {wrap(expr(a, lane), kPrecAdd) + " - " + q.text + " * " + wrap(expr(b, lane), kPrecMul + 1),
+      return {wrap(expr(a, lane), kPrecAdd) + " - " + q.text + " * " +
+                  wrap(expr(b, lane), kPrecMul + 1),
               kPrecAdd};
     }
     CExpr ca = expr(a, lane), cb = expr(b, lane);
     const char* op = div ? " / " : " % ";
-    if (t.is_uint() || t.is_bool()) return {wrap(ca, kPrecMul) + op + wrap(cb, kPrecMul + 1), kPrecMul};
+    if (t.is_uint() || t.is_bool())
+      return {wrap(ca, kPrecMul) + op + wrap(cb, kPrecMul + 1), kPrecMul};
     // Lanes of a and b range as the scalars do; vector bounds cover every lane.
     auto a_min = ir::const_min(a, dom_);
     auto b_min = ir::const_min(b, dom_);
@@ -516,26 +544,30 @@ class KernelPrinter {
       // Two's complement shift and mask round toward minus infinity.
       const int shift = 63 - __builtin_clzll(static_cast<uint64_t>(*c));
       if (div) return {wrap(ca, kPrecShift) + " >> " + std::to_string(shift), kPrecShift};
-      return {wrap(ca, kPrecBitAnd + 1) + " & " + literal(ir::make_const(t, *c - 1)).text, kPrecBitAnd};
+      return {wrap(ca, kPrecBitAnd + 1) + " & " + literal(ir::make_const(t, *c - 1)).text,
+              kPrecBitAnd};
     }
-    const std::string helper = std::string(div ? "kiln_floordiv" : "kiln_floormod") +
-                               (t.bits() == 64 ? "_i64" : "_i32");
+    const std::string helper =
+        std::string(div ? "kiln_floordiv" : "kiln_floormod") + (t.bits() == 64 ? "_i64" : "_i32");
     helpers_->insert(helper);
     return {helper + "(" + ca.text + ", " + cb.text + ")", kPrecAtom};
   }
 
   CExpr min_max(bool is_min, DataType t, const Expr& a, const Expr& b, int lane) {
     if (t.is_bool()) {
-      return {wrap(expr(a, lane), kPrecAnd + 1) + (is_min ? " && " : " || ") + wrap(expr(b, lane), kPrecAnd + 1),
+      return {wrap(expr(a, lane), kPrecAnd + 1) + (is_min ? " && " : " || ") +
+                  wrap(expr(b, lane), kPrecAnd + 1),
               is_min ? kPrecAnd : kPrecOr};
     }
     if (t.is_float() && t.bits() == 16) {
       return {"(" + d_.type_name(t) + ")" + d_.min_max_function(is_min, ir::kFloat32) + "((float)" +
-                  wrap(expr(a, lane), kPrecUnary) + ", (float)" + wrap(expr(b, lane), kPrecUnary) + ")",
+                  wrap(expr(a, lane), kPrecUnary) + ", (float)" + wrap(expr(b, lane), kPrecUnary) +
+                  ")",
               kPrecUnary};
     }
-    return {d_.min_max_function(is_min, t) + "(" + expr(a, lane).text + ", " + expr(b, lane).text + ")",
-            kPrecAtom};
+    return {
+        d_.min_max_function(is_min, t) + "(" + expr(a, lane).text + ", " + expr(b, lane).text + ")",
+        kPrecAtom};
   }
 
   std::string math_function(const std::string& name, DataType t) {
@@ -547,8 +579,8 @@ class KernelPrinter {
 
   /// A math intrinsic on float32 / float64; float16 computes in float32.
   CExpr math_call(const std::string& name, DataType t, const std::vector<Expr>& args, int lane) {
-    KILN_USER_CHECK(t.is_float()) << "device codegen: kernel '" << name_ << "': intrinsic '"
-                                  << name << "' needs a float type, got " << t.str();
+    KILN_USER_CHECK(t.is_float()) << "device codegen: kernel '" << name_ << "': intrinsic '" << name
+                                  << "' needs a float type, got " << t.str();
     const bool half = t.bits() == 16;
     const DataType calc = half ? ir::kFloat32 : t;
     std::vector<CExpr> printed;
@@ -575,15 +607,14 @@ class KernelPrinter {
     switch (op->call_kind) {
       case ir::CallKind::kPureIntrinsic: {
         static const std::map<std::string, size_t> kArity = {
-            {"exp", 1}, {"exp2", 1}, {"log", 1}, {"log2", 1}, {"log10", 1}, {"sqrt", 1},
-            {"fabs", 1}, {"floor", 1}, {"ceil", 1}, {"trunc", 1}, {"round", 1},
-            {"roundeven", 1}, {"sin", 1}, {"cos", 1}, {"tan", 1}, {"asin", 1}, {"acos", 1},
-            {"atan", 1}, {"sinh", 1}, {"cosh", 1}, {"asinh", 1}, {"acosh", 1}, {"atanh", 1},
-            {"tanh", 1}, {"erf", 1}, {"sigmoid", 1}, {"pow", 2}, {"fma", 3}};
+            {"exp", 1},  {"exp2", 1},    {"log", 1},   {"log2", 1},  {"log10", 1}, {"sqrt", 1},
+            {"fabs", 1}, {"floor", 1},   {"ceil", 1},  {"trunc", 1}, {"round", 1}, {"roundeven", 1},
+            {"sin", 1},  {"cos", 1},     {"tan", 1},   {"asin", 1},  {"acos", 1},  {"atan", 1},
+            {"sinh", 1}, {"cosh", 1},    {"asinh", 1}, {"acosh", 1}, {"atanh", 1}, {"tanh", 1},
+            {"erf", 1},  {"sigmoid", 1}, {"pow", 2},   {"fma", 3}};
         auto it = kArity.find(op->name);
-        KILN_USER_CHECK(it != kArity.end())
-            << "device codegen: kernel '" << name_ << "': unknown pure intrinsic '" << op->name
-            << "'";
+        KILN_USER_CHECK(it != kArity.end()) << "device codegen: kernel '" << name_
+                                            << "': unknown pure intrinsic '" << op->name << "'";
         KILN_USER_CHECK(op->args.size() == it->second)
             << "device codegen: kernel '" << name_ << "': intrinsic '" << op->name << "' takes "
             << it->second << " arguments, got " << op->args.size();
@@ -595,7 +626,8 @@ class KernelPrinter {
                           << "' cannot be used as a value in device code (known: likely)";
       case ir::CallKind::kExtern: {
         std::string s = op->name + "(";
-        for (size_t i = 0; i < op->args.size(); ++i) s += (i ? ", " : "") + expr(op->args[i], lane).text;
+        for (size_t i = 0; i < op->args.size(); ++i)
+          s += (i ? ", " : "") + expr(op->args[i], lane).text;
         return {s + ")", kPrecAtom};
       }
     }
@@ -669,7 +701,8 @@ class KernelPrinter {
     std::vector<std::string> lanes;
     for (int i = 0; i < t.lanes(); ++i) lanes.push_back(expr(value, i).text);
     const std::string name = define(var.get(), var.name());
-    std::string s = d_.type_name(t.element_of()) + " " + name + "[" + std::to_string(t.lanes()) + "] = {";
+    std::string s =
+        d_.type_name(t.element_of()) + " " + name + "[" + std::to_string(t.lanes()) + "] = {";
     for (size_t i = 0; i < lanes.size(); ++i) s += (i ? ", " : "") + lanes[i];
     line(s + "};");
     return name;
@@ -785,8 +818,8 @@ class KernelPrinter {
     if (op->for_kind == ir::ForKind::kUnrolled) line("#pragma unroll");
     scopes_.emplace_back();
     const std::string name = define(var.get(), var.name());
-    line("for (" + d_.type_name(var.dtype()) + " " + name + " = " + min + "; " + name + " < " + end +
-         "; ++" + name + ") {");
+    line("for (" + d_.type_name(var.dtype()) + " " + name + " = " + min + "; " + name + " < " +
+         end + "; ++" + name + ") {");
     dom_[var.get()] = ir::Interval::from_range(ir::Range(op->min, op->extent));
     indent_ += 1;
     stmt(op->body);
@@ -827,7 +860,8 @@ class KernelPrinter {
     });
     if (reads_self) {
       const std::string tmp = temporary(name_of(buf) + "_lanes");
-      std::string s = d_.type_name(t.element_of()) + " " + tmp + "[" + std::to_string(t.lanes()) + "] = {";
+      std::string s =
+          d_.type_name(t.element_of()) + " " + tmp + "[" + std::to_string(t.lanes()) + "] = {";
       for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + values[i];
       line(s + "};");
       for (int i = 0; i < t.lanes(); ++i) values[i] = tmp + "[" + std::to_string(i) + "]";
@@ -862,7 +896,8 @@ class KernelPrinter {
   void evaluate(const Expr& value) {
     if (value.as<ir::IntImmNode>()) return;
     auto* call = value.as<ir::CallNode>();
-    if (call != nullptr && call->call_kind == ir::CallKind::kIntrinsic && call->name == "kiln.storage_sync") {
+    if (call != nullptr && call->call_kind == ir::CallKind::kIntrinsic &&
+        call->name == "kiln.storage_sync") {
       auto* scope = call->args.size() == 1 ? call->args[0].as<ir::StringImmNode>() : nullptr;
       KILN_USER_CHECK(scope != nullptr && (scope->value == "shared" || scope->value == "warp"))
           << "device codegen: kernel '" << name_

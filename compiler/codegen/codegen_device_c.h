@@ -81,7 +81,8 @@ class DeviceDialect {
   virtual std::string wide_store(ir::DataType t, const std::string& address,
                                  const std::string& value) const = 0;
   /// A vector of type t from its lanes.
-  virtual std::string vector_literal(ir::DataType t, const std::vector<std::string>& lanes) const = 0;
+  virtual std::string vector_literal(ir::DataType t,
+                                     const std::vector<std::string>& lanes) const = 0;
   /// The field of lane i of a vector value: ".x", ".s5".
   virtual std::string lane_field(ir::DataType t, int lane) const = 0;
   /// The statement checking an assertion inside a kernel.

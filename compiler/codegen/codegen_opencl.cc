@@ -18,14 +18,18 @@ class OpenCLDialect final : public DeviceDialect {
     return s;
   }
   std::string helper_prefix() const override { return "static inline"; }
-  std::string kernel_prefix(int64_t /*threads_per_block*/) const override { return "__kernel void"; }
+  std::string kernel_prefix(int64_t /*threads_per_block*/) const override {
+    return "__kernel void";
+  }
   std::string pointer_param(const std::string& elem_type, const std::string& name,
                             bool read_only) const override {
-    return std::string("__global ") + (read_only ? "const " : "") + elem_type + "* restrict " + name;
+    return std::string("__global ") + (read_only ? "const " : "") + elem_type + "* restrict " +
+           name;
   }
   std::string thread_index(const std::string& tag) const override {
     const std::string dim = std::to_string(tag.back() - 'x');
-    return (tag.rfind("threadIdx", 0) == 0 ? "(int)get_local_id(" : "(int)get_group_id(") + dim + ")";
+    return (tag.rfind("threadIdx", 0) == 0 ? "(int)get_local_id(" : "(int)get_group_id(") + dim +
+           ")";
   }
   std::string shared_array(const std::string& elem_type, const std::string& name,
                            int64_t elements) const override {
@@ -37,15 +41,24 @@ class OpenCLDialect final : public DeviceDialect {
   std::string type_name(DataType t) const override {
     std::string base;
     switch (t.code()) {
-      case ir::TypeCode::kBool: base = "bool"; break;
+      case ir::TypeCode::kBool:
+        base = "bool";
+        break;
       case ir::TypeCode::kInt:
         base = t.bits() == 8 ? "char" : t.bits() == 16 ? "short" : t.bits() == 64 ? "long" : "int";
         break;
       case ir::TypeCode::kUInt:
-        base = t.bits() == 8 ? "uchar" : t.bits() == 16 ? "ushort" : t.bits() == 64 ? "ulong" : "uint";
+        base = t.bits() == 8    ? "uchar"
+               : t.bits() == 16 ? "ushort"
+               : t.bits() == 64 ? "ulong"
+                                : "uint";
         break;
-      case ir::TypeCode::kFloat: base = t.bits() == 16 ? "half" : t.bits() == 64 ? "double" : "float"; break;
-      case ir::TypeCode::kHandle: base = "void*"; break;
+      case ir::TypeCode::kFloat:
+        base = t.bits() == 16 ? "half" : t.bits() == 64 ? "double" : "float";
+        break;
+      case ir::TypeCode::kHandle:
+        base = "void*";
+        break;
     }
     return t.is_vector() ? base + std::to_string(t.lanes()) : base;
   }
@@ -66,11 +79,14 @@ class OpenCLDialect final : public DeviceDialect {
     const bool width = lanes == 2 || lanes == 3 || lanes == 4 || lanes == 8 || lanes == 16;
     return width && !t.is_bool() && !(t.is_float() && t.bits() == 16);
   }
-  int wide_access_alignment(DataType /*t*/) const override { return 0; }  // vloadN: element alignment
+  int wide_access_alignment(DataType /*t*/) const override {
+    return 0;
+  }  // vloadN: element alignment
   std::string wide_load(DataType t, const std::string& address) const override {
     return "vload" + std::to_string(t.lanes()) + "(0, " + address + ")";
   }
-  std::string wide_store(DataType t, const std::string& address, const std::string& value) const override {
+  std::string wide_store(DataType t, const std::string& address,
+                         const std::string& value) const override {
     return "vstore" + std::to_string(t.lanes()) + "(" + value + ", 0, " + address + ");";
   }
   std::string vector_literal(DataType t, const std::vector<std::string>& lanes) const override {

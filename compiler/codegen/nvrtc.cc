@@ -101,12 +101,13 @@ std::string nvrtc_compile(const std::string& source, const std::string& sm_arch,
   std::vector<const char*> options = {arch_option.c_str(), "--std=c++17"};
   // Headers beyond NVRTC's built-in ones (cuda_fp16.h) come from the toolkit when it is there.
   const std::string include = "-I/usr/local/cuda/include";
-  if (std::filesystem::exists("/usr/local/cuda/include/cuda_fp16.h")) options.push_back(include.c_str());
+  if (std::filesystem::exists("/usr/local/cuda/include/cuda_fp16.h"))
+    options.push_back(include.c_str());
 
   nvrtcProgram prog = nullptr;
   nvrtcResult r = api->CreateProgram(&prog, source.c_str(), program.c_str(), 0, nullptr, nullptr);
-  KILN_SYSTEM_CHECK(r == kNvrtcSuccess) << "nvrtc: cannot create a program for " << program << ": "
-                                        << api->GetErrorString(r);
+  KILN_SYSTEM_CHECK(r == kNvrtcSuccess)
+      << "nvrtc: cannot create a program for " << program << ": " << api->GetErrorString(r);
   struct Destroy {
     const Nvrtc* api;
     nvrtcProgram* prog;
@@ -126,14 +127,17 @@ std::string nvrtc_compile(const std::string& source, const std::string& sm_arch,
     if (std::regex_search(log, m, first_error)) kernel = kernel_at_line(source, std::stoi(m[1]));
     KILN_USER_ERROR() << "nvrtc: " << program << " does not compile for " << sm_arch
                       << (kernel.empty() ? "" : " (kernel '" + kernel + "')") << ": "
-                      << api->GetErrorString(r) << "\n" << log;
+                      << api->GetErrorString(r) << "\n"
+                      << log;
   }
   size_t size = 0;
   r = api->GetPTXSize(prog, &size);
-  KILN_SYSTEM_CHECK(r == kNvrtcSuccess) << "nvrtc: no PTX for " << program << ": " << api->GetErrorString(r);
+  KILN_SYSTEM_CHECK(r == kNvrtcSuccess)
+      << "nvrtc: no PTX for " << program << ": " << api->GetErrorString(r);
   std::string ptx(size, '\0');
   r = api->GetPTX(prog, ptx.data());
-  KILN_SYSTEM_CHECK(r == kNvrtcSuccess) << "nvrtc: no PTX for " << program << ": " << api->GetErrorString(r);
+  KILN_SYSTEM_CHECK(r == kNvrtcSuccess)
+      << "nvrtc: no PTX for " << program << ": " << api->GetErrorString(r);
   while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
   return ptx;
 }

@@ -32,10 +32,10 @@ std::string nvrtc_compile(const std::string& source, const std::string& sm_arch,
 /// What one kernel of a PTX module needs, as ptxas reports it (`ptxas -v`).
 struct KernelResources {
   std::string kernel;
-  int registers = 0;           ///< per thread
-  int64_t shared_bytes = 0;    ///< static shared memory per block
-  int64_t stack_bytes = 0;     ///< stack frame per thread
-  int64_t spill_bytes = 0;     ///< bytes of spill stores per thread
+  int registers = 0;         ///< per thread
+  int64_t shared_bytes = 0;  ///< static shared memory per block
+  int64_t stack_bytes = 0;   ///< stack frame per thread
+  int64_t spill_bytes = 0;   ///< bytes of spill stores per thread
 };
 
 /// The ptxas executable ($CUDA_HOME/bin, /usr/local/cuda/bin or PATH), or "" when there is none.

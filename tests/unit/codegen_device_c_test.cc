@@ -1,13 +1,14 @@
 // Device C printing: the paper's tiled matmul as CUDA C and OpenCL C (golden text), vector
 // loads and stores, integer division of negative numbers, every math intrinsic in both
 // dialects, and the errors for IR a kernel cannot hold.
+#include "compiler/codegen/codegen_device_c.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "base/error.h"
-#include "compiler/codegen/codegen_device_c.h"
 #include "compiler/ir/op.h"
 #include "tests/unit/device_test_kernels.h"
 
@@ -21,7 +22,9 @@ using testing::thread_axis;
 using testing::thread_extent;
 
 TEST(DeviceC, TiledMatmulCuda) {
-  EXPECT_EQ(print_cuda({testing::tiled_matmul()}), R"(extern "C" __global__ void __launch_bounds__(64) tiled_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+  EXPECT_EQ(
+      print_cuda({testing::tiled_matmul()}),
+      R"(extern "C" __global__ void __launch_bounds__(64) tiled_matmul(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
   __shared__ __align__(16) float AA[256];
   __shared__ __align__(16) float BB[256];
   int by = blockIdx.y;
@@ -60,7 +63,9 @@ TEST(DeviceC, TiledMatmulCuda) {
 }
 
 TEST(DeviceC, TiledMatmulOpenCL) {
-  EXPECT_EQ(print_opencl({testing::tiled_matmul()}), R"(__kernel void tiled_matmul(__global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
+  EXPECT_EQ(
+      print_opencl({testing::tiled_matmul()}),
+      R"(__kernel void tiled_matmul(__global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
   __local float AA[256];
   __local float BB[256];
   int by = (int)get_group_id(1);
@@ -101,7 +106,9 @@ TEST(DeviceC, TiledMatmulOpenCL) {
 TEST(DeviceC, VectorLoadsAndStoresCuda) {
   // Aligned contiguous accesses are float4; the gather, and the predicated store that reads what
   // it writes, go lane by lane.
-  EXPECT_EQ(print_cuda({testing::vectors()}), R"(extern "C" __global__ void __launch_bounds__(16) vectors(const float* __restrict__ x, float* __restrict__ out, int n) {
+  EXPECT_EQ(
+      print_cuda({testing::vectors()}),
+      R"(extern "C" __global__ void __launch_bounds__(16) vectors(const float* __restrict__ x, float* __restrict__ out, int n) {
   int tx = threadIdx.x;
   float4 x_vec = *(float4*)(x + tx * 4);
   *(float4*)(out + tx * 4) = make_float4(x_vec.x * 2.0f + 1.0f, x_vec.y * 2.0f + 1.0f, x_vec.z * 2.0f + 1.0f, x_vec.w * 2.0f + 1.0f);
@@ -116,7 +123,9 @@ TEST(DeviceC, VectorLoadsAndStoresCuda) {
 }
 
 TEST(DeviceC, VectorLoadsAndStoresOpenCL) {
-  EXPECT_EQ(print_opencl({testing::vectors()}), R"(__kernel void vectors(__global const float* restrict x, __global float* restrict out, int n) {
+  EXPECT_EQ(
+      print_opencl({testing::vectors()}),
+      R"(__kernel void vectors(__global const float* restrict x, __global float* restrict out, int n) {
   int tx = (int)get_local_id(0);
   float4 x_vec = vload4(0, x + tx * 4);
   vstore4(((float4)(x_vec.x * 2.0f + 1.0f, x_vec.y * 2.0f + 1.0f, x_vec.z * 2.0f + 1.0f, x_vec.w * 2.0f + 1.0f)), 0, out + tx * 4);
@@ -138,32 +147,36 @@ TEST(DeviceC, UnalignedVectorAccessGoesLaneByLaneOnCuda) {
   Stmt s = store(X.data, load(f4, X.data, shifted) + broadcast(1.0f, 4), ramp(Expr(tx) * 4, 1, 4));
   PrimFunc f{"shift", {testing::tensor_param(X)}, thread_extent(tx, 15, s)};
   const std::string cuda = print_cuda({f});
-  EXPECT_NE(cuda.find("*(float4*)(x + tx * 4) = make_float4(x[tx * 4 + 1] + 1.0f, x[tx * 4 + 2] + 1.0f, "
-                      "x[tx * 4 + 3] + 1.0f, x[tx * 4 + 4] + 1.0f);"),
-            std::string::npos)
+  EXPECT_NE(
+      cuda.find("*(float4*)(x + tx * 4) = make_float4(x[tx * 4 + 1] + 1.0f, x[tx * 4 + 2] + 1.0f, "
+                "x[tx * 4 + 3] + 1.0f, x[tx * 4 + 4] + 1.0f);"),
+      std::string::npos)
       << cuda;
   const std::string opencl = print_opencl({f});
-  EXPECT_NE(opencl.find("float4 x_vec = vload4(0, x + (tx * 4 + 1));"), std::string::npos) << opencl;
+  EXPECT_NE(opencl.find("float4 x_vec = vload4(0, x + (tx * 4 + 1));"), std::string::npos)
+      << opencl;
 }
 
 TEST(DeviceC, VectorLetBecomesAnArrayOfLanes) {
-  EXPECT_EQ(print_cuda({testing::vector_let()}),
-            "extern \"C\" __global__ void __launch_bounds__(16) vector_let(const float* __restrict__ x, "
-            "float* __restrict__ out) {\n"
-            "  int tx = threadIdx.x;\n"
-            "  float4 x_vec = *(float4*)(x + tx * 4);\n"
-            "  float v[4] = {x_vec.x, x_vec.y, x_vec.z, x_vec.w};\n"
-            "  *(float4*)(out + tx * 4) = make_float4(v[0] > 0.0f ? v[0] : v[0] * 0.5f, "
-            "v[1] > 0.0f ? v[1] : v[1] * 0.5f, v[2] > 0.0f ? v[2] : v[2] * 0.5f, "
-            "v[3] > 0.0f ? v[3] : v[3] * 0.5f);\n"
-            "}\n");
+  EXPECT_EQ(
+      print_cuda({testing::vector_let()}),
+      "extern \"C\" __global__ void __launch_bounds__(16) vector_let(const float* __restrict__ x, "
+      "float* __restrict__ out) {\n"
+      "  int tx = threadIdx.x;\n"
+      "  float4 x_vec = *(float4*)(x + tx * 4);\n"
+      "  float v[4] = {x_vec.x, x_vec.y, x_vec.z, x_vec.w};\n"
+      "  *(float4*)(out + tx * 4) = make_float4(v[0] > 0.0f ? v[0] : v[0] * 0.5f, "
+      "v[1] > 0.0f ? v[1] : v[1] * 0.5f, v[2] > 0.0f ? v[2] : v[2] * 0.5f, "
+      "v[3] > 0.0f ? v[3] : v[3] * 0.5f);\n"
+      "}\n");
 }
 
 TEST(DeviceC, IntegerDivisionOfNegativeNumbers) {
   // Div / Mod truncate as C does; FloorDiv / FloorMod round toward minus infinity: a shift and
   // a mask for powers of two, plain C when both sides are provably non-negative, a helper
   // otherwise.
-  EXPECT_EQ(print_cuda({testing::div_mod()}), R"(__device__ __forceinline__ int kiln_floordiv_i32(int a, int b) {
+  EXPECT_EQ(print_cuda({testing::div_mod()}),
+            R"(__device__ __forceinline__ int kiln_floordiv_i32(int a, int b) {
   int q = a / b;
   return a % b != 0 && (a % b < 0) != (b < 0) ? q - 1 : q;
 }
@@ -186,8 +199,10 @@ extern "C" __global__ void __launch_bounds__(16) div_mod(const int* __restrict__
 }
 )");
   const std::string opencl = print_opencl({testing::div_mod()});
-  EXPECT_NE(opencl.find("static inline int kiln_floordiv_i32(int a, int b) {"), std::string::npos) << opencl;
-  EXPECT_NE(opencl.find("out[tx * 8 + 6] = kiln_floordiv_i32(x[tx], n);"), std::string::npos) << opencl;
+  EXPECT_NE(opencl.find("static inline int kiln_floordiv_i32(int a, int b) {"), std::string::npos)
+      << opencl;
+  EXPECT_NE(opencl.find("out[tx * 8 + 6] = kiln_floordiv_i32(x[tx], n);"), std::string::npos)
+      << opencl;
 }
 
 TEST(DeviceC, FloorDivisionOf64BitAndFloatValues) {
@@ -199,17 +214,21 @@ TEST(DeviceC, FloorDivisionOf64BitAndFloatValues) {
                 store(X.data, floormod(load(kInt64, X.data, 1), n), 1),
                 store(F.data, floordiv(load(kFloat32, F.data, 0), 3.0f), 0),
                 store(F.data, floormod(load(kFloat32, F.data, 1), 3.0f), 1)});
-  PrimFunc f{"wide", {testing::tensor_param(X), testing::tensor_param(F), Param{n, std::nullopt}},
+  PrimFunc f{"wide",
+             {testing::tensor_param(X), testing::tensor_param(F), Param{n, std::nullopt}},
              thread_extent(bx, 1, s)};
   const std::string cuda = print_cuda({f});
-  EXPECT_NE(cuda.find("__device__ __forceinline__ long long kiln_floordiv_i64(long long a, long long b)"),
-            std::string::npos) << cuda;
+  EXPECT_NE(
+      cuda.find("__device__ __forceinline__ long long kiln_floordiv_i64(long long a, long long b)"),
+      std::string::npos)
+      << cuda;
   EXPECT_NE(cuda.find("x[0] = kiln_floordiv_i64(x[0], n);"), std::string::npos) << cuda;
   EXPECT_NE(cuda.find("x[1] = kiln_floormod_i64(x[1], n);"), std::string::npos) << cuda;
   EXPECT_NE(cuda.find("f[0] = floorf(f[0] / 3.0f);"), std::string::npos) << cuda;
   EXPECT_NE(cuda.find("f[1] = f[1] - floorf(f[1] / 3.0f) * 3.0f;"), std::string::npos) << cuda;
   const std::string opencl = print_opencl({f});
-  EXPECT_NE(opencl.find("static inline long kiln_floormod_i64(long a, long b)"), std::string::npos) << opencl;
+  EXPECT_NE(opencl.find("static inline long kiln_floormod_i64(long a, long b)"), std::string::npos)
+      << opencl;
   EXPECT_NE(opencl.find("f[0] = floor(f[0] / 3.0f);"), std::string::npos) << opencl;
 }
 
@@ -221,24 +240,38 @@ TEST(DeviceC, EveryMathIntrinsicInBothDialects) {
   };
   // The call each intrinsic prints as, on x[i] (and y = x[i + 1]).
   const std::vector<Row> rows = {
-      {"expf(x)", "exp(x)", "exp(x)"},          {"exp2f(x)", "exp2(x)", "exp2(x)"},
-      {"logf(x)", "log(x)", "log(x)"},          {"log2f(x)", "log2(x)", "log2(x)"},
-      {"log10f(x)", "log10(x)", "log10(x)"},    {"sqrtf(x)", "sqrt(x)", "sqrt(x)"},
-      {"fabsf(x)", "fabs(x)", "fabs(x)"},       {"floorf(x)", "floor(x)", "floor(x)"},
-      {"ceilf(x)", "ceil(x)", "ceil(x)"},       {"truncf(x)", "trunc(x)", "trunc(x)"},
-      {"roundf(x)", "round(x)", "round(x)"},    {"rintf(x)", "rint(x)", "rint(x)"},
-      {"sinf(x)", "sin(x)", "sin(x)"},          {"cosf(x)", "cos(x)", "cos(x)"},
-      {"tanf(x)", "tan(x)", "tan(x)"},          {"asinf(x)", "asin(x)", "asin(x)"},
-      {"acosf(x)", "acos(x)", "acos(x)"},       {"atanf(x)", "atan(x)", "atan(x)"},
-      {"sinhf(x)", "sinh(x)", "sinh(x)"},       {"coshf(x)", "cosh(x)", "cosh(x)"},
-      {"asinhf(x)", "asinh(x)", "asinh(x)"},    {"acoshf(x)", "acosh(x)", "acosh(x)"},
-      {"atanhf(x)", "atanh(x)", "atanh(x)"},    {"tanhf(x)", "tanh(x)", "tanh(x)"},
+      {"expf(x)", "exp(x)", "exp(x)"},
+      {"exp2f(x)", "exp2(x)", "exp2(x)"},
+      {"logf(x)", "log(x)", "log(x)"},
+      {"log2f(x)", "log2(x)", "log2(x)"},
+      {"log10f(x)", "log10(x)", "log10(x)"},
+      {"sqrtf(x)", "sqrt(x)", "sqrt(x)"},
+      {"fabsf(x)", "fabs(x)", "fabs(x)"},
+      {"floorf(x)", "floor(x)", "floor(x)"},
+      {"ceilf(x)", "ceil(x)", "ceil(x)"},
+      {"truncf(x)", "trunc(x)", "trunc(x)"},
+      {"roundf(x)", "round(x)", "round(x)"},
+      {"rintf(x)", "rint(x)", "rint(x)"},
+      {"sinf(x)", "sin(x)", "sin(x)"},
+      {"cosf(x)", "cos(x)", "cos(x)"},
+      {"tanf(x)", "tan(x)", "tan(x)"},
+      {"asinf(x)", "asin(x)", "asin(x)"},
+      {"acosf(x)", "acos(x)", "acos(x)"},
+      {"atanf(x)", "atan(x)", "atan(x)"},
+      {"sinhf(x)", "sinh(x)", "sinh(x)"},
+      {"coshf(x)", "cosh(x)", "cosh(x)"},
+      {"asinhf(x)", "asinh(x)", "asinh(x)"},
+      {"acoshf(x)", "acosh(x)", "acosh(x)"},
+      {"atanhf(x)", "atanh(x)", "atanh(x)"},
+      {"tanhf(x)", "tanh(x)", "tanh(x)"},
       {"erff(x)", "erf(x)", "erf(x)"},
       {"1.0f / (1.0f + expf(-x))", "1.0 / (1.0 + exp(-x))", "1.0f / (1.0f + exp(-x))"},
-      {"powf(x, y)", "pow(x, y)", "pow(x, y)"}, {"fmaf(x, y, y)", "fma(x, y, y)", "fma(x, y, y)"},
+      {"powf(x, y)", "pow(x, y)", "pow(x, y)"},
+      {"fmaf(x, y, y)", "fma(x, y, y)", "fma(x, y, y)"},
   };
   ASSERT_EQ(rows.size(), testing::math_intrinsics().size());
-  const std::string cuda = print_cuda({testing::math("m32", kFloat32), testing::math("m64", DataType::Float(64))});
+  const std::string cuda =
+      print_cuda({testing::math("m32", kFloat32), testing::math("m64", DataType::Float(64))});
   const std::string opencl =
       print_opencl({testing::math("m32", kFloat32), testing::math("m64", DataType::Float(64))});
   const std::string cuda_f32 = cuda.substr(0, cuda.find("m64"));
@@ -270,14 +303,18 @@ TEST(DeviceC, HalfComputesMathInFloat) {
   const std::string cuda = print_cuda({testing::math("m16", kFloat16)});
   EXPECT_EQ(cuda.rfind("#include <cuda_fp16.h>\n", 0), 0u) << cuda;
   EXPECT_NE(cuda.find("out[0] = (half)expf((float)x[0]);"), std::string::npos) << cuda;
-  EXPECT_NE(cuda.find("out[25] = (half)(1.0f / (1.0f + expf(-(float)x[25])));"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("out[25] = (half)(1.0f / (1.0f + expf(-(float)x[25])));"), std::string::npos)
+      << cuda;
   const std::string opencl = print_opencl({testing::math("m16", kFloat16)});
   EXPECT_EQ(opencl.rfind("#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n", 0), 0u) << opencl;
-  EXPECT_NE(opencl.find("out[26] = (half)pow((float)x[26], (float)x[27]);"), std::string::npos) << opencl;
+  EXPECT_NE(opencl.find("out[26] = (half)pow((float)x[26], (float)x[27]);"), std::string::npos)
+      << opencl;
 }
 
 TEST(DeviceC, ScalarStatementsAndExpressionsCuda) {
-  EXPECT_EQ(print_cuda({testing::misc()}), R"(extern "C" __global__ void __launch_bounds__(32) misc(const float* __restrict__ x, float* __restrict__ out, int n) {
+  EXPECT_EQ(
+      print_cuda({testing::misc()}),
+      R"(extern "C" __global__ void __launch_bounds__(32) misc(const float* __restrict__ x, float* __restrict__ out, int n) {
   int tx = threadIdx.x;
   int m = min(tx * 2, n - 1);
   assert((n > 0) && "n must be positive");
@@ -295,7 +332,9 @@ TEST(DeviceC, ScalarStatementsAndExpressionsCuda) {
 }
 
 TEST(DeviceC, ScalarStatementsAndExpressionsOpenCL) {
-  EXPECT_EQ(print_opencl({testing::misc()}), R"(__kernel void misc(__global const float* restrict x, __global float* restrict out, int n) {
+  EXPECT_EQ(
+      print_opencl({testing::misc()}),
+      R"(__kernel void misc(__global const float* restrict x, __global float* restrict out, int n) {
   int tx = (int)get_local_id(0);
   int m = min(tx * 2, n - 1);
   // assert n > 0: n must be positive (OpenCL C cannot check it)
@@ -324,12 +363,15 @@ TEST(DeviceC, SiblingLoopsReuseTheirNames) {
   Buffer X = make_buffer("x", kFloat32, {8});
   IterVar bx = thread_axis("bx", "blockIdx.x", 1);
   Var i("i"), j("i");  // two variables with one name, in nested loops
-  Stmt s = seq({for_loop(i, 0, 4, ForKind::kSerial, for_loop(j, 0, 2, ForKind::kSerial, store(X.data, 1.0f, i * 2 + j))),
+  Stmt s = seq({for_loop(i, 0, 4, ForKind::kSerial,
+                         for_loop(j, 0, 2, ForKind::kSerial, store(X.data, 1.0f, i * 2 + j))),
                 for_loop(i, 0, 8, ForKind::kSerial, store(X.data, 0.0f, i))});
-  const std::string cuda = print_cuda({PrimFunc{"names", {testing::tensor_param(X)}, thread_extent(bx, 1, s)}});
+  const std::string cuda =
+      print_cuda({PrimFunc{"names", {testing::tensor_param(X)}, thread_extent(bx, 1, s)}});
   EXPECT_NE(cuda.find("for (int i_1 = 0; i_1 < 2; ++i_1) {"), std::string::npos) << cuda;
   EXPECT_NE(cuda.find("x[i * 2 + i_1] = 1.0f;"), std::string::npos) << cuda;
-  EXPECT_NE(cuda.find("  for (int i = 0; i < 8; ++i) {\n    x[i] = 0.0f;"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("  for (int i = 0; i < 8; ++i) {\n    x[i] = 0.0f;"), std::string::npos)
+      << cuda;
 }
 
 void expect_error(const PrimFunc& f, const std::string& message) {
@@ -346,24 +388,30 @@ TEST(DeviceC, ErrorsForWhatAKernelCannotHold) {
   IterVar bx = thread_axis("bx", "blockIdx.x", 1);
   Var buf("scratch", DataType::Handle()), n("n");
   Stmt write = store(X.data, 1.0f, 0);
-  expect_error(PrimFunc{"k", {testing::tensor_param(X)},
+  expect_error(PrimFunc{"k",
+                        {testing::tensor_param(X)},
                         thread_extent(bx, 1, allocate(buf, kFloat32, {8}, "global", write))},
                "a kernel allocates only shared and local memory");
-  expect_error(PrimFunc{"k", {testing::tensor_param(X), Param{n, std::nullopt}},
+  expect_error(PrimFunc{"k",
+                        {testing::tensor_param(X), Param{n, std::nullopt}},
                         thread_extent(bx, 1, allocate(buf, kFloat32, {n}, "shared", write))},
                "device arrays need constant sizes");
   IterVar vt = thread_axis("vt", "vthread", 2);
-  expect_error(PrimFunc{"k", {testing::tensor_param(X)},
-                        attr_stmt(vt.node(), attr::kVirtualThread, 2, write)},
-               "inject_virtual_thread must run first");
+  expect_error(
+      PrimFunc{
+          "k", {testing::tensor_param(X)}, attr_stmt(vt.node(), attr::kVirtualThread, 2, write)},
+      "inject_virtual_thread must run first");
   expect_error(PrimFunc{"my.kernel", {testing::tensor_param(X)}, thread_extent(bx, 1, write)},
                "is not a C identifier");
-  expect_error(PrimFunc{"k", {testing::tensor_param(X)}, thread_extent(bx, 1, store(X.data, cast(kFloat32, n), 0))},
+  expect_error(PrimFunc{"k",
+                        {testing::tensor_param(X)},
+                        thread_extent(bx, 1, store(X.data, cast(kFloat32, n), 0))},
                "uses variable 'n'");
   IterVar other = thread_axis("b2", "blockIdx.x", 2);
-  expect_error(PrimFunc{"k", {testing::tensor_param(X)},
-                        thread_extent(bx, 1, thread_extent(other, 2, write))},
-               "binds blockIdx.x with two different extents");
+  expect_error(
+      PrimFunc{
+          "k", {testing::tensor_param(X)}, thread_extent(bx, 1, thread_extent(other, 2, write))},
+      "binds blockIdx.x with two different extents");
 }
 
 }  // namespace

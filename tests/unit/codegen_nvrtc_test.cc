@@ -51,11 +51,13 @@ TEST(Nvrtc, TiledMatmulBecomesPtxWithItsBarriers) {
 TEST(Nvrtc, EveryTestKernelCompiles) {
   REQUIRE_NVRTC();
   const std::string ptx = nvrtc_compile(
-      codegen::print_cuda({testing::div_mod(), testing::vectors(), testing::misc(), testing::vector_let(), testing::math("math_f32", ir::kFloat32),
+      codegen::print_cuda({testing::div_mod(), testing::vectors(), testing::misc(),
+                           testing::vector_let(), testing::math("math_f32", ir::kFloat32),
                            testing::math("math_f64", ir::DataType::Float(64)),
                            testing::math("math_f16", ir::kFloat16)}),
       "sm_90");
-  for (const char* k : {"div_mod", "vectors", "misc", "vector_let", "math_f32", "math_f64", "math_f16"}) {
+  for (const char* k :
+       {"div_mod", "vectors", "misc", "vector_let", "math_f32", "math_f64", "math_f16"}) {
     EXPECT_NE(ptx.find(std::string(".entry ") + k), std::string::npos) << k;
   }
 }
@@ -101,7 +103,8 @@ TEST(Ptxas, ResourcesOfTheTiledMatmul) {
   }
   too_much = resources;
   too_much[0].registers = 300;
-  EXPECT_THROW(codegen::check_kernel_resources(too_much, target::Target::parse("cuda -arch=sm_90")), Error);
+  EXPECT_THROW(codegen::check_kernel_resources(too_much, target::Target::parse("cuda -arch=sm_90")),
+               Error);
 }
 
 }  // namespace

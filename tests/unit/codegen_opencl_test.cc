@@ -72,11 +72,13 @@ class OpenCL {
     cl_kernel k = clCreateKernel(program_, name.c_str(), &err);
     ASSERT_EQ(err, CL_SUCCESS) << name;
     for (size_t i = 0; i < args.size(); ++i) {
-      ASSERT_EQ(clSetKernelArg(k, static_cast<cl_uint>(i), args[i].first, args[i].second), CL_SUCCESS);
+      ASSERT_EQ(clSetKernelArg(k, static_cast<cl_uint>(i), args[i].first, args[i].second),
+                CL_SUCCESS);
     }
     const size_t global[2] = {grid[0] * block[0], grid[1] * block[1]};
-    ASSERT_EQ(clEnqueueNDRangeKernel(queue_, k, 2, nullptr, global, block.data(), 0, nullptr, nullptr),
-              CL_SUCCESS);
+    ASSERT_EQ(
+        clEnqueueNDRangeKernel(queue_, k, 2, nullptr, global, block.data(), 0, nullptr, nullptr),
+        CL_SUCCESS);
     ASSERT_EQ(clFinish(queue_), CL_SUCCESS);
     clReleaseKernel(k);
   }
@@ -97,15 +99,18 @@ class OpenCL {
   cl_program program_ = nullptr;
 };
 
-#define REQUIRE_OPENCL(cl)                                               \
+#define REQUIRE_OPENCL(cl) \
   if (!(cl).ready()) GTEST_SKIP() << "no OpenCL platform (install pocl-opencl-icd)"
 
 TEST(OpenCLDeviceC, EveryTestKernelBuilds) {
   OpenCL cl;
   REQUIRE_OPENCL(cl);
-  std::vector<ir::PrimFunc> funcs = {testing::tiled_matmul(), testing::div_mod(), testing::vectors(),
-                                     testing::math("math_f32", ir::kFloat32), testing::misc(), testing::vector_let()};
-  if (cl.has_extension("cl_khr_fp64")) funcs.push_back(testing::math("math_f64", ir::DataType::Float(64)));
+  std::vector<ir::PrimFunc> funcs = {
+      testing::tiled_matmul(), testing::div_mod(),
+      testing::vectors(),      testing::math("math_f32", ir::kFloat32),
+      testing::misc(),         testing::vector_let()};
+  if (cl.has_extension("cl_khr_fp64"))
+    funcs.push_back(testing::math("math_f64", ir::DataType::Float(64)));
   if (cl.has_extension("cl_khr_fp16")) funcs.push_back(testing::math("math_f16", ir::kFloat16));
   const std::string source = codegen::print_opencl(funcs);
   EXPECT_EQ(cl.build(source), "") << source;
@@ -139,7 +144,9 @@ TEST(OpenCLDeviceC, DivisionOfNegativeNumbersFollowsTheIR) {
   REQUIRE_OPENCL(cl);
   ASSERT_EQ(cl.build(codegen::print_opencl({testing::div_mod()})), "");
   constexpr int threads = testing::kDivModThreads;
-  auto floordiv = [](int a, int b) { return static_cast<int>(std::floor(static_cast<double>(a) / b)); };
+  auto floordiv = [](int a, int b) {
+    return static_cast<int>(std::floor(static_cast<double>(a) / b));
+  };
   auto floormod = [&](int a, int b) { return a - floordiv(a, b) * b; };
   for (int n : {-3, 5}) {
     std::vector<int> x(threads), out(threads * 8, 0);
@@ -151,8 +158,8 @@ TEST(OpenCLDeviceC, DivisionOfNegativeNumbersFollowsTheIR) {
     clReleaseMemObject(dx);
     for (int t = 0; t < threads; ++t) {
       const int v = x[t];
-      const int expected[8] = {v / n,           v % n,           floordiv(v, 4), floormod(v, 4),
-                               floordiv(v, 3),  floormod(v, 3),  floordiv(v, n), (t + 5) / 3};
+      const int expected[8] = {v / n,          v % n,          floordiv(v, 4), floormod(v, 4),
+                               floordiv(v, 3), floormod(v, 3), floordiv(v, n), (t + 5) / 3};
       for (int i = 0; i < 8; ++i) {
         EXPECT_EQ(out[t * 8 + i], expected[i]) << "x = " << v << ", n = " << n << ", value " << i;
       }
@@ -189,7 +196,8 @@ TEST(OpenCLDeviceC, MathIntrinsicsComputeWhatTheirNamesSay) {
   const std::vector<std::string>& names = testing::math_intrinsics();
   const size_t count = names.size();
   std::vector<float> x(count + 1), out(count, 0.0f);
-  for (size_t i = 0; i <= count; ++i) x[i] = 0.37f + 0.01f * static_cast<float>(i);  // inside every domain
+  for (size_t i = 0; i <= count; ++i)
+    x[i] = 0.37f + 0.01f * static_cast<float>(i);  // inside every domain
   auto input = [&](const char* name, float v) {
     x[std::find(names.begin(), names.end(), name) - names.begin()] = v;
   };
@@ -207,17 +215,36 @@ TEST(OpenCLDeviceC, MathIntrinsicsComputeWhatTheirNamesSay) {
   for (size_t i = 0; i < count; ++i) {
     const double v = x[i], y = x[i + 1];
     const std::string& f = names[i];
-    const double expected = f == "exp" ? std::exp(v) : f == "exp2" ? std::exp2(v) : f == "log" ? std::log(v)
-        : f == "log2" ? std::log2(v) : f == "log10" ? std::log10(v) : f == "sqrt" ? std::sqrt(v)
-        : f == "fabs" ? std::fabs(v) : f == "floor" ? std::floor(v) : f == "ceil" ? std::ceil(v)
-        : f == "trunc" ? std::trunc(v) : f == "round" ? std::round(v) : f == "roundeven" ? std::nearbyint(v)
-        : f == "sin" ? std::sin(v) : f == "cos" ? std::cos(v) : f == "tan" ? std::tan(v)
-        : f == "asin" ? std::asin(v) : f == "acos" ? std::acos(v) : f == "atan" ? std::atan(v)
-        : f == "sinh" ? std::sinh(v) : f == "cosh" ? std::cosh(v) : f == "asinh" ? std::asinh(v)
-        : f == "acosh" ? std::acosh(v) : f == "atanh" ? std::atanh(v) : f == "tanh" ? std::tanh(v)
-        : f == "erf" ? std::erf(v) : f == "sigmoid" ? 1.0 / (1.0 + std::exp(-v)) : f == "pow" ? std::pow(v, y)
-        : v * y + y;  // fma
-    EXPECT_NEAR(out[i], expected, 1e-5 * std::max(1.0, std::fabs(expected))) << f << "(" << v << ")";
+    const double expected = f == "exp"         ? std::exp(v)
+                            : f == "exp2"      ? std::exp2(v)
+                            : f == "log"       ? std::log(v)
+                            : f == "log2"      ? std::log2(v)
+                            : f == "log10"     ? std::log10(v)
+                            : f == "sqrt"      ? std::sqrt(v)
+                            : f == "fabs"      ? std::fabs(v)
+                            : f == "floor"     ? std::floor(v)
+                            : f == "ceil"      ? std::ceil(v)
+                            : f == "trunc"     ? std::trunc(v)
+                            : f == "round"     ? std::round(v)
+                            : f == "roundeven" ? std::nearbyint(v)
+                            : f == "sin"       ? std::sin(v)
+                            : f == "cos"       ? std::cos(v)
+                            : f == "tan"       ? std::tan(v)
+                            : f == "asin"      ? std::asin(v)
+                            : f == "acos"      ? std::acos(v)
+                            : f == "atan"      ? std::atan(v)
+                            : f == "sinh"      ? std::sinh(v)
+                            : f == "cosh"      ? std::cosh(v)
+                            : f == "asinh"     ? std::asinh(v)
+                            : f == "acosh"     ? std::acosh(v)
+                            : f == "atanh"     ? std::atanh(v)
+                            : f == "tanh"      ? std::tanh(v)
+                            : f == "erf"       ? std::erf(v)
+                            : f == "sigmoid"   ? 1.0 / (1.0 + std::exp(-v))
+                            : f == "pow"       ? std::pow(v, y)
+                                               : v * y + y;  // fma
+    EXPECT_NEAR(out[i], expected, 1e-5 * std::max(1.0, std::fabs(expected)))
+        << f << "(" << v << ")";
   }
 }
 

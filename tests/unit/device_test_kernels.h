@@ -57,27 +57,30 @@ inline ir::PrimFunc tiled_matmul() {
   Expr slot = ty_ * 32 + tx_ * 4;
   Expr a_index = (by_ * tile + ty_ * 4 + floordiv(tx_, 2)) * n + k * kt + floormod(tx_, 2) * 4;
   Expr b_index = (k * kt + ty_) * n + bx_ * tile + tx_ * 4;
-  Stmt fetch_a = store(AA, load(DataType::Float(32, 4), A.data, ramp(a_index, 1, 4)), ramp(slot, 1, 4));
-  Stmt fetch_b = store(BB, load(DataType::Float(32, 4), B.data, ramp(b_index, 1, 4)), ramp(slot, 1, 4));
+  Stmt fetch_a =
+      store(AA, load(DataType::Float(32, 4), A.data, ramp(a_index, 1, 4)), ramp(slot, 1, 4));
+  Stmt fetch_b =
+      store(BB, load(DataType::Float(32, 4), B.data, ramp(b_index, 1, 4)), ramp(slot, 1, 4));
   Expr acc = i * 4 + j;
   Stmt update = store(CL,
                       load(kFloat32, CL, acc) + load(kFloat32, AA, (ty_ * 4 + i) * kt + kk) *
                                                     load(kFloat32, BB, kk * tile + tx_ * 4 + j),
                       acc);
-  Stmt compute = for_loop(kk, 0, kt, ForKind::kSerial,
-                          for_loop(i, 0, 4, ForKind::kUnrolled, for_loop(j, 0, 4, ForKind::kUnrolled, update)));
+  Stmt compute = for_loop(
+      kk, 0, kt, ForKind::kSerial,
+      for_loop(i, 0, 4, ForKind::kUnrolled, for_loop(j, 0, 4, ForKind::kUnrolled, update)));
   Stmt k_loop = for_loop(k, 0, n / kt, ForKind::kSerial,
                          seq({storage_sync(), fetch_a, fetch_b, storage_sync(), compute}));
-  Stmt write = for_loop(
-      i, 0, 4, ForKind::kUnrolled,
-      store(C.data, load(DataType::Float(32, 4), CL, ramp(i * 4, 1, 4)),
-            ramp((by_ * tile + ty_ * 4 + i) * n + bx_ * tile + tx_ * 4, 1, 4)));
+  Stmt write = for_loop(i, 0, 4, ForKind::kUnrolled,
+                        store(C.data, load(DataType::Float(32, 4), CL, ramp(i * 4, 1, 4)),
+                              ramp((by_ * tile + ty_ * 4 + i) * n + bx_ * tile + tx_ * 4, 1, 4)));
   Stmt body = allocate(AA, kFloat32, {tile * kt}, "shared",
                        allocate(BB, kFloat32, {kt * tile}, "shared",
                                 allocate(CL, kFloat32, {16}, "local", seq({init, k_loop, write}))));
-  body = thread_extent(by, n / tile,
-                       thread_extent(bx, n / tile,
-                                     thread_extent(ty, kMatmulThreads, thread_extent(tx, kMatmulThreads, body))));
+  body = thread_extent(
+      by, n / tile,
+      thread_extent(bx, n / tile,
+                    thread_extent(ty, kMatmulThreads, thread_extent(tx, kMatmulThreads, body))));
   return PrimFunc{"tiled_matmul", {tensor_param(A), tensor_param(B), tensor_param(C)}, body};
 }
 
@@ -93,23 +96,24 @@ inline ir::PrimFunc div_mod() {
   Var n("n");
   IterVar tx = thread_axis("tx", "threadIdx.x", kDivModThreads);
   const Expr t = tx, x = load(kInt32, X.data, t);
-  const std::vector<Expr> values = {x / n,           x % n,           floordiv(x, 4),
-                                    floormod(x, 4),  floordiv(x, 3),  floormod(x, 3),
-                                    floordiv(x, n),  floordiv(t + 5, 3)};
+  const std::vector<Expr> values = {
+      x / n,          x % n,          floordiv(x, 4), floormod(x, 4),
+      floordiv(x, 3), floormod(x, 3), floordiv(x, n), floordiv(t + 5, 3)};
   std::vector<Stmt> stores;
   for (size_t i = 0; i < values.size(); ++i) {
     stores.push_back(store(Out.data, values[i], t * 8 + static_cast<int>(i)));
   }
-  return PrimFunc{"div_mod", {tensor_param(X), tensor_param(Out), Param{n, std::nullopt}},
+  return PrimFunc{"div_mod",
+                  {tensor_param(X), tensor_param(Out), Param{n, std::nullopt}},
                   thread_extent(tx, kDivModThreads, seq(stores))};
 }
 
 /// Every math intrinsic of the IR, in the order of kMathIntrinsics.
 inline const std::vector<std::string>& math_intrinsics() {
   static const std::vector<std::string> names = {
-      "exp",  "exp2", "log",   "log2",  "log10", "sqrt",  "fabs",  "floor",     "ceil",
-      "trunc", "round", "roundeven", "sin", "cos", "tan", "asin", "acos", "atan",
-      "sinh", "cosh", "asinh", "acosh", "atanh", "tanh", "erf", "sigmoid", "pow", "fma"};
+      "exp",   "exp2",      "log",   "log2", "log10", "sqrt",    "fabs", "floor", "ceil", "trunc",
+      "round", "roundeven", "sin",   "cos",  "tan",   "asin",    "acos", "atan",  "sinh", "cosh",
+      "asinh", "acosh",     "atanh", "tanh", "erf",   "sigmoid", "pow",  "fma"};
   return names;
 }
 
@@ -145,14 +149,16 @@ inline ir::PrimFunc vectors() {
   IterVar tx = thread_axis("tx", "threadIdx.x", 16);
   const Expr t = tx;
   const DataType f4 = DataType::Float(32, 4);
-  Stmt contiguous = store(Out.data, load(f4, X.data, ramp(t * 4, 1, 4)) * broadcast(2.0f, 4) + broadcast(1.0f, 4),
-                          ramp(t * 4, 1, 4));
+  Stmt contiguous =
+      store(Out.data, load(f4, X.data, ramp(t * 4, 1, 4)) * broadcast(2.0f, 4) + broadcast(1.0f, 4),
+            ramp(t * 4, 1, 4));
   Stmt gather = store(Out.data, load(f4, X.data, ramp(t, 16, 4)), ramp(t * 4, 1, 4));
   Expr own = ramp(t * 4, 1, 4);
   Expr inside = own < broadcast(Expr(62), 4);
-  Stmt predicated = store(Out.data, max(load(f4, Out.data, own, inside), broadcast(cast(kFloat32, n), 4)),
-                          own, inside);
-  return PrimFunc{"vectors", {tensor_param(X), tensor_param(Out), Param{n, std::nullopt}},
+  Stmt predicated = store(
+      Out.data, max(load(f4, Out.data, own, inside), broadcast(cast(kFloat32, n), 4)), own, inside);
+  return PrimFunc{"vectors",
+                  {tensor_param(X), tensor_param(Out), Param{n, std::nullopt}},
                   thread_extent(tx, 16, seq({contiguous, gather, predicated}))};
 }
 
@@ -168,11 +174,13 @@ inline ir::PrimFunc misc() {
       if_then_else(t < n, store(Out.data, select(xt > 0.0f, xt, xt * 0.1f), t),
                    store(Out.data, min_value(kFloat32), t)),
       store(Out.data, let(y, load(kFloat32, X.data, m) * 2.0f, y * y), t + 32),
-      store(Out.data, cast(kFloat32, cast(kInt64, t) * make_const(kInt64, int64_t{3000000000})), t + 64),
+      store(Out.data, cast(kFloat32, cast(kInt64, t) * make_const(kInt64, int64_t{3000000000})),
+            t + 64),
       store(Out.data, cast(kFloat32, !(t == 3) || (t >= 5 && n != -2)), t + 96),
   });
   body = let_stmt(m, min(t * 2, n - 1), assert_stmt(n > 0, "n must be positive", body));
-  return PrimFunc{"misc", {tensor_param(X), tensor_param(Out), Param{n, std::nullopt}},
+  return PrimFunc{"misc",
+                  {tensor_param(X), tensor_param(Out), Param{n, std::nullopt}},
                   thread_extent(tx, 32, body)};
 }
 
@@ -187,7 +195,8 @@ inline ir::PrimFunc vector_let() {
   Expr own = ramp(Expr(tx) * 4, 1, 4);
   Expr value = let(v, load(DataType::Float(32, 4), X.data, own),
                    select(v > broadcast(0.0f, 4), v, v * broadcast(0.5f, 4)));
-  return PrimFunc{"vector_let", {tensor_param(X), tensor_param(Out)},
+  return PrimFunc{"vector_let",
+                  {tensor_param(X), tensor_param(Out)},
                   thread_extent(tx, 16, store(Out.data, value, own))};
 }
 
