@@ -209,11 +209,13 @@ class KernelPrinter {
   // ---- before printing ----
 
   /// Finds thread extents, shared allocations, written buffers (stored to, or handed to a call:
-  /// the others are const) and the types in use.
+  /// the others are const), the variables in use (an unused thread index is not declared) and
+  /// the types in use.
   void scan(const ir::PrimFunc& f) {
     ir::post_order_visit(f.body, [&](const ir::Object* n) {
       if (auto* e = dynamic_cast<const ir::ExprNode*>(n)) {
         note_type(e->dtype);
+        if (e->kind == ExprKind::kVar) used_.insert(static_cast<const ir::VarNode*>(e));
         if (e->kind == ExprKind::kLoad) {
           auto* load = static_cast<const ir::LoadNode*>(e);
           KILN_USER_CHECK(!load->index.dtype().is_vector() ||
@@ -797,7 +799,7 @@ class KernelPrinter {
     if (op->key != ir::attr::kThreadExtent) return stmt(op->body);
     auto* iv = static_cast<const ir::IterVarNode*>(op->node.get());
     const ir::VarNode* v = iv->var.get();
-    if (!in_scope(v)) {
+    if (used_.count(v) && !in_scope(v)) {
       const std::string index = d_.thread_index(iv->thread_tag);
       line(d_.type_name(iv->var.dtype()) + " " + define(v, iv->var.name()) + " = " + index + ";");
       ir::Interval range;
@@ -927,6 +929,7 @@ class KernelPrinter {
   std::vector<Scope> scopes_;
   std::unordered_map<const ir::VarNode*, BufferInfo> buffers_;
   std::unordered_set<const ir::VarNode*> written_;
+  std::unordered_set<const ir::VarNode*> used_;  ///< variables some expression reads
   std::vector<const ir::AllocateNode*> shared_;
   std::map<std::string, int64_t> extents_;  ///< thread tag -> constant extent, -1 when not constant
   ir::VarIntervals dom_;

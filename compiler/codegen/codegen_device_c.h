@@ -7,7 +7,7 @@
 // barriers, vector types and math names. What a device function may contain:
 //  - params: tensors (global buffers) then scalars;
 //  - AttrStmt "thread_extent" over an IterVar tagged blockIdx.{x,y,z} / threadIdx.{x,y,z}: the
-//    IterVar's var is the index from there on (printed as `int tx = threadIdx.x;`);
+//    IterVar's var is the index from there on (printed as `int tx = threadIdx.x;` when used);
 //  - Allocate in scope "shared" (printed once at the top of the kernel: OpenCL wants __local
 //    arrays at kernel scope) or "local" (a plain array where it stands), constant extents;
 //  - Evaluate(Call "kiln.storage_sync"(StringImm "shared")) barriers;
