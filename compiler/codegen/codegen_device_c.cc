@@ -212,6 +212,7 @@ class KernelPrinter {
   /// the others are const), the variables in use (an unused thread index is not declared) and
   /// the types in use.
   void scan(const ir::PrimFunc& f) {
+    std::unordered_map<const ir::VarNode*, const ir::VarNode*> alias_of;
     ir::post_order_visit(f.body, [&](const ir::Object* n) {
       if (auto* e = dynamic_cast<const ir::ExprNode*>(n)) {
         note_type(e->dtype);
@@ -236,7 +237,10 @@ class KernelPrinter {
       }
       auto* s = dynamic_cast<const ir::StmtNode*>(n);
       if (s == nullptr) return;
-      if (s->kind == StmtKind::kStore) {
+      if (s->kind == StmtKind::kLetStmt) {
+        auto* let = static_cast<const ir::LetStmtNode*>(s);
+        if (auto* src = let->value.as<ir::VarNode>()) alias_of[let->var.get()] = src;
+      } else if (s->kind == StmtKind::kStore) {
         written_.insert(static_cast<const ir::StoreNode*>(s)->buffer_var.get());
       } else if (s->kind == StmtKind::kAllocate) {
         auto* a = static_cast<const ir::AllocateNode*>(s);
@@ -257,6 +261,12 @@ class KernelPrinter {
             << " with two different extents";
       }
     });
+    // Writing through another name of a buffer writes the buffer.
+    for (const ir::VarNode* w : std::vector<const ir::VarNode*>(written_.begin(), written_.end())) {
+      for (auto it = alias_of.find(w); it != alias_of.end(); it = alias_of.find(it->second)) {
+        if (!written_.insert(it->second).second) break;
+      }
+    }
     SharedAllocations shared;
     shared.visit(f.body);
     shared_ = std::move(shared.found);
@@ -751,6 +761,12 @@ class KernelPrinter {
     switch (s.kind()) {
       case StmtKind::kLetStmt: {
         auto* op = s.as<ir::LetStmtNode>();
+        if (auto* src = op->value.as<ir::VarNode>(); src != nullptr && buffers_.count(src)) {
+          // Another name for a buffer: accesses through it print the buffer's name.
+          names_[op->var.get()] = name_of(src);
+          buffers_[op->var.get()] = buffers_[src];
+          return stmt(op->body);
+        }
         declare(op->var, op->value);
         return stmt(op->body);
       }

@@ -374,6 +374,17 @@ TEST(DeviceC, SiblingLoopsReuseTheirNames) {
       << cuda;
 }
 
+TEST(DeviceC, ALetOfABufferIsAnotherNameForIt) {
+  Buffer X = make_buffer("x", kFloat32, {8});
+  IterVar bx = thread_axis("bx", "blockIdx.x", 1);
+  Var alias("x_alias", DataType::Handle());
+  Stmt s = let_stmt(alias, X.data, store(alias, load(kFloat32, alias, 1) + 1.0f, 0));
+  const std::string cuda =
+      print_cuda({PrimFunc{"alias", {testing::tensor_param(X)}, thread_extent(bx, 1, s)}});
+  EXPECT_NE(cuda.find("(float* __restrict__ x) {\n  x[0] = x[1] + 1.0f;\n}"), std::string::npos)
+      << cuda;
+}
+
 void expect_error(const PrimFunc& f, const std::string& message) {
   try {
     print_cuda({f});
