@@ -1,6 +1,7 @@
 // Virtual threads as unrolled loops pushed inward, with per-thread buffers replicated.
 #include "compiler/pass/inject_virtual_thread.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
