@@ -67,21 +67,24 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b) 
   return ref > 0 ? diff / ref : diff;
 }
 
-/// Milliseconds per call of `launch`: repeated until the events span at least `min_ms`, best of
-/// `rounds` such spans.
+/// Milliseconds per call of `launch` (kernels of Kiln or a reference library on the same
+/// device): repeated until a span takes at least `min_ms` of wall time between synchronizations,
+/// best of `rounds` such spans. The same clock for both sides of every ratio.
 double time_per_call(DeviceAPI& gpu, const std::function<void()>& launch, double min_ms, int rounds) {
-  launch();
-  gpu.synchronize();
+  using clock = std::chrono::steady_clock;
+  auto span_ms = [&](int reps) {
+    gpu.synchronize();
+    auto t0 = clock::now();
+    for (int i = 0; i < reps; ++i) launch();
+    gpu.synchronize();
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  span_ms(1);  // warm up
   int reps = 1;
-  double once = gpu.time_ms(launch);
-  if (once > 0) reps = std::clamp(static_cast<int>(min_ms / once) + 1, 1, 10000);
+  double once = span_ms(1);
+  if (once > 0) reps = std::clamp(static_cast<int>(min_ms / once) + 1, 1, 20000);
   double best = 1e30;
-  for (int r = 0; r < rounds; ++r) {
-    double ms = gpu.time_ms([&] {
-      for (int i = 0; i < reps; ++i) launch();
-    });
-    best = std::min(best, ms / reps);
-  }
+  for (int r = 0; r < rounds; ++r) best = std::min(best, span_ms(reps) / reps);
   return best;
 }
 

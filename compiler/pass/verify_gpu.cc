@@ -37,6 +37,11 @@ class KernelVerifier : public IRVisitor {
     std::ostringstream dims;
     for (auto& [tag, bound] : extents_) {
       if (!is_thread_idx(tag)) continue;
+      const int dim = tag.back() - 'x';
+      const int limit = dim >= 0 && dim < 3 ? target_.max_block_dims[dim] : 0;
+      KILN_USER_CHECK(limit == 0 || bound.extent <= limit)
+          << "the kernel of stage " << stage_ << " has " << tag << " = " << bound.extent
+          << " threads, more than the target allows along " << tag.back() << " (" << limit << ")";
       dims << (dims.tellp() == 0 ? "" : " x ") << tag << " = " << bound.extent;
       threads *= bound.extent;
     }

@@ -207,10 +207,13 @@ Target Target::parse(const std::string& s) {
                                             std::isdigit(static_cast<unsigned char>(t.arch[3])));
     KILN_USER_CHECK(arch_ok) << "option '-arch' in target string '" << s
                              << "' must look like sm_80, got '" << t.arch << "'";
+    t.max_block_dims[0] = 1024, t.max_block_dims[1] = 1024, t.max_block_dims[2] = 64;
     if (t.max_num_threads == 0) t.max_num_threads = 1024;
     t.max_shared_memory_per_block = 48 * 1024;
     t.thread_warp_size = 32;
   } else if (t.kind == "opencl") {
+    // OpenCL 1.2's minimum of CL_DEVICE_MAX_WORK_ITEM_SIZES for a GPU (Mali: 256 each).
+    t.max_block_dims[0] = 256, t.max_block_dims[1] = 256, t.max_block_dims[2] = 64;
     if (t.max_num_threads == 0) t.max_num_threads = 256;
     t.max_shared_memory_per_block = 32 * 1024;
     t.thread_warp_size = 1;

@@ -30,6 +30,8 @@ struct Target {
   int vector_bits = 0;
   /// GPUs: most threads per block / work-group (0 elsewhere).
   int max_num_threads = 0;
+  /// GPUs: most threads of a block along x, y and z (CUDA 1024, 1024, 64; 0 elsewhere).
+  int max_block_dims[3] = {0, 0, 0};
   /// GPUs: shared (local) memory per block in bytes (0 elsewhere).
   int max_shared_memory_per_block = 0;
   /// GPUs: threads that run in lockstep (CUDA warp 32; 1 where unknown).

@@ -51,15 +51,20 @@ std::array<te::IterVar, 4> split4(te::Stage& stage, const te::IterVar& axis, con
   return {block, vthread, thread, inner};
 }
 
-void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads) {
+void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads, int64_t vector) {
   std::vector<te::IterVar> loops = stage->leaf_iter_vars;
   te::IterVar fused = loops.size() == 1 ? loops[0] : stage.fuse(loops);
+  if (vector > 1) {
+    auto [rest, lanes] = stage.split(fused, ir::Expr(vector));
+    stage.vectorize(lanes);
+    fused = rest;
+  }
   const te::IterVar* tags[3] = {&axes.thread_z, &axes.thread_y, &axes.thread_x};
-  for (int d = 0; d < 3; ++d) {
+  for (int d = 2; d >= 0; --d) {
     if (threads[d] <= 1) continue;
-    auto [outer, inner] = stage.split_nparts(fused, ir::Expr(threads[d]));
-    stage.bind(outer, *tags[d]);
-    fused = inner;
+    auto [rest, thread] = stage.split(fused, ir::Expr(threads[d]));
+    stage.bind(thread, *tags[d]);
+    fused = rest;
   }
 }
 

@@ -51,10 +51,12 @@ std::vector<int> fit_threads(const space::ConfigSpace& space, std::vector<int> p
 /// block, virtual thread, thread, inner) and returns the four loops.
 std::array<te::IterVar, 4> split4(te::Stage& stage, const te::IterVar& axis, const std::vector<int64_t>& factors);
 
-/// Cooperative fetching of the shared copy `stage`: its loops fused and split over the block's
-/// threads (threads = {z, y, x} extents; an extent of 1 skips that axis), each thread copying a
-/// strided slice.
-void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads);
+/// Cooperative fetching of the shared copy `stage`: its loops fused, then split so that
+/// consecutive threadIdx.x read consecutive elements (coalesced), `vector` elements a thread at a
+/// time (vectorized: one 16-byte access for 4 floats), then over threadIdx.y and threadIdx.z
+/// (threads = {z, y, x} extents; an extent of 1 skips that axis), the rest a loop. The caller passes a
+/// `vector` that divides the copy's innermost extent (and its start).
+void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads, int64_t vector = 1);
 
 /// An injective output (elementwise, broadcast, layout change) in one kernel: all axes fused, then
 /// split into blocks of `threads` threads.

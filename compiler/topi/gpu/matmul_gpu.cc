@@ -23,19 +23,21 @@ space::ConfigSpace matmul_gpu_space(const te::Tensor& out) {
   space.define_split("tile_x", const_dim(out, 1, "matmul_gpu"), 4);
   space.define_split("tile_k", *k, 2);
   space.define_knob("unroll", {0, 1});
+  space.define_knob("vector", {1, 4});
   return space;
 }
 
 space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::Target& target) {
-  // 8×8 threads, each a 2×2 grid of virtual threads over 4×4 outputs: a 64×64 block tile with a
-  // 8-deep reduction step (the classic shared-memory tiling); fewer threads where the target
-  // allows fewer.
-  const int64_t t = target.max_num_threads > 0 && target.max_num_threads < 64 ? 4 : 8;
+  // 16×16 threads, each a 2×2 grid of virtual threads over 4×4 outputs: a 128×128 block tile
+  // with an 8-deep reduction step, the operands fetched 4 floats at a time (the classic
+  // shared-memory SGEMM tiling); fewer threads where the target allows fewer.
+  const int64_t t = target.max_num_threads >= 256 ? 16 : 8;
   std::vector<int> pos(space.knobs().size(), 0);
   pos[knob_index(space, "tile_y")] = nearest_split_position(space, "tile_y", {0, 2, t, 4});
   pos[knob_index(space, "tile_x")] = nearest_split_position(space, "tile_x", {0, 2, t, 4});
   pos[knob_index(space, "tile_k")] = nearest_split_position(space, "tile_k", {0, 8});
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
+  pos[knob_index(space, "vector")] = knob_position(space, "vector", 4);
   return space.from_positions(fit_threads(space, pos, {"tile_y", "tile_x"}, target.max_num_threads));
 }
 
@@ -68,10 +70,14 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
   auto [ko, ki] = a.split(a.reduce_axis(0), ir::Expr(cfg.split("tile_k")[1]));
   te::IterVar ay = a.axis(0), ax = a.axis(1);
   a.reorder({ko, ki, ay, ax});
+  // The copies' rows are a reduction step or a block's rows or columns: vectors where all divide.
+  const int64_t step = cfg.split("tile_k")[1], rows = ty[1] * ty[2] * ty[3], cols = tx[1] * tx[2] * tx[3];
+  int64_t vector = cfg.knob("vector");
+  if (step % vector || rows % vector || cols % vector) vector = 1;
   for (const te::Tensor& sh : shared) {
     te::Stage st = s[sh];
     st.compute_at(a, ko);
-    cooperative_fetch(st, axes, {1, ty[2], tx[2]});
+    cooperative_fetch(st, axes, {1, ty[2], tx[2]}, vector);
   }
   for (const te::Tensor& lo : local) s[lo].compute_at(a, ki);
   // Unrolled only while the body stays small: a thread with hundreds of outputs unrolled over the

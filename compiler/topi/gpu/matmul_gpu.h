@@ -11,7 +11,8 @@
 //
 // Knobs: tile_y, tile_x (4 parts each: block, virtual thread, thread, inner), tile_k (2 parts:
 // steps, rows per step), unroll (0/1: unroll the inner loops, where outputs a thread × the step
-// are at most 512).
+// are at most 512), vector (1/4: the shared copies load 4 floats at a time where the step and the
+// block's rows and columns are multiples of 4).
 #pragma once
 
 #include "compiler/space/space.h"
