@@ -116,6 +116,7 @@ int run_main(const kiln::cli::Args& args) {
     o.runs = cli::positive_number(args.get("--profile"), "--profile");
   }
   if (args.has("--threads")) o.threads = cli::positive_number(args.get("--threads"), "--threads");
+  if (args.has("--device")) o.device = runtime::parse_device_kind(args.get("--device"));
   for (const std::string& v : args.all("--input")) o.inputs.push_back(runtime::parse_input_file(v));
   runtime::PreparedRun run = runtime::prepare_run(o);
   runtime::execute_run(run, o, std::cout);
@@ -132,9 +133,14 @@ const kiln::cli::Command kRun{
                "write each output to DIR/<output name>.npy, creating DIR (default: print)"},
               {"--profile", "RUNS",
                "time RUNS runs and print each kernel's median time (default: run once)"},
-              {"--threads", "T", "threads the kernels run on (default: all CPUs)"}},
+              {"--threads", "T", "threads the kernels run on (default: all CPUs)"},
+              {"--device", "KIND",
+               "where the kernels run: cpu (default), or cuda / opencl for a bundle built for "
+               "that GPU target"}},
     .notes =
         "An input with a default value in the model may be left out. "
+        "A bundle compiled for a GPU target (cuda, opencl) runs with --device of that kind: its "
+        "parameters stay on the device, and only the inputs and outputs cross. "
         "With -o DIR, each output goes to its own .npy file in DIR, named after the output: "
         "characters other than letters, digits, '.', '-' and '_' become '_' (and so does a "
         "leading '.'), and a name two outputs would share gets _2, _3, ... Every output is "
