@@ -10,12 +10,16 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/verify.h"
+#include "compiler/ir/op.h"
+#include "compiler/pass/inject_virtual_thread.h"
 #include "compiler/pass/partition_loops.h"
 #include "compiler/pass/remove_no_op.h"
 #include "compiler/pass/storage_flatten.h"
+#include "compiler/pass/thread_sync.h"
 #include "compiler/pass/unroll_loop.h"
 #include "compiler/pass/unswitch_guards.h"
 #include "compiler/pass/vectorize_loop.h"
+#include "compiler/pass/verify_gpu.h"
 #include "compiler/target/target.h"
 #include "compiler/te/bound.h"
 #include "compiler/te/schedule_ops.h"
@@ -52,15 +56,15 @@ ir::Stmt lower_loops(const te::Schedule& sch) {
   return after("simplify", ir::simplify(s));
 }
 
-ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args, const std::string& name,
-                   const LowerOptions& options) {
-  KILN_USER_CHECK(!name.empty()) << "lower: the function needs a name";
-  te::Schedule n = te::normalize(sch);
+namespace {
 
-  // Bind each argument to a buffer; every placeholder the schedule reads must be one of them.
+/// A function named `name` whose parameters are the buffers of `args`; `buffers` maps each
+/// argument's stage to its buffer. Every placeholder the schedule reads must be an argument.
+ir::PrimFunc bind_arguments(const te::Schedule& n, const std::vector<te::Tensor>& args, const std::string& name,
+                            std::unordered_map<const ir::ProducerNode*, ir::Buffer>* buffers) {
+  KILN_USER_CHECK(!name.empty()) << "lower: the function needs a name";
   ir::PrimFunc f;
   f.name = name;
-  std::unordered_map<const ir::ProducerNode*, ir::Buffer> buffers;
   std::unordered_set<std::string> names;
   for (auto& t : args) {
     KILN_USER_CHECK(t.defined()) << "lower '" << name << "': an argument tensor is undefined";
@@ -73,17 +77,27 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
         << "lower '" << name << "': argument '" << t->name()
         << "' is inlined or computed inside another stage, so it is never stored whole";
     ir::Buffer b = ir::make_buffer(t->name(), t->dtype(), t->shape());
-    buffers[st->op.get()] = b;
+    (*buffers)[st->op.get()] = b;
     f.params.push_back(ir::Param{b.data, b});
   }
   // Every placeholder a stage reads must be an argument (one walk over the bodies).
   for (auto& s : n->stages) {
     for (auto& in : s->op->inputs()) {
-      KILN_USER_CHECK(in->is_compute() || buffers.count(in.get()))
+      KILN_USER_CHECK(in->is_compute() || buffers->count(in.get()))
           << "lower '" << name << "': placeholder '" << in->name()
           << "' is read by the schedule but not passed as an argument";
     }
   }
+  return f;
+}
+
+}  // namespace
+
+ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args, const std::string& name,
+                   const LowerOptions& options) {
+  te::Schedule n = te::normalize(sch);
+  std::unordered_map<const ir::ProducerNode*, ir::Buffer> buffers;
+  ir::PrimFunc f = bind_arguments(n, args, name, &buffers);
 
   te::Bounds bounds = te::infer_bound(n);
   ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
@@ -97,6 +111,52 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   s = checked(f, "remove_no_op", true, pass::remove_no_op(s));
   f.body = s;
   return f;
+}
+
+pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                                  const std::string& name, const target::Target& target,
+                                  const LowerOptions& options) {
+  KILN_USER_CHECK(target.kind == "cuda" || target.kind == "opencl")
+      << "lower_device '" << name << "': target '" << target.str() << "' is not a GPU (cuda or opencl)";
+  te::Schedule n = te::normalize(sch);
+  for (auto& st : n->stages) {
+    for (auto& iv : st->leaf_iter_vars) {
+      KILN_USER_CHECK(st->attr(iv).for_kind != ir::ForKind::kParallel)
+          << "stage '" << st->name() << "': loop '" << iv.var().name()
+          << "' is parallel, which has no meaning on a GPU; bind it to blockIdx/threadIdx instead";
+    }
+  }
+  std::unordered_map<const ir::ProducerNode*, ir::Buffer> buffers;
+  ir::PrimFunc f = bind_arguments(n, args, name, &buffers);
+  for (auto& p : f.params) {
+    for (auto& d : p.buffer->shape) {
+      KILN_USER_CHECK(ir::as_const_int(d).has_value())
+          << "lower_device '" << name << "': argument '" << p.buffer->name
+          << "' has a symbolic shape; GPU kernels are lowered for constant shapes";
+    }
+  }
+
+  // The CPU pipeline without its CPU-only passes (loop partitioning and guard unswitching serve
+  // register tiles of the host), then the GPU passes (docs/gpu.md).
+  te::Bounds bounds = te::infer_bound(n);
+  ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
+  s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
+  s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "inject_virtual_thread", true, pass::inject_virtual_thread(s));
+  s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "vectorize_loops", true, pass::vectorize_loops(s));
+  s = checked(f, "unroll_loops", true, pass::unroll_loops(s, options.auto_unroll_max_step));
+  s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "remove_no_op", true, pass::remove_no_op(s));
+  s = checked(f, "thread_sync", true, pass::thread_sync(s, "shared"));
+  pass::verify_gpu(s, target);
+  f.body = s;
+  pass::DeviceFunction d = pass::split_host_device(f);
+  if (dump_ir()) {
+    for (auto& k : d.kernels) after(("split_host_device: " + k.func.name).c_str(), k.func.body);
+  }
+  for (auto& k : d.kernels) ir::verify(k.func, k.func.body, true, "split_host_device");
+  return d;
 }
 
 runtime::Module build(const te::Schedule& sch, const std::vector<te::Tensor>& args,

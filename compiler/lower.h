@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "compiler/ir/function.h"
+#include "compiler/pass/split_host_device.h"
+#include "compiler/target/target.h"
 #include "compiler/te/schedule.h"
 #include "deploy/runtime/module.h"
 
@@ -24,6 +26,13 @@ ir::Stmt lower_loops(const te::Schedule& sch);
 /// A lowered function taking `args` (inputs and outputs, in the order the caller will pass them).
 ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args, const std::string& name,
                    const LowerOptions& options = {});
+
+/// Lowers for a GPU target ("cuda", "opencl"): the CPU pipeline without its CPU-only passes,
+/// then inject_virtual_thread, thread_sync("shared"), verify_gpu against the target's limits and
+/// split_host_device (docs/gpu.md). Shapes must be constant; a parallel loop is a kiln::Error.
+pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                                  const std::string& name, const target::Target& target,
+                                  const LowerOptions& options = {});
 
 /// Lowers and compiles for the host (`target` like "llvm -mcpu=native"); the module's function
 /// `name` takes the tensors of `args` in order.

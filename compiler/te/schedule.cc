@@ -253,8 +253,10 @@ void Stage::compute_at(const Stage& parent, const IterVar& axis) {
                       << "', so it does not enclose the computation of '" << parent->name()
                       << "' (its loops are: " << loop_names(*parent.get()) << ")";
   }
-  // The stages that read this one once inlined stages are substituted into their readers (an
-  // epilogue stage reading a register tile through the inlined copy of cache_write).
+  // Every reader of this stage (once inlined stages are substituted into their readers: an
+  // epilogue stage reading a register tile through the inlined copy of cache_write) must be the
+  // parent or a stage the parent reads in turn (a local copy of a shared tile, computed inside the
+  // same loop later on; bound inference checks that it is).
   std::vector<Stage> readers, todo = s.owner->consumers_of(Stage(node_));
   while (!todo.empty()) {
     Stage r = todo.back();
@@ -265,11 +267,11 @@ void Stage::compute_at(const Stage& parent, const IterVar& axis) {
     }
     for (const Stage& rr : s.owner->consumers_of(r)) todo.push_back(rr);
   }
-  bool reads = std::any_of(readers.begin(), readers.end(), [&](const Stage& r) { return r == parent; });
-  KILN_USER_CHECK(reads) << "compute_at: stage '" << parent->name() << "' does not read '" << s.name()
-                         << "'; a stage can only be computed inside a loop of a stage that reads it";
+  KILN_USER_CHECK(s.owner->reads_transitively(parent, Stage(node_)))
+      << "compute_at: stage '" << parent->name() << "' does not read '" << s.name()
+      << "'; a stage can only be computed inside a loop of a stage that reads it";
   for (auto& r : readers) {
-    KILN_USER_CHECK(r == parent)
+    KILN_USER_CHECK(r == parent || s.owner->reads_transitively(parent, r))
         << "compute_at: '" << s.name() << "' is also read by '" << r->name()
         << "', which is outside the loops of '" << parent->name() << "'";
   }
@@ -325,6 +327,19 @@ Stage ScheduleNode::stage_of(const Tensor& t) const {
 bool ScheduleNode::has_stage(const Tensor& t) const {
   return std::any_of(stages.begin(), stages.end(),
                      [&](const Stage& s) { return s->op == t || s->origin_op == t; });
+}
+
+bool ScheduleNode::reads_transitively(const Stage& reader, const Stage& producer) const {
+  std::vector<Tensor> todo = reader->op->inputs();
+  std::unordered_set<const TensorNode*> seen;
+  while (!todo.empty()) {
+    Tensor t = todo.back();
+    todo.pop_back();
+    if (t == producer->op) return true;
+    if (!seen.insert(t.get()).second || !has_stage(t)) continue;
+    for (auto& in : stage_of(t)->op->inputs()) todo.push_back(in);
+  }
+  return false;
 }
 
 std::vector<Stage> ScheduleNode::consumers_of(const Stage& st) const {

@@ -139,6 +139,8 @@ class ScheduleNode {
   bool has_stage(const Tensor& t) const;
   /// Stages that read `t`.
   std::vector<Stage> consumers_of(const Stage& s) const;
+  /// Whether `reader` reads `producer`, directly or through other stages.
+  bool reads_transitively(const Stage& reader, const Stage& producer) const;
   /// Replaces reads of tensors in `vmap` (by node) in every stage after `start`, making new
   /// tensors for the stages whose bodies change, and updating `vmap` with them.
   void replace_dataflow(std::unordered_map<const TensorNode*, Tensor>* vmap, size_t start = 0);

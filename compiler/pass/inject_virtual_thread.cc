@@ -1,0 +1,174 @@
+// Virtual threads as unrolled loops pushed inward, with per-thread buffers replicated.
+#include "compiler/pass/inject_virtual_thread.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/error.h"
+#include "compiler/ir/functor.h"
+#include "compiler/ir/op.h"
+#include "compiler/ir/printer.h"
+#include "compiler/ir/substitute.h"
+
+namespace kiln::pass {
+namespace {
+
+using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
+
+using VarSet = std::unordered_set<const VarNode*>;
+
+/// The variables and buffers whose value depends on `vt` in `body`: vt itself, lets and loop
+/// variables computed from them, and buffers stored to with an index or a value that uses them.
+VarSet touched_by(const Stmt& body, const Var& vt) {
+  VarSet touched{vt.get()};
+  auto uses_touched = [&](const Expr& e) {
+    return e.defined() && uses_var(e, [&](const VarNode* v) { return touched.count(v) > 0; });
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    post_order_visit(body, [&](const Object* n) {
+      const VarNode* defined = nullptr;
+      if (auto st = dynamic_cast<const StoreNode*>(n)) {
+        if (uses_touched(st->value) || uses_touched(st->index)) defined = st->buffer_var.get();
+      } else if (auto let = dynamic_cast<const LetStmtNode*>(n)) {
+        if (uses_touched(let->value)) defined = let->var.get();
+      } else if (auto loop = dynamic_cast<const ForNode*>(n)) {
+        if (uses_touched(loop->min) || uses_touched(loop->extent)) defined = loop->loop_var.get();
+      }
+      if (defined != nullptr) grew |= touched.insert(defined).second;
+    });
+  }
+  return touched;
+}
+
+/// Accesses of replicated buffers moved to virtual thread `vt`'s part.
+class ReplicaIndexer : public IRMutator {
+ public:
+  ReplicaIndexer(const std::unordered_map<const VarNode*, Expr>& part_size, Expr vt)
+      : part_size_(part_size), vt_(std::move(vt)) {}
+  using IRMutator::mutate;
+
+ protected:
+  Expr mutate_(const LoadNode* op, const Expr& self) override {
+    Expr e = IRMutator::mutate_(op, self);
+    auto l = e.as<LoadNode>();
+    auto it = part_size_.find(l->buffer_var.get());
+    if (it == part_size_.end()) return e;
+    return load(l->dtype, l->buffer_var, offset(l->index, it->second), l->predicate);
+  }
+  Stmt mutate_(const StoreNode* op, const Stmt& self) override {
+    Stmt s = IRMutator::mutate_(op, self);
+    auto st = s.as<StoreNode>();
+    auto it = part_size_.find(st->buffer_var.get());
+    if (it == part_size_.end()) return s;
+    return store(st->buffer_var, st->value, offset(st->index, it->second), st->predicate);
+  }
+
+ private:
+  Expr offset(const Expr& index, const Expr& size) const {
+    Expr base = vt_ * size;
+    return index + (index.dtype().is_vector() ? broadcast(base, index.dtype().lanes()) : base);
+  }
+
+  const std::unordered_map<const VarNode*, Expr>& part_size_;
+  Expr vt_;
+};
+
+/// Lowers one virtual thread over `body`.
+class Injector {
+ public:
+  Injector(const Var& vt, int64_t extent, const Stmt& body)
+      : vt_(vt), extent_(extent), touched_(touched_by(body, vt)) {}
+
+  Stmt place(const Stmt& s) {
+    if (!depends(s)) return s;
+    switch (s.kind()) {
+      case StmtKind::kSeq: {
+        std::vector<Stmt> out;
+        for (const Stmt& x : s.as<SeqNode>()->seq) out.push_back(place(x));
+        return seq(std::move(out));
+      }
+      case StmtKind::kFor: {
+        auto op = s.as<ForNode>();
+        if (depends(op->min) || depends(op->extent)) break;
+        return for_loop(op->loop_var, op->min, op->extent, op->for_kind, place(op->body));
+      }
+      case StmtKind::kAttrStmt: {
+        auto op = s.as<AttrStmtNode>();
+        if (depends(op->value)) break;
+        return attr_stmt(op->node, op->key, op->value, place(op->body));
+      }
+      case StmtKind::kIfThenElse: {
+        auto op = s.as<IfThenElseNode>();
+        if (depends(op->condition)) break;
+        return if_then_else(op->condition, place(op->then_case),
+                            op->else_case.defined() ? place(op->else_case) : Stmt());
+      }
+      case StmtKind::kLetStmt: {
+        auto op = s.as<LetStmtNode>();
+        if (depends(op->value)) break;
+        return let_stmt(op->var, op->value, place(op->body));
+      }
+      case StmtKind::kAllocate: {
+        auto op = s.as<AllocateNode>();
+        if (std::any_of(op->extents.begin(), op->extents.end(), [&](const Expr& e) { return depends(e); })) break;
+        std::vector<Expr> extents = op->extents;
+        if (touched_.count(op->buffer_var.get())) {
+          Expr size = make_const(kInt32, int64_t{1});
+          for (const Expr& e : op->extents) size = size * e;
+          part_size_[op->buffer_var.get()] = size;
+          extents = {size * make_const(size.dtype(), extent_)};
+        }
+        return allocate(op->buffer_var, op->dtype, extents, op->scope, place(op->body));
+      }
+      default:
+        break;
+    }
+    return wrap(s);
+  }
+
+ private:
+  bool depends(const Expr& e) const {
+    return e.defined() && uses_var(e, [&](const VarNode* v) { return touched_.count(v) > 0; });
+  }
+  bool depends(const Stmt& s) const {
+    return uses_var(s, [&](const VarNode* v) { return touched_.count(v) > 0; });
+  }
+
+  /// `s` run by every virtual thread in turn.
+  Stmt wrap(const Stmt& s) {
+    Var v = vt_.copy_with_name(vt_.name());
+    Stmt body = substitute(s, VarMap{{vt_.get(), v}});
+    body = ReplicaIndexer(part_size_, v).mutate(body);
+    return for_loop(v, 0, make_const(kInt32, extent_), ForKind::kUnrolled, body);
+  }
+
+  Var vt_;
+  int64_t extent_;
+  VarSet touched_;
+  std::unordered_map<const VarNode*, Expr> part_size_;  ///< replicated buffers: one part's size
+};
+
+class VirtualThreadLowering : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  Stmt mutate_(const AttrStmtNode* op, const Stmt& self) override {
+    if (op->key != attr::kVirtualThread) return IRMutator::mutate_(op, self);
+    auto iv = std::dynamic_pointer_cast<const IterVarNode>(op->node);
+    KILN_ICHECK(iv != nullptr) << "virtual_thread attribute on something else than a thread axis";
+    auto extent = as_const_int(op->value);
+    KILN_USER_CHECK(extent.has_value())
+        << "virtual thread '" << iv->var.name() << "' has extent " << to_string(op->value)
+        << "; virtual threads need a constant extent";
+    Stmt body = mutate(op->body);  // inner virtual threads first
+    return Injector(iv->var, *extent, body).place(body);
+  }
+};
+
+}  // namespace
+
+ir::Stmt inject_virtual_thread(const ir::Stmt& s) { return VirtualThreadLowering().mutate(s); }
+
+}  // namespace kiln::pass
