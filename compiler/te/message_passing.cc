@@ -63,8 +63,10 @@ ValueMap pass_up_index(const StageNode& stage, const RangeMap& ranges, ValueMap 
       auto& f = std::get<FuseRelation>(*it);
       Expr fused = values.at(f.fused.get());
       Expr inner_extent = range_of(ranges, f.inner).extent;
-      values[f.outer.get()] = ir::floordiv(fused, inner_extent);
-      values[f.inner.get()] = ir::floormod(fused, inner_extent);
+      // The fused loop counts from 0; the loops it fused start at their ranges' mins (a shared
+      // copy's region starts where its attach loop is).
+      values[f.outer.get()] = ir::floordiv(fused, inner_extent) + range_of(ranges, f.outer).min;
+      values[f.inner.get()] = ir::floormod(fused, inner_extent) + range_of(ranges, f.inner).min;
     }
   }
   return values;
