@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "compiler/codegen/build.h"
+#include "compiler/codegen/build_device.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/verify.h"
@@ -157,6 +158,12 @@ pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te:
   }
   for (auto& k : d.kernels) ir::verify(k.func, k.func.body, true, "split_host_device");
   return d;
+}
+
+runtime::DeviceProgram build_gpu(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                                 const target::Target& target, const std::string& name,
+                                 const LowerOptions& options) {
+  return codegen::build_device(lower_device(sch, args, name, target, options), target);
 }
 
 runtime::Module build(const te::Schedule& sch, const std::vector<te::Tensor>& args,

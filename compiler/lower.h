@@ -10,6 +10,7 @@
 #include "compiler/pass/split_host_device.h"
 #include "compiler/target/target.h"
 #include "compiler/te/schedule.h"
+#include "deploy/runtime/device_program.h"
 #include "deploy/runtime/module.h"
 
 namespace kiln::compiler {
@@ -33,6 +34,12 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
 pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                                   const std::string& name, const target::Target& target,
                                   const LowerOptions& options = {});
+
+/// Lowers for a GPU target and compiles the kernels (codegen/build_device.h): CUDA C to PTX with
+/// NVRTC, or OpenCL C; the program takes the tensors of `args` in order.
+runtime::DeviceProgram build_gpu(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                                 const target::Target& target, const std::string& name,
+                                 const LowerOptions& options = {});
 
 /// Lowers and compiles for the host (`target` like "llvm -mcpu=native"); the module's function
 /// `name` takes the tensors of `args` in order.

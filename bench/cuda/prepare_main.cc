@@ -2,8 +2,8 @@
 // `scripts/bench.sh cuda`. For the matmuls (n = 1024, 4096) and the twelve ResNet-18
 // convolutions it writes DIR/NN_<case>.json: the case's shape and candidate kernels of Kiln's GPU
 // template, each compiled to PTX (a DeviceProgram): the template's default config first, then
-// random configs of its space that fit the device (64 to 1024 threads a block, 4 to 64 outputs a
-// thread, the shared memory of a block). bench_cuda_measure runs them on the GPU: measuring a
+// random plausible configs of its space (topi::gpu::plausible: 32 to 1024 threads a block, at
+// most 64 outputs a thread; lowering refuses those over the shared memory of a block). bench_cuda_measure runs them on the GPU: measuring a
 // random sample on the device and keeping the fastest is the tuning here (the XGBoost tuner needs
 // the compiler beside the device, which the GPU machine lacks).
 #include <cstdio>
@@ -22,6 +22,7 @@
 #include "compiler/te/tensor.h"
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/gpu/conv2d_gpu.h"
+#include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/matmul.h"
 #include "deploy/runtime/json.h"
@@ -41,17 +42,6 @@ struct Template {
   std::vector<std::string> four_part_knobs;  ///< block, vthread, thread, inner
 };
 
-/// Threads a block and outputs a thread of a config, from its 4-part splits.
-bool plausible(const space::Config& cfg, const Template& t) {
-  int64_t threads = 1, per_thread = 1;
-  for (const auto& k : t.four_part_knobs) {
-    const auto& f = cfg.split(k);
-    threads *= f[2];
-    per_thread *= f[1] * f[3];
-  }
-  return threads >= 64 && threads <= 1024 && per_thread >= 4 && per_thread <= 64;
-}
-
 Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor>>()>& make, const Template& t,
                 const kiln::target::Target& target, int count, const std::string& name) {
   auto [probe, probe_args] = make();
@@ -66,7 +56,7 @@ Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor
     if (next == configs.size()) {
       space::Config c = sp.get(gen() % sp.size());
       ++tries;
-      if (!seen.insert(c.index()).second || !plausible(c, t)) continue;
+      if (!seen.insert(c.index()).second || !topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads)) continue;
       configs.push_back(c);
     }
     const space::Config& cfg = configs[next++];
@@ -84,7 +74,7 @@ Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor
 }
 
 void write_case(const fs::path& dir, int index, const std::string& name, Json::Object fields) {
-  char prefix[8];
+  char prefix[16];
   std::snprintf(prefix, sizeof prefix, "%02d_", index);
   fields["case"] = name;
   std::ofstream(dir / (prefix + name + ".json")) << Json(fields).dump();

@@ -1,6 +1,7 @@
 // Virtual threads as unrolled loops pushed inward, with per-thread buffers replicated.
 #include "compiler/pass/inject_virtual_thread.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -113,7 +114,7 @@ class Injector {
         auto op = s.as<AllocateNode>();
         if (std::any_of(op->extents.begin(), op->extents.end(), [&](const Expr& e) { return depends(e); })) break;
         std::vector<Expr> extents = op->extents;
-        if (touched_.count(op->buffer_var.get())) {
+        if (touched_.count(op->buffer_var.get()) && op->scope.rfind("local", 0) == 0) {
           Expr size = make_const(kInt32, int64_t{1});
           for (const Expr& e : op->extents) size = size * e;
           part_size_[op->buffer_var.get()] = size;

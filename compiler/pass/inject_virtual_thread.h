@@ -11,9 +11,11 @@
 //  - The loop descends through sequences, loops, conditions, lets, attributes and allocations
 //    whose own header does not depend on the index; anything else that depends on it (a store, a
 //    loop whose extent depends on it) is wrapped in `unrolled for vthread in range(n)`.
-//  - A buffer allocated inside the region and written with values that depend on the index, whose
-//    allocation stays outside the unrolled loops, is replicated: n times its size, virtual thread
-//    v using the part at offset v * size (each virtual thread keeps its own register tile).
+//  - A local buffer allocated inside the region and written with values that depend on the
+//    index, whose allocation stays outside the unrolled loops, is replicated: n times its size,
+//    virtual thread v using the part at offset v * size (each virtual thread keeps its own
+//    register tile). Shared and global buffers are never replicated: bound inference made them
+//    cover every virtual thread, like every real thread of the block.
 // Since every statement runs for all virtual threads before the next one starts, and barriers
 // are inserted afterwards (thread_sync) between statements, shared memory written by one virtual
 // thread and read by another is ordered like it would be between real threads.

@@ -26,7 +26,7 @@
 
 namespace kiln::pass {
 
-/// The call a barrier is: kiln.storage_sync(scope) with kCallKind::kIntrinsic, as a statement.
+/// The call a barrier is: kiln.storage_sync(scope) (CallKind::kIntrinsic), as a statement.
 ir::Stmt storage_sync(const std::string& scope);
 /// Whether `s` is a barrier of any scope.
 bool is_storage_sync(const ir::Stmt& s);

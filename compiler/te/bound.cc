@@ -77,6 +77,7 @@ std::vector<Range> attached_region(const ScheduleNode& sch, const StageNode& sta
   std::vector<Interval> region(ndim);
   std::vector<bool> seen(ndim, false);
   for (const Stage& reader : sch.consumers_of(sch.stage_of(stage.op))) {
+    if (reader->attach_type == AttachType::kInline) continue;  // substituted into its readers
     // A reader other than the consumer runs inside the attach loop: all its loops, and those of
     // the stages between it and the consumer, are relaxed.
     VarIntervals reader_relaxed = relaxed;

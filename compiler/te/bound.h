@@ -2,7 +2,11 @@
 // A stage at the root computes its whole tensor. A stage computed inside a loop of its consumer
 // computes just the region that the consumer reads within one iteration of that loop: the
 // consumer's loops outside (and at) the attach point stay symbolic, the ones inside are relaxed
-// over their ranges, and the reads are bounded by interval analysis.
+// over their ranges, and the reads are bounded by interval analysis. On GPUs a loop bound to a
+// thread axis is relaxed wherever it is when the stage's storage is shared across that axis
+// (thread rank >= storage rank: blockIdx 0, threadIdx/vthread 1; global 0, shared 1, local 2), so
+// a shared tile covers every thread of the block. Stages computed inside the attach loop that
+// read the stage (the local copy of a shared tile) are readers too.
 #pragma once
 
 #include <unordered_map>

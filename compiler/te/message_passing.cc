@@ -63,8 +63,8 @@ ValueMap pass_up_index(const StageNode& stage, const RangeMap& ranges, ValueMap 
       auto& f = std::get<FuseRelation>(*it);
       Expr fused = values.at(f.fused.get());
       Expr inner_extent = range_of(ranges, f.inner).extent;
-      // The fused loop counts from 0; the loops it fused start at their ranges' mins (a shared
-      // copy's region starts where its attach loop is).
+      // The fused loop counts from 0; its parts count from their own minimums (non-zero for an
+      // attached stage, whose root axes start at its region's corner).
       values[f.outer.get()] = ir::floordiv(fused, inner_extent) + range_of(ranges, f.outer).min;
       values[f.inner.get()] = ir::floormod(fused, inner_extent) + range_of(ranges, f.inner).min;
     }

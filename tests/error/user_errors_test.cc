@@ -97,6 +97,23 @@ TEST(UserErrors, ComputeAtLoopThatIsNotAnAncestor) {
   expect_user_error([&] { s[B].compute_at(s[D], s[D].axis(0)); }, {"compute_at", "'D' does not read 'B'"});
 }
 
+TEST(UserErrors, ComputeAtWithAReaderOutsideTheLoop) {
+  // A.shared is computed in C.local's loop k, but A.shared.local, which reads it, stays at the root.
+  const int n = 16;
+  te::Tensor A = te::placeholder({n, n}, ir::kFloat32, "A");
+  ir::IterVar k = te::reduce_axis({0, n}, "k");
+  te::Tensor C = te::compute({n, n}, [&](Var i, Var j) { return te::sum(A(i, k) * A(k, j), {k}); }, "C");
+  auto s = te::create_schedule({C});
+  te::Tensor CL = s.cache_write(C, "local");
+  te::Tensor AA = s.cache_read(A, "shared", {CL});
+  s.cache_read(AA, "local", {CL});
+  s[CL].compute_at(s[C], s[C].axis(1));
+  s[AA].compute_at(s[CL], s[CL].reduce_axis(0));
+  expect_user_error([&] { compiler::lower(s, {A, C}, "f"); },
+                    {"compute_at", "'A.shared' is computed inside loop 'k' of 'C.local'",
+                     "its reader 'A.shared.local' is not computed inside that loop"});
+}
+
 TEST(UserErrors, UnknownTargetString) {
   expect_user_error([] { target::Target::parse("llvmx -mcpu=native"); }, {"llvmx"});
   expect_user_error([] { target::Target::parse("llvm -frobnicate=3"); }, {"frobnicate"});

@@ -1,8 +1,9 @@
 // Runs a lowered DeviceFunction on the CPU the way a GPU would: every block of every kernel in
 // turn, each thread of a block an OS thread interpreting the kernel body with its blockIdx and
 // threadIdx, shared buffers one per block, local ones per thread, kiln.storage_sync a barrier of
-// the block's threads. Scalar int32/float32 code only (what the tests lower): enough to prove
-// that a lowered kernel computes what its schedule says, barriers included.
+// the block's threads. int32/float32 code with vector stores run lane by lane (what the tests
+// lower): enough to prove that a lowered kernel computes what its schedule says, barriers
+// included.
 #pragma once
 
 #include <barrier>
@@ -55,10 +56,13 @@ class ThreadInterpreter {
       case StmtKind::kStore: {
         auto op = s.as<StoreNode>();
         std::vector<float>& buf = *memory_.at(op->buffer_var.get());
-        int64_t idx = i(op->index);
-        KILN_ICHECK(idx >= 0 && idx < static_cast<int64_t>(buf.size()))
-            << "store out of bounds: " << op->buffer_var.name() << "[" << idx << "]";
-        buf[static_cast<size_t>(idx)] = f(op->value);
+        for (lane_ = 0; lane_ < op->index.dtype().lanes(); ++lane_) {
+          int64_t idx = i(op->index);
+          KILN_ICHECK(idx >= 0 && idx < static_cast<int64_t>(buf.size()))
+              << "store out of bounds: " << op->buffer_var.name() << "[" << idx << "]";
+          buf[static_cast<size_t>(idx)] = f(op->value);
+        }
+        lane_ = 0;
         return;
       }
       case StmtKind::kAllocate: {
@@ -127,6 +131,8 @@ class ThreadInterpreter {
       KILN_CMP(GE, >=)
 #undef KILN_CMP
       case ExprKind::kNot: return !i(e.as<NotNode>()->a);
+      case ExprKind::kRamp: return i(e.as<RampNode>()->base) + lane_ * i(e.as<RampNode>()->stride);
+      case ExprKind::kBroadcast: return i(e.as<BroadcastNode>()->value);
       case ExprKind::kSelect: {
         auto op = e.as<SelectNode>();
         return i(op->condition) ? i(op->true_value) : i(op->false_value);
@@ -139,6 +145,7 @@ class ThreadInterpreter {
     using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
     switch (e.kind()) {
       case ExprKind::kFloatImm: return static_cast<float>(e.as<FloatImmNode>()->value);
+      case ExprKind::kBroadcast: return f(e.as<BroadcastNode>()->value);
       case ExprKind::kCast: return static_cast<float>(i(e.as<CastNode>()->value));
       case ExprKind::kAdd: return f(e.as<AddNode>()->a) + f(e.as<AddNode>()->b);
       case ExprKind::kSub: return f(e.as<SubNode>()->a) - f(e.as<SubNode>()->b);
@@ -162,6 +169,7 @@ class ThreadInterpreter {
   Memory memory_;
   std::unordered_map<const ir::VarNode*, int64_t> ints_;
   std::barrier<>* sync_;
+  int lane_ = 0;  ///< the lane of a vector store being run
   std::map<const ir::VarNode*, std::vector<float>>* shared_;
 };
 

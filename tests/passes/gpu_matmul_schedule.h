@@ -4,7 +4,8 @@
 // fetch the A and B tiles it needs into shared memory together (cooperative fetching, the copy
 // split and bound to the same threadIdx axes), and each thread reads them through local copies.
 // With `vthreads` > 1, each thread's tile is split over vthreads x vthreads virtual threads
-// (strided, as in TVM's GEMM tutorial).
+// (strided, as in TVM's GEMM tutorial). `vectorize_fetch` vectorizes the inner axis of each
+// thread's slice of the cooperative fetch.
 #pragma once
 
 #include "compiler/te/schedule.h"
@@ -16,7 +17,7 @@ struct GpuMatmul {
   te::Tensor A, B, C;
   te::Schedule s;
 
-  GpuMatmul(int n, int block, int threads, int k_tile, int vthreads = 1) {
+  GpuMatmul(int n, int block, int threads, int k_tile, int vthreads = 1, bool vectorize_fetch = false) {
     A = te::placeholder({n, n}, ir::kFloat32, "A");
     B = te::placeholder({n, n}, ir::kFloat32, "B");
     ir::IterVar k = te::reduce_axis({0, n}, "k");
@@ -76,6 +77,7 @@ struct GpuMatmul {
       st.reorder({fy, fx, fyi, fxi});
       st.bind(fy, thread_y);
       st.bind(fx, thread_x);
+      if (vectorize_fetch) st.vectorize(fxi);
     }
   }
 };

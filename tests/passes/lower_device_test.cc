@@ -1,6 +1,7 @@
 // The paper's shared-memory tiled matmul lowered for a GPU: the kernel's IR (barriers around the
 // shared stores in the reduction's outer loop, shared buffers of the block's tile, launch grid and
-// block), the same with virtual threads, and both run thread by thread to check their numbers.
+// block), the same with virtual threads and with a vectorized cooperative fetch, each run thread
+// by thread to check its numbers.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -127,6 +128,18 @@ TEST(LowerDevice, VirtualThreads) {
         C.local[i*4 + j + 48] = C.local[i*4 + j + 48] + A.shared.local[i + 4]*B.shared.local[j + 4]
 )"),
             std::string::npos)
+      << ir;
+  expect_computes_matmul(d, 128);
+}
+
+TEST(LowerDevice, VectorizedCooperativeFetch) {
+  GpuMatmul m(128, 32, 8, 16, 1, true);  // each thread copies 2 elements of A's tile, 4 of B's
+  DeviceFunction d = lower(m);
+  ASSERT_EQ(d.kernels.size(), 1u);
+  std::string ir = ir::to_string(d.kernels[0].func.body);
+  EXPECT_NE(ir.find("A.shared[ramp(threadIdx.y*64 + i.inner*16 + threadIdx.x*2, 1, 2)] = A[ramp("), std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find("B.shared[ramp(threadIdx.y*64 + i.inner*32 + threadIdx.x*4, 1, 4)] = B[ramp("), std::string::npos)
       << ir;
   expect_computes_matmul(d, 128);
 }

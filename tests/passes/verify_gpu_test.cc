@@ -67,6 +67,22 @@ TEST(VerifyGpu, OneThreadTagWithTwoExtents) {
                              "with extent 16 by stage 'A.shared'"});
 }
 
+TEST(VerifyGpu, CooperativeFetchBoundWithAnotherThreadCount) {
+  te::Tensor A = te::placeholder({64}, kFloat32, "A");
+  te::Tensor B = te::compute({64}, [&](Var i) { return A(i) * 2.0f; }, "B");
+  te::Schedule s = te::create_schedule({B});
+  te::Tensor AS = s.cache_read(A, "shared", {B});
+  auto [bx, tx] = s[B].split(s[B].axis(0), 16);
+  s[B].bind(bx, te::thread_axis("blockIdx.x"));
+  s[B].bind(tx, te::thread_axis("threadIdx.x"));
+  s[AS].compute_at(s[B], bx);
+  auto [fetch_tx, fetch_inner] = s[AS].split(s[AS].axis(0), 2);  // 8 threads copy the 16 elements
+  s[AS].bind(fetch_tx, te::thread_axis("threadIdx.x"));
+  expect_error<kiln::Error>(
+      [&] { compiler::lower_device(s, {A, B}, "f", target::Target::parse("cuda")); },
+      {"thread axis 'threadIdx.x' is bound with extent 8 by stage 'A.shared' and with extent 16 by stage 'B'"});
+}
+
 TEST(VerifyGpu, LaunchExtentMustBeConstant) {
   IterVar bx = thread("blockIdx.x");
   Var a("A", DataType::Handle()), n("n");

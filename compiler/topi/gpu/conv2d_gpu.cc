@@ -44,7 +44,7 @@ space::Config conv2d_nchw_gpu_default(const space::ConfigSpace& space, const tar
   pos[knob_index(space, "tile_ry")] = nearest_split_position(space, "tile_ry", {0, 1});
   pos[knob_index(space, "tile_rx")] = nearest_split_position(space, "tile_rx", {1, 0});
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
-  return space.from_positions(pos);
+  return space.from_positions(fit_threads(space, pos, {"tile_f", "tile_y", "tile_x"}, target.max_num_threads));
 }
 
 void schedule_conv2d_nchw_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
@@ -88,7 +88,9 @@ void schedule_conv2d_nchw_gpu(te::Schedule& s, const te::Tensor& out, const spac
     st.compute_at(a, rxo);
     cooperative_fetch(st, axes, {tf[2], ty[2], tx[2]});
   }
-  if (cfg.knob("unroll")) {
+  // Unrolled only while the body stays small (as in matmul_gpu).
+  const int64_t body = tile_shape(cfg, {"tile_f", "tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_rx")[1];
+  if (cfg.knob("unroll") && body <= 512) {
     for (const te::IterVar& iv : {rxi, af, ay, ax}) a.unroll(iv);
   }
 }

@@ -5,7 +5,8 @@
 // cooperatively. The padding is inlined into that copy.
 //
 // Knobs: tile_f, tile_y, tile_x (4 parts: block, virtual thread, thread, inner), tile_rc,
-// tile_ry, tile_rx (2 parts: steps, inner), unroll (0/1).
+// tile_ry, tile_rx (2 parts: steps, inner), unroll (0/1: the innermost loops, where outputs a
+// thread × tile_rx's inner part are at most 512).
 #pragma once
 
 #include "compiler/space/space.h"

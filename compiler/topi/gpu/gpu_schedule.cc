@@ -1,8 +1,47 @@
 #include "compiler/topi/gpu/gpu_schedule.h"
 
 #include "base/error.h"
+#include "compiler/topi/template_util.h"
 
 namespace kiln::topi::gpu {
+
+TileShape tile_shape(const space::Config& cfg, const std::vector<std::string>& tiles) {
+  TileShape t;
+  for (const std::string& name : tiles) {
+    const std::vector<int64_t>& f = cfg.split(name);
+    t.threads *= f[2];
+    t.outputs_per_thread *= f[1] * f[3];
+  }
+  return t;
+}
+
+bool plausible(const space::Config& cfg, const std::vector<std::string>& tiles, int64_t max_threads) {
+  TileShape t = tile_shape(cfg, tiles);
+  return t.threads >= 32 && t.threads <= max_threads && t.outputs_per_thread <= 64;
+}
+
+std::vector<int> fit_threads(const space::ConfigSpace& space, std::vector<int> positions,
+                             const std::vector<std::string>& tiles, int64_t max_threads) {
+  for (int guard = 0; guard < 64; ++guard) {
+    TileShape t = tile_shape(space.from_positions(positions), tiles);
+    if (t.threads <= max_threads) break;
+    // Halve the widest thread factor, keeping the block's tile: its inner factor doubles.
+    size_t widest = 0;
+    int64_t widest_threads = 0;
+    for (const std::string& name : tiles) {
+      int64_t th = space.knob(name).candidates[positions[knob_index(space, name)]][2];
+      if (th > widest_threads) widest_threads = th, widest = knob_index(space, name);
+    }
+    const auto& cands = space.knobs()[widest].candidates;
+    const std::vector<int64_t> now = cands[positions[widest]];
+    std::vector<int64_t> want = {0, now[1], std::max<int64_t>(1, now[2] / 2), now[3] * 2};
+    positions[widest] = nearest_split_position(space, space.knobs()[widest].name, want);
+    if (cands[positions[widest]][2] >= widest_threads) {  // no smaller thread factor divides: take 1
+      positions[widest] = nearest_split_position(space, space.knobs()[widest].name, {0, now[1], 1, 0});
+    }
+  }
+  return positions;
+}
 
 std::array<te::IterVar, 4> split4(te::Stage& stage, const te::IterVar& axis, const std::vector<int64_t>& factors) {
   KILN_ICHECK(factors.size() == 4) << "split4: a 4-part split knob is needed, got " << factors.size() << " parts";

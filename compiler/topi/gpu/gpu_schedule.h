@@ -10,7 +10,10 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <vector>
 
+#include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::topi::gpu {
@@ -25,6 +28,24 @@ struct ThreadAxes {
   te::IterVar thread_y = te::thread_axis("threadIdx.y");
   te::IterVar thread_z = te::thread_axis("threadIdx.z");
 };
+
+/// The threads a block and the outputs a thread of `cfg`, from its 4-part split knobs `tiles`
+/// (block, virtual thread, thread, inner).
+struct TileShape {
+  int64_t threads = 1;
+  int64_t outputs_per_thread = 1;
+};
+TileShape tile_shape(const space::Config& cfg, const std::vector<std::string>& tiles);
+
+/// Whether a config is worth building: 32 to `max_threads` threads a block and 1 to 64 outputs a
+/// thread. The rest of a GPU space (one thread doing thousands of outputs, or blocks the device
+/// refuses) is legal but never fast; tuners and tests sample among these.
+bool plausible(const space::Config& cfg, const std::vector<std::string>& tiles, int64_t max_threads);
+
+/// Positions of `space` (from `positions`) with the thread factors of `tiles` reduced, the largest
+/// first, until a block has at most `max_threads` threads.
+std::vector<int> fit_threads(const space::ConfigSpace& space, std::vector<int> positions,
+                             const std::vector<std::string>& tiles, int64_t max_threads);
 
 /// Splits `axis` of `stage` by `factors` (outermost first, as a 4-part split knob gives them:
 /// block, virtual thread, thread, inner) and returns the four loops.

@@ -36,7 +36,7 @@ space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::
   pos[knob_index(space, "tile_x")] = nearest_split_position(space, "tile_x", {0, 2, t, 4});
   pos[knob_index(space, "tile_k")] = nearest_split_position(space, "tile_k", {0, 8});
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
-  return space.from_positions(pos);
+  return space.from_positions(fit_threads(space, pos, {"tile_y", "tile_x"}, target.max_num_threads));
 }
 
 void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg, const te::Tensor& output) {
@@ -74,7 +74,9 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
     cooperative_fetch(st, axes, {1, ty[2], tx[2]});
   }
   for (const te::Tensor& lo : local) s[lo].compute_at(a, ki);
-  if (cfg.knob("unroll")) {
+  // Unrolled only while the body stays small: a thread with hundreds of outputs unrolled over the
+  // reduction step is code no compiler digests quickly.
+  if (cfg.knob("unroll") && tile_shape(cfg, {"tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_k")[1] <= 512) {
     a.unroll(ki);
     a.unroll(ay);
     a.unroll(ax);

@@ -10,7 +10,8 @@
 //   schedule_matmul_gpu(s, c, matmul_gpu_default(space, target), c);
 //
 // Knobs: tile_y, tile_x (4 parts each: block, virtual thread, thread, inner), tile_k (2 parts:
-// steps, rows per step), unroll (0/1: unroll the inner loops).
+// steps, rows per step), unroll (0/1: unroll the inner loops, where outputs a thread × the step
+// are at most 512).
 #pragma once
 
 #include "compiler/space/space.h"

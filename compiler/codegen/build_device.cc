@@ -1,0 +1,78 @@
+#include "compiler/codegen/build_device.h"
+
+#include "base/error.h"
+#include "compiler/codegen/codegen_device_c.h"
+#include "compiler/codegen/nvrtc.h"
+#include "compiler/ir/op.h"
+#include "deploy/runtime/dtype.h"
+
+namespace kiln::codegen {
+namespace {
+
+KilnDType runtime_dtype(ir::DataType t) {
+  const std::string s = t.str();
+  return runtime::parse_dtype(s);
+}
+
+std::vector<ir::PrimFunc> kernel_funcs(const pass::DeviceFunction& f) {
+  std::vector<ir::PrimFunc> funcs;
+  for (const auto& k : f.kernels) funcs.push_back(k.func);
+  return funcs;
+}
+
+}  // namespace
+
+std::string device_source(const pass::DeviceFunction& f, const target::Target& target) {
+  KILN_USER_CHECK(target.kind == "cuda" || target.kind == "opencl")
+      << "device code for '" << f.name << "': target '" << target.str() << "' is not a GPU (cuda, opencl)";
+  return target.kind == "cuda" ? print_cuda(kernel_funcs(f)) : print_opencl(kernel_funcs(f));
+}
+
+runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target::Target& target) {
+  runtime::DeviceProgram p;
+  p.name = f.name;
+  p.target = target.str();
+  const std::string source = device_source(f, target);
+  if (target.kind == "cuda") {
+    p.format = "ptx";
+    p.code = nvrtc_compile(source, target.arch, f.name + ".cu");
+    if (!find_ptxas().empty()) check_kernel_resources(ptxas_resources(p.code, target.arch), target);
+  } else {
+    p.format = "cl";
+    p.code = source;
+  }
+  for (const ir::Param& param : f.params) {
+    KILN_USER_CHECK(param.is_tensor()) << "device function '" << f.name << "': scalar parameter '"
+                                       << param.var.name() << "' (device programs take tensors only)";
+    runtime::DeviceProgram::Tensor t;
+    t.name = param.buffer->name;
+    t.dtype = runtime_dtype(param.buffer->dtype);
+    for (const ir::Expr& d : param.buffer->shape) {
+      auto v = ir::as_const_int(d);
+      KILN_USER_CHECK(v.has_value()) << "device function '" << f.name << "': tensor '" << t.name
+                                     << "' has a symbolic shape";
+      t.shape.push_back(*v);
+    }
+    p.params.push_back(std::move(t));
+  }
+  for (const pass::Workspace& w : f.workspaces) {
+    p.workspace_bytes.push_back(w.elements * runtime::dtype_bytes(runtime_dtype(w.dtype)));
+  }
+  for (const pass::DeviceKernel& k : f.kernels) {
+    runtime::DeviceProgram::Kernel rk;
+    rk.name = k.func.name;
+    rk.launch.grid = k.launch.grid;
+    rk.launch.block = k.launch.block;
+    rk.launch.dyn_shared_bytes = k.launch.dyn_shared_bytes;
+    rk.args = k.args;
+    for (size_t i = 0; i < k.args.size(); ++i) {
+      KILN_USER_CHECK(k.func.params[i].is_tensor())
+          << "kernel '" << rk.name << "': scalar parameter '" << k.func.params[i].var.name()
+          << "' (device programs pass tensors only)";
+    }
+    p.kernels.push_back(std::move(rk));
+  }
+  return p;
+}
+
+}  // namespace kiln::codegen
