@@ -97,8 +97,10 @@ const kiln::cli::Command kCompile{
         "A model with symbolic input dimensions (an export's 'batch') needs --input-shape "
         "NAME=D0,D1,... (such as x=1,3,224,224) for each such input; the bundle is built for, "
         "and its graph records, those shapes. "
-        "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, or 'llvm "
-        "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board. A progress bar goes "
+        "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, 'llvm "
+        "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board, or 'opencl' or 'cuda "
+        "-arch=sm_90' for a GPU (run that bundle with kiln run --device opencl or cuda). A "
+        "progress bar goes "
         "to stderr, then what the build did (kernels, folded nodes, memory).",
     .main = compile_main,
     .group = "",
