@@ -136,9 +136,7 @@ const kiln::cli::Command kRun{
               {"--profile", "RUNS",
                "time RUNS runs and print each kernel's median time (default: run once)"},
               {"--threads", "T", "threads the kernels run on (default: all CPUs)"},
-              {"--device", "KIND",
-               "where the kernels run: cpu (default), or cuda / opencl for a bundle built for "
-               "that GPU target"}},
+              {"--device", "KIND", "cpu, or the GPU of a cuda / opencl bundle (default: cpu)"}},
     .notes =
         "An input with a default value in the model may be left out. "
         "A bundle compiled for a GPU target (cuda, opencl) runs with --device of that kind: its "
