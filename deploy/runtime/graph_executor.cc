@@ -98,10 +98,12 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
   // On a device: the intermediates at each (pool, offset), which share one buffer of their
   // largest size.
   std::map<std::pair<size_t, int64_t>, std::vector<size_t>> placements;
-  auto upload = [&](TensorInfo& info) {
+  // On a device: a buffer for a parameter, an input or an output, holding its host array's
+  // elements when `upload` (an output's are computed there).
+  auto place = [&](TensorInfo& info, bool upload) {
     info.device_buffer = static_cast<int>(device_buffers_.size());
     device_buffers_.push_back(device_->alloc(info.array.nbytes()));
-    device_->copy_to_device(device_buffers_.back(), info.array.data(), info.array.nbytes());
+    if (upload) device_->copy_to_device(device_buffers_.back(), info.array.data(), info.array.nbytes());
   };
   const auto& tensors = graph.at("tensors", where).as_array(where + " tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -123,7 +125,7 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
           << what << ": parameter '" << info.name << "' is " << dtype_to_string(it->second.dtype())
           << it->second.shape_string() << " in the bundle but the graph expects " << dtype_to_string(dtype);
       info.array = std::move(it->second);
-      if (device_ != nullptr) upload(info);
+      if (device_ != nullptr) place(info, /*upload=*/true);
     } else if (info.kind == "intermediate") {
       size_t pool = tensor_index(t.at("storage", what), pool_bytes.size(), what + " storage");
       const int64_t offset = t.at("offset", what).as_int(what + " offset");
@@ -152,7 +154,7 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
         info.array.copy_from_bytes(it->second.data(), static_cast<size_t>(it->second.nbytes()));
         info.has_default = true;
       }
-      if (device_ != nullptr) upload(info);
+      if (device_ != nullptr) place(info, /*upload=*/info.kind == "input");
     } else {
       KILN_USER_ERROR() << what << " has unknown kind '" << info.kind
                         << "' (known: input, param, intermediate, output)";
