@@ -858,9 +858,8 @@ void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& m
     std::string form;
     if (n.op == "Conv") form = " with " + std::to_string(n.i("group")) + " groups (or in 1-D)";
     if (product) form = " on batches";
-    KILN_USER_ERROR() << "graph build for " << target.kind << ": node '" << n.name << "' ("
-                      << n.op << "): operator '" << n.op << "'" << form
-                      << " has no GPU schedule yet";
+    KILN_USER_ERROR() << "graph build for " << target.kind << ": node '" << n.name << "' (" << n.op
+                      << "): operator '" << n.op << "'" << form << " has no GPU schedule yet";
   }
   for (te::Stage st : s->stages) {
     if (st->is_placeholder() || st->origin_op == output) continue;
@@ -869,11 +868,12 @@ void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& m
   }
   if (conv && templated) {
     const space::ConfigSpace space = topi::gpu::conv2d_nchw_gpu_space(master.anchor);
-    topi::gpu::schedule_conv2d_nchw_gpu(s, master.anchor, topi::gpu::conv2d_nchw_gpu_default(space, target),
-                                        output);
+    topi::gpu::schedule_conv2d_nchw_gpu(s, master.anchor,
+                                        topi::gpu::conv2d_nchw_gpu_default(space, target), output);
   } else if (templated) {
     const space::ConfigSpace space = topi::gpu::matmul_gpu_space(master.anchor);
-    topi::gpu::schedule_matmul_gpu(s, master.anchor, topi::gpu::matmul_gpu_default(space, target), output);
+    topi::gpu::schedule_matmul_gpu(s, master.anchor, topi::gpu::matmul_gpu_default(space, target),
+                                   output);
   } else {
     // Blocks of at most 256 threads: a common size that every GPU of ours runs.
     topi::gpu::schedule_injective(s, output, std::min(256, target.max_num_threads));

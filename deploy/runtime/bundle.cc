@@ -188,8 +188,8 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
   r.take(8, "the magic");
   uint32_t version = r.get<uint32_t>("the version");
   KILN_USER_CHECK(version == kCpuVersion || version == kDeviceVersion)
-      << "bundle '" << origin << "' has format version " << version << "; this runtime reads versions "
-      << kCpuVersion << " and " << kDeviceVersion;
+      << "bundle '" << origin << "' has format version " << version
+      << "; this runtime reads versions " << kCpuVersion << " and " << kDeviceVersion;
   const uint32_t last_kind = version == kDeviceVersion ? kDevice : kParams;
   uint32_t sections = r.get<uint32_t>("the section count");
   Bundle b;
@@ -200,8 +200,8 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
     uint64_t size = r.get<uint64_t>("a section size");
     const char* data = r.take(size, "a section");
     KILN_USER_CHECK(kind >= kGraph && kind <= last_kind && !seen[kind])
-        << "bundle '" << origin << "': unknown or repeated section kind " << kind << " (format version "
-        << version << ")";
+        << "bundle '" << origin << "': unknown or repeated section kind " << kind
+        << " (format version " << version << ")";
     seen[kind] = true;
     if (kind == kGraph) b.graph_json.assign(data, size);
     if (kind == kLibrary) b.library.assign(data, size);
@@ -211,11 +211,11 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
   KILN_USER_CHECK(seen[kGraph] && seen[kLibrary] && seen[kParams])
       << "bundle '" << origin << "' lacks a section (graph, library and params are all required)";
   if (version == kDeviceVersion) {
-    KILN_USER_CHECK(seen[kDevice]) << "bundle '" << origin
-                                   << "' has format version 2 but no device section";
+    KILN_USER_CHECK(seen[kDevice])
+        << "bundle '" << origin << "' has format version 2 but no device section";
     KILN_USER_CHECK(b.library.empty())
-        << "bundle '" << origin << "' holds device programs and a host library of " << b.library.size()
-        << " bytes; a GPU bundle's nodes all run on the device";
+        << "bundle '" << origin << "' holds device programs and a host library of "
+        << b.library.size() << " bytes; a GPU bundle's nodes all run on the device";
   }
   return b;
 }

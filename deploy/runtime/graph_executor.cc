@@ -41,7 +41,8 @@ GraphExecutor GraphExecutor::load(const std::string& path, DeviceKind device) {
   return from_bundle(read_bundle(path), path, device);
 }
 
-GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origin, DeviceKind device) {
+GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origin,
+                                         DeviceKind device) {
   const DeviceKind built_for = bundle_device(bundle);
   if (built_for == DeviceKind::kCPU) {
     KILN_USER_CHECK(device == DeviceKind::kCPU)
@@ -50,9 +51,9 @@ GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origi
     Module library = Module::load_library_bytes(bundle.library, "bundle '" + origin + "'");
     return from_parts(bundle.graph_json, std::move(bundle.params), std::move(library), origin);
   }
-  KILN_USER_CHECK(device == built_for) << "bundle '" << origin << "' was built for "
-                                       << device_kind_name(built_for) << "; run it with --device "
-                                       << device_kind_name(built_for);
+  KILN_USER_CHECK(device == built_for)
+      << "bundle '" << origin << "' was built for " << device_kind_name(built_for)
+      << "; run it with --device " << device_kind_name(built_for);
   return on_device(bundle.graph_json, std::move(bundle.params), std::move(bundle.device_programs),
                    DeviceAPI::get(built_for), origin);
 }
@@ -103,7 +104,9 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
   auto place = [&](TensorInfo& info, bool upload) {
     info.device_buffer = static_cast<int>(device_buffers_.size());
     device_buffers_.push_back(device_->alloc(info.array.nbytes()));
-    if (upload) device_->copy_to_device(device_buffers_.back(), info.array.data(), info.array.nbytes());
+    if (upload) {
+      device_->copy_to_device(device_buffers_.back(), info.array.data(), info.array.nbytes());
+    }
   };
   const auto& tensors = graph.at("tensors", where).as_array(where + " tensors");
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -134,9 +137,10 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
       } else {
         const int64_t bytes = NDArray::nbytes_for(shape, dtype);
         // As a difference: an offset near 2^63 must not overflow the sum and pass.
-        KILN_USER_CHECK(offset >= 0 && offset <= pool_bytes[pool] && bytes <= pool_bytes[pool] - offset)
-            << what << ": " << bytes << " bytes at offset " << offset << " do not fit in pool " << pool
-            << " of " << pool_bytes[pool] << " bytes";
+        KILN_USER_CHECK(offset >= 0 && offset <= pool_bytes[pool] &&
+                        bytes <= pool_bytes[pool] - offset)
+            << what << ": " << bytes << " bytes at offset " << offset << " do not fit in pool "
+            << pool << " of " << pool_bytes[pool] << " bytes";
         placements[{pool, offset}].push_back(i);
       }
     } else if (info.kind == "input" || info.kind == "output") {
@@ -163,7 +167,9 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
   }
   for (const auto& [place, sharing] : placements) {
     int64_t bytes = 0;
-    for (size_t i : sharing) bytes = std::max(bytes, NDArray::nbytes_for(tensors_[i].shape, tensors_[i].dtype));
+    for (size_t i : sharing) {
+      bytes = std::max(bytes, NDArray::nbytes_for(tensors_[i].shape, tensors_[i].dtype));
+    }
     for (size_t i : sharing) tensors_[i].device_buffer = static_cast<int>(device_buffers_.size());
     device_buffers_.push_back(device_->alloc(bytes));
   }
@@ -218,13 +224,14 @@ LoadedDeviceProgram* GraphExecutor::device_program(const std::string& func,
     auto source = programs.find(func);
     KILN_USER_CHECK(source != programs.end())
         << what << " calls '" << func << "', which the bundle's device programs do not define";
-    loaded = programs_.emplace(func, std::make_unique<LoadedDeviceProgram>(*device_, std::move(source->second))).first;
+    auto program = std::make_unique<LoadedDeviceProgram>(*device_, std::move(source->second));
+    loaded = programs_.emplace(func, std::move(program)).first;
     programs.erase(source);
   }
   const std::vector<DeviceProgram::Tensor>& params = loaded->second->program().params;
   KILN_USER_CHECK(args.size() == params.size())
-      << what << " passes " << args.size() << " tensors to device program '" << func << "', which takes "
-      << params.size();
+      << what << " passes " << args.size() << " tensors to device program '" << func
+      << "', which takes " << params.size();
   for (size_t k = 0; k < args.size(); ++k) {
     const TensorInfo& t = tensors_[args[k]];
     KILN_USER_CHECK(dtype_equal(t.dtype, params[k].dtype) && t.shape == params[k].shape)

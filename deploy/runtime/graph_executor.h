@@ -110,7 +110,7 @@ class GraphExecutor {
   struct Node {
     std::string name;
     std::string func;
-    Function host_func;                   ///< on the host
+    Function host_func;                      ///< on the host
     LoadedDeviceProgram* program = nullptr;  ///< on a device (one of programs_)
     std::vector<size_t> args;
   };

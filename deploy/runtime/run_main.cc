@@ -7,8 +7,8 @@
 //
 // Exit codes: 0 done; 2 a mistake on the command line, in the bundle or in the inputs (a missing,
 // unknown or unreadable input, a wrong shape or dtype, a bundle that is damaged or built for
-// another CPU or device, no such device here); 1 a failure while running or writing the outputs. Errors are "error: ..." lines on
-// stderr.
+// another CPU or device, no such device here); 1 a failure while running or writing the outputs.
+// Errors are "error: ..." lines on stderr.
 #include <cerrno>
 #include <climits>
 #include <cstdlib>

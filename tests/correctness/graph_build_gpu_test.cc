@@ -130,9 +130,9 @@ TEST(GraphBuildGpu, ConvReluDenseForCudaIsPtxAndRunsWhereThereIsACudaDevice) {
   }
   std::string why;
   if (!runtime::DeviceAPI::available(runtime::DeviceKind::kCUDA, &why)) {
-    EXPECT_ERROR_CONTAINS(
-        runtime::GraphExecutor::from_bundle(std::move(cuda), "cuda.kiln", runtime::DeviceKind::kCUDA),
-        "no CUDA device");
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(cuda), "cuda.kiln",
+                                                              runtime::DeviceKind::kCUDA),
+                          "no CUDA device");
     return;
   }
   const NDArray x = testing::random_array({1, 3, 10, 10}, 7);

@@ -1,6 +1,6 @@
 // Whole models in the style of the paper's evaluation (ResNet-18, MobileNetV2, the Nature DQN, a
-// DCGAN generator, an LSTM language model): imported from ONNX, built for the host, run by the graph
-// executor and compared with ONNX Runtime's output on the same input. The models, inputs and
+// DCGAN generator, an LSTM language model): imported from ONNX, built for the host, run by the
+// graph executor and compared with ONNX Runtime's output on the same input. The models, inputs and
 // expected outputs are written by make_models.py (the CTest fixture models_generate) into
 // KILN_MODELS_DATA_DIR; each model is its own test (ctest -R model_<name>).
 //
@@ -14,7 +14,8 @@
 // Each model is built twice, with fusion on (the default build) and off, and both must match, so
 // the fusion pass is covered; the DQN bundle also goes through write_bundle / GraphExecutor::load.
 // Models whose every group has a GPU schedule are also built for "opencl" and run on OpenCL (PoCL
-// here; skipped without an OpenCL device) by the graph executor on the device: the DQN, so far.
+// here), and for CUDA at the device's architecture and run there, by the graph executor on the
+// device (each skipped without such a device): the DQN, so far.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -136,12 +137,25 @@ void check_model_on_opencl(const std::string& model) {
   check_model(model, /*round_trip=*/true, Placement{"opencl", runtime::DeviceKind::kOpenCL});
 }
 
+/// check_model built for the CUDA device's architecture ("cuda -arch=sm_90") and run on it, or
+/// skipped where there is none.
+void check_model_on_cuda(const std::string& model) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kCUDA, &why)) GTEST_SKIP() << why;
+  const runtime::DeviceInfo& gpu = runtime::DeviceAPI::get(runtime::DeviceKind::kCUDA).info();
+  const std::string arch = "sm_" + std::to_string(gpu.compute_capability_major) +
+                           std::to_string(gpu.compute_capability_minor);
+  check_model(model, /*round_trip=*/true,
+              Placement{"cuda -arch=" + arch, runtime::DeviceKind::kCUDA});
+}
+
 TEST(Models, resnet18) { check_model("resnet18"); }
 TEST(Models, mobilenetv2) { check_model("mobilenetv2"); }
 TEST(Models, dqn) { check_model("dqn", /*round_trip=*/true); }
 TEST(Models, dcgan) { check_model("dcgan"); }
 TEST(Models, lstm) { check_model("lstm"); }
 TEST(Models, dqn_opencl) { check_model_on_opencl("dqn"); }
+TEST(Models, dqn_cuda) { check_model_on_cuda("dqn"); }
 
 }  // namespace
 }  // namespace kiln::graph

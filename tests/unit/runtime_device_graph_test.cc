@@ -145,8 +145,9 @@ TEST(GpuBundle, RefusesABadDeviceSection) {
 
   Bundle bad_kernel = gpu_bundle();
   bad_kernel.device_programs[0].kernels[0].args = {0, 5};
-  EXPECT_ERROR_CONTAINS(round_trip(bad_kernel),
-                        "device program in bundle 'gpu.kiln': kernels 'scale2': argument 5 names no tensor");
+  EXPECT_ERROR_CONTAINS(
+      round_trip(bad_kernel),
+      "device program in bundle 'gpu.kiln': kernels 'scale2': argument 5 names no tensor");
 
   // A version 1 bundle has no device section; a version 2 bundle must have one.
   std::string v1 = serialize_bundle(gpu_bundle());
@@ -191,7 +192,8 @@ TEST(GpuBundle, RunsOnlyOnTheDeviceItWasBuiltFor) {
 TEST(GpuGraphExecutor, RunsAChainOfProgramsOnOpenCL) {
   std::string why;
   if (!opencl_here(&why)) GTEST_SKIP() << why;
-  GraphExecutor g = GraphExecutor::from_bundle(round_trip(gpu_bundle()), "gpu.kiln", DeviceKind::kOpenCL);
+  GraphExecutor g =
+      GraphExecutor::from_bundle(round_trip(gpu_bundle()), "gpu.kiln", DeviceKind::kOpenCL);
   ASSERT_NE(g.device(), nullptr);
   EXPECT_EQ(g.device()->kind(), DeviceKind::kOpenCL);
   const std::vector<float> w = ramp(0.5f, -0.25f);
@@ -220,14 +222,18 @@ TEST(GpuGraphExecutor, NamesANodeWhoseTensorsDoNotFitItsProgram) {
   auto make = [&](auto edit) {
     Bundle b = gpu_bundle();
     edit(b);
-    return GraphExecutor::on_device(b.graph_json, std::move(b.params), std::move(b.device_programs), gpu,
-                                    "gpu.kiln");
+    return GraphExecutor::on_device(b.graph_json, std::move(b.params), std::move(b.device_programs),
+                                    gpu, "gpu.kiln");
   };
-  EXPECT_ERROR_CONTAINS(make([](Bundle& b) { b.device_programs[0].name = "scale_by_two"; }),
-                        "graph node 's1' calls 'scale', which the bundle's device programs do not define");
-  EXPECT_ERROR_CONTAINS(make([](Bundle& b) { b.device_programs[0].params[1].shape = {4, 4}; }),
-                        "node 's1' passes tensor 't1' (float32[2, 8]) as 'y' of device program 'scale', "
-                        "which takes float32[4, 4]");
+  EXPECT_ERROR_CONTAINS(
+      make([](Bundle& b) { b.device_programs[0].name = "scale_by_two"; }),
+      "graph node 's1' calls 'scale', which the bundle's device programs do not define");
+  EXPECT_ERROR_CONTAINS(
+      make([](Bundle& b) {
+        b.device_programs[0].params[1].shape = {4, 4};
+      }),
+      "node 's1' passes tensor 't1' (float32[2, 8]) as 'y' of device program 'scale', "
+      "which takes float32[4, 4]");
   EXPECT_ERROR_CONTAINS(make([](Bundle& b) { b.device_programs[1].params.pop_back(); }),
                         "node 'a1' passes 3 tensors to device program 'add_w', which takes 2");
   EXPECT_ERROR_CONTAINS(make([](Bundle& b) { b.device_programs.push_back(b.device_programs[0]); }),
@@ -239,7 +245,8 @@ TEST(GpuGraphExecutor, NamesANodeWhoseTensorsDoNotFitItsProgram) {
                         "tensor 3: 64 bytes at offset 96 do not fit in pool 0 of 128 bytes");
   EXPECT_ERROR_CONTAINS(make([](Bundle& b) {
                           const std::string at = "\"outputs\": [5]";
-                          b.graph_json.replace(b.graph_json.find(at), at.size(), "\"outputs\": [4]");
+                          b.graph_json.replace(b.graph_json.find(at), at.size(),
+                                               "\"outputs\": [4]");
                         }),
                         "output 't3' is an intermediate tensor");
 }
