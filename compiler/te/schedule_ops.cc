@@ -83,7 +83,9 @@ class NestBuilder {
             << " but loop '" << iv.var().name() << "' of stage '" << s.name() << "' has extent "
             << ir::to_string(r.extent);
       }
-      ir::VarMap vmap{{var.get(), t.var()}};
+      // A binding of extent 1 is index 0 in the body (as bound inference assumes for it); the
+      // attribute stays, so that the launch has the axis.
+      ir::VarMap vmap{{var.get(), ir::is_one(r.extent) ? r.min : Expr(t.var())}};
       const char* key = t->type == ir::IterVarType::kVirtualThread ? ir::attr::kVirtualThread
                                                                      : ir::attr::kThreadExtent;
       loop = ir::attr_stmt(t.node(), key, r.extent, ir::substitute(body, vmap));
