@@ -97,8 +97,10 @@ const kiln::cli::Command kCompile{
         "A model with symbolic input dimensions (an export's 'batch') needs --input-shape "
         "NAME=D0,D1,... (such as x=1,3,224,224) for each such input; the bundle is built for, "
         "and its graph records, those shapes. "
-        "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, or 'llvm "
-        "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board. A progress bar goes "
+        "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, 'llvm "
+        "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board, or 'opencl' or 'cuda "
+        "-arch=sm_90' for a GPU (run that bundle with kiln run --device opencl or cuda). A "
+        "progress bar goes "
         "to stderr, then what the build did (kernels, folded nodes, memory).",
     .main = compile_main,
     .group = "",
@@ -116,6 +118,7 @@ int run_main(const kiln::cli::Args& args) {
     o.runs = cli::positive_number(args.get("--profile"), "--profile");
   }
   if (args.has("--threads")) o.threads = cli::positive_number(args.get("--threads"), "--threads");
+  if (args.has("--device")) o.device = runtime::parse_device_kind(args.get("--device"));
   for (const std::string& v : args.all("--input")) o.inputs.push_back(runtime::parse_input_file(v));
   runtime::PreparedRun run = runtime::prepare_run(o);
   runtime::execute_run(run, o, std::cout);
@@ -132,9 +135,12 @@ const kiln::cli::Command kRun{
                "write each output to DIR/<output name>.npy, creating DIR (default: print)"},
               {"--profile", "RUNS",
                "time RUNS runs and print each kernel's median time (default: run once)"},
-              {"--threads", "T", "threads the kernels run on (default: all CPUs)"}},
+              {"--threads", "T", "threads the kernels run on (default: all CPUs)"},
+              {"--device", "KIND", "cpu, or the GPU of a cuda / opencl bundle (default: cpu)"}},
     .notes =
         "An input with a default value in the model may be left out. "
+        "A bundle compiled for a GPU target (cuda, opencl) runs with --device of that kind: its "
+        "parameters stay on the device, and only the inputs and outputs cross. "
         "With -o DIR, each output goes to its own .npy file in DIR, named after the output: "
         "characters other than letters, digits, '.', '-' and '_' become '_' (and so does a "
         "leading '.'), and a name two outputs would share gets _2, _3, ... Every output is "

@@ -3,7 +3,9 @@
 // with its checksum made right, so that mutations reach the sections, the parameters and the
 // graph JSON behind it. A bundle read is then made into an executor over an in-memory module
 // (nothing fuzzed is ever dlopen'ed) whose functions write every byte of every tensor they are
-// given, and run once: a tensor placed outside its pool is an AddressSanitizer report.
+// given, and run once: a tensor placed outside its pool is an AddressSanitizer report. A GPU
+// bundle's device section is read and checked with the rest (DeviceProgram::from_json and the
+// checks across programs) but never loaded on a device: its graph runs over the same module.
 // Graphs asking for more than kMaxGraphBytes of tensors are skipped (the executor would allocate
 // them; their size is the user's to choose, not a defect).
 #include <cstdint>

@@ -109,9 +109,13 @@ def params_section(params):
     return out
 
 
-def bundle_bytes(graph, library, params, sections=None):
+def bundle_bytes(graph, library, params, sections=None, programs=None):
+    """Version 1, or version 2 with a device section holding `programs` (a GPU bundle)."""
     parts = sections or [(1, json.dumps(graph).encode()), (2, library), (3, params_section(params))]
-    body = b"KILNBNDL" + struct.pack("<II", 1, len(parts))
+    if programs is not None:
+        parts = parts + [(4, json.dumps({"programs": programs}).encode())]
+    version = 2 if any(kind == 4 for kind, _ in parts) else 1
+    body = b"KILNBNDL" + struct.pack("<II", version, len(parts))
     for kind, data in parts:
         body += struct.pack("<IIQ", kind, 0, len(data)) + data
     return body + struct.pack("<Q", fnv1a64(body)) + b"KILNEND!"
@@ -156,6 +160,20 @@ def bundle_seeds():
     write(d, "bad-graph-version.kiln", bundle_bytes(dict(graph, version=2), lib, params))
     write(d, "bad-offset.kiln", bundle_bytes(dict(graph, tensors=graph["tensors"][:2] + [
         dict(graph["tensors"][2], offset=80)] + graph["tensors"][3:]), lib, params))
+    # GPU bundles (version 2): the same graph with device programs for its functions.
+    def program(name, tensors, fmt="cl"):
+        return {"name": name, "target": "opencl", "format": fmt,
+                "code": "__kernel void %s(__global float* a) {}" % name,
+                "params": [{"name": "t%d" % i, "dtype": "float32", "shape": [2, 3]}
+                           for i in range(tensors)],
+                "workspace_bytes": [64],
+                "kernels": [{"name": name, "grid": [2, 1, 1], "block": [3, 1, 1],
+                             "dyn_shared_bytes": 0, "args": list(range(tensors)) + [-1]}]}
+    programs = [program("k3", 3), program("k2", 2)]
+    write(d, "gpu-two-nodes.kiln", bundle_bytes(graph, b"", params, programs=programs))
+    write(d, "bad-gpu-with-library.kiln", bundle_bytes(graph, lib, params, programs=programs))
+    write(d, "bad-gpu-two-formats.kiln",
+          bundle_bytes(graph, b"", params, programs=[program("k3", 3), program("k2", 2, "ptx")]))
 
 
 # ---- record ------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // build_graph: fuse the nodes into groups (fuse.h), lower each group to one function
-// (op_lowering), compile all functions into one shared object, and describe the calls in the
-// executor's graph JSON (deploy/runtime/graph_executor.h). Tensors are numbered in order of first
+// (op_lowering), compile all functions into one shared object (for a GPU target: each into a
+// device program, compiler::build_gpu), and describe the calls in the executor's graph JSON
+// (deploy/runtime/graph_executor.h). Tensors are numbered in order of first
 // appearance: the graph inputs, then each function's arguments.
 #include "compiler/graph/graph_build.h"
 
@@ -139,12 +140,19 @@ class TensorTable {
 
 namespace {
 
+/// Whether `t` is a GPU's: its groups become device programs (a GPU bundle), not host functions.
+bool is_gpu(const target::Target& t) { return t.kind == "cuda" || t.kind == "opencl"; }
+
 /// The graph passes of the build, in order, on a copy of `input`.
 Graph prepare_graph(const Graph& input, const std::string& target, const BuildOptions& options,
                     BuildReport& rep) {
   auto enter = [&](const char* phase) {
     if (options.phase) options.phase(phase);
   };
+  const target::Target tgt = target::Target::parse(target);
+  KILN_USER_CHECK(tgt.kind == "llvm" || is_gpu(tgt))
+      << "graph build: target '" << target << "' is not supported; the graph build compiles for "
+      << "CPUs through LLVM (\"llvm -mcpu=...\") and for GPUs (\"cuda\", \"opencl\")";
   input.verify();
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
@@ -156,20 +164,17 @@ Graph prepare_graph(const Graph& input, const std::string& target, const BuildOp
     g.remove_dead_nodes();
     g.verify();
   }
-  if (options.pack_weights) {
+  // The GPU templates read NCHW data and the weights as the model gives them.
+  if (options.pack_weights && !is_gpu(tgt)) {
     enter("packing weights");
     pack_weights(g);  // constant weights into the kernels' layouts
   }
-  if (options.alter_layout) {
+  if (options.alter_layout && !is_gpu(tgt)) {
     enter("changing layouts");
     const AlterLayoutReport layout = alter_layout(g);
     rep.convolutions_blocked = layout.convolutions_blocked;
     rep.layout_conversions = layout.conversions;
   }
-  const target::Target tgt = target::Target::parse(target);
-  KILN_USER_CHECK(tgt.kind == "llvm")
-      << "graph build: target '" << target << "' is not supported; the graph build compiles for "
-      << "CPUs through LLVM (\"llvm -mcpu=...\")";
   for (ValueId v : g.outputs()) {
     KILN_USER_CHECK(g.producer(v) >= 0)
         << "graph build: graph output '" << g.value(v).name
@@ -211,6 +216,8 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
   BuildReport& rep = report != nullptr ? *report : local_report;
   rep = BuildReport{};
   const Graph g = prepare_graph(input, target, options, rep);
+  const target::Target tgt = target::Target::parse(target);
+  const bool gpu = is_gpu(tgt);
   if (options.phase) options.phase("fusing operators");
   const std::vector<FusedGroup> groups = fuse_ops(g, options.fuse);
   std::optional<MemoryPlan> plan;
@@ -249,7 +256,11 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
                 << ")\n";
     }
     LoweredOp op = lower_group(g, group, options.configs, target);
-    funcs.push_back(compiler::lower(op.schedule, op.args, fname));
+    if (gpu) {
+      bundle.device_programs.push_back(compiler::build_gpu(op.schedule, op.args, tgt, fname));
+    } else {
+      funcs.push_back(compiler::lower(op.schedule, op.args, fname));
+    }
     Json::Array args;
     for (ValueId v : op.values) args.emplace_back(table.index(v, &bundle));
     Json::Object node;
@@ -260,11 +271,15 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
   }
   for (ValueId v : g.outputs()) outputs.emplace_back(table.index(v, &bundle));
 
-  if (options.progress) options.progress(total, total, "generating code");
-  if (options.verbose) std::cerr << "generating code for " << funcs.size() << " functions\n";
-  bundle.library = codegen::link_shared_object(funcs, target::Target::parse(target));
+  if (gpu) {
+    if (options.progress) options.progress(total, total, "done");
+  } else {
+    if (options.progress) options.progress(total, total, "generating code");
+    if (options.verbose) std::cerr << "generating code for " << funcs.size() << " functions\n";
+    bundle.library = codegen::link_shared_object(funcs, tgt);
+  }
 
-  rep.num_functions = funcs.size();
+  rep.num_functions = total;
   Json::Array storage = table.take_storage();
   for (const Json& pool : storage) rep.intermediate_bytes += pool.at("bytes", "pool").as_int("bytes");
   if (!plan) rep.intermediate_bytes_without_reuse = rep.intermediate_bytes;

@@ -36,6 +36,7 @@ struct BuildOptions {
   bool fuse = true;
   /// Rewrites constant Gemm / MatMul / LSTM weights into the layouts their kernels read
   /// contiguously (pack_weights.h); off: the kernels read the weights as the model gives them.
+  /// CPU targets only, as alter_layout.
   bool pack_weights = true;
   /// Moves convolutions and the elementwise chains between them to NCHW[x]c (alter_layout.h).
   bool alter_layout = true;
@@ -55,9 +56,12 @@ struct BuildReport {
   int64_t intermediate_bytes = 0;                ///< what the bundle's pools hold
 };
 
-/// Compiles the nodes of `g` for `target` (an llvm CPU target string) into a bundle. kiln::Error
-/// naming the node for an operator without a lowering or a graph the executor cannot express (a
-/// graph output that no node computes).
+/// Compiles the nodes of `g` for `target` into a bundle: an llvm CPU target string (one shared
+/// object), or "cuda ..." / "opencl ..." (a GPU bundle: one device program per group, the groups
+/// scheduled with the GPU templates in NCHW, without alter_layout and weight packing; see
+/// op_lowering.h). kiln::Error naming the node for an operator without a lowering (or, for a GPU,
+/// without a GPU schedule yet) or a graph the executor cannot express (a graph output that no node
+/// computes).
 runtime::Bundle build_graph(const Graph& g, const std::string& target,
                             const BuildOptions& options = {}, BuildReport* report = nullptr);
 

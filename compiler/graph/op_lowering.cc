@@ -12,10 +12,15 @@
 #include <set>
 
 #include "base/error.h"
+#include "compiler/graph/op_pattern.h"
+#include "compiler/target/target.h"
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/elementwise.h"
+#include "compiler/topi/gpu/conv2d_gpu.h"
+#include "compiler/topi/gpu/gpu_schedule.h"
+#include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/lstm.h"
 #include "compiler/topi/nn.h"
 #include "compiler/topi/pooling.h"
@@ -102,6 +107,9 @@ Tensor placeholder_of(const Value& v, std::set<std::string>* taken) {
 struct Result {
   std::vector<Tensor> outs;  ///< one per node output (undefined if absent)
   std::function<void(te::Schedule&, const Tensor& output)> schedule;
+  /// The operator's own stage that its template tiles (a convolution's, a product's), when the
+  /// rest of the node is an epilogue of it: what a GPU template schedules instead.
+  Tensor anchor = Tensor();
 };
 
 void injective(te::Schedule& s, const Tensor& t) { topi::schedule_injective_x86(s, t); }
@@ -115,10 +123,12 @@ void then_injective(te::Schedule& s, const Tensor& t, const Tensor& output) {
 /// An operator `y` scheduled by `base`, followed by its own elementwise stage `out` (a bias, a
 /// scale; `y` itself when none): both, and the group's epilogue, in the template's tile.
 Result with_epilogue(const Tensor& y, const Template& base, const Tensor& out) {
-  return {{out}, [=](te::Schedule& s, const Tensor& output) {
+  return {{out},
+          [=](te::Schedule& s, const Tensor& output) {
             if (out != y && out != output) s[out].compute_inline();
             base(s, y, output);
-          }};
+          },
+          y};
 }
 
 Tensor add_channel_bias(const Tensor& y, const Tensor& bias) {
@@ -830,6 +840,46 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   c.fail("operator '" + op + "' has no lowering");
 }
 
+/// A group's schedule for a GPU target: every stage but the output (and the template's anchor)
+/// inlined, then a 2-D convolution with one group in conv2d_nchw_gpu, a 2-D product (Gemm, MatMul)
+/// in matmul_gpu, each with the group's epilogue in its tile, or an elementwise / injective group
+/// as one kernel (schedule_injective). Each template at its default config. kiln::Error naming the
+/// node and the operator for a group with no GPU schedule yet (pooling, softmax, reductions, ...).
+void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& master,
+                        te::Schedule& s, const Tensor& output, const target::Target& target) {
+  const Node& n = g.nodes()[group.master];
+  const bool conv = n.op == "Conv" && n.i("group") == 1;
+  const bool product = n.op == "Gemm" || n.op == "MatMul";
+  const OpPattern pattern = op_pattern(n);
+  const bool injective = pattern == OpPattern::kElemWise || pattern == OpPattern::kBroadcast ||
+                         pattern == OpPattern::kInjective;
+  const bool templated = master.anchor.defined() && (conv || product);
+  if (!templated && !injective) {
+    std::string form;
+    if (n.op == "Conv") form = " with " + std::to_string(n.i("group")) + " groups (or in 1-D)";
+    if (product) form = " on batches";
+    KILN_USER_ERROR() << "graph build for " << target.kind << ": node '" << n.name << "' (" << n.op
+                      << "): operator '" << n.op << "'" << form << " has no GPU schedule yet";
+  }
+  for (te::Stage st : s->stages) {
+    if (st->is_placeholder() || st->origin_op == output) continue;
+    if (templated && st->origin_op == master.anchor) continue;
+    st.compute_inline();
+  }
+  if (conv && templated) {
+    const space::ConfigSpace space = topi::gpu::conv2d_nchw_gpu_space(master.anchor);
+    topi::gpu::schedule_conv2d_nchw_gpu(s, master.anchor,
+                                        topi::gpu::conv2d_nchw_gpu_default(space, target), output);
+  } else if (templated) {
+    const space::ConfigSpace space = topi::gpu::matmul_gpu_space(master.anchor);
+    topi::gpu::schedule_matmul_gpu(s, master.anchor, topi::gpu::matmul_gpu_default(space, target),
+                                   output);
+  } else {
+    // Blocks of at most 256 threads: a common size that every GPU of ours runs.
+    topi::gpu::schedule_injective(s, output, std::min(256, target.max_num_threads));
+  }
+}
+
 }  // namespace
 
 bool has_lowering(const std::string& op) {
@@ -925,7 +975,12 @@ LoweredOp lower_group(const Graph& g, const FusedGroup& group, autotune::ConfigS
       for (const Tensor& in : t->inputs()) todo.push_back(in);
     }
   }
-  master.schedule(op.schedule, tensors.at(group.output));
+  const target::Target tgt = target::Target::parse(target);
+  if (tgt.kind == "cuda" || tgt.kind == "opencl") {
+    schedule_group_gpu(g, group, master, op.schedule, tensors.at(group.output), tgt);
+  } else {
+    master.schedule(op.schedule, tensors.at(group.output));
+  }
 
   for (ValueId v : group.inputs) {
     if (!used_inputs.count(v)) continue;

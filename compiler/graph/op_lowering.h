@@ -5,6 +5,10 @@
 // injective stages) with the group's last stage as the one that stores the result; every other
 // node's stages are inlined, so a conv's bias, batch norm, activation and residual add are
 // computed on its register tile.
+// For a GPU target ("cuda", "opencl") the group gets a GPU schedule instead, at the template's
+// default config: a 2-D convolution with one group in conv2d_nchw_gpu, a 2-D Gemm / MatMul in
+// matmul_gpu (the epilogue in their tiles), an elementwise or injective group in one kernel
+// (topi::gpu::schedule_injective); any other group is a kiln::Error naming the node and operator.
 //
 //   std::vector<FusedGroup> groups = fuse_ops(g);
 //   LoweredOp op = lower_group(g, groups[i]);

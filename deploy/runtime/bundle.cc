@@ -3,11 +3,13 @@
 
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "base/error.h"
 #include "base/fnv1a.h"
 #include "deploy/runtime/dtype.h"
+#include "deploy/runtime/json.h"
 
 namespace kiln::runtime {
 namespace {
@@ -15,8 +17,9 @@ namespace {
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'B', 'N', 'D', 'L'};
 constexpr char kEnd[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'D', '!'};
 constexpr char kParamsMagic[4] = {'K', 'P', 'R', 'M'};
-constexpr uint32_t kVersion = 1;
-enum SectionKind : uint32_t { kGraph = 1, kLibrary = 2, kParams = 3 };
+constexpr uint32_t kCpuVersion = 1;
+constexpr uint32_t kDeviceVersion = 2;  ///< adds the device section
+enum SectionKind : uint32_t { kGraph = 1, kLibrary = 2, kParams = 3, kDevice = 4 };
 
 class Writer {
  public:
@@ -113,13 +116,49 @@ std::map<std::string, NDArray> deserialize_params(const char* data, size_t size,
   return params;
 }
 
+std::string serialize_device_programs(const std::vector<DeviceProgram>& programs) {
+  Json::Array list;
+  for (const DeviceProgram& p : programs) list.push_back(p.to_json());
+  return Json(Json::Object{{"programs", Json(std::move(list))}}).dump();
+}
+
+/// The device section's programs, each checked by DeviceProgram::from_json, then as a set: at
+/// least one, names distinct, one format.
+std::vector<DeviceProgram> deserialize_device_programs(const char* data, size_t size,
+                                                       const std::string& origin) {
+  const std::string where = "bundle '" + origin + "': device section";
+  const Json j = Json::parse(std::string(data, size), where);
+  std::vector<DeviceProgram> programs;
+  std::set<std::string> names;
+  for (const Json& p : j.at("programs", where).as_array(where + ": programs")) {
+    programs.push_back(DeviceProgram::from_json(p, "bundle '" + origin + "'"));
+    const DeviceProgram& added = programs.back();
+    KILN_USER_CHECK(names.insert(added.name).second)
+        << where << ": device program '" << added.name << "' appears twice";
+    KILN_USER_CHECK(added.format == programs.front().format)
+        << where << ": device program '" << added.name << "' holds " << added.format
+        << " code, but '" << programs.front().name << "' holds " << programs.front().format
+        << " (a bundle is for one kind of device)";
+  }
+  KILN_USER_CHECK(!programs.empty()) << where << " holds no programs";
+  return programs;
+}
+
 }  // namespace
 
+DeviceKind bundle_device(const Bundle& b) {
+  if (b.device_programs.empty()) return DeviceKind::kCPU;
+  return b.device_programs.front().format == "ptx" ? DeviceKind::kCUDA : DeviceKind::kOpenCL;
+}
+
 std::string serialize_bundle(const Bundle& b) {
+  const bool on_device = !b.device_programs.empty();
+  KILN_USER_CHECK(!on_device || b.library.empty())
+      << "a bundle holds device programs or a host library, not both";
   Writer w;
   w.bytes(kMagic, 8);
-  w.put<uint32_t>(kVersion);
-  w.put<uint32_t>(3);
+  w.put<uint32_t>(on_device ? kDeviceVersion : kCpuVersion);
+  w.put<uint32_t>(on_device ? 4 : 3);
   auto section = [&](uint32_t kind, const std::string& body) {
     w.put<uint32_t>(kind);
     w.put<uint32_t>(0);
@@ -129,6 +168,7 @@ std::string serialize_bundle(const Bundle& b) {
   section(kGraph, b.graph_json);
   section(kLibrary, b.library);
   section(kParams, serialize_params(b.params));
+  if (on_device) section(kDevice, serialize_device_programs(b.device_programs));
   w.put<uint64_t>(fnv1a64(w.out.data(), w.out.size()));
   w.bytes(kEnd, 8);
   return w.out;
@@ -147,25 +187,36 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
   Reader r(bytes.data(), body, origin);
   r.take(8, "the magic");
   uint32_t version = r.get<uint32_t>("the version");
-  KILN_USER_CHECK(version == kVersion) << "bundle '" << origin << "' has format version " << version
-                                       << "; this runtime reads version " << kVersion;
+  KILN_USER_CHECK(version == kCpuVersion || version == kDeviceVersion)
+      << "bundle '" << origin << "' has format version " << version
+      << "; this runtime reads versions " << kCpuVersion << " and " << kDeviceVersion;
+  const uint32_t last_kind = version == kDeviceVersion ? kDevice : kParams;
   uint32_t sections = r.get<uint32_t>("the section count");
   Bundle b;
-  bool seen[4] = {false, false, false, false};
+  bool seen[5] = {false, false, false, false, false};
   for (uint32_t i = 0; i < sections; ++i) {
     uint32_t kind = r.get<uint32_t>("a section kind");
     r.get<uint32_t>("a section header");
     uint64_t size = r.get<uint64_t>("a section size");
     const char* data = r.take(size, "a section");
-    KILN_USER_CHECK(kind >= kGraph && kind <= kParams && !seen[kind])
-        << "bundle '" << origin << "': unknown or repeated section kind " << kind;
+    KILN_USER_CHECK(kind >= kGraph && kind <= last_kind && !seen[kind])
+        << "bundle '" << origin << "': unknown or repeated section kind " << kind
+        << " (format version " << version << ")";
     seen[kind] = true;
     if (kind == kGraph) b.graph_json.assign(data, size);
     if (kind == kLibrary) b.library.assign(data, size);
     if (kind == kParams) b.params = deserialize_params(data, size, origin);
+    if (kind == kDevice) b.device_programs = deserialize_device_programs(data, size, origin);
   }
   KILN_USER_CHECK(seen[kGraph] && seen[kLibrary] && seen[kParams])
       << "bundle '" << origin << "' lacks a section (graph, library and params are all required)";
+  if (version == kDeviceVersion) {
+    KILN_USER_CHECK(seen[kDevice])
+        << "bundle '" << origin << "' has format version 2 but no device section";
+    KILN_USER_CHECK(b.library.empty())
+        << "bundle '" << origin << "' holds device programs and a host library of "
+        << b.library.size() << " bytes; a GPU bundle's nodes all run on the device";
+  }
   return b;
 }
 

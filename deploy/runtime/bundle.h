@@ -1,28 +1,42 @@
 // The bundle: one file holding what a device needs to run a compiled model, loadable without the
-// compiler — the executor's graph (JSON), the compiled library (a shared object) and the
-// parameters (named arrays).
+// compiler — the executor's graph (JSON), the compiled code and the parameters (named arrays).
+// The code of a CPU bundle is a shared object; a GPU bundle's is a set of device programs
+// (device_program.h: PTX or OpenCL C with their launches), one per function its nodes call.
 //
 // Layout (little-endian):
-//   "KILNBNDL"  u32 format version (1)  u32 section count
-//   per section: u32 kind (1 graph, 2 library, 3 params)  u32 reserved (0)  u64 size  bytes
+//   "KILNBNDL"  u32 format version (1, or 2 for a GPU bundle)  u32 section count
+//   per section: u32 kind (1 graph, 2 library, 3 params, 4 device)  u32 reserved (0)  u64 size
+//   bytes
 //   u64 checksum (FNV-1a 64 of every byte before it)  "KILNEND!"
 // The params section: "KPRM" u32 count, then per array: u32 name length, name, u8 type code,
 // u8 bits, u16 lanes, u32 rank, i64 dims[rank], u64 byte count, bytes.
+// The device section (version 2 only, and there required): JSON {"programs": [DeviceProgram...]},
+// at least one, names distinct, all of one format; a GPU bundle's library section is empty (its
+// nodes all run on the device). CPU bundles keep version 1, so runtimes that predate GPU bundles
+// read them as before and refuse GPU bundles by their version.
 // A damaged, truncated or foreign file is reported as kiln::Error naming the file and the defect.
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
+#include "deploy/runtime/device_api.h"
+#include "deploy/runtime/device_program.h"
 #include "deploy/runtime/ndarray.h"
 
 namespace kiln::runtime {
 
 struct Bundle {
   std::string graph_json;
-  std::string library;  ///< the shared object's bytes
+  std::string library;  ///< the shared object's bytes (empty in a GPU bundle)
   std::map<std::string, NDArray> params;
+  /// A GPU bundle's code: the programs its nodes call, by name (empty in a CPU bundle).
+  std::vector<DeviceProgram> device_programs;
 };
+
+/// Where a bundle's nodes run: kCPU (a host library), kCUDA (PTX) or kOpenCL (OpenCL C).
+DeviceKind bundle_device(const Bundle& b);
 
 /// The bundle as bytes, and back; `origin` names the source in errors.
 std::string serialize_bundle(const Bundle& b);

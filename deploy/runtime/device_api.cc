@@ -55,6 +55,13 @@ const char* device_kind_name(DeviceKind kind) {
   KILN_UNREACHABLE() << "bad DeviceKind " << static_cast<int>(kind);
 }
 
+DeviceKind parse_device_kind(const std::string& text) {
+  for (DeviceKind kind : {DeviceKind::kCPU, DeviceKind::kCUDA, DeviceKind::kOpenCL}) {
+    if (text == device_kind_name(kind)) return kind;
+  }
+  KILN_USER_ERROR() << "unknown device '" << text << "' (known: cpu, cuda, opencl)";
+}
+
 std::string DeviceInfo::description() const {
   std::ostringstream os;
   os << name << " (";

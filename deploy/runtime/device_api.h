@@ -29,6 +29,8 @@ enum class DeviceKind { kCPU, kCUDA, kOpenCL };
 
 /// "cpu", "cuda", "opencl".
 const char* device_kind_name(DeviceKind kind);
+/// The inverse of device_kind_name; kiln::Error naming the known kinds for another text.
+DeviceKind parse_device_kind(const std::string& text);
 
 /// How a kernel is launched (docs/gpu.md section 1): blocks per grid and threads per block in x,
 /// y, z, and the bytes of dynamic shared memory per block. On OpenCL, dynamic shared memory is one

@@ -1,6 +1,15 @@
 // The graph executor: runs a bundle. It loads the bundle's library, lays out the intermediate
 // tensors in the pools of the memory plan, and calls the compiled functions in order.
 //
+// On a device (a GPU bundle, whose nodes call device programs; bundle.h), the same graph runs
+// with its tensors in the device's memory: the parameters (and the inputs' defaults) are uploaded
+// once when the executor is made, set_input copies an input in, the nodes' programs launch in
+// order, and run() copies the outputs out at the end; nothing else crosses between host and
+// device. The runtime has no views into a device buffer yet, so the intermediates cannot share
+// one buffer per pool: they get one buffer per distinct (pool, offset) of the memory plan, which
+// the tensors placed there share (the plan never places two tensors that are live together at
+// overlapping bytes), so a chain of equal tensors still reuses its buffers.
+//
 // The graph (JSON, written by the compiler's graph build):
 //   {"format": "kiln.graph", "version": 1,
 //    "storage": [{"bytes": 4096}, ...],                          // pools for intermediates
@@ -17,10 +26,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "deploy/runtime/bundle.h"
+#include "deploy/runtime/device_api.h"
+#include "deploy/runtime/device_program.h"
 #include "deploy/runtime/module.h"
 #include "deploy/runtime/ndarray.h"
 
@@ -28,16 +40,31 @@ namespace kiln::runtime {
 
 class GraphExecutor {
  public:
-  /// Loads a bundle file; kiln::Error naming the file and the defect when it cannot.
-  static GraphExecutor load(const std::string& path);
-  /// Loads the bundle's library (through a private temporary file), then from_parts.
-  static GraphExecutor from_bundle(Bundle bundle, const std::string& origin);
+  /// Loads a bundle file to run on `device` (kCPU: a CPU bundle; kCUDA, kOpenCL: a GPU bundle
+  /// built for that kind); kiln::Error naming the file and the defect when it cannot, or saying
+  /// which device the bundle was built for when it is not `device`, or why there is no such device.
+  static GraphExecutor load(const std::string& path, DeviceKind device = DeviceKind::kCPU);
+  /// A CPU bundle: loads its library (from memory), then from_parts. A GPU bundle: on_device on
+  /// device 0 of `device` (DeviceAPI::get).
+  static GraphExecutor from_bundle(Bundle bundle, const std::string& origin,
+                                   DeviceKind device = DeviceKind::kCPU);
   /// The executor of `graph_json` over `params` and the functions of `library`, a module already
   /// loaded (a shared object, or any ModuleNode: tests and the fuzzer give their own);
   /// kiln::Error naming `origin` and the defect when the graph is malformed or does not fit them.
   static GraphExecutor from_parts(const std::string& graph_json,
                                   std::map<std::string, NDArray> params, Module library,
                                   const std::string& origin);
+  /// The executor of `graph_json` over `params` and `programs` on `device`: each node calls the
+  /// program its "func" names, with the graph's tensors as the program's params (same count, and
+  /// each of the param's dtype and shape). kiln::Error naming `origin` and the node, tensor or
+  /// program when they do not fit, or when a program does not load on `device`.
+  static GraphExecutor on_device(const std::string& graph_json,
+                                 std::map<std::string, NDArray> params,
+                                 std::vector<DeviceProgram> programs, DeviceAPI& device,
+                                 const std::string& origin);
+
+  /// The device the nodes run on; null when they run on the host.
+  DeviceAPI* device() const { return device_; }
 
   size_t num_inputs() const { return inputs_.size(); }
   size_t num_outputs() const { return outputs_.size(); }
@@ -52,7 +79,7 @@ class GraphExecutor {
   /// the input when its shape or dtype differ.
   void set_input(const std::string& name, const NDArray& value);
   void set_input(size_t index, const NDArray& value);
-  /// Runs every node in order.
+  /// Runs every node in order (on a device: then copies the outputs out, and returns when done).
   void run();
 
   /// Where the time of a run goes: one entry per node, in graph order.
@@ -61,8 +88,9 @@ class GraphExecutor {
     std::string func;   ///< the compiled function
     double median_ms;   ///< median over the runs
   };
-  /// Runs the graph `runs` times (after one warm-up run), timing every node; the outputs are those
-  /// of the last run. With `run_ms`, also each run's whole time (ms), in order.
+  /// Runs the graph `runs` times (after one warm-up run), timing every node (on a device, by its
+  /// events); the outputs are those of the last run. With `run_ms`, also each run's whole time
+  /// (ms, wall clock, with a device's copies of the outputs), in order.
   std::vector<NodeTime> profile(int runs, std::vector<double>* run_ms = nullptr);
   /// Output i after run() (valid until the next run).
   const NDArray& output(size_t i) const;
@@ -71,22 +99,47 @@ class GraphExecutor {
   struct TensorInfo {
     std::string name;
     std::string kind;
+    /// On the host: the tensor. On a device: the host side of an input, parameter or output (an
+    /// intermediate has none); its shape and dtype are the tensor's.
     NDArray array;
+    KilnDType dtype{};
+    std::vector<int64_t> shape;
     bool has_default = false;  ///< an input that starts with its default value
+    int device_buffer = -1;    ///< on a device: its buffer in device_buffers_
   };
   struct Node {
     std::string name;
-    Function func;
+    std::string func;
+    Function host_func;                      ///< on the host
+    LoadedDeviceProgram* program = nullptr;  ///< on a device (one of programs_)
     std::vector<size_t> args;
   };
 
+  /// Reads the graph: the host's tensors and functions, or (with device_ set) the device's
+  /// buffers and the programs of `programs` the nodes call.
+  void build(const std::string& graph_json, std::map<std::string, NDArray> params,
+             std::vector<DeviceProgram> programs);
+  /// The program a node calls on the device, loaded on first use; kiln::Error naming the node, the
+  /// program and the tensor when its arguments do not fit the program's params.
+  LoadedDeviceProgram* device_program(const std::string& func, const std::vector<size_t>& args,
+                                      std::map<std::string, DeviceProgram>& programs,
+                                      const std::string& what);
   void check_input(size_t tensor, const NDArray& value) const;
+  void run_node(size_t i);
+  double time_node(size_t i);
+  /// On a device: waits for the nodes and copies every output out. On the host: nothing.
+  void finish_run();
 
   Module module_;
+  DeviceAPI* device_ = nullptr;
   std::vector<NDArray> pools_;
+  std::vector<DeviceBuffer> device_buffers_;
+  std::map<std::string, std::unique_ptr<LoadedDeviceProgram>> programs_;
   std::vector<TensorInfo> tensors_;
   std::vector<Node> nodes_;
   std::vector<size_t> inputs_, outputs_;
+  std::vector<Arg> host_args_;
+  std::vector<const DeviceBuffer*> device_args_;
   std::string origin_;
 };
 

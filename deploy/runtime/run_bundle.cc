@@ -123,7 +123,7 @@ PreparedRun prepare_run(const RunOptions& o) {
   KILN_USER_CHECK(o.runs > 0) << "the number of runs must be positive, got " << o.runs;
   KILN_USER_CHECK(o.threads >= 0) << "the number of threads must be positive, got " << o.threads;
   if (o.threads > 0) set_num_threads(o.threads);
-  PreparedRun p{GraphExecutor::load(o.bundle), {}};
+  PreparedRun p{GraphExecutor::load(o.bundle, o.device), {}};
   GraphExecutor& g = p.graph;
   std::vector<bool> bound(g.num_inputs(), false);
   size_t next_position = 0;
@@ -170,6 +170,7 @@ PreparedRun prepare_run(const RunOptions& o) {
 
 void execute_run(PreparedRun& p, const RunOptions& o, std::ostream& out) {
   GraphExecutor& g = p.graph;
+  if (g.device() != nullptr) out << "running on " << g.device()->description() << "\n";
   if (o.profile) {
     std::vector<double> run_ms;
     print_profile(out, g.profile(o.runs, &run_ms), o.runs);

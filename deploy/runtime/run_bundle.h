@@ -34,6 +34,8 @@ struct RunOptions {
   int runs = 1;                   ///< how many times the graph runs; the outputs are the last's
   bool profile = false;           ///< time every node over `runs` runs (after one warm-up run)
   int threads = 0;                ///< threads of the runtime's pool; 0 keeps the default
+  /// Where the nodes run: the CPU, or the GPU kind a GPU bundle was built for (--device).
+  DeviceKind device = DeviceKind::kCPU;
 };
 
 /// A loaded bundle with its inputs bound and, when there is an output folder, each output's file.
@@ -43,13 +45,15 @@ struct PreparedRun {
 };
 
 /// Loads the bundle and binds every input file; kiln::Error naming the bundle, the input or the
-/// file when the bundle cannot be loaded (damaged, or built for another CPU), a file cannot be read
+/// file when the bundle cannot be loaded (damaged, built for another CPU, or for another device
+/// than options.device, or that device is absent), a file cannot be read
 /// as .npy, an input is not the bundle's, is given twice, has the wrong shape or dtype, or is
 /// missing (an input with a default value in the bundle may be left out), or the output folder
 /// cannot be made. Sets the runtime's thread count when options.threads > 0.
 PreparedRun prepare_run(const RunOptions& options);
 
-/// Runs the graph options.runs times and prints to `out`: with options.profile, every node's
+/// Runs the graph options.runs times and prints to `out`: on a GPU, the device first; with
+/// options.profile, every node's
 /// median time (slowest first) and the time of each run; without, the time of each run when there
 /// is more than one; then one line per output, "output 'NAME': DTYPE[SHAPE]", with " -> FILE"
 /// after writing it when there is an output folder, else its first values.

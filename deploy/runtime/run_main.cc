@@ -3,11 +3,12 @@
 // same code (run_bundle.h); only the command line differs (a board has no `kiln`).
 //
 //   kiln-run BUNDLE [--input [NAME=]FILE.npy]... [-o DIR] [--profile] [--threads N] [--repeat N]
+//            [--device cpu|cuda|opencl]
 //
 // Exit codes: 0 done; 2 a mistake on the command line, in the bundle or in the inputs (a missing,
 // unknown or unreadable input, a wrong shape or dtype, a bundle that is damaged or built for
-// another CPU); 1 a failure while running or writing the outputs. Errors are "error: ..." lines on
-// stderr.
+// another CPU or device, no such device here); 1 a failure while running or writing the outputs.
+// Errors are "error: ..." lines on stderr.
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -24,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: kiln-run BUNDLE [--input [NAME=]FILE.npy]... [-o DIR] [--profile] [--threads N]\n"
-    "                [--repeat N]\n"
+    "                [--repeat N] [--device cpu|cuda|opencl]\n"
     "Runs a Kiln bundle (kiln compile's output) on this machine with the runtime alone.\n"
     "  --input [NAME=]FILE.npy  an input by name, or without NAME= the next one in order (once\n"
     "                           per input; an input with a default value in the bundle may be\n"
@@ -37,6 +38,8 @@ constexpr const char* kUsage =
     "                           CPUs)\n"
     "  --repeat N               run N times and print the time of a run; the outputs are the\n"
     "                           last run's (default: 1)\n"
+    "  --device KIND            where the kernels run: cpu (default) for a CPU bundle, cuda or\n"
+    "                           opencl for a bundle built for that GPU target\n"
     "  --help                   this text\n"
     "Exit codes: 0 done, 2 a mistake in the command line, the bundle or the inputs, 1 a failure\n"
     "while running.\n";
@@ -71,7 +74,7 @@ kiln::runtime::RunOptions parse(const std::vector<std::string>& args, bool* help
       o.profile = true;
       continue;
     }
-    if (a == "--input" || a == "-o" || a == "--threads" || a == "--repeat") {
+    if (a == "--input" || a == "-o" || a == "--threads" || a == "--repeat" || a == "--device") {
       if (i + 1 == args.size()) throw UsageError(a + " needs a value");
       const std::string& v = args[++i];
       if (a == "--input") {
@@ -80,6 +83,12 @@ kiln::runtime::RunOptions parse(const std::vector<std::string>& args, bool* help
         o.inputs.push_back(in);
       } else if (a == "-o") {
         o.output_dir = v;
+      } else if (a == "--device") {
+        try {
+          o.device = kiln::runtime::parse_device_kind(v);
+        } catch (const kiln::Error& e) {
+          throw UsageError("--device: " + std::string(e.what()).substr(7));  // without "error: "
+        }
       } else if (a == "--threads") {
         o.threads = positive(v, a);
       } else {

@@ -190,7 +190,7 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   // The commands and the flags each one's --help must list (and nothing it does not take).
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"compile", {"--target", "-o", "--no-fuse", "--no-layout", "--input-shape"}},
-      {"run", {"--input", "-o", "--profile", "--threads"}},
+      {"run", {"--input", "-o", "--profile", "--threads", "--device"}},
       {"tune",
        {"--target", "--trials", "--records", "-o", "--explorer", "--batch", "--seed", "--threads",
         "--repeat", "--flush-cache", "--input-shape"}},

@@ -119,6 +119,21 @@ TEST(ScheduleCorrectness, FuseThatDoesNotDivideThenSplit) {
   check_elementwise(s, e, 7, 9);
 }
 
+TEST(ScheduleCorrectness, FusedLoopsOfAnAttachedStageStartWhereItsRegionDoes) {
+  // T = A * 2 computed per 4 rows of C = T + B, its two loops fused (as a GPU's cooperative fetch
+  // fuses a shared copy's): the region of T starts at the block's first row, so the fused loop's
+  // rows must too.
+  auto e = make_elementwise(8, 6);
+  te::Tensor t = te::compute({8, 6}, [&](Var i, Var j) { return e.a(i, j) * 2.0f; }, "T");
+  e.c = te::compute({8, 6}, [&](Var i, Var j) { return t(i, j) + e.b(i, j); }, "C");
+  auto s = te::create_schedule({e.c});
+  auto [rows, row] = s[e.c].split(s[e.c].axis(0), 4);
+  auto st = s[t];
+  st.compute_at(s[e.c], rows);
+  st.fuse(st.axis(0), st.axis(1));
+  check_elementwise(s, e, 8, 6);
+}
+
 TEST(ScheduleCorrectness, ReorderAndUnroll) {
   auto e = make_elementwise(16, 12);
   auto s = te::create_schedule({e.c});

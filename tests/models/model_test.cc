@@ -1,6 +1,6 @@
 // Whole models in the style of the paper's evaluation (ResNet-18, MobileNetV2, the Nature DQN, a
-// DCGAN generator, an LSTM language model): imported from ONNX, built for the host, run by the graph
-// executor and compared with ONNX Runtime's output on the same input. The models, inputs and
+// DCGAN generator, an LSTM language model): imported from ONNX, built for the host, run by the
+// graph executor and compared with ONNX Runtime's output on the same input. The models, inputs and
 // expected outputs are written by make_models.py (the CTest fixture models_generate) into
 // KILN_MODELS_DATA_DIR; each model is its own test (ctest -R model_<name>).
 //
@@ -13,6 +13,9 @@
 //
 // Each model is built twice, with fusion on (the default build) and off, and both must match, so
 // the fusion pass is covered; the DQN bundle also goes through write_bundle / GraphExecutor::load.
+// Models whose every group has a GPU schedule are also built for "opencl" and run on OpenCL (PoCL
+// here), and for CUDA at the device's architecture and run there, by the graph executor on the
+// device (each skipped without such a device): the DQN, so far.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "deploy/runtime/bundle.h"
+#include "deploy/runtime/device_api.h"
 #include "deploy/runtime/graph_executor.h"
 #include "deploy/runtime/npy.h"
 #include "tests/common/temp_dir.h"
@@ -34,7 +38,12 @@ namespace {
 
 using runtime::NDArray;
 constexpr double kTolerance = 1e-4;
-constexpr const char* kTarget = "llvm -mcpu=native";
+
+/// What a model is built for and where its bundle runs.
+struct Placement {
+  std::string target = "llvm -mcpu=native";
+  runtime::DeviceKind device = runtime::DeviceKind::kCPU;
+};
 
 std::string data_file(const std::string& name) {
   return std::string(KILN_MODELS_DATA_DIR) + "/" + name;
@@ -74,18 +83,20 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 /// Builds `model` with `options`, runs it on its input, and checks the output against ONNX Runtime.
 void run_and_check(const std::string& model, const Graph& g, const BuildOptions& options,
-                   const std::string& tag, bool round_trip = false) {
+                   const std::string& tag, bool round_trip, const Placement& where) {
   auto t0 = std::chrono::steady_clock::now();
   BuildReport report;
-  runtime::Bundle bundle = build_graph(g, kTarget, options, &report);
+  runtime::Bundle bundle = build_graph(g, where.target, options, &report);
   double build_s = seconds_since(t0);
 
   testing::TempDir dir("kiln_model_test");
   runtime::GraphExecutor exec = [&] {
-    if (!round_trip) return runtime::GraphExecutor::from_bundle(std::move(bundle), model);
+    if (!round_trip) {
+      return runtime::GraphExecutor::from_bundle(std::move(bundle), model, where.device);
+    }
     std::string path = dir.file(model + ".kiln");
     runtime::write_bundle(path, bundle);
-    return runtime::GraphExecutor::load(path);
+    return runtime::GraphExecutor::load(path, where.device);
   }();
   ASSERT_EQ(exec.num_inputs(), 1u);
   ASSERT_EQ(exec.num_outputs(), 1u);
@@ -109,13 +120,33 @@ void run_and_check(const std::string& model, const Graph& g, const BuildOptions&
   EXPECT_LE(e.relative, kTolerance) << model << " [" << tag << "]: max|kiln - ort| / max|ort|";
 }
 
-void check_model(const std::string& model, bool round_trip = false) {
+void check_model(const std::string& model, bool round_trip = false, const Placement& where = {}) {
   Graph g = import_onnx(data_file(model + ".onnx"));
+  const std::string on = where.device == runtime::DeviceKind::kCPU ? "" : ", " + where.target;
   BuildOptions fused;
-  run_and_check(model, g, fused, "fuse=on", round_trip);
+  run_and_check(model, g, fused, "fuse=on" + on, round_trip, where);
   BuildOptions unfused;
   unfused.fuse = false;
-  run_and_check(model, g, unfused, "fuse=off");
+  run_and_check(model, g, unfused, "fuse=off" + on, false, where);
+}
+
+/// check_model built for "opencl" and run on OpenCL, or skipped where there is none.
+void check_model_on_opencl(const std::string& model) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  check_model(model, /*round_trip=*/true, Placement{"opencl", runtime::DeviceKind::kOpenCL});
+}
+
+/// check_model built for the CUDA device's architecture ("cuda -arch=sm_90") and run on it, or
+/// skipped where there is none.
+void check_model_on_cuda(const std::string& model) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kCUDA, &why)) GTEST_SKIP() << why;
+  const runtime::DeviceInfo& gpu = runtime::DeviceAPI::get(runtime::DeviceKind::kCUDA).info();
+  const std::string arch = "sm_" + std::to_string(gpu.compute_capability_major) +
+                           std::to_string(gpu.compute_capability_minor);
+  check_model(model, /*round_trip=*/true,
+              Placement{"cuda -arch=" + arch, runtime::DeviceKind::kCUDA});
 }
 
 TEST(Models, resnet18) { check_model("resnet18"); }
@@ -123,6 +154,8 @@ TEST(Models, mobilenetv2) { check_model("mobilenetv2"); }
 TEST(Models, dqn) { check_model("dqn", /*round_trip=*/true); }
 TEST(Models, dcgan) { check_model("dcgan"); }
 TEST(Models, lstm) { check_model("lstm"); }
+TEST(Models, dqn_opencl) { check_model_on_opencl("dqn"); }
+TEST(Models, dqn_cuda) { check_model_on_cuda("dqn"); }
 
 }  // namespace
 }  // namespace kiln::graph

@@ -1,0 +1,167 @@
+// The graph build for a GPU target end to end: small ONNX models built here, compiled for
+// "opencl" into GPU bundles (one device program per fused group), run by the graph executor on
+// OpenCL (PoCL here) and compared with the same model built for the CPU within 1e-4: a chain of
+// elementwise and injective operators (schedule_injective), fused into one kernel and unfused (one
+// kernel per node, the intermediates in device buffers of the memory plan), and a model using
+// each GPU template of the build: a convolution with its bias and ReLU (conv2d_nchw_gpu, on 10 x 10
+// images), a Flatten and a Gemm with its bias and ReLU (matmul_gpu; 10 outputs), sizes which the
+// templates' tiles do not divide. Built for CUDA, the same model's programs are PTX (NVRTC); where
+// a CUDA device exists it runs there against the CPU build, elsewhere the executor says there is
+// none. Groups without a GPU schedule are refused naming the node.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/codegen/nvrtc.h"
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "deploy/runtime/bundle.h"
+#include "deploy/runtime/device_api.h"
+#include "deploy/runtime/graph_executor.h"
+#include "tests/common/expect_error.h"
+#include "tests/common/kiln_test_util.h"
+#include "tests/common/onnx_model_builder.h"
+
+namespace kiln::graph {
+namespace {
+
+using runtime::NDArray;
+using testing::OnnxModelBuilder;
+
+/// Float initializer `name` of reproducible random values in [-0.5, 0.5).
+void init_random(OnnxModelBuilder& m, const std::string& name, const std::vector<int64_t>& shape,
+                 uint32_t seed) {
+  m.init_values(name, shape, testing::random_array(shape, seed, -0.5f, 0.5f).to_vector<float>());
+}
+
+/// x [1, 3, 10, 10] -> Conv 3x3 (8 channels, pads 1) + bias -> Relu -> Flatten [1, 800] -> Gemm
+/// (10 outputs, transB) + bias -> Relu -> y [1, 10].
+OnnxModelBuilder conv_relu_dense() {
+  OnnxModelBuilder m;
+  m.input("x", {1, 3, 10, 10});
+  init_random(m, "w", {8, 3, 3, 3}, 1);
+  init_random(m, "b", {8}, 2);
+  init_random(m, "fc_w", {10, 800}, 3);
+  init_random(m, "fc_b", {10}, 4);
+  auto* conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  OnnxModelBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"r"});
+  m.node("Flatten", {"r"}, {"f"});
+  auto* gemm = m.node("Gemm", {"f", "fc_w", "fc_b"}, {"d"});
+  OnnxModelBuilder::attr(gemm, "transB", int64_t{1});
+  m.node("Relu", {"d"}, {"y"});
+  m.output("y");
+  return m;
+}
+
+/// x [2, 3, 4, 5] + c [3, 1, 1] -> Relu -> Transpose (0, 2, 3, 1) -> Sigmoid -> Mul by itself
+/// -> y [2, 4, 5, 3].
+OnnxModelBuilder injective_chain() {
+  OnnxModelBuilder m;
+  m.input("x", {2, 3, 4, 5});
+  init_random(m, "c", {3, 1, 1}, 6);
+  m.node("Add", {"x", "c"}, {"a"});
+  m.node("Relu", {"a"}, {"r"});
+  auto* t = m.node("Transpose", {"r"}, {"t"});
+  OnnxModelBuilder::attr(t, "perm", std::vector<int64_t>{0, 2, 3, 1});
+  m.node("Sigmoid", {"t"}, {"s"});
+  m.node("Mul", {"s", "s"}, {"y"});
+  m.output("y");
+  return m;
+}
+
+/// The model's output for `x`, built for `target` and run on `device`.
+NDArray run_built(const Graph& g, const std::string& target, runtime::DeviceKind device,
+                  const NDArray& x, const BuildOptions& options = {}) {
+  runtime::Bundle bundle = build_graph(g, target, options);
+  auto exec = runtime::GraphExecutor::from_bundle(std::move(bundle), target, device);
+  exec.set_input("x", x);
+  exec.run();
+  return exec.output(0).copy();
+}
+
+TEST(GraphBuildGpu, AnInjectiveChainOnOpenCLMatchesTheCpuBuildFusedAndNot) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  const Graph g = import_onnx_bytes(injective_chain().bytes(), "injective.onnx");
+  BuildOptions unfused;
+  unfused.fuse = false;
+  BuildReport report;
+  EXPECT_EQ(build_graph(g, "opencl", {}, &report).device_programs.size(), 1u);
+  EXPECT_EQ(build_graph(g, "opencl", unfused, &report).device_programs.size(), 5u);
+  EXPECT_GT(report.intermediate_bytes, 0);
+  const NDArray x = testing::random_array({2, 3, 4, 5}, 9);
+  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x),
+                                 want.to_vector<float>(), 1e-4, 1e-4));
+  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x, unfused),
+                                 want.to_vector<float>(), 1e-4, 1e-4));
+}
+
+TEST(GraphBuildGpu, ConvReluDenseOnOpenCLMatchesTheCpuBuild) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
+  BuildReport report;
+  const runtime::Bundle gpu = build_graph(g, "opencl", {}, &report);
+  EXPECT_EQ(runtime::bundle_device(gpu), runtime::DeviceKind::kOpenCL);
+  EXPECT_TRUE(gpu.library.empty());
+  EXPECT_EQ(gpu.device_programs.size(), 3u);  // conv+relu, flatten, gemm+relu
+  EXPECT_EQ(report.num_functions, 3u);
+  EXPECT_EQ(report.convolutions_blocked, 0u);  // NCHW on a GPU
+  for (uint32_t seed : {7u, 8u}) {
+    const NDArray x = testing::random_array({1, 3, 10, 10}, seed);
+    const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+    const NDArray got = run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x);
+    EXPECT_TRUE(testing::all_close(got, want.to_vector<float>(), 1e-4, 1e-4)) << "seed " << seed;
+  }
+}
+
+TEST(GraphBuildGpu, ConvReluDenseForCudaIsPtxAndRunsWhereThereIsACudaDevice) {
+  if (!codegen::nvrtc_available()) GTEST_SKIP() << "no NVRTC (libnvrtc.so.13) here";
+  const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
+  runtime::Bundle cuda = build_graph(g, "cuda -arch=sm_75");
+  EXPECT_EQ(runtime::bundle_device(cuda), runtime::DeviceKind::kCUDA);
+  ASSERT_EQ(cuda.device_programs.size(), 3u);
+  for (const runtime::DeviceProgram& p : cuda.device_programs) {
+    EXPECT_EQ(p.format, "ptx");
+    EXPECT_NE(p.code.find(".entry"), std::string::npos) << p.name;
+  }
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kCUDA, &why)) {
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(cuda), "cuda.kiln",
+                                                              runtime::DeviceKind::kCUDA),
+                          "no CUDA device");
+    return;
+  }
+  const NDArray x = testing::random_array({1, 3, 10, 10}, 7);
+  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+  const NDArray got = run_built(g, "cuda -arch=sm_75", runtime::DeviceKind::kCUDA, x);
+  EXPECT_TRUE(testing::all_close(got, want.to_vector<float>(), 1e-4, 1e-4));
+}
+
+TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
+  OnnxModelBuilder soft;
+  soft.input("x", {2, 5});
+  soft.node("Softmax", "probabilities", {"x"}, {"y"});
+  soft.output("y");
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(soft.bytes(), "soft.onnx"), "opencl"),
+                        "graph build for opencl: node 'probabilities' (Softmax): operator "
+                        "'Softmax' has no GPU schedule yet");
+  OnnxModelBuilder depthwise;
+  depthwise.input("x", {1, 4, 6, 6});
+  init_random(depthwise, "w", {4, 1, 3, 3}, 5);
+  auto* conv = depthwise.node("Conv", "dw", {"x", "w"}, {"y"});
+  OnnxModelBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxModelBuilder::attr(conv, "group", int64_t{4});
+  depthwise.output("y");
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(depthwise.bytes(), "dw.onnx"), "cuda"),
+                        "node 'dw' (Conv): operator 'Conv' with 4 groups (or in 1-D) has no GPU "
+                        "schedule yet");
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(soft.bytes(), "soft.onnx"), "vdla"),
+                        "target 'vdla' is not supported");
+}
+
+}  // namespace
+}  // namespace kiln::graph
