@@ -4,13 +4,15 @@
 # and numpy), tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
-# API for a job with thousands of records).
+# API for a job with thousands of records), cuda (Kiln's GPU kernels against cuBLAS and cuDNN on a
+# CUDA device: the candidates are compiled here to PTX, then measured on the device; on a GPU
+# machine without Kiln's build dependencies, run build/release/bench/bench_cuda_measure DIR there).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard, cuda)" >&2
   exit 2
 fi
 shift
@@ -21,7 +23,14 @@ case "$name" in
   conv) target=bench_conv ;;
   farm) target=bench_farm ;;
   dashboard) target=bench_dashboard ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard)" >&2; exit 2 ;;
+  cuda)
+    cmake --preset release >/dev/null
+    cmake --build --preset release --target bench_cuda_prepare bench_cuda_measure >/dev/null
+    dir=build/release/bench-results/cuda
+    rm -rf "$dir"
+    build/release/bench/bench_cuda_prepare "$dir" "$@" >&2
+    exec build/release/bench/bench_cuda_measure "$dir" ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard, cuda)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

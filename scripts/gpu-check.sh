@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Kiln's checks on a CUDA GPU, for a machine that has the GPU but not Kiln's build dependencies
+# (the lent GPU machines here): prepared on the build machine into one folder, then run there with
+# the runtime alone.
+#
+#   scripts/gpu-check.sh DIR [ARCH]   # here: build, compile for cuda -arch=ARCH (sm_90), fill DIR
+#   DIR/run.sh                        # on the GPU machine (bash, python3 with numpy; ~2 minutes)
+#
+# run.sh prints what the runtime sees of the device, runs the runtime's CUDA tests, runs every
+# whole model that builds for CUDA with `kiln-run --device cuda` against ONNX Runtime's output
+# (max|diff| / max|ref| <= 1e-4, `case=cuda_model_<name> ok=0|1 rel_err=...`), then the
+# benchmark against cuBLAS and cuDNN (bench/cuda/measure_main.cc). Binaries carry libstdc++.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir="${1:?usage: scripts/gpu-check.sh DIR [ARCH]}"
+arch="${2:-sm_90}"
+build=build/dev
+cmake --preset dev >/dev/null
+cmake --build --preset dev --target kiln kiln-run kiln-device-info runtime_device_test \
+  bench_cuda_prepare bench_cuda_measure >/dev/null
+rm -rf "$dir"
+mkdir -p "$dir/bin" "$dir/models"
+cp "$build/deploy/runtime/kiln-run" "$build/deploy/runtime/kiln-device-info" \
+   "$build/tests/unit/runtime_device_test" "$build/bench/bench_cuda_measure" "$dir/bin/"
+
+data="$build/tests/models/data"
+[ -f "$data/dqn.onnx" ] || python3 tests/models/make_models.py "$data" >/dev/null
+for m in resnet18 mobilenetv2 dqn dcgan lstm; do
+  if "$build/client/kiln" compile "$data/$m.onnx" --target "cuda -arch=$arch" -o "$dir/models/$m.kiln" \
+       >/dev/null 2>"$dir/models/$m.build-error.txt"; then
+    cp "$data/$m.input.npy" "$data/$m.expected.npy" "$dir/models/"
+    rm "$dir/models/$m.build-error.txt"
+  else
+    echo "$m: not built for cuda: $(tail -1 "$dir/models/$m.build-error.txt")" >&2
+  fi
+done
+"$build/bench/bench_cuda_prepare" "$dir/bench" --arch "$arch" --candidates "${KILN_CUDA_CANDIDATES:-80}" >&2
+
+cat > "$dir/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs on the GPU machine; see scripts/gpu-check.sh.
+cd "$(dirname "$0")"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+bin/kiln-device-info || true
+bin/runtime_device_test --gtest_filter='DeviceCUDA*' 2>&1 | tail -4
+for bundle in models/*.kiln; do
+  [ -e "$bundle" ] || continue
+  m=$(basename "$bundle" .kiln)
+  rm -rf "out/$m"
+  if bin/kiln-run "$bundle" --input "models/$m.input.npy" -o "out/$m" --device cuda --profile --repeat 20 > "out.$m.txt" 2>&1; then
+    python3 - "$m" "out/$m" "models/$m.expected.npy" <<'PY'
+import glob, sys
+import numpy as np
+name, out, ref = sys.argv[1], sys.argv[2], np.load(sys.argv[3])
+got = np.load(glob.glob(out + "/*.npy")[0])
+err = float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
+print(f"case=cuda_model_{name} ok={int(err <= 1e-4)} rel_err={err:.2e}")
+PY
+  else
+    echo "case=cuda_model_$m ok=0 error=$(tail -1 "out.$m.txt")"
+  fi
+done
+bin/bench_cuda_measure bench
+RUN
+chmod +x "$dir/run.sh"
+du -sh "$dir"
