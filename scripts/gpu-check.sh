@@ -22,6 +22,7 @@ rm -rf "$dir"
 mkdir -p "$dir/bin" "$dir/models"
 cp "$build/deploy/runtime/kiln-run" "$build/deploy/runtime/kiln-device-info" \
    "$build/tests/unit/runtime_device_test" "$build/bench/bench_cuda_measure" "$dir/bin/"
+strip --strip-debug "$dir"/bin/*  # the folder travels to the GPU machine: keep it small
 
 data="$build/tests/models/data"
 [ -f "$data/dqn.onnx" ] || python3 tests/models/make_models.py "$data" >/dev/null

@@ -2,7 +2,7 @@
 // `scripts/bench.sh cuda`. For the matmuls (n = 1024, 4096) and the twelve ResNet-18
 // convolutions it writes DIR/NN_<case>.json: the case's shape and candidate kernels of Kiln's GPU
 // template, each compiled to PTX (a DeviceProgram): the template's default config first, then
-// random plausible configs of its space (topi::gpu::plausible: 32 to 1024 threads a block, at
+// its neighbours and random plausible configs of its space (topi::gpu::plausible: 32 to 1024 threads a block, at
 // most 64 outputs a thread; lowering refuses those over the shared memory of a block). bench_cuda_measure runs them on the GPU: measuring a
 // random sample on the device and keeping the fastest is the tuning here (the XGBoost tuner needs
 // the compiler beside the device, which the GPU machine lacks).
@@ -47,8 +47,22 @@ Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor
   auto [probe, probe_args] = make();
   space::ConfigSpace sp = t.space(probe);
   std::vector<space::Config> configs = {t.default_config(sp, target)};
-  std::mt19937_64 gen(42);
   std::set<uint64_t> seen = {configs[0].index()};
+  // A quarter of the budget: the default's neighbours (one knob moved one or two candidates
+  // either way), the rest random plausible points.
+  const std::vector<int> origin = configs[0].positions();
+  for (size_t k = 0; k < origin.size() && static_cast<int>(configs.size()) < count / 4; ++k) {
+    for (int step : {-1, 1, -2, 2}) {
+      std::vector<int> pos = origin;
+      pos[k] += step;
+      if (pos[k] < 0 || pos[k] >= static_cast<int>(sp.knobs()[k].candidates.size())) continue;
+      space::Config c = sp.from_positions(pos);
+      if (seen.insert(c.index()).second && topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads)) {
+        configs.push_back(c);
+      }
+    }
+  }
+  std::mt19937_64 gen(42);
   Json::Array out;
   int tries = 0;
   size_t next = 0;

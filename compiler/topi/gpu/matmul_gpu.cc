@@ -1,6 +1,7 @@
 #include "compiler/topi/gpu/matmul_gpu.h"
 
 #include "base/error.h"
+#include "compiler/ir/functor.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/template_util.h"
 
@@ -80,6 +81,20 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
     cooperative_fetch(st, axes, {1, ty[2], tx[2]}, vector);
   }
   for (const te::Tensor& lo : local) s[lo].compute_at(a, ki);
+  // A local copy whose rows run along the output's columns (matmul's B: B[k, j]) reads inner_x
+  // consecutive floats of its shared tile a thread: one vector load where they fit.
+  const ir::Var j = out->axis[1].var();
+  for (size_t i = 0; i < operands.size(); ++i) {
+    bool along_columns = false;
+    ir::post_order_visit(out->body, [&](const ir::Object* n) {
+      auto load = dynamic_cast<const ir::ProducerLoadNode*>(n);
+      if (load && load->producer.get() == operands[i].get()) {
+        along_columns = load->indices.back().same_as(j);
+      }
+    });
+    te::Stage st = s[local[i]];
+    if (along_columns && vector > 1 && tx[3] % vector == 0) st.vectorize(st->leaf_iter_vars.back());
+  }
   // Unrolled only while the body stays small: a thread with hundreds of outputs unrolled over the
   // reduction step is code no compiler digests quickly.
   if (cfg.knob("unroll") && tile_shape(cfg, {"tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_k")[1] <= 512) {
