@@ -8,8 +8,10 @@
 #
 # run.sh prints what the runtime sees of the device, runs the runtime's CUDA tests, runs every
 # whole model that builds for CUDA with `kiln-run --device cuda` against ONNX Runtime's output
-# (max|diff| / max|ref| <= 1e-4, `case=cuda_model_<name> ok=0|1 rel_err=...`), then the
-# benchmark against cuBLAS and cuDNN (bench/cuda/measure_main.cc). Binaries carry libstdc++.
+# (max|diff| / max|ref| <= 1e-4, `case=cuda_model_<name> ok=0|1 rel_err=...`), the fusion
+# ablation on the device (`case=fusion_<name>_cuda fused_ms=... unfused_ms=... speedup=...`, the
+# medians of 50 runs of the bundle built with and without operator fusion), then the benchmark
+# against cuBLAS and cuDNN (bench/cuda/measure_main.cc). Binaries carry libstdc++.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${1:?usage: scripts/gpu-check.sh DIR [ARCH]}"
@@ -31,6 +33,8 @@ for m in resnet18 mobilenetv2 dqn dcgan lstm; do
        >/dev/null 2>"$dir/models/$m.build-error.txt"; then
     cp "$data/$m.input.npy" "$data/$m.expected.npy" "$dir/models/"
     rm "$dir/models/$m.build-error.txt"
+    "$build/client/kiln" compile "$data/$m.onnx" --target "cuda -arch=$arch" --no-fuse \
+      -o "$dir/models/$m.unfused" >/dev/null 2>&1 || true
   else
     echo "$m: not built for cuda: $(tail -1 "$dir/models/$m.build-error.txt")" >&2
   fi
@@ -60,6 +64,16 @@ PY
   else
     echo "case=cuda_model_$m ok=0 error=$(tail -1 "out.$m.txt")"
   fi
+done
+median_ms() { bin/kiln-run "$1" --input "$2" --device cuda --repeat 50 2>&1 | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p'; }
+for bundle in models/*.kiln; do
+  [ -e "$bundle" ] || continue
+  m=$(basename "$bundle" .kiln)
+  [ -e "models/$m.unfused" ] || continue
+  fused=$(median_ms "$bundle" "models/$m.input.npy")
+  unfused=$(median_ms "models/$m.unfused" "models/$m.input.npy")
+  python3 -c "print(f'case=fusion_${m}_cuda fused_ms=$fused unfused_ms=$unfused speedup={$unfused / $fused:.3f}')" ||
+    echo "case=fusion_${m}_cuda error=no timing"
 done
 bin/bench_cuda_measure bench
 RUN
