@@ -6,7 +6,10 @@
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/gpu/conv2d_gpu.h"
+#include "compiler/topi/gpu/conv2d_transpose_gpu.h"
+#include "compiler/topi/gpu/depthwise_conv2d_gpu.h"
 #include "compiler/topi/gpu/matmul_gpu.h"
+#include "compiler/topi/gpu/pool_gpu.h"
 #include "compiler/topi/pooling.h"
 
 namespace kiln::topi {
@@ -80,8 +83,19 @@ const std::vector<TunableTemplate>& tunable_templates() {
        }},
       entry("conv2d_nchw_gpu", {"conv2d_nchw"}, gpu::conv2d_nchw_gpu_space,
             gpu_target(gpu::conv2d_nchw_gpu_default), gpu::schedule_conv2d_nchw_gpu),
+      entry("depthwise_conv2d_nchw_gpu", {"conv2d_nchw"}, gpu::depthwise_conv2d_nchw_gpu_space,
+            gpu_target(gpu::depthwise_conv2d_nchw_gpu_default),
+            gpu::schedule_depthwise_conv2d_nchw_gpu),
+      entry("conv2d_transpose_nchw_gpu", {"conv2d_transpose_nchw"},
+            gpu::conv2d_transpose_nchw_gpu_space,
+            gpu_target(gpu::conv2d_transpose_nchw_gpu_default),
+            gpu::schedule_conv2d_transpose_nchw_gpu),
       entry("matmul_gpu", {"dense"}, gpu::matmul_gpu_space, gpu_target(gpu::matmul_gpu_default),
             gpu::schedule_matmul_gpu),
+      entry("batch_matmul_gpu", {"batch_matmul"}, gpu::matmul_gpu_space,
+            gpu_target(gpu::matmul_gpu_default), gpu::schedule_matmul_gpu),
+      entry("pool2d_gpu", {"max_pool2d", "avg_pool2d", "global_max_pool2d", "global_avg_pool2d"},
+            gpu::pool2d_gpu_space, gpu_target(gpu::pool2d_gpu_default), gpu::schedule_pool2d_gpu),
   };
   return templates;
 }
