@@ -20,6 +20,7 @@
 #include "compiler/topi/elementwise.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/gpu/lstm_gpu.h"
+#include "compiler/topi/gpu/reduce_gpu.h"
 #include "compiler/topi/lstm.h"
 #include "compiler/topi/nn.h"
 #include "compiler/topi/pooling.h"
@@ -865,9 +866,10 @@ std::string gpu_template(const Node& n, const Result& master) {
 
 /// A group's schedule for a GPU target: the master's template (table in docs/gpu.md, section 5)
 /// tiling its anchor with the group's epilogue computed in its tile, at the config `tuning`
-/// chooses, the group's other pure stages inlined; an elementwise / injective group as one kernel
+/// chooses, the group's other pure stages inlined; softmax, log-softmax and the reductions by
+/// reduce_gpu (each reduction a kernel); an elementwise / injective group as one kernel
 /// (schedule_injective); an LSTM by its own schedule. kiln::Error naming the node and the operator
-/// for a group with no GPU schedule yet (softmax, reductions, ...).
+/// for a group with no GPU schedule yet (layer and instance normalization, 1-D convolutions, ...).
 void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& master,
                         te::Schedule& s, const Tensor& output, const Tuning& tuning,
                         const target::Target& target) {
@@ -880,6 +882,13 @@ void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& m
   const OpPattern pattern = op_pattern(n);
   const bool injective = pattern == OpPattern::kElemWise || pattern == OpPattern::kBroadcast ||
                          pattern == OpPattern::kInjective;
+  const bool reduction = n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "ArgMax" ||
+                         n.op == "ArgMin" || reductions().count(n.op);
+  if (reduction) {
+    const space::ConfigSpace space = topi::gpu::reduce_gpu_space(output);
+    topi::gpu::schedule_reduce_gpu(s, output, topi::gpu::reduce_gpu_default(space, target));
+    return;
+  }
   if (tmpl.empty() && !injective) {
     std::string form;
     if (n.op == "Conv" || n.op == "ConvTranspose" || n.op.find("Pool") != std::string::npos) {

@@ -26,8 +26,11 @@
 #include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/gpu/pool_gpu.h"
+#include "compiler/topi/gpu/reduce_gpu.h"
 #include "compiler/topi/matmul.h"
+#include "compiler/topi/nn.h"
 #include "compiler/topi/pooling.h"
+#include "compiler/topi/reduce.h"
 #include "deploy/runtime/device_api.h"
 #include "deploy/runtime/device_program.h"
 
@@ -378,6 +381,53 @@ TEST(GpuTemplatesTest, Conv2dTransposeOnOpenCL) {
           },
           {}};
   check_template(cs, "conv2d_transpose 4x4 s2");
+}
+
+/// reduce_gpu's schedule with the harness's signature (it takes no epilogue).
+void schedule_reduce(te::Schedule& s, const te::Tensor& out, const space::Config& cfg, const te::Tensor&) {
+  topi::gpu::schedule_reduce_gpu(s, out, cfg);
+}
+
+TEST(GpuTemplatesTest, SoftmaxOnOpenCL) {
+  const int rows = 5, n = 300;  // [5, 300], along the last axis
+  Case c{[] {
+           te::Tensor x = te::placeholder({rows, n}, ir::kFloat32, "x");
+           return std::vector<te::Tensor>{x, topi::softmax(x, -1)};
+         },
+         topi::gpu::reduce_gpu_space, topi::gpu::reduce_gpu_default, schedule_reduce,
+         [](const std::vector<std::vector<float>>& in) {
+           std::vector<float> out(rows * n);
+           for (int r = 0; r < rows; ++r) {
+             double mx = -INFINITY, sum = 0;
+             for (int j = 0; j < n; ++j) mx = std::max(mx, double(in[0][r * n + j]));
+             for (int j = 0; j < n; ++j) sum += std::exp(double(in[0][r * n + j]) - mx);
+             for (int j = 0; j < n; ++j) out[r * n + j] = float(std::exp(double(in[0][r * n + j]) - mx) / sum);
+           }
+           return out;
+         },
+         {}};
+  check_template(c, "softmax 5x300");
+}
+
+TEST(GpuTemplatesTest, ReduceMeanOnOpenCL) {
+  const int a = 4, b = 9, d = 6;  // [4, 9, 6] -> mean over axes 0 and 2, keepdims: [1, 9, 1]
+  Case c{[] {
+           te::Tensor x = te::placeholder({a, b, d}, ir::kFloat32, "x");
+           return std::vector<te::Tensor>{x, topi::reduce(x, topi::ReduceOp::kMean, {0, 2}, true)};
+         },
+         topi::gpu::reduce_gpu_space, topi::gpu::reduce_gpu_default, schedule_reduce,
+         [](const std::vector<std::vector<float>>& in) {
+           std::vector<float> out(b);
+           for (int j = 0; j < b; ++j) {
+             double sum = 0;
+             for (int i = 0; i < a; ++i)
+               for (int k = 0; k < d; ++k) sum += in[0][(i * b + j) * d + k];
+             out[j] = float(sum / (a * d));
+           }
+           return out;
+         },
+         {}};
+  check_template(c, "mean over axes 0, 2");
 }
 
 TEST(GpuTemplatesTest, InjectiveOnOpenCL) {

@@ -7,7 +7,8 @@
 // images), a Flatten and a Gemm with its bias and ReLU (matmul_gpu; 10 outputs), sizes which the
 // templates' tiles do not divide. Built for CUDA, the same model's programs are PTX (NVRTC); where
 // a CUDA device exists it runs there against the CPU build, elsewhere the executor says there is
-// none. Groups without a GPU schedule are refused naming the node.
+// none. A softmax along a middle axis (reduce_gpu) matches the CPU build. Groups without a GPU
+// schedule are refused naming the node.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -141,14 +142,29 @@ TEST(GraphBuildGpu, ConvReluDenseForCudaIsPtxAndRunsWhereThereIsACudaDevice) {
   EXPECT_TRUE(testing::all_close(got, want.to_vector<float>(), 1e-4, 1e-4));
 }
 
+TEST(GraphBuildGpu, SoftmaxOnOpenCLMatchesTheCpuBuild) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  OnnxModelBuilder m;  // rows of 37 along axis 1 of [3, 37, 2]: not the innermost axis
+  m.input("x", {3, 37, 2});
+  auto* soft = m.node("Softmax", "probabilities", {"x"}, {"y"});
+  OnnxModelBuilder::attr(soft, "axis", int64_t{1});
+  m.output("y");
+  const Graph g = import_onnx_bytes(m.bytes(), "soft.onnx");
+  const NDArray x = testing::random_array({3, 37, 2}, 11, -4.0f, 4.0f);
+  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x),
+                                 want.to_vector<float>(), 1e-5, 1e-5));
+}
+
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
-  OnnxModelBuilder soft;
-  soft.input("x", {2, 5});
-  soft.node("Softmax", "probabilities", {"x"}, {"y"});
-  soft.output("y");
-  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(soft.bytes(), "soft.onnx"), "opencl"),
-                        "graph build for opencl: node 'probabilities' (Softmax): operator "
-                        "'Softmax' has no GPU schedule yet");
+  OnnxModelBuilder hard;
+  hard.input("x", {2, 5});
+  hard.node("Hardmax", "winner", {"x"}, {"y"});
+  hard.output("y");
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(hard.bytes(), "hard.onnx"), "opencl"),
+                        "graph build for opencl: node 'winner' (Hardmax): operator "
+                        "'Hardmax' has no GPU schedule yet");
   OnnxModelBuilder conv1d;
   conv1d.input("x", {1, 4, 6});
   init_random(conv1d, "w", {4, 4, 3}, 5);
@@ -157,7 +173,7 @@ TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
   conv1d.output("y");
   EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(conv1d.bytes(), "c1.onnx"), "cuda"),
                         "node 'c1' (Conv): operator 'Conv' in 1-D has no GPU schedule yet");
-  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(soft.bytes(), "soft.onnx"), "vdla"),
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(hard.bytes(), "hard.onnx"), "vdla"),
                         "target 'vdla' is not supported");
 }
 
