@@ -1,11 +1,12 @@
 // The GPU templates run for real on OpenCL (PoCL on this machine's CPU): each at its default config
 // and at 20 random configs of its space that the target accepts (the small spaces of the
-// one-thread-per-output templates, pooling, grouped and transposed convolutions, at every config),
-// built with build_gpu and checked
-// against a naive loop on the host (max|diff| <= 1e-5 · max(1, max|ref|); the reductions here are
-// at most 576 long). Random configs that exceed the target's limits (threads or shared memory a
-// block) are refused by lowering with a user error and are not counted; the random configs are
-// drawn among the plausible ones (topi::gpu::plausible), as a tuner samples.
+// one-thread-per-output templates, pooling, grouped and transposed convolutions, softmax and
+// reductions, at every config), built with build_gpu and checked against a naive loop on the host
+// (max|diff| <= 1e-5 · max(1, max|ref|); the reductions here are at most 576 long). Random configs
+// that exceed the target's limits (threads or shared memory a block) are refused by lowering with a
+// user error and are not counted; the random configs are drawn among the plausible ones
+// (topi::gpu::plausible), as a tuner samples. The LSTM's schedule (no config space) is checked
+// against a hand-written LSTM.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,10 +21,12 @@
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/elementwise.h"
+#include "compiler/topi/lstm.h"
 #include "compiler/topi/gpu/conv2d_gpu.h"
 #include "compiler/topi/gpu/conv2d_transpose_gpu.h"
 #include "compiler/topi/gpu/depthwise_conv2d_gpu.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
+#include "compiler/topi/gpu/lstm_gpu.h"
 #include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/gpu/pool_gpu.h"
 #include "compiler/topi/gpu/reduce_gpu.h"
@@ -55,22 +58,34 @@ size_t elements(const te::Tensor& t) {
   return n;
 }
 
-/// Runs `program` on `inputs` (host values of all but the last parameter) and returns the last.
-std::vector<float> run(DeviceAPI& gpu, const runtime::DeviceProgram& program, const std::vector<std::vector<float>>& inputs,
-                       size_t out_elements) {
+/// Runs `program` on `inputs` (host values of its first parameters) and returns its remaining
+/// parameters, the outputs, of `out_elements` elements each.
+std::vector<std::vector<float>> run_outputs(DeviceAPI& gpu, const runtime::DeviceProgram& program,
+                                            const std::vector<std::vector<float>>& inputs,
+                                            const std::vector<size_t>& out_elements) {
   runtime::LoadedDeviceProgram loaded(gpu, program);
   std::vector<DeviceBuffer> buffers;
   for (const auto& in : inputs) {
     buffers.push_back(gpu.alloc(static_cast<int64_t>(in.size() * 4)));
     gpu.copy_to_device(buffers.back(), in.data(), buffers.back().bytes());
   }
-  buffers.push_back(gpu.alloc(static_cast<int64_t>(out_elements * 4)));
+  for (size_t n : out_elements) buffers.push_back(gpu.alloc(static_cast<int64_t>(n * 4)));
   std::vector<const DeviceBuffer*> params;
   for (auto& b : buffers) params.push_back(&b);
   loaded.launch(params);
-  std::vector<float> out(out_elements);
-  gpu.copy_to_host(out.data(), buffers.back(), buffers.back().bytes());
-  return out;
+  std::vector<std::vector<float>> outs;
+  for (size_t i = 0; i < out_elements.size(); ++i) {
+    outs.emplace_back(out_elements[i]);
+    const DeviceBuffer& b = buffers[inputs.size() + i];
+    gpu.copy_to_host(outs.back().data(), b, b.bytes());
+  }
+  return outs;
+}
+
+/// Runs `program` on `inputs` (host values of all but the last parameter) and returns the last.
+std::vector<float> run(DeviceAPI& gpu, const runtime::DeviceProgram& program, const std::vector<std::vector<float>>& inputs,
+                       size_t out_elements) {
+  return run_outputs(gpu, program, inputs, {out_elements})[0];
 }
 
 struct Case {
@@ -428,6 +443,54 @@ TEST(GpuTemplatesTest, ReduceMeanOnOpenCL) {
          },
          {}};
   check_template(c, "mean over axes 0, 2");
+}
+
+TEST(GpuTemplatesTest, LstmOnOpenCL) {
+  // T = 3 steps, batch 2, input 5, hidden 12 (48 gates: the packed panels are 16 wide) with a bias;
+  // the schedule is not a config space: the products at matmul_gpu's default.
+  std::string why;
+  if (!DeviceAPI::available(DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  const int T = 3, B = 2, I = 5, H = 12, G = 4 * H;
+  te::Tensor x = te::placeholder({T, B, I}, ir::kFloat32, "X");
+  te::Tensor w = te::placeholder({1, G, I}, ir::kFloat32, "W");
+  te::Tensor r = te::placeholder({1, G, H}, ir::kFloat32, "R");
+  te::Tensor b = te::placeholder({1, 2 * G}, ir::kFloat32, "B");
+  topi::LstmOutputs o = topi::lstm(x, w, r, b);
+  te::Schedule s = te::create_schedule({o.y, o.y_h, o.y_c});
+  const target::Target target = target::Target::parse("opencl");
+  topi::gpu::schedule_lstm_gpu(s, o, target);
+  const runtime::DeviceProgram program = compiler::build_gpu(s, {x, w, r, b, o.y, o.y_h, o.y_c}, target, "lstm");
+  const std::vector<std::vector<float>> in = {random_values(T * B * I, 1), random_values(G * I, 2),
+                                              random_values(G * H, 3), random_values(2 * G, 4)};
+  const auto out = run_outputs(DeviceAPI::get(DeviceKind::kOpenCL), program, in,
+                               {size_t(T * B * H), size_t(B * H), size_t(B * H)});
+  // Gates in ONNX order i, o, f, c.
+  auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  std::vector<double> h(B * H, 0.0), c(B * H, 0.0);
+  for (int t = 0; t < T; ++t) {
+    std::vector<double> next_h(B * H), next_c(B * H);
+    for (int bi = 0; bi < B; ++bi)
+      for (int j = 0; j < H; ++j) {
+        double pre[4];
+        for (int q = 0; q < 4; ++q) {
+          const int g = q * H + j;
+          double v = double(in[3][g]) + in[3][G + g];
+          for (int k = 0; k < I; ++k) v += double(in[0][(t * B + bi) * I + k]) * in[1][g * I + k];
+          for (int k = 0; k < H; ++k) v += h[bi * H + k] * in[2][g * H + k];
+          pre[q] = v;
+        }
+        const double cell = sigmoid(pre[2]) * c[bi * H + j] + sigmoid(pre[0]) * std::tanh(pre[3]);
+        next_c[bi * H + j] = cell;
+        next_h[bi * H + j] = sigmoid(pre[1]) * std::tanh(cell);
+      }
+    h = next_h;
+    c = next_c;
+    for (int k = 0; k < B * H; ++k) ASSERT_NEAR(out[0][t * B * H + k], h[k], 1e-5) << "Y at step " << t << ", " << k;
+  }
+  for (int k = 0; k < B * H; ++k) {
+    ASSERT_NEAR(out[1][k], h[k], 1e-5) << "Y_h " << k;
+    ASSERT_NEAR(out[2][k], c[k], 1e-5) << "Y_c " << k;
+  }
 }
 
 TEST(GpuTemplatesTest, InjectiveOnOpenCL) {

@@ -157,6 +157,21 @@ TEST(GraphBuildGpu, SoftmaxOnOpenCLMatchesTheCpuBuild) {
                                  want.to_vector<float>(), 1e-5, 1e-5));
 }
 
+TEST(GraphBuildGpu, ArgMaxOnOpenCLMatchesTheCpuBuild) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  OnnxModelBuilder m;  // int64 indices along axis 1 of [3, 37, 2]
+  m.input("x", {3, 37, 2});
+  auto* arg = m.node("ArgMax", "best", {"x"}, {"y"});
+  OnnxModelBuilder::attr(arg, "axis", int64_t{1});
+  m.output("y");
+  const Graph g = import_onnx_bytes(m.bytes(), "argmax.onnx");
+  const NDArray x = testing::random_array({3, 37, 2}, 12);
+  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+  const NDArray got = run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x);
+  EXPECT_EQ(got.to_vector<int64_t>(), want.to_vector<int64_t>());
+}
+
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
   OnnxModelBuilder hard;
   hard.input("x", {2, 5});
