@@ -7,13 +7,15 @@
 // images), a Flatten and a Gemm with its bias and ReLU (matmul_gpu; 10 outputs), sizes which the
 // templates' tiles do not divide. Built for CUDA, the same model's programs are PTX (NVRTC); where
 // a CUDA device exists it runs there against the CPU build, elsewhere the executor says there is
-// none. A softmax along a middle axis (reduce_gpu) matches the CPU build. Groups without a GPU
-// schedule are refused naming the node.
+// none. A softmax along a middle axis and an ArgMax (reduce_gpu) match the CPU build; the tuning
+// tasks of an OpenCL target are the GPU templates' and build. Groups without a GPU schedule are
+// refused naming the node.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "compiler/codegen/nvrtc.h"
+#include "compiler/lower.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "deploy/runtime/bundle.h"
@@ -170,6 +172,19 @@ TEST(GraphBuildGpu, ArgMaxOnOpenCLMatchesTheCpuBuild) {
   const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
   const NDArray got = run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x);
   EXPECT_EQ(got.to_vector<int64_t>(), want.to_vector<int64_t>());
+}
+
+TEST(GraphBuildGpu, TheTasksOfAGpuTargetAreThoseOfItsGpuTemplatesAndBuild) {
+  const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
+  std::vector<std::string> templates;
+  for (const autotune::Task& t : extract_tasks(g, "opencl")) {
+    templates.push_back(t.template_name);
+    EXPECT_EQ(t.target, "opencl");
+    const runtime::DeviceProgram p = compiler::build_gpu(t.schedule(t.default_config), t.args(),
+                                                         target::Target::parse("opencl"), "task");
+    EXPECT_FALSE(p.kernels.empty()) << t.key;
+  }
+  EXPECT_EQ(templates, (std::vector<std::string>{"conv2d_nchw_gpu", "matmul_gpu"}));
 }
 
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
