@@ -364,7 +364,11 @@ Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   Result r;
   r.outs = {o.y, o.y_h, o.y_c};
   r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_lstm_x86(s, o); };
-  r.gpu = [=](te::Schedule& s, const target::Target& t) { topi::gpu::schedule_lstm_gpu(s, o, t); };
+  r.gpu = [=, tuning = c.tuning](te::Schedule& s, const target::Target& t) {
+    topi::gpu::schedule_lstm_gpu(s, o, t, [&](te::Schedule& sch, const Tensor& product) {
+      tuning.schedule("matmul_gpu", sch, product, product);
+    });
+  };
   return r;
 }
 

@@ -90,7 +90,7 @@ const std::vector<TunableTemplate>& tunable_templates() {
             gpu::conv2d_transpose_nchw_gpu_space,
             gpu_target(gpu::conv2d_transpose_nchw_gpu_default),
             gpu::schedule_conv2d_transpose_nchw_gpu),
-      entry("matmul_gpu", {"dense"}, gpu::matmul_gpu_space, gpu_target(gpu::matmul_gpu_default),
+      entry("matmul_gpu", {"dense", "dense_packed"}, gpu::matmul_gpu_space, gpu_target(gpu::matmul_gpu_default),
             gpu::schedule_matmul_gpu),
       entry("batch_matmul_gpu", {"batch_matmul"}, gpu::matmul_gpu_space,
             gpu_target(gpu::matmul_gpu_default), gpu::schedule_matmul_gpu),

@@ -458,7 +458,9 @@ TEST(GpuTemplatesTest, LstmOnOpenCL) {
   topi::LstmOutputs o = topi::lstm(x, w, r, b);
   te::Schedule s = te::create_schedule({o.y, o.y_h, o.y_c});
   const target::Target target = target::Target::parse("opencl");
-  topi::gpu::schedule_lstm_gpu(s, o, target);
+  topi::gpu::schedule_lstm_gpu(s, o, target, [&](te::Schedule& sch, const te::Tensor& p) {
+    topi::gpu::schedule_matmul_gpu(sch, p, topi::gpu::matmul_gpu_default(topi::gpu::matmul_gpu_space(p), target), p);
+  });
   const runtime::DeviceProgram program = compiler::build_gpu(s, {x, w, r, b, o.y, o.y_h, o.y_c}, target, "lstm");
   const std::vector<std::vector<float>> in = {random_values(T * B * I, 1), random_values(G * I, 2),
                                               random_values(G * H, 3), random_values(2 * G, 4)};

@@ -12,6 +12,7 @@
 // refused naming the node.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "compiler/codegen/nvrtc.h"
@@ -185,6 +186,27 @@ TEST(GraphBuildGpu, TheTasksOfAGpuTargetAreThoseOfItsGpuTemplatesAndBuild) {
     EXPECT_FALSE(p.kernels.empty()) << t.key;
   }
   EXPECT_EQ(templates, (std::vector<std::string>{"conv2d_nchw_gpu", "matmul_gpu"}));
+}
+
+TEST(GraphBuildGpu, TheLstmsProductsAreTasksOfMatmulGpu) {
+  OnnxModelBuilder m;  // 3 steps: the input projection and two recurrent GEMVs
+  m.input("x", {3, 1, 4});
+  init_random(m, "W", {1, 20, 4}, 1);
+  init_random(m, "R", {1, 20, 5}, 2);
+  auto* lstm = m.node("LSTM", "lstm", {"x", "W", "R"}, {"Y"});
+  OnnxModelBuilder::attr(lstm, "hidden_size", int64_t{5});
+  m.output("Y");
+  std::set<std::string> templates;
+  size_t tasks = 0;
+  for (const autotune::Task& t : extract_tasks(import_onnx_bytes(m.bytes(), "lstm.onnx"), "opencl")) {
+    templates.insert(t.template_name);
+    ++tasks;
+    const runtime::DeviceProgram p = compiler::build_gpu(t.schedule(t.default_config), t.args(),
+                                                         target::Target::parse("opencl"), "task");
+    EXPECT_FALSE(p.kernels.empty()) << t.key;
+  }
+  EXPECT_EQ(templates, std::set<std::string>{"matmul_gpu"});
+  EXPECT_EQ(tasks, 2u);  // [3, K = 4] x W and [1, K = 5] x R (the two GEMVs are one task)
 }
 
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
