@@ -280,7 +280,7 @@ Result lower_matmul(const Ctx& c) {
   Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
   Tensor y = topi::batch_matmul(ar, br, false, false, "batch_matmul");
   Tensor out = topi::reshape(y, out_shape, "matmul_out");
-  // A GPU template computes the epilogue in its tile where the output is 3-D, as the product.
+  // On a GPU, batch_matmul_gpu tiles y with the group's epilogue where the output has y's shape.
   const bool same_shape = topi::const_shape(y, "MatMul") == out_shape;
   return {{out},
           [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
