@@ -245,6 +245,21 @@ TEST(GpuTemplatesTest, Conv2d3x3Stride2OnOpenCL) { check_template(conv_case({8, 
 TEST(GpuTemplatesTest, Conv2d1x1Stride2OnOpenCL) { check_template(conv_case({16, 14, 24, 1, 2, 0}), "conv 1x1 s2"); }
 TEST(GpuTemplatesTest, Conv2d7x7OnOpenCL) { check_template(conv_case({3, 32, 8, 7, 2, 3}), "conv 7x7 s2"); }
 
+TEST(GpuTemplatesTest, MatmulDefaultsOfFewRowsFillABlock) {
+  // A batch of 1 through a dense layer (the DQN's, the LSTM's GEMVs): the default still has a
+  // plausible block, its threads along the columns.
+  for (const char* tgt : {"opencl", "cuda -arch=sm_90"}) {
+    const target::Target target = target::Target::parse(tgt);
+    for (auto [m, n, k] : {std::array<int, 3>{1, 2600, 650}, {1, 512, 3136}, {2, 1000, 512}}) {
+      te::Tensor y = topi::dense(te::placeholder({m, k}, ir::kFloat32, "x"), te::placeholder({n, k}, ir::kFloat32, "w"));
+      const space::ConfigSpace sp = topi::gpu::matmul_gpu_space(y);
+      const space::Config cfg = topi::gpu::matmul_gpu_default(sp, target);
+      EXPECT_TRUE(topi::gpu::plausible(cfg, {"tile_y", "tile_x"}, target.max_num_threads))
+          << tgt << " " << m << "x" << n << "x" << k << ": " << cfg.str();
+    }
+  }
+}
+
 TEST(GpuTemplatesTest, BatchMatmulOnOpenCL) {
   const int batch = 3, m = 17, n = 20, k = 24;  // b's batch of 1 broadcasts
   Case c{[] {

@@ -38,6 +38,13 @@ space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::
   std::vector<int> pos(space.knobs().size(), 0);
   pos[knob_index(space, "tile_y")] = nearest_split_position(space, "tile_y", {0, 2, t, 4});
   pos[knob_index(space, "tile_x")] = nearest_split_position(space, "tile_x", {0, 2, t, 4});
+  // Few rows (a batch of 1 through a dense layer, the LSTM's GEMVs): the threads the rows cannot
+  // take go along the columns, one column each, so that a block still has t * t threads.
+  const int64_t row_threads = space.knob("tile_y").candidates[pos[knob_index(space, "tile_y")]][2];
+  if (row_threads < t) {
+    pos[knob_index(space, "tile_x")] =
+        nearest_split_position(space, "tile_x", {0, 1, t * t / row_threads, 1});
+  }
   pos[knob_index(space, "tile_k")] = nearest_split_position(space, "tile_k", {0, 8});
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
   pos[knob_index(space, "vector")] = knob_position(space, "vector", 4);
