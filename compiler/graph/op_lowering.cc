@@ -18,9 +18,9 @@
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/elementwise.h"
-#include "compiler/topi/gpu/conv2d_gpu.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
-#include "compiler/topi/gpu/matmul_gpu.h"
+#include "compiler/topi/gpu/lstm_gpu.h"
+#include "compiler/topi/gpu/reduce_gpu.h"
 #include "compiler/topi/lstm.h"
 #include "compiler/topi/nn.h"
 #include "compiler/topi/pooling.h"
@@ -110,6 +110,8 @@ struct Result {
   /// The operator's own stage that its template tiles (a convolution's, a product's), when the
   /// rest of the node is an epilogue of it: what a GPU template schedules instead.
   Tensor anchor = Tensor();
+  /// For an operator that schedules all of its stages itself on a GPU (the LSTM): that schedule.
+  std::function<void(te::Schedule&, const target::Target&)> gpu = nullptr;
 };
 
 void injective(te::Schedule& s, const Tensor& t) { topi::schedule_injective_x86(s, t); }
@@ -278,13 +280,17 @@ Result lower_matmul(const Ctx& c) {
   Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
   Tensor y = topi::batch_matmul(ar, br, false, false, "batch_matmul");
   Tensor out = topi::reshape(y, out_shape, "matmul_out");
-  return {{out}, [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
+  // On a GPU, batch_matmul_gpu tiles y with the group's epilogue where the output has y's shape.
+  const bool same_shape = topi::const_shape(y, "MatMul") == out_shape;
+  return {{out},
+          [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
             if (ar != a) s[ar].compute_inline();
             if (br != b) s[br].compute_inline();
             tuning.schedule("batch_matmul_x86", s, y, y);
             if (out != output) s[out].compute_inline();
             injective(s, output);
-          }};
+          },
+          same_shape ? y : Tensor()};
 }
 
 /// Pooling, 2-D, or 1-D as 2-D with a height of 1 (as convolutions are).
@@ -326,10 +332,12 @@ Result lower_pool(const Ctx& c) {
     tuning.schedule("pool2d_x86", s, t, t);
   };
   if (!one_d) {
-    return {{y}, [=](te::Schedule& s, const Tensor& output) {
+    return {{y},
+            [=](te::Schedule& s, const Tensor& output) {
               base(s, y);
               then_injective(s, y, output);
-            }};
+            },
+            blocked ? Tensor() : y};
   }
   Tensor out = topi::reshape(y, c.out_value().shape, "pool1d");
   return {{out}, [=](te::Schedule& s, const Tensor& output) {
@@ -356,6 +364,11 @@ Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   Result r;
   r.outs = {o.y, o.y_h, o.y_c};
   r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_lstm_x86(s, o); };
+  r.gpu = [=, tuning = c.tuning](te::Schedule& s, const target::Target& t) {
+    topi::gpu::schedule_lstm_gpu(s, o, t, [&](te::Schedule& sch, const Tensor& product) {
+      tuning.schedule("matmul_gpu", sch, product, product);
+    });
+  };
   return r;
 }
 
@@ -840,40 +853,66 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   c.fail("operator '" + op + "' has no lowering");
 }
 
-/// A group's schedule for a GPU target: every stage but the output (and the template's anchor)
-/// inlined, then a 2-D convolution with one group in conv2d_nchw_gpu, a 2-D product (Gemm, MatMul)
-/// in matmul_gpu, each with the group's epilogue in its tile, or an elementwise / injective group
-/// as one kernel (schedule_injective). Each template at its default config. kiln::Error naming the
-/// node and the operator for a group with no GPU schedule yet (pooling, softmax, reductions, ...).
+/// The GPU template of a group's master, by its operator: "" for none.
+std::string gpu_template(const Node& n, const Result& master) {
+  if (!master.anchor.defined()) return "";  // 1-D forms, products of more than 3 dimensions
+  if (n.op == "Conv") return n.i("group") == 1 ? "conv2d_nchw_gpu" : "depthwise_conv2d_nchw_gpu";
+  if (n.op == "ConvTranspose") return "conv2d_transpose_nchw_gpu";
+  if (n.op == "Gemm" || n.op == "MatMul") {
+    return master.anchor.ndim() == 3 ? "batch_matmul_gpu" : "matmul_gpu";
+  }
+  if (n.op == "MaxPool" || n.op == "AveragePool" || n.op == "GlobalAveragePool" ||
+      n.op == "GlobalMaxPool") {
+    return "pool2d_gpu";
+  }
+  return "";
+}
+
+/// A group's schedule for a GPU target: the master's template (table in docs/gpu.md, section 5)
+/// tiling its anchor with the group's epilogue computed in its tile, at the config `tuning`
+/// chooses, the group's other pure stages inlined; softmax, log-softmax and the reductions by
+/// reduce_gpu (each reduction a kernel); an elementwise / injective group as one kernel
+/// (schedule_injective); an LSTM by its own schedule. kiln::Error naming the node and the operator
+/// for a group with no GPU schedule yet (layer and instance normalization, 1-D convolutions, ...).
 void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& master,
-                        te::Schedule& s, const Tensor& output, const target::Target& target) {
+                        te::Schedule& s, const Tensor& output, const Tuning& tuning,
+                        const target::Target& target) {
   const Node& n = g.nodes()[group.master];
-  const bool conv = n.op == "Conv" && n.i("group") == 1;
-  const bool product = n.op == "Gemm" || n.op == "MatMul";
+  if (master.gpu) {
+    master.gpu(s, target);
+    return;
+  }
+  const std::string tmpl = gpu_template(n, master);
   const OpPattern pattern = op_pattern(n);
   const bool injective = pattern == OpPattern::kElemWise || pattern == OpPattern::kBroadcast ||
                          pattern == OpPattern::kInjective;
-  const bool templated = master.anchor.defined() && (conv || product);
-  if (!templated && !injective) {
+  const bool reduction = n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "ArgMax" ||
+                         n.op == "ArgMin" || reductions().count(n.op);
+  if (reduction) {
+    const space::ConfigSpace space = topi::gpu::reduce_gpu_space(output);
+    topi::gpu::schedule_reduce_gpu(s, output, topi::gpu::reduce_gpu_default(space, target));
+    return;
+  }
+  if (tmpl.empty() && !injective) {
     std::string form;
-    if (n.op == "Conv") form = " with " + std::to_string(n.i("group")) + " groups (or in 1-D)";
-    if (product) form = " on batches";
+    if (n.op == "Conv" || n.op == "ConvTranspose" || n.op.find("Pool") != std::string::npos) {
+      form = " in 1-D";
+    }
+    if (n.op == "MatMul") form = " of more than 3 dimensions";
     KILN_USER_ERROR() << "graph build for " << target.kind << ": node '" << n.name << "' (" << n.op
                       << "): operator '" << n.op << "'" << form << " has no GPU schedule yet";
   }
+  // Pure stages are inlined; the anchor and the reductions it reads (an average's sum) are the
+  // template's to place.
   for (te::Stage st : s->stages) {
     if (st->is_placeholder() || st->origin_op == output) continue;
-    if (templated && st->origin_op == master.anchor) continue;
+    if (!tmpl.empty() && (st->origin_op == master.anchor || !st->origin_op->reduce_axis.empty())) {
+      continue;
+    }
     st.compute_inline();
   }
-  if (conv && templated) {
-    const space::ConfigSpace space = topi::gpu::conv2d_nchw_gpu_space(master.anchor);
-    topi::gpu::schedule_conv2d_nchw_gpu(s, master.anchor,
-                                        topi::gpu::conv2d_nchw_gpu_default(space, target), output);
-  } else if (templated) {
-    const space::ConfigSpace space = topi::gpu::matmul_gpu_space(master.anchor);
-    topi::gpu::schedule_matmul_gpu(s, master.anchor, topi::gpu::matmul_gpu_default(space, target),
-                                   output);
+  if (!tmpl.empty()) {
+    tuning.schedule(tmpl, s, master.anchor, output);
   } else {
     // Blocks of at most 256 threads: a common size that every GPU of ours runs.
     topi::gpu::schedule_injective(s, output, std::min(256, target.max_num_threads));
@@ -977,7 +1016,8 @@ LoweredOp lower_group(const Graph& g, const FusedGroup& group, autotune::ConfigS
   }
   const target::Target tgt = target::Target::parse(target);
   if (tgt.kind == "cuda" || tgt.kind == "opencl") {
-    schedule_group_gpu(g, group, master, op.schedule, tensors.at(group.output), tgt);
+    schedule_group_gpu(g, group, master, op.schedule, tensors.at(group.output),
+                       Tuning{configs, target}, tgt);
   } else {
     master.schedule(op.schedule, tensors.at(group.output));
   }

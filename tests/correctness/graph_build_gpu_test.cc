@@ -7,12 +7,16 @@
 // images), a Flatten and a Gemm with its bias and ReLU (matmul_gpu; 10 outputs), sizes which the
 // templates' tiles do not divide. Built for CUDA, the same model's programs are PTX (NVRTC); where
 // a CUDA device exists it runs there against the CPU build, elsewhere the executor says there is
-// none. Groups without a GPU schedule are refused naming the node.
+// none. A softmax along a middle axis and an ArgMax (reduce_gpu) match the CPU build; the tuning
+// tasks of an OpenCL target are the GPU templates' and build. Groups without a GPU schedule are
+// refused naming the node.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "compiler/codegen/nvrtc.h"
+#include "compiler/lower.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "deploy/runtime/bundle.h"
@@ -141,25 +145,87 @@ TEST(GraphBuildGpu, ConvReluDenseForCudaIsPtxAndRunsWhereThereIsACudaDevice) {
   EXPECT_TRUE(testing::all_close(got, want.to_vector<float>(), 1e-4, 1e-4));
 }
 
+TEST(GraphBuildGpu, SoftmaxOnOpenCLMatchesTheCpuBuild) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  OnnxModelBuilder m;  // rows of 37 along axis 1 of [3, 37, 2]: not the innermost axis
+  m.input("x", {3, 37, 2});
+  auto* soft = m.node("Softmax", "probabilities", {"x"}, {"y"});
+  OnnxModelBuilder::attr(soft, "axis", int64_t{1});
+  m.output("y");
+  const Graph g = import_onnx_bytes(m.bytes(), "soft.onnx");
+  const NDArray x = testing::random_array({3, 37, 2}, 11, -4.0f, 4.0f);
+  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x),
+                                 want.to_vector<float>(), 1e-5, 1e-5));
+}
+
+TEST(GraphBuildGpu, ArgMaxOnOpenCLMatchesTheCpuBuild) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  OnnxModelBuilder m;  // int64 indices along axis 1 of [3, 37, 2]
+  m.input("x", {3, 37, 2});
+  auto* arg = m.node("ArgMax", "best", {"x"}, {"y"});
+  OnnxModelBuilder::attr(arg, "axis", int64_t{1});
+  m.output("y");
+  const Graph g = import_onnx_bytes(m.bytes(), "argmax.onnx");
+  const NDArray x = testing::random_array({3, 37, 2}, 12);
+  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+  const NDArray got = run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x);
+  EXPECT_EQ(got.to_vector<int64_t>(), want.to_vector<int64_t>());
+}
+
+TEST(GraphBuildGpu, TheTasksOfAGpuTargetAreThoseOfItsGpuTemplatesAndBuild) {
+  const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
+  std::vector<std::string> templates;
+  for (const autotune::Task& t : extract_tasks(g, "opencl")) {
+    templates.push_back(t.template_name);
+    EXPECT_EQ(t.target, "opencl");
+    const runtime::DeviceProgram p = compiler::build_gpu(t.schedule(t.default_config), t.args(),
+                                                         target::Target::parse("opencl"), "task");
+    EXPECT_FALSE(p.kernels.empty()) << t.key;
+  }
+  EXPECT_EQ(templates, (std::vector<std::string>{"conv2d_nchw_gpu", "matmul_gpu"}));
+}
+
+TEST(GraphBuildGpu, TheLstmsProductsAreTasksOfMatmulGpu) {
+  OnnxModelBuilder m;  // 3 steps: the input projection and two recurrent GEMVs
+  m.input("x", {3, 1, 4});
+  init_random(m, "W", {1, 20, 4}, 1);
+  init_random(m, "R", {1, 20, 5}, 2);
+  auto* lstm = m.node("LSTM", "lstm", {"x", "W", "R"}, {"Y"});
+  OnnxModelBuilder::attr(lstm, "hidden_size", int64_t{5});
+  m.output("Y");
+  std::set<std::string> templates;
+  size_t tasks = 0;
+  for (const autotune::Task& t : extract_tasks(import_onnx_bytes(m.bytes(), "lstm.onnx"), "opencl")) {
+    templates.insert(t.template_name);
+    ++tasks;
+    const runtime::DeviceProgram p = compiler::build_gpu(t.schedule(t.default_config), t.args(),
+                                                         target::Target::parse("opencl"), "task");
+    EXPECT_FALSE(p.kernels.empty()) << t.key;
+  }
+  EXPECT_EQ(templates, std::set<std::string>{"matmul_gpu"});
+  EXPECT_EQ(tasks, 2u);  // [3, K = 4] x W and [1, K = 5] x R (the two GEMVs are one task)
+}
+
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
-  OnnxModelBuilder soft;
-  soft.input("x", {2, 5});
-  soft.node("Softmax", "probabilities", {"x"}, {"y"});
-  soft.output("y");
-  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(soft.bytes(), "soft.onnx"), "opencl"),
-                        "graph build for opencl: node 'probabilities' (Softmax): operator "
-                        "'Softmax' has no GPU schedule yet");
-  OnnxModelBuilder depthwise;
-  depthwise.input("x", {1, 4, 6, 6});
-  init_random(depthwise, "w", {4, 1, 3, 3}, 5);
-  auto* conv = depthwise.node("Conv", "dw", {"x", "w"}, {"y"});
-  OnnxModelBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{3, 3});
-  OnnxModelBuilder::attr(conv, "group", int64_t{4});
-  depthwise.output("y");
-  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(depthwise.bytes(), "dw.onnx"), "cuda"),
-                        "node 'dw' (Conv): operator 'Conv' with 4 groups (or in 1-D) has no GPU "
-                        "schedule yet");
-  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(soft.bytes(), "soft.onnx"), "vdla"),
+  OnnxModelBuilder hard;
+  hard.input("x", {2, 5});
+  hard.node("Hardmax", "winner", {"x"}, {"y"});
+  hard.output("y");
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(hard.bytes(), "hard.onnx"), "opencl"),
+                        "graph build for opencl: node 'winner' (Hardmax): operator "
+                        "'Hardmax' has no GPU schedule yet");
+  OnnxModelBuilder conv1d;
+  conv1d.input("x", {1, 4, 6});
+  init_random(conv1d, "w", {4, 4, 3}, 5);
+  auto* conv = conv1d.node("Conv", "c1", {"x", "w"}, {"y"});
+  OnnxModelBuilder::attr(conv, "kernel_shape", std::vector<int64_t>{3});
+  conv1d.output("y");
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(conv1d.bytes(), "c1.onnx"), "cuda"),
+                        "node 'c1' (Conv): operator 'Conv' in 1-D has no GPU schedule yet");
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(hard.bytes(), "hard.onnx"), "vdla"),
                         "target 'vdla' is not supported");
 }
 

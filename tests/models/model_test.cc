@@ -154,8 +154,16 @@ TEST(Models, mobilenetv2) { check_model("mobilenetv2"); }
 TEST(Models, dqn) { check_model("dqn", /*round_trip=*/true); }
 TEST(Models, dcgan) { check_model("dcgan"); }
 TEST(Models, lstm) { check_model("lstm"); }
+TEST(Models, resnet18_opencl) { check_model_on_opencl("resnet18"); }
+TEST(Models, mobilenetv2_opencl) { check_model_on_opencl("mobilenetv2"); }
 TEST(Models, dqn_opencl) { check_model_on_opencl("dqn"); }
+TEST(Models, dcgan_opencl) { check_model_on_opencl("dcgan"); }
+TEST(Models, lstm_opencl) { check_model_on_opencl("lstm"); }
+TEST(Models, resnet18_cuda) { check_model_on_cuda("resnet18"); }
+TEST(Models, mobilenetv2_cuda) { check_model_on_cuda("mobilenetv2"); }
 TEST(Models, dqn_cuda) { check_model_on_cuda("dqn"); }
+TEST(Models, dcgan_cuda) { check_model_on_cuda("dcgan"); }
+TEST(Models, lstm_cuda) { check_model_on_cuda("lstm"); }
 
 }  // namespace
 }  // namespace kiln::graph

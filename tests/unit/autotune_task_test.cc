@@ -290,8 +290,11 @@ TEST(Task, ModelTasksRebuildFromTheirWorkloads) {
           << t.space.get(i).str();
     }
   }
+  // Every CPU template appears (the GPU ones schedule tasks of GPU targets only).
   std::set<std::string> all;
-  for (const topi::TunableTemplate& t : topi::tunable_templates()) all.insert(t.name);
+  for (const topi::TunableTemplate& t : topi::tunable_templates()) {
+    if (t.name.ends_with("_x86")) all.insert(t.name);
+  }
   EXPECT_EQ(templates, all);
 }
 

@@ -1,5 +1,8 @@
 #include "compiler/topi/gpu/gpu_schedule.h"
 
+#include <algorithm>
+#include <set>
+
 #include "base/error.h"
 #include "compiler/topi/template_util.h"
 
@@ -75,6 +78,54 @@ void schedule_injective(te::Schedule& s, const te::Tensor& out, int64_t threads)
   auto [block, thread] = st.split(fused, ir::Expr(threads));
   st.bind(block, te::thread_axis("blockIdx.x"));
   st.bind(thread, te::thread_axis("threadIdx.x"));
+}
+
+void schedule_thread_per_output(te::Schedule& s, const te::Tensor& out, const te::Tensor& output,
+                                int64_t threads, bool unroll) {
+  std::vector<te::Tensor> reductions;
+  std::set<const te::TensorNode*> seen;
+  std::vector<te::Tensor> todo = out->inputs();
+  while (!todo.empty()) {
+    te::Tensor t = todo.back();
+    todo.pop_back();
+    if (!t->is_compute() || !seen.insert(t.get()).second) continue;
+    if (t->reduce_axis.empty()) {
+      s[t].compute_inline();
+    } else {
+      s[t].set_scope("local");
+      reductions.push_back(t);
+    }
+    for (const te::Tensor& in : t->inputs()) todo.push_back(in);
+  }
+  te::Tensor acc = out->reduce_axis.empty() ? te::Tensor() : s.cache_write(out, "local");
+  te::Stage c = epilogue_stage(s, out, output);
+  std::vector<te::IterVar> loops = c->leaf_iter_vars;
+  te::IterVar fused = loops.size() == 1 ? loops[0] : c.fuse(loops);
+  auto [block, thread] = c.split(fused, ir::Expr(threads));
+  c.bind(block, te::thread_axis("blockIdx.x"));
+  c.bind(thread, te::thread_axis("threadIdx.x"));
+  for (const te::Tensor& r : reductions) s[r].compute_at(c, thread);
+  if (!acc.defined()) return;
+  te::Stage a = s[acc];
+  a.compute_at(c, thread);
+  // Unrolled only while the window is small (a 3 x 3 kernel, not a global pool's 56 x 56).
+  int64_t window = 1;
+  for (const te::IterVar& r : acc->reduce_axis) {
+    auto e = ir::as_const_int(r->dom.extent);
+    window *= e ? *e : 1 << 20;
+  }
+  if (unroll && window <= 64) {
+    for (size_t i = 0; i < acc->reduce_axis.size(); ++i) a.unroll(a.reduce_axis(i));
+  }
+}
+
+const std::vector<int64_t>& thread_choices() {
+  static const std::vector<int64_t> choices = {32, 64, 128, 256, 512, 1024};
+  return choices;
+}
+
+int64_t default_threads(const target::Target& target) {
+  return target.max_num_threads > 0 ? std::min<int64_t>(256, target.max_num_threads) : 256;
 }
 
 }  // namespace kiln::topi::gpu

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compiler/space/space.h"
+#include "compiler/target/target.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::topi::gpu {
@@ -61,5 +62,18 @@ void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int6
 /// An injective output (elementwise, broadcast, layout change) in one kernel: all axes fused, then
 /// split into blocks of `threads` threads.
 void schedule_injective(te::Schedule& s, const te::Tensor& out, int64_t threads);
+
+/// One thread per output element, for operators whose outputs each reduce a small window
+/// (pooling, depthwise convolution): `output` (`out`, or an elementwise epilogue of it) fused and
+/// split into blocks of `threads` threads; `out`'s reduction accumulated in a local register by
+/// that thread, its reduction loops unrolled when `unroll` (and the window is at most 64); `out`'s pure producers (padding)
+/// inlined and its other reductions (an average's sum) computed by the same thread.
+void schedule_thread_per_output(te::Schedule& s, const te::Tensor& out, const te::Tensor& output,
+                                int64_t threads, bool unroll);
+
+/// The thread counts a block may have (powers of two from 32 to 1024), a knob of the simple
+/// templates, and the default among them for a target: 256, or its limit when lower.
+const std::vector<int64_t>& thread_choices();
+int64_t default_threads(const target::Target& target);
 
 }  // namespace kiln::topi::gpu

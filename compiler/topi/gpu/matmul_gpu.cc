@@ -8,20 +8,23 @@
 namespace kiln::topi::gpu {
 
 namespace {
-void check_product(const te::Tensor& out, const char* who) {
-  KILN_USER_CHECK(out.ndim() == 2 && out->is_compute() && out->reduce_axis.size() == 1)
-      << who << ": '" << out->name() << "' is not a 2-D product with one reduction";
+/// The first of out's row and column axes: 0 for a 2-D product, 1 for a batched one.
+size_t check_product(const te::Tensor& out, const char* who) {
+  KILN_USER_CHECK((out.ndim() == 2 || out.ndim() == 3) && out->is_compute() &&
+                  out->reduce_axis.size() == 1)
+      << who << ": '" << out->name() << "' is not a 2-D or batched product with one reduction";
+  return out.ndim() - 2;
 }
 }  // namespace
 
 space::ConfigSpace matmul_gpu_space(const te::Tensor& out) {
-  check_product(out, "matmul_gpu_space");
+  const size_t rows = check_product(out, "matmul_gpu_space");
   auto k = ir::as_const_int(out->reduce_axis[0]->dom.extent);
   KILN_USER_CHECK(k.has_value()) << "matmul_gpu_space: the reduction of '" << out->name()
                                  << "' must have a constant extent";
   space::ConfigSpace space;
-  space.define_split("tile_y", const_dim(out, 0, "matmul_gpu"), 4);
-  space.define_split("tile_x", const_dim(out, 1, "matmul_gpu"), 4);
+  space.define_split("tile_y", const_dim(out, rows, "matmul_gpu"), 4);
+  space.define_split("tile_x", const_dim(out, rows + 1, "matmul_gpu"), 4);
   space.define_split("tile_k", *k, 2);
   space.define_knob("unroll", {0, 1});
   space.define_knob("vector", {1, 4});
@@ -36,6 +39,13 @@ space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::
   std::vector<int> pos(space.knobs().size(), 0);
   pos[knob_index(space, "tile_y")] = nearest_split_position(space, "tile_y", {0, 2, t, 4});
   pos[knob_index(space, "tile_x")] = nearest_split_position(space, "tile_x", {0, 2, t, 4});
+  // Few rows (a batch of 1 through a dense layer, the LSTM's GEMVs): the threads the rows cannot
+  // take go along the columns, one column each, so that a block still has t * t threads.
+  const int64_t row_threads = space.knob("tile_y").candidates[pos[knob_index(space, "tile_y")]][2];
+  if (row_threads < t) {
+    pos[knob_index(space, "tile_x")] =
+        nearest_split_position(space, "tile_x", {0, 1, t * t / row_threads, 1});
+  }
   pos[knob_index(space, "tile_k")] = nearest_split_position(space, "tile_k", {0, 8});
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
   pos[knob_index(space, "vector")] = knob_position(space, "vector", 4);
@@ -43,7 +53,7 @@ space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::
 }
 
 void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg, const te::Tensor& output) {
-  check_product(out, "schedule_matmul_gpu");
+  const size_t row_axis = check_product(out, "schedule_matmul_gpu");
   const std::vector<int64_t>& ty = cfg.split("tile_y");
   const std::vector<int64_t>& tx = cfg.split("tile_x");
   ThreadAxes axes;
@@ -56,9 +66,10 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
     local.push_back(s.cache_read(sh, "local", {acc}));
   }
   te::Stage c = epilogue_stage(s, out, output);
-  auto [by, vy, thy, yi] = split4(c, c.axis(0), ty);
-  auto [bx, vx, thx, xi] = split4(c, c.axis(1), tx);
+  auto [by, vy, thy, yi] = split4(c, c.axis(row_axis), ty);
+  auto [bx, vx, thx, xi] = split4(c, c.axis(row_axis + 1), tx);
   c.reorder({by, bx, vy, vx, thy, thx, yi, xi});
+  if (row_axis == 1) c.bind(c.axis(0), axes.block_z);  // a batch a block row
   c.bind(by, axes.block_y);
   c.bind(bx, axes.block_x);
   c.bind(vy, te::thread_axis("vthread"));
@@ -69,7 +80,7 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
   te::Stage a = s[acc];
   a.compute_at(c, thx);
   auto [ko, ki] = a.split(a.reduce_axis(0), ir::Expr(cfg.split("tile_k")[1]));
-  te::IterVar ay = a.axis(0), ax = a.axis(1);
+  te::IterVar ay = a.axis(row_axis), ax = a.axis(row_axis + 1);
   a.reorder({ko, ki, ay, ax});
   // The copies' rows are a reduction step or a block's rows or columns: vectors where all divide.
   const int64_t step = cfg.split("tile_k")[1], rows = ty[1] * ty[2] * ty[3], cols = tx[1] * tx[2] * tx[3];

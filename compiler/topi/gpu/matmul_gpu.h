@@ -1,5 +1,5 @@
-// The GPU template of matrix products (matmul, dense, the LSTM's gemms): the paper's shared-memory
-// tiled schedule (Fig. 7). Each block computes a tile of the output; each thread a
+// The GPU template of matrix products (matmul, dense, the LSTM's gemms, and batch_matmul, a batch
+// per blockIdx.z): the paper's shared-memory tiled schedule (Fig. 7). Each block computes a tile of the output; each thread a
 // (vthread_y · inner_y) × (vthread_x · inner_x) sub-tile accumulated in local memory; per
 // reduction step of tile_k the block copies its rows of A and columns of B into shared memory
 // cooperatively, and each thread reads them into local registers.
