@@ -28,18 +28,25 @@ std::string device_source(const pass::DeviceFunction& f, const target::Target& t
   return target.kind == "cuda" ? print_cuda(kernel_funcs(f)) : print_opencl(kernel_funcs(f));
 }
 
-runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target::Target& target) {
+runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target::Target& target,
+                                    const PtxCompiler& older_arch_ptx) {
   runtime::DeviceProgram p;
   p.name = f.name;
   p.target = target.str();
-  const std::string source = device_source(f, target);
   if (target.kind == "cuda") {
     p.format = "ptx";
-    p.code = nvrtc_compile(source, target.arch, f.name + ".cu");
-    if (!find_ptxas().empty()) check_kernel_resources(ptxas_resources(p.code, target.arch), target);
+    if (nvrtc_accepts(target.arch) || !older_arch_ptx) {
+      p.code = nvrtc_compile(device_source(f, target), target.arch, f.name + ".cu");
+    } else {
+      p.code = older_arch_ptx(kernel_funcs(f), target.arch);
+    }
+    // CUDA 13's ptxas, like its NVRTC, assembles for sm_75 and newer only.
+    if (nvrtc_accepts(target.arch) && !find_ptxas().empty()) {
+      check_kernel_resources(ptxas_resources(p.code, target.arch), target);
+    }
   } else {
     p.format = "cl";
-    p.code = source;
+    p.code = device_source(f, target);
   }
   for (const ir::Param& param : f.params) {
     KILN_USER_CHECK(param.is_tensor()) << "device function '" << f.name << "': scalar parameter '"
