@@ -447,7 +447,10 @@ void CodeGenLLVM::emit(const Stmt& s) {
 }
 
 void CodeGenLLVM::emit_for(const ir::ForNode* op) {
-  if (op->for_kind == ir::ForKind::kParallel && !fs_.in_parallel) return emit_parallel_for(op);
+  // A GPU kernel has no thread pool: a parallel loop there runs serially in its thread.
+  if (op->for_kind == ir::ForKind::kParallel && !fs_.in_parallel && !target_.is_nvptx) {
+    return emit_parallel_for(op);
+  }
   llvm::Type* t = llvm_type(op->loop_var.dtype());
   KILN_USER_CHECK(op->loop_var.dtype().is_int() && op->loop_var.dtype().is_scalar())
       << "codegen llvm: loop variable '" << op->loop_var.name() << "' of function '" << func_name_
