@@ -7,7 +7,8 @@
 // images), a Flatten and a Gemm with its bias and ReLU (matmul_gpu; 10 outputs), sizes which the
 // templates' tiles do not divide. Built for CUDA, the same model's programs are PTX (NVRTC); where
 // a CUDA device exists it runs there against the CPU build, elsewhere the executor says there is
-// none. Groups without a GPU schedule are refused naming the node.
+// none. Built for sm_61, which CUDA 13's NVRTC refuses, the programs are PTX for sm_61 from LLVM's
+// NVPTX back-end. Groups without a GPU schedule are refused naming the node.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -139,6 +140,21 @@ TEST(GraphBuildGpu, ConvReluDenseForCudaIsPtxAndRunsWhereThereIsACudaDevice) {
   const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
   const NDArray got = run_built(g, "cuda -arch=sm_75", runtime::DeviceKind::kCUDA, x);
   EXPECT_TRUE(testing::all_close(got, want.to_vector<float>(), 1e-4, 1e-4));
+}
+
+TEST(GraphBuildGpu, ConvReluDenseForSm61IsPtxFromNvptx) {
+  const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
+  runtime::Bundle cuda = build_graph(g, "cuda -arch=sm_61");
+  EXPECT_EQ(runtime::bundle_device(cuda), runtime::DeviceKind::kCUDA);
+  ASSERT_EQ(cuda.device_programs.size(), 3u);
+  for (const runtime::DeviceProgram& p : cuda.device_programs) {
+    EXPECT_EQ(p.format, "ptx");
+    EXPECT_EQ(p.target, "cuda -arch=sm_61");
+    EXPECT_NE(p.code.find(".target sm_61"), std::string::npos) << p.name;
+    for (const auto& k : p.kernels) {
+      EXPECT_NE(p.code.find(".entry " + k.name + "("), std::string::npos) << p.name;
+    }
+  }
 }
 
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
