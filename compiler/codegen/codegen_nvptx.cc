@@ -253,8 +253,10 @@ llvm::Value* CodeGenLLVM::emit_device_math(const ir::CallNode* op) {
 namespace {
 
 /// The PTX ISA version to ask for: the oldest that knows the architecture (LLVM 19 defaults
-/// to one too old for sm_75 and newer), so older drivers still load the module.
-int ptx_version(int sm) {
+/// to one too old for sm_75 and newer), so older drivers still load the module. sm_90a's
+/// architecture-specific features need PTX 8.0.
+int ptx_version(int sm, bool arch_specific) {
+  if (arch_specific) return 80;
   if (sm < 70) return 60;
   if (sm < 75) return 61;
   if (sm < 80) return 63;
@@ -315,14 +317,14 @@ std::string nvptx_compile(const std::vector<ir::PrimFunc>& kernels, const std::s
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
   });
-  static const std::regex kSm(R"(sm_(\d+)a?)");
+  static const std::regex kSm(R"(sm_(\d+)(a?))");
   std::smatch match;
   KILN_USER_CHECK(std::regex_match(sm_arch, match, kSm))
       << "cuda: arch '" << sm_arch << "' is not of the form sm_XY (e.g. -arch=sm_61)";
   LLVMTarget target;
   target.triple = "nvptx64-nvidia-cuda";
   target.cpu = sm_arch;
-  target.features = "+ptx" + std::to_string(ptx_version(std::stoi(match[1])));
+  target.features = "+ptx" + std::to_string(ptx_version(std::stoi(match[1]), match[2] == "a"));
   target.is_nvptx = true;
   std::string err;
   const llvm::Target* nvptx = llvm::TargetRegistry::lookupTarget(target.triple, err);

@@ -141,6 +141,16 @@ TEST(Nvptx, TiledMatmulHasItsSharedTilesAndBarriers) {
   }
 }
 
+TEST(Nvptx, PtxVersionKnowsTheArch) {
+  const std::string old = nvptx_compile({testing::div_mod()}, "sm_61");
+  EXPECT_NE(old.find(".version 6.0"), std::string::npos) << old;
+  const std::string hopper = nvptx_compile({testing::div_mod()}, "sm_90a");
+  EXPECT_NE(hopper.find(".version 8.0"), std::string::npos) << hopper;
+  EXPECT_NE(hopper.find(".target sm_90a"), std::string::npos) << hopper;
+  if (codegen::find_ptxas().empty()) return;
+  EXPECT_EQ(codegen::ptxas_resources(hopper, "sm_90a").size(), 1u);
+}
+
 TEST(Nvptx, RefusesWhatItCannotCompile) {
   EXPECT_THROW(nvptx_compile({testing::tiled_matmul()}, "compute_61"), Error);
   EXPECT_THROW(nvptx_compile({testing::tiled_matmul()}, "sm_13"), Error);
