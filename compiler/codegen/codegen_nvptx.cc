@@ -8,6 +8,7 @@
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/MCSubtargetInfo.h>
@@ -128,7 +129,16 @@ void CodeGenLLVM::emit_thread_extent(const ir::AttrStmtNode* op) {
   if (iv->thread_tag.rfind("threadIdx", 0) == 0) {
     thread_extents_[iv->thread_tag] = ir::as_const_int(op->value).value_or(-1);
   }
-  llvm::Value* index = builder_.CreateIntrinsic(it->second, {}, {});
+  llvm::CallInst* index_call = builder_.CreateIntrinsic(it->second, {}, {});
+  // The index's range lets LLVM prove floordiv / floormod operands non-negative and fold them
+  // (the CUDA C printer does the same with its known ranges).
+  if (auto extent = ir::as_const_int(op->value); extent && *extent > 0 && *extent < (1LL << 31)) {
+    index_call->setMetadata(
+        llvm::LLVMContext::MD_range,
+        llvm::MDBuilder(*ctx_).createRange(llvm::APInt(32, 0),
+                                           llvm::APInt(32, static_cast<uint64_t>(*extent))));
+  }
+  llvm::Value* index = index_call;
   index = builder_.CreateIntCast(index, llvm_type(iv->var.dtype()), /*isSigned=*/false);
   const ir::VarNode* v = iv->var.get();
   auto old = fs_.vars.find(v);
