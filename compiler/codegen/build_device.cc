@@ -1,5 +1,7 @@
 #include "compiler/codegen/build_device.h"
 
+#include <cstdlib>
+
 #include "base/error.h"
 #include "compiler/codegen/codegen_device_c.h"
 #include "compiler/codegen/nvrtc.h"
@@ -12,6 +14,13 @@ namespace {
 KilnDType runtime_dtype(ir::DataType t) {
   const std::string s = t.str();
   return runtime::parse_dtype(s);
+}
+
+/// KILN_CUDA_PTX=nvptx: every arch's PTX from the given compiler, so that both paths can run
+/// on one GPU (scripts/gpu-check.sh).
+bool nvptx_forced() {
+  const char* v = std::getenv("KILN_CUDA_PTX");
+  return v != nullptr && std::string(v) == "nvptx";
 }
 
 std::vector<ir::PrimFunc> kernel_funcs(const pass::DeviceFunction& f) {
@@ -35,7 +44,7 @@ runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target:
   p.target = target.str();
   if (target.kind == "cuda") {
     p.format = "ptx";
-    if (nvrtc_accepts(target.arch) || !older_arch_ptx) {
+    if (!older_arch_ptx || (nvrtc_accepts(target.arch) && !nvptx_forced())) {
       p.code = nvrtc_compile(device_source(f, target), target.arch, f.name + ".cu");
     } else {
       p.code = older_arch_ptx(kernel_funcs(f), target.arch);

@@ -23,7 +23,9 @@ using PtxCompiler =
 
 /// kiln::Error for a non-GPU target, a scalar parameter (device programs take tensors only), a
 /// kernel the device compiler refuses (with its log) or one over the target's resources, and for
-/// a cuda arch older than sm_75 when no `older_arch_ptx` is given.
+/// a cuda arch older than sm_75 when no `older_arch_ptx` is given. With KILN_CUDA_PTX=nvptx in
+/// the environment, `older_arch_ptx` (when given) compiles for every arch: to compare the two
+/// paths on one GPU.
 runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target::Target& target,
                                     const PtxCompiler& older_arch_ptx = {});
 
