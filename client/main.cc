@@ -99,7 +99,8 @@ const kiln::cli::Command kCompile{
         "and its graph records, those shapes. "
         "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, 'llvm "
         "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board, or 'opencl' or 'cuda "
-        "-arch=sm_90' for a GPU (run that bundle with kiln run --device opencl or cuda). A "
+        "-arch=sm_90' for a GPU (run that bundle with kiln run --device opencl or cuda; archs "
+        "older than sm_75, such as a Titan X's sm_61, get PTX from LLVM's NVPTX back-end). A "
         "progress bar goes "
         "to stderr, then what the build did (kernels, folded nodes, memory).",
     .main = compile_main,

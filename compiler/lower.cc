@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "compiler/codegen/build.h"
 #include "compiler/codegen/build_device.h"
+#include "compiler/codegen/codegen_nvptx.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/verify.h"
@@ -163,7 +164,8 @@ pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te:
 runtime::DeviceProgram build_gpu(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                                  const target::Target& target, const std::string& name,
                                  const LowerOptions& options) {
-  return codegen::build_device(lower_device(sch, args, name, target, options), target);
+  return codegen::build_device(lower_device(sch, args, name, target, options), target,
+                               codegen::nvptx_compile);
 }
 
 runtime::Module build(const te::Schedule& sch, const std::vector<te::Tensor>& args,

@@ -36,7 +36,8 @@ pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te:
                                   const LowerOptions& options = {});
 
 /// Lowers for a GPU target and compiles the kernels (codegen/build_device.h): CUDA C to PTX with
-/// NVRTC, or OpenCL C; the program takes the tensors of `args` in order.
+/// NVRTC (sm_75 and newer), PTX from LLVM's NVPTX back-end (older archs), or OpenCL C; the
+/// program takes the tensors of `args` in order.
 runtime::DeviceProgram build_gpu(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                                  const target::Target& target, const std::string& name,
                                  const LowerOptions& options = {});

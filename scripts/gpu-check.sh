@@ -8,10 +8,11 @@
 #
 # run.sh prints what the runtime sees of the device, runs the runtime's CUDA tests, runs every
 # whole model that builds for CUDA with `kiln-run --device cuda` against ONNX Runtime's output
-# (max|diff| / max|ref| <= 1e-4, `case=cuda_model_<name> ok=0|1 rel_err=...`), the fusion
-# ablation on the device (`case=fusion_<name>_cuda fused_ms=... unfused_ms=... speedup=...`, the
-# medians of 50 runs of the bundle built with and without operator fusion), then the benchmark
-# against cuBLAS and cuDNN (bench/cuda/measure_main.cc). Binaries carry libstdc++.
+# (max|diff| / max|ref| <= 1e-4, `case=cuda_model_<name> ok=0|1 rel_err=...`; the DQN also as
+# dqn_nvptx, its PTX from LLVM's NVPTX back-end instead of NVRTC), the fusion ablation on the
+# device (`case=fusion_<name>_cuda fused_ms=... unfused_ms=... speedup=...`, the medians of 50
+# runs of the bundle built with and without operator fusion), then the benchmark against cuBLAS
+# and cuDNN (bench/cuda/measure_main.cc). Binaries carry libstdc++.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir="${1:?usage: scripts/gpu-check.sh DIR [ARCH]}"
@@ -39,6 +40,12 @@ for m in resnet18 mobilenetv2 dqn dcgan lstm; do
     echo "$m: not built for cuda: $(tail -1 "$dir/models/$m.build-error.txt")" >&2
   fi
 done
+# The DQN once more with PTX from LLVM's NVPTX back-end instead of NVRTC (docs/gpu.md section 7).
+if KILN_CUDA_PTX=nvptx "$build/client/kiln" compile "$data/dqn.onnx" --target "cuda -arch=$arch" \
+     -o "$dir/models/dqn_nvptx.kiln" >/dev/null; then
+  cp "$data/dqn.input.npy" "$dir/models/dqn_nvptx.input.npy"
+  cp "$data/dqn.expected.npy" "$dir/models/dqn_nvptx.expected.npy"
+fi
 "$build/bench/bench_cuda_prepare" "$dir/bench" --arch "$arch" --candidates "${KILN_CUDA_CANDIDATES:-80}" >&2
 
 cat > "$dir/run.sh" <<'RUN'

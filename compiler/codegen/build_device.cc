@@ -1,5 +1,7 @@
 #include "compiler/codegen/build_device.h"
 
+#include <cstdlib>
+
 #include "base/error.h"
 #include "compiler/codegen/codegen_device_c.h"
 #include "compiler/codegen/nvrtc.h"
@@ -12,6 +14,13 @@ namespace {
 KilnDType runtime_dtype(ir::DataType t) {
   const std::string s = t.str();
   return runtime::parse_dtype(s);
+}
+
+/// KILN_CUDA_PTX=nvptx: every arch's PTX from the given compiler, so that both paths can run
+/// on one GPU (scripts/gpu-check.sh).
+bool nvptx_forced() {
+  const char* v = std::getenv("KILN_CUDA_PTX");
+  return v != nullptr && std::string(v) == "nvptx";
 }
 
 std::vector<ir::PrimFunc> kernel_funcs(const pass::DeviceFunction& f) {
@@ -28,18 +37,25 @@ std::string device_source(const pass::DeviceFunction& f, const target::Target& t
   return target.kind == "cuda" ? print_cuda(kernel_funcs(f)) : print_opencl(kernel_funcs(f));
 }
 
-runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target::Target& target) {
+runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target::Target& target,
+                                    const PtxCompiler& older_arch_ptx) {
   runtime::DeviceProgram p;
   p.name = f.name;
   p.target = target.str();
-  const std::string source = device_source(f, target);
   if (target.kind == "cuda") {
     p.format = "ptx";
-    p.code = nvrtc_compile(source, target.arch, f.name + ".cu");
-    if (!find_ptxas().empty()) check_kernel_resources(ptxas_resources(p.code, target.arch), target);
+    if (!older_arch_ptx || (nvrtc_accepts(target.arch) && !nvptx_forced())) {
+      p.code = nvrtc_compile(device_source(f, target), target.arch, f.name + ".cu");
+    } else {
+      p.code = older_arch_ptx(kernel_funcs(f), target.arch);
+    }
+    // CUDA 13's ptxas, like its NVRTC, assembles for sm_75 and newer only.
+    if (nvrtc_accepts(target.arch) && !find_ptxas().empty()) {
+      check_kernel_resources(ptxas_resources(p.code, target.arch), target);
+    }
   } else {
     p.format = "cl";
-    p.code = source;
+    p.code = device_source(f, target);
   }
   for (const ir::Param& param : f.params) {
     KILN_USER_CHECK(param.is_tensor()) << "device function '" << f.name << "': scalar parameter '"

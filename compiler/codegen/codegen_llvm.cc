@@ -5,6 +5,7 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
@@ -413,9 +414,12 @@ void CodeGenLLVM::emit(const Stmt& s) {
       }
       return;
     }
-    case StmtKind::kAttrStmt:
-      // No attribute changes CPU code generation; unknown keys pass through.
-      return emit(s.as<ir::AttrStmtNode>()->body);
+    case StmtKind::kAttrStmt: {
+      // Only GPU kernels read an attribute (thread_extent); unknown keys pass through.
+      auto* op = s.as<ir::AttrStmtNode>();
+      if (target_.is_nvptx && op->key == ir::attr::kThreadExtent) return emit_thread_extent(op);
+      return emit(op->body);
+    }
     case StmtKind::kAssertStmt:
       return emit_assert(s.as<ir::AssertStmtNode>());
     case StmtKind::kFor:
@@ -443,7 +447,10 @@ void CodeGenLLVM::emit(const Stmt& s) {
 }
 
 void CodeGenLLVM::emit_for(const ir::ForNode* op) {
-  if (op->for_kind == ir::ForKind::kParallel && !fs_.in_parallel) return emit_parallel_for(op);
+  // A GPU kernel has no thread pool: a parallel loop there runs serially in its thread.
+  if (op->for_kind == ir::ForKind::kParallel && !fs_.in_parallel && !target_.is_nvptx) {
+    return emit_parallel_for(op);
+  }
   llvm::Type* t = llvm_type(op->loop_var.dtype());
   KILN_USER_CHECK(op->loop_var.dtype().is_int() && op->loop_var.dtype().is_scalar())
       << "codegen llvm: loop variable '" << op->loop_var.name() << "' of function '" << func_name_
@@ -515,7 +522,18 @@ void CodeGenLLVM::emit_if(const ir::IfThenElseNode* op) {
 void CodeGenLLVM::emit_assert(const ir::AssertStmtNode* op) {
   llvm::Value* cond = emit(op->condition);
   if (cond->getType()->isVectorTy()) cond = builder_.CreateAndReduce(cond);
-  check_or_fail(cond, op->message, kAssertError);
+  if (target_.is_nvptx) {
+    // A kernel has no error channel: a failed assertion traps, as CUDA C's assert does.
+    llvm::BasicBlock* ok_bb = llvm::BasicBlock::Create(*ctx_, "assert.ok", fs_.function);
+    llvm::BasicBlock* fail_bb = llvm::BasicBlock::Create(*ctx_, "assert.fail", fs_.function);
+    builder_.CreateCondBr(cond, ok_bb, fail_bb, llvm::MDBuilder(*ctx_).createLikelyBranchWeights());
+    builder_.SetInsertPoint(fail_bb);
+    builder_.CreateIntrinsic(llvm::Intrinsic::trap, {}, {});
+    builder_.CreateUnreachable();
+    builder_.SetInsertPoint(ok_bb);
+  } else {
+    check_or_fail(cond, op->message, kAssertError);
+  }
   emit(op->body);
 }
 

@@ -48,6 +48,7 @@ struct LLVMTarget {
   int vector_bits = 128;  ///< widest vector width vectorizers should prefer
   bool is_x86 = false;
   bool is_aarch64 = false;
+  bool is_nvptx = false;  ///< CUDA kernels (codegen_nvptx.h): cpu is "sm_XY", features "+ptxNN"
 
   /// A key for caches of target machines and JIT sessions.
   std::string key() const { return triple + "|" + cpu + "|" + features; }

@@ -4,6 +4,8 @@
 //   codegen_llvm_entry.cc     the entry function: argument checks, shape binding, signature
 //   codegen_llvm_parallel.cc  outlining of parallel loops into thread-pool closures
 //   llvm_intrinsics.cc        math intrinsics (exp, tanh, sigmoid, ...) and calls
+//   codegen_nvptx.cc          GPU kernels for the NVPTX back-end (thread indices, shared memory,
+//                             barriers, libdevice math)
 // Private to compiler/codegen.
 #pragma once
 
@@ -61,6 +63,9 @@ class CodeGenLLVM {
 
   /// Emits the entry, compute function and signature of `f`.
   void add_function(const ir::PrimFunc& f);
+  /// Emits `f` as a CUDA kernel (target nvptx64): `void f(ptr params...)` marked a kernel in
+  /// nvvm.annotations (codegen_nvptx.cc).
+  void add_kernel(const ir::PrimFunc& f);
   /// Verifies and hands over the module.
   std::unique_ptr<llvm::Module> finish();
 
@@ -104,6 +109,17 @@ class CodeGenLLVM {
   void emit_allocate(const ir::AllocateNode* op);
   void emit_if(const ir::IfThenElseNode* op);
   void emit_assert(const ir::AssertStmtNode* op);
+
+  // ---- GPU kernels (codegen_nvptx.cc) ----
+  /// Binds a thread_extent's IterVar to its special register (%tid.x, %ctaid.y, ...).
+  void emit_thread_extent(const ir::AttrStmtNode* op);
+  /// A "shared" allocation: an addrspace(3) array of the module; "local": an alloca.
+  void emit_device_allocate(const ir::AllocateNode* op);
+  /// kiln.storage_sync("shared" | "warp").
+  void emit_device_barrier(const ir::CallNode* op);
+  /// A pure math intrinsic on the GPU: an LLVM intrinsic NVPTX selects natively, or libdevice's
+  /// __nv_* function (lane by lane, float16 computed in float32).
+  llvm::Value* emit_device_math(const ir::CallNode* op);
 
   // ---- parallel loops (codegen_llvm_parallel.cc) ----
   void emit_parallel_for(const ir::ForNode* op);
@@ -158,6 +174,8 @@ class CodeGenLLVM {
   int parallel_count_ = 0;
   std::map<std::string, llvm::Constant*> strings_;
   llvm::GlobalVariable* parallel_launch_ = nullptr;
+  /// The kernel's constant threadIdx.{x,y,z} extents seen so far (-1: not constant).
+  std::map<std::string, int64_t> thread_extents_;
 
   llvm::Type* i1_;
   llvm::Type* i8_;

@@ -207,6 +207,7 @@ void CodeGenLLVM::emit_store(const ir::StoreNode* op) {
 }
 
 void CodeGenLLVM::emit_allocate(const ir::AllocateNode* op) {
+  if (target_.is_nvptx) return emit_device_allocate(op);
   llvm::Type* elem = memory_type(op->dtype);
   const int64_t elem_bytes = std::max(1, op->dtype.bytes()) * op->dtype.lanes();
   std::optional<int64_t> count = 1;

@@ -136,9 +136,13 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
 llvm::Value* CodeGenLLVM::emit_call(const ir::CallNode* op) {
   switch (op->call_kind) {
     case ir::CallKind::kPureIntrinsic:
-      return emit_pure_intrinsic(op);
+      return target_.is_nvptx ? emit_device_math(op) : emit_pure_intrinsic(op);
     case ir::CallKind::kIntrinsic:
       if (op->name == "likely" && op->args.size() == 1) return emit(op->args[0]);
+      if (target_.is_nvptx && op->name == "kiln.storage_sync") {
+        emit_device_barrier(op);
+        return builder_.getInt32(0);
+      }
       KILN_USER_ERROR() << "codegen llvm: intrinsic '" << op->name << "' in function '"
                         << func_name_ << "' is not supported on CPUs (known: likely)";
     case ir::CallKind::kExtern: {

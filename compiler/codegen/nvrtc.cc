@@ -85,11 +85,13 @@ std::pair<int, std::string> parse_sm(const std::string& sm_arch) {
 
 bool nvrtc_available() { return load_nvrtc() != nullptr; }
 
+bool nvrtc_accepts(const std::string& sm_arch) { return parse_sm(sm_arch).first >= 75; }
+
 std::string nvrtc_virtual_arch(const std::string& sm_arch) {
   auto [number, suffix] = parse_sm(sm_arch);
   KILN_USER_CHECK(number >= 75)
       << "cuda: " << sm_arch << " is older than sm_75, and CUDA 13's NVRTC compiles only "
-      << "compute_75 and newer; Kiln's LLVM NVPTX path for older GPUs is not available yet";
+      << "compute_75 and newer (older GPUs get PTX from LLVM's NVPTX back-end)";
   return "compute_" + std::to_string(number) + suffix;
 }
 

@@ -2,8 +2,8 @@
 //
 // libnvrtc is loaded with dlopen on first use, so Kiln builds and runs where no CUDA toolkit is
 // installed; only compiling CUDA then fails, with a message saying what to install. CUDA 13's
-// NVRTC makes code for compute_75 (Turing) and newer only; older GPUs (sm_52, sm_61) need the
-// LLVM NVPTX path, which is not written yet.
+// NVRTC makes code for compute_75 (Turing) and newer only; older GPUs (sm_52, sm_61) get PTX from
+// LLVM's NVPTX back-end (codegen_nvptx.h), which build_device is handed by its caller.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,10 @@ namespace kiln::codegen {
 
 /// Whether libnvrtc (libnvrtc.so.13) can be loaded here.
 bool nvrtc_available();
+
+/// Whether CUDA 13's NVRTC compiles for `sm_arch` (sm_75 and newer). Raises kiln::Error for an
+/// arch that is not sm_XY.
+bool nvrtc_accepts(const std::string& sm_arch);
 
 /// "compute_90" for "sm_90" ("sm_90a" gives "compute_90a"). Raises kiln::Error for an arch that
 /// is not sm_XY, or one older than sm_75 (CUDA 13 compiles nothing older).

@@ -7,9 +7,10 @@
 // images), a Flatten and a Gemm with its bias and ReLU (matmul_gpu; 10 outputs), sizes which the
 // templates' tiles do not divide. Built for CUDA, the same model's programs are PTX (NVRTC); where
 // a CUDA device exists it runs there against the CPU build, elsewhere the executor says there is
-// none. A softmax along a middle axis and an ArgMax (reduce_gpu) match the CPU build; the tuning
-// tasks of an OpenCL target are the GPU templates' and build. Groups without a GPU schedule are
-// refused naming the node.
+// none; built for sm_61, which CUDA 13's NVRTC refuses, the programs are PTX for sm_61 from
+// LLVM's NVPTX back-end. A softmax along a middle axis and an ArgMax (reduce_gpu) match the CPU
+// build; the tuning tasks of an OpenCL target are the GPU templates' and build. Groups without a
+// GPU schedule are refused naming the node.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -207,6 +208,21 @@ TEST(GraphBuildGpu, TheLstmsProductsAreTasksOfMatmulGpu) {
   }
   EXPECT_EQ(templates, std::set<std::string>{"matmul_gpu"});
   EXPECT_EQ(tasks, 2u);  // [3, K = 4] x W and [1, K = 5] x R (the two GEMVs are one task)
+}
+
+TEST(GraphBuildGpu, ConvReluDenseForSm61IsPtxFromNvptx) {
+  const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
+  runtime::Bundle cuda = build_graph(g, "cuda -arch=sm_61");
+  EXPECT_EQ(runtime::bundle_device(cuda), runtime::DeviceKind::kCUDA);
+  ASSERT_EQ(cuda.device_programs.size(), 3u);
+  for (const runtime::DeviceProgram& p : cuda.device_programs) {
+    EXPECT_EQ(p.format, "ptx");
+    EXPECT_EQ(p.target, "cuda -arch=sm_61");
+    EXPECT_NE(p.code.find(".target sm_61"), std::string::npos) << p.name;
+    for (const auto& k : p.kernels) {
+      EXPECT_NE(p.code.find(".entry " + k.name + "("), std::string::npos) << p.name;
+    }
+  }
 }
 
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
