@@ -843,10 +843,12 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
 /// A group's schedule for a GPU target: every stage but the output (and the template's anchor)
 /// inlined, then a 2-D convolution with one group in conv2d_nchw_gpu, a 2-D product (Gemm, MatMul)
 /// in matmul_gpu, each with the group's epilogue in its tile, or an elementwise / injective group
-/// as one kernel (schedule_injective). Each template at its default config. kiln::Error naming the
+/// as one kernel (schedule_injective). Each template at the config `tuning` chooses for its task
+/// (conv2d_nchw_gpu, matmul_gpu), its default without a source. kiln::Error naming the
 /// node and the operator for a group with no GPU schedule yet (pooling, softmax, reductions, ...).
 void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& master,
-                        te::Schedule& s, const Tensor& output, const target::Target& target) {
+                        te::Schedule& s, const Tensor& output, const target::Target& target,
+                        const Tuning& tuning) {
   const Node& n = g.nodes()[group.master];
   const bool conv = n.op == "Conv" && n.i("group") == 1;
   const bool product = n.op == "Gemm" || n.op == "MatMul";
@@ -866,14 +868,9 @@ void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& m
     if (templated && st->origin_op == master.anchor) continue;
     st.compute_inline();
   }
-  if (conv && templated) {
-    const space::ConfigSpace space = topi::gpu::conv2d_nchw_gpu_space(master.anchor);
-    topi::gpu::schedule_conv2d_nchw_gpu(s, master.anchor,
-                                        topi::gpu::conv2d_nchw_gpu_default(space, target), output);
-  } else if (templated) {
-    const space::ConfigSpace space = topi::gpu::matmul_gpu_space(master.anchor);
-    topi::gpu::schedule_matmul_gpu(s, master.anchor, topi::gpu::matmul_gpu_default(space, target),
-                                   output);
+  if (templated) {
+    // The template's config for this task: the tuned one the ConfigSource chooses, or its default.
+    tuning.schedule(conv ? "conv2d_nchw_gpu" : "matmul_gpu", s, master.anchor, output);
   } else {
     // Blocks of at most 256 threads: a common size that every GPU of ours runs.
     topi::gpu::schedule_injective(s, output, std::min(256, target.max_num_threads));
@@ -977,7 +974,8 @@ LoweredOp lower_group(const Graph& g, const FusedGroup& group, autotune::ConfigS
   }
   const target::Target tgt = target::Target::parse(target);
   if (tgt.kind == "cuda" || tgt.kind == "opencl") {
-    schedule_group_gpu(g, group, master, op.schedule, tensors.at(group.output), tgt);
+    schedule_group_gpu(g, group, master, op.schedule, tensors.at(group.output), tgt,
+                       Tuning{configs, target});
   } else {
     master.schedule(op.schedule, tensors.at(group.output));
   }

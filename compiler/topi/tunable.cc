@@ -5,6 +5,8 @@
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/gpu/conv2d_gpu.h"
+#include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/pooling.h"
 
 namespace kiln::topi {
@@ -27,6 +29,14 @@ template <typename Default>
 auto vector_width(Default dflt) {
   return [dflt](const te::Tensor& out, const ConfigSpace& space, const target::Target& target) {
     return dflt(out, space, target.vector_bits);
+  };
+}
+
+/// The default of a GPU template, which depends on the target's thread and memory limits.
+template <typename Default>
+auto gpu_target(Default dflt) {
+  return [dflt](const te::Tensor&, const ConfigSpace& space, const target::Target& target) {
+    return dflt(space, target);
   };
 }
 
@@ -68,6 +78,10 @@ const std::vector<TunableTemplate>& tunable_templates() {
              << "pool2d_x86 takes no epilogue ('" << output->name() << "')";
          schedule_pool2d_x86(s, out, cfg);
        }},
+      entry("conv2d_nchw_gpu", {"conv2d_nchw"}, gpu::conv2d_nchw_gpu_space,
+            gpu_target(gpu::conv2d_nchw_gpu_default), gpu::schedule_conv2d_nchw_gpu),
+      entry("matmul_gpu", {"dense"}, gpu::matmul_gpu_space, gpu_target(gpu::matmul_gpu_default),
+            gpu::schedule_matmul_gpu),
   };
   return templates;
 }

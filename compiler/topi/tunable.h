@@ -1,5 +1,5 @@
-// The tunable templates by name: what the graph build and the tuner need of an operator's x86
-// schedule template (its config space for a given output, the default point, and the schedule of
+// The tunable templates by name: what the graph build and the tuner need of an operator's x86 or
+// GPU schedule template (its config space for a given output, the default point, and the schedule of
 // one point) behind one interface, so that both choose configs the same way.
 //
 //   const TunableTemplate& t = tunable_template("conv2d_nchwc_x86");  // schedules conv2d_nchwc
@@ -37,7 +37,7 @@ struct TunableTemplate {
 
 /// Every template: conv2d_nchw_x86, depthwise_conv2d_nchw_x86, conv2d_nchwc_x86,
 /// depthwise_conv2d_nchwc_x86, conv2d_transpose_nchw_x86, dense_x86, batch_matmul_x86,
-/// pool2d_x86.
+/// pool2d_x86; for GPU targets conv2d_nchw_gpu and matmul_gpu.
 const std::vector<TunableTemplate>& tunable_templates();
 
 /// The template called `name`; kiln::Error listing the known names otherwise.
