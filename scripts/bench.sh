@@ -4,13 +4,14 @@
 # and numpy), tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
-# API for a job with thousands of records).
+# API for a job with thousands of records), opencl (the ResNet-18 convolutions tuned on this
+# machine's OpenCL device against their default GPU configs; ARGS: --trials N, --layers C2,C6,...).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard, opencl)" >&2
   exit 2
 fi
 shift
@@ -21,7 +22,8 @@ case "$name" in
   conv) target=bench_conv ;;
   farm) target=bench_farm ;;
   dashboard) target=bench_dashboard ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard)" >&2; exit 2 ;;
+  opencl) target=bench_opencl ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard, opencl)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null
