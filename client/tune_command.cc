@@ -113,9 +113,7 @@ const kiln::cli::Command& tune_command() {
     c.operands = "MODEL.onnx";
     c.summary = "tune the model's operators on this machine, then build the bundle with the best";
     c.flags = {
-        {"--target", "TARGET",
-         "what to tune for: llvm ..., opencl or cuda -arch=sm_XX, measured on this machine's "
-         "device (default: llvm -mcpu=native)"},
+        {"--target", "TARGET", "llvm ..., opencl or cuda (default: llvm -mcpu=native)"},
         {"--trials", "N",
          "configs measured per task, earlier runs' included (default: " +
              std::to_string(defaults.trials) + ")"},
@@ -136,7 +134,8 @@ const kiln::cli::Command& tune_command() {
     };
     c.notes =
         "Every measurement lands in the record log before the next; killed and run again, kiln "
-        "tune continues from the log without measuring anything twice.";
+        "tune continues from the log without measuring anything twice. An opencl or cuda target "
+        "is measured on this machine's GPU of that kind.";
     c.main = tune_main;
     return c;
   }();
