@@ -336,8 +336,9 @@ std::string describe(const Task& t) {
   return os.str();
 }
 
-// Runs only in the process AnotherProcessRebuildsTheSameTasks starts: reads "template workload target"
-// lines (target a single word) from the file named by KILN_TASK_TEST_WORKLOADS and prints each task's description.
+// Runs only in the process AnotherProcessRebuildsTheSameTasks starts: reads "template workload
+// target" lines (the target one word) from the file named by KILN_TASK_TEST_WORKLOADS and prints
+// each task's description.
 TEST(TaskInAnotherProcess, Describe) {
   const char* path = std::getenv(kWorkloadsEnv);
   if (path == nullptr) GTEST_SKIP() << "started by Task.AnotherProcessRebuildsTheSameTasks";
