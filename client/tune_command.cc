@@ -8,6 +8,7 @@
 
 #include "client/cli.h"
 #include "client/commands.h"
+#include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -55,6 +56,7 @@ int tune_main(const kiln::cli::Args& args) {
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   try {
     const graph::Graph g = graph::import_onnx(model, import);
+    options.local.device = autotune::local_device_fingerprint(target);
     records::RecordLog log = records::RecordLog::open(records);
     const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target);
     std::cerr << model << ": " << tasks.size() << " tuning tasks, " << options.trials
@@ -111,7 +113,7 @@ const kiln::cli::Command& tune_command() {
     c.operands = "MODEL.onnx";
     c.summary = "tune the model's operators on this machine, then build the bundle with the best";
     c.flags = {
-        {"--target", "TARGET", "what to tune for (default: llvm -mcpu=native)"},
+        {"--target", "TARGET", "llvm ..., opencl or cuda (default: llvm -mcpu=native)"},
         {"--trials", "N",
          "configs measured per task, earlier runs' included (default: " +
              std::to_string(defaults.trials) + ")"},
@@ -132,7 +134,8 @@ const kiln::cli::Command& tune_command() {
     };
     c.notes =
         "Every measurement lands in the record log before the next; killed and run again, kiln "
-        "tune continues from the log without measuring anything twice.";
+        "tune continues from the log without measuring anything twice. An opencl or cuda target "
+        "is measured on this machine's GPU of that kind.";
     c.main = tune_main;
     return c;
   }();

@@ -115,7 +115,7 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   return f;
 }
 
-pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                                   const std::string& name, const target::Target& target,
                                   const LowerOptions& options) {
   KILN_USER_CHECK(target.kind == "cuda" || target.kind == "opencl")
@@ -153,7 +153,14 @@ pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te:
   s = checked(f, "thread_sync", true, pass::thread_sync(s, "shared"));
   pass::verify_gpu(s, target);
   f.body = s;
-  pass::DeviceFunction d = pass::split_host_device(f);
+  return f;
+}
+
+pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                                  const std::string& name, const target::Target& target,
+                                  const LowerOptions& options) {
+  pass::DeviceFunction d =
+      pass::split_host_device(lower_device_program(sch, args, name, target, options));
   if (dump_ir()) {
     for (auto& k : d.kernels) after(("split_host_device: " + k.func.name).c_str(), k.func.body);
   }

@@ -35,6 +35,13 @@ pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te:
                                   const std::string& name, const target::Target& target,
                                   const LowerOptions& options = {});
 
+/// lower_device's program before the host/device split: one function whose body holds every kernel
+/// under its thread_extent attributes, with its shared and local allocations, after verify_gpu.
+/// What the tuner compares and reads features from; pass::split_host_device(f) finishes it.
+ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                                  const std::string& name, const target::Target& target,
+                                  const LowerOptions& options = {});
+
 /// Lowers for a GPU target and compiles the kernels (codegen/build_device.h): CUDA C to PTX with
 /// NVRTC (sm_75 and newer), PTX from LLVM's NVPTX back-end (older archs), or OpenCL C; the
 /// program takes the tensors of `args` in order.

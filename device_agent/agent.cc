@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "base/error.h"
+#include "deploy/runtime/device_program.h"
+#include "device_agent/agent_device.h"
 #include "device_agent/board_info.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/measure_child.h"
@@ -107,9 +109,13 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {
   KILN_USER_CHECK(!options_.target.empty()) << "kiln-agent: the target is missing";
   KILN_USER_CHECK(options_.threads >= 0)
       << "kiln-agent: threads must be 0 or more, got " << options_.threads;
+  const AgentDevice device = probe_agent_device(options_.target);
+  device_kind_ = device.kind;
   const BoardInfo board = read_board_info(options_.system_root);
   emulated_ = board.emulated || !options_.emulator.empty();
-  if (options_.fingerprint.empty()) {
+  if (options_.fingerprint.empty() && !device.description.empty()) {
+    options_.fingerprint = device.description;
+  } else if (options_.fingerprint.empty()) {
     options_.fingerprint = board.cpu_model + " x" + std::to_string(board.cores);
     if (emulated_ && !board.emulated) options_.fingerprint += " (emulated)";
   }
@@ -382,14 +388,28 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
   v1::MeasureResult result;
   result.set_request_id(request.request_id());
   const std::string stem = (fs::path(work_dir_) / std::to_string(request.request_id())).string();
-  const std::string library = stem + ".so";
+  const bool gpu = device_kind_ != runtime::DeviceKind::kCPU;
+  const std::string library = stem + (gpu ? ".json" : ".so");
   const std::string reference = stem + ".ref.npy";
   const auto start = Clock::now();
   try {
-    KILN_USER_CHECK(request.artifact().format() == v1::Artifact::FORMAT_SHARED_OBJECT)
+    const v1::Artifact::Format expected =
+        device_kind_ == runtime::DeviceKind::kCUDA     ? v1::Artifact::FORMAT_PTX
+        : device_kind_ == runtime::DeviceKind::kOpenCL ? v1::Artifact::FORMAT_OPENCL_C
+                                                        : v1::Artifact::FORMAT_SHARED_OBJECT;
+    KILN_USER_CHECK(request.artifact().format() == expected)
         << "artifact format " << v1::Artifact::Format_Name(request.artifact().format())
-        << " cannot be run by this agent (shared objects only)";
+        << " cannot be run by this agent (target '" << options_.target << "' runs "
+        << v1::Artifact::Format_Name(expected) << ")";
     KILN_USER_CHECK(!request.artifact().entry().empty()) << "the artifact has no entry function";
+    if (gpu) {
+      // Checked at the door: a device program, named as its entry (the runner checks it again).
+      const runtime::DeviceProgram program = runtime::DeviceProgram::from_json(
+          runtime::Json::parse(request.artifact().data(), "the artifact"), "the artifact");
+      KILN_USER_CHECK(program.name == request.artifact().entry())
+          << "the artifact's device program is '" << program.name << "', not its entry '"
+          << request.artifact().entry() << "'";
+    }
     {
       std::ofstream out(library, std::ios::binary);
       out.write(request.artifact().data().data(),
@@ -399,6 +419,7 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
     runtime::RunRequest run;
     run.library = library;
     run.function = request.artifact().entry();
+    run.device = runtime::device_kind_name(device_kind_);
     forget_old_inputs(request.input_seed());
     for (int i = 0; i < request.inputs_size(); ++i) {
       const v1::TensorSpec& spec = request.inputs(i);

@@ -15,6 +15,8 @@
 // Failures and what the agent does about them:
 //  - tracker unreachable: registration is retried with backoff (0.2 s doubling to 5 s) forever;
 //  - the tracker refuses the device (bad token, bad key): run() throws kiln::Error;
+//  - a cuda / opencl target without such a device here (or a CUDA device of another -arch): the
+//    constructor throws kiln::Error and the agent never registers (agent_device.h);
 //  - the lease is lost (a heartbeat answers known=false, or heartbeats keep failing), the work
 //    stream ends (tracker restarted, network): the agent registers again (a new device id);
 //  - a kernel fails, crashes or hangs: that is the request's result; the agent never dies of one.
@@ -34,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "deploy/runtime/device_api.h"
+
 namespace grpc {
 class Channel;
 class ClientContext;
@@ -51,7 +55,9 @@ struct AgentOptions {
   std::string key, target;  ///< the device key and the target string (both required)
   std::string token;        ///< the farm's token (already read), "" for none
   std::string tls_ca;       ///< CA file for TLS, "" for plaintext
-  std::string fingerprint;  ///< default: "<CPU model from /proc/cpuinfo> x<nproc>"
+  /// default: "<CPU model from /proc/cpuinfo> x<nproc>", or the GPU's description for a cuda or
+  /// opencl target (agent_device.h)
+  std::string fingerprint;
   std::string runner;       ///< kiln-runner's path; default runtime::default_runner_path()
   int threads = 0;          ///< kernel thread pool when a request says 0 (0: the runtime's default)
   std::string work_dir;     ///< default: a fresh folder under the temp dir, removed at the end
@@ -113,6 +119,7 @@ class Agent {
   std::string work_dir_;
   bool own_work_dir_ = false;
   bool emulated_ = false;
+  runtime::DeviceKind device_kind_ = runtime::DeviceKind::kCPU;  ///< where kernels run
 
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> measured_{0};

@@ -6,13 +6,14 @@
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
 # API for a job with thousands of records), cuda (Kiln's GPU kernels against cuBLAS and cuDNN on a
 # CUDA device: the candidates are compiled here to PTX, then measured on the device; on a GPU
-# machine without Kiln's build dependencies, run build/release/bench/bench_cuda_measure DIR there).
+# machine without Kiln's build dependencies, run build/release/bench/bench_cuda_measure DIR there), opencl (the ResNet-18 convolutions tuned on this
+# machine's OpenCL device against their default GPU configs; ARGS: --trials N, --layers C2,C6,...).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard, cuda)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard, cuda, opencl)" >&2
   exit 2
 fi
 shift
@@ -30,7 +31,8 @@ case "$name" in
     rm -rf "$dir"
     build/release/bench/bench_cuda_prepare "$dir" "$@" >&2
     exec build/release/bench/bench_cuda_measure "$dir" ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard, cuda)" >&2; exit 2 ;;
+  opencl) target=bench_opencl ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard, cuda, opencl)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

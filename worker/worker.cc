@@ -1,5 +1,6 @@
 // The compiler worker: long-poll -> each build's task rebuilt from its workload (cached) -> lower
-// -> build in parallel within the time limit -> report each artifact.
+// -> build in parallel within the time limit -> report each artifact (a shared object for a CPU
+// target; for cuda / opencl a DeviceProgram's JSON, format PTX or OpenCL C).
 #include "worker/worker.h"
 
 #include <grpcpp/grpcpp.h>
@@ -20,7 +21,8 @@
 
 #include "base/error.h"
 #include "compiler/codegen/build.h"
-#include "compiler/lower.h"
+#include "compiler/codegen/build_device.h"
+#include "compiler/pass/split_host_device.h"
 #include "compiler/target/target.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
@@ -68,6 +70,14 @@ void fail(Candidate& c, v1::ErrorKind kind, const std::string& message) {
   c.artifact.set_build_s(seconds_since(c.start));
 }
 
+/// The artifact format of `target`'s candidates.
+v1::Artifact::Format artifact_format(const std::string& target) {
+  const std::string kind = target::Target::parse(target).kind;
+  if (kind == "cuda") return v1::Artifact::FORMAT_PTX;
+  if (kind == "opencl") return v1::Artifact::FORMAT_OPENCL_C;
+  return v1::Artifact::FORMAT_SHARED_OBJECT;
+}
+
 /// Applies config `index` to `task` and lowers it as the tuner does (entry "candidate").
 Candidate lower_candidate(const autotune::Task& task, uint64_t index, double timeout_s) {
   Candidate c;
@@ -78,7 +88,6 @@ Candidate lower_candidate(const autotune::Task& task, uint64_t index, double tim
   a.mutable_task()->set_target(task.target);
   a.mutable_task()->set_template_name(task.template_name);
   a.mutable_config()->set_index(index);
-  a.set_format(v1::Artifact::FORMAT_SHARED_OBJECT);
   a.set_entry("candidate");
   a.set_error(v1::ERROR_KIND_NONE);
   const uint64_t size = task.space.size();
@@ -89,10 +98,11 @@ Candidate lower_candidate(const autotune::Task& task, uint64_t index, double tim
     return c;
   }
   try {
+    a.set_format(artifact_format(task.target));
     const space::Config cfg = task.space.get(index);
     a.mutable_config()->set_text(cfg.str());
     c.target = target::Target::parse(task.target);
-    c.func = compiler::lower(task.schedule(cfg), task.args(), "candidate");
+    c.func = task.lower(cfg);
     a.set_signature(signature_of(c.func));
     c.lowered = true;
   } catch (const std::exception& e) {
@@ -101,7 +111,8 @@ Candidate lower_candidate(const autotune::Task& task, uint64_t index, double tim
   return c;
 }
 
-/// What a build thread hands back: the .so bytes, or the compiler's message.
+/// What a build thread hands back: the .so bytes or the device program's JSON, or the compiler's
+/// message.
 struct Built {
   std::string data;
   std::string error;
@@ -109,7 +120,15 @@ struct Built {
 
 std::atomic<int> g_builds_running{0};
 
-/// Compiles `c.func` into shared-object bytes in a detached thread (a build abandoned at its time
+/// The artifact's bytes of `func`, lowered for `target`: a shared object, or for a GPU the
+/// DeviceProgram (its kernels compiled: PTX by NVRTC, OpenCL C as printed) as JSON.
+std::string artifact_bytes(const ir::PrimFunc& func, const target::Target& target) {
+  if (target.kind != "cuda" && target.kind != "opencl")
+    return codegen::link_shared_object({func}, target);
+  return codegen::build_device(pass::split_host_device(func), target).to_json().dump();
+}
+
+/// Compiles `c.func` into the artifact's bytes in a detached thread (a build abandoned at its time
 /// limit ends on its own).
 std::future<Built> start_build(const Candidate& c) {
   auto promise = std::make_shared<std::promise<Built>>();
@@ -124,7 +143,7 @@ std::future<Built> start_build(const Candidate& c) {
       const target::Target target = std::move(tgt);
       Built b;
       try {
-        b.data = codegen::link_shared_object({func}, target);
+        b.data = artifact_bytes(func, target);
       } catch (const std::exception& e) {
         b.error = e.what();
         if (b.error.empty()) b.error = "the build failed";

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -12,7 +13,7 @@
 namespace kiln::autotune {
 namespace {
 
-static_assert(kLoopFeatureLength == 134, "update the layout in features.h");
+static_assert(kLoopFeatureLength == 146, "update the layout in features.h");
 
 using ir::Expr;
 using ir::ExprKind;
@@ -107,6 +108,7 @@ struct StoreRecord {
 class Walker : public ir::IRVisitor {
  public:
   double prog[kProgramFeatures] = {};
+  double gpu[kGpuFeatures] = {};
   double float_ops = 0, vector_float_ops = 0;
   std::vector<StoreRecord> stores;
   std::unordered_map<const ir::ForNode*, int> stores_in_loop;
@@ -172,7 +174,42 @@ class Walker : public ir::IRVisitor {
       n *= double(c > 0 ? c : 1);
     }
     prog[kAllocBytes] += n;
+    if (op->scope == "shared") kernel_shared_ += n;
+    if (op->scope == "local") kernel_local_ += n;
     visit(op->body);
+  }
+  /// A thread binding: the outermost one of a kernel opens it; its extents, blocks, threads and
+  /// memory are the largest over the kernels.
+  void visit_(const ir::AttrStmtNode* op) override {
+    const auto iv = std::dynamic_pointer_cast<const ir::IterVarNode>(op->node);
+    if (op->key != "thread_extent" || !iv) return IRVisitor::visit_(op);
+    static const char* const kTags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z",
+                                        "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    const bool opens_kernel = kernel_extents_.empty();
+    if (opens_kernel) {
+      ++gpu[kKernels];
+      kernel_shared_ = kernel_local_ = 0;
+    }
+    for (int k = 0; k < 6; ++k) {
+      if (iv->thread_tag == kTags[k]) {
+        const int64_t e = const_upper(op->value);
+        kernel_extents_[k] = double(e > 0 ? e : 1);
+      }
+    }
+    visit(op->value);
+    visit(op->body);
+    if (!opens_kernel) return;
+    double blocks = 1, threads = 1;
+    for (int k = 0; k < 6; ++k) {
+      const double e = kernel_extents_.count(k) ? kernel_extents_[k] : 1;
+      gpu[k] = std::max(gpu[k], e);
+      (k < 3 ? blocks : threads) *= e;
+    }
+    gpu[kThreadsPerBlock] = std::max(gpu[kThreadsPerBlock], threads);
+    gpu[kBlocks] = std::max(gpu[kBlocks], blocks);
+    gpu[kSharedBytes] = std::max(gpu[kSharedBytes], kernel_shared_);
+    gpu[kLocalBytes] = std::max(gpu[kLocalBytes], kernel_local_);
+    kernel_extents_.clear();
   }
   void visit_(const ir::IfThenElseNode* op) override {
     prog[kConditionals] += mult_;
@@ -219,6 +256,7 @@ class Walker : public ir::IRVisitor {
   void visit_(const ir::OrNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
   void visit_(const ir::SelectNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
   void visit_(const ir::CallNode* op) override {
+    if (op->name == "kiln.storage_sync") gpu[kBarriers] += mult_;
     if (op->dtype.is_float()) {
       if (op->name == "fma") count(op->dtype, kFloatFma);
       else if (op->call_kind == ir::CallKind::kPureIntrinsic) count(op->dtype, kMathCalls);
@@ -246,6 +284,8 @@ class Walker : public ir::IRVisitor {
   std::vector<const ir::ForNode*> fors_;
   double mult_ = 1;
   int parallel_depth_ = 0;
+  std::map<int, double> kernel_extents_;  ///< the open kernel's thread extents, by tag
+  double kernel_shared_ = 0, kernel_local_ = 0;  ///< the open kernel's allocations, bytes
 };
 
 /// One buffer as the main statement accesses it.
@@ -267,6 +307,7 @@ std::vector<float> loop_features(const ir::PrimFunc& f) {
 
   float* prog = out.data() + kProgramOffset;
   for (int i = 0; i < kProgramFeatures; ++i) prog[i] = lg(w.prog[i]);
+  for (int i = 0; i < kGpuFeatures; ++i) out[kGpuOffset + i] = lg(w.gpu[i]);
   prog[kVectorFraction] = w.float_ops > 0 ? float(w.vector_float_ops / w.float_ops) : 0.0f;
   prog[kMaxDepth] = float(w.prog[kMaxDepth]);
   if (w.stores.empty()) return out;

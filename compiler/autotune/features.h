@@ -39,6 +39,12 @@
 //               bytes allocated, parallel tasks (the extent of the outermost parallel loops),
 //               loops (static count), stores (static count), max loop depth (raw), conditionals
 //               executed, sum of the stores' trip counts.
+//  [134, 146) the GPU launch, all zero for a CPU program (a GPU program is lower_device_program's:
+//             kernels under thread_extent attributes; the trip counts above are then per
+//             thread), each log2(1+x): the extents of blockIdx.x, .y, .z and threadIdx.x, .y, .z
+//             (the largest over the kernels), threads per block, blocks, shared bytes per block,
+//             local bytes per thread, barriers executed per thread (trip-weighted), kernels.
+//             Virtual threads are unrolled by then: they show as stores per innermost body.
 //
 // Loop extents that are not constants take their constant upper bound when min(c, ...) gives one,
 // else 1. The extraction is a few walks over the program: microseconds for a tiled matmul.
@@ -63,14 +69,16 @@ inline constexpr int kStrideLoops = 3;
 inline constexpr int kBufferFeatures = 10;
 inline constexpr int kStmtFeatures = 6;
 inline constexpr int kProgramFeatures = 22;
+inline constexpr int kGpuFeatures = 12;
 inline constexpr int kLoopFeatureLength = kMaxLoops * kLoopLevelFeatures + kMaxBuffers * kBufferFeatures +
-                                          kStmtFeatures + kProgramFeatures;
+                                          kStmtFeatures + kProgramFeatures + kGpuFeatures;
 
 /// Offsets of the groups in loop_features' vector.
 inline constexpr int kLoopOffset = 0;
 inline constexpr int kBufferOffset = kMaxLoops * kLoopLevelFeatures;
 inline constexpr int kStmtOffset = kBufferOffset + kMaxBuffers * kBufferFeatures;
 inline constexpr int kProgramOffset = kStmtOffset + kStmtFeatures;
+inline constexpr int kGpuOffset = kProgramOffset + kProgramFeatures;
 
 /// Positions inside the whole-program group (add kProgramOffset).
 enum ProgramFeature : int {
@@ -78,6 +86,12 @@ enum ProgramFeature : int {
   kElemsLoaded, kElemsStored, kLoadInstrs, kStoreInstrs, kBytesLoaded, kBytesStored,
   kVectorFraction, kAllocCount, kAllocBytes, kParallelTasks, kLoopCount, kStoreCount,
   kMaxDepth, kConditionals, kTotalTrips,
+};
+
+/// Positions inside the GPU group (add kGpuOffset).
+enum GpuFeature : int {
+  kBlockX, kBlockY, kBlockZ, kThreadX, kThreadY, kThreadZ, kThreadsPerBlock, kBlocks,
+  kSharedBytes, kLocalBytes, kBarriers, kKernels,
 };
 
 /// The fixed-length features of a lowered function (layout above).

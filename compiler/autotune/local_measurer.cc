@@ -1,5 +1,5 @@
-// LocalMeasurer: reference files, parallel builds with a time limit, one guarded child per
-// measurement, records.
+// LocalMeasurer: reference files, parallel builds with a time limit (shared objects for CPU
+// targets, DeviceProgram JSON files for GPU ones), one guarded child per measurement, records.
 #include "compiler/autotune/local_measurer.h"
 
 #include <unistd.h>
@@ -14,7 +14,10 @@
 
 #include "base/error.h"
 #include "compiler/codegen/build.h"
+#include "compiler/codegen/build_device.h"
+#include "compiler/pass/split_host_device.h"
 #include "compiler/target/target.h"
+#include "deploy/runtime/device_api.h"
 #include "deploy/runtime/measure_child.h"
 #include "deploy/runtime/npy.h"
 
@@ -28,6 +31,20 @@ struct BuildOutcome {
   ErrorKind error = ErrorKind::kNone;
   std::string message;
 };
+
+/// Writes what the runner loads for candidate `f` to `path`: a shared object for a CPU target,
+/// the DeviceProgram's JSON (f is lower_device_program's) for a GPU one.
+void build_candidate(const ir::PrimFunc& f, const target::Target& tgt, const std::string& path) {
+  if (tgt.kind != "cuda" && tgt.kind != "opencl") {
+    codegen::export_library({f}, tgt, path);
+    return;
+  }
+  const runtime::DeviceProgram program =
+      codegen::build_device(pass::split_host_device(f), tgt);
+  std::ofstream out(path, std::ios::binary);
+  out << program.to_json().dump();
+  KILN_SYSTEM_CHECK(out.good()) << "cannot write the device program to " << path;
+}
 
 /// Builds funcs[i] into paths[i], at most `threads` at once (0: one per CPU). A build still running
 /// `timeout_s` after it started is reported as kCompileTimeout and abandoned: its thread finishes
@@ -53,7 +70,7 @@ std::vector<BuildOutcome> build_parallel(const std::vector<ir::PrimFunc>& funcs,
                                             std::chrono::duration<double>(timeout_s))});
       std::thread([promise, f = funcs[next], tgt, path = paths[next]] {
         try {
-          codegen::export_library({f}, tgt, path);
+          build_candidate(f, tgt, path);
           promise->set_value("");
         } catch (const std::exception& e) {
           promise->set_value(e.what());
@@ -86,6 +103,12 @@ std::string host_device_fingerprint() {
     }
   }
   return model + " x" + std::to_string(std::thread::hardware_concurrency());
+}
+
+std::string local_device_fingerprint(const std::string& target) {
+  const target::Target t = target::Target::parse(target);
+  if (t.kind != "cuda" && t.kind != "opencl") return host_device_fingerprint();
+  return runtime::DeviceAPI::get(runtime::parse_device_kind(t.kind)).description();
 }
 
 LocalMeasurer::LocalMeasurer(records::RecordStore& log, LocalMeasureOptions options)
@@ -131,15 +154,17 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
   for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
 
   // 1. Build every candidate in parallel, each within the compile time limit.
+  const target::Target tgt = target::Target::parse(task.target);
+  const bool gpu = task.on_gpu();
   std::vector<ir::PrimFunc> funcs;
   std::vector<std::string> paths;
   for (const Candidate& c : candidates) {
     funcs.push_back(c.func);
-    paths.push_back((dir_ / ("candidate" + std::to_string(next_file_++) + ".so")).string());
+    paths.push_back((dir_ / ("candidate" + std::to_string(next_file_++) + (gpu ? ".json" : ".so")))
+                        .string());
   }
   const std::vector<BuildOutcome> built =
-      build_parallel(funcs, paths, target::Target::parse(task.target), options_.build_threads,
-                     options_.build_timeout_s);
+      build_parallel(funcs, paths, tgt, options_.build_threads, options_.build_timeout_s);
 
   // 2. Measure them one at a time, so that no two measurements share the machine; each record is
   //    in the log before the next candidate runs.
@@ -160,6 +185,7 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
       runtime::RunRequest req;
       req.library = paths[k];
       req.function = "candidate";
+      req.device = gpu ? tgt.kind : "cpu";
       for (const std::string& in : inputs_) req.args.push_back(runtime::RunArg::make_input(in));
       req.args.push_back(
           runtime::RunArg::make_output("float32", oshape, output_, tol.rtol, tol.atol));

@@ -28,6 +28,11 @@ namespace kiln::autotune {
 /// This machine as a record's device: the CPU model and the number of CPUs.
 std::string host_device_fingerprint();
 
+/// The device that measures for `target` on this machine, as a record's device: the host's
+/// fingerprint for CPU targets, the GPU's description (runtime::DeviceAPI) for cuda and opencl
+/// ones; kiln::Error ("no CUDA device: ...") where this machine has none.
+std::string local_device_fingerprint(const std::string& target);
+
 /// How the LocalMeasurer builds and runs (the Tuner makes them from its TuneOptions).
 struct LocalMeasureOptions {
   int build_threads = 0;        ///< candidates built at once; 0 = one per CPU

@@ -113,6 +113,17 @@ te::Schedule Task::schedule(const space::Config& config) const {
   return s;
 }
 
+bool Task::on_gpu() const {
+  const std::string kind = target::Target::parse(target).kind;
+  return kind == "cuda" || kind == "opencl";
+}
+
+ir::PrimFunc Task::lower(const space::Config& config) const {
+  if (!on_gpu()) return compiler::lower(schedule(config), args(), "candidate");
+  return compiler::lower_device_program(schedule(config), args(), "candidate",
+                                        target::Target::parse(target));
+}
+
 te::Schedule Task::reference_schedule() const { return te::create_schedule({out}); }
 
 }  // namespace kiln::autotune

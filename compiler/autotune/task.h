@@ -9,13 +9,14 @@
 //   t.key;                                   // "conv2d_nchwc_x86:1x4x56x56x16:5c0f9d3e1a2b4c77"
 //   Task u = Task::from_workload(t.template_name, t.workload, t.target);  // the same task
 //   te::Schedule s = t.schedule(t.space.get(17));
-//   ir::PrimFunc f = compiler::lower(s, t.args(), "candidate");
+//   ir::PrimFunc f = t.lower(t.space.get(17));  // compiler::lower, or the GPU program for cuda/opencl
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "compiler/ir/function.h"
 #include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
 
@@ -53,6 +54,12 @@ struct Task {
   std::vector<te::Tensor> args() const;
   /// A schedule of `out` alone with the template at `config`.
   te::Schedule schedule(const space::Config& config) const;
+  /// Whether the target is a GPU (cuda, opencl): candidates are device programs, not libraries.
+  bool on_gpu() const;
+  /// The candidate program of `config`, entry "candidate": compiler::lower for CPU targets,
+  /// compiler::lower_device_program (kernels under their thread_extent attributes, checked against
+  /// the target's limits) for GPU ones. kiln::Error for a config that does not lower.
+  ir::PrimFunc lower(const space::Config& config) const;
   /// The reference schedule: every stage at its default loop nest (the naive program), whose
   /// output each candidate's is compared with.
   te::Schedule reference_schedule() const;

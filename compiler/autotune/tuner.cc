@@ -10,7 +10,6 @@
 #include "compiler/autotune/explorer.h"
 #include "compiler/autotune/features.h"
 #include "compiler/ir/equal.h"
-#include "compiler/lower.h"
 
 namespace kiln::autotune {
 namespace {
@@ -50,7 +49,7 @@ class FeatureCache {
     const space::Config cfg = task_.space.get(index);
     if (loop_) {
       try {
-        f = loop_features(compiler::lower(task_.schedule(cfg), task_.args(), "candidate"));
+        f = loop_features(task_.lower(cfg));
       } catch (const std::exception&) {
         f.assign(kLoopFeatureLength, 0.0f);  // a config that does not lower scores as nothing
       }
@@ -199,7 +198,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       s.rec.search_seed = options_.seed;
       ir::PrimFunc func;
       try {
-        func = compiler::lower(task.schedule(cfg), task.args(), "candidate");
+        func = task.lower(cfg);
         s.hash = ir::structural_hash(func);
         if (use_model) features.put(batch[k], func);
       } catch (const std::exception& e) {

@@ -244,8 +244,8 @@ std::string Target::str() const {
 std::string Target::arch_name() const { return triple.empty() ? host_arch() : triple_arch(triple); }
 
 std::string Target::unbuildable_reason() const {
-  if (kind == "llvm") return "";
-  return "Kiln has no code generator for '" + kind + "' targets yet (it builds llvm targets: " +
+  if (kind == "llvm" || kind == "cuda" || kind == "opencl") return "";
+  return "Kiln has no code generator for '" + kind + "' targets yet (it builds cuda, opencl and llvm targets for " +
          join(kArches) + ")";
 }
 

@@ -50,8 +50,8 @@ struct Target {
   /// The CPU architecture of an llvm target: "x86_64" or "aarch64" (the host's when no triple).
   std::string arch_name() const;
   /// Why Kiln cannot generate code for this target yet; "" when it can. The farm refuses such a
-  /// device at registration and such a job at submission (today only llvm targets build; the
-  /// GPU and accelerator back-ends will add their kinds here).
+  /// device at registration and such a job at submission (llvm, cuda and opencl targets build;
+  /// vdla does not yet).
   std::string unbuildable_reason() const;
 
   /// The LLVM triple to compile for: `triple`, or the host's ("x86_64-unknown-linux-gnu").

@@ -6,11 +6,17 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "base/error.h"
+#include "deploy/runtime/device_api.h"
+#include "deploy/runtime/device_program.h"
+#include "deploy/runtime/device_tensor.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/module.h"
 #include "deploy/runtime/ndarray.h"
@@ -217,6 +223,7 @@ Json RunRequest::to_json() const {
   return Json::Object{{"version", 1},
                       {"library", library},
                       {"function", function},
+                      {"device", device},
                       {"args", std::move(json_args)},
                       {"number", number},
                       {"repeat", repeat},
@@ -237,6 +244,8 @@ RunRequest RunRequest::from_json(const Json& json) {
   KILN_USER_CHECK(!r.library.empty()) << "request.library must not be empty";
   r.function = json.at("function", what).as_string("request.function");
   KILN_USER_CHECK(!r.function.empty()) << "request.function must not be empty";
+  if (json.has("device")) r.device = json.at("device", what).as_string("request.device");
+  parse_device_kind(r.device);  // kiln::Error naming the known kinds
   const Json::Array& args = json.at("args", what).as_array("request.args");
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string name = "request.args[" + std::to_string(i) + "]";
@@ -340,6 +349,95 @@ RunResult RunResult::from_json(const Json& json) {
   return r;
 }
 
+namespace {
+
+/// The measured function, on the CPU or on a device: one checked call, timed batches of calls,
+/// and the outputs brought to the host arrays.
+struct Measured {
+  std::function<void()> call;                  ///< one call, finished when it returns
+  std::function<double(int64_t)> time_calls_s;  ///< seconds that `n` calls take
+  std::function<void()> fetch_outputs;          ///< outputs into their host arrays
+};
+
+/// A shared object's function on the CPU, timed by the wall clock.
+Measured measured_on_cpu(const RunRequest& request, std::vector<NDArray>& arrays) {
+  if (request.threads > 0) set_num_threads(request.threads);
+  Module module = Module::load_library(request.library);
+  auto func = std::make_shared<Function>(module.function(request.function));
+  auto call_args = std::make_shared<std::vector<Arg>>(arrays.begin(), arrays.end());
+  return {[func, call_args] { func->call(*call_args); },
+          [func, call_args](int64_t n) {
+            const auto t0 = Clock::now();
+            for (int64_t k = 0; k < n; ++k) func->call(*call_args);
+            return seconds_since(t0);
+          },
+          [] {}};
+}
+
+/// Why a program could not be loaded: the device compiler's refusal is the candidate's compile
+/// error, anything else (a malformed file, no device) a runtime error.
+struct ProgramLoadError : Error {
+  using Error::Error;
+};
+
+/// A DeviceProgram on device 0 of its kind, timed by the device's events: the inputs copied there
+/// once, the outputs allocated there.
+Measured measured_on_device(const RunRequest& request, DeviceKind kind,
+                            std::vector<NDArray>& arrays) {
+  std::ifstream in(request.library, std::ios::binary);
+  KILN_USER_CHECK(in.good()) << "cannot read the device program '" << request.library << "'";
+  std::stringstream text;
+  text << in.rdbuf();
+  DeviceProgram program =
+      DeviceProgram::from_json(Json::parse(text.str(), request.library), request.library);
+  KILN_USER_CHECK(program.name == request.function)
+      << "the device program '" << request.library << "' is '" << program.name << "', not '"
+      << request.function << "'";
+  KILN_USER_CHECK(program.params.size() == arrays.size())
+      << "the device program '" << program.name << "' takes " << program.params.size()
+      << " tensors, the request passes " << arrays.size();
+  DeviceAPI& device = DeviceAPI::get(kind);
+  std::shared_ptr<LoadedDeviceProgram> loaded;
+  try {
+    loaded = std::make_shared<LoadedDeviceProgram>(device, std::move(program));
+  } catch (const std::exception& e) {
+    throw ProgramLoadError(error_text(e));
+  }
+  auto tensors = std::make_shared<std::vector<DeviceTensor>>();
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const DeviceProgram::Tensor& p = loaded->program().params[i];
+    KILN_USER_CHECK(dtype_equal(p.dtype, arrays[i].dtype()) && p.shape == arrays[i].shape())
+        << "args[" << i << "] is " << dtype_to_string(arrays[i].dtype()) << " "
+        << arrays[i].shape_string() << ", the device program's tensor '" << p.name
+        << "' is another dtype or shape";
+    tensors->push_back(request.args[i].kind == RunArg::Kind::kInput
+                           ? DeviceTensor::from_host(device, arrays[i])
+                           : DeviceTensor::empty(device, arrays[i].shape(), arrays[i].dtype()));
+  }
+  auto buffers = std::make_shared<std::vector<const DeviceBuffer*>>();
+  for (const DeviceTensor& t : *tensors) buffers->push_back(&t.buffer());
+  auto launch = [loaded, buffers] {
+    loaded->launch(std::span<const DeviceBuffer* const>(*buffers));
+  };
+  return {[launch, &device] {
+            launch();
+            device.synchronize();
+          },
+          [launch, &device](int64_t n) {
+            return device.time_ms([&] {
+                     for (int64_t k = 0; k < n; ++k) launch();
+                   }) /
+                   1000.0;
+          },
+          [tensors, &request, &arrays] {
+            for (size_t i = 0; i < arrays.size(); ++i) {
+              if (request.args[i].kind == RunArg::Kind::kOutput) (*tensors)[i].copy_to_host(arrays[i]);
+            }
+          }};
+}
+
+}  // namespace
+
 RunResult run_kernel(const RunRequest& request) {
   const auto start = Clock::now();
   RunResult result;
@@ -352,17 +450,14 @@ RunResult run_kernel(const RunRequest& request) {
   };
 
   // Everything up to the first call: a failure here is a bad request or a bad library.
-  Function func;
+  Measured measured;
   std::vector<NDArray> arrays;
   std::vector<NDArray> references(request.args.size());
-  std::vector<Arg> call_args;
   try {
     KILN_USER_CHECK(!request.function.empty()) << "request.function must not be empty";
     KILN_USER_CHECK(request.number >= 1) << "request.number must be >= 1";
     KILN_USER_CHECK(request.repeat >= 1) << "request.repeat must be >= 1";
-    if (request.threads > 0) set_num_threads(request.threads);
-    Module module = Module::load_library(request.library);
-    func = module.function(request.function);
+    const DeviceKind kind = parse_device_kind(request.device);
     arrays.reserve(request.args.size());
     for (size_t i = 0; i < request.args.size(); ++i) {
       const RunArg& a = request.args[i];
@@ -373,14 +468,18 @@ RunResult run_kernel(const RunRequest& request) {
         if (!a.reference.empty()) references[i] = load_npy(a.reference);
       }
     }
-    for (NDArray& a : arrays) call_args.emplace_back(a);
+    measured = kind == DeviceKind::kCPU ? measured_on_cpu(request, arrays)
+                                        : measured_on_device(request, kind, arrays);
+  } catch (const ProgramLoadError& e) {
+    return fail(ErrorKind::kCompileError, e.what());
   } catch (const std::exception& e) {
     return fail(ErrorKind::kRuntimeError, error_text(e));
   }
 
   try {
     // The warm-up call, whose outputs are checked.
-    func.call(call_args);
+    measured.call();
+    measured.fetch_outputs();
     for (size_t i = 0; i < request.args.size(); ++i) {
       if (!references[i].defined()) continue;
       std::string bad = compare_output(arrays[i], references[i], request.args[i],
@@ -399,15 +498,15 @@ RunResult run_kernel(const RunRequest& request) {
       for (;;) {
         const double wait0 = run_queue_wait_s();
         const auto t0 = Clock::now();
-        for (int64_t k = 0; k < number; ++k) func.call(call_args);
-        const double dur = seconds_since(t0);
+        const double dur = measured.time_calls_s(number);
+        const double wall = seconds_since(t0);
         if (dur >= min_repeat_s || number >= (int64_t{1} << 40)) {
           const double cost = dur / static_cast<double>(number);
           // Disturbed: waited for a CPU more than 1% of the time (NaN compares false: never).
-          if (run_queue_wait_s() - wait0 > 0.01 * dur) {
+          if (run_queue_wait_s() - wait0 > 0.01 * wall) {
             ++result.disturbed_repeats;
             if (retry_left_s > 0) {
-              retry_left_s -= dur;
+              retry_left_s -= wall;
               if (request.flush_cache) flush_cache();
               continue;  // time this repeat again
             }

@@ -5,6 +5,13 @@
 // the guarded child that measure_in_child (measure_child.h) starts; nothing here needs LLVM, so a
 // board's agent can measure with the runtime alone.
 //
+// On a GPU (request.device "cuda" or "opencl") the library is a DeviceProgram's JSON file
+// (device_program.h) and the function its name: the inputs are copied to the device once, the
+// outputs are allocated there, the warm-up launch's outputs are copied back and checked, and each
+// repeat's `number` launches are timed by the device's events (DeviceAPI::time_ms), with the same
+// growth, statistics and contention rule as on the CPU. A program the device refuses to build is
+// kCompileError with the driver's log; a launch the device refuses is kRuntimeError.
+//
 // Timing follows TVM's time evaluator: one warm-up call (which is also the call whose outputs are
 // compared with the references), then `repeat` repeats of `number` calls each; while one repeat of
 // `number` calls lasts less than min_repeat_ms, `number` grows (at least doubling, enough to reach
@@ -50,8 +57,11 @@ struct RunArg {
 
 /// What to measure and how. The JSON form is the runner's stdin (see runner_main.cc).
 struct RunRequest {
-  std::string library;   ///< shared object following c_abi.h
-  std::string function;  ///< entry name
+  std::string library;   ///< shared object following c_abi.h; on a GPU a DeviceProgram JSON file
+  std::string function;  ///< entry name; on a GPU the program's name
+  /// Where it runs: "cpu" (a shared object), "cuda" or "opencl" (a DeviceProgram, on device 0 of
+  /// that kind, or KILN_OPENCL_DEVICE's).
+  std::string device = "cpu";
   std::vector<RunArg> args;
   int64_t number = 1;        ///< calls per repeat (grown to reach min_repeat_ms)
   int64_t repeat = 1;        ///< repeats; one cost per repeat

@@ -3,6 +3,7 @@
 // crashes, hangs, work of another tracker instance, a tracker restart, a lost lease, a refused
 // token, and the kiln-agent program's command line and SIGTERM.
 #include "device_agent/agent.h"
+#include "device_agent/agent_device.h"
 #include "device_agent/board_info.h"
 
 #include <fcntl.h>
@@ -589,6 +590,38 @@ TEST(AgentOptionsTest, MissingOptionsAreNamed) {
     ADD_FAILURE() << "an agent without a key";
   } catch (const kiln::Error& e) {
     EXPECT_NE(std::string(e.what()).find("device key"), std::string::npos) << e.what();
+  }
+}
+
+// A GPU target asks for its device before the agent registers: where there is none (or a CUDA
+// device of another architecture) the agent is refused at construction, with the reason.
+TEST(AgentOptionsTest, AGpuTargetNeedsItsDevice) {
+  using runtime::DeviceKind;
+  AgentOptions o;
+  o.tracker = "127.0.0.1:1";
+  o.key = "titanx";
+  o.target = "cuda -arch=sm_10";  // no CUDA device is that old
+  try {
+    Agent agent(o);
+    ADD_FAILURE() << "an agent for sm_10 registered";
+  } catch (const kiln::Error& e) {
+    const std::string msg = e.what();
+    if (runtime::DeviceAPI::available(DeviceKind::kCUDA)) {
+      EXPECT_NE(msg.find("builds for sm_10, but this machine's CUDA device is sm_"),
+                std::string::npos)
+          << msg;
+    } else {
+      EXPECT_NE(msg.find("target 'cuda -arch=sm_10' needs a CUDA device, and this machine has "
+                         "none: no CUDA device"),
+                std::string::npos)
+          << msg;
+    }
+  }
+  EXPECT_EQ(probe_agent_device("llvm -mcpu=native").kind, DeviceKind::kCPU);
+  if (runtime::DeviceAPI::available(DeviceKind::kOpenCL)) {
+    const AgentDevice mali = probe_agent_device("opencl -device=mali");
+    EXPECT_EQ(mali.kind, DeviceKind::kOpenCL);
+    EXPECT_EQ(mali.description.rfind("opencl:0 ", 0), 0u) << mali.description;
   }
 }
 

@@ -416,10 +416,10 @@ TEST_F(FarmRequestsTest, EmulatedAndRealBoardsNeverShareAKeyAndTheirRecordsStayA
   EXPECT_FARM_ERROR(farm_->register_device(reg), FarmError::Code::kInvalidArgument,
                     "the device runs aarch64 but target 'llvm' builds x86_64 code; give "
                     "-mtriple=aarch64-linux-gnu");
-  reg.set_target("cuda -arch=sm_61");
+  reg.set_target("vdla");
   EXPECT_FARM_ERROR(farm_->register_device(reg), FarmError::Code::kInvalidArgument,
-                    "the farm cannot build for target 'cuda -arch=sm_61': Kiln has no code "
-                    "generator for 'cuda' targets yet");
+                    "the farm cannot build for target 'vdla': Kiln has no code "
+                    "generator for 'vdla' targets yet");
 
   const tracker::RequestId id = enqueue(5, "a53", target);
   ASSERT_EQ(take(*farm_, emulated), std::vector<uint64_t>{id});

@@ -51,3 +51,17 @@ add_dependencies(board_emulation_test kilnd kiln-worker)
 add_test(NAME board_emulation_test COMMAND board_emulation_test)
 set_tests_properties(board_emulation_test PROPERTIES LABELS "farm;slow" TIMEOUT 1800
   FIXTURES_REQUIRED models SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+
+# The farm tuning for an OpenCL device (PoCL here): a real kiln-agent with target
+# "opencl -device=mali", kiln submit / fetch / run --device opencl, ONNX Runtime as the reference.
+add_executable(opencl_farm_test opencl_farm_test.cc)
+target_link_libraries(opencl_farm_test PRIVATE kiln_proto kiln_rpc kiln_runtime kiln_record_log
+  onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
+target_compile_definitions(opencl_farm_test PRIVATE
+  KILND_BINARY="$<TARGET_FILE:kilnd>"
+  KILN_AGENT_BINARY="$<TARGET_FILE:kiln-agent>"
+  KILN_BINARY="$<TARGET_FILE:kiln>")
+add_dependencies(opencl_farm_test kilnd kiln-worker kiln-agent kiln-runner kiln)
+add_test(NAME opencl_farm_test COMMAND opencl_farm_test)
+set_tests_properties(opencl_farm_test PROPERTIES LABELS "farm;slow" TIMEOUT 600
+  SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")

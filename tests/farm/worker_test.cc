@@ -27,6 +27,7 @@
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/lower.h"
+#include "deploy/runtime/device_program.h"
 #include "deploy/runtime/module.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
@@ -312,6 +313,25 @@ TEST(Worker, BuildArtifactAloneMatchesTheReference) {
   const v1::Artifact a = build_artifact(task, task.default_config.index(), 60);
   expect_correct(task, a);
   EXPECT_GT(a.build_s(), 0);
+}
+
+TEST(Worker, AnOpenclTaskBuildsIntoADeviceProgram) {
+  const std::vector<autotune::Task> tasks =
+      graph::extract_tasks(graph::import_onnx_bytes(small_model(), "test model"), "opencl");
+  ASSERT_EQ(tasks.size(), 1u);
+  const autotune::Task& task = tasks[0];
+  EXPECT_EQ(task.template_name, "matmul_gpu");
+  const v1::Artifact a = build_artifact(task, task.default_config.index(), 60);
+  ASSERT_EQ(a.error(), v1::ERROR_KIND_NONE) << a.error_msg();
+  EXPECT_EQ(a.format(), v1::Artifact::FORMAT_OPENCL_C);
+  EXPECT_EQ(a.entry(), "candidate");
+  const runtime::DeviceProgram p =
+      runtime::DeviceProgram::from_json(runtime::Json::parse(a.data(), "artifact"), "artifact");
+  EXPECT_EQ(p.name, "candidate");
+  EXPECT_EQ(p.format, "cl");
+  EXPECT_EQ(p.params.size(), 3u);  // x, w, y
+  ASSERT_FALSE(p.kernels.empty());
+  EXPECT_NE(p.code.find("__kernel void " + p.kernels[0].name), std::string::npos) << p.code;
 }
 
 TEST(Worker, BadConfigsAndWorkloadsAreCompileErrorsAndTheWorkerGoesOn) {

@@ -11,6 +11,8 @@
 #include "compiler/autotune/features.h"
 #include "compiler/lower.h"
 #include "compiler/te/schedule.h"
+#include "compiler/topi/dense.h"
+#include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/matmul.h"
 
 namespace kiln {
@@ -161,6 +163,56 @@ TEST(AutotuneFeatures, ParallelAndUnrolledLoops) {
   EXPECT_NEAR(program(f, autotune::kParallelTasks), std::log2(65.0), 1e-5);
   EXPECT_NEAR(f[size_t(autotune::kStmtOffset + 1)], std::log2(5.0), 1e-5);  // four stores per body
   EXPECT_NEAR(program(f, autotune::kFloatMul), std::log2(4097.0), 1e-4);
+}
+
+/// The GPU group of `f`, position `k`.
+float gpu(const std::vector<float>& f, int k) { return f[size_t(autotune::kGpuOffset + k)]; }
+
+TEST(AutotuneFeatures, GpuProgramsShowTheirLaunchAndMemory) {
+  te::Tensor x = te::placeholder({64, 128}, ir::kFloat32, "x");
+  te::Tensor w = te::placeholder({256, 128}, ir::kFloat32, "w");  // [N, K]
+  te::Tensor y = topi::dense(x, w);
+  const target::Target opencl = target::Target::parse("opencl");
+  const space::ConfigSpace space = topi::gpu::matmul_gpu_space(y);
+  const space::Config cfg = topi::gpu::matmul_gpu_default(space, opencl);
+  te::Schedule s = te::create_schedule({y});
+  topi::gpu::schedule_matmul_gpu(s, y, cfg, y);
+  const auto f = loop_features(compiler::lower_device_program(s, {x, w, y}, "f", opencl));
+  ASSERT_EQ(f.size(), size_t(kLoopFeatureLength));
+  // tile_y / tile_x: block, virtual thread, thread, inner; y's rows are threadIdx.y, columns .x.
+  const auto ty = cfg.split("tile_y"), tx = cfg.split("tile_x");
+  EXPECT_NEAR(gpu(f, autotune::kThreadX), std::log2(1.0 + double(tx[2])), 1e-5);
+  EXPECT_NEAR(gpu(f, autotune::kThreadY), std::log2(1.0 + double(ty[2])), 1e-5);
+  EXPECT_NEAR(gpu(f, autotune::kThreadsPerBlock), std::log2(1.0 + double(tx[2] * ty[2])), 1e-5);
+  EXPECT_NEAR(gpu(f, autotune::kBlocks), std::log2(1.0 + double(tx[0] * ty[0])), 1e-5);
+  EXPECT_EQ(gpu(f, autotune::kKernels), 1.0f);  // log2(1 + 1)
+  EXPECT_GT(gpu(f, autotune::kSharedBytes), 10.0f) << "the tiles of x and w in shared memory";
+  EXPECT_GT(gpu(f, autotune::kBarriers), 0.0f);
+
+  // Another point of the space with other thread extents has other features.
+  bool compared = false;
+  for (uint64_t i = 0; i < space.size(); i += 97) {
+    const space::Config other = space.get(i);
+    if (other.split("tile_x")[2] == tx[2]) continue;
+    te::Schedule s2 = te::create_schedule({y});
+    topi::gpu::schedule_matmul_gpu(s2, y, other, y);
+    ir::PrimFunc g;
+    try {
+      g = compiler::lower_device_program(s2, {x, w, y}, "g", opencl);
+    } catch (const Error&) {
+      continue;  // over the target's limits
+    }
+    EXPECT_NEAR(gpu(loop_features(g), autotune::kThreadX), std::log2(1.0 + other.split("tile_x")[2]),
+                1e-5);
+    compared = true;
+    break;
+  }
+  EXPECT_TRUE(compared) << "no other point of the space lowered";
+
+  // A CPU program has none.
+  te::Schedule cpu = te::create_schedule({y});
+  const auto c = loop_features(compiler::lower(cpu, {x, w, y}, "c"));
+  for (int k = 0; k < autotune::kGpuFeatures; ++k) EXPECT_EQ(gpu(c, k), 0.0f) << k;
 }
 
 TEST(AutotuneFeatures, KnobFeatures) {

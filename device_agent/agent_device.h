@@ -1,0 +1,28 @@
+// The device an agent's target asks of this machine: a CPU target ("llvm ...") measures shared
+// objects on the host; "opencl ..." and "cuda ..." targets measure DevicePrograms on this
+// machine's OpenCL or CUDA device, which must exist (and, for cuda with -arch=sm_XX, have that
+// compute capability) before the agent registers: a farm must never send GPU kernels to a device
+// that cannot run them. The agent links no compiler, so the target's kind and -arch are read
+// here from its words.
+//
+//   AgentDevice d = probe_agent_device("cuda -arch=sm_61");
+//   // kiln::Error: "target 'cuda -arch=sm_61' needs a CUDA device: no CUDA device: libcuda.so.1
+//   //               not found (...)"
+#pragma once
+
+#include <string>
+
+#include "deploy/runtime/device_api.h"
+
+namespace kiln::agent {
+
+struct AgentDevice {
+  runtime::DeviceKind kind = runtime::DeviceKind::kCPU;
+  std::string description;  ///< the GPU's (DeviceAPI::description()); empty for the CPU
+};
+
+/// The device `target` measures on; kiln::Error naming the target and the reason when this
+/// machine has no such device, or a CUDA device of another architecture than -arch.
+AgentDevice probe_agent_device(const std::string& target);
+
+}  // namespace kiln::agent
