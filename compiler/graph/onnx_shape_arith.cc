@@ -65,7 +65,11 @@ bool fold_shape_arithmetic(const onnx::NodeProto& n,
                                              "Max", "Min",     "Equal", "Less", "Greater",
                                              "Not", "Where",   "Slice"};
   const std::string& op = n.op_type();
-  if (!kOps.count(op) || out.shape.size() > 1 || out.num_elements() > kMaxShapeElements) {
+  // An empty result (a Slice [0:0] of a shape, as the expanded LayerNorm takes its prefix) is left
+  // to the graph: ONNX's data propagation carries it, where an empty constant would stop Concat's
+  // shape inference.
+  if (!kOps.count(op) || out.shape.size() > 1 || out.num_elements() > kMaxShapeElements ||
+      out.num_elements() == 0) {
     return false;
   }
   const bool out_bool = runtime::dtype_equal(out.dtype, runtime::kBool);
