@@ -266,12 +266,26 @@ Result lower_matmul(const Ctx& c) {
   }
   Tensor ar = a3 == as ? a : topi::reshape(a, a3, "matmul_a");
   Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
-  Tensor y = topi::batch_matmul(ar, br, false, false, "batch_matmul");
-  Tensor out = topi::reshape(y, out_shape, "matmul_out");
+  // Rows and columns the register tile divides (an attention's 197 tokens would leave it 1 x 1):
+  // zero-padded operands, computed apart, and the product sliced back.
+  const int64_t m = a3[1], n = b3[2];
+  const int64_t mp = topi::batch_matmul_padded_rows(m), np = topi::batch_matmul_padded_cols(n);
+  Tensor ap = mp == m ? ar : topi::pad(ar, {0, 0, 0}, {0, mp - m, 0}, 0.0, topi::PadMode::kConstant,
+                                       "matmul_a_pad");
+  Tensor bp = np == n ? br : topi::pad(br, {0, 0, 0}, {0, 0, np - n}, 0.0, topi::PadMode::kConstant,
+                                       "matmul_b_pad");
+  Tensor y = topi::batch_matmul(ap, bp, false, false, "batch_matmul");
+  Tensor yc = mp == m && np == n
+                  ? y
+                  : topi::slice(y, {0, 0, 0}, {std::max(a3[0], b3[0]), m, n}, {}, {}, "matmul_crop");
+  Tensor out = topi::reshape(yc, out_shape, "matmul_out");
   return {{out}, [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
             if (ar != a) s[ar].compute_inline();
             if (br != b) s[br].compute_inline();
+            if (ap != ar) injective(s, ap);
+            if (bp != br) injective(s, bp);
             tuning.schedule("batch_matmul_x86", s, y, y);
+            if (yc != y && yc != output) s[yc].compute_inline();
             if (out != output) s[out].compute_inline();
             injective(s, output);
           }};
