@@ -530,6 +530,8 @@ TEST(CodegenLLVM, MathIntrinsicsScalarAndVector) {
       {"log", [](Expr x) { return ir::log(x); }, [](double x) { return std::log(x); }, 0.01f, 100},
       {"sqrt", [](Expr x) { return ir::sqrt(x); }, [](double x) { return std::sqrt(x); }, 0, 100},
       {"tanh", [](Expr x) { return ir::tanh(x); }, [](double x) { return std::tanh(x); }, -5, 5},
+      {"erf", [](Expr x) { return ir::call(x.dtype(), "erf", {x}, ir::CallKind::kPureIntrinsic); },
+       [](double x) { return std::erf(x); }, -6, 6},
       {"sigmoid", [](Expr x) { return ir::sigmoid(x); },
        [](double x) { return 1 / (1 + std::exp(-x)); }, -20, 20},
       {"pow", [](Expr x) { return ir::pow(x, Expr(1.7f)); },
