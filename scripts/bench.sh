@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Kiln in release mode and runs one benchmark: scripts/bench.sh NAME [ARGS...]
 # Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
-# and numpy), tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
+# and numpy), zoo (the torchvision model zoo against ONNX Runtime; also Debian's python3-torchvision),
+# tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
 # API for a job with thousands of records).
@@ -10,18 +11,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard)" >&2
   exit 2
 fi
 shift
 case "$name" in
   matmul) target=bench_matmul ;;
   models) target=bench_models ;;
+  zoo) target=bench_zoo ;;
   tuning) target=bench_tuning ;;
   conv) target=bench_conv ;;
   farm) target=bench_farm ;;
   dashboard) target=bench_dashboard ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null
