@@ -24,11 +24,16 @@ std::vector<int64_t> blocked_shape(const std::vector<int64_t>& s, int b) {
 }
 
 /// Operators that compute each output element from the same element of their inputs, so that
-/// they work unchanged on any layout as long as all their operands share it.
+/// they work unchanged on any layout as long as all their operands share it. The activations
+/// between a MobileNetV3's convolutions (HardSigmoid, HardSwish) are among them: left out, every
+/// one of them converted its convolution's output back to NCHW and the next input to blocks.
 bool layout_agnostic(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "Abs", "Add", "Clip", "Div",  "Exp", "Identity", "LeakyRelu", "Log",  "Max",
-      "Min", "Mul", "Neg",  "Relu", "Sigmoid",  "Sqrt",     "Sub",  "Tanh",
+      "Abs",      "Add",       "Celu",    "Ceil",   "Clip",     "Div",    "Elu",
+      "Erf",      "Exp",       "Floor",   "HardSigmoid", "HardSwish", "Identity", "LeakyRelu",
+      "Log",      "Max",       "Min",     "Mul",    "Neg",      "Pow",    "Reciprocal",
+      "Relu",     "Round",     "Selu",    "Shrink", "Sigmoid",  "Sign",   "Softplus",
+      "Softsign", "Sqrt",      "Sub",     "Tanh",   "ThresholdedRelu",
   };
   return kOps.count(op) != 0;
 }

@@ -151,6 +151,30 @@ TEST(AlterLayout, PerChannelOperandsStayBlocked) {
   expect_same_results(before);
 }
 
+// MobileNetV3's hard swish between convolutions, x * HardSigmoid(x) (as PyTorch exports it), and
+// an Elu and a Pow after it: all computed in blocks, converted only at the edges.
+TEST(AlterLayout, ActivationsWithAttributesStayBlocked) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 16, 6, 6});
+  ValueId c = m.conv(x, 16, 3);
+  Attrs hs;
+  hs["alpha"] = 1.0f / 6;
+  hs["beta"] = 0.5f;
+  ValueId gate = m.g.add_op("HardSigmoid", "hard_sigmoid", {c}, hs, kFloat32, {1, 16, 6, 6});
+  ValueId swish = m.op("Mul", {c, gate});
+  ValueId elu = m.g.add_op("Elu", "elu", {m.conv(swish, 16, 1)}, {{"alpha", 1.0f}}, kFloat32,
+                           {1, 16, 6, 6});
+  ValueId two = m.g.add_constant("two", NDArray::from_vector(std::vector<float>{2.0f}, {1}));
+  ValueId y = m.op("Pow", {elu, two});
+  m.g.add_output(m.conv(y, 16, 1));
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g);
+  EXPECT_EQ(r.conversions, 2u);
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "HardSigmoid", "Mul", "Conv",
+                                               "Elu", "Pow", "Conv", "LT16>0"}));
+  expect_same_results(before);
+}
+
 TEST(AlterLayout, DepthwiseBlocksAndBlockedGraphOutputs) {
   LayoutGraph m;
   ValueId x = m.input("x", {1, 16, 9, 9});
