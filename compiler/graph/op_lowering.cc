@@ -837,9 +837,13 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   }
   if (op == "Tile") return injective_result(topi::tile(c.input(0), n.ints("repeats"), "tile"));
   if (op == "Resize") {
-    return injective_result(topi::resize(c.input(0), c.out_value().shape, n.floats("scales"),
-                                         n.s("mode"), n.s("coordinate_transformation_mode"),
-                                         n.s("nearest_mode"), "resize"));
+    Tensor y = topi::resize(c.input(0), c.out_value().shape, n.floats("scales"), n.s("mode"),
+                            n.s("coordinate_transformation_mode"), n.s("nearest_mode"), "resize");
+    return {{y}, [=](te::Schedule& s, const Tensor& output) {
+              topi::schedule_resize_x86(s, y);
+              if (y != output) s[y].compute_inline();
+              injective(s, output);
+            }};
   }
   c.fail("operator '" + op + "' has no lowering");
 }
