@@ -83,6 +83,9 @@ class CodeGenLLVM {
   /// Splat of a scalar to `lanes` (the value itself when lanes is 1).
   llvm::Value* splat(llvm::Value* v, int lanes);
 
+  /// A select; a branch where it chooses between two memory reads on a lane-uniform condition.
+  llvm::Value* emit_select(const ir::SelectNode* op);
+
   // ---- calls (llvm_intrinsics.cc) ----
   llvm::Value* emit_call(const ir::CallNode* op);
   llvm::Value* emit_pure_intrinsic(const ir::CallNode* op);
