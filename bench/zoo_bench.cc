@@ -5,9 +5,10 @@
 // where the geomean is over the models that compiled and matched (ok) and a model that did not
 // prints nan with its error on stderr. The models are exported into a temporary folder first
 // (make_zoo.py under KILN_TORCH_PYTHON, zoo_reference.py and models_ref.py under python3), so
-// nothing has to be built or run beforehand. ONNX Runtime is timed first, in its own process
-// (models_ref.py: CPU provider, intra_op_num_threads = threads, sequential, its default graph
-// optimizations), so the two never share the cores. Kiln binds the batch to 1 (--input-shape
+// nothing has to be built or run beforehand. ONNX Runtime is timed right before Kiln, model by
+// model, in its own process (models_ref.py: CPU provider, intra_op_num_threads = threads,
+// sequential, its default graph optimizations), so the two never share the cores and a load
+// that drifts on a shared machine affects both alike. Kiln binds the batch to 1 (--input-shape
 // input=1,3,224,224), builds with the default BuildOptions for "llvm -mcpu=native", checks the
 // output against ONNX Runtime's within the zoo test's tolerance (max|diff| / max|ref| <= 1e-4), and
 // is timed like the reference (bench/model_timing.h).
@@ -106,8 +107,6 @@ int main(int argc, char** argv) {
     }
   }
   if (models.empty()) models = known;
-  std::string only;
-  for (const auto& m : models) only += " " + m;
 
   kiln::testing::TempDir dir("kiln_bench_zoo");
   const std::string d = dir.path().string();
@@ -117,33 +116,33 @@ int main(int argc, char** argv) {
   run_command(export_cmd + " >/dev/null 2>&1");
   run_command("python3 " + quote(KILN_ZOO_REFERENCE_SCRIPT) + " " + quote(d) + " >/dev/null");
 
-  // ONNX Runtime first, in its own process, so it never competes with Kiln's thread pool.
-  std::ostringstream ref_cmd;
-  ref_cmd << "python3 " << quote(KILN_MODELS_REF_SCRIPT) << " " << quote(d) << " --min-time "
-          << min_time << " --threads";
-  for (int t : kThreads) ref_cmd << " " << t;
-  ref_cmd << " --only" << only;
-  std::map<std::pair<std::string, int>, double> ref_ms;
-  {
-    std::istringstream in(run_command(ref_cmd.str()));
-    std::string name;
-    int t;
-    double ms;
-    while (in >> name >> t >> ms) ref_ms[{name, t}] = ms;
-  }
-
   double log_sum = 0;
   int ok = 0;
   for (const auto& name : models) {
     Built b = build_and_check(d, name);
     if (!b.error.empty()) std::fprintf(stderr, "bench_zoo: %s: %s\n", name.c_str(), b.error.c_str());
+    // ONNX Runtime just before Kiln, model by model (on a shared machine the load drifts over a
+    // run of minutes), in its own process so that it never competes with Kiln's thread pool.
+    std::ostringstream ref_cmd;
+    ref_cmd << "python3 " << quote(KILN_MODELS_REF_SCRIPT) << " " << quote(d) << " --min-time "
+            << min_time << " --threads";
+    for (int t : kThreads) ref_cmd << " " << t;
+    ref_cmd << " --only " << name;
+    std::map<int, double> ref_ms;
+    {
+      std::istringstream in(run_command(ref_cmd.str()));
+      std::string ref_name;
+      int t;
+      double ms;
+      while (in >> ref_name >> t >> ms) ref_ms[t] = ms;
+    }
     for (int t : kThreads) {
       double kiln_ms = NAN;
       if (b.exec) {
         kiln::runtime::set_num_threads(t);
         kiln_ms = kiln::bench::median_ms([&] { b.exec->run(); }, min_time);
       }
-      auto it = ref_ms.find({name, t});
+      auto it = ref_ms.find(t);
       const double ref = it == ref_ms.end() ? NAN : it->second;
       std::printf("case=zoo_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f build_s=%.1f\n",
                   name.c_str(), t, kiln_ms, ref, ref / kiln_ms, b.build_s);
