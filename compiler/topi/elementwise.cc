@@ -261,9 +261,12 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out) {
   }
   ir::IterVar outer, inner;
   auto last = ir::as_const_int(st->op->shape()[ndim - 1]);
-  if (last && *last % kLanes == 0) {
+  if (last && (*last % kLanes == 0 || (ndim > 1 && *last >= 2 * kLanes))) {
     // The same iteration order as fusing everything and splitting by 16, but split first: a
     // vector then never crosses a row, so its indices stay affine (contiguous loads and stores).
+    // A long row that 16 does not divide (an attention's 197 keys) ends in a predicated partial
+    // vector: fused, every vector crossing a row would gather whatever reads a row's value (a
+    // softmax's maximum and sum, a bias per row).
     auto [lo, li] = st.split(axes.back(), kLanes);
     axes.back() = lo;
     outer = axes.size() == 1 ? lo : st.fuse(axes);
