@@ -689,15 +689,24 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
       const int64_t k = as.back(), m = c.out_value().num_elements() / out_shape.back();
       const Tensor& a = c.input(0);
       Tensor a2 = as.size() == 2 ? a : topi::reshape(a, {m, k}, "matmul_a");
-      Tensor y = topi::dense_packed(a2, c.input(1), out_shape.back(), "matmul");
+      // Rows the register tile divides (a transformer's 197 tokens would leave it one row high):
+      // A zero-padded, computed apart, and the product cropped in the output stage.
+      const int64_t mp = topi::batch_matmul_padded_rows(m);
+      Tensor ap = mp == m ? a2
+                          : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant,
+                                      "matmul_a_pad");
+      Tensor y = topi::dense_packed(ap, c.input(1), out_shape.back(), "matmul");
       auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
         if (a2 != a) s[a2].compute_inline();
+        if (ap != a2) injective(s, ap);
         tuning.schedule("dense_x86", s, t, output);
       };
-      if (as.size() == 2) return with_epilogue(y, base, y);
-      Tensor out = topi::reshape(y, out_shape, "matmul_out");
+      if (as.size() == 2 && mp == m) return with_epilogue(y, base, y);
+      Tensor yc = mp == m ? y : topi::slice(y, {0, 0}, {m, out_shape.back()}, {}, {}, "matmul_crop");
+      Tensor out = topi::reshape(yc, out_shape, "matmul_out");
       return {{out}, [=](te::Schedule& s, const Tensor& output) {
                 base(s, y, y);
+                if (yc != y && yc != output) s[yc].compute_inline();
                 if (out != output) s[out].compute_inline();
                 injective(s, output);
               }};
