@@ -14,6 +14,8 @@
 // is timed like the reference (bench/model_timing.h).
 //
 //   bench_zoo [--min-time S] [NAME ...]
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

@@ -9,10 +9,10 @@ Each model is built from torchvision's own classes with random weights (torch.ma
 model, so the files are the same on every run), put in eval mode, and exported by
 torch.onnx.export with a symbolic batch dimension ("batch", through dynamic_axes) — the form that
 has to be bound with --input-shape. Batch norms get random running statistics and affine
-parameters, so they are not the identity and folding them is tested. The CNNs are exported at
+parameters, so they are not the identity and folding them is tested; layers torchvision
+initializes to zero (the vision transformer's head) get random weights. The CNNs are exported at
 opset 13; convnext_tiny and the vision transformer at opset 17, where LayerNorm is one
-LayerNormalization node (opset 13 writes it decomposed, which the CNNs' absence of LayerNorm would
-leave untested otherwise: see --opset).
+LayerNormalization node, and again at opset 13 (NAME_opset13), where it is decomposed.
 """
 import argparse
 import os
@@ -42,7 +42,7 @@ def lraspp():
                                                   num_classes=21)
 
 
-# name -> (constructor, opset, input shape at batch 1)
+# name -> (constructor, opset); every model takes INPUT_SHAPE at batch 1
 MODELS = {
     "densenet121": (lambda: torchvision.models.densenet121(weights=None), 13),
     "googlenet": (lambda: torchvision.models.googlenet(weights=None, aux_logits=False,
@@ -53,6 +53,10 @@ MODELS = {
     "convnext_tiny": (lambda: torchvision.models.convnext_tiny(weights=None), 17),
     "vit_small": (small_vit, 17),
     "lraspp_mobilenet_v3_large": (lraspp, 13),
+    # The same two transformers at opset 13, where the exporter writes LayerNorm decomposed
+    # (ReduceMean, Sub, Pow, Sqrt, Div, with its shape arithmetic).
+    "convnext_tiny_opset13": (lambda: torchvision.models.convnext_tiny(weights=None), 13),
+    "vit_small_opset13": (small_vit, 13),
 }
 INPUT_SHAPE = (1, 3, 224, 224)
 

@@ -74,6 +74,8 @@ TEST(Zoo, resnext50_32x4d) { check_zoo_model("resnext50_32x4d"); }
 TEST(Zoo, convnext_tiny) { check_zoo_model("convnext_tiny"); }
 TEST(Zoo, vit_small) { check_zoo_model("vit_small"); }
 TEST(Zoo, lraspp_mobilenet_v3_large) { check_zoo_model("lraspp_mobilenet_v3_large"); }
+TEST(Zoo, convnext_tiny_opset13) { check_zoo_model("convnext_tiny_opset13"); }
+TEST(Zoo, vit_small_opset13) { check_zoo_model("vit_small_opset13"); }
 
 }  // namespace
 }  // namespace kiln::graph
