@@ -169,6 +169,16 @@ class Importer {
                                     const std::vector<int64_t>& strides,
                                     const std::vector<int64_t>& dilations) const;
 
+  /// Pow(x, 2) with a constant float32 scalar exponent and x's shape and dtype as its output's.
+  bool is_constant_square(const Ctx& c) const {
+    if (c.inputs.size() != 2 || c.inputs[1] == kNoValue) return false;
+    const Value& x = g_.value(c.inputs[0]);
+    const Value& e = g_.value(c.inputs[1]);
+    const Value& y = g_.value(values_.at(c.proto->output(0)));
+    return e.is_constant() && e.num_elements() == 1 && runtime::dtype_equal(e.dtype, runtime::kFloat32) &&
+           e.data->data<float>()[0] == 2.0f && runtime::dtype_equal(x.dtype, runtime::kFloat32) &&
+           y.shape == x.shape;
+  }
   /// Evaluates the node if it can be (returns true and defines its output as a constant).
   bool try_fold(const Ctx& c);
   /// ConstantOfShape and Range, whose inputs decide the output's shape: computed at import into a
@@ -980,6 +990,13 @@ Graph Importer::run(const onnx::ModelProto& model) {
       outs.push_back(n.output(i).empty() ? kNoValue : output_value(n, i));
     }
     if (try_fold(c)) continue;
+    if (op == "Pow" && is_constant_square(c)) {
+      // x * x: the variance of a LayerNorm exported decomposed, Pow(x - mean, 2), where pow
+      // would be a libm call per element.
+      const std::string name = n.name().empty() ? "Pow_" + std::to_string(g_.nodes().size()) : n.name();
+      g_.add_node(Node{"Mul", name, {c.inputs[0], c.inputs[0]}, {outs[0]}, {}});
+      continue;
+    }
     Attrs attrs = normalize(c);
     while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
     // A node name is unique in Kiln's graph even when the file leaves it empty.

@@ -268,6 +268,30 @@ TEST_F(OnnxFrontendTest, ExportedShapeArithmeticIsFolded) {
   EXPECT_EQ(find_node(g, "Resize").floats("scales"), (std::vector<float>{1, 1, 2, 2}));
 }
 
+TEST_F(OnnxFrontendTest, PowByAConstantTwoIsAProduct) {
+  // A decomposed LayerNorm's variance squares with Pow(d, 2): imported as Mul(d, d). Another
+  // exponent, or one that broadcasts the output to a larger shape, stays a Pow.
+  ModelBuilder m(13);
+  m.input("x", {2, 8});
+  m.init_values("two", {}, {2.0f});
+  m.init_values("three", {}, {3.0f});
+  m.init_values("two_3d", {1, 1, 1}, {2.0f});
+  m.node("Pow", "square", {"x", "two"}, {"sq"});
+  m.node("Pow", "cube", {"sq", "three"}, {"cu"});
+  m.node("Pow", "lifted", {"cu", "two_3d"}, {"y"});
+  m.output("y");
+  Graph g = import_onnx_bytes(m.bytes(), "<pow>");
+  SCOPED_TRACE(g.to_string());
+  ASSERT_EQ(g.nodes().size(), 3u);
+  const Node& square = g.nodes()[0];
+  EXPECT_EQ(square.op, "Mul");
+  EXPECT_EQ(square.name, "square");
+  EXPECT_EQ(square.inputs, (std::vector<ValueId>{g.inputs()[0], g.inputs()[0]}));
+  EXPECT_EQ(g.nodes()[1].op, "Pow");
+  EXPECT_EQ(g.nodes()[2].op, "Pow");
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[1,2,8]");
+}
+
 TEST_F(OnnxFrontendTest, InitializerDtypes) {
   ModelBuilder m(13);
   m.input("x", {2});
