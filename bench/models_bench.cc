@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/model_timing.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -41,64 +42,20 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using kiln::runtime::GraphExecutor;
 using kiln::runtime::NDArray;
+using kiln::bench::median_ms;
+using kiln::bench::quote;
+using kiln::bench::relative_error;
+
+std::string run_command(const std::string& cmd) {
+  return kiln::bench::run_command(cmd, "bench_models");
+}
 
 const std::vector<std::string> kModels = {"resnet18", "mobilenetv2", "dqn", "dcgan", "lstm"};
 const std::vector<int> kThreads = {1, 2};
 constexpr int kFusionThreads = 2;
 constexpr const char* kTarget = "llvm -mcpu=native";
-
-/// Median milliseconds of one call of f: two warm-ups, then single runs until at least min_time
-/// seconds and 10 runs have passed.
-double median_ms(const std::function<void()>& f, double min_time) {
-  f();
-  f();
-  std::vector<double> times;
-  auto start = Clock::now();
-  while (times.size() < 10 ||
-         std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
-    auto t0 = Clock::now();
-    f();
-    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
-/// Runs a shell command, returning its stdout; exits the benchmark if it fails.
-std::string run_command(const std::string& cmd) {
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) {
-    std::fprintf(stderr, "bench_models: cannot run: %s\n", cmd.c_str());
-    std::exit(1);
-  }
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  if (pclose(p) != 0) {
-    std::fprintf(stderr, "bench_models: failed: %s\n", cmd.c_str());
-    std::exit(1);
-  }
-  return out;
-}
-
-/// max|a - b| / max|b|, or infinity if the shapes differ or a holds a NaN.
-double relative_error(const NDArray& a, const NDArray& b) {
-  if (a.shape() != b.shape()) return INFINITY;
-  double diff = 0, ref = 0;
-  for (int64_t i = 0; i < b.num_elements(); ++i) {
-    double x = a.data<float>()[i], y = b.data<float>()[i];
-    if (!std::isfinite(x)) return INFINITY;
-    diff = std::max(diff, std::fabs(x - y));
-    ref = std::max(ref, std::fabs(y));
-  }
-  return ref > 0 ? diff / ref : diff;
-}
 
 /// A built, checked executor for one model, or an error.
 struct Built {

@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # Builds Kiln in release mode and runs one benchmark: scripts/bench.sh NAME [ARGS...]
 # Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
-# and numpy), tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
+# and numpy), zoo (the torchvision model zoo against ONNX Runtime; also Debian's python3-torchvision),
+# tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
 # API for a job with thousands of records), cuda (Kiln's GPU kernels against cuBLAS and cuDNN on a
 # CUDA device: the candidates are compiled here to PTX, then measured on the device; on a GPU
-# machine without Kiln's build dependencies, run build/release/bench/bench_cuda_measure DIR there), opencl (the ResNet-18 convolutions tuned on this
-# machine's OpenCL device against their default GPU configs; ARGS: --trials N, --layers C2,C6,...).
+# machine without Kiln's build dependencies, run build/release/bench/bench_cuda_measure DIR there),
+# opencl (the ResNet-18 convolutions tuned on this machine's OpenCL device against their default
+# GPU configs; ARGS: --trials N, --layers C2,C6,...).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, tuning, conv, farm, dashboard, cuda, opencl)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl)" >&2
   exit 2
 fi
 shift
 case "$name" in
   matmul) target=bench_matmul ;;
   models) target=bench_models ;;
+  zoo) target=bench_zoo ;;
   tuning) target=bench_tuning ;;
   conv) target=bench_conv ;;
   farm) target=bench_farm ;;
@@ -32,7 +35,7 @@ case "$name" in
     build/release/bench/bench_cuda_prepare "$dir" "$@" >&2
     exec build/release/bench/bench_cuda_measure "$dir" ;;
   opencl) target=bench_opencl ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, tuning, conv, farm, dashboard, cuda, opencl)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

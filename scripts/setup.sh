@@ -21,6 +21,8 @@ PACKAGES=(
   libonnx-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
+  # the model zoo's exports (tests/models/make_zoo.py: torch and torchvision for /usr/bin/python3)
+  python3-torchvision
   # OpenCL on the CPU
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
   # the dashboard: kilnd's HTTP server (civetweb, also under prometheus-cpp) and the browser test

@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "compiler/codegen/codegen_llvm_impl.h"
+#include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/printer.h"
 
@@ -38,7 +39,50 @@ llvm::MDNode* loop_metadata(llvm::LLVMContext& ctx, std::vector<llvm::Metadata*>
   return node;
 }
 
+/// Whether `e` reads memory.
+bool reads_memory(const Expr& e) {
+  bool found = false;
+  ir::post_order_visit(e, [&](const ir::Object* n) {
+    found = found || dynamic_cast<const ir::LoadNode*>(n) != nullptr;
+  });
+  return found;
+}
+
 }  // namespace
+
+llvm::Value* CodeGenLLVM::emit_select(const ir::SelectNode* op) {
+  // A choice between two memory reads on a condition that is the same for every lane (a
+  // concatenation's input, chosen by an outer index while the inner one is vectorized) is a
+  // branch: a select evaluates both sides, so a Concat of k inputs read all k for each element.
+  // Otherwise (a lane-dependent condition, or a side that reads nothing: padding) a select.
+  const Expr* scalar_cond = &op->condition;
+  if (auto* b = op->condition.as<ir::BroadcastNode>()) scalar_cond = &b->value;
+  if (scalar_cond->dtype().lanes() == 1 && reads_memory(op->true_value) &&
+      reads_memory(op->false_value)) {
+    llvm::Value* c = emit(*scalar_cond);
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(*ctx_, "select.true", fs_.function);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(*ctx_, "select.false", fs_.function);
+    llvm::BasicBlock* end_bb = llvm::BasicBlock::Create(*ctx_, "select.end", fs_.function);
+    builder_.CreateCondBr(c, then_bb, else_bb);
+    builder_.SetInsertPoint(then_bb);
+    llvm::Value* t = emit(op->true_value);
+    llvm::BasicBlock* then_end = builder_.GetInsertBlock();
+    builder_.CreateBr(end_bb);
+    builder_.SetInsertPoint(else_bb);
+    llvm::Value* f = emit(op->false_value);
+    llvm::BasicBlock* else_end = builder_.GetInsertBlock();
+    builder_.CreateBr(end_bb);
+    builder_.SetInsertPoint(end_bb);
+    llvm::PHINode* phi = builder_.CreatePHI(t->getType(), 2);
+    phi->addIncoming(t, then_end);
+    phi->addIncoming(f, else_end);
+    return phi;
+  }
+  llvm::Value* c = emit(op->condition);
+  llvm::Value* t = emit(op->true_value);
+  llvm::Value* f = emit(op->false_value);
+  return builder_.CreateSelect(c, t, f);
+}
 
 CodeGenLLVM::CodeGenLLVM(const LLVMTarget& target, llvm::TargetMachine* tm, llvm::LLVMContext* ctx)
     : target_(target),
@@ -181,13 +225,8 @@ llvm::Value* CodeGenLLVM::emit(const Expr& e) {
     }
     case ExprKind::kNot:
       return builder_.CreateNot(emit(e.as<ir::NotNode>()->a));
-    case ExprKind::kSelect: {
-      auto* op = e.as<ir::SelectNode>();
-      llvm::Value* c = emit(op->condition);
-      llvm::Value* t = emit(op->true_value);
-      llvm::Value* f = emit(op->false_value);
-      return builder_.CreateSelect(c, t, f);
-    }
+    case ExprKind::kSelect:
+      return emit_select(e.as<ir::SelectNode>());
     case ExprKind::kLoad:
       return emit_load(e.as<ir::LoadNode>());
     case ExprKind::kRamp:

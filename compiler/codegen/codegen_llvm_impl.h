@@ -88,16 +88,20 @@ class CodeGenLLVM {
   /// Splat of a scalar to `lanes` (the value itself when lanes is 1).
   llvm::Value* splat(llvm::Value* v, int lanes);
 
+  /// A select; a branch where it chooses between two memory reads on a lane-uniform condition.
+  llvm::Value* emit_select(const ir::SelectNode* op);
+
   // ---- calls (llvm_intrinsics.cc) ----
   llvm::Value* emit_call(const ir::CallNode* op);
   llvm::Value* emit_pure_intrinsic(const ir::CallNode* op);
   /// Calls the C function `name` (one argument of element type of `x`) on every lane of x.
   llvm::Value* call_libm_per_lane(const std::string& name, llvm::Value* x);
-  // llvm_fast_math.cc: float32 exp/log/tanh as vector-friendly polynomials.
+  // llvm_fast_math.cc: float32 exp/log/tanh/erf as vector-friendly polynomials.
   bool has_fast_math(llvm::Type* t) const;
   llvm::Value* fast_exp(llvm::Value* x);
   llvm::Value* fast_log(llvm::Value* x);
   llvm::Value* fast_tanh(llvm::Value* x);
+  llvm::Value* fast_erf(llvm::Value* x);
 
   // ---- statements (codegen_llvm.cc; stores, allocation in codegen_llvm_memory.cc) ----
   void emit(const ir::Stmt& s);

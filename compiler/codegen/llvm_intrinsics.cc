@@ -1,11 +1,11 @@
 // Calls in generated code: pure math intrinsics (exp, log, sqrt, tanh, sigmoid, pow, fabs, fma,
 // floor, ceil, ...), Kiln's own intrinsics, and extern C functions.
 //
-// exp, log, tanh and sigmoid (1 / (1 + exp(-x)), which saturates correctly at both ends) use the
-// polynomials of llvm_fast_math.cc for float32 and float16 (computed in float32), so they stay
+// exp, log, tanh, erf and sigmoid (1 / (1 + exp(-x)), which saturates correctly at both ends) use
+// the polynomials of llvm_fast_math.cc for float32 and float16 (computed in float32), so they stay
 // vectors. Other math maps to LLVM intrinsics where LLVM has one (llvm.sqrt, llvm.floor, ...: the
-// back-end turns them into instructions or libm calls, lane by lane for vectors); erf, tan, the
-// inverse and hyperbolic trigonometric functions, and tanh in float64, call libm per lane.
+// back-end turns them into instructions or libm calls, lane by lane for vectors); tan, the
+// inverse and hyperbolic trigonometric functions, and tanh and erf in float64, call libm per lane.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Intrinsics.h>
@@ -79,7 +79,7 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
   KILN_USER_CHECK(op->dtype.is_float())
       << "codegen llvm: intrinsic '" << name << "' in function '" << func_name_
       << "' needs a float type, got " << op->dtype.str();
-  if (name == "exp" || name == "log" || name == "tanh" || name == "sigmoid") {
+  if (name == "exp" || name == "log" || name == "tanh" || name == "erf" || name == "sigmoid") {
     arity(1);
     llvm::Value* x = emit(op->args[0]);
     // float16 computes in float32; float64 keeps libm's precision.
@@ -91,12 +91,13 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
       if (name == "exp") r = fast_exp(x);
       if (name == "log") r = fast_log(x);
       if (name == "tanh") r = fast_tanh(x);
+      if (name == "erf") r = fast_erf(x);
       if (name == "sigmoid") {
         llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
         r = builder_.CreateFDiv(one, builder_.CreateFAdd(one, fast_exp(builder_.CreateFNeg(x))));
       }
-    } else if (name == "tanh") {
-      r = call_libm_per_lane("tanh", x);
+    } else if (name == "tanh" || name == "erf") {
+      r = call_libm_per_lane(name, x);
     } else if (name == "sigmoid") {
       llvm::Value* one = llvm::ConstantFP::get(x->getType(), 1.0);
       llvm::Value* e = builder_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, builder_.CreateFNeg(x));
@@ -112,7 +113,7 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
       return builder_.CreateUnaryIntrinsic(id, emit(op->args[0]));
     }
   }
-  if (name == "erf" || name == "tan" || name == "acos" || name == "asin" || name == "atan" ||
+  if (name == "tan" || name == "acos" || name == "asin" || name == "atan" ||
       name == "sinh" || name == "cosh" || name == "asinh" || name == "acosh" || name == "atanh") {
     arity(1);
     return call_libm_per_lane(name, emit(op->args[0]));

@@ -1,8 +1,10 @@
-// alter_layout: NCHW -> NCHW[x]c for the convolutions and the elementwise chains between them.
+// alter_layout: NCHW -> NCHW[x]c for the convolutions and the elementwise chains, pools,
+// channel concatenations and batch norms between them.
 // One walk over the nodes in topological order builds the new node list, emitting conversions
 // right before the first node that needs them.
 #include "compiler/graph/alter_layout.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -24,11 +26,16 @@ std::vector<int64_t> blocked_shape(const std::vector<int64_t>& s, int b) {
 }
 
 /// Operators that compute each output element from the same element of their inputs, so that
-/// they work unchanged on any layout as long as all their operands share it.
+/// they work unchanged on any layout as long as all their operands share it. The activations
+/// between a MobileNetV3's convolutions (HardSigmoid, HardSwish) are among them: left out, every
+/// one of them converted its convolution's output back to NCHW and the next input to blocks.
 bool layout_agnostic(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "Abs", "Add", "Clip", "Div",  "Exp", "Identity", "LeakyRelu", "Log",  "Max",
-      "Min", "Mul", "Neg",  "Relu", "Sigmoid",  "Sqrt",     "Sub",  "Tanh",
+      "Abs",      "Add",       "Celu",    "Ceil",   "Clip",     "Div",    "Elu",
+      "Erf",      "Exp",       "Floor",   "HardSigmoid", "HardSwish", "Identity", "LeakyRelu",
+      "Log",      "Max",       "Min",     "Mul",    "Neg",      "Pow",    "Reciprocal",
+      "Relu",     "Round",     "Selu",    "Shrink", "Sigmoid",  "Sign",   "Softplus",
+      "Softsign", "Sqrt",      "Sub",     "Tanh",   "ThresholdedRelu",
   };
   return kOps.count(op) != 0;
 }
@@ -92,7 +99,8 @@ class LayoutRewriter {
     for (Node& n : old) {
       if (auto [ib, ob] = conv_blocks(g_, n); ib > 0) {
         block_conv(std::move(n), ib, ob);
-      } else if (!try_keep_blocked(n) && !try_pool_blocked(n)) {
+      } else if (!try_keep_blocked(n) && !try_pool_blocked(n) && !try_concat_blocked(n) &&
+                 !try_batch_norm_blocked(n)) {
         for (ValueId& v : n.inputs) {
           if (v != kNoValue) v = plain(v);
         }
@@ -240,6 +248,76 @@ class LayoutRewriter {
     n.attrs["data_block"] = int64_t{b};
     make_blocked_output(n, b);
     g_.nodes().push_back(std::move(n));
+    return true;
+  }
+
+  /// A concatenation of channels (axis 1) with a blocked operand, every operand's channels a
+  /// multiple of its block b: a concatenation of channel blocks in NCHW[b]c (the other operands
+  /// converted). DenseNet concatenates every layer's output with all before it; in NCHW each
+  /// concatenation was converted to blocks again for the next convolution.
+  bool try_concat_blocked(Node& n) {
+    if (n.op != "Concat" || n.outputs.size() != 1) return false;
+    const Value& out = g_.value(n.outputs[0]);
+    if (out.shape.size() != 4 || !is_f32(out)) return false;
+    int64_t axis = n.i("axis");
+    if (axis < 0) axis += 4;
+    if (axis != 1) return false;
+    int b = 0;
+    for (ValueId v : n.inputs) {
+      auto it = blocked_.find(v);
+      if (it != blocked_.end()) {
+        b = it->second.block;
+        break;
+      }
+    }
+    if (b == 0) return false;
+    for (ValueId v : n.inputs) {
+      const Value& val = g_.value(v);
+      if (val.shape.size() != 4 || val.shape[1] % b != 0 || !is_f32(val)) return false;
+    }
+    for (ValueId& v : n.inputs) v = in_block(v, b);
+    n.attrs["axis"] = int64_t{1};  // the channel blocks (a negative axis would count from W)
+    make_blocked_output(n, b);
+    g_.nodes().push_back(std::move(n));
+    return true;
+  }
+
+  /// An inference BatchNormalization with constant parameters of a blocked value (one that
+  /// fold_batch_norm could not fold: DenseNet's, after a concatenation): a Mul by its scale and
+  /// an Add of its shift, per channel, both [1, C/b, 1, 1, b] constants (the [C] order reshaped).
+  bool try_batch_norm_blocked(Node& n) {
+    if (n.op != "BatchNormalization" || n.inputs.size() != 5 || n.outputs.size() != 1) return false;
+    auto it = blocked_.find(n.inputs[0]);
+    const Value& out = g_.value(n.outputs[0]);
+    if (it == blocked_.end() || out.shape.size() != 4 || !is_f32(out)) return false;
+    const int64_t c = out.shape[1];
+    for (size_t i = 1; i < 5; ++i) {
+      const Value& p = g_.value(n.inputs[i]);
+      if (!p.is_constant() || !is_f32(p) || p.shape != std::vector<int64_t>{c}) return false;
+    }
+    const int b = it->second.block;
+    const double eps = n.f("epsilon");
+    const float* gamma = g_.value(n.inputs[1]).data->data<float>();
+    const float* beta = g_.value(n.inputs[2]).data->data<float>();
+    const float* mean = g_.value(n.inputs[3]).data->data<float>();
+    const float* var = g_.value(n.inputs[4]).data->data<float>();
+    std::vector<float> scale(static_cast<size_t>(c)), shift(static_cast<size_t>(c));
+    for (int64_t i = 0; i < c; ++i) {
+      const double sc = double(gamma[i]) / std::sqrt(double(var[i]) + eps);
+      scale[static_cast<size_t>(i)] = static_cast<float>(sc);
+      shift[static_cast<size_t>(i)] = static_cast<float>(double(beta[i]) - double(mean[i]) * sc);
+    }
+    const std::vector<int64_t> per_channel = {1, c / b, 1, 1, b};
+    ValueId sv = g_.add_constant(n.name + "_scale", runtime::NDArray::from_vector(scale, per_channel));
+    ValueId hv = g_.add_constant(n.name + "_shift", runtime::NDArray::from_vector(shift, per_channel));
+    const ValueId orig = n.outputs[0];
+    const std::vector<int64_t> shape = blocked_shape(g_.value(orig).shape, b);
+    const std::string name = g_.value(orig).name;
+    ValueId scaled = g_.add_value(name + "_scaled_nchw" + std::to_string(b) + "c", kFloat32, shape);
+    ValueId shifted = g_.add_value(name + "_nchw" + std::to_string(b) + "c", kFloat32, shape);
+    g_.nodes().push_back(Node{"Mul", n.name + "_scale", {it->second.value, sv}, {scaled}, {}});
+    g_.nodes().push_back(Node{"Add", n.name + "_shift", {scaled, hv}, {shifted}, {}});
+    blocked_[orig] = {shifted, b};
     return true;
   }
 

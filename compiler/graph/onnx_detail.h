@@ -46,6 +46,16 @@ runtime::NDArray tensor_to_ndarray(const onnx::TensorProto& t, const std::string
 /// The TensorProto holding `a` (raw data), for constants given to shape inference.
 onnx::TensorProto to_tensor_proto(const std::string& name, const runtime::NDArray& a);
 
+// ---- shape arithmetic (onnx_shape_arith.cc) ----
+
+/// The value of node `n` (Neg, Add, Sub, Mul, Div, Max, Min, Equal, Less, Greater, Not, Where, or
+/// Slice along axis 0) when it computes a shape: constant int64 or bool `inputs` (null where
+/// omitted) of at most one dimension and 64 elements, into `out`'s dtype and shape (from shape
+/// inference). False, leaving `result` alone, for anything else: that node stays in the graph.
+bool fold_shape_arithmetic(const onnx::NodeProto& n,
+                           const std::vector<const runtime::NDArray*>& inputs, const Value& out,
+                           runtime::NDArray* result);
+
 // ---- the model before import (onnx_model_check.cc) ----
 
 /// Checks what does not need shapes: a graph, the opset, supported operators, static input shapes.

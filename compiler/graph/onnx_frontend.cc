@@ -169,6 +169,16 @@ class Importer {
                                     const std::vector<int64_t>& strides,
                                     const std::vector<int64_t>& dilations) const;
 
+  /// Pow(x, 2) with a constant float32 scalar exponent and x's shape and dtype as its output's.
+  bool is_constant_square(const Ctx& c) const {
+    if (c.inputs.size() != 2 || c.inputs[1] == kNoValue) return false;
+    const Value& x = g_.value(c.inputs[0]);
+    const Value& e = g_.value(c.inputs[1]);
+    const Value& y = g_.value(values_.at(c.proto->output(0)));
+    return e.is_constant() && e.num_elements() == 1 && runtime::dtype_equal(e.dtype, runtime::kFloat32) &&
+           e.data->data<float>()[0] == 2.0f && runtime::dtype_equal(x.dtype, runtime::kFloat32) &&
+           y.shape == x.shape;
+  }
   /// Evaluates the node if it can be (returns true and defines its output as a constant).
   bool try_fold(const Ctx& c);
   /// ConstantOfShape and Range, whose inputs decide the output's shape: computed at import into a
@@ -639,39 +649,22 @@ bool Importer::try_fold(const Ctx& c) {
                                                    std::vector<int64_t>{count}, {})));
     return true;
   }
-  if (op == "Neg" || op == "Add" || op == "Sub" || op == "Mul") {
+  {
     // Shape arithmetic on small integer constants (a rank computed from Shape and Size, a
-    // negative axis made positive): folded here, so that ConstantOfShape, Reshape and the like
-    // see constants. The operands broadcast as 1-D vectors or scalars.
+    // negative axis made positive, a patch count divided out of an image size): folded here, so
+    // that ConstantOfShape, Reshape, Resize and the like see constants.
     std::vector<const runtime::NDArray*> args;
+    bool all_constant = true;
     for (ValueId v : c.inputs) {
-      if (v == kNoValue || !g_.value(v).is_constant()) return false;
-      const runtime::NDArray* a = g_.value(v).data.get();
-      if (!runtime::dtype_equal(a->dtype(), runtime::kInt64) || a->ndim() > 1 ||
-          a->num_elements() > 64) {
-        return false;
-      }
-      args.push_back(a);
+      if (v != kNoValue && !g_.value(v).is_constant()) all_constant = false;
+      args.push_back(v == kNoValue ? nullptr : g_.value(v).data.get());
     }
     Value& ov = g_.value(values_.at(out_name));
-    if (!runtime::dtype_equal(ov.dtype, runtime::kInt64) || ov.shape.size() > 1) return false;
-    const int64_t n = ov.num_elements();
-    for (const runtime::NDArray* a : args) {
-      if (a->num_elements() != 1 && a->num_elements() != n) return false;
+    runtime::NDArray folded;
+    if (all_constant && fold_shape_arithmetic(*c.proto, args, ov, &folded)) {
+      ov.data = std::make_shared<const runtime::NDArray>(std::move(folded));
+      return true;
     }
-    std::vector<int64_t> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      auto at = [&](size_t k) {
-        const runtime::NDArray& a = *args[k];
-        return a.data<int64_t>()[a.num_elements() == 1 ? 0 : i];
-      };
-      out[static_cast<size_t>(i)] = op == "Neg"   ? -at(0)
-                                    : op == "Add" ? at(0) + at(1)
-                                    : op == "Sub" ? at(0) - at(1)
-                                                  : at(0) * at(1);
-    }
-    ov.data = std::make_shared<const runtime::NDArray>(runtime::NDArray::from_vector(out, ov.shape));
-    return true;
   }
   static const std::set<std::string> kFoldable = {"Cast",    "Concat",  "Flatten",  "Gather",
                                                   "Reshape", "Squeeze", "Unsqueeze"};
@@ -997,6 +990,13 @@ Graph Importer::run(const onnx::ModelProto& model) {
       outs.push_back(n.output(i).empty() ? kNoValue : output_value(n, i));
     }
     if (try_fold(c)) continue;
+    if (op == "Pow" && is_constant_square(c)) {
+      // x * x: the variance of a LayerNorm exported decomposed, Pow(x - mean, 2), where pow
+      // would be a libm call per element.
+      const std::string name = n.name().empty() ? "Pow_" + std::to_string(g_.nodes().size()) : n.name();
+      g_.add_node(Node{"Mul", name, {c.inputs[0], c.inputs[0]}, {outs[0]}, {}});
+      continue;
+    }
     Attrs attrs = normalize(c);
     while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
     // A node name is unique in Kiln's graph even when the file leaves it empty.

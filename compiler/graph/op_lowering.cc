@@ -278,15 +278,31 @@ Result lower_matmul(const Ctx& c) {
   }
   Tensor ar = a3 == as ? a : topi::reshape(a, a3, "matmul_a");
   Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
-  Tensor y = topi::batch_matmul(ar, br, false, false, "batch_matmul");
-  Tensor out = topi::reshape(y, out_shape, "matmul_out");
+  // Rows and columns the x86 register tile divides (an attention's 197 tokens would leave it 1 x 1):
+  // zero-padded operands, computed apart, and the product sliced back. GPU templates take any size.
+  const std::string kind = target::Target::parse(c.tuning.target).kind;
+  const bool gpu = kind == "cuda" || kind == "opencl";
+  const int64_t m = a3[1], n = b3[2];
+  const int64_t mp = gpu ? m : topi::batch_matmul_padded_rows(m), np = gpu ? n : topi::batch_matmul_padded_cols(n);
+  Tensor ap = mp == m ? ar : topi::pad(ar, {0, 0, 0}, {0, mp - m, 0}, 0.0, topi::PadMode::kConstant,
+                                       "matmul_a_pad");
+  Tensor bp = np == n ? br : topi::pad(br, {0, 0, 0}, {0, 0, np - n}, 0.0, topi::PadMode::kConstant,
+                                       "matmul_b_pad");
+  Tensor y = topi::batch_matmul(ap, bp, false, false, "batch_matmul");
+  Tensor yc = mp == m && np == n
+                  ? y
+                  : topi::slice(y, {0, 0, 0}, {std::max(a3[0], b3[0]), m, n}, {}, {}, "matmul_crop");
+  Tensor out = topi::reshape(yc, out_shape, "matmul_out");
   // On a GPU, batch_matmul_gpu tiles y with the group's epilogue where the output has y's shape.
-  const bool same_shape = topi::const_shape(y, "MatMul") == out_shape;
+  const bool same_shape = yc == y && topi::const_shape(y, "MatMul") == out_shape;
   return {{out},
           [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
             if (ar != a) s[ar].compute_inline();
             if (br != b) s[br].compute_inline();
+            if (ap != ar) injective(s, ap);
+            if (bp != br) injective(s, bp);
             tuning.schedule("batch_matmul_x86", s, y, y);
+            if (yc != y && yc != output) s[yc].compute_inline();
             if (out != output) s[out].compute_inline();
             injective(s, output);
           },
@@ -698,15 +714,24 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
       const int64_t k = as.back(), m = c.out_value().num_elements() / out_shape.back();
       const Tensor& a = c.input(0);
       Tensor a2 = as.size() == 2 ? a : topi::reshape(a, {m, k}, "matmul_a");
-      Tensor y = topi::dense_packed(a2, c.input(1), out_shape.back(), "matmul");
+      // Rows the register tile divides (a transformer's 197 tokens would leave it one row high):
+      // A zero-padded, computed apart, and the product cropped in the output stage.
+      const int64_t mp = topi::batch_matmul_padded_rows(m);
+      Tensor ap = mp == m ? a2
+                          : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant,
+                                      "matmul_a_pad");
+      Tensor y = topi::dense_packed(ap, c.input(1), out_shape.back(), "matmul");
       auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
         if (a2 != a) s[a2].compute_inline();
+        if (ap != a2) injective(s, ap);
         tuning.schedule("dense_x86", s, t, output);
       };
-      if (as.size() == 2) return with_epilogue(y, base, y);
-      Tensor out = topi::reshape(y, out_shape, "matmul_out");
+      if (as.size() == 2 && mp == m) return with_epilogue(y, base, y);
+      Tensor yc = mp == m ? y : topi::slice(y, {0, 0}, {m, out_shape.back()}, {}, {}, "matmul_crop");
+      Tensor out = topi::reshape(yc, out_shape, "matmul_out");
       return {{out}, [=](te::Schedule& s, const Tensor& output) {
                 base(s, y, y);
+                if (yc != y && yc != output) s[yc].compute_inline();
                 if (out != output) s[out].compute_inline();
                 injective(s, output);
               }};
@@ -846,9 +871,13 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   }
   if (op == "Tile") return injective_result(topi::tile(c.input(0), n.ints("repeats"), "tile"));
   if (op == "Resize") {
-    return injective_result(topi::resize(c.input(0), c.out_value().shape, n.floats("scales"),
-                                         n.s("mode"), n.s("coordinate_transformation_mode"),
-                                         n.s("nearest_mode"), "resize"));
+    Tensor y = topi::resize(c.input(0), c.out_value().shape, n.floats("scales"), n.s("mode"),
+                            n.s("coordinate_transformation_mode"), n.s("nearest_mode"), "resize");
+    return {{y}, [=](te::Schedule& s, const Tensor& output) {
+              topi::schedule_resize_x86(s, y);
+              if (y != output) s[y].compute_inline();
+              injective(s, output);
+            }};
   }
   c.fail("operator '" + op + "' has no lowering");
 }

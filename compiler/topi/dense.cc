@@ -262,4 +262,12 @@ void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const Con
   schedule_tile(s, out, cfg, 1, output);
 }
 
+int64_t batch_matmul_padded_rows(int64_t m) { return m < 4 ? m : (m + 3) / 4 * 4; }
+
+int64_t batch_matmul_padded_cols(int64_t n) {
+  if (n <= 8 || n % 8 == 0) return n;
+  const int64_t to = n < 32 ? 16 : 32;
+  return (n + to - 1) / to * to;
+}
+
 }  // namespace kiln::topi

@@ -57,4 +57,12 @@ space::Config batch_matmul_x86_default(const space::ConfigSpace& space);
 void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                                const te::Tensor& output = {});
 
+/// The row and column counts to compute a [.., M, N] batched product on, so that the register
+/// tile has a good shape: tile_y and tile_x are factors of the extents, so a prime M or N (an
+/// attention's 197 tokens) would leave a 1 x 1 scalar tile. M is rounded up to a multiple of 4
+/// (unless below 4); N is kept when a multiple of 8 or at most 8, else rounded up to a multiple of
+/// 16 (below 32) or 32. The caller pads the operands with zeros and slices the result.
+int64_t batch_matmul_padded_rows(int64_t m);
+int64_t batch_matmul_padded_cols(int64_t n);
+
 }  // namespace kiln::topi

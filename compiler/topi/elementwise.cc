@@ -261,13 +261,27 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out) {
   }
   ir::IterVar outer, inner;
   auto last = ir::as_const_int(st->op->shape()[ndim - 1]);
-  if (last && *last % kLanes == 0) {
+  if (last && (*last % kLanes == 0 || (ndim > 1 && *last >= 2 * kLanes))) {
     // The same iteration order as fusing everything and splitting by 16, but split first: a
     // vector then never crosses a row, so its indices stay affine (contiguous loads and stores).
+    // A long row that 16 does not divide (an attention's 197 keys) ends in a predicated partial
+    // vector: fused, every vector crossing a row would gather whatever reads a row's value (a
+    // softmax's maximum and sum, a bias per row).
     auto [lo, li] = st.split(axes.back(), kLanes);
     axes.back() = lo;
     outer = axes.size() == 1 ? lo : st.fuse(axes);
     inner = li;
+  } else if (auto prev = ndim > 2 ? ir::as_const_int(st->op->shape()[ndim - 2]) : std::nullopt;
+             last && *last < kLanes && kLanes % *last != 0 && prev && *prev % kLanes == 0) {
+    // A short last axis that 16 does not divide (the 3 colours of a network's input in NCHW3c):
+    // 16 elements of the axis before it by the whole last axis, one vector of 16 x last lanes,
+    // so that each lane's source index is the vector's start plus a constant. Fused and split by
+    // 16, each lane needed its own division by 3 and by the row length, and a gather.
+    auto [po, pi] = st.split(axes[ndim - 2], kLanes);
+    std::vector<ir::IterVar> outer_axes(axes.begin(), axes.end() - 2);
+    outer_axes.push_back(po);
+    outer = outer_axes.size() == 1 ? outer_axes[0] : st.fuse(outer_axes);
+    inner = st.fuse({pi, axes.back()});
   } else {
     ir::IterVar fused = ndim == 1 ? axes[0] : st.fuse(axes);
     auto split = st.split(fused, kLanes);

@@ -499,49 +499,58 @@ te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
         },
         name);
   }
-  return te::compute(
-      shape,
-      [&](const std::vector<Var>& i) {
-        std::vector<size_t> axes;
-        std::vector<Expr> lo, hi, w;
-        for (size_t d = 0; d < in.size(); ++d) {
-          if (identity[d]) {
-            lo.push_back(i[d]);
-            hi.push_back(i[d]);
-            w.push_back(Expr());
-            continue;
-          }
-          axes.push_back(d);
+  // Linear: separable, one pass per resized axis, innermost first. The 2^k-neighbour sum of one
+  // pass would gather 2^k elements per output; axis by axis, only the innermost pass gathers
+  // (on an input-sized tensor when upsampling), and every outer pass reads whole rows at one
+  // source index per vector (contiguous loads). The weights are those of the 2^k sum, applied
+  // one factor at a time. The passes but the last are named NAME.axisD (schedule_resize_x86).
+  std::vector<size_t> axes;
+  for (size_t d = in.size(); d-- > 0;) {
+    if (!identity[d]) axes.push_back(d);
+  }
+  if (axes.empty()) {
+    return te::compute(
+        shape, [&](const std::vector<Var>& i) { return x(std::vector<Expr>(i.begin(), i.end())); },
+        name);
+  }
+  te::Tensor cur = x;
+  std::vector<int64_t> cur_shape = in;
+  for (size_t a = 0; a < axes.size(); ++a) {
+    const size_t d = axes[a];
+    const bool last = a + 1 == axes.size();
+    cur_shape[d] = out_shape[d];
+    const te::Tensor src = cur;
+    cur = te::compute(
+        exprs(cur_shape),
+        [&](const std::vector<Var>& i) {
           Expr c = source(d, i[d]);
           Expr fl = ir::floor(c);
           Expr i0 = ir::cast(i32, fl);
-          lo.push_back(clamp(i0, d));
-          hi.push_back(clamp(i0 + Expr(1), d));
-          w.push_back(c - fl);
-        }
-        Expr sum;
-        const Expr one = ir::make_const(f32, 1.0);
-        for (size_t mask = 0; mask < (size_t{1} << axes.size()); ++mask) {
-          std::vector<Expr> idx;
-          Expr weight;
-          size_t k = 0;
-          for (size_t d = 0; d < in.size(); ++d) {
-            if (identity[d]) {
-              idx.push_back(i[d]);
-              continue;
-            }
-            const bool up = (mask >> k++) & 1;
-            idx.push_back(up ? hi[d] : lo[d]);
-            Expr wd = up ? w[d] : one - w[d];
-            weight = weight.defined() ? weight * wd : wd;
-          }
-          Expr v = ir::cast(f32, x(idx));
-          Expr term = weight.defined() ? v * weight : v;
-          sum = sum.defined() ? sum + term : term;
-        }
-        return ir::cast(x->dtype(), sum);
-      },
-      name);
+          std::vector<Expr> lo(i.begin(), i.end()), hi(i.begin(), i.end());
+          lo[d] = clamp(i0, d);
+          hi[d] = clamp(i0 + Expr(1), d);
+          Expr w = c - fl;
+          Expr v = ir::cast(f32, src(lo)) * (ir::make_const(f32, 1.0) - w) +
+                   ir::cast(f32, src(hi)) * w;
+          return last ? ir::cast(x->dtype(), v) : v;
+        },
+        last ? name : name + ".axis" + std::to_string(d));
+  }
+  return cur;
+}
+
+void schedule_resize_x86(te::Schedule& s, const te::Tensor& out) {
+  // The linear passes before the last: each computed whole, vectorized and in parallel.
+  std::vector<te::Tensor> todo{out};
+  while (!todo.empty()) {
+    te::Tensor t = todo.back();
+    todo.pop_back();
+    for (const te::Tensor& in : t->inputs()) {
+      if (in->name().rfind(out->name() + ".axis", 0) != 0) continue;
+      schedule_injective_x86(s, in);
+      todo.push_back(in);
+    }
+  }
 }
 
 }  // namespace kiln::topi

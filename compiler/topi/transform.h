@@ -90,9 +90,14 @@ namespace kiln::topi {
 /// `nearest_mode`: round_prefer_floor, round_prefer_ceil, floor, ceil) or "linear" (the 2^k
 /// neighbours of the k resized axes, weighted; indices clamped to the edge). `coord`:
 /// half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nearest.
+/// Linear resizing is computed axis by axis (innermost first), in stages that
+/// schedule_resize_x86 schedules.
 te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
                   const std::vector<float>& scales, const std::string& mode,
                   const std::string& coord, const std::string& nearest_mode,
                   const std::string& name = "resize");
+/// Schedules the stages of `out` = resize(...) before its last (linear mode's passes over the
+/// inner axes), each at root, vectorized and in parallel; `out` itself is left to the caller.
+void schedule_resize_x86(te::Schedule& s, const te::Tensor& out);
 
 }  // namespace kiln::topi

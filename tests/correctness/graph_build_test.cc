@@ -195,6 +195,28 @@ TEST_F(GraphBuildTest, MatMulBatchedAndLogSoftmax) {
   check(m, "matmul");
 }
 
+TEST_F(GraphBuildTest, MatMulWithPrimeRowsAndColumnsIsPaddedAndCropped) {
+  // An attention's shapes, smaller: 13 queries against 37 keys (the register tile divides
+  // neither, so both operands are zero-padded, 13 -> 16 rows and 37 -> 64 columns, and the
+  // product cropped), then the weights times 20-wide values (20 -> 32 columns). The scores get
+  // a bias and a softmax that may fuse with the crop.
+  MB m;
+  m.input("q", {3, 13, 8});
+  m.input("k", {3, 37, 8});
+  m.input("v", {3, 37, 20});
+  m.init("bias", {37});
+  auto* tr = m.node("Transpose", {"k"}, {"kt"});
+  MB::attr(tr, "perm", std::vector<int64_t>{0, 2, 1});
+  m.node("MatMul", {"q", "kt"}, {"scores"});
+  m.node("Add", {"scores", "bias"}, {"biased"});
+  auto* sm = m.node("Softmax", {"biased"}, {"weights"});
+  MB::attr(sm, "axis", int64_t{-1});
+  m.node("MatMul", {"weights", "v"}, {"y"});
+  m.output("y");
+  m.output("biased");
+  check(m, "matmul_padded");
+}
+
 TEST_F(GraphBuildTest, Lstm) {
   MB m;
   const int64_t T = 3, B = 2, I = 4, H = 5;

@@ -91,7 +91,12 @@ TEST(TopiTransform, Transpose) {
   for (auto [in, perm, out] : {std::tuple{Shape{3, 5}, Shape{}, Shape{5, 3}},
                                {Shape{2, 3, 4}, Shape{1, 2, 0}, Shape{3, 4, 2}},
                                {Shape{2, 3, 4, 5}, Shape{0, 2, 3, 1}, Shape{2, 4, 5, 3}},
-                               {Shape{17, 19}, Shape{-1, 0}, Shape{19, 17}}}) {
+                               {Shape{17, 19}, Shape{-1, 0}, Shape{19, 17}},
+                               // schedule_injective_x86's other forms: a short last axis 16
+                               // does not divide after one 16 divides (vectors of 16 x 3), and
+                               // long rows 16 does not divide (a predicated last vector per row)
+                               {Shape{3, 4, 32}, Shape{1, 2, 0}, Shape{4, 32, 3}},
+                               {Shape{2, 37, 5}, Shape{0, 2, 1}, Shape{2, 5, 37}}}) {
     te::Tensor x = te::placeholder(to_exprs(in), ir::kFloat32, "x");
     te::Tensor y = topi::transpose(x, perm);
     Shape p = perm;

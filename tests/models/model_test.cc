@@ -4,12 +4,7 @@
 // expected outputs are written by make_models.py (the CTest fixture models_generate) into
 // KILN_MODELS_DATA_DIR; each model is its own test (ctest -R model_<name>).
 //
-// Tolerance: the relative error of an output is max|kiln - ort| / max|ort| (the infinity norm of
-// the difference over the infinity norm of the reference), and it must be <= 1e-4, the issue's
-// "within 1e-4 relative error in fp32". A normalized norm is used rather than an elementwise ratio
-// because outputs near zero (logits, tanh pixels) have no meaningful elementwise relative error
-// when summation orders differ; the largest elementwise |kiln - ort| / |ort| (over elements with
-// |ort| >= 1e-3 * max|ort|) is printed for information only.
+// The comparison and its tolerance: model_compare.h.
 //
 // Each model is built twice, with fusion on (the default build) and off, and both must match, so
 // the fusion pass is covered; the DQN bundle also goes through write_bundle / GraphExecutor::load.
@@ -32,12 +27,16 @@
 #include "deploy/runtime/graph_executor.h"
 #include "deploy/runtime/npy.h"
 #include "tests/common/temp_dir.h"
+#include "tests/models/model_compare.h"
 
 namespace kiln::graph {
 namespace {
 
 using runtime::NDArray;
-constexpr double kTolerance = 1e-4;
+using model_compare::compare;
+using model_compare::Errors;
+using model_compare::kTolerance;
+using model_compare::seconds_since;
 
 /// What a model is built for and where its bundle runs.
 struct Placement {
@@ -47,38 +46,6 @@ struct Placement {
 
 std::string data_file(const std::string& name) {
   return std::string(KILN_MODELS_DATA_DIR) + "/" + name;
-}
-
-struct Errors {
-  double relative = 0;     ///< max|a-b| / max|b|
-  double elementwise = 0;  ///< max |a-b|/|b| over |b| >= 1e-3 max|b| (information only)
-  double max_abs_diff = 0;
-};
-
-Errors compare(const NDArray& got, const NDArray& want) {
-  EXPECT_EQ(got.shape(), want.shape());
-  EXPECT_EQ(got.num_elements(), want.num_elements());
-  Errors e;
-  if (got.num_elements() != want.num_elements()) return e;
-  const float* a = got.data<float>();
-  const float* b = want.data<float>();
-  double max_ref = 0;
-  bool finite = true;
-  for (int64_t i = 0; i < want.num_elements(); ++i) max_ref = std::max(max_ref, std::fabs(double(b[i])));
-  for (int64_t i = 0; i < want.num_elements(); ++i) {
-    if (!std::isfinite(a[i])) finite = false;
-    double d = std::fabs(double(a[i]) - double(b[i]));
-    e.max_abs_diff = std::max(e.max_abs_diff, d);
-    if (std::fabs(b[i]) >= 1e-3 * max_ref) e.elementwise = std::max(e.elementwise, d / std::fabs(b[i]));
-  }
-  EXPECT_TRUE(finite) << "the output holds a NaN or an infinity";
-  e.relative = max_ref > 0 ? e.max_abs_diff / max_ref : e.max_abs_diff;
-  if (!finite) e.relative = INFINITY;
-  return e;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 /// Builds `model` with `options`, runs it on its input, and checks the output against ONNX Runtime.

@@ -530,6 +530,8 @@ TEST(CodegenLLVM, MathIntrinsicsScalarAndVector) {
       {"log", [](Expr x) { return ir::log(x); }, [](double x) { return std::log(x); }, 0.01f, 100},
       {"sqrt", [](Expr x) { return ir::sqrt(x); }, [](double x) { return std::sqrt(x); }, 0, 100},
       {"tanh", [](Expr x) { return ir::tanh(x); }, [](double x) { return std::tanh(x); }, -5, 5},
+      {"erf", [](Expr x) { return ir::call(x.dtype(), "erf", {x}, ir::CallKind::kPureIntrinsic); },
+       [](double x) { return std::erf(x); }, -6, 6},
       {"sigmoid", [](Expr x) { return ir::sigmoid(x); },
        [](double x) { return 1 / (1 + std::exp(-x)); }, -20, 20},
       {"pow", [](Expr x) { return ir::pow(x, Expr(1.7f)); },
@@ -566,6 +568,46 @@ TEST(CodegenLLVM, MathIntrinsicsScalarAndVector) {
       ASSERT_NEAR(os[k], ref, tol) << c.name << "(" << in[k] << ") scalar";
       ASSERT_NEAR(ov[k], ref, tol) << c.name << "(" << in[k] << ") vector";
     }
+  }
+}
+
+// A choice between memory reads on a lane-uniform condition is emitted as branches (a
+// concatenation: which input is decided by the outer index); nested, and with the same values
+// as a select, for vectors (a broadcast condition) and scalars.
+TEST(CodegenLLVM, SelectBetweenLoadsOnAUniformCondition) {
+  Buffer a = ir::make_buffer("A", ir::kFloat32, {32});
+  Buffer b = ir::make_buffer("B", ir::kFloat32, {16});
+  Buffer c = ir::make_buffer("C", ir::kFloat32, {16});
+  Buffer v = ir::make_buffer("V", ir::kFloat32, {64});
+  Buffer s = ir::make_buffer("S", ir::kFloat32, {64});
+  Var i("i"), j("j"), k("k");
+  const DataType f16 = ir::kFloat32.with_lanes(16);
+  // out[i*16 + l] = A[i*16 + l] for i < 2, B[l] for i == 2, C[l] for i == 3.
+  auto concat = [&](Expr row, Expr lane, DataType t) {
+    auto at = [&](const Buffer& buf, Expr start) {
+      return t.lanes() > 1 ? ir::load(t, buf.data, ir::ramp(start, 1, 16)) : ir::load(t, buf.data, start);
+    };
+    return ir::select(row < 2, at(a, row * 16 + lane),
+                      ir::select(row < 3, at(b, lane), at(c, lane)));
+  };
+  Stmt body = ir::seq(
+      {ir::for_loop(i, 0, 4, ForKind::kSerial,
+                    ir::store(v.data, concat(i, Expr(0), f16), ir::ramp(i * 16, 1, 16))),
+       ir::for_loop(j, 0, 4, ForKind::kSerial,
+                    ir::for_loop(k, 0, 16, ForKind::kSerial,
+                                 ir::store(s.data, concat(j, k, ir::kFloat32), j * 16 + k)))});
+  std::vector<float> va(32), vb(16), vc(16);
+  for (int n = 0; n < 32; ++n) va[n] = float(n);
+  for (int n = 0; n < 16; ++n) vb[n] = 100.0f + float(n), vc[n] = 200.0f + float(n);
+  NDArray A = NDArray::from_vector(va, {32}), B = NDArray::from_vector(vb, {16}),
+          C = NDArray::from_vector(vc, {16});
+  NDArray V = NDArray::empty({64}, runtime::kFloat32), S = NDArray::empty({64}, runtime::kFloat32);
+  jit(func("select_loads", {tensor(a), tensor(b), tensor(c), tensor(v), tensor(s)}, body))(A, B, C, V, S);
+  std::vector<float> ov = V.to_vector<float>(), os = S.to_vector<float>();
+  for (int n = 0; n < 64; ++n) {
+    const float want = n < 32 ? va[n] : n < 48 ? vb[n - 32] : vc[n - 48];
+    EXPECT_EQ(ov[n], want) << "vector, element " << n;
+    EXPECT_EQ(os[n], want) << "scalar, element " << n;
   }
 }
 

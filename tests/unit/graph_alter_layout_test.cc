@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,66 @@ TEST(AlterLayout, PerChannelOperandsStayBlocked) {
   EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "Relu", "GlobalAveragePool",
                                                "Conv", "Relu", "Conv", "Sigmoid", "Mul", "LT0>16",
                                                "Add", "Mul", "LT16>0", "Sub"}));
+  expect_same_results(before);
+}
+
+// MobileNetV3's hard swish between convolutions, x * HardSigmoid(x) (as PyTorch exports it), and
+// an Elu and a Pow after it: all computed in blocks, converted only at the edges.
+TEST(AlterLayout, ActivationsWithAttributesStayBlocked) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 16, 6, 6});
+  ValueId c = m.conv(x, 16, 3);
+  Attrs hs;
+  hs["alpha"] = 1.0f / 6;
+  hs["beta"] = 0.5f;
+  ValueId gate = m.g.add_op("HardSigmoid", "hard_sigmoid", {c}, hs, kFloat32, {1, 16, 6, 6});
+  ValueId swish = m.op("Mul", {c, gate});
+  ValueId elu = m.g.add_op("Elu", "elu", {m.conv(swish, 16, 1)}, {{"alpha", 1.0f}}, kFloat32,
+                           {1, 16, 6, 6});
+  ValueId two = m.g.add_constant("two", NDArray::from_vector(std::vector<float>{2.0f}, {1}));
+  ValueId y = m.op("Pow", {elu, two});
+  m.g.add_output(m.conv(y, 16, 1));
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g);
+  EXPECT_EQ(r.conversions, 2u);
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "HardSigmoid", "Mul", "Conv",
+                                               "Elu", "Pow", "Conv", "LT16>0"}));
+  expect_same_results(before);
+}
+
+// A DenseNet block: each layer's output concatenated with the ones before it (and the block's
+// NCHW input, converted once) along the channels, then BatchNormalization -> Relu -> Conv. The
+// concatenations concatenate channel blocks and each batch norm becomes a blocked Mul and Add.
+TEST(AlterLayout, DenseBlockConcatenatesAndNormalizesInBlocks) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 16, 6, 6});
+  auto bn_relu_conv = [&](ValueId in, int64_t channels) {
+    const int64_t c = m.g.value(in).shape[1];
+    std::vector<ValueId> p;
+    for (uint32_t k = 0; k < 4; ++k) {
+      NDArray a = testing::random_array({c}, 40 + k);
+      if (k == 3) {  // a positive variance
+        float* v = a.data<float>();
+        for (int64_t i = 0; i < c; ++i) v[i] = 0.5f + std::abs(v[i]);
+      }
+      p.push_back(m.g.add_constant("bn" + std::to_string(c) + "_" + std::to_string(k), std::move(a)));
+    }
+    ValueId bn = m.g.add_op("BatchNormalization", "bn" + std::to_string(c), {in, p[0], p[1], p[2], p[3]},
+                            {{"epsilon", 1e-5f}}, kFloat32, m.g.value(in).shape);
+    return m.conv(m.op("Relu", {bn}), channels, 3);
+  };
+  ValueId a = m.conv(x, 16, 1);
+  ValueId b = bn_relu_conv(a, 16);
+  ValueId ab = m.g.add_op("Concat", "cat1", {x, a, b}, {{"axis", int64_t{1}}}, kFloat32, {1, 48, 6, 6});
+  ValueId c = bn_relu_conv(ab, 16);
+  ValueId abc = m.g.add_op("Concat", "cat2", {ab, c}, {{"axis", int64_t{-3}}}, kFloat32, {1, 64, 6, 6});
+  m.g.add_output(abc);
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g);
+  EXPECT_EQ(r.conversions, 2u);  // x to blocks (once, for the conv and the concatenation), the output back
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "Mul", "Add", "Relu", "Conv",
+                                               "Concat", "Mul", "Add", "Relu", "Conv", "Concat",
+                                               "LT16>0"}));
   expect_same_results(before);
 }
 

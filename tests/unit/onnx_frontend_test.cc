@@ -192,6 +192,106 @@ TEST_F(OnnxFrontendTest, ShapeSubgraphIsFolded) {
   EXPECT_EQ(g.outputs()[0], reshape.outputs[0]);
 }
 
+TEST_F(OnnxFrontendTest, ExportedShapeArithmeticIsFolded) {
+  // What torch.onnx.export writes around a symbolic batch (torchvision's vision transformer and
+  // LR-ASPP head): shapes computed with Div, Mul, Cast, Slice, Equal and Where from Shape(x).
+  // With the batch bound, all of it folds and only the three consumers remain.
+  ModelBuilder m(13);
+  m.input("x", {-1, 8, 4, 6}, onnx::TensorProto::FLOAT, "batch");
+  m.node("Shape", "shape", {"x"}, {"sh"});
+  for (int64_t i : {0, 2, 3}) m.init_int64("i" + std::to_string(i), {i}, /*scalar=*/true);
+  m.init_int64("two", {2}, /*scalar=*/true);
+  m.init_int64("ax0", {0});
+  m.node("Gather", "g0", {"sh", "i0"}, {"b"});
+  m.node("Gather", "g2", {"sh", "i2"}, {"h"});
+  m.node("Gather", "g3", {"sh", "i3"}, {"w"});
+  m.node("Div", "half_w", {"w", "two"}, {"w2"});  // 3
+  auto* cast = m.node("Cast", "cast", {"w2"}, {"w2c"});
+  ModelBuilder::attr(cast, "to", int64_t{onnx::TensorProto::INT64});
+  m.node("Mul", "hw2", {"h", "w2c"}, {"hw2"});    // 12
+  m.node("Mul", "hw", {"hw2", "two"}, {"hw"});    // 24
+  m.node("Unsqueeze", "ub", {"b", "ax0"}, {"b1"});
+  m.node("Unsqueeze", "uhw", {"hw", "ax0"}, {"hw1"});
+  m.init_int64("eight", {8});
+  auto* cat = m.node("Concat", "cat", {"b1", "eight", "hw1"}, {"patch_shape"});
+  ModelBuilder::attr(cat, "axis", int64_t{0});
+  m.node("Reshape", "patches", {"x", "patch_shape"}, {"p"});  // [batch, 8, 24]
+
+  // The class token's expand: Where(Equal(s, -ones), ones, s) with s = [batch, -1, -1].
+  m.init_values("token", {1, 1, 8}, std::vector<float>(8, 0.5f));
+  m.init_int64("minus1", {-1, -1});
+  auto* cat2 = m.node("Concat", "cat2", {"b1", "minus1"}, {"s"});
+  ModelBuilder::attr(cat2, "axis", int64_t{0});
+  m.node("Shape", "shape_s", {"s"}, {"s_rank"});
+  auto* ones = m.node("ConstantOfShape", "ones", {"s_rank"}, {"one3"});
+  onnx::TensorProto one;
+  one.set_data_type(onnx::TensorProto::INT64);
+  one.add_dims(1);
+  one.add_int64_data(1);
+  auto* value = ones->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  *value->mutable_t() = one;
+  m.init_int64("neg", {-1}, /*scalar=*/true);
+  m.node("Mul", "neg_ones", {"one3", "neg"}, {"neg3"});
+  m.node("Equal", "eq", {"s", "neg3"}, {"is_neg"});
+  m.node("Where", "where", {"is_neg", "one3", "s"}, {"expand_shape"});
+  m.node("Expand", "expand", {"token", "expand_shape"}, {"t"});  // [batch, 1, 8]
+
+  // Resize to twice the spatial size: sizes = Concat(Slice(sh, 0, 2), Slice(sh, 2, 4) * 2).
+  m.init_int64("s0", {0});
+  m.init_int64("s2", {2});
+  m.init_int64("s4", {4});
+  m.node("Slice", "lead", {"sh", "s0", "s2", "ax0"}, {"nc"});
+  m.node("Slice", "spatial", {"sh", "s2", "s4"}, {"hw_in"});
+  m.node("Mul", "double", {"hw_in", "two"}, {"hw_out"});
+  auto* cat3 = m.node("Concat", "cat3", {"nc", "hw_out"}, {"sizes"});
+  ModelBuilder::attr(cat3, "axis", int64_t{0});
+  m.node("Resize", "resize", {"x", "", "", "sizes"}, {"r"});  // [batch, 8, 8, 12]
+  m.output("p");
+  m.output("t");
+  m.output("r");
+
+  OnnxImportOptions o;
+  o.input_shapes = {{"x", {2, 8, 4, 6}}};
+  Graph g = import_onnx_bytes(m.bytes(), "<exported shapes>", o);
+  SCOPED_TRACE(g.to_string());
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes()) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Reshape", "Expand", "Resize"}));
+  EXPECT_EQ(find_node(g, "Reshape").ints("shape"), (std::vector<int64_t>{2, 8, 24}));
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[2,8,24]");
+  EXPECT_EQ(g.value(g.find_value("expand_shape")).data->to_vector<int64_t>(),
+            (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_EQ(g.value(g.outputs()[1]).type_string(), "float32[2,1,8]");
+  EXPECT_EQ(g.value(g.outputs()[2]).type_string(), "float32[2,8,8,12]");
+  EXPECT_EQ(find_node(g, "Resize").floats("scales"), (std::vector<float>{1, 1, 2, 2}));
+}
+
+TEST_F(OnnxFrontendTest, PowByAConstantTwoIsAProduct) {
+  // A decomposed LayerNorm's variance squares with Pow(d, 2): imported as Mul(d, d). Another
+  // exponent, or one that broadcasts the output to a larger shape, stays a Pow.
+  ModelBuilder m(13);
+  m.input("x", {2, 8});
+  m.init_values("two", {}, {2.0f});
+  m.init_values("three", {}, {3.0f});
+  m.init_values("two_3d", {1, 1, 1}, {2.0f});
+  m.node("Pow", "square", {"x", "two"}, {"sq"});
+  m.node("Pow", "cube", {"sq", "three"}, {"cu"});
+  m.node("Pow", "lifted", {"cu", "two_3d"}, {"y"});
+  m.output("y");
+  Graph g = import_onnx_bytes(m.bytes(), "<pow>");
+  SCOPED_TRACE(g.to_string());
+  ASSERT_EQ(g.nodes().size(), 3u);
+  const Node& square = g.nodes()[0];
+  EXPECT_EQ(square.op, "Mul");
+  EXPECT_EQ(square.name, "square");
+  EXPECT_EQ(square.inputs, (std::vector<ValueId>{g.inputs()[0], g.inputs()[0]}));
+  EXPECT_EQ(g.nodes()[1].op, "Pow");
+  EXPECT_EQ(g.nodes()[2].op, "Pow");
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[1,2,8]");
+}
+
 TEST_F(OnnxFrontendTest, InitializerDtypes) {
   ModelBuilder m(13);
   m.input("x", {2});

@@ -1,0 +1,73 @@
+// What the whole-model benchmarks (bench_models, bench_zoo) share: Kiln's latency measured the way
+// models_ref.py measures ONNX Runtime's (the median single run after two warm-ups, over at least
+// min_time seconds and 10 runs), the check of an output against ONNX Runtime's, and running the
+// python helpers that write the models and time the reference.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "deploy/runtime/ndarray.h"
+
+namespace kiln::bench {
+
+/// Median milliseconds of one call of f: two warm-ups, then single runs until at least min_time
+/// seconds and 10 runs have passed.
+inline double median_ms(const std::function<void()>& f, double min_time) {
+  using Clock = std::chrono::steady_clock;
+  f();
+  f();
+  std::vector<double> times;
+  auto start = Clock::now();
+  while (times.size() < 10 ||
+         std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
+    auto t0 = Clock::now();
+    f();
+    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+/// 'text', for a shell command line.
+inline std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+/// Runs a shell command, returning its stdout; exits the benchmark (naming `who` and the command)
+/// if it cannot run or fails.
+inline std::string run_command(const std::string& cmd, const char* who) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) {
+    std::fprintf(stderr, "%s: cannot run: %s\n", who, cmd.c_str());
+    std::exit(1);
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  if (pclose(p) != 0) {
+    std::fprintf(stderr, "%s: failed: %s\n", who, cmd.c_str());
+    std::exit(1);
+  }
+  return out;
+}
+
+/// max|a - b| / max|b|, or infinity if the shapes differ or a holds a NaN.
+inline double relative_error(const runtime::NDArray& a, const runtime::NDArray& b) {
+  if (a.shape() != b.shape()) return INFINITY;
+  double diff = 0, ref = 0;
+  for (int64_t i = 0; i < b.num_elements(); ++i) {
+    double x = a.data<float>()[i], y = b.data<float>()[i];
+    if (!std::isfinite(x)) return INFINITY;
+    diff = std::max(diff, std::fabs(x - y));
+    ref = std::max(ref, std::fabs(y));
+  }
+  return ref > 0 ? diff / ref : diff;
+}
+
+}  // namespace kiln::bench

@@ -1,0 +1,162 @@
+// The model zoo (tests/models/make_zoo.py: torchvision networks with a symbolic batch) at batch 1,
+// untuned, Kiln against ONNX Runtime with the same threads, in the same run:
+//   case=zoo_<name>_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x> build_s=<s>   threads 1 and 2
+//   case=zoo_geomean_t2 ratio=<g> models=<n> ok=<k>
+// where the geomean is over the models that compiled and matched (ok) and a model that did not
+// prints nan with its error on stderr. The models are exported into a temporary folder first
+// (make_zoo.py under KILN_TORCH_PYTHON, zoo_reference.py and models_ref.py under python3), so
+// nothing has to be built or run beforehand. ONNX Runtime is timed right before Kiln, model by
+// model, in its own process (models_ref.py: CPU provider, intra_op_num_threads = threads,
+// sequential, its default graph optimizations), so the two never share the cores and a load
+// that drifts on a shared machine affects both alike. Kiln binds the batch to 1 (--input-shape
+// input=1,3,224,224), builds with the default BuildOptions for "llvm -mcpu=native", checks the
+// output against ONNX Runtime's within the zoo test's tolerance (max|diff| / max|ref| <= 1e-4), and
+// is timed like the reference (bench/model_timing.h).
+//
+//   bench_zoo [--min-time S] [NAME ...]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/model_timing.h"
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "deploy/runtime/graph_executor.h"
+#include "deploy/runtime/npy.h"
+#include "deploy/runtime/thread_pool.h"
+#include "tests/common/temp_dir.h"
+
+namespace {
+
+using kiln::bench::quote;
+using kiln::runtime::GraphExecutor;
+
+const std::vector<int> kThreads = {1, 2};
+constexpr int kGeomeanThreads = 2;
+constexpr double kTolerance = 1e-4;
+constexpr const char* kTarget = "llvm -mcpu=native";
+
+std::string run_command(const std::string& cmd) { return kiln::bench::run_command(cmd, "bench_zoo"); }
+
+/// The zoo's model names, as make_zoo.py lists them.
+std::vector<std::string> zoo_names() {
+  std::istringstream in(run_command(std::string(KILN_TORCH_PYTHON) + " " +
+                                    quote(KILN_MAKE_ZOO_SCRIPT) + " --list"));
+  std::vector<std::string> names;
+  for (std::string n; in >> n;) names.push_back(n);
+  return names;
+}
+
+struct Built {
+  std::unique_ptr<GraphExecutor> exec;
+  double build_s = NAN;
+  std::string error;
+};
+
+Built build_and_check(const std::string& dir, const std::string& name) {
+  Built b;
+  try {
+    auto t0 = std::chrono::steady_clock::now();
+    kiln::graph::OnnxImportOptions import_options;
+    import_options.input_shapes["input"] = {1, 3, 224, 224};
+    kiln::graph::Graph g = kiln::graph::import_onnx(dir + "/" + name + ".onnx", import_options);
+    kiln::runtime::Bundle bundle = kiln::graph::build_graph(g, kTarget, {});
+    b.build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    b.exec = std::make_unique<GraphExecutor>(GraphExecutor::from_bundle(std::move(bundle), name));
+    b.exec->set_input(0, kiln::runtime::load_npy(dir + "/" + name + ".input.npy"));
+    b.exec->run();
+    const double err = kiln::bench::relative_error(
+        b.exec->output(0), kiln::runtime::load_npy(dir + "/" + name + ".expected.npy"));
+    if (!(err <= kTolerance)) {
+      std::ostringstream os;
+      os << "output differs from ONNX Runtime: max|diff|/max|ref| = " << err;
+      b.error = os.str();
+      b.exec.reset();
+    }
+  } catch (const std::exception& e) {
+    b.error = e.what();
+    b.exec.reset();
+  }
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> known = zoo_names();
+  double min_time = 1.0;
+  std::vector<std::string> models;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--min-time" && i + 1 < argc) {
+      min_time = std::atof(argv[++i]);
+    } else if (std::find(known.begin(), known.end(), a) != known.end()) {
+      models.push_back(a);
+    } else {
+      std::string names;
+      for (const auto& n : known) names += " " + n;
+      std::fprintf(stderr, "usage: bench_zoo [--min-time S] [NAME ...]  (names:%s)\n",
+                   names.c_str());
+      return 2;
+    }
+  }
+  if (models.empty()) models = known;
+
+  kiln::testing::TempDir dir("kiln_bench_zoo");
+  const std::string d = dir.path().string();
+  std::string export_cmd = std::string(KILN_TORCH_PYTHON) + " " + quote(KILN_MAKE_ZOO_SCRIPT) +
+                           " " + quote(d);
+  for (const auto& m : models) export_cmd += " --only " + m;
+  run_command(export_cmd + " >/dev/null 2>&1");
+  run_command("python3 " + quote(KILN_ZOO_REFERENCE_SCRIPT) + " " + quote(d) + " >/dev/null");
+
+  double log_sum = 0;
+  int ok = 0;
+  for (const auto& name : models) {
+    Built b = build_and_check(d, name);
+    if (!b.error.empty()) std::fprintf(stderr, "bench_zoo: %s: %s\n", name.c_str(), b.error.c_str());
+    // ONNX Runtime just before Kiln, model by model (on a shared machine the load drifts over a
+    // run of minutes), in its own process so that it never competes with Kiln's thread pool.
+    std::ostringstream ref_cmd;
+    ref_cmd << "python3 " << quote(KILN_MODELS_REF_SCRIPT) << " " << quote(d) << " --min-time "
+            << min_time << " --threads";
+    for (int t : kThreads) ref_cmd << " " << t;
+    ref_cmd << " --only " << name;
+    std::map<int, double> ref_ms;
+    {
+      std::istringstream in(run_command(ref_cmd.str()));
+      std::string ref_name;
+      int t;
+      double ms;
+      while (in >> ref_name >> t >> ms) ref_ms[t] = ms;
+    }
+    for (int t : kThreads) {
+      double kiln_ms = NAN;
+      if (b.exec) {
+        kiln::runtime::set_num_threads(t);
+        kiln_ms = kiln::bench::median_ms([&] { b.exec->run(); }, min_time);
+      }
+      auto it = ref_ms.find(t);
+      const double ref = it == ref_ms.end() ? NAN : it->second;
+      std::printf("case=zoo_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f build_s=%.1f\n",
+                  name.c_str(), t, kiln_ms, ref, ref / kiln_ms, b.build_s);
+      std::fflush(stdout);
+      if (t == kGeomeanThreads && b.exec && std::isfinite(ref / kiln_ms)) {
+        log_sum += std::log(ref / kiln_ms);
+        ++ok;
+      }
+    }
+    kiln::runtime::set_num_threads(0);
+  }
+  std::printf("case=zoo_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads,
+              ok ? std::exp(log_sum / ok) : NAN, models.size(), ok);
+  return 0;
+}
