@@ -300,7 +300,7 @@ TEST(Task, ModelTasksRebuildFromTheirWorkloads) {
   std::set<std::string> templates;
   for (const Task& t : tasks) {
     SCOPED_TRACE(t.key + " " + t.workload);
-    templates.insert(t.template_name);
+    if (t.template_name.ends_with("_x86")) templates.insert(t.template_name);
     const Task u = Task::from_workload(t.template_name, t.workload, t.target);
     EXPECT_EQ(u.key, t.key);
     EXPECT_EQ(u.workload, t.workload);
@@ -321,7 +321,7 @@ TEST(Task, ModelTasksRebuildFromTheirWorkloads) {
       }
     }
   }
-  // Every CPU template appears (the GPU ones schedule tasks of GPU targets only).
+  // Every CPU template appears among the CPU tasks (the GPU tasks above round-trip too).
   std::set<std::string> all;
   for (const topi::TunableTemplate& t : topi::tunable_templates()) {
     if (t.name.ends_with("_x86")) all.insert(t.name);
