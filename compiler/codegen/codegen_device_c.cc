@@ -106,30 +106,6 @@ bool is_reserved(const std::string& s) {
   return false;
 }
 
-/// The largest k such that `e` is known to be a multiple of k (1 when nothing is known).
-int64_t known_multiple(const Expr& e) {
-  constexpr int64_t kCap = int64_t{1} << 30;
-  switch (e.kind()) {
-    case ExprKind::kIntImm: {
-      const int64_t v = e.as<ir::IntImmNode>()->value;
-      return v == 0 ? kCap : std::min(kCap, v < 0 ? -v : v);
-    }
-    case ExprKind::kAdd: {
-      auto* op = e.as<ir::AddNode>();
-      return std::gcd(known_multiple(op->a), known_multiple(op->b));
-    }
-    case ExprKind::kSub: {
-      auto* op = e.as<ir::SubNode>();
-      return std::gcd(known_multiple(op->a), known_multiple(op->b));
-    }
-    case ExprKind::kMul: {
-      auto* op = e.as<ir::MulNode>();
-      return std::min(kCap, known_multiple(op->a) * known_multiple(op->b));
-    }
-    default:
-      return 1;
-  }
-}
 
 /// Shortest decimal text of v that reads back as the same value of `bits` (32 or 64).
 std::string float_text(double v, int bits) {
@@ -657,7 +633,7 @@ class KernelPrinter {
     const BufferInfo& info = buffer(buf);
     if (info.scope == "local" || !d_.has_wide_access(t)) return std::nullopt;
     const int align = d_.wide_access_alignment(t);
-    if (align > 0 && (known_multiple(ramp->base) * t.bytes()) % align != 0) return std::nullopt;
+    if (align > 0 && (ir::known_multiple(ramp->base) * t.bytes()) % align != 0) return std::nullopt;
     return ramp->base;
   }
 

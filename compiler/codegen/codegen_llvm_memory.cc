@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "compiler/codegen/codegen_llvm_impl.h"
+#include "compiler/ir/analysis.h"
 #include "compiler/ir/op.h"
 
 namespace kiln::codegen::detail {
@@ -20,39 +21,6 @@ using ir::Expr;
 using ir::ExprKind;
 
 namespace {
-
-/// The largest k such that `e` is known to be a multiple of k (1 when nothing is known).
-int64_t known_multiple(const Expr& e) {
-  constexpr int64_t kCap = int64_t{1} << 30;
-  switch (e.kind()) {
-    case ExprKind::kIntImm: {
-      const int64_t v = e.as<ir::IntImmNode>()->value;
-      return v == 0 ? kCap : std::min(kCap, v < 0 ? -v : v);
-    }
-    case ExprKind::kAdd: {
-      auto* op = e.as<ir::AddNode>();
-      return std::gcd(known_multiple(op->a), known_multiple(op->b));
-    }
-    case ExprKind::kSub: {
-      auto* op = e.as<ir::SubNode>();
-      return std::gcd(known_multiple(op->a), known_multiple(op->b));
-    }
-    case ExprKind::kMul: {
-      auto* op = e.as<ir::MulNode>();
-      return std::min(kCap, known_multiple(op->a) * known_multiple(op->b));
-    }
-    case ExprKind::kRamp:
-      return known_multiple(e.as<ir::RampNode>()->base);
-    case ExprKind::kBroadcast:
-      return known_multiple(e.as<ir::BroadcastNode>()->value);
-    case ExprKind::kCast: {
-      const Expr& v = e.as<ir::CastNode>()->value;
-      return e.dtype().is_int() && v.dtype().is_int() ? known_multiple(v) : 1;
-    }
-    default:
-      return 1;
-  }
-}
 
 /// Widens an index to the pointer width the way its type says (unsigned ones zero-extend).
 llvm::Value* index_value(llvm::IRBuilder<>& b, llvm::Value* v, DataType t) {
@@ -74,7 +42,7 @@ uint64_t CodeGenLLVM::access_alignment(const ir::VarNode* buffer, const Expr& in
   auto it = fs_.buffers.find(buffer);
   const int64_t base =
       it == fs_.buffers.end() ? elem_bytes : std::max(elem_bytes, it->second.alignment);
-  const int64_t offset = known_multiple(index) * elem_bytes;
+  const int64_t offset = ir::known_multiple(index) * elem_bytes;
   const int64_t offset_align = offset & -offset;  // lowest set bit
   return static_cast<uint64_t>(std::max<int64_t>(1, std::min(base, offset_align)));
 }

@@ -1,6 +1,9 @@
 // Expression queries.
 #include "compiler/ir/analysis.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "compiler/ir/functor.h"
 
 namespace kiln::ir {
@@ -12,6 +15,38 @@ bool has_side_effects(const Expr& e) {
     found |= c != nullptr && c->call_kind != CallKind::kPureIntrinsic;
   });
   return found;
+}
+
+int64_t known_multiple(const Expr& e) {
+  constexpr int64_t kCap = int64_t{1} << 30;
+  switch (e.kind()) {
+    case ExprKind::kIntImm: {
+      const int64_t v = e.as<IntImmNode>()->value;
+      return v == 0 ? kCap : std::min(kCap, v < 0 ? -v : v);
+    }
+    case ExprKind::kAdd: {
+      auto* op = e.as<AddNode>();
+      return std::gcd(known_multiple(op->a), known_multiple(op->b));
+    }
+    case ExprKind::kSub: {
+      auto* op = e.as<SubNode>();
+      return std::gcd(known_multiple(op->a), known_multiple(op->b));
+    }
+    case ExprKind::kMul: {
+      auto* op = e.as<MulNode>();
+      return std::min(kCap, known_multiple(op->a) * known_multiple(op->b));
+    }
+    case ExprKind::kRamp:
+      return known_multiple(e.as<RampNode>()->base);
+    case ExprKind::kBroadcast:
+      return known_multiple(e.as<BroadcastNode>()->value);
+    case ExprKind::kCast: {
+      const Expr& v = e.as<CastNode>()->value;
+      return e.dtype().is_int() && v.dtype().is_int() ? known_multiple(v) : 1;
+    }
+    default:
+      return 1;
+  }
 }
 
 }  // namespace kiln::ir

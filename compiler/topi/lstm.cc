@@ -183,18 +183,20 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
   return out;
 }
 
-void schedule_lstm_x86(te::Schedule& s, const LstmOutputs& out) {
+void schedule_lstm_stages(te::Schedule& s, const LstmOutputs& out, const StageSchedule& product,
+                          const StageSchedule& elementwise) {
   for (const te::Tensor& v : out.views) s[v].compute_inline();
   std::vector<te::Tensor> stages(out.stages);
   stages.insert(stages.end(), {out.y, out.y_h, out.y_c});
   for (const te::Tensor& t : stages) {
     if (s[t]->attach_type != te::AttachType::kRoot) continue;
-    if (!t->reduce_axis.empty()) {
-      schedule_projection(s, t);
-    } else {
-      schedule_injective_x86(s, t);
-    }
+    (t->reduce_axis.empty() ? elementwise : product)(s, t);
   }
+}
+
+void schedule_lstm_x86(te::Schedule& s, const LstmOutputs& out) {
+  schedule_lstm_stages(s, out, schedule_projection,
+                       [](te::Schedule& sch, const te::Tensor& t) { schedule_injective_x86(sch, t); });
 }
 
 int64_t lstm_panel_width(int64_t gates) {

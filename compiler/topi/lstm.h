@@ -13,6 +13,7 @@
 // gathers h_0 ... h_{T-1}.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,15 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
 /// The panel width of the LSTM's packed weights for 4H gates: 64, 32 or 16 when one divides 4H,
 /// else 64 (16 below 256 gates) with the last panel zero-padded.
 int64_t lstm_panel_width(int64_t gates);
+
+/// How one stage of an lstm() is scheduled.
+using StageSchedule = std::function<void(te::Schedule&, const te::Tensor&)>;
+
+/// Schedules every stage of an lstm() still at the root: the input views inlined, each product
+/// (a stage with a reduction) by `product`, every other stage by `elementwise`. The x86 and GPU
+/// schedules are this walk with their own two.
+void schedule_lstm_stages(te::Schedule& s, const LstmOutputs& out, const StageSchedule& product,
+                          const StageSchedule& elementwise);
 
 /// Schedules every stage of an lstm() in `s`: the projections (xw, one dense over all steps, and
 /// each step's GEMV) with dense's register-tile template at its default (one weight panel of gates

@@ -80,9 +80,8 @@ void schedule_injective(te::Schedule& s, const te::Tensor& out, int64_t threads)
   st.bind(thread, te::thread_axis("threadIdx.x"));
 }
 
-void schedule_thread_per_output(te::Schedule& s, const te::Tensor& out, const te::Tensor& output,
-                                int64_t threads, bool unroll) {
-  std::vector<te::Tensor> reductions;
+void inline_producers(te::Schedule& s, const te::Tensor& out,
+                      const std::function<void(const te::Tensor&)>& on_reduction) {
   std::set<const te::TensorNode*> seen;
   std::vector<te::Tensor> todo = out->inputs();
   while (!todo.empty()) {
@@ -92,11 +91,19 @@ void schedule_thread_per_output(te::Schedule& s, const te::Tensor& out, const te
     if (t->reduce_axis.empty()) {
       s[t].compute_inline();
     } else {
-      s[t].set_scope("local");
-      reductions.push_back(t);
+      on_reduction(t);
     }
     for (const te::Tensor& in : t->inputs()) todo.push_back(in);
   }
+}
+
+void schedule_thread_per_output(te::Schedule& s, const te::Tensor& out, const te::Tensor& output,
+                                int64_t threads, bool unroll) {
+  std::vector<te::Tensor> reductions;
+  inline_producers(s, out, [&](const te::Tensor& t) {
+    s[t].set_scope("local");
+    reductions.push_back(t);
+  });
   te::Tensor acc = out->reduce_axis.empty() ? te::Tensor() : s.cache_write(out, "local");
   te::Stage c = epilogue_stage(s, out, output);
   std::vector<te::IterVar> loops = c->leaf_iter_vars;

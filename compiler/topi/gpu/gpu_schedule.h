@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,11 @@ void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int6
 /// An injective output (elementwise, broadcast, layout change) in one kernel: all axes fused, then
 /// split into blocks of `threads` threads.
 void schedule_injective(te::Schedule& s, const te::Tensor& out, int64_t threads);
+
+/// Inlines every stage `out` reads, transitively, that has no reduction, and hands each one that
+/// has (a softmax's sums, an average's window sum) to `on_reduction`, once.
+void inline_producers(te::Schedule& s, const te::Tensor& out,
+                      const std::function<void(const te::Tensor&)>& on_reduction);
 
 /// One thread per output element, for operators whose outputs each reduce a small window
 /// (pooling, depthwise convolution): `output` (`out`, or an elementwise epilogue of it) fused and

@@ -6,17 +6,9 @@ namespace kiln::topi::gpu {
 
 void schedule_lstm_gpu(te::Schedule& s, const LstmOutputs& out, const target::Target& target,
                        const ProductSchedule& product) {
-  for (const te::Tensor& v : out.views) s[v].compute_inline();
-  std::vector<te::Tensor> stages(out.stages);
-  stages.insert(stages.end(), {out.y, out.y_h, out.y_c});
-  for (const te::Tensor& t : stages) {
-    if (s[t]->attach_type != te::AttachType::kRoot) continue;
-    if (!t->reduce_axis.empty()) {
-      product(s, t);
-    } else {
-      schedule_injective(s, t, default_threads(target));
-    }
-  }
+  const int64_t threads = default_threads(target);
+  schedule_lstm_stages(s, out, product,
+                       [threads](te::Schedule& sch, const te::Tensor& t) { schedule_injective(sch, t, threads); });
 }
 
 }  // namespace kiln::topi::gpu

@@ -1,7 +1,5 @@
 #include "compiler/topi/gpu/reduce_gpu.h"
 
-#include <set>
-
 #include "base/error.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/template_util.h"
@@ -39,19 +37,7 @@ space::Config reduce_gpu_default(const space::ConfigSpace& space, const target::
 
 void schedule_reduce_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg) {
   const int64_t threads = cfg.knob("threads");
-  std::set<const te::TensorNode*> seen;
-  std::vector<te::Tensor> todo = out->inputs();
-  while (!todo.empty()) {
-    te::Tensor t = todo.back();
-    todo.pop_back();
-    if (!t->is_compute() || !seen.insert(t.get()).second) continue;
-    if (t->reduce_axis.empty()) {
-      s[t].compute_inline();
-    } else {
-      thread_per_element(s[t], threads);
-    }
-    for (const te::Tensor& in : t->inputs()) todo.push_back(in);
-  }
+  inline_producers(s, out, [&](const te::Tensor& t) { thread_per_element(s[t], threads); });
   thread_per_element(s[out], threads);
 }
 
