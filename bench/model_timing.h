@@ -1,7 +1,8 @@
 // What the whole-model benchmarks (bench_models, bench_zoo) share: Kiln's latency measured the way
 // models_ref.py measures ONNX Runtime's (the median single run after two warm-ups, over at least
-// min_time seconds and 10 runs), the check of an output against ONNX Runtime's, and running the
-// python helpers that write the models and time the reference.
+// min_time seconds and 10 runs), the check of an output against ONNX Runtime's, building a model
+// and checking it (build_and_check), and running the python helpers that write the models and time
+// the reference.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +14,14 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+#include <sstream>
+
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "deploy/runtime/graph_executor.h"
 #include "deploy/runtime/ndarray.h"
+#include "deploy/runtime/npy.h"
 
 namespace kiln::bench {
 
@@ -68,6 +76,41 @@ inline double relative_error(const runtime::NDArray& a, const runtime::NDArray& 
     ref = std::max(ref, std::fabs(y));
   }
   return ref > 0 ? diff / ref : diff;
+}
+
+/// A model built for the host, run once on DIR/NAME.input.npy and checked against
+/// DIR/NAME.expected.npy (ONNX Runtime's output): its executor, or the error that stopped it.
+struct BuiltModel {
+  std::unique_ptr<runtime::GraphExecutor> exec;
+  graph::BuildReport report;
+  double build_s = NAN;  ///< import and build
+  std::string error;
+};
+
+inline BuiltModel build_and_check(const std::string& dir, const std::string& name, const std::string& target,
+                                  const graph::BuildOptions& options, const graph::OnnxImportOptions& import,
+                                  double tolerance) {
+  BuiltModel b;
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    graph::Graph g = graph::import_onnx(dir + "/" + name + ".onnx", import);
+    runtime::Bundle bundle = graph::build_graph(g, target, options, &b.report);
+    b.build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    b.exec = std::make_unique<runtime::GraphExecutor>(runtime::GraphExecutor::from_bundle(std::move(bundle), name));
+    b.exec->set_input(0, runtime::load_npy(dir + "/" + name + ".input.npy"));
+    b.exec->run();
+    const double err = relative_error(b.exec->output(0), runtime::load_npy(dir + "/" + name + ".expected.npy"));
+    if (!(err <= tolerance)) {
+      std::ostringstream os;
+      os << "output differs from ONNX Runtime: max|diff|/max|ref| = " << err;
+      b.error = os.str();
+      b.exec.reset();
+    }
+  } catch (const std::exception& e) {
+    b.error = e.what();
+    b.exec.reset();
+  }
+  return b;
 }
 
 }  // namespace kiln::bench

@@ -57,35 +57,10 @@ const std::vector<int> kThreads = {1, 2};
 constexpr int kFusionThreads = 2;
 constexpr const char* kTarget = "llvm -mcpu=native";
 
-/// A built, checked executor for one model, or an error.
-struct Built {
-  std::unique_ptr<GraphExecutor> exec;
-  kiln::graph::BuildReport report;
-  std::string error;
-};
+using Built = kiln::bench::BuiltModel;
 
-Built build_and_check(const std::string& dir, const std::string& name,
-                      const kiln::graph::BuildOptions& options) {
-  Built b;
-  try {
-    kiln::graph::Graph g = kiln::graph::import_onnx(dir + "/" + name + ".onnx");
-    kiln::runtime::Bundle bundle = kiln::graph::build_graph(g, kTarget, options, &b.report);
-    b.exec = std::make_unique<GraphExecutor>(GraphExecutor::from_bundle(std::move(bundle), name));
-    b.exec->set_input(0, kiln::runtime::load_npy(dir + "/" + name + ".input.npy"));
-    b.exec->run();
-    NDArray expected = kiln::runtime::load_npy(dir + "/" + name + ".expected.npy");
-    double err = relative_error(b.exec->output(0), expected);
-    if (!(err <= 1e-3)) {
-      std::ostringstream os;
-      os << "output differs from ONNX Runtime: max|diff|/max|ref| = " << err;
-      b.error = os.str();
-      b.exec.reset();
-    }
-  } catch (const std::exception& e) {
-    b.error = e.what();
-    b.exec.reset();
-  }
-  return b;
+Built build_and_check(const std::string& dir, const std::string& name, const kiln::graph::BuildOptions& options) {
+  return kiln::bench::build_and_check(dir, name, kTarget, options, {}, 1e-3);
 }
 
 }  // namespace

@@ -55,37 +55,10 @@ std::vector<std::string> zoo_names() {
   return names;
 }
 
-struct Built {
-  std::unique_ptr<GraphExecutor> exec;
-  double build_s = NAN;
-  std::string error;
-};
-
-Built build_and_check(const std::string& dir, const std::string& name) {
-  Built b;
-  try {
-    auto t0 = std::chrono::steady_clock::now();
-    kiln::graph::OnnxImportOptions import_options;
-    import_options.input_shapes["input"] = {1, 3, 224, 224};
-    kiln::graph::Graph g = kiln::graph::import_onnx(dir + "/" + name + ".onnx", import_options);
-    kiln::runtime::Bundle bundle = kiln::graph::build_graph(g, kTarget, {});
-    b.build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    b.exec = std::make_unique<GraphExecutor>(GraphExecutor::from_bundle(std::move(bundle), name));
-    b.exec->set_input(0, kiln::runtime::load_npy(dir + "/" + name + ".input.npy"));
-    b.exec->run();
-    const double err = kiln::bench::relative_error(
-        b.exec->output(0), kiln::runtime::load_npy(dir + "/" + name + ".expected.npy"));
-    if (!(err <= kTolerance)) {
-      std::ostringstream os;
-      os << "output differs from ONNX Runtime: max|diff|/max|ref| = " << err;
-      b.error = os.str();
-      b.exec.reset();
-    }
-  } catch (const std::exception& e) {
-    b.error = e.what();
-    b.exec.reset();
-  }
-  return b;
+kiln::bench::BuiltModel build_and_check(const std::string& dir, const std::string& name) {
+  kiln::graph::OnnxImportOptions import_options;
+  import_options.input_shapes["input"] = {1, 3, 224, 224};
+  return kiln::bench::build_and_check(dir, name, kTarget, {}, import_options, kTolerance);
 }
 
 }  // namespace
@@ -121,7 +94,7 @@ int main(int argc, char** argv) {
   double log_sum = 0;
   int ok = 0;
   for (const auto& name : models) {
-    Built b = build_and_check(d, name);
+    kiln::bench::BuiltModel b = build_and_check(d, name);
     if (!b.error.empty()) std::fprintf(stderr, "bench_zoo: %s: %s\n", name.c_str(), b.error.c_str());
     // ONNX Runtime just before Kiln, model by model (on a shared machine the load drifts over a
     // run of minutes), in its own process so that it never competes with Kiln's thread pool.
