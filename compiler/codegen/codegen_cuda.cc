@@ -35,30 +35,7 @@ class CudaDialect final : public DeviceDialect {
     return scope == "warp" ? "__syncwarp();" : "__syncthreads();";
   }
   std::string type_name(DataType t) const override {
-    std::string base;
-    switch (t.code()) {
-      case ir::TypeCode::kBool:
-        base = "bool";
-        break;
-      case ir::TypeCode::kInt:
-        base = t.bits() == 8    ? "char"
-               : t.bits() == 16 ? "short"
-               : t.bits() == 64 ? "longlong"
-                                : "int";
-        break;
-      case ir::TypeCode::kUInt:
-        base = t.bits() == 8    ? "uchar"
-               : t.bits() == 16 ? "ushort"
-               : t.bits() == 64 ? "ulonglong"
-                                : "uint";
-        break;
-      case ir::TypeCode::kFloat:
-        base = t.bits() == 16 ? "half" : t.bits() == 64 ? "double" : "float";
-        break;
-      case ir::TypeCode::kHandle:
-        base = "void*";
-        break;
-    }
+    const std::string base = element_type_base(t, "longlong");
     if (t.is_vector()) return base + std::to_string(t.lanes());
     static const std::pair<const char*, const char*> kScalar[] = {
         {"char", "signed char"},  {"uchar", "unsigned char"}, {"ushort", "unsigned short"},

@@ -950,6 +950,23 @@ std::string helper_source(const std::string& helper, const DeviceDialect& d) {
 
 }  // namespace
 
+std::string element_type_base(DataType t, const std::string& int64) {
+  const std::string integer = t.bits() == 8 ? "char" : t.bits() == 16 ? "short" : t.bits() == 64 ? int64 : "int";
+  switch (t.code()) {
+    case ir::TypeCode::kBool:
+      return "bool";
+    case ir::TypeCode::kInt:
+      return integer;
+    case ir::TypeCode::kUInt:
+      return "u" + integer;
+    case ir::TypeCode::kFloat:
+      return t.bits() == 16 ? "half" : t.bits() == 64 ? "double" : "float";
+    case ir::TypeCode::kHandle:
+      return "void*";
+  }
+  return "void";
+}
+
 std::string print_device_c(const std::vector<ir::PrimFunc>& funcs, const DeviceDialect& dialect) {
   std::set<std::string> helpers;
   bool uses_half = false, uses_double = false;

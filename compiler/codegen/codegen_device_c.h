@@ -89,6 +89,11 @@ class DeviceDialect {
   virtual std::string assertion(const std::string& condition, const std::string& message) const = 0;
 };
 
+/// The OpenCL-style name of t's element type, which both dialects' vector types are built from
+/// ("char", "ushort", "float", ...; an unsigned one is "u" + its signed name), with `int64` as the
+/// 64-bit integer's name ("long" in OpenCL, "longlong" in CUDA's vector types).
+std::string element_type_base(ir::DataType t, const std::string& int64);
+
 /// The device C of `funcs` in `dialect`. print_cuda and print_opencl call this.
 std::string print_device_c(const std::vector<ir::PrimFunc>& funcs, const DeviceDialect& dialect);
 

@@ -39,27 +39,7 @@ class OpenCLDialect final : public DeviceDialect {
     return "barrier(CLK_LOCAL_MEM_FENCE);";
   }
   std::string type_name(DataType t) const override {
-    std::string base;
-    switch (t.code()) {
-      case ir::TypeCode::kBool:
-        base = "bool";
-        break;
-      case ir::TypeCode::kInt:
-        base = t.bits() == 8 ? "char" : t.bits() == 16 ? "short" : t.bits() == 64 ? "long" : "int";
-        break;
-      case ir::TypeCode::kUInt:
-        base = t.bits() == 8    ? "uchar"
-               : t.bits() == 16 ? "ushort"
-               : t.bits() == 64 ? "ulong"
-                                : "uint";
-        break;
-      case ir::TypeCode::kFloat:
-        base = t.bits() == 16 ? "half" : t.bits() == 64 ? "double" : "float";
-        break;
-      case ir::TypeCode::kHandle:
-        base = "void*";
-        break;
-    }
+    const std::string base = element_type_base(t, "long");
     return t.is_vector() ? base + std::to_string(t.lanes()) : base;
   }
   std::string int64_suffix() const override { return "L"; }

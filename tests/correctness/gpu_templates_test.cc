@@ -36,6 +36,7 @@
 #include "compiler/topi/reduce.h"
 #include "deploy/runtime/device_api.h"
 #include "deploy/runtime/device_program.h"
+#include "tests/common/kiln_test_util.h"
 
 namespace kiln {
 namespace {
@@ -45,11 +46,20 @@ using runtime::DeviceBuffer;
 using runtime::DeviceKind;
 
 std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(gen);
-  return v;
+  return testing::random_array({static_cast<int64_t>(n)}, seed).to_vector<float>();
+}
+
+/// out[i, j] = sum_r a[i, r] * b[r, j] (b [k, n]), or b[j, r] when `b_transposed` (b [n, k]).
+std::vector<float> naive_product(const std::vector<float>& a, const std::vector<float>& b, int m, int n, int k,
+                                 bool b_transposed) {
+  std::vector<float> out(size_t(m) * n, 0.0f);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int r = 0; r < k; ++r) acc += double(a[i * k + r]) * (b_transposed ? b[j * k + r] : b[r * n + j]);
+      out[size_t(i) * n + j] = float(acc);
+    }
+  return out;
 }
 
 size_t elements(const te::Tensor& t) {
@@ -169,16 +179,7 @@ TEST(GpuTemplatesTest, MatmulOnOpenCL) {
            return std::vector<te::Tensor>{a, b, topi::matmul(a, b, "C")};
          },
          topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-         [](const std::vector<std::vector<float>>& in) {
-           std::vector<float> out(m * n, 0.0f);
-           for (int i = 0; i < m; ++i)
-             for (int j = 0; j < n; ++j) {
-               double acc = 0;
-               for (int r = 0; r < k; ++r) acc += double(in[0][i * k + r]) * in[1][r * n + j];
-               out[i * n + j] = float(acc);
-             }
-           return out;
-         },
+         [](const std::vector<std::vector<float>>& in) { return naive_product(in[0], in[1], m, n, k, false); },
          {"tile_y", "tile_x"}};
   check_template(c, "matmul 64x96x48");
 }
@@ -191,16 +192,7 @@ TEST(GpuTemplatesTest, DenseOnOpenCL) {
            return std::vector<te::Tensor>{x, w, topi::dense(x, w)};
          },
          topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-         [](const std::vector<std::vector<float>>& in) {
-           std::vector<float> out(m * n, 0.0f);
-           for (int i = 0; i < m; ++i)
-             for (int j = 0; j < n; ++j) {
-               double acc = 0;
-               for (int r = 0; r < k; ++r) acc += double(in[0][i * k + r]) * in[1][j * k + r];
-               out[i * n + j] = float(acc);
-             }
-           return out;
-         },
+         [](const std::vector<std::vector<float>>& in) { return naive_product(in[0], in[1], m, n, k, true); },
          {"tile_y", "tile_x"}};
   check_template(c, "dense 8x40x72");
 }
