@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <unordered_set>
 
 #include "base/error.h"
@@ -139,6 +140,11 @@ class NestBuilder {
     }
     Expr src = ir::substitute(red->source, root);
     Expr cond = ir::substitute(red->condition, root);
+    for (size_t i = first_reduce; i < leaves.size(); ++i) {
+      if (is_reduce_leaf(leaves[i]) && s.attr(leaves[i]).bind_thread.defined()) {
+        return cross_thread_nest(st, red, src, cond, out_index, guards, first_reduce, i);
+      }
+    }
     Expr cur = ir::producer_load(t.node(), out_index);
     ir::Stmt update = ir::producer_store(t.node(), ir::reduce_combine(red->combiner, cur, src), out_index);
     if (!ir::is_one(cond)) update = ir::if_then_else(cond, update);
@@ -177,6 +183,105 @@ class NestBuilder {
     }
 
     ir::Stmt body = ir::seq({init, update});
+    for (int i = static_cast<int>(first_reduce) - 1; i >= 0; --i) {
+      body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
+    }
+    return body;
+  }
+
+  /// A reduction whose leaf `bound` is bound to a thread index: each thread folds its share of
+  /// the row (the other reduction loops, serial) into a local accumulator, the block's threads
+  /// combine their accumulators in a shared buffer as a tree, and one thread writes the result
+  /// (every thread, for a thread-local output). The tree runs on every thread whatever the
+  /// guards say, so that the barriers thread_sync puts between its steps are uniform.
+  ir::Stmt cross_thread_nest(const Stage& st, const ir::ReduceNode* red, const Expr& src,
+                             const Expr& cond, const std::vector<Expr>& out_index,
+                             const std::vector<Expr>& guards, size_t first_reduce, size_t bound) {
+    const StageNode& s = *st.get();
+    const Tensor& t = s.op;
+    const auto& leaves = s.leaf_iter_vars;
+    const IterVar& thread = s.attr(leaves[bound]).bind_thread;
+    const std::string where = "'" + leaves[bound].var().name() + "' of stage '" + s.name() + "'";
+    KILN_USER_CHECK(thread->type != ir::IterVarType::kVirtualThread &&
+                    thread->thread_tag.rfind("threadIdx.", 0) == 0)
+        << "bind: reduction axis " << where << " is bound to '" << thread->thread_tag
+        << "'; a reduction can only be spread over the threads of a block (threadIdx.x/y/z)";
+    for (size_t i = first_reduce; i < leaves.size(); ++i) {
+      KILN_USER_CHECK(leaves[i]->type == ir::IterVarType::kCommReduce)
+          << "cross-thread reduction of stage '" << s.name() << "': data-parallel loop '"
+          << leaves[i].var().name() << "' is inside its reduction loops; reorder it outside";
+      KILN_USER_CHECK(i == bound || !s.attr(leaves[i]).bind_thread.defined())
+          << "cross-thread reduction of stage '" << s.name() << "': reduction axes '"
+          << leaves[bound].var().name() << "' and '" << leaves[i].var().name()
+          << "' are both bound to threads; fuse them and bind one";
+    }
+    const Range& r = b_.ranges.at(leaves[bound].get());
+    const std::optional<int64_t> n = ir::as_const_int(r.extent);
+    KILN_USER_CHECK(n && *n >= 1) << "cross-thread reduction: " << where
+                                  << " has non-constant extent " << ir::to_string(r.extent);
+    const Expr tid = thread.var();
+    KILN_USER_CHECK(!thread->dom.extent.defined() || ir::can_prove(thread->dom.extent == r.extent))
+        << "bind: thread axis '" << thread->thread_tag << "' has extent "
+        << ir::to_string(thread->dom.extent) << " but loop " << where << " has extent "
+        << ir::to_string(r.extent);
+
+    // The shared buffer has a row of `n` partials for each thread of the block's other thread
+    // axes (rows of the output spread over threadIdx.y, say).
+    Expr row = ir::make_zero(ir::kInt32);
+    int64_t rows = 1;
+    for (size_t i = 0; i < first_reduce; ++i) {
+      const IterVar& other = s.attr(leaves[i]).bind_thread;
+      if (!other.defined() || other->thread_tag.rfind("threadIdx.", 0) != 0) continue;
+      const std::optional<int64_t> e = ir::as_const_int(b_.ranges.at(leaves[i].get()).extent);
+      KILN_USER_CHECK(e) << "cross-thread reduction of stage '" << s.name() << "': thread loop '"
+                         << leaves[i].var().name() << "' has a non-constant extent";
+      row = row * ir::make_const(ir::kInt32, *e) + (*e == 1 ? ir::make_zero(ir::kInt32) : Expr(other.var()));
+      rows *= *e;
+    }
+    const ir::DataType dtype = t->dtype();
+    const Expr base = ir::simplify(row * ir::make_const(ir::kInt32, *n));
+    Var acc(s.name() + ".red_local", ir::DataType::Handle());
+    Var part(s.name() + ".red_shared", ir::DataType::Handle());
+    const Expr zero = ir::make_zero(ir::kInt32);
+    auto acc_value = [&] { return ir::load(dtype, acc, zero); };
+    auto part_at = [&](Expr offset) { return ir::load(dtype, part, ir::simplify(base + offset)); };
+
+    // This thread's share: the serial reduction loops with the bound one taken as `tid`.
+    ir::Stmt update = ir::store(acc, ir::reduce_combine(red->combiner, acc_value(), src), zero);
+    if (!ir::is_one(cond)) update = ir::if_then_else(cond, update);
+    update = guarded(guards, update);
+    ir::VarMap to_thread{{leaves[bound].var().get(), *n == 1 ? r.min : tid}};
+    for (int i = static_cast<int>(leaves.size()) - 1; i >= static_cast<int>(first_reduce); --i) {
+      if (static_cast<size_t>(i) == bound) continue;
+      update = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], update));
+    }
+    update = ir::substitute(update, to_thread);
+
+    // The tree: fold the upper part onto the lower one, halving, until element 0 holds it all.
+    std::vector<ir::Stmt> steps{ir::store(acc, ir::reduce_identity(red->combiner, dtype), zero), update,
+                                ir::store(part, acc_value(), ir::simplify(base + tid))};
+    for (int64_t width = *n; width > 1;) {
+      int64_t half = 1;
+      while (half * 2 < width) half *= 2;
+      const Expr off = ir::make_const(ir::kInt32, half);
+      steps.push_back(ir::if_then_else(
+          tid < ir::make_const(ir::kInt32, width - half),
+          ir::store(part, ir::reduce_combine(red->combiner, part_at(tid), part_at(tid + off)),
+                    ir::simplify(base + tid))));
+      width = half;
+    }
+    std::vector<Expr> out_guards;
+    for (const Expr& g : guards) {
+      bool reduce_var = false;
+      for (size_t i = first_reduce; i < leaves.size(); ++i) reduce_var |= ir::uses_var(g, leaves[i].var());
+      if (!reduce_var) out_guards.push_back(g);
+    }
+    if (s.scope != "local") out_guards.push_back(tid == zero);
+    steps.push_back(guarded(out_guards, ir::producer_store(t.node(), part_at(zero), out_index)));
+    ir::Stmt body = ir::allocate(part, dtype, {ir::make_const(ir::kInt32, rows * *n)}, "shared",
+                                 ir::allocate(acc, dtype, {ir::make_const(ir::kInt32, int64_t{1})}, "local",
+                                              ir::seq(steps)));
+    body = ir::attr_stmt(thread.node(), ir::attr::kThreadExtent, r.extent, body);
     for (int i = static_cast<int>(first_reduce) - 1; i >= 0; --i) {
       body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
     }

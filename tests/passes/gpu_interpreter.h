@@ -1,11 +1,12 @@
 // Runs a lowered DeviceFunction on the CPU the way a GPU would: every block of every kernel in
 // turn, each thread of a block an OS thread interpreting the kernel body with its blockIdx and
 // threadIdx, shared buffers one per block, local ones per thread, kiln.storage_sync a barrier of
-// the block's threads. int32/float32 code with vector stores run lane by lane (what the tests
+// the block's threads. int32/float32 code (+, -, *, min, max) with vector stores run lane by lane (what the tests
 // lower): enough to prove that a lowered kernel computes what its schedule says, barriers
 // included.
 #pragma once
 
+#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <functional>
@@ -150,6 +151,8 @@ class ThreadInterpreter {
       case ExprKind::kAdd: return f(e.as<AddNode>()->a) + f(e.as<AddNode>()->b);
       case ExprKind::kSub: return f(e.as<SubNode>()->a) - f(e.as<SubNode>()->b);
       case ExprKind::kMul: return f(e.as<MulNode>()->a) * f(e.as<MulNode>()->b);
+      case ExprKind::kMax: return std::max(f(e.as<MaxNode>()->a), f(e.as<MaxNode>()->b));
+      case ExprKind::kMin: return std::min(f(e.as<MinNode>()->a), f(e.as<MinNode>()->b));
       case ExprKind::kSelect: {
         auto op = e.as<SelectNode>();
         return i(op->condition) ? f(op->true_value) : f(op->false_value);

@@ -19,6 +19,38 @@ void thread_per_element(te::Stage st, int64_t threads) {
   st.bind(block, te::thread_axis("blockIdx.x"));
   st.bind(thread, te::thread_axis("threadIdx.x"));
 }
+/// A reduction stage as one kernel with a block a row: its output axes fused over the blocks, its
+/// reduction axes fused and split so that the block's `threads` threads read consecutive elements
+/// and combine their partial results in shared memory (a cross-thread reduction).
+void block_per_row(te::Stage st, int64_t threads) {
+  std::vector<te::IterVar> axes, reduce;
+  for (size_t i = 0; i < st.op().ndim(); ++i) axes.push_back(st.axis(i));
+  for (const te::IterVar& r : st.op()->reduce_axis) reduce.push_back(r);
+  te::IterVar row = axes.size() == 1 ? axes[0] : st.fuse(axes);
+  te::IterVar k = reduce.size() == 1 ? reduce[0] : st.fuse(reduce);
+  auto [outer, inner] = st.split(k, ir::Expr(threads));
+  st.bind(row, te::thread_axis("blockIdx.x"));
+  st.bind(inner, te::thread_axis("threadIdx.x"));
+}
+
+int64_t product(const std::vector<te::IterVar>& axes) {
+  int64_t n = 1;
+  for (const te::IterVar& a : axes) n *= ir::as_const_int(a->dom.extent).value_or(1);
+  return n;
+}
+
+/// A block a row pays off when rows are long and too few to fill the device one thread a row.
+bool wants_block_per_row(const te::Tensor& t) {
+  if (t->reduce_axis.empty() || t.ndim() == 0) return false;
+  return product(t->reduce_axis) >= 64 && product(t->axis) < 8192;
+}
+
+/// The block's threads for a row of `n`: the knob's, but no more than the row can use.
+int64_t row_threads(int64_t knob, int64_t n) {
+  int64_t t = 32;
+  while (t < knob && t < n) t *= 2;
+  return t;
+}
 }  // namespace
 
 space::ConfigSpace reduce_gpu_space(const te::Tensor& out) {
@@ -26,19 +58,29 @@ space::ConfigSpace reduce_gpu_space(const te::Tensor& out) {
       << "reduce_gpu_space: '" << out->name() << "' is not a computed tensor";
   space::ConfigSpace space;
   space.define_knob("threads", thread_choices());
+  space.define_knob("block_per_row", {0, 1});
   return space;
 }
 
 space::Config reduce_gpu_default(const space::ConfigSpace& space, const target::Target& target) {
   std::vector<int> pos(space.knobs().size(), 0);
   pos[knob_index(space, "threads")] = knob_position(space, "threads", default_threads(target));
+  pos[knob_index(space, "block_per_row")] = knob_position(space, "block_per_row", 1);
   return space.from_positions(pos);
 }
 
 void schedule_reduce_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg) {
   const int64_t threads = cfg.knob("threads");
-  inline_producers(s, out, [&](const te::Tensor& t) { thread_per_element(s[t], threads); });
-  thread_per_element(s[out], threads);
+  const bool rows = cfg.knob("block_per_row") != 0;
+  auto schedule = [&](const te::Tensor& t) {
+    if (rows && wants_block_per_row(t)) {
+      block_per_row(s[t], row_threads(threads, product(t->reduce_axis)));
+    } else {
+      thread_per_element(s[t], threads);
+    }
+  };
+  inline_producers(s, out, schedule);
+  schedule(out);
 }
 
 }  // namespace kiln::topi::gpu

@@ -1,16 +1,20 @@
 // The GPU template of reductions and of the operators built on them (softmax, log-softmax, the ONNX
-// reductions, ArgMax / ArgMin): one thread per row. Each reduction stage is a kernel of its own,
-// one thread per output element reducing its row serially (a softmax row's max, then its sum of
-// exponentials); the pure stages between them are inlined into their readers, and the output is
-// one thread per element. A row read by one thread is slow for long rows but needs no barriers;
-// a block per row with a cross-thread reduction in shared memory is the faster form still to come.
+// reductions, ArgMax / ArgMin). Each reduction stage is a kernel of its own; the pure stages
+// between them are inlined into their readers, and the output is one thread per element. A
+// reduction stage takes one of two forms:
+// - a block a row (knob block_per_row = 1, for rows of at least 64 elements when there are fewer
+//   than 8192 rows): the block's threads read the row's consecutive elements, each folds its share,
+//   and they combine their partial results in shared memory (a cross-thread reduction, lowered by
+//   schedule_ops when a reduction axis is bound to threadIdx);
+// - a thread a row (otherwise, or block_per_row = 0): no barriers, slow for long rows.
 //
 //   te::Tensor y = softmax(x, -1);
 //   space::ConfigSpace space = reduce_gpu_space(y);
 //   te::Schedule s = te::create_schedule({y});
 //   schedule_reduce_gpu(s, y, reduce_gpu_default(space, target));
 //
-// Knobs: threads (a block's threads, every kernel's: 32 ... 1024).
+// Knobs: threads (a block's threads, every kernel's: 32 ... 1024; a row's block takes no more
+// than its row can use), block_per_row (0 or 1).
 #pragma once
 
 #include "compiler/space/space.h"
