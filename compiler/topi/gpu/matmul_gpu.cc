@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "compiler/ir/functor.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
+#include "compiler/topi/gpu/reduce_gpu.h"
 #include "compiler/topi/template_util.h"
 
 namespace kiln::topi::gpu {
@@ -14,6 +15,13 @@ size_t check_product(const te::Tensor& out, const char* who) {
                   out->reduce_axis.size() == 1)
       << who << ": '" << out->name() << "' is not a 2-D or batched product with one reduction";
   return out.ndim() - 2;
+}
+/// Few outputs over a long reduction (a GEMV: a dense layer at batch 1): a block an output, its
+/// threads sharing the reduction, keeps more of the device busy than tiles of outputs can.
+bool few_outputs(const te::Tensor& out) {
+  int64_t outputs = 1;
+  for (size_t d = 0; d < out.ndim(); ++d) outputs *= ir::as_const_int(out->shape()[d]).value_or(1 << 30);
+  return outputs <= 4096 && ir::as_const_int(out->reduce_axis[0]->dom.extent).value_or(0) >= 256;
 }
 }  // namespace
 
@@ -28,6 +36,7 @@ space::ConfigSpace matmul_gpu_space(const te::Tensor& out) {
   space.define_split("tile_k", *k, 2);
   space.define_knob("unroll", {0, 1});
   space.define_knob("vector", {1, 4});
+  if (few_outputs(out)) space.define_knob("cross_thread", {0, 1});
   return space;
 }
 
@@ -49,11 +58,19 @@ space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::
   pos[knob_index(space, "tile_k")] = nearest_split_position(space, "tile_k", {0, 8});
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
   pos[knob_index(space, "vector")] = knob_position(space, "vector", 4);
+  if (pos.size() > 5) pos[knob_index(space, "cross_thread")] = knob_position(space, "cross_thread", 1);
   return space.from_positions(fit_threads(space, pos, {"tile_y", "tile_x"}, target.max_num_threads));
 }
 
 void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg, const te::Tensor& output) {
   const size_t row_axis = check_product(out, "schedule_matmul_gpu");
+  if (few_outputs(out) && cfg.knob("cross_thread") != 0) {
+    // The product a kernel of a block an output (a cross-thread reduction), the epilogue another.
+    const int64_t threads = 256;
+    schedule_row_reduction(s[out], threads);
+    if (output.get() != out.get()) schedule_injective(s, output, threads);
+    return;
+  }
   const std::vector<int64_t>& ty = cfg.split("tile_y");
   const std::vector<int64_t>& tx = cfg.split("tile_x");
   ThreadAxes axes;

@@ -7,8 +7,11 @@
 //   te::Schedule s = te::create_schedule({y});
 //   schedule_pool2d_gpu(s, y, pool2d_gpu_default(space, target), y);
 //
+// A global pool may instead reduce each plane with a block of threads (reduce_gpu's cross-thread
+// form: the plane's sum or maximum its own kernel, the rest one thread an element).
+//
 // Knobs: threads (a block's threads: 32 ... 1024), unroll (0/1: the window's loops, up to 64
-// points).
+// points), block_per_row (global pools only, 0/1).
 #pragma once
 
 #include "compiler/space/space.h"

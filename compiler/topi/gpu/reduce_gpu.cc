@@ -22,7 +22,7 @@ void thread_per_element(te::Stage st, int64_t threads) {
 /// A reduction stage as one kernel with a block a row: its output axes fused over the blocks, its
 /// reduction axes fused and split so that the block's `threads` threads read consecutive elements
 /// and combine their partial results in shared memory (a cross-thread reduction).
-void block_per_row(te::Stage st, int64_t threads) {
+void block_per_row_stage(te::Stage st, int64_t threads) {
   std::vector<te::IterVar> axes, reduce;
   for (size_t i = 0; i < st.op().ndim(); ++i) axes.push_back(st.axis(i));
   for (const te::IterVar& r : st.op()->reduce_axis) reduce.push_back(r);
@@ -42,7 +42,7 @@ int64_t product(const std::vector<te::IterVar>& axes) {
 /// A block a row pays off when rows are long and too few to fill the device one thread a row.
 bool wants_block_per_row(const te::Tensor& t) {
   if (t->reduce_axis.empty() || t.ndim() == 0) return false;
-  return product(t->reduce_axis) >= 64 && product(t->axis) < 8192;
+  return product(t->reduce_axis) >= 32 && product(t->axis) < 8192;
 }
 
 /// The block's threads for a row of `n`: the knob's, but no more than the row can use.
@@ -69,18 +69,24 @@ space::Config reduce_gpu_default(const space::ConfigSpace& space, const target::
   return space.from_positions(pos);
 }
 
-void schedule_reduce_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg) {
-  const int64_t threads = cfg.knob("threads");
-  const bool rows = cfg.knob("block_per_row") != 0;
+void schedule_row_reduction(te::Stage st, int64_t threads) {
+  block_per_row_stage(st, row_threads(threads, product(st.op()->reduce_axis)));
+}
+
+void schedule_rows(te::Schedule& s, const te::Tensor& output, int64_t threads, bool block_per_row) {
   auto schedule = [&](const te::Tensor& t) {
-    if (rows && wants_block_per_row(t)) {
-      block_per_row(s[t], row_threads(threads, product(t->reduce_axis)));
+    if (block_per_row && wants_block_per_row(t)) {
+      block_per_row_stage(s[t], row_threads(threads, product(t->reduce_axis)));
     } else {
       thread_per_element(s[t], threads);
     }
   };
-  inline_producers(s, out, schedule);
-  schedule(out);
+  inline_producers(s, output, schedule);
+  schedule(output);
+}
+
+void schedule_reduce_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg) {
+  schedule_rows(s, out, cfg.knob("threads"), cfg.knob("block_per_row") != 0);
 }
 
 }  // namespace kiln::topi::gpu

@@ -2,7 +2,7 @@
 // reductions, ArgMax / ArgMin). Each reduction stage is a kernel of its own; the pure stages
 // between them are inlined into their readers, and the output is one thread per element. A
 // reduction stage takes one of two forms:
-// - a block a row (knob block_per_row = 1, for rows of at least 64 elements when there are fewer
+// - a block a row (knob block_per_row = 1, for rows of at least 32 elements when there are fewer
 //   than 8192 rows): the block's threads read the row's consecutive elements, each folds its share,
 //   and they combine their partial results in shared memory (a cross-thread reduction, lowered by
 //   schedule_ops when a reduction axis is bound to threadIdx);
@@ -27,5 +27,10 @@ space::ConfigSpace reduce_gpu_space(const te::Tensor& out);
 space::Config reduce_gpu_default(const space::ConfigSpace& space, const target::Target& target);
 /// Schedules `out` and every compute stage it reads, up to the placeholders.
 void schedule_reduce_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg);
+/// The same with its knobs given: `output` one thread an element, its pure producers inlined, each
+/// reduction it reads (or `output` itself) a kernel in one of the two forms.
+void schedule_rows(te::Schedule& s, const te::Tensor& output, int64_t threads, bool block_per_row);
+/// One reduction stage alone as a kernel of a block a row (up to `threads` threads).
+void schedule_row_reduction(te::Stage st, int64_t threads);
 
 }  // namespace kiln::topi::gpu
