@@ -1,0 +1,351 @@
+// The hand-lowered int8 conv2d stream (see conv2d_stream.h). The compiler's tensorize path will
+// replace it.
+#include "deploy/vdla/kernels/conv2d_stream.h"
+
+#include <algorithm>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "base/error.h"
+
+namespace kiln::vdla {
+
+namespace {
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// One output tile: channel blocks [o0, o0 + tile_oc), rows [y0, y0 + th), columns [x0, x0 + tw).
+struct Tile {
+  int o0, y0, x0, th, tw;
+};
+
+// The half (or whole) of each buffer a virtual thread owns.
+struct ThreadBuffers {
+  uint32_t inp, wgt, acc;
+};
+
+// One DMA'd input window along one axis: `before` zero rows, `size` rows from `src`, `after` zeros.
+struct Window {
+  int src, size, before, after;
+};
+
+Window window(int out0, int out_n, int stride, int k, int pad, int extent) {
+  const int in0 = out0 * stride - pad;
+  const int in_n = (out_n - 1) * stride + k;
+  Window w;
+  w.before = std::max(0, -in0);
+  w.after = std::max(0, in0 + in_n - extent);
+  w.src = std::max(0, in0);
+  w.size = in_n - w.before - w.after;
+  return w;
+}
+
+class Conv2dEmitter {
+ public:
+  Conv2dEmitter(CommandQueue& q, const Config& cfg, const Conv2dShape& s, const Conv2dTiling& t,
+                const Conv2dAddrs& a, int shift)
+      : q_(q), cfg_(cfg), s_(s), t_(t), a_(a), shift_(shift) {
+    icb_ = s.ic / cfg.block_in();
+    ocb_ = s.oc / cfg.block_out();
+    tw_ = t.tile_w > 0 ? t.tile_w : s.ow();
+    const int v = t.vthreads;
+    for (int i = 0; i < v; ++i) {
+      bufs_.push_back(ThreadBuffers{static_cast<uint32_t>(i * (cfg.inp_depth() / v)),
+                                    static_cast<uint32_t>(i * (cfg.wgt_depth() / v)),
+                                    static_cast<uint32_t>(i * (cfg.acc_depth() / v))});
+    }
+  }
+
+  void emit() {
+    const int v = t_.vthreads;
+    // The first use of each thread's buffers waits for nothing: one token per thread in each WAR
+    // queue (compute->load: its INP/WGT half is free; store->compute: its ACC half is free).
+    for (int i = 0; i < v; ++i) q_.dep_push(kComputeStage, kLoadStage);
+    for (int i = 0; i < v; ++i) q_.dep_push(kStoreStage, kComputeStage);
+    for (const std::vector<Tile>& group : groups()) emit_group(group);
+    // ... and those tokens are taken back at the end, so that the stream is balanced.
+    for (int i = 0; i < v; ++i) q_.dep_pop(kComputeStage, kLoadStage);
+    for (int i = 0; i < v; ++i) q_.dep_pop(kStoreStage, kComputeStage);
+  }
+
+ private:
+  Tile tile(int ot, int ht, int wt) const {
+    Tile t{ot * t_.tile_oc, ht * t_.tile_h, wt * tw_, 0, 0};
+    t.th = std::min(t_.tile_h, s_.oh() - t.y0);
+    t.tw = std::min(tw_, s_.ow() - t.x0);
+    return t;
+  }
+
+  // Tiles in loop order (channel tiles, rows, columns), in groups of `vthreads` consecutive tiles
+  // along the virtual-thread axis.
+  std::vector<std::vector<Tile>> groups() const {
+    const int n_oc = ocb_ / t_.tile_oc, n_h = ceil_div(s_.oh(), t_.tile_h), n_w = ceil_div(s_.ow(), tw_);
+    const int v = t_.vthreads;
+    std::vector<std::vector<Tile>> out;
+    if (v == 1 || t_.vthread_axis == VthreadAxis::kOc) {
+      for (int ot = 0; ot < n_oc; ot += v) {
+        for (int ht = 0; ht < n_h; ++ht) {
+          for (int wt = 0; wt < n_w; ++wt) {
+            std::vector<Tile> g;
+            for (int i = 0; i < v; ++i) g.push_back(tile(ot + i, ht, wt));
+            out.push_back(g);
+          }
+        }
+      }
+    } else {
+      for (int ot = 0; ot < n_oc; ++ot) {
+        for (int ht = 0; ht < n_h; ht += v) {
+          for (int wt = 0; wt < n_w; ++wt) {
+            std::vector<Tile> g;
+            for (int i = 0; i < v; ++i) g.push_back(tile(ot, ht + i, wt));
+            out.push_back(g);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  int in_h(const Tile& t) const { return (t.th - 1) * s_.stride + s_.k; }
+  int in_w(const Tile& t) const { return (t.tw - 1) * s_.stride + s_.k; }
+  uint32_t acc_rows(const Tile& t) const { return static_cast<uint32_t>(t_.tile_oc * t.th * t.tw); }
+
+  // A signature naming everything the micro-ops depend on, so that equal kernels are shared and
+  // different ones never are.
+  std::string sig(const char* what, int thread, const Tile& t) const {
+    std::ostringstream os;
+    os << "conv2d." << what << " t" << thread << " th" << t.th << " tw" << t.tw << " k" << s_.k << " s" << s_.stride
+       << " oc" << t_.tile_oc << " ic" << t_.tile_ic << " inp" << bufs_[thread].inp << " wgt" << bufs_[thread].wgt
+       << " acc" << bufs_[thread].acc;
+    return os.str();
+  }
+
+  void emit_group(const std::vector<Tile>& group) {
+    const int v = static_cast<int>(group.size());
+    // Reset each thread's accumulators once its previous tile has been stored.
+    for (int i = 0; i < v; ++i) {
+      const Tile& t = group[i];
+      const uint32_t base = bufs_[i].acc, rows = acc_rows(t);
+      q_.dep_pop(kStoreStage, kComputeStage);
+      q_.push_gemm(sig("reset", i, t), true, [&](UopKernel& k) {
+        k.loop_begin(rows, 1, 0, 0);
+        k.push(base, 0, 0);
+        k.loop_end();
+      });
+    }
+    // The reduction: loads of both threads, then GEMMs of both threads, per step.
+    const int steps = icb_ / t_.tile_ic;
+    for (int step = 0; step < steps; ++step) {
+      for (int i = 0; i < v; ++i) {
+        q_.dep_pop(kComputeStage, kLoadStage);
+        emit_loads(i, group[i], step);
+        q_.dep_push(kLoadStage, kComputeStage);
+      }
+      for (int i = 0; i < v; ++i) {
+        q_.dep_pop(kLoadStage, kComputeStage);
+        emit_gemm(i, group[i]);
+        q_.dep_push(kComputeStage, kLoadStage);
+      }
+    }
+    // Requantize to int8 in ACC, then store.
+    for (int i = 0; i < v; ++i) {
+      const Tile& t = group[i];
+      const uint32_t base = bufs_[i].acc, rows = acc_rows(t);
+      const struct {
+        const char* name;
+        AluOp op;
+        int32_t imm;
+      } ops[] = {{"shr", AluOp::kShr, shift_}, {"max", AluOp::kMax, -128}, {"min", AluOp::kMin, 127}};
+      for (const auto& op : ops) {
+        q_.push_alu(sig(op.name, i, t) + " imm" + std::to_string(op.imm), op.op, true, op.imm, [&](UopKernel& k) {
+          k.loop_begin(rows, 1, 1, 0);
+          k.push(base, base, 0);
+          k.loop_end();
+        });
+      }
+      q_.dep_push(kComputeStage, kStoreStage);
+    }
+    for (int i = 0; i < v; ++i) {
+      const Tile& t = group[i];
+      q_.dep_pop(kComputeStage, kStoreStage);
+      for (int j = 0; j < t_.tile_oc; ++j) {
+        const uint64_t row = (uint64_t{static_cast<uint64_t>(t.o0 + j)} * s_.oh() + t.y0) * s_.ow() + t.x0;
+        q_.store_buffer_2d(bufs_[i].acc + static_cast<uint32_t>(j * t.th * t.tw),
+                           a_.output + row * cfg_.out_row_bytes(), static_cast<uint32_t>(t.tw),
+                           static_cast<uint32_t>(t.th), static_cast<uint32_t>(s_.ow()));
+      }
+      q_.dep_push(kStoreStage, kComputeStage);
+    }
+  }
+
+  void emit_loads(int thread, const Tile& t, int step) {
+    const Window wy = window(t.y0, t.th, s_.stride, s_.k, s_.pad, s_.h);
+    const Window wx = window(t.x0, t.tw, s_.stride, s_.k, s_.pad, s_.w);
+    KILN_USER_CHECK(wy.size > 0 && wx.size > 0)
+        << "vdla conv2d: a tile at row " << t.y0 << ", column " << t.x0 << " reads only padding";
+    const int ih = in_h(t), iw = in_w(t);
+    for (int c = 0; c < t_.tile_ic; ++c) {
+      const int cb = step * t_.tile_ic + c;
+      const uint64_t row = (uint64_t{static_cast<uint64_t>(cb)} * s_.h + wy.src) * s_.w + wx.src;
+      q_.load_buffer_2d(MemType::kInp, bufs_[thread].inp + static_cast<uint32_t>(c * ih * iw),
+                        a_.data + row * cfg_.inp_row_bytes(), static_cast<uint32_t>(wx.size),
+                        static_cast<uint32_t>(wy.size), static_cast<uint32_t>(s_.w), static_cast<uint32_t>(wx.before),
+                        static_cast<uint32_t>(wy.before), static_cast<uint32_t>(wx.after),
+                        static_cast<uint32_t>(wy.after));
+    }
+    const int kk = s_.k * s_.k;
+    const uint64_t wrow = (uint64_t{static_cast<uint64_t>(t.o0)} * icb_ + step * t_.tile_ic) * kk;
+    q_.load_buffer_2d(MemType::kWgt, bufs_[thread].wgt, a_.kernel + wrow * cfg_.wgt_row_bytes(),
+                      static_cast<uint32_t>(t_.tile_ic * kk), static_cast<uint32_t>(t_.tile_oc),
+                      static_cast<uint32_t>(icb_ * kk));
+  }
+
+  void emit_gemm(int thread, const Tile& t) {
+    const int ih = in_h(t), iw = in_w(t), k = s_.k, st = s_.stride;
+    const ThreadBuffers b = bufs_[thread];
+    q_.push_gemm(sig("gemm", thread, t), false, [&](UopKernel& kern) {
+      // Loops: output channel block (next ACC block, next WGT oc row), input channel block (next
+      // INP block, next WGT ic block). A factor of a loop of extent 1 is never used: kept 0.
+      kern.loop_begin(t_.tile_oc, t_.tile_oc > 1 ? t.th * t.tw : 0, 0, t_.tile_oc > 1 ? t_.tile_ic * k * k : 0);
+      kern.loop_begin(t_.tile_ic, 0, t_.tile_ic > 1 ? ih * iw : 0, t_.tile_ic > 1 ? k * k : 0);
+      // Micro-ops: (ky, kx, y, x), x innermost, so that consecutive micro-ops accumulate into
+      // different ACC rows.
+      for (int ky = 0; ky < k; ++ky) {
+        for (int kx = 0; kx < k; ++kx) {
+          for (int y = 0; y < t.th; ++y) {
+            for (int x = 0; x < t.tw; ++x) {
+              kern.push(b.acc + y * t.tw + x, b.inp + (y * st + ky) * iw + x * st + kx, b.wgt + ky * k + kx);
+            }
+          }
+        }
+      }
+      kern.loop_end();
+      kern.loop_end();
+    });
+  }
+
+  CommandQueue& q_;
+  const Config& cfg_;
+  const Conv2dShape& s_;
+  const Conv2dTiling& t_;
+  const Conv2dAddrs& a_;
+  int shift_;
+  int icb_ = 0, ocb_ = 0, tw_ = 0;
+  std::vector<ThreadBuffers> bufs_;
+};
+
+}  // namespace
+
+std::string Conv2dTiling::to_string() const {
+  std::ostringstream os;
+  os << "tile_oc=" << tile_oc << " tile_ic=" << tile_ic << " tile_h=" << tile_h << " tile_w=" << tile_w
+     << " vthreads=" << vthreads << " axis=" << (vthread_axis == VthreadAxis::kOc ? "oc" : "h");
+  return os.str();
+}
+
+std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& s, const Conv2dTiling& t) {
+  std::ostringstream os;
+  if (cfg.batch() != 1) return "the conv2d stream is written for batch 1";
+  if (s.ic <= 0 || s.oc <= 0 || s.ic % cfg.block_in() != 0 || s.oc % cfg.block_out() != 0) {
+    os << "channels " << s.ic << " -> " << s.oc << " are not positive multiples of the blocks " << cfg.block_in()
+       << " and " << cfg.block_out();
+    return os.str();
+  }
+  if (s.k < 1 || s.stride < 1 || s.pad < 0 || s.pad > 15 || s.pad >= s.k + s.stride || s.oh() < 1 || s.ow() < 1) {
+    return "kernel, stride or padding out of range (padding must fit the DMA's 4 bits and be less than k + stride)";
+  }
+  const int icb = s.ic / cfg.block_in(), ocb = s.oc / cfg.block_out();
+  const int v = t.vthreads, tw = t.tile_w > 0 ? t.tile_w : s.ow();
+  if (v != 1 && v != 2) return "vthreads must be 1 or 2";
+  if (t.tile_oc < 1 || ocb % t.tile_oc != 0) return "tile_oc must divide the " + std::to_string(ocb) + " output channel blocks";
+  if (t.tile_ic < 1 || icb % t.tile_ic != 0) return "tile_ic must divide the " + std::to_string(icb) + " input channel blocks";
+  if (t.tile_h < 1 || t.tile_h > s.oh()) return "tile_h must be in [1, " + std::to_string(s.oh()) + "]";
+  if (tw < 1 || tw > s.ow()) return "tile_w must be in [1, " + std::to_string(s.ow()) + "]";
+  const int last_h = s.oh() - (ceil_div(s.oh(), t.tile_h) - 1) * t.tile_h;
+  const int last_w = s.ow() - (ceil_div(s.ow(), tw) - 1) * tw;
+  if (std::min(t.tile_h, last_h) * std::min(tw, last_w) < 2) {
+    return "a tile of a single pixel would accumulate into one ACC row in consecutive micro-ops";
+  }
+  if (v == 2) {
+    const int n = t.vthread_axis == VthreadAxis::kOc ? ocb / t.tile_oc : ceil_div(s.oh(), t.tile_h);
+    if (n % 2 != 0) {
+      os << "two virtual threads pair tiles along " << (t.vthread_axis == VthreadAxis::kOc ? "oc" : "h")
+         << ", which has " << n << " tiles (not even)";
+      return os.str();
+    }
+  }
+  const int64_t ih = int64_t{t.tile_h - 1} * s.stride + s.k, iw = int64_t{tw - 1} * s.stride + s.k;
+  const int64_t acc = int64_t{t.tile_oc} * t.tile_h * tw, inp = t.tile_ic * ih * iw,
+                wgt = int64_t{t.tile_oc} * t.tile_ic * s.k * s.k, uops = int64_t{s.k} * s.k * t.tile_h * tw;
+  if (acc > cfg.acc_depth() / v) os << "ACC tile of " << acc << " rows exceeds " << cfg.acc_depth() / v << "; ";
+  if (inp > cfg.inp_depth() / v) os << "INP tile of " << inp << " rows exceeds " << cfg.inp_depth() / v << "; ";
+  if (wgt > cfg.wgt_depth() / v) os << "WGT tile of " << wgt << " rows exceeds " << cfg.wgt_depth() / v << "; ";
+  if (uops > cfg.uop_depth()) os << "GEMM micro-kernel of " << uops << " micro-ops exceeds " << cfg.uop_depth() << "; ";
+  if (ih - 1 + s.pad >= (int64_t{1} << 16) || iw >= (int64_t{1} << 16)) os << "DMA sizes exceed 16 bits; ";
+  std::string r = os.str();
+  if (!r.empty()) r.resize(r.size() - 2);
+  return r;
+}
+
+void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& tiling, const Conv2dAddrs& addrs,
+                 int shift) {
+  const Config& cfg = q.config();
+  const std::string problem = conv2d_tiling_problem(cfg, shape, tiling);
+  KILN_USER_CHECK(problem.empty()) << "vdla conv2d: tiling " << tiling.to_string() << ": " << problem;
+  KILN_USER_CHECK(shift >= 0 && shift < 32) << "vdla conv2d: shift " << shift << " is not in [0, 31]";
+  Conv2dEmitter(q, cfg, shape, tiling, addrs, shift).emit();
+}
+
+Conv2dTiling choose_conv2d_tiling(const Config& cfg, const Conv2dShape& s, int vthreads) {
+  const int icb = s.ic / cfg.block_in(), ocb = s.oc / cfg.block_out();
+  Dram dram;
+  Conv2dAddrs addrs;
+  addrs.data = dram.alloc(uint64_t(s.ic) * s.h * s.w);
+  addrs.kernel = dram.alloc(uint64_t(s.oc) * s.ic * s.k * s.k);
+  addrs.output = dram.alloc(uint64_t(s.oc) * s.oh() * s.ow());
+  const uint64_t base_size = dram.size();
+
+  Conv2dTiling best;
+  uint64_t best_cycles = std::numeric_limits<uint64_t>::max();
+  std::vector<VthreadAxis> axes = {VthreadAxis::kOc};
+  if (vthreads == 2) axes.push_back(VthreadAxis::kH);
+  for (int toc = 1; toc <= ocb; ++toc) {
+    if (ocb % toc != 0) continue;
+    for (int tic = 1; tic <= icb; ++tic) {
+      if (icb % tic != 0) continue;
+      for (VthreadAxis axis : axes) {
+        Conv2dTiling t{toc, tic, 1, 0, vthreads, axis};
+        // The tallest row tile that fits, and half of it.
+        int max_h = 0;
+        for (int h = s.oh(); h >= 1; --h) {
+          t.tile_h = h;
+          if (conv2d_tiling_problem(cfg, s, t).empty()) {
+            max_h = h;
+            break;
+          }
+        }
+        if (max_h == 0) continue;
+        for (int h : {max_h, (max_h + 1) / 2}) {
+          t.tile_h = h;
+          if (!conv2d_tiling_problem(cfg, s, t).empty()) continue;
+          Device dev(cfg);
+          CommandQueue q(dev, dram);
+          emit_conv2d(q, s, t, addrs, 8);
+          const Stats st = q.synchronize(RunOptions{false});
+          if (st.cycles < best_cycles) {
+            best_cycles = st.cycles;
+            best = t;
+          }
+          dram.truncate(base_size);
+        }
+      }
+    }
+  }
+  KILN_USER_CHECK(best_cycles != std::numeric_limits<uint64_t>::max())
+      << "vdla conv2d: no tiling of " << s.ic << "x" << s.h << "x" << s.w << " -> " << s.oc << " (k " << s.k
+      << ") fits " << cfg.describe() << " with " << vthreads << " virtual thread(s)";
+  return best;
+}
+
+}  // namespace kiln::vdla

@@ -1,0 +1,77 @@
+// A hand-lowered int8 conv2d for the VDLA: the instruction stream that the compiler's tensorize
+// path (issue 17, part 3: tensorize, DMA/ALU intrinsic injection, virtual threads lowered to
+// dependence tokens) will emit, written here as a tiled loop nest over the driver's API. The
+// compiler will replace it; until then it is the reference for what that path must produce, and
+// what the tests and bench_vdla run.
+//
+// Layouts (blocked by the GEMM unit's BLOCK_IN = BLOCK_OUT = 16, batch 1):
+//   data    [IC/16][H][W][16] int8
+//   kernel  [OC/16][IC/16][K][K][16 out][16 in] int8 (each 16x16 block transposed, as WGT rows are)
+//   output  [OC/16][OH][OW][16] int8 = clip(conv >> shift, -128, 127)
+//
+// The loop nest, per output tile (tile_oc channel blocks x tile_h rows x tile_w columns):
+//
+//   reset the tile's ACC rows                               (GEMM reset)
+//   for each step of tile_ic input channel blocks:
+//     load the input rows it needs, zero-padded by DMA      (LOAD INP, one per channel block)
+//     load the weights                                      (LOAD WGT, one 2D load)
+//     GEMM micro-kernel: loops (oc block, ic block), micro-ops (ky, kx, y, x)
+//   SHR by shift, MAX -128, MIN 127                         (ALU, immediates)
+//   store one row block per output channel block           (STORE)
+//
+// With two virtual threads (A7), consecutive tiles along `vthread_axis` form pairs whose stages
+// are interleaved in one stream, each thread in its own half of INP, WGT and ACC, with dependence
+// tokens between the stages: the load of one thread's next step overlaps the other's GEMM.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "deploy/vdla/driver/command_queue.h"
+
+namespace kiln::vdla {
+
+struct Conv2dShape {
+  int h = 0, w = 0;    ///< input height and width
+  int ic = 0, oc = 0;  ///< channels, multiples of the block sizes
+  int k = 1;           ///< kernel height = width
+  int stride = 1;
+  int pad = 0;         ///< on every side
+  int oh() const { return (h + 2 * pad - k) / stride + 1; }
+  int ow() const { return (w + 2 * pad - k) / stride + 1; }
+  /// Multiply-adds.
+  int64_t macs() const { return int64_t{oc} * oh() * ow() * ic * k * k; }
+};
+
+enum class VthreadAxis { kOc, kH };
+
+struct Conv2dTiling {
+  int tile_oc = 1;   ///< output channel blocks per tile (divides OC/16)
+  int tile_ic = 1;   ///< input channel blocks per reduction step (divides IC/16)
+  int tile_h = 1;    ///< output rows per tile (the last tile may be shorter)
+  int tile_w = 0;    ///< output columns per tile, 0 = the whole width
+  int vthreads = 1;  ///< 1 (serial) or 2
+  VthreadAxis vthread_axis = VthreadAxis::kOc;
+  std::string to_string() const;
+};
+
+/// Byte addresses in Dram of the three blocked tensors.
+struct Conv2dAddrs {
+  uint64_t data = 0, kernel = 0, output = 0;
+};
+
+/// Why the tiling cannot run this shape on `cfg` (a buffer half overflows, a factor does not
+/// divide, an odd number of tiles to pair, ...), or "" when it can.
+std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& shape, const Conv2dTiling& tiling);
+
+/// Appends the convolution's stream to `q` (balanced tokens; call q.synchronize() to run it).
+/// Raises kiln::Error with conv2d_tiling_problem's reason.
+void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& tiling, const Conv2dAddrs& addrs,
+                 int shift);
+
+/// The tiling with the fewest cycles on the cycle model among a pruned set of candidates
+/// (channel tiles, the tallest row tile that fits and half of it, both virtual-thread axes), for
+/// `vthreads` 1 or 2. Raises kiln::Error when none fits.
+Conv2dTiling choose_conv2d_tiling(const Config& cfg, const Conv2dShape& shape, int vthreads);
+
+}  // namespace kiln::vdla
