@@ -3,6 +3,7 @@
 #include "deploy/vdla/kernels/conv2d_stream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <sstream>
 #include <vector>
@@ -297,54 +298,108 @@ void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& 
   Conv2dEmitter(q, cfg, shape, tiling, addrs, shift).emit();
 }
 
-Conv2dTiling choose_conv2d_tiling(const Config& cfg, const Conv2dShape& s, int vthreads) {
+namespace {
+
+// The candidates both choosers rank: every divisor pair of the channel blocks, both virtual-thread
+// axes, the whole width, half and a quarter of it, and for each the tallest row tile that fits,
+// half and a quarter of it.
+std::vector<Conv2dTiling> candidates(const Config& cfg, const Conv2dShape& s, int vthreads) {
+  std::vector<Conv2dTiling> out;
+  if (s.ic % cfg.block_in() != 0 || s.oc % cfg.block_out() != 0) return out;
   const int icb = s.ic / cfg.block_in(), ocb = s.oc / cfg.block_out();
+  std::vector<VthreadAxis> axes = {VthreadAxis::kOc};
+  if (vthreads == 2) axes.push_back(VthreadAxis::kH);
+  std::vector<int> widths = {s.ow()};
+  for (int d : {2, 4}) {
+    if ((s.ow() + d - 1) / d != widths.back()) widths.push_back((s.ow() + d - 1) / d);
+  }
+  for (int toc = 1; toc <= ocb; ++toc) {
+    if (ocb % toc != 0) continue;
+    for (int tic = 1; tic <= icb; ++tic) {
+      if (icb % tic != 0) continue;
+      for (VthreadAxis axis : axes) {
+        for (int tw : widths) {
+          Conv2dTiling t{toc, tic, 1, tw == s.ow() ? 0 : tw, vthreads, axis};
+          int max_h = 0;
+          for (int h = s.oh(); h >= 1 && max_h == 0; --h) {
+            t.tile_h = h;
+            if (conv2d_tiling_problem(cfg, s, t).empty()) max_h = h;
+          }
+          if (max_h == 0) continue;
+          int last = 0;
+          for (int h : {max_h, (max_h + 1) / 2, (max_h + 3) / 4}) {
+            if (h == last) continue;
+            last = h;
+            t.tile_h = h;
+            if (conv2d_tiling_problem(cfg, s, t).empty()) out.push_back(t);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+[[noreturn]] void no_tiling(const Config& cfg, const Conv2dShape& s, int vthreads) {
+  KILN_USER_ERROR() << "vdla conv2d: no tiling of " << s.ic << "x" << s.h << "x" << s.w << " -> " << s.oc << " (k "
+                    << s.k << ") fits " << cfg.describe() << " with " << vthreads << " virtual thread(s)";
+}
+
+}  // namespace
+
+Conv2dTiling default_conv2d_tiling(const Config& cfg, const Conv2dShape& s, int vthreads) {
+  const std::vector<Conv2dTiling> cands = candidates(cfg, s, vthreads);
+  if (cands.empty()) no_tiling(cfg, s, vthreads);
+  const int icb = s.ic / cfg.block_in();
+  double best_cost = std::numeric_limits<double>::max();
+  Conv2dTiling best = cands.front();
+  for (const Conv2dTiling& t : cands) {
+    const int tw = t.tile_w > 0 ? t.tile_w : s.ow();
+    const double ih = (t.tile_h - 1.0) * s.stride + s.k, iw = (tw - 1.0) * s.stride + s.k;
+    const double tiles = double(s.oc / cfg.block_out() / t.tile_oc) * std::ceil(double(s.oh()) / t.tile_h) *
+                         std::ceil(double(s.ow()) / tw);
+    const double steps = icb / t.tile_ic;
+    const double gemm = double(t.tile_oc) * t.tile_ic * s.k * s.k * t.tile_h * tw + cfg.gemm_fill;
+    const double dma = (t.tile_ic * ih * iw * cfg.inp_row_bytes() +
+                        double(t.tile_oc) * t.tile_ic * s.k * s.k * cfg.wgt_row_bytes()) / cfg.bus_bytes +
+                       cfg.dram_latency;
+    const double rows = double(t.tile_oc) * t.tile_h * tw;
+    const double epilogue = rows * (1 + 3 * cfg.alu_ii) + rows * cfg.out_row_bytes() / cfg.bus_bytes;
+    // Micro-kernels that do not all fit the UOP buffer are loaded again for every GEMM.
+    const double uops = double(s.k) * s.k * t.tile_h * tw;
+    const double reload = vthreads * uops + 8 > cfg.uop_depth() ? uops * Config::kUopBytes / cfg.bus_bytes : 0;
+    const double per_step = (vthreads == 2 ? std::max(gemm + reload, dma) : gemm + dma) + reload;
+    const double cost = tiles * (steps * per_step + epilogue);
+    if (cost < best_cost) {
+      best_cost = cost;
+      best = t;
+    }
+  }
+  return best;
+}
+
+Conv2dTiling choose_conv2d_tiling(const Config& cfg, const Conv2dShape& s, int vthreads) {
+  const std::vector<Conv2dTiling> cands = candidates(cfg, s, vthreads);
+  if (cands.empty()) no_tiling(cfg, s, vthreads);
   Dram dram;
   Conv2dAddrs addrs;
   addrs.data = dram.alloc(uint64_t(s.ic) * s.h * s.w);
   addrs.kernel = dram.alloc(uint64_t(s.oc) * s.ic * s.k * s.k);
   addrs.output = dram.alloc(uint64_t(s.oc) * s.oh() * s.ow());
   const uint64_t base_size = dram.size();
-
-  Conv2dTiling best;
+  Conv2dTiling best = cands.front();
   uint64_t best_cycles = std::numeric_limits<uint64_t>::max();
-  std::vector<VthreadAxis> axes = {VthreadAxis::kOc};
-  if (vthreads == 2) axes.push_back(VthreadAxis::kH);
-  for (int toc = 1; toc <= ocb; ++toc) {
-    if (ocb % toc != 0) continue;
-    for (int tic = 1; tic <= icb; ++tic) {
-      if (icb % tic != 0) continue;
-      for (VthreadAxis axis : axes) {
-        Conv2dTiling t{toc, tic, 1, 0, vthreads, axis};
-        // The tallest row tile that fits, and half of it.
-        int max_h = 0;
-        for (int h = s.oh(); h >= 1; --h) {
-          t.tile_h = h;
-          if (conv2d_tiling_problem(cfg, s, t).empty()) {
-            max_h = h;
-            break;
-          }
-        }
-        if (max_h == 0) continue;
-        for (int h : {max_h, (max_h + 1) / 2}) {
-          t.tile_h = h;
-          if (!conv2d_tiling_problem(cfg, s, t).empty()) continue;
-          Device dev(cfg);
-          CommandQueue q(dev, dram);
-          emit_conv2d(q, s, t, addrs, 8);
-          const Stats st = q.synchronize(RunOptions{false});
-          if (st.cycles < best_cycles) {
-            best_cycles = st.cycles;
-            best = t;
-          }
-          dram.truncate(base_size);
-        }
-      }
+  for (const Conv2dTiling& t : cands) {
+    Device dev(cfg);
+    CommandQueue q(dev, dram);
+    emit_conv2d(q, s, t, addrs, 8);
+    const Stats st = q.synchronize(RunOptions{false});
+    if (st.cycles < best_cycles) {
+      best_cycles = st.cycles;
+      best = t;
     }
+    dram.truncate(base_size);
   }
-  KILN_USER_CHECK(best_cycles != std::numeric_limits<uint64_t>::max())
-      << "vdla conv2d: no tiling of " << s.ic << "x" << s.h << "x" << s.w << " -> " << s.oc << " (k " << s.k
-      << ") fits " << cfg.describe() << " with " << vthreads << " virtual thread(s)";
   return best;
 }
 

@@ -69,8 +69,12 @@ std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& shape, c
 void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& tiling, const Conv2dAddrs& addrs,
                  int shift);
 
+/// A tiling chosen without simulating: the candidates of choose_conv2d_tiling ranked by a rough
+/// estimate of their cycles (compute and DMA added for one thread, overlapped for two).
+Conv2dTiling default_conv2d_tiling(const Config& cfg, const Conv2dShape& shape, int vthreads);
+
 /// The tiling with the fewest cycles on the cycle model among a pruned set of candidates
-/// (channel tiles, the tallest row tile that fits and half of it, both virtual-thread axes), for
+/// (channel tiles, widths, row tiles up to the tallest that fits, both virtual-thread axes), for
 /// `vthreads` 1 or 2. Raises kiln::Error when none fits.
 Conv2dTiling choose_conv2d_tiling(const Config& cfg, const Conv2dShape& shape, int vthreads);
 
