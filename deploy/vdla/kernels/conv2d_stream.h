@@ -15,9 +15,13 @@
 //   for each step of tile_ic input channel blocks:
 //     load the input rows it needs, zero-padded by DMA      (LOAD INP, one per channel block)
 //     load the weights                                      (LOAD WGT, one 2D load)
-//     GEMM micro-kernel: loops (oc block, ic block), micro-ops (ky, kx, y, x)
+//     GEMM micro-kernel: the first two of (oc block, ic block, ky, kx) with more than one step
+//       as its two loops, the others and the tile's (y, x) as micro-ops
 //   SHR by shift, MAX -128, MIN 127                         (ALU, immediates)
 //   store one row block per output channel block           (STORE)
+//
+// When a tile's whole reduction is one step (tile_ic = IC/16), its inputs and weights stay in the
+// buffers, and the next tile of the same thread loads only what changed.
 //
 // With two virtual threads (A7), consecutive tiles along `vthread_axis` form pairs whose stages
 // are interleaved in one stream, each thread in its own half of INP, WGT and ACC, with dependence
@@ -69,8 +73,8 @@ std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& shape, c
 void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& tiling, const Conv2dAddrs& addrs,
                  int shift);
 
-/// A tiling chosen without simulating: the candidates of choose_conv2d_tiling ranked by a rough
-/// estimate of their cycles (compute and DMA added for one thread, overlapped for two).
+/// A tiling chosen quickly: the candidates of choose_conv2d_tiling ranked by a rough estimate of
+/// their cycles, and the fastest of the best three on the cycle model.
 Conv2dTiling default_conv2d_tiling(const Config& cfg, const Conv2dShape& shape, int vthreads);
 
 /// The tiling with the fewest cycles on the cycle model among a pruned set of candidates
