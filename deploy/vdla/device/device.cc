@@ -205,15 +205,10 @@ class Pipeline {
   void finish() {
     const int c = static_cast<int>(Module::kCompute);
     const uint32_t idx = queues_[c][pc_[c]];
-    for (Module m : {Module::kLoad, Module::kStore}) {
-      const int mi = static_cast<int>(m);
-      if (pc_[mi] == queues_[mi].size()) continue;
-      const uint32_t left = queues_[mi][pc_[mi]];
-      KILN_USER_ERROR() << insn_where(idx, program_[idx]) << ": FINISH is reached while the " << module_name(m)
-                        << " module still waits to run instruction #" << left << " (" << insn_kind(program_[left])
-                        << ")" << waiting_on(m, left)
-                        << "; the stream must make FINISH wait for every module (a token to compute)";
-    }
+    const std::string blocked = blocked_modules();
+    KILN_USER_CHECK(blocked.empty()) << "vdla: deadlock: " << blocked << "; FINISH (#" << idx
+                                     << ") is reached and cannot wait for them (the stream must make FINISH wait for "
+                                        "every module, with a token to compute)";
     uint64_t start = 0;
     ready(Module::kCompute, idx, &start);
     step(Module::kCompute, start);
@@ -244,18 +239,26 @@ class Pipeline {
     return os.str();
   }
 
-  [[noreturn]] void deadlock() const {
+  // "load module blocked at instruction #3 (LOAD INP), popping queue c2l ..., which is empty; ..."
+  // for every module that has instructions left (FINISH excluded).
+  std::string blocked_modules() const {
     std::ostringstream os;
     bool any = false;
     for (int m = 0; m < 3; ++m) {
       if (pc_[m] == queues_[m].size()) continue;
       const uint32_t idx = queues_[m][pc_[m]];
+      if (program_[idx].opcode == Opcode::kFinish) continue;
       os << (any ? "; " : "") << module_name(static_cast<Module>(m)) << " module blocked at instruction #" << idx
          << " (" << insn_kind(program_[idx]) << ")" << waiting_on(static_cast<Module>(m), idx);
       any = true;
     }
-    if (!any) KILN_USER_ERROR() << "vdla: the stream of " << program_.size() << " instructions has no FINISH";
-    KILN_USER_ERROR() << "vdla: deadlock: " << os.str();
+    return os.str();
+  }
+
+  [[noreturn]] void deadlock() const {
+    const std::string blocked = blocked_modules();
+    if (blocked.empty()) KILN_USER_ERROR() << "vdla: the stream of " << program_.size() << " instructions has no FINISH";
+    KILN_USER_ERROR() << "vdla: deadlock: " << blocked;
   }
 
   void check_flags(uint32_t i, Module m) const {
