@@ -2,8 +2,11 @@
 // kind) and the problem, never a hang or a crash (deploy/vdla/device/device.h lists them).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <array>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -209,6 +212,70 @@ TEST(VdlaErrors, Conv2dTilingThatDoesNotFit) {
   t.vthreads = 2;
   t.tile_oc = 16;
   expect_error([&] { emit_conv2d(q, s, t, Conv2dAddrs{}, 8); }, {"pair tiles along oc, which has 1 tiles"});
+}
+
+// Random instruction streams (random bits under valid and invalid opcodes, random flags and fields,
+// with FINISH or without) either run or raise kiln::Error: never another exception, a crash or a
+// hang. Iteration counts are kept small where the stream is executed, so that every run is short.
+TEST(VdlaErrors, RandomStreamsRunOrFailCleanly) {
+  std::mt19937_64 rng(20181008);
+  Device dev{Config{}};
+  Dram dram;
+  const uint64_t insn_at = dram.alloc(64 * 16, 16);
+  dram.alloc(1 << 16);
+  for (uint64_t i = insn_at + 64 * 16; i < dram.size(); ++i) *dram.at(i) = static_cast<uint8_t>(rng());
+  for (uint32_t u = 0; u < 8192; ++u) dev.uop()[u] = static_cast<uint32_t>(rng());
+  int ran = 0, refused = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const bool execute = trial % 2 == 0;
+    const uint32_t n = 1 + static_cast<uint32_t>(rng() % 40);
+    const bool flags = rng() % 4 == 0;  // otherwise no tokens, so that some streams run
+    for (uint32_t i = 0; i < n; ++i) {
+      EncodedInsn e;
+      e.words = {rng(), rng()};
+      const uint64_t kinds[] = {0, 0, 1, 2, 4, 3, 5, 6, 7};
+      const uint64_t op = kinds[rng() % 1000 < 995 ? rng() % 5 : 5 + rng() % 4];
+      e.words[0] = (e.words[0] & ~uint64_t{0x7f}) | op;
+      if (flags) e.words[0] |= (rng() % 16) << 3;
+      if (op == 0 || op == 1) {
+        // A memory type that exists (mostly the kind's own), small sizes, strides and addresses.
+        const uint64_t mem = rng() % 50 == 0 ? rng() % 8 : (op == 1 ? 4 : std::array<uint64_t, 5>{0, 1, 2, 3, 5}[rng() % 5]);
+        e.words[0] &= ~(uint64_t{7} << 7) & ~(uint64_t{0xffff} << 10) & ~(uint64_t{0xffffffff} << 26);
+        e.words[0] |= mem << 7 | (rng() % 2100) << 10 | (rng() % 2048) << 26;
+        if (mem == 1) e.words[0] = (e.words[0] & ~(uint64_t{0xffff} << 10)) | (rng() % 130) << 10;
+        e.words[1] = (rng() % 8) | (rng() % 64) << 16 | (rng() % 128) << 32;
+        if (rng() % 3 == 0) e.words[1] |= (rng() % 65536) << 48;  // padding
+      }
+      if (op == 2 || op == 4) {
+        // Short loops and micro-op ranges, so that executed streams stay fast.
+        e.words[0] &= ~((uint64_t{0x3fff} << 35) | (uint64_t{0x3fff} << 49) | (uint64_t{0x7ffffff} << 8));
+        const uint64_t bgn = rng() % 8200;
+        e.words[0] |= (1 + rng() % 8) << 35 | (1 + rng() % 8) << 49 | bgn << 8 | (bgn + 1 + rng() % 16) << 21;
+        e.words[1] &= ~(uint64_t{0x7ffff} << 44);  // factors below 2^11 (GEMM) / small ALU fields
+        if (op == 4 && rng() % 20) e.words[1] = (e.words[1] & ~(uint64_t{7} << 44)) | (rng() % 5) << 44;
+      }
+      std::memcpy(dram.at(insn_at + i * 16, 16), e.words.data(), 16);
+    }
+    if (rng() % 8) {
+      const EncodedInsn fin = encode(make_finish());
+      std::memcpy(dram.at(insn_at + n * 16, 16), fin.words.data(), 16);
+    } else {
+      std::memset(dram.at(insn_at + n * 16, 16), 0, 16);  // a no-op load instead of FINISH
+    }
+    try {
+      dev.run(dram.bytes(), insn_at, n + 1, RunOptions{execute});
+      ++ran;
+    } catch (const kiln::Error& e) {
+      ASSERT_NE(std::string(e.what()).find("vdla"), std::string::npos) << e.what();
+      ++refused;
+      if (std::getenv("VDLA_FUZZ_VERBOSE")) std::printf("%s\n", e.what());
+    } catch (const std::exception& e) {
+      FAIL() << "trial " << trial << ": not a kiln::Error: " << e.what();
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_GT(ran, 0);
+  std::printf("random streams: %d ran, %d refused\n", ran, refused);
 }
 
 }  // namespace
