@@ -4,8 +4,8 @@
 // finds fastest within the prototype's SRAM sizes, then the peak utilization of both (the paper's
 // section 4.4: 0.70 without latency hiding, 0.88 with it).
 //
-//   case=vdla_<layer> cycles_serial=<a> cycles_vthread=<b> util_serial=<u1> util_vthread=<u2> gops=<g>
-//   case=vdla_peak util_serial=<max u1> util_vthread=<max u2>
+//   case=vdla_<layer> cycles_serial=<a> cycles_vthread=<b> util_serial=<u1> util_vthread=<u2>
+//   gops=<g> case=vdla_peak util_serial=<max u1> util_vthread=<max u2>
 //
 // gops is the two-thread stream's. The chosen tilings go to stderr. ARGS: --layers C2,C9,...
 #include <algorithm>
@@ -61,10 +61,14 @@ int main(int argc, char** argv) {
     const Conv2dTiling t2 = choose_conv2d_tiling(cfg, s, 2);
     const Stats serial = time_conv(cfg, s, t1);
     const Stats vthread = time_conv(cfg, s, t2);
-    std::fprintf(stderr, "%s serial: %s | vthread: %s\n", l.name, t1.to_string().c_str(), t2.to_string().c_str());
-    std::printf("case=vdla_%s cycles_serial=%llu cycles_vthread=%llu util_serial=%.3f util_vthread=%.3f gops=%.1f\n",
-                l.name, static_cast<unsigned long long>(serial.cycles), static_cast<unsigned long long>(vthread.cycles),
-                serial.utilization(), vthread.utilization(), vthread.gops(cfg));
+    std::fprintf(stderr, "%s serial: %s | vthread: %s\n", l.name, t1.to_string().c_str(),
+                 t2.to_string().c_str());
+    std::printf(
+        "case=vdla_%s cycles_serial=%llu cycles_vthread=%llu util_serial=%.3f util_vthread=%.3f "
+        "gops=%.1f\n",
+        l.name, static_cast<unsigned long long>(serial.cycles),
+        static_cast<unsigned long long>(vthread.cycles), serial.utilization(),
+        vthread.utilization(), vthread.gops(cfg));
     std::fflush(stdout);
     peak_serial = std::max(peak_serial, serial.utilization());
     peak_vthread = std::max(peak_vthread, vthread.utilization());

@@ -32,17 +32,20 @@ inline std::vector<int8_t> conv2d_reference(const Conv2dShape& s, const std::vec
               const int ix = x * s.stride + kx - s.pad;
               if (ix < 0 || ix >= s.w) continue;
               const int8_t* d = &data[((static_cast<size_t>(cb) * s.h + iy) * s.w + ix) * B];
-              const int8_t* w = &kernel[((((static_cast<size_t>(ob) * icb + cb) * k + ky) * k + kx) * B) * B];
+              const int8_t* w =
+                  &kernel[((((static_cast<size_t>(ob) * icb + cb) * k + ky) * k + kx) * B) * B];
               for (int o = 0; o < B; ++o) {
                 int32_t sum = 0;
                 for (int i = 0; i < B; ++i) sum += int32_t{d[i]} * int32_t{w[o * B + i]};
-                acc[o] = static_cast<int32_t>(static_cast<uint32_t>(acc[o]) + static_cast<uint32_t>(sum));
+                acc[o] = static_cast<int32_t>(static_cast<uint32_t>(acc[o]) +
+                                              static_cast<uint32_t>(sum));
               }
             }
           }
         }
         int8_t* dst = &out[((static_cast<size_t>(ob) * oh + y) * ow + x) * B];
-        for (int o = 0; o < B; ++o) dst[o] = static_cast<int8_t>(std::clamp(acc[o] >> shift, -128, 127));
+        for (int o = 0; o < B; ++o)
+          dst[o] = static_cast<int8_t>(std::clamp(acc[o] >> shift, -128, 127));
       }
     }
   }
@@ -58,8 +61,8 @@ inline std::vector<int8_t> random_int8(size_t n, uint32_t seed) {
 }
 
 /// A shift that keeps most outputs inside int8 without zeroing them: about log2 of the sum's
-/// spread (sqrt(terms) times the standard deviation of a product of two uniform int8 values) less 5, so that
-/// the shifted sums spread over about +-32.
+/// spread (sqrt(terms) times the standard deviation of a product of two uniform int8 values) less
+/// 5, so that the shifted sums spread over about +-32.
 inline int conv2d_shift(const Conv2dShape& s) {
   const double spread = std::sqrt(static_cast<double>(s.ic) * s.k * s.k) * 74.0 * 74.0;
   return std::max(0, static_cast<int>(std::log2(spread / 32)));

@@ -60,7 +60,8 @@ void check_layer(const bench::ConvLayer& l) {
   const Conv2dShape s = shape_of(l);
   const Config cfg;
   std::vector<int8_t> data = testing::random_int8(static_cast<size_t>(s.ic) * s.h * s.w, 17);
-  std::vector<int8_t> kernel = testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 29);
+  std::vector<int8_t> kernel =
+      testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 29);
   if (l.ic < s.ic) {
     // Zero the padded input channels of the data and of the kernel.
     for (size_t i = 0; i < data.size(); ++i) {
@@ -95,9 +96,9 @@ void check_layer(const bench::ConvLayer& l) {
   for (int8_t v : ref) clipped += (v == 127 || v == -128);
   EXPECT_LT(clipped, ref.size() / 4) << l.name;
   std::printf("%s serial %s: cycles=%llu util=%.3f | vthread %s: cycles=%llu util=%.3f\n", l.name,
-              serial.to_string().c_str(), static_cast<unsigned long long>(r1.stats.cycles), r1.stats.utilization(),
-              vthread.to_string().c_str(), static_cast<unsigned long long>(r2.stats.cycles),
-              r2.stats.utilization());
+              serial.to_string().c_str(), static_cast<unsigned long long>(r1.stats.cycles),
+              r1.stats.utilization(), vthread.to_string().c_str(),
+              static_cast<unsigned long long>(r2.stats.cycles), r2.stats.utilization());
 }
 
 class VdlaConv2d : public ::testing::TestWithParam<bench::ConvLayer> {};
@@ -105,7 +106,9 @@ class VdlaConv2d : public ::testing::TestWithParam<bench::ConvLayer> {};
 TEST_P(VdlaConv2d, BitExactSerialAndVirtualThreads) { check_layer(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(ResNet18, VdlaConv2d, ::testing::ValuesIn(bench::resnet18_layers()),
-                         [](const ::testing::TestParamInfo<bench::ConvLayer>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<bench::ConvLayer>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace kiln::vdla

@@ -1,6 +1,6 @@
 // The cycle model's costs on hand-written streams (deploy/vdla/device/cycle_model.h): GEMM, ALU
-// and DMA costs, the one DRAM port shared by the modules, and a load overlapping a GEMM taking fewer
-// cycles than the same work in series.
+// and DMA costs, the one DRAM port shared by the modules, and a load overlapping a GEMM taking
+// fewer cycles than the same work in series.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -57,8 +57,8 @@ TEST(VdlaCycleModel, LoadCostsLatencyBeatsAndPadRows) {
   EXPECT_EQ(c.latency, 64u);
   EXPECT_EQ(c.transfer, 12u);
   EXPECT_EQ(c.pad, 14u);
-  const Stats st = f.run({with(load, false, false, false, true), with(kComputeNoop, true, false, false, false),
-                          make_finish()});
+  const Stats st = f.run({with(load, false, false, false, true),
+                          with(kComputeNoop, true, false, false, false), make_finish()});
   EXPECT_EQ(st.cycles, 90u + 1 + 1);
   EXPECT_EQ(st.dram_busy, 12u);
   // A WGT row is 256 bytes: 32 beats.
@@ -71,8 +71,8 @@ TEST(VdlaCycleModel, ModulesShareOneDramPort) {
   // The load module's INP load (8 x 16 bytes: 16 beats) and the compute module's ACC load (2 x 64
   // bytes: 16 beats) issue together; the second transfer waits for the first.
   const Stats st = f.run({with(make_load(MemType::kInp, 0, 0, 1, 8, 8), false, false, false, true),
-                          make_load(MemType::kAcc, 0, 0, 1, 2, 2), with(kComputeNoop, true, false, false, false),
-                          make_finish()});
+                          make_load(MemType::kAcc, 0, 0, 1, 2, 2),
+                          with(kComputeNoop, true, false, false, false), make_finish()});
   EXPECT_EQ(st.dram_busy, 32u);
   EXPECT_EQ(st.cycles, 64u + 16 + 16 + 1 + 1);
 }
@@ -86,14 +86,16 @@ TEST(VdlaCycleModel, LoadOverlappingGemmBeatsSerial) {
   const Insn gemm0 = make_gemm(false, 0, 1, 100, 1, 1, 0, 0, 0, 0, 0);
   const Insn gemm1 = make_gemm(false, 0, 1, 100, 1, 1, 0, 0, 0, 0, 0);
   Fixture serial;
-  const Stats s = serial.run({with(load0, false, false, false, true), with(gemm0, true, false, true, false),
-                              with(load1, false, true, false, true), with(gemm1, true, false, false, false),
-                              make_finish()});
+  const Stats s =
+      serial.run({with(load0, false, false, false, true), with(gemm0, true, false, true, false),
+                  with(load1, false, true, false, true), with(gemm1, true, false, false, false),
+                  make_finish()});
   EXPECT_EQ(s.cycles, 164u + 104 + 164 + 104 + 1);
   Fixture overlapped;
-  const Stats o = overlapped.run({with(load0, false, false, false, true), with(load1, false, false, false, true),
-                                  with(gemm0, true, false, false, false), with(gemm1, true, false, false, false),
-                                  make_finish()});
+  const Stats o = overlapped.run({with(load0, false, false, false, true),
+                                  with(load1, false, false, false, true),
+                                  with(gemm0, true, false, false, false),
+                                  with(gemm1, true, false, false, false), make_finish()});
   EXPECT_EQ(o.cycles, 164u + 164 + 104 + 1);
   EXPECT_LT(o.cycles, s.cycles);
   EXPECT_EQ(o.gemm_counter, s.gemm_counter);

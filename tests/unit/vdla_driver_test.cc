@@ -43,7 +43,7 @@ TEST(VdlaDriver, DepPushSetsTheFlagOfTheStagesLastInstruction) {
 
 TEST(VdlaDriver, DepPopIsCarriedByTheStagesNextInstruction) {
   Fixture f;
-  f.q.dep_pop(kLoadStage, kComputeStage);  // pending pop_prev on compute
+  f.q.dep_pop(kLoadStage, kComputeStage);            // pending pop_prev on compute
   f.q.load_buffer_2d(MemType::kInp, 0, 0, 1, 1, 1);  // a load: does not take it
   f.q.load_buffer_2d(MemType::kAcc, 0, 0, 1, 1, 1);  // compute: takes it
   ASSERT_EQ(f.q.insns().size(), 2u);
@@ -106,28 +106,36 @@ TEST(VdlaDriver, MicroKernelsAreCachedAndEvicted) {
 
 TEST(VdlaDriver, MicroKernelRecordingRules) {
   Fixture f;
-  EXPECT_ERROR_CONTAINS(f.q.push_gemm("hazard", false, [](UopKernel& k) {
-    k.push(3, 0, 0);
-    k.push(3, 1, 1);
-  }), "both accumulate into ACC row 3");
+  EXPECT_ERROR_CONTAINS(f.q.push_gemm("hazard", false,
+                                      [](UopKernel& k) {
+                                        k.push(3, 0, 0);
+                                        k.push(3, 1, 1);
+                                      }),
+                        "both accumulate into ACC row 3");
   // A reset writes without reading: the same row twice is fine. So is ALU at II=2.
   f.q.push_gemm("reset twice", true, [](UopKernel& k) {
     k.push(3, 0, 0);
     k.push(3, 0, 0);
   });
-  EXPECT_ERROR_CONTAINS(f.q.push_gemm("three", false, [](UopKernel& k) {
-    k.loop_begin(2, 1, 0, 0);
-    k.loop_begin(2, 1, 0, 0);
-    k.loop_begin(2, 1, 0, 0);
-  }), "a third loop");
-  EXPECT_ERROR_CONTAINS(f.q.push_gemm("late loop", false, [](UopKernel& k) {
-    k.push(0, 0, 0);
-    k.loop_begin(2, 1, 0, 0);
-  }), "loop begins after micro-ops");
-  EXPECT_ERROR_CONTAINS(f.q.push_gemm("open", false, [](UopKernel& k) {
-    k.loop_begin(2, 1, 0, 0);
-    k.push(0, 0, 0);
-  }), "not ended");
+  EXPECT_ERROR_CONTAINS(f.q.push_gemm("three", false,
+                                      [](UopKernel& k) {
+                                        k.loop_begin(2, 1, 0, 0);
+                                        k.loop_begin(2, 1, 0, 0);
+                                        k.loop_begin(2, 1, 0, 0);
+                                      }),
+                        "a third loop");
+  EXPECT_ERROR_CONTAINS(f.q.push_gemm("late loop", false,
+                                      [](UopKernel& k) {
+                                        k.push(0, 0, 0);
+                                        k.loop_begin(2, 1, 0, 0);
+                                      }),
+                        "loop begins after micro-ops");
+  EXPECT_ERROR_CONTAINS(f.q.push_gemm("open", false,
+                                      [](UopKernel& k) {
+                                        k.loop_begin(2, 1, 0, 0);
+                                        k.push(0, 0, 0);
+                                      }),
+                        "not ended");
   EXPECT_ERROR_CONTAINS(f.q.push_gemm("empty", false, [](UopKernel&) {}), "no micro-ops");
   EXPECT_ERROR_CONTAINS(f.q.push_alu("reset twice", AluOp::kAdd, false, 0, [](UopKernel&) {}),
                         "recorded as another kind");
@@ -135,7 +143,8 @@ TEST(VdlaDriver, MicroKernelRecordingRules) {
 
 TEST(VdlaDriver, DescriptorsAreChecked) {
   Fixture f;
-  EXPECT_ERROR_CONTAINS(f.q.load_buffer_2d(MemType::kInp, 0, 8, 1, 1, 1), "not aligned to the 16-byte INP");
+  EXPECT_ERROR_CONTAINS(f.q.load_buffer_2d(MemType::kInp, 0, 8, 1, 1, 1),
+                        "not aligned to the 16-byte INP");
   EXPECT_ERROR_CONTAINS(f.q.load_buffer_2d(MemType::kInp, 0, 0, 1, 1, 1, 16), "x_pad_0 = 16");
   EXPECT_ERROR_CONTAINS(f.q.load_buffer_2d(MemType::kOut, 0, 0, 1, 1, 1), "OUT is a store's");
   EXPECT_ERROR_CONTAINS(f.q.dep_push(kLoadStage, kStoreStage), "neighbouring");
@@ -148,7 +157,8 @@ TEST(VdlaDriver, GemmAluStoreEndToEnd) {
   const uint64_t x = f.dram.alloc(16, 16), w = f.dram.alloc(256, 256), out = f.dram.alloc(16, 16);
   for (int k = 0; k < 16; ++k) *f.dram.at(x + k) = static_cast<uint8_t>(k - 4);
   for (int o = 0; o < 16; ++o) {
-    for (int k = 0; k < 16; ++k) *f.dram.at(w + o * 16 + k) = static_cast<uint8_t>((o - 8) * (k % 3));
+    for (int k = 0; k < 16; ++k)
+      *f.dram.at(w + o * 16 + k) = static_cast<uint8_t>((o - 8) * (k % 3));
   }
   CommandQueue& q = f.q;
   q.load_buffer_2d(MemType::kInp, 0, x, 1, 1, 1);

@@ -53,7 +53,8 @@ TEST(VdlaIsa, StoreAndFinishOpcodes) {
 }
 
 TEST(VdlaIsa, GemmFieldsAtTheirBits) {
-  Insn g = make_gemm(true, 0x1abc, 0x2def, 0x3123, 0x2456, 0x7ff, 0x5a5, 0x3c3, 0x1ee, 0x3ff, 0x2aa);
+  Insn g =
+      make_gemm(true, 0x1abc, 0x2def, 0x3123, 0x2456, 0x7ff, 0x5a5, 0x3c3, 0x1ee, 0x3ff, 0x2aa);
   g.dep.pop_prev = true;
   const EncodedInsn e = encode(g);
   EXPECT_EQ(bits(e, 2, 0), 2u);
@@ -97,16 +98,22 @@ TEST(VdlaIsa, RoundTripOfRandomInstructions) {
     Insn i;
     switch (n % 5) {
       case 0:
-        i = make_load(static_cast<MemType>(r(32) % 6 == 4 ? 2 : r(32) % 6), r(16), r(32), r(16), r(16), r(16), r(4),
-                      r(4), r(4), r(4));
+        i = make_load(static_cast<MemType>(r(32) % 6 == 4 ? 2 : r(32) % 6), r(16), r(32), r(16),
+                      r(16), r(16), r(4), r(4), r(4), r(4));
         break;
-      case 1: i = make_store(r(16), r(32), r(16), r(16), r(16)); break;
-      case 2: i = make_gemm(r(1), r(13), r(14), r(14), r(14), r(11), r(11), r(11), r(11), r(10), r(10)); break;
+      case 1:
+        i = make_store(r(16), r(32), r(16), r(16), r(16));
+        break;
+      case 2:
+        i = make_gemm(r(1), r(13), r(14), r(14), r(14), r(11), r(11), r(11), r(11), r(10), r(10));
+        break;
       case 3:
-        i = make_alu(static_cast<AluOp>(r(32) % 5), r(13), r(14), r(14), r(14), r(11), r(11), r(11), r(11), r(1),
-                     static_cast<int16_t>(r(16)));
+        i = make_alu(static_cast<AluOp>(r(32) % 5), r(13), r(14), r(14), r(14), r(11), r(11), r(11),
+                     r(11), r(1), static_cast<int16_t>(r(16)));
         break;
-      default: i = make_finish(); break;
+      default:
+        i = make_finish();
+        break;
     }
     i.dep = DepFlags{static_cast<bool>(r(1)), static_cast<bool>(r(1)), static_cast<bool>(r(1)),
                      static_cast<bool>(r(1))};
@@ -118,8 +125,10 @@ TEST(VdlaIsa, FieldOverflowIsAnError) {
   EXPECT_ERROR_CONTAINS(encode(make_load(MemType::kInp, 1 << 16, 0, 1, 1, 1)), "sram_base");
   EXPECT_ERROR_CONTAINS(encode(make_load(MemType::kInp, 0, 0, 1, 1, 1, 16)), "y_pad_0 = 16");
   EXPECT_ERROR_CONTAINS(encode(make_gemm(false, 0, 1, 1 << 14, 1, 0, 0, 0, 0, 0, 0)), "iter_out");
-  EXPECT_ERROR_CONTAINS(encode(make_gemm(false, 0, 1, 1, 1, 0, 0, 0, 0, 1024, 0)), "wgt_factor_out");
-  EXPECT_ERROR_CONTAINS(encode(make_alu(AluOp::kAdd, 0, 1, 1, 1, 0, 0, 0, 0, true, 40000)), "imm = 40000");
+  EXPECT_ERROR_CONTAINS(encode(make_gemm(false, 0, 1, 1, 1, 0, 0, 0, 0, 1024, 0)),
+                        "wgt_factor_out");
+  EXPECT_ERROR_CONTAINS(encode(make_alu(AluOp::kAdd, 0, 1, 1, 1, 0, 0, 0, 0, true, 40000)),
+                        "imm = 40000");
 }
 
 TEST(VdlaIsa, DecodeRefusesUnknownCodes) {

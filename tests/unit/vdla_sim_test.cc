@@ -24,14 +24,17 @@ TEST(VdlaSim, LoadInpWithPadding) {
   Device dev{Config{}};
   Dram dram;
   const uint64_t base = dram.alloc(16 * 12, 16);
-  for (int e = 0; e < 12; ++e) std::memset(dram.at(base + e * 16, 16), e + 1, 16);  // element e holds e+1
+  for (int e = 0; e < 12; ++e)
+    std::memset(dram.at(base + e * 16, 16), e + 1, 16);  // element e holds e+1
   // Rows 0 and 1 of a 3x4 array, columns 1..3, padded by 1 above, 1 left and 1 right: 3 x 5 rows.
-  const Insn load = make_load(MemType::kInp, 10, static_cast<uint32_t>(base / 16) + 1, 2, 3, 4, 1, 0, 1, 1);
+  const Insn load =
+      make_load(MemType::kInp, 10, static_cast<uint32_t>(base / 16) + 1, 2, 3, 4, 1, 0, 1, 1);
   const Stats st = dev.run(dram.bytes(), after_load(load));
   const int expect[3][5] = {{0, 0, 0, 0, 0}, {0, 2, 3, 4, 0}, {0, 6, 7, 8, 0}};
   for (int y = 0; y < 3; ++y) {
     for (int x = 0; x < 5; ++x) {
-      for (int b = 0; b < 16; ++b) ASSERT_EQ(dev.inp()[(10 + y * 5 + x) * 16 + b], expect[y][x]) << y << "," << x;
+      for (int b = 0; b < 16; ++b)
+        ASSERT_EQ(dev.inp()[(10 + y * 5 + x) * 16 + b], expect[y][x]) << y << "," << x;
     }
   }
   EXPECT_EQ(st.inp_load_nbytes, 2u * 3 * 16);  // padding not counted
@@ -40,7 +43,8 @@ TEST(VdlaSim, LoadInpWithPadding) {
 TEST(VdlaSim, LoadWgtAccAcc8AndUop) {
   Device dev{Config{}};
   Dram dram;
-  const uint64_t w = dram.alloc(256, 256), a = dram.alloc(64, 64), a8 = dram.alloc(16, 16), u = dram.alloc(8, 4);
+  const uint64_t w = dram.alloc(256, 256), a = dram.alloc(64, 64), a8 = dram.alloc(16, 16),
+                 u = dram.alloc(8, 4);
   for (int i = 0; i < 256; ++i) *dram.at(w + i) = static_cast<uint8_t>(i);
   for (int i = 0; i < 16; ++i) {
     const int32_t v = -1000 * i;
@@ -52,7 +56,9 @@ TEST(VdlaSim, LoadWgtAccAcc8AndUop) {
   std::vector<Insn> prog = {make_load(MemType::kAcc, 7, static_cast<uint32_t>(a / 64), 1, 1, 1),
                             make_load(MemType::kAcc8, 8, static_cast<uint32_t>(a8 / 16), 1, 1, 1),
                             make_load(MemType::kUop, 100, static_cast<uint32_t>(u / 4), 1, 2, 2)};
-  for (const Insn& i : after_load(make_load(MemType::kWgt, 5, static_cast<uint32_t>(w / 256), 1, 1, 1))) prog.push_back(i);
+  for (const Insn& i :
+       after_load(make_load(MemType::kWgt, 5, static_cast<uint32_t>(w / 256), 1, 1, 1)))
+    prog.push_back(i);
   const Stats st = dev.run(dram.bytes(), prog);
   for (int i = 0; i < 256; ++i) ASSERT_EQ(dev.wgt()[5 * 256 + i], static_cast<int8_t>(i));
   for (int i = 0; i < 16; ++i) {
@@ -74,7 +80,8 @@ TEST(VdlaSim, GemmWithLoopsResetAndWrap) {
   for (int r = 0; r < 4; ++r) {
     for (int k = 0; k < 16; ++k) dev.inp()[r * 16 + k] = static_cast<int8_t>(r + k - 8);
     for (int o = 0; o < 16; ++o) {
-      for (int k = 0; k < 16; ++k) dev.wgt()[(r * 16 + o) * 16 + k] = static_cast<int8_t>((o * 3 + k + r) % 11 - 5);
+      for (int k = 0; k < 16; ++k)
+        dev.wgt()[(r * 16 + o) * 16 + k] = static_cast<int8_t>((o * 3 + k + r) % 11 - 5);
     }
   }
   dev.uop()[0] = encode_uop(Uop{10, 0, 0});
@@ -92,7 +99,8 @@ TEST(VdlaSim, GemmWithLoopsResetAndWrap) {
         int32_t want = 0;
         for (int j = 0; j < 2; ++j) {
           const int w = u + 2 * j;
-          for (int k = 0; k < 16; ++k) want += dev.inp()[s * 16 + k] * dev.wgt()[(w * 16 + o) * 16 + k];
+          for (int k = 0; k < 16; ++k)
+            want += dev.inp()[s * 16 + k] * dev.wgt()[(w * 16 + o) * 16 + k];
         }
         ASSERT_EQ(dev.acc()[a * 16 + o], want) << a << " " << o;
       }
@@ -104,7 +112,8 @@ TEST(VdlaSim, GemmWithLoopsResetAndWrap) {
   // The sum wraps at 32 bits.
   dev.acc()[10 * 16] = INT32_MAX;
   for (int k = 0; k < 16; ++k) dev.inp()[k] = 1, dev.wgt()[k] = 1;  // row 0 of WGT, output 0
-  dev.run(dram.bytes(), std::vector<Insn>{make_gemm(false, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0), make_finish()});
+  dev.run(dram.bytes(),
+          std::vector<Insn>{make_gemm(false, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0), make_finish()});
   EXPECT_EQ(dev.acc()[10 * 16], INT32_MIN + 15);
 }
 
@@ -121,22 +130,26 @@ TEST(VdlaSim, AluOps) {
     bool use_imm;
     int32_t imm, a, b, want0;
   } cases[] = {
-      {AluOp::kMin, true, 5, 10, 0, 5},    {AluOp::kMax, true, -3, -10, 0, -3}, {AluOp::kAdd, false, 0, 7, 100, 107},
-      {AluOp::kShr, true, 2, -17, 0, -5},  {AluOp::kShr, true, -3, 5, 0, 40},   {AluOp::kMul, false, 0, -3, 6, -18},
-      {AluOp::kMin, false, 0, 50, 20, 20}, {AluOp::kMax, false, 0, 50, 20, 50},
+      {AluOp::kMin, true, 5, 10, 0, 5},     {AluOp::kMax, true, -3, -10, 0, -3},
+      {AluOp::kAdd, false, 0, 7, 100, 107}, {AluOp::kShr, true, 2, -17, 0, -5},
+      {AluOp::kShr, true, -3, 5, 0, 40},    {AluOp::kMul, false, 0, -3, 6, -18},
+      {AluOp::kMin, false, 0, 50, 20, 20},  {AluOp::kMax, false, 0, 50, 20, 50},
   };
   for (const Case& c : cases) {
     set(0, c.a);
     set(1, c.b);
     for (int l = 0; l < 16; ++l) dev.acc()[16 + l] = c.b;  // the src row is constant
-    dev.run(dram.bytes(), std::vector<Insn>{make_alu(c.op, 0, 1, 1, 1, 0, 0, 0, 0, c.use_imm, c.imm), make_finish()});
+    dev.run(
+        dram.bytes(),
+        std::vector<Insn>{make_alu(c.op, 0, 1, 1, 1, 0, 0, 0, 0, c.use_imm, c.imm), make_finish()});
     EXPECT_EQ(dev.acc()[0], c.want0) << alu_op_name(c.op) << " imm " << c.imm;
   }
   // Loops step both rows: ACC[2 + i] = ACC[2 + i] + ACC[6 + i] for i < 3.
   for (int r = 0; r < 3; ++r) set(2 + r, 100 * r), set(6 + r, 1);
   dev.uop()[0] = encode_uop(Uop{2, 6, 0});
   const Stats st = dev.run(
-      dram.bytes(), std::vector<Insn>{make_alu(AluOp::kAdd, 0, 1, 3, 1, 1, 0, 1, 0, false, 0), make_finish()});
+      dram.bytes(),
+      std::vector<Insn>{make_alu(AluOp::kAdd, 0, 1, 3, 1, 1, 0, 1, 0, false, 0), make_finish()});
   for (int r = 0; r < 3; ++r) EXPECT_EQ(dev.acc()[(2 + r) * 16 + 4], 100 * r + 4 + 1 + 4);
   EXPECT_EQ(st.alu_counter, 3u);
 }
@@ -157,7 +170,8 @@ TEST(VdlaSim, StoreTruncatesToInt8WithStride) {
   const int rows[4] = {1, 2, 5, 6};
   for (int r = 0; r < 4; ++r) {
     for (int l = 0; l < 16; ++l) {
-      EXPECT_EQ(static_cast<int8_t>(*dram.at(out + rows[r] * 16 + l)), static_cast<int8_t>(300 * (r + 1) - 129 * l));
+      EXPECT_EQ(static_cast<int8_t>(*dram.at(out + rows[r] * 16 + l)),
+                static_cast<int8_t>(300 * (r + 1) - 129 * l));
     }
   }
   EXPECT_EQ(*dram.at(out), 0);
@@ -199,8 +213,10 @@ TEST(VdlaSim, TimingOnlyRunChecksButDoesNotExecute) {
   dev.uop()[0] = encode_uop(Uop{0, 0, 0});
   dev.acc()[0] = 5;
   for (int k = 0; k < 16; ++k) dev.inp()[k] = 1, dev.wgt()[k] = 1;
-  const Stats st = dev.run(dram.bytes(), std::vector<Insn>{make_gemm(false, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0), make_finish()},
-                           RunOptions{false});
+  const Stats st =
+      dev.run(dram.bytes(),
+              std::vector<Insn>{make_gemm(false, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0), make_finish()},
+              RunOptions{false});
   EXPECT_EQ(dev.acc()[0], 5);
   EXPECT_EQ(st.gemm_counter, 1u);
   EXPECT_GT(st.cycles, 0u);

@@ -11,18 +11,20 @@ namespace {
 
 void check_buffer(const char* name, int64_t bytes, int64_t row_bytes, int index_bits) {
   KILN_USER_CHECK(bytes > 0 && bytes % row_bytes == 0)
-      << "vdla config: " << name << " buffer of " << bytes << " bytes is not a positive multiple of its "
-      << row_bytes << "-byte rows";
+      << "vdla config: " << name << " buffer of " << bytes
+      << " bytes is not a positive multiple of its " << row_bytes << "-byte rows";
   const int64_t depth = bytes / row_bytes;
   KILN_USER_CHECK(depth <= (int64_t{1} << index_bits))
-      << "vdla config: " << name << " buffer of " << depth << " rows does not fit the instruction set's "
-      << index_bits << "-bit index (at most " << (int64_t{1} << index_bits) << " rows)";
+      << "vdla config: " << name << " buffer of " << depth
+      << " rows does not fit the instruction set's " << index_bits << "-bit index (at most "
+      << (int64_t{1} << index_bits) << " rows)";
 }
 
 }  // namespace
 
 void Config::validate() const {
-  KILN_USER_CHECK(log_batch >= 0 && log_batch <= 4) << "vdla config: log_batch must be in [0, 4], got " << log_batch;
+  KILN_USER_CHECK(log_batch >= 0 && log_batch <= 4)
+      << "vdla config: log_batch must be in [0, 4], got " << log_batch;
   KILN_USER_CHECK(log_block_in >= 0 && log_block_in <= 6)
       << "vdla config: log_block_in must be in [0, 6], got " << log_block_in;
   KILN_USER_CHECK(log_block_out >= 0 && log_block_out <= 6)
@@ -42,10 +44,10 @@ void Config::validate() const {
 
 std::string Config::describe() const {
   std::ostringstream os;
-  os << batch() << "x" << block_in() << "x" << block_out() << " int8 GEMM, inp " << inp_bytes / 1024 << " KiB ("
-     << inp_depth() << " rows), wgt " << wgt_bytes / 1024 << " KiB (" << wgt_depth() << " rows), uop "
-     << uop_bytes / 1024 << " KiB (" << uop_depth() << " micro-ops), acc " << acc_bytes / 1024 << " KiB ("
-     << acc_depth() << " rows), " << clock_mhz << " MHz";
+  os << batch() << "x" << block_in() << "x" << block_out() << " int8 GEMM, inp " << inp_bytes / 1024
+     << " KiB (" << inp_depth() << " rows), wgt " << wgt_bytes / 1024 << " KiB (" << wgt_depth()
+     << " rows), uop " << uop_bytes / 1024 << " KiB (" << uop_depth() << " micro-ops), acc "
+     << acc_bytes / 1024 << " KiB (" << acc_depth() << " rows), " << clock_mhz << " MHz";
   return os.str();
 }
 

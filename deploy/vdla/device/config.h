@@ -23,11 +23,11 @@ struct Config {
   double clock_mhz = 200.0;
 
   // The cycle-approximate model (shared/BACKENDS.md A6, a proposal; see device/cycle_model.h).
-  int bus_bytes = 8;        ///< bytes the one DRAM port moves per cycle (64-bit AXI on PYNQ)
-  int dram_latency = 64;    ///< cycles from a DMA's issue to its first beat
-  int gemm_fill = 4;        ///< pipeline fill of a GEMM or ALU instruction
-  int alu_ii = 2;           ///< the ALU's initiation interval (the HLS design's II=2)
-  int token_depth = 8;      ///< depth of each dependence-token FIFO (HLS STREAM_IN_DEPTH)
+  int bus_bytes = 8;      ///< bytes the one DRAM port moves per cycle (64-bit AXI on PYNQ)
+  int dram_latency = 64;  ///< cycles from a DMA's issue to its first beat
+  int gemm_fill = 4;      ///< pipeline fill of a GEMM or ALU instruction
+  int alu_ii = 2;         ///< the ALU's initiation interval (the HLS design's II=2)
+  int token_depth = 8;    ///< depth of each dependence-token FIFO (HLS STREAM_IN_DEPTH)
 
   int batch() const { return 1 << log_batch; }
   int block_in() const { return 1 << log_block_in; }

@@ -5,12 +5,17 @@ namespace kiln::vdla {
 
 int64_t dram_elem_bytes(const Config& cfg, MemType m) {
   switch (m) {
-    case MemType::kUop: return Config::kUopBytes;
-    case MemType::kWgt: return cfg.wgt_row_bytes();
-    case MemType::kInp: return cfg.inp_row_bytes();
-    case MemType::kAcc: return cfg.acc_row_bytes();
+    case MemType::kUop:
+      return Config::kUopBytes;
+    case MemType::kWgt:
+      return cfg.wgt_row_bytes();
+    case MemType::kInp:
+      return cfg.inp_row_bytes();
+    case MemType::kAcc:
+      return cfg.acc_row_bytes();
     case MemType::kOut:
-    case MemType::kAcc8: return cfg.out_row_bytes();
+    case MemType::kAcc8:
+      return cfg.out_row_bytes();
   }
   return 1;
 }
@@ -18,11 +23,13 @@ int64_t dram_elem_bytes(const Config& cfg, MemType m) {
 DmaCost dma_cost(const Config& cfg, const Insn& insn) {
   DmaCost c;
   if (insn.x_size == 0) return c;
-  const uint64_t row_bytes = static_cast<uint64_t>(insn.x_size) * dram_elem_bytes(cfg, insn.mem_type);
+  const uint64_t row_bytes =
+      static_cast<uint64_t>(insn.x_size) * dram_elem_bytes(cfg, insn.mem_type);
   const uint64_t beats = (row_bytes + cfg.bus_bytes - 1) / cfg.bus_bytes;
   c.latency = cfg.dram_latency;
   c.transfer = beats * insn.y_size;
-  const uint64_t rows = uint64_t{insn.y_pad_0 + insn.y_size + insn.y_pad_1} * (insn.x_pad_0 + insn.x_size + insn.x_pad_1);
+  const uint64_t rows = uint64_t{insn.y_pad_0 + insn.y_size + insn.y_pad_1} *
+                        (insn.x_pad_0 + insn.x_size + insn.x_pad_1);
   c.pad = rows - uint64_t{insn.y_size} * insn.x_size;
   return c;
 }

@@ -17,16 +17,20 @@ namespace kiln::vdla {
 
 const char* module_name(Module m) {
   switch (m) {
-    case Module::kLoad: return "load";
-    case Module::kCompute: return "compute";
-    case Module::kStore: return "store";
+    case Module::kLoad:
+      return "load";
+    case Module::kCompute:
+      return "compute";
+    case Module::kStore:
+      return "store";
   }
   return "?";
 }
 
 Module module_of(const Insn& insn) {
   if (insn.opcode == Opcode::kStore) return Module::kStore;
-  if (insn.opcode == Opcode::kLoad && (insn.mem_type == MemType::kInp || insn.mem_type == MemType::kWgt)) {
+  if (insn.opcode == Opcode::kLoad &&
+      (insn.mem_type == MemType::kInp || insn.mem_type == MemType::kWgt)) {
     return Module::kLoad;
   }
   return Module::kCompute;
@@ -38,8 +42,9 @@ std::string Stats::to_string() const {
      << " utilization=" << utilization() << " inp_load_nbytes=" << inp_load_nbytes
      << " wgt_load_nbytes=" << wgt_load_nbytes << " acc_load_nbytes=" << acc_load_nbytes
      << " uop_load_nbytes=" << uop_load_nbytes << " out_store_nbytes=" << out_store_nbytes
-     << " load_busy=" << load_busy << " compute_busy=" << compute_busy << " store_busy=" << store_busy
-     << " dram_busy=" << dram_busy << " insns=" << load_insns << "/" << compute_insns << "/" << store_insns;
+     << " load_busy=" << load_busy << " compute_busy=" << compute_busy
+     << " store_busy=" << store_busy << " dram_busy=" << dram_busy << " insns=" << load_insns << "/"
+     << compute_insns << "/" << store_insns;
   return os.str();
 }
 
@@ -86,9 +91,10 @@ Device::Device(const Config& cfg) : cfg_(cfg) {
   uop_.assign(cfg_.uop_depth(), 0);
 }
 
-Stats Device::run(std::span<uint8_t> dram, uint64_t insn_addr, uint32_t count, const RunOptions& opt) {
-  KILN_USER_CHECK(insn_addr % 16 == 0) << "vdla: the instruction stream's address " << insn_addr
-                                       << " is not 16-byte aligned";
+Stats Device::run(std::span<uint8_t> dram, uint64_t insn_addr, uint32_t count,
+                  const RunOptions& opt) {
+  KILN_USER_CHECK(insn_addr % 16 == 0)
+      << "vdla: the instruction stream's address " << insn_addr << " is not 16-byte aligned";
   KILN_USER_CHECK(insn_addr + uint64_t{count} * 16 <= dram.size())
       << "vdla: the instruction stream [" << insn_addr << ", " << insn_addr + uint64_t{count} * 16
       << ") is outside the " << dram.size() << "-byte DRAM region";
@@ -111,7 +117,8 @@ Stats Device::run(std::span<uint8_t> dram, std::span<const Insn> program, const 
 /// One run: the modules' queues and clocks, the token FIFOs (push time stamps), the DRAM port.
 class Pipeline {
  public:
-  Pipeline(Device& dev, std::span<uint8_t> dram, const std::vector<Insn>& program, const RunOptions& opt)
+  Pipeline(Device& dev, std::span<uint8_t> dram, const std::vector<Insn>& program,
+           const RunOptions& opt)
       : dev_(dev), cfg_(dev.cfg_), dram_(dram), program_(program), opt_(opt) {}
 
   Stats run() {
@@ -176,7 +183,8 @@ class Pipeline {
     for (int p : q.pops) {
       if (p >= 0) tokens_[p].pop_front();
     }
-    execute_insn(cfg_, dev_.inp_, dev_.wgt_, dev_.acc_, dev_.uop_, dram_, idx, insn, opt_.execute, stats_);
+    execute_insn(cfg_, dev_.inp_, dev_.wgt_, dev_.acc_, dev_.uop_, dram_, idx, insn, opt_.execute,
+                 stats_);
 
     uint64_t end = start;
     if ((insn.opcode == Opcode::kLoad || insn.opcode == Opcode::kStore) && insn.x_size > 0) {
@@ -190,9 +198,15 @@ class Pipeline {
     }
     const uint64_t busy = end - start;
     switch (m) {
-      case Module::kLoad: stats_.load_insns++, stats_.load_busy += busy; break;
-      case Module::kCompute: stats_.compute_insns++, stats_.compute_busy += busy; break;
-      case Module::kStore: stats_.store_insns++, stats_.store_busy += busy; break;
+      case Module::kLoad:
+        stats_.load_insns++, stats_.load_busy += busy;
+        break;
+      case Module::kCompute:
+        stats_.compute_insns++, stats_.compute_busy += busy;
+        break;
+      case Module::kStore:
+        stats_.store_insns++, stats_.store_busy += busy;
+        break;
     }
     for (int p : q.pushes) {
       if (p >= 0) tokens_[p].push_back(end);
@@ -206,21 +220,23 @@ class Pipeline {
     const int c = static_cast<int>(Module::kCompute);
     const uint32_t idx = queues_[c][pc_[c]];
     const std::string blocked = blocked_modules();
-    KILN_USER_CHECK(blocked.empty()) << "vdla: deadlock: " << blocked << "; FINISH (#" << idx
-                                     << ") is reached and cannot wait for them (the stream must make FINISH wait for "
-                                        "every module, with a token to compute)";
+    KILN_USER_CHECK(blocked.empty())
+        << "vdla: deadlock: " << blocked << "; FINISH (#" << idx
+        << ") is reached and cannot wait for them (the stream must make FINISH wait for "
+           "every module, with a token to compute)";
     uint64_t start = 0;
     ready(Module::kCompute, idx, &start);
     step(Module::kCompute, start);
     stats_.cycles = clock_[c];
     if (pc_[c] < queues_[c].size()) {
       const uint32_t after = queues_[c][pc_[c]];
-      KILN_USER_ERROR() << insn_where(after, program_[after]) << ": instruction after FINISH (#" << idx << ")";
+      KILN_USER_ERROR() << insn_where(after, program_[after]) << ": instruction after FINISH (#"
+                        << idx << ")";
     }
     for (int p = 0; p < 4; ++p) {
       KILN_USER_CHECK(tokens_[p].empty())
-          << "vdla: unbalanced token stream: " << tokens_[p].size() << " token(s) left in queue " << kQueueNames[p]
-          << " after FINISH (#" << idx << ")";
+          << "vdla: unbalanced token stream: " << tokens_[p].size() << " token(s) left in queue "
+          << kQueueNames[p] << " after FINISH (#" << idx << ")";
     }
   }
 
@@ -228,7 +244,8 @@ class Pipeline {
     const QueueUse q = queue_use(m, program_[idx].dep);
     std::ostringstream os;
     for (int p : q.pops) {
-      if (p >= 0 && tokens_[p].empty()) os << ", popping queue " << kQueueNames[p] << ", which is empty";
+      if (p >= 0 && tokens_[p].empty())
+        os << ", popping queue " << kQueueNames[p] << ", which is empty";
     }
     for (int p : q.pushes) {
       if (p >= 0 && tokens_[p].size() >= static_cast<size_t>(cfg_.token_depth)) {
@@ -248,8 +265,9 @@ class Pipeline {
       if (pc_[m] == queues_[m].size()) continue;
       const uint32_t idx = queues_[m][pc_[m]];
       if (program_[idx].opcode == Opcode::kFinish) continue;
-      os << (any ? "; " : "") << module_name(static_cast<Module>(m)) << " module blocked at instruction #" << idx
-         << " (" << insn_kind(program_[idx]) << ")" << waiting_on(static_cast<Module>(m), idx);
+      os << (any ? "; " : "") << module_name(static_cast<Module>(m))
+         << " module blocked at instruction #" << idx << " (" << insn_kind(program_[idx]) << ")"
+         << waiting_on(static_cast<Module>(m), idx);
       any = true;
     }
     return os.str();
@@ -257,7 +275,9 @@ class Pipeline {
 
   [[noreturn]] void deadlock() const {
     const std::string blocked = blocked_modules();
-    if (blocked.empty()) KILN_USER_ERROR() << "vdla: the stream of " << program_.size() << " instructions has no FINISH";
+    if (blocked.empty())
+      KILN_USER_ERROR() << "vdla: the stream of " << program_.size()
+                        << " instructions has no FINISH";
     KILN_USER_ERROR() << "vdla: deadlock: " << blocked;
   }
 
@@ -265,11 +285,13 @@ class Pipeline {
     const DepFlags& f = program_[i].dep;
     if (m == Module::kLoad) {
       KILN_USER_CHECK(!f.pop_prev && !f.push_prev)
-          << insn_where(i, program_[i]) << ": the load module has no previous stage (pop_prev/push_prev set)";
+          << insn_where(i, program_[i])
+          << ": the load module has no previous stage (pop_prev/push_prev set)";
     }
     if (m == Module::kStore) {
       KILN_USER_CHECK(!f.pop_next && !f.push_next)
-          << insn_where(i, program_[i]) << ": the store module has no next stage (pop_next/push_next set)";
+          << insn_where(i, program_[i])
+          << ": the store module has no next stage (pop_next/push_next set)";
     }
   }
 
@@ -287,7 +309,8 @@ class Pipeline {
   uint64_t now_ = 0;
 };
 
-Stats Device::run_decoded(std::span<uint8_t> dram, const std::vector<Insn>& program, const RunOptions& opt) {
+Stats Device::run_decoded(std::span<uint8_t> dram, const std::vector<Insn>& program,
+                          const RunOptions& opt) {
   return Pipeline(*this, dram, program, opt).run();
 }
 

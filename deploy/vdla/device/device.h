@@ -56,7 +56,8 @@ class Device {
 
   /// Runs `count` instructions of 16 bytes stored at byte `insn_addr` of `dram` (VTADeviceRun).
   /// LOADs read and STOREs write `dram`, whose bytes are the device's whole address space.
-  Stats run(std::span<uint8_t> dram, uint64_t insn_addr, uint32_t count, const RunOptions& opt = {});
+  Stats run(std::span<uint8_t> dram, uint64_t insn_addr, uint32_t count,
+            const RunOptions& opt = {});
   /// Runs decoded instructions (each encoded first, so that its fields are checked).
   Stats run(std::span<uint8_t> dram, std::span<const Insn> program, const RunOptions& opt = {});
 
@@ -68,7 +69,8 @@ class Device {
   std::vector<uint32_t>& uop() { return uop_; }
 
  private:
-  Stats run_decoded(std::span<uint8_t> dram, const std::vector<Insn>& program, const RunOptions& opt);
+  Stats run_decoded(std::span<uint8_t> dram, const std::vector<Insn>& program,
+                    const RunOptions& opt);
   friend class Pipeline;
 
   Config cfg_;

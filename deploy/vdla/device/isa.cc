@@ -31,10 +31,11 @@ void set_bits(EncodedInsn& e, int lo, int width, uint64_t v) {
   }
 }
 
-void put(EncodedInsn& e, const std::string& where, const char* field, int lo, int width, uint64_t v) {
+void put(EncodedInsn& e, const std::string& where, const char* field, int lo, int width,
+         uint64_t v) {
   KILN_USER_CHECK(width == 64 || v < (uint64_t{1} << width))
-      << where << ": field " << field << " = " << v << " does not fit its "
-      << width << " bits (at most " << ((uint64_t{1} << width) - 1) << ")";
+      << where << ": field " << field << " = " << v << " does not fit its " << width
+      << " bits (at most " << ((uint64_t{1} << width) - 1) << ")";
   set_bits(e, lo, width, v);
 }
 
@@ -73,34 +74,50 @@ constexpr Field kWgtFields[] = {
 
 const char* opcode_name(Opcode op) {
   switch (op) {
-    case Opcode::kLoad: return "LOAD";
-    case Opcode::kStore: return "STORE";
-    case Opcode::kGemm: return "GEMM";
-    case Opcode::kFinish: return "FINISH";
-    case Opcode::kAlu: return "ALU";
+    case Opcode::kLoad:
+      return "LOAD";
+    case Opcode::kStore:
+      return "STORE";
+    case Opcode::kGemm:
+      return "GEMM";
+    case Opcode::kFinish:
+      return "FINISH";
+    case Opcode::kAlu:
+      return "ALU";
   }
   return "?";
 }
 
 const char* mem_type_name(MemType m) {
   switch (m) {
-    case MemType::kUop: return "UOP";
-    case MemType::kWgt: return "WGT";
-    case MemType::kInp: return "INP";
-    case MemType::kAcc: return "ACC";
-    case MemType::kOut: return "OUT";
-    case MemType::kAcc8: return "ACC_8BIT";
+    case MemType::kUop:
+      return "UOP";
+    case MemType::kWgt:
+      return "WGT";
+    case MemType::kInp:
+      return "INP";
+    case MemType::kAcc:
+      return "ACC";
+    case MemType::kOut:
+      return "OUT";
+    case MemType::kAcc8:
+      return "ACC_8BIT";
   }
   return "?";
 }
 
 const char* alu_op_name(AluOp op) {
   switch (op) {
-    case AluOp::kMin: return "MIN";
-    case AluOp::kMax: return "MAX";
-    case AluOp::kAdd: return "ADD";
-    case AluOp::kShr: return "SHR";
-    case AluOp::kMul: return "MUL";
+    case AluOp::kMin:
+      return "MIN";
+    case AluOp::kMax:
+      return "MAX";
+    case AluOp::kAdd:
+      return "ADD";
+    case AluOp::kShr:
+      return "SHR";
+    case AluOp::kMul:
+      return "MUL";
   }
   return "?";
 }
@@ -129,8 +146,7 @@ EncodedInsn encode(const Insn& insn, const std::string& where_arg) {
         put(e, where, "alu_opcode", 108, 3, static_cast<uint64_t>(insn.alu_op));
         set_bits(e, 111, 1, insn.use_imm);
         KILN_USER_CHECK(insn.imm >= -32768 && insn.imm <= 32767)
-            << where << ": field imm = " << insn.imm
-            << " does not fit its 16 signed bits";
+            << where << ": field imm = " << insn.imm << " does not fit its 16 signed bits";
         set_bits(e, 112, 16, static_cast<uint16_t>(static_cast<int16_t>(insn.imm)));
       }
       break;
@@ -143,7 +159,8 @@ EncodedInsn encode(const Insn& insn, const std::string& where_arg) {
 Insn decode(const EncodedInsn& e, const std::string& where) {
   Insn insn;
   const uint64_t op = get_bits(e, 0, 3);
-  KILN_USER_CHECK(op <= 4) << where << ": bad opcode " << op << " (known: LOAD=0, STORE=1, GEMM=2, FINISH=3, ALU=4)";
+  KILN_USER_CHECK(op <= 4) << where << ": bad opcode " << op
+                           << " (known: LOAD=0, STORE=1, GEMM=2, FINISH=3, ALU=4)";
   insn.opcode = static_cast<Opcode>(op);
   insn.dep.pop_prev = get_bits(e, 3, 1);
   insn.dep.pop_next = get_bits(e, 4, 1);
@@ -153,21 +170,25 @@ Insn decode(const EncodedInsn& e, const std::string& where) {
     case Opcode::kLoad:
     case Opcode::kStore: {
       const uint64_t m = get_bits(e, 7, 3);
-      KILN_USER_CHECK(m <= 5) << where << " (" << opcode_name(insn.opcode) << "): bad memory type " << m
-                              << " (known: UOP=0, WGT=1, INP=2, ACC=3, OUT=4, ACC_8BIT=5)";
+      KILN_USER_CHECK(m <= 5) << where << " (" << opcode_name(insn.opcode) << "): bad memory type "
+                              << m << " (known: UOP=0, WGT=1, INP=2, ACC=3, OUT=4, ACC_8BIT=5)";
       insn.mem_type = static_cast<MemType>(m);
-      for (const Field& f : kMemFields) insn.*f.member = static_cast<uint32_t>(get_bits(e, f.lo, f.width));
+      for (const Field& f : kMemFields)
+        insn.*f.member = static_cast<uint32_t>(get_bits(e, f.lo, f.width));
       break;
     }
     case Opcode::kGemm:
     case Opcode::kAlu:
       insn.reset = get_bits(e, 7, 1);
-      for (const Field& f : kComputeFields) insn.*f.member = static_cast<uint32_t>(get_bits(e, f.lo, f.width));
+      for (const Field& f : kComputeFields)
+        insn.*f.member = static_cast<uint32_t>(get_bits(e, f.lo, f.width));
       if (insn.opcode == Opcode::kGemm) {
-        for (const Field& f : kWgtFields) insn.*f.member = static_cast<uint32_t>(get_bits(e, f.lo, f.width));
+        for (const Field& f : kWgtFields)
+          insn.*f.member = static_cast<uint32_t>(get_bits(e, f.lo, f.width));
       } else {
         const uint64_t a = get_bits(e, 108, 3);
-        KILN_USER_CHECK(a <= 4) << where << " (ALU): bad ALU opcode " << a << " (known: MIN=0, MAX=1, ADD=2, SHR=3, MUL=4)";
+        KILN_USER_CHECK(a <= 4) << where << " (ALU): bad ALU opcode " << a
+                                << " (known: MIN=0, MAX=1, ADD=2, SHR=3, MUL=4)";
         insn.alu_op = static_cast<AluOp>(a);
         insn.use_imm = get_bits(e, 111, 1);
         insn.imm = static_cast<int16_t>(static_cast<uint16_t>(get_bits(e, 112, 16)));
@@ -180,9 +201,12 @@ Insn decode(const EncodedInsn& e, const std::string& where) {
 }
 
 uint32_t encode_uop(const Uop& u) {
-  KILN_USER_CHECK(u.dst < (1u << 11)) << "vdla: micro-op dst " << u.dst << " does not fit its 11 bits";
-  KILN_USER_CHECK(u.src < (1u << 11)) << "vdla: micro-op src " << u.src << " does not fit its 11 bits";
-  KILN_USER_CHECK(u.wgt < (1u << 10)) << "vdla: micro-op wgt " << u.wgt << " does not fit its 10 bits";
+  KILN_USER_CHECK(u.dst < (1u << 11))
+      << "vdla: micro-op dst " << u.dst << " does not fit its 11 bits";
+  KILN_USER_CHECK(u.src < (1u << 11))
+      << "vdla: micro-op src " << u.src << " does not fit its 11 bits";
+  KILN_USER_CHECK(u.wgt < (1u << 10))
+      << "vdla: micro-op wgt " << u.wgt << " does not fit its 10 bits";
   return u.dst | (u.src << 11) | (u.wgt << 22);
 }
 
@@ -227,8 +251,8 @@ std::string describe(const Insn& insn) {
     case Opcode::kGemm:
     case Opcode::kAlu:
       os << " uop=[" << insn.uop_bgn << "," << insn.uop_end << ") iter=" << insn.iter_out << "x"
-         << insn.iter_in << " dst=(" << insn.dst_factor_out << "," << insn.dst_factor_in << ") src=("
-         << insn.src_factor_out << "," << insn.src_factor_in << ")";
+         << insn.iter_in << " dst=(" << insn.dst_factor_out << "," << insn.dst_factor_in
+         << ") src=(" << insn.src_factor_out << "," << insn.src_factor_in << ")";
       if (insn.opcode == Opcode::kGemm) {
         os << " wgt=(" << insn.wgt_factor_out << "," << insn.wgt_factor_in << ")";
       } else if (insn.use_imm) {
@@ -246,7 +270,8 @@ std::string describe(const Insn& insn) {
 }
 
 Insn make_load(MemType m, uint32_t sram_base, uint32_t dram_base, uint32_t y_size, uint32_t x_size,
-               uint32_t x_stride, uint32_t y_pad_0, uint32_t y_pad_1, uint32_t x_pad_0, uint32_t x_pad_1) {
+               uint32_t x_stride, uint32_t y_pad_0, uint32_t y_pad_1, uint32_t x_pad_0,
+               uint32_t x_pad_1) {
   Insn i;
   i.opcode = Opcode::kLoad;
   i.mem_type = m;
@@ -262,7 +287,8 @@ Insn make_load(MemType m, uint32_t sram_base, uint32_t dram_base, uint32_t y_siz
   return i;
 }
 
-Insn make_store(uint32_t sram_base, uint32_t dram_base, uint32_t y_size, uint32_t x_size, uint32_t x_stride) {
+Insn make_store(uint32_t sram_base, uint32_t dram_base, uint32_t y_size, uint32_t x_size,
+                uint32_t x_stride) {
   Insn i = make_load(MemType::kOut, sram_base, dram_base, y_size, x_size, x_stride);
   i.opcode = Opcode::kStore;
   return i;
@@ -288,8 +314,10 @@ Insn make_gemm(bool reset, uint32_t uop_bgn, uint32_t uop_end, uint32_t iter_out
 }
 
 Insn make_alu(AluOp op, uint32_t uop_bgn, uint32_t uop_end, uint32_t iter_out, uint32_t iter_in,
-              uint32_t dst_fo, uint32_t dst_fi, uint32_t src_fo, uint32_t src_fi, bool use_imm, int32_t imm) {
-  Insn i = make_gemm(false, uop_bgn, uop_end, iter_out, iter_in, dst_fo, dst_fi, src_fo, src_fi, 0, 0);
+              uint32_t dst_fo, uint32_t dst_fi, uint32_t src_fo, uint32_t src_fi, bool use_imm,
+              int32_t imm) {
+  Insn i =
+      make_gemm(false, uop_bgn, uop_end, iter_out, iter_in, dst_fo, dst_fi, src_fo, src_fi, 0, 0);
   i.opcode = Opcode::kAlu;
   i.alu_op = op;
   i.use_imm = use_imm;

@@ -3,7 +3,8 @@
 //
 //   all kinds  [2:0] opcode  [3] pop_prev  [4] pop_next  [5] push_prev  [6] push_next
 //   LOAD/STORE [9:7] memory_type [25:10] sram_base [57:26] dram_base [79:64] y_size [95:80] x_size
-//              [111:96] x_stride [115:112] y_pad_0 [119:116] y_pad_1 [123:120] x_pad_0 [127:124] x_pad_1
+//              [111:96] x_stride [115:112] y_pad_0 [119:116] y_pad_1 [123:120] x_pad_0 [127:124]
+//              x_pad_1
 //   GEMM       [7] reset [20:8] uop_bgn [34:21] uop_end [48:35] iter_out [62:49] iter_in
 //              [74:64] dst_factor_out [85:75] dst_factor_in [96:86] src_factor_out
 //              [107:97] src_factor_in [117:108] wgt_factor_out [127:118] wgt_factor_in
@@ -45,15 +46,15 @@ struct Insn {
   DepFlags dep;
   // LOAD / STORE
   MemType mem_type = MemType::kUop;
-  uint32_t sram_base = 0;  ///< 16 bits
-  uint32_t dram_base = 0;  ///< 32 bits, in DRAM elements of mem_type
+  uint32_t sram_base = 0;                         ///< 16 bits
+  uint32_t dram_base = 0;                         ///< 32 bits, in DRAM elements of mem_type
   uint32_t y_size = 0, x_size = 0, x_stride = 0;  ///< 16 bits each; x_size 0 is a no-op
   uint32_t y_pad_0 = 0, y_pad_1 = 0, x_pad_0 = 0, x_pad_1 = 0;  ///< 4 bits each
   // GEMM / ALU: for i < iter_out, j < iter_in, u in [uop_bgn, uop_end)
   bool reset = false;
-  uint32_t uop_bgn = 0;  ///< 13 bits
-  uint32_t uop_end = 0;  ///< 14 bits, exclusive
-  uint32_t iter_out = 0, iter_in = 0;  ///< 14 bits each
+  uint32_t uop_bgn = 0;                            ///< 13 bits
+  uint32_t uop_end = 0;                            ///< 14 bits, exclusive
+  uint32_t iter_out = 0, iter_in = 0;              ///< 14 bits each
   uint32_t dst_factor_out = 0, dst_factor_in = 0;  ///< 11 bits each
   uint32_t src_factor_out = 0, src_factor_in = 0;  ///< 11 bits each
   uint32_t wgt_factor_out = 0, wgt_factor_in = 0;  ///< 10 bits each (GEMM only)
@@ -94,9 +95,11 @@ Insn decode(const EncodedInsn& bits, const std::string& where = "vdla");
 uint32_t encode_uop(const Uop& uop);
 Uop decode_uop(uint32_t bits);
 
-/// The instruction's kind for messages: "LOAD INP", "STORE", "GEMM", "GEMM reset", "ALU SHR", "FINISH".
+/// The instruction's kind for messages: "LOAD INP", "STORE", "GEMM", "GEMM reset", "ALU SHR",
+/// "FINISH".
 std::string insn_kind(const Insn& insn);
-/// Every field of the kind, for dumps: "LOAD INP sram=0 dram=64 y=3 x=58 stride=56 pad=(1,1,1,1) pop_next".
+/// Every field of the kind, for dumps: "LOAD INP sram=0 dram=64 y=3 x=58 stride=56 pad=(1,1,1,1)
+/// pop_next".
 std::string describe(const Insn& insn);
 
 /// Constructors of the kinds with their fields in order, for tests and the driver.

@@ -16,10 +16,13 @@ Stage stage_of(const Insn& insn) {
 namespace {
 
 void check_stage_pair(const char* what, int from, int to) {
-  KILN_USER_CHECK(from >= kLoadStage && from <= kStoreStage && to >= kLoadStage && to <= kStoreStage)
-      << "vdla: " << what << "(" << from << ", " << to << "): stages are load 1, compute 2, store 3";
+  KILN_USER_CHECK(from >= kLoadStage && from <= kStoreStage && to >= kLoadStage &&
+                  to <= kStoreStage)
+      << "vdla: " << what << "(" << from << ", " << to
+      << "): stages are load 1, compute 2, store 3";
   KILN_USER_CHECK(from - to == 1 || to - from == 1)
-      << "vdla: " << what << "(" << from << ", " << to << "): tokens flow only between neighbouring stages "
+      << "vdla: " << what << "(" << from << ", " << to
+      << "): tokens flow only between neighbouring stages "
       << "(load-compute, compute-store)";
 }
 
@@ -36,40 +39,46 @@ Insn& CommandQueue::append(Stage stage, Insn insn) {
 }
 
 void CommandQueue::push_noop(Stage stage, bool push_prev, bool push_next) {
-  Insn noop = stage == kStoreStage ? make_store(0, 0, 0, 0, 0)
-                                   : make_load(stage == kLoadStage ? MemType::kInp : MemType::kUop, 0, 0, 0, 0, 0);
+  Insn noop = stage == kStoreStage
+                  ? make_store(0, 0, 0, 0, 0)
+                  : make_load(stage == kLoadStage ? MemType::kInp : MemType::kUop, 0, 0, 0, 0, 0);
   Insn& i = append(stage, noop);
   i.dep.push_prev = push_prev;
   i.dep.push_next = push_next;
 }
 
 void CommandQueue::commit_pending_pop(int stage) {
-  if (pending_pop_prev_[stage] || pending_pop_next_[stage]) push_noop(static_cast<Stage>(stage), false, false);
+  if (pending_pop_prev_[stage] || pending_pop_next_[stage])
+    push_noop(static_cast<Stage>(stage), false, false);
 }
 
-void CommandQueue::load_buffer_2d(MemType mem, uint32_t sram_index, uint64_t dram_addr, uint32_t x_size,
-                                  uint32_t y_size, uint32_t x_stride, uint32_t x_pad_before, uint32_t y_pad_before,
+void CommandQueue::load_buffer_2d(MemType mem, uint32_t sram_index, uint64_t dram_addr,
+                                  uint32_t x_size, uint32_t y_size, uint32_t x_stride,
+                                  uint32_t x_pad_before, uint32_t y_pad_before,
                                   uint32_t x_pad_after, uint32_t y_pad_after) {
   const Config& cfg = device_.config();
   const int64_t eb = dram_elem_bytes(cfg, mem);
   KILN_USER_CHECK(mem != MemType::kOut) << "vdla: load_buffer_2d: OUT is a store's memory type";
-  KILN_USER_CHECK(dram_addr % eb == 0) << "vdla: load_buffer_2d: DRAM address " << dram_addr
-                                       << " is not aligned to the " << eb << "-byte " << mem_type_name(mem)
-                                       << " element";
-  KILN_USER_CHECK(x_size > 0) << "vdla: load_buffer_2d: x_size must be positive (0 is the no-op encoding)";
-  Insn insn = make_load(mem, sram_index, static_cast<uint32_t>(dram_addr / eb), y_size, x_size, x_stride, y_pad_before,
-                        y_pad_after, x_pad_before, x_pad_after);
+  KILN_USER_CHECK(dram_addr % eb == 0)
+      << "vdla: load_buffer_2d: DRAM address " << dram_addr << " is not aligned to the " << eb
+      << "-byte " << mem_type_name(mem) << " element";
+  KILN_USER_CHECK(x_size > 0)
+      << "vdla: load_buffer_2d: x_size must be positive (0 is the no-op encoding)";
+  Insn insn = make_load(mem, sram_index, static_cast<uint32_t>(dram_addr / eb), y_size, x_size,
+                        x_stride, y_pad_before, y_pad_after, x_pad_before, x_pad_after);
   encode(insn, "vdla: load_buffer_2d " + std::string(mem_type_name(mem)));  // field widths
   append(stage_of(insn), insn);
 }
 
-void CommandQueue::store_buffer_2d(uint32_t sram_index, uint64_t dram_addr, uint32_t x_size, uint32_t y_size,
-                                   uint32_t x_stride) {
+void CommandQueue::store_buffer_2d(uint32_t sram_index, uint64_t dram_addr, uint32_t x_size,
+                                   uint32_t y_size, uint32_t x_stride) {
   const int64_t eb = device_.config().out_row_bytes();
   KILN_USER_CHECK(dram_addr % eb == 0) << "vdla: store_buffer_2d: DRAM address " << dram_addr
                                        << " is not aligned to the " << eb << "-byte output element";
-  KILN_USER_CHECK(x_size > 0) << "vdla: store_buffer_2d: x_size must be positive (0 is the no-op encoding)";
-  Insn insn = make_store(sram_index, static_cast<uint32_t>(dram_addr / eb), y_size, x_size, x_stride);
+  KILN_USER_CHECK(x_size > 0)
+      << "vdla: store_buffer_2d: x_size must be positive (0 is the no-op encoding)";
+  Insn insn =
+      make_store(sram_index, static_cast<uint32_t>(dram_addr / eb), y_size, x_size, x_stride);
   encode(insn, "vdla: store_buffer_2d");
   append(kStoreStage, insn);
 }
@@ -79,17 +88,19 @@ CommandQueue::CachedKernel& CommandQueue::lookup(const std::string& signature, U
   auto it = kernels_.find(signature);
   if (it != kernels_.end()) {
     const UopKernel& k = it->second->kernel;
-    KILN_USER_CHECK(k.opcode() == fresh.opcode() && k.reset() == fresh.reset() && k.alu_op() == fresh.alu_op() &&
-                    k.use_imm() == fresh.use_imm() && k.imm() == fresh.imm())
-        << "vdla: micro-kernel signature '" << signature << "' was recorded as another kind of kernel";
+    KILN_USER_CHECK(k.opcode() == fresh.opcode() && k.reset() == fresh.reset() &&
+                    k.alu_op() == fresh.alu_op() && k.use_imm() == fresh.use_imm() &&
+                    k.imm() == fresh.imm())
+        << "vdla: micro-kernel signature '" << signature
+        << "' was recorded as another kind of kernel";
     return *it->second;
   }
   record(fresh);
   fresh.finish();
   const uint64_t n = fresh.uops().size();
   KILN_USER_CHECK(n <= static_cast<uint64_t>(device_.config().uop_depth()))
-      << "vdla: micro-kernel '" << signature << "' has " << n << " micro-ops, more than the UOP buffer's "
-      << device_.config().uop_depth();
+      << "vdla: micro-kernel '" << signature << "' has " << n
+      << " micro-ops, more than the UOP buffer's " << device_.config().uop_depth();
   auto cached = std::make_unique<CachedKernel>(CachedKernel{std::move(fresh), 0, -1});
   cached->dram_addr = dram_.alloc(n * Config::kUopBytes, 64);
   uint8_t* p = dram_.at(cached->dram_addr, n * Config::kUopBytes);
@@ -111,13 +122,15 @@ void CommandQueue::issue_kernel(CachedKernel& k) {
     const int64_t b = uop_ring_next_, e = b + n;
     for (auto& [sig, other] : kernels_) {
       if (other->sram_begin < 0) continue;
-      const int64_t ob = other->sram_begin, oe = ob + static_cast<int64_t>(other->kernel.uops().size());
+      const int64_t ob = other->sram_begin,
+                    oe = ob + static_cast<int64_t>(other->kernel.uops().size());
       if (ob < e && b < oe) other->sram_begin = -1;
     }
     k.sram_begin = b;
     uop_ring_next_ += n;
-    append(kComputeStage, make_load(MemType::kUop, static_cast<uint32_t>(b),
-                                    static_cast<uint32_t>(k.dram_addr / Config::kUopBytes), 1, n, n));
+    append(kComputeStage,
+           make_load(MemType::kUop, static_cast<uint32_t>(b),
+                     static_cast<uint32_t>(k.dram_addr / Config::kUopBytes), 1, n, n));
     ++uop_loads_;
   }
   const auto& loops = kernel.loops();
@@ -125,16 +138,18 @@ void CommandQueue::issue_kernel(CachedKernel& k) {
   const UopLoop inner = loops.size() > 1 ? loops[1] : UopLoop{};
   const uint32_t bgn = static_cast<uint32_t>(k.sram_begin);
   Insn insn = kernel.opcode() == Opcode::kGemm
-                  ? make_gemm(kernel.reset(), bgn, bgn + n, outer.extent, inner.extent, outer.dst_factor,
-                              inner.dst_factor, outer.src_factor, inner.src_factor, outer.wgt_factor,
-                              inner.wgt_factor)
-                  : make_alu(kernel.alu_op(), bgn, bgn + n, outer.extent, inner.extent, outer.dst_factor,
-                             inner.dst_factor, outer.src_factor, inner.src_factor, kernel.use_imm(), kernel.imm());
+                  ? make_gemm(kernel.reset(), bgn, bgn + n, outer.extent, inner.extent,
+                              outer.dst_factor, inner.dst_factor, outer.src_factor,
+                              inner.src_factor, outer.wgt_factor, inner.wgt_factor)
+                  : make_alu(kernel.alu_op(), bgn, bgn + n, outer.extent, inner.extent,
+                             outer.dst_factor, inner.dst_factor, outer.src_factor, inner.src_factor,
+                             kernel.use_imm(), kernel.imm());
   encode(insn, "vdla: micro-kernel '" + kernel.signature() + "'");
   append(kComputeStage, insn);
 }
 
-void CommandQueue::push_gemm(const std::string& signature, bool reset, const std::function<void(UopKernel&)>& record) {
+void CommandQueue::push_gemm(const std::string& signature, bool reset,
+                             const std::function<void(UopKernel&)>& record) {
   issue_kernel(lookup(signature, UopKernel::gemm(signature, reset), record));
 }
 

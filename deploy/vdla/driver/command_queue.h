@@ -45,15 +45,18 @@ class CommandQueue {
   /// Loads a y_size x x_size block of `mem` elements from DRAM (row y at element
   /// `dram_addr / elem + y * x_stride`) into rows [sram_index, ...) with zero padding around it.
   /// `dram_addr` is a byte address aligned to the element's size.
-  void load_buffer_2d(MemType mem, uint32_t sram_index, uint64_t dram_addr, uint32_t x_size, uint32_t y_size,
-                      uint32_t x_stride, uint32_t x_pad_before = 0, uint32_t y_pad_before = 0,
-                      uint32_t x_pad_after = 0, uint32_t y_pad_after = 0);
+  void load_buffer_2d(MemType mem, uint32_t sram_index, uint64_t dram_addr, uint32_t x_size,
+                      uint32_t y_size, uint32_t x_stride, uint32_t x_pad_before = 0,
+                      uint32_t y_pad_before = 0, uint32_t x_pad_after = 0,
+                      uint32_t y_pad_after = 0);
   /// Stores ACC rows [sram_index, + y_size * x_size), truncated to int8, to DRAM rows
   /// `dram_addr / out_row_bytes + y * x_stride + x`.
-  void store_buffer_2d(uint32_t sram_index, uint64_t dram_addr, uint32_t x_size, uint32_t y_size, uint32_t x_stride);
+  void store_buffer_2d(uint32_t sram_index, uint64_t dram_addr, uint32_t x_size, uint32_t y_size,
+                       uint32_t x_stride);
 
   /// A GEMM (or reset) micro-kernel: `record` fills it the first time `signature` is seen.
-  void push_gemm(const std::string& signature, bool reset, const std::function<void(UopKernel&)>& record);
+  void push_gemm(const std::string& signature, bool reset,
+                 const std::function<void(UopKernel&)>& record);
   /// An ALU micro-kernel (signatures share one cache with GEMM kernels).
   void push_alu(const std::string& signature, AluOp op, bool use_imm, int32_t imm,
                 const std::function<void(UopKernel&)>& record);
@@ -75,7 +78,7 @@ class CommandQueue {
  private:
   struct CachedKernel {
     UopKernel kernel;
-    uint64_t dram_addr = 0;  ///< its micro-ops' image in DRAM
+    uint64_t dram_addr = 0;   ///< its micro-ops' image in DRAM
     int64_t sram_begin = -1;  ///< where it sits in the UOP buffer, -1 when not resident
   };
 

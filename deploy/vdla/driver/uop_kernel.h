@@ -29,7 +29,8 @@ class UopKernel {
   static UopKernel gemm(std::string signature, bool reset);
   static UopKernel alu(std::string signature, AluOp op, bool use_imm, int32_t imm);
 
-  void loop_begin(uint32_t extent, uint32_t dst_factor, uint32_t src_factor, uint32_t wgt_factor = 0);
+  void loop_begin(uint32_t extent, uint32_t dst_factor, uint32_t src_factor,
+                  uint32_t wgt_factor = 0);
   void loop_end();
   void push(uint32_t dst, uint32_t src, uint32_t wgt = 0);
   /// Checks that every loop was closed and there is at least one micro-op.

@@ -110,7 +110,8 @@ class Conv2dEmitter {
   // Tiles in loop order (channel tiles, rows, columns), in groups of `vthreads` consecutive tiles
   // along the virtual-thread axis.
   std::vector<std::vector<Tile>> groups() const {
-    const int n_oc = ocb_ / t_.tile_oc, n_h = ceil_div(s_.oh(), t_.tile_h), n_w = ceil_div(s_.ow(), tw_);
+    const int n_oc = ocb_ / t_.tile_oc, n_h = ceil_div(s_.oh(), t_.tile_h),
+              n_w = ceil_div(s_.ow(), tw_);
     const int v = t_.vthreads;
     std::vector<std::vector<Tile>> out;
     if (v == 1 || t_.vthread_axis == VthreadAxis::kOc) {
@@ -145,9 +146,9 @@ class Conv2dEmitter {
   // different ones never are.
   std::string sig(const char* what, int thread, const Tile& t) const {
     std::ostringstream os;
-    os << "conv2d." << what << " t" << thread << " th" << t.th << " tw" << t.tw << " k" << s_.k << " s" << s_.stride
-       << " oc" << t_.tile_oc << " ic" << t_.tile_ic << " inp" << bufs_[thread].inp << " wgt" << bufs_[thread].wgt
-       << " acc" << bufs_[thread].acc;
+    os << "conv2d." << what << " t" << thread << " th" << t.th << " tw" << t.tw << " k" << s_.k
+       << " s" << s_.stride << " oc" << t_.tile_oc << " ic" << t_.tile_ic << " inp"
+       << bufs_[thread].inp << " wgt" << bufs_[thread].wgt << " acc" << bufs_[thread].acc;
     return os.str();
   }
 
@@ -186,13 +187,15 @@ class Conv2dEmitter {
         const char* name;
         AluOp op;
         int32_t imm;
-      } ops[] = {{"shr", AluOp::kShr, shift_}, {"max", AluOp::kMax, -128}, {"min", AluOp::kMin, 127}};
+      } ops[] = {
+          {"shr", AluOp::kShr, shift_}, {"max", AluOp::kMax, -128}, {"min", AluOp::kMin, 127}};
       for (const auto& op : ops) {
-        q_.push_alu(sig(op.name, i, t) + " imm" + std::to_string(op.imm), op.op, true, op.imm, [&](UopKernel& k) {
-          k.loop_begin(rows, 1, 1, 0);
-          k.push(base, base, 0);
-          k.loop_end();
-        });
+        q_.push_alu(sig(op.name, i, t) + " imm" + std::to_string(op.imm), op.op, true, op.imm,
+                    [&](UopKernel& k) {
+                      k.loop_begin(rows, 1, 1, 0);
+                      k.push(base, base, 0);
+                      k.loop_end();
+                    });
       }
       q_.dep_push(kComputeStage, kStoreStage);
     }
@@ -200,7 +203,8 @@ class Conv2dEmitter {
       const Tile& t = group[i];
       q_.dep_pop(kComputeStage, kStoreStage);
       for (int j = 0; j < t_.tile_oc; ++j) {
-        const uint64_t row = (uint64_t{static_cast<uint64_t>(t.o0 + j)} * s_.oh() + t.y0) * s_.ow() + t.x0;
+        const uint64_t row =
+            (uint64_t{static_cast<uint64_t>(t.o0 + j)} * s_.oh() + t.y0) * s_.ow() + t.x0;
         q_.store_buffer_2d(bufs_[i].acc + static_cast<uint32_t>(j * t.th * t.tw),
                            a_.output + row * cfg_.out_row_bytes(), static_cast<uint32_t>(t.tw),
                            static_cast<uint32_t>(t.th), static_cast<uint32_t>(s_.ow()));
@@ -221,16 +225,17 @@ class Conv2dEmitter {
     ThreadBuffers& b = bufs_[thread];
     const bool same_inp = steps == 1 && b.inp_tile == std::array<int, 4>{t.y0, t.x0, t.th, t.tw};
     const bool same_wgt = steps == 1 && b.wgt_tile == t.o0;
-    b.inp_tile = steps == 1 ? std::array<int, 4>{t.y0, t.x0, t.th, t.tw} : std::array<int, 4>{-1, -1, -1, -1};
+    b.inp_tile = steps == 1 ? std::array<int, 4>{t.y0, t.x0, t.th, t.tw}
+                            : std::array<int, 4>{-1, -1, -1, -1};
     b.wgt_tile = steps == 1 ? t.o0 : -1;
     for (int c = 0; c < t_.tile_ic && !same_inp; ++c) {
       const int cb = step * t_.tile_ic + c;
       const uint64_t row = (uint64_t{static_cast<uint64_t>(cb)} * s_.h + wy.src) * s_.w + wx.src;
       q_.load_buffer_2d(MemType::kInp, bufs_[thread].inp + static_cast<uint32_t>(c * ih * iw),
                         a_.data + row * cfg_.inp_row_bytes(), static_cast<uint32_t>(wx.size),
-                        static_cast<uint32_t>(wy.size), static_cast<uint32_t>(s_.w), static_cast<uint32_t>(wx.before),
-                        static_cast<uint32_t>(wy.before), static_cast<uint32_t>(wx.after),
-                        static_cast<uint32_t>(wy.after));
+                        static_cast<uint32_t>(wy.size), static_cast<uint32_t>(s_.w),
+                        static_cast<uint32_t>(wx.before), static_cast<uint32_t>(wy.before),
+                        static_cast<uint32_t>(wx.after), static_cast<uint32_t>(wy.after));
     }
     if (same_wgt) return;
     const int kk = s_.k * s_.k;
@@ -247,8 +252,8 @@ class Conv2dEmitter {
     // One step along each dimension (oc block, ic block, ky, kx) moves the rows by:
     const uint32_t dst_step[4] = {static_cast<uint32_t>(t.th * t.tw), 0, 0, 0};
     const uint32_t src_step[4] = {0, static_cast<uint32_t>(ih * iw), static_cast<uint32_t>(iw), 1};
-    const uint32_t wgt_step[4] = {static_cast<uint32_t>(t_.tile_ic * k * k), static_cast<uint32_t>(k * k),
-                                  static_cast<uint32_t>(k), 1};
+    const uint32_t wgt_step[4] = {static_cast<uint32_t>(t_.tile_ic * k * k),
+                                  static_cast<uint32_t>(k * k), static_cast<uint32_t>(k), 1};
     const std::vector<int> loops = gemm_loop_dims(t_.tile_oc, t_.tile_ic, k);
     q_.push_gemm(sig("gemm", thread, t), false, [&](UopKernel& kern) {
       for (int d : loops) kern.loop_begin(ext[d], dst_step[d], src_step[d], wgt_step[d]);
@@ -256,7 +261,8 @@ class Conv2dEmitter {
       // micro-ops accumulate into different ACC rows.
       int idx[4] = {0, 0, 0, 0};
       int lim[4];
-      for (int d = 0; d < 4; ++d) lim[d] = std::find(loops.begin(), loops.end(), d) != loops.end() ? 1 : ext[d];
+      for (int d = 0; d < 4; ++d)
+        lim[d] = std::find(loops.begin(), loops.end(), d) != loops.end() ? 1 : ext[d];
       for (idx[0] = 0; idx[0] < lim[0]; ++idx[0]) {
         for (idx[1] = 0; idx[1] < lim[1]; ++idx[1]) {
           for (idx[2] = 0; idx[2] < lim[2]; ++idx[2]) {
@@ -294,8 +300,9 @@ class Conv2dEmitter {
 
 std::string Conv2dTiling::to_string() const {
   std::ostringstream os;
-  os << "tile_oc=" << tile_oc << " tile_ic=" << tile_ic << " tile_h=" << tile_h << " tile_w=" << tile_w
-     << " vthreads=" << vthreads << " axis=" << (vthread_axis == VthreadAxis::kOc ? "oc" : "h");
+  os << "tile_oc=" << tile_oc << " tile_ic=" << tile_ic << " tile_h=" << tile_h
+     << " tile_w=" << tile_w << " vthreads=" << vthreads
+     << " axis=" << (vthread_axis == VthreadAxis::kOc ? "oc" : "h");
   return os.str();
 }
 
@@ -303,19 +310,24 @@ std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& s, const
   std::ostringstream os;
   if (cfg.batch() != 1) return "the conv2d stream is written for batch 1";
   if (s.ic <= 0 || s.oc <= 0 || s.ic % cfg.block_in() != 0 || s.oc % cfg.block_out() != 0) {
-    os << "channels " << s.ic << " -> " << s.oc << " are not positive multiples of the blocks " << cfg.block_in()
-       << " and " << cfg.block_out();
+    os << "channels " << s.ic << " -> " << s.oc << " are not positive multiples of the blocks "
+       << cfg.block_in() << " and " << cfg.block_out();
     return os.str();
   }
-  if (s.k < 1 || s.stride < 1 || s.pad < 0 || s.pad > 15 || s.pad >= s.k + s.stride || s.oh() < 1 || s.ow() < 1) {
-    return "kernel, stride or padding out of range (padding must fit the DMA's 4 bits and be less than k + stride)";
+  if (s.k < 1 || s.stride < 1 || s.pad < 0 || s.pad > 15 || s.pad >= s.k + s.stride || s.oh() < 1 ||
+      s.ow() < 1) {
+    return "kernel, stride or padding out of range (padding must fit the DMA's 4 bits and be less "
+           "than k + stride)";
   }
   const int icb = s.ic / cfg.block_in(), ocb = s.oc / cfg.block_out();
   const int v = t.vthreads, tw = t.tile_w > 0 ? t.tile_w : s.ow();
   if (v != 1 && v != 2) return "vthreads must be 1 or 2";
-  if (t.tile_oc < 1 || ocb % t.tile_oc != 0) return "tile_oc must divide the " + std::to_string(ocb) + " output channel blocks";
-  if (t.tile_ic < 1 || icb % t.tile_ic != 0) return "tile_ic must divide the " + std::to_string(icb) + " input channel blocks";
-  if (t.tile_h < 1 || t.tile_h > s.oh()) return "tile_h must be in [1, " + std::to_string(s.oh()) + "]";
+  if (t.tile_oc < 1 || ocb % t.tile_oc != 0)
+    return "tile_oc must divide the " + std::to_string(ocb) + " output channel blocks";
+  if (t.tile_ic < 1 || icb % t.tile_ic != 0)
+    return "tile_ic must divide the " + std::to_string(icb) + " input channel blocks";
+  if (t.tile_h < 1 || t.tile_h > s.oh())
+    return "tile_h must be in [1, " + std::to_string(s.oh()) + "]";
   if (tw < 1 || tw > s.ow()) return "tile_w must be in [1, " + std::to_string(s.ow()) + "]";
   const int last_h = s.oh() - (ceil_div(s.oh(), t.tile_h) - 1) * t.tile_h;
   const int last_w = s.ow() - (ceil_div(s.ow(), tw) - 1) * tw;
@@ -325,8 +337,9 @@ std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& s, const
   if (v == 2) {
     const int n = t.vthread_axis == VthreadAxis::kOc ? ocb / t.tile_oc : ceil_div(s.oh(), t.tile_h);
     if (n % 2 != 0) {
-      os << "two virtual threads pair tiles along " << (t.vthread_axis == VthreadAxis::kOc ? "oc" : "h")
-         << ", which has " << n << " tiles (not even)";
+      os << "two virtual threads pair tiles along "
+         << (t.vthread_axis == VthreadAxis::kOc ? "oc" : "h") << ", which has " << n
+         << " tiles (not even)";
       return os.str();
     }
   }
@@ -334,22 +347,29 @@ std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& s, const
   const int64_t acc = int64_t{t.tile_oc} * t.tile_h * tw, inp = t.tile_ic * ih * iw,
                 wgt = int64_t{t.tile_oc} * t.tile_ic * s.k * s.k,
                 uops = gemm_uops(t.tile_oc, t.tile_ic, s.k, t.tile_h, tw);
-  if (acc > cfg.acc_depth() / v) os << "ACC tile of " << acc << " rows exceeds " << cfg.acc_depth() / v << "; ";
-  if (inp > cfg.inp_depth() / v) os << "INP tile of " << inp << " rows exceeds " << cfg.inp_depth() / v << "; ";
-  if (wgt > cfg.wgt_depth() / v) os << "WGT tile of " << wgt << " rows exceeds " << cfg.wgt_depth() / v << "; ";
-  if (uops > cfg.uop_depth()) os << "GEMM micro-kernel of " << uops << " micro-ops exceeds " << cfg.uop_depth() << "; ";
-  if (ih - 1 + s.pad >= (int64_t{1} << 16) || iw >= (int64_t{1} << 16)) os << "DMA sizes exceed 16 bits; ";
+  if (acc > cfg.acc_depth() / v)
+    os << "ACC tile of " << acc << " rows exceeds " << cfg.acc_depth() / v << "; ";
+  if (inp > cfg.inp_depth() / v)
+    os << "INP tile of " << inp << " rows exceeds " << cfg.inp_depth() / v << "; ";
+  if (wgt > cfg.wgt_depth() / v)
+    os << "WGT tile of " << wgt << " rows exceeds " << cfg.wgt_depth() / v << "; ";
+  if (uops > cfg.uop_depth())
+    os << "GEMM micro-kernel of " << uops << " micro-ops exceeds " << cfg.uop_depth() << "; ";
+  if (ih - 1 + s.pad >= (int64_t{1} << 16) || iw >= (int64_t{1} << 16))
+    os << "DMA sizes exceed 16 bits; ";
   std::string r = os.str();
   if (!r.empty()) r.resize(r.size() - 2);
   return r;
 }
 
-void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& tiling, const Conv2dAddrs& addrs,
-                 int shift) {
+void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& tiling,
+                 const Conv2dAddrs& addrs, int shift) {
   const Config& cfg = q.config();
   const std::string problem = conv2d_tiling_problem(cfg, shape, tiling);
-  KILN_USER_CHECK(problem.empty()) << "vdla conv2d: tiling " << tiling.to_string() << ": " << problem;
-  KILN_USER_CHECK(shift >= 0 && shift < 32) << "vdla conv2d: shift " << shift << " is not in [0, 31]";
+  KILN_USER_CHECK(problem.empty())
+      << "vdla conv2d: tiling " << tiling.to_string() << ": " << problem;
+  KILN_USER_CHECK(shift >= 0 && shift < 32)
+      << "vdla conv2d: shift " << shift << " is not in [0, 31]";
   Conv2dEmitter(q, cfg, shape, tiling, addrs, shift).emit();
 }
 
@@ -396,8 +416,9 @@ std::vector<Conv2dTiling> candidates(const Config& cfg, const Conv2dShape& s, in
 }
 
 [[noreturn]] void no_tiling(const Config& cfg, const Conv2dShape& s, int vthreads) {
-  KILN_USER_ERROR() << "vdla conv2d: no tiling of " << s.ic << "x" << s.h << "x" << s.w << " -> " << s.oc << " (k "
-                    << s.k << ") fits " << cfg.describe() << " with " << vthreads << " virtual thread(s)";
+  KILN_USER_ERROR() << "vdla conv2d: no tiling of " << s.ic << "x" << s.h << "x" << s.w << " -> "
+                    << s.oc << " (k " << s.k << ") fits " << cfg.describe() << " with " << vthreads
+                    << " virtual thread(s)";
 }
 
 }  // namespace
@@ -411,15 +432,17 @@ double estimate_cycles(const Config& cfg, const Conv2dShape& s, const Conv2dTili
   const int icb = s.ic / cfg.block_in();
   const int tw = t.tile_w > 0 ? t.tile_w : s.ow();
   const double ih = (t.tile_h - 1.0) * s.stride + s.k, iw = (tw - 1.0) * s.stride + s.k;
-  const double tiles = double(s.oc / cfg.block_out() / t.tile_oc) * std::ceil(double(s.oh()) / t.tile_h) *
-                       std::ceil(double(s.ow()) / tw);
+  const double tiles = double(s.oc / cfg.block_out() / t.tile_oc) *
+                       std::ceil(double(s.oh()) / t.tile_h) * std::ceil(double(s.ow()) / tw);
   const double steps = icb / t.tile_ic;
   const double gemm = double(t.tile_oc) * t.tile_ic * s.k * s.k * t.tile_h * tw + cfg.gemm_fill;
   const double dma = (t.tile_ic * ih * iw * cfg.inp_row_bytes() +
-                      double(t.tile_oc) * t.tile_ic * s.k * s.k * cfg.wgt_row_bytes()) / cfg.bus_bytes +
+                      double(t.tile_oc) * t.tile_ic * s.k * s.k * cfg.wgt_row_bytes()) /
+                         cfg.bus_bytes +
                      cfg.dram_latency;
   const double uops = static_cast<double>(gemm_uops(t.tile_oc, t.tile_ic, s.k, t.tile_h, tw));
-  const double reload = t.vthreads * uops + 8 > cfg.uop_depth() ? uops * Config::kUopBytes / cfg.bus_bytes : 0;
+  const double reload =
+      t.vthreads * uops + 8 > cfg.uop_depth() ? uops * Config::kUopBytes / cfg.bus_bytes : 0;
   const double per_step = (t.vthreads == 2 ? std::max(gemm + reload, dma) : gemm + dma) + reload;
   const double rows = double(t.tile_oc) * t.tile_h * tw;
   const double epilogue = rows * (1 + 3 * cfg.alu_ii) + rows * cfg.out_row_bytes() / cfg.bus_bytes;
@@ -428,7 +451,8 @@ double estimate_cycles(const Config& cfg, const Conv2dShape& s, const Conv2dTili
 
 // The candidate with the fewest cycles on the cycle model (the stream checked and timed, not
 // executed).
-Conv2dTiling fastest(const Config& cfg, const Conv2dShape& s, const std::vector<Conv2dTiling>& cands) {
+Conv2dTiling fastest(const Config& cfg, const Conv2dShape& s,
+                     const std::vector<Conv2dTiling>& cands) {
   Dram dram;
   Conv2dAddrs addrs;
   addrs.data = dram.alloc(uint64_t(s.ic) * s.h * s.w);

@@ -40,7 +40,7 @@ struct Conv2dShape {
   int ic = 0, oc = 0;  ///< channels, multiples of the block sizes
   int k = 1;           ///< kernel height = width
   int stride = 1;
-  int pad = 0;         ///< on every side
+  int pad = 0;  ///< on every side
   int oh() const { return (h + 2 * pad - k) / stride + 1; }
   int ow() const { return (w + 2 * pad - k) / stride + 1; }
   /// Multiply-adds.
@@ -66,12 +66,13 @@ struct Conv2dAddrs {
 
 /// Why the tiling cannot run this shape on `cfg` (a buffer half overflows, a factor does not
 /// divide, an odd number of tiles to pair, ...), or "" when it can.
-std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& shape, const Conv2dTiling& tiling);
+std::string conv2d_tiling_problem(const Config& cfg, const Conv2dShape& shape,
+                                  const Conv2dTiling& tiling);
 
 /// Appends the convolution's stream to `q` (balanced tokens; call q.synchronize() to run it).
 /// Raises kiln::Error with conv2d_tiling_problem's reason.
-void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& tiling, const Conv2dAddrs& addrs,
-                 int shift);
+void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& tiling,
+                 const Conv2dAddrs& addrs, int shift);
 
 /// A tiling chosen quickly: the candidates of choose_conv2d_tiling ranked by a rough estimate of
 /// their cycles, and the fastest of the best three on the cycle model.
