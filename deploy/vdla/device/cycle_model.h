@@ -10,6 +10,8 @@
 //   LOAD / STORE       dram_latency, then y_size * ceil(x_size * element bytes / bus_bytes) on the
 //                      port, then one cycle per padded SRAM row
 //   no-op, FINISH      1
+//
+// Instruction fetch is not modelled: the stream is taken to be fetched ahead of every module.
 #pragma once
 
 #include <cstdint>

@@ -36,18 +36,6 @@ Module module_of(const Insn& insn) {
   return Module::kCompute;
 }
 
-std::string Stats::to_string() const {
-  std::ostringstream os;
-  os << "cycles=" << cycles << " gemm_counter=" << gemm_counter << " alu_counter=" << alu_counter
-     << " utilization=" << utilization() << " inp_load_nbytes=" << inp_load_nbytes
-     << " wgt_load_nbytes=" << wgt_load_nbytes << " acc_load_nbytes=" << acc_load_nbytes
-     << " uop_load_nbytes=" << uop_load_nbytes << " out_store_nbytes=" << out_store_nbytes
-     << " load_busy=" << load_busy << " compute_busy=" << compute_busy
-     << " store_busy=" << store_busy << " dram_busy=" << dram_busy << " insns=" << load_insns << "/"
-     << compute_insns << "/" << store_insns;
-  return os.str();
-}
-
 namespace {
 
 enum Queue { kL2C = 0, kC2L = 1, kC2S = 2, kS2C = 3 };

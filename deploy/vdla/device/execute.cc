@@ -35,7 +35,7 @@ BufferInfo load_target(const Config& cfg, MemType m) {
 }
 
 // The DRAM bytes a 2D access touches: rows dram_base + y * x_stride + [0, x_size) for y < y_size.
-void check_dram(const std::string& where, const Insn& insn, int64_t elem_bytes, size_t dram_size) {
+void check_dram(const InsnRef& where, const Insn& insn, int64_t elem_bytes, size_t dram_size) {
   if (insn.y_size == 0) return;
   const uint64_t first = uint64_t{insn.dram_base} * elem_bytes;
   const uint64_t last_row = uint64_t{insn.dram_base} + uint64_t{insn.y_size - 1} * insn.x_stride;
@@ -48,7 +48,7 @@ void check_dram(const std::string& where, const Insn& insn, int64_t elem_bytes, 
 
 void execute_load(const Config& cfg, std::vector<int8_t>& inp, std::vector<int8_t>& wgt,
                   std::vector<int32_t>& acc, std::vector<uint32_t>& uop, std::span<uint8_t> dram,
-                  const std::string& where, const Insn& insn, bool execute, Stats& stats) {
+                  const InsnRef& where, const Insn& insn, bool execute, Stats& stats) {
   KILN_USER_CHECK(insn.mem_type != MemType::kOut)
       << where
       << ": memory type OUT is only a STORE's; a LOAD reads UOP, WGT, INP, ACC or ACC_8BIT";
@@ -132,7 +132,7 @@ void execute_load(const Config& cfg, std::vector<int8_t>& inp, std::vector<int8_
 }
 
 void execute_store(const Config& cfg, std::vector<int32_t>& acc, std::span<uint8_t> dram,
-                   const std::string& where, const Insn& insn, bool execute, Stats& stats) {
+                   const InsnRef& where, const Insn& insn, bool execute, Stats& stats) {
   KILN_USER_CHECK(insn.mem_type == MemType::kOut)
       << where << ": a STORE's memory type must be OUT (4), got " << mem_type_name(insn.mem_type);
   KILN_USER_CHECK(insn.y_pad_0 == 0 && insn.y_pad_1 == 0 && insn.x_pad_0 == 0 && insn.x_pad_1 == 0)
@@ -162,7 +162,7 @@ uint64_t max_index(uint32_t base, uint32_t fo, uint32_t fi, const Insn& insn) {
   return uint64_t{base} + uint64_t{insn.iter_out - 1} * fo + uint64_t{insn.iter_in - 1} * fi;
 }
 
-void check_compute(const Config& cfg, const std::vector<uint32_t>& uop, const std::string& where,
+void check_compute(const Config& cfg, const std::vector<uint32_t>& uop, const InsnRef& where,
                    const Insn& insn) {
   KILN_USER_CHECK(insn.uop_bgn < insn.uop_end)
       << where << ": empty micro-op range [" << insn.uop_bgn << ", " << insn.uop_end << ")";
@@ -280,18 +280,22 @@ std::string insn_where(uint32_t index, const Insn& insn) {
   return "vdla: instruction #" + std::to_string(index) + " (" + insn_kind(insn) + ")";
 }
 
+std::ostream& operator<<(std::ostream& os, const InsnRef& where) {
+  return os << insn_where(where.index, where.insn);
+}
+
 void execute_insn(const Config& cfg, std::vector<int8_t>& inp, std::vector<int8_t>& wgt,
                   std::vector<int32_t>& acc, std::vector<uint32_t>& uop, std::span<uint8_t> dram,
                   uint32_t index, const Insn& insn, bool execute, Stats& stats) {
   switch (insn.opcode) {
     case Opcode::kLoad:
-      execute_load(cfg, inp, wgt, acc, uop, dram, insn_where(index, insn), insn, execute, stats);
+      execute_load(cfg, inp, wgt, acc, uop, dram, InsnRef{index, insn}, insn, execute, stats);
       return;
     case Opcode::kStore:
-      execute_store(cfg, acc, dram, insn_where(index, insn), insn, execute, stats);
+      execute_store(cfg, acc, dram, InsnRef{index, insn}, insn, execute, stats);
       return;
     case Opcode::kGemm: {
-      check_compute(cfg, uop, insn_where(index, insn), insn);
+      check_compute(cfg, uop, InsnRef{index, insn}, insn);
       const uint64_t n = uint64_t{insn.iter_out} * insn.iter_in * (insn.uop_end - insn.uop_bgn);
       if (insn.reset)
         stats.reset_counter += n;
@@ -301,7 +305,7 @@ void execute_insn(const Config& cfg, std::vector<int8_t>& inp, std::vector<int8_
       return;
     }
     case Opcode::kAlu:
-      check_compute(cfg, uop, insn_where(index, insn), insn);
+      check_compute(cfg, uop, InsnRef{index, insn}, insn);
       stats.alu_counter += uint64_t{insn.iter_out} * insn.iter_in * (insn.uop_end - insn.uop_bgn);
       if (execute) execute_alu(cfg, acc, uop, insn);
       return;

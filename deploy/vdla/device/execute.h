@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <span>
 #include <string>
 
@@ -12,6 +13,13 @@ namespace kiln::vdla {
 
 /// "vdla: instruction #12 (GEMM)", the start of every error about one instruction.
 std::string insn_where(uint32_t index, const Insn& insn);
+
+/// The same, streamed only when an error is raised.
+struct InsnRef {
+  uint32_t index;
+  const Insn& insn;
+};
+std::ostream& operator<<(std::ostream& os, const InsnRef& where);
 
 /// Checks `insn` (index `index` in the stream) against the buffers and DRAM, then executes it
 /// (GEMM, ALU and data moves only when `execute`; micro-op loads always) and counts it in `stats`.
