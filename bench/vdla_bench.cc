@@ -26,7 +26,7 @@ Stats time_conv(const Config& cfg, const Conv2dShape& s, const Conv2dTiling& t) 
   Dram dram;
   Conv2dAddrs a;
   a.data = dram.alloc(uint64_t(s.ic) * s.h * s.w);
-  a.kernel = dram.alloc(uint64_t(s.oc) * s.ic * s.k * s.k);
+  a.kernel = dram.alloc(uint64_t(s.oc) * s.ic * s.k * s.k, cfg.wgt_row_bytes());
   a.output = dram.alloc(uint64_t(s.oc) * s.oh() * s.ow());
   Device dev(cfg);
   CommandQueue q(dev, dram);

@@ -41,7 +41,7 @@ Result run_conv(const Conv2dShape& s, const Conv2dTiling& t, const std::vector<i
   Dram dram;
   Conv2dAddrs a;
   a.data = dram.alloc(data.size());
-  a.kernel = dram.alloc(kernel.size());
+  a.kernel = dram.alloc(kernel.size(), cfg.wgt_row_bytes());
   a.output = dram.alloc(static_cast<uint64_t>(s.oc) * s.oh() * s.ow());
   std::memcpy(dram.at(a.data, data.size()), data.data(), data.size());
   std::memcpy(dram.at(a.kernel, kernel.size()), kernel.data(), kernel.size());
@@ -108,6 +108,48 @@ TEST_P(VdlaConv2d, BitExactSerialAndVirtualThreads) { check_layer(GetParam()); }
 INSTANTIATE_TEST_SUITE_P(ResNet18, VdlaConv2d, ::testing::ValuesIn(bench::resnet18_layers()),
                          [](const ::testing::TestParamInfo<bench::ConvLayer>& info) {
                            return info.param.name;
+                         });
+
+// Explicit tilings on small shapes, so that the corners the chosen tilings of the ResNet layers
+// may miss run too: partial row and column tiles, padding on every side, strides, several input
+// channel blocks per step (the GEMM's ic loop), both virtual-thread axes, 1x1 and 5x5 kernels, a
+// non-square input.
+struct TilingCase {
+  const char* name;
+  Conv2dShape shape;
+  Conv2dTiling tiling;
+};
+
+class VdlaConv2dTilings : public ::testing::TestWithParam<TilingCase> {};
+
+TEST_P(VdlaConv2dTilings, BitExact) {
+  const TilingCase& c = GetParam();
+  const Conv2dShape& s = c.shape;
+  ASSERT_EQ(conv2d_tiling_problem(Config{}, s, c.tiling), "");
+  const std::vector<int8_t> data = testing::random_int8(static_cast<size_t>(s.ic) * s.h * s.w, 3);
+  const std::vector<int8_t> kernel =
+      testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 5);
+  const int shift = testing::conv2d_shift(s);
+  const Result r = run_conv(s, c.tiling, data, kernel, shift);
+  EXPECT_EQ(r.out, testing::conv2d_reference(s, data, kernel, shift)) << c.tiling.to_string();
+  EXPECT_EQ(r.stats.gemm_counter * 256, static_cast<uint64_t>(s.macs()));
+}
+
+// h, w, ic, oc, k, stride, pad; tile_oc, tile_ic, tile_h, tile_w, vthreads, axis.
+const TilingCase kTilingCases[] = {
+    {"serial_partial_tiles", {9, 11, 32, 64, 3, 2, 1}, {1, 1, 2, 4, 1, VthreadAxis::kOc}},
+    {"serial_ic_loop", {9, 11, 32, 64, 3, 2, 1}, {2, 2, 5, 0, 1, VthreadAxis::kOc}},
+    {"vthread_oc", {9, 11, 32, 64, 3, 2, 1}, {2, 2, 3, 0, 2, VthreadAxis::kOc}},
+    {"vthread_h_partial", {9, 11, 32, 64, 3, 2, 1}, {4, 1, 3, 5, 2, VthreadAxis::kH}},
+    {"vthread_h_single_step", {8, 8, 32, 32, 3, 1, 1}, {1, 2, 4, 0, 2, VthreadAxis::kH}},
+    {"one_by_one_stride2", {10, 10, 48, 32, 1, 2, 0}, {1, 3, 2, 3, 2, VthreadAxis::kOc}},
+    {"five_by_five", {7, 6, 16, 32, 5, 1, 2}, {1, 1, 7, 3, 2, VthreadAxis::kOc}},
+    {"serial_single_step_reuse", {6, 6, 16, 64, 3, 1, 1}, {1, 1, 2, 0, 1, VthreadAxis::kOc}},
+};
+
+INSTANTIATE_TEST_SUITE_P(Small, VdlaConv2dTilings, ::testing::ValuesIn(kTilingCases),
+                         [](const ::testing::TestParamInfo<TilingCase>& info) {
+                           return std::string(info.param.name);
                          });
 
 }  // namespace

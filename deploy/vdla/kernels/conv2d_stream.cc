@@ -456,7 +456,7 @@ Conv2dTiling fastest(const Config& cfg, const Conv2dShape& s,
   Dram dram;
   Conv2dAddrs addrs;
   addrs.data = dram.alloc(uint64_t(s.ic) * s.h * s.w);
-  addrs.kernel = dram.alloc(uint64_t(s.oc) * s.ic * s.k * s.k);
+  addrs.kernel = dram.alloc(uint64_t(s.oc) * s.ic * s.k * s.k, cfg.wgt_row_bytes());
   addrs.output = dram.alloc(uint64_t(s.oc) * s.oh() * s.ow());
   const uint64_t base_size = dram.size();
   Conv2dTiling best = cands.front();
