@@ -285,6 +285,12 @@ TEST(VdlaErrors, Conv2dTilingThatDoesNotFit) {
   t.tile_oc = 16;
   expect_error([&] { emit_conv2d(q, s, t, Conv2dAddrs{}, 8); },
                {"pair tiles along oc, which has 1 tiles"});
+  t = Conv2dTiling{};
+  expect_error(
+      [&] {
+        emit_conv2d(q, s, t, Conv2dAddrs{0, 64, 0}, 8);
+      },
+      {"vdla conv2d", "must be aligned to their rows"});
 }
 
 // Random instruction streams (random bits under valid and invalid opcodes, random flags and fields,

@@ -370,6 +370,13 @@ void emit_conv2d(CommandQueue& q, const Conv2dShape& shape, const Conv2dTiling& 
       << "vdla conv2d: tiling " << tiling.to_string() << ": " << problem;
   KILN_USER_CHECK(shift >= 0 && shift < 32)
       << "vdla conv2d: shift " << shift << " is not in [0, 31]";
+  KILN_USER_CHECK(addrs.data % cfg.inp_row_bytes() == 0 &&
+                  addrs.kernel % cfg.wgt_row_bytes() == 0 &&
+                  addrs.output % cfg.out_row_bytes() == 0)
+      << "vdla conv2d: the data, kernel and output addresses (" << addrs.data << ", "
+      << addrs.kernel << ", " << addrs.output << ") must be aligned to their rows ("
+      << cfg.inp_row_bytes() << ", " << cfg.wgt_row_bytes() << ", " << cfg.out_row_bytes()
+      << " bytes)";
   Conv2dEmitter(q, cfg, shape, tiling, addrs, shift).emit();
 }
 

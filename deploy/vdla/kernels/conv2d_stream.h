@@ -59,7 +59,7 @@ struct Conv2dTiling {
   std::string to_string() const;
 };
 
-/// Byte addresses in Dram of the three blocked tensors.
+/// Byte addresses in Dram of the three blocked tensors, aligned to their rows (16, 256, 16 bytes).
 struct Conv2dAddrs {
   uint64_t data = 0, kernel = 0, output = 0;
 };
