@@ -25,7 +25,17 @@
 //
 // With two virtual threads (A7), consecutive tiles along `vthread_axis` form pairs whose stages
 // are interleaved in one stream, each thread in its own half of INP, WGT and ACC, with dependence
-// tokens between the stages: the load of one thread's next step overlaps the other's GEMM.
+// tokens between the stages: the load of one thread's next step overlaps the other's GEMM. Per
+// group of tiles (t0, t1):
+//
+//   [pop s2c; reset t0] [pop s2c; reset t1]
+//   per step: [pop c2l; LD t0; push l2c] [pop c2l; LD t1; push l2c]
+//             [pop l2c; GEMM t0; push c2l] [pop l2c; GEMM t1; push c2l]
+//   [ALU t0; push c2s] [ALU t1; push c2s] [pop c2s; ST t0; push s2c] [pop c2s; ST t1; push s2c]
+//
+// with one token per thread put in c2l and s2c at the start and taken back at the end. The pairs
+// alternate threads, so the k-th pop of a WAR queue always takes the token of the same thread's
+// previous use; this is why the tile count along the virtual-thread axis must be even.
 #pragma once
 
 #include <cstdint>
