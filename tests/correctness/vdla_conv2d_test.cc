@@ -133,6 +133,22 @@ TEST_P(VdlaConv2dTilings, BitExact) {
   const Result r = run_conv(s, c.tiling, data, kernel, shift);
   EXPECT_EQ(r.out, testing::conv2d_reference(s, data, kernel, shift)) << c.tiling.to_string();
   EXPECT_EQ(r.stats.gemm_counter * 256, static_cast<uint64_t>(s.macs()));
+  // The timing-only run (what the tiling choosers and bench_vdla use) counts and times the same.
+  Config cfg;
+  Device dev(cfg);
+  Dram dram;
+  Conv2dAddrs a;
+  a.data = dram.alloc(data.size());
+  a.kernel = dram.alloc(kernel.size(), cfg.wgt_row_bytes());
+  a.output = dram.alloc(static_cast<uint64_t>(s.oc) * s.oh() * s.ow());
+  CommandQueue q(dev, dram);
+  emit_conv2d(q, s, c.tiling, a, shift);
+  const Stats timed = q.synchronize(RunOptions{false});
+  EXPECT_EQ(timed.cycles, r.stats.cycles);
+  EXPECT_EQ(timed.gemm_counter, r.stats.gemm_counter);
+  EXPECT_EQ(timed.dram_busy, r.stats.dram_busy);
+  EXPECT_EQ(timed.inp_load_nbytes + timed.wgt_load_nbytes,
+            r.stats.inp_load_nbytes + r.stats.wgt_load_nbytes);
 }
 
 // h, w, ic, oc, k, stride, pad; tile_oc, tile_ic, tile_h, tile_w, vthreads, axis.
