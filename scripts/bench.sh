@@ -9,13 +9,14 @@
 # CUDA device: the candidates are compiled here to PTX, then measured on the device; on a GPU
 # machine without Kiln's build dependencies, run build/release/bench/bench_cuda_measure DIR there),
 # opencl (the ResNet-18 convolutions tuned on this machine's OpenCL device against their default
-# GPU configs; ARGS: --trials N, --layers C2,C6,...).
+# GPU configs; ARGS: --trials N, --layers C2,C6,...), vdla (the VDLA's cycle model on the offloaded
+# ResNet-18 convolutions, serial against two virtual threads; ARGS: --layers C2,C6,...).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla)" >&2
   exit 2
 fi
 shift
@@ -35,7 +36,8 @@ case "$name" in
     build/release/bench/bench_cuda_prepare "$dir" "$@" >&2
     exec build/release/bench/bench_cuda_measure "$dir" ;;
   opencl) target=bench_opencl ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl)" >&2; exit 2 ;;
+  vdla) target=bench_vdla ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null
