@@ -3,7 +3,8 @@
 // convolutions it writes DIR/NN_<case>.json: the case's shape and candidate kernels of Kiln's GPU
 // template, each compiled to PTX (a DeviceProgram): the template's default config first, then
 // its neighbours and random plausible configs of its space (topi::gpu::plausible: 32 to 1024 threads a block, at
-// most 64 outputs a thread; lowering refuses those over the shared memory of a block). bench_cuda_measure runs them on the GPU: measuring a
+// most 64 outputs a thread; lowering refuses those over the shared memory of a block); the matmuls
+// get twice the candidates, drawn from the SGEMM family (sgemm_family). bench_cuda_measure runs them on the GPU: measuring a
 // random sample on the device and keeping the fastest is the tuning here (the XGBoost tuner needs
 // the compiler beside the device, which the GPU machine lacks).
 #include <cstdio>
@@ -40,7 +41,19 @@ struct Template {
   std::function<space::Config(const space::ConfigSpace&, const kiln::target::Target&)> default_config;
   std::function<void(te::Schedule&, const te::Tensor&, const space::Config&, const te::Tensor&)> schedule;
   std::vector<std::string> four_part_knobs;  ///< block, vthread, thread, inner
+  /// Where the random draws look (all plausible points when empty).
+  std::function<bool(const space::Config&)> focus;
 };
+
+/// The large-matmul family where the fast SGEMM tilings live: 128 to 256 threads a block, each
+/// with at least 4 x 4 outputs, block tiles at least 64 on a side.
+bool sgemm_family(const space::Config& c) {
+  const std::vector<int64_t>& y = c.split("tile_y");
+  const std::vector<int64_t>& x = c.split("tile_x");
+  const int64_t threads = y[2] * x[2];
+  return threads >= 128 && threads <= 256 && y[1] * y[3] >= 4 && x[1] * x[3] >= 4 &&
+         y[1] * y[2] * y[3] >= 64 && x[1] * x[2] * x[3] >= 64;
+}
 
 Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor>>()>& make, const Template& t,
                 const kiln::target::Target& target, int count, const std::string& name) {
@@ -70,7 +83,9 @@ Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor
     if (next == configs.size()) {
       space::Config c = sp.get(gen() % sp.size());
       ++tries;
-      if (!seen.insert(c.index()).second || !topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads)) continue;
+      if (!seen.insert(c.index()).second || !topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads) ||
+          (t.focus && !t.focus(c)))
+        continue;
       configs.push_back(c);
     }
     const space::Config& cfg = configs[next++];
@@ -117,9 +132,9 @@ int main(int argc, char** argv) {
     auto target = kiln::target::Target::parse("cuda -arch=" + arch);
 
     Template matmul{topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-                    {"tile_y", "tile_x"}};
+                    {"tile_y", "tile_x"}, sgemm_family};
     Template conv{topi::gpu::conv2d_nchw_gpu_space, topi::gpu::conv2d_nchw_gpu_default,
-                  topi::gpu::schedule_conv2d_nchw_gpu, {"tile_f", "tile_y", "tile_x"}};
+                  topi::gpu::schedule_conv2d_nchw_gpu, {"tile_f", "tile_y", "tile_x"}, {}};
     int index = 0;
     for (int n : {1024, 4096}) {
       auto make = [n] {
@@ -130,7 +145,7 @@ int main(int argc, char** argv) {
       };
       std::string name = "matmul_" + std::to_string(n);
       write_case(dir, index++, name,
-                 {{"op", "matmul"}, {"m", n}, {"n", n}, {"k", n}, {"candidates", candidates(make, matmul, target, count, "matmul")}});
+                 {{"op", "matmul"}, {"m", n}, {"n", n}, {"k", n}, {"candidates", candidates(make, matmul, target, 2 * count, "matmul")}});
     }
     for (const auto& l : kiln::bench::resnet18_layers()) {
       auto make = [&l] {
