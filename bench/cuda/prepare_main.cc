@@ -4,7 +4,7 @@
 // template, each compiled to PTX (a DeviceProgram): the template's default config first, then
 // its neighbours and random plausible configs of its space (topi::gpu::plausible: 32 to 1024 threads a block, at
 // most 64 outputs a thread; lowering refuses those over the shared memory of a block); the matmuls
-// get twice the candidates, drawn from the SGEMM family (sgemm_family). bench_cuda_measure runs them on the GPU: measuring a
+// get twice the candidates, drawn from the SGEMM family (draw_sgemm). bench_cuda_measure runs them on the GPU: measuring a
 // random sample on the device and keeping the fastest is the tuning here (the XGBoost tuner needs
 // the compiler beside the device, which the GPU machine lacks).
 #include <cstdio>
@@ -41,18 +41,27 @@ struct Template {
   std::function<space::Config(const space::ConfigSpace&, const kiln::target::Target&)> default_config;
   std::function<void(te::Schedule&, const te::Tensor&, const space::Config&, const te::Tensor&)> schedule;
   std::vector<std::string> four_part_knobs;  ///< block, vthread, thread, inner
-  /// Where the random draws look (all plausible points when empty).
-  std::function<bool(const space::Config&)> focus;
+  /// Draws a random point where the fast configs live (uniform over the space when empty).
+  std::function<space::Config(const space::ConfigSpace&, std::mt19937_64&)> draw;
 };
 
-/// The large-matmul family where the fast SGEMM tilings live: 128 to 256 threads a block, each
-/// with at least 4 x 4 outputs, block tiles at least 64 on a side.
-bool sgemm_family(const space::Config& c) {
-  const std::vector<int64_t>& y = c.split("tile_y");
-  const std::vector<int64_t>& x = c.split("tile_x");
-  const int64_t threads = y[2] * x[2];
-  return threads >= 128 && threads <= 256 && y[1] * y[3] >= 4 && x[1] * x[3] >= 4 &&
-         y[1] * y[2] * y[3] >= 64 && x[1] * x[2] * x[3] >= 64;
+/// A point of the large-matmul family where the fast SGEMM tilings live: along each output axis
+/// 8 to 32 threads, each with 4 to 8 outputs (virtual threads times inner), a block side of at
+/// least 64; the other knobs anywhere.
+space::Config draw_sgemm(const space::ConfigSpace& sp, std::mt19937_64& gen) {
+  std::vector<int> pos(sp.knobs().size());
+  for (size_t k = 0; k < pos.size(); ++k) {
+    const space::Knob& knob = sp.knobs()[k];
+    std::vector<int> fits;
+    for (size_t i = 0; i < knob.candidates.size(); ++i) {
+      const std::vector<int64_t>& c = knob.candidates[i];
+      const bool tile = knob.name == "tile_y" || knob.name == "tile_x";
+      if (!tile || (c[2] >= 8 && c[2] <= 32 && c[1] * c[3] >= 4 && c[1] * c[3] <= 8 && c[1] * c[2] * c[3] >= 64))
+        fits.push_back(static_cast<int>(i));
+    }
+    pos[k] = fits.empty() ? static_cast<int>(gen() % knob.candidates.size()) : fits[gen() % fits.size()];
+  }
+  return sp.from_positions(pos);
 }
 
 Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor>>()>& make, const Template& t,
@@ -81,11 +90,9 @@ Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor
   size_t next = 0;
   while (static_cast<int>(out.size()) < count && tries < 200 * count) {
     if (next == configs.size()) {
-      space::Config c = sp.get(gen() % sp.size());
+      space::Config c = t.draw ? t.draw(sp, gen) : sp.get(gen() % sp.size());
       ++tries;
-      if (!seen.insert(c.index()).second || !topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads) ||
-          (t.focus && !t.focus(c)))
-        continue;
+      if (!seen.insert(c.index()).second || !topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads)) continue;
       configs.push_back(c);
     }
     const space::Config& cfg = configs[next++];
@@ -132,7 +139,7 @@ int main(int argc, char** argv) {
     auto target = kiln::target::Target::parse("cuda -arch=" + arch);
 
     Template matmul{topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-                    {"tile_y", "tile_x"}, sgemm_family};
+                    {"tile_y", "tile_x"}, draw_sgemm};
     Template conv{topi::gpu::conv2d_nchw_gpu_space, topi::gpu::conv2d_nchw_gpu_default,
                   topi::gpu::schedule_conv2d_nchw_gpu, {"tile_f", "tile_y", "tile_x"}, {}};
     int index = 0;
