@@ -125,7 +125,7 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
   }
   // Unrolled only while the body stays small: a thread with hundreds of outputs unrolled over the
   // reduction step is code no compiler digests quickly.
-  if (cfg.knob("unroll") && tile_shape(cfg, {"tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_k")[1] <= 512) {
+  if (cfg.knob("unroll") && tile_shape(cfg, {"tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_k")[1] <= 1024) {
     a.unroll(ki);
     a.unroll(ay);
     a.unroll(ax);
