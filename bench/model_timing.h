@@ -78,7 +78,7 @@ inline double relative_error(const runtime::NDArray& a, const runtime::NDArray& 
   return ref > 0 ? diff / ref : diff;
 }
 
-/// A model built for the host, run once on DIR/NAME.input.npy and checked against
+/// A model built for `target`, run once on `device` on DIR/NAME.input.npy and checked against
 /// DIR/NAME.expected.npy (ONNX Runtime's output): its executor, or the error that stopped it.
 struct BuiltModel {
   std::unique_ptr<runtime::GraphExecutor> exec;
@@ -89,14 +89,15 @@ struct BuiltModel {
 
 inline BuiltModel build_and_check(const std::string& dir, const std::string& name, const std::string& target,
                                   const graph::BuildOptions& options, const graph::OnnxImportOptions& import,
-                                  double tolerance) {
+                                  double tolerance, runtime::DeviceKind device = runtime::DeviceKind::kCPU) {
   BuiltModel b;
   try {
     const auto t0 = std::chrono::steady_clock::now();
     graph::Graph g = graph::import_onnx(dir + "/" + name + ".onnx", import);
     runtime::Bundle bundle = graph::build_graph(g, target, options, &b.report);
     b.build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    b.exec = std::make_unique<runtime::GraphExecutor>(runtime::GraphExecutor::from_bundle(std::move(bundle), name));
+    b.exec = std::make_unique<runtime::GraphExecutor>(
+        runtime::GraphExecutor::from_bundle(std::move(bundle), name, device));
     b.exec->set_input(0, runtime::load_npy(dir + "/" + name + ".input.npy"));
     b.exec->run();
     const double err = relative_error(b.exec->output(0), runtime::load_npy(dir + "/" + name + ".expected.npy"));

@@ -2,12 +2,17 @@
 // batch 1, fp32, NCHW) as a conv2d_nchw_gpu task for target "opencl", its default config measured
 // and then tuned (XGBoost explorer, the default measured first) on this machine's OpenCL device
 // (PoCL on a CPU here, a Mali or any GPU elsewhere), each layer into a fresh record log under DIR.
+// Then the fusion ablation on the same device: the five models built for OpenCL with and without
+// operator fusion, each checked against ONNX Runtime (1e-4) and timed.
 //
-//   bench_opencl [--trials N (64)] [--layers C1,C2,... (all twelve)] [--out DIR]
+//   bench_opencl [--trials N (64)] [--layers C1,C2,... (all twelve; "none")] [--out DIR]
+//                [--models NAME,... (resnet18,mobilenetv2,dqn,dcgan,lstm; "none")]
 //
 // Prints, per layer and then over the layers measured,
 //   case=opencl_conv_<layer> default_gflops=<a> tuned_gflops=<b> speedup=<b/a> trials=<n>
 //   case=opencl_geomean speedup=<g> layers=<k>
+// then per model
+//   case=fusion_<model>_opencl fused_ms=<a> unfused_ms=<b> speedup=<b/a>
 // Progress goes to stderr.
 #include <cmath>
 #include <cstdio>
@@ -17,10 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/model_timing.h"
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/tuner.h"
 #include "records/record_log.h"
+#include "tests/common/temp_dir.h"
 
 namespace {
 
@@ -39,32 +46,73 @@ kiln::autotune::Task opencl_task(const ConvLayer& l) {
   return autotune::Task::make("conv2d_nchw_gpu", out, kTarget);
 }
 
+/// `name` in the comma-separated `list` (everything when the list is empty).
+bool listed(const std::string& list, const std::string& name) {
+  return list.empty() || ("," + list + ",").find("," + name + ",") != std::string::npos;
+}
+
+/// The fusion ablation: each model built for OpenCL fused and unfused, checked, and timed.
+void fusion_ablation(const std::string& models_arg) {
+  using namespace kiln;
+  const std::vector<std::string> all = {"resnet18", "mobilenetv2", "dqn", "dcgan", "lstm"};
+  std::vector<std::string> models;
+  for (const std::string& m : all) if (listed(models_arg, m)) models.push_back(m);
+  if (models.empty()) return;
+  testing::TempDir dir("kiln_bench_opencl_models");
+  const std::string d = dir.path().string();
+  std::string make = "python3 " + bench::quote(KILN_MAKE_MODELS_SCRIPT) + " " + bench::quote(d);
+  for (const std::string& m : models) make += " --only " + m;
+  bench::run_command(make + " 2>/dev/null", "bench_opencl");
+  for (const std::string& name : models) {
+    double ms[2] = {NAN, NAN};
+    std::string error;
+    for (int fuse = 0; fuse < 2 && error.empty(); ++fuse) {
+      graph::BuildOptions options;
+      options.fuse = fuse == 1;
+      std::cerr << "bench_opencl: " << name << (fuse ? " fused" : " unfused") << "\n";
+      bench::BuiltModel b = bench::build_and_check(d, name, kTarget, options, {}, 1e-4, runtime::DeviceKind::kOpenCL);
+      if (!b.exec) {
+        error = b.error;
+        break;
+      }
+      ms[fuse] = bench::median_ms([&] { b.exec->run(); }, 2.0);
+    }
+    if (!error.empty()) {
+      std::printf("case=fusion_%s_opencl error=\"%s\"\n", name.c_str(), error.c_str());
+    } else {
+      std::printf("case=fusion_%s_opencl fused_ms=%.3f unfused_ms=%.3f speedup=%.3f\n", name.c_str(), ms[1],
+                  ms[0], ms[0] / ms[1]);
+    }
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace kiln;
   int trials = 64;
-  std::string layers_arg, out_dir = std::string(KILN_BENCH_RESULTS_DIR) + "/opencl";
+  std::string layers_arg, models_arg, out_dir = std::string(KILN_BENCH_RESULTS_DIR) + "/opencl";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--trials" && i + 1 < argc) {
       trials = std::atoi(argv[++i]);
     } else if (a == "--layers" && i + 1 < argc) {
       layers_arg = argv[++i];
+    } else if (a == "--models" && i + 1 < argc) {
+      models_arg = argv[++i];
     } else if (a == "--out" && i + 1 < argc) {
       out_dir = argv[++i];
     } else {
-      std::cerr << "usage: bench_opencl [--trials N] [--layers C1,C2,...] [--out DIR]\n";
+      std::cerr << "usage: bench_opencl [--trials N] [--layers C1,C2,...|none] [--models NAME,...|none] [--out DIR]\n";
       return 2;
     }
   }
   std::vector<ConvLayer> layers;
   for (const ConvLayer& l : bench::resnet18_layers()) {
-    if (layers_arg.empty() || ("," + layers_arg + ",").find("," + std::string(l.name) + ",") !=
-                                  std::string::npos)
-      layers.push_back(l);
+    if (listed(layers_arg, l.name)) layers.push_back(l);
   }
-  if (layers.empty() || trials < 1) {
+  if ((layers.empty() && layers_arg != "none") || trials < 1) {
     std::cerr << "bench_opencl: no layer named in '" << layers_arg << "' or no trials\n";
     return 2;
   }
@@ -72,7 +120,8 @@ int main(int argc, char** argv) {
     autotune::TuneOptions options;
     options.trials = trials;
     options.local.device = autotune::local_device_fingerprint(kTarget);
-    options.local.run_timeout_s = 60;
+    // A candidate that needs more than this to compile and measure is not one to keep.
+    options.local.run_timeout_s = 10;
     std::cerr << "bench_opencl: measuring on " << options.local.device << "\n";
     double log_sum = 0;
     int measured = 0;
@@ -105,8 +154,12 @@ int main(int argc, char** argv) {
       log_sum += std::log(speedup);
       ++measured;
     }
-    std::printf("case=opencl_geomean speedup=%.2f layers=%d\n",
-                measured > 0 ? std::exp(log_sum / measured) : NAN, measured);
+    if (!layers.empty()) {
+      std::printf("case=opencl_geomean speedup=%.2f layers=%d\n",
+                  measured > 0 ? std::exp(log_sum / measured) : NAN, measured);
+      std::fflush(stdout);
+    }
+    if (models_arg != "none") fusion_ablation(models_arg);
   } catch (const std::exception& e) {
     std::cerr << "bench_opencl: " << e.what() << "\n";
     return 1;
