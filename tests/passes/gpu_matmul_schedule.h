@@ -5,9 +5,11 @@
 // split and bound to the same threadIdx axes), and each thread reads them through local copies.
 // With `vthreads` > 1, each thread's tile is split over vthreads x vthreads virtual threads
 // (strided, as in TVM's GEMM tutorial). `vectorize_fetch` vectorizes the inner axis of each
-// thread's slice of the cooperative fetch.
+// thread's slice of the cooperative fetch. `prefetch` marks the reduction's outer loop for
+// pass::prefetch_shared.
 #pragma once
 
+#include "compiler/pass/prefetch_shared.h"
 #include "compiler/te/schedule.h"
 #include "compiler/te/tensor.h"
 
@@ -17,7 +19,8 @@ struct GpuMatmul {
   te::Tensor A, B, C;
   te::Schedule s;
 
-  GpuMatmul(int n, int block, int threads, int k_tile, int vthreads = 1, bool vectorize_fetch = false) {
+  GpuMatmul(int n, int block, int threads, int k_tile, int vthreads = 1, bool vectorize_fetch = false,
+            bool prefetch = false) {
     A = te::placeholder({n, n}, ir::kFloat32, "A");
     B = te::placeholder({n, n}, ir::kFloat32, "B");
     ir::IterVar k = te::reduce_axis({0, n}, "k");
@@ -64,6 +67,7 @@ struct GpuMatmul {
     scl.compute_at(sc, attach);
     auto [ko, ki] = scl.split(scl.reduce_axis(0), k_tile);
     scl.reorder({ko, ki, scl.axis(0), scl.axis(1)});
+    if (prefetch) scl.pragma(ko, pass::kPrefetchPragma, ir::Expr(1));
     s[AA].compute_at(scl, ko);
     s[BB].compute_at(scl, ko);
     s[AL].compute_at(scl, ki);

@@ -144,5 +144,30 @@ TEST(LowerDevice, VectorizedCooperativeFetch) {
   expect_computes_matmul(d, 128);
 }
 
+TEST(LowerDevice, RegisterPrefetchOfSharedTiles) {
+  // Each thread's part of the first tiles loaded into registers before the reduction's loop; each
+  // step stores them into shared memory, then loads the next step's while it computes.
+  GpuMatmul m(128, 32, 8, 16, 1, true, true);
+  DeviceFunction d = lower(m);
+  ASSERT_EQ(d.kernels.size(), 1u);
+  std::string ir = ir::to_string(d.kernels[0].func.body);
+  EXPECT_NE(ir.find("allocate A.shared.prefetch: float32[8] in local"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("allocate B.shared.prefetch: float32[8] in local"), std::string::npos) << ir;
+  // The prologue reads the first step's columns of A (k.outer = 0: no k.outer term).
+  EXPECT_NE(ir.find(R"(A.shared.prefetch[ramp(i.inner*2, 1, 2)] = A[ramp(threadIdx.y*512 + i.inner*128 + blockIdx.y*4096 + threadIdx.x*2, 1, 2)]
+)"),
+            std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find(R"(for k.outer in range(8):
+  kiln.storage_sync("shared")
+  for i.inner in range(4):
+    A.shared[ramp(threadIdx.y*64 + i.inner*16 + threadIdx.x*2, 1, 2)] = A.shared.prefetch[ramp(i.inner*2, 1, 2)]
+  if k.outer < 7:
+)"),
+            std::string::npos)
+      << ir;
+  expect_computes_matmul(d, 128);
+}
+
 }  // namespace
 }  // namespace kiln::pass

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "compiler/ir/functor.h"
+#include "compiler/pass/prefetch_shared.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/gpu/reduce_gpu.h"
 #include "compiler/topi/template_util.h"
@@ -36,6 +37,7 @@ space::ConfigSpace matmul_gpu_space(const te::Tensor& out) {
   space.define_split("tile_k", *k, 2);
   space.define_knob("unroll", {0, 1});
   space.define_knob("vector", {1, 4});
+  space.define_knob("prefetch", {0, 1});
   if (few_outputs(out)) space.define_knob("cross_thread", {0, 1});
   return space;
 }
@@ -58,7 +60,8 @@ space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::
   pos[knob_index(space, "tile_k")] = nearest_split_position(space, "tile_k", {0, 8});
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
   pos[knob_index(space, "vector")] = knob_position(space, "vector", 4);
-  if (pos.size() > 5) pos[knob_index(space, "cross_thread")] = knob_position(space, "cross_thread", 1);
+  pos[knob_index(space, "prefetch")] = knob_position(space, "prefetch", 1);
+  if (pos.size() > 6) pos[knob_index(space, "cross_thread")] = knob_position(space, "cross_thread", 1);
   return space.from_positions(fit_threads(space, pos, {"tile_y", "tile_x"}, target.max_num_threads));
 }
 
@@ -109,6 +112,8 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
     cooperative_fetch(st, axes, {1, ty[2], tx[2]}, vector);
   }
   for (const te::Tensor& lo : local) s[lo].compute_at(a, ki);
+  // The next step's tiles loaded into registers while this one computes (pass::prefetch_shared).
+  if (cfg.knob("prefetch")) a.pragma(ko, pass::kPrefetchPragma, ir::Expr(1));
   // A local copy whose rows run along the output's columns (matmul's B: B[k, j]) reads inner_x
   // consecutive floats of its shared tile a thread: one vector load where they fit.
   const ir::Var j = out->axis[1].var();

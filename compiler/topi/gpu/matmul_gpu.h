@@ -12,7 +12,8 @@
 // Knobs: tile_y, tile_x (4 parts each: block, virtual thread, thread, inner), tile_k (2 parts:
 // steps, rows per step), unroll (0/1: unroll the inner loops, where outputs a thread × the step
 // are at most 1024), vector (1/4: the shared copies load 4 floats at a time where the step and the
-// block's rows and columns are multiples of 4), cross_thread (only where there are at most 4096
+// block's rows and columns are multiples of 4), prefetch (0/1: the next step's tiles loaded from
+// global memory into registers while this step computes, pass::prefetch_shared), cross_thread (only where there are at most 4096
 // outputs over a reduction of at least 256, a GEMV: 1 computes each output with a block of
 // threads that share its reduction, reduce_gpu's cross-thread form, and the epilogue in a
 // kernel of its own; the tile knobs then do not matter).
