@@ -394,22 +394,27 @@ void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int 
   (*pos)[knob_index(space, "tile_ob")] = split_position(space, "tile_ob", budget / tile_ow);
 }
 
-}  // namespace
-
-ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
-  KILN_USER_CHECK(out.ndim() == 5 && out->is_compute() && out->reduce_axis.size() == 4)
-      << "conv2d_nchwc_x86_space: '" << out->name() << "' is not an NCHW[x]c convolution";
+/// The space of conv2d_nchwc and group_conv2d_nchwc; `blocks` as for define_register_tile.
+ConfigSpace nchwc_space(const te::Tensor& out, int64_t blocks) {
   ConfigSpace space;
   // Columns: the factors of the width, and powers of two with a partial last tile (4 + 3 of a
   // 7-wide output: the only dividing tiles, 1 and 7, are too small or spill on AVX2).
   space.define_split("tile_ow", const_dim(out, 3, "conv2d_nchwc"), 2,
                      space::SplitPolicy::kFactorsAndPower2, 16);
-  define_register_tile(&space, out);
+  define_register_tile(&space, out, blocks);
   space.define_knob("reduce_order", {0, 1});
   space.define_knob("unroll_kw", {0, 1});
   // The default takes the first: padding in full first measured best at strides 1 and 2.
   space.define_knob("pad_at", {2, 1, 0});
   return space;
+}
+
+}  // namespace
+
+ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
+  KILN_USER_CHECK(out.ndim() == 5 && out->is_compute() && out->reduce_axis.size() == 4)
+      << "conv2d_nchwc_x86_space: '" << out->name() << "' is not an NCHW[x]c convolution";
+  return nchwc_space(out, 0);
 }
 
 Config conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits) {
@@ -472,14 +477,7 @@ ConfigSpace group_conv2d_nchwc_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(data_blocks > 0 && kernel_blocks > 0 && data_blocks % kernel_blocks == 0)
       << "group_conv2d_nchwc_x86_space: '" << out->name() << "' reads no grouped data and kernel";
   const int64_t groups = data_blocks / kernel_blocks;
-  ConfigSpace space;
-  space.define_split("tile_ow", const_dim(out, 3, "group_conv2d_nchwc"), 2,
-                     space::SplitPolicy::kFactorsAndPower2, 16);
-  define_register_tile(&space, out, const_dim(out, 1, "group_conv2d_nchwc") / groups);
-  space.define_knob("reduce_order", {0, 1});
-  space.define_knob("unroll_kw", {0, 1});
-  space.define_knob("pad_at", {2, 1, 0});
-  return space;
+  return nchwc_space(out, const_dim(out, 1, "group_conv2d_nchwc") / groups);
 }
 
 Config group_conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space,
