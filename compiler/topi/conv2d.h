@@ -89,9 +89,11 @@ te::Tensor group_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, 
                               Ints4 padding, Ints2 dilation, int groups,
                               const std::string& name = "group_conv2d_nchwc");
 /// conv2d_nchwc's knobs, the tile_ob channel blocks a factor of the blocks of one group (a
-/// register tile never straddles two groups, so the blocks of its rows share their data).
+/// register tile never straddles two groups, so the blocks of its rows share their data), the
+/// padding inlined first among pad_at's choices.
 space::ConfigSpace group_conv2d_nchwc_x86_space(const te::Tensor& out);
-/// The default register tile as for conv2d_nchwc_x86_default.
+/// The default register tile as for conv2d_nchwc_x86_default; the padding inlined and the
+/// kernel's columns unrolled (as the depthwise template's default: little work per input).
 space::Config group_conv2d_nchwc_x86_default(const te::Tensor& out,
                                              const space::ConfigSpace& space, int vector_bits);
 /// schedule_conv2d_nchwc_x86's loop nest.
