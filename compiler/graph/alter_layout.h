@@ -7,11 +7,16 @@
 //   x ─ LayoutTransform(0→16) ─ Conv{data_block=16, out_block=16} ─ Relu ─ Add ─ Conv ... ─
 //       LayoutTransform(16→0) ─ GlobalAveragePool ─ ...
 //
-// The rules. A Conv (float32, 2-D; groups == 1 or depthwise) whose channel counts have a block
-// (16 when they divide by 16, else 8, else the count itself up to 16) becomes a blocked
-// convolution: its data input is [N, C/ib, H, W, ib], its weight a new constant packed as
-// [O/ob, C/ib, KH, KW, ib, ob] (depthwise: [C/c, 1, KH, KW, 1, c]), its output [N, O/ob, OH, OW,
-// ob]; its bias stays [O]. Elementwise operators (activations; Add, Sub, Mul, Div, Max, Min whose
+// The rules. A Conv (float32, 2-D) whose channel counts have a block (16 when they divide by 16,
+// else 8, else the count itself up to 16) becomes a blocked convolution: its data input is
+// [N, C/ib, H, W, ib], its weight a new constant packed as [O/ob, C/ib, KH, KW, ib, ob]
+// (depthwise: [C/c, 1, KH, KW, 1, c]; grouped: [O/ob, (C/groups)/ib, KH, KW, ib, ob]), its output
+// [N, O/ob, OH, OW, ob]; its bias stays [O]. A grouped Conv (neither groups == 1 nor depthwise)
+// is blocked when its groups' channels are whole blocks (ib divides C/groups, ob O/groups), or
+// become whole blocks when `merge` (up to 4) neighbouring groups are taken as one: the kernel of
+// the merged group is block-diagonal, zero between the original groups, and the node's `group`
+// becomes groups / merge (1 when all merge: a plain blocked convolution). Any other grouped Conv
+// stays NCHW. Elementwise operators (activations; Add, Sub, Mul, Div, Max, Min whose
 // operands are all blocked with the output's shape, per-channel rank-4 tensors such as [N,C,1,1]
 // or [1,C,1,1], or single elements) keep the layout of their first operand blocked with the
 // output's shape, converting the others to it (a single element stays NCHW and broadcasts), and
@@ -31,6 +36,7 @@ namespace kiln::graph {
 
 struct AlterLayoutReport {
   size_t convolutions_blocked = 0;
+  size_t grouped_blocked = 0;  ///< of those, grouped ones (neither groups == 1 nor depthwise)
   size_t conversions = 0;  ///< LayoutTransform nodes inserted
 };
 

@@ -158,10 +158,23 @@ Result lower_conv_nchwc(const Ctx& c) {
   const Tensor &x = c.input(0), &w = c.input(1);
   const auto stride = ints2(n.ints("strides")), dil = ints2(n.ints("dilations"));
   const auto pads = ints4(n.ints("pads"));
-  const bool depthwise = n.i("group") != 1;
+  // alter_layout's groups: 1, the input channels (depthwise), or grouped, each group whole
+  // channel blocks (groups it merged counted as one).
+  const int groups = static_cast<int>(n.i("group"));
+  const int64_t channels = c.in_shape(0).at(1) * c.in_shape(0).at(4);
+  const bool depthwise = groups != 1 && groups == channels;
   const int ob = static_cast<int>(n.i("out_block"));
-  Tensor y = depthwise ? topi::depthwise_conv2d_nchwc(x, w, stride, pads, dil, "conv2d_nchwc")
-                       : topi::conv2d_nchwc(x, w, stride, pads, dil, "conv2d_nchwc");
+  Tensor y;
+  const char* tmpl = "conv2d_nchwc_x86";
+  if (depthwise) {
+    y = topi::depthwise_conv2d_nchwc(x, w, stride, pads, dil, "conv2d_nchwc");
+    tmpl = "depthwise_conv2d_nchwc_x86";
+  } else if (groups != 1) {
+    y = topi::group_conv2d_nchwc(x, w, stride, pads, dil, groups, "conv2d_nchwc");
+    tmpl = "group_conv2d_nchwc_x86";
+  } else {
+    y = topi::conv2d_nchwc(x, w, stride, pads, dil, "conv2d_nchwc");
+  }
   Tensor out = y;
   if (c.has(2)) {
     const Tensor& bias = c.in[2];
@@ -172,8 +185,7 @@ Result lower_conv_nchwc(const Ctx& c) {
         },
         "bias_add");
   }
-  return with_epilogue(
-      y, c.tuning.of(depthwise ? "depthwise_conv2d_nchwc_x86" : "conv2d_nchwc_x86"), out);
+  return with_epilogue(y, c.tuning.of(tmpl), out);
 }
 
 Result lower_conv(const Ctx& c, bool transpose) {

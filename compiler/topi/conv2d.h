@@ -78,6 +78,28 @@ space::Config conv2d_nchwc_x86_default(const te::Tensor& out, const space::Confi
 void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                                const te::Tensor& output = {});
 
+/// Grouped NCHW[x]c with blocks inside the groups: data [N, C/ic, H, W, ic], kernel
+/// [O/oc, (C/groups)/ic, KH, KW, ic, oc] (`pack_conv2d_kernel(w, ic, oc)` of the OIHW kernel
+/// [O, C/groups, KH, KW]), out [N, O/oc, OH, OW, oc]; ic divides C/groups and oc divides
+/// O/groups, so each block lies in one group:
+///   out[n, f, y, x, fi] = sum_{c, kh, kw, ci} data[n, g * (C/groups)/ic + c, ..., ci]
+///                                            * kernel[f, c, kh, kw, ci, fi],  g = f / ((O/groups)/oc)
+/// The reduction axes are conv2d_nchwc's, so schedule_conv2d_nchwc_x86 schedules it.
+te::Tensor group_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
+                              Ints4 padding, Ints2 dilation, int groups,
+                              const std::string& name = "group_conv2d_nchwc");
+/// conv2d_nchwc's knobs, the tile_ob channel blocks a factor of the blocks of one group (a
+/// register tile never straddles two groups, so the blocks of its rows share their data), the
+/// padding inlined first among pad_at's choices.
+space::ConfigSpace group_conv2d_nchwc_x86_space(const te::Tensor& out);
+/// The default register tile as for conv2d_nchwc_x86_default; the padding inlined and the
+/// kernel's columns unrolled (as the depthwise template's default: little work per input).
+space::Config group_conv2d_nchwc_x86_default(const te::Tensor& out,
+                                             const space::ConfigSpace& space, int vector_bits);
+/// schedule_conv2d_nchwc_x86's loop nest.
+void schedule_group_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
+                                     const space::Config& cfg, const te::Tensor& output = {});
+
 /// Depthwise NCHW[x]c (channel multiplier 1): data [N, C/c, H, W, c], kernel [C/c, 1, KH, KW, 1, c]
 /// (`pack_conv2d_kernel(w, 1, c)` of an OIHW [C, 1, KH, KW] kernel), out [N, C/c, OH, OW, c].
 te::Tensor depthwise_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,

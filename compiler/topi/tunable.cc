@@ -62,6 +62,8 @@ const std::vector<TunableTemplate>& tunable_templates() {
             any_target(depthwise_conv2d_nchw_x86_default), schedule_depthwise_conv2d_nchw_x86),
       entry("conv2d_nchwc_x86", {"conv2d_nchwc"}, conv2d_nchwc_x86_space,
             vector_width(conv2d_nchwc_x86_default), schedule_conv2d_nchwc_x86),
+      entry("group_conv2d_nchwc_x86", {"group_conv2d_nchwc"}, group_conv2d_nchwc_x86_space,
+            vector_width(group_conv2d_nchwc_x86_default), schedule_group_conv2d_nchwc_x86),
       entry("depthwise_conv2d_nchwc_x86", {"depthwise_conv2d_nchwc"},
             depthwise_conv2d_nchwc_x86_space, vector_width(depthwise_conv2d_nchwc_x86_default),
             schedule_depthwise_conv2d_nchwc_x86),

@@ -159,6 +159,23 @@ void check_conv2d_nchwc(const Fields& f) {
   check_elements(f.workload(), {f.dim(0, 0), f.dim(1, 0), oh, ow, f.dim(1, 5)}, "the output");
 }
 
+void check_group_conv2d_nchwc(const Fields& f) {
+  const Workload& w = f.workload();
+  const int64_t cb = f.dim(0, 1), ob = f.dim(1, 0), g = f.i("groups");
+  KILN_USER_CHECK(cb % g == 0) << where(w) << shape_field(0, 1) << " = " << cb
+                               << " (input channel blocks) is not a multiple of attrs.groups = "
+                               << g;
+  KILN_USER_CHECK(ob % g == 0) << where(w) << shape_field(1, 0) << " = " << ob
+                               << " (output channel blocks) is not a multiple of attrs.groups = "
+                               << g;
+  expect_dim(f, 1, 1, cb / g, shape_field(0, 1) + " / attrs.groups (input channel blocks per group)");
+  expect_dim(f, 1, 4, f.dim(0, 4), shape_field(0, 4) + " (input channels per block)");
+  const int64_t oh = conv_out(f, 2, f.dim(1, 2), shape_field(1, 2));
+  const int64_t ow = conv_out(f, 3, f.dim(1, 3), shape_field(1, 3));
+  check_padded(f);
+  check_elements(w, {f.dim(0, 0), ob, oh, ow, f.dim(1, 5)}, "the output");
+}
+
 void check_depthwise_conv2d_nchwc(const Fields& f) {
   expect_dim(f, 1, 0, f.dim(0, 1), shape_field(0, 1) + " (channel blocks)");
   expect_dim(f, 1, 1, 1, "1 (a depthwise kernel's input channel blocks)");
@@ -313,6 +330,14 @@ const std::vector<ComputeDef>& compute_defs() {
        [](const std::vector<te::Tensor>& in, const Fields& f) {
          return conv2d_nchwc(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
                              f.ints2("dilations"));
+       }},
+      {"group_conv2d_nchwc",
+       {{"data", {5}}, {"kernel", {6}}},
+       {kDilations, kGroups, kPads, kStrides},
+       check_group_conv2d_nchwc,
+       [](const std::vector<te::Tensor>& in, const Fields& f) {
+         return group_conv2d_nchwc(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
+                                   f.ints2("dilations"), int(f.i("groups")));
        }},
       {"depthwise_conv2d_nchwc",
        {{"data", {5}}, {"kernel", {6}}},

@@ -1,5 +1,5 @@
 // A fuzz-style test of operator fusion (issue 15): random small graphs of convolutions (plain,
-// strided, depthwise), dense layers, pooling, batch norms and every elementwise and broadcasting
+// strided, depthwise, grouped), dense layers, pooling, batch norms and every elementwise and broadcasting
 // operator the fuser groups (unary activations; binary ops against a scalar, a per-channel
 // [C,1,1] or [1,C,1,1] operand, a full-shape constant, or an earlier tensor of the same shape as
 // residual blocks do; squeeze-and-excitation's channel scale, a [1,C,1,1] tensor computed from a
@@ -68,18 +68,35 @@ class RandomGraph {
   }
 
   void conv() {
-    const bool depthwise = uniform(0, 4) == 0;
+    const int64_t kind = uniform(0, 8);
+    const bool depthwise = kind < 2;
     const int64_t k = pick({1, 3}), stride = h_ >= 6 ? pick({1, 1, 2}) : 1, pad = k / 2;
-    const int64_t out_c = depthwise ? c_ : pick({4, 8, 16});
-    std::string w = constant({out_c, depthwise ? 1 : c_, k, k});
+    int64_t out_c = depthwise ? c_ : pick({4, 8, 16});
+    // Grouped (not depthwise): 2, 4 or 8 groups where they divide the channels, the output's
+    // channels as many as the input's or twice (blocked with a group per block, several groups
+    // a block, or left in NCHW, as alter_layout chooses).
+    int64_t groups = depthwise ? c_ : 1;
+    if (kind >= 6) {
+      out_c = c_ * pick({1, 2});
+      for (int64_t g : {pick({2, 4, 8}), int64_t{2}}) {
+        if (c_ % g == 0 && g < c_) {
+          groups = g;
+          break;
+        }
+      }
+    }
+    std::string w = constant({out_c, c_ / groups, k, k});
     std::string b = constant({out_c});
     std::string out = fresh();
     auto* n = m_.node("Conv", {cur_, w, b}, {out});
     ModelBuilder::attr(n, "kernel_shape", std::vector<int64_t>{k, k});
     ModelBuilder::attr(n, "pads", std::vector<int64_t>{pad, pad, pad, pad});
     ModelBuilder::attr(n, "strides", std::vector<int64_t>{stride, stride});
-    if (depthwise) ModelBuilder::attr(n, "group", c_);
-    note(std::string(depthwise ? "DepthwiseConv" : "Conv") + std::to_string(k) + "s" + std::to_string(stride));
+    if (groups != 1) ModelBuilder::attr(n, "group", groups);
+    const std::string name = depthwise     ? "DepthwiseConv"
+                             : groups != 1 ? "GroupConv" + std::to_string(groups) + "x"
+                                           : "Conv";
+    note(name + std::to_string(k) + "s" + std::to_string(stride));
     h_ = (h_ + 2 * pad - k) / stride + 1;
     w_ = (w_ + 2 * pad - k) / stride + 1;
     c_ = out_c;

@@ -155,13 +155,18 @@ TEST(TopiConv2d, DepthwiseMultiplier2Dilation2) {
   check_conv2d_nchw({1, 4, 12, 12, 8, 3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}, 4}, Template::kDepthwise);
 }
 
+/// conv2d_nchwc, or group_conv2d_nchwc when p.groups > 1 (ic and oc dividing the channels of a
+/// group), against the naive loop nest.
 void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
+  const int cg = p.c / p.groups;  // the kernel's input channels
+  const bool grouped = p.groups != 1;
   te::Tensor x = te::placeholder({p.n, p.c, p.h, p.w}, ir::kFloat32, "x");
-  te::Tensor w = te::placeholder({p.o, p.c, p.kh, p.kw}, ir::kFloat32, "w");
+  te::Tensor w = te::placeholder({p.o, cg, p.kh, p.kw}, ir::kFloat32, "w");
   te::Tensor xb = te::placeholder({p.n, p.c / ic, p.h, p.w, ic}, ir::kFloat32, "xb");
-  te::Tensor wb = te::placeholder({p.o / oc, p.c / ic, p.kh, p.kw, ic, oc}, ir::kFloat32, "wb");
-  te::Tensor y = topi::conv2d_nchwc(xb, wb, p.stride, p.pad, p.dilation);
-  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 3), wa = random_array({p.o, p.c, p.kh, p.kw}, 4);
+  te::Tensor wb = te::placeholder({p.o / oc, cg / ic, p.kh, p.kw, ic, oc}, ir::kFloat32, "wb");
+  te::Tensor y = grouped ? topi::group_conv2d_nchwc(xb, wb, p.stride, p.pad, p.dilation, p.groups)
+                         : topi::conv2d_nchwc(xb, wb, p.stride, p.pad, p.dilation);
+  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 3), wa = random_array({p.o, cg, p.kh, p.kw}, 4);
   std::vector<float> ref = naive_conv(p, xa.data<float>(), wa.data<float>());
   std::vector<int64_t> oshape;
   for (auto& e : y->shape()) oshape.push_back(*ir::as_const_int(e));
@@ -177,15 +182,20 @@ void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
   };
   NDArray xba = convert(x, topi::nchw_to_nchwc(x, ic), xa, {p.n, p.c / ic, p.h, p.w, ic});
   NDArray wba =
-      convert(w, topi::pack_conv2d_kernel(w, ic, oc), wa, {p.o / oc, p.c / ic, p.kh, p.kw, ic, oc});
+      convert(w, topi::pack_conv2d_kernel(w, ic, oc), wa, {p.o / oc, cg / ic, p.kh, p.kw, ic, oc});
   te::Tensor yb = te::placeholder(y->shape(), ir::kFloat32, "yb");
   te::Tensor back = topi::nchwc_to_nchw(yb);
   std::vector<int64_t> nshape;
   for (auto& e : back->shape()) nshape.push_back(*ir::as_const_int(e));
 
-  ConfigSpace space = topi::conv2d_nchwc_x86_space(y);
-  std::vector<Config> cfgs = configs_to_test(space, topi::conv2d_nchwc_x86_default(y, space, 512));
-  cfgs.push_back(topi::conv2d_nchwc_x86_default(y, space, 256));  // the AVX2 default tile
+  ConfigSpace space =
+      grouped ? topi::group_conv2d_nchwc_x86_space(y) : topi::conv2d_nchwc_x86_space(y);
+  auto default_for = [&](int vector_bits) {
+    return grouped ? topi::group_conv2d_nchwc_x86_default(y, space, vector_bits)
+                   : topi::conv2d_nchwc_x86_default(y, space, vector_bits);
+  };
+  std::vector<Config> cfgs = configs_to_test(space, default_for(512));
+  cfgs.push_back(default_for(256));  // the AVX2 default tile
   // Inlined padding with the largest register tiles, in both reduction orders, the kernel's
   // columns unrolled or not: the tile's border rows and columns have guards of their own, which
   // unswitch_guards turns into copies of the innermost loop that leave the padded taps out.
@@ -206,7 +216,11 @@ void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
   for (const Config& cfg : cfgs) {
     SCOPED_TRACE(cfg.str());
     te::Schedule s = te::create_schedule({y});
-    topi::schedule_conv2d_nchwc_x86(s, y, cfg);
+    if (grouped) {
+      topi::schedule_group_conv2d_nchwc_x86(s, y, cfg);
+    } else {
+      topi::schedule_conv2d_nchwc_x86(s, y, cfg);
+    }
     NDArray out = zeros(oshape);
     build_host(s, {xb, wb, y})(xba, wba, out);
     NDArray outn = convert(yb, back, out, nshape);
@@ -224,6 +238,35 @@ TEST(TopiConv2dNchwc, Stride2AsymmetricPadDilation) {
 
 TEST(TopiConv2dNchwc, OneByOne) {
   check_conv2d_nchwc({2, 4, 7, 7, 16, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1}, 2, 16);
+}
+
+// Grouped NCHW[x]c: groups 2, 4, 8 and 32, strides 1 and 2, 1x1 and 3x3, blocks that are a
+// group's channels, a part of them, or a part of them the output's block does not match.
+TEST(TopiConv2dNchwc, GroupedTwoGroupsBlocksInsideAGroup) {
+  // 16 channels a group in blocks of 8 (input) and 4 (output): two blocks of a group per tile.
+  check_conv2d_nchwc({1, 32, 10, 10, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2}, 8, 4);
+}
+
+TEST(TopiConv2dNchwc, GroupedFourGroupsStride2) {
+  check_conv2d_nchwc({1, 32, 11, 9, 32, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4}, 8, 8);
+}
+
+TEST(TopiConv2dNchwc, GroupedEightGroupsOneByOne) {
+  // 24 input channels a group: a block of 8 divides them, one of 16 would not.
+  check_conv2d_nchwc({2, 192, 5, 7, 64, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 8}, 8, 8);
+}
+
+TEST(TopiConv2dNchwc, GroupedEightGroupsOneByOneStride2) {
+  check_conv2d_nchwc({1, 64, 9, 9, 128, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, 8}, 8, 16);
+}
+
+TEST(TopiConv2dNchwc, GroupedThirtyTwoGroups) {
+  // ResNeXt's 32 groups of 4 channels: blocks of the whole group.
+  check_conv2d_nchwc({1, 128, 8, 8, 128, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 32}, 4, 4);
+}
+
+TEST(TopiConv2dNchwc, GroupedThirtyTwoGroupsStride2Dilation) {
+  check_conv2d_nchwc({1, 256, 9, 10, 256, 3, 3, {2, 2}, {2, 1, 2, 0}, {2, 1}, 32}, 8, 8);
 }
 
 void check_depthwise_nchwc(const ConvCase& p, int cb) {

@@ -182,7 +182,7 @@ TEST(Task, FromWorkloadRefusesBadTemplatesPairingsAndTargets) {
                         "is not a depthwise convolution");
 }
 
-/// A CNN whose tasks are blocked convolutions (plain and depthwise), blocked poolings (window and
+/// A CNN whose tasks are blocked convolutions (plain, depthwise and grouped), blocked poolings (window and
 /// global) and a packed dense layer in the default build, and the NCHW convolutions, poolings and
 /// a plain dense layer without layout changes and weight packing.
 std::string cnn_model() {
@@ -193,7 +193,9 @@ std::string cnn_model() {
   };
   init("w1", {16, 8, 3, 3}, 1);
   init("dw", {16, 1, 3, 3}, 2);
-  init("fc", {10, 16}, 3);
+  init("w2", {32, 16, 1, 1}, 4);
+  init("gw", {32, 16, 3, 3}, 5);
+  init("fc", {10, 32}, 3);
   auto* c1 = m.node("Conv", {"x", "w1"}, {"c1"});
   testing::OnnxModelBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
   m.node("Relu", {"c1"}, {"r1"});
@@ -201,7 +203,11 @@ std::string cnn_model() {
   testing::OnnxModelBuilder::attr(c2, "pads", std::vector<int64_t>{1, 1, 1, 1});
   testing::OnnxModelBuilder::attr(c2, "strides", std::vector<int64_t>{2, 2});
   testing::OnnxModelBuilder::attr(c2, "group", int64_t{16});
-  auto* p1 = m.node("MaxPool", {"c2"}, {"p1"});
+  m.node("Conv", {"c2", "w2"}, {"c3"});
+  auto* c4 = m.node("Conv", {"c3", "gw"}, {"c4"});
+  testing::OnnxModelBuilder::attr(c4, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  testing::OnnxModelBuilder::attr(c4, "group", int64_t{2});
+  auto* p1 = m.node("MaxPool", {"c4"}, {"p1"});
   testing::OnnxModelBuilder::attr(p1, "kernel_shape", std::vector<int64_t>{2, 2});
   testing::OnnxModelBuilder::attr(p1, "strides", std::vector<int64_t>{2, 2});
   auto* p2 = m.node("AveragePool", {"p1"}, {"p2"});

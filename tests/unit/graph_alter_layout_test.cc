@@ -232,6 +232,56 @@ TEST(AlterLayout, DepthwiseBlocksAndBlockedGraphOutputs) {
   expect_same_results(before);
 }
 
+TEST(AlterLayout, GroupedConvolutionsStayBlocked) {
+  // A ResNeXt / RegNet block: 1x1, grouped 3x3, 1x1, the skip connection added. Blocks of 16
+  // everywhere: the grouped convolutions read and write them, with no conversion between.
+  // (Sigmoids keep the values near 1: a chain of Relus grows them until the last sums cancel.)
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 32, 10, 10});
+  ValueId a = m.op("Sigmoid", {m.conv(x, 64, 1)});
+  ValueId b = m.op("Sigmoid", {m.conv(a, 64, 3, 1, 4)});   // 16 channels a group: blocks inside
+  ValueId c = m.op("Sigmoid", {m.conv(b, 64, 3, 2, 8)});   // 8 a group: two groups a block
+  ValueId d = m.op("Sigmoid", {m.conv(c, 64, 3, 1, 16)});  // 4 a group: four groups a block
+  ValueId e = m.conv(d, 32, 1);
+  m.g.add_output(m.op("Add", {e, m.conv(x, 32, 1, 2)}));
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g);
+  EXPECT_EQ(r.convolutions_blocked, 6u);
+  EXPECT_EQ(r.grouped_blocked, 3u);
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "Sigmoid", "Conv", "Sigmoid",
+                                               "Conv", "Sigmoid", "Conv", "Sigmoid", "Conv",
+                                               "Conv", "Add", "LT16>0"}));
+  // The groups of the blocked convolutions: groups merged into one count once.
+  std::vector<int64_t> groups;
+  for (const Node& n : m.g.nodes()) {
+    if (n.op == "Conv") groups.push_back(n.i("group"));
+  }
+  EXPECT_EQ(groups, (std::vector<int64_t>{1, 4, 4, 4, 1, 1}));
+  expect_same_results(before);
+}
+
+TEST(AlterLayout, GroupedBlocksOfEightMergedGroupsAndFallback) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 24, 7, 7});
+  ValueId a = m.conv(x, 24, 3, 1, 3);  // 8 channels a group in blocks of 8
+  ValueId b = m.conv(a, 24, 3, 2, 6);  // 4 a group: two groups a block
+  ValueId c = m.conv(b, 8, 1, 1, 4);   // 6 in and 2 out a group: all four merged into one
+  ValueId d = m.conv(b, 16, 1, 1, 2);  // 12 in a group: blocks of 8 fit two groups
+  ValueId e = m.conv(m.input("y", {1, 4, 6, 6}), 8, 3, 1, 4);  // channel multiplier 2
+  ValueId f = m.conv(m.input("z", {1, 48, 5, 5}), 48, 3, 1, 16);  // 3 a group: stays NCHW
+  for (ValueId v : {c, d, e, f}) m.g.add_output(v);
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g);
+  EXPECT_EQ(r.convolutions_blocked, 5u);
+  EXPECT_EQ(r.grouped_blocked, 5u);
+  std::vector<int64_t> groups;
+  for (const Node& n : m.g.nodes()) {
+    if (n.op == "Conv") groups.push_back(n.i("group"));
+  }
+  EXPECT_EQ(groups, (std::vector<int64_t>{3, 3, 1, 1, 1, 16}));
+  expect_same_results(before);
+}
+
 TEST(AlterLayout, OtherReadersGetNchwAndUnblockableConvsStay) {
   LayoutGraph m;
   ValueId x = m.input("x", {1, 8, 6, 6});

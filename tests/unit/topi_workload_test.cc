@@ -63,6 +63,12 @@ std::vector<Case> cases() {
        [] {
          return conv2d_nchwc(ph({1, 1, 9, 9, 4}), ph({2, 1, 1, 1, 4, 8}), {2, 2}, {0, 0, 0, 0});
        }},
+      {"group_conv2d_nchwc", "group_conv2d_nchwc_x86",
+       [] {
+         // 4 groups of 2 input and 2 output blocks of 4 channels.
+         return group_conv2d_nchwc(ph({1, 8, 9, 9, 4}), ph({8, 2, 3, 3, 4, 4}), {2, 2},
+                                   {1, 1, 1, 1}, {1, 1}, 4);
+       }},
       {"depthwise_conv2d_nchwc", "depthwise_conv2d_nchwc_x86",
        [] {
          return depthwise_conv2d_nchwc(ph({1, 2, 10, 10, 8}), ph({2, 1, 3, 3, 1, 8}), {1, 1},
@@ -353,6 +359,16 @@ TEST(WorkloadErrors, InconsistentShapes) {
              R"("compute":"depthwise_conv2d_nchwc","inputs":[{"dtype":"float32",)"
              R"("shape":[1,2,8,8,8]},{"dtype":"float32","shape":[2,2,3,3,1,8]}]})",
              "inputs[1].shape[1] = 2 must equal 1 (a depthwise kernel's input channel blocks)");
+  expect_bad(R"({"attrs":{"dilations":[1,1],"groups":3,"pads":[0,0,0,0],"strides":[1,1]},)"
+             R"("compute":"group_conv2d_nchwc","inputs":[{"dtype":"float32",)"
+             R"("shape":[1,6,8,8,8]},{"dtype":"float32","shape":[4,2,3,3,8,8]}]})",
+             "inputs[1].shape[0] = 4 (output channel blocks) is not a multiple of "
+             "attrs.groups = 3");
+  expect_bad(R"({"attrs":{"dilations":[1,1],"groups":2,"pads":[0,0,0,0],"strides":[1,1]},)"
+             R"("compute":"group_conv2d_nchwc","inputs":[{"dtype":"float32",)"
+             R"("shape":[1,6,8,8,8]},{"dtype":"float32","shape":[4,2,3,3,8,8]}]})",
+             "inputs[1].shape[1] = 2 must equal inputs[0].shape[1] / attrs.groups (input channel "
+             "blocks per group) = 3");
   const std::string pool =
       R"({"attrs":{"ceil_mode":false,"kernel_shape":[3,3],"pads":[1,1,1,1],"strides":[2,2]},)"
       R"("compute":"max_pool2d","inputs":[{"dtype":"float32","shape":[1,4,9,9]}]})";
