@@ -47,7 +47,7 @@ struct Template {
 
 /// A point of the large-matmul family where the fast SGEMM tilings live: along each output axis
 /// 8 to 32 threads, each with 4 to 8 outputs (virtual threads times inner), a block side of at
-/// least 64; the other knobs anywhere.
+/// least 64, reduction steps of 8 to 64, unrolled, with register prefetch; vector either way.
 space::Config draw_sgemm(const space::ConfigSpace& sp, std::mt19937_64& gen) {
   std::vector<int> pos(sp.knobs().size());
   for (size_t k = 0; k < pos.size(); ++k) {
@@ -55,9 +55,15 @@ space::Config draw_sgemm(const space::ConfigSpace& sp, std::mt19937_64& gen) {
     std::vector<int> fits;
     for (size_t i = 0; i < knob.candidates.size(); ++i) {
       const std::vector<int64_t>& c = knob.candidates[i];
-      const bool tile = knob.name == "tile_y" || knob.name == "tile_x";
-      if (!tile || (c[2] >= 8 && c[2] <= 32 && c[1] * c[3] >= 4 && c[1] * c[3] <= 8 && c[1] * c[2] * c[3] >= 64))
-        fits.push_back(static_cast<int>(i));
+      bool fit = true;
+      if (knob.name == "tile_y" || knob.name == "tile_x") {
+        fit = c[2] >= 8 && c[2] <= 32 && c[1] * c[3] >= 4 && c[1] * c[3] <= 8 && c[1] * c[2] * c[3] >= 64;
+      } else if (knob.name == "tile_k") {
+        fit = c[1] >= 8 && c[1] <= 64;
+      } else if (knob.name == "unroll" || knob.name == "prefetch") {
+        fit = c[0] == 1;
+      }
+      if (fit) fits.push_back(static_cast<int>(i));
     }
     pos[k] = fits.empty() ? static_cast<int>(gen() % knob.candidates.size()) : fits[gen() % fits.size()];
   }
