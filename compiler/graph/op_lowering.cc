@@ -646,6 +646,9 @@ Result lower_layer_norm(const Ctx& c) {
   Result r;
   r.outs = {o.y, o.mean, o.inv_std_dev};
   r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); };
+  r.gpu = [=](te::Schedule& s, const target::Target& t) {
+    topi::gpu::schedule_reductions_and_outputs(s, {o.y, o.mean, o.inv_std_dev}, topi::gpu::default_threads(t));
+  };
   return r;
 }
 
@@ -656,7 +659,11 @@ Result lower_instance_norm(const Ctx& c) {
   topi::LayerNormOutputs o = topi::layer_norm(c.input(0), c.input(1), c.input(2), 2,
                                               c.node.f("epsilon"), "instance_norm",
                                               /*per_channel=*/true);
-  return {{o.y}, [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); }};
+  Result r{{o.y}, [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); }};
+  r.gpu = [=](te::Schedule& s, const target::Target& t) {
+    topi::gpu::schedule_reductions_and_outputs(s, {o.y}, topi::gpu::default_threads(t));
+  };
+  return r;
 }
 
 /// Split: one slice per output along the axis, each its own injective stage.
@@ -914,7 +921,7 @@ std::string gpu_template(const Node& n, const Result& master) {
 /// chooses, the group's other pure stages inlined; softmax, log-softmax and the reductions by
 /// reduce_gpu (each reduction a kernel); an elementwise / injective group as one kernel
 /// (schedule_injective); an LSTM by its own schedule. kiln::Error naming the node and the operator
-/// for a group with no GPU schedule yet (layer and instance normalization, 1-D convolutions, ...).
+/// for a group with no GPU schedule yet (1-D convolutions, products of more than 3 dimensions).
 void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& master,
                         te::Schedule& s, const Tensor& output, const Tuning& tuning,
                         const target::Target& target) {
@@ -928,7 +935,8 @@ void schedule_group_gpu(const Graph& g, const FusedGroup& group, const Result& m
   const bool injective = pattern == OpPattern::kElemWise || pattern == OpPattern::kBroadcast ||
                          pattern == OpPattern::kInjective;
   const bool reduction = n.op == "Softmax" || n.op == "LogSoftmax" || n.op == "ArgMax" ||
-                         n.op == "ArgMin" || reductions().count(n.op);
+                         n.op == "ArgMin" || n.op == "Hardmax" || n.op == "CumSum" ||
+                         reductions().count(n.op);
   if (reduction) {
     const space::ConfigSpace space = topi::gpu::reduce_gpu_space(output);
     topi::gpu::schedule_reduce_gpu(s, output, topi::gpu::reduce_gpu_default(space, target));

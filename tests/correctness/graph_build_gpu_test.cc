@@ -225,14 +225,72 @@ TEST(GraphBuildGpu, ConvReluDenseForSm61IsPtxFromNvptx) {
   }
 }
 
+/// The normalizations and the other row operators whose reductions reduce_gpu schedules (a block
+/// a row for long rows), each on OpenCL against the CPU build.
+NDArray build_one(OnnxModelBuilder& m, const std::vector<int64_t>& shape, uint64_t seed, bool gpu) {
+  const Graph g = import_onnx_bytes(m.bytes(), "row_op.onnx");
+  const NDArray x = testing::random_array(shape, seed, -3.0f, 3.0f);
+  return gpu ? run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x) : run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+}
+
+void expect_gpu_matches_cpu(OnnxModelBuilder& m, const std::vector<int64_t>& shape, uint64_t seed) {
+  const NDArray want = build_one(m, shape, seed, false);
+  EXPECT_TRUE(testing::all_close(build_one(m, shape, seed, true), want.to_vector<float>(), 1e-5, 1e-5));
+}
+
+TEST(GraphBuildGpu, NormalizationsHardmaxAndCumSumOnOpenCLMatchTheCpuBuild) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  {
+    OnnxModelBuilder m(17);  // rows of 200 (a block a row), scale and bias
+    m.input("x", {6, 200});
+    init_random(m, "scale", {200}, 21);
+    init_random(m, "bias", {200}, 22);
+    auto* ln = m.node("LayerNormalization", "ln", {"x", "scale", "bias"}, {"y"});
+    OnnxModelBuilder::attr(ln, "axis", int64_t{-1});
+    OnnxModelBuilder::attr(ln, "epsilon", 1e-5f);
+    m.output("y");
+    expect_gpu_matches_cpu(m, {6, 200}, 23);
+  }
+  {
+    OnnxModelBuilder m;  // per sample and channel over 9 x 9
+    m.input("x", {2, 3, 9, 9});
+    init_random(m, "scale", {3}, 24);
+    init_random(m, "bias", {3}, 25);
+    m.node("InstanceNormalization", "in", {"x", "scale", "bias"}, {"y"});
+    m.output("y");
+    expect_gpu_matches_cpu(m, {2, 3, 9, 9}, 26);
+  }
+  {
+    OnnxModelBuilder m;
+    m.input("x", {3, 37});
+    m.node("Hardmax", "winner", {"x"}, {"y"});
+    m.output("y");
+    expect_gpu_matches_cpu(m, {3, 37}, 27);
+  }
+  {
+    OnnxModelBuilder m;
+    m.input("x", {3, 40});
+    m.init_int64("axis", {1}, true);
+    m.node("CumSum", "running", {"x", "axis"}, {"y"});
+    m.output("y");
+    expect_gpu_matches_cpu(m, {3, 40}, 28);
+  }
+}
+
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
   OnnxModelBuilder hard;
   hard.input("x", {2, 5});
   hard.node("Hardmax", "winner", {"x"}, {"y"});
   hard.output("y");
-  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(hard.bytes(), "hard.onnx"), "opencl"),
-                        "graph build for opencl: node 'winner' (Hardmax): operator "
-                        "'Hardmax' has no GPU schedule yet");
+  OnnxModelBuilder mm4;
+  mm4.input("x", {2, 2, 3, 4});
+  init_random(mm4, "w", {2, 2, 4, 5}, 7);
+  mm4.node("MatMul", "product", {"x", "w"}, {"y"});
+  mm4.output("y");
+  EXPECT_ERROR_CONTAINS(build_graph(import_onnx_bytes(mm4.bytes(), "mm4.onnx"), "opencl"),
+                        "graph build for opencl: node 'product' (MatMul): operator "
+                        "'MatMul' of more than 3 dimensions has no GPU schedule yet");
   OnnxModelBuilder conv1d;
   conv1d.input("x", {1, 4, 6});
   init_random(conv1d, "w", {4, 4, 3}, 5);

@@ -85,6 +85,22 @@ void schedule_rows(te::Schedule& s, const te::Tensor& output, int64_t threads, b
   schedule(output);
 }
 
+void schedule_reductions_and_outputs(te::Schedule& s, const std::vector<te::Tensor>& outputs, int64_t threads) {
+  for (te::Stage st : s->stages) {
+    if (st->is_placeholder()) continue;
+    const te::Tensor& t = st->op;
+    bool output = false;
+    for (const te::Tensor& o : outputs) output |= st->origin_op == o || t == o;
+    if (!t->reduce_axis.empty() && wants_block_per_row(t)) {
+      schedule_row_reduction(st, threads);
+    } else if (!t->reduce_axis.empty() || output) {
+      thread_per_element(st, threads);
+    } else {
+      st.compute_inline();
+    }
+  }
+}
+
 void schedule_reduce_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg) {
   schedule_rows(s, out, cfg.knob("threads"), cfg.knob("block_per_row") != 0);
 }

@@ -17,6 +17,8 @@
 // than its row can use), block_per_row (0 or 1).
 #pragma once
 
+#include <vector>
+
 #include "compiler/space/space.h"
 #include "compiler/target/target.h"
 #include "compiler/te/schedule.h"
@@ -32,5 +34,10 @@ void schedule_reduce_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
 void schedule_rows(te::Schedule& s, const te::Tensor& output, int64_t threads, bool block_per_row);
 /// One reduction stage alone as a kernel of a block a row (up to `threads` threads).
 void schedule_row_reduction(te::Stage st, int64_t threads);
+/// Every stage of `s`: each reduction a kernel in one of the two forms (a block a row where that
+/// pays), each of `outputs` that is pure one thread an element, the other pure stages inlined. For
+/// operators with several outputs that read the same reductions (LayerNormalization's Y, Mean and
+/// InvStdDev; InstanceNormalization).
+void schedule_reductions_and_outputs(te::Schedule& s, const std::vector<te::Tensor>& outputs, int64_t threads);
 
 }  // namespace kiln::topi::gpu
