@@ -14,6 +14,7 @@
 #include "compiler/ir/verify.h"
 #include "compiler/ir/op.h"
 #include "compiler/pass/inject_virtual_thread.h"
+#include "compiler/pass/lower_tensor_intrin.h"
 #include "compiler/pass/partition_loops.h"
 #include "compiler/pass/remove_no_op.h"
 #include "compiler/pass/storage_flatten.h"
@@ -104,6 +105,7 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   te::Bounds bounds = te::infer_bound(n);
   ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
   s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
+  s = checked(f, "lower_tensor_intrin", true, pass::lower_tensor_intrin(s));
   s = checked(f, "simplify", true, ir::simplify(s));
   s = checked(f, "partition_loops", true, pass::partition_loops(s));
   s = checked(f, "vectorize_loops", true, pass::vectorize_loops(s));
@@ -143,6 +145,7 @@ ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te:
   te::Bounds bounds = te::infer_bound(n);
   ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
   s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
+  s = checked(f, "lower_tensor_intrin", true, pass::lower_tensor_intrin(s));
   s = checked(f, "simplify", true, ir::simplify(s));
   s = checked(f, "inject_virtual_thread", true, pass::inject_virtual_thread(s));
   s = checked(f, "simplify", true, ir::simplify(s));
