@@ -159,6 +159,29 @@ ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te:
   return f;
 }
 
+ir::PrimFunc lower_vdla(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                        const std::string& name) {
+  te::Schedule n = te::normalize(sch);
+  std::unordered_map<const ir::ProducerNode*, ir::Buffer> buffers;
+  ir::PrimFunc f = bind_arguments(n, args, name, &buffers);
+  for (auto& p : f.params) {
+    for (auto& d : p.buffer->shape) {
+      KILN_USER_CHECK(ir::as_const_int(d).has_value())
+          << "lower_vdla '" << name << "': argument '" << p.buffer->name
+          << "' has a symbolic shape; VDLA programs are built for constant shapes";
+    }
+  }
+  te::Bounds bounds = te::infer_bound(n);
+  ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
+  s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
+  s = checked(f, "lower_tensor_intrin", true, pass::lower_tensor_intrin(s));
+  s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "inject_virtual_thread", true, pass::inject_virtual_thread(s));
+  s = checked(f, "simplify", true, ir::simplify(s));
+  f.body = s;
+  return f;
+}
+
 pass::DeviceFunction lower_device(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                                   const std::string& name, const target::Target& target,
                                   const LowerOptions& options) {

@@ -10,7 +10,7 @@
 //
 // with one group per buffer of the intrinsic (its inputs in order, then its output): the number
 // n of dimensions the intrinsic sees, the element where the region starts, and the elements one
-// step along each of those dimensions. Storage flattening turns the reads into flat loads, from
+// step along each of those dimensions (a reset's inputs are a lone -1: not live there). Storage flattening turns the reads into flat loads, from
 // which the pass takes each buffer's data, offset and strides.
 #pragma once
 
@@ -40,7 +40,8 @@ struct IntrinBuffer {
   Stmt store(const std::vector<Expr>& indices, Expr value) const;
 };
 
-/// What an intrinsic lowers to. A reduction's tensorized nest is `body` when every reduction loop
+/// What an intrinsic lowers to. The lowering is called once per part a nest needs; for `reset` the
+/// inputs are default IntrinBuffers (no data): only the output is live there. A reduction's tensorized nest is `body` when every reduction loop
 /// is inside it; when some are outside, `reset` (the output zeroed, before the first reduction
 /// loop) and `update` (one accumulation step, inside them). A non-reduction uses `body` only.
 struct IntrinStmts {

@@ -78,11 +78,11 @@ class ReplicaIndexer : public IRMutator {
 /// Lowers one virtual thread over `body`.
 class Injector {
  public:
-  Injector(const Var& vt, int64_t extent, const Stmt& body)
-      : vt_(vt), extent_(extent), touched_(touched_by(body, vt)) {}
+  Injector(const Var& vt, int64_t extent, const Stmt& body, bool share)
+      : vt_(vt), extent_(extent), touched_(touched_by(body, vt)), share_(share) {}
 
   Stmt place(const Stmt& s) {
-    if (!depends(s)) return s;
+    if (share_ ? !depends(s) : !has_pragma(s)) return share_ ? s : wrap(s);
     switch (s.kind()) {
       case StmtKind::kSeq: {
         std::vector<Stmt> out;
@@ -96,7 +96,7 @@ class Injector {
       }
       case StmtKind::kAttrStmt: {
         auto op = s.as<AttrStmtNode>();
-        if (depends(op->value)) break;
+        if (depends(op->value) || (!share_ && op->key.rfind(attr::kPragmaPrefix, 0) == 0)) break;
         return attr_stmt(op->node, op->key, op->value, place(op->body));
       }
       case StmtKind::kIfThenElse: {
@@ -114,7 +114,7 @@ class Injector {
         auto op = s.as<AllocateNode>();
         if (std::any_of(op->extents.begin(), op->extents.end(), [&](const Expr& e) { return depends(e); })) break;
         std::vector<Expr> extents = op->extents;
-        if (touched_.count(op->buffer_var.get()) && op->scope.rfind("local", 0) == 0) {
+        if ((!share_ || touched_.count(op->buffer_var.get())) && op->scope.rfind("local", 0) == 0) {
           Expr size = make_const(kInt32, int64_t{1});
           for (const Expr& e : op->extents) size = size * e;
           part_size_[op->buffer_var.get()] = size;
@@ -136,6 +136,17 @@ class Injector {
     return uses_var(s, [&](const VarNode* v) { return touched_.count(v) > 0; });
   }
 
+  /// Whether `s` holds a pragma region (a co-processor's copy or ALU block).
+  static bool has_pragma(const Stmt& s) {
+    bool found = false;
+    post_order_visit(s, [&](const Object* n) {
+      if (auto a = dynamic_cast<const AttrStmtNode*>(n)) {
+        found |= a->key.rfind(attr::kPragmaPrefix, 0) == 0;
+      }
+    });
+    return found;
+  }
+
   /// `s` run by every virtual thread in turn.
   Stmt wrap(const Stmt& s) {
     Var v = vt_.copy_with_name(vt_.name());
@@ -147,6 +158,7 @@ class Injector {
   Var vt_;
   int64_t extent_;
   VarSet touched_;
+  bool share_;  ///< false for cthread: nothing is shared between the virtual threads
   std::unordered_map<const VarNode*, Expr> part_size_;  ///< replicated buffers: one part's size
 };
 
@@ -164,7 +176,7 @@ class VirtualThreadLowering : public IRMutator {
         << "virtual thread '" << iv->var.name() << "' has extent " << to_string(op->value)
         << "; virtual threads need a constant extent";
     Stmt body = mutate(op->body);  // inner virtual threads first
-    return Injector(iv->var, *extent, body).place(body);
+    return Injector(iv->var, *extent, body, iv->thread_tag != "cthread").place(body);
   }
 };
 

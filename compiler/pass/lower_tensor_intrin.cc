@@ -38,6 +38,11 @@ class IntrinLowerer : public IRMutator {
     std::vector<IntrinBuffer> bufs;
     for (size_t i = 0; i < call->args.size();) {
       const auto rank = as_const_int(call->args[i]);
+      if (rank && *rank == -1) {  // an input the reset does not see
+        bufs.emplace_back();
+        ++i;
+        continue;
+      }
       KILN_ICHECK(rank && i + 2 + static_cast<size_t>(*rank) <= call->args.size())
           << "lower_tensor_intrin: malformed arguments of '" << intrin->name << "'";
       const auto* base = call->args[i + 1].as<LoadNode>();

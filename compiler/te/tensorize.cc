@@ -199,10 +199,15 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
       << ir::to_string(rhs);
 
   // The calls: the inputs' regions, then the output's.
-  auto call = [&](const char* part, const std::vector<std::vector<Expr>>& in_begins) {
+  // The reset sees no input regions (they may not be live where it runs): a rank of -1.
+  auto call = [&](const char* part, const std::vector<std::vector<Expr>>* in_begins) {
     std::vector<Expr> args;
     for (size_t k = 0; k < reads.size(); ++k) {
-      append_buffer(&args, reads[k], in_begins[k], decl_reads[k]->shape().size());
+      if (in_begins) {
+        append_buffer(&args, reads[k], (*in_begins)[k], decl_reads[k]->shape().size());
+      } else {
+        args.push_back(ir::make_const(ir::kInt32, int64_t{-1}));
+      }
     }
     append_buffer(&args, t.node(), out_begin, m);
     ir::Stmt c = ir::attr_stmt(intrin, ir::attr::kTensorize, ir::make_string(part),
@@ -225,21 +230,17 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
   }
   TensorizedCalls out;
   if (!outer_reduce) {
-    out.body = guarded(outer_guards, call("body", begins));
+    out.body = guarded(outer_guards, call("body", &begins));
     return out;
   }
-  out.update = guarded(outer_guards, call("update", begins));
-  std::vector<std::vector<Expr>> first_step = begins;
-  for (auto& b : first_step) {
-    for (auto& e : b) e = ir::simplify(ir::substitute(e, outer_reduce_zero));
-  }
+  out.update = guarded(outer_guards, call("update", &begins));
   std::vector<Expr> reset_guards;
   for (const Expr& g : outer_guards) {
     if (!ir::uses_var(g, [&](const ir::VarNode* v) { return outer_reduce_zero.count(v) > 0; })) {
       reset_guards.push_back(g);
     }
   }
-  out.reset = guarded(reset_guards, call("reset", first_step));
+  out.reset = guarded(reset_guards, call("reset", nullptr));
   return out;
 }
 

@@ -14,7 +14,8 @@ namespace kiln::te {
 
 /// The intrinsic's statements for a tensorized stage, each wrapped in the split guards on the
 /// outer loops: `body` (every reduction loop inside the tensorized axis), or `reset` and `update`
-/// (some outside; `reset` takes the inputs' regions at the first step of those loops).
+/// (some outside; `reset` runs before them, where the inputs' regions are not live: its
+/// inputs have no data).
 struct TensorizedCalls {
   ir::Stmt body, reset, update;
 };
