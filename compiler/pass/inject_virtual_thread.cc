@@ -2,6 +2,7 @@
 #include "compiler/pass/inject_virtual_thread.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -86,7 +87,25 @@ class Injector {
     switch (s.kind()) {
       case StmtKind::kSeq: {
         std::vector<Stmt> out;
-        for (const Stmt& x : s.as<SeqNode>()->seq) out.push_back(place(x));
+        const std::vector<Stmt>& kids = s.as<SeqNode>()->seq;
+        for (size_t i = 0; i < kids.size();) {
+          // cthread: consecutive regions of one pragma (an input's and a weight's DMA) are one
+          // block, so that a thread's loads stay together in the load queue.
+          size_t j = i + 1;
+          if (!share_ && pragma_key(kids[i]) != nullptr) {
+            while (j < kids.size() && pragma_key(kids[j]) != nullptr &&
+                   *pragma_key(kids[j]) == *pragma_key(kids[i])) {
+              ++j;
+            }
+          }
+          if (j > i + 1) {
+            out.push_back(wrap(seq(std::vector<Stmt>(kids.begin() + static_cast<long>(i),
+                                                     kids.begin() + static_cast<long>(j)))));
+          } else {
+            out.push_back(place(kids[i]));
+          }
+          i = j;
+        }
         return seq(std::move(out));
       }
       case StmtKind::kFor: {
@@ -136,6 +155,12 @@ class Injector {
     return uses_var(s, [&](const VarNode* v) { return touched_.count(v) > 0; });
   }
 
+  /// The key of a pragma region, or null.
+  static const std::string* pragma_key(const Stmt& s) {
+    auto a = s.as<AttrStmtNode>();
+    return a && a->key.rfind(attr::kPragmaPrefix, 0) == 0 ? &a->key : nullptr;
+  }
+
   /// Whether `s` holds a pragma region (a co-processor's copy or ALU block).
   static bool has_pragma(const Stmt& s) {
     bool found = false;
@@ -162,6 +187,52 @@ class Injector {
   std::unordered_map<const VarNode*, Expr> part_size_;  ///< replicated buffers: one part's size
 };
 
+/// Allocations inside a sequence moved to its front (their variables are unique), so that the
+/// statements of one loop body are siblings: `a; allocate b { c; d }` becomes
+/// `allocate b { a; c; d }`. For cthread, whose blocks are grouped among siblings.
+Stmt hoist_allocations(const Stmt& s) {
+  switch (s.kind()) {
+    case StmtKind::kSeq: {
+      std::vector<Stmt> allocs;  // the Allocate statements, outermost first
+      std::vector<Stmt> kids;
+      std::function<void(Stmt)> add = [&](Stmt k) {
+        k = hoist_allocations(k);
+        while (auto a = k.as<AllocateNode>()) {
+          allocs.push_back(k);
+          k = a->body;
+        }
+        if (auto q = k.as<SeqNode>()) {
+          for (const Stmt& x : q->seq) add(x);
+        } else {
+          kids.push_back(k);
+        }
+      };
+      for (const Stmt& k : s.as<SeqNode>()->seq) add(k);
+      Stmt body = seq(std::move(kids));
+      for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
+        auto a = it->as<AllocateNode>();
+        body = allocate(a->buffer_var, a->dtype, a->extents, a->scope, body);
+      }
+      return body;
+    }
+    case StmtKind::kAllocate: {
+      auto a = s.as<AllocateNode>();
+      return allocate(a->buffer_var, a->dtype, a->extents, a->scope, hoist_allocations(a->body));
+    }
+    case StmtKind::kFor: {
+      auto f = s.as<ForNode>();
+      return for_loop(f->loop_var, f->min, f->extent, f->for_kind, hoist_allocations(f->body));
+    }
+    case StmtKind::kAttrStmt: {
+      auto a = s.as<AttrStmtNode>();
+      if (a->key.rfind(attr::kPragmaPrefix, 0) == 0) return s;
+      return attr_stmt(a->node, a->key, a->value, hoist_allocations(a->body));
+    }
+    default:
+      return s;
+  }
+}
+
 class VirtualThreadLowering : public IRMutator {
  public:
   using IRMutator::mutate;
@@ -176,7 +247,9 @@ class VirtualThreadLowering : public IRMutator {
         << "virtual thread '" << iv->var.name() << "' has extent " << to_string(op->value)
         << "; virtual threads need a constant extent";
     Stmt body = mutate(op->body);  // inner virtual threads first
-    return Injector(iv->var, *extent, body, iv->thread_tag != "cthread").place(body);
+    const bool share = iv->thread_tag != "cthread";
+    if (!share) body = hoist_allocations(body);
+    return Injector(iv->var, *extent, body, share).place(body);
   }
 };
 

@@ -307,7 +307,11 @@ class Builder {
     bool pure = true;
     std::function<void(const Stmt&)> walk = [&](const Stmt& x) {
       if (!pure) return;
-      if (auto f = x.as<ir::ForNode>()) return walk(f->body);
+      if (auto f = x.as<ir::ForNode>()) {
+        // An unrolled loop (the virtual threads' copies) is unrolled into separate instructions.
+        if (f->for_kind == ir::ForKind::kUnrolled) pure = false;
+        return walk(f->body);
+      }
       if (auto q = x.as<ir::SeqNode>()) {
         for (auto& y : q->seq) walk(y);
         return;
@@ -942,6 +946,26 @@ std::string VdlaProgram::summary() const {
   }
   std::ostringstream os;
   os << "loads=" << loads << " stores=" << stores << " gemm=" << gemm << " alu=" << alu << " tokens=" << tokens;
+  return os.str();
+}
+
+std::string VdlaProgram::to_string() const {
+  std::ostringstream os;
+  const char* stage[] = {"?", "load", "compute", "store"};
+  for (const DriverCall& c : calls) {
+    if (auto d = std::get_if<DmaCall>(&c)) {
+      os << (d->store ? "STORE" : "LOAD ") << " " << (d->store ? "ACC" : vdla::mem_type_name(d->mem)) << "["
+         << d->sram << "] " << arg_names[static_cast<size_t>(d->arg)] << " row " << d->dram_row << " " << d->y_size
+         << "x" << d->x_size << " stride " << d->x_stride << " pad " << d->y_pad0 << "," << d->x_pad0 << ","
+         << d->y_pad1 << "," << d->x_pad1 << "\n";
+    } else if (auto k = std::get_if<KernelCall>(&c)) {
+      os << (k->gemm ? "GEMM " : "ALU  ") << k->signature << " dst0 " << (k->uops.empty() ? 0 : k->uops[0].dst)
+         << " src0 " << (k->uops.empty() ? 0 : k->uops[0].src) << "\n";
+    } else {
+      const auto& t = std::get<TokenCall>(c);
+      os << (t.push ? "push " : "pop  ") << stage[t.from] << "->" << stage[t.to] << "\n";
+    }
+  }
   return os.str();
 }
 

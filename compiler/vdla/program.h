@@ -17,7 +17,7 @@
 //  - `pragma_alu` nests: one ALU micro-op per accumulator row, in place (the result is placed on
 //    the rows of the operand it overwrites).
 //  - GEMM micro-ops (`vdla.gemm`, `vdla.gemm_reset`): the largest loop nest holding only micro-ops
-//    of one kind is one GEMM instruction; its two outermost loops of more than one step become
+//    of one kind, and no unrolled loop (the virtual threads' copies), is one GEMM instruction; its two outermost loops of more than one step become
 //    the instruction's loops when the micro-ops move linearly with them, the rest is unrolled
 //    into micro-ops. ALU nests are folded the same way.
 //  - Allocations in local.inp_buffer / local.wgt_buffer / local.acc_buffer take rows of those
@@ -82,6 +82,8 @@ struct VdlaProgram {
   void emit(vdla::CommandQueue& q, const std::vector<uint64_t>& addrs) const;
   /// "loads=.. stores=.. gemm=.. alu=.. tokens=.." for logs.
   std::string summary() const;
+  /// One line per call, for reading a program.
+  std::string to_string() const;
 };
 
 /// The program of a function lowered by compiler::lower_vdla, for a VDLA of configuration `cfg`.
