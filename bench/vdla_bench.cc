@@ -8,6 +8,11 @@
 //   gops=<g> case=vdla_peak util_serial=<max u1> util_vthread=<max u2>
 //
 // gops is the two-thread stream's. The chosen tilings go to stderr. ARGS: --layers C2,C9,...
+//
+// --compiled times the same layers compiled by Kiln instead (compiler/topi/vdla_conv2d.h: the
+// template scheduled with tensorize, DMA and ALU pragmas and cthread, lowered and built into driver
+// calls by compiler/vdla), each config the fastest of vdla_conv2d_candidates on the cycle model;
+// its lines carry `path=compiled`.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +22,7 @@
 #include "deploy/vdla/device/device.h"
 #include "deploy/vdla/driver/command_queue.h"
 #include "deploy/vdla/kernels/conv2d_stream.h"
+#include "compiler/vdla/conv2d.h"
 
 namespace {
 
@@ -38,11 +44,14 @@ Stats time_conv(const Config& cfg, const Conv2dShape& s, const Conv2dTiling& t) 
 
 int main(int argc, char** argv) {
   std::string layers = "C2,C3,C4,C5,C6,C7,C8,C9,C10,C11,C12";
+  bool compiled = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) {
       layers = argv[++i];
+    } else if (std::strcmp(argv[i], "--compiled") == 0) {
+      compiled = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--layers C2,C3,...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--layers C2,C3,...] [--compiled]\n", argv[0]);
       return 2;
     }
   }
@@ -57,22 +66,36 @@ int main(int argc, char** argv) {
     s.k = l.k;
     s.stride = l.stride;
     s.pad = l.pad();
-    const Conv2dTiling t1 = choose_conv2d_tiling(cfg, s, 1);
-    const Conv2dTiling t2 = choose_conv2d_tiling(cfg, s, 2);
-    const Stats serial = time_conv(cfg, s, t1);
-    const Stats vthread = time_conv(cfg, s, t2);
-    std::fprintf(stderr, "%s serial: %s | vthread: %s\n", l.name, t1.to_string().c_str(),
-                 t2.to_string().c_str());
+    Stats serial, vthread;
+    if (compiled) {
+      namespace vc = kiln::vdla_compiler;
+      const kiln::topi::VdlaConv2d op =
+          kiln::topi::vdla_conv2d({s.h, s.w, s.ic, s.oc, s.k, s.stride, s.pad}, 8);
+      const kiln::topi::VdlaConv2dConfig c1 = vc::choose_conv2d_config(op, 1, cfg, 0);
+      const kiln::topi::VdlaConv2dConfig c2 = vc::choose_conv2d_config(op, 2, cfg, 0);
+      serial = vc::time_conv2d(op, c1, cfg).stats;
+      vthread = vc::time_conv2d(op, c2, cfg).stats;
+      std::fprintf(stderr, "%s compiled serial: %s | vthread: %s\n", l.name, c1.to_string().c_str(),
+                   c2.to_string().c_str());
+    } else {
+      const Conv2dTiling t1 = choose_conv2d_tiling(cfg, s, 1);
+      const Conv2dTiling t2 = choose_conv2d_tiling(cfg, s, 2);
+      serial = time_conv(cfg, s, t1);
+      vthread = time_conv(cfg, s, t2);
+      std::fprintf(stderr, "%s serial: %s | vthread: %s\n", l.name, t1.to_string().c_str(),
+                   t2.to_string().c_str());
+    }
     std::printf(
         "case=vdla_%s cycles_serial=%llu cycles_vthread=%llu util_serial=%.3f util_vthread=%.3f "
-        "gops=%.1f\n",
+        "gops=%.1f%s\n",
         l.name, static_cast<unsigned long long>(serial.cycles),
         static_cast<unsigned long long>(vthread.cycles), serial.utilization(),
-        vthread.utilization(), vthread.gops(cfg));
+        vthread.utilization(), vthread.gops(cfg), compiled ? " path=compiled" : "");
     std::fflush(stdout);
     peak_serial = std::max(peak_serial, serial.utilization());
     peak_vthread = std::max(peak_vthread, vthread.utilization());
   }
-  std::printf("case=vdla_peak util_serial=%.3f util_vthread=%.3f\n", peak_serial, peak_vthread);
+  std::printf("case=vdla_peak util_serial=%.3f util_vthread=%.3f%s\n", peak_serial, peak_vthread,
+              compiled ? " path=compiled" : "");
   return 0;
 }

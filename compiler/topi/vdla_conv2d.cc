@@ -1,6 +1,7 @@
 // The VDLA's int8 conv2d template (vdla_conv2d.h).
 #include "compiler/topi/vdla_conv2d.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "base/error.h"
@@ -193,6 +194,45 @@ std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthrea
           for (bool axis_h : vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
             VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h};
             if (vdla_conv2d_problem(op, c, cfg).empty()) out.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg) {
+  const VdlaConv2dShape& s = op.shape;
+  auto divisors_desc = [](int n) {
+    std::vector<int> d;
+    for (int i = n; i >= 1; --i) {
+      if (n % i == 0) d.push_back(i);
+    }
+    return d;
+  };
+  auto largest_divisor_upto = [&](int n, int cap) {
+    for (int d : divisors_desc(n)) {
+      if (d <= cap) return d;
+    }
+    return 1;
+  };
+  std::vector<int> widths;
+  for (int part : {1, 2, 4}) {
+    const int w = largest_divisor_upto(s.ow(), (s.ow() + part - 1) / part);
+    if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
+  }
+  std::vector<VdlaConv2dConfig> out;
+  for (int toc : divisors_desc(s.oc / 16)) {
+    for (int tic : divisors_desc(s.ic / 16)) {
+      for (int tw : widths) {
+        for (bool axis_h : vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+          int taken = 0;
+          for (int th : divisors_desc(s.oh())) {
+            VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h};
+            if (!vdla_conv2d_problem(op, c, cfg).empty()) continue;
+            out.push_back(c);
+            if (++taken == 3) break;
           }
         }
       }

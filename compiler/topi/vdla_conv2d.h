@@ -66,4 +66,9 @@ te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& 
 /// width, or divisors of it), for `vthreads` 1 or 2 (both axes).
 std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg);
 
+/// The space pruned as a tuner would start: per channel tiles, column tile (the largest divisors
+/// of the width up to all, a half and a quarter of it) and thread axis, the tallest row tile that
+/// fits and the next two smaller divisors.
+std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg);
+
 }  // namespace kiln::topi

@@ -45,7 +45,7 @@ TimedConv2d time_conv2d(const topi::VdlaConv2d& op, const topi::VdlaConv2dConfig
 
 topi::VdlaConv2dConfig choose_conv2d_config(const topi::VdlaConv2d& op, int vthreads, const vdla::Config& cfg,
                                             int measured) {
-  std::vector<topi::VdlaConv2dConfig> space = topi::vdla_conv2d_space(op, vthreads, cfg);
+  std::vector<topi::VdlaConv2dConfig> space = topi::vdla_conv2d_candidates(op, vthreads, cfg);
   const topi::VdlaConv2dShape& s = op.shape;
   KILN_USER_CHECK(!space.empty()) << "vdla conv2d: no config of " << s.ic << "x" << s.h << "x" << s.w << " -> "
                                   << s.oc << " (k " << s.k << ") fits " << cfg.describe() << " with "
@@ -53,7 +53,7 @@ topi::VdlaConv2dConfig choose_conv2d_config(const topi::VdlaConv2d& op, int vthr
   std::stable_sort(space.begin(), space.end(), [&](const auto& a, const auto& b) {
     return estimate_cycles(s, a, cfg) < estimate_cycles(s, b, cfg);
   });
-  space.resize(std::min<size_t>(space.size(), static_cast<size_t>(std::max(1, measured))));
+  if (measured > 0) space.resize(std::min<size_t>(space.size(), static_cast<size_t>(measured)));
   topi::VdlaConv2dConfig best = space.front();
   uint64_t best_cycles = std::numeric_limits<uint64_t>::max();
   for (const auto& c : space) {

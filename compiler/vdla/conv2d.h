@@ -6,9 +6,9 @@
 
 namespace kiln::vdla_compiler {
 
-/// The config, among vdla_conv2d_space's, ranked first by a rough estimate of its cycles, then
-/// the fastest of the best `measured` on the cycle model (the program built and timed without
-/// executing). Raises kiln::Error when none fits.
+/// The config, among vdla_conv2d_candidates', ranked first by a rough estimate of its cycles,
+/// then the fastest of the best `measured` (0: all of them) on the cycle model (the program built
+/// and timed without executing). Raises kiln::Error when none fits.
 topi::VdlaConv2dConfig choose_conv2d_config(const topi::VdlaConv2d& op, int vthreads, const vdla::Config& cfg,
                                             int measured = 3);
 
