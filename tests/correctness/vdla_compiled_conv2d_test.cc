@@ -51,6 +51,11 @@ Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const s
   r.stats = q.synchronize();
   r.out.assign(dram.at(a_out, out_bytes), dram.at(a_out, out_bytes) + out_bytes);
   r.summary = prog.summary();
+  // The timing-only run (what the config chooser uses) counts and times exactly the same.
+  const vdla::Stats timed = vdla_compiler::time_conv2d(op, c, cfg).stats;
+  EXPECT_EQ(timed.cycles, r.stats.cycles);
+  EXPECT_EQ(timed.gemm_counter, r.stats.gemm_counter);
+  EXPECT_EQ(timed.dram_busy, r.stats.dram_busy);
   return r;
 }
 
@@ -138,6 +143,39 @@ TEST(VdlaCompiledErrors, ConfigProblemsAreNamed) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tile_oc must divide 2"), std::string::npos) << e.what();
   }
+}
+
+TEST(VdlaCompiledErrors, ScopesAreChecked) {
+  const vdla::Config cfg;
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
+  {
+    te::Schedule sch = topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
+    sch[op.conv].set_scope("local");
+    try {
+      vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("intrinsic 'vdla.gemm' needs 'conv' in local.acc_buffer, but it is in local"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  {
+    te::Schedule sch = topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
+    sch[op.clip_lo].set_scope("shared");
+    try {
+      vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("buffer 'clip_lo' is in scope 'shared'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(VdlaCompiledErrors, TilesThatOverflowTheBuffersAreNamed) {
+  const topi::VdlaConv2d op = topi::vdla_conv2d({56, 56, 64, 64, 3, 1, 1}, 8);
+  const std::string p = topi::vdla_conv2d_problem(op, {4, 4, 56, 0, 1, false}, vdla::Config{});
+  EXPECT_NE(p.find("exceeds"), std::string::npos) << p;
 }
 
 }  // namespace
