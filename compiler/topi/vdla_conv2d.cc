@@ -17,7 +17,8 @@ namespace vc = vdla_compiler;
 std::string VdlaConv2dConfig::to_string() const {
   std::ostringstream os;
   os << "tile_oc=" << tile_oc << " tile_ic=" << tile_ic << " tile_h=" << tile_h << " tile_w=" << tile_w
-     << " vthreads=" << vthreads << (vthreads > 1 ? (vthread_h ? " axis=h" : " axis=oc") : "");
+     << " vthreads=" << vthreads << (vthreads > 1 ? (vthread_h ? " axis=h" : " axis=oc") : "")
+     << (wgt_resident ? " wgt_resident" : "");
   return os.str();
 }
 
@@ -94,6 +95,7 @@ std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c,
   if (c.tile_h < 1 || s.oh() % c.tile_h) os << "tile_h must divide " << s.oh() << "; ";
   if (tw < 1 || s.ow() % tw) os << "tile_w must divide " << s.ow() << "; ";
   if (c.vthreads != 1 && c.vthreads != 2) os << "vthreads must be 1 or 2; ";
+  if (c.wgt_resident && c.tile_ic != icb) os << "wgt_resident needs the whole reduction in one step (tile_ic " << icb << "); ";
   if (!os.str().empty()) {
     std::string r = os.str();
     return r.substr(0, r.size() - 2);
@@ -171,7 +173,11 @@ te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& 
   sc.tensorize(sc.axis(3), vc::gemm_intrin(cfg));
   for (const te::Tensor& t : {dbuf, kbuf}) {
     te::Stage st = sch[t];
-    st.compute_at(sc, rco);
+    if (t == kbuf && c.wgt_resident) {
+      st.compute_at(so, oco);
+    } else {
+      st.compute_at(sc, rco);
+    }
     st.pragma(st.axis(0), vc::kDmaCopy);
   }
   return sch;
@@ -192,8 +198,10 @@ std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthrea
       for (int th : divisors(s.oh())) {
         for (int tw : divisors(s.ow())) {
           for (bool axis_h : vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-            VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h};
-            if (vdla_conv2d_problem(op, c, cfg).empty()) out.push_back(c);
+            for (bool resident : {false, true}) {
+              VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h, resident};
+              if (vdla_conv2d_problem(op, c, cfg).empty()) out.push_back(c);
+            }
           }
         }
       }
@@ -227,12 +235,14 @@ std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int v
     for (int tic : divisors_desc(s.ic / 16)) {
       for (int tw : widths) {
         for (bool axis_h : vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-          int taken = 0;
-          for (int th : divisors_desc(s.oh())) {
-            VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h};
-            if (!vdla_conv2d_problem(op, c, cfg).empty()) continue;
-            out.push_back(c);
-            if (++taken == 3) break;
+          for (bool resident : {false, true}) {
+            int taken = 0;
+            for (int th : divisors_desc(s.oh())) {
+              VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h, resident};
+              if (!vdla_conv2d_problem(op, c, cfg).empty()) continue;
+              out.push_back(c);
+              if (++taken == 3) break;
+            }
           }
         }
       }

@@ -14,6 +14,7 @@
 //   reset, per step of tile_ic input channel blocks the input window and the weights DMA'd into
 //   local.inp_buffer / local.wgt_buffer and the GEMM nest (oc block, ic block, ky, kx, y, x)
 //   tensorized at the block; then the shift, max and min as ALU passes; the tile stored by DMA.
+//   With `wgt_resident`, the weights' DMA moves out to the oc tile loop.
 #pragma once
 
 #include <string>
@@ -42,6 +43,9 @@ struct VdlaConv2dConfig {
   int tile_w = 0;   ///< output columns per tile (divides OW), 0 = the whole width
   int vthreads = 1; ///< 1 or 2 (`cthread`)
   bool vthread_h = false;  ///< split the row tiles between the threads, not the oc tiles
+  /// With the whole reduction in one step (tile_ic = IC/16): the weights are loaded once per
+  /// output-channel tile, before its row and column tiles, instead of once per tile.
+  bool wgt_resident = false;
   std::string to_string() const;
 };
 

@@ -19,8 +19,10 @@ double estimate_cycles(const topi::VdlaConv2dShape& s, const topi::VdlaConv2dCon
   const double tiles = double(s.oc / 16 / c.tile_oc) * (s.oh() / c.tile_h) * (s.ow() / tw);
   const double steps = double(s.ic / 16 / c.tile_ic);
   const double gemm = double(c.tile_oc) * c.tile_ic * s.k * s.k * c.tile_h * tw + cfg.gemm_fill;
-  const double dma = (c.tile_ic * ih * iw * cfg.inp_row_bytes() +
-                      double(c.tile_oc) * c.tile_ic * s.k * s.k * cfg.wgt_row_bytes()) / cfg.bus_bytes +
+  const double tiles_per_oc = double(s.oh() / c.tile_h) * (s.ow() / tw);
+  const double wgt = double(c.tile_oc) * c.tile_ic * s.k * s.k * cfg.wgt_row_bytes() /
+                     (c.wgt_resident ? tiles_per_oc : 1.0);
+  const double dma = (c.tile_ic * ih * iw * cfg.inp_row_bytes() + wgt) / cfg.bus_bytes +
                      cfg.dram_latency * (c.tile_ic + 1);
   const double per_step = c.vthreads == 2 ? std::max(gemm, dma) : gemm + dma;
   const double rows = double(c.tile_oc) * c.tile_h * tw;

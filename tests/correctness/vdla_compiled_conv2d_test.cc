@@ -100,7 +100,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"k3_vthread_h", {8, 8, 32, 32, 3, 1, 1}, {2, 2, 2, 0, 2, true}},
                       Case{"k1_stride2", {8, 8, 32, 64, 1, 2, 0}, {2, 1, 2, 0, 2, false}},
                       Case{"k5_pad2_nonsquare", {6, 10, 16, 32, 5, 1, 2}, {1, 1, 3, 5, 2, false}},
-                      Case{"k3_stride2", {9, 9, 48, 32, 3, 2, 1}, {2, 3, 1, 0, 1, false}}),
+                      Case{"k3_stride2", {9, 9, 48, 32, 3, 2, 1}, {2, 3, 1, 0, 1, false}},
+                      Case{"wgt_resident", {8, 8, 32, 64, 3, 1, 1}, {2, 2, 2, 4, 1, false, true}},
+                      Case{"wgt_resident_vthread", {8, 8, 32, 64, 3, 1, 1}, {1, 2, 2, 0, 2, false, true}},
+                      Case{"wgt_resident_vthread_h", {8, 8, 32, 64, 3, 1, 1}, {2, 2, 2, 4, 2, true, true}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 // Every ResNet-18 layer (C1's 3 input channels padded to 16), serial and with two virtual threads,
