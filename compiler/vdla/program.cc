@@ -904,6 +904,10 @@ void VdlaProgram::emit(vdla::CommandQueue& q, const std::vector<uint64_t>& addrs
       const int64_t row_bytes = d->store ? cfg.out_row_bytes()
                                 : d->mem == vdla::MemType::kWgt ? cfg.wgt_row_bytes()
                                                                 : cfg.inp_row_bytes();
+      KILN_USER_CHECK(addrs[static_cast<size_t>(d->arg)] % static_cast<uint64_t>(row_bytes) == 0)
+          << "vdla program '" << name << "': tensor '" << arg_names[static_cast<size_t>(d->arg)]
+          << "' at byte address " << addrs[static_cast<size_t>(d->arg)] << " is not aligned to its rows of "
+          << row_bytes << " bytes";
       const uint64_t addr = addrs[static_cast<size_t>(d->arg)] + d->dram_row * static_cast<uint64_t>(row_bytes);
       if (d->store) {
         q.store_buffer_2d(d->sram, addr, d->x_size, d->y_size, d->x_stride);

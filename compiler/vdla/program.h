@@ -77,8 +77,9 @@ struct VdlaProgram {
   std::vector<int64_t> arg_bytes;
   std::vector<DriverCall> calls;
 
-  /// Issues the calls to `q`, argument i at byte address `addrs[i]` (aligned to its rows). The
-  /// stream is balanced: q.synchronize() runs it.
+  /// Issues the calls to `q`, argument i at byte address `addrs[i]`, which must be aligned to the
+  /// tensor's DMA rows (kiln::Error naming it otherwise). The stream is balanced:
+  /// q.synchronize() runs it.
   void emit(vdla::CommandQueue& q, const std::vector<uint64_t>& addrs) const;
   /// "loads=.. stores=.. gemm=.. alu=.. tokens=.." for logs.
   std::string summary() const;
