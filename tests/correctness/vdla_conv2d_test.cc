@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include "bench/resnet_layers.h"
@@ -40,6 +41,7 @@ Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const s
   const topi::VdlaConv2d op = topi::vdla_conv2d(s, shift);
   const te::Schedule sch = topi::schedule_vdla_conv2d(op, c, cfg);
   const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+  // KILN_VDLA_DUMP=1 prints each program's driver calls (VdlaProgram::to_string), for reading a stream.
   if (std::getenv("KILN_VDLA_DUMP")) std::fputs(prog.to_string().c_str(), stderr);
   vdla::Device dev(cfg);
   vdla::Dram dram;
@@ -149,6 +151,41 @@ INSTANTIATE_TEST_SUITE_P(ResNet18, VdlaCompiledResNet, ::testing::ValuesIn(bench
                          [](const ::testing::TestParamInfo<bench::ConvLayer>& info) {
                            return info.param.name;
                          });
+
+// Two virtual threads become the paper's Fig. 8/9 stream: per reduction step each thread's loads
+// then each thread's GEMM, a token from each load to its GEMM and from each GEMM to the same
+// thread's next load, each thread in its own half of the buffers.
+TEST(VdlaCompiledProgram, TwoThreadsInterleaveWithTokens) {
+  const vdla::Config cfg;
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
+  const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
+      topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), {op.data, op.kernel, op.out}, "conv2d", cfg);
+  std::string kinds;
+  std::istringstream lines(prog.to_string());
+  for (std::string line; std::getline(lines, line) && kinds.size() < 400;) {
+    std::istringstream words(line);
+    std::string a, b, c;
+    words >> a >> b;
+    if (a == "GEMM" || a == "ALU") {
+      std::string sig;
+      std::getline(words, sig);
+      kinds += a + (b == "gemm.reset" ? " reset" : "") + " @" + sig.substr(sig.find("dst0 ") + 5) + "\n";
+    } else if (a == "LOAD" || a == "STORE") {
+      kinds += a + " " + b + "\n";
+    } else {
+      kinds += a + " " + b + "\n";
+    }
+  }
+  const std::string step0 =
+      "GEMM reset @0 src0 0\nGEMM reset @32 src0 0\n"
+      "LOAD INP[0]\nLOAD WGT[0]\npush load->compute\n"
+      "LOAD INP[60]\nLOAD WGT[9]\npush load->compute\n"
+      "pop load->compute\nGEMM @0 src0 0\npush compute->load\n"
+      "pop load->compute\nGEMM @32 src0 60\npush compute->load\n"
+      "pop compute->load\nLOAD INP[0]\nLOAD WGT[0]\npush load->compute\n"
+      "pop compute->load\nLOAD INP[60]\nLOAD WGT[9]\npush load->compute\n";
+  EXPECT_EQ(kinds.substr(0, step0.size()), step0) << prog.to_string();
+}
 
 TEST(VdlaCompiledErrors, ConfigProblemsAreNamed) {
   const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
