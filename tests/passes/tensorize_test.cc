@@ -131,6 +131,32 @@ TEST(Tensorize, IntoALocalCacheSeesItsScopeAndStrides) {
   EXPECT_TRUE(testing::all_close(c, p.naive(a, b, Product::K)));
 }
 
+TEST(Tensorize, ElementwiseIntrinsicHasOnlyABody) {
+  te::Tensor a = te::placeholder({4}, ir::kFloat32, "a"), b = te::placeholder({4}, ir::kFloat32, "b");
+  te::Tensor o = te::compute({4}, [&](Var j) { return a(j) + b(j); }, "o", {"j"});
+  te::TensorIntrin vadd4 = te::decl_tensor_intrin(
+      o,
+      [](const std::vector<ir::IntrinBuffer>& in, const ir::IntrinBuffer& out) {
+        Var j("j");
+        return ir::IntrinStmts{
+            ir::for_loop(j, 0, 4, ir::ForKind::kSerial, out.store({j}, in[0].load({j}) + in[1].load({j}))),
+            ir::Stmt(), ir::Stmt()};
+      },
+      "vadd4");
+  te::Tensor A = te::placeholder({3, 8}, ir::kFloat32, "A"), B = te::placeholder({3, 8}, ir::kFloat32, "B");
+  te::Tensor C = te::compute({3, 8}, [&](Var i, Var j) { return A(i, j) + B(i, j); }, "C");
+  te::Schedule s = te::create_schedule({C});
+  auto [jo, ji] = s[C].split(s[C].axis(1), 4);
+  s[C].tensorize(ji, vadd4);
+  runtime::Function f = testing::build_host(s, {A, B, C});
+  runtime::NDArray x = testing::random_array({3, 8}, 9), y = testing::random_array({3, 8}, 10);
+  runtime::NDArray z = testing::zeros({3, 8});
+  f(x, y, z);
+  std::vector<float> want(24);
+  for (int k = 0; k < 24; ++k) want[k] = x.data<float>()[k] + y.data<float>()[k];
+  EXPECT_TRUE(testing::all_close(z, want));
+}
+
 TEST(TensorizeErrors, ExtentMismatchNamesStageAxisAndIntrinsic) {
   Product p;
   te::Stage st = p.s[p.C];
