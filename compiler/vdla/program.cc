@@ -332,18 +332,18 @@ class Builder {
   }
 
   /// The micro-ops of `s` (GEMM calls in loops) for the current environment.
-  void gemm_uops(const Stmt& s, std::vector<vdla::Uop>* out, std::array<Access, 3>* acc) {
+  void gemm_uops(const Stmt& s, std::vector<vdla::Uop>* out) {
     if (auto f = s.as<ir::ForNode>()) {
       const int64_t lo = eval(f->min, env_), n = eval(f->extent, env_);
       for (int64_t i = lo; i < lo + n; ++i) {
         env_[f->loop_var.get()] = i;
-        gemm_uops(f->body, out, acc);
+        gemm_uops(f->body, out);
       }
       env_.erase(f->loop_var.get());
       return;
     }
     if (auto q = s.as<ir::SeqNode>()) {
-      for (auto& y : q->seq) gemm_uops(y, out, acc);
+      for (auto& y : q->seq) gemm_uops(y, out);
       return;
     }
     auto c = s.as<ir::EvaluateNode>()->value.as<ir::CallNode>();
@@ -362,7 +362,6 @@ class Builder {
       u.wgt = row(c->args[2], kWgt);
     }
     out->push_back(u);
-    (void)acc;
   }
 
   /// Folds the (at most two) outermost loops of `loops` with more than one step into hardware
@@ -371,10 +370,9 @@ class Builder {
   void fold(const std::vector<Loop>& loops, KernelCall* k,
             const std::function<std::vector<vdla::Uop>(const std::vector<Loop>& unrolled)>& uops_at) {
     std::vector<Loop> hw, rest;
+    // The loops before the first two of more than one step have one step, so every loop left in
+    // `rest` with more is inside both hardware loops, as the instruction runs them.
     for (const Loop& l : loops) (hw.size() < 2 && l.extent > 1 ? hw : rest).push_back(l);
-    if (!hw.empty() && rest.empty() && loops.size() == hw.size()) {
-      // nothing left to unroll: fine, the micro-ops are one point
-    }
     for (const Loop& l : hw) env_[l.var] = l.min;
     for (const Loop& l : rest) env_.erase(l.var);
     std::vector<vdla::Uop> base = uops_at(rest);
@@ -384,9 +382,11 @@ class Builder {
       env_[l.var] = l.min + 1;
       std::vector<vdla::Uop> next = uops_at(rest);
       env_[l.var] = l.min;
+      linear &= !base.empty() && next.size() == base.size();
+      if (!linear) break;
       const int64_t dd = int64_t{next[0].dst} - base[0].dst, ds = int64_t{next[0].src} - base[0].src,
                     dw = int64_t{next[0].wgt} - base[0].wgt;
-      linear &= dd >= 0 && ds >= 0 && dw >= 0 && next.size() == base.size();
+      linear &= dd >= 0 && ds >= 0 && dw >= 0;
       for (size_t i = 0; linear && i < base.size(); ++i) {
         linear = next[i].dst == base[i].dst + dd && next[i].src == base[i].src + ds &&
                  next[i].wgt == base[i].wgt + dw;
@@ -440,7 +440,7 @@ class Builder {
     fold(loops, &k, [&](const std::vector<Loop>& unrolled) {
       std::vector<vdla::Uop> out;
       std::function<void(size_t)> rec = [&](size_t i) {
-        if (i == unrolled.size()) return gemm_uops(inner, &out, nullptr);
+        if (i == unrolled.size()) return gemm_uops(inner, &out);
         for (int64_t v = unrolled[i].min; v < unrolled[i].min + unrolled[i].extent; ++v) {
           env_[unrolled[i].var] = v;
           rec(i + 1);
