@@ -14,8 +14,9 @@
 #include "compiler/ir/verify.h"
 #include "compiler/ir/op.h"
 #include "compiler/pass/inject_virtual_thread.h"
-#include "compiler/pass/prefetch_shared.h"
+#include "compiler/pass/lower_tensor_intrin.h"
 #include "compiler/pass/partition_loops.h"
+#include "compiler/pass/prefetch_shared.h"
 #include "compiler/pass/remove_no_op.h"
 #include "compiler/pass/storage_flatten.h"
 #include "compiler/pass/thread_sync.h"
@@ -105,6 +106,7 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   te::Bounds bounds = te::infer_bound(n);
   ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
   s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
+  s = checked(f, "lower_tensor_intrin", true, pass::lower_tensor_intrin(s));
   s = checked(f, "simplify", true, ir::simplify(s));
   s = checked(f, "partition_loops", true, pass::partition_loops(s));
   s = checked(f, "vectorize_loops", true, pass::vectorize_loops(s));
@@ -144,6 +146,7 @@ ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te:
   te::Bounds bounds = te::infer_bound(n);
   ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
   s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
+  s = checked(f, "lower_tensor_intrin", true, pass::lower_tensor_intrin(s));
   s = checked(f, "simplify", true, ir::simplify(s));
   s = checked(f, "prefetch_shared", true, pass::prefetch_shared(s));
   s = checked(f, "inject_virtual_thread", true, pass::inject_virtual_thread(s));
@@ -154,6 +157,29 @@ ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te:
   s = checked(f, "remove_no_op", true, pass::remove_no_op(s));
   s = checked(f, "thread_sync", true, pass::thread_sync(s, "shared"));
   pass::verify_gpu(s, target);
+  f.body = s;
+  return f;
+}
+
+ir::PrimFunc lower_vdla(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                        const std::string& name) {
+  te::Schedule n = te::normalize(sch);
+  std::unordered_map<const ir::ProducerNode*, ir::Buffer> buffers;
+  ir::PrimFunc f = bind_arguments(n, args, name, &buffers);
+  for (auto& p : f.params) {
+    for (auto& d : p.buffer->shape) {
+      KILN_USER_CHECK(ir::as_const_int(d).has_value())
+          << "lower_vdla '" << name << "': argument '" << p.buffer->name
+          << "' has a symbolic shape; VDLA programs are built for constant shapes";
+    }
+  }
+  te::Bounds bounds = te::infer_bound(n);
+  ir::Stmt s = checked(f, "schedule_ops", false, te::schedule_ops(n, bounds));
+  s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
+  s = checked(f, "lower_tensor_intrin", true, pass::lower_tensor_intrin(s));
+  s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "inject_virtual_thread", true, pass::inject_virtual_thread(s));
+  s = checked(f, "simplify", true, ir::simplify(s));
   f.body = s;
   return f;
 }

@@ -49,6 +49,13 @@ runtime::DeviceProgram build_gpu(const te::Schedule& sch, const std::vector<te::
                                  const target::Target& target, const std::string& name,
                                  const LowerOptions& options = {});
 
+/// Lowers for the VDLA (compiler/vdla/program.h turns the result into its driver calls): the
+/// loop program flattened, tensorized nests replaced by the intrinsics' statements, and `cthread`
+/// virtual threads interleaved block by block with every local buffer replicated per thread.
+/// Loops stay loops: the VDLA program builder runs them at build time, since shapes are static.
+ir::PrimFunc lower_vdla(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                        const std::string& name);
+
 /// Lowers and compiles for the host (`target` like "llvm -mcpu=native"); the module's function
 /// `name` takes the tensors of `args` in order.
 runtime::Module build(const te::Schedule& sch, const std::vector<te::Tensor>& args,

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/tensor_intrin.h"
 
 namespace kiln::ir {
 namespace {
@@ -333,6 +334,7 @@ class Printer {
     }
     if (auto v = dynamic_cast<const VarNode*>(n)) return v->name;
     if (auto p = dynamic_cast<const ProducerNode*>(n)) return p->name();
+    if (auto t = dynamic_cast<const TensorIntrinLoweringNode*>(n)) return t->name;
     return "?";
   }
 

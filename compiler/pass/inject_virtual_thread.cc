@@ -2,6 +2,7 @@
 #include "compiler/pass/inject_virtual_thread.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -78,15 +79,33 @@ class ReplicaIndexer : public IRMutator {
 /// Lowers one virtual thread over `body`.
 class Injector {
  public:
-  Injector(const Var& vt, int64_t extent, const Stmt& body)
-      : vt_(vt), extent_(extent), touched_(touched_by(body, vt)) {}
+  Injector(const Var& vt, int64_t extent, const Stmt& body, bool share)
+      : vt_(vt), extent_(extent), touched_(touched_by(body, vt)), share_(share) {}
 
   Stmt place(const Stmt& s) {
-    if (!depends(s)) return s;
+    if (share_ ? !depends(s) : !has_pragma(s)) return share_ ? s : wrap(s);
     switch (s.kind()) {
       case StmtKind::kSeq: {
         std::vector<Stmt> out;
-        for (const Stmt& x : s.as<SeqNode>()->seq) out.push_back(place(x));
+        const std::vector<Stmt>& kids = s.as<SeqNode>()->seq;
+        for (size_t i = 0; i < kids.size();) {
+          // cthread: consecutive regions of one pragma (an input's and a weight's DMA) are one
+          // block, so that a thread's loads stay together in the load queue.
+          size_t j = i + 1;
+          if (!share_ && pragma_key(kids[i]) != nullptr) {
+            while (j < kids.size() && pragma_key(kids[j]) != nullptr &&
+                   *pragma_key(kids[j]) == *pragma_key(kids[i])) {
+              ++j;
+            }
+          }
+          if (j > i + 1) {
+            out.push_back(wrap(seq(std::vector<Stmt>(kids.begin() + static_cast<long>(i),
+                                                     kids.begin() + static_cast<long>(j)))));
+          } else {
+            out.push_back(place(kids[i]));
+          }
+          i = j;
+        }
         return seq(std::move(out));
       }
       case StmtKind::kFor: {
@@ -96,7 +115,7 @@ class Injector {
       }
       case StmtKind::kAttrStmt: {
         auto op = s.as<AttrStmtNode>();
-        if (depends(op->value)) break;
+        if (depends(op->value) || (!share_ && op->key.rfind(attr::kPragmaPrefix, 0) == 0)) break;
         return attr_stmt(op->node, op->key, op->value, place(op->body));
       }
       case StmtKind::kIfThenElse: {
@@ -114,7 +133,7 @@ class Injector {
         auto op = s.as<AllocateNode>();
         if (std::any_of(op->extents.begin(), op->extents.end(), [&](const Expr& e) { return depends(e); })) break;
         std::vector<Expr> extents = op->extents;
-        if (touched_.count(op->buffer_var.get()) && op->scope.rfind("local", 0) == 0) {
+        if ((!share_ || touched_.count(op->buffer_var.get())) && op->scope.rfind("local", 0) == 0) {
           Expr size = make_const(kInt32, int64_t{1});
           for (const Expr& e : op->extents) size = size * e;
           part_size_[op->buffer_var.get()] = size;
@@ -136,6 +155,23 @@ class Injector {
     return uses_var(s, [&](const VarNode* v) { return touched_.count(v) > 0; });
   }
 
+  /// The key of a pragma region, or null.
+  static const std::string* pragma_key(const Stmt& s) {
+    auto a = s.as<AttrStmtNode>();
+    return a && a->key.rfind(attr::kPragmaPrefix, 0) == 0 ? &a->key : nullptr;
+  }
+
+  /// Whether `s` holds a pragma region (a co-processor's copy or ALU block).
+  static bool has_pragma(const Stmt& s) {
+    bool found = false;
+    post_order_visit(s, [&](const Object* n) {
+      if (auto a = dynamic_cast<const AttrStmtNode*>(n)) {
+        found |= a->key.rfind(attr::kPragmaPrefix, 0) == 0;
+      }
+    });
+    return found;
+  }
+
   /// `s` run by every virtual thread in turn.
   Stmt wrap(const Stmt& s) {
     Var v = vt_.copy_with_name(vt_.name());
@@ -147,8 +183,55 @@ class Injector {
   Var vt_;
   int64_t extent_;
   VarSet touched_;
+  bool share_;  ///< false for cthread: nothing is shared between the virtual threads
   std::unordered_map<const VarNode*, Expr> part_size_;  ///< replicated buffers: one part's size
 };
+
+/// Allocations inside a sequence moved to its front (their variables are unique), so that the
+/// statements of one loop body are siblings: `a; allocate b { c; d }` becomes
+/// `allocate b { a; c; d }`. For cthread, whose blocks are grouped among siblings.
+Stmt hoist_allocations(const Stmt& s) {
+  switch (s.kind()) {
+    case StmtKind::kSeq: {
+      std::vector<Stmt> allocs;  // the Allocate statements, outermost first
+      std::vector<Stmt> kids;
+      std::function<void(Stmt)> add = [&](Stmt k) {
+        k = hoist_allocations(k);
+        while (auto a = k.as<AllocateNode>()) {
+          allocs.push_back(k);
+          k = a->body;
+        }
+        if (auto q = k.as<SeqNode>()) {
+          for (const Stmt& x : q->seq) add(x);
+        } else {
+          kids.push_back(k);
+        }
+      };
+      for (const Stmt& k : s.as<SeqNode>()->seq) add(k);
+      Stmt body = seq(std::move(kids));
+      for (auto it = allocs.rbegin(); it != allocs.rend(); ++it) {
+        auto a = it->as<AllocateNode>();
+        body = allocate(a->buffer_var, a->dtype, a->extents, a->scope, body);
+      }
+      return body;
+    }
+    case StmtKind::kAllocate: {
+      auto a = s.as<AllocateNode>();
+      return allocate(a->buffer_var, a->dtype, a->extents, a->scope, hoist_allocations(a->body));
+    }
+    case StmtKind::kFor: {
+      auto f = s.as<ForNode>();
+      return for_loop(f->loop_var, f->min, f->extent, f->for_kind, hoist_allocations(f->body));
+    }
+    case StmtKind::kAttrStmt: {
+      auto a = s.as<AttrStmtNode>();
+      if (a->key.rfind(attr::kPragmaPrefix, 0) == 0) return s;
+      return attr_stmt(a->node, a->key, a->value, hoist_allocations(a->body));
+    }
+    default:
+      return s;
+  }
+}
 
 class VirtualThreadLowering : public IRMutator {
  public:
@@ -164,7 +247,9 @@ class VirtualThreadLowering : public IRMutator {
         << "virtual thread '" << iv->var.name() << "' has extent " << to_string(op->value)
         << "; virtual threads need a constant extent";
     Stmt body = mutate(op->body);  // inner virtual threads first
-    return Injector(iv->var, *extent, body).place(body);
+    const bool share = iv->thread_tag != "cthread";
+    if (!share) body = hoist_allocations(body);
+    return Injector(iv->var, *extent, body, share).place(body);
   }
 };
 

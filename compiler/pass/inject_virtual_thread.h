@@ -20,6 +20,13 @@
 // are inserted afterwards (thread_sync) between statements, shared memory written by one virtual
 // thread and read by another is ordered like it would be between real threads.
 //
+// A co-processor's virtual thread (`cthread`, the VDLA's; BACKENDS.md A7) shares nothing: every
+// local buffer allocated inside it is replicated, and the loop over the thread index descends
+// only through statements holding a pragma region (a DMA copy, an ALU block), so that each such
+// region, and each statement holding none (a GEMM nest), runs once per thread with the threads'
+// copies next to each other: [load t0][load t1][gemm t0][gemm t1]. The co-processor's
+// dependence tokens between them are inserted later, from the buffers each block touches.
+//
 // The extent of a virtual thread must be a constant (kiln::Error naming the axis otherwise).
 #pragma once
 

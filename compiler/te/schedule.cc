@@ -239,6 +239,20 @@ void Stage::pragma(const IterVar& axis, const std::string& key, Expr value) {
   node_->iter_var_attrs[axis.get()].pragmas.emplace_back(key, value);
 }
 
+void Stage::tensorize(const IterVar& axis, const TensorIntrin& intrin) {
+  check_schedulable(*node_, "tensorize");
+  check_leaf(*node_, axis, "tensorize");
+  KILN_USER_CHECK(intrin != nullptr) << "tensorize: the intrinsic for '" << axis.var().name()
+                                     << "' of stage '" << node_->name() << "' is undefined";
+  for (const IterVar& iv : node_->leaf_iter_vars) {
+    const IterVarAttr& a = node_->attr(iv);
+    KILN_USER_CHECK(iv == axis || a.tensor_intrin == nullptr)
+        << "tensorize: stage '" << node_->name() << "' is already tensorized at '"
+        << iv.var().name() << "' (with '" << a.tensor_intrin->name << "')";
+  }
+  node_->iter_var_attrs[axis.get()].tensor_intrin = intrin;
+}
+
 void Stage::compute_at(const Stage& parent, const IterVar& axis) {
   StageNode& s = *node_;
   check_schedulable(s, "compute_at");

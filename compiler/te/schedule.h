@@ -21,6 +21,7 @@
 
 #include "compiler/ir/stmt.h"
 #include "compiler/te/tensor.h"
+#include "compiler/te/tensor_intrin.h"
 
 namespace kiln::te {
 
@@ -41,6 +42,7 @@ struct IterVarAttr {
   ir::ForKind for_kind = ir::ForKind::kSerial;
   IterVar bind_thread;  ///< a thread axis ("threadIdx.x", "vthread", ...) when bound
   std::vector<std::pair<std::string, Expr>> pragmas;
+  TensorIntrin tensor_intrin;  ///< set by tensorize: this loop and those inside it are the intrinsic
 };
 
 enum class AttachType : uint8_t {
@@ -92,6 +94,11 @@ class Stage {
   void bind(const IterVar& axis, const IterVar& thread_axis);
   /// Attaches an annotation the code generator sees as an attribute around the loop.
   void pragma(const IterVar& axis, const std::string& key, Expr value = Expr(0));
+  /// Replaces loop `axis` and the loops inside it by the intrinsic, which must compute the same
+  /// thing (checked when lowering; kiln::Error naming the stage, axis and intrinsic otherwise).
+  /// Its data-parallel loops map to the intrinsic's axes in order, its reduction loops to the
+  /// intrinsic's reduction axes.
+  void tensorize(const IterVar& axis, const TensorIntrin& intrin);
   /// Computes this stage inside loop `axis` of `parent` (which reads this stage).
   void compute_at(const Stage& parent, const IterVar& axis);
   /// Substitutes this stage's expression into its consumers.

@@ -13,6 +13,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/substitute.h"
+#include "compiler/te/tensorize.h"
 
 namespace kiln::te {
 namespace {
@@ -120,6 +121,9 @@ class NestBuilder {
 
     auto red = t->body.as<ir::ReduceNode>();
     const auto& leaves = s.leaf_iter_vars;
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (s.attr(leaves[i]).tensor_intrin) return tensorized_nest(st, i, values, guards);
+    }
     if (!red) {
       ir::Stmt body = guarded(guards, ir::producer_store(t.node(), ir::substitute(t->body, root), out_index));
       for (int i = static_cast<int>(leaves.size()) - 1; i >= 0; --i) {
@@ -182,6 +186,56 @@ class NestBuilder {
       init = make_loop(s, it->first, it->second, init);
     }
 
+    ir::Stmt body = ir::seq({init, update});
+    for (int i = static_cast<int>(first_reduce) - 1; i >= 0; --i) {
+      body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
+    }
+    return body;
+  }
+
+  /// A stage whose leaf `pos` is tensorized: the loops outside it as usual, the intrinsic's calls
+  /// for the loops from it inward (tensorize.h); with reduction loops outside it, the reset before
+  /// the first of them (over fresh copies of the data-parallel loops in between) and the update
+  /// inside them.
+  ir::Stmt tensorized_nest(const Stage& st, size_t pos, const ValueMap& values,
+                           const std::vector<Expr>& guards) {
+    const StageNode& s = *st.get();
+    const auto& leaves = s.leaf_iter_vars;
+    if (auto it = attached_.find(st.get()); it != attached_.end()) {
+      for (const Stage& c : it->second) {
+        const int at = s.leaf_index(c->attach_ivar);
+        KILN_USER_CHECK(at < static_cast<int>(pos))
+            << "tensorize: stage '" << s.name() << "', axis '" << leaves[pos].var().name()
+            << "': stage '" << c->name() << "' is computed at loop '" << c->attach_ivar.var().name()
+            << "', which the intrinsic replaces; compute it outside the tensorized axis";
+      }
+    }
+    TensorizedCalls calls = tensorize_calls(s, pos, b_.ranges, values, guards);
+    if (calls.body.defined()) {
+      ir::Stmt body = calls.body;
+      for (int i = static_cast<int>(pos) - 1; i >= 0; --i) {
+        body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
+      }
+      return body;
+    }
+    size_t first_reduce = 0;
+    while (leaves[first_reduce]->type != ir::IterVarType::kCommReduce) ++first_reduce;
+    ir::Stmt update = calls.update;
+    for (int i = static_cast<int>(pos) - 1; i >= static_cast<int>(first_reduce); --i) {
+      update = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], update));
+    }
+    ir::VarMap fresh;
+    std::vector<std::pair<IterVar, Var>> init_loops;
+    for (size_t i = first_reduce; i < pos; ++i) {
+      if (leaves[i]->type == ir::IterVarType::kCommReduce) continue;
+      Var v = leaves[i].var().copy_with_name(leaves[i].var().name() + ".init");
+      fresh[leaves[i].var().get()] = v;
+      init_loops.emplace_back(leaves[i], v);
+    }
+    ir::Stmt init = ir::substitute(calls.reset, fresh);
+    for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) {
+      init = make_loop(s, it->first, it->second, init);
+    }
     ir::Stmt body = ir::seq({init, update});
     for (int i = static_cast<int>(first_reduce) - 1; i >= 0; --i) {
       body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));

@@ -1,5 +1,5 @@
 // The int8 conv2d the VDLA tests check against: a naive loop nest over the blocked layouts of
-// deploy/vdla/kernels/conv2d_stream.h, and random blocked tensors placed in a Dram.
+// compiler/topi/vdla_conv2d.h, and random blocked tensors.
 #pragma once
 
 #include <algorithm>
@@ -8,10 +8,11 @@
 #include <random>
 #include <vector>
 
-#include "deploy/vdla/driver/dram.h"
-#include "deploy/vdla/kernels/conv2d_stream.h"
+#include "compiler/topi/vdla_conv2d.h"
 
 namespace kiln::vdla::testing {
+
+using Conv2dShape = topi::VdlaConv2dShape;
 
 /// data [IC/16][H][W][16], kernel [OC/16][IC/16][K][K][16o][16i], output [OC/16][OH][OW][16]:
 /// clip(sum >> shift, -128, 127), the sum wrapping at 32 bits.

@@ -1,172 +1,228 @@
-// Every ResNet-18 convolution of the paper's list (bench/resnet_layers.h) as an int8 instruction
-// stream built by the hand-lowered conv2d (deploy/vdla/kernels/conv2d_stream.h) through the VDLA
-// driver, run on the functional simulator and compared bit for bit with a naive int8 loop nest,
-// with one virtual thread (serial) and with two (interleaved, ping-pong buffer halves); the cycle
-// model must find the two-thread stream faster on the layers the paper offloads (C2..C12). C1 has 3
-// input channels: they are zero-padded to one block of 16, as the blocked layout needs.
+// The int8 conv2d compiled for the VDLA (compiler/topi/vdla_conv2d.h scheduled, lowered by
+// compiler::lower_vdla with tensorize, DMA and ALU pragmas and cthread virtual threads, turned into
+// driver calls by compiler/vdla/program.h) runs on the simulator bit-exactly against the naive int8
+// reference, serial and with two virtual threads, on small shapes with explicit configs (padding on
+// every side, strides, several input channel blocks per step, both virtual-thread axes, resident
+// weights, 1x1 and 5x5 kernels, a non-square input) and on every ResNet-18 layer of the paper's list
+// (bench/resnet_layers.h); the cycle model must find the two-thread stream faster on the layers the
+// paper offloads (C2..C12). C1 has 3 input channels: they are zero-padded to one block of 16, as
+// the blocked layout needs.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <string>
 
 #include "bench/resnet_layers.h"
+#include "compiler/topi/vdla_conv2d.h"
+#include "compiler/vdla/conv2d.h"
+#include "compiler/vdla/program.h"
 #include "deploy/vdla/device/device.h"
-#include "deploy/vdla/driver/command_queue.h"
-#include "deploy/vdla/kernels/conv2d_stream.h"
 #include "tests/common/vdla_conv_reference.h"
 
-namespace kiln::vdla {
+namespace kiln {
 namespace {
 
-Conv2dShape shape_of(const bench::ConvLayer& l) {
-  Conv2dShape s;
-  s.h = s.w = l.hw;
-  s.ic = (l.ic + 15) / 16 * 16;
-  s.oc = l.oc;
-  s.k = l.k;
-  s.stride = l.stride;
-  s.pad = l.pad();
-  return s;
-}
+using topi::VdlaConv2dConfig;
+using topi::VdlaConv2dShape;
 
 struct Result {
   std::vector<int8_t> out;
-  Stats stats;
+  vdla::Stats stats;
+  std::string summary;
 };
 
-Result run_conv(const Conv2dShape& s, const Conv2dTiling& t, const std::vector<int8_t>& data,
-                const std::vector<int8_t>& kernel, int shift) {
-  Config cfg;
-  Device dev(cfg);
-  Dram dram;
-  Conv2dAddrs a;
-  a.data = dram.alloc(data.size());
-  a.kernel = dram.alloc(kernel.size(), cfg.wgt_row_bytes());
-  a.output = dram.alloc(static_cast<uint64_t>(s.oc) * s.oh() * s.ow());
-  std::memcpy(dram.at(a.data, data.size()), data.data(), data.size());
-  std::memcpy(dram.at(a.kernel, kernel.size()), kernel.data(), kernel.size());
-  // Whatever the stream fails to write must not pass for a right answer.
-  std::memset(dram.at(a.output, s.oc * s.oh() * s.ow()), 0x5a, s.oc * s.oh() * s.ow());
-  CommandQueue q(dev, dram);
-  emit_conv2d(q, s, t, a, shift);
+Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const std::vector<int8_t>& data,
+                    const std::vector<int8_t>& kernel, int shift) {
+  const vdla::Config cfg;
+  const topi::VdlaConv2d op = topi::vdla_conv2d(s, shift);
+  const te::Schedule sch = topi::schedule_vdla_conv2d(op, c, cfg);
+  const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+  // KILN_VDLA_DUMP=1 prints each program's driver calls (VdlaProgram::to_string), for reading a stream.
+  if (std::getenv("KILN_VDLA_DUMP")) std::fputs(prog.to_string().c_str(), stderr);
+  vdla::Device dev(cfg);
+  vdla::Dram dram;
+  const uint64_t out_bytes = static_cast<uint64_t>(s.oc) * s.oh() * s.ow();
+  const uint64_t a_data = dram.alloc(data.size()), a_kernel = dram.alloc(kernel.size(), cfg.wgt_row_bytes()),
+                 a_out = dram.alloc(out_bytes);
+  std::memcpy(dram.at(a_data, data.size()), data.data(), data.size());
+  std::memcpy(dram.at(a_kernel, kernel.size()), kernel.data(), kernel.size());
+  std::memset(dram.at(a_out, out_bytes), 0x5a, out_bytes);
+  vdla::CommandQueue q(dev, dram);
+  prog.emit(q, {a_data, a_kernel, a_out});
   Result r;
   r.stats = q.synchronize();
-  const uint64_t n = static_cast<uint64_t>(s.oc) * s.oh() * s.ow();
-  r.out.assign(dram.at(a.output, n), dram.at(a.output, n) + n);
+  r.out.assign(dram.at(a_out, out_bytes), dram.at(a_out, out_bytes) + out_bytes);
+  r.summary = prog.summary();
+  // The timing-only run (what the config chooser uses) counts and times exactly the same.
+  const vdla::Stats timed = vdla_compiler::time_conv2d(op, c, cfg).stats;
+  EXPECT_EQ(timed.cycles, r.stats.cycles);
+  EXPECT_EQ(timed.gemm_counter, r.stats.gemm_counter);
+  EXPECT_EQ(timed.dram_busy, r.stats.dram_busy);
   return r;
 }
 
-void check_layer(const bench::ConvLayer& l) {
-  const Conv2dShape s = shape_of(l);
-  const Config cfg;
-  std::vector<int8_t> data = testing::random_int8(static_cast<size_t>(s.ic) * s.h * s.w, 17);
-  std::vector<int8_t> kernel =
-      testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 29);
-  if (l.ic < s.ic) {
+void check(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const char* what, Result* out = nullptr,
+           int real_ic = 0) {
+  std::vector<int8_t> data = vdla::testing::random_int8(static_cast<size_t>(s.ic) * s.h * s.w, 17);
+  std::vector<int8_t> kernel = vdla::testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 29);
+  if (real_ic > 0 && real_ic < s.ic) {
     // Zero the padded input channels of the data and of the kernel.
     for (size_t i = 0; i < data.size(); ++i) {
-      if (static_cast<int>(i % 16) >= l.ic) data[i] = 0;
+      if (static_cast<int>(i % 16) >= real_ic) data[i] = 0;
     }
     for (size_t i = 0; i < kernel.size(); ++i) {
-      if (static_cast<int>(i % 16) >= l.ic) kernel[i] = 0;
+      if (static_cast<int>(i % 16) >= real_ic) kernel[i] = 0;
     }
   }
-  const int shift = testing::conv2d_shift(s);
-  const std::vector<int8_t> ref = testing::conv2d_reference(s, data, kernel, shift);
+  const int shift = vdla::testing::conv2d_shift(s);
+  const std::vector<int8_t> ref = vdla::testing::conv2d_reference(s, data, kernel, shift);
+  Result r = run_compiled(s, c, data, kernel, shift);
+  ASSERT_EQ(r.out, ref) << what << " " << c.to_string();
+  // Every multiply-add ran exactly once on the GEMM unit, every output was stored once.
+  EXPECT_EQ(r.stats.gemm_counter * 256, static_cast<uint64_t>(s.macs())) << what;
+  EXPECT_EQ(r.stats.out_store_nbytes, static_cast<uint64_t>(s.oc) * s.oh() * s.ow()) << what;
+  // Not every output clipped: the shift keeps the comparison meaningful.
+  size_t clipped = 0;
+  for (int8_t v : ref) clipped += (v == 127 || v == -128);
+  EXPECT_LT(clipped, ref.size() / 4) << what;
+  if (out) *out = std::move(r);
+}
 
-  const Conv2dTiling serial = default_conv2d_tiling(cfg, s, 1);
-  const Conv2dTiling vthread = default_conv2d_tiling(cfg, s, 2);
-  const Result r1 = run_conv(s, serial, data, kernel, shift);
-  const Result r2 = run_conv(s, vthread, data, kernel, shift);
-  ASSERT_EQ(r1.out, ref) << l.name << " serial, " << serial.to_string();
-  ASSERT_EQ(r2.out, ref) << l.name << " two virtual threads, " << vthread.to_string();
-  // Every multiply-add ran exactly once on the GEMM unit.
-  EXPECT_EQ(r1.stats.gemm_counter * 256, static_cast<uint64_t>(s.macs())) << l.name;
-  EXPECT_EQ(r2.stats.gemm_counter * 256, static_cast<uint64_t>(s.macs())) << l.name;
-  EXPECT_EQ(r1.stats.out_store_nbytes, static_cast<uint64_t>(s.oc) * s.oh() * s.ow());
+struct Case {
+  const char* name;
+  VdlaConv2dShape shape;
+  VdlaConv2dConfig config;
+};
+
+class VdlaCompiledSmall : public ::testing::TestWithParam<Case> {};
+
+TEST_P(VdlaCompiledSmall, BitExact) { check(GetParam().shape, GetParam().config, GetParam().name); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, VdlaCompiledSmall,
+    ::testing::Values(Case{"k3_serial", {8, 8, 32, 32, 3, 1, 1}, {1, 1, 4, 0, 1, false}},
+                      Case{"k3_ic2_oc2", {8, 8, 32, 32, 3, 1, 1}, {2, 2, 2, 4, 1, false}},
+                      Case{"k3_vthread_oc", {8, 8, 32, 32, 3, 1, 1}, {1, 1, 4, 0, 2, false}},
+                      Case{"k3_vthread_h", {8, 8, 32, 32, 3, 1, 1}, {2, 2, 2, 0, 2, true}},
+                      Case{"k1_stride2", {8, 8, 32, 64, 1, 2, 0}, {2, 1, 2, 0, 2, false}},
+                      Case{"k5_pad2_nonsquare", {6, 10, 16, 32, 5, 1, 2}, {1, 1, 3, 5, 2, false}},
+                      Case{"k3_stride2", {9, 9, 48, 32, 3, 2, 1}, {2, 3, 1, 0, 1, false}},
+                      Case{"wgt_resident", {8, 8, 32, 64, 3, 1, 1}, {2, 2, 2, 4, 1, false, true}},
+                      Case{"wgt_resident_vthread", {8, 8, 32, 64, 3, 1, 1}, {1, 2, 2, 0, 2, false, true}},
+                      Case{"wgt_resident_vthread_h", {8, 8, 32, 64, 3, 1, 1}, {2, 2, 2, 4, 2, true, true}}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+// Every ResNet-18 layer (C1's 3 input channels padded to 16), serial and with two virtual threads,
+// each with the config the chooser picks on the cycle model; two threads must be faster on the
+// layers the paper offloads.
+class VdlaCompiledResNet : public ::testing::TestWithParam<bench::ConvLayer> {};
+
+TEST_P(VdlaCompiledResNet, BitExactSerialAndVirtualThreads) {
+  const bench::ConvLayer& l = GetParam();
+  VdlaConv2dShape s{l.hw, l.hw, (l.ic + 15) / 16 * 16, l.oc, l.k, l.stride, l.pad()};
+  const vdla::Config cfg;
+  const auto t0 = std::chrono::steady_clock::now();
+  const topi::VdlaConv2d op = topi::vdla_conv2d(s, vdla::testing::conv2d_shift(s));
+  const VdlaConv2dConfig c1 = vdla_compiler::choose_conv2d_config(op, 1, cfg);
+  const VdlaConv2dConfig c2 = vdla_compiler::choose_conv2d_config(op, 2, cfg);
+  const auto t1 = std::chrono::steady_clock::now();
+  Result r1, r2;
+  check(s, c1, l.name, &r1, l.ic);
+  check(s, c2, l.name, &r2, l.ic);
   // Latency hiding pays on every layer the paper offloads. C1 (kept on the CPU by the paper) is
   // one reduction step of 49 taps whose weights stay resident: its serial stream is already about
-  // 90% compute, and halving the buffers for two threads costs as much as the overlap gains.
+  // 84% compute, and halving the buffers for two threads costs as much as the overlap gains.
   if (std::string(l.name) != "C1") {
     EXPECT_LT(r2.stats.cycles, r1.stats.cycles) << l.name;
     EXPECT_GT(r2.stats.utilization(), r1.stats.utilization()) << l.name;
   }
-  // Not every output clipped: the shift keeps the comparison meaningful.
-  size_t clipped = 0;
-  for (int8_t v : ref) clipped += (v == 127 || v == -128);
-  EXPECT_LT(clipped, ref.size() / 4) << l.name;
-  std::printf("%s serial %s: cycles=%llu util=%.3f | vthread %s: cycles=%llu util=%.3f\n", l.name,
-              serial.to_string().c_str(), static_cast<unsigned long long>(r1.stats.cycles),
-              r1.stats.utilization(), vthread.to_string().c_str(),
-              static_cast<unsigned long long>(r2.stats.cycles), r2.stats.utilization());
+  std::printf("%s serial %s: cycles=%llu util=%.3f (%s) | vthread %s: cycles=%llu util=%.3f (%s) | choose %.1fs\n",
+              l.name, c1.to_string().c_str(), static_cast<unsigned long long>(r1.stats.cycles),
+              r1.stats.utilization(), r1.summary.c_str(), c2.to_string().c_str(),
+              static_cast<unsigned long long>(r2.stats.cycles), r2.stats.utilization(), r2.summary.c_str(),
+              std::chrono::duration<double>(t1 - t0).count());
 }
 
-class VdlaConv2d : public ::testing::TestWithParam<bench::ConvLayer> {};
-
-TEST_P(VdlaConv2d, BitExactSerialAndVirtualThreads) { check_layer(GetParam()); }
-
-INSTANTIATE_TEST_SUITE_P(ResNet18, VdlaConv2d, ::testing::ValuesIn(bench::resnet18_layers()),
+INSTANTIATE_TEST_SUITE_P(ResNet18, VdlaCompiledResNet, ::testing::ValuesIn(bench::resnet18_layers()),
                          [](const ::testing::TestParamInfo<bench::ConvLayer>& info) {
                            return info.param.name;
                          });
 
-// Explicit tilings on small shapes, so that the corners the chosen tilings of the ResNet layers
-// may miss run too: partial row and column tiles, padding on every side, strides, several input
-// channel blocks per step (the GEMM's ic loop), both virtual-thread axes, 1x1 and 5x5 kernels, a
-// non-square input.
-struct TilingCase {
-  const char* name;
-  Conv2dShape shape;
-  Conv2dTiling tiling;
-};
-
-class VdlaConv2dTilings : public ::testing::TestWithParam<TilingCase> {};
-
-TEST_P(VdlaConv2dTilings, BitExact) {
-  const TilingCase& c = GetParam();
-  const Conv2dShape& s = c.shape;
-  ASSERT_EQ(conv2d_tiling_problem(Config{}, s, c.tiling), "");
-  const std::vector<int8_t> data = testing::random_int8(static_cast<size_t>(s.ic) * s.h * s.w, 3);
-  const std::vector<int8_t> kernel =
-      testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 5);
-  const int shift = testing::conv2d_shift(s);
-  const Result r = run_conv(s, c.tiling, data, kernel, shift);
-  EXPECT_EQ(r.out, testing::conv2d_reference(s, data, kernel, shift)) << c.tiling.to_string();
-  EXPECT_EQ(r.stats.gemm_counter * 256, static_cast<uint64_t>(s.macs()));
-  // The timing-only run (what the tiling choosers and bench_vdla use) counts and times the same.
-  Config cfg;
-  Device dev(cfg);
-  Dram dram;
-  Conv2dAddrs a;
-  a.data = dram.alloc(data.size());
-  a.kernel = dram.alloc(kernel.size(), cfg.wgt_row_bytes());
-  a.output = dram.alloc(static_cast<uint64_t>(s.oc) * s.oh() * s.ow());
-  CommandQueue q(dev, dram);
-  emit_conv2d(q, s, c.tiling, a, shift);
-  const Stats timed = q.synchronize(RunOptions{false});
-  EXPECT_EQ(timed.cycles, r.stats.cycles);
-  EXPECT_EQ(timed.gemm_counter, r.stats.gemm_counter);
-  EXPECT_EQ(timed.dram_busy, r.stats.dram_busy);
-  EXPECT_EQ(timed.inp_load_nbytes + timed.wgt_load_nbytes,
-            r.stats.inp_load_nbytes + r.stats.wgt_load_nbytes);
+// Two virtual threads become the paper's Fig. 8/9 stream: per reduction step each thread's loads
+// then each thread's GEMM, a token from each load to its GEMM and from each GEMM to the same
+// thread's next load, each thread in its own half of the buffers.
+TEST(VdlaCompiledProgram, TwoThreadsInterleaveWithTokens) {
+  const vdla::Config cfg;
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
+  const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
+      topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), {op.data, op.kernel, op.out}, "conv2d", cfg);
+  std::string kinds;
+  std::istringstream lines(prog.to_string());
+  for (std::string line; std::getline(lines, line) && kinds.size() < 400;) {
+    std::istringstream words(line);
+    std::string a, b, c;
+    words >> a >> b;
+    if (a == "GEMM" || a == "ALU") {
+      std::string sig;
+      std::getline(words, sig);
+      kinds += a + (b == "gemm.reset" ? " reset" : "") + " @" + sig.substr(sig.find("dst0 ") + 5) + "\n";
+    } else if (a == "LOAD" || a == "STORE") {
+      kinds += a + " " + b + "\n";
+    } else {
+      kinds += a + " " + b + "\n";
+    }
+  }
+  const std::string step0 =
+      "GEMM reset @0 src0 0\nGEMM reset @32 src0 0\n"
+      "LOAD INP[0]\nLOAD WGT[0]\npush load->compute\n"
+      "LOAD INP[60]\nLOAD WGT[9]\npush load->compute\n"
+      "pop load->compute\nGEMM @0 src0 0\npush compute->load\n"
+      "pop load->compute\nGEMM @32 src0 60\npush compute->load\n"
+      "pop compute->load\nLOAD INP[0]\nLOAD WGT[0]\npush load->compute\n"
+      "pop compute->load\nLOAD INP[60]\nLOAD WGT[9]\npush load->compute\n";
+  EXPECT_EQ(kinds.substr(0, step0.size()), step0) << prog.to_string();
 }
 
-// h, w, ic, oc, k, stride, pad; tile_oc, tile_ic, tile_h, tile_w, vthreads, axis.
-const TilingCase kTilingCases[] = {
-    {"serial_partial_tiles", {9, 11, 32, 64, 3, 2, 1}, {1, 1, 2, 4, 1, VthreadAxis::kOc}},
-    {"serial_ic_loop", {9, 11, 32, 64, 3, 2, 1}, {2, 2, 5, 0, 1, VthreadAxis::kOc}},
-    {"vthread_oc", {9, 11, 32, 64, 3, 2, 1}, {2, 2, 3, 0, 2, VthreadAxis::kOc}},
-    {"vthread_h_partial", {9, 11, 32, 64, 3, 2, 1}, {4, 1, 3, 5, 2, VthreadAxis::kH}},
-    {"vthread_h_single_step", {8, 8, 32, 32, 3, 1, 1}, {1, 2, 4, 0, 2, VthreadAxis::kH}},
-    {"one_by_one_stride2", {10, 10, 48, 32, 1, 2, 0}, {1, 3, 2, 3, 2, VthreadAxis::kOc}},
-    {"five_by_five", {7, 6, 16, 32, 5, 1, 2}, {1, 1, 7, 3, 2, VthreadAxis::kOc}},
-    {"serial_single_step_reuse", {6, 6, 16, 64, 3, 1, 1}, {1, 1, 2, 0, 1, VthreadAxis::kOc}},
-};
+TEST(VdlaCompiledErrors, ConfigProblemsAreNamed) {
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
+  try {
+    topi::schedule_vdla_conv2d(op, {3, 1, 4, 0, 1, false}, vdla::Config{});
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tile_oc must divide 2"), std::string::npos) << e.what();
+  }
+}
 
-INSTANTIATE_TEST_SUITE_P(Small, VdlaConv2dTilings, ::testing::ValuesIn(kTilingCases),
-                         [](const ::testing::TestParamInfo<TilingCase>& info) {
-                           return std::string(info.param.name);
-                         });
+TEST(VdlaCompiledErrors, ScopesAreChecked) {
+  const vdla::Config cfg;
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
+  {
+    te::Schedule sch = topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
+    sch[op.conv].set_scope("local");
+    try {
+      vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("intrinsic 'vdla.gemm' needs 'conv' in local.acc_buffer, but it is in local"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  {
+    te::Schedule sch = topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
+    sch[op.clip_lo].set_scope("shared");
+    try {
+      vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("buffer 'clip_lo' is in scope 'shared'"), std::string::npos) << e.what();
+    }
+  }
+}
 
 }  // namespace
-}  // namespace kiln::vdla
+}  // namespace kiln

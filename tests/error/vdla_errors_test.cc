@@ -14,7 +14,8 @@
 #include "deploy/vdla/device/device.h"
 #include "deploy/vdla/driver/command_queue.h"
 #include "deploy/vdla/driver/dram.h"
-#include "deploy/vdla/kernels/conv2d_stream.h"
+#include "compiler/topi/vdla_conv2d.h"
+#include "compiler/vdla/program.h"
 
 namespace kiln::vdla {
 namespace {
@@ -261,36 +262,34 @@ TEST(VdlaErrors, FieldsThatDoNotFitNameTheInstruction) {
       {"instruction #1 (GEMM)", "iter_out = 20000", "14 bits"});
 }
 
-TEST(VdlaErrors, Conv2dTilingThatDoesNotFit) {
-  Device dev{Config{}};
+// The compiled conv2d (compiler/topi/vdla_conv2d.h, compiler/vdla): a config that does not fit
+// names what overflows or does not divide; tensors at addresses not aligned to their rows are
+// refused by the program, naming the tensor.
+TEST(VdlaErrors, Conv2dConfigThatDoesNotFit) {
+  const Config cfg;
+  const topi::VdlaConv2d op = topi::vdla_conv2d({14, 14, 256, 256, 3, 1, 1}, 8);
+  topi::VdlaConv2dConfig c;
+  c.tile_oc = 16;
+  c.tile_ic = 16;
+  c.tile_h = 14;
+  expect_error([&] { topi::schedule_vdla_conv2d(op, c, cfg); },
+               {"vdla conv2d", "WGT tile of 2304 rows x 1 exceeds 128"});
+  c = topi::VdlaConv2dConfig{};
+  c.tile_oc = 3;
+  expect_error([&] { topi::schedule_vdla_conv2d(op, c, cfg); }, {"tile_oc must divide 16"});
+  c = topi::VdlaConv2dConfig{};
+  c.vthreads = 2;
+  c.tile_oc = 16;
+  expect_error([&] { topi::schedule_vdla_conv2d(op, c, cfg); }, {"two virtual threads split 1 tiles along oc"});
+  c = topi::VdlaConv2dConfig{};
+  c.tile_h = 7;
+  const vdla_compiler::VdlaProgram prog =
+      vdla_compiler::build_vdla(topi::schedule_vdla_conv2d(op, c, cfg), {op.data, op.kernel, op.out}, "conv2d", cfg);
+  Device dev(cfg);
   Dram dram;
   CommandQueue q(dev, dram);
-  Conv2dShape s;
-  s.h = s.w = 14;
-  s.ic = s.oc = 256;
-  s.k = 3;
-  s.stride = 1;
-  s.pad = 1;
-  Conv2dTiling t;
-  t.tile_oc = 16;
-  t.tile_ic = 16;
-  t.tile_h = 14;
-  expect_error([&] { emit_conv2d(q, s, t, Conv2dAddrs{}, 8); },
-               {"vdla conv2d", "WGT tile of 2304 rows exceeds 128"});
-  t = Conv2dTiling{};
-  t.tile_oc = 3;
-  expect_error([&] { emit_conv2d(q, s, t, Conv2dAddrs{}, 8); }, {"tile_oc must divide the 16"});
-  t = Conv2dTiling{};
-  t.vthreads = 2;
-  t.tile_oc = 16;
-  expect_error([&] { emit_conv2d(q, s, t, Conv2dAddrs{}, 8); },
-               {"pair tiles along oc, which has 1 tiles"});
-  t = Conv2dTiling{};
-  expect_error(
-      [&] {
-        emit_conv2d(q, s, t, Conv2dAddrs{0, 64, 0}, 8);
-      },
-      {"vdla conv2d", "must be aligned to their rows"});
+  expect_error([&] { prog.emit(q, {0, 64, 0}); },
+               {"vdla program 'conv2d'", "tensor 'kernel' at byte address 64 is not aligned to its rows of 256"});
 }
 
 // Random instruction streams (random bits under valid and invalid opcodes, random flags and fields,

@@ -57,6 +57,45 @@ TEST(InjectVirtualThread, SharedFetchRunsOnceAndBarriersOrderIt) {
             "  B[vthread*8 + threadIdx.x] = S[7 - threadIdx.x]\n");
 }
 
+// A co-processor's cthread shares nothing: both local buffers are replicated (the input copy does
+// not depend on the thread), the allocation nested in the loop body is hoisted so that the two
+// consecutive copy regions become one block, and the GEMM-like statement is a block of its own:
+// [copies t0][copies t1][compute t0][compute t1].
+TEST(InjectVirtualThread, CthreadInterleavesWholeBlocks) {
+  IterVar ct = axis("cthread", IterVarType::kVirtualThread);
+  Var a("A", DataType::Handle()), w("W", DataType::Handle()), in("In", DataType::Handle()),
+      wb("Wb", DataType::Handle()), acc("Acc", DataType::Handle()), k("k"), i("i");
+  auto copy = [&](Var dst, Var src, Expr src_index) {
+    return attr_stmt(i.node(), std::string(attr::kPragmaPrefix) + "dma_copy", 0,
+                     for_loop(i, 0, 4, ForKind::kSerial, store(dst, load(kInt8, src, src_index), i)));
+  };
+  Stmt body = for_loop(
+      k, 0, 2, ForKind::kSerial,
+      allocate(in, kInt8, {4}, "local.inp_buffer",
+               seq({copy(in, a, k * 4 + i),
+                    allocate(wb, kInt8, {4}, "local.wgt_buffer",
+                             seq({copy(wb, w, ct.var() * 8 + k * 4 + i),
+                                  evaluate(call(kInt32, "vdla.gemm",
+                                                {load(kInt32, acc, 0), load(kInt8, in, 0), load(kInt8, wb, 0)},
+                                                CallKind::kIntrinsic))}))})));
+  Stmt s = attr_stmt(ct.node(), attr::kVirtualThread, 2,
+                     allocate(acc, kInt32, {16}, "local.acc_buffer", body));
+  EXPECT_EQ(to_string(inject_virtual_thread(s)),
+            "allocate Acc: int32[32] in local.acc_buffer\n"
+            "for k in range(2):\n"
+            "  allocate In: int8[8] in local.inp_buffer\n"
+            "  allocate Wb: int8[8] in local.wgt_buffer\n"
+            "  unrolled for cthread in range(2):\n"
+            "    attr [i] pragma_dma_copy = 0\n"
+            "    for i in range(4):\n"
+            "      In[i + cthread*4] = A[k*4 + i]\n"
+            "    attr [i] pragma_dma_copy = 0\n"
+            "    for i in range(4):\n"
+            "      Wb[i + cthread*4] = W[cthread*8 + k*4 + i]\n"
+            "  unrolled for cthread in range(2):\n"
+            "    vdla.gemm(Acc[cthread*16], In[cthread*4], Wb[cthread*4])\n");
+}
+
 TEST(InjectVirtualThread, WithoutVirtualThreadsNothingChanges) {
   IterVar tx = axis("threadIdx.x");
   Var a("A", DataType::Handle());

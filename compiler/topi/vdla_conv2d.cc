@@ -1,0 +1,254 @@
+// The VDLA's int8 conv2d template (vdla_conv2d.h).
+#include "compiler/topi/vdla_conv2d.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "base/error.h"
+#include "compiler/ir/op.h"
+#include "compiler/vdla/intrin.h"
+
+namespace kiln::topi {
+
+using ir::Expr;
+using ir::Var;
+namespace vc = vdla_compiler;
+
+std::string VdlaConv2dConfig::to_string() const {
+  std::ostringstream os;
+  os << "tile_oc=" << tile_oc << " tile_ic=" << tile_ic << " tile_h=" << tile_h << " tile_w=" << tile_w
+     << " vthreads=" << vthreads << (vthreads > 1 ? (vthread_h ? " axis=h" : " axis=oc") : "")
+     << (wgt_resident ? " wgt_resident" : "");
+  return os.str();
+}
+
+VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, int shift) {
+  KILN_USER_CHECK(s.ic > 0 && s.oc > 0 && s.ic % 16 == 0 && s.oc % 16 == 0)
+      << "vdla conv2d: channels " << s.ic << " -> " << s.oc << " must be positive multiples of 16";
+  KILN_USER_CHECK(s.k >= 1 && s.stride >= 1 && s.pad >= 0 && s.oh() >= 1 && s.ow() >= 1)
+      << "vdla conv2d: kernel " << s.k << ", stride " << s.stride << ", padding " << s.pad << " out of range";
+  KILN_USER_CHECK(shift >= 0 && shift < 32) << "vdla conv2d: shift " << shift << " is not in [0, 31]";
+  VdlaConv2d op;
+  op.shape = s;
+  const int icb = s.ic / 16, ocb = s.oc / 16, p = s.pad, st = s.stride;
+  op.data = te::placeholder({icb, s.h, s.w, 1, 16}, ir::kInt8, "data");
+  op.kernel = te::placeholder({ocb, icb, s.k, s.k, 16, 16}, ir::kInt8, "kernel");
+  const te::Tensor data = op.data, kernel = op.kernel;
+  op.data_pad = te::compute(
+      {icb, s.h + 2 * p, s.w + 2 * p, 1, 16},
+      [&](Var c, Var y, Var x, Var b, Var i) {
+        Expr in = data({c, y - p, x - p, b, i});
+        if (p == 0) return in;
+        return ir::select(y >= p && y < s.h + p && x >= p && x < s.w + p, in, ir::make_zero(ir::kInt8));
+      },
+      "data_pad");
+  const te::Tensor pad = op.data_pad;
+  te::IterVar rc = te::reduce_axis({0, icb}, "ic_block");
+  te::IterVar ky = te::reduce_axis({0, s.k}, "ky");
+  te::IterVar kx = te::reduce_axis({0, s.k}, "kx");
+  te::IterVar ri = te::reduce_axis({0, 16}, "ic");
+  op.conv = te::compute(
+      {ocb, s.oh(), s.ow(), 1, 16},
+      [&](const std::vector<Var>& v) {
+        return te::sum(ir::cast(ir::kInt32, pad({rc, v[1] * st + ky, v[2] * st + kx, v[3], ri})) *
+                           ir::cast(ir::kInt32, kernel({v[0], rc, ky, kx, v[4], ri})),
+                       {rc, ky, kx, ri});
+      },
+      "conv", {"oc_block", "y", "x", "b", "oc"});
+  te::Tensor acc = op.conv;
+  if (shift > 0) {
+    op.shr = te::compute(
+        {ocb, s.oh(), s.ow(), 1, 16},
+        [&](const std::vector<Var>& v) {
+          return ir::floordiv(acc({v[0], v[1], v[2], v[3], v[4]}), ir::make_const(ir::kInt32, int64_t{1} << shift));
+        },
+        "shr");
+    acc = op.shr;
+  }
+  const te::Tensor shifted = acc;
+  op.clip_lo = te::compute(
+      {ocb, s.oh(), s.ow(), 1, 16},
+      [&](const std::vector<Var>& v) { return ir::max(shifted({v[0], v[1], v[2], v[3], v[4]}), Expr(-128)); },
+      "clip_lo");
+  const te::Tensor lo = op.clip_lo;
+  op.clip_hi = te::compute(
+      {ocb, s.oh(), s.ow(), 1, 16},
+      [&](const std::vector<Var>& v) { return ir::min(lo({v[0], v[1], v[2], v[3], v[4]}), Expr(127)); },
+      "clip_hi");
+  const te::Tensor hi = op.clip_hi;
+  op.out = te::compute(
+      {ocb, s.oh(), s.ow(), 1, 16},
+      [&](const std::vector<Var>& v) { return ir::cast(ir::kInt8, hi({v[0], v[1], v[2], v[3], v[4]})); },
+      "out");
+  return op;
+}
+
+std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c, const vdla::Config& cfg) {
+  const VdlaConv2dShape& s = op.shape;
+  if (cfg.batch() != 1 || cfg.block_in() != 16 || cfg.block_out() != 16) {
+    return "the template is written for batch 1 and 16x16 blocks";
+  }
+  const int icb = s.ic / 16, ocb = s.oc / 16, tw = c.tile_w > 0 ? c.tile_w : s.ow();
+  std::ostringstream os;
+  if (c.tile_oc < 1 || ocb % c.tile_oc) os << "tile_oc must divide " << ocb << "; ";
+  if (c.tile_ic < 1 || icb % c.tile_ic) os << "tile_ic must divide " << icb << "; ";
+  if (c.tile_h < 1 || s.oh() % c.tile_h) os << "tile_h must divide " << s.oh() << "; ";
+  if (tw < 1 || s.ow() % tw) os << "tile_w must divide " << s.ow() << "; ";
+  if (c.vthreads != 1 && c.vthreads != 2) os << "vthreads must be 1 or 2; ";
+  if (c.wgt_resident && c.tile_ic != icb) os << "wgt_resident needs the whole reduction in one step (tile_ic " << icb << "); ";
+  if (!os.str().empty()) {
+    std::string r = os.str();
+    return r.substr(0, r.size() - 2);
+  }
+  if (c.tile_h * tw < 2) return "a tile of one pixel accumulates into one ACC row in consecutive micro-ops";
+  if (c.vthreads == 2) {
+    const int n = c.vthread_h ? s.oh() / c.tile_h : ocb / c.tile_oc;
+    if (n % 2) return "two virtual threads split " + std::to_string(n) + " tiles along " + (c.vthread_h ? "h" : "oc");
+  }
+  const int v = c.vthreads;
+  const int64_t ih = int64_t{c.tile_h - 1} * s.stride + s.k, iw = int64_t{tw - 1} * s.stride + s.k;
+  const int64_t acc = int64_t{c.tile_oc} * c.tile_h * tw, inp = c.tile_ic * ih * iw,
+                wgt = int64_t{c.tile_oc} * c.tile_ic * s.k * s.k;
+  if (acc * v > cfg.acc_depth()) os << "ACC tile of " << acc << " rows x " << v << " exceeds " << cfg.acc_depth() << "; ";
+  if (inp * v > cfg.inp_depth()) os << "INP tile of " << inp << " rows x " << v << " exceeds " << cfg.inp_depth() << "; ";
+  if (wgt * v > cfg.wgt_depth()) os << "WGT tile of " << wgt << " rows x " << v << " exceeds " << cfg.wgt_depth() << "; ";
+  // The GEMM micro-kernel: two of (oc block, ic block, ky, kx) with more than one step are its
+  // loops, the rest and the tile's pixels micro-ops; kernels of both threads share the buffer.
+  const int ext[4] = {c.tile_oc, c.tile_ic, s.k, s.k};
+  int64_t uops = int64_t{c.tile_h} * tw;
+  for (int d = 0, loops = 0; d < 4; ++d) {
+    if (ext[d] > 1 && loops < 2) {
+      ++loops;
+    } else {
+      uops *= ext[d];
+    }
+  }
+  if (uops * v > cfg.uop_depth()) os << "GEMM micro-kernel of " << uops << " micro-ops x " << v << " exceeds " << cfg.uop_depth() << "; ";
+  if (s.pad > 15) os << "padding beyond 15 does not fit the DMA; ";
+  std::string r = os.str();
+  return r.empty() ? r : r.substr(0, r.size() - 2);
+}
+
+te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& c, const vdla::Config& cfg) {
+  const std::string problem = vdla_conv2d_problem(op, c, cfg);
+  KILN_USER_CHECK(problem.empty()) << "vdla conv2d: config " << c.to_string() << ": " << problem;
+  const VdlaConv2dShape& s = op.shape;
+  const int tw = c.tile_w > 0 ? c.tile_w : s.ow();
+  te::Schedule sch = te::create_schedule({op.out});
+  te::Tensor dbuf = sch.cache_read(op.data_pad, vc::kInpScope, {op.conv});
+  te::Tensor kbuf = sch.cache_read(op.kernel, vc::kWgtScope, {op.conv});
+  sch[op.data_pad].compute_inline();
+  std::vector<te::Tensor> alu = {op.clip_lo, op.clip_hi};
+  if (op.shr.defined()) alu.insert(alu.begin(), op.shr);
+  sch[op.conv].set_scope(vc::kAccScope);
+  for (const te::Tensor& t : alu) sch[t].set_scope(vc::kAccScope);
+
+  // The output: tiles, the virtual threads outermost, the store of a tile by DMA.
+  te::Stage so = sch[op.out];
+  auto [oco, oci] = so.split(so.axis(0), c.tile_oc);
+  auto [ho, hi] = so.split(so.axis(1), c.tile_h);
+  auto [wo, wi] = so.split(so.axis(2), tw);
+  if (c.vthreads == 2) {
+    te::IterVar& split_axis = c.vthread_h ? ho : oco;
+    auto [vt, rest] = so.split_nparts(split_axis, 2);
+    split_axis = rest;
+    so.reorder({vt, oco, ho, wo, oci, hi, wi});
+    so.bind(vt, te::thread_axis("cthread", 2));
+  } else {
+    so.reorder({oco, ho, wo, oci, hi, wi});
+  }
+  so.pragma(oci, vc::kDmaCopy);
+  sch[op.conv].compute_at(so, wo);
+  for (const te::Tensor& t : alu) {
+    te::Stage st = sch[t];
+    st.compute_at(so, wo);
+    st.pragma(st.axis(0), vc::kAlu);
+  }
+
+  // The accumulation: reduction steps outermost, the GEMM nest inside, the block tensorized.
+  te::Stage sc = sch[op.conv];
+  auto [rco, rci] = sc.split(sc.reduce_axis(0), c.tile_ic);
+  sc.reorder({rco, sc.axis(0), rci, sc.reduce_axis(1), sc.reduce_axis(2), sc.axis(1), sc.axis(2), sc.axis(3),
+              sc.axis(4), sc.reduce_axis(3)});
+  sc.tensorize(sc.axis(3), vc::gemm_intrin(cfg));
+  for (const te::Tensor& t : {dbuf, kbuf}) {
+    te::Stage st = sch[t];
+    if (t == kbuf && c.wgt_resident) {
+      st.compute_at(so, oco);
+    } else {
+      st.compute_at(sc, rco);
+    }
+    st.pragma(st.axis(0), vc::kDmaCopy);
+  }
+  return sch;
+}
+
+std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg) {
+  const VdlaConv2dShape& s = op.shape;
+  auto divisors = [](int n) {
+    std::vector<int> d;
+    for (int i = 1; i <= n; ++i) {
+      if (n % i == 0) d.push_back(i);
+    }
+    return d;
+  };
+  std::vector<VdlaConv2dConfig> out;
+  for (int toc : divisors(s.oc / 16)) {
+    for (int tic : divisors(s.ic / 16)) {
+      for (int th : divisors(s.oh())) {
+        for (int tw : divisors(s.ow())) {
+          for (bool axis_h : vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+            for (bool resident : {false, true}) {
+              VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h, resident};
+              if (vdla_conv2d_problem(op, c, cfg).empty()) out.push_back(c);
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg) {
+  const VdlaConv2dShape& s = op.shape;
+  auto divisors_desc = [](int n) {
+    std::vector<int> d;
+    for (int i = n; i >= 1; --i) {
+      if (n % i == 0) d.push_back(i);
+    }
+    return d;
+  };
+  auto largest_divisor_upto = [&](int n, int cap) {
+    for (int d : divisors_desc(n)) {
+      if (d <= cap) return d;
+    }
+    return 1;
+  };
+  std::vector<int> widths;
+  for (int part : {1, 2, 4}) {
+    const int w = largest_divisor_upto(s.ow(), (s.ow() + part - 1) / part);
+    if (std::find(widths.begin(), widths.end(), w) == widths.end()) widths.push_back(w);
+  }
+  std::vector<VdlaConv2dConfig> out;
+  for (int toc : divisors_desc(s.oc / 16)) {
+    for (int tic : divisors_desc(s.ic / 16)) {
+      for (int tw : widths) {
+        for (bool axis_h : vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+          for (bool resident : {false, true}) {
+            int taken = 0;
+            for (int th : divisors_desc(s.oh())) {
+              VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h, resident};
+              if (!vdla_conv2d_problem(op, c, cfg).empty()) continue;
+              out.push_back(c);
+              if (++taken == 3) break;
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::topi

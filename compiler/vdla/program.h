@@ -1,0 +1,97 @@
+// From a lowered VDLA function (compiler::lower_vdla) to a VDLA program: the driver calls
+// (deploy/vdla/driver/command_queue.h) that build its instruction stream, with DRAM addresses
+// relative to the function's arguments.
+//
+// Shapes are static, so the builder runs the lowered loops at build time, as VTA's generated host
+// code would at run time, and records what each step asks of the driver; `VdlaProgram::emit`
+// replays the calls for the arguments' addresses (the program is built once and run on any
+// tensors). Recording calls rather than instructions keeps the driver's micro-kernel cache, UOP
+// ring and token rules in one place, the driver.
+//
+// What the builder understands (compiler/vdla/intrin.h names them):
+//  - `pragma_dma_copy` nests: the innermost loops covering one SRAM row are checked contiguous on
+//    both sides; adjacent outer loops that are contiguous on both sides are merged; the last two
+//    are the DMA's y and x, the others make one DMA each. Rows read through select(cond, x, 0)
+//    are padding; each DMA's padding must surround its data (at most 15 rows or columns a side),
+//    or the DMA is split by rows.
+//  - `pragma_alu` nests: one ALU micro-op per accumulator row, in place (the result is placed on
+//    the rows of the operand it overwrites).
+//  - GEMM micro-ops (`vdla.gemm`, `vdla.gemm_reset`): the largest loop nest holding only micro-ops
+//    of one kind, and no unrolled loop (the virtual threads' copies), is one GEMM instruction; its two outermost loops of more than one step become
+//    the instruction's loops when the micro-ops move linearly with them, the rest is unrolled
+//    into micro-ops. ALU nests are folded the same way.
+//  - Allocations in local.inp_buffer / local.wgt_buffer / local.acc_buffer take rows of those
+//    buffers (placed at their first use, freed at the end of their scope).
+//  - Dependence tokens (BACKENDS.md A4): every LOAD, GEMM, ALU and STORE records the rows it
+//    reads and writes; a step waits (a pop) for the last step of a neighbouring module that
+//    wrote what it reads or read what it overwrites, which pushes right after that step. With
+//    virtual threads each thread has its own rows, so one thread's load waits only for its own
+//    previous GEMM and overlaps the other's (the paper's Fig. 8/9).
+// Anything else (a store outside those pragmas, another scope) is a kiln::Error naming it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compiler/ir/function.h"
+#include "compiler/te/schedule.h"
+#include "deploy/vdla/driver/command_queue.h"
+
+namespace kiln::vdla_compiler {
+
+/// A LOAD (into INP, WGT or ACC) or a STORE, its DRAM side as a row of argument `arg`.
+struct DmaCall {
+  bool store = false;
+  vdla::MemType mem = vdla::MemType::kInp;
+  uint32_t sram = 0;
+  int arg = 0;
+  uint64_t dram_row = 0;  ///< in rows of the DRAM tensor's element (16 int8 for INP and OUT, 256 for WGT)
+  uint32_t x_size = 0, y_size = 0, x_stride = 0;
+  uint32_t x_pad0 = 0, y_pad0 = 0, x_pad1 = 0, y_pad1 = 0;
+};
+
+/// A GEMM or ALU micro-kernel and its instruction.
+struct KernelCall {
+  bool gemm = true;
+  bool reset = false;
+  vdla::AluOp op = vdla::AluOp::kAdd;
+  bool use_imm = false;
+  int32_t imm = 0;
+  std::vector<vdla::UopLoop> loops;
+  std::vector<vdla::Uop> uops;
+  std::string signature;  ///< derived from the contents: equal kernels share the driver's cache
+};
+
+struct TokenCall {
+  bool push = true;
+  int from = 0, to = 0;
+};
+
+using DriverCall = std::variant<DmaCall, KernelCall, TokenCall>;
+
+struct VdlaProgram {
+  std::string name;
+  std::vector<std::string> arg_names;
+  std::vector<int64_t> arg_bytes;
+  std::vector<DriverCall> calls;
+
+  /// Issues the calls to `q`, argument i at byte address `addrs[i]`, which must be aligned to the
+  /// tensor's DMA rows (kiln::Error naming it otherwise). The stream is balanced:
+  /// q.synchronize() runs it.
+  void emit(vdla::CommandQueue& q, const std::vector<uint64_t>& addrs) const;
+  /// "loads=.. stores=.. gemm=.. alu=.. tokens=.." for logs.
+  std::string summary() const;
+  /// One line per call, for reading a program.
+  std::string to_string() const;
+};
+
+/// The program of a function lowered by compiler::lower_vdla, for a VDLA of configuration `cfg`.
+VdlaProgram build_program(const ir::PrimFunc& f, const vdla::Config& cfg);
+
+/// compiler::lower_vdla, then build_program.
+VdlaProgram build_vdla(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                       const std::string& name, const vdla::Config& cfg);
+
+}  // namespace kiln::vdla_compiler
