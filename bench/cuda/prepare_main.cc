@@ -4,7 +4,7 @@
 // template, each compiled to PTX (a DeviceProgram): the template's default config first, then
 // its neighbours and random plausible configs of its space (topi::gpu::plausible: 32 to 1024 threads a block, at
 // most 64 outputs a thread; lowering refuses those over the shared memory of a block); the matmuls
-// get twice the candidates, drawn from the SGEMM family (draw_sgemm). bench_cuda_measure runs them on the GPU: measuring a
+// get three times the candidates, drawn from the SGEMM family (draw_sgemm). bench_cuda_measure runs them on the GPU: measuring a
 // random sample on the device and keeping the fastest is the tuning here (the XGBoost tuner needs
 // the compiler beside the device, which the GPU machine lacks).
 #include <cstdio>
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
       };
       std::string name = "matmul_" + std::to_string(n);
       write_case(dir, index++, name,
-                 {{"op", "matmul"}, {"m", n}, {"n", n}, {"k", n}, {"candidates", candidates(make, matmul, target, 2 * count, "matmul")}});
+                 {{"op", "matmul"}, {"m", n}, {"n", n}, {"k", n}, {"candidates", candidates(make, matmul, target, 3 * count, "matmul")}});
     }
     for (const auto& l : kiln::bench::resnet18_layers()) {
       auto make = [&l] {
