@@ -164,10 +164,11 @@ Graph prepare_graph(const Graph& input, const std::string& target, const BuildOp
     g.remove_dead_nodes();
     g.verify();
   }
-  // The GPU templates read NCHW data and the weights as the model gives them.
-  if (options.pack_weights && !is_gpu(tgt)) {
+  // The GPU templates read NCHW data and the products' weights as the model gives them; an LSTM's
+  // are packed for them too, once here rather than on every run.
+  if (options.pack_weights) {
     enter("packing weights");
-    pack_weights(g);  // constant weights into the kernels' layouts
+    pack_weights(g, /*dense=*/!is_gpu(tgt));  // constant weights into the kernels' layouts
   }
   if (options.alter_layout && !is_gpu(tgt)) {
     enter("changing layouts");

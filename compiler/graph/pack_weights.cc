@@ -123,11 +123,11 @@ int64_t dense_panel_width(int64_t n) {
   return 16;
 }
 
-size_t pack_weights(Graph& graph) {
+size_t pack_weights(Graph& graph, bool dense) {
   Packer packer(graph);
   size_t rewritten = 0;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    if (packer.dense(i) || packer.lstm(i)) ++rewritten;
+    if ((dense && packer.dense(i)) || packer.lstm(i)) ++rewritten;
   }
   return rewritten;
 }

@@ -35,7 +35,9 @@ namespace kiln::graph {
 /// largest multiple of 8 up to 80 dividing N, else 16 (the last panel zero-padded).
 int64_t dense_panel_width(int64_t n);
 
-/// Rewrites every node that meets the conditions above; returns how many it rewrote.
-size_t pack_weights(Graph& graph);
+/// Rewrites every node that meets the conditions above; returns how many it rewrote. With `dense`
+/// false only the LSTMs (a GPU target: its products read a weight's rows as the model gives them,
+/// consecutive threads along a row, but an LSTM would otherwise pack its weights on every run).
+size_t pack_weights(Graph& graph, bool dense = true);
 
 }  // namespace kiln::graph
