@@ -100,6 +100,15 @@ class NestBuilder {
     return loop;
   }
 
+  /// `body` inside the first `count` leaf loops of `st`, each with the stages attached at it.
+  ir::Stmt enclose(const Stage& st, size_t count, ir::Stmt body) {
+    const auto& leaves = st->leaf_iter_vars;
+    for (size_t i = count; i-- > 0;) {
+      body = make_loop(*st.get(), leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
+    }
+    return body;
+  }
+
   ir::Stmt guarded(const std::vector<Expr>& guards, ir::Stmt body) {
     Expr cond;
     for (auto& g : guards) cond = cond.defined() ? (cond && g) : g;
@@ -126,10 +135,7 @@ class NestBuilder {
     }
     if (!red) {
       ir::Stmt body = guarded(guards, ir::producer_store(t.node(), ir::substitute(t->body, root), out_index));
-      for (int i = static_cast<int>(leaves.size()) - 1; i >= 0; --i) {
-        body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
-      }
-      return body;
+      return enclose(st, leaves.size(), body);
     }
 
     // Reductions: the update nest under all loops; the init before the first loop that
@@ -187,10 +193,7 @@ class NestBuilder {
     }
 
     ir::Stmt body = ir::seq({init, update});
-    for (int i = static_cast<int>(first_reduce) - 1; i >= 0; --i) {
-      body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
-    }
-    return body;
+    return enclose(st, first_reduce, body);
   }
 
   /// A stage whose leaf `pos` is tensorized: the loops outside it as usual, the intrinsic's calls
@@ -237,10 +240,7 @@ class NestBuilder {
       init = make_loop(s, it->first, it->second, init);
     }
     ir::Stmt body = ir::seq({init, update});
-    for (int i = static_cast<int>(first_reduce) - 1; i >= 0; --i) {
-      body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
-    }
-    return body;
+    return enclose(st, first_reduce, body);
   }
 
   /// A reduction whose leaf `bound` is bound to a thread index: each thread folds its share of
@@ -336,10 +336,7 @@ class NestBuilder {
                                  ir::allocate(acc, dtype, {ir::make_const(ir::kInt32, int64_t{1})}, "local",
                                               ir::seq(steps)));
     body = ir::attr_stmt(thread.node(), ir::attr::kThreadExtent, r.extent, body);
-    for (int i = static_cast<int>(first_reduce) - 1; i >= 0; --i) {
-      body = make_loop(s, leaves[i], leaves[i].var(), with_attached(st, leaves[i], body));
-    }
-    return body;
+    return enclose(st, first_reduce, body);
   }
 
   const Schedule& sch_;

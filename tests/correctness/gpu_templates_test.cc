@@ -189,33 +189,23 @@ TEST(GpuTemplatesTest, MatmulOnOpenCL) {
   check_template(c, "matmul 64x96x48");
 }
 
-TEST(GpuTemplatesTest, DenseOnOpenCL) {
-  const int m = 8, n = 40, k = 72;  // x [M, K], w [N, K]: a small batch, the weight transposed
-  Case c{[] {
-           te::Tensor x = te::placeholder({m, k}, ir::kFloat32, "x");
-           te::Tensor w = te::placeholder({n, k}, ir::kFloat32, "w");
-           return std::vector<te::Tensor>{x, w, topi::dense(x, w)};
-         },
-         topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-         [](const std::vector<std::vector<float>>& in) { return naive_product(in[0], in[1], m, n, k, true); },
-         {"tile_y", "tile_x"}};
-  check_template(c, "dense 8x40x72");
+/// dense(x [M, K], w [N, K]) through matmul_gpu: the weight transposed.
+Case dense_case(int m, int n, int k) {
+  return Case{[=] {
+                te::Tensor x = te::placeholder({m, k}, ir::kFloat32, "x");
+                te::Tensor w = te::placeholder({n, k}, ir::kFloat32, "w");
+                return std::vector<te::Tensor>{x, w, topi::dense(x, w)};
+              },
+              topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
+              [=](const std::vector<std::vector<float>>& in) { return naive_product(in[0], in[1], m, n, k, true); },
+              {"tile_y", "tile_x"}};
 }
 
-TEST(GpuTemplatesTest, DenseGemvOnOpenCL) {
-  // A batch of 1 through a layer of 64 outputs over 300 inputs: the cross_thread knob (a block an
-  // output) among the random configs, and the default.
-  const int m = 1, n = 64, k = 300;
-  Case c{[] {
-           te::Tensor x = te::placeholder({m, k}, ir::kFloat32, "x");
-           te::Tensor w = te::placeholder({n, k}, ir::kFloat32, "w");
-           return std::vector<te::Tensor>{x, w, topi::dense(x, w)};
-         },
-         topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-         [](const std::vector<std::vector<float>>& in) { return naive_product(in[0], in[1], m, n, k, true); },
-         {"tile_y", "tile_x"}};
-  check_template(c, "dense 1x64x300");
-}
+TEST(GpuTemplatesTest, DenseOnOpenCL) { check_template(dense_case(8, 40, 72), "dense 8x40x72"); }
+
+// A batch of 1 through a layer of 64 outputs over 300 inputs: the cross_thread knob (a block an
+// output) among the random configs, and the default.
+TEST(GpuTemplatesTest, DenseGemvOnOpenCL) { check_template(dense_case(1, 64, 300), "dense 1x64x300"); }
 
 TEST(GpuTemplatesTest, MatmulFewOutputsOnOpenCL) {
   const int m = 4, n = 24, k = 517;  // a reduction the block's threads do not divide
