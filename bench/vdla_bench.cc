@@ -8,10 +8,16 @@
 //   case=vdla_<layer> cycles_serial=<a> cycles_vthread=<b> util_serial=<u1> util_vthread=<u2>
 //   gops=<g> case=vdla_peak util_serial=<max u1> util_vthread=<max u2>
 //
-// gops is the two-thread stream's. The chosen configs go to stderr. ARGS: --layers C2,C9,...
+// gops is the two-thread stream's. The chosen configs go to stderr. It also writes
+// DIR/roofline.csv (per layer: ops, DRAM bytes, GOPS serial and with two threads) and
+// DIR/roofline.png, the paper's Fig. 10 (bench/plot_roofline.py), DIR being
+// build/<preset>/bench-results/vdla. ARGS: --layers C2,C9,...
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "bench/resnet_layers.h"
@@ -31,6 +37,10 @@ int main(int argc, char** argv) {
   }
   const kiln::vdla::Config cfg;
   std::fprintf(stderr, "vdla: %s\n", cfg.describe().c_str());
+  const std::filesystem::path dir = std::string(KILN_BENCH_RESULTS_DIR) + "/vdla";
+  std::filesystem::create_directories(dir);
+  std::ofstream csv(dir / "roofline.csv");
+  csv << "layer,ops,dram_bytes,gops_serial,gops_vthread\n";
   double peak_serial = 0, peak_vthread = 0;
   for (const kiln::bench::ConvLayer& l : kiln::bench::select_layers(layers, argv[0])) {
     // C1's 3 channels are zero-padded to one block.
@@ -49,9 +59,24 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(vthread.cycles), serial.utilization(),
         vthread.utilization(), vthread.gops(cfg));
     std::fflush(stdout);
+    // The same work either way: ops and DRAM traffic of the two-thread stream.
+    const double ops = 2.0 * static_cast<double>(cfg.macs_per_gemm()) * static_cast<double>(vthread.gemm_counter);
+    const double bytes = static_cast<double>(vthread.inp_load_nbytes + vthread.wgt_load_nbytes + vthread.acc_load_nbytes +
+                                             vthread.uop_load_nbytes + vthread.out_store_nbytes);
+    csv << l.name << "," << ops << "," << bytes << "," << serial.gops(cfg) << "," << vthread.gops(cfg) << "\n";
     peak_serial = std::max(peak_serial, serial.utilization());
     peak_vthread = std::max(peak_vthread, vthread.utilization());
   }
   std::printf("case=vdla_peak util_serial=%.3f util_vthread=%.3f\n", peak_serial, peak_vthread);
+  csv.close();
+  const double dram_gbs = cfg.bus_bytes * cfg.clock_mhz / 1e3;
+  const std::string cmd = std::string("python3 '") + KILN_ROOFLINE_SCRIPT + "' '" + (dir / "roofline.csv").string() +
+                          "' '" + (dir / "roofline.png").string() + "' --peak-gops " + std::to_string(cfg.peak_gops()) +
+                          " --dram-gbs " + std::to_string(dram_gbs);
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "bench_vdla: the roofline plot failed: %s\n", cmd.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "bench_vdla: wrote %s\n", (dir / "roofline.png").c_str());
   return 0;
 }
