@@ -423,13 +423,21 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
   return nchwc_space(out, 0);
 }
 
-Config conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits) {
+namespace {
+/// The blocked convolutions' default: the register tile for the vector width, the reduction in
+/// its first order, the kernel's columns unrolled or not, the padding where the space prefers it.
+Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits, int64_t unroll_kw) {
   std::vector<int> pos(space.knobs().size(), 0);
   default_register_tile(out, space, vector_bits, &pos);
   pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
-  pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", 0);
+  pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", unroll_kw);
   pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
   return space.from_positions(pos);
+}
+}  // namespace
+
+Config conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits) {
+  return nchwc_default(out, space, vector_bits, 0);
 }
 
 void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
@@ -488,12 +496,7 @@ ConfigSpace group_conv2d_nchwc_x86_space(const te::Tensor& out) {
 
 Config group_conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space,
                                       int vector_bits) {
-  std::vector<int> pos(space.knobs().size(), 0);
-  default_register_tile(out, space, vector_bits, &pos);
-  pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
-  pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", 1);
-  pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
-  return space.from_positions(pos);
+  return nchwc_default(out, space, vector_bits, 1);  // as the depthwise template: columns unrolled
 }
 
 void schedule_group_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,

@@ -19,20 +19,6 @@ void thread_per_element(te::Stage st, int64_t threads) {
   st.bind(block, te::thread_axis("blockIdx.x"));
   st.bind(thread, te::thread_axis("threadIdx.x"));
 }
-/// A reduction stage as one kernel with a block a row: its output axes fused over the blocks, its
-/// reduction axes fused and split so that the block's `threads` threads read consecutive elements
-/// and combine their partial results in shared memory (a cross-thread reduction).
-void block_per_row_stage(te::Stage st, int64_t threads) {
-  std::vector<te::IterVar> axes, reduce;
-  for (size_t i = 0; i < st.op().ndim(); ++i) axes.push_back(st.axis(i));
-  for (const te::IterVar& r : st.op()->reduce_axis) reduce.push_back(r);
-  te::IterVar row = axes.size() == 1 ? axes[0] : st.fuse(axes);
-  te::IterVar k = reduce.size() == 1 ? reduce[0] : st.fuse(reduce);
-  auto [outer, inner] = st.split(k, ir::Expr(threads));
-  st.bind(row, te::thread_axis("blockIdx.x"));
-  st.bind(inner, te::thread_axis("threadIdx.x"));
-}
-
 int64_t product(const std::vector<te::IterVar>& axes) {
   int64_t n = 1;
   for (const te::IterVar& a : axes) n *= ir::as_const_int(a->dom.extent).value_or(1);
@@ -50,6 +36,16 @@ int64_t row_threads(int64_t knob, int64_t n) {
   int64_t t = 32;
   while (t < knob && t < n) t *= 2;
   return t;
+}
+
+/// A reduction stage in the form that suits it: a block a row where that pays and is allowed,
+/// else a thread a row.
+void schedule_reduction_stage(te::Stage st, int64_t threads, bool block_per_row) {
+  if (block_per_row && wants_block_per_row(st.op())) {
+    schedule_row_reduction(st, threads);
+  } else {
+    thread_per_element(st, threads);
+  }
 }
 }  // namespace
 
@@ -69,18 +65,22 @@ space::Config reduce_gpu_default(const space::ConfigSpace& space, const target::
   return space.from_positions(pos);
 }
 
+// Its output axes fused over the blocks, its reduction axes fused and split so that the block's
+// threads read consecutive elements and combine their partial results in shared memory (a
+// cross-thread reduction).
 void schedule_row_reduction(te::Stage st, int64_t threads) {
-  block_per_row_stage(st, row_threads(threads, product(st.op()->reduce_axis)));
+  std::vector<te::IterVar> axes, reduce;
+  for (size_t i = 0; i < st.op().ndim(); ++i) axes.push_back(st.axis(i));
+  for (const te::IterVar& r : st.op()->reduce_axis) reduce.push_back(r);
+  te::IterVar row = axes.size() == 1 ? axes[0] : st.fuse(axes);
+  te::IterVar k = reduce.size() == 1 ? reduce[0] : st.fuse(reduce);
+  auto [outer, inner] = st.split(k, ir::Expr(row_threads(threads, product(st.op()->reduce_axis))));
+  st.bind(row, te::thread_axis("blockIdx.x"));
+  st.bind(inner, te::thread_axis("threadIdx.x"));
 }
 
 void schedule_rows(te::Schedule& s, const te::Tensor& output, int64_t threads, bool block_per_row) {
-  auto schedule = [&](const te::Tensor& t) {
-    if (block_per_row && wants_block_per_row(t)) {
-      block_per_row_stage(s[t], row_threads(threads, product(t->reduce_axis)));
-    } else {
-      thread_per_element(s[t], threads);
-    }
-  };
+  auto schedule = [&](const te::Tensor& t) { schedule_reduction_stage(s[t], threads, block_per_row); };
   inline_producers(s, output, schedule);
   schedule(output);
 }
@@ -91,10 +91,8 @@ void schedule_reductions_and_outputs(te::Schedule& s, const std::vector<te::Tens
     const te::Tensor& t = st->op;
     bool output = false;
     for (const te::Tensor& o : outputs) output |= st->origin_op == o || t == o;
-    if (!t->reduce_axis.empty() && wants_block_per_row(t)) {
-      schedule_row_reduction(st, threads);
-    } else if (!t->reduce_axis.empty() || output) {
-      thread_per_element(st, threads);
+    if (!t->reduce_axis.empty() || output) {
+      schedule_reduction_stage(st, threads, true);  // a pure output: one thread an element
     } else {
       st.compute_inline();
     }
