@@ -57,6 +57,7 @@ int64_t eval(const Expr& e, const Env& env) {
     case K::kMod: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a % b; });
     case K::kFloorDiv: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : floordiv_i(a, b); });
     case K::kFloorMod: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a - floordiv_i(a, b) * b; });
+    case K::kShr: return bin([](int64_t a, int64_t b) { return a >> std::clamp<int64_t>(b, 0, 63); });
     case K::kMin: return bin([](int64_t a, int64_t b) { return std::min(a, b); });
     case K::kMax: return bin([](int64_t a, int64_t b) { return std::max(a, b); });
     case K::kEQ: return bin([](int64_t a, int64_t b) { return int64_t{a == b}; });
@@ -724,10 +725,10 @@ class Builder {
       case K::kMax: op = vdla::AluOp::kMax; break;
       case K::kAdd: op = vdla::AluOp::kAdd; break;
       case K::kMul: op = vdla::AluOp::kMul; break;
-      case K::kFloorDiv: op = vdla::AluOp::kShr; break;
+      case K::kShr: op = vdla::AluOp::kShr; break;
       default:
         KILN_USER_ERROR() << "vdla '" << f_.name << "': the ALU cannot compute " << what
-                          << " (it has min, max, add, mul and floordiv by a power of two)";
+                          << " (it has min, max, add, mul and shift_right)";
         break;
     }
     std::tie(a, b) = ir::binary_operands(v);
@@ -743,17 +744,8 @@ class Builder {
                          << " must be a constant or an accumulator";
       imm = *c;
       use_imm = true;
-      if (op == vdla::AluOp::kShr) {
-        int s = 0;
-        while (s < 31 && (int64_t{1} << s) < imm) ++s;
-        KILN_USER_CHECK(imm > 0 && (int64_t{1} << s) == imm)
-            << "vdla '" << f_.name << "': the ALU divides only by a power of two, not " << imm;
-        imm = s;
-      }
       KILN_USER_CHECK(imm >= -32768 && imm <= 32767)
           << "vdla '" << f_.name << "': the ALU's immediate " << imm << " does not fit 16 bits";
-    } else {
-      KILN_USER_CHECK(op != vdla::AluOp::kShr) << "vdla '" << f_.name << "': shifts are by constants";
     }
     BufInfo& dst = buf(st->buffer_var);
     BufInfo& src = buf(la->buffer_var);
