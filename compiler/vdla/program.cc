@@ -107,27 +107,6 @@ struct Event {
   std::vector<Access> reads, writes;
 };
 
-std::string kernel_signature(const KernelCall& k) {
-  uint64_t h = kFnv1a64Basis;
-  auto mix = [&](uint64_t v) { h = fnv1a64(&v, sizeof v, h); };
-  mix(k.gemm);
-  mix(k.reset);
-  mix(static_cast<uint64_t>(k.op));
-  mix(k.use_imm);
-  mix(static_cast<uint64_t>(static_cast<uint32_t>(k.imm)));
-  for (const auto& l : k.loops) {
-    mix(l.extent);
-    mix(l.dst_factor);
-    mix(l.src_factor);
-    mix(l.wgt_factor);
-  }
-  for (const auto& u : k.uops) mix((uint64_t{u.dst} << 42) | (uint64_t{u.src} << 21) | u.wgt);
-  std::ostringstream os;
-  os << (k.gemm ? (k.reset ? "gemm.reset" : "gemm") : vdla::alu_op_name(k.op)) << " n" << k.uops.size()
-     << " l" << k.loops.size() << " #" << std::hex << h;
-  return os.str();
-}
-
 /// One loop of a nest, evaluated.
 struct Loop {
   const ir::VarNode* var;
@@ -886,84 +865,6 @@ class Builder {
 };
 
 }  // namespace
-
-void VdlaProgram::emit(vdla::CommandQueue& q, const std::vector<uint64_t>& addrs) const {
-  KILN_USER_CHECK(addrs.size() == arg_names.size())
-      << "vdla program '" << name << "' takes " << arg_names.size() << " tensors, got " << addrs.size();
-  const vdla::Config& cfg = q.config();
-  for (const DriverCall& c : calls) {
-    if (auto d = std::get_if<DmaCall>(&c)) {
-      const int64_t row_bytes = d->store ? cfg.out_row_bytes()
-                                : d->mem == vdla::MemType::kWgt ? cfg.wgt_row_bytes()
-                                                                : cfg.inp_row_bytes();
-      KILN_USER_CHECK(addrs[static_cast<size_t>(d->arg)] % static_cast<uint64_t>(row_bytes) == 0)
-          << "vdla program '" << name << "': tensor '" << arg_names[static_cast<size_t>(d->arg)]
-          << "' at byte address " << addrs[static_cast<size_t>(d->arg)] << " is not aligned to its rows of "
-          << row_bytes << " bytes";
-      const uint64_t addr = addrs[static_cast<size_t>(d->arg)] + d->dram_row * static_cast<uint64_t>(row_bytes);
-      if (d->store) {
-        q.store_buffer_2d(d->sram, addr, d->x_size, d->y_size, d->x_stride);
-      } else {
-        q.load_buffer_2d(d->mem, d->sram, addr, d->x_size, d->y_size, d->x_stride, d->x_pad0, d->y_pad0,
-                         d->x_pad1, d->y_pad1);
-      }
-    } else if (auto k = std::get_if<KernelCall>(&c)) {
-      auto record = [k](vdla::UopKernel& u) {
-        for (const auto& l : k->loops) u.loop_begin(l.extent, l.dst_factor, l.src_factor, l.wgt_factor);
-        for (const auto& x : k->uops) u.push(x.dst, x.src, x.wgt);
-        for (size_t i = 0; i < k->loops.size(); ++i) u.loop_end();
-      };
-      if (k->gemm) {
-        q.push_gemm(k->signature, k->reset, record);
-      } else {
-        q.push_alu(k->signature, k->op, k->use_imm, k->imm, record);
-      }
-    } else {
-      const auto& t = std::get<TokenCall>(c);
-      if (t.push) {
-        q.dep_push(t.from, t.to);
-      } else {
-        q.dep_pop(t.from, t.to);
-      }
-    }
-  }
-}
-
-std::string VdlaProgram::summary() const {
-  int64_t loads = 0, stores = 0, gemm = 0, alu = 0, tokens = 0;
-  for (const DriverCall& c : calls) {
-    if (auto d = std::get_if<DmaCall>(&c)) {
-      (d->store ? stores : loads)++;
-    } else if (auto k = std::get_if<KernelCall>(&c)) {
-      (k->gemm ? gemm : alu)++;
-    } else {
-      ++tokens;
-    }
-  }
-  std::ostringstream os;
-  os << "loads=" << loads << " stores=" << stores << " gemm=" << gemm << " alu=" << alu << " tokens=" << tokens;
-  return os.str();
-}
-
-std::string VdlaProgram::to_string() const {
-  std::ostringstream os;
-  const char* stage[] = {"?", "load", "compute", "store"};
-  for (const DriverCall& c : calls) {
-    if (auto d = std::get_if<DmaCall>(&c)) {
-      os << (d->store ? "STORE" : "LOAD ") << " " << (d->store ? "ACC" : vdla::mem_type_name(d->mem)) << "["
-         << d->sram << "] " << arg_names[static_cast<size_t>(d->arg)] << " row " << d->dram_row << " " << d->y_size
-         << "x" << d->x_size << " stride " << d->x_stride << " pad " << d->y_pad0 << "," << d->x_pad0 << ","
-         << d->y_pad1 << "," << d->x_pad1 << "\n";
-    } else if (auto k = std::get_if<KernelCall>(&c)) {
-      os << (k->gemm ? "GEMM " : "ALU  ") << k->signature << " dst0 " << (k->uops.empty() ? 0 : k->uops[0].dst)
-         << " src0 " << (k->uops.empty() ? 0 : k->uops[0].src) << "\n";
-    } else {
-      const auto& t = std::get<TokenCall>(c);
-      os << (t.push ? "push " : "pop  ") << stage[t.from] << "->" << stage[t.to] << "\n";
-    }
-  }
-  return os.str();
-}
 
 VdlaProgram build_program(const ir::PrimFunc& f, const vdla::Config& cfg) { return Builder(f, cfg).build(); }
 
