@@ -26,6 +26,7 @@
 
 #include "base/error.h"
 #include "compiler/graph/onnx_detail.h"
+#include "compiler/topi/einsum.h"
 
 namespace kiln::graph {
 namespace {
@@ -61,7 +62,7 @@ const std::vector<std::string> kSupported = {
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh",
     "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Concat",
     "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "Cosh", "CumSum", "Div",
-    "Dropout", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather",
+    "Dropout", "Einsum", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather",
     "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
     "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "LSTM",
     "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max",
@@ -242,6 +243,14 @@ void Importer::infer(const Ctx& c) {
     declared.push_back(o.empty() || it == types_.end() ? nullptr : &it->second);
   }
   std::vector<onnx::TypeProto> types = inference_.infer(n, inputs, declared);
+  if (n.op_type() == "Einsum") {
+    // libonnx 1.12 infers only an Einsum's rank: its sizes come from the equation (validated).
+    std::vector<std::vector<int64_t>> shapes;
+    for (const Value* v : inputs) shapes.push_back(v->shape);
+    auto* shape = types[0].mutable_tensor_type()->mutable_shape();
+    shape->Clear();
+    for (int64_t d : topi::einsum_shape(attr_s(c, "equation", ""), shapes)) shape->add_dim()->set_dim_value(d);
+  }
   for (int i = 0; i < n.output_size(); ++i) {
     if (!n.output(i).empty()) types_[n.output(i)] = std::move(types[static_cast<size_t>(i)]);
   }
@@ -571,6 +580,8 @@ Attrs Importer::normalize(Ctx& c) {
     c.inputs.resize(1);  // the output's shape is the broadcast of the two
   } else if (op == "GatherElements") {
     a["axis"] = norm_axis(attr_i(c, "axis", 0), in_rank(c, 0));
+  } else if (op == "Einsum") {
+    a["equation"] = attr_s(c, "equation", "");
   } else if (op == "CumSum") {
     const std::vector<int64_t> axis = const_ints(c, 1, "axis");
     a["axis"] = norm_axis(axis.at(0), in_rank(c, 0));

@@ -20,6 +20,7 @@
 
 #include "base/error.h"
 #include "compiler/graph/onnx_detail.h"
+#include "compiler/topi/einsum.h"
 
 namespace kiln::graph::onnx_detail {
 namespace {
@@ -357,6 +358,7 @@ class NodeCheck {
       }
       return;
     }
+    if (op_ == "Einsum") return einsum();
     if (op_ == "Trilu") {
       if (rank(0) < 2) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; Trilu needs 2 or more");
       flag("upper", 1);
@@ -1173,6 +1175,20 @@ class NodeCheck {
       if (count != 1) {
         fail("attribute 'value' holds " + str(count) + " elements; it must hold exactly one");
       }
+    }
+  }
+
+  /// Einsum: the equation parses for the operands' ranks and its axes' sizes agree
+  /// (topi/einsum.h says what it accepts).
+  void einsum() {
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < in_.size(); ++i) shapes.push_back(shape(i));
+    try {
+      topi::einsum_shape(attr_s("equation", ""), shapes);
+    } catch (const Error& e) {
+      std::string why = e.what();
+      if (why.rfind("error: ", 0) == 0) why.erase(0, 7);
+      fail("attribute 'equation': " + why);
     }
   }
 

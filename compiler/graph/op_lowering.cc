@@ -17,6 +17,7 @@
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/einsum.h"
 #include "compiler/topi/elementwise.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/gpu/lstm_gpu.h"
@@ -486,7 +487,7 @@ const std::vector<std::string>& other_ops() {
       "LayerNormalization", "InstanceNormalization",
       "Trilu",         "Mod",
       "GatherElements", "CumSum",
-      "Hardmax",
+      "Hardmax",       "Einsum",
   };
   return ops;
 }
@@ -850,6 +851,18 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
               topi::schedule_reduce_x86(s, y);
               then_injective(s, y, output);
             }};
+  }
+  if (op == "Einsum") {
+    std::vector<Tensor> xs;
+    for (size_t i = 0; i < n.inputs.size(); ++i) xs.push_back(c.input(i));
+    Tensor y = topi::einsum(n.s("equation"), xs, "einsum");
+    if (!y->reduce_axis.empty()) {
+      return {{y}, [=](te::Schedule& s, const Tensor& output) {
+                topi::schedule_reduce_x86(s, y);
+                then_injective(s, y, output);
+              }};
+    }
+    return injective_result(y);
   }
   if (op == "Trilu") {
     const Tensor& x = c.input(0);

@@ -56,6 +56,7 @@ OpPattern op_pattern(const Node& node) {
       // ConstantOfShape and Range never reach the graph; CastLike becomes Cast.
       {"LSTM", P::kOpaque}, {"Split", P::kOpaque}, {"LayerNormalization", P::kOpaque},
       {"InstanceNormalization", P::kOpaque}, {"CumSum", P::kOpaque}, {"Hardmax", P::kOpaque},
+      {"Einsum", P::kOpaque},
       {"LogSoftmax", P::kOpaque}, {"Softmax", P::kOpaque},
       {"Constant", P::kOpaque}, {"Shape", P::kOpaque},
   };

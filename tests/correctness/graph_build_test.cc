@@ -616,6 +616,29 @@ TEST_F(GraphBuildTest, CumSumHardmaxGatherElements) {
   check(m, "cumsum_hardmax");
 }
 
+// Einsum as attention writes it (scores and their weighted sum), with an ellipsis broadcasting a
+// batch axis of 1, an implicit output, a diagonal and a full sum.
+TEST_F(GraphBuildTest, EinsumAttentionEllipsisDiagonal) {
+  MB m(13);
+  m.input("q", {2, 3, 5, 4});
+  m.input("k", {2, 3, 7, 4});
+  m.input("v", {2, 3, 7, 4});
+  m.input("a", {1, 6, 5});
+  m.input("b", {4, 5, 2});
+  m.input("d", {5, 5});
+  MB::attr(m.node("Einsum", {"q", "k"}, {"s"}), "equation", std::string("bhid,bhjd->bhij"));
+  m.node("Softmax", {"s"}, {"p"});
+  MB::attr(m.node("Einsum", {"p", "v"}, {"y0"}), "equation", std::string("bhij,bhjd->bhid"));
+  m.output("y0");
+  MB::attr(m.node("Einsum", {"a", "b"}, {"y1"}), "equation", std::string("...ij,...jk"));
+  m.output("y1");
+  MB::attr(m.node("Einsum", {"d"}, {"y2"}), "equation", std::string("ii->i"));
+  m.output("y2");
+  MB::attr(m.node("Einsum", {"d"}, {"y3"}), "equation", std::string("ij->"));
+  m.output("y3");
+  check(m, "einsum");
+}
+
 // Resize (opset 18 with axes; nearest and bilinear, sizes and scales) between elementwise
 // operators it fuses with, and an Upsample-like nearest with asymmetric coordinates.
 TEST_F(GraphBuildTest, ResizeNearestAndLinear) {

@@ -85,6 +85,22 @@ TEST(OnnxValidation, ConvWeightChannelsAgainstInput) {
   EXPECT_THROW(build_graph(import_onnx_bytes(m.bytes(), "m"), "llvm"), Error);
 }
 
+TEST(OnnxValidation, EinsumEquationAgainstTheOperands) {
+  auto model = [](const std::string& eq, const Ints& b_shape) {
+    Model m(13);
+    m.input("a", {2, 3});
+    m.input("b", b_shape);
+    Model::attr(m.op("Einsum", "attn", {"a", "b"}), "equation", eq);
+    return m;
+  };
+  expect_refused(model("ij,jk->ik", {4, 5}), "attn", "Einsum",
+                 {"attribute 'equation': einsum 'ij,jk->ik': axis 'j' is 3 in one operand and 4 in operand 1"});
+  expect_refused(model("ij,jkl->ik", {3, 5}), "attn", "Einsum", {"term 'jkl' names 3 axes, but operand 1 has rank 2"});
+  expect_refused(model("ij,jk->iz", {3, 5}), "attn", "Einsum", {"output axis 'z' is in no input term"});
+  expect_refused(model("ij,j1->i", {3, 5}), "attn", "Einsum", {"has the character '1'"});
+  expect_refused(model("ij->i", {3, 5}), "attn", "Einsum", {"has 1 input terms for 2 operands"});
+}
+
 // ---- what the schema says -------------------------------------------------------------------
 
 TEST(OnnxValidation, InputAndOutputCounts) {
