@@ -379,15 +379,18 @@ Result lower_pool(const Ctx& c) {
 
 Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   const Node& n = c.node;
-  if (n.s("direction") != "forward") c.fail("only direction=forward is supported");
+  const std::string direction = n.s("direction");
   if (n.i("layout") != 0) c.fail("only layout=0 is supported");
   if (n.i("input_forget") != 0) c.fail("input_forget=1 is not supported");
   if (n.has_attr("clip")) c.fail("clip is not supported");
   if (c.has(4)) c.fail("sequence_lens is not supported");
   Tensor none;
   auto opt = [&](size_t i) { return c.has(i) ? c.in[i] : none; };
-  topi::LstmOutputs o = topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6),
-                                   opt(7), "lstm", n.i("packed_bn", 0));
+  topi::LstmOutputs o =
+      direction == "bidirectional"
+          ? topi::lstm_bidirectional(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6), opt(7), "lstm")
+          : topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6), opt(7), "lstm",
+                       n.i("packed_bn", 0), {0, direction == "reverse"});
   // With one step and no initial state R is never read: leave it out of the arguments.
   if (c.in_shape(0)[0] == 1 && !c.has(5)) (*used_inputs)[2] = false;
   Result r;

@@ -78,7 +78,7 @@ class Packer {
   bool lstm(size_t ni) {
     const Node& n = g_.nodes()[ni];
     if (n.op != "LSTM" || n.has_attr("packed_bn") || n.inputs.size() < 3) return false;
-    if (!n.has_attr("direction") || n.s("direction") != "forward") return false;
+    if (!n.has_attr("direction") || n.s("direction") == "bidirectional") return false;
     for (size_t i : {1, 2}) {
       if (!is_f32_constant(g_, n.inputs[i]) || g_.value(n.inputs[i]).shape.size() != 3 ||
           g_.value(n.inputs[i]).shape[0] != 1) {

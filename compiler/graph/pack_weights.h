@@ -11,7 +11,7 @@
 // p * bn + j, zero beyond N), and the node gets the attribute packed_bn = bn, which op_lowering
 // reads to use topi::dense_packed (transB no longer matters). bn is dense_panel_width(N).
 //
-// LSTM (forward, one direction) with float32 constant W [1, 4H, I] and R [1, 4H, H]: each is
+// LSTM (forward or reverse: one direction) with float32 constant W [1, 4H, I] and R [1, 4H, H]: each is
 // packed the same way over its gates, [ceil(4H / bn), K, bn] with bn = topi::lstm_panel_width(4H)
 // (K = I for W, H for R), and the node gets packed_bn = bn, which topi::lstm reads: the input
 // projection and each step's recurrent GEMV then stream one contiguous block of the weight per

@@ -33,8 +33,8 @@ void schedule_projection(te::Schedule& s, const te::Tensor& t) {
   topi::schedule_dense_x86(s, t, dense_x86_default(dense_x86_space(t)));
 }
 
-/// w [1, G, K] packed into [ceil(G / bn), K, bn], zero beyond G.
-te::Tensor pack_gates(const te::Tensor& w, int64_t gates, int64_t k, int64_t bn,
+/// w[d] ([G, K]) packed into [ceil(G / bn), K, bn], zero beyond G.
+te::Tensor pack_gates(const te::Tensor& w, int d, int64_t gates, int64_t k, int64_t bn,
                       const std::string& name) {
   const Expr kbn(static_cast<int>(bn));
   return te::compute(
@@ -42,7 +42,7 @@ te::Tensor pack_gates(const te::Tensor& w, int64_t gates, int64_t k, int64_t bn,
       [&](Var po, Var kk, Var j) {
         Expr g = po * kbn + j;
         return ir::select(g < Expr(static_cast<int>(gates)),
-                          w(0, ir::min(g, Expr(static_cast<int>(gates - 1))), kk),
+                          w(d, ir::min(g, Expr(static_cast<int>(gates - 1))), kk),
                           ir::make_zero(w->dtype()));
       },
       name, {"p", "k", "j"});
@@ -52,7 +52,7 @@ te::Tensor pack_gates(const te::Tensor& w, int64_t gates, int64_t k, int64_t bn,
 
 LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
                  const te::Tensor& initial_h, const te::Tensor& initial_c, const te::Tensor& p,
-                 const std::string& name, int64_t packed_bn) {
+                 const std::string& name, int64_t packed_bn, LstmDirection dir) {
   std::vector<int64_t> xs = const_shape(x, "lstm"), rs = const_shape(r, "lstm");
   KILN_USER_CHECK(xs.size() == 3) << "lstm: X '" << x->name() << "' has shape "
                                   << shape_str(x->shape())
@@ -64,10 +64,14 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
         << ", expected [ceil(4 * hidden_size / " << packed_bn << "), hidden_size, " << packed_bn
         << "] (packed)";
   } else {
-    KILN_USER_CHECK(rs.size() == 3 && rs[1] == 4 * rs[2])
+    KILN_USER_CHECK(rs.size() == 3 && rs[1] == 4 * rs[2] && (rs[0] == 1 || rs[0] == 2))
         << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
-        << ", expected [1, 4 * hidden_size, hidden_size]";
+        << ", expected [num_directions, 4 * hidden_size, hidden_size]";
   }
+  const int64_t dirs = packed_bn > 0 ? 1 : rs[0];
+  KILN_USER_CHECK(dir.index >= 0 && dir.index < dirs)
+      << "lstm: direction " << dir.index << " of weights for " << dirs << " direction(s)";
+  const int d = dir.index;
   const int64_t steps = xs[0], batch = xs[1], input = xs[2], hidden = packed_bn > 0 ? rs[1] : rs[2];
   const ir::DataType dt = x->dtype();
   KILN_USER_CHECK(dt.is_float()) << "lstm: X '" << x->name() << "' must be floating-point, got "
@@ -78,13 +82,13 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
     check_shape(w, {panels, input, bn}, "W");
     check_shape(r, {panels, hidden, bn}, "R");
   } else {
-    check_shape(w, {1, 4 * hidden, input}, "W");
-    check_shape(r, {1, 4 * hidden, hidden}, "R");
+    check_shape(w, {dirs, 4 * hidden, input}, "W");
+    check_shape(r, {dirs, 4 * hidden, hidden}, "R");
   }
-  if (b.defined()) check_shape(b, {1, 8 * hidden}, "B");
-  if (initial_h.defined()) check_shape(initial_h, {1, batch, hidden}, "initial_h");
-  if (initial_c.defined()) check_shape(initial_c, {1, batch, hidden}, "initial_c");
-  if (p.defined()) check_shape(p, {1, 3 * hidden}, "P");
+  if (b.defined()) check_shape(b, {dirs, 8 * hidden}, "B");
+  if (initial_h.defined()) check_shape(initial_h, {dirs, batch, hidden}, "initial_h");
+  if (initial_c.defined()) check_shape(initial_c, {dirs, batch, hidden}, "initial_c");
+  if (p.defined()) check_shape(p, {dirs, 3 * hidden}, "P");
   for (const te::Tensor* t : {&w, &r, &b, &initial_h, &initial_c, &p}) {
     KILN_USER_CHECK(!t->defined() || (*t)->dtype() == dt)
         << "lstm: '" << (*t)->name() << "' is " << (*t)->dtype().str() << " but X is " << dt.str();
@@ -96,8 +100,8 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
   // packs constant weights once, at build time), so that each block of gates reads one
   // contiguous stream. The projections are computed for all panels' gates (padded to gp).
   const int64_t gp = panels * bn;
-  te::Tensor wt = packed_bn > 0 ? w : pack_gates(w, 4 * hidden, input, bn, name + ".W_packed");
-  te::Tensor rt = packed_bn > 0 ? r : pack_gates(r, 4 * hidden, hidden, bn, name + ".R_packed");
+  te::Tensor wt = packed_bn > 0 ? w : pack_gates(w, d, 4 * hidden, input, bn, name + ".W_packed");
+  te::Tensor rt = packed_bn > 0 ? r : pack_gates(r, d, 4 * hidden, hidden, bn, name + ".R_packed");
   // The input projection of all steps as one dense: X viewed as [T * B, I].
   te::Tensor x2 = te::compute(
       {Expr(static_cast<int>(steps * batch)), Expr(static_cast<int>(input))},
@@ -112,18 +116,18 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
   std::vector<te::Tensor> hs, cs;
   for (int64_t t = 0; t < steps; ++t) {
     const std::string sfx = "." + std::to_string(t);
-    const Expr tt(static_cast<int>(t));
+    const Expr tt(static_cast<int>(dir.reverse ? steps - 1 - t : t));  // the time step read
     // c_{t-1} at (bi, j); undefined when zero.
     auto c_prev = [&](Expr bi, Expr j) -> Expr {
       if (t > 0) return cs.back()(bi, j);
-      return initial_c.defined() ? initial_c(0, bi, j) : Expr();
+      return initial_c.defined() ? initial_c(d, bi, j) : Expr();
     };
     te::Tensor rec;
     if (t > 0 || initial_h.defined()) {
       te::Tensor hp = hs.empty() ? te::Tensor() : hs.back();
       if (!hp.defined()) {
         hp = te::compute(
-            {kB, kH}, [&](Var bi, Var j) { return initial_h(0, bi, j); }, name + ".h_init");
+            {kB, kH}, [&](Var bi, Var j) { return initial_h(d, bi, j); }, name + ".h_init");
         out.views.push_back(hp);
       }
       rec = dense_packed(hp, rt, gp, name + ".rec" + sfx);
@@ -133,7 +137,7 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
       Expr g = j + q * H;
       Expr v = xw(tt * kB + bi, g);
       if (rec.defined()) v = v + rec(bi, g);
-      if (b.defined()) v = v + (b(0, g) + b(0, g + G));
+      if (b.defined()) v = v + (b(d, g) + b(d, g + G));
       return v;
     };
     te::Tensor c = te::compute({kB, kH},
@@ -141,8 +145,8 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
                                  Expr cp = c_prev(bi, j);
                                  Expr pi = pre(0, bi, j), pf = pre(2, bi, j);
                                  if (p.defined() && cp.defined()) {
-                                   pi = pi + p(0, j) * cp;
-                                   pf = pf + p(0, j + 2 * H) * cp;
+                                   pi = pi + p(d, j) * cp;
+                                   pf = pf + p(d, j + 2 * H) * cp;
                                  }
                                  Expr in = ir::sigmoid(pi) * ir::tanh(pre(3, bi, j));
                                  return cp.defined() ? ir::sigmoid(pf) * cp + in : in;
@@ -151,7 +155,7 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
     te::Tensor h = te::compute({kB, kH},
                                [&](Var bi, Var j) {
                                  Expr po = pre(1, bi, j);
-                                 if (p.defined()) po = po + p(0, j + H) * c(bi, j);
+                                 if (p.defined()) po = po + p(d, j + H) * c(bi, j);
                                  return ir::sigmoid(po) * ir::tanh(c(bi, j));
                                },
                                name + ".h" + sfx, {"b", "j"});
@@ -167,6 +171,8 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
     hs.push_back(h);
   }
 
+  // Y in time order: the reverse direction's step k read time step T-1-k.
+  if (dir.reverse) std::reverse(hs.begin(), hs.end());
   out.y = te::compute(
       {Expr(static_cast<int>(steps)), 1, kB, kH},
       [&](Var t, Var, Var bi, Var j) {
@@ -176,10 +182,38 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
         return v;
       },
       name + ".Y");
+  if (dir.reverse) std::reverse(hs.begin(), hs.end());
   out.y_h = te::compute(
       {1, kB, kH}, [&](Var, Var bi, Var j) { return hs.back()(bi, j); }, name + ".Y_h");
   out.y_c = te::compute(
       {1, kB, kH}, [&](Var, Var bi, Var j) { return cs.back()(bi, j); }, name + ".Y_c");
+  return out;
+}
+
+LstmOutputs lstm_bidirectional(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
+                               const te::Tensor& b, const te::Tensor& initial_h, const te::Tensor& initial_c,
+                               const te::Tensor& p, const std::string& name) {
+  const LstmOutputs f = lstm(x, w, r, b, initial_h, initial_c, p, name + ".fw", 0, {0, false});
+  const LstmOutputs v = lstm(x, w, r, b, initial_h, initial_c, p, name + ".bw", 0, {1, true});
+  LstmOutputs out;
+  // Each direction's outputs are views the concatenations below read (inlined into them).
+  out.views = f.views;
+  out.views.insert(out.views.end(), v.views.begin(), v.views.end());
+  out.views.insert(out.views.end(), {f.y, f.y_h, f.y_c, v.y, v.y_h, v.y_c});
+  out.stages = f.stages;
+  out.stages.insert(out.stages.end(), v.stages.begin(), v.stages.end());
+  std::vector<Expr> ys = f.y->shape(), hs = f.y_h->shape();
+  ys[1] = Expr(2);
+  hs[0] = Expr(2);
+  out.y = te::compute(
+      ys, [&](Var t, Var dd, Var bi, Var j) { return ir::select(dd == 0, f.y(t, 0, bi, j), v.y(t, 0, bi, j)); },
+      name + ".Y");
+  auto both = [&](const te::Tensor& a, const te::Tensor& c, const std::string& n) {
+    return te::compute(
+        hs, [&](Var dd, Var bi, Var j) { return ir::select(dd == 0, a(0, bi, j), c(0, bi, j)); }, name + n);
+  };
+  out.y_h = both(f.y_h, v.y_h, ".Y_h");
+  out.y_c = both(f.y_c, v.y_c, ".Y_c");
   return out;
 }
 

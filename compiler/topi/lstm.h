@@ -1,4 +1,4 @@
-// The ONNX LSTM operator (forward direction, layout 0, default activations sigmoid / tanh / tanh,
+// The ONNX LSTM operator (each direction: forward, reverse, both; layout 0, default activations sigmoid / tanh / tanh,
 // no sequence_lens, no clip) as an exact decomposition into tensor expressions unrolled over the
 // T time steps:
 //
@@ -10,7 +10,9 @@
 //   sigmoid(pre_o + Po c_t) tanh(c_t)
 //
 // Each step's c_t and h_t is its own tensor; the gate math is written inside them (inlined). Y
-// gathers h_0 ... h_{T-1}.
+// gathers h_0 ... h_{T-1}. The reverse direction runs the same steps over X from its last time
+// step to its first (Y in time order); a bidirectional LSTM is both, each with its direction's
+// slice of the weights and states, their outputs side by side along num_directions.
 #pragma once
 
 #include <functional>
@@ -32,9 +34,17 @@ struct LstmOutputs {
   std::vector<te::Tensor> views;
 };
 
-/// x [T, B, I], w [1, 4H, I], r [1, 4H, H]; optional (undefined tensors when absent): b [1, 8H]
-/// (Wb then Rb), initial_h and initial_c [1, B, H] (zero when absent), p [1, 3H] (peepholes i, o,
-/// f). All shapes must be constant; kiln::Error names the tensor and both shapes on a mismatch.
+/// One direction of an LSTM: which slice of the weights and states (0 or 1) and whether it runs
+/// backwards in time.
+struct LstmDirection {
+  int index = 0;
+  bool reverse = false;
+};
+
+/// x [T, B, I], w [D, 4H, I], r [D, 4H, H]; optional (undefined tensors when absent): b [D, 8H]
+/// (Wb then Rb), initial_h and initial_c [D, B, H] (zero when absent), p [D, 3H] (peepholes i, o,
+/// f), with D = 1, or 2 for a bidirectional LSTM's weights of which `dir` picks one. All shapes
+/// must be constant; kiln::Error names the tensor and both shapes on a mismatch.
 /// With T = 1 and no initial_h, R is not read (h_{-1} = 0): leave it out of build()'s arguments.
 /// The projections read the weights packed in panels of bn gates, [ceil(4H / bn), K, bn] (zero
 /// beyond 4H; K = I for W, H for R): a stage packs them, or, with `packed_bn` > 0, w and r are
@@ -43,7 +53,14 @@ struct LstmOutputs {
 LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
                  const te::Tensor& b = {}, const te::Tensor& initial_h = {},
                  const te::Tensor& initial_c = {}, const te::Tensor& p = {},
-                 const std::string& name = "lstm", int64_t packed_bn = 0);
+                 const std::string& name = "lstm", int64_t packed_bn = 0, LstmDirection dir = {});
+
+/// Both directions of a bidirectional LSTM (unpacked weights, D = 2): Y [T, 2, B, H], Y_h and
+/// Y_c [2, B, H]; each direction's stages are scheduled as lstm()'s.
+LstmOutputs lstm_bidirectional(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
+                               const te::Tensor& b = {}, const te::Tensor& initial_h = {},
+                               const te::Tensor& initial_c = {}, const te::Tensor& p = {},
+                               const std::string& name = "lstm");
 
 /// The panel width of the LSTM's packed weights for 4H gates: 64, 32 or 16 when one divides 4H,
 /// else 64 (16 below 256 gates) with the last panel zero-padded.

@@ -278,6 +278,22 @@ TEST(GraphBuildGpu, NormalizationsHardmaxAndCumSumOnOpenCLMatchTheCpuBuild) {
   }
 }
 
+// Both directions of an LSTM go through the same GPU schedule as the forward one.
+TEST(GraphBuildGpu, BidirectionalLstmOnOpenCLMatchesTheCpuBuild) {
+  std::string why;
+  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  OnnxModelBuilder m;
+  m.input("x", {3, 2, 4});
+  init_random(m, "W", {2, 24, 4}, 31);
+  init_random(m, "R", {2, 24, 6}, 32);
+  init_random(m, "B", {2, 48}, 33);
+  auto* l = m.node("LSTM", "bilstm", {"x", "W", "R", "B"}, {"y"});
+  OnnxModelBuilder::attr(l, "hidden_size", int64_t{6});
+  OnnxModelBuilder::attr(l, "direction", std::string("bidirectional"));
+  m.output("y");
+  expect_gpu_matches_cpu(m, {3, 2, 4}, 34);
+}
+
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {
   OnnxModelBuilder hard;
   hard.input("x", {2, 5});

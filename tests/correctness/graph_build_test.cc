@@ -244,6 +244,35 @@ TEST_F(GraphBuildTest, LstmSequenceOutput) {
   check(m, "lstm_y");
 }
 
+// The reverse direction (weights packed at build time, as the forward one's) and a bidirectional
+// LSTM with biases, initial states and peepholes, against ONNX Runtime.
+TEST_F(GraphBuildTest, LstmReverseAndBidirectional) {
+  MB m;
+  const int64_t T = 4, B = 2, I = 3, H = 5;
+  m.input("x", {T, B, I});
+  m.init("Wr", {1, 4 * H, I});
+  m.init("Rr", {1, 4 * H, H});
+  auto* rev = m.node("LSTM", {"x", "Wr", "Rr"}, {"Yr", "Yhr"});
+  MB::attr(rev, "hidden_size", H);
+  MB::attr(rev, "direction", std::string("reverse"));
+  m.output("Yr");
+  m.output("Yhr");
+  m.init("W", {2, 4 * H, I});
+  m.init("R", {2, 4 * H, H});
+  m.init("Bias", {2, 8 * H});
+  m.input("h0", {2, B, H});
+  m.input("c0", {2, B, H});
+  m.init("P", {2, 3 * H});
+  auto* bi = m.node("LSTM", {"x", "W", "R", "Bias", "", "h0", "c0", "P"}, {"Y", "Yh", "Yc"});
+  MB::attr(bi, "hidden_size", H);
+  MB::attr(bi, "direction", std::string("bidirectional"));
+  m.node("Tanh", {"Y"}, {"y"});
+  m.output("y");
+  m.output("Yh");
+  m.output("Yc");
+  check(m, "lstm_directions");
+}
+
 TEST_F(GraphBuildTest, DcganGenerator) {
   MB m;
   m.input("z", {1, 8, 4, 4});

@@ -156,15 +156,19 @@ TEST(PackWeights, LstmWeightsPackedOverGates) {
   EXPECT_EQ(g.value(l.inputs[1]).shape, (Shape{3, I, 16}));
   EXPECT_EQ(l.inputs[3], b);
 
-  // Reverse and bidirectional LSTMs are left alone.
-  Graph g2;
-  ValueId x2 = g2.add_input("x", kFloat32, {T, B, I});
-  n.inputs = {x2, add_random(g2, "W", {1, 4 * H, I}, 8), add_random(g2, "R", {1, 4 * H, H}, 9)};
-  n.outputs = {g2.add_value("y", kFloat32, {T, 1, B, H})};
-  n.attrs["direction"] = std::string("reverse");
-  g2.add_node(n);
-  g2.add_output(n.outputs[0]);
-  EXPECT_EQ(pack_weights(g2), 0u);
+  // A reverse LSTM has one direction's weights too: packed. A bidirectional one is left alone
+  // (each direction packs its slice in its own stage).
+  for (const char* dir : {"reverse", "bidirectional"}) {
+    const int64_t d = std::string(dir) == "reverse" ? 1 : 2;
+    Graph g2;
+    ValueId x2 = g2.add_input("x", kFloat32, {T, B, I});
+    n.inputs = {x2, add_random(g2, "W", {d, 4 * H, I}, 8), add_random(g2, "R", {d, 4 * H, H}, 9)};
+    n.outputs = {g2.add_value("y", kFloat32, {T, d, B, H})};
+    n.attrs["direction"] = std::string(dir);
+    g2.add_node(n);
+    g2.add_output(n.outputs[0]);
+    EXPECT_EQ(pack_weights(g2), d == 1 ? 1u : 0u) << dir;
+  }
 }
 
 }  // namespace
