@@ -244,6 +244,7 @@ class Walker : public ir::IRVisitor {
   void visit_(const ir::ModNode* op) override { arith(op->dtype, kFloatDiv), IRVisitor::visit_(op); }
   void visit_(const ir::FloorDivNode* op) override { arith(op->dtype, kFloatDiv), IRVisitor::visit_(op); }
   void visit_(const ir::FloorModNode* op) override { arith(op->dtype, kFloatDiv), IRVisitor::visit_(op); }
+  void visit_(const ir::ShrNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
   void visit_(const ir::MinNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
   void visit_(const ir::MaxNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
   void visit_(const ir::EQNode* op) override { cmp(op->a), IRVisitor::visit_(op); }
@@ -353,7 +354,7 @@ std::vector<float> loop_features(const ir::PrimFunc& f) {
         break;
       }
       case ExprKind::kAdd: case ExprKind::kSub: case ExprKind::kMul: case ExprKind::kDiv:
-      case ExprKind::kMod: case ExprKind::kFloorDiv: case ExprKind::kFloorMod: case ExprKind::kMin:
+      case ExprKind::kMod: case ExprKind::kFloorDiv: case ExprKind::kFloorMod: case ExprKind::kShr: case ExprKind::kMin:
       case ExprKind::kMax: case ExprKind::kSelect: case ExprKind::kCall:
         ++value_ops;
         break;

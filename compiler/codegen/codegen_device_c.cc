@@ -410,6 +410,8 @@ class KernelPrinter {
         auto* op = e.as<ir::FloorModNode>();
         return floor_div_mod(false, e.dtype().element_of(), op->a, op->b, lane);
       }
+      case ExprKind::kShr:
+        return binary<ir::ShrNode>(e, ">>", kPrecShift, lane);
       case ExprKind::kMin: {
         auto* op = e.as<ir::MinNode>();
         return min_max(true, e.dtype().element_of(), op->a, op->b, lane);

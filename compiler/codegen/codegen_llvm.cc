@@ -200,6 +200,7 @@ llvm::Value* CodeGenLLVM::emit(const Expr& e) {
       KILN_BINARY(Mod)
       KILN_BINARY(FloorDiv)
       KILN_BINARY(FloorMod)
+      KILN_BINARY(Shr)
       KILN_BINARY(Min)
       KILN_BINARY(Max)
 #undef KILN_BINARY
@@ -323,6 +324,8 @@ llvm::Value* CodeGenLLVM::emit_binary(ExprKind kind, DataType t, llvm::Value* a,
     case ExprKind::kMod:
       if (is_float) return builder_.CreateFRem(a, b);
       return is_signed ? builder_.CreateSRem(a, b) : builder_.CreateURem(a, b);
+    case ExprKind::kShr:
+      return is_signed ? builder_.CreateAShr(a, b) : builder_.CreateLShr(a, b);
     case ExprKind::kFloorDiv:
     case ExprKind::kFloorMod: {
       const bool div = kind == ExprKind::kFloorDiv;

@@ -33,6 +33,7 @@ bool expr_deep_equal(const Expr& a, const Expr& b) {
     case ExprKind::kMod:
     case ExprKind::kFloorDiv:
     case ExprKind::kFloorMod:
+    case ExprKind::kShr:
     case ExprKind::kMin:
     case ExprKind::kMax:
     case ExprKind::kEQ:

@@ -24,7 +24,7 @@ using ObjectRef = std::shared_ptr<const Object>;
 
 #define KILN_EXPR_NODES(X)                                                                   \
   X(IntImm) X(FloatImm) X(StringImm) X(Var) X(Cast) X(Add) X(Sub) X(Mul) X(Div) X(Mod)        \
-  X(FloorDiv) X(FloorMod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)      \
+  X(FloorDiv) X(FloorMod) X(Shr) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)      \
   X(Not) X(Select) X(Load) X(Ramp) X(Broadcast) X(Let) X(Call) X(ProducerLoad) X(Reduce)
 
 enum class ExprKind : uint8_t {
@@ -125,6 +125,8 @@ struct CastNode final : ExprNode {
 /// comparisons and logic nodes produce bool (with the operands' lanes).
 ///  Div, Mod: C semantics (truncation) for integers, IEEE for floats.
 ///  FloorDiv, FloorMod: rounding toward minus infinity (index arithmetic of splits).
+///  Shr: integers only, a >> b: arithmetic for signed types (floor division by 2^b), logical for
+///  unsigned; b in [0, bits) (the VDLA's ALU SHR, int8 requantization).
 template <ExprKind K>
 struct BinaryNode final : ExprNode {
   static constexpr ExprKind kKind = K;
@@ -138,6 +140,7 @@ using DivNode = BinaryNode<ExprKind::kDiv>;
 using ModNode = BinaryNode<ExprKind::kMod>;
 using FloorDivNode = BinaryNode<ExprKind::kFloorDiv>;
 using FloorModNode = BinaryNode<ExprKind::kFloorMod>;
+using ShrNode = BinaryNode<ExprKind::kShr>;
 using MinNode = BinaryNode<ExprKind::kMin>;
 using MaxNode = BinaryNode<ExprKind::kMax>;
 using EQNode = BinaryNode<ExprKind::kEQ>;

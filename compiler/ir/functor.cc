@@ -39,7 +39,7 @@ void IRVisitor::visit_(const CastNode* op) { visit(op->value); }
     visit(op->b);                             \
   }
 KILN_VISIT_BIN(Add) KILN_VISIT_BIN(Sub) KILN_VISIT_BIN(Mul) KILN_VISIT_BIN(Div) KILN_VISIT_BIN(Mod)
-KILN_VISIT_BIN(FloorDiv) KILN_VISIT_BIN(FloorMod) KILN_VISIT_BIN(Min) KILN_VISIT_BIN(Max)
+KILN_VISIT_BIN(FloorDiv) KILN_VISIT_BIN(FloorMod) KILN_VISIT_BIN(Shr) KILN_VISIT_BIN(Min) KILN_VISIT_BIN(Max)
 KILN_VISIT_BIN(EQ) KILN_VISIT_BIN(NE) KILN_VISIT_BIN(LT) KILN_VISIT_BIN(LE) KILN_VISIT_BIN(GT)
 KILN_VISIT_BIN(GE) KILN_VISIT_BIN(And) KILN_VISIT_BIN(Or)
 #undef KILN_VISIT_BIN
@@ -179,6 +179,7 @@ KILN_MUTATE_BIN(Div, a / b)
 KILN_MUTATE_BIN(Mod, a % b)
 KILN_MUTATE_BIN(FloorDiv, floordiv(a, b))
 KILN_MUTATE_BIN(FloorMod, floormod(a, b))
+KILN_MUTATE_BIN(Shr, shift_right(a, b))
 KILN_MUTATE_BIN(Min, min(a, b))
 KILN_MUTATE_BIN(Max, max(a, b))
 KILN_MUTATE_BIN(EQ, a == b)

@@ -126,6 +126,12 @@ class ConstEval {
         return {a.min && b.min ? Opt(std::max(*a.min, *b.min)) : (a.min ? a.min : b.min),
                 a.max && b.max ? Opt(std::max(*a.max, *b.max)) : std::nullopt};
       }
+      case ExprKind::kShr: {
+        auto op = e.as<ShrNode>();
+        ConstBounds a = eval(op->a), b = eval(op->b);
+        if (!b.min || !b.max || *b.min != *b.max || *b.min < 0 || *b.min > 62) return {};
+        return {a.min ? Opt(*a.min >> *b.min) : std::nullopt, a.max ? Opt(*a.max >> *b.min) : std::nullopt};
+      }
       case ExprKind::kSelect: {
         auto op = e.as<SelectNode>();
         ConstBounds c = eval(op->condition);
@@ -307,6 +313,12 @@ class SymEval {
         return mod(e, /*floor=*/false);
       case ExprKind::kFloorMod:
         return mod(e, /*floor=*/true);
+      case ExprKind::kShr: {
+        auto op = e.as<ShrNode>();
+        Interval a = eval(op->a), b = eval(op->b);
+        if (is_point(a) && is_point(b)) return point(same(e, op->a, a, op->b, b) ? e : shift_right(a.min, b.min));
+        return unknown(e);
+      }
       case ExprKind::kMin:
       case ExprKind::kMax:
         return minmax(e);

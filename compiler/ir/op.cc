@@ -157,6 +157,8 @@ std::pair<const Expr&, const Expr&> binary_operands(const Expr& e) {
       return operands_of<FloorDivNode>(e);
     case ExprKind::kFloorMod:
       return operands_of<FloorModNode>(e);
+    case ExprKind::kShr:
+      return operands_of<ShrNode>(e);
     case ExprKind::kMin:
       return operands_of<MinNode>(e);
     case ExprKind::kMax:
@@ -320,6 +322,18 @@ Expr floormod(Expr a, Expr b) {
   if (auto f = fold_int(a, b, floormod_int); f.defined()) return f;
   if (is_one(b)) return make_zero(a.dtype());
   return make<FloorModNode>(a.dtype(), a, b);
+}
+
+Expr shift_right(Expr a, Expr b) {
+  unify("shift_right", a, b);
+  KILN_USER_CHECK(!a.dtype().is_float()) << "shift_right of " << a.dtype().str() << ": integers only";
+  if (auto y = as_const_int(b)) {
+    KILN_USER_CHECK(*y >= 0 && *y < a.dtype().bits())
+        << "shift_right by " << *y << ": out of range for " << a.dtype().str();
+    if (*y == 0) return a;
+  }
+  if (auto f = fold_int(a, b, [](int64_t x, int64_t y) { return x >> y; }); f.defined()) return f;
+  return make<ShrNode>(a.dtype(), a, b);
 }
 
 Expr min(Expr a, Expr b) {

@@ -47,6 +47,8 @@ Expr operator%(Expr a, Expr b);
 /// Division and remainder rounding toward minus infinity.
 Expr floordiv(Expr a, Expr b);
 Expr floormod(Expr a, Expr b);
+/// a >> b for integers (arithmetic for signed types); a constant b must be in [0, bits).
+Expr shift_right(Expr a, Expr b);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr operator==(Expr a, Expr b);

@@ -63,6 +63,7 @@ class Printer {
       case ExprKind::kMod: return func<ModNode>(e, "truncmod");
       case ExprKind::kFloorDiv: return binary<FloorDivNode>(e, " // ", kPrecMul, outer);
       case ExprKind::kFloorMod: return binary<FloorModNode>(e, " % ", kPrecMul, outer);
+      case ExprKind::kShr: return func<ShrNode>(e, "shift_right");
       case ExprKind::kMin: return func<MinNode>(e, "min");
       case ExprKind::kMax: return func<MaxNode>(e, "max");
       case ExprKind::kEQ: return binary<EQNode>(e, " == ", kPrecCmp, outer);

@@ -163,6 +163,8 @@ Expr apply(ExprKind kind, const Expr& a, const Expr& b) {
       return floordiv(a, b);
     case ExprKind::kFloorMod:
       return floormod(a, b);
+    case ExprKind::kShr:
+      return shift_right(a, b);
     case ExprKind::kMin:
       return min(a, b);
     case ExprKind::kMax:

@@ -87,7 +87,7 @@ class Verifier : public IRVisitor {
     IRVisitor::visit_(op);                                                                  \
   }
   KILN_CHECK_BIN(Add) KILN_CHECK_BIN(Sub) KILN_CHECK_BIN(Mul) KILN_CHECK_BIN(Div) KILN_CHECK_BIN(Mod)
-  KILN_CHECK_BIN(FloorDiv) KILN_CHECK_BIN(FloorMod) KILN_CHECK_BIN(Min) KILN_CHECK_BIN(Max)
+  KILN_CHECK_BIN(FloorDiv) KILN_CHECK_BIN(FloorMod) KILN_CHECK_BIN(Shr) KILN_CHECK_BIN(Min) KILN_CHECK_BIN(Max)
   KILN_CHECK_BIN(EQ) KILN_CHECK_BIN(NE) KILN_CHECK_BIN(LT) KILN_CHECK_BIN(LE) KILN_CHECK_BIN(GT)
   KILN_CHECK_BIN(GE)
 #undef KILN_CHECK_BIN

@@ -60,7 +60,7 @@ VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, int shift) {
     op.shr = te::compute(
         {ocb, s.oh(), s.ow(), 1, 16},
         [&](const std::vector<Var>& v) {
-          return ir::floordiv(acc({v[0], v[1], v[2], v[3], v[4]}), ir::make_const(ir::kInt32, int64_t{1} << shift));
+          return ir::shift_right(acc({v[0], v[1], v[2], v[3], v[4]}), ir::make_const(ir::kInt32, int64_t{shift}));
         },
         "shr");
     acc = op.shr;

@@ -44,7 +44,7 @@ VdlaDense vdla_dense(int m, int k, int shift) {
     const te::Tensor in = cur;
     op.shr = te::compute(
         {mb, 1, 16},
-        [&](Var o, Var b, Var j) { return ir::floordiv(in(o, b, j), ir::make_const(ir::kInt32, int64_t{1} << shift)); },
+        [&](Var o, Var b, Var j) { return ir::shift_right(in(o, b, j), ir::make_const(ir::kInt32, int64_t{shift})); },
         "shr");
     cur = op.shr;
   }

@@ -7,9 +7,8 @@
 //  - `pragma(axis, "dma_copy")` on a copy stage: the loop nest from `axis` inward is one DMA
 //    (LOAD into an SRAM scope, with zero padding where the copied value is a select(cond, x, 0);
 //    STORE from local.acc_buffer to DRAM, truncated to int8).
-//  - `pragma(axis, "alu")` on an elementwise stage in local.acc_buffer: min, max, add, mul by an
-//    immediate or another accumulator, and floordiv by a power of two (an arithmetic shift
-//    right), in place.
+//  - `pragma(axis, "alu")` on an elementwise stage in local.acc_buffer: min, max, add, mul and
+//    shift_right (arithmetic) by an immediate or another accumulator, in place.
 //  - gemm_intrin: out[b, o] (int32, batch x block_out) = sum_k int32(inp[b, k]) * int32(wgt[o, k])
 //    over int8 inp (batch x block_in) and wgt (block_out x block_in), each in its scope. Its
 //    lowering is a GEMM micro-op, `vdla.gemm(acc, inp, wgt)` or `vdla.gemm_reset(acc)`, whose

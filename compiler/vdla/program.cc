@@ -57,6 +57,7 @@ int64_t eval(const Expr& e, const Env& env) {
     case K::kMod: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a % b; });
     case K::kFloorDiv: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : floordiv_i(a, b); });
     case K::kFloorMod: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a - floordiv_i(a, b) * b; });
+    case K::kShr: return bin([](int64_t a, int64_t b) { return a >> std::clamp<int64_t>(b, 0, 63); });
     case K::kMin: return bin([](int64_t a, int64_t b) { return std::min(a, b); });
     case K::kMax: return bin([](int64_t a, int64_t b) { return std::max(a, b); });
     case K::kEQ: return bin([](int64_t a, int64_t b) { return int64_t{a == b}; });
@@ -105,27 +106,6 @@ struct Event {
   DriverCall call;
   std::vector<Access> reads, writes;
 };
-
-std::string kernel_signature(const KernelCall& k) {
-  uint64_t h = kFnv1a64Basis;
-  auto mix = [&](uint64_t v) { h = fnv1a64(&v, sizeof v, h); };
-  mix(k.gemm);
-  mix(k.reset);
-  mix(static_cast<uint64_t>(k.op));
-  mix(k.use_imm);
-  mix(static_cast<uint64_t>(static_cast<uint32_t>(k.imm)));
-  for (const auto& l : k.loops) {
-    mix(l.extent);
-    mix(l.dst_factor);
-    mix(l.src_factor);
-    mix(l.wgt_factor);
-  }
-  for (const auto& u : k.uops) mix((uint64_t{u.dst} << 42) | (uint64_t{u.src} << 21) | u.wgt);
-  std::ostringstream os;
-  os << (k.gemm ? (k.reset ? "gemm.reset" : "gemm") : vdla::alu_op_name(k.op)) << " n" << k.uops.size()
-     << " l" << k.loops.size() << " #" << std::hex << h;
-  return os.str();
-}
 
 /// One loop of a nest, evaluated.
 struct Loop {
@@ -724,10 +704,10 @@ class Builder {
       case K::kMax: op = vdla::AluOp::kMax; break;
       case K::kAdd: op = vdla::AluOp::kAdd; break;
       case K::kMul: op = vdla::AluOp::kMul; break;
-      case K::kFloorDiv: op = vdla::AluOp::kShr; break;
+      case K::kShr: op = vdla::AluOp::kShr; break;
       default:
         KILN_USER_ERROR() << "vdla '" << f_.name << "': the ALU cannot compute " << what
-                          << " (it has min, max, add, mul and floordiv by a power of two)";
+                          << " (it has min, max, add, mul and shift_right)";
         break;
     }
     std::tie(a, b) = ir::binary_operands(v);
@@ -743,17 +723,8 @@ class Builder {
                          << " must be a constant or an accumulator";
       imm = *c;
       use_imm = true;
-      if (op == vdla::AluOp::kShr) {
-        int s = 0;
-        while (s < 31 && (int64_t{1} << s) < imm) ++s;
-        KILN_USER_CHECK(imm > 0 && (int64_t{1} << s) == imm)
-            << "vdla '" << f_.name << "': the ALU divides only by a power of two, not " << imm;
-        imm = s;
-      }
       KILN_USER_CHECK(imm >= -32768 && imm <= 32767)
           << "vdla '" << f_.name << "': the ALU's immediate " << imm << " does not fit 16 bits";
-    } else {
-      KILN_USER_CHECK(op != vdla::AluOp::kShr) << "vdla '" << f_.name << "': shifts are by constants";
     }
     BufInfo& dst = buf(st->buffer_var);
     BufInfo& src = buf(la->buffer_var);
@@ -894,84 +865,6 @@ class Builder {
 };
 
 }  // namespace
-
-void VdlaProgram::emit(vdla::CommandQueue& q, const std::vector<uint64_t>& addrs) const {
-  KILN_USER_CHECK(addrs.size() == arg_names.size())
-      << "vdla program '" << name << "' takes " << arg_names.size() << " tensors, got " << addrs.size();
-  const vdla::Config& cfg = q.config();
-  for (const DriverCall& c : calls) {
-    if (auto d = std::get_if<DmaCall>(&c)) {
-      const int64_t row_bytes = d->store ? cfg.out_row_bytes()
-                                : d->mem == vdla::MemType::kWgt ? cfg.wgt_row_bytes()
-                                                                : cfg.inp_row_bytes();
-      KILN_USER_CHECK(addrs[static_cast<size_t>(d->arg)] % static_cast<uint64_t>(row_bytes) == 0)
-          << "vdla program '" << name << "': tensor '" << arg_names[static_cast<size_t>(d->arg)]
-          << "' at byte address " << addrs[static_cast<size_t>(d->arg)] << " is not aligned to its rows of "
-          << row_bytes << " bytes";
-      const uint64_t addr = addrs[static_cast<size_t>(d->arg)] + d->dram_row * static_cast<uint64_t>(row_bytes);
-      if (d->store) {
-        q.store_buffer_2d(d->sram, addr, d->x_size, d->y_size, d->x_stride);
-      } else {
-        q.load_buffer_2d(d->mem, d->sram, addr, d->x_size, d->y_size, d->x_stride, d->x_pad0, d->y_pad0,
-                         d->x_pad1, d->y_pad1);
-      }
-    } else if (auto k = std::get_if<KernelCall>(&c)) {
-      auto record = [k](vdla::UopKernel& u) {
-        for (const auto& l : k->loops) u.loop_begin(l.extent, l.dst_factor, l.src_factor, l.wgt_factor);
-        for (const auto& x : k->uops) u.push(x.dst, x.src, x.wgt);
-        for (size_t i = 0; i < k->loops.size(); ++i) u.loop_end();
-      };
-      if (k->gemm) {
-        q.push_gemm(k->signature, k->reset, record);
-      } else {
-        q.push_alu(k->signature, k->op, k->use_imm, k->imm, record);
-      }
-    } else {
-      const auto& t = std::get<TokenCall>(c);
-      if (t.push) {
-        q.dep_push(t.from, t.to);
-      } else {
-        q.dep_pop(t.from, t.to);
-      }
-    }
-  }
-}
-
-std::string VdlaProgram::summary() const {
-  int64_t loads = 0, stores = 0, gemm = 0, alu = 0, tokens = 0;
-  for (const DriverCall& c : calls) {
-    if (auto d = std::get_if<DmaCall>(&c)) {
-      (d->store ? stores : loads)++;
-    } else if (auto k = std::get_if<KernelCall>(&c)) {
-      (k->gemm ? gemm : alu)++;
-    } else {
-      ++tokens;
-    }
-  }
-  std::ostringstream os;
-  os << "loads=" << loads << " stores=" << stores << " gemm=" << gemm << " alu=" << alu << " tokens=" << tokens;
-  return os.str();
-}
-
-std::string VdlaProgram::to_string() const {
-  std::ostringstream os;
-  const char* stage[] = {"?", "load", "compute", "store"};
-  for (const DriverCall& c : calls) {
-    if (auto d = std::get_if<DmaCall>(&c)) {
-      os << (d->store ? "STORE" : "LOAD ") << " " << (d->store ? "ACC" : vdla::mem_type_name(d->mem)) << "["
-         << d->sram << "] " << arg_names[static_cast<size_t>(d->arg)] << " row " << d->dram_row << " " << d->y_size
-         << "x" << d->x_size << " stride " << d->x_stride << " pad " << d->y_pad0 << "," << d->x_pad0 << ","
-         << d->y_pad1 << "," << d->x_pad1 << "\n";
-    } else if (auto k = std::get_if<KernelCall>(&c)) {
-      os << (k->gemm ? "GEMM " : "ALU  ") << k->signature << " dst0 " << (k->uops.empty() ? 0 : k->uops[0].dst)
-         << " src0 " << (k->uops.empty() ? 0 : k->uops[0].src) << "\n";
-    } else {
-      const auto& t = std::get<TokenCall>(c);
-      os << (t.push ? "push " : "pop  ") << stage[t.from] << "->" << stage[t.to] << "\n";
-    }
-  }
-  return os.str();
-}
 
 VdlaProgram build_program(const ir::PrimFunc& f, const vdla::Config& cfg) { return Builder(f, cfg).build(); }
 

@@ -37,55 +37,15 @@
 
 #include "compiler/ir/function.h"
 #include "compiler/te/schedule.h"
-#include "deploy/vdla/driver/command_queue.h"
+#include "deploy/vdla/driver/program.h"
 
 namespace kiln::vdla_compiler {
 
-/// A LOAD (into INP, WGT or ACC) or a STORE, its DRAM side as a row of argument `arg`.
-struct DmaCall {
-  bool store = false;
-  vdla::MemType mem = vdla::MemType::kInp;
-  uint32_t sram = 0;
-  int arg = 0;
-  uint64_t dram_row = 0;  ///< in rows of the DRAM tensor's element (16 int8 for INP and OUT, 256 for WGT)
-  uint32_t x_size = 0, y_size = 0, x_stride = 0;
-  uint32_t x_pad0 = 0, y_pad0 = 0, x_pad1 = 0, y_pad1 = 0;
-};
-
-/// A GEMM or ALU micro-kernel and its instruction.
-struct KernelCall {
-  bool gemm = true;
-  bool reset = false;
-  vdla::AluOp op = vdla::AluOp::kAdd;
-  bool use_imm = false;
-  int32_t imm = 0;
-  std::vector<vdla::UopLoop> loops;
-  std::vector<vdla::Uop> uops;
-  std::string signature;  ///< derived from the contents: equal kernels share the driver's cache
-};
-
-struct TokenCall {
-  bool push = true;
-  int from = 0, to = 0;
-};
-
-using DriverCall = std::variant<DmaCall, KernelCall, TokenCall>;
-
-struct VdlaProgram {
-  std::string name;
-  std::vector<std::string> arg_names;
-  std::vector<int64_t> arg_bytes;
-  std::vector<DriverCall> calls;
-
-  /// Issues the calls to `q`, argument i at byte address `addrs[i]`, which must be aligned to the
-  /// tensor's DMA rows (kiln::Error naming it otherwise). The stream is balanced:
-  /// q.synchronize() runs it.
-  void emit(vdla::CommandQueue& q, const std::vector<uint64_t>& addrs) const;
-  /// "loads=.. stores=.. gemm=.. alu=.. tokens=.." for logs.
-  std::string summary() const;
-  /// One line per call, for reading a program.
-  std::string to_string() const;
-};
+using vdla::DmaCall;
+using vdla::DriverCall;
+using vdla::KernelCall;
+using vdla::TokenCall;
+using vdla::VdlaProgram;
 
 /// The program of a function lowered by compiler::lower_vdla, for a VDLA of configuration `cfg`.
 VdlaProgram build_program(const ir::PrimFunc& f, const vdla::Config& cfg);

@@ -1,6 +1,6 @@
 // The int8 conv2d compiled for the VDLA (compiler/topi/vdla_conv2d.h scheduled, lowered by
 // compiler::lower_vdla with tensorize, DMA and ALU pragmas and cthread virtual threads, turned into
-// driver calls by compiler/vdla/program.h) runs on the simulator bit-exactly against the naive int8
+// driver calls by compiler/vdla/program.h, through their JSON) runs on the simulator bit-exactly against the naive int8
 // reference, serial and with two virtual threads, on small shapes with explicit configs (padding on
 // every side, strides, several input channel blocks per step, both virtual-thread axes, resident
 // weights, 1x1 and 5x5 kernels, a non-square input) and on every ResNet-18 layer of the paper's list
@@ -40,7 +40,12 @@ Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const s
   const vdla::Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d(s, shift);
   const te::Schedule sch = topi::schedule_vdla_conv2d(op, c, cfg);
-  const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+  const vdla::VdlaProgram built = vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+  // Every run goes through the program's JSON, as a bundle carries it.
+  const std::string text = built.to_json().dump();
+  const vdla::VdlaProgram prog = vdla::VdlaProgram::from_json(runtime::Json::parse(text), "conv2d.json");
+  EXPECT_EQ(prog.to_json().dump(), text);
+  EXPECT_EQ(prog.to_string(), built.to_string());
   // KILN_VDLA_DUMP=1 prints each program's driver calls (VdlaProgram::to_string), for reading a stream.
   if (std::getenv("KILN_VDLA_DUMP")) std::fputs(prog.to_string().c_str(), stderr);
   vdla::Device dev(cfg);

@@ -292,6 +292,33 @@ TEST(VdlaErrors, Conv2dConfigThatDoesNotFit) {
                {"vdla program 'conv2d'", "tensor 'kernel' at byte address 64 is not aligned to its rows of 256"});
 }
 
+// A program comes from a bundle or over the wire: from_json names the call and field of every
+// malformed value.
+TEST(VdlaErrors, MalformedProgramJsonNamesTheCallAndField) {
+  const Config cfg;
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 4);
+  const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
+      topi::schedule_vdla_conv2d(op, topi::VdlaConv2dConfig{}, cfg), {op.data, op.kernel, op.out}, "conv2d", cfg);
+  const std::string good = prog.to_json().dump();
+  auto parse = [](const std::string& t) { return VdlaProgram::from_json(runtime::Json::parse(t), "p.json"); };
+  EXPECT_EQ(parse(good).calls.size(), prog.calls.size());
+  auto broken = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  expect_error([&] { parse(broken("\"kind\":\"load\"", "\"kind\":\"jump\"")); },
+               {"p.json: call", "field 'kind' is 'jump'"});
+  expect_error([&] { parse(broken("\"arg\":0", "\"arg\":7")); }, {"p.json: call", "field 'arg' is 7, outside [0, 2]"});
+  expect_error([&] { parse(broken("\"pad\":[", "\"pad\":[99,")); }, {"field 'pad' has 5 values, not 4"});
+  expect_error([&] { parse(broken("\"from\":", "\"from\":9,\"x\":")); }, {"field 'from' is 9, outside [1, 3]"});
+  expect_error([&] { parse(broken("\"uops\":[[", "\"uops\":[[4096,0,0],[")); },
+               {"micro-op [4096, 0, 0] does not fit its fields"});
+  expect_error([&] { parse(broken("\"arg_bytes\":[", "\"arg_bytes\":[-1,")); }, {"an argument of -1 bytes"});
+  expect_error([&] { parse("{\"name\":\"x\"}"); }, {"p.json", "arg_names"});
+}
+
 // Random instruction streams (random bits under valid and invalid opcodes, random flags and fields,
 // with FINISH or without) either run or raise kiln::Error: never another exception, a crash or a
 // hang. Iteration counts are kept small where the stream is executed, so that every run is short.

@@ -516,6 +516,59 @@ TEST(CodegenLLVM, FloorAndTruncatingDivisionOnNegatives) {
   }
 }
 
+// shift_right: arithmetic (floor division by 2^b) for signed integers, logical for unsigned, by
+// a constant, a scalar and a per-lane amount (int8 requantization's per-channel shift).
+TEST(CodegenLLVM, ShiftRightArithmeticAndLogical) {
+  Buffer a = ir::make_buffer("A", ir::kInt32, {32});
+  Buffer s = ir::make_buffer("S", ir::kInt32, {32});
+  Buffer out = ir::make_buffer("Out", ir::kInt32, {4, 32});
+  Buffer u = ir::make_buffer("U", ir::DataType::UInt(8), {32});
+  Buffer uout = ir::make_buffer("UOut", ir::DataType::UInt(8), {32});
+  Var i("i"), d("d"), v("v");
+  Expr x = ir::load(ir::kInt32, a.data, i);
+  Expr sh = ir::load(ir::kInt32, s.data, i);
+  const DataType i32x8 = ir::kInt32.with_lanes(8);
+  Expr vx = ir::load(i32x8, a.data, ir::ramp(v * 8, 1, 8));
+  Expr vs = ir::load(i32x8, s.data, ir::ramp(v * 8, 1, 8));
+  Stmt body = ir::seq({
+      ir::for_loop(i, 0, 32, ForKind::kSerial,
+                   ir::seq({ir::store(out.data, ir::shift_right(x, 3), i),
+                            ir::store(out.data, ir::shift_right(x, d), 32 + i),
+                            ir::store(out.data, ir::shift_right(x, sh), 64 + i),
+                            ir::store(uout.data, ir::shift_right(ir::load(ir::DataType::UInt(8), u.data, i),
+                                                                  ir::make_const(ir::DataType::UInt(8), int64_t{2})),
+                                      i)})),
+      ir::for_loop(v, 0, 4, ForKind::kSerial,
+                   ir::store(out.data, ir::shift_right(vx, vs), ir::ramp(96 + v * 8, 1, 8))),
+  });
+  std::vector<int32_t> va(32), vsh(32);
+  std::vector<uint8_t> vu(32);
+  for (int k = 0; k < 32; ++k) {
+    va[k] = (k - 16) * 37 - (k % 3 == 0 ? 1 << 20 : 0);
+    vsh[k] = k % 31;
+    vu[k] = static_cast<uint8_t>(250 - k * 7);
+  }
+  NDArray A = NDArray::from_vector(va, {32});
+  NDArray S = NDArray::from_vector(vsh, {32});
+  NDArray U = NDArray::from_vector(vu, {32});
+  NDArray Out = NDArray::empty({4, 32}, runtime::kInt32);
+  NDArray UOut = NDArray::empty({32}, runtime::kUInt8);
+  jit(func("shr", {tensor(a), tensor(s), scalar(d), tensor(out), tensor(u), tensor(uout)}, body))(A, S, 5, Out, U,
+                                                                                                 UOut);
+  std::vector<int32_t> o = Out.to_vector<int32_t>();
+  std::vector<uint8_t> uo = UOut.to_vector<uint8_t>();
+  for (int k = 0; k < 32; ++k) {
+    EXPECT_EQ(o[k], ref_floordiv(va[k], 8)) << va[k];
+    EXPECT_EQ(o[32 + k], ref_floordiv(va[k], 32)) << va[k];
+    EXPECT_EQ(o[64 + k], ref_floordiv(va[k], int64_t{1} << vsh[k])) << va[k] << " >> " << vsh[k];
+    EXPECT_EQ(o[96 + k], o[64 + k]) << "vector lane " << k;
+    EXPECT_EQ(uo[k], vu[k] >> 2) << int{vu[k]};
+  }
+  EXPECT_EQ(ir::as_const_int(ir::shift_right(Expr(-9), Expr(1))).value_or(0), -5);
+  EXPECT_THROW(ir::shift_right(x, 32), kiln::Error);
+  EXPECT_THROW(ir::shift_right(ir::make_const(ir::kFloat32, 1.0), ir::make_const(ir::kFloat32, 1.0)), kiln::Error);
+}
+
 // ---- math ----
 
 TEST(CodegenLLVM, MathIntrinsicsScalarAndVector) {
