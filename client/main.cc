@@ -44,7 +44,7 @@ constexpr const char* kDefaultTarget = "llvm -mcpu=native";
 
 const kiln::cli::Flag kCalibrateFlag{
     "--calibrate", "X.npy",
-    "a calibration input (required; once per file, one per model input in order)"};
+    "a calibration input (required; once per file, one per model input)"};
 
 /// The quantizer's options from a command line: the model, --calibrate, --input-shape.
 kiln::graph::QuantizeOptions quantize_options(const kiln::cli::Args& args,
