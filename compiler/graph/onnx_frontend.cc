@@ -63,7 +63,7 @@ const std::vector<std::string> kSupported = {
     "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Concat",
     "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "Cosh", "CumSum",
     "DequantizeLinear", "Div", "Dropout", "Einsum", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten",
-    "Floor", "Gather", "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater",
+    "Floor", "GRU", "Gather", "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater",
     "GreaterOrEqual", "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization",
     "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul",
     "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow",
@@ -163,7 +163,7 @@ class Importer {
   // --- per-operator normalization; each returns the node's attributes and may rewrite inputs --
   Attrs conv(Ctx& c, bool transpose);
   Attrs pool(Ctx& c, bool is_max);
-  Attrs lstm(Ctx& c);
+  Attrs recurrent(Ctx& c);  // LSTM and GRU
   Attrs normalize(Ctx& c);
   /// Sets pads for auto_pad = SAME_UPPER/SAME_LOWER/VALID given output sizes.
   std::vector<int64_t> resolve_pads(const Ctx& c, const std::vector<int64_t>& in_sizes,
@@ -375,19 +375,26 @@ Attrs Importer::pool(Ctx& c, bool is_max) {
   return a;
 }
 
-Attrs Importer::lstm(Ctx& c) {
-  const Value& w = in_value(c, 1);  // [num_directions, 4*hidden, input_size]
+Attrs Importer::recurrent(Ctx& c) {
+  const bool gru = c.proto->op_type() == "GRU";
+  const int64_t gates = gru ? 3 : 4, acts = gru ? 2 : 3;
+  const Value& w = in_value(c, 1);  // [num_directions, gates*hidden, input_size]
   Attrs a;
   a["direction"] = attr_s(c, "direction", "forward");
-  a["hidden_size"] = attr_i(c, "hidden_size", w.shape[1] / 4);
-  a["input_forget"] = attr_i(c, "input_forget", 0);
+  a["hidden_size"] = attr_i(c, "hidden_size", w.shape[1] / gates);
+  if (gru) {
+    a["linear_before_reset"] = attr_i(c, "linear_before_reset", 0);
+  } else {
+    a["input_forget"] = attr_i(c, "input_forget", 0);
+  }
   a["layout"] = attr_i(c, "layout", 0);
   if (const AttributeProto* clip = find_attr(*c.proto, "clip")) a["clip"] = clip->f();
   if (const AttributeProto* act = find_attr(*c.proto, "activations")) {
     for (int i = 0; i < act->strings_size(); ++i) {
-      const char* expect = i % 3 == 0 ? "Sigmoid" : "Tanh";
+      const char* expect = i % acts == 0 ? "Sigmoid" : "Tanh";
       if (act->strings(i) != expect) {
-        fail(c, "only the default activations (Sigmoid, Tanh, Tanh) are supported");
+        fail(c, gru ? "only the default activations (Sigmoid, Tanh) are supported"
+                    : "only the default activations (Sigmoid, Tanh, Tanh) are supported");
       }
     }
   }
@@ -408,7 +415,7 @@ Attrs Importer::normalize(Ctx& c) {
     }
     return pool(c, op == "MaxPool");
   }
-  if (op == "LSTM") return lstm(c);
+  if (op == "LSTM" || op == "GRU") return recurrent(c);
   if (op == "Gemm") {
     a["alpha"] = attr_f(c, "alpha", 1.0f);
     a["beta"] = attr_f(c, "beta", 1.0f);

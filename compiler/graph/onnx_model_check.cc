@@ -305,14 +305,14 @@ std::vector<onnx::TypeProto> ShapeInference::infer(
       n->add_input(name);
     }
   }
-  if (op == "LSTM" && inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->shape.size() == 3 &&
+  if ((op == "LSTM" || op == "GRU") && inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->shape.size() == 3 &&
       std::none_of(node.attribute().begin(), node.attribute().end(),
                    [](const onnx::AttributeProto& a) { return a.name() == "hidden_size"; })) {
     // Inference needs hidden_size to give the outputs a static shape; the default is W's.
     onnx::AttributeProto* a = n->add_attribute();
     a->set_name("hidden_size");
     a->set_type(onnx::AttributeProto::INT);
-    a->set_i(inputs[1]->shape[1] / 4);
+    a->set_i(inputs[1]->shape[1] / (op == "GRU" ? 3 : 4));
   }
   for (int i = 0; i < node.output_size(); ++i) {
     onnx::ValueInfoProto* vi = g->add_output();

@@ -385,7 +385,7 @@ class NodeCheck {
     if (op_ == "BatchNormalization") return batch_norm();
     if (op_ == "Gemm") return gemm();
     if (op_ == "MatMul") return matmul();
-    if (op_ == "LSTM") return lstm();
+    if (op_ == "LSTM" || op_ == "GRU") return recurrent();
     if (op_ == "Concat") return concat();
     if (op_ == "Reshape") return reshape();
     if (op_ == "Flatten") {
@@ -693,9 +693,14 @@ class NodeCheck {
     }
   }
 
-  void lstm() {
+  /// LSTM and GRU: X [T, B, I] (or batch first), W [D, gates*H, I], R [D, gates*H, H], the bias,
+  /// initial states and LSTM's peepholes against them, the activations' count and names.
+  void recurrent() {
+    const bool gru = op_ == "GRU";
+    const int64_t gates = gru ? 3 : 4, acts = gru ? 2 : 3;
+    const std::string gs = str(gates);
     const std::vector<int64_t>& x = shape(0);
-    if (x.size() != 3) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; LSTM takes rank 3");
+    if (x.size() != 3) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; " + op_ + " takes rank 3");
     const int64_t layout = attr_i("layout", 0);
     if (layout != 0 && layout != 1)
       fail("attribute 'layout' is " + str(layout) + "; it must be 0 or 1");
@@ -707,19 +712,18 @@ class NodeCheck {
     const int64_t batch = layout == 0 ? x[1] : x[0];
     const std::vector<int64_t>& w = shape(1);
     if (w.size() != 3)
-      fail(input_shaped(1) + " has rank " + str(rank(1)) +
-           "; W is [num_directions, 4*hidden_size, input_size]");
+      fail(input_shaped(1) + " has rank " + str(rank(1)) + "; W is [num_directions, " + gs +
+           "*hidden_size, input_size]");
     int64_t hidden = 0;
     if (attr("hidden_size") != nullptr) {
       hidden = attr_i("hidden_size", 0);
       if (hidden < 1) fail("attribute 'hidden_size' must be positive, got " + str(hidden));
     } else {
-      if (w[1] < 4 || w[1] % 4 != 0) {
-        fail(input_shaped(1) + " has " + str(w[1]) +
-             " rows in dimension 1, which is not 4 * "
-             "hidden_size");
+      if (w[1] < gates || w[1] % gates != 0) {
+        fail(input_shaped(1) + " has " + str(w[1]) + " rows in dimension 1, which is not " + gs +
+             " * hidden_size");
       }
-      hidden = w[1] / 4;
+      hidden = w[1] / gates;
     }
     const std::string sizes = "num_directions " + str(dirs) + " (direction '" + dir +
                               "'), hidden_size " + str(hidden) + ", input_size " + str(x[2]) +
@@ -728,29 +732,32 @@ class NodeCheck {
       if (has(i) && shape(i) != want)
         fail(input_shaped(i) + " must be " + str(want) + " (" + sizes + ")");
     };
-    expect(1, {dirs, 4 * hidden, x[2]});
-    expect(2, {dirs, 4 * hidden, hidden});
-    expect(3, {dirs, 8 * hidden});
+    const std::vector<int64_t> state = layout == 0 ? std::vector<int64_t>{dirs, batch, hidden}
+                                                   : std::vector<int64_t>{batch, dirs, hidden};
+    expect(1, {dirs, gates * hidden, x[2]});
+    expect(2, {dirs, gates * hidden, hidden});
+    expect(3, {dirs, 2 * gates * hidden});
     expect(4, {batch});
-    expect(5, layout == 0 ? std::vector<int64_t>{dirs, batch, hidden}
-                          : std::vector<int64_t>{batch, dirs, hidden});
-    expect(6, layout == 0 ? std::vector<int64_t>{dirs, batch, hidden}
-                          : std::vector<int64_t>{batch, dirs, hidden});
-    expect(7, {dirs, 3 * hidden});
+    expect(5, state);
+    if (!gru) {
+      expect(6, state);
+      expect(7, {dirs, 3 * hidden});
+    }
     if (const AttributeProto* act = attr("activations")) {
       static const std::set<std::string> kKnown = {
           "Affine",  "Elu",      "HardSigmoid", "LeakyRelu", "Relu",           "ScaledTanh",
           "Sigmoid", "Softplus", "Softsign",    "Tanh",      "ThresholdedRelu"};
-      if (act->strings_size() != 3 * dirs) {
+      if (act->strings_size() != acts * dirs) {
         fail("attribute 'activations' has " + str(act->strings_size()) + " functions; direction '" +
-             dir + "' needs " + str(3 * dirs) + " (f, g, h per direction)");
+             dir + "' needs " + str(acts * dirs) + (gru ? " (f, g per direction)" : " (f, g, h per direction)"));
       }
       for (const std::string& f : act->strings()) {
         if (!kKnown.count(f))
-          fail("attribute 'activations' names '" + f + "', not an activation function of LSTM");
+          fail("attribute 'activations' names '" + f + "', not an activation function of " + op_);
       }
     }
   }
+
 
   void concat() {
     const int64_t r = rank(0);

@@ -398,20 +398,26 @@ Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   const Node& n = c.node;
   const std::string direction = n.s("direction");
   if (n.i("layout") != 0) c.fail("only layout=0 is supported");
-  if (n.i("input_forget") != 0) c.fail("input_forget=1 is not supported");
+  if (n.i("input_forget", 0) != 0) c.fail("input_forget=1 is not supported");
   if (n.has_attr("clip")) c.fail("clip is not supported");
   if (c.has(4)) c.fail("sequence_lens is not supported");
   Tensor none;
   auto opt = [&](size_t i) { return c.has(i) ? c.in[i] : none; };
-  topi::LstmOutputs o =
-      direction == "bidirectional"
-          ? topi::lstm_bidirectional(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6), opt(7), "lstm")
-          : topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6), opt(7), "lstm",
-                       n.i("packed_bn", 0), {0, direction == "reverse"});
+  const bool gru = n.op == "GRU";
+  auto one = [&](topi::LstmDirection dir, const std::string& name) {
+    if (gru) return topi::gru(c.input(0), c.input(1), c.input(2), opt(3), opt(5), n.i("linear_before_reset") != 0, name, dir);
+    return topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6), opt(7), name, n.i("packed_bn", 0),
+                      dir);
+  };
+  const std::string name = gru ? "gru" : "lstm";
+  topi::LstmOutputs o = direction == "bidirectional"
+                            ? topi::both_directions(one({0, false}, name + ".fw"), one({1, true}, name + ".bw"), name)
+                            : one({0, direction == "reverse"}, name);
   // With one step and no initial state R is never read: leave it out of the arguments.
   if (c.in_shape(0)[0] == 1 && !c.has(5)) (*used_inputs)[2] = false;
   Result r;
-  r.outs = {o.y, o.y_h, o.y_c};
+  r.outs = {o.y, o.y_h};
+  if (o.y_c.defined()) r.outs.push_back(o.y_c);
   r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_lstm_x86(s, o); };
   r.gpu = [=, tuning = c.tuning](te::Schedule& s, const target::Target& t) {
     topi::gpu::schedule_lstm_gpu(s, o, t, [&](te::Schedule& sch, const Tensor& product) {
@@ -493,7 +499,7 @@ const std::vector<std::string>& other_ops() {
       "Concat",        "Conv",
       "ConvTranspose", "Flatten",
       "Gemm",          "GlobalAveragePool",
-      "GlobalMaxPool", "Gather",        "LSTM",
+      "GlobalMaxPool", "Gather",        "LSTM",          "GRU",
       "LayoutTransform",
       "LeakyRelu",     "LogSoftmax",
       "MatMul",        "MaxPool",
@@ -797,7 +803,7 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
       op == "GlobalMaxPool") {
     return lower_pool(c);
   }
-  if (op == "LSTM") return lower_lstm(c, used_inputs);
+  if (op == "LSTM" || op == "GRU") return lower_lstm(c, used_inputs);
   if (op == "BatchNormalization") {
     return injective_result(topi::batch_norm_inference(c.input(0), c.input(1), c.input(2),
                                                        c.input(3), c.input(4), n.f("epsilon")));

@@ -57,7 +57,7 @@ OpPattern op_pattern(const Node& node) {
       {"QConv", P::kOutEWiseFusable},  // made by realize_qconv
       // Opaque (see the header for softmax; Split has several outputs). Constant, Shape, Size,
       // ConstantOfShape and Range never reach the graph; CastLike becomes Cast.
-      {"LSTM", P::kOpaque}, {"Split", P::kOpaque}, {"LayerNormalization", P::kOpaque},
+      {"LSTM", P::kOpaque}, {"GRU", P::kOpaque}, {"Split", P::kOpaque}, {"LayerNormalization", P::kOpaque},
       {"InstanceNormalization", P::kOpaque}, {"CumSum", P::kOpaque}, {"Hardmax", P::kOpaque},
       {"Einsum", P::kOpaque},
       {"LogSoftmax", P::kOpaque}, {"Softmax", P::kOpaque},

@@ -33,16 +33,16 @@ void schedule_projection(te::Schedule& s, const te::Tensor& t) {
   topi::schedule_dense_x86(s, t, dense_x86_default(dense_x86_space(t)));
 }
 
-/// w[d] ([G, K]) packed into [ceil(G / bn), K, bn], zero beyond G.
+/// Rows [row0, row0 + G) of w[d] ([G', K]) packed into [ceil(G / bn), K, bn], zero beyond G.
 te::Tensor pack_gates(const te::Tensor& w, int d, int64_t gates, int64_t k, int64_t bn,
-                      const std::string& name) {
+                      const std::string& name, int64_t row0 = 0) {
   const Expr kbn(static_cast<int>(bn));
   return te::compute(
       {Expr(static_cast<int>((gates + bn - 1) / bn)), Expr(static_cast<int>(k)), kbn},
       [&](Var po, Var kk, Var j) {
         Expr g = po * kbn + j;
         return ir::select(g < Expr(static_cast<int>(gates)),
-                          w(d, ir::min(g, Expr(static_cast<int>(gates - 1))), kk),
+                          w(d, ir::min(g, Expr(static_cast<int>(gates - 1))) + static_cast<int>(row0), kk),
                           ir::make_zero(w->dtype()));
       },
       name, {"p", "k", "j"});
@@ -190,16 +190,13 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
   return out;
 }
 
-LstmOutputs lstm_bidirectional(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
-                               const te::Tensor& b, const te::Tensor& initial_h, const te::Tensor& initial_c,
-                               const te::Tensor& p, const std::string& name) {
-  const LstmOutputs f = lstm(x, w, r, b, initial_h, initial_c, p, name + ".fw", 0, {0, false});
-  const LstmOutputs v = lstm(x, w, r, b, initial_h, initial_c, p, name + ".bw", 0, {1, true});
+LstmOutputs both_directions(const LstmOutputs& f, const LstmOutputs& v, const std::string& name) {
   LstmOutputs out;
   // Each direction's outputs are views the concatenations below read (inlined into them).
   out.views = f.views;
   out.views.insert(out.views.end(), v.views.begin(), v.views.end());
-  out.views.insert(out.views.end(), {f.y, f.y_h, f.y_c, v.y, v.y_h, v.y_c});
+  out.views.insert(out.views.end(), {f.y, f.y_h, v.y, v.y_h});
+  if (f.y_c.defined()) out.views.insert(out.views.end(), {f.y_c, v.y_c});
   out.stages = f.stages;
   out.stages.insert(out.stages.end(), v.stages.begin(), v.stages.end());
   std::vector<Expr> ys = f.y->shape(), hs = f.y_h->shape();
@@ -213,7 +210,119 @@ LstmOutputs lstm_bidirectional(const te::Tensor& x, const te::Tensor& w, const t
         hs, [&](Var dd, Var bi, Var j) { return ir::select(dd == 0, a(0, bi, j), c(0, bi, j)); }, name + n);
   };
   out.y_h = both(f.y_h, v.y_h, ".Y_h");
-  out.y_c = both(f.y_c, v.y_c, ".Y_c");
+  if (f.y_c.defined()) out.y_c = both(f.y_c, v.y_c, ".Y_c");
+  return out;
+}
+
+LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
+                const te::Tensor& initial_h, bool linear_before_reset, const std::string& name, LstmDirection dir) {
+  std::vector<int64_t> xs = const_shape(x, "gru"), ws = const_shape(w, "gru");
+  KILN_USER_CHECK(xs.size() == 3) << "gru: X '" << x->name() << "' has shape " << shape_str(x->shape())
+                                  << ", expected [seq_length, batch_size, input_size]";
+  KILN_USER_CHECK(ws.size() == 3 && ws[1] % 3 == 0 && (ws[0] == 1 || ws[0] == 2))
+      << "gru: W '" << w->name() << "' has shape " << shape_str(w->shape())
+      << ", expected [num_directions, 3 * hidden_size, input_size]";
+  const int64_t steps = xs[0], batch = xs[1], input = xs[2], hidden = ws[1] / 3, dirs = ws[0];
+  KILN_USER_CHECK(dir.index >= 0 && dir.index < dirs)
+      << "gru: direction " << dir.index << " of weights for " << dirs << " direction(s)";
+  const ir::DataType dt = x->dtype();
+  KILN_USER_CHECK(dt.is_float()) << "gru: X '" << x->name() << "' must be floating-point, got " << dt.str();
+  check_shape(w, {dirs, 3 * hidden, input}, "W");
+  check_shape(r, {dirs, 3 * hidden, hidden}, "R");
+  if (b.defined()) check_shape(b, {dirs, 6 * hidden}, "B");
+  if (initial_h.defined()) check_shape(initial_h, {dirs, batch, hidden}, "initial_h");
+  for (const te::Tensor* t : {&w, &r, &b, &initial_h}) {
+    KILN_USER_CHECK(!t->defined() || (*t)->dtype() == dt)
+        << "gru: '" << (*t)->name() << "' is " << (*t)->dtype().str() << " but X is " << dt.str();
+  }
+  const int d = dir.index, H = static_cast<int>(hidden);
+  const Expr kB(static_cast<int>(batch)), kH(H);
+  // Gates in ONNX order z, r, h. The input projection of all steps as one dense; the recurrent
+  // products per step: all three gates at once when the reset gate applies after the product
+  // (linear_before_reset), else z and r, then h over r * h_{t-1}.
+  auto packed = [&](const te::Tensor& m, int64_t gates, int64_t k, int64_t row0, const std::string& n) {
+    const int64_t bn = lstm_panel_width(gates);
+    return std::make_pair(pack_gates(m, d, gates, k, bn, name + n, row0), ((gates + bn - 1) / bn) * bn);
+  };
+  const auto [wt, gw] = packed(w, 3 * hidden, input, 0, ".W_packed");
+  const auto [rt_all, gr_all] = packed(r, linear_before_reset ? 3 * hidden : 2 * hidden, hidden, 0, ".R_packed");
+  const auto [rt_h, gr_h] = packed(r, hidden, hidden, 2 * hidden, ".Rh_packed");
+  te::Tensor x2 = te::compute(
+      {Expr(static_cast<int>(steps * batch)), Expr(static_cast<int>(input))},
+      [&](Var i, Var k) { return x(ir::floordiv(i, kB), ir::floormod(i, kB), k); }, name + ".X_2d");
+  te::Tensor xw = dense_packed(x2, wt, gw, name + ".xw");
+  LstmOutputs out;
+  out.views = {x2};
+  out.stages = {wt, xw};
+  bool r_packed = false;
+  std::vector<te::Tensor> hs;
+  for (int64_t t = 0; t < steps; ++t) {
+    const std::string sfx = "." + std::to_string(t);
+    const Expr tt(static_cast<int>(dir.reverse ? steps - 1 - t : t));
+    te::Tensor hp = hs.empty() ? te::Tensor() : hs.back();
+    if (!hp.defined() && initial_h.defined()) {
+      hp = te::compute({kB, kH}, [&](Var bi, Var j) { return initial_h(d, bi, j); }, name + ".h_init");
+      out.views.push_back(hp);
+    }
+    te::Tensor rec;
+    if (hp.defined()) {
+      rec = dense_packed(hp, rt_all, gr_all, name + ".rec" + sfx);
+      if (!r_packed) out.stages.push_back(rt_all);
+      out.stages.push_back(rec);
+    }
+    // x_t W_q + [h_{t-1} R_q] + Wb_q + Rb_q for gate q at (bi, j); `recurrent` adds the product.
+    auto pre = [&](int q, Expr bi, Expr j, bool recurrent) {
+      Expr g = j + q * H;
+      Expr v = xw(tt * kB + bi, g);
+      if (recurrent && rec.defined()) v = v + rec(bi, g);
+      if (b.defined()) v = v + b(d, g);
+      if (recurrent && b.defined()) v = v + b(d, g + 3 * H);
+      return v;
+    };
+    te::Tensor rg = te::compute(
+        {kB, kH}, [&](Var bi, Var j) { return ir::sigmoid(pre(1, bi, j, true)); }, name + ".r" + sfx, {"b", "j"});
+    // The reset gate multiplies h_{t-1} (none at a first step without initial_h) or, with
+    // linear_before_reset, the recurrent product with its bias.
+    if (linear_before_reset || hp.defined()) out.stages.push_back(rg);
+    te::Tensor rec_h;
+    if (!linear_before_reset && hp.defined()) {
+      te::Tensor rh = te::compute(
+          {kB, kH}, [&](Var bi, Var j) { return rg(bi, j) * hp(bi, j); }, name + ".rh" + sfx, {"b", "j"});
+      rec_h = dense_packed(rh, rt_h, gr_h, name + ".rec_h" + sfx);
+      if (!r_packed) out.stages.push_back(rt_h);
+      out.stages.insert(out.stages.end(), {rh, rec_h});
+    }
+    if (hp.defined()) r_packed = true;
+    te::Tensor h = te::compute(
+        {kB, kH},
+        [&](Var bi, Var j) {
+          Expr cand = pre(2, bi, j, false);
+          const Expr rbh = b.defined() ? b(d, j + 5 * H) : ir::make_zero(dt);
+          if (linear_before_reset) {
+            Expr lin = rec.defined() ? rec(bi, j + 2 * H) + rbh : rbh;
+            cand = cand + rg(bi, j) * lin;
+          } else {
+            cand = cand + (rec_h.defined() ? rec_h(bi, j) + rbh : rbh);
+          }
+          Expr z = ir::sigmoid(pre(0, bi, j, true));
+          Expr hv = (ir::make_one(dt) - z) * ir::tanh(cand);
+          return hp.defined() ? hv + z * hp(bi, j) : hv;
+        },
+        name + ".h" + sfx, {"b", "j"});
+    out.stages.push_back(h);
+    hs.push_back(h);
+  }
+  if (dir.reverse) std::reverse(hs.begin(), hs.end());
+  out.y = te::compute(
+      {Expr(static_cast<int>(steps)), 1, kB, kH},
+      [&](Var t, Var, Var bi, Var j) {
+        Expr v = hs.back()(bi, j);
+        for (int64_t k = steps - 1; k-- > 0;) v = ir::select(t == static_cast<int>(k), hs[k](bi, j), v);
+        return v;
+      },
+      name + ".Y");
+  const te::Tensor last = dir.reverse ? hs.front() : hs.back();
+  out.y_h = te::compute({1, kB, kH}, [&](Var, Var bi, Var j) { return last(bi, j); }, name + ".Y_h");
   return out;
 }
 
@@ -221,7 +330,8 @@ void schedule_lstm_stages(te::Schedule& s, const LstmOutputs& out, const StageSc
                           const StageSchedule& elementwise) {
   for (const te::Tensor& v : out.views) s[v].compute_inline();
   std::vector<te::Tensor> stages(out.stages);
-  stages.insert(stages.end(), {out.y, out.y_h, out.y_c});
+  stages.insert(stages.end(), {out.y, out.y_h});
+  if (out.y_c.defined()) stages.push_back(out.y_c);
   for (const te::Tensor& t : stages) {
     if (s[t]->attach_type != te::AttachType::kRoot) continue;
     (t->reduce_axis.empty() ? elementwise : product)(s, t);
@@ -241,7 +351,8 @@ int64_t lstm_panel_width(int64_t gates) {
 }
 
 te::Schedule schedule_lstm_x86(const LstmOutputs& out) {
-  te::Schedule s = te::create_schedule({out.y, out.y_h, out.y_c});
+  te::Schedule s = te::create_schedule(out.y_c.defined() ? std::vector<te::Tensor>{out.y, out.y_h, out.y_c}
+                                                         : std::vector<te::Tensor>{out.y, out.y_h});
   schedule_lstm_x86(s, out);
   return s;
 }

@@ -26,7 +26,7 @@ namespace kiln::topi {
 struct LstmOutputs {
   te::Tensor y;    ///< [T, 1, B, H]: every step's hidden state
   te::Tensor y_h;  ///< [1, B, H]: the last hidden state
-  te::Tensor y_c;  ///< [1, B, H]: the last cell state
+  te::Tensor y_c;  ///< [1, B, H]: the last cell state (undefined for a GRU)
   /// The intermediate stages (packed weights, projections, each step's c and h), producers
   /// first: what schedule_lstm_x86 schedules besides the outputs.
   std::vector<te::Tensor> stages;
@@ -55,12 +55,20 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
                  const te::Tensor& initial_c = {}, const te::Tensor& p = {},
                  const std::string& name = "lstm", int64_t packed_bn = 0, LstmDirection dir = {});
 
-/// Both directions of a bidirectional LSTM (unpacked weights, D = 2): Y [T, 2, B, H], Y_h and
-/// Y_c [2, B, H]; each direction's stages are scheduled as lstm()'s.
-LstmOutputs lstm_bidirectional(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
-                               const te::Tensor& b = {}, const te::Tensor& initial_h = {},
-                               const te::Tensor& initial_c = {}, const te::Tensor& p = {},
-                               const std::string& name = "lstm");
+/// A bidirectional LSTM or GRU from its two directions (lstm() or gru() with dir {0, false} and
+/// {1, true} over unpacked weights, D = 2): Y [T, 2, B, H], Y_h (and Y_c) [2, B, H]; each
+/// direction's stages are scheduled as lstm()'s.
+LstmOutputs both_directions(const LstmOutputs& forward, const LstmOutputs& backward, const std::string& name);
+
+/// The ONNX GRU (layout 0, default activations sigmoid / tanh, no sequence_lens, no clip), one
+/// direction, the same way: x [T, B, I], w [D, 3H, I], r [D, 3H, H] (gates z, r, h); optional b
+/// [D, 6H], initial_h [D, B, H]. The result has no y_c. Per step:
+///   z = sigmoid(x W_z + h R_z + Wb_z + Rb_z), r likewise,
+///   h~ = tanh(x W_h + (r * h) R_h + Rb_h + Wb_h), or with linear_before_reset
+///   h~ = tanh(x W_h + r * (h R_h + Rb_h) + Wb_h);  h' = (1 - z) h~ + z h.
+LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
+                const te::Tensor& initial_h, bool linear_before_reset, const std::string& name = "gru",
+                LstmDirection dir = {});
 
 /// The panel width of the LSTM's packed weights for 4H gates: 64, 32 or 16 when one divides 4H,
 /// else 64 (16 below 256 gates) with the last panel zero-padded.

@@ -278,8 +278,8 @@ TEST(GraphBuildGpu, NormalizationsHardmaxAndCumSumOnOpenCLMatchTheCpuBuild) {
   }
 }
 
-// Both directions of an LSTM go through the same GPU schedule as the forward one.
-TEST(GraphBuildGpu, BidirectionalLstmOnOpenCLMatchesTheCpuBuild) {
+// Both directions of an LSTM, and a GRU, go through the same GPU schedule as the forward LSTM.
+TEST(GraphBuildGpu, BidirectionalLstmAndGruOnOpenCLMatchTheCpuBuild) {
   std::string why;
   if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
   OnnxModelBuilder m;
@@ -292,6 +292,14 @@ TEST(GraphBuildGpu, BidirectionalLstmOnOpenCLMatchesTheCpuBuild) {
   OnnxModelBuilder::attr(l, "direction", std::string("bidirectional"));
   m.output("y");
   expect_gpu_matches_cpu(m, {3, 2, 4}, 34);
+  OnnxModelBuilder g;
+  g.input("x", {3, 2, 4});
+  init_random(g, "W", {1, 18, 4}, 35);
+  init_random(g, "R", {1, 18, 6}, 36);
+  auto* gru = g.node("GRU", "gru", {"x", "W", "R"}, {"y"});
+  OnnxModelBuilder::attr(gru, "hidden_size", int64_t{6});
+  g.output("y");
+  expect_gpu_matches_cpu(g, {3, 2, 4}, 37);
 }
 
 TEST(GraphBuildGpu, AGroupWithoutAGpuScheduleIsRefusedNamingItsNode) {

@@ -273,6 +273,40 @@ TEST_F(GraphBuildTest, LstmReverseAndBidirectional) {
   check(m, "lstm_directions");
 }
 
+// GRU: forward with the reset gate after the product (linear_before_reset) and an initial state,
+// reverse with it before, bidirectional with biases, against ONNX Runtime.
+TEST_F(GraphBuildTest, GruDirectionsAndResetPlacement) {
+  MB m;
+  const int64_t T = 3, B = 2, I = 4, H = 6;
+  m.input("x", {T, B, I});
+  m.input("h0", {1, B, H});
+  m.init("W1", {1, 3 * H, I});
+  m.init("R1", {1, 3 * H, H});
+  m.init("B1", {1, 6 * H});
+  auto* fw = m.node("GRU", {"x", "W1", "R1", "B1", "", "h0"}, {"Y1", "Yh1"});
+  MB::attr(fw, "hidden_size", H);
+  MB::attr(fw, "linear_before_reset", int64_t{1});
+  m.output("Y1");
+  m.output("Yh1");
+  m.init("W2", {1, 3 * H, I});
+  m.init("R2", {1, 3 * H, H});
+  auto* rev = m.node("GRU", {"x", "W2", "R2"}, {"Y2", "Yh2"});
+  MB::attr(rev, "hidden_size", H);
+  MB::attr(rev, "direction", std::string("reverse"));
+  m.output("Y2");
+  m.output("Yh2");
+  m.init("W3", {2, 3 * H, I});
+  m.init("R3", {2, 3 * H, H});
+  m.init("B3", {2, 6 * H});
+  auto* bi = m.node("GRU", {"x", "W3", "R3", "B3"}, {"Y3", "Yh3"});
+  MB::attr(bi, "hidden_size", H);
+  MB::attr(bi, "direction", std::string("bidirectional"));
+  m.node("Sigmoid", {"Y3"}, {"y3"});
+  m.output("y3");
+  m.output("Yh3");
+  check(m, "gru");
+}
+
 TEST_F(GraphBuildTest, DcganGenerator) {
   MB m;
   m.input("z", {1, 8, 4, 4});
