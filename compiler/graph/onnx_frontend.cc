@@ -642,6 +642,8 @@ Attrs Importer::normalize(Ctx& c) {
     a["mode"] = attr_s(c, "mode", "nearest");
     a["coordinate_transformation_mode"] = attr_s(c, "coordinate_transformation_mode", "half_pixel");
     a["nearest_mode"] = attr_s(c, "nearest_mode", "round_prefer_floor");
+    a["cubic_coeff_a"] = attr_f(c, "cubic_coeff_a", -0.75f);
+    a["exclude_outside"] = attr_i(c, "exclude_outside", 0);
     c.inputs.resize(1);
   }
   // Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Add, Sub, Mul, Div, Pow, Max, Min, MatMul,

@@ -1038,14 +1038,12 @@ class NodeCheck {
     }
   }
 
-  /// Resize: the modes Kiln does (nearest, linear; not cubic, not tf_crop_and_resize), exactly
-  /// one of scales and sizes, a constant, one value per resized axis, positive.
+  /// Resize: the modes Kiln does (nearest, linear, cubic; not tf_crop_and_resize, not
+  /// antialias), exactly one of scales and sizes, a constant, one value per resized axis,
+  /// positive.
   void resize() {
     const std::string mode = attr_s("mode", "nearest");
-    if (mode == "cubic") {
-      fail("attribute 'mode' is 'cubic', which Kiln does not support (nearest, linear)");
-    }
-    if (mode != "nearest" && mode != "linear") {
+    if (mode != "nearest" && mode != "linear" && mode != "cubic") {
       fail("attribute 'mode' is '" + mode + "'; it must be nearest, linear or cubic");
     }
     const std::string coord = attr_s("coordinate_transformation_mode", "half_pixel");
@@ -1075,9 +1073,10 @@ class NodeCheck {
       fail("attribute 'keep_aspect_ratio_policy' is '" + policy +
            "'; it must be stretch, not_larger or not_smaller");
     }
-    if (mode == "linear" && value(0).dtype.code != kKilnFloat) {
+    flag("exclude_outside", 0);
+    if (mode != "nearest" && value(0).dtype.code != kKilnFloat) {
       fail(input(0) + " is " + onnx_type_string(value(0).dtype) +
-           "; Kiln does linear Resize on floating-point tensors only");
+           "; Kiln does " + mode + " Resize on floating-point tensors only");
     }
     const int64_t r = rank(0);
     std::vector<int64_t> axes;

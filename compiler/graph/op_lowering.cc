@@ -940,8 +940,13 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   }
   if (op == "Tile") return injective_result(topi::tile(c.input(0), n.ints("repeats"), "tile"));
   if (op == "Resize") {
-    Tensor y = topi::resize(c.input(0), c.out_value().shape, n.floats("scales"), n.s("mode"),
-                            n.s("coordinate_transformation_mode"), n.s("nearest_mode"), "resize");
+    topi::ResizeMethod method;
+    method.mode = n.s("mode");
+    method.coord = n.s("coordinate_transformation_mode");
+    method.nearest_mode = n.s("nearest_mode");
+    method.cubic_a = static_cast<float>(n.f("cubic_coeff_a"));
+    method.exclude_outside = n.i("exclude_outside") != 0;
+    Tensor y = topi::resize(c.input(0), c.out_value().shape, n.floats("scales"), method, "resize");
     return {{y}, [=](te::Schedule& s, const Tensor& output) {
               topi::schedule_resize_x86(s, y);
               if (y != output) s[y].compute_inline();

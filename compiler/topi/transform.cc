@@ -430,17 +430,19 @@ te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
 namespace kiln::topi {
 
 te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
-                  const std::vector<float>& scales, const std::string& mode,
-                  const std::string& coord, const std::string& nearest_mode,
+                  const std::vector<float>& scales, const ResizeMethod& method,
                   const std::string& name) {
+  const std::string& mode = method.mode;
+  const std::string& coord = method.coord;
+  const std::string& nearest_mode = method.nearest_mode;
   const std::vector<int64_t> in = const_shape(x, name);
   KILN_USER_CHECK(out_shape.size() == in.size() && scales.size() == in.size())
       << name << ": output shape " << str(out_shape) << " and " << scales.size()
       << " scales for '" << x->name() << "' of rank " << in.size();
-  KILN_USER_CHECK(mode == "nearest" || mode == "linear")
-      << name << ": mode '" << mode << "' is not supported (nearest, linear)";
+  KILN_USER_CHECK(mode == "nearest" || mode == "linear" || mode == "cubic")
+      << name << ": mode '" << mode << "' is not supported (nearest, linear, cubic)";
   KILN_USER_CHECK(mode == "nearest" || x->dtype().is_float())
-      << name << ": linear mode needs a floating-point tensor, got " << x->dtype().str();
+      << name << ": " << mode << " mode needs a floating-point tensor, got " << x->dtype().str();
   const ir::DataType f32 = ir::kFloat32;
   const ir::DataType i32 = ir::DataType::Int(32);
   std::vector<Expr> shape = exprs(out_shape);
@@ -499,7 +501,7 @@ te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
         },
         name);
   }
-  // Linear: separable, one pass per resized axis, innermost first. The 2^k-neighbour sum of one
+  // Linear and cubic: separable, one pass per resized axis, innermost first. The 2^k-neighbour sum of one
   // pass would gather 2^k elements per output; axis by axis, only the innermost pass gathers
   // (on an input-sized tensor when upsampling), and every outer pass reads whole rows at one
   // source index per vector (contiguous loads). The weights are those of the 2^k sum, applied
@@ -526,12 +528,32 @@ te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
           Expr c = source(d, i[d]);
           Expr fl = ir::floor(c);
           Expr i0 = ir::cast(i32, fl);
-          std::vector<Expr> lo(i.begin(), i.end()), hi(i.begin(), i.end());
-          lo[d] = clamp(i0, d);
-          hi[d] = clamp(i0 + Expr(1), d);
           Expr w = c - fl;
-          Expr v = ir::cast(f32, src(lo)) * (ir::make_const(f32, 1.0) - w) +
-                   ir::cast(f32, src(hi)) * w;
+          auto at = [&](int k) {
+            std::vector<Expr> idx(i.begin(), i.end());
+            idx[d] = clamp(i0 + Expr(k), d);
+            return ir::cast(f32, src(idx));
+          };
+          if (mode == "linear") {
+            Expr v = at(0) * (ir::make_const(f32, 1.0) - w) + at(1) * w;
+            return last ? ir::cast(x->dtype(), v) : v;
+          }
+          // Keys' cubic kernel at the distance of each of the 4 neighbours i0-1 .. i0+2.
+          const Expr A = ir::make_const(f32, method.cubic_a), one = ir::make_const(f32, 1.0);
+          auto near = [&](Expr s) { return ((A + 2.0f) * s - (A + 3.0f)) * s * s + one; };  // |s| <= 1
+          auto far = [&](Expr s) { return ((A * s - A * 5.0f) * s + A * 8.0f) * s - A * 4.0f; };  // 1 < |s| < 2
+          Expr wk[4] = {far(w + one), near(w), near(one - w), far(ir::make_const(f32, 2.0) - w)};
+          if (method.exclude_outside) {
+            Expr total;
+            for (int k = 0; k < 4; ++k) {
+              Expr inside = (i0 + Expr(k - 1) >= 0) && (i0 + Expr(k - 1) <= int_expr(in[d] - 1));
+              wk[k] = ir::select(inside, wk[k], ir::make_zero(f32));
+              total = total.defined() ? total + wk[k] : wk[k];
+            }
+            for (int k = 0; k < 4; ++k) wk[k] = wk[k] / total;
+          }
+          Expr v;
+          for (int k = 0; k < 4; ++k) v = v.defined() ? v + at(k - 1) * wk[k] : at(k - 1) * wk[k];
           return last ? ir::cast(x->dtype(), v) : v;
         },
         last ? name : name + ".axis" + std::to_string(d));

@@ -85,16 +85,25 @@ te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
 
 namespace kiln::topi {
 
-/// ONNX Resize (and Upsample): out[i] reads x at source coordinates computed per axis from
-/// i, the axis' scale and the coordinate transformation; `mode` "nearest" (rounded by
-/// `nearest_mode`: round_prefer_floor, round_prefer_ceil, floor, ceil) or "linear" (the 2^k
-/// neighbours of the k resized axes, weighted; indices clamped to the edge). `coord`:
-/// half_pixel, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nearest.
-/// Linear resizing is computed axis by axis (innermost first), in stages that
-/// schedule_resize_x86 schedules.
+/// How ONNX Resize interpolates: `mode` "nearest" (rounded by `nearest_mode`:
+/// round_prefer_floor, round_prefer_ceil, floor, ceil), "linear" (the 2 neighbours along each
+/// resized axis, weighted) or "cubic" (4 neighbours with Keys' kernel of parameter `cubic_a`;
+/// with `exclude_outside` the weights of neighbours outside the input are dropped and the rest
+/// renormalized); neighbours' indices are clamped to the edge. `coord`: half_pixel,
+/// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nearest.
+struct ResizeMethod {
+  std::string mode = "nearest";
+  std::string coord = "half_pixel";
+  std::string nearest_mode = "round_prefer_floor";
+  float cubic_a = -0.75f;
+  bool exclude_outside = false;
+};
+
+/// ONNX Resize (and Upsample): out[i] reads x at source coordinates computed per axis from i,
+/// the axis' scale and the coordinate transformation. Linear and cubic resizing are computed
+/// axis by axis (innermost first), in stages that schedule_resize_x86 schedules.
 te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
-                  const std::vector<float>& scales, const std::string& mode,
-                  const std::string& coord, const std::string& nearest_mode,
+                  const std::vector<float>& scales, const ResizeMethod& method,
                   const std::string& name = "resize");
 /// Schedules the stages of `out` = resize(...) before its last (linear mode's passes over the
 /// inner axes), each at root, vectorized and in parallel; `out` itself is left to the caller.

@@ -720,6 +720,17 @@ TEST_F(GraphBuildTest, ResizeNearestAndLinear) {
   MB::attr(nn, "nearest_mode", std::string("floor"));
   m.node("Neg", {"n"}, {"y1"});
   m.output("y1");
+  m.init_values("cscales", {4}, {1.0f, 1.0f, 1.6f, 0.5f});  // whole lengths: ORT and ONNX agree on align_corners
+  auto* cu = m.node("Resize", {"x", "", "cscales"}, {"c"});
+  MB::attr(cu, "mode", std::string("cubic"));
+  m.output("c");
+  auto* cx = m.node("Resize", {"r", "", "cscales"}, {"cx"});
+  MB::attr(cx, "mode", std::string("cubic"));
+  MB::attr(cx, "cubic_coeff_a", -0.5f);
+  MB::attr(cx, "exclude_outside", int64_t{1});
+  MB::attr(cx, "coordinate_transformation_mode", std::string("align_corners"));
+  m.node("Tanh", {"cx"}, {"y2"});
+  m.output("y2");
   check(m, "resize");
 }
 

@@ -1207,13 +1207,21 @@ TEST(OnnxValidation, GatherElementsAndCumSum) {
 }
 
 TEST(OnnxValidation, Resize) {
-  {  // cubic mode: refused, naming the form
+  {  // an unknown mode: refused, naming the modes
     Model m(13);
     m.input("x", {1, 1, 4, 4});
     m.init_values("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
-    Model::attr(m.op("Resize", "up", {"x", "", "scales"}), "mode", std::string("cubic"));
-    expect_refused(m, "up", "Resize",
-                   {"attribute 'mode' is 'cubic', which Kiln does not support"});
+    Model::attr(m.op("Resize", "up", {"x", "", "scales"}), "mode", std::string("bicubic"));
+    expect_refused(m, "up", "Resize", {"attribute 'mode' is 'bicubic'; it must be nearest, linear or cubic"});
+  }
+  {  // antialias: refused
+    Model m(18);
+    m.input("x", {1, 1, 4, 4});
+    m.init_values("scales", {4}, {1.0f, 1.0f, 0.5f, 0.5f});
+    auto* r = m.op("Resize", "down", {"x", "", "scales"});
+    Model::attr(r, "mode", std::string("cubic"));
+    Model::attr(r, "antialias", int64_t{1});
+    expect_refused(m, "down", "Resize", {"attribute 'antialias' is 1, which Kiln does not support"});
   }
   {  // tf_crop_and_resize: refused
     Model m(13);
