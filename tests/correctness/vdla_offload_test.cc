@@ -1,6 +1,6 @@
-// The heterogeneous build (`--target vdla`, compiler/graph/offload_vdla.h): a small QDQ-realized
-// network built by hand through the graph IR (five QConv nodes, a residual add, relu and maxpool
-// in the dequantized domain) compiled for the VDLA beside the CPU and for the CPU alone gives
+// The heterogeneous build (`--target vdla`, compiler/graph/offload_vdla.h): a small QDQ network
+// built by hand through the graph IR (five power-of-two quantized convolutions that realize_qconv
+// makes QConv nodes, a residual add, relu and maxpool in the dequantized domain) compiled for the VDLA beside the CPU and for the CPU alone gives
 // IDENTICAL int8 outputs; the report says which convolutions went to the VDLA and why the others
 // stayed on the CPU; consecutive VDLA convolutions stay in the blocked layout; a VDLA bundle runs
 // its offloaded nodes on the simulator (their cycles kept).
@@ -28,24 +28,40 @@ NDArray random_vector(size_t n, std::vector<int64_t> shape, int lo, int hi, uint
   return NDArray::from_vector(v, std::move(shape));
 }
 
-/// QConv(x, random w [oc, ic/group, k, k], bias, shift) as realize_qconv makes it.
+/// The QDQ form of a quantized convolution (realize_qconv makes it one QConv): x_q (scale 2^-4)
+/// -> DequantizeLinear -> Conv(DQ(random w_q [oc, ic/group, k, k], 2^-shift), DQ(random b_q,
+/// 2^-4 * 2^-shift)) [-> Relu] -> QuantizeLinear(2^-4): QConv's shift is `shift`.
 ValueId qconv(Graph& g, const std::string& name, ValueId x, int oc, int k, int stride, int pad, bool relu,
-              uint32_t seed, int group = 1, int shift_lo = 8) {
-  const auto& xs = g.value(x).shape;
+              uint32_t seed, int group = 1, int shift = 9) {
+  const std::vector<int64_t> xs = g.value(x).shape;
   const int ic = static_cast<int>(xs[1]);
-  const int64_t xs0 = xs[0];
   const int64_t oh = (xs[2] + 2 * pad - k) / stride + 1, ow = (xs[3] + 2 * pad - k) / stride + 1;
-  const ValueId w = g.add_constant(name + "_w", random_vector<int8_t>(static_cast<size_t>(oc) * ic / group * k * k,
-                                                                      {oc, ic / group, k, k}, -40, 40, seed));
-  const ValueId b = g.add_constant(name + "_b", random_vector<int32_t>(static_cast<size_t>(oc), {oc}, -3000, 3000, seed + 1));
-  const ValueId s = g.add_constant(name + "_s", random_vector<int32_t>(static_cast<size_t>(oc), {oc}, shift_lo,
-                                                                       shift_lo + 2, seed + 2));
+  const std::vector<int64_t> ys{xs[0], oc, oh, ow};
+  auto scalar = [&](const std::string& n, float v) {
+    return g.add_constant(name + n, NDArray::from_vector(std::vector<float>{v}, {}));
+  };
+  const ValueId z8 = g.add_constant(name + "_z8", NDArray::from_vector(std::vector<int8_t>{0}, {}));
+  const ValueId z32 = g.add_constant(name + "_z32", NDArray::from_vector(std::vector<int32_t>{0}, {}));
+  const float sx = 1.0f / 16, sw = std::ldexp(1.0f, -shift);
+  const Attrs axis0{{"axis", int64_t{0}}}, axis1{{"axis", int64_t{1}}};
+  const ValueId xd = g.add_op("DequantizeLinear", name + "_dqx", {x, scalar("_sx", sx), z8}, axis1,
+                              runtime::kFloat32, xs);
+  const ValueId wq = g.add_constant(name + "_w", random_vector<int8_t>(static_cast<size_t>(oc) * ic / group * k * k,
+                                                                       {oc, ic / group, k, k}, -40, 40, seed));
+  const ValueId wd = g.add_op("DequantizeLinear", name + "_dqw", {wq, scalar("_sw", sw), z8}, axis0,
+                              runtime::kFloat32, {oc, ic / group, k, k});
+  const ValueId bq = g.add_constant(name + "_b", random_vector<int32_t>(static_cast<size_t>(oc), {oc}, -3000, 3000, seed + 1));
+  const ValueId bd = g.add_op("DequantizeLinear", name + "_dqb", {bq, scalar("_sb", sx * sw), z32}, axis0,
+                              runtime::kFloat32, {oc});
   Attrs a{{"strides", std::vector<int64_t>{stride, stride}},
           {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
           {"dilations", std::vector<int64_t>{1, 1}},
           {"group", int64_t{group}},
-          {"relu", int64_t{relu ? 1 : 0}}};
-  return g.add_op("QConv", name, {x, w, b, s}, a, runtime::kInt8, {xs0, oc, oh, ow});
+          {"kernel_shape", std::vector<int64_t>{k, k}},
+          {"auto_pad", std::string("NOTSET")}};
+  ValueId y = g.add_op("Conv", name, {xd, wd, bd}, a, runtime::kFloat32, ys);
+  if (relu) y = g.add_op("Relu", name + "_relu", {y}, {}, runtime::kFloat32, ys);
+  return g.add_op("QuantizeLinear", name + "_q", {y, scalar("_sy", sx), z8}, axis1, runtime::kInt8, ys);
 }
 
 /// x_q [1, 8, 16, 16] -> c1 (8 channels: CPU) -> c2 -> c3 (VDLA, blocked between them)
@@ -53,7 +69,7 @@ ValueId qconv(Graph& g, const std::string& name, ValueId x, int oc, int k, int s
 Graph network() {
   Graph g;
   const ValueId x = g.add_input("x_q", runtime::kInt8, {1, 8, 16, 16});
-  const ValueId c1 = qconv(g, "c1", x, 32, 3, 1, 1, true, 10, 1, 7);
+  const ValueId c1 = qconv(g, "c1", x, 32, 3, 1, 1, true, 10, 1, 8);
   const ValueId c2 = qconv(g, "c2", c1, 32, 3, 1, 1, true, 20);
   const ValueId c3 = qconv(g, "c3", c2, 32, 3, 1, 1, false, 30);
   const ValueId sc = g.add_constant("s", NDArray::from_vector(std::vector<float>{1.0f / 16}, {}));
@@ -73,7 +89,7 @@ Graph network() {
                               {"storage_order", int64_t{0}}},
                              runtime::kFloat32, {1, 32, 8, 8});
   const ValueId q = g.add_op("QuantizeLinear", "q", {p, sc, z}, {{"axis", int64_t{1}}}, runtime::kInt8, {1, 32, 8, 8});
-  const ValueId c4 = qconv(g, "c4", q, 64, 1, 1, 0, true, 40, 1, 6);
+  const ValueId c4 = qconv(g, "c4", q, 64, 1, 1, 0, true, 40, 1, 7);
   g.add_output(qconv(g, "c5", c4, 32, 3, 2, 1, false, 50, 2));
   g.verify();
   return g;
@@ -105,6 +121,8 @@ TEST(VdlaOffload, HeterogeneousBuildIsBitExactWithTheCpuBuild) {
   const runtime::Bundle cpu = build_graph(g, "llvm -mcpu=native", {}, &cpu_rep);
   const runtime::Bundle het = build_graph(g, "vdla", {}, &vdla_rep);
   EXPECT_TRUE(cpu.vdla_programs.empty());
+  EXPECT_EQ(cpu_rep.qconvs_realized, 5u);
+  EXPECT_EQ(vdla_rep.qconvs_realized, 5u);
   ASSERT_EQ(het.vdla_programs.size(), 3u);
   EXPECT_EQ(vdla_rep.vdla_convolutions, 5u);
   EXPECT_EQ(vdla_rep.vdla_offloaded, 3u);
