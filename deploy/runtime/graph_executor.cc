@@ -137,6 +137,8 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
                               parse_dtype(t.at("dtype", what).as_string(what + " dtype"))));
     }
     for (const auto& [name, p] : vdla_programs_) stream = std::max(stream, stream_bytes(p));
+    KILN_USER_CHECK(total + stream <= (uint64_t{1} << 32))
+        << where << ": its tensors need " << total << " bytes of DRAM, beyond the 4 GiB the VDLA addresses";
     dram_ = std::make_shared<vdla::Dram>();
     dram_->reserve(total + stream + kDramAlign);
     dram_base_ = dram_->bytes().data();
