@@ -2,6 +2,10 @@
 // untuned, Kiln against ONNX Runtime with the same threads, in the same run:
 //   case=zoo_<name>_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x> build_s=<s>   threads 1 and 2
 //   case=zoo_geomean_t2 ratio=<g> models=<n> ok=<k>
+// and with --records DIR (a record log from `kiln tune` of these models), each model again built
+// with the log's best configs (LogConfigSource; tasks never tuned keep their defaults):
+//   case=zoo_<name>_tuned_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x> tuned_ops=<n> default_ops=<m>
+//   case=zoo_tuned_geomean_t2 ratio=<g> models=<n> ok=<k>
 // where the geomean is over the models that compiled and matched (ok) and a model that did not
 // prints nan with its error on stderr. The models are exported into a temporary folder first
 // (make_zoo.py under KILN_TORCH_PYTHON, zoo_reference.py and models_ref.py under python3), so
@@ -13,7 +17,7 @@
 // output against ONNX Runtime's within the zoo test's tolerance (max|diff| / max|ref| <= 1e-4), and
 // is timed like the reference (bench/model_timing.h).
 //
-//   bench_zoo [--min-time S] [NAME ...]
+//   bench_zoo [--min-time S] [--records DIR] [NAME ...]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "bench/model_timing.h"
+#include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "deploy/runtime/graph_executor.h"
@@ -55,28 +60,66 @@ std::vector<std::string> zoo_names() {
   return names;
 }
 
-kiln::bench::BuiltModel build_and_check(const std::string& dir, const std::string& name) {
+kiln::bench::BuiltModel build_and_check(const std::string& dir, const std::string& name,
+                                        const kiln::graph::BuildOptions& options = {}) {
   kiln::graph::OnnxImportOptions import_options;
   import_options.input_shapes["input"] = {1, 3, 224, 224};
-  return kiln::bench::build_and_check(dir, name, kTarget, {}, import_options, kTolerance);
+  return kiln::bench::build_and_check(dir, name, kTarget, options, import_options, kTolerance);
 }
+
+/// Times `b` at each thread count against `ref_ms`, printing one case per count; returns the
+/// ratio at kGeomeanThreads (nan when it did not build or match).
+double time_cases(kiln::bench::BuiltModel& b, const std::string& label, const std::map<int, double>& ref_ms,
+                  double min_time, const std::string& extra) {
+  double at_geomean = NAN;
+  for (int t : kThreads) {
+    double kiln_ms = NAN;
+    if (b.exec) {
+      kiln::runtime::set_num_threads(t);
+      kiln_ms = kiln::bench::median_ms([&] { b.exec->run(); }, min_time);
+    }
+    auto it = ref_ms.find(t);
+    const double ref = it == ref_ms.end() ? NAN : it->second;
+    std::printf("case=zoo_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f%s\n", label.c_str(), t, kiln_ms, ref,
+                ref / kiln_ms, extra.c_str());
+    std::fflush(stdout);
+    if (t == kGeomeanThreads && b.exec) at_geomean = ref / kiln_ms;
+  }
+  kiln::runtime::set_num_threads(0);
+  return at_geomean;
+}
+
+/// Accumulates a geomean over the finite ratios.
+struct Geomean {
+  double log_sum = 0;
+  int ok = 0;
+  void add(double r) {
+    if (!std::isfinite(r)) return;
+    log_sum += std::log(r);
+    ++ok;
+  }
+  double value() const { return ok ? std::exp(log_sum / ok) : NAN; }
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> known = zoo_names();
   double min_time = 1.0;
+  std::string records;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--min-time" && i + 1 < argc) {
       min_time = std::atof(argv[++i]);
+    } else if (a == "--records" && i + 1 < argc) {
+      records = argv[++i];
     } else if (std::find(known.begin(), known.end(), a) != known.end()) {
       models.push_back(a);
     } else {
       std::string names;
       for (const auto& n : known) names += " " + n;
-      std::fprintf(stderr, "usage: bench_zoo [--min-time S] [NAME ...]  (names:%s)\n",
+      std::fprintf(stderr, "usage: bench_zoo [--min-time S] [--records DIR] [NAME ...]  (names:%s)\n",
                    names.c_str());
       return 2;
     }
@@ -91,8 +134,10 @@ int main(int argc, char** argv) {
   run_command(export_cmd + " >/dev/null 2>&1");
   run_command("python3 " + quote(KILN_ZOO_REFERENCE_SCRIPT) + " " + quote(d) + " >/dev/null");
 
-  double log_sum = 0;
-  int ok = 0;
+  // The log is opened once, before any model is timed (RocksDB's background threads stay idle).
+  std::unique_ptr<kiln::records::RecordLog> log;
+  if (!records.empty()) log = std::make_unique<kiln::records::RecordLog>(kiln::records::RecordLog::open(records));
+  Geomean untuned, tuned;
   for (const auto& name : models) {
     kiln::bench::BuiltModel b = build_and_check(d, name);
     if (!b.error.empty()) std::fprintf(stderr, "bench_zoo: %s: %s\n", name.c_str(), b.error.c_str());
@@ -111,25 +156,27 @@ int main(int argc, char** argv) {
       double ms;
       while (in >> ref_name >> t >> ms) ref_ms[t] = ms;
     }
-    for (int t : kThreads) {
-      double kiln_ms = NAN;
-      if (b.exec) {
-        kiln::runtime::set_num_threads(t);
-        kiln_ms = kiln::bench::median_ms([&] { b.exec->run(); }, min_time);
-      }
-      auto it = ref_ms.find(t);
-      const double ref = it == ref_ms.end() ? NAN : it->second;
-      std::printf("case=zoo_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f build_s=%.1f\n",
-                  name.c_str(), t, kiln_ms, ref, ref / kiln_ms, b.build_s);
-      std::fflush(stdout);
-      if (t == kGeomeanThreads && b.exec && std::isfinite(ref / kiln_ms)) {
-        log_sum += std::log(ref / kiln_ms);
-        ++ok;
-      }
-    }
-    kiln::runtime::set_num_threads(0);
+    std::ostringstream build;
+    build << " build_s=" << std::fixed;
+    build.precision(1);
+    build << b.build_s;
+    untuned.add(time_cases(b, name, ref_ms, min_time, build.str()));
+    b = {};
+    if (!log) continue;
+    kiln::autotune::LogConfigSource source(*log);  // per model: its counts are this model's
+    kiln::graph::BuildOptions options;
+    options.configs = &source;
+    kiln::bench::BuiltModel t = build_and_check(d, name, options);
+    if (!t.error.empty()) std::fprintf(stderr, "bench_zoo: %s (tuned): %s\n", name.c_str(), t.error.c_str());
+    std::ostringstream ops;
+    ops << " tuned_ops=" << source.tuned() << " default_ops=" << source.defaults();
+    tuned.add(time_cases(t, name + "_tuned", ref_ms, min_time, ops.str()));
   }
-  std::printf("case=zoo_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads,
-              ok ? std::exp(log_sum / ok) : NAN, models.size(), ok);
+  std::printf("case=zoo_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads, untuned.value(), models.size(),
+              untuned.ok);
+  if (log) {
+    std::printf("case=zoo_tuned_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads, tuned.value(),
+                models.size(), tuned.ok);
+  }
   return 0;
 }
