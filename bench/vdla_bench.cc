@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   for (const kiln::bench::ConvLayer& l : kiln::bench::select_layers(layers, argv[0])) {
     // C1's 3 channels are zero-padded to one block.
     const kiln::topi::VdlaConv2dShape s{l.hw, l.hw, (l.ic + 15) / 16 * 16, l.oc, l.k, l.stride, l.pad()};
-    const kiln::topi::VdlaConv2d op = kiln::topi::vdla_conv2d(s, 8);
+    const kiln::topi::VdlaConv2d op = kiln::topi::vdla_conv2d(s, true);
     const kiln::topi::VdlaConv2dConfig c1 = vc::choose_conv2d_config(op, 1, cfg, 0);
     const kiln::topi::VdlaConv2dConfig c2 = vc::choose_conv2d_config(op, 2, cfg, 0);
     const kiln::vdla::Stats serial = vc::time_conv2d(op, c1, cfg).stats;

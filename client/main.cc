@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
@@ -20,6 +21,7 @@
 #include "client/cli.h"
 #include "client/commands.h"
 #include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_quantize.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
 #include "compiler/topi/matmul.h"
@@ -40,12 +42,87 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kDefaultTarget = "llvm -mcpu=native";
 
+const kiln::cli::Flag kCalibrateFlag{
+    "--calibrate", "X.npy",
+    "a calibration input (once per file; with several inputs, one file per input in order)"};
+
+/// The quantizer's options from a command line: the model, --calibrate, --input-shape.
+kiln::graph::QuantizeOptions quantize_options(const kiln::cli::Args& args,
+                                              const std::string& model) {
+  kiln::graph::QuantizeOptions o;
+  o.model = model;
+  o.calibration = args.all("--calibrate");
+  if (o.calibration.empty()) {
+    throw kiln::cli::UsageError("kiln " + args.command + " " + model +
+                                ": quantizing needs calibration data: --calibrate X.npy");
+  }
+  o.input_shapes = input_shapes(args);
+  o.target = kDefaultTarget;
+  o.progress = [](const std::string& step) { std::cerr << "quantize: " << step << "\n"; };
+  return o;
+}
+
+void print_quantize_report(const kiln::graph::QuantizeReport& r) {
+  std::cerr << "quantize: " << r.convolutions_quantized << " convolutions and "
+            << r.tensors_quantized << " activations quantized to int8 (" << r.batch_norms_folded
+            << " batch norms folded, " << r.samples << " calibration samples)\n";
+  for (const std::string& note : r.notes) std::cerr << "quantize: " << note << "\n";
+}
+
+// ---- kiln quantize ----------------------------------------------------------------------------
+
+int quantize_main(const kiln::cli::Args& args) {
+  const std::string& model = args.only_operand("MODEL.onnx");
+  if (!args.has("-o")) throw kiln::cli::UsageError("kiln quantize needs -o OUT.onnx");
+  const std::string out = args.get("-o");
+  const kiln::graph::QuantizeOptions o = quantize_options(args, model);
+  kiln::graph::QuantizeReport report;
+  try {
+    const std::string bytes = kiln::graph::quantize_onnx(o, &report);
+    std::ofstream f(out, std::ios::binary);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    KILN_SYSTEM_CHECK(f.good()) << "cannot write '" << out << "'";
+  } catch (const std::exception& e) {
+    return kiln::cli::report(e);
+  }
+  print_quantize_report(report);
+  std::cerr << "wrote " << out << "\n";
+  return 0;
+}
+
+const kiln::cli::Command kQuantize{
+    .name = "quantize",
+    .operands = "MODEL.onnx",
+    .summary = "quantize a float ONNX model to int8 (power-of-two scales) as a QDQ ONNX model",
+    .flags = {kCalibrateFlag, {"-o", "OUT.onnx", "the QDQ model to write (required)"},
+              kInputShapeFlag},
+    .notes =
+        "Batch norms after convolutions are folded first. Each convolution gets int8 weights with "
+        "a power-of-two scale per output channel, and its input and output (after its Relu) a "
+        "QuantizeLinear -> DequantizeLinear pair whose power-of-two scale comes from running the "
+        "model (compiled by Kiln) on the calibration inputs; everything else stays float. Each "
+        "--calibrate file is an .npy of its input's dtype and shape. kiln compile --quantize int8 "
+        "compiles the same quantized model, its convolutions as integer QConv kernels.",
+    .main = quantize_main,
+    .group = "",
+};
+
 // ---- kiln compile -----------------------------------------------------------------------------
 
 int compile_main(const kiln::cli::Args& args) {
   const std::string& model = args.only_operand("MODEL.onnx");
   const std::string target = args.get("--target", kDefaultTarget);
   const std::string out = args.get("-o", default_bundle_path(model));
+  const bool quantize = args.has("--quantize");
+  if (quantize && args.get("--quantize") != "int8") {
+    throw kiln::cli::UsageError("--quantize takes int8, got '" + args.get("--quantize") + "'");
+  }
+  if (!quantize && args.has("--calibrate")) {
+    throw kiln::cli::UsageError("--calibrate is for --quantize int8");
+  }
+  kiln::graph::QuantizeOptions qopts;
+  if (quantize) qopts = quantize_options(args, model);
   kiln::graph::BuildOptions options;
   options.fuse = !args.has("--no-fuse");
   options.alter_layout = !args.has("--no-layout");
@@ -66,7 +143,16 @@ int compile_main(const kiln::cli::Args& args) {
   auto t0 = Clock::now();
   kiln::graph::BuildReport build;
   try {
-    kiln::graph::compile_onnx(model, target, out, options, &build, import);
+    if (quantize) {
+      kiln::graph::QuantizeReport qrep;
+      const std::string qdq = kiln::graph::quantize_onnx(qopts, &qrep);
+      print_quantize_report(qrep);
+      const kiln::graph::Graph g =
+          kiln::graph::import_onnx_bytes(qdq, model + " (quantized)", import);
+      kiln::runtime::write_bundle(out, kiln::graph::build_graph(g, target, options, &build));
+    } else {
+      kiln::graph::compile_onnx(model, target, out, options, &build, import);
+    }
   } catch (const std::exception& e) {
     if (drawn) std::fprintf(stderr, "\n");
     return kiln::cli::report(e);
@@ -80,6 +166,10 @@ int compile_main(const kiln::cli::Args& args) {
             << " convolutions in NCHW[x]c (" << build.layout_conversions
             << " layout conversions), intermediates in " << build.intermediate_bytes << " bytes ("
             << build.intermediate_bytes_without_reuse << " without memory reuse)\n";
+  if (build.qconvs_realized > 0 || !build.qconvs_kept_float.empty()) {
+    std::cerr << build.qconvs_realized << " quantized convolutions as integer QConv kernels\n";
+    for (const std::string& line : build.qconvs_kept_float) std::cerr << line << "\n";
+  }
   return 0;
 }
 
@@ -92,7 +182,8 @@ const kiln::cli::Command kCompile{
               {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
               {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
               {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"},
-              kInputShapeFlag},
+              {"--quantize", "int8", "quantize first, as kiln quantize does (needs --calibrate)"},
+              kCalibrateFlag, kInputShapeFlag},
     .notes =
         "A model with symbolic input dimensions (an export's 'batch') needs --input-shape "
         "NAME=D0,D1,... (such as x=1,3,224,224) for each such input; the bundle is built for, "
@@ -102,7 +193,9 @@ const kiln::cli::Command kCompile{
         "-arch=sm_90' for a GPU (run that bundle with kiln run --device opencl or cuda; archs "
         "older than sm_75, such as a Titan X's sm_61, get PTX from LLVM's NVPTX back-end). A "
         "progress bar goes "
-        "to stderr, then what the build did (kernels, folded nodes, memory).",
+        "to stderr, then what the build did (kernels, folded nodes, memory). A QDQ model's "
+        "power-of-two quantized convolutions become integer QConv kernels; each one that "
+        "stays float is listed with the reason.",
     .main = compile_main,
     .group = "",
 };
@@ -262,7 +355,8 @@ std::string default_bundle_path(const std::string& onnx_path) {
 }
 
 int main(int argc, char** argv) {
-  const std::vector<const kiln::cli::Command*> commands = {&kCompile,          &kRun,
+  const std::vector<const kiln::cli::Command*> commands = {&kCompile,          &kQuantize,
+                                                           &kRun,
                                                            &tune_command(),    &kExample,
                                                            &submit_command(),  &jobs_command(),
                                                            &watch_command(),   &fetch_command(),

@@ -15,8 +15,9 @@
 namespace kiln::graph {
 namespace {
 
-bool foldable(const Graph& g, const Node& n, int64_t max_elements) {
+bool foldable(const Graph& g, const Node& n, int64_t max_elements, bool keep_dequantize) {
   if (n.inputs.empty() || !has_lowering(n.op) || n.op == "LayoutTransform") return false;
+  if (keep_dequantize && n.op == "DequantizeLinear") return false;
   for (ValueId v : n.inputs) {
     if (v != kNoValue && !g.value(v).is_constant()) return false;
   }
@@ -50,11 +51,11 @@ FusedGroup single_group(const Graph& g, size_t index) {
 
 }  // namespace
 
-size_t fold_constants(Graph& g, int64_t max_elements) {
+size_t fold_constants(Graph& g, int64_t max_elements, bool keep_dequantize) {
   size_t folded = 0;
   std::vector<Node> kept;
   for (size_t i = 0; i < g.nodes().size(); ++i) {
-    if (!foldable(g, g.nodes()[i], max_elements)) {
+    if (!foldable(g, g.nodes()[i], max_elements, keep_dequantize)) {
       kept.push_back(g.nodes()[i]);
       continue;
     }

@@ -21,6 +21,7 @@
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/op_lowering.h"
 #include "compiler/graph/pack_weights.h"
+#include "compiler/graph/realize_qconv.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "deploy/runtime/dtype.h"
@@ -157,7 +158,15 @@ Graph prepare_graph(const Graph& input, const std::string& target, const BuildOp
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
   enter("folding constants");
-  rep.constants_folded = fold_constants(g);
+  // DequantizeLinear of constants (quantized weights and biases) stay for realize_qconv.
+  rep.constants_folded = fold_constants(g, kFoldMaxElements, /*keep_dequantize=*/true);
+  enter("realizing integer convolutions");
+  RealizeQConvReport qconv = realize_qconv(g);
+  rep.qconvs_realized = qconv.realized;
+  rep.qconvs_kept_float = std::move(qconv.kept_float);
+  g.remove_dead_nodes();
+  rep.constants_folded += fold_constants(g);  // the weights of convolutions left in float
+  g.verify();
   if (options.fold_batch_norm) {
     enter("folding batch norms");
     rep.batch_norms_folded = fold_batch_norm(g);

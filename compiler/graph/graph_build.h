@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "compiler/autotune/task.h"
 #include "compiler/graph/graph.h"
@@ -23,8 +24,9 @@ struct BuildOptions {
   /// Called before function `index` (of `total`) is lowered, with its name; called
   /// once more with index == total and "generating code" before LLVM compiles and links them all.
   std::function<void(size_t index, size_t total, const std::string& what)> progress;
-  /// Called as each graph pass starts ("folding constants", "folding batch norms", "packing
-  /// weights", "changing layouts", "fusing operators"): where a long or failing build is.
+  /// Called as each graph pass starts ("folding constants", "realizing integer convolutions",
+  /// "folding batch norms", "packing weights", "changing layouts", "fusing operators"): where a
+  /// long or failing build is.
   std::function<void(const std::string& phase)> phase;
   /// Prints one line per function (its operators) to stderr.
   bool verbose = false;
@@ -50,6 +52,9 @@ struct BuildReport {
   size_t num_functions = 0;  ///< kernels in the bundle (fused groups)
   size_t constants_folded = 0;  ///< nodes computed at build time (fold_constants.h)
   size_t batch_norms_folded = 0;
+  size_t qconvs_realized = 0;  ///< quantized convolutions made integer QConv nodes
+  /// Why each quantized convolution that was not realized stays float (realize_qconv.h).
+  std::vector<std::string> qconvs_kept_float;
   size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
   size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
   int64_t intermediate_bytes_without_reuse = 0;  ///< one buffer per intermediate tensor

@@ -60,17 +60,18 @@ int64_t norm_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : 
 const std::vector<std::string> kSupported = {
     "Abs", "Acos", "Acosh", "Add", "And", "ArgMax", "ArgMin", "Asin", "Asinh", "Atan", "Atanh",
     "AveragePool", "BatchNormalization", "Cast", "CastLike", "Ceil", "Celu", "Clip", "Concat",
-    "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "Cosh", "CumSum", "Div",
-    "Dropout", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather",
-    "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater", "GreaterOrEqual",
-    "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization", "LSTM",
-    "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul", "Max",
-    "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow", "Range",
-    "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-    "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape",
-    "Resize", "Round", "Selu", "Shape", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Size", "Slice",
-    "Softmax", "Softplus", "Softsign", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tan", "Tanh",
-    "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Upsample", "Where", "Xor",
+    "Constant", "ConstantOfShape", "Conv", "ConvTranspose", "Cos", "Cosh", "CumSum",
+    "DequantizeLinear", "Div", "Dropout", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten",
+    "Floor", "Gather", "GatherElements", "Gemm", "GlobalAveragePool", "GlobalMaxPool", "Greater",
+    "GreaterOrEqual", "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization",
+    "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul",
+    "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow",
+    "QuantizeLinear", "Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
+    "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
+    "ReduceSumSquare", "Relu", "Reshape", "Resize", "Round", "Selu", "Shape", "Shrink", "Sigmoid",
+    "Sign", "Sin", "Sinh", "Size", "Slice", "Softmax", "Softplus", "Softsign", "Split", "Sqrt",
+    "Squeeze", "Sub", "Sum", "Tan", "Tanh", "ThresholdedRelu", "Tile", "Transpose", "Trilu",
+    "Unsqueeze", "Upsample", "Where", "Xor",
 };
 // clang-format on
 
@@ -412,6 +413,10 @@ Attrs Importer::normalize(Ctx& c) {
     a["epsilon"] = attr_f(c, "epsilon", 1e-5f);
   } else if (op == "LeakyRelu") {
     a["alpha"] = attr_f(c, "alpha", 0.01f);
+  } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+    // The axis of a per-axis (1-D) scale, 0 for a per-tensor one; validate_node checked it.
+    const bool per_axis = in_rank(c, 1) == 1;
+    a["axis"] = per_axis ? norm_axis(attr_i(c, "axis", 1), in_rank(c, 0)) : int64_t{0};
   } else if (op == "Clip") {
     a["min"] = const_float(c, 1, "min", -std::numeric_limits<float>::infinity());
     a["max"] = const_float(c, 2, "max", std::numeric_limits<float>::infinity());

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -422,6 +423,7 @@ class NodeCheck {
       }
       return;
     }
+    if (op_ == "QuantizeLinear" || op_ == "DequantizeLinear") return quantize_linear();
     if (op_ == "Dropout") return dropout();
     if (op_ == "Constant") {
       if (n_.attribute_size() != 1) {
@@ -926,6 +928,48 @@ class NodeCheck {
   }
 
   /// An int attribute that is a flag: 0 or 1.
+  /// QuantizeLinear / DequantizeLinear: the scale a scalar (per tensor) or, from opset 13, a 1-D
+  /// tensor of x's size along `axis` (per axis); the zero point of the scale's shape; an int32 x
+  /// (a bias) dequantized with a zero point of 0 only; a constant scale positive.
+  void quantize_linear() {
+    const bool per_axis = rank(1) == 1;
+    if (rank(1) > 1 || (per_axis && opset_ < 13)) {
+      fail(input_shaped(1) + " must be a scalar" +
+           (opset_ < 13 ? " at opset " + str(opset_) + " (per-axis scales need opset 13)"
+                        : std::string(" or a 1-D tensor (per axis)")));
+    }
+    if (per_axis) {
+      const int64_t axis = axis_in(attr_i("axis", 1), rank(0), "attribute 'axis'", input(0));
+      if (shape(1)[0] != shape(0)[static_cast<size_t>(axis)]) {
+        fail(input_shaped(1) + " has " + str(shape(1)[0]) + " scales, but " + input_shaped(0) +
+             " has " + str(shape(0)[static_cast<size_t>(axis)]) + " elements along axis " +
+             str(axis));
+      }
+    }
+    if (has(2) && shape(2) != shape(1)) {
+      fail(input_shaped(2) + " must have the shape of " + input_shaped(1));
+    }
+    if (value(1).is_constant()) {
+      const runtime::NDArray& s = *value(1).data;
+      for (int64_t i = 0; i < s.num_elements(); ++i) {
+        const double v = element_as_double(s, i);
+        if (!(v > 0.0) || !std::isfinite(v)) {
+          fail(input(1) + " holds " + std::to_string(v) + " at index " + str(i) +
+               "; scales must be positive and finite");
+        }
+      }
+    }
+    if (op_ == "DequantizeLinear" && runtime::dtype_equal(value(0).dtype, runtime::kInt32) &&
+        has(2) && value(2).is_constant()) {
+      for (int64_t i = 0; i < value(2).num_elements(); ++i) {
+        if (element_as_double(*value(2).data, i) != 0.0) {
+          fail(input(2) + " must be 0 for an int32 " + input(0) + " (ONNX: int32 has no zero "
+               "point)");
+        }
+      }
+    }
+  }
+
   int64_t flag(const std::string& name, int64_t dflt) const {
     const int64_t v = attr_i(name, dflt);
     if (v != 0 && v != 1) fail("attribute '" + name + "' is " + str(v) + "; it must be 0 or 1");

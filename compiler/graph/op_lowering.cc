@@ -24,6 +24,8 @@
 #include "compiler/topi/lstm.h"
 #include "compiler/topi/nn.h"
 #include "compiler/topi/pooling.h"
+#include "compiler/topi/qconv2d.h"
+#include "compiler/topi/quantize.h"
 #include "compiler/topi/reduce.h"
 #include "compiler/topi/transform.h"
 #include "compiler/topi/tunable.h"
@@ -234,6 +236,21 @@ Result lower_conv(const Ctx& c, bool transpose) {
             if (out != output) s[out].compute_inline();
             injective(s, output);
           }};
+}
+
+/// QConv (realize_qconv.h): the integer convolution, its bias, shift and clip on the register
+/// tile of the NCHW template at its default config; not tunable.
+Result lower_qconv(const Ctx& c) {
+  const Node& n = c.node;
+  const topi::QConv2d q =
+      topi::qconv2d_nchw(c.input(0), c.input(1), c.input(2), c.input(3), ints2(n.ints("strides")),
+                         ints4(n.ints("pads")), ints2(n.ints("dilations")),
+                         static_cast<int>(n.i("group")), n.i("relu") != 0, "qconv2d");
+  return {{q.out},
+          [=](te::Schedule& s, const Tensor& output) {
+            topi::schedule_qconv2d_nchw_x86(s, q, output);
+          },
+          q.acc};
 }
 
 Result lower_gemm(const Ctx& c) {
@@ -487,6 +504,7 @@ const std::vector<std::string>& other_ops() {
       "Trilu",         "Mod",
       "GatherElements", "CumSum",
       "Hardmax",
+      "QuantizeLinear", "DequantizeLinear", "QConv",
   };
   return ops;
 }
@@ -724,6 +742,16 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
     return injective_result(t);
   }
   if (op == "Conv" || op == "ConvTranspose") return lower_conv(c, op == "ConvTranspose");
+  if (op == "QConv") return lower_qconv(c);
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+    Tensor zp = c.has(2) ? c.in[2] : Tensor();
+    const int axis = static_cast<int>(n.i("axis"));
+    if (op == "DequantizeLinear") {
+      return injective_result(topi::dequantize_linear(c.input(0), c.input(1), zp, axis));
+    }
+    return injective_result(
+        topi::quantize_linear(c.input(0), c.input(1), zp, axis, c.out_value().ir_dtype()));
+  }
   if (op == "Gemm") return lower_gemm(c);
   if (op == "MatMul") {
     if (n.has_attr("packed_bn")) {

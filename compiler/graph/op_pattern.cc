@@ -34,6 +34,8 @@ OpPattern op_pattern(const Node& node) {
       {"LessOrEqual", P::kBroadcast}, {"Mean", P::kBroadcast}, {"Or", P::kBroadcast},
       {"PRelu", P::kBroadcast}, {"Sum", P::kBroadcast}, {"Where", P::kBroadcast},
       {"Xor", P::kBroadcast}, {"Expand", P::kBroadcast}, {"Mod", P::kBroadcast},
+      // (De)quantization: elementwise with a per-tensor or per-axis scale.
+      {"QuantizeLinear", P::kBroadcast}, {"DequantizeLinear", P::kBroadcast},
       // Injective: data movement, each output element a function of one input element.
       {"Concat", P::kInjective}, {"Flatten", P::kInjective}, {"Gather", P::kInjective},
       {"Pad", P::kInjective}, {"Reshape", P::kInjective}, {"Slice", P::kInjective},
@@ -52,6 +54,7 @@ OpPattern op_pattern(const Node& node) {
       // Complex ops with an elementwise-fusable output.
       {"Conv", P::kOutEWiseFusable}, {"ConvTranspose", P::kOutEWiseFusable},
       {"Gemm", P::kOutEWiseFusable}, {"MatMul", P::kOutEWiseFusable},
+      {"QConv", P::kOutEWiseFusable},  // made by realize_qconv
       // Opaque (see the header for softmax; Split has several outputs). Constant, Shape, Size,
       // ConstantOfShape and Range never reach the graph; CastLike becomes Cast.
       {"LSTM", P::kOpaque}, {"Split", P::kOpaque}, {"LayerNormalization", P::kOpaque},

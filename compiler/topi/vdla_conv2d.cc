@@ -22,18 +22,20 @@ std::string VdlaConv2dConfig::to_string() const {
   return os.str();
 }
 
-VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, int shift) {
+VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, bool relu) {
   KILN_USER_CHECK(s.ic > 0 && s.oc > 0 && s.ic % 16 == 0 && s.oc % 16 == 0)
       << "vdla conv2d: channels " << s.ic << " -> " << s.oc << " must be positive multiples of 16";
   KILN_USER_CHECK(s.k >= 1 && s.stride >= 1 && s.pad >= 0 && s.oh() >= 1 && s.ow() >= 1)
       << "vdla conv2d: kernel " << s.k << ", stride " << s.stride << ", padding " << s.pad << " out of range";
-  KILN_USER_CHECK(shift >= 0 && shift < 32) << "vdla conv2d: shift " << shift << " is not in [0, 31]";
   VdlaConv2d op;
   op.shape = s;
+  op.relu = relu;
   const int icb = s.ic / 16, ocb = s.oc / 16, p = s.pad, st = s.stride;
   op.data = te::placeholder({icb, s.h, s.w, 1, 16}, ir::kInt8, "data");
   op.kernel = te::placeholder({ocb, icb, s.k, s.k, 16, 16}, ir::kInt8, "kernel");
-  const te::Tensor data = op.data, kernel = op.kernel;
+  op.bias = te::placeholder({ocb, 1, 16}, ir::kInt32, "bias");
+  op.shift = te::placeholder({ocb, 1, 16}, ir::kInt32, "shift");
+  const te::Tensor data = op.data, kernel = op.kernel, bias = op.bias, shift = op.shift;
   op.data_pad = te::compute(
       {icb, s.h + 2 * p, s.w + 2 * p, 1, 16},
       [&](Var c, Var y, Var x, Var b, Var i) {
@@ -55,20 +57,23 @@ VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, int shift) {
                        {rc, ky, kx, ri});
       },
       "conv", {"oc_block", "y", "x", "b", "oc"});
-  te::Tensor acc = op.conv;
-  if (shift > 0) {
-    op.shr = te::compute(
-        {ocb, s.oh(), s.ow(), 1, 16},
-        [&](const std::vector<Var>& v) {
-          return ir::shift_right(acc({v[0], v[1], v[2], v[3], v[4]}), ir::make_const(ir::kInt32, int64_t{shift}));
-        },
-        "shr");
-    acc = op.shr;
-  }
-  const te::Tensor shifted = acc;
+  const te::Tensor conv = op.conv;
+  op.biased = te::compute(
+      {ocb, s.oh(), s.ow(), 1, 16},
+      [&](const std::vector<Var>& v) { return conv({v[0], v[1], v[2], v[3], v[4]}) + bias({v[0], v[3], v[4]}); },
+      "biased");
+  const te::Tensor biased = op.biased;
+  op.shr = te::compute(
+      {ocb, s.oh(), s.ow(), 1, 16},
+      [&](const std::vector<Var>& v) {
+        return ir::shift_right(biased({v[0], v[1], v[2], v[3], v[4]}), shift({v[0], v[3], v[4]}));
+      },
+      "shr");
+  const te::Tensor shifted = op.shr;
+  const int lo_bound = relu ? 0 : -128;
   op.clip_lo = te::compute(
       {ocb, s.oh(), s.ow(), 1, 16},
-      [&](const std::vector<Var>& v) { return ir::max(shifted({v[0], v[1], v[2], v[3], v[4]}), Expr(-128)); },
+      [&](const std::vector<Var>& v) { return ir::max(shifted({v[0], v[1], v[2], v[3], v[4]}), Expr(lo_bound)); },
       "clip_lo");
   const te::Tensor lo = op.clip_lo;
   op.clip_hi = te::compute(
@@ -107,7 +112,8 @@ std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c,
   }
   const int v = c.vthreads;
   const int64_t ih = int64_t{c.tile_h - 1} * s.stride + s.k, iw = int64_t{tw - 1} * s.stride + s.k;
-  const int64_t acc = int64_t{c.tile_oc} * c.tile_h * tw, inp = c.tile_ic * ih * iw,
+  // The accumulator tile and the tile's bias and shift rows.
+  const int64_t acc = int64_t{c.tile_oc} * (c.tile_h * tw + 2), inp = c.tile_ic * ih * iw,
                 wgt = int64_t{c.tile_oc} * c.tile_ic * s.k * s.k;
   if (acc * v > cfg.acc_depth()) os << "ACC tile of " << acc << " rows x " << v << " exceeds " << cfg.acc_depth() << "; ";
   if (inp * v > cfg.inp_depth()) os << "INP tile of " << inp << " rows x " << v << " exceeds " << cfg.inp_depth() << "; ";
@@ -137,9 +143,10 @@ te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& 
   te::Schedule sch = te::create_schedule({op.out});
   te::Tensor dbuf = sch.cache_read(op.data_pad, vc::kInpScope, {op.conv});
   te::Tensor kbuf = sch.cache_read(op.kernel, vc::kWgtScope, {op.conv});
+  te::Tensor bbuf = sch.cache_read(op.bias, vc::kAccScope, {op.biased});
+  te::Tensor sbuf = sch.cache_read(op.shift, vc::kAccScope, {op.shr});
   sch[op.data_pad].compute_inline();
-  std::vector<te::Tensor> alu = {op.clip_lo, op.clip_hi};
-  if (op.shr.defined()) alu.insert(alu.begin(), op.shr);
+  const std::vector<te::Tensor> alu = {op.biased, op.shr, op.clip_lo, op.clip_hi};
   sch[op.conv].set_scope(vc::kAccScope);
   for (const te::Tensor& t : alu) sch[t].set_scope(vc::kAccScope);
 
@@ -159,6 +166,12 @@ te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& 
   }
   so.pragma(oci, vc::kDmaCopy);
   sch[op.conv].compute_at(so, wo);
+  // The tile's bias and shift rows, loaded per tile into the accumulator buffer (an ACC LOAD).
+  for (const te::Tensor& t : {bbuf, sbuf}) {
+    te::Stage st = sch[t];
+    st.compute_at(so, wo);
+    st.pragma(st.axis(0), vc::kDmaCopy);
+  }
   for (const te::Tensor& t : alu) {
     te::Stage st = sch[t];
     st.compute_at(so, wo);

@@ -1,19 +1,29 @@
 // The int8 conv2d for the VDLA (BACKENDS.md A7): a compute over blocked layouts and a schedule
 // that puts it on the accelerator through the compiler (tensorize onto the GEMM intrinsic, DMA
-// copies into the on-chip buffers, the shift and clip on the ALU, stores), with tunable tiles and
-// a virtual-thread knob; compiler/vdla/program.h builds its driver calls.
+// copies into the on-chip buffers, bias, shift and clip on the ALU, stores), with tunable tiles and
+// a virtual-thread knob; compiler/vdla/program.h builds its driver calls. It computes a QConv node
+// (compiler/graph, the quantized convolution's contract) on blocked layouts.
 //
 // Layouts (batch 1, blocks of 16 = the GEMM unit's BLOCK_IN and BLOCK_OUT):
 //   data    [IC/16][H][W][1][16] int8
 //   kernel  [OC/16][IC/16][K][K][16 out][16 in] int8 (each block transposed, as WGT rows are)
-//   output  [OC/16][OH][OW][1][16] int8 = clip(conv >> shift, -128, 127), conv wrapping at 32 bits
+//   bias    [OC/16][1][16] int32 (one ACC row per channel block)
+//   shift   [OC/16][1][16] int32, each in [0, 31] (one ACC row per channel block)
+//   output  [OC/16][OH][OW][1][16] int8 = clip((bias + conv) >> shift, relu ? 0 : -128, 127),
+//           the sum wrapping at 32 bits, >> arithmetic (floor)
 //
 // The schedule, per output tile (tile_oc channel blocks x tile_h rows x tile_w columns):
 //   output loops (oc tile, row tile, column tile) [with the oc or row tiles split between two
 //   `cthread` virtual threads, outermost]; at the column tile: the accumulator (local.acc_buffer)
 //   reset, per step of tile_ic input channel blocks the input window and the weights DMA'd into
 //   local.inp_buffer / local.wgt_buffer and the GEMM nest (oc block, ic block, ky, kx, y, x)
-//   tensorized at the block; then the shift, max and min as ALU passes; the tile stored by DMA.
+//   tensorized at the block; then the tile's bias and shift rows (tile_oc ACC rows each) loaded by
+//   DMA into local.acc_buffer, and four ALU passes over the accumulator: add the bias (a tensor
+//   operand: each pixel's micro-op reads the bias row of its channel block), shift right by the
+//   shift row (likewise), max with 0 or -128, min with 127; the tile stored by DMA.
+//   The bias is an ALU pass rather than the accumulator's initial value: loading it as the initial
+//   value would need one 64-byte ACC row per pixel over the DRAM port (a DMA that repeats the row),
+//   where the ALU adds it in 2 cycles a row; the GEMM keeps its reset.
 //   With `wgt_resident`, the weights' DMA moves out to the oc tile loop.
 #pragma once
 
@@ -50,14 +60,18 @@ struct VdlaConv2dConfig {
 };
 
 struct VdlaConv2d {
-  te::Tensor data, kernel, out;
-  /// The stages the schedule places: padded data (inlined), the accumulation, shift, max, min.
-  te::Tensor data_pad, conv, shr, clip_lo, clip_hi;
+  te::Tensor data, kernel, bias, shift, out;
+  /// The stages the schedule places: padded data (inlined), the accumulation, bias added, shifted,
+  /// max, min.
+  te::Tensor data_pad, conv, biased, shr, clip_lo, clip_hi;
   VdlaConv2dShape shape;
+  bool relu = false;
+  /// The program's arguments, in order: data, kernel, bias, shift, out.
+  std::vector<te::Tensor> args() const { return {data, kernel, bias, shift, out}; }
 };
 
-/// The compute. `shift` in [0, 31].
-VdlaConv2d vdla_conv2d(const VdlaConv2dShape& shape, int shift);
+/// The compute; with `relu` the lower clip is 0 instead of -128.
+VdlaConv2d vdla_conv2d(const VdlaConv2dShape& shape, bool relu);
 
 /// Why `c` cannot schedule `op` on `cfg` (a factor that does not divide, a buffer overflowing,
 /// an odd number of tiles to split between two threads, ...), or "".

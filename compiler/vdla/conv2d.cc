@@ -26,7 +26,9 @@ double estimate_cycles(const topi::VdlaConv2dShape& s, const topi::VdlaConv2dCon
                      cfg.dram_latency * (c.tile_ic + 1);
   const double per_step = c.vthreads == 2 ? std::max(gemm, dma) : gemm + dma;
   const double rows = double(c.tile_oc) * c.tile_h * tw;
-  const double epilogue = rows * (1 + 3 * cfg.alu_ii) + rows * cfg.out_row_bytes() / cfg.bus_bytes;
+  // Reset, bias, shift, max and min over the tile's rows; its bias and shift rows loaded; the store.
+  const double rows_io = 2.0 * (cfg.dram_latency + double(c.tile_oc) * cfg.acc_row_bytes() / cfg.bus_bytes);
+  const double epilogue = rows * (1 + 4 * cfg.alu_ii) + rows_io + rows * cfg.out_row_bytes() / cfg.bus_bytes;
   return tiles * (steps * per_step + epilogue);
 }
 
@@ -34,7 +36,7 @@ double estimate_cycles(const topi::VdlaConv2dShape& s, const topi::VdlaConv2dCon
 
 TimedConv2d time_conv2d(const topi::VdlaConv2d& op, const topi::VdlaConv2dConfig& c, const vdla::Config& cfg) {
   TimedConv2d t;
-  t.program = build_vdla(topi::schedule_vdla_conv2d(op, c, cfg), {op.data, op.kernel, op.out}, "conv2d", cfg);
+  t.program = build_vdla(topi::schedule_vdla_conv2d(op, c, cfg), op.args(), "conv2d", cfg);
   vdla::Device dev(cfg);
   vdla::Dram dram;
   std::vector<uint64_t> addrs;

@@ -519,8 +519,11 @@ class Builder {
         << "' must load a tensor into an SRAM scope or store local.acc_buffer to a tensor";
     BufInfo& sram = store ? s : d;
     BufInfo& dram = store ? d : s;
-    KILN_USER_CHECK(dram.dtype == ir::kInt8)
-        << "vdla '" << f_.name << "': tensor '" << dram.name << "' must be int8 for the DMA";
+    // INP and WGT loads and stores move int8; an ACC load (bias, shift) moves int32 rows.
+    const bool acc_load = !store && sram.mem == kAcc;
+    KILN_USER_CHECK(dram.dtype == (acc_load ? ir::kInt32 : ir::kInt8))
+        << "vdla '" << f_.name << "': tensor '" << dram.name << "' must be " << (acc_load ? "int32" : "int8")
+        << " for a DMA " << (store ? "from" : "into") << " " << kMemScopes[sram.mem];
     KILN_USER_CHECK(!store || !c.cond.defined())
         << "vdla '" << f_.name << "': a store to '" << d.name << "' cannot pad";
     const int64_t epr = sram.epr;

@@ -14,17 +14,19 @@ namespace kiln::vdla::testing {
 
 using Conv2dShape = topi::VdlaConv2dShape;
 
-/// data [IC/16][H][W][16], kernel [OC/16][IC/16][K][K][16o][16i], output [OC/16][OH][OW][16]:
-/// clip(sum >> shift, -128, 127), the sum wrapping at 32 bits.
+/// data [IC/16][H][W][16], kernel [OC/16][IC/16][K][K][16o][16i], bias and shift [OC/16][16]
+/// int32, output [OC/16][OH][OW][16]: clip((bias + sum) >> shift, relu ? 0 : -128, 127), the sum
+/// wrapping at 32 bits, >> arithmetic (QConv's contract).
 inline std::vector<int8_t> conv2d_reference(const Conv2dShape& s, const std::vector<int8_t>& data,
-                                            const std::vector<int8_t>& kernel, int shift) {
+                                            const std::vector<int8_t>& kernel, const std::vector<int32_t>& bias,
+                                            const std::vector<int32_t>& shift, bool relu) {
   const int B = 16, icb = s.ic / B, ocb = s.oc / B, oh = s.oh(), ow = s.ow(), k = s.k;
   std::vector<int8_t> out(static_cast<size_t>(s.oc) * oh * ow);
   std::vector<int32_t> acc(B);
   for (int ob = 0; ob < ocb; ++ob) {
     for (int y = 0; y < oh; ++y) {
       for (int x = 0; x < ow; ++x) {
-        std::fill(acc.begin(), acc.end(), 0);
+        for (int o = 0; o < B; ++o) acc[o] = bias[static_cast<size_t>(ob * B + o)];
         for (int cb = 0; cb < icb; ++cb) {
           for (int ky = 0; ky < k; ++ky) {
             const int iy = y * s.stride + ky - s.pad;
@@ -45,8 +47,10 @@ inline std::vector<int8_t> conv2d_reference(const Conv2dShape& s, const std::vec
           }
         }
         int8_t* dst = &out[((static_cast<size_t>(ob) * oh + y) * ow + x) * B];
-        for (int o = 0; o < B; ++o)
-          dst[o] = static_cast<int8_t>(std::clamp(acc[o] >> shift, -128, 127));
+        for (int o = 0; o < B; ++o) {
+          const int32_t v = acc[o] >> shift[static_cast<size_t>(ob * B + o)];
+          dst[o] = static_cast<int8_t>(std::clamp(v, relu ? 0 : -128, 127));
+        }
       }
     }
   }
@@ -67,6 +71,25 @@ inline std::vector<int8_t> random_int8(size_t n, uint32_t seed) {
 inline int conv2d_shift(const Conv2dShape& s) {
   const double spread = std::sqrt(static_cast<double>(s.ic) * s.k * s.k) * 74.0 * 74.0;
   return std::max(0, static_cast<int>(std::log2(spread / 32)));
+}
+
+/// Per output channel: a shift within 2 of conv2d_shift (clamped to [0, 31]) and a bias of up to
+/// 64 output steps either way (so that it moves outputs without clipping them all).
+struct BiasShift {
+  std::vector<int32_t> bias, shift;
+};
+inline BiasShift random_bias_shift(const Conv2dShape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> ds(-2, 2);
+  std::uniform_int_distribution<int> db(-64, 64);
+  BiasShift r;
+  const int base = conv2d_shift(s);
+  for (int o = 0; o < s.oc; ++o) {
+    const int sh = std::clamp(base + ds(rng), 0, 31);
+    r.shift.push_back(sh);
+    r.bias.push_back(static_cast<int32_t>(db(rng) * (int64_t{1} << sh) + db(rng)));
+  }
+  return r;
 }
 
 }  // namespace kiln::vdla::testing

@@ -3,9 +3,10 @@
 // driver calls by compiler/vdla/program.h, through their JSON) runs on the simulator bit-exactly against the naive int8
 // reference, serial and with two virtual threads, on small shapes with explicit configs (padding on
 // every side, strides, several input channel blocks per step, both virtual-thread axes, resident
-// weights, 1x1 and 5x5 kernels, a non-square input) and on every ResNet-18 layer of the paper's list
+// weights, 1x1 and 5x5 kernels, a non-square input, relu on and off) and on every ResNet-18 layer of the paper's list
 // (bench/resnet_layers.h); the cycle model must find the two-thread stream faster on the layers the
-// paper offloads (C2..C12). C1 has 3 input channels: they are zero-padded to one block of 16, as
+// paper offloads (C2..C12). Every case has a random bias (negative ones too) and a random shift per
+// output channel (QConv's contract). C1 has 3 input channels: they are zero-padded to one block of 16, as
 // the blocked layout needs.
 #include <gtest/gtest.h>
 
@@ -36,11 +37,11 @@ struct Result {
 };
 
 Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const std::vector<int8_t>& data,
-                    const std::vector<int8_t>& kernel, int shift) {
+                    const std::vector<int8_t>& kernel, const vdla::testing::BiasShift& bs, bool relu) {
   const vdla::Config cfg;
-  const topi::VdlaConv2d op = topi::vdla_conv2d(s, shift);
+  const topi::VdlaConv2d op = topi::vdla_conv2d(s, relu);
   const te::Schedule sch = topi::schedule_vdla_conv2d(op, c, cfg);
-  const vdla::VdlaProgram built = vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+  const vdla::VdlaProgram built = vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);
   // Every run goes through the program's JSON, as a bundle carries it.
   const std::string text = built.to_json().dump();
   const vdla::VdlaProgram prog = vdla::VdlaProgram::from_json(runtime::Json::parse(text), "conv2d.json");
@@ -51,13 +52,16 @@ Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const s
   vdla::Device dev(cfg);
   vdla::Dram dram;
   const uint64_t out_bytes = static_cast<uint64_t>(s.oc) * s.oh() * s.ow();
+  const uint64_t vec_bytes = bs.bias.size() * 4;
   const uint64_t a_data = dram.alloc(data.size()), a_kernel = dram.alloc(kernel.size(), cfg.wgt_row_bytes()),
-                 a_out = dram.alloc(out_bytes);
+                 a_bias = dram.alloc(vec_bytes), a_shift = dram.alloc(vec_bytes), a_out = dram.alloc(out_bytes);
   std::memcpy(dram.at(a_data, data.size()), data.data(), data.size());
   std::memcpy(dram.at(a_kernel, kernel.size()), kernel.data(), kernel.size());
+  std::memcpy(dram.at(a_bias, vec_bytes), bs.bias.data(), vec_bytes);
+  std::memcpy(dram.at(a_shift, vec_bytes), bs.shift.data(), vec_bytes);
   std::memset(dram.at(a_out, out_bytes), 0x5a, out_bytes);
   vdla::CommandQueue q(dev, dram);
-  prog.emit(q, {a_data, a_kernel, a_out});
+  prog.emit(q, {a_data, a_kernel, a_bias, a_shift, a_out});
   Result r;
   r.stats = q.synchronize();
   r.out.assign(dram.at(a_out, out_bytes), dram.at(a_out, out_bytes) + out_bytes);
@@ -70,8 +74,8 @@ Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const s
   return r;
 }
 
-void check(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const char* what, Result* out = nullptr,
-           int real_ic = 0) {
+void check(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const char* what, bool relu,
+           Result* out = nullptr, int real_ic = 0) {
   std::vector<int8_t> data = vdla::testing::random_int8(static_cast<size_t>(s.ic) * s.h * s.w, 17);
   std::vector<int8_t> kernel = vdla::testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 29);
   if (real_ic > 0 && real_ic < s.ic) {
@@ -83,17 +87,28 @@ void check(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const char* what
       if (static_cast<int>(i % 16) >= real_ic) kernel[i] = 0;
     }
   }
-  const int shift = vdla::testing::conv2d_shift(s);
-  const std::vector<int8_t> ref = vdla::testing::conv2d_reference(s, data, kernel, shift);
-  Result r = run_compiled(s, c, data, kernel, shift);
-  ASSERT_EQ(r.out, ref) << what << " " << c.to_string();
+  const vdla::testing::BiasShift bs = vdla::testing::random_bias_shift(s, 41);
+  const std::vector<int8_t> ref = vdla::testing::conv2d_reference(s, data, kernel, bs.bias, bs.shift, relu);
+  Result r = run_compiled(s, c, data, kernel, bs, relu);
+  ASSERT_EQ(r.out, ref) << what << " relu=" << relu << " " << c.to_string();
   // Every multiply-add ran exactly once on the GEMM unit, every output was stored once.
   EXPECT_EQ(r.stats.gemm_counter * 256, static_cast<uint64_t>(s.macs())) << what;
   EXPECT_EQ(r.stats.out_store_nbytes, static_cast<uint64_t>(s.oc) * s.oh() * s.ow()) << what;
-  // Not every output clipped: the shift keeps the comparison meaningful.
-  size_t clipped = 0;
-  for (int8_t v : ref) clipped += (v == 127 || v == -128);
+  // Not every output clipped: the shifts keep the comparison meaningful (with relu, about half of
+  // the outputs are 0; without, some are negative).
+  size_t clipped = 0, zero = 0, negative = 0;
+  for (int8_t v : ref) {
+    clipped += (v == 127 || v == -128);
+    zero += v == 0;
+    negative += v < 0;
+  }
   EXPECT_LT(clipped, ref.size() / 4) << what;
+  EXPECT_LT(zero, ref.size() * 3 / 4) << what;
+  if (relu) {
+    EXPECT_EQ(negative, 0u) << what;
+  } else {
+    EXPECT_GT(negative, ref.size() / 8) << what;
+  }
   if (out) *out = std::move(r);
 }
 
@@ -105,7 +120,10 @@ struct Case {
 
 class VdlaCompiledSmall : public ::testing::TestWithParam<Case> {};
 
-TEST_P(VdlaCompiledSmall, BitExact) { check(GetParam().shape, GetParam().config, GetParam().name); }
+TEST_P(VdlaCompiledSmall, BitExact) {
+  check(GetParam().shape, GetParam().config, GetParam().name, false);
+  check(GetParam().shape, GetParam().config, GetParam().name, true);
+}
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, VdlaCompiledSmall,
@@ -131,13 +149,15 @@ TEST_P(VdlaCompiledResNet, BitExactSerialAndVirtualThreads) {
   VdlaConv2dShape s{l.hw, l.hw, (l.ic + 15) / 16 * 16, l.oc, l.k, l.stride, l.pad()};
   const vdla::Config cfg;
   const auto t0 = std::chrono::steady_clock::now();
-  const topi::VdlaConv2d op = topi::vdla_conv2d(s, vdla::testing::conv2d_shift(s));
+  const topi::VdlaConv2d op = topi::vdla_conv2d(s, false);
   const VdlaConv2dConfig c1 = vdla_compiler::choose_conv2d_config(op, 1, cfg);
   const VdlaConv2dConfig c2 = vdla_compiler::choose_conv2d_config(op, 2, cfg);
   const auto t1 = std::chrono::steady_clock::now();
   Result r1, r2;
-  check(s, c1, l.name, &r1, l.ic);
-  check(s, c2, l.name, &r2, l.ic);
+  // Relu on for the serial stream, off for the two threads' (the program differs only in the
+  // lower clip's immediate).
+  check(s, c1, l.name, true, &r1, l.ic);
+  check(s, c2, l.name, false, &r2, l.ic);
   // Latency hiding pays on every layer the paper offloads. C1 (kept on the CPU by the paper) is
   // one reduction step of 49 taps whose weights stay resident: its serial stream is already about
   // 84% compute, and halving the buffers for two threads costs as much as the overlap gains.
@@ -162,9 +182,9 @@ INSTANTIATE_TEST_SUITE_P(ResNet18, VdlaCompiledResNet, ::testing::ValuesIn(bench
 // thread's next load, each thread in its own half of the buffers.
 TEST(VdlaCompiledProgram, TwoThreadsInterleaveWithTokens) {
   const vdla::Config cfg;
-  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, false);
   const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
-      topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), {op.data, op.kernel, op.out}, "conv2d", cfg);
+      topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), op.args(), "conv2d", cfg);
   std::string kinds;
   std::istringstream lines(prog.to_string());
   for (std::string line; std::getline(lines, line) && kinds.size() < 400;) {
@@ -193,7 +213,7 @@ TEST(VdlaCompiledProgram, TwoThreadsInterleaveWithTokens) {
 }
 
 TEST(VdlaCompiledErrors, ConfigProblemsAreNamed) {
-  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, false);
   try {
     topi::schedule_vdla_conv2d(op, {3, 1, 4, 0, 1, false}, vdla::Config{});
     ADD_FAILURE() << "expected an error";
@@ -204,12 +224,12 @@ TEST(VdlaCompiledErrors, ConfigProblemsAreNamed) {
 
 TEST(VdlaCompiledErrors, ScopesAreChecked) {
   const vdla::Config cfg;
-  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 8);
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, false);
   {
     te::Schedule sch = topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
     sch[op.conv].set_scope("local");
     try {
-      vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+      vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);
       ADD_FAILURE() << "expected an error";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("intrinsic 'vdla.gemm' needs 'conv' in local.acc_buffer, but it is in local"),
@@ -221,7 +241,7 @@ TEST(VdlaCompiledErrors, ScopesAreChecked) {
     te::Schedule sch = topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
     sch[op.clip_lo].set_scope("shared");
     try {
-      vdla_compiler::build_vdla(sch, {op.data, op.kernel, op.out}, "conv2d", cfg);
+      vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);
       ADD_FAILURE() << "expected an error";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("buffer 'clip_lo' is in scope 'shared'"), std::string::npos) << e.what();

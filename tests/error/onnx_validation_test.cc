@@ -1351,5 +1351,75 @@ TEST(OnnxValidation, ValidEdgeCasesImport) {
   }
 }
 
+/// An integer initializer of ONNX element type `elem` (INT8, UINT8, INT32) holding `values`.
+void init_ints(Model& m, const std::string& name, const Ints& shape, int elem, const Ints& values) {
+  auto* t = m.graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(elem);
+  for (int64_t d : shape) t->add_dims(d);
+  for (int64_t v : values) t->add_int32_data(static_cast<int32_t>(v));
+}
+
+TEST(OnnxValidation, QuantizeLinearScalesAndZeroPoints) {
+  auto imports = [](const Model& m) { EXPECT_NO_THROW(import_onnx_bytes(m.bytes(), "<valid>")); };
+  {  // a per-axis scale of the wrong length
+    Model m;
+    m.input("x", {1, 4, 2, 2});
+    m.weight("s", {3});
+    m.op("QuantizeLinear", "q", {"x", "s"});
+    expect_refused(m, "q", "QuantizeLinear", {"input 1 (y_scale 's') of shape [3]", "3 scales",
+                                              "4 elements along axis 1"});
+  }
+  {  // per-axis scales before opset 13
+    Model m(11);
+    m.input("x", {1, 4, 2, 2});
+    m.weight("s", {4});
+    m.op("QuantizeLinear", "q", {"x", "s"});
+    expect_refused(m, "q", "QuantizeLinear", {"must be a scalar at opset 11", "need opset 13"});
+  }
+  {  // a zero point of another shape than the scale
+    Model m;
+    m.input("x", {1, 4, 2, 2});
+    m.weight("s", {4});
+    init_ints(m, "z", {}, TensorProto::INT8, {0});
+    Model::attr(m.op("QuantizeLinear", "q", {"x", "s", "z"}), "axis", int64_t{1});
+    expect_refused(m, "q", "QuantizeLinear", {"input 2 (y_zero_point 'z') of shape []",
+                                              "must have the shape of input 1"});
+  }
+  {  // a scale that is not positive
+    Model m;
+    m.input("x", {2, 3}, TensorProto::INT8);
+    m.init_scalar("s", -0.5f);
+    m.op("DequantizeLinear", "dq", {"x", "s"});
+    expect_refused(m, "dq", "DequantizeLinear", {"input 1 (x_scale 's')", "-0.5",
+                                                 "positive and finite"});
+  }
+  {  // an int32 (bias) dequantized with a zero point other than 0
+    Model m;
+    m.input("x", {3}, TensorProto::INT32);
+    m.init_scalar("s", 0.25f);
+    init_ints(m, "z", {}, TensorProto::INT32, {3});
+    m.op("DequantizeLinear", "dq", {"x", "s", "z"});
+    expect_refused(m, "dq", "DequantizeLinear", {"input 2 (x_zero_point 'z')", "must be 0",
+                                                 "int32"});
+  }
+  {  // valid: per-axis along a negative axis, uint8 without a zero point, int32 with a zero of 0
+    Model m;
+    m.input("x", {2, 3, 4});
+    m.weight("s", {4});
+    init_ints(m, "z", {4}, TensorProto::UINT8, {0, 1, 2, 255});
+    Model::attr(m.node("QuantizeLinear", "q", {"x", "s", "z"}, {"q"}), "axis", int64_t{-1});
+    m.init_scalar("t", 0.5f);
+    m.node("QuantizeLinear", "q2", {"x", "t"}, {"q2"});
+    m.input("b", {3}, TensorProto::INT32);
+    init_ints(m, "zb", {}, TensorProto::INT32, {0});
+    m.node("DequantizeLinear", "dq", {"b", "t", "zb"}, {"y"});
+    m.output("q");
+    m.output("q2");
+    m.output("y");
+    imports(m);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::graph

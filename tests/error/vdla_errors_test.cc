@@ -267,7 +267,7 @@ TEST(VdlaErrors, FieldsThatDoNotFitNameTheInstruction) {
 // refused by the program, naming the tensor.
 TEST(VdlaErrors, Conv2dConfigThatDoesNotFit) {
   const Config cfg;
-  const topi::VdlaConv2d op = topi::vdla_conv2d({14, 14, 256, 256, 3, 1, 1}, 8);
+  const topi::VdlaConv2d op = topi::vdla_conv2d({14, 14, 256, 256, 3, 1, 1}, false);
   topi::VdlaConv2dConfig c;
   c.tile_oc = 16;
   c.tile_ic = 16;
@@ -284,11 +284,11 @@ TEST(VdlaErrors, Conv2dConfigThatDoesNotFit) {
   c = topi::VdlaConv2dConfig{};
   c.tile_h = 7;
   const vdla_compiler::VdlaProgram prog =
-      vdla_compiler::build_vdla(topi::schedule_vdla_conv2d(op, c, cfg), {op.data, op.kernel, op.out}, "conv2d", cfg);
+      vdla_compiler::build_vdla(topi::schedule_vdla_conv2d(op, c, cfg), op.args(), "conv2d", cfg);
   Device dev(cfg);
   Dram dram;
   CommandQueue q(dev, dram);
-  expect_error([&] { prog.emit(q, {0, 64, 0}); },
+  expect_error([&] { prog.emit(q, {0, 64, 0, 0, 0}); },
                {"vdla program 'conv2d'", "tensor 'kernel' at byte address 64 is not aligned to its rows of 256"});
 }
 
@@ -296,9 +296,9 @@ TEST(VdlaErrors, Conv2dConfigThatDoesNotFit) {
 // malformed value.
 TEST(VdlaErrors, MalformedProgramJsonNamesTheCallAndField) {
   const Config cfg;
-  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, 4);
+  const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, false);
   const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
-      topi::schedule_vdla_conv2d(op, topi::VdlaConv2dConfig{}, cfg), {op.data, op.kernel, op.out}, "conv2d", cfg);
+      topi::schedule_vdla_conv2d(op, topi::VdlaConv2dConfig{}, cfg), op.args(), "conv2d", cfg);
   const std::string good = prog.to_json().dump();
   auto parse = [](const std::string& t) { return VdlaProgram::from_json(runtime::Json::parse(t), "p.json"); };
   EXPECT_EQ(parse(good).calls.size(), prog.calls.size());
