@@ -44,6 +44,12 @@ void check_spec(const v1::TensorSpec& spec, const std::string& what) {
     }
     elements *= d;
   }
+  if (spec.has_low() != spec.has_high() || (spec.has_low() && spec.low() > spec.high())) {
+    throw invalid_argument("MeasureBatch: " + what + " has a value range [" +
+                           (spec.has_low() ? std::to_string(spec.low()) : "?") + ", " +
+                           (spec.has_high() ? std::to_string(spec.high()) : "?") +
+                           "]: give both ends, low <= high");
+  }
 }
 
 }  // namespace

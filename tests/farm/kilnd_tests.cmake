@@ -65,3 +65,16 @@ add_dependencies(opencl_farm_test kilnd kiln-worker kiln-agent kiln-runner kiln)
 add_test(NAME opencl_farm_test COMMAND opencl_farm_test)
 set_tests_properties(opencl_farm_test PROPERTIES LABELS "farm;slow" TIMEOUT 600
   SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+
+# The VDLA in the farm, kernel level: kilnd with a worker and a real `kiln-agent --key vdla
+# --target vdla`; this process drives the job's tuning of vdla_conv2d tasks (the job's driver is
+# tests/common's script) with kiln-tuner's FarmMeasurer and FarmRecords.
+add_executable(vdla_farm_test vdla_farm_test.cc)
+target_link_libraries(vdla_farm_test PRIVATE kiln_job_driver kiln_autotune_tuner kiln_topi kiln_proto
+  kiln_rpc kiln_runtime kiln_record_log GTest::gtest GTest::gtest_main kiln_warnings)
+target_compile_definitions(vdla_farm_test PRIVATE
+  KILND_BINARY="$<TARGET_FILE:kilnd>"
+  KILN_AGENT_BINARY="$<TARGET_FILE:kiln-agent>")
+add_dependencies(vdla_farm_test kilnd kiln-worker kiln-agent kiln-runner)
+add_test(NAME vdla_farm_test COMMAND vdla_farm_test)
+set_tests_properties(vdla_farm_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)

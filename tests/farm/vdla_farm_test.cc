@@ -1,0 +1,140 @@
+// The farm tuning for the VDLA, with real processes on 127.0.0.1: kilnd with a local compiler
+// worker, and a real `kiln-agent --key vdla --target vdla` that measures VDLA programs on the
+// simulator's cycle model through kiln-runner. A job for target vdla and device key vdla is
+// accepted; its driver's tuning runs in this process (the job's driver is tests/common's script,
+// which hands this test the job's secret): the Tuner with the XGBoost model, kiln-tuner's
+// FarmMeasurer and FarmRecords, tuning vdla_conv2d tasks of two ResNet-18 layers (relu on and
+// off) built by the worker into VDLA programs and measured by the agent against the reference
+// bit for bit. This is the farm at the kernel level: extracting these tasks from a quantized
+// model's QConv nodes and building its heterogeneous bundle belong to the VDLA's graph build,
+// which is not there yet (docs/architecture.md, "The farm").
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "compiler/autotune/task.h"
+#include "compiler/autotune/tuner.h"
+#include "compiler/topi/vdla_conv2d.h"
+#include "deploy/runtime/vdla_run.h"
+#include "records/record_log.h"
+#include "tests/common/script_driver.h"
+#include "tests/farm/farm_test_util.h"
+#include "tuner/farm_client.h"
+#include "tuner/farm_measurer.h"
+#include "tuner/farm_records.h"
+
+namespace kiln {
+namespace {
+
+using testing::ChildProcess;
+using testing::Kilnd;
+using testing::TempDir;
+
+constexpr int kTrials = 16;
+
+TEST(VdlaFarm, AVdlaAgentRegistersAndTheFarmTunesVdlaTasksBitExact) {
+  TempDir dir("vdla_farm");
+  testing::ScriptDriver drivers(dir.path());
+  Kilnd kilnd(dir, {"--local-workers", "1", "--batch", "8"}, {"KILN_TUNER=" + drivers.program()});
+  auto service = kilnd.service();
+  ChildProcess agent({KILN_AGENT_BINARY, "--tracker", kilnd.grpc_address(), "--key", "vdla",
+                      "--target", "vdla"},
+                     dir.file("agent.log"));
+  ASSERT_TRUE(testing::wait_for_devices(*service, 1, std::chrono::seconds(60)))
+      << agent.stderr_text();
+
+  // The device: the simulator's cycle model, not emulated (its time does not depend on the host).
+  {
+    v1::ListDevicesRequest req;
+    v1::ListDevicesResponse resp;
+    ASSERT_TRUE(service->ListDevices(testing::context().get(), req, &resp).ok());
+    ASSERT_EQ(resp.devices_size(), 1);
+    const v1::DeviceInfo& d = resp.devices(0);
+    EXPECT_EQ(d.key(), "vdla");
+    EXPECT_EQ(d.target(), "vdla");
+    EXPECT_EQ(d.fingerprint(), runtime::vdla_device_description());
+    EXPECT_NE(d.capabilities().board().find("VDLA cycle model"), std::string::npos)
+        << d.capabilities().board();
+    EXPECT_FALSE(d.capabilities().emulated());
+  }
+
+  // A job for the VDLA is accepted; its driver (the script) hands over the job's secret.
+  v1::SubmitModelRequest sub;
+  sub.set_model("a model the script driver never reads");
+  sub.set_name("vdla-layers");
+  sub.set_target("vdla");
+  sub.set_device_key("vdla");
+  sub.set_trials(kTrials);
+  v1::SubmitModelResponse sub_resp;
+  {
+    const grpc::Status s = service->SubmitModel(testing::context().get(), sub, &sub_resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  const v1::DriverAuth auth = drivers.wait(sub_resp.job_id());
+  tuner::FarmClient client(kilnd.grpc_address(), "", "", auth.job_id(), auth.secret());
+  tuner::FarmRecords records(client);
+  tuner::FarmMeasurer measurer(client);
+  autotune::TuneOptions opts;
+  opts.trials = kTrials;
+  opts.batch = 8;
+  opts.explorer = "xgb";
+  autotune::Tuner tuner(records, opts, &measurer);
+
+  // C11 (14x14, 256 -> 512, 1x1, stride 2) with relu, C8 (28x28, 128 -> 256, 1x1, stride 2)
+  // without: the second task learns from the first's records.
+  const std::vector<autotune::Task> tasks = {
+      autotune::Task::make("vdla_conv2d", topi::vdla_conv2d({14, 14, 256, 512, 1, 2, 0}, true).out, "vdla"),
+      autotune::Task::make("vdla_conv2d", topi::vdla_conv2d({28, 28, 128, 256, 1, 2, 0}, false).out, "vdla")};
+  std::vector<const autotune::Task*> history;
+  for (const autotune::Task& task : tasks) {
+    const autotune::TaskResult r = tuner.tune(task, history);
+    history.push_back(&task);
+    EXPECT_EQ(r.trials, kTrials) << task.key;
+    EXPECT_EQ(r.errors.count("wrong_answer"), 0u) << task.key;
+    const std::vector<records::MeasureRecord> recs = records.records(task.key, "vdla");
+    ASSERT_EQ(recs.size(), static_cast<size_t>(kTrials)) << task.key;
+    double default_cost = INFINITY, best = INFINITY;
+    int measured = 0;
+    for (const records::MeasureRecord& rec : recs) {
+      EXPECT_EQ(rec.target, "vdla");
+      EXPECT_FALSE(rec.emulated);
+      // Measured by the agent, bit-exact against the reference (a mismatch is wrong_answer), or
+      // a config that does not fit the VDLA's buffers (not built at all).
+      EXPECT_TRUE(rec.error == ErrorKind::kNone || rec.error == ErrorKind::kCompileError)
+          << error_kind_name(rec.error) << ": " << rec.error_msg;
+      if (rec.error != ErrorKind::kNone) continue;
+      ++measured;
+      EXPECT_EQ(rec.device, runtime::vdla_device_description());
+      ASSERT_EQ(rec.costs_s.size(), 1u);  // the cycle model is deterministic: one run
+      const double cycles = rec.cost() * 200e6;
+      EXPECT_NEAR(cycles, std::round(cycles), 1e-3 * cycles) << "not whole cycles at 200 MHz";
+      best = std::min(best, rec.cost());
+      if (rec.config_index == task.default_config.index()) default_cost = rec.cost();
+    }
+    EXPECT_GE(measured, 4) << task.key;
+    ASSERT_TRUE(std::isfinite(default_cost)) << task.key << ": the default was not measured";
+    EXPECT_LE(best, default_cost) << task.key;
+    std::cout << task.key << ": default " << default_cost * 200e6 << " cycles, best " << best * 200e6
+              << " cycles after " << kTrials << " trials (" << measured << " measured)\n";
+  }
+
+  // The shared record log keeps them in the device lane (the agent is not emulated).
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(auth.job_id());
+  v1::Job job;
+  EXPECT_TRUE(service->CancelJob(testing::context().get(), cancel, &job).ok());
+  kilnd.kill(SIGTERM);
+  agent.signal(SIGTERM);
+  agent.wait();
+  records::RecordLog log = records::RecordLog::open(kilnd.state_dir() + "/records");
+  EXPECT_EQ(log.tasks("vdla").size(), 2u);
+  for (const autotune::Task& task : tasks) {
+    EXPECT_EQ(log.records(task.key, "vdla").size(), static_cast<size_t>(kTrials));
+    EXPECT_TRUE(log.records(task.key, "vdla", records::Lane::kEmulated).empty());
+  }
+}
+
+}  // namespace
+}  // namespace kiln
