@@ -8,7 +8,15 @@
 //   case=vdla_<layer> cycles_serial=<a> cycles_vthread=<b> util_serial=<u1> util_vthread=<u2>
 //   gops=<g> case=vdla_peak util_serial=<max u1> util_vthread=<max u2>
 //
-// gops is the two-thread stream's. The chosen configs go to stderr. It also writes
+// gops is the two-thread stream's. Then the whole network, heterogeneously: ResNet-18
+// (tests/models/make_models.py) quantized by Kiln (kiln quantize: power-of-two int8, calibrated on
+// one random input), built with --target vdla (every QConv the VDLA supports offloaded, the rest on
+// this CPU) and with the CPU target (all int8 on the CPU), both run on the same input:
+//
+//   case=vdla_resnet18 offloaded=<n> of=<m> vdla_ms=<cycles / 200 MHz of the offloaded convs>
+//   cpu_ms=<median time of the all-CPU int8 build> identical=<1: both builds' outputs equal>
+//
+// (--no-model skips it.) The chosen configs go to stderr. It also writes
 // DIR/roofline.csv (per layer: ops, DRAM bytes, GOPS serial and with two threads) and
 // DIR/roofline.png, the paper's Fig. 10 (bench/plot_roofline.py), DIR being
 // build/<preset>/bench-results/vdla. ARGS: --layers C2,C9,...
@@ -19,19 +27,86 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include "bench/resnet_layers.h"
+#include "compiler/graph/graph_build.h"
+#include "compiler/graph/onnx_frontend.h"
+#include "compiler/graph/onnx_quantize.h"
 #include "compiler/vdla/conv2d.h"
+#include "deploy/runtime/graph_executor.h"
+#include "deploy/runtime/npy.h"
+#include "deploy/runtime/random_fill.h"
 #include "deploy/vdla/device/config.h"
+
+namespace {
+
+/// ResNet-18 quantized, built for the VDLA beside the CPU and for the CPU alone (see above).
+void resnet18_case() {
+  // The model, its quantized form and the input in a folder of their own, removed afterwards.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln_bench_vdla_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct Remove {
+    std::filesystem::path p;
+    ~Remove() { std::filesystem::remove_all(p); }
+  } remove{dir};
+  namespace g = kiln::graph;
+  namespace rt = kiln::runtime;
+  const std::string cmd = std::string("python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + dir.string() +
+                          "' --only resnet18 --no-expected >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    std::fprintf(stderr, "bench_vdla: %s failed (python3 with onnx and numpy)\n", cmd.c_str());
+    std::exit(1);
+  }
+  const std::string model = (dir / "resnet18.onnx").string();
+  const g::Graph fp = g::import_onnx(model);
+  const g::Value& in = fp.value(fp.inputs().at(0));
+  rt::NDArray x = rt::NDArray::empty(in.shape, rt::kFloat32);
+  rt::fill_uniform(x, rt::seed_of("vdla_resnet18"));
+  const std::string x_path = (dir / "x.npy").string();
+  rt::save_npy(x_path, x);
+  g::QuantizeOptions q;
+  q.model = model;
+  q.calibration = {x_path};
+  const g::Graph qdq = g::import_onnx_bytes(g::quantize_onnx(q), model + " (quantized)");
+  g::BuildReport het_rep, cpu_rep;
+  rt::Bundle het = g::build_graph(qdq, "vdla", {}, &het_rep);
+  rt::Bundle cpu = g::build_graph(qdq, "llvm -mcpu=native", {}, &cpu_rep);
+  for (const std::string& line : het_rep.vdla_kept_on_cpu) std::fprintf(stderr, "resnet18: %s\n", line.c_str());
+  auto het_g = rt::GraphExecutor::from_bundle(std::move(het), "resnet18 (vdla)");
+  auto cpu_g = rt::GraphExecutor::from_bundle(std::move(cpu), "resnet18 (cpu)");
+  het_g.set_input(0, x);
+  het_g.run();
+  cpu_g.set_input(0, x);
+  std::vector<double> run_ms;
+  cpu_g.profile(10, &run_ms);
+  std::sort(run_ms.begin(), run_ms.end());
+  const rt::NDArray& a = het_g.output(0);
+  const rt::NDArray& b = cpu_g.output(0);
+  const bool identical = a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())) == 0;
+  const kiln::vdla::Config cfg;
+  std::printf("case=vdla_resnet18 offloaded=%zu of=%zu vdla_ms=%.3f cpu_ms=%.3f identical=%d\n", het_rep.vdla_offloaded,
+              het_rep.vdla_convolutions, static_cast<double>(het_g.vdla_total().cycles) / (cfg.clock_mhz * 1e3),
+              run_ms[run_ms.size() / 2], identical ? 1 : 0);
+  std::fflush(stdout);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   namespace vc = kiln::vdla_compiler;
   std::string layers = "C2,C3,C4,C5,C6,C7,C8,C9,C10,C11,C12";
+  bool model = true;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) {
       layers = argv[++i];
+    } else if (std::strcmp(argv[i], "--no-model") == 0) {
+      model = false;
     } else {
-      std::fprintf(stderr, "usage: %s [--layers C2,C3,...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--layers C2,C3,...] [--no-model]\n", argv[0]);
       return 2;
     }
   }
@@ -68,6 +143,8 @@ int main(int argc, char** argv) {
     peak_vthread = std::max(peak_vthread, vthread.utilization());
   }
   std::printf("case=vdla_peak util_serial=%.3f util_vthread=%.3f\n", peak_serial, peak_vthread);
+  std::fflush(stdout);
+  if (model) resnet18_case();
   csv.close();
   const double dram_gbs = cfg.bus_bytes * cfg.clock_mhz / 1e3;
   const std::string cmd = std::string("python3 '") + KILN_ROOFLINE_SCRIPT + "' '" + (dir / "roofline.csv").string() +

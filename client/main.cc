@@ -170,6 +170,12 @@ int compile_main(const kiln::cli::Args& args) {
     std::cerr << build.qconvs_realized << " quantized convolutions as integer QConv kernels\n";
     for (const std::string& line : build.qconvs_kept_float) std::cerr << line << "\n";
   }
+  if (target == "vdla") {
+    std::cerr << "offloaded " << build.vdla_offloaded << " of " << build.vdla_convolutions
+              << " convolutions to the VDLA\n";
+    for (const std::string& line : build.vdla_placed) std::cerr << "  " << line << "\n";
+    for (const std::string& line : build.vdla_kept_on_cpu) std::cerr << "  " << line << "\n";
+  }
   return 0;
 }
 
@@ -191,7 +197,10 @@ const kiln::cli::Command kCompile{
         "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, 'llvm "
         "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board, or 'opencl' or 'cuda "
         "-arch=sm_90' for a GPU (run that bundle with kiln run --device opencl or cuda; archs "
-        "older than sm_75, such as a Titan X's sm_61, get PTX from LLVM's NVPTX back-end). A "
+        "older than sm_75, such as a Titan X's sm_61, get PTX from LLVM's NVPTX back-end), or 'vdla' "
+        "for the VDLA (the paper's accelerator, simulated with its cycle model) beside this CPU: "
+        "each integer QConv it supports runs there, the rest on 'llvm -mcpu=native', and the "
+        "build says how many it offloaded and why each other one stays on the CPU. A "
         "progress bar goes "
         "to stderr, then what the build did (kernels, folded nodes, memory). A QDQ model's "
         "power-of-two quantized convolutions become integer QConv kernels; each one that "

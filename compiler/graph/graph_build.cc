@@ -18,12 +18,14 @@
 #include "compiler/graph/fold_constants.h"
 #include "compiler/graph/fuse.h"
 #include "compiler/graph/memory_plan.h"
+#include "compiler/graph/offload_vdla.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/op_lowering.h"
 #include "compiler/graph/pack_weights.h"
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
+#include "compiler/vdla/program.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/json.h"
 
@@ -144,12 +146,18 @@ namespace {
 /// Whether `t` is a GPU's: its groups become device programs (a GPU bundle), not host functions.
 bool is_gpu(const target::Target& t) { return t.kind == "cuda" || t.kind == "opencl"; }
 
+/// The heterogeneous target: the VDLA for what it supports, this CPU for the rest.
+bool is_vdla(const std::string& target) { return target == "vdla"; }
+constexpr const char* kVdlaHost = "llvm -mcpu=native";
+
 /// The graph passes of the build, in order, on a copy of `input`.
-Graph prepare_graph(const Graph& input, const std::string& target, const BuildOptions& options,
+Graph prepare_graph(const Graph& input, const std::string& target_name, const BuildOptions& options,
                     BuildReport& rep) {
   auto enter = [&](const char* phase) {
     if (options.phase) options.phase(phase);
   };
+  const bool vdla = is_vdla(target_name);
+  const std::string target = vdla ? kVdlaHost : target_name;
   const target::Target tgt = target::Target::parse(target);
   KILN_USER_CHECK(tgt.kind == "llvm" || is_gpu(tgt))
       << "graph build: target '" << target << "' is not supported; the graph build compiles for "
@@ -185,6 +193,16 @@ Graph prepare_graph(const Graph& input, const std::string& target, const BuildOp
     rep.convolutions_blocked = layout.convolutions_blocked;
     rep.layout_conversions = layout.conversions;
   }
+  if (vdla) {
+    enter("offloading to the VDLA");
+    VdlaOffloadReport off = offload_vdla(g, options.configs);
+    g.remove_dead_nodes();
+    g.verify();
+    rep.vdla_convolutions = off.convolutions;
+    rep.vdla_offloaded = off.offloaded;
+    rep.vdla_placed = std::move(off.placed);
+    rep.vdla_kept_on_cpu = std::move(off.kept_on_cpu);
+  }
   for (ValueId v : g.outputs()) {
     KILN_USER_CHECK(g.producer(v) >= 0)
         << "graph build: graph output '" << g.value(v).name
@@ -216,16 +234,21 @@ std::vector<autotune::Task> extract_tasks(const Graph& input, const std::string&
   const Graph g = prepare_graph(input, target, options, rep);
   TaskRecorder recorder;
   if (options.phase) options.phase("fusing operators");
-  for (const FusedGroup& group : fuse_ops(g, options.fuse)) lower_group(g, group, &recorder, target);
+  const std::string host = is_vdla(target) ? kVdlaHost : target;
+  for (const FusedGroup& group : fuse_ops(g, options.fuse)) {
+    if (g.nodes()[group.master].op == "VdlaQConv") continue;  // chosen when offloaded
+    lower_group(g, group, &recorder, host);
+  }
   return recorder.take();
 }
 
-runtime::Bundle build_graph(const Graph& input, const std::string& target,
+runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
                             const BuildOptions& options, BuildReport* report) {
   BuildReport local_report;
   BuildReport& rep = report != nullptr ? *report : local_report;
   rep = BuildReport{};
-  const Graph g = prepare_graph(input, target, options, rep);
+  const Graph g = prepare_graph(input, target_name, options, rep);
+  const std::string target = is_vdla(target_name) ? kVdlaHost : target_name;
   const target::Target tgt = target::Target::parse(target);
   const bool gpu = is_gpu(tgt);
   if (options.phase) options.phase("fusing operators");
@@ -264,6 +287,24 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target,
       for (size_t ni : group.nodes) ops += (ops.empty() ? "" : ", ") + g.nodes()[ni].op;
       std::cerr << "[" << i + 1 << "/" << total << "] compiling " << fname << " (" << ops
                 << ")\n";
+    }
+    if (n.op == "VdlaQConv") {
+      // A VDLA program (offload_vdla.h); its tensors are the node's, in the program's order.
+      KILN_ICHECK(group.nodes.size() == 1) << "vdla: " << n.name << " was fused with other nodes";
+      const vdla::Config cfg;
+      const topi::VdlaConv2d conv = vdla_qconv_compute(n);
+      bundle.vdla_programs.push_back(vdla_compiler::build_vdla(
+          topi::schedule_vdla_conv2d(conv, vdla_qconv_config(n), cfg), conv.args(), fname, cfg));
+      Json::Array args;
+      for (ValueId v : n.inputs) args.emplace_back(table.index(v, &bundle));
+      args.emplace_back(table.index(n.outputs[0], &bundle));
+      Json::Object node;
+      node["name"] = n.name;
+      node["func"] = fname;
+      node["args"] = std::move(args);
+      node["target"] = "vdla";
+      nodes.emplace_back(std::move(node));
+      continue;
     }
     LoweredOp op = lower_group(g, group, options.configs, target);
     if (gpu) {

@@ -59,10 +59,19 @@ struct BuildReport {
   size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
   int64_t intermediate_bytes_without_reuse = 0;  ///< one buffer per intermediate tensor
   int64_t intermediate_bytes = 0;                ///< what the bundle's pools hold
+  /// Target vdla (offload_vdla.h): QConv nodes seen and offloaded, where each went and why a
+  /// QConv stayed on the CPU, one line each.
+  size_t vdla_convolutions = 0;
+  size_t vdla_offloaded = 0;
+  std::vector<std::string> vdla_placed;
+  std::vector<std::string> vdla_kept_on_cpu;
 };
 
 /// Compiles the nodes of `g` for `target` into a bundle: an llvm CPU target string (one shared
-/// object), or "cuda ..." / "opencl ..." (a GPU bundle: one device program per group, the groups
+/// object); "vdla" (the heterogeneous build: the QConv nodes the VDLA supports run there, each a
+/// VDLA program called by a node with "target": "vdla", everything else on the host CPU,
+/// "llvm -mcpu=native"; offload_vdla.h, a bundle of format version 3); or "cuda ..." /
+/// "opencl ..." (a GPU bundle: one device program per group, the groups
 /// scheduled with the GPU templates in NCHW, without alter_layout and weight packing; see
 /// op_lowering.h). kiln::Error naming the node for an operator without a lowering (or, for a GPU,
 /// without a GPU schedule yet) or a graph the executor cannot express (a graph output that no node

@@ -55,6 +55,7 @@ OpPattern op_pattern(const Node& node) {
       {"Conv", P::kOutEWiseFusable}, {"ConvTranspose", P::kOutEWiseFusable},
       {"Gemm", P::kOutEWiseFusable}, {"MatMul", P::kOutEWiseFusable},
       {"QConv", P::kOutEWiseFusable},  // made by realize_qconv
+      {"VdlaQConv", P::kOpaque},  // made by offload_vdla: a VDLA program, fused with nothing
       // Opaque (see the header for softmax; Split has several outputs). Constant, Shape, Size,
       // ConstantOfShape and Range never reach the graph; CastLike becomes Cast.
       {"LSTM", P::kOpaque}, {"Split", P::kOpaque}, {"LayerNormalization", P::kOpaque},

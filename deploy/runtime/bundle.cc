@@ -19,7 +19,8 @@ constexpr char kEnd[8] = {'K', 'I', 'L', 'N', 'E', 'N', 'D', '!'};
 constexpr char kParamsMagic[4] = {'K', 'P', 'R', 'M'};
 constexpr uint32_t kCpuVersion = 1;
 constexpr uint32_t kDeviceVersion = 2;  ///< adds the device section
-enum SectionKind : uint32_t { kGraph = 1, kLibrary = 2, kParams = 3, kDevice = 4 };
+constexpr uint32_t kVdlaVersion = 3;    ///< adds the vdla section
+enum SectionKind : uint32_t { kGraph = 1, kLibrary = 2, kParams = 3, kDevice = 4, kVdla = 5 };
 
 class Writer {
  public:
@@ -144,6 +145,34 @@ std::vector<DeviceProgram> deserialize_device_programs(const char* data, size_t 
   return programs;
 }
 
+std::string serialize_vdla_programs(const std::vector<vdla::VdlaProgram>& programs) {
+  Json::Array list;
+  for (const vdla::VdlaProgram& p : programs) list.push_back(p.to_json());
+  return Json(Json::Object{{"config", Json(vdla::Config{}.describe())}, {"programs", Json(std::move(list))}}).dump();
+}
+
+/// The vdla section: built for this runtime's VDLA configuration, at least one program, each
+/// checked by VdlaProgram::from_json, names distinct.
+std::vector<vdla::VdlaProgram> deserialize_vdla_programs(const char* data, size_t size,
+                                                         const std::string& origin) {
+  const std::string where = "bundle '" + origin + "': vdla section";
+  const Json j = Json::parse(std::string(data, size), where);
+  const std::string config = j.at("config", where).as_string(where + ": config");
+  KILN_USER_CHECK(config == vdla::Config{}.describe())
+      << where << ": its programs were built for a VDLA of " << config << ", this runtime's is "
+      << vdla::Config{}.describe();
+  std::vector<vdla::VdlaProgram> programs;
+  std::set<std::string> names;
+  const auto& list = j.at("programs", where).as_array(where + ": programs");
+  for (size_t i = 0; i < list.size(); ++i) {
+    programs.push_back(vdla::VdlaProgram::from_json(list[i], where + ": program " + std::to_string(i)));
+    KILN_USER_CHECK(names.insert(programs.back().name).second)
+        << where << ": vdla program '" << programs.back().name << "' appears twice";
+  }
+  KILN_USER_CHECK(!programs.empty()) << where << " holds no programs";
+  return programs;
+}
+
 }  // namespace
 
 DeviceKind bundle_device(const Bundle& b) {
@@ -153,12 +182,14 @@ DeviceKind bundle_device(const Bundle& b) {
 
 std::string serialize_bundle(const Bundle& b) {
   const bool on_device = !b.device_programs.empty();
+  const bool vdla = !b.vdla_programs.empty();
   KILN_USER_CHECK(!on_device || b.library.empty())
       << "a bundle holds device programs or a host library, not both";
+  KILN_USER_CHECK(!on_device || !vdla) << "a bundle holds GPU device programs or VDLA programs, not both";
   Writer w;
   w.bytes(kMagic, 8);
-  w.put<uint32_t>(on_device ? kDeviceVersion : kCpuVersion);
-  w.put<uint32_t>(on_device ? 4 : 3);
+  w.put<uint32_t>(on_device ? kDeviceVersion : vdla ? kVdlaVersion : kCpuVersion);
+  w.put<uint32_t>(on_device || vdla ? 4 : 3);
   auto section = [&](uint32_t kind, const std::string& body) {
     w.put<uint32_t>(kind);
     w.put<uint32_t>(0);
@@ -169,6 +200,7 @@ std::string serialize_bundle(const Bundle& b) {
   section(kLibrary, b.library);
   section(kParams, serialize_params(b.params));
   if (on_device) section(kDevice, serialize_device_programs(b.device_programs));
+  if (vdla) section(kVdla, serialize_vdla_programs(b.vdla_programs));
   w.put<uint64_t>(fnv1a64(w.out.data(), w.out.size()));
   w.bytes(kEnd, 8);
   return w.out;
@@ -187,19 +219,20 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
   Reader r(bytes.data(), body, origin);
   r.take(8, "the magic");
   uint32_t version = r.get<uint32_t>("the version");
-  KILN_USER_CHECK(version == kCpuVersion || version == kDeviceVersion)
-      << "bundle '" << origin << "' has format version " << version
-      << "; this runtime reads versions " << kCpuVersion << " and " << kDeviceVersion;
-  const uint32_t last_kind = version == kDeviceVersion ? kDevice : kParams;
+  KILN_USER_CHECK(version == kCpuVersion || version == kDeviceVersion || version == kVdlaVersion)
+      << "bundle '" << origin << "' has format version " << version << "; this runtime reads versions "
+      << kCpuVersion << ", " << kDeviceVersion << " and " << kVdlaVersion;
+  // The one section a version adds beyond graph, library and params.
+  const uint32_t extra_kind = version == kDeviceVersion ? uint32_t{kDevice} : version == kVdlaVersion ? uint32_t{kVdla} : uint32_t{0};
   uint32_t sections = r.get<uint32_t>("the section count");
   Bundle b;
-  bool seen[5] = {false, false, false, false, false};
+  bool seen[6] = {false, false, false, false, false, false};
   for (uint32_t i = 0; i < sections; ++i) {
     uint32_t kind = r.get<uint32_t>("a section kind");
     r.get<uint32_t>("a section header");
     uint64_t size = r.get<uint64_t>("a section size");
     const char* data = r.take(size, "a section");
-    KILN_USER_CHECK(kind >= kGraph && kind <= last_kind && !seen[kind])
+    KILN_USER_CHECK(((kind >= kGraph && kind <= kParams) || (extra_kind != 0 && kind == extra_kind)) && !seen[kind])
         << "bundle '" << origin << "': unknown or repeated section kind " << kind
         << " (format version " << version << ")";
     seen[kind] = true;
@@ -207,6 +240,7 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
     if (kind == kLibrary) b.library.assign(data, size);
     if (kind == kParams) b.params = deserialize_params(data, size, origin);
     if (kind == kDevice) b.device_programs = deserialize_device_programs(data, size, origin);
+    if (kind == kVdla) b.vdla_programs = deserialize_vdla_programs(data, size, origin);
   }
   KILN_USER_CHECK(seen[kGraph] && seen[kLibrary] && seen[kParams])
       << "bundle '" << origin << "' lacks a section (graph, library and params are all required)";
@@ -217,6 +251,8 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
         << "bundle '" << origin << "' holds device programs and a host library of "
         << b.library.size() << " bytes; a GPU bundle's nodes all run on the device";
   }
+  KILN_USER_CHECK(version != kVdlaVersion || seen[kVdla])
+      << "bundle '" << origin << "' has format version 3 but no vdla section";
   return b;
 }
 

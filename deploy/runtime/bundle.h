@@ -4,8 +4,9 @@
 // (device_program.h: PTX or OpenCL C with their launches), one per function its nodes call.
 //
 // Layout (little-endian):
-//   "KILNBNDL"  u32 format version (1, or 2 for a GPU bundle)  u32 section count
-//   per section: u32 kind (1 graph, 2 library, 3 params, 4 device)  u32 reserved (0)  u64 size
+//   "KILNBNDL"  u32 format version (1, 2 for a GPU bundle, 3 for one with VDLA functions)
+//   u32 section count
+//   per section: u32 kind (1 graph, 2 library, 3 params, 4 device, 5 vdla)  u32 reserved (0)  u64 size
 //   bytes
 //   u64 checksum (FNV-1a 64 of every byte before it)  "KILNEND!"
 // The params section: "KPRM" u32 count, then per array: u32 name length, name, u8 type code,
@@ -14,6 +15,12 @@
 // at least one, names distinct, all of one format; a GPU bundle's library section is empty (its
 // nodes all run on the device). CPU bundles keep version 1, so runtimes that predate GPU bundles
 // read them as before and refuse GPU bundles by their version.
+// The vdla section (version 3 only, and there required): JSON {"config": the VDLA configuration
+// the programs were built for (vdla::Config::describe), "programs": [VdlaProgram...]}, at least
+// one, names distinct, each checked by VdlaProgram::from_json. Its host library holds the CPU
+// nodes' functions (the nodes marked "target": "vdla" in the graph call the programs); a bundle
+// holds VDLA programs or GPU device programs, not both. Runtimes that predate the VDLA refuse it
+// by its version.
 // A damaged, truncated or foreign file is reported as kiln::Error naming the file and the defect.
 #pragma once
 
@@ -24,6 +31,7 @@
 #include "deploy/runtime/device_api.h"
 #include "deploy/runtime/device_program.h"
 #include "deploy/runtime/ndarray.h"
+#include "deploy/vdla/driver/program.h"
 
 namespace kiln::runtime {
 
@@ -33,6 +41,8 @@ struct Bundle {
   std::map<std::string, NDArray> params;
   /// A GPU bundle's code: the programs its nodes call, by name (empty in a CPU bundle).
   std::vector<DeviceProgram> device_programs;
+  /// The VDLA's functions, by name (vdla section; empty when no node runs on the VDLA).
+  std::vector<vdla::VdlaProgram> vdla_programs;
 };
 
 /// Where a bundle's nodes run: kCPU (a host library), kCUDA (PTX) or kOpenCL (OpenCL C).

@@ -28,6 +28,28 @@ size_t tensor_index(const Json& j, size_t count, const std::string& what) {
   return static_cast<size_t>(i);
 }
 
+/// Every tensor of a graph with VDLA nodes starts at this boundary (a WGT row, the largest DMA row).
+constexpr uint64_t kDramAlign = 256;
+
+/// The DMA row size of the buffer a DMA call meets in DRAM.
+int64_t dma_row_bytes(const vdla::DmaCall& d, const vdla::Config& cfg) {
+  return d.store ? cfg.out_row_bytes()
+         : d.mem == vdla::MemType::kWgt ? cfg.wgt_row_bytes()
+         : d.mem == vdla::MemType::kAcc ? cfg.acc_row_bytes()
+                                        : cfg.inp_row_bytes();
+}
+
+/// An upper bound of the DRAM bytes one replay of `p` allocates (its instructions, each call at
+/// most two with a no-op, the synchronize epilogue, and every kernel's micro-ops).
+uint64_t stream_bytes(const vdla::VdlaProgram& p) {
+  uint64_t insns = 16, bytes = 64;
+  for (const vdla::DriverCall& c : p.calls) {
+    insns += 2;
+    if (auto k = std::get_if<vdla::KernelCall>(&c)) bytes += k->uops.size() * vdla::Config::kUopBytes + 64;
+  }
+  return bytes + insns * 16 + 16;
+}
+
 /// "float32[2, 3]".
 std::string type_text(KilnDType dtype, const std::vector<int64_t>& shape) {
   std::string dims;
@@ -49,7 +71,8 @@ GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origi
         << "bundle '" << origin << "' was built for the CPU (it holds no device code); run it "
         << "without --device " << device_kind_name(device);
     Module library = Module::load_library_bytes(bundle.library, "bundle '" + origin + "'");
-    return from_parts(bundle.graph_json, std::move(bundle.params), std::move(library), origin);
+    return from_parts(bundle.graph_json, std::move(bundle.params), std::move(library), origin,
+                      std::move(bundle.vdla_programs));
   }
   KILN_USER_CHECK(device == built_for)
       << "bundle '" << origin << "' was built for " << device_kind_name(built_for)
@@ -60,11 +83,12 @@ GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origi
 
 GraphExecutor GraphExecutor::from_parts(const std::string& graph_json,
                                         std::map<std::string, NDArray> params, Module library,
-                                        const std::string& origin) {
+                                        const std::string& origin,
+                                        std::vector<vdla::VdlaProgram> vdla_programs) {
   GraphExecutor g;
   g.origin_ = origin;
   g.module_ = std::move(library);
-  g.build(graph_json, std::move(params), {});
+  g.build(graph_json, std::move(params), {}, std::move(vdla_programs));
   return g;
 }
 
@@ -80,7 +104,8 @@ GraphExecutor GraphExecutor::on_device(const std::string& graph_json,
 }
 
 void GraphExecutor::build(const std::string& graph_json, std::map<std::string, NDArray> params,
-                          std::vector<DeviceProgram> programs) {
+                          std::vector<DeviceProgram> programs,
+                          std::vector<vdla::VdlaProgram> vdla_programs) {
   const std::string where = "bundle '" + origin_ + "': graph";
   Json graph = Json::parse(graph_json, where);
   KILN_USER_CHECK(graph.at("format", where).as_string(where + " format") == "kiln.graph")
@@ -89,12 +114,55 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
   KILN_USER_CHECK(version == 1 || version == 2)
       << where << " has version " << version << "; this runtime reads versions 1 and 2";
 
+  // With VDLA nodes every tensor lives in the VDLA's DRAM: its size first, so that it is set
+  // aside once and no pointer into it ever moves.
+  bool vdla_nodes = false;
+  for (auto& n : graph.at("nodes", where).as_array(where + " nodes")) vdla_nodes |= n.has("target");
+  for (vdla::VdlaProgram& p : vdla_programs) {
+    const std::string name = p.name;
+    KILN_USER_CHECK(vdla_programs_.emplace(name, std::move(p)).second)
+        << "bundle '" << origin_ << "': vdla program '" << name << "' appears twice";
+  }
+  if (vdla_nodes) {
+    KILN_USER_CHECK(device_ == nullptr) << where << ": a node runs on the VDLA, but the graph runs on a GPU";
+    uint64_t total = 0, stream = 0;
+    auto add = [&](int64_t bytes) { total += (static_cast<uint64_t>(bytes) + kDramAlign - 1) / kDramAlign * kDramAlign; };
+    for (auto& s : graph.at("storage", where).as_array(where + " storage")) {
+      add(std::max<int64_t>(0, s.at("bytes", where + " storage").as_int(where + " storage bytes")));
+    }
+    for (auto& t : graph.at("tensors", where).as_array(where + " tensors")) {
+      const std::string what = where + " tensor";
+      if (t.at("kind", what).as_string(what + " kind") == "intermediate") continue;
+      add(NDArray::nbytes_for(shape_of(t.at("shape", what), what + " shape"),
+                              parse_dtype(t.at("dtype", what).as_string(what + " dtype"))));
+    }
+    for (const auto& [name, p] : vdla_programs_) stream = std::max(stream, stream_bytes(p));
+    KILN_USER_CHECK(total + stream <= (uint64_t{1} << 32))
+        << where << ": its tensors need " << total << " bytes of DRAM, beyond the 4 GiB the VDLA addresses";
+    dram_ = std::make_shared<vdla::Dram>();
+    dram_->reserve(total + stream + kDramAlign);
+    dram_base_ = dram_->bytes().data();
+    vdla_device_ = std::make_unique<vdla::Device>(vdla::Config{});
+  }
+  // A tensor's array in the VDLA's DRAM (its address in `addr`), holding `init` when given.
+  auto in_dram = [&](const std::vector<int64_t>& shape, KilnDType dtype, uint64_t* addr) {
+    const int64_t bytes = NDArray::nbytes_for(shape, dtype);
+    *addr = dram_->alloc(static_cast<uint64_t>(bytes), kDramAlign);
+    return NDArray::external(dram_->at(*addr, static_cast<uint64_t>(bytes)), bytes, shape, dtype, dram_);
+  };
+
   std::vector<int64_t> pool_bytes;
+  std::vector<uint64_t> pool_addr;
   for (auto& s : graph.at("storage", where).as_array(where + " storage")) {
     int64_t bytes = s.at("bytes", where + " storage").as_int(where + " storage bytes");
     KILN_USER_CHECK(bytes >= 0) << where << ": a storage pool has a negative size";
     pool_bytes.push_back(bytes);
-    if (device_ == nullptr) pools_.push_back(NDArray::empty({bytes}, kUInt8));
+    if (dram_ != nullptr) {
+      pool_addr.push_back(0);
+      pools_.push_back(in_dram({bytes}, kUInt8, &pool_addr.back()));
+    } else if (device_ == nullptr) {
+      pools_.push_back(NDArray::empty({bytes}, kUInt8));
+    }
   }
   // On a device: the intermediates at each (pool, offset), which share one buffer of their
   // largest size.
@@ -127,13 +195,20 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
       KILN_USER_CHECK(it->second.shape() == shape && dtype_equal(it->second.dtype(), dtype))
           << what << ": parameter '" << info.name << "' is " << dtype_to_string(it->second.dtype())
           << it->second.shape_string() << " in the bundle but the graph expects " << dtype_to_string(dtype);
-      info.array = std::move(it->second);
+      if (dram_ != nullptr) {
+        info.array = in_dram(shape, dtype, &info.dram_addr);
+        info.array.copy_from_bytes(it->second.data(), static_cast<size_t>(it->second.nbytes()));
+        it->second = NDArray();  // a later tensor naming it is refused as below
+      } else {
+        info.array = std::move(it->second);
+      }
       if (device_ != nullptr) place(info, /*upload=*/true);
     } else if (info.kind == "intermediate") {
       size_t pool = tensor_index(t.at("storage", what), pool_bytes.size(), what + " storage");
       const int64_t offset = t.at("offset", what).as_int(what + " offset");
       if (device_ == nullptr) {
         info.array = NDArray::view(pools_[pool], offset, shape, dtype);
+        if (dram_ != nullptr) info.dram_addr = pool_addr[pool] + static_cast<uint64_t>(offset);
       } else {
         const int64_t bytes = NDArray::nbytes_for(shape, dtype);
         // As a difference: an offset near 2^63 must not overflow the sum and pass.
@@ -144,7 +219,7 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
         placements[{pool, offset}].push_back(i);
       }
     } else if (info.kind == "input" || info.kind == "output") {
-      info.array = NDArray::empty(shape, dtype);
+      info.array = dram_ != nullptr ? in_dram(shape, dtype, &info.dram_addr) : NDArray::empty(shape, dtype);
       if (info.kind == "input" && t.has("default")) {
         const std::string& param = t.at("default", what).as_string(what + " default");
         auto it = params.find(param);
@@ -188,7 +263,16 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
     for (auto& a : n.at("args", what).as_array(what + " args")) {
       node.args.push_back(tensor_index(a, tensors_.size(), what + " args"));
     }
-    if (device_ == nullptr) {
+    if (n.has("target")) {
+      const std::string target = n.at("target", what).as_string(what + " target");
+      KILN_USER_CHECK(target == "vdla") << what << " has target '" << target << "'; the runtime knows 'vdla'";
+      auto p = vdla_programs_.find(node.func);
+      KILN_USER_CHECK(p != vdla_programs_.end())
+          << what << " calls '" << node.func << "', which the bundle's vdla programs do not define";
+      node.vdla = &p->second;
+      for (size_t a : node.args) node.vdla_addrs.push_back(tensors_[a].dram_addr);
+      check_vdla_node(node, what);
+    } else if (device_ == nullptr) {
       KILN_USER_CHECK(module_.has_function(node.func))
           << what << " calls '" << node.func << "', which the bundle's library does not define";
       node.host_func = module_.function(node.func);
@@ -203,6 +287,7 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
   for (auto& o : graph.at("outputs", where).as_array(where + " outputs")) {
     outputs_.push_back(tensor_index(o, tensors_.size(), where + " outputs"));
   }
+  KILN_ICHECK(dram_ == nullptr || dram_->bytes().data() == dram_base_) << "the VDLA's DRAM moved while loading";
   if (device_ == nullptr) return;
   // On a device an intermediate has no host side to read or write.
   for (size_t i : inputs_) {
@@ -213,6 +298,49 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
     KILN_USER_CHECK(tensors_[o].kind != "intermediate")
         << where << ": output '" << tensors_[o].name << "' is an intermediate tensor";
   }
+}
+
+void GraphExecutor::check_vdla_node(const Node& node, const std::string& what) const {
+  const vdla::VdlaProgram& p = *node.vdla;
+  const vdla::Config& cfg = vdla_device_->config();
+  KILN_USER_CHECK(node.args.size() == p.arg_names.size())
+      << what << " passes " << node.args.size() << " tensors to vdla program '" << p.name << "', which takes "
+      << p.arg_names.size();
+  for (size_t k = 0; k < node.args.size(); ++k) {
+    const TensorInfo& t = tensors_[node.args[k]];
+    const int64_t bytes = NDArray::nbytes_for(t.shape, t.dtype);
+    KILN_USER_CHECK(bytes == p.arg_bytes[k])
+        << what << " passes tensor '" << t.name << "' (" << type_text(t.dtype, t.shape) << ", " << bytes
+        << " bytes) as '" << p.arg_names[k] << "' of vdla program '" << p.name << "', which takes " << p.arg_bytes[k]
+        << " bytes";
+  }
+  for (size_t i = 0; i < p.calls.size(); ++i) {
+    auto d = std::get_if<vdla::DmaCall>(&p.calls[i]);
+    if (d == nullptr) continue;
+    const size_t k = static_cast<size_t>(d->arg);
+    const TensorInfo& t = tensors_[node.args[k]];
+    const int64_t row = dma_row_bytes(*d, cfg);
+    KILN_USER_CHECK(node.vdla_addrs[k] % static_cast<uint64_t>(row) == 0)
+        << what << ": tensor '" << t.name << "' at DRAM address " << node.vdla_addrs[k]
+        << " is not aligned to the " << row << "-byte rows of call " << i << " of vdla program '" << p.name << "'";
+    if (d->x_size == 0 || d->y_size == 0) continue;
+    const uint64_t last = d->dram_row + uint64_t{d->y_size - 1} * d->x_stride + d->x_size;
+    KILN_USER_CHECK(last * static_cast<uint64_t>(row) <= static_cast<uint64_t>(p.arg_bytes[k]))
+        << what << ": call " << i << " of vdla program '" << p.name << "' reaches row " << last << " of tensor '"
+        << t.name << "', which has " << p.arg_bytes[k] / row << " rows of " << row << " bytes";
+  }
+}
+
+std::vector<GraphExecutor::VdlaNodeStats> GraphExecutor::vdla_stats() const {
+  std::vector<VdlaNodeStats> out;
+  for (const auto& [i, s] : vdla_stats_) out.push_back({nodes_[i].name, nodes_[i].func, s});
+  return out;
+}
+
+vdla::Stats GraphExecutor::vdla_total() const {
+  vdla::Stats total;
+  for (const auto& [i, s] : vdla_stats_) total.add(s);
+  return total;
 }
 
 LoadedDeviceProgram* GraphExecutor::device_program(const std::string& func,
@@ -297,6 +425,17 @@ void GraphExecutor::set_input(size_t index, const NDArray& value) {
 
 void GraphExecutor::run_node(size_t i) {
   const Node& n = nodes_[i];
+  if (n.vdla != nullptr) {
+    // A fresh queue per run: its stream and micro-kernels go to DRAM after the tensors and are
+    // freed again, within the room set aside at load.
+    const uint64_t mark = dram_->size();
+    vdla::CommandQueue q(*vdla_device_, *dram_);
+    n.vdla->emit(q, n.vdla_addrs);
+    vdla_stats_[i] = q.synchronize();
+    dram_->truncate(mark);
+    KILN_ICHECK(dram_->bytes().data() == dram_base_) << "the VDLA's DRAM moved during node '" << n.name << "'";
+    return;
+  }
   if (n.program != nullptr) {
     device_args_.clear();
     for (size_t a : n.args) device_args_.push_back(&device_buffers_[tensors_[a].device_buffer]);

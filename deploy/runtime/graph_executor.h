@@ -10,6 +10,18 @@
 // the tensors placed there share (the plan never places two tensors that are live together at
 // overlapping bytes), so a chain of equal tensors still reuses its buffers.
 //
+// With the VDLA (a bundle of format version 3): nodes marked "target": "vdla" call the bundle's
+// VDLA programs (deploy/vdla/driver/program.h) on a vdla::Device, the simulator with its cycle
+// model; the other nodes call the host library as before. The VDLA shares DRAM with the CPU, as
+// the paper's Pynq board does: every tensor of such a graph (pools, parameters, inputs, outputs)
+// lives in one vdla::Dram, allocated once when the executor is made (with room set aside for the
+// instruction streams, so that no pointer moves), each at a 256-byte boundary; so a VDLA node
+// reads and writes the CPU nodes' tensors in place, with no copies. Each VDLA node's run replays
+// its program on a fresh CommandQueue, runs it, and frees its stream again; its Stats (cycles,
+// GEMM utilization, bytes moved) are kept per node for the last run (vdla_stats()). At load,
+// every VDLA node's tensors are checked against its program: their count, each one's bytes, its
+// address's alignment to the DMA rows of the buffer it meets, and every DMA's rows within it.
+//
 // The graph (JSON, written by the compiler's graph build):
 //   {"format": "kiln.graph", "version": 1,
 //    "storage": [{"bytes": 4096}, ...],                          // pools for intermediates
@@ -17,7 +29,8 @@
 //                 "kind": "input" | "param" | "intermediate" | "output",
 //                 "storage": 0, "offset": 0,                       // intermediates
 //                 "default": "x_default"}, ...],                   // inputs, version 2
-//    "nodes": [{"name": "conv0", "func": "fused_conv2d_relu_0", "args": [0, 1, 2, 3]}, ...],
+//    "nodes": [{"name": "conv0", "func": "fused_conv2d_relu_0", "args": [0, 1, 2, 3]},
+//              {"name": "conv1", "func": "vdla_conv1", "args": [...], "target": "vdla"}, ...],
 //    "inputs": [0], "outputs": [7]}
 // A node calls `func` with the tensors `args` in order (its inputs, then its outputs). An input
 // with a "default" (a parameter of the bundle, of the input's dtype and shape) holds that value
@@ -35,6 +48,9 @@
 #include "deploy/runtime/device_program.h"
 #include "deploy/runtime/module.h"
 #include "deploy/runtime/ndarray.h"
+#include "deploy/vdla/device/device.h"
+#include "deploy/vdla/driver/dram.h"
+#include "deploy/vdla/driver/program.h"
 
 namespace kiln::runtime {
 
@@ -44,16 +60,18 @@ class GraphExecutor {
   /// built for that kind); kiln::Error naming the file and the defect when it cannot, or saying
   /// which device the bundle was built for when it is not `device`, or why there is no such device.
   static GraphExecutor load(const std::string& path, DeviceKind device = DeviceKind::kCPU);
-  /// A CPU bundle: loads its library (from memory), then from_parts. A GPU bundle: on_device on
+  /// A CPU bundle (with VDLA programs or not): loads its library (from memory), then from_parts. A GPU bundle: on_device on
   /// device 0 of `device` (DeviceAPI::get).
   static GraphExecutor from_bundle(Bundle bundle, const std::string& origin,
                                    DeviceKind device = DeviceKind::kCPU);
   /// The executor of `graph_json` over `params` and the functions of `library`, a module already
   /// loaded (a shared object, or any ModuleNode: tests and the fuzzer give their own);
   /// kiln::Error naming `origin` and the defect when the graph is malformed or does not fit them.
+  /// Nodes marked "target": "vdla" call `vdla_programs` (see above).
   static GraphExecutor from_parts(const std::string& graph_json,
                                   std::map<std::string, NDArray> params, Module library,
-                                  const std::string& origin);
+                                  const std::string& origin,
+                                  std::vector<vdla::VdlaProgram> vdla_programs = {});
   /// The executor of `graph_json` over `params` and `programs` on `device`: each node calls the
   /// program its "func" names, with the graph's tensors as the program's params (same count, and
   /// each of the param's dtype and shape). kiln::Error naming `origin` and the node, tensor or
@@ -92,6 +110,17 @@ class GraphExecutor {
   /// events); the outputs are those of the last run. With `run_ms`, also each run's whole time
   /// (ms, wall clock, with a device's copies of the outputs), in order.
   std::vector<NodeTime> profile(int runs, std::vector<double>* run_ms = nullptr);
+  /// Whether some node runs on the VDLA.
+  bool has_vdla() const { return vdla_device_ != nullptr; }
+  /// The VDLA nodes' counters and cycle-model time in the last run, in graph order.
+  struct VdlaNodeStats {
+    std::string name, func;
+    vdla::Stats stats;
+  };
+  std::vector<VdlaNodeStats> vdla_stats() const;
+  /// Their sum over the last run (cycles of the nodes one after the other).
+  vdla::Stats vdla_total() const;
+
   /// Output i after run() (valid until the next run).
   const NDArray& output(size_t i) const;
 
@@ -106,19 +135,24 @@ class GraphExecutor {
     std::vector<int64_t> shape;
     bool has_default = false;  ///< an input that starts with its default value
     int device_buffer = -1;    ///< on a device: its buffer in device_buffers_
+    uint64_t dram_addr = 0;    ///< with the VDLA: its address in dram_
   };
   struct Node {
     std::string name;
     std::string func;
     Function host_func;                      ///< on the host
     LoadedDeviceProgram* program = nullptr;  ///< on a device (one of programs_)
+    const vdla::VdlaProgram* vdla = nullptr;  ///< on the VDLA (one of vdla_programs_)
+    std::vector<uint64_t> vdla_addrs;        ///< its tensors' DRAM addresses
     std::vector<size_t> args;
   };
 
   /// Reads the graph: the host's tensors and functions, or (with device_ set) the device's
   /// buffers and the programs of `programs` the nodes call.
   void build(const std::string& graph_json, std::map<std::string, NDArray> params,
-             std::vector<DeviceProgram> programs);
+             std::vector<DeviceProgram> programs, std::vector<vdla::VdlaProgram> vdla_programs = {});
+  /// Checks a VDLA node's tensors against its program (see above); kiln::Error naming them.
+  void check_vdla_node(const Node& node, const std::string& what) const;
   /// The program a node calls on the device, loaded on first use; kiln::Error naming the node, the
   /// program and the tensor when its arguments do not fit the program's params.
   LoadedDeviceProgram* device_program(const std::string& func, const std::vector<size_t>& args,
@@ -141,6 +175,14 @@ class GraphExecutor {
   std::vector<Arg> host_args_;
   std::vector<const DeviceBuffer*> device_args_;
   std::string origin_;
+  // With the VDLA: the shared DRAM (kept alive by the arrays placed in it too), the device, the
+  // programs by name, each VDLA node's last Stats (by node index) and the bytes set aside for a
+  // node's instruction stream.
+  std::shared_ptr<vdla::Dram> dram_;
+  std::unique_ptr<vdla::Device> vdla_device_;
+  std::map<std::string, vdla::VdlaProgram> vdla_programs_;
+  std::map<size_t, vdla::Stats> vdla_stats_;
+  uint8_t* dram_base_ = nullptr;
 };
 
 }  // namespace kiln::runtime

@@ -57,6 +57,26 @@ NDArray NDArray::empty(std::vector<int64_t> shape, KilnDType dtype) {
   return a;
 }
 
+NDArray NDArray::external(void* data, int64_t bytes, std::vector<int64_t> shape, KilnDType dtype,
+                          std::shared_ptr<void> owner) {
+  const int64_t elem = dtype_bytes(dtype);
+  const int64_t count = count_elements(shape, elem, "NDArray::external");
+  KILN_USER_CHECK(count * elem <= bytes)
+      << "NDArray::external: " << count * elem << " bytes do not fit in " << bytes;
+  NDArray a;
+  a.state_ = std::make_unique<State>();
+  State& s = *a.state_;
+  s.memory = std::move(owner);
+  s.shape = std::move(shape);
+  s.num_elements = count;
+  s.tensor.data = data;
+  s.tensor.shape = s.shape.data();
+  s.tensor.strides = nullptr;
+  s.tensor.ndim = static_cast<int32_t>(s.shape.size());
+  s.tensor.dtype = dtype;
+  return a;
+}
+
 NDArray NDArray::view(const NDArray& base, int64_t byte_offset, std::vector<int64_t> shape,
                       KilnDType dtype) {
   const int64_t elem = dtype_bytes(dtype);

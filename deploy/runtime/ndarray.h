@@ -43,6 +43,11 @@ class NDArray {
   static NDArray view(const NDArray& base, int64_t byte_offset, std::vector<int64_t> shape,
                       KilnDType dtype);
 
+  /// An array of `shape` and `dtype` over `bytes` bytes at `data`, memory the array does not own:
+  /// `owner` keeps it alive (the graph executor places tensors in the VDLA's shared DRAM).
+  static NDArray external(void* data, int64_t bytes, std::vector<int64_t> shape, KilnDType dtype,
+                          std::shared_ptr<void> owner);
+
   /// A new array holding `values`, whose count must match the shape; dtype is dtype_of<T>().
   template <typename T>
   static NDArray from_vector(const std::vector<T>& values, std::vector<int64_t> shape) {

@@ -37,6 +37,8 @@ struct Stats {
   double gops(const Config& cfg) const {
     return cycles == 0 ? 0.0 : utilization() * cfg.peak_gops();
   }
+  /// Adds `o`'s counters and cycles (runs one after the other).
+  void add(const Stats& o);
   /// One line of key=value pairs.
   std::string to_string() const;
 };
