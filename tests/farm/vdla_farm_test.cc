@@ -5,20 +5,34 @@
 // which hands this test the job's secret): the Tuner with the XGBoost model, kiln-tuner's
 // FarmMeasurer and FarmRecords, tuning vdla_conv2d tasks of two ResNet-18 layers (relu on and
 // off) built by the worker into VDLA programs and measured by the agent against the reference
-// bit for bit. This is the farm at the kernel level: extracting these tasks from a quantized
-// model's QConv nodes and building its heterogeneous bundle belong to the VDLA's graph build,
-// which is not there yet (docs/architecture.md, "The farm").
+// bit for bit: the farm at the kernel level.
+//
+// And a whole model: a float conv net quantized by `kiln quantize`, submitted with `kiln submit
+// --target vdla --device-key vdla`, whose driver (kiln-tuner) extracts a vdla_conv2d task per
+// convolution offload_vdla puts on the VDLA, tunes them through the worker and the vdla agent,
+// and builds the heterogeneous bundle; `kiln fetch` gets it, `kiln run` runs its VDLA nodes on
+// the simulator, and its output is identical to the all-CPU int8 build's.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
 
 #include "compiler/autotune/task.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/topi/vdla_conv2d.h"
+#include "deploy/runtime/bundle.h"
+#include "deploy/runtime/npy.h"
 #include "deploy/runtime/vdla_run.h"
 #include "records/record_log.h"
+#include "tests/common/kiln_test_util.h"
+#include "tests/common/onnx_model_builder.h"
 #include "tests/common/script_driver.h"
 #include "proto/kiln/v1/driver.pb.h"
 #include "tests/farm/farm_test_util.h"
@@ -148,6 +162,123 @@ TEST(VdlaFarm, AVdlaAgentRegistersAndTheFarmTunesVdlaTasksBitExact) {
   for (const autotune::Task& task : tasks) {
     EXPECT_EQ(log.records(task.key, "vdla").size(), static_cast<size_t>(kTrials));
     EXPECT_TRUE(log.records(task.key, "vdla", records::Lane::kEmulated).empty());
+  }
+}
+
+/// x [1, 16, 8, 8] -> Conv 3x3 (32, pad 1, bias) -> Relu -> Conv 1x1 (32, bias) -> Relu -> Conv 1x1
+/// (16, bias): once quantized, the first two are QConv nodes the VDLA runs (channels multiples of
+/// 16, batch 1); the last one's output, the model's, stays float and so does it, on the CPU.
+std::string float_conv_model() {
+  testing::OnnxModelBuilder m;
+  m.input("x", {1, 16, 8, 8});
+  auto init = [&](const std::string& name, std::vector<int64_t> shape, uint32_t seed) {
+    runtime::NDArray a = testing::random_array(shape, seed, -0.3f, 0.3f);
+    m.init_values(name, shape, a.to_vector<float>());
+  };
+  init("w1", {32, 16, 3, 3}, 1);
+  init("b1", {32}, 2);
+  init("w2", {32, 32, 1, 1}, 3);
+  init("b2", {32}, 4);
+  init("w3", {16, 32, 1, 1}, 5);
+  init("b3", {16}, 6);
+  auto* c1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"});
+  testing::OnnxModelBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"});
+  m.node("Conv", {"r1", "w2", "b2"}, {"c2"});
+  m.node("Relu", {"c2"}, {"r2"});
+  m.node("Conv", {"r2", "w3", "b3"}, {"y"});
+  m.output("y");
+  return m.bytes();
+}
+
+/// Runs a shell command; its exit code, and stdout + stderr in `out`.
+int shell(const std::string& cmd, const std::string& log, std::string* out) {
+  const int status = std::system((cmd + " >'" + log + "' 2>&1").c_str());
+  std::ifstream in(log);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+constexpr uint32_t kModelTrials = 8;
+
+TEST(VdlaFarm, AQuantizedModelIsTunedForTheVdlaAndItsBundleMatchesTheCpuBuild) {
+  TempDir dir("vdla_model_farm");
+  const std::string kiln = std::string("'") + KILN_BINARY + "'";
+  std::string out;
+  std::ofstream(dir.file("m.onnx"), std::ios::binary) << float_conv_model();
+  runtime::save_npy(dir.file("x.npy"), testing::random_array({1, 16, 8, 8}, 7, -1.0f, 1.0f));
+  runtime::save_npy(dir.file("cal.npy"), testing::random_array({1, 16, 8, 8}, 8, -1.0f, 1.0f));
+  ASSERT_EQ(shell(kiln + " quantize '" + dir.file("m.onnx") + "' --calibrate '" + dir.file("cal.npy") +
+                      "' -o '" + dir.file("q.onnx") + "'",
+                  dir.file("quantize.log"), &out),
+            0)
+      << out;
+
+  Kilnd kilnd(dir, {"--local-workers", "1", "--batch", "4"});
+  auto service = kilnd.service();
+  ChildProcess agent({KILN_AGENT_BINARY, "--tracker", kilnd.grpc_address(), "--key", "vdla",
+                      "--target", "vdla"},
+                     dir.file("agent.log"));
+  ASSERT_TRUE(testing::wait_for_devices(*service, 1, std::chrono::seconds(60)))
+      << agent.stderr_text();
+  const std::string server = " --server " + kilnd.grpc_address();
+  ASSERT_EQ(shell(kiln + " submit '" + dir.file("q.onnx") + "' --target vdla --device-key vdla" +
+                      " --trials " + std::to_string(kModelTrials) + " --watch" + server,
+                  dir.file("submit.log"), &out),
+            0)
+      << out << "\nkilnd:\n" << kilnd.process().stderr_text() << "\nagent:\n" << agent.stderr_text();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("submitted job (\\d+)"))) << out;
+  const std::string job = m[1];
+  ASSERT_EQ(shell(kiln + " fetch " + job + " -o '" + dir.file("q.kiln") + "'" + server,
+                  dir.file("fetch.log"), &out),
+            0)
+      << out;
+
+  // The bundle: both convolutions are VDLA programs; it runs (the VDLA nodes on the simulator)
+  // and gives exactly the all-CPU int8 build's output.
+  EXPECT_EQ(runtime::read_bundle(dir.file("q.kiln")).vdla_programs.size(), 2u);
+  ASSERT_EQ(shell(kiln + " run '" + dir.file("q.kiln") + "' --input '" + dir.file("x.npy") + "' -o '" +
+                      dir.file("out") + "' --profile 1",
+                  dir.file("run.log"), &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("all VDLA nodes"), std::string::npos) << out;
+  ASSERT_EQ(shell(kiln + " compile '" + dir.file("q.onnx") + "' -o '" + dir.file("cpu.kiln") + "'",
+                  dir.file("compile.log"), &out),
+            0)
+      << out;
+  ASSERT_EQ(shell(kiln + " run '" + dir.file("cpu.kiln") + "' --input '" + dir.file("x.npy") + "' -o '" +
+                      dir.file("cpu") + "'",
+                  dir.file("run_cpu.log"), &out),
+            0)
+      << out;
+  const std::vector<float> got = runtime::load_npy(dir.file("out/y.npy")).to_vector<float>();
+  const std::vector<float> want = runtime::load_npy(dir.file("cpu/y.npy")).to_vector<float>();
+  EXPECT_EQ(got, want);
+  EXPECT_GT(std::count_if(want.begin(), want.end(), [](float v) { return v != 0; }), 0);
+
+  // The records: the two vdla_conv2d tasks, at least kModelTrials each, measured by the vdla agent
+  // (never a wrong answer) in the device lane.
+  kilnd.kill(SIGTERM);
+  agent.signal(SIGTERM);
+  agent.wait();
+  records::RecordLog log = records::RecordLog::open(kilnd.state_dir() + "/records");
+  const std::vector<std::string> tasks = log.tasks("vdla");
+  ASSERT_EQ(tasks.size(), 2u);
+  for (const std::string& task : tasks) {
+    EXPECT_EQ(task.rfind("vdla_conv2d:", 0), 0u) << task;
+    const auto recs = log.records(task, "vdla");
+    EXPECT_GE(recs.size(), kModelTrials) << task;
+    int measured = 0;
+    for (const records::MeasureRecord& r : recs) {
+      EXPECT_TRUE(r.error == ErrorKind::kNone || r.error == ErrorKind::kCompileError)
+          << error_kind_name(r.error) << ": " << r.error_msg;
+      if (r.error == ErrorKind::kNone) ++measured;
+    }
+    EXPECT_GT(measured, 0) << task;
   }
 }
 
