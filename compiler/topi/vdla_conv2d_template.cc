@@ -132,10 +132,12 @@ space::Config vdla_conv2d_point(const space::ConfigSpace& space, const VdlaConv2
 space::Config vdla_conv2d_default(const te::Tensor& out, const space::ConfigSpace& space,
                                   const target::Target&) {
   const VdlaConv2d op = vdla_conv2d_stages(out);
-  const std::vector<VdlaConv2dConfig> cands = vdla_conv2d_candidates(op, 1, prototype());
-  KILN_USER_CHECK(!cands.empty()) << "vdla_conv2d: no config with one thread fits "
-                                  << prototype().describe();
-  return vdla_conv2d_point(space, cands.front());
+  for (int threads : {2, 1}) {
+    const std::vector<VdlaConv2dConfig> cands = vdla_conv2d_candidates(op, threads, prototype());
+    if (!cands.empty()) return vdla_conv2d_point(space, cands.front());
+  }
+  KILN_USER_ERROR() << "vdla_conv2d: no config fits " << prototype().describe();
+  KILN_UNREACHABLE();
 }
 
 void schedule_vdla_conv2d_config(te::Schedule& s, const te::Tensor& out,

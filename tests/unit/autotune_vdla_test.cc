@@ -97,16 +97,18 @@ TEST(VdlaTemplate, NamedKnobsADefaultThatFitsAndRefusals) {
   std::set<int64_t> knob_heights;
   for (const auto& c : t.space.knob("tile_h").candidates) knob_heights.insert(c[0]);
   EXPECT_EQ(knob_heights, heights);
-  // The default: one thread, the largest tiles that fit; it lowers.
+  // The default: two threads, the largest tiles that fit (both oc blocks in a tile, so the
+  // threads split the rows); it lowers.
   const topi::VdlaConv2dConfig d = topi::vdla_conv2d_config_of(t.default_config);
-  EXPECT_EQ(d.vthreads, 1);
+  EXPECT_EQ(d.to_string(), topi::vdla_conv2d_candidates(op, 2, vdla::Config{}).front().to_string());
+  EXPECT_EQ(d.vthreads, 2);
   EXPECT_EQ(d.tile_oc, 2);
+  EXPECT_TRUE(d.vthread_h);
   EXPECT_EQ(topi::vdla_conv2d_problem(op, d, vdla::Config{}), "");
   EXPECT_NO_THROW(t.lower(t.default_config));
   EXPECT_EQ(topi::vdla_conv2d_config_of(topi::vdla_conv2d_point(t.space, d)).to_string(), d.to_string());
   // A point that does not fit: two threads over one oc tile along oc.
   topi::VdlaConv2dConfig odd = d;
-  odd.vthreads = 2;
   odd.vthread_h = false;
   EXPECT_ERROR_CONTAINS(t.lower(topi::vdla_conv2d_point(t.space, odd)),
                         "two virtual threads split 1 tiles along oc");
