@@ -23,7 +23,8 @@ constexpr int kMaxTensorRank = 8;
 constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 constexpr size_t kMaxInputs = 64;
 
-/// kFailedPrecondition unless `spec` names a known dtype and a shape of positive dims.
+/// kInvalidArgument unless `spec` names a known dtype and a shape of positive dims, and a value
+/// range, when it has one, has both ends, low <= high.
 void check_spec(const v1::TensorSpec& spec, const std::string& what) {
   try {
     runtime::parse_dtype(spec.dtype());
