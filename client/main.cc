@@ -44,7 +44,7 @@ constexpr const char* kDefaultTarget = "llvm -mcpu=native";
 
 const kiln::cli::Flag kCalibrateFlag{
     "--calibrate", "X.npy",
-    "a calibration input (once per file; with several inputs, one file per input in order)"};
+    "a calibration input (required; once per file, one per model input)"};
 
 /// The quantizer's options from a command line: the model, --calibrate, --input-shape.
 kiln::graph::QuantizeOptions quantize_options(const kiln::cli::Args& args,
@@ -188,8 +188,9 @@ const kiln::cli::Command kCompile{
               {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
               {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
               {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"},
-              {"--quantize", "int8", "quantize first, as kiln quantize does (needs --calibrate)"},
-              kCalibrateFlag, kInputShapeFlag},
+              {"--quantize", "int8", "quantize first, as kiln quantize does (default: float)"},
+              {"--calibrate", "X.npy", "a calibration input (required with --quantize; as quantize)"},
+              kInputShapeFlag},
     .notes =
         "A model with symbolic input dimensions (an export's 'batch') needs --input-shape "
         "NAME=D0,D1,... (such as x=1,3,224,224) for each such input; the bundle is built for, "

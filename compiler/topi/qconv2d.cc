@@ -5,18 +5,7 @@
 #include "compiler/topi/elementwise.h"
 
 namespace kiln::topi {
-namespace {
-
 using ir::Expr;
-
-/// a >> s for int32 a and s in [0, 31]: floor(a / 2^s).
-Expr arith_shift_right(const Expr& a, const Expr& s) {
-  // Until the IR has a shift: floor division by 2^s in int64, 2^s exact in float32.
-  const Expr pow2 = ir::pow(ir::make_const(ir::kFloat32, 2.0), ir::cast(ir::kFloat32, s));
-  return ir::cast(ir::kInt32, ir::floordiv(ir::cast(ir::kInt64, a), ir::cast(ir::kInt64, pow2)));
-}
-
-}  // namespace
 
 QConv2d qconv2d_nchw(const te::Tensor& x_q, const te::Tensor& w_q, const te::Tensor& bias,
                      const te::Tensor& shift, Ints2 stride, Ints4 padding, Ints2 dilation,
@@ -38,7 +27,8 @@ QConv2d qconv2d_nchw(const te::Tensor& x_q, const te::Tensor& w_q, const te::Ten
   q.out = te::compute(
       acc->shape(),
       [&](ir::Var n, ir::Var o, ir::Var y, ir::Var x) {
-        const Expr v = arith_shift_right(acc(n, o, y, x) + bias(o), shift(o));
+        // int32 >> int32: an arithmetic shift (LLVM's ashr), floor division by 2^shift.
+        const Expr v = ir::shift_right(acc(n, o, y, x) + bias(o), shift(o));
         return ir::cast(ir::kInt8, ir::min(ir::max(v, lo), hi));
       },
       name);

@@ -189,7 +189,9 @@ TEST_F(CliTest, RunWritesOneFilePerOutputIntoTheFolder) {
 TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   // The commands and the flags each one's --help must list (and nothing it does not take).
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
-      {"compile", {"--target", "-o", "--no-fuse", "--no-layout", "--input-shape"}},
+      {"compile",
+       {"--target", "-o", "--no-fuse", "--no-layout", "--quantize", "--calibrate", "--input-shape"}},
+      {"quantize", {"--calibrate", "-o", "--input-shape"}},
       {"run", {"--input", "-o", "--profile", "--threads", "--device"}},
       {"tune",
        {"--target", "--trials", "--records", "-o", "--explorer", "--batch", "--seed", "--threads",
@@ -254,8 +256,8 @@ TEST_F(CliTest, CommandLineMistakes) {
 
   r = kiln("frobnicate --fast");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("error: unknown command 'frobnicate'; the commands are: compile, run, "
-                       "tune, example, submit, jobs, watch, fetch, devices, cancel"),
+  EXPECT_NE(r.err.find("error: unknown command 'frobnicate'; the commands are: compile, quantize, "
+                       "run, tune, example, submit, jobs, watch, fetch, devices, cancel"),
             std::string::npos)
       << r.err;
   r = kiln("help frobnicate");

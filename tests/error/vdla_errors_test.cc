@@ -310,7 +310,7 @@ TEST(VdlaErrors, MalformedProgramJsonNamesTheCallAndField) {
   };
   expect_error([&] { parse(broken("\"kind\":\"load\"", "\"kind\":\"jump\"")); },
                {"p.json: call", "field 'kind' is 'jump'"});
-  expect_error([&] { parse(broken("\"arg\":0", "\"arg\":7")); }, {"p.json: call", "field 'arg' is 7, outside [0, 2]"});
+  expect_error([&] { parse(broken("\"arg\":0", "\"arg\":7")); }, {"p.json: call", "field 'arg' is 7, outside [0, 4]"});
   expect_error([&] { parse(broken("\"pad\":[", "\"pad\":[99,")); }, {"field 'pad' has 5 values, not 4"});
   expect_error([&] { parse(broken("\"from\":", "\"from\":9,\"x\":")); }, {"field 'from' is 9, outside [1, 3]"});
   expect_error([&] { parse(broken("\"uops\":[[", "\"uops\":[[4096,0,0],[")); },
