@@ -113,7 +113,7 @@ const kiln::cli::Command& tune_command() {
     c.operands = "MODEL.onnx";
     c.summary = "tune the model's operators on this machine, then build the bundle with the best";
     c.flags = {
-        {"--target", "TARGET", "llvm ..., opencl or cuda (default: llvm -mcpu=native)"},
+        {"--target", "TARGET", "llvm ..., opencl, cuda or vdla (default: llvm -mcpu=native)"},
         {"--trials", "N",
          "configs measured per task, earlier runs' included (default: " +
              std::to_string(defaults.trials) + ")"},

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include "base/error.h"
 #include "deploy/runtime/device_program.h"
+#include "deploy/vdla/driver/program.h"
 #include "device_agent/agent_device.h"
 #include "device_agent/board_info.h"
 #include "deploy/runtime/dtype.h"
@@ -110,9 +112,10 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {
   KILN_USER_CHECK(options_.threads >= 0)
       << "kiln-agent: threads must be 0 or more, got " << options_.threads;
   const AgentDevice device = probe_agent_device(options_.target);
-  device_kind_ = device.kind;
+  device_ = device;
   const BoardInfo board = read_board_info(options_.system_root);
-  emulated_ = board.emulated || !options_.emulator.empty();
+  // The VDLA's cycles are the same on any host, emulated or not (agent.h).
+  emulated_ = !device.vdla && (board.emulated || !options_.emulator.empty());
   if (options_.fingerprint.empty() && !device.description.empty()) {
     options_.fingerprint = device.description;
   } else if (options_.fingerprint.empty()) {
@@ -209,6 +212,12 @@ std::unique_ptr<Agent::Session> Agent::register_device() {
   caps->set_driver("kiln-runner");
   caps->set_board(board.board);
   caps->set_arch(board.arch);
+  if (device_.vdla) {
+    // The board is the simulator: its model and the configuration it runs, not the host's CPU.
+    caps->set_board("VDLA cycle model (software simulator of the paper's accelerator)");
+    caps->set_cpu_model(device_.description);
+    caps->set_driver("kiln-runner (device vdla)");
+  }
   caps->set_emulated(emulated_);
 
   double backoff = kFirstBackoffS;
@@ -344,14 +353,25 @@ void Agent::handle(Session& session, const v1::MeasureRequest& request) {
   os << "request " << id << " (" << request.task().task_key() << " #" << request.config().index()
      << "): " << v1::ErrorKind_Name(result.error());
   if (result.costs_s_size() > 0) os << ", " << result.costs_s(0) * 1e6 << " us";
+  if (device_.vdla && result.costs_s_size() > 0) {
+    os << " (" << std::llround(result.costs_s(0) * vdla::Config{}.clock_mhz * 1e6)
+       << " cycles at " << vdla::Config{}.clock_mhz << " MHz; the cycle model is deterministic: one run)";
+  }
   if (!result.error_msg().empty()) os << ": " << result.error_msg();
   log(os.str());
   report(session, result);
 }
 
 std::string Agent::input_file(uint64_t request_seed, uint64_t seed, const std::string& dtype,
-                              const std::vector<int64_t>& shape) {
+                              const std::vector<int64_t>& shape,
+                              const std::optional<runtime::ValueRange>& range) {
   std::string key = std::to_string(seed) + "_" + dtype;
+  if (range) {
+    key += "_r";
+    key += std::to_string(range->low);
+    key += '_';
+    key += std::to_string(range->high);
+  }
   for (int64_t d : shape) {
     key += '_';  // not "_" + to_string(d): GCC 12 -O3 warns falsely (-Wrestrict) on that
     key += std::to_string(d);
@@ -360,7 +380,7 @@ std::string Agent::input_file(uint64_t request_seed, uint64_t seed, const std::s
   auto it = inputs_.find(key);
   if (it != inputs_.end()) return it->second;
   runtime::NDArray a = runtime::NDArray::empty(shape, runtime::parse_dtype(dtype));
-  runtime::fill_uniform(a, seed);
+  runtime::fill_input(a, seed, range);
   std::string path = (fs::path(work_dir_) / ("input_" + key + ".npy")).string();
   runtime::save_npy(path, a);
   inputs_[key] = path;
@@ -388,15 +408,16 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
   v1::MeasureResult result;
   result.set_request_id(request.request_id());
   const std::string stem = (fs::path(work_dir_) / std::to_string(request.request_id())).string();
-  const bool gpu = device_kind_ != runtime::DeviceKind::kCPU;
-  const std::string library = stem + (gpu ? ".json" : ".so");
+  const bool gpu = device_.kind != runtime::DeviceKind::kCPU;
+  const std::string library = stem + (gpu || device_.vdla ? ".json" : ".so");
   const std::string reference = stem + ".ref.npy";
   const auto start = Clock::now();
   try {
     const v1::Artifact::Format expected =
-        device_kind_ == runtime::DeviceKind::kCUDA     ? v1::Artifact::FORMAT_PTX
-        : device_kind_ == runtime::DeviceKind::kOpenCL ? v1::Artifact::FORMAT_OPENCL_C
-                                                        : v1::Artifact::FORMAT_SHARED_OBJECT;
+        device_.vdla                                   ? v1::Artifact::FORMAT_VDLA
+        : device_.kind == runtime::DeviceKind::kCUDA   ? v1::Artifact::FORMAT_PTX
+        : device_.kind == runtime::DeviceKind::kOpenCL ? v1::Artifact::FORMAT_OPENCL_C
+                                                       : v1::Artifact::FORMAT_SHARED_OBJECT;
     KILN_USER_CHECK(request.artifact().format() == expected)
         << "artifact format " << v1::Artifact::Format_Name(request.artifact().format())
         << " cannot be run by this agent (target '" << options_.target << "' runs "
@@ -410,6 +431,14 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
           << "the artifact's device program is '" << program.name << "', not its entry '"
           << request.artifact().entry() << "'";
     }
+    if (device_.vdla) {
+      // Checked at the door too: a VDLA program, named as its entry (the runner checks it again).
+      const vdla::VdlaProgram program = vdla::VdlaProgram::from_json(
+          runtime::Json::parse(request.artifact().data(), "the artifact"), "the artifact");
+      KILN_USER_CHECK(program.name == request.artifact().entry())
+          << "the artifact's VDLA program is '" << program.name << "', not its entry '"
+          << request.artifact().entry() << "'";
+    }
     {
       std::ofstream out(library, std::ios::binary);
       out.write(request.artifact().data().data(),
@@ -419,14 +448,16 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
     runtime::RunRequest run;
     run.library = library;
     run.function = request.artifact().entry();
-    run.device = runtime::device_kind_name(device_kind_);
+    run.device = device_.runner_device();
     forget_old_inputs(request.input_seed());
     for (int i = 0; i < request.inputs_size(); ++i) {
       const v1::TensorSpec& spec = request.inputs(i);
       const std::vector<int64_t> shape(spec.shape().begin(), spec.shape().end());
       const uint64_t seed = request.input_seed() + static_cast<uint64_t>(i);
+      std::optional<runtime::ValueRange> range;
+      if (spec.has_low() || spec.has_high()) range = runtime::ValueRange{spec.low(), spec.high()};
       std::string path = input_file(request.input_seed(), seed,
-                                    spec.dtype().empty() ? "float32" : spec.dtype(), shape);
+                                    spec.dtype().empty() ? "float32" : spec.dtype(), shape, range);
       run.args.push_back(runtime::RunArg::make_input(std::move(path)));
     }
     std::string ref_path;

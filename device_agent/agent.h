@@ -17,6 +17,10 @@
 //  - the tracker refuses the device (bad token, bad key): run() throws kiln::Error;
 //  - a cuda / opencl target without such a device here (or a CUDA device of another -arch): the
 //    constructor throws kiln::Error and the agent never registers (agent_device.h);
+//  - a vdla target: the device is the VDLA's simulator and cycle model, in kiln-runner. The agent
+//    registers as a board "VDLA cycle model" and never as emulated: the cycle model's time does
+//    not depend on the host (the same cycles on any CPU, under qemu too), so its records are the
+//    VDLA's own timings, not a host's distorted by emulation;
 //  - the lease is lost (a heartbeat answers known=false, or heartbeats keep failing), the work
 //    stream ends (tracker restarted, network): the agent registers again (a new device id);
 //  - a kernel fails, crashes or hangs: that is the request's result; the agent never dies of one.
@@ -32,11 +36,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "deploy/runtime/device_api.h"
+#include "deploy/runtime/random_fill.h"
+#include "device_agent/agent_device.h"
 
 namespace grpc {
 class Channel;
@@ -104,10 +111,11 @@ class Agent {
   void serve(Session& session);
   void handle(Session& session, const v1::MeasureRequest& request);
   v1::MeasureResult measure(const v1::MeasureRequest& request);
-  /// The .npy of fill_uniform(seed) for one input, made once and cached; `request_seed` (the
+  /// The .npy of fill_input(seed, range) for one input, made once and cached; `request_seed` (the
   /// request's input_seed) groups the files for forget_old_inputs.
   std::string input_file(uint64_t request_seed, uint64_t seed, const std::string& dtype,
-                         const std::vector<int64_t>& shape);
+                         const std::vector<int64_t>& shape,
+                         const std::optional<runtime::ValueRange>& range);
   /// Notes a request's seed; removes the files of seeds no request of the last 64 used.
   void forget_old_inputs(uint64_t seed);
   void report(Session& session, const v1::MeasureResult& result);
@@ -119,7 +127,7 @@ class Agent {
   std::string work_dir_;
   bool own_work_dir_ = false;
   bool emulated_ = false;
-  runtime::DeviceKind device_kind_ = runtime::DeviceKind::kCPU;  ///< where kernels run
+  AgentDevice device_;  ///< where kernels run
 
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> measured_{0};

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "deploy/runtime/vdla_run.h"
 
 namespace kiln::agent {
 
@@ -15,6 +16,11 @@ AgentDevice probe_agent_device(const std::string& target) {
     if (word.rfind("-arch=", 0) == 0) arch = word.substr(6);
   }
   AgentDevice d;
+  if (kind == "vdla") {
+    d.vdla = true;
+    d.description = runtime::vdla_device_description();
+    return d;
+  }
   if (kind != "cuda" && kind != "opencl") return d;
   d.kind = runtime::parse_device_kind(kind);
   const char* name = kind == "cuda" ? "CUDA" : "OpenCL";
@@ -33,6 +39,10 @@ AgentDevice probe_agent_device(const std::string& target) {
         << has << " (" << info.name << "); give -arch=" << has;
   }
   return d;
+}
+
+std::string AgentDevice::runner_device() const {
+  return vdla ? "vdla" : runtime::device_kind_name(kind);
 }
 
 }  // namespace kiln::agent

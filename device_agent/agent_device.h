@@ -2,8 +2,9 @@
 // objects on the host; "opencl ..." and "cuda ..." targets measure DevicePrograms on this
 // machine's OpenCL or CUDA device, which must exist (and, for cuda with -arch=sm_XX, have that
 // compute capability) before the agent registers: a farm must never send GPU kernels to a device
-// that cannot run them. The agent links no compiler, so the target's kind and -arch are read
-// here from its words.
+// that cannot run them. A "vdla" target measures VdlaPrograms on the VDLA's simulator, timed by
+// its cycle model (deploy/runtime/vdla_run.h), which every machine has. The agent links no
+// compiler, so the target's kind and -arch are read here from its words.
 //
 //   AgentDevice d = probe_agent_device("cuda -arch=sm_61");
 //   // kiln::Error: "target 'cuda -arch=sm_61' needs a CUDA device: no CUDA device: libcuda.so.1
@@ -17,8 +18,15 @@
 namespace kiln::agent {
 
 struct AgentDevice {
-  runtime::DeviceKind kind = runtime::DeviceKind::kCPU;
-  std::string description;  ///< the GPU's (DeviceAPI::description()); empty for the CPU
+  runtime::DeviceKind kind = runtime::DeviceKind::kCPU;  ///< kCPU for the VDLA too (see vdla)
+  /// The target is the VDLA: kernels are VdlaPrograms run by kiln-runner's device "vdla".
+  bool vdla = false;
+  /// The GPU's (DeviceAPI::description()), the VDLA's (runtime::vdla_device_description());
+  /// empty for the CPU
+  std::string description;
+
+  /// The runner's device: "cpu", "cuda", "opencl" or "vdla".
+  std::string runner_device() const;
 };
 
 /// The device `target` measures on; kiln::Error naming the target and the reason when this

@@ -23,7 +23,8 @@ constexpr int kMaxTensorRank = 8;
 constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 constexpr size_t kMaxInputs = 64;
 
-/// kFailedPrecondition unless `spec` names a known dtype and a shape of positive dims.
+/// kInvalidArgument unless `spec` names a known dtype and a shape of positive dims, and a value
+/// range, when it has one, has both ends, low <= high.
 void check_spec(const v1::TensorSpec& spec, const std::string& what) {
   try {
     runtime::parse_dtype(spec.dtype());
@@ -43,6 +44,12 @@ void check_spec(const v1::TensorSpec& spec, const std::string& what) {
                              " (dimensions must be positive, at most 2^31 elements in all)");
     }
     elements *= d;
+  }
+  if (spec.has_low() != spec.has_high() || (spec.has_low() && spec.low() > spec.high())) {
+    throw invalid_argument("MeasureBatch: " + what + " has a value range [" +
+                           (spec.has_low() ? std::to_string(spec.low()) : "?") + ", " +
+                           (spec.has_high() ? std::to_string(spec.high()) : "?") +
+                           "]: give both ends, low <= high");
   }
 }
 

@@ -56,6 +56,26 @@ void JobDriver::enter(const std::string& phase) {
   maybe_inject_fault(name_, phase);
 }
 
+namespace {
+
+/// The bundle's configs: each of the job's tasks' best in kilnd's log (LogConfigSource), and for a
+/// task of another target (the host CPU's groups of a vdla job's heterogeneous build) its
+/// template's default: the job tunes its own target's tasks, and kilnd answers for those alone.
+class JobConfigSource : public autotune::ConfigSource {
+ public:
+  JobConfigSource(records::RecordStore& records, std::string target)
+      : log_(records), target_(std::move(target)) {}
+  space::Config choose(const autotune::Task& task) override {
+    return task.target == target_ ? log_.choose(task) : task.default_config;
+  }
+
+ private:
+  autotune::LogConfigSource log_;
+  std::string target_;
+};
+
+}  // namespace
+
 void JobDriver::run() {
   const v1::DriverJob job = client_.job();
   name_ = job.name();
@@ -115,7 +135,7 @@ void JobDriver::run() {
     history.push_back(&task);
   }
 
-  autotune::LogConfigSource source(records);
+  JobConfigSource source(records, target);
   graph::BuildOptions build;
   build.configs = &source;
   build.phase = [&](const std::string& p) { enter(p); };

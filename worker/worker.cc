@@ -1,6 +1,7 @@
 // The compiler worker: long-poll -> each build's task rebuilt from its workload (cached) -> lower
 // -> build in parallel within the time limit -> report each artifact (a shared object for a CPU
-// target; for cuda / opencl a DeviceProgram's JSON, format PTX or OpenCL C).
+// target; for cuda / opencl a DeviceProgram's JSON, format PTX or OpenCL C; for vdla a
+// VdlaProgram's JSON, format VDLA).
 #include "worker/worker.h"
 
 #include <grpcpp/grpcpp.h>
@@ -24,6 +25,7 @@
 #include "compiler/codegen/build_device.h"
 #include "compiler/pass/split_host_device.h"
 #include "compiler/target/target.h"
+#include "compiler/vdla/program.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
 
@@ -75,6 +77,7 @@ v1::Artifact::Format artifact_format(const std::string& target) {
   const std::string kind = target::Target::parse(target).kind;
   if (kind == "cuda") return v1::Artifact::FORMAT_PTX;
   if (kind == "opencl") return v1::Artifact::FORMAT_OPENCL_C;
+  if (kind == "vdla") return v1::Artifact::FORMAT_VDLA;
   return v1::Artifact::FORMAT_SHARED_OBJECT;
 }
 
@@ -120,9 +123,12 @@ struct Built {
 
 std::atomic<int> g_builds_running{0};
 
-/// The artifact's bytes of `func`, lowered for `target`: a shared object, or for a GPU the
-/// DeviceProgram (its kernels compiled: PTX by NVRTC, OpenCL C as printed) as JSON.
+/// The artifact's bytes of `func`, lowered for `target`: a shared object, for a GPU the
+/// DeviceProgram (its kernels compiled: PTX by NVRTC, OpenCL C as printed) as JSON, for the VDLA
+/// the VdlaProgram (the paper's prototype, vdla::Config{}) as JSON.
 std::string artifact_bytes(const ir::PrimFunc& func, const target::Target& target) {
+  if (target.kind == "vdla")
+    return vdla_compiler::build_program(func, vdla::Config{}).to_json().dump();
   if (target.kind != "cuda" && target.kind != "opencl")
     return codegen::link_shared_object({func}, target);
   return codegen::build_device(pass::split_host_device(func), target).to_json().dump();

@@ -1,5 +1,6 @@
 // LocalMeasurer: reference files, parallel builds with a time limit (shared objects for CPU
-// targets, DeviceProgram JSON files for GPU ones), one guarded child per measurement, records.
+// targets, DeviceProgram JSON files for GPU ones, VdlaProgram JSON files for the VDLA), one
+// guarded child per measurement, records.
 #include "compiler/autotune/local_measurer.h"
 
 #include <unistd.h>
@@ -17,9 +18,11 @@
 #include "compiler/codegen/build_device.h"
 #include "compiler/pass/split_host_device.h"
 #include "compiler/target/target.h"
+#include "compiler/vdla/program.h"
 #include "deploy/runtime/device_api.h"
 #include "deploy/runtime/measure_child.h"
 #include "deploy/runtime/npy.h"
+#include "deploy/runtime/vdla_run.h"
 
 namespace kiln::autotune {
 namespace {
@@ -33,17 +36,21 @@ struct BuildOutcome {
 };
 
 /// Writes what the runner loads for candidate `f` to `path`: a shared object for a CPU target,
-/// the DeviceProgram's JSON (f is lower_device_program's) for a GPU one.
+/// the DeviceProgram's JSON (f is lower_device_program's) for a GPU one, the VdlaProgram's JSON
+/// (f is lower_vdla's; the paper's prototype, vdla::Config{}) for the VDLA.
 void build_candidate(const ir::PrimFunc& f, const target::Target& tgt, const std::string& path) {
-  if (tgt.kind != "cuda" && tgt.kind != "opencl") {
+  std::string json;
+  if (tgt.kind == "vdla") {
+    json = vdla_compiler::build_program(f, vdla::Config{}).to_json().dump();
+  } else if (tgt.kind == "cuda" || tgt.kind == "opencl") {
+    json = codegen::build_device(pass::split_host_device(f), tgt).to_json().dump();
+  } else {
     codegen::export_library({f}, tgt, path);
     return;
   }
-  const runtime::DeviceProgram program =
-      codegen::build_device(pass::split_host_device(f), tgt);
   std::ofstream out(path, std::ios::binary);
-  out << program.to_json().dump();
-  KILN_SYSTEM_CHECK(out.good()) << "cannot write the device program to " << path;
+  out << json;
+  KILN_SYSTEM_CHECK(out.good()) << "cannot write the " << tgt.kind << " program to " << path;
 }
 
 /// Builds funcs[i] into paths[i], at most `threads` at once (0: one per CPU). A build still running
@@ -107,6 +114,7 @@ std::string host_device_fingerprint() {
 
 std::string local_device_fingerprint(const std::string& target) {
   const target::Target t = target::Target::parse(target);
+  if (t.kind == "vdla") return runtime::vdla_device_description();
   if (t.kind != "cuda" && t.kind != "opencl") return host_device_fingerprint();
   return runtime::DeviceAPI::get(runtime::parse_device_kind(t.kind)).description();
 }
@@ -149,18 +157,22 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
   KILN_ICHECK(!task_key_.empty() && task.key == task_key_)
       << "LocalMeasurer::measure of task '" << task.key << "' after begin_task of '" << task_key_
       << "'";
-  const Tolerance tol{options_.rtol, options_.atol_scale * max_abs_ + 1e-7};
+  // An integer output (the VDLA's int8) must match its reference exactly.
+  const bool exact = !task.out->dtype().is_float();
+  const Tolerance tol = exact ? Tolerance{0, 0}
+                              : Tolerance{options_.rtol, options_.atol_scale * max_abs_ + 1e-7};
   std::vector<int64_t> oshape;
   for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
 
   // 1. Build every candidate in parallel, each within the compile time limit.
   const target::Target tgt = target::Target::parse(task.target);
-  const bool gpu = task.on_gpu();
+  const bool gpu = task.on_gpu(), vdla = task.on_vdla();
   std::vector<ir::PrimFunc> funcs;
   std::vector<std::string> paths;
   for (const Candidate& c : candidates) {
     funcs.push_back(c.func);
-    paths.push_back((dir_ / ("candidate" + std::to_string(next_file_++) + (gpu ? ".json" : ".so")))
+    paths.push_back((dir_ / ("candidate" + std::to_string(next_file_++) +
+                             (gpu || vdla ? ".json" : ".so")))
                         .string());
   }
   const std::vector<BuildOutcome> built =
@@ -185,10 +197,10 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
       runtime::RunRequest req;
       req.library = paths[k];
       req.function = "candidate";
-      req.device = gpu ? tgt.kind : "cpu";
+      req.device = gpu || vdla ? tgt.kind : "cpu";
       for (const std::string& in : inputs_) req.args.push_back(runtime::RunArg::make_input(in));
-      req.args.push_back(
-          runtime::RunArg::make_output("float32", oshape, output_, tol.rtol, tol.atol));
+      req.args.push_back(runtime::RunArg::make_output(task.out->dtype().str(), oshape, output_,
+                                                      tol.rtol, tol.atol));
       req.repeat = options_.repeat;
       req.min_repeat_ms = options_.min_repeat_ms;
       req.cooldown_ms = options_.cooldown_ms;

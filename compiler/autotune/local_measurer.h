@@ -30,7 +30,9 @@ std::string host_device_fingerprint();
 
 /// The device that measures for `target` on this machine, as a record's device: the host's
 /// fingerprint for CPU targets, the GPU's description (runtime::DeviceAPI) for cuda and opencl
-/// ones; kiln::Error ("no CUDA device: ...") where this machine has none.
+/// ones (kiln::Error, "no CUDA device: ...", where this machine has none), and for vdla the
+/// VDLA's cycle model (runtime::vdla_device_description: the configuration, deterministic, one run
+/// per measurement).
 std::string local_device_fingerprint(const std::string& target);
 
 /// How the LocalMeasurer builds and runs (the Tuner makes them from its TuneOptions).

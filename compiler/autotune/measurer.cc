@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "compiler/lower.h"
+#include "deploy/runtime/dtype.h"
 #include "deploy/runtime/random_fill.h"
 
 namespace kiln::autotune {
@@ -19,29 +20,47 @@ std::vector<int64_t> const_shape(const te::Tensor& t) {
   return shape;
 }
 
+/// The runtime dtype of a tensor's element type.
+KilnDType runtime_dtype(const te::Tensor& t) {
+  return runtime::parse_dtype(t->dtype().str());
+}
+
+/// |a[k]| as a double, for the element types a task's output may have.
+double abs_at(const runtime::NDArray& a, int64_t k) {
+  const KilnDType t = a.dtype();
+  if (t.code == kKilnFloat && t.bits == 32) return std::fabs(a.data<float>()[k]);
+  if (t.code == kKilnInt && t.bits == 8) return std::fabs(double(a.data<int8_t>()[k]));
+  if (t.code == kKilnInt && t.bits == 32) return std::fabs(double(a.data<int32_t>()[k]));
+  KILN_USER_ERROR() << "a tuning task's output is float32, int8 or int32, not "
+                    << runtime::dtype_to_string(t);
+  KILN_UNREACHABLE();
+}
+
 }  // namespace
 
 TaskReference compute_reference(const Task& task) {
   TaskReference ref;
   ref.input_seed = runtime::seed_of(task.key);
+  KILN_ICHECK(task.input_ranges.size() == task.inputs.size())
+      << "tuning task '" << task.key << "': one input range per input";
   for (size_t i = 0; i < task.inputs.size(); ++i) {
     const te::Tensor& t = task.inputs[i];
-    KILN_USER_CHECK(t->dtype() == ir::kFloat32)
-        << "tuning task '" << task.key << "': input '" << t->name() << "' is " << t->dtype().str()
-        << "; the tuner measures float32 workloads";
-    runtime::NDArray a = runtime::NDArray::empty(const_shape(t), runtime::kFloat32);
-    runtime::fill_uniform(a, ref.input_seed + i);
+    const bool ok = t->dtype() == ir::kFloat32 || t->dtype() == ir::kInt8 || t->dtype() == ir::kInt32;
+    KILN_USER_CHECK(ok) << "tuning task '" << task.key << "': input '" << t->name() << "' is "
+                        << t->dtype().str()
+                        << "; the tuner measures float32 workloads and int8 / int32 ones";
+    runtime::NDArray a = runtime::NDArray::empty(const_shape(t), runtime_dtype(t));
+    runtime::fill_input(a, ref.input_seed + i, task.input_ranges[i]);
     ref.inputs.push_back(std::move(a));
   }
-  ref.output = runtime::NDArray::empty(const_shape(task.out), runtime::kFloat32);
+  ref.output = runtime::NDArray::empty(const_shape(task.out), runtime_dtype(task.out));
   runtime::Function f = compiler::build(task.reference_schedule(), task.args(), "llvm", "reference")
                             .function("reference");
   std::vector<runtime::Arg> args(ref.inputs.begin(), ref.inputs.end());
   args.emplace_back(ref.output);
   f.call(args);
-  const float* out = ref.output.data<float>();
   for (int64_t k = 0; k < ref.output.num_elements(); ++k)
-    ref.max_abs = std::max<double>(ref.max_abs, std::fabs(out[k]));
+    ref.max_abs = std::max(ref.max_abs, abs_at(ref.output, k));
   return ref;
 }
 

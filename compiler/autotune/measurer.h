@@ -25,7 +25,9 @@
 namespace kiln::autotune {
 
 /// A task's inputs and the output of its naive schedule on them: what every candidate's output
-/// must match. Input i is runtime::fill_uniform(input_seed + i), uniform in [-1, 1).
+/// must match. Input i is runtime::fill_input(input_seed + i, task.input_ranges[i]): uniform in
+/// [-1, 1) for a float32 input, integers uniform in the input's range for an int8 / int32 one
+/// (the VDLA's tasks, whose int8 output must match exactly).
 struct TaskReference {
   uint64_t input_seed = 0;  ///< runtime::seed_of(task.key)
   std::vector<runtime::NDArray> inputs;

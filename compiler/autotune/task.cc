@@ -80,6 +80,7 @@ Task Task::from_workload(const std::string& template_name, const std::string& wo
   t.target = target;
   t.out = topi::compute_from_workload(w);
   t.inputs = placeholders_of(t.out);
+  t.input_ranges = topi::input_ranges(w, t.inputs);
   t.space = tmpl.space(t.out);
   t.default_config = tmpl.default_config(t.out, t.space, tgt);
   double points = 1;
@@ -89,10 +90,21 @@ Task Task::from_workload(const std::string& template_name, const std::string& wo
     points *= static_cast<double>(n);
     shape += (shape.empty() ? "" : "x") + std::to_string(n);
   }
-  double reduce = 1;
-  for (const auto& r : t.out->reduce_axis)
+  // The reduction's stage: the output, or (an output that is an epilogue, as vdla_conv2d's clip
+  // and cast) the first producer that reduces.
+  te::Tensor reducer = t.out;
+  for (std::vector<te::Tensor> todo{t.out}; !todo.empty() && reducer->reduce_axis.empty();) {
+    te::Tensor x = todo.front();
+    todo.erase(todo.begin());
+    if (!x->is_compute()) continue;
+    if (!x->reduce_axis.empty()) reducer = x;
+    for (const te::Tensor& in : x->inputs()) todo.push_back(in);
+  }
+  double reduce_points = 1, reduce = 1;
+  for (const ir::Expr& d : reducer->shape()) reduce_points *= static_cast<double>(extent_of(d, "'" + reducer->name() + "'"));
+  for (const auto& r : reducer->reduce_axis)
     reduce *= static_cast<double>(extent_of(r->dom.extent, "a reduction"));
-  t.flops = 2 * points * reduce;
+  t.flops = 2 * (reducer->reduce_axis.empty() ? points : reduce_points) * reduce;
   const ir::PrimFunc naive = compiler::lower(t.reference_schedule(), t.args(), "task");
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx",
@@ -118,7 +130,10 @@ bool Task::on_gpu() const {
   return kind == "cuda" || kind == "opencl";
 }
 
+bool Task::on_vdla() const { return target::Target::parse(target).kind == "vdla"; }
+
 ir::PrimFunc Task::lower(const space::Config& config) const {
+  if (on_vdla()) return compiler::lower_vdla(schedule(config), args(), "candidate");
   if (!on_gpu()) return compiler::lower(schedule(config), args(), "candidate");
   return compiler::lower_device_program(schedule(config), args(), "candidate",
                                         target::Target::parse(target));

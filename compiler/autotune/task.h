@@ -9,7 +9,8 @@
 //   t.key;                                   // "conv2d_nchwc_x86:1x4x56x56x16:5c0f9d3e1a2b4c77"
 //   Task u = Task::from_workload(t.template_name, t.workload, t.target);  // the same task
 //   te::Schedule s = t.schedule(t.space.get(17));
-//   ir::PrimFunc f = t.lower(t.space.get(17));  // compiler::lower, or the GPU program for cuda/opencl
+//   ir::PrimFunc f = t.lower(t.space.get(17));  // compiler::lower, or the GPU program for cuda/opencl,
+//                                               // or compiler::lower_vdla for vdla
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "compiler/ir/function.h"
 #include "compiler/space/space.h"
 #include "compiler/te/schedule.h"
+#include "deploy/runtime/random_fill.h"
 
 namespace kiln::autotune {
 
@@ -38,6 +40,10 @@ struct Task {
   space::ConfigSpace space;
   space::Config default_config;
   double flops = 0;  ///< multiply-adds count 2; per run
+  /// How each of `inputs` is generated from the task's seed (runtime::fill_input): none for a
+  /// float input (uniform in [-1, 1)), the values an integer input takes (topi::input_ranges:
+  /// int8 data in [-128, 127], a per-channel shift in [0, 31], ...).
+  std::vector<std::optional<runtime::ValueRange>> input_ranges;
 
   /// The task of `template_name` applied to `out`, the output of a tunable topi compute (which
   /// carries its workload; anything else is an internal error). The task is rebuilt from that
@@ -56,9 +62,12 @@ struct Task {
   te::Schedule schedule(const space::Config& config) const;
   /// Whether the target is a GPU (cuda, opencl): candidates are device programs, not libraries.
   bool on_gpu() const;
+  /// Whether the target is the VDLA: candidates are VDLA programs (compiler/vdla/program.h).
+  bool on_vdla() const;
   /// The candidate program of `config`, entry "candidate": compiler::lower for CPU targets,
   /// compiler::lower_device_program (kernels under their thread_extent attributes, checked against
-  /// the target's limits) for GPU ones. kiln::Error for a config that does not lower.
+  /// the target's limits) for GPU ones, compiler::lower_vdla (the loop program whose run at build
+  /// time records the VDLA program) for vdla. kiln::Error for a config that does not lower.
   ir::PrimFunc lower(const space::Config& config) const;
   /// The reference schedule: every stage at its default loop nest (the naive program), whose
   /// output each candidate's is compared with.

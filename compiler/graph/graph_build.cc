@@ -231,14 +231,19 @@ class TaskRecorder : public autotune::ConfigSource {
 std::vector<autotune::Task> extract_tasks(const Graph& input, const std::string& target,
                                           const BuildOptions& options) {
   BuildReport rep;
-  const Graph g = prepare_graph(input, target, options, rep);
   TaskRecorder recorder;
-  if (options.phase) options.phase("fusing operators");
-  const std::string host = is_vdla(target) ? kVdlaHost : target;
-  for (const FusedGroup& group : fuse_ops(g, options.fuse)) {
-    if (g.nodes()[group.master].op == "VdlaQConv") continue;  // chosen when offloaded
-    lower_group(g, group, &recorder, host);
+  if (is_vdla(target)) {
+    // The VDLA's tasks: offload_vdla asks the recorder for the config of every QConv it offloads
+    // (a vdla_conv2d task of target vdla). The groups left on the host CPU are not a vdla job's
+    // to tune: they are measured on a CPU, under their llvm target (a job of its own).
+    BuildOptions offload = options;
+    offload.configs = &recorder;
+    prepare_graph(input, target, offload, rep);
+    return recorder.take();
   }
+  const Graph g = prepare_graph(input, target, options, rep);
+  if (options.phase) options.phase("fusing operators");
+  for (const FusedGroup& group : fuse_ops(g, options.fuse)) lower_group(g, group, &recorder, target);
   return recorder.take();
 }
 

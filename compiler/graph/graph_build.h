@@ -80,7 +80,9 @@ runtime::Bundle build_graph(const Graph& g, const std::string& target,
                             const BuildOptions& options = {}, BuildReport* report = nullptr);
 
 /// The distinct tuning tasks of `g` (one per tunable operator workload, in order of first use):
-/// the tunable operators build_graph would schedule, after the same graph passes.
+/// the tunable operators build_graph would schedule, after the same graph passes. For target
+/// "vdla" the VDLA's tasks only: a "vdla_conv2d" task (target vdla) per distinct QConv that
+/// offload_vdla puts on the VDLA (the groups left on the host CPU are tuned for their llvm target).
 std::vector<autotune::Task> extract_tasks(const Graph& g, const std::string& target,
                                           const BuildOptions& options = {});
 

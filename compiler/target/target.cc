@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/host_arch.h"
+#include "deploy/vdla/device/config.h"
 
 namespace kiln::target {
 namespace {
@@ -217,6 +218,8 @@ Target Target::parse(const std::string& s) {
     if (t.max_num_threads == 0) t.max_num_threads = 256;
     t.max_shared_memory_per_block = 32 * 1024;
     t.thread_warp_size = 1;
+  } else if (t.kind == "vdla") {
+    t.clock_mhz = vdla::Config{}.clock_mhz;
   }
   return t;
 }
@@ -244,9 +247,9 @@ std::string Target::str() const {
 std::string Target::arch_name() const { return triple.empty() ? host_arch() : triple_arch(triple); }
 
 std::string Target::unbuildable_reason() const {
-  if (kind == "llvm" || kind == "cuda" || kind == "opencl") return "";
-  return "Kiln has no code generator for '" + kind + "' targets yet (it builds cuda, opencl and llvm targets for " +
-         join(kArches) + ")";
+  if (std::find(kKinds.begin(), kKinds.end(), kind) != kKinds.end()) return "";
+  return "Kiln has no code generator for '" + kind + "' targets (it builds " + join(kKinds) +
+         "; llvm for " + join(kArches) + ")";
 }
 
 std::string Target::llvm_triple() const { return triple.empty() ? host_triple() : triple; }

@@ -36,6 +36,11 @@ struct Target {
   int max_shared_memory_per_block = 0;
   /// GPUs: threads that run in lockstep (CUDA warp 32; 1 where unknown).
   int thread_warp_size = 1;
+  /// vdla: the accelerator's clock in MHz (0 elsewhere). A vdla target is the paper's prototype,
+  /// `vdla::Config{}` (deploy/vdla/device/config.h: 16x16 int8 GEMM, 32 kB inputs, weights and
+  /// micro-ops, 128 kB accumulators) at its 200 MHz; whoever measures for it (kiln-runner's
+  /// `device: vdla`) reports the cycle model's cycles divided by this clock as seconds.
+  double clock_mhz = 0;
 
   /// Parses a target string; raises kiln::Error naming an unknown kind or option, listing the
   /// known ones. Options are "-name=value" separated by spaces.
@@ -49,9 +54,10 @@ struct Target {
   bool is_host() const;
   /// The CPU architecture of an llvm target: "x86_64" or "aarch64" (the host's when no triple).
   std::string arch_name() const;
-  /// Why Kiln cannot generate code for this target yet; "" when it can. The farm refuses such a
-  /// device at registration and such a job at submission (llvm, cuda and opencl targets build;
-  /// vdla does not yet).
+  /// Why Kiln cannot generate code for this target; "" when it can. The farm refuses such a
+  /// device at registration and such a job at submission. Every kind Target::parse accepts
+  /// builds now (llvm for x86_64 and aarch64, cuda, opencl, and vdla: VDLA programs for the
+  /// tunable VDLA templates); the check stays the one place that says so.
   std::string unbuildable_reason() const;
 
   /// The LLVM triple to compile for: `triple`, or the host's ("x86_64-unknown-linux-gnu").

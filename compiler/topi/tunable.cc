@@ -11,6 +11,7 @@
 #include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/gpu/pool_gpu.h"
 #include "compiler/topi/pooling.h"
+#include "compiler/topi/vdla_conv2d_template.h"
 
 namespace kiln::topi {
 
@@ -98,6 +99,8 @@ const std::vector<TunableTemplate>& tunable_templates() {
             gpu_target(gpu::matmul_gpu_default), gpu::schedule_matmul_gpu),
       entry("pool2d_gpu", {"max_pool2d", "avg_pool2d", "global_max_pool2d", "global_avg_pool2d"},
             gpu::pool2d_gpu_space, gpu_target(gpu::pool2d_gpu_default), gpu::schedule_pool2d_gpu),
+      entry("vdla_conv2d", {"vdla_conv2d"}, vdla_conv2d_config_space, vdla_conv2d_default,
+            schedule_vdla_conv2d_config),
   };
   return templates;
 }

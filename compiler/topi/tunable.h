@@ -40,7 +40,7 @@ struct TunableTemplate {
 /// pool2d_x86; for GPU targets (cuda, opencl) conv2d_nchw_gpu (groups = 1),
 /// depthwise_conv2d_nchw_gpu (groups > 1), conv2d_transpose_nchw_gpu, matmul_gpu (dense; the LSTM's
 /// dense_packed products),
-/// batch_matmul_gpu and pool2d_gpu.
+/// batch_matmul_gpu and pool2d_gpu; for the VDLA (vdla) vdla_conv2d (vdla_conv2d_template.h).
 const std::vector<TunableTemplate>& tunable_templates();
 
 /// The template called `name`; kiln::Error listing the known names otherwise.

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "compiler/ir/op.h"
+#include "compiler/topi/workload.h"
 #include "compiler/vdla/intrin.h"
 
 namespace kiln::topi {
@@ -85,6 +86,12 @@ VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, bool relu) {
       {ocb, s.oh(), s.ow(), 1, 16},
       [&](const std::vector<Var>& v) { return ir::cast(ir::kInt8, hi({v[0], v[1], v[2], v[3], v[4]})); },
       "out");
+  // The workload (workload.h), so that a tuning task can be made from the output.
+  Workload w;
+  w.compute = "vdla_conv2d";
+  for (const te::Tensor& t : {op.data, op.kernel, op.bias, op.shift}) w.inputs.push_back(spec_of(t, "vdla_conv2d"));
+  w.attrs = {{"stride", int64_t{s.stride}}, {"pad", int64_t{s.pad}}, {"relu", relu}};
+  op.out = with_workload(op.out, w);
   return op;
 }
 

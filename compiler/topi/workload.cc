@@ -13,6 +13,7 @@
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/pooling.h"
+#include "compiler/topi/vdla_conv2d.h"
 #include "deploy/runtime/json.h"
 
 namespace kiln::topi {
@@ -38,6 +39,10 @@ struct AttrDef {
 struct InputDef {
   const char* name;  ///< the placeholder's name, and the argument's in messages
   std::vector<size_t> ranks;
+  /// The dtype the argument must have; unset: inputs[0]'s (and inputs[0] any numeric dtype).
+  std::optional<ir::DataType> dtype = std::nullopt;
+  /// The values a seeded input of an integer dtype takes (input_ranges); unset: its dtype's.
+  std::optional<runtime::ValueRange> range = std::nullopt;
 };
 
 /// Reads a checked workload's fields by name, for the consistency checks and the calls.
@@ -293,6 +298,36 @@ void check_pool2d(const Fields& f) {
   check_elements(w, grown, "the padded input");
 }
 
+/// vdla_conv2d: blocks of 16 channels (data [IC/16][H][W][1][16], kernel
+/// [OC/16][IC/16][K][K][16][16], bias and shift [OC/16][1][16]), a square kernel that fits the
+/// padded input.
+void check_vdla_conv2d(const Fields& f) {
+  expect_dim(f, 0, 3, 1, "the batch of one");
+  expect_dim(f, 0, 4, 16, "the channel block");
+  expect_dim(f, 1, 1, f.dim(0, 0), shape_field(0, 0) + " (input channel blocks)");
+  expect_dim(f, 1, 3, f.dim(1, 2), shape_field(1, 2) + " (a square kernel)");
+  expect_dim(f, 1, 4, 16, "the channel block");
+  expect_dim(f, 1, 5, 16, "the channel block");
+  for (size_t i : {2, 3}) {
+    expect_dim(f, i, 0, f.dim(1, 0), shape_field(1, 0) + " (output channel blocks)");
+    expect_dim(f, i, 1, 1, "the batch of one");
+    expect_dim(f, i, 2, 16, "the channel block");
+  }
+  const Workload& w = f.workload();
+  const int64_t k = f.dim(1, 2), pad = f.i("pad"), stride = f.i("stride");
+  for (size_t d : {1, 2}) {
+    const int64_t padded = add(w, f.dim(0, d), mul(w, 2, pad, "the padded input"), "the padded input");
+    KILN_USER_CHECK(padded >= k) << where(w) << "the kernel " << shape_field(1, 2) << " = " << k
+                                 << " is larger than " << shape_field(0, d) << " = " << f.dim(0, d)
+                                 << " padded by 2 * attrs.pad = " << 2 * pad;
+  }
+  check_elements(w, {f.dim(0, 0), f.dim(0, 1) + 2 * pad, f.dim(0, 2) + 2 * pad, 1, 16},
+                 "the padded input");
+  check_elements(w, {f.dim(1, 0), (f.dim(0, 1) + 2 * pad - k) / stride + 1,
+                     (f.dim(0, 2) + 2 * pad - k) / stride + 1, 1, 16},
+                 "the output");
+}
+
 void check_nothing(const Fields&) {}
 
 struct ComputeDef {
@@ -417,6 +452,29 @@ const std::vector<ComputeDef>& compute_defs() {
        {},
        check_nothing,
        [](const std::vector<te::Tensor>& in, const Fields&) { return global_avg_pool2d(in[0]); }},
+      // The VDLA's int8 convolution (vdla_conv2d.h): the values its seeded inputs take are what
+      // QConv gives it (int8 activations and weights, biases rounded to int32, shifts in
+      // [0, 31]); a bias of up to 2^18 is of the size of a conv's sum, so that the outputs
+      // neither all saturate nor all vanish.
+      {"vdla_conv2d",
+       {{"data", {5}, ir::kInt8, runtime::ValueRange{-128, 127}},
+        {"kernel", {6}, ir::kInt8, runtime::ValueRange{-128, 127}},
+        {"bias", {3}, ir::kInt32, runtime::ValueRange{-(1 << 18), 1 << 18}},
+        {"shift", {3}, ir::kInt32, runtime::ValueRange{0, 31}}},
+       {{"pad", AttrKind::kInt, 0, 0}, {"relu", AttrKind::kBool}, {"stride", AttrKind::kInt, 0, 1}},
+       check_vdla_conv2d,
+       // The compute makes its own placeholders, named as the inputs here.
+       [](const std::vector<te::Tensor>&, const Fields& f) {
+         VdlaConv2dShape s;
+         s.ic = int(f.dim(0, 0)) * 16;
+         s.h = int(f.dim(0, 1));
+         s.w = int(f.dim(0, 2));
+         s.oc = int(f.dim(1, 0)) * 16;
+         s.k = int(f.dim(1, 2));
+         s.stride = int(f.i("stride"));
+         s.pad = int(f.i("pad"));
+         return vdla_conv2d(s, f.flag("relu")).out;
+       }},
   };
   return defs;
 }
@@ -578,8 +636,14 @@ void check_workload(const Workload& w) {
     const auto& dtypes = workload_dtypes();
     KILN_USER_CHECK(std::find(dtypes.begin(), dtypes.end(), in.dtype) != dtypes.end())
         << where(w) << field << ".dtype = " << in.dtype.str() << " is not one of " << dtype_names();
-    KILN_USER_CHECK(in.dtype == dtype) << where(w) << field << ".dtype = " << in.dtype.str()
-                                       << " differs from inputs[0].dtype = " << dtype.str();
+    if (const std::optional<ir::DataType>& want = def.inputs[i].dtype) {
+      KILN_USER_CHECK(in.dtype == *want) << where(w) << field << " (" << def.inputs[i].name
+                                         << ").dtype = " << in.dtype.str() << " must be "
+                                         << want->str();
+    } else {
+      KILN_USER_CHECK(in.dtype == dtype) << where(w) << field << ".dtype = " << in.dtype.str()
+                                         << " differs from inputs[0].dtype = " << dtype.str();
+    }
   }
   std::set<std::string> names;
   for (const AttrDef& a : def.attrs) {
@@ -669,6 +733,34 @@ std::optional<std::string> workload_of(const te::Tensor& out) {
 
 te::Tensor with_workload(const te::Tensor& out, const Workload& w) {
   return te::with_attr(out, kWorkloadAttr, w.json());
+}
+
+std::vector<std::optional<runtime::ValueRange>> input_ranges(const Workload& w,
+                                                             const std::vector<te::Tensor>& inputs) {
+  const ComputeDef& def = compute_def(w.compute);
+  std::vector<std::optional<runtime::ValueRange>> out;
+  for (const te::Tensor& t : inputs) {
+    const auto it = std::find_if(def.inputs.begin(), def.inputs.end(),
+                                 [&](const InputDef& d) { return t->name() == d.name; });
+    KILN_ICHECK(it != def.inputs.end())
+        << where(w) << "'" << t->name() << "' is not one of its inputs";
+    const ir::DataType dt = t->dtype();
+    if (dt.is_float()) {
+      out.emplace_back(std::nullopt);
+    } else if (it->range) {
+      out.emplace_back(it->range);
+    } else {
+      // An integer input without a declared range takes its dtype's (up to 32 bits).
+      KILN_USER_CHECK(dt.bits() <= 32 && dt.lanes() == 1)
+          << where(w) << "input '" << t->name() << "' of " << dt.str()
+          << " has no value range to be generated in";
+      const bool u = dt.is_uint();
+      out.emplace_back(runtime::ValueRange{u ? 0 : -(int64_t{1} << (dt.bits() - 1)),
+                                           u ? (int64_t{1} << dt.bits()) - 1
+                                             : (int64_t{1} << (dt.bits() - 1)) - 1});
+    }
+  }
+  return out;
 }
 
 TensorSpec spec_of(const te::Tensor& t, const char* op) {

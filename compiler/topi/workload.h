@@ -27,6 +27,7 @@
 
 #include "compiler/ir/type.h"
 #include "compiler/te/tensor.h"
+#include "deploy/runtime/random_fill.h"
 
 namespace kiln::topi {
 
@@ -44,13 +45,15 @@ struct Workload {
   /// The topi compute: conv2d_nchw, conv2d_nchwc, group_conv2d_nchwc,
   /// depthwise_conv2d_nchwc, conv2d_transpose_nchw,
   /// conv2d_transpose_nchw_packed, dense, dense_packed, batch_matmul, max_pool2d, avg_pool2d,
-  /// global_max_pool2d, global_avg_pool2d (workload_computes()).
+  /// global_max_pool2d, global_avg_pool2d, vdla_conv2d (workload_computes()).
   std::string compute;
-  /// Its tensor arguments in the order the compute takes them (data, then kernel).
+  /// Its tensor arguments in the order the compute takes them (data, then kernel; vdla_conv2d's
+  /// then bias and shift, each of its own dtype).
   std::vector<TensorSpec> inputs;
   /// Its other arguments, named as in ONNX where ONNX has them: strides, pads (top, left, bottom,
   /// right), dilations, groups, output_padding, kernel_shape, ceil_mode, count_include_pad;
-  /// trans_a, trans_b; n (dense_packed's output columns).
+  /// trans_a, trans_b; n (dense_packed's output columns); vdla_conv2d: stride, pad (every side),
+  /// relu.
   std::map<std::string, AttrValue> attrs;
 
   /// The canonical JSON text.
@@ -77,6 +80,13 @@ te::Tensor compute_from_workload(const Workload& w);
 /// The workload's canonical text attached to `out`; nullopt when `out` was not made by a tunable
 /// topi compute.
 std::optional<std::string> workload_of(const te::Tensor& out);
+
+/// How the seeded inputs of `w`'s compute are generated (runtime::fill_input), one per tensor of
+/// `inputs` (placeholders of compute_from_workload(w), matched by name): none for a float input,
+/// for an integer one the range its compute declares (vdla_conv2d: int8 data and kernel in
+/// [-128, 127], int32 bias in [-2^18, 2^18], shift in [0, 31]), else its dtype's whole range.
+std::vector<std::optional<runtime::ValueRange>> input_ranges(const Workload& w,
+                                                             const std::vector<te::Tensor>& inputs);
 
 /// `out` with `w` attached (for the topi computes, on the output they return).
 te::Tensor with_workload(const te::Tensor& out, const Workload& w);

@@ -22,6 +22,7 @@
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/thread_pool.h"
+#include "deploy/runtime/vdla_run.h"
 
 namespace kiln::runtime {
 
@@ -245,7 +246,7 @@ RunRequest RunRequest::from_json(const Json& json) {
   r.function = json.at("function", what).as_string("request.function");
   KILN_USER_CHECK(!r.function.empty()) << "request.function must not be empty";
   if (json.has("device")) r.device = json.at("device", what).as_string("request.device");
-  parse_device_kind(r.device);  // kiln::Error naming the known kinds
+  check_run_device(r.device);
   const Json::Array& args = json.at("args", what).as_array("request.args");
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string name = "request.args[" + std::to_string(i) + "]";
@@ -309,6 +310,7 @@ Json RunResult::to_json() const {
     o["number"] = number;
     o["disturbed_repeats"] = disturbed_repeats;
     o["contended"] = contended;
+    if (cycles > 0) o["cycles"] = cycles;
   }
   o["wall_s"] = wall_s;
   if (std::isfinite(max_error))
@@ -334,6 +336,7 @@ RunResult RunResult::from_json(const Json& json) {
   }
   if (json.has("contended"))
     r.contended = json.at("contended", "result").as_bool("result.contended");
+  if (json.has("cycles")) r.cycles = json.at("cycles", "result").as_int("result.cycles");
   if (json.has("wall_s")) r.wall_s = json.at("wall_s", "result").as_double("result.wall_s");
   if (json.has("max_error")) {
     const Json& m = json.at("max_error", "result");
@@ -436,9 +439,70 @@ Measured measured_on_device(const RunRequest& request, DeviceKind kind,
           }};
 }
 
+/// A VDLA program on the simulator (vdla_run.h): one run, checked, whose cost is the cycle
+/// model's time; `repeat`, `number` and the timing options do not apply (it is deterministic).
+RunResult run_on_vdla(const RunRequest& request) {
+  const auto start = Clock::now();
+  RunResult result;
+  auto fail = [&](ErrorKind kind, std::string message) {
+    result.error = kind;
+    result.message = std::move(message);
+    result.costs_s.clear();
+    result.cycles = 0;
+    result.wall_s = seconds_since(start);
+    return result;
+  };
+  std::vector<NDArray> arrays;
+  std::vector<NDArray> references(request.args.size());
+  std::vector<bool> is_output;
+  VdlaRun run;
+  try {
+    for (size_t i = 0; i < request.args.size(); ++i) {
+      const RunArg& a = request.args[i];
+      is_output.push_back(a.kind == RunArg::Kind::kOutput);
+      if (a.kind == RunArg::Kind::kInput) {
+        arrays.push_back(load_npy(a.input));
+      } else {
+        arrays.push_back(NDArray::empty(a.shape, parse_dtype(a.dtype)));
+        if (!a.reference.empty()) references[i] = load_npy(a.reference);
+      }
+    }
+    run = run_vdla_program(request.library, request.function, arrays, is_output);
+  } catch (const std::exception& e) {
+    // A malformed program, tensors that do not match it, a stream the device refuses (a row out
+    // of range, a deadlock): the candidate's runtime error, named by the simulator.
+    return fail(ErrorKind::kRuntimeError, error_text(e));
+  }
+  try {
+    for (size_t i = 0; i < request.args.size(); ++i) {
+      if (!references[i].defined()) continue;
+      std::string bad = compare_output(arrays[i], references[i], request.args[i],
+                                       static_cast<int>(i), &result.max_error);
+      if (!bad.empty()) return fail(ErrorKind::kWrongAnswer, bad);
+    }
+  } catch (const std::exception& e) {
+    return fail(ErrorKind::kRuntimeError, error_text(e));
+  }
+  result.costs_s = {run.seconds};
+  result.cycles = static_cast<int64_t>(run.stats.cycles);
+  result.number = 1;
+  result.wall_s = seconds_since(start);
+  return result;
+}
+
 }  // namespace
 
+void check_run_device(const std::string& device) {
+  if (device == "vdla") return;
+  try {
+    parse_device_kind(device);
+  } catch (const Error&) {
+    KILN_USER_ERROR() << "unknown device '" << device << "' (known: cpu, cuda, opencl, vdla)";
+  }
+}
+
 RunResult run_kernel(const RunRequest& request) {
+  if (request.device == "vdla") return run_on_vdla(request);
   const auto start = Clock::now();
   RunResult result;
   auto fail = [&](ErrorKind kind, std::string message) {

@@ -12,6 +12,14 @@
 // growth, statistics and contention rule as on the CPU. A program the device refuses to build is
 // kCompileError with the driver's log; a launch the device refuses is kRuntimeError.
 //
+// On the VDLA (request.device "vdla") the library is a VdlaProgram's JSON file
+// (deploy/vdla/driver/program.h) and the function its name: the program runs once on the VDLA's
+// simulator (vdla_run.h: the paper's prototype, executing every instruction and timing it on the
+// cycle model), its outputs are checked, and the one cost is cycles / 200 MHz. The cycle model is
+// deterministic, so number, repeat and the timing options do not apply; the result carries the
+// cycles. A malformed program, tensors that do not match it and a stream the device refuses (a
+// deadlock, a row out of range) are kRuntimeError naming what is wrong.
+//
 // Timing follows TVM's time evaluator: one warm-up call (which is also the call whose outputs are
 // compared with the references), then `repeat` repeats of `number` calls each; while one repeat of
 // `number` calls lasts less than min_repeat_ms, `number` grows (at least doubling, enough to reach
@@ -60,7 +68,7 @@ struct RunRequest {
   std::string library;   ///< shared object following c_abi.h; on a GPU a DeviceProgram JSON file
   std::string function;  ///< entry name; on a GPU the program's name
   /// Where it runs: "cpu" (a shared object), "cuda" or "opencl" (a DeviceProgram, on device 0 of
-  /// that kind, or KILN_OPENCL_DEVICE's).
+  /// that kind, or KILN_OPENCL_DEVICE's), "vdla" (a VdlaProgram on the VDLA's simulator).
   std::string device = "cpu";
   std::vector<RunArg> args;
   int64_t number = 1;        ///< calls per repeat (grown to reach min_repeat_ms)
@@ -88,6 +96,7 @@ struct RunResult {
   int64_t child_pid = 0;        ///< the child's process id (measure_in_child), for diagnostics
   int64_t disturbed_repeats = 0;  ///< repeats timed while another process held our CPU
   bool contended = false;  ///< some of costs_s are disturbed repeats (the allowance ran out)
+  int64_t cycles = 0;  ///< device "vdla": the cycle model's cycles of the one run (0 elsewhere)
 
   bool ok() const { return error == ErrorKind::kNone; }
   /// One JSON object: {"error": ..., "costs_s": [...], ...}.
@@ -95,6 +104,9 @@ struct RunResult {
   /// kiln::Error if the object is not a result.
   static RunResult from_json(const Json& json);
 };
+
+/// Checks a request's device: "cpu", "cuda", "opencl" or "vdla"; kiln::Error naming it otherwise.
+void check_run_device(const std::string& device);
 
 /// Seconds that this process's threads have spent runnable but waiting for a CPU, summed over
 /// the threads alive now (Linux schedstat); NaN where the kernel keeps no scheduler statistics.

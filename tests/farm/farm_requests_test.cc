@@ -416,10 +416,11 @@ TEST_F(FarmRequestsTest, EmulatedAndRealBoardsNeverShareAKeyAndTheirRecordsStayA
   EXPECT_FARM_ERROR(farm_->register_device(reg), FarmError::Code::kInvalidArgument,
                     "the device runs aarch64 but target 'llvm' builds x86_64 code; give "
                     "-mtriple=aarch64-linux-gnu");
+  // A VDLA (the simulator's cycle model) registers whatever the host's architecture.
+  reg.set_key("vdla");
   reg.set_target("vdla");
-  EXPECT_FARM_ERROR(farm_->register_device(reg), FarmError::Code::kInvalidArgument,
-                    "the farm cannot build for target 'vdla': Kiln has no code "
-                    "generator for 'vdla' targets yet");
+  reg.mutable_capabilities()->set_arch("x86_64");
+  EXPECT_GT(farm_->register_device(reg).id, 0u);
 
   const tracker::RequestId id = enqueue(5, "a53", target);
   ASSERT_EQ(take(*farm_, emulated), std::vector<uint64_t>{id});
@@ -438,7 +439,8 @@ TEST_F(FarmRequestsTest, EmulatedAndRealBoardsNeverShareAKeyAndTheirRecordsStayA
   EXPECT_TRUE(log.measured("dense:1x10:ab", target, 5, records::Lane::kEmulated));
 }
 
-// A batch's flops make each record's GFLOP/s: NaN, infinite or negative ones are refused.
+// A batch's flops make each record's GFLOP/s: NaN, infinite or negative ones are refused; so is
+// an integer input's value range with one end or its ends swapped.
 TEST_F(FarmRequestsTest, ABatchsFlopsMustBeFiniteAndNonNegative) {
   v1::DriverProgress p;
   *p.mutable_auth() = driver_;
@@ -463,7 +465,19 @@ TEST_F(FarmRequestsTest, ABatchsFlopsMustBeFiniteAndNonNegative) {
     EXPECT_FARM_ERROR(farm_->measure_batch(batch, [] { return true; }),
                       FarmError::Code::kInvalidArgument, "flops must be finite");
   }
-  batch.set_flops(8);  // valid: queued, then withdrawn (the driver "went away")
+  batch.set_flops(8);
+  // An integer input's value range: both ends, low <= high (the VDLA's int8 / int32 inputs).
+  v1::TensorSpec* shift = batch.add_inputs();
+  shift->set_dtype("int32");
+  shift->add_shape(16);
+  shift->set_low(0);
+  EXPECT_FARM_ERROR(farm_->measure_batch(batch, [] { return true; }),
+                    FarmError::Code::kInvalidArgument,
+                    "input 1 has a value range [0, ?]: give both ends, low <= high");
+  shift->set_high(-1);
+  EXPECT_FARM_ERROR(farm_->measure_batch(batch, [] { return true; }),
+                    FarmError::Code::kInvalidArgument, "input 1 has a value range [0, -1]");
+  shift->set_high(31);  // valid: queued, then withdrawn (the driver "went away")
   EXPECT_FARM_ERROR(farm_->measure_batch(batch, [] { return true; }), FarmError::Code::kCancelled,
                     "went away");
 }

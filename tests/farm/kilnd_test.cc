@@ -76,9 +76,6 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   reg.set_target("verilog");
   EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &reg_resp),
                 StatusCode::INVALID_ARGUMENT, "unknown target 'verilog'");
-  reg.set_target("vdla");
-  EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &reg_resp),
-                StatusCode::INVALID_ARGUMENT, "no code generator for 'vdla' targets yet");
   reg.set_target("llvm");
   reg.mutable_capabilities()->set_arch("aarch64");  // a board whose target builds x86 code
   EXPECT_STATUS(tracker->RegisterDevice(context().get(), reg, &reg_resp),
@@ -98,9 +95,6 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   v1::SubmitModelRequest r = good_submission();
   r.set_target("verilog");
   EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT, "unknown target 'verilog'");
-  r.set_target("vdla");
-  EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT,
-                "the farm cannot build for target 'vdla'");
   r = good_submission();
   r.set_device_key("tpu");
   EXPECT_STATUS(submit(*service, r), StatusCode::NOT_FOUND, "no device of key 'tpu'");

@@ -65,3 +65,17 @@ add_dependencies(opencl_farm_test kilnd kiln-worker kiln-agent kiln-runner kiln)
 add_test(NAME opencl_farm_test COMMAND opencl_farm_test)
 set_tests_properties(opencl_farm_test PROPERTIES LABELS "farm;slow" TIMEOUT 600
   SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+
+# The VDLA in the farm: kilnd with a worker and a real `kiln-agent --key vdla --target vdla`;
+# kernel level (this process drives a job's tuning of vdla_conv2d tasks, the job's driver being
+# tests/common's script) and a quantized model tuned by kiln-tuner, fetched and run.
+add_executable(vdla_farm_test vdla_farm_test.cc)
+target_link_libraries(vdla_farm_test PRIVATE kiln_job_driver kiln_autotune_tuner kiln_topi onnx_proto kiln_proto
+  kiln_rpc kiln_runtime kiln_record_log GTest::gtest GTest::gtest_main kiln_warnings)
+target_compile_definitions(vdla_farm_test PRIVATE
+  KILND_BINARY="$<TARGET_FILE:kilnd>"
+  KILN_AGENT_BINARY="$<TARGET_FILE:kiln-agent>"
+  KILN_BINARY="$<TARGET_FILE:kiln>")
+add_dependencies(vdla_farm_test kilnd kiln-worker kiln-agent kiln-runner kiln-tuner kiln)
+add_test(NAME vdla_farm_test COMMAND vdla_farm_test)
+set_tests_properties(vdla_farm_test PROPERTIES LABELS "farm;slow" TIMEOUT 900)

@@ -97,6 +97,19 @@ TEST(Target, GpuAndAcceleratorKinds) {
   Target vdla = Target::parse("vdla");
   EXPECT_EQ(vdla.kind, "vdla");
   EXPECT_EQ(vdla.str(), "vdla");
+  EXPECT_EQ(vdla.clock_mhz, 200.0);  // the paper's prototype, vdla::Config{}
+  EXPECT_EQ(vdla.unbuildable_reason(), "");
+  EXPECT_EQ(Target::parse("llvm").clock_mhz, 0.0);
+  EXPECT_EQ(Target::parse("vdla -model=pynq").str(), "vdla -model=pynq");
+}
+
+TEST(Target, UnknownKindIsNotBuildable) {
+  Target t = Target::parse("llvm");
+  t.kind = "verilog";  // only a hand-made Target can carry a kind parse refuses
+  EXPECT_NE(t.unbuildable_reason().find("no code generator for 'verilog'"), std::string::npos)
+      << t.unbuildable_reason();
+  for (const char* s : {"llvm", "llvm -mtriple=aarch64-linux-gnu", "cuda", "opencl", "vdla"})
+    EXPECT_EQ(Target::parse(s).unbuildable_reason(), "") << s;
 }
 
 TEST(Target, UnknownKindNamesItAndListsKnown) {

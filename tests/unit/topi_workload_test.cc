@@ -17,6 +17,7 @@
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/pooling.h"
+#include "compiler/topi/vdla_conv2d.h"
 #include "compiler/topi/tunable.h"
 #include "compiler/topi/workload.h"
 #include "tests/common/expect_error.h"
@@ -129,6 +130,10 @@ std::vector<Case> cases() {
        [] {
          return global_avg_pool2d(ph({1, 2, 5, 5, 8}));
        }},
+      {"vdla_conv2d", "vdla_conv2d",
+       [] {
+         return vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, /*relu=*/true).out;
+       }},
   };
 }
 
@@ -151,7 +156,19 @@ ir::PrimFunc lowered(const te::Tensor& out, const TunableTemplate* tmpl = nullpt
                      const space::Config* config = nullptr) {
   te::Schedule s = te::create_schedule({out});
   if (config != nullptr) tmpl->schedule(s, out, *config, out);
+  // The VDLA's template schedules for the VDLA (its naive program lowers for the CPU).
+  if (config != nullptr && tmpl->name == "vdla_conv2d") return compiler::lower_vdla(s, args_of(out), "f");
   return compiler::lower(s, args_of(out), "f");
+}
+
+/// The structural hash of lowered(out, tmpl, config), or the kiln::Error of a config that does not
+/// fit (the VDLA template's space holds such points).
+std::string lowered_or_error(const te::Tensor& out, const TunableTemplate& tmpl, const space::Config& config) {
+  try {
+    return "program " + std::to_string(ir::structural_hash(lowered(out, &tmpl, &config)));
+  } catch (const Error& e) {
+    return std::string("error: ") + e.what();
+  }
 }
 
 TEST(Workload, EveryComputeIsCoveredAndEveryTemplatesComputeIsKnown) {
@@ -198,6 +215,14 @@ TEST(Workload, TheRebuiltProgramIsTheOriginal) {
     ASSERT_EQ(a.size(), b.size());
     for (uint64_t i : {uint64_t{0}, a.size() / 2, a.size() - 1}) {
       const space::Config ca = a.get(i), cb = b.get(i);
+      if (c.tmpl == "vdla_conv2d") {
+        // Points that do not fit are refused alike; the default fits.
+        EXPECT_EQ(lowered_or_error(out, tmpl, ca), lowered_or_error(again, tmpl, cb)) << ca.str();
+        const space::Config d = tmpl.default_config(out, a, target::Target::parse("vdla"));
+        EXPECT_EQ(lowered_or_error(out, tmpl, d).rfind("program ", 0), 0u);
+        EXPECT_EQ(lowered_or_error(out, tmpl, d), lowered_or_error(again, tmpl, d));
+        continue;
+      }
       EXPECT_TRUE(ir::structural_equal(lowered(out, &tmpl, &ca), lowered(again, &tmpl, &cb)))
           << ca.str();
     }

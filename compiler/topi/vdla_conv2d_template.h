@@ -1,0 +1,54 @@
+// The VDLA conv2d as a tunable template (tunable.h's "vdla_conv2d"): what the tuner needs of
+// vdla_conv2d.h, behind the TunableTemplate interface, which knows a compute only by its output.
+//
+// The config space has one knob per field of VdlaConv2dConfig, each over the values that some
+// config of vdla_conv2d_space (one and two virtual threads, both thread axes) takes:
+//   tile_oc, tile_ic, tile_h   output channel blocks, input channel blocks per step, output rows
+//   tile_w                     output columns per tile (0: the whole width)
+//   vthreads                   1 or 2 `cthread` virtual threads
+//   vthread_axis               0: the threads split the oc tiles, 1: the row tiles (one thread:
+//                              the same program either way, measured once)
+//   wgt_resident               0 / 1: the weights loaded once per output-channel tile
+// Their product also holds configs that do not fit (a tile too big for a buffer, a factor that
+// does not divide together with another): those do not lower, with vdla_conv2d_problem's reason,
+// and the tuner records them as compile errors without building anything.
+// The default is the first of vdla_conv2d_candidates with two threads where one fits, else with
+// one: the largest tiles that fit (channel tiles, then the width, then the tallest row tile),
+// with latency hiding. A cheap rule (no build): on ResNet-18's offloaded layers within 6% of
+// compiler/vdla's choose_conv2d_config (which times three candidates on the cycle model), except
+// C8 (1x1, 128 -> 256), 56% slower, which tuning fixes.
+//
+//   te::Tensor out = vdla_conv2d(shape, /*relu=*/true).out;    // carries its workload
+//   space::ConfigSpace space = vdla_conv2d_config_space(out);
+//   VdlaConv2dConfig c = vdla_conv2d_config_of(space.get(7));
+#pragma once
+
+#include "compiler/space/space.h"
+#include "compiler/target/target.h"
+#include "compiler/topi/vdla_conv2d.h"
+
+namespace kiln::topi {
+
+/// The stages of the vdla_conv2d compute whose output is `out` (found through its producers, its
+/// shape and relu read from the workload it carries); kiln::InternalError for another tensor.
+VdlaConv2d vdla_conv2d_stages(const te::Tensor& out);
+
+/// The space described above, for the paper's prototype (vdla::Config{}).
+space::ConfigSpace vdla_conv2d_config_space(const te::Tensor& out);
+
+/// The default described above.
+space::Config vdla_conv2d_default(const te::Tensor& out, const space::ConfigSpace& space,
+                                  const target::Target& target);
+
+/// The template's config of a point of the space.
+VdlaConv2dConfig vdla_conv2d_config_of(const space::Config& config);
+
+/// The point of `space` that is `c`; kiln::Error naming the knob whose value the space lacks.
+space::Config vdla_conv2d_point(const space::ConfigSpace& space, const VdlaConv2dConfig& c);
+
+/// schedule_vdla_conv2d at `config` into `s` (which must be create_schedule({out})'s: it is
+/// replaced). No epilogue: `output` must be `out`. kiln::Error for a config that does not fit.
+void schedule_vdla_conv2d_config(te::Schedule& s, const te::Tensor& out,
+                                 const space::Config& config, const te::Tensor& output);
+
+}  // namespace kiln::topi
