@@ -49,7 +49,8 @@ runtime::NDArray pack_rows(const runtime::NDArray& v) {
   return p;
 }
 
-/// The config the tuner's log holds for `op` when `configs` answers for the vdla_conv2d template.
+/// The config the tuner's log holds for `op` when `configs` answers for the vdla_conv2d template
+/// with another config than the template's default.
 std::optional<topi::VdlaConv2dConfig> config_from_source(const topi::VdlaConv2d& op,
                                                          autotune::ConfigSource* configs) {
   if (configs == nullptr) return std::nullopt;
@@ -57,7 +58,11 @@ std::optional<topi::VdlaConv2dConfig> config_from_source(const topi::VdlaConv2d&
   const bool registered = std::any_of(templates.begin(), templates.end(),
                                       [](const topi::TunableTemplate& t) { return t.name == "vdla_conv2d"; });
   if (!registered) return std::nullopt;
-  const space::Config c = configs->choose(autotune::Task::make("vdla_conv2d", op.out, "vdla"));
+  const autotune::Task task = autotune::Task::make("vdla_conv2d", op.out, "vdla");
+  const space::Config c = configs->choose(task);
+  // A source answers an untuned task with the template's default, a cheap rule; the config
+  // chosen on the cycle model is better there.
+  if (c.index() == task.default_config.index()) return std::nullopt;
   topi::VdlaConv2dConfig r;
   r.tile_oc = static_cast<int>(c.knob("tile_oc"));
   r.tile_ic = static_cast<int>(c.knob("tile_ic"));
