@@ -48,6 +48,22 @@ te::Tensor pack_gates(const te::Tensor& w, int d, int64_t gates, int64_t k, int6
       name, {"p", "k", "j"});
 }
 
+/// Y [T, 1, B, H] from each step's hidden state, in time order: a reverse direction's step k read
+/// time step T-1-k.
+te::Tensor sequence_output(std::vector<te::Tensor> hs, bool reverse, const std::string& name) {
+  if (reverse) std::reverse(hs.begin(), hs.end());
+  std::vector<Expr> shape = {Expr(static_cast<int>(hs.size())), Expr(1)};
+  shape.insert(shape.end(), hs[0]->shape().begin(), hs[0]->shape().end());
+  return te::compute(
+      shape,
+      [&](Var t, Var, Var bi, Var j) {
+        Expr v = hs.back()(bi, j);
+        for (size_t k = hs.size() - 1; k-- > 0;) v = ir::select(t == static_cast<int>(k), hs[k](bi, j), v);
+        return v;
+      },
+      name);
+}
+
 }  // namespace
 
 LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
@@ -171,18 +187,7 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
     hs.push_back(h);
   }
 
-  // Y in time order: the reverse direction's step k read time step T-1-k.
-  if (dir.reverse) std::reverse(hs.begin(), hs.end());
-  out.y = te::compute(
-      {Expr(static_cast<int>(steps)), 1, kB, kH},
-      [&](Var t, Var, Var bi, Var j) {
-        Expr v = hs.back()(bi, j);
-        for (int64_t k = steps - 1; k-- > 0;)
-          v = ir::select(t == static_cast<int>(k), hs[k](bi, j), v);
-        return v;
-      },
-      name + ".Y");
-  if (dir.reverse) std::reverse(hs.begin(), hs.end());
+  out.y = sequence_output(hs, dir.reverse, name + ".Y");
   out.y_h = te::compute(
       {1, kB, kH}, [&](Var, Var bi, Var j) { return hs.back()(bi, j); }, name + ".Y_h");
   out.y_c = te::compute(
@@ -312,17 +317,8 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
     out.stages.push_back(h);
     hs.push_back(h);
   }
-  if (dir.reverse) std::reverse(hs.begin(), hs.end());
-  out.y = te::compute(
-      {Expr(static_cast<int>(steps)), 1, kB, kH},
-      [&](Var t, Var, Var bi, Var j) {
-        Expr v = hs.back()(bi, j);
-        for (int64_t k = steps - 1; k-- > 0;) v = ir::select(t == static_cast<int>(k), hs[k](bi, j), v);
-        return v;
-      },
-      name + ".Y");
-  const te::Tensor last = dir.reverse ? hs.front() : hs.back();
-  out.y_h = te::compute({1, kB, kH}, [&](Var, Var bi, Var j) { return last(bi, j); }, name + ".Y_h");
+  out.y = sequence_output(hs, dir.reverse, name + ".Y");
+  out.y_h = te::compute({1, kB, kH}, [&](Var, Var bi, Var j) { return hs.back()(bi, j); }, name + ".Y_h");
   return out;
 }
 

@@ -27,6 +27,22 @@ int64_t count_elements(const std::vector<int64_t>& shape, int64_t elem, const ch
 
 }  // namespace
 
+NDArray NDArray::owning(std::shared_ptr<void> memory, void* data, std::vector<int64_t> shape, int64_t count,
+                        KilnDType dtype) {
+  NDArray a;
+  a.state_ = std::make_unique<State>();
+  State& s = *a.state_;
+  s.memory = std::move(memory);
+  s.shape = std::move(shape);
+  s.num_elements = count;
+  s.tensor.data = data;
+  s.tensor.shape = s.shape.data();
+  s.tensor.strides = nullptr;
+  s.tensor.ndim = static_cast<int32_t>(s.shape.size());
+  s.tensor.dtype = dtype;
+  return a;
+}
+
 int64_t NDArray::nbytes_for(const std::vector<int64_t>& shape, KilnDType dtype) {
   const int64_t elem = dtype_bytes(dtype);
   return count_elements(shape, elem, "NDArray::empty") * elem;
@@ -43,18 +59,7 @@ NDArray NDArray::empty(std::vector<int64_t> shape, KilnDType dtype) {
   if (data == nullptr) throw std::bad_alloc();
   std::memset(data, 0, alloc);
 
-  NDArray a;
-  a.state_ = std::make_unique<State>();
-  State& s = *a.state_;
-  s.memory = std::shared_ptr<void>(data, std::free);
-  s.shape = std::move(shape);
-  s.num_elements = count;
-  s.tensor.data = data;
-  s.tensor.shape = s.shape.data();
-  s.tensor.strides = nullptr;
-  s.tensor.ndim = static_cast<int32_t>(s.shape.size());
-  s.tensor.dtype = dtype;
-  return a;
+  return owning(std::shared_ptr<void>(data, std::free), data, std::move(shape), count, dtype);
 }
 
 NDArray NDArray::external(void* data, int64_t bytes, std::vector<int64_t> shape, KilnDType dtype,
@@ -63,18 +68,7 @@ NDArray NDArray::external(void* data, int64_t bytes, std::vector<int64_t> shape,
   const int64_t count = count_elements(shape, elem, "NDArray::external");
   KILN_USER_CHECK(count * elem <= bytes)
       << "NDArray::external: " << count * elem << " bytes do not fit in " << bytes;
-  NDArray a;
-  a.state_ = std::make_unique<State>();
-  State& s = *a.state_;
-  s.memory = std::move(owner);
-  s.shape = std::move(shape);
-  s.num_elements = count;
-  s.tensor.data = data;
-  s.tensor.shape = s.shape.data();
-  s.tensor.strides = nullptr;
-  s.tensor.ndim = static_cast<int32_t>(s.shape.size());
-  s.tensor.dtype = dtype;
-  return a;
+  return owning(std::move(owner), data, std::move(shape), count, dtype);
 }
 
 NDArray NDArray::view(const NDArray& base, int64_t byte_offset, std::vector<int64_t> shape,

@@ -122,6 +122,10 @@ class NDArray {
     KilnTensor tensor{};
   };
 
+  /// An array of `count` elements at `data`, contiguous, kept alive by `memory`.
+  static NDArray owning(std::shared_ptr<void> memory, void* data, std::vector<int64_t> shape, int64_t count,
+                        KilnDType dtype);
+
   const State* state() const {
     KILN_ICHECK(state_ != nullptr) << "use of a null NDArray";
     return state_.get();
