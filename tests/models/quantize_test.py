@@ -14,7 +14,9 @@ resnet18 (slow): the test ResNet-18 (tests/models/make_models.py) quantized by `
 with 4 seeded calibration inputs; the QDQ model passes onnx.checker and runs in ORT; Kiln's build
 of it (all 20 convolutions as QConv) matches ORT on it to 5% of the largest output with the same
 top-1, and ORT's float model to 10% with the same top-1; `kiln compile --quantize int8` builds the
-same bundle's outputs bit for bit; one run on one thread takes under 2 s; a calibration file of the
+same bundle's outputs bit for bit; `kiln compile --target vdla` offloads 19 of its 20
+convolutions (the first has 3 input channels) and its output equals the all-CPU int8 build's bit
+for bit; one run on one thread takes under 2 s; a calibration file of the
 wrong shape and a missing --calibrate are refused. Prints the measured figures.
 """
 import os
@@ -225,6 +227,30 @@ def resnet18():
     kiln("run", b2, "--input", xp, "-o", out2)
     k2 = np.load(os.path.join(out2, os.listdir(out2)[0]))
     check(np.array_equal(k, k2), "compile --quantize int8 equals quantize + compile")
+    # The heterogeneous build: the convolutions the VDLA supports on its simulator, the rest on
+    # the host CPU (llvm -mcpu=native); bit for bit the all-CPU int8 build for the same host
+    # target (the float tail, pooling and the classifier, rounds as its target's code does).
+    bn = os.path.join(WORK, "resnet18_native.kiln")
+    kiln("compile", qp, "-o", bn, "--target", "llvm -mcpu=native")
+    outn = os.path.join(WORK, "native.out")
+    kiln("run", bn, "--input", xp, "-o", outn)
+    kn = np.load(os.path.join(outn, os.listdir(outn)[0]))
+    bv = os.path.join(WORK, "resnet18_vdla.kiln")
+    vlog = kiln("compile", qp, "-o", bv, "--target", "vdla")
+    off = re.search(r"offloaded (\d+) of (\d+) convolutions", vlog)
+    print("     --target vdla: " + (off.group(0) if off else vlog.strip()))
+    check(off is not None and off.group(1) == "19" and off.group(2) == "20",
+          "19 of the 20 convolutions offloaded (the first has 3 input channels)")
+    outv = os.path.join(WORK, "vdla.out")
+    vprof = subprocess.run([KILN, "run", bv, "--input", xp, "-o", outv, "--profile", "1"],
+                           capture_output=True, text=True)
+    check(vprof.returncode == 0, "the VDLA bundle runs: " + vprof.stderr[-300:])
+    kv = np.load(os.path.join(outv, os.listdir(outv)[0]))
+    check(np.array_equal(kn, kv), "the VDLA build's output equals the all-CPU int8 build's, bit for bit")
+    total = re.search(r"^ *(\d+) +([0-9.]+) +([0-9.]+) +\d+ +all VDLA nodes", vprof.stdout + vprof.stderr, re.M)
+    check(total is not None, "kiln run --profile prints the VDLA nodes' cycles")
+    if total:
+        print("     VDLA: %s cycles, %s ms at 200 MHz, GEMM utilization %s" % total.groups())
     prof = subprocess.run([KILN, "run", os.path.join(WORK, "resnet18_qdq.kiln"), "--input", xp,
                            "--profile", "5", "--threads", "1"], capture_output=True, text=True)
     ms = float(re.search(r"median ([0-9.]+) ms", prof.stdout + prof.stderr).group(1))
