@@ -43,6 +43,8 @@ float half_to_float(uint16_t h);
 double element_as_double(const runtime::NDArray& a, int64_t i);
 /// The data of a TensorProto (raw or typed fields); kiln::Error naming `what` when malformed.
 runtime::NDArray tensor_to_ndarray(const onnx::TensorProto& t, const std::string& what);
+/// Rewrites each QLinearConv and QLinearMatMul of `model` into its QDQ form (onnx_qlinear.cc).
+void expand_qlinear(onnx::ModelProto& model, const std::string& origin);
 /// The TensorProto holding `a` (raw data), for constants given to shape inference.
 onnx::TensorProto to_tensor_proto(const std::string& name, const runtime::NDArray& a);
 

@@ -67,7 +67,7 @@ const std::vector<std::string> kSupported = {
     "GreaterOrEqual", "HardSigmoid", "HardSwish", "Hardmax", "Identity", "InstanceNormalization",
     "LSTM", "LayerNormalization", "LeakyRelu", "Less", "LessOrEqual", "Log", "LogSoftmax", "MatMul",
     "Max", "MaxPool", "Mean", "Min", "Mod", "Mul", "Neg", "Not", "Or", "PRelu", "Pad", "Pow",
-    "QuantizeLinear", "Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
+    "QLinearConv", "QLinearMatMul", "QuantizeLinear", "Range", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum",
     "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
     "ReduceSumSquare", "Relu", "Reshape", "Resize", "Round", "Selu", "Shape", "Shrink", "Sigmoid",
     "Sign", "Sin", "Sinh", "Size", "Slice", "Softmax", "Softplus", "Softsign", "Split", "Sqrt",
@@ -1059,6 +1059,7 @@ Graph import_model(onnx::ModelProto& model, const std::string& origin,
   bind_input_shapes(model, origin, options.input_shapes);
   bind_inputs(model, origin, options.constant_inputs);
   const int64_t opset = check_model(model, origin);
+  expand_qlinear(model, origin);
   return Importer(model, origin, opset).run(model);
 }
 

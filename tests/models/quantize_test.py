@@ -187,6 +187,47 @@ def conv_cases():
           "an int16 zero point is refused naming the node and input: " + err.strip())
 
 
+def qlinear_cases():
+    """The operator form: QLinearConv (per-channel power-of-two weights, int32 bias: realized as
+    a QConv) and QLinearMatMul, read as their QDQ form, within 1 LSB of ORT's integer kernels."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(-100, 100, (1, 8, 9, 9), dtype=np.int8)
+    xp = os.path.join(WORK, "xq.npy")
+    np.save(xp, x)
+    w = rng.integers(-127, 127, (16, 8, 3, 3), dtype=np.int8)
+    ws = (2.0 ** -rng.integers(6, 9, 16)).astype(np.float32)
+    b = rng.integers(-2000, 2000, 16, dtype=np.int32)
+    f = lambda v, n: numpy_helper.from_array(np.array(v), n)
+    inits = [f(np.float32(2 ** -4), "xs"), f(np.int8(0), "xz"), numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(ws, "ws"), numpy_helper.from_array(np.zeros(16, np.int8), "wz"),
+             f(np.float32(2 ** -1), "ys"), f(np.int8(0), "yz"), numpy_helper.from_array(b, "b"),
+             numpy_helper.from_array(rng.integers(-127, 127, (9, 5), dtype=np.int8), "m"),
+             f(np.float32(2 ** -5), "ms"), f(np.int8(0), "mz"), f(np.float32(0.37), "zs"),
+             f(np.int8(3), "zz")]
+    conv = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"], ["y"],
+                            name="qconv", pads=[1, 1, 1, 1])
+    mm = helper.make_node("QLinearMatMul", ["y", "ys", "yz", "m", "ms", "mz", "zs", "zz"], ["z"], name="qmm")
+    path = save(model([conv, mm], [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 8, 9, 9])],
+                      [helper.make_tensor_value_info("y", TensorProto.INT8, [1, 16, 9, 9]),
+                       helper.make_tensor_value_info("z", TensorProto.INT8, [1, 16, 9, 5])], inits),
+                "qlinear")
+    want = ort_run(path, {"x": x})
+    got, log = kiln_run(path, [xp], "qlinear")
+    for name, ref in zip(["y", "z"], want):
+        diff = np.abs(got[name].astype(np.int32) - ref.astype(np.int32))
+        print("     %s: max |Kiln - ORT| = %d LSB, %.2f%% of elements differ" %
+              (name, diff.max(), 100 * np.mean(diff != 0)))
+        check(diff.max() <= 1, "QLinear %s within 1 LSB of ORT" % name)
+    check("1 quantized convolutions as integer QConv kernels" in log, "QLinearConv realized as QConv")
+    # A scale computed at run time: B's scale (x_scale * w_scale) cannot be made at build time.
+    m = onnx.load(path)
+    m.graph.input.append(helper.make_tensor_value_info("ws2", TensorProto.FLOAT, [16]))
+    m.graph.node[0].input[4] = "ws2"
+    err = kiln("compile", save(m, "qlinear_input_scale"), "-o", os.path.join(WORK, "bad.kiln"), expect=1)
+    check("node 'qconv' (QLinearConv)" in err and "input 4 ('ws2', a scale) must be an initializer" in err,
+          "a QLinearConv scale that is not an initializer is refused naming it: " + err.strip())
+
+
 def resnet18():
     subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "make_models.py"),
                     WORK, "--only", "resnet18"], check=True, capture_output=True)
@@ -270,6 +311,7 @@ os.makedirs(WORK, exist_ok=True)
 if sys.argv[3] == "ops":
     qdq_ops()
     conv_cases()
+    qlinear_cases()
 else:
     resnet18()
 print("%d failure(s)" % len(failures))

@@ -158,7 +158,8 @@ TEST(OpPatternTest, EveryFrontEndOp) {
                   op == "Shape" || op == "Split" || op == "ConstantOfShape" || op == "Range" ||
                   op == "Size" || op == "LayerNormalization" || op == "InstanceNormalization" ||
                   op == "CastLike" || op == "CumSum" || op == "Hardmax" || op == "Einsum" ||
-                  op == "GRU" || op == "Upsample")  // imported as Resize
+                  op == "GRU" || op == "QLinearConv" || op == "QLinearMatMul" ||  // imported as QDQ
+                  op == "Upsample")  // imported as Resize
           << op;
     }
   }

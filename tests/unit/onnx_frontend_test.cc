@@ -481,7 +481,7 @@ TEST_F(OnnxFrontendTest, UnsupportedOperatorNamesOpAndNode) {
 TEST(OnnxFrontendOps, SupportedListIsSorted) {
   const auto& ops = supported_onnx_ops();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
-  EXPECT_EQ(ops.size(), 114u);  // with Einsum, GRU, QuantizeLinear and DequantizeLinear
+  EXPECT_EQ(ops.size(), 116u);  // with Einsum, GRU, QuantizeLinear, DequantizeLinear, QLinearConv and QLinearMatMul
 }
 
 TEST_F(OnnxFrontendTest, BadFiles) {
