@@ -184,14 +184,7 @@ class LayoutRewriter {
   }
 
   void emit_conversion(ValueId from, int src_block, int dst_block, ValueId to) {
-    Node n;
-    n.op = "LayoutTransform";
-    n.name = g_.value(to).name + "_layout";
-    n.inputs = {from};
-    n.outputs = {to};
-    n.attrs["src_block"] = int64_t{src_block};
-    n.attrs["dst_block"] = int64_t{dst_block};
-    g_.nodes().push_back(std::move(n));
+    g_.nodes().push_back(layout_transform_node(g_, from, to, src_block, dst_block));
     ++report_.conversions;
   }
 
@@ -376,6 +369,17 @@ int channel_block(int64_t channels) {
   if (channels % 16 == 0) return 16;
   if (channels % 8 == 0) return 8;
   return channels <= 16 ? static_cast<int>(channels) : 0;
+}
+
+Node layout_transform_node(const Graph& g, ValueId from, ValueId to, int src_block, int dst_block) {
+  Node n;
+  n.op = "LayoutTransform";
+  n.name = g.value(to).name + "_layout";
+  n.inputs = {from};
+  n.outputs = {to};
+  n.attrs["src_block"] = int64_t{src_block};
+  n.attrs["dst_block"] = int64_t{dst_block};
+  return n;
 }
 
 AlterLayoutReport alter_layout(Graph& g) {

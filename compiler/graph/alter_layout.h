@@ -46,4 +46,8 @@ AlterLayoutReport alter_layout(Graph& g);
 /// The channel block the pass gives `channels` (0: none, the convolution stays NCHW).
 int channel_block(int64_t channels);
 
+/// The LayoutTransform node writing `to` from `from` (blocks of `src_block` -> `dst_block`
+/// channels; 0 is NCHW), named after `to`.
+Node layout_transform_node(const Graph& g, ValueId from, ValueId to, int src_block, int dst_block);
+
 }  // namespace kiln::graph

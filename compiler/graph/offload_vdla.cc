@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "compiler/graph/alter_layout.h"
 #include "compiler/topi/tunable.h"
 #include "compiler/vdla/conv2d.h"
 #include "deploy/runtime/dtype.h"
@@ -132,14 +133,7 @@ VdlaOffloadReport offload_vdla(Graph& g, autotune::ConfigSource* configs) {
   // An offloaded convolution's NCHW output -> its blocked output (to keep consecutive ones blocked).
   std::map<ValueId, ValueId> blocked_of;
   auto conversion = [&](ValueId from, ValueId to, int src, int dst) {
-    Node t;
-    t.op = "LayoutTransform";
-    t.name = g.value(to).name + "_layout";
-    t.inputs = {from};
-    t.outputs = {to};
-    t.attrs["src_block"] = int64_t{src};
-    t.attrs["dst_block"] = int64_t{dst};
-    out.push_back(std::move(t));
+    out.push_back(layout_transform_node(g, from, to, src, dst));
     ++rep.layout_conversions;
   };
   for (Node& n : g.nodes()) {
