@@ -397,24 +397,41 @@ Result lower_pool(const Ctx& c) {
 Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   const Node& n = c.node;
   const std::string direction = n.s("direction");
-  if (n.i("layout") != 0) c.fail("only layout=0 is supported");
   if (n.i("input_forget", 0) != 0) c.fail("input_forget=1 is not supported");
   if (n.has_attr("clip")) c.fail("clip is not supported");
   if (c.has(4)) c.fail("sequence_lens is not supported");
-  Tensor none;
-  auto opt = [&](size_t i) { return c.has(i) ? c.in[i] : none; };
   const bool gru = n.op == "GRU";
-  auto one = [&](topi::LstmDirection dir, const std::string& name) {
-    if (gru) return topi::gru(c.input(0), c.input(1), c.input(2), opt(3), opt(5), n.i("linear_before_reset") != 0, name, dir);
-    return topi::lstm(c.input(0), c.input(1), c.input(2), opt(3), opt(5), opt(6), opt(7), name, n.i("packed_bn", 0),
-                      dir);
-  };
   const std::string name = gru ? "gru" : "lstm";
+  // Batch first (layout 1): X [B, T, I] and the states [B, D, H] are read time- and
+  // direction-major through transposes the schedule inlines, and the outputs transposed back.
+  const bool batch_first = n.i("layout") == 1;
+  std::vector<Tensor> views;
+  auto major = [&](size_t i) -> Tensor {
+    if (!c.has(i)) return Tensor();
+    if (!batch_first || (i != 0 && i != 5 && i != 6)) return c.in[i];
+    views.push_back(topi::transpose(c.in[i], {1, 0, 2}, name + ".major" + std::to_string(i)));
+    return views.back();
+  };
+  const Tensor x = major(0), h0 = major(5), c0 = major(6);
+  auto one = [&](topi::LstmDirection dir, const std::string& nm) {
+    if (gru) return topi::gru(x, c.input(1), c.input(2), major(3), h0, n.i("linear_before_reset") != 0, nm, dir);
+    return topi::lstm(x, c.input(1), c.input(2), major(3), h0, c0, major(7), nm, n.i("packed_bn", 0), dir);
+  };
   topi::LstmOutputs o = direction == "bidirectional"
                             ? topi::both_directions(one({0, false}, name + ".fw"), one({1, true}, name + ".bw"), name)
                             : one({0, direction == "reverse"}, name);
+  if (batch_first) {
+    o.views.insert(o.views.end(), views.begin(), views.end());
+    o.views.insert(o.views.end(), {o.y, o.y_h});
+    o.y = topi::transpose(o.y, {2, 0, 1, 3}, name + ".Y_batch_first");
+    o.y_h = topi::transpose(o.y_h, {1, 0, 2}, name + ".Y_h_batch_first");
+    if (o.y_c.defined()) {
+      o.views.push_back(o.y_c);
+      o.y_c = topi::transpose(o.y_c, {1, 0, 2}, name + ".Y_c_batch_first");
+    }
+  }
   // With one step and no initial state R is never read: leave it out of the arguments.
-  if (c.in_shape(0)[0] == 1 && !c.has(5)) (*used_inputs)[2] = false;
+  if (c.in_shape(0)[batch_first ? 1 : 0] == 1 && !c.has(5)) (*used_inputs)[2] = false;
   Result r;
   r.outs = {o.y, o.y_h};
   if (o.y_c.defined()) r.outs.push_back(o.y_c);

@@ -307,6 +307,68 @@ TEST_F(GraphBuildTest, GruDirectionsAndResetPlacement) {
   check(m, "gru");
 }
 
+// Batch first (layout 1): X [B, T, I], states [B, D, H], Y [B, T, D, H]. ONNX Runtime refuses the
+// layout (the ONNX node tests lstm_batchwise and gru_batchwise check it against the reference), so
+// a bidirectional LSTM with initial states and a GRU are compared with the same model written
+// time-major between Transposes (layout 0, which the other tests check against ONNX Runtime).
+TEST_F(GraphBuildTest, RecurrentBatchFirstEqualsTimeMajorBetweenTransposes) {
+  const int64_t T = 3, B = 2, I = 4, H = 5;
+  auto model = [&](bool batch_first) {
+    MB m(14);
+    m.input("x", {B, T, I});
+    m.input("h0", {B, 2, H});
+    m.input("c0", {B, 2, H});
+    m.init("W", {2, 4 * H, I});
+    m.init("R", {2, 4 * H, H});
+    m.init("Bias", {2, 8 * H});
+    m.init("Wg", {1, 3 * H, I});
+    m.init("Rg", {1, 3 * H, H});
+    auto t = [&](const std::string& from, const std::string& to, std::vector<int64_t> perm) {
+      MB::attr(m.node("Transpose", {from}, {to}), "perm", perm);
+    };
+    std::string x = "x", h0 = "h0", c0 = "c0";
+    if (!batch_first) {
+      t("x", "xt", {1, 0, 2});
+      t("h0", "h0t", {1, 0, 2});
+      t("c0", "c0t", {1, 0, 2});
+      x = "xt", h0 = "h0t", c0 = "c0t";
+    }
+    const std::string sfx = batch_first ? "" : "_t";
+    auto* l = m.node("LSTM", {x, "W", "R", "Bias", "", h0, c0}, {"Y" + sfx, "Yh" + sfx, "Yc" + sfx});
+    MB::attr(l, "hidden_size", H);
+    MB::attr(l, "direction", std::string("bidirectional"));
+    auto* g = m.node("GRU", {x, "Wg", "Rg"}, {"G" + sfx, "Gh" + sfx});
+    MB::attr(g, "hidden_size", H);
+    if (batch_first) {
+      MB::attr(l, "layout", int64_t{1});
+      MB::attr(g, "layout", int64_t{1});
+    } else {
+      t("Y_t", "Y", {2, 0, 1, 3});
+      t("Yh_t", "Yh", {1, 0, 2});
+      t("Yc_t", "Yc", {1, 0, 2});
+      t("G_t", "G", {2, 0, 1, 3});
+      t("Gh_t", "Gh", {1, 0, 2});
+    }
+    for (const char* o : {"Y", "Yh", "Yc", "G", "Gh"}) m.output(o);
+    return m;
+  };
+  std::vector<std::vector<float>> outs[2];
+  for (bool batch_first : {true, false}) {
+    const MB m = model(batch_first);
+    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(
+        build_graph(import_onnx_bytes(m.bytes(), "rnn.onnx"), "llvm -mcpu=native"), "rnn");
+    set_inputs(m, exec);
+    exec.run();
+    for (size_t i = 0; i < exec.num_outputs(); ++i) outs[batch_first].push_back(exec.output(i).to_vector<float>());
+  }
+  ASSERT_EQ(outs[0].size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_TRUE(testing::all_close(outs[1][i].data(), outs[0][i].data(), static_cast<int64_t>(outs[0][i].size()),
+                                   1e-6, 1e-6))
+        << "output " << i;
+  }
+}
+
 TEST_F(GraphBuildTest, DcganGenerator) {
   MB m;
   m.input("z", {1, 8, 4, 4});
