@@ -90,19 +90,7 @@ void JobDriver::run() {
   graph::BuildOptions extract;
   extract.phase = [&](const std::string& p) { enter(p + " (extracting tasks)"); };
   const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target, extract);
-  {
-    v1::DriverProgress p;
-    p.set_phase("tuning");
-    p.set_has_tasks(true);
-    for (const autotune::Task& t : tasks) {
-      v1::TaskRef* r = p.add_tasks();
-      r->set_task_key(t.key);
-      r->set_target(t.target);
-      r->set_template_name(t.template_name);
-      r->set_workload(t.workload);
-    }
-    client_.progress(std::move(p));
-  }
+  client_.progress(tuning_progress(tasks));
 
   FarmRecords records(client_);
   FarmMeasurer measurer(client_);
@@ -147,6 +135,20 @@ void JobDriver::run() {
   const std::string bundle = runtime::serialize_bundle(graph::build_graph(g, target, build));
   enter("uploading the bundle");
   client_.upload(bundle);
+}
+
+v1::DriverProgress tuning_progress(const std::vector<autotune::Task>& tasks) {
+  v1::DriverProgress p;
+  p.set_phase("tuning");
+  p.set_has_tasks(true);
+  for (const autotune::Task& t : tasks) {
+    v1::TaskRef* r = p.add_tasks();
+    r->set_task_key(t.key);
+    r->set_target(t.target);
+    r->set_template_name(t.template_name);
+    r->set_workload(t.workload);
+  }
+  return p;
 }
 
 }  // namespace kiln::tuner

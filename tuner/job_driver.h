@@ -9,7 +9,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "compiler/autotune/task.h"
 #include "tuner/farm_client.h"
 
 namespace kiln::tuner {
@@ -29,6 +31,9 @@ class JobDriver {
   FarmClient& client_;
   std::string name_;  ///< the job's model name
 };
+
+/// The progress that enters the tuning phase with the job's `tasks`, which kilnd then lets it tune.
+v1::DriverProgress tuning_progress(const std::vector<autotune::Task>& tasks);
 
 /// A test hook: KILN_DRIVER_FAULT="MODEL_NAME:ACTION:PHASE[;...]" makes the driver of the job whose
 /// model is called MODEL_NAME, on entering a phase that starts with PHASE, "crash" (SIGSEGV),

@@ -439,19 +439,22 @@ Measured measured_on_device(const RunRequest& request, DeviceKind kind,
           }};
 }
 
+/// `result` as a failure of `kind`: no costs, no cycles, the time since `start`.
+RunResult failed(RunResult& result, ErrorKind kind, std::string message, Clock::time_point start) {
+  result.error = kind;
+  result.message = std::move(message);
+  result.costs_s.clear();
+  result.cycles = 0;
+  result.wall_s = seconds_since(start);
+  return result;
+}
+
 /// A VDLA program on the simulator (vdla_run.h): one run, checked, whose cost is the cycle
 /// model's time; `repeat`, `number` and the timing options do not apply (it is deterministic).
 RunResult run_on_vdla(const RunRequest& request) {
   const auto start = Clock::now();
   RunResult result;
-  auto fail = [&](ErrorKind kind, std::string message) {
-    result.error = kind;
-    result.message = std::move(message);
-    result.costs_s.clear();
-    result.cycles = 0;
-    result.wall_s = seconds_since(start);
-    return result;
-  };
+  auto fail = [&](ErrorKind kind, std::string message) { return failed(result, kind, std::move(message), start); };
   std::vector<NDArray> arrays;
   std::vector<NDArray> references(request.args.size());
   std::vector<bool> is_output;
@@ -505,13 +508,7 @@ RunResult run_kernel(const RunRequest& request) {
   if (request.device == "vdla") return run_on_vdla(request);
   const auto start = Clock::now();
   RunResult result;
-  auto fail = [&](ErrorKind kind, std::string message) {
-    result.error = kind;
-    result.message = std::move(message);
-    result.costs_s.clear();
-    result.wall_s = seconds_since(start);
-    return result;
-  };
+  auto fail = [&](ErrorKind kind, std::string message) { return failed(result, kind, std::move(message), start); };
 
   // Everything up to the first call: a failure here is a bad request or a bad library.
   Measured measured;

@@ -37,6 +37,7 @@
 #include "proto/kiln/v1/driver.pb.h"
 #include "tests/farm/farm_test_util.h"
 #include "tuner/farm_client.h"
+#include "tuner/job_driver.h"
 #include "tuner/farm_measurer.h"
 #include "tuner/farm_records.h"
 
@@ -102,20 +103,8 @@ TEST(VdlaFarm, AVdlaAgentRegistersAndTheFarmTunesVdlaTasksBitExact) {
   const std::vector<autotune::Task> tasks = {
       autotune::Task::make("vdla_conv2d", topi::vdla_conv2d({14, 14, 256, 512, 1, 2, 0}, true).out, "vdla"),
       autotune::Task::make("vdla_conv2d", topi::vdla_conv2d({28, 28, 128, 256, 1, 2, 0}, false).out, "vdla")};
-  {
-    // As kiln-tuner does after extracting them: the job's tasks, which kilnd then lets it tune.
-    v1::DriverProgress p;
-    p.set_phase("tuning");
-    p.set_has_tasks(true);
-    for (const autotune::Task& t : tasks) {
-      v1::TaskRef* r = p.add_tasks();
-      r->set_task_key(t.key);
-      r->set_target(t.target);
-      r->set_template_name(t.template_name);
-      r->set_workload(t.workload);
-    }
-    client.progress(std::move(p));
-  }
+  // As kiln-tuner does after extracting them: the job's tasks, which kilnd then lets it tune.
+  client.progress(tuner::tuning_progress(tasks));
   std::vector<const autotune::Task*> history;
   for (const autotune::Task& task : tasks) {
     const autotune::TaskResult r = tuner.tune(task, history);
