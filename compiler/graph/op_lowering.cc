@@ -828,8 +828,11 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (op == "LeakyRelu") return injective_result(topi::leaky_relu(c.input(0), n.f("alpha")));
   if (op == "Clip") return lower_clip(c);
   if (op == "Softmax" || op == "LogSoftmax") {
-    Tensor y = op == "Softmax" ? topi::softmax(c.input(0), n.i("axis"))
-                               : topi::log_softmax(c.input(0), n.i("axis"));
+    const std::string kind = target::Target::parse(c.tuning.target).kind;
+    const topi::RowFold fold =
+        kind == "cuda" || kind == "opencl" ? topi::RowFold::kSerial : topi::RowFold::kVectorLanes;
+    Tensor y = op == "Softmax" ? topi::softmax(c.input(0), n.i("axis"), "softmax", fold)
+                               : topi::log_softmax(c.input(0), n.i("axis"), "log_softmax", fold);
     return {{y}, [=](te::Schedule& s, const Tensor& output) {
               topi::schedule_softmax_x86(s, y);
               then_injective(s, y, output);

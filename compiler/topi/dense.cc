@@ -255,7 +255,16 @@ ConfigSpace batch_matmul_x86_space(const te::Tensor& out) {
   return matmul_space(const_dim(out, 1, "batch_matmul"), const_dim(out, 2, "batch_matmul"), *k);
 }
 
-Config batch_matmul_x86_default(const ConfigSpace& space) { return matmul_default(space); }
+Config batch_matmul_x86_default(const te::Tensor&, const ConfigSpace& space, int vector_bits) {
+  // 32 columns; rows for about 16 accumulators of the target's vectors (AVX-512's 32
+  // registers: 8 rows of 2 vectors; AVX2's 16: 4 rows of 4 vectors, as matmul_default).
+  if (vector_bits < 512) return matmul_default(space);
+  std::vector<int> pos = matmul_default(space).positions();
+  const size_t ix = knob_index(space, "tile_x");
+  const int64_t vectors = (space.knobs()[ix].candidates[pos[ix]].back() + 15) / 16;
+  pos[knob_index(space, "tile_y")] = split_position(space, "tile_y", std::max<int64_t>(1, 16 / vectors));
+  return space.from_positions(pos);
+}
 
 void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
                                const te::Tensor& output) {

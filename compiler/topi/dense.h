@@ -53,7 +53,8 @@ te::Tensor batch_matmul(const te::Tensor& a, const te::Tensor& b, bool trans_a =
                         bool trans_b = false, const std::string& name = "batch_matmul");
 /// Knobs: tile_y, tile_x, tile_k as for dense; (batch, row blocks, column blocks) run in parallel.
 space::ConfigSpace batch_matmul_x86_space(const te::Tensor& out);
-space::Config batch_matmul_x86_default(const space::ConfigSpace& space);
+space::Config batch_matmul_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
+                                       int vector_bits);
 void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                                const te::Tensor& output = {});
 

@@ -29,17 +29,46 @@ std::vector<Expr> with_axis(const std::vector<Var>& idx, int axis, Expr at) {
 }
 
 /// A reduction of x along `axis`, keeping that axis with size 1.
+/// With RowFold::kVectorLanes, along the last axis, a row of at least 2 * kRowLanes folds in two
+/// stages: NAME.lanes, where lane l folds the elements l, l + kRowLanes, ... of the whole chunks
+/// (contiguous vector loads), then NAME the lanes and the row's last n % kRowLanes elements.
+constexpr int64_t kRowLanes = 16;
+
 te::Tensor reduce_along(const te::Tensor& x, int axis, ir::ReduceKind kind, const std::string& name,
-                        const std::function<Expr(const std::vector<Expr>&)>& value) {
+                        RowFold row_fold, const std::function<Expr(const std::vector<Expr>&)>& value) {
+  auto fold = [kind](Expr v, const IterVar& k) {
+    return kind == ir::ReduceKind::kMax ? te::max(v, {k}) : te::sum(v, {k});
+  };
   std::vector<Expr> shape = x->shape();
+  const auto n = ir::as_const_int(shape[axis]);
+  if (row_fold == RowFold::kVectorLanes && axis == static_cast<int>(x.ndim()) - 1 && n &&
+      *n >= 2 * kRowLanes) {
+    const int64_t whole = *n / kRowLanes * kRowLanes, rest = *n - whole;
+    IterVar ko = te::reduce_axis({0, whole / kRowLanes}, "ko");
+    std::vector<Expr> lanes_shape = shape;
+    lanes_shape[axis] = Expr(kRowLanes);
+    te::Tensor lanes = te::compute(
+        lanes_shape,
+        [&](const std::vector<Var>& i) {
+          return fold(value(with_axis(i, axis, ko->var * Expr(kRowLanes) + i[axis])), ko);
+        },
+        name + ".lanes");
+    IterVar l = te::reduce_axis({0, kRowLanes + rest}, "l");
+    shape[axis] = Expr(1);
+    return te::compute(
+        shape,
+        [&](const std::vector<Var>& i) {
+          if (rest == 0) return fold(lanes(with_axis(i, axis, l->var)), l);
+          Expr lane = lanes(with_axis(i, axis, ir::min(l->var, Expr(kRowLanes - 1))));
+          Expr tail = value(with_axis(i, axis, Expr(whole) + ir::max(l->var - Expr(kRowLanes), Expr(0))));
+          return fold(ir::select(l->var < Expr(kRowLanes), lane, tail), l);
+        },
+        name);
+  }
   IterVar k = te::reduce_axis({0, shape[axis]}, "k");
   shape[axis] = Expr(1);
   return te::compute(
-      shape,
-      [&](const std::vector<Var>& i) {
-        Expr v = value(with_axis(i, axis, k->var));
-        return kind == ir::ReduceKind::kMax ? te::max(v, {k}) : te::sum(v, {k});
-      },
+      shape, [&](const std::vector<Var>& i) { return fold(value(with_axis(i, axis, k->var)), k); },
       name);
 }
 
@@ -58,8 +87,10 @@ std::vector<te::Tensor> own_stages(const te::Tensor& out) {
     todo.pop_back();
     for (const te::Tensor& in : t->inputs()) {
       const std::string& n = in->name();
-      bool ours =
-          n == out->name() + ".max" || n == out->name() + ".exp" || n == out->name() + ".sum";
+      bool ours = false;
+      for (const char* stage : {".max", ".max.lanes", ".exp", ".sum", ".sum.lanes"}) {
+        ours = ours || n == out->name() + stage;
+      }
       if (!ours || std::find(found.begin(), found.end(), in) != found.end()) continue;
       found.push_back(in);
       todo.push_back(in);
@@ -86,6 +117,19 @@ void schedule_row_reduction(te::Schedule& s, const te::Tensor& t, int axis) {
     auto [fo, fi] = st.split(f, 16);
     st.vectorize(fi);
   }
+}
+
+/// The lanes stage of reduce_along: the rows in parallel, the fold loop outside the lanes, which
+/// are one vector.
+void schedule_lane_reduction(te::Schedule& s, const te::Tensor& t) {
+  te::Stage st = s[t];
+  const size_t n = st->op.ndim();
+  std::vector<IterVar> outer;
+  for (size_t i = 0; i + 1 < n; ++i) outer.push_back(st.axis(i));
+  if (!outer.empty()) st.parallel(outer.size() == 1 ? outer[0] : st.fuse(outer));
+  IterVar lane = st.axis(n - 1);
+  st.reorder({st.reduce_axis(0), lane});
+  st.vectorize(lane);
 }
 
 }  // namespace
@@ -119,10 +163,10 @@ te::Tensor batch_norm_inference(const te::Tensor& x, const te::Tensor& gamma,
       name);
 }
 
-te::Tensor softmax(const te::Tensor& x, int64_t axis, const std::string& name) {
+te::Tensor softmax(const te::Tensor& x, int64_t axis, const std::string& name, RowFold fold) {
   check_softmax_input(x, "softmax");
   const int ax = normalize_axis(axis, x.ndim(), "softmax");
-  te::Tensor mx = reduce_along(x, ax, ir::ReduceKind::kMax, name + ".max",
+  te::Tensor mx = reduce_along(x, ax, ir::ReduceKind::kMax, name + ".max", fold,
                                [&](const std::vector<Expr>& i) { return x(i); });
   te::Tensor ex = te::compute(
       x->shape(),
@@ -130,7 +174,7 @@ te::Tensor softmax(const te::Tensor& x, int64_t axis, const std::string& name) {
         return ir::exp(x(std::vector<Expr>(i.begin(), i.end())) - mx(with_axis(i, ax, Expr(0))));
       },
       name + ".exp");
-  te::Tensor sm = reduce_along(ex, ax, ir::ReduceKind::kSum, name + ".sum",
+  te::Tensor sm = reduce_along(ex, ax, ir::ReduceKind::kSum, name + ".sum", fold,
                                [&](const std::vector<Expr>& i) { return ex(i); });
   return te::compute(
       x->shape(),
@@ -140,13 +184,13 @@ te::Tensor softmax(const te::Tensor& x, int64_t axis, const std::string& name) {
       name);
 }
 
-te::Tensor log_softmax(const te::Tensor& x, int64_t axis, const std::string& name) {
+te::Tensor log_softmax(const te::Tensor& x, int64_t axis, const std::string& name, RowFold fold) {
   check_softmax_input(x, "log_softmax");
   const int ax = normalize_axis(axis, x.ndim(), "log_softmax");
-  te::Tensor mx = reduce_along(x, ax, ir::ReduceKind::kMax, name + ".max",
+  te::Tensor mx = reduce_along(x, ax, ir::ReduceKind::kMax, name + ".max", fold,
                                [&](const std::vector<Expr>& i) { return x(i); });
   te::Tensor sm =
-      reduce_along(x, ax, ir::ReduceKind::kSum, name + ".sum", [&](const std::vector<Expr>& i) {
+      reduce_along(x, ax, ir::ReduceKind::kSum, name + ".sum", fold, [&](const std::vector<Expr>& i) {
         std::vector<Expr> r(i);
         r[ax] = Expr(0);
         return ir::exp(x(i) - mx(r));
@@ -165,6 +209,10 @@ void schedule_softmax_x86(te::Schedule& s, const te::Tensor& out) {
   for (const te::Tensor& t : own_stages(out)) {
     if (t->reduce_axis.empty()) {
       schedule_injective_x86(s, t);  // the exponentials of softmax
+      continue;
+    }
+    if (t->name().ends_with(".lanes")) {  // the lanes of a fold along the last axis: vectors
+      schedule_lane_reduction(s, t);
       continue;
     }
     int ax = -1;

@@ -60,6 +60,51 @@ std::vector<Expr> unravel(const Expr& flat, const std::vector<int64_t>& shape) {
   return idx;
 }
 
+/// A run of input dims and a run of output dims of a reshape with the same element count.
+struct ReshapeGroup {
+  size_t in_begin, in_end, out_begin, out_end;
+};
+
+/// The shortest runs into which a reshape from `in` to `out` splits: a dim kept as it is, or
+/// only with 1s added or dropped around it, is a group of its own, so its index passes straight
+/// through instead of through the whole tensor's flat offset (a division by a constant that the
+/// vectorizer cannot drop past a guarded tail). A shape with a 0 is one group.
+std::vector<ReshapeGroup> reshape_groups(const std::vector<int64_t>& in,
+                                         const std::vector<int64_t>& out) {
+  const bool empty = std::find(in.begin(), in.end(), 0) != in.end() ||
+                     std::find(out.begin(), out.end(), 0) != out.end();
+  if (empty) return {{0, in.size(), 0, out.size()}};
+  std::vector<ReshapeGroup> groups;
+  size_t a = 0, b = 0;
+  while (a < in.size() || b < out.size()) {
+    if (a < in.size() && in[a] == 1) {  // a dim of 1 dropped: index 0
+      groups.push_back({a, a + 1, b, b});
+      ++a;
+      continue;
+    }
+    if (b < out.size() && out[b] == 1) {  // a dim of 1 added: its index is unused
+      groups.push_back({a, a, b, b + 1});
+      ++b;
+      continue;
+    }
+    if (a == in.size() || b == out.size()) return {{0, in.size(), 0, out.size()}};
+    ReshapeGroup g{a, a, b, b};
+    int64_t pa = in[a++], pb = out[b++];
+    while (pa != pb) {
+      if (pa < pb && a < in.size()) {
+        pa *= in[a++];
+      } else if (pb < pa && b < out.size()) {
+        pb *= out[b++];
+      } else {
+        return {{0, in.size(), 0, out.size()}};  // counts that differ: infer_reshape_shape refuses
+      }
+    }
+    g.in_end = a, g.out_end = b;
+    groups.push_back(g);
+  }
+  return groups;
+}
+
 /// Sorted, distinct axes normalized against `ndim`.
 std::vector<int> normalize_axes(const std::vector<int64_t>& axes, size_t ndim,
                                 const std::string& op) {
@@ -124,8 +169,19 @@ te::Tensor reshape(const te::Tensor& x, const std::vector<int64_t>& shape,
                    const std::string& name) {
   std::vector<int64_t> in = const_shape(x, "reshape");
   std::vector<int64_t> out = infer_reshape_shape(in, shape);
+  const std::vector<ReshapeGroup> groups = reshape_groups(in, out);
   return te::compute(
-      exprs(out), [&](const std::vector<Var>& i) { return x(unravel(flat_index(i, out), in)); },
+      exprs(out),
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> idx;
+        for (const ReshapeGroup& g : groups) {
+          std::vector<Var> gi(i.begin() + g.out_begin, i.begin() + g.out_end);
+          std::vector<int64_t> gout(out.begin() + g.out_begin, out.begin() + g.out_end),
+              gin(in.begin() + g.in_begin, in.begin() + g.in_end);
+          for (Expr e : unravel(flat_index(gi, gout), gin)) idx.push_back(e);
+        }
+        return x(idx);
+      },
       name);
 }
 

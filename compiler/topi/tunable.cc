@@ -74,7 +74,7 @@ const std::vector<TunableTemplate>& tunable_templates() {
       entry("dense_x86", {"dense", "dense_packed"}, dense_x86_space, any_target(dense_x86_default),
             schedule_dense_x86),
       entry("batch_matmul_x86", {"batch_matmul"}, batch_matmul_x86_space,
-            any_target(batch_matmul_x86_default), schedule_batch_matmul_x86),
+            vector_width(batch_matmul_x86_default), schedule_batch_matmul_x86),
       {"pool2d_x86",
        {"max_pool2d", "avg_pool2d", "global_max_pool2d", "global_avg_pool2d"},
        pool2d_x86_space,

@@ -124,7 +124,7 @@ void check_bmm(int ba, int bb, int m, int n, int k, bool ta, bool tb) {
   NDArray aa = random_array(as, 5), bba = random_array(bs, 6);
   std::vector<float> ref = naive_bmm(aa.data<float>(), bba.data<float>(), ba, bb, m, n, k, ta, tb);
   ConfigSpace space = topi::batch_matmul_x86_space(y);
-  for (const Config& cfg : configs_to_test(space, topi::batch_matmul_x86_default(space))) {
+  for (const Config& cfg : configs_to_test(space, topi::batch_matmul_x86_default(y, space, 512))) {
     SCOPED_TRACE(cfg.str());
     te::Schedule s = te::create_schedule({y});
     topi::schedule_batch_matmul_x86(s, y, cfg);
@@ -166,7 +166,7 @@ TEST(TopiDense, DefaultSchedulesVectorizeAndParallelize) {
   te::Tensor z = topi::batch_matmul(a, b);
   te::Schedule sb = te::create_schedule({z});
   topi::schedule_batch_matmul_x86(sb, z,
-                                  topi::batch_matmul_x86_default(topi::batch_matmul_x86_space(z)));
+                                  topi::batch_matmul_x86_default(z, topi::batch_matmul_x86_space(z), 256));
   text = ir::to_string(compiler::lower(sb, {a, b, z}, "f").body);
   EXPECT_NE(text.find("ramp("), std::string::npos) << text;
   EXPECT_NE(text.find("parallel"), std::string::npos) << text;

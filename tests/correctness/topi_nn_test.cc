@@ -72,9 +72,10 @@ std::vector<float> ref_softmax(const NDArray& x, int axis, bool log) {
   return out;
 }
 
-void check_softmax(const Shape& shape, int64_t axis, bool log) {
+void check_softmax(const Shape& shape, int64_t axis, bool log,
+                   topi::RowFold fold = topi::RowFold::kSerial) {
   te::Tensor x = te::placeholder(to_exprs(shape), ir::kFloat32, "x");
-  te::Tensor y = log ? topi::log_softmax(x, axis) : topi::softmax(x, axis);
+  te::Tensor y = log ? topi::log_softmax(x, axis, "log_softmax", fold) : topi::softmax(x, axis, "softmax", fold);
   te::Schedule s = te::create_schedule({y});
   topi::schedule_softmax_x86(s, y);
   auto f = build_host(s, {x, y});
@@ -100,6 +101,37 @@ TEST(TopiNN, Softmax) {
   runtime::set_num_threads(0);
 }
 
+/// Whether y reads a stage named NAME.max.lanes (the rows folded in vector lanes).
+bool folds_in_lanes(const te::Tensor& y) {
+  std::vector<te::Tensor> todo{y};
+  while (!todo.empty()) {
+    te::Tensor t = todo.back();
+    todo.pop_back();
+    if (t->name() == y->name() + ".max.lanes") return true;
+    for (const te::Tensor& in : t->inputs()) todo.push_back(in);
+  }
+  return false;
+}
+
+TEST(TopiNN, SoftmaxFoldsRowsInVectorLanes) {
+  // Rows of 197 (12 whole chunks of 16 and 5 more), 32 (no rest), 45, 100; 31 is too short to
+  // fold in lanes and a softmax over another axis than the last folds serially.
+  for (bool log : {false, true}) {
+    check_softmax({3, 197}, -1, log, topi::RowFold::kVectorLanes);
+    check_softmax({2, 3, 32}, 2, log, topi::RowFold::kVectorLanes);
+    check_softmax({5, 45}, 1, log, topi::RowFold::kVectorLanes);
+    check_softmax({300, 100}, 1, log, topi::RowFold::kVectorLanes);
+    check_softmax({4, 31}, 1, log, topi::RowFold::kVectorLanes);
+    check_softmax({2, 40, 5}, 1, log, topi::RowFold::kVectorLanes);
+  }
+  te::Tensor x = te::placeholder({4, 197}, ir::kFloat32, "x");
+  EXPECT_TRUE(folds_in_lanes(topi::softmax(x, 1, "softmax", topi::RowFold::kVectorLanes)));
+  EXPECT_FALSE(folds_in_lanes(topi::softmax(x, 1)));
+  EXPECT_FALSE(folds_in_lanes(topi::softmax(x, 0, "softmax", topi::RowFold::kVectorLanes)));
+  te::Tensor short_rows = te::placeholder({4, 31}, ir::kFloat32, "x");
+  EXPECT_FALSE(folds_in_lanes(topi::softmax(short_rows, 1, "softmax", topi::RowFold::kVectorLanes)));
+}
+
 TEST(TopiNN, LogSoftmax) {
   check_softmax({37}, -1, true);
   check_softmax({5, 67}, -1, true);
@@ -112,16 +144,18 @@ TEST(TopiNN, SoftmaxOfAnInlinedProducer) {
   te::Tensor x = te::placeholder({6, 45}, ir::kFloat32, "x");
   te::Tensor two = te::placeholder({1}, ir::kFloat32, "two");
   te::Tensor scaled = topi::mul(x, two, "scaled");
-  te::Tensor y = topi::softmax(scaled, 1);
-  te::Schedule s = te::create_schedule({y});
-  s[scaled].compute_inline();
-  topi::schedule_softmax_x86(s, y);
-  NDArray a = random_array({6, 45}, 5, -3, 3), t = NDArray::from_vector<float>({2.0f}, {1});
-  NDArray out = zeros({6, 45});
-  build_host(s, {x, two, y})(a, t, out);
-  NDArray doubled = a.copy();
-  for (int64_t i = 0; i < doubled.num_elements(); ++i) doubled.data<float>()[i] *= 2.0f;
-  EXPECT_TRUE(all_close(out, ref_softmax(doubled, 1, false), 1e-5, 1e-6));
+  for (topi::RowFold fold : {topi::RowFold::kSerial, topi::RowFold::kVectorLanes}) {
+    te::Tensor y = topi::softmax(scaled, 1, "softmax", fold);
+    te::Schedule s = te::create_schedule({y});
+    s[scaled].compute_inline();
+    topi::schedule_softmax_x86(s, y);
+    NDArray a = random_array({6, 45}, 5, -3, 3), t = NDArray::from_vector<float>({2.0f}, {1});
+    NDArray out = zeros({6, 45});
+    build_host(s, {x, two, y})(a, t, out);
+    NDArray doubled = a.copy();
+    for (int64_t i = 0; i < doubled.num_elements(); ++i) doubled.data<float>()[i] *= 2.0f;
+    EXPECT_TRUE(all_close(out, ref_softmax(doubled, 1, false), 1e-5, 1e-6));
+  }
 }
 
 TEST(TopiNN, Flatten) {
