@@ -660,6 +660,13 @@ const std::map<std::string, topi::ReduceOp>& reductions() {
   return m;
 }
 
+/// How reductions of a row fold on the node's target: in vector lanes on CPUs, in one stage for
+/// the GPU templates.
+topi::RowFold row_fold(const Ctx& c) {
+  const std::string kind = target::Target::parse(c.tuning.target).kind;
+  return kind == "cuda" || kind == "opencl" ? topi::RowFold::kSerial : topi::RowFold::kVectorLanes;
+}
+
 /// The reductions and ArgMax / ArgMin: the front end normalized axes (non-negative, sorted;
 /// empty: all), keepdims, and for the reductions noop (noop_with_empty_axes with no axes).
 Result lower_reduce(const Ctx& c) {
@@ -673,7 +680,7 @@ Result lower_reduce(const Ctx& c) {
     return injective_result(topi::elementwise(x, [](Expr e) { return e; }, "copy"));
   } else {
     y = topi::reduce(x, reductions().at(n.op), n.ints("axes"), n.i("keepdims") != 0,
-                     sanitize(n.op));
+                     sanitize(n.op), row_fold(c));
   }
   return {{y}, [=](te::Schedule& s, const Tensor& output) {
             topi::schedule_reduce_x86(s, y);
@@ -687,7 +694,8 @@ Result lower_layer_norm(const Ctx& c) {
   const Node& n = c.node;
   Tensor none;
   topi::LayerNormOutputs o = topi::layer_norm(c.input(0), c.input(1), c.has(2) ? c.in[2] : none,
-                                              n.i("axis"), n.f("epsilon"), "layer_norm");
+                                              n.i("axis"), n.f("epsilon"), "layer_norm",
+                                              /*per_channel=*/false, row_fold(c));
   Result r;
   r.outs = {o.y, o.mean, o.inv_std_dev};
   r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); };
@@ -703,7 +711,7 @@ Result lower_instance_norm(const Ctx& c) {
   Tensor none;
   topi::LayerNormOutputs o = topi::layer_norm(c.input(0), c.input(1), c.input(2), 2,
                                               c.node.f("epsilon"), "instance_norm",
-                                              /*per_channel=*/true);
+                                              /*per_channel=*/true, row_fold(c));
   Result r{{o.y}, [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); }};
   r.gpu = [=](te::Schedule& s, const target::Target& t) {
     topi::gpu::schedule_reductions_and_outputs(s, {o.y}, topi::gpu::default_threads(t));
@@ -828,11 +836,8 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (op == "LeakyRelu") return injective_result(topi::leaky_relu(c.input(0), n.f("alpha")));
   if (op == "Clip") return lower_clip(c);
   if (op == "Softmax" || op == "LogSoftmax") {
-    const std::string kind = target::Target::parse(c.tuning.target).kind;
-    const topi::RowFold fold =
-        kind == "cuda" || kind == "opencl" ? topi::RowFold::kSerial : topi::RowFold::kVectorLanes;
-    Tensor y = op == "Softmax" ? topi::softmax(c.input(0), n.i("axis"), "softmax", fold)
-                               : topi::log_softmax(c.input(0), n.i("axis"), "log_softmax", fold);
+    Tensor y = op == "Softmax" ? topi::softmax(c.input(0), n.i("axis"), "softmax", row_fold(c))
+                               : topi::log_softmax(c.input(0), n.i("axis"), "log_softmax", row_fold(c));
     return {{y}, [=](te::Schedule& s, const Tensor& output) {
               topi::schedule_softmax_x86(s, y);
               then_injective(s, y, output);

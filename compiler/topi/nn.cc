@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "compiler/ir/printer.h"
 #include "compiler/topi/elementwise.h"
+#include "compiler/topi/reduce.h"
 #include "compiler/topi/transform.h"
 
 namespace kiln::topi {
@@ -29,49 +30,6 @@ std::vector<Expr> with_axis(const std::vector<Var>& idx, int axis, Expr at) {
 }
 
 /// A reduction of x along `axis`, keeping that axis with size 1.
-/// With RowFold::kVectorLanes, along the last axis, a row of at least 2 * kRowLanes folds in two
-/// stages: NAME.lanes, where lane l folds the elements l, l + kRowLanes, ... of the whole chunks
-/// (contiguous vector loads), then NAME the lanes and the row's last n % kRowLanes elements.
-constexpr int64_t kRowLanes = 16;
-
-te::Tensor reduce_along(const te::Tensor& x, int axis, ir::ReduceKind kind, const std::string& name,
-                        RowFold row_fold, const std::function<Expr(const std::vector<Expr>&)>& value) {
-  auto fold = [kind](Expr v, const IterVar& k) {
-    return kind == ir::ReduceKind::kMax ? te::max(v, {k}) : te::sum(v, {k});
-  };
-  std::vector<Expr> shape = x->shape();
-  const auto n = ir::as_const_int(shape[axis]);
-  if (row_fold == RowFold::kVectorLanes && axis == static_cast<int>(x.ndim()) - 1 && n &&
-      *n >= 2 * kRowLanes) {
-    const int64_t whole = *n / kRowLanes * kRowLanes, rest = *n - whole;
-    IterVar ko = te::reduce_axis({0, whole / kRowLanes}, "ko");
-    std::vector<Expr> lanes_shape = shape;
-    lanes_shape[axis] = Expr(kRowLanes);
-    te::Tensor lanes = te::compute(
-        lanes_shape,
-        [&](const std::vector<Var>& i) {
-          return fold(value(with_axis(i, axis, ko->var * Expr(kRowLanes) + i[axis])), ko);
-        },
-        name + ".lanes");
-    IterVar l = te::reduce_axis({0, kRowLanes + rest}, "l");
-    shape[axis] = Expr(1);
-    return te::compute(
-        shape,
-        [&](const std::vector<Var>& i) {
-          if (rest == 0) return fold(lanes(with_axis(i, axis, l->var)), l);
-          Expr lane = lanes(with_axis(i, axis, ir::min(l->var, Expr(kRowLanes - 1))));
-          Expr tail = value(with_axis(i, axis, Expr(whole) + ir::max(l->var - Expr(kRowLanes), Expr(0))));
-          return fold(ir::select(l->var < Expr(kRowLanes), lane, tail), l);
-        },
-        name);
-  }
-  IterVar k = te::reduce_axis({0, shape[axis]}, "k");
-  shape[axis] = Expr(1);
-  return te::compute(
-      shape, [&](const std::vector<Var>& i) { return fold(value(with_axis(i, axis, k->var)), k); },
-      name);
-}
-
 void check_softmax_input(const te::Tensor& x, const std::string& op) {
   KILN_USER_CHECK(x.ndim() >= 1) << op << ": '" << x->name()
                                  << "' must have at least one dimension";
@@ -117,19 +75,6 @@ void schedule_row_reduction(te::Schedule& s, const te::Tensor& t, int axis) {
     auto [fo, fi] = st.split(f, 16);
     st.vectorize(fi);
   }
-}
-
-/// The lanes stage of reduce_along: the rows in parallel, the fold loop outside the lanes, which
-/// are one vector.
-void schedule_lane_reduction(te::Schedule& s, const te::Tensor& t) {
-  te::Stage st = s[t];
-  const size_t n = st->op.ndim();
-  std::vector<IterVar> outer;
-  for (size_t i = 0; i + 1 < n; ++i) outer.push_back(st.axis(i));
-  if (!outer.empty()) st.parallel(outer.size() == 1 ? outer[0] : st.fuse(outer));
-  IterVar lane = st.axis(n - 1);
-  st.reorder({st.reduce_axis(0), lane});
-  st.vectorize(lane);
 }
 
 }  // namespace
@@ -212,7 +157,7 @@ void schedule_softmax_x86(te::Schedule& s, const te::Tensor& out) {
       continue;
     }
     if (t->name().ends_with(".lanes")) {  // the lanes of a fold along the last axis: vectors
-      schedule_lane_reduction(s, t);
+      schedule_row_lanes_x86(s, t);
       continue;
     }
     int ax = -1;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/te/schedule.h"
+#include "compiler/topi/reduce.h"
 
 namespace kiln::topi {
 
@@ -17,14 +18,9 @@ te::Tensor batch_norm_inference(const te::Tensor& x, const te::Tensor& gamma,
                                 const te::Tensor& var, double epsilon = 1e-5,
                                 const std::string& name = "batch_norm");
 
-/// How softmax and log_softmax fold a row along the last axis: in one stage (GPU templates take
-/// the row's elements across threads), or for CPUs, when the row has at least 32 elements, in
-/// two: name.max.lanes / name.sum.lanes fold every 16th element into 16 lanes (one vector, not
-/// a scalar chain waiting out its latency at each element), then name.max / name.sum the lanes.
-enum class RowFold { kSerial, kVectorLanes };
-
 /// exp(x - max) / sum(exp(x - max)) along `axis` (negative from the end). The stages are
-/// name.max (a max reduction), name.exp, name.sum (a sum reduction) and the result `name`.
+/// name.max (a max reduction), name.exp, name.sum (a sum reduction) and the result `name`; with
+/// RowFold::kVectorLanes, name.max.lanes and name.sum.lanes before the reductions (reduce.h).
 te::Tensor softmax(const te::Tensor& x, int64_t axis = -1, const std::string& name = "softmax",
                    RowFold fold = RowFold::kSerial);
 

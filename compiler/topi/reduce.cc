@@ -16,6 +16,8 @@ using ir::Var;
 
 namespace {
 
+constexpr int64_t kRowLanes = 16;  // RowFold::kVectorLanes: 16 floats, AVX-512's vector
+
 /// How an output point of a reduction maps to an input point.
 struct ReduceMap {
   std::vector<bool> reduced;        ///< per input axis
@@ -23,7 +25,7 @@ struct ReduceMap {
   bool keepdims = true;
 
   /// The input point for output point `o` with the reduced axes at `k` (in axis order).
-  std::vector<Expr> input_point(const std::vector<Var>& o, const std::vector<Expr>& k) const {
+  std::vector<Expr> input_point(const std::vector<Expr>& o, const std::vector<Expr>& k) const {
     std::vector<Expr> idx;
     size_t next_out = 0, next_k = 0;
     for (size_t d = 0; d < reduced.size(); ++d) {
@@ -60,11 +62,74 @@ ReduceMap make_map(const te::Tensor& x, std::vector<int64_t> axes, bool keepdims
   return m;
 }
 
+std::vector<Expr> as_exprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
+
+Expr fold(ir::ReduceKind kind, const Expr& v, const std::vector<IterVar>& ks) {
+  switch (kind) {
+    case ir::ReduceKind::kSum:
+      return te::sum(v, ks);
+    case ir::ReduceKind::kProd:
+      return te::prod(v, ks);
+    case ir::ReduceKind::kMax:
+      return te::max(v, ks);
+    case ir::ReduceKind::kMin:
+      return te::min(v, ks);
+  }
+  return v;
+}
+
+using ValueFn = std::function<Expr(const std::vector<Expr>&, const std::vector<Expr>&)>;
+
+/// The RowFold::kVectorLanes form of reduce_stage for a reduction of the last axis alone (n >=
+/// 2 * kRowLanes): name.lanes, [the output's rows..., kRowLanes], lane l folding the elements l,
+/// l + kRowLanes, ... of the row's whole chunks; then `name` folds the lanes and the row's last
+/// n % kRowLanes elements.
+te::Tensor lanes_stage(const ReduceMap& m, int64_t n, ir::ReduceKind kind, const ValueFn& value,
+                       const std::string& name) {
+  const int64_t whole = n / kRowLanes * kRowLanes, rest = n - whole;
+  // The output point of the rows `r`: a 0 for the reduced axis where it is kept (the last).
+  auto out_point = [&](std::vector<Expr> r) {
+    if (m.keepdims) r.push_back(Expr(0));
+    return r;
+  };
+  IterVar ko = te::reduce_axis({0, whole / kRowLanes}, "ko");
+  std::vector<Expr> lanes_shape(m.out_shape.begin(), m.out_shape.end() - (m.keepdims ? 1 : 0));
+  lanes_shape.push_back(Expr(kRowLanes));
+  te::Tensor lanes = te::compute(
+      lanes_shape,
+      [&](const std::vector<Var>& i) {
+        std::vector<Expr> o = out_point({i.begin(), i.end() - 1});
+        return fold(kind, value(m.input_point(o, {ko->var * Expr(kRowLanes) + i.back()}), o), {ko});
+      },
+      name + ".lanes");
+  IterVar l = te::reduce_axis({0, kRowLanes + rest}, "l");
+  return te::compute(
+      m.out_shape,
+      [&](const std::vector<Var>& ov) {
+        std::vector<Expr> o = as_exprs(ov);
+        std::vector<Expr> at(o.begin(), o.end() - (m.keepdims ? 1 : 0));
+        at.push_back(rest == 0 ? Expr(l->var) : ir::min(l->var, Expr(kRowLanes - 1)));
+        Expr v = lanes(at);
+        if (rest != 0) {
+          Expr tail = value(m.input_point(o, {Expr(whole) + ir::max(l->var - Expr(kRowLanes), Expr(0))}), o);
+          v = ir::select(l->var < Expr(kRowLanes), v, tail);
+        }
+        return fold(kind, v, {l});
+      },
+      name);
+}
+
 /// A reduction stage over the map's axes: combiner(value(input point, output point)).
 te::Tensor reduce_stage(const te::Tensor& x, const ReduceMap& m, ir::ReduceKind kind,
-                        const std::function<Expr(const std::vector<Expr>&,
-                                                 const std::vector<Var>&)>& value,
-                        const std::string& name) {
+                        const ValueFn& value, const std::string& name,
+                        RowFold row_fold = RowFold::kSerial) {
+  const size_t nd = m.reduced.size();
+  const bool last_alone =
+      nd > 0 && m.reduced[nd - 1] && std::count(m.reduced.begin(), m.reduced.end(), true) == 1;
+  const auto n = last_alone ? ir::as_const_int(x->shape()[nd - 1]) : std::nullopt;
+  if (row_fold == RowFold::kVectorLanes && n && *n >= 2 * kRowLanes) {
+    return lanes_stage(m, *n, kind, value, name);
+  }
   std::vector<IterVar> ks;
   std::vector<Expr> kvars;
   for (size_t d = 0; d < m.reduced.size(); ++d) {
@@ -74,30 +139,20 @@ te::Tensor reduce_stage(const te::Tensor& x, const ReduceMap& m, ir::ReduceKind 
   }
   return te::compute(
       m.out_shape,
-      [&](const std::vector<Var>& o) {
+      [&](const std::vector<Var>& ov) {
+        std::vector<Expr> o = as_exprs(ov);
         Expr v = value(m.input_point(o, kvars), o);
         if (ks.empty()) return v;  // nothing reduced: a copy
-        switch (kind) {
-          case ir::ReduceKind::kSum:
-            return te::sum(v, ks);
-          case ir::ReduceKind::kProd:
-            return te::prod(v, ks);
-          case ir::ReduceKind::kMax:
-            return te::max(v, ks);
-          case ir::ReduceKind::kMin:
-            return te::min(v, ks);
-        }
-        return v;
+        return fold(kind, v, ks);
       },
       name);
 }
 
-std::vector<Expr> as_exprs(const std::vector<Var>& v) { return {v.begin(), v.end()}; }
 
 }  // namespace
 
 te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& axes,
-                  bool keepdims, const std::string& name) {
+                  bool keepdims, const std::string& name, RowFold row_fold) {
   const ir::DataType t = x->dtype();
   const bool needs_float = op == ReduceOp::kMean || op == ReduceOp::kL2 ||
                            op == ReduceOp::kLogSum || op == ReduceOp::kLogSumExp;
@@ -112,31 +167,32 @@ te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& 
                                    << "' must be a constant";
     count *= *c;
   }
-  auto read = [&](const std::vector<Expr>& i, const std::vector<Var>&) { return x(i); };
+  auto read = [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return x(i); };
   const std::string red = name + ".red";
   switch (op) {
     case ReduceOp::kSum:
-      return reduce_stage(x, m, ir::ReduceKind::kSum, read, name);
+      return reduce_stage(x, m, ir::ReduceKind::kSum, read, name, row_fold);
     case ReduceOp::kMax:
-      return reduce_stage(x, m, ir::ReduceKind::kMax, read, name);
+      return reduce_stage(x, m, ir::ReduceKind::kMax, read, name, row_fold);
     case ReduceOp::kMin:
-      return reduce_stage(x, m, ir::ReduceKind::kMin, read, name);
+      return reduce_stage(x, m, ir::ReduceKind::kMin, read, name, row_fold);
     case ReduceOp::kProd:
-      return reduce_stage(x, m, ir::ReduceKind::kProd, read, name);
+      return reduce_stage(x, m, ir::ReduceKind::kProd, read, name, row_fold);
     case ReduceOp::kL1:
       return reduce_stage(
           x, m, ir::ReduceKind::kSum,
-          [&](const std::vector<Expr>& i, const std::vector<Var>&) {
+          [&](const std::vector<Expr>& i, const std::vector<Expr>&) {
             Expr v = x(i);
             return t.is_float() ? ir::abs(v) : ir::select(v < ir::make_zero(t), -v, v);
           },
-          name);
+          name, row_fold);
     case ReduceOp::kSumSquare:
       return reduce_stage(
           x, m, ir::ReduceKind::kSum,
-          [&](const std::vector<Expr>& i, const std::vector<Var>&) { return x(i) * x(i); }, name);
+          [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return x(i) * x(i); }, name,
+          row_fold);
     case ReduceOp::kMean: {
-      te::Tensor s = reduce_stage(x, m, ir::ReduceKind::kSum, read, red);
+      te::Tensor s = reduce_stage(x, m, ir::ReduceKind::kSum, read, red, row_fold);
       const double inv = count > 0 ? 1.0 / static_cast<double>(count) : 0.0;
       return te::compute(
           m.out_shape,
@@ -149,41 +205,60 @@ te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& 
     case ReduceOp::kL2: {
       te::Tensor s = reduce_stage(
           x, m, ir::ReduceKind::kSum,
-          [&](const std::vector<Expr>& i, const std::vector<Var>&) { return x(i) * x(i); }, red);
+          [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return x(i) * x(i); }, red,
+          row_fold);
       return te::compute(
           m.out_shape, [&](const std::vector<Var>& o) { return ir::sqrt(s(as_exprs(o))); }, name);
     }
     case ReduceOp::kLogSum: {
-      te::Tensor s = reduce_stage(x, m, ir::ReduceKind::kSum, read, red);
+      te::Tensor s = reduce_stage(x, m, ir::ReduceKind::kSum, read, red, row_fold);
       return te::compute(
           m.out_shape, [&](const std::vector<Var>& o) { return ir::log(s(as_exprs(o))); }, name);
     }
     case ReduceOp::kLogSumExp: {
-      te::Tensor mx = reduce_stage(x, m, ir::ReduceKind::kMax, read, name + ".max");
+      te::Tensor mx = reduce_stage(x, m, ir::ReduceKind::kMax, read, name + ".max", row_fold);
       // A row of -inf (or of +inf) has max m = +-inf, and x - m would be NaN: shift by 0 there.
-      auto shift = [&](const std::vector<Var>& o) {
-        Expr v = mx(as_exprs(o));
+      auto shift = [&](const std::vector<Expr>& o) {
+        Expr v = mx(o);
         return ir::select(ir::abs(v) <= ir::max_value(t), v, ir::make_zero(t));
       };
       te::Tensor s = reduce_stage(
           x, m, ir::ReduceKind::kSum,
-          [&](const std::vector<Expr>& i, const std::vector<Var>& o) {
+          [&](const std::vector<Expr>& i, const std::vector<Expr>& o) {
             return ir::exp(x(i) - shift(o));
           },
-          red);
+          red, row_fold);
       return te::compute(
           m.out_shape,
-          [&](const std::vector<Var>& o) { return ir::log(s(as_exprs(o))) + shift(o); }, name);
+          [&](const std::vector<Var>& o) { return ir::log(s(as_exprs(o))) + shift(as_exprs(o)); }, name);
     }
   }
   KILN_USER_ERROR() << name << ": unknown reduction";
+}
+
+te::Tensor reduce_along(const te::Tensor& x, int axis, ir::ReduceKind kind, const std::string& name,
+                        RowFold row_fold, const std::function<Expr(const std::vector<Expr>&)>& value) {
+  return reduce_stage(
+      x, make_map(x, {axis}, true, name), kind,
+      [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return value(i); }, name, row_fold);
+}
+
+void schedule_row_lanes_x86(te::Schedule& s, const te::Tensor& lanes) {
+  te::Stage st = s[lanes];
+  const size_t n = st->op.ndim();
+  std::vector<IterVar> rows;
+  for (size_t i = 0; i + 1 < n; ++i) rows.push_back(st.axis(i));
+  if (!rows.empty()) st.parallel(rows.size() == 1 ? rows[0] : st.fuse(rows));
+  IterVar lane = st.axis(n - 1);
+  st.reorder({st.reduce_axis(0), lane});
+  st.vectorize(lane);
 }
 
 te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepdims,
                       bool select_last_index, const std::string& name) {
   const int ax = normalize_axis(axis, x.ndim(), name);
   const ReduceMap m = make_map(x, {ax}, keepdims, name);
-  auto read = [&](const std::vector<Expr>& i, const std::vector<Var>&) { return x(i); };
+  auto read = [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return x(i); };
   te::Tensor ext = reduce_stage(x, m, is_max ? ir::ReduceKind::kMax : ir::ReduceKind::kMin, read,
                                 name + ".ext");
   const ir::DataType i64 = ir::DataType::Int(64);
@@ -192,9 +267,9 @@ te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepd
   // and dim (-1) where it does not.
   return reduce_stage(
       x, m, select_last_index ? ir::ReduceKind::kMax : ir::ReduceKind::kMin,
-      [&](const std::vector<Expr>& i, const std::vector<Var>& o) {
+      [&](const std::vector<Expr>& i, const std::vector<Expr>& o) {
         const Expr k = ir::cast(i64, i[static_cast<size_t>(ax)]);
-        return ir::select(x(i) == ext(as_exprs(o)), k,
+        return ir::select(x(i) == ext(o), k,
                           select_last_index ? ir::make_const(i64, int64_t{-1}) : dim);
       },
       name);
@@ -234,7 +309,7 @@ te::Tensor hardmax(const te::Tensor& x, int64_t axis, const std::string& name) {
 
 LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& bias,
                             int64_t axis, double epsilon, const std::string& name,
-                            bool per_channel) {
+                            bool per_channel, RowFold row_fold) {
   const ir::DataType t = x->dtype();
   KILN_USER_CHECK(t.is_float()) << name << ": '" << x->name() << "' must be floating-point, got "
                                 << t.str();
@@ -266,7 +341,7 @@ LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const 
         << " must broadcast against the normalized axes of '" << x->name() << "' (shape "
         << shape_str(x->shape()) << ", axis " << ax << ") and have its dtype";
   }
-  te::Tensor mean = reduce(x, ReduceOp::kMean, axes, true, name + ".mean");
+  te::Tensor mean = reduce(x, ReduceOp::kMean, axes, true, name + ".mean", row_fold);
   auto at_row = [&](const std::vector<Var>& i) {
     std::vector<Expr> r;
     for (size_t d = 0; d < i.size(); ++d) {
@@ -281,7 +356,7 @@ LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const 
         return d * d;
       },
       name + ".dev2");
-  te::Tensor var = reduce(dev2, ReduceOp::kMean, axes, true, name + ".var");
+  te::Tensor var = reduce(dev2, ReduceOp::kMean, axes, true, name + ".var", row_fold);
   te::Tensor inv = te::compute(
       var->shape(),
       [&](const std::vector<Var>& i) {
@@ -325,6 +400,10 @@ void schedule_reduce_x86(te::Schedule& s, const te::Tensor& out) {
   for (const te::Tensor& t : stages) {
     if (t->reduce_axis.empty()) {
       schedule_injective_x86(s, t);
+      continue;
+    }
+    if (t->name().ends_with(".lanes")) {
+      schedule_row_lanes_x86(s, t);
       continue;
     }
     te::Stage st = s[t];

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,11 +18,28 @@ namespace kiln::topi {
 
 enum class ReduceOp { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
 
+/// How a reduction of the last axis alone folds each row: in one stage (GPU templates spread a
+/// row across threads), or for CPUs, when the row has at least 32 elements, in two: S.lanes folds
+/// every 16th element of the row's whole chunks of 16 into 16 lanes (one vector; a scalar chain
+/// waits out the combiner's latency at every element), then the stage S folds the lanes and the
+/// row's last n % 16 elements. Other reductions fold in one stage either way.
+enum class RowFold { kSerial, kVectorLanes };
+
 /// The reduction `op` of x over `axes` (each in [-rank, rank), none twice; empty: every axis), the
 /// reduced axes kept with size 1 when `keepdims`. Mean, L2, LogSum and LogSumExp need a
 /// floating-point x. kiln::Error naming `name` for a bad axis or dtype.
 te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& axes,
-                  bool keepdims, const std::string& name = "reduce");
+                  bool keepdims, const std::string& name = "reduce",
+                  RowFold row_fold = RowFold::kSerial);
+
+/// One reduction stage `name` of `kind` along `axis` of x, the axis kept with size 1, folding
+/// value(input point): softmax's max and sum.
+te::Tensor reduce_along(const te::Tensor& x, int axis, ir::ReduceKind kind, const std::string& name,
+                        RowFold row_fold, const std::function<ir::Expr(const std::vector<ir::Expr>&)>& value);
+
+/// The x86 schedule of a S.lanes stage: the rows in parallel, the fold loop outside the lanes,
+/// which are one vector.
+void schedule_row_lanes_x86(te::Schedule& s, const te::Tensor& lanes);
 
 /// The int64 index of the largest (`is_max`) or smallest element along `axis`: the first such
 /// index, or the last one with `select_last_index`; the axis kept with size 1 when `keepdims`.
@@ -51,7 +69,7 @@ struct LayerNormOutputs {
 /// axis 2, the statistics per sample and channel).
 LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& bias,
                             int64_t axis, double epsilon, const std::string& name = "layer_norm",
-                            bool per_channel = false);
+                            bool per_channel = false, RowFold row_fold = RowFold::kSerial);
 /// Its x86 schedule: the two reductions as schedule_reduce_x86, the rest injective.
 void schedule_layer_norm_x86(te::Schedule& s, const LayerNormOutputs& o);
 
