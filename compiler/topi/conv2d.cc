@@ -366,16 +366,25 @@ void define_register_tile(ConfigSpace* space, const te::Tensor& out, int64_t blo
                       space::SplitPolicy::kFactors, 4);
 }
 
-/// The default register tile of an NCHW[x]c convolution: about kAccumulators vector registers,
-/// columns first, then channel blocks. 8 of AVX-512's 32 registers or AVX2's 16 leave room for
-/// the broadcasts and weights; a 16-channel block is one AVX-512 vector but two AVX2 ones, and a
-/// tile that spills runs at half speed or worse.
+/// The default register tile of an NCHW[x]c convolution: about 8 vector accumulators where there
+/// are 16 registers (AVX2 and below), 16 where there are 32 (AVX-512), leaving room for the
+/// broadcasts and weights; a 16-channel block is one AVX-512 vector but two AVX2 ones, and a tile
+/// that spills runs at half speed or worse. Columns first, then channel blocks; with
+/// `pair_blocks` (a convolution that reduces over channels, not a depthwise one) on AVX-512, two
+/// channel blocks where they split so, each input element broadcast once for both. Tuning the zoo
+/// (ResNeXt-50, DenseNet-121, GoogLeNet, RegNet, ...) on Zen 5 picked 12-28 accumulators, mostly
+/// 7-8 columns by 2 blocks, for nearly every layer, about 20% faster than 8; with 16 the untuned
+/// zoo's geomean against ONNX Runtime went from 0.98 to 1.08.
 void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int vector_bits,
-                           std::vector<int>* pos) {
-  constexpr int64_t kAccumulators = 8;
+                           bool pair_blocks, std::vector<int>* pos) {
+  const bool wide = vector_bits >= 512;
+  const int64_t accumulators = wide ? 16 : 8;
   const int64_t lanes = std::max(vector_bits, 128) / 32;
   const int64_t per_block = (const_dim(out, 4, "conv2d_nchwc") + lanes - 1) / lanes;
-  const int64_t budget = std::max<int64_t>(1, kAccumulators / per_block);
+  const int64_t budget = std::max<int64_t>(1, accumulators / per_block);
+  const auto& ob_cands = space.knob("tile_ob").candidates;
+  const int64_t paired = pair_blocks && wide ? ob_cands[split_position(space, "tile_ob", 2)].back() : 1;
+  const int64_t width_budget = std::max<int64_t>(1, budget / paired);
   // The widest tile within the budget that divides the width; a partial one (a power of two)
   // when that is under half the budget, as 1 of a 7-wide output is.
   const auto& cands = space.knob("tile_ow").candidates;
@@ -383,11 +392,11 @@ void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int 
   int ow = -1;
   for (size_t i = 0; i < cands.size(); ++i) {
     const int64_t f = cands[i].back();
-    if (cands[i][0] * f == width && f <= budget && (ow < 0 || f > cands[ow].back())) {
+    if (cands[i][0] * f == width && f <= width_budget && (ow < 0 || f > cands[ow].back())) {
       ow = static_cast<int>(i);
     }
   }
-  if (ow < 0 || 2 * cands[ow].back() < budget) ow = split_position(space, "tile_ow", budget);
+  if (ow < 0 || 2 * cands[ow].back() < width_budget) ow = split_position(space, "tile_ow", width_budget);
   (*pos)[knob_index(space, "tile_ow")] = ow;
   const int64_t tile_ow = cands[ow].back();
   (*pos)[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
@@ -428,7 +437,7 @@ namespace {
 /// its first order, the kernel's columns unrolled or not, the padding where the space prefers it.
 Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits, int64_t unroll_kw) {
   std::vector<int> pos(space.knobs().size(), 0);
-  default_register_tile(out, space, vector_bits, &pos);
+  default_register_tile(out, space, vector_bits, /*pair_blocks=*/true, &pos);
   pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
   pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", unroll_kw);
   pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
@@ -559,7 +568,7 @@ ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
 Config depthwise_conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space,
                                           int vector_bits) {
   std::vector<int> pos(space.knobs().size(), 0);
-  default_register_tile(out, space, vector_bits, &pos);
+  default_register_tile(out, space, vector_bits, /*pair_blocks=*/false, &pos);
   return space.from_positions(pos);  // unroll_kw = 1, pad_at: the space lists the better first
 }
 

@@ -71,8 +71,9 @@ te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 
 /// kernel window), unroll_kw, pad_at (as for NCHW; the space lists the default's choice first).
 /// (n, channel-block tiles, row tiles) run in parallel.
 space::ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out);
-/// The default register tile fills about 8 vector registers of `vector_bits` (target::Target's):
-/// columns first, then channel blocks.
+/// The default register tile fills about 8 vector registers of `vector_bits` (target::Target's), 16
+/// on AVX-512 (32 registers): columns first, then channel blocks (on AVX-512 two channel blocks
+/// where they split so).
 space::Config conv2d_nchwc_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
                                        int vector_bits);
 void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,

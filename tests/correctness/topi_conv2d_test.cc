@@ -333,9 +333,9 @@ TEST(TopiConv2dVector, PadPlacementFollowsStride) {
 // The default register tile holds about 8 vectors: a 16-channel block is one AVX-512 vector and
 // two AVX2 ones, so AVX2 takes half the columns; a 7-wide output takes tiles of 4 and 3 columns.
 TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
-  auto tile = [](int64_t width, int vector_bits) {
+  auto tile = [](int64_t width, int vector_bits, int64_t out_blocks = 8) {
     te::Tensor xb = te::placeholder({1, 4, width, width, 16}, ir::kFloat32, "xb");
-    te::Tensor wb = te::placeholder({8, 4, 3, 3, 16, 16}, ir::kFloat32, "wb");
+    te::Tensor wb = te::placeholder({out_blocks, 4, 3, 3, 16, 16}, ir::kFloat32, "wb");
     te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1});
     const Config c =
         topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), vector_bits);
@@ -343,12 +343,28 @@ TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
            std::to_string(c.split("tile_oh").back()) + "x" +
            std::to_string(c.split("tile_ob").back());
   };
-  EXPECT_EQ(tile(56, 512), "8x1x1");
+  // AVX-512: about 16 of its 32 registers, two channel blocks by 7-8 columns.
+  EXPECT_EQ(tile(56, 512), "8x1x2");
+  EXPECT_EQ(tile(14, 512), "7x1x2");
+  EXPECT_EQ(tile(7, 512), "7x1x2");
+  EXPECT_EQ(tile(14, 512, 13), "14x1x1");  // 13 blocks do not pair: the columns take the budget
+  // AVX2: about 8 of its 16 registers, a 16-channel block two vectors.
   EXPECT_EQ(tile(56, 256), "4x1x1");
-  EXPECT_EQ(tile(14, 512), "7x1x1");
   EXPECT_EQ(tile(14, 256), "2x1x2");
-  EXPECT_EQ(tile(7, 512), "7x1x1");
   EXPECT_EQ(tile(7, 256), "4x1x1");  // a partial tile: 4 + 3 columns
+  // Depthwise: the columns alone (no channel reuse to pair for), then blocks.
+  auto depthwise_tile = [](int64_t width, int vector_bits) {
+    te::Tensor xb = te::placeholder({1, 8, width, width, 16}, ir::kFloat32, "xb");
+    te::Tensor wb = te::placeholder({8, 1, 3, 3, 1, 16}, ir::kFloat32, "wb");
+    te::Tensor yb = topi::depthwise_conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1});
+    const Config c = topi::depthwise_conv2d_nchwc_x86_default(
+        yb, topi::depthwise_conv2d_nchwc_x86_space(yb), vector_bits);
+    return std::to_string(c.split("tile_ow").back()) + "x" +
+           std::to_string(c.split("tile_ob").back());
+  };
+  EXPECT_EQ(depthwise_tile(14, 512), "14x1");
+  EXPECT_EQ(depthwise_tile(7, 512), "7x2");
+  EXPECT_EQ(depthwise_tile(14, 256), "2x2");  // 4 AVX2 vectors of two a block
 }
 
 TEST(TopiConv2dVector, DefaultSchedulesVectorizeAndParallelize) {
