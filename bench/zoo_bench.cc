@@ -9,15 +9,17 @@
 // where the geomean is over the models that compiled and matched (ok) and a model that did not
 // prints nan with its error on stderr. The models are exported into a temporary folder first
 // (make_zoo.py under KILN_TORCH_PYTHON, zoo_reference.py and models_ref.py under python3), so
-// nothing has to be built or run beforehand. ONNX Runtime is timed right before Kiln, model by
-// model, in its own process (models_ref.py: CPU provider, intra_op_num_threads = threads,
-// sequential, its default graph optimizations), so the two never share the cores and a load
-// that drifts on a shared machine affects both alike. Kiln binds the batch to 1 (--input-shape
+// nothing has to be built or run beforehand. Model by model, ONNX Runtime and Kiln's builds are
+// timed in turn, R rounds of each (--rounds, default 3), and each side's median over the rounds
+// makes the ratio, so that a burst of load on a shared machine falls on both sides or is dropped.
+// ONNX Runtime runs in its own process (models_ref.py: CPU provider, intra_op_num_threads =
+// threads, sequential, its default graph optimizations), so the two never share the cores. Kiln
+// binds the batch to 1 (--input-shape
 // input=1,3,224,224), builds with the default BuildOptions for "llvm -mcpu=native", checks the
 // output against ONNX Runtime's within the zoo test's tolerance (max|diff| / max|ref| <= 1e-4), and
 // is timed like the reference (bench/model_timing.h).
 //
-//   bench_zoo [--min-time S] [--records DIR] [NAME ...]
+//   bench_zoo [--min-time S] [--rounds R] [--records DIR] [NAME ...]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -67,25 +69,34 @@ kiln::bench::BuiltModel build_and_check(const std::string& dir, const std::strin
   return kiln::bench::build_and_check(dir, name, kTarget, options, import_options, kTolerance);
 }
 
-/// Times `b` at each thread count against `ref_ms`, printing one case per count; returns the
-/// ratio at kGeomeanThreads (nan when it did not build or match).
-double time_cases(kiln::bench::BuiltModel& b, const std::string& label, const std::map<int, double>& ref_ms,
-                  double min_time, const std::string& extra) {
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// A build of one model and what its rounds measured: milliseconds per thread count.
+struct Timed {
+  std::string label, extra;
+  kiln::bench::BuiltModel* built;
+  std::map<int, std::vector<double>> ms;
+};
+
+/// Prints one case per thread count (medians over the rounds against ONNX Runtime's); returns
+/// the ratio at kGeomeanThreads (nan when it did not build or match).
+double print_cases(const Timed& k, const std::map<int, std::vector<double>>& ref_ms) {
   double at_geomean = NAN;
   for (int t : kThreads) {
-    double kiln_ms = NAN;
-    if (b.exec) {
-      kiln::runtime::set_num_threads(t);
-      kiln_ms = kiln::bench::median_ms([&] { b.exec->run(); }, min_time);
-    }
-    auto it = ref_ms.find(t);
-    const double ref = it == ref_ms.end() ? NAN : it->second;
-    std::printf("case=zoo_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f%s\n", label.c_str(), t, kiln_ms, ref,
-                ref / kiln_ms, extra.c_str());
+    auto kt = k.ms.find(t);
+    auto rt = ref_ms.find(t);
+    const double kiln_ms = kt == k.ms.end() ? NAN : median(kt->second);
+    const double ref = rt == ref_ms.end() ? NAN : median(rt->second);
+    std::printf("case=zoo_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f%s\n", k.label.c_str(), t, kiln_ms, ref,
+                ref / kiln_ms, k.extra.c_str());
     std::fflush(stdout);
-    if (t == kGeomeanThreads && b.exec) at_geomean = ref / kiln_ms;
+    if (t == kGeomeanThreads && k.built->exec) at_geomean = ref / kiln_ms;
   }
-  kiln::runtime::set_num_threads(0);
   return at_geomean;
 }
 
@@ -106,12 +117,15 @@ struct Geomean {
 int main(int argc, char** argv) {
   const std::vector<std::string> known = zoo_names();
   double min_time = 1.0;
+  int rounds = 3;
   std::string records;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--min-time" && i + 1 < argc) {
       min_time = std::atof(argv[++i]);
+    } else if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--records" && i + 1 < argc) {
       records = argv[++i];
     } else if (std::find(known.begin(), known.end(), a) != known.end()) {
@@ -119,7 +133,7 @@ int main(int argc, char** argv) {
     } else {
       std::string names;
       for (const auto& n : known) names += " " + n;
-      std::fprintf(stderr, "usage: bench_zoo [--min-time S] [--records DIR] [NAME ...]  (names:%s)\n",
+      std::fprintf(stderr, "usage: bench_zoo [--min-time S] [--rounds R] [--records DIR] [NAME ...]  (names:%s)\n",
                    names.c_str());
       return 2;
     }
@@ -141,36 +155,48 @@ int main(int argc, char** argv) {
   for (const auto& name : models) {
     kiln::bench::BuiltModel b = build_and_check(d, name);
     if (!b.error.empty()) std::fprintf(stderr, "bench_zoo: %s: %s\n", name.c_str(), b.error.c_str());
-    // ONNX Runtime just before Kiln, model by model (on a shared machine the load drifts over a
-    // run of minutes), in its own process so that it never competes with Kiln's thread pool.
-    std::ostringstream ref_cmd;
-    ref_cmd << "python3 " << quote(KILN_MODELS_REF_SCRIPT) << " " << quote(d) << " --min-time "
-            << min_time << " --threads";
-    for (int t : kThreads) ref_cmd << " " << t;
-    ref_cmd << " --only " << name;
-    std::map<int, double> ref_ms;
-    {
-      std::istringstream in(run_command(ref_cmd.str()));
-      std::string ref_name;
-      int t;
-      double ms;
-      while (in >> ref_name >> t >> ms) ref_ms[t] = ms;
-    }
     std::ostringstream build;
     build << " build_s=" << std::fixed;
     build.precision(1);
     build << b.build_s;
-    untuned.add(time_cases(b, name, ref_ms, min_time, build.str()));
-    b = {};
-    if (!log) continue;
-    kiln::autotune::LogConfigSource source(*log);  // per model: its counts are this model's
-    kiln::graph::BuildOptions options;
-    options.configs = &source;
-    kiln::bench::BuiltModel t = build_and_check(d, name, options);
-    if (!t.error.empty()) std::fprintf(stderr, "bench_zoo: %s (tuned): %s\n", name.c_str(), t.error.c_str());
-    std::ostringstream ops;
-    ops << " tuned_ops=" << source.tuned() << " default_ops=" << source.defaults();
-    tuned.add(time_cases(t, name + "_tuned", ref_ms, min_time, ops.str()));
+    std::vector<Timed> timed{{name, build.str(), &b, {}}};
+    kiln::bench::BuiltModel t;
+    if (log) {
+      kiln::autotune::LogConfigSource source(*log);  // per model: its counts are this model's
+      kiln::graph::BuildOptions options;
+      options.configs = &source;
+      t = build_and_check(d, name, options);
+      if (!t.error.empty()) std::fprintf(stderr, "bench_zoo: %s (tuned): %s\n", name.c_str(), t.error.c_str());
+      std::ostringstream ops;
+      ops << " tuned_ops=" << source.tuned() << " default_ops=" << source.defaults();
+      timed.push_back({name + "_tuned", ops.str(), &t, {}});
+    }
+    // Rounds of ONNX Runtime, then each build, then again: a burst of load on a shared machine
+    // (minutes long) falls on both sides of a ratio, and the medians over the rounds drop it.
+    // ONNX Runtime runs in its own process, so it never competes with Kiln's thread pool.
+    std::ostringstream ref_cmd;
+    ref_cmd << "python3 " << quote(KILN_MODELS_REF_SCRIPT) << " " << quote(d) << " --min-time "
+            << min_time << " --threads";
+    for (int th : kThreads) ref_cmd << " " << th;
+    ref_cmd << " --only " << name;
+    std::map<int, std::vector<double>> ref_ms;
+    for (int r = 0; r < rounds; ++r) {
+      std::istringstream in(run_command(ref_cmd.str()));
+      std::string ref_name;
+      int th;
+      double ms;
+      while (in >> ref_name >> th >> ms) ref_ms[th].push_back(ms);
+      for (Timed& k : timed) {
+        if (!k.built->exec) continue;
+        for (int threads : kThreads) {
+          kiln::runtime::set_num_threads(threads);
+          k.ms[threads].push_back(kiln::bench::median_ms([&] { k.built->exec->run(); }, min_time));
+        }
+        kiln::runtime::set_num_threads(0);
+      }
+    }
+    untuned.add(print_cases(timed[0], ref_ms));
+    if (log) tuned.add(print_cases(timed[1], ref_ms));
   }
   std::printf("case=zoo_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads, untuned.value(), models.size(),
               untuned.ok);
