@@ -121,7 +121,7 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
 ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                                   const std::string& name, const target::Target& target,
                                   const LowerOptions& options) {
-  KILN_USER_CHECK(target.kind == "cuda" || target.kind == "opencl")
+  KILN_USER_CHECK(target.is_gpu())
       << "lower_device '" << name << "': target '" << target.str() << "' is not a GPU (cuda or opencl)";
   te::Schedule n = te::normalize(sch);
   for (auto& st : n->stages) {

@@ -42,7 +42,7 @@ void build_candidate(const ir::PrimFunc& f, const target::Target& tgt, const std
   std::string json;
   if (tgt.kind == "vdla") {
     json = vdla_compiler::build_program(f, vdla::Config{}).to_json().dump();
-  } else if (tgt.kind == "cuda" || tgt.kind == "opencl") {
+  } else if (tgt.is_gpu()) {
     json = codegen::build_device(pass::split_host_device(f), tgt).to_json().dump();
   } else {
     codegen::export_library({f}, tgt, path);

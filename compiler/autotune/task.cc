@@ -125,10 +125,7 @@ te::Schedule Task::schedule(const space::Config& config) const {
   return s;
 }
 
-bool Task::on_gpu() const {
-  const std::string kind = target::Target::parse(target).kind;
-  return kind == "cuda" || kind == "opencl";
-}
+bool Task::on_gpu() const { return target::Target::parse(target).is_gpu(); }
 
 bool Task::on_vdla() const { return target::Target::parse(target).kind == "vdla"; }
 

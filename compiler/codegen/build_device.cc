@@ -32,7 +32,7 @@ std::vector<ir::PrimFunc> kernel_funcs(const pass::DeviceFunction& f) {
 }  // namespace
 
 std::string device_source(const pass::DeviceFunction& f, const target::Target& target) {
-  KILN_USER_CHECK(target.kind == "cuda" || target.kind == "opencl")
+  KILN_USER_CHECK(target.is_gpu())
       << "device code for '" << f.name << "': target '" << target.str() << "' is not a GPU (cuda, opencl)";
   return target.kind == "cuda" ? print_cuda(kernel_funcs(f)) : print_opencl(kernel_funcs(f));
 }

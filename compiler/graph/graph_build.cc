@@ -143,9 +143,6 @@ class TensorTable {
 
 namespace {
 
-/// Whether `t` is a GPU's: its groups become device programs (a GPU bundle), not host functions.
-bool is_gpu(const target::Target& t) { return t.kind == "cuda" || t.kind == "opencl"; }
-
 /// The heterogeneous target: the VDLA for what it supports, this CPU for the rest.
 bool is_vdla(const std::string& target) { return target == "vdla"; }
 constexpr const char* kVdlaHost = "llvm -mcpu=native";
@@ -159,7 +156,7 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   const bool vdla = is_vdla(target_name);
   const std::string target = vdla ? kVdlaHost : target_name;
   const target::Target tgt = target::Target::parse(target);
-  KILN_USER_CHECK(tgt.kind == "llvm" || is_gpu(tgt))
+  KILN_USER_CHECK(tgt.kind == "llvm" || tgt.is_gpu())
       << "graph build: target '" << target << "' is not supported; the graph build compiles for "
       << "CPUs through LLVM (\"llvm -mcpu=...\") and for GPUs (\"cuda\", \"opencl\")";
   input.verify();
@@ -185,9 +182,9 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   // are packed for them too, once here rather than on every run.
   if (options.pack_weights) {
     enter("packing weights");
-    pack_weights(g, /*dense=*/!is_gpu(tgt));  // constant weights into the kernels' layouts
+    pack_weights(g, /*dense=*/!tgt.is_gpu());  // constant weights into the kernels' layouts
   }
-  if (options.alter_layout && !is_gpu(tgt)) {
+  if (options.alter_layout && !tgt.is_gpu()) {
     enter("changing layouts");
     const AlterLayoutReport layout = alter_layout(g);
     rep.convolutions_blocked = layout.convolutions_blocked;
@@ -255,7 +252,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
   const Graph g = prepare_graph(input, target_name, options, rep);
   const std::string target = is_vdla(target_name) ? kVdlaHost : target_name;
   const target::Target tgt = target::Target::parse(target);
-  const bool gpu = is_gpu(tgt);
+  const bool gpu = tgt.is_gpu();
   if (options.phase) options.phase("fusing operators");
   const std::vector<FusedGroup> groups = fuse_ops(g, options.fuse);
   std::optional<MemoryPlan> plan;

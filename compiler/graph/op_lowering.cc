@@ -310,8 +310,7 @@ Result lower_matmul(const Ctx& c) {
   Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
   // Rows and columns the x86 register tile divides (an attention's 197 tokens would leave it 1 x 1):
   // zero-padded operands, computed apart, and the product sliced back. GPU templates take any size.
-  const std::string kind = target::Target::parse(c.tuning.target).kind;
-  const bool gpu = kind == "cuda" || kind == "opencl";
+  const bool gpu = target::Target::parse(c.tuning.target).is_gpu();
   const int64_t m = a3[1], n = b3[2];
   const int64_t mp = gpu ? m : topi::batch_matmul_padded_rows(m), np = gpu ? n : topi::batch_matmul_padded_cols(n);
   Tensor ap = mp == m ? ar : topi::pad(ar, {0, 0, 0}, {0, mp - m, 0}, 0.0, topi::PadMode::kConstant,
@@ -663,8 +662,8 @@ const std::map<std::string, topi::ReduceOp>& reductions() {
 /// How reductions of a row fold on the node's target: in vector lanes on CPUs, in one stage for
 /// the GPU templates.
 topi::RowFold row_fold(const Ctx& c) {
-  const std::string kind = target::Target::parse(c.tuning.target).kind;
-  return kind == "cuda" || kind == "opencl" ? topi::RowFold::kSerial : topi::RowFold::kVectorLanes;
+  return target::Target::parse(c.tuning.target).is_gpu() ? topi::RowFold::kSerial
+                                                          : topi::RowFold::kVectorLanes;
 }
 
 /// The reductions and ArgMax / ArgMin: the front end normalized axes (non-negative, sorted;
@@ -1144,7 +1143,7 @@ LoweredOp lower_group(const Graph& g, const FusedGroup& group, autotune::ConfigS
     }
   }
   const target::Target tgt = target::Target::parse(target);
-  if (tgt.kind == "cuda" || tgt.kind == "opencl") {
+  if (tgt.is_gpu()) {
     schedule_group_gpu(g, group, master, op.schedule, tensors.at(group.output),
                        Tuning{configs, target}, tgt);
   } else {

@@ -254,6 +254,8 @@ std::string Target::unbuildable_reason() const {
 
 std::string Target::llvm_triple() const { return triple.empty() ? host_triple() : triple; }
 
+bool Target::is_gpu() const { return kind == "cuda" || kind == "opencl"; }
+
 bool Target::is_host() const {
   if (kind != "llvm") return false;
   if (triple.empty()) return true;

@@ -52,6 +52,8 @@ struct Target {
 
   /// An LLVM target whose code runs on this machine (the host triple, or no triple).
   bool is_host() const;
+  /// A GPU target (cuda or opencl): device programs, built by the GPU templates.
+  bool is_gpu() const;
   /// The CPU architecture of an llvm target: "x86_64" or "aarch64" (the host's when no triple).
   std::string arch_name() const;
   /// Why Kiln cannot generate code for this target; "" when it can. The farm refuses such a

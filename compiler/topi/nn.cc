@@ -29,7 +29,6 @@ std::vector<Expr> with_axis(const std::vector<Var>& idx, int axis, Expr at) {
   return out;
 }
 
-/// A reduction of x along `axis`, keeping that axis with size 1.
 void check_softmax_input(const te::Tensor& x, const std::string& op) {
   KILN_USER_CHECK(x.ndim() >= 1) << op << ": '" << x->name()
                                  << "' must have at least one dimension";

@@ -148,7 +148,6 @@ te::Tensor reduce_stage(const te::Tensor& x, const ReduceMap& m, ir::ReduceKind 
       name);
 }
 
-
 }  // namespace
 
 te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& axes,
