@@ -21,9 +21,38 @@ using runtime::kFloat32;
 
 bool is_f32(const Value& v) { return runtime::dtype_equal(v.dtype, kFloat32); }
 
-/// [N, C, H, W] -> [N, C / b, H, W, b].
+/// [N, C, H, W] -> [N, ceil(C / b), H, W, b] (the last block padded where b does not divide C).
 std::vector<int64_t> blocked_shape(const std::vector<int64_t>& s, int b) {
-  return {s[0], s[1] / b, s[2], s[3], b};
+  return {s[0], (s[1] + b - 1) / b, s[2], s[3], b};
+}
+
+int64_t round_up(int64_t c, int64_t b) { return (c + b - 1) / b * b; }
+
+/// The block of `channels` under `opt`: channel_block's, or opt.pad_to with the last block
+/// padded where that adds at most an eighth of the channels (RegNet's 440 as 28 blocks of 16,
+/// not 55 of 8: AVX-512's full vectors for 2% more work).
+int block_of(int64_t channels, const AlterLayoutOptions& opt) {
+  const int b = channel_block(channels);
+  const int64_t p = opt.pad_to;
+  if (p > 0 && b < p && channels > p && (round_up(channels, p) - channels) * 8 <= channels) {
+    return static_cast<int>(p);
+  }
+  return b;
+}
+
+/// Elementwise operators that map finite values to finite values, so that they may run on the
+/// padding of a last block (zeros from the convolution, then whatever these make of them): its
+/// channels are never read as real ones, but a consumer convolution multiplies them by its zero
+/// weights, and NaN or infinity times zero is NaN. Division, logarithms, roots, powers and
+/// exponentials are left out; on a padded value they read it converted to NCHW.
+bool finite_on_finite(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "Abs",     "Add",  "Celu",      "Ceil",     "Clip",     "Elu",     "Erf",
+      "Floor",   "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Max", "Min",
+      "Mul",     "Neg",  "Relu",      "Round",    "Selu",     "Shrink",  "Sigmoid",
+      "Sign",    "Softsign", "Sub",   "Tanh",     "ThresholdedRelu",
+  };
+  return kOps.count(op) != 0;
 }
 
 /// Operators that compute each output element from the same element of their inputs, so that
@@ -49,6 +78,8 @@ struct ConvBlocks {
   int64_t groups = 1;
   int64_t merge = 1;
   bool depthwise = false;
+  int64_t c_pad = 0, o_pad = 0;  ///< the channels in whole blocks: C, O rounded up to ib, ob
+  int64_t extra_groups = 0;      ///< grouped and padded: zero groups appended to reach c_pad
 };
 
 /// The most groups merged into one: each merged group multiplies the convolution's work by as
@@ -56,7 +87,7 @@ struct ConvBlocks {
 /// vector width would, without their layout conversions.
 constexpr int64_t kMaxMerge = 4;
 
-ConvBlocks conv_blocks(const Graph& g, const Node& n) {
+ConvBlocks conv_blocks(const Graph& g, const Node& n, const AlterLayoutOptions& opt) {
   if (n.op != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1) return {};
   if (n.ints("kernel_shape").size() != 2) return {};
   const Value& x = g.value(n.inputs[0]);
@@ -69,16 +100,39 @@ ConvBlocks conv_blocks(const Graph& g, const Node& n) {
       << "alter_layout: node '" << n.name << "' (Conv) reads " << x.type_string()
       << " with the kernel " << w.type_string() << " and group " << groups
       << ": the channels disagree";
-  const int ib = channel_block(c), ob = channel_block(o);
+  // Padded blocks need the bias padded too: a constant one, or none.
+  const bool bias_ok = n.inputs.size() < 3 || n.inputs[2] == kNoValue ||
+                       (g.value(n.inputs[2]).is_constant() && is_f32(g.value(n.inputs[2])));
+  const AlterLayoutOptions plain_blocks{};
+  const AlterLayoutOptions& o_opt = bias_ok ? opt : plain_blocks;
+  const int ib = block_of(c, opt), ob = block_of(o, o_opt);
   if (ib == 0 || ob == 0) return {};
-  if (groups == 1) return {ib, ob, 1, 1};
-  if (groups == c && o == c && w.shape[1] == 1) return {ib, ib, groups, 1, true};
+  ConvBlocks b{ib, ob, 1, 1, false, round_up(c, ib), round_up(o, ob), 0};
+  if (groups == 1) return b;
+  if (groups == c && o == c && w.shape[1] == 1) {
+    if (ib != ob) return {};
+    b.groups = b.c_pad;
+    b.depthwise = true;
+    return b;
+  }
   // Grouped: the blocks the neighbours have, each inside one group, or inside `merge` groups
-  // taken as one (ResNeXt's 4 channels a group in blocks of 16).
+  // taken as one (ResNeXt's 4 channels a group in blocks of 16). Padded, the groups are as many
+  // more zero groups as fill the padding (RegNet's 55 groups of 8 channels as 56, in blocks of
+  // 16 that merge two).
   const int64_t cg = c / groups, og = o / groups;
+  if (b.c_pad != c || b.o_pad != o) {
+    if ((b.c_pad - c) % cg != 0 || (b.o_pad - o) % og != 0 ||
+        (b.c_pad - c) / cg != (b.o_pad - o) / og) {
+      return {};
+    }
+    b.extra_groups = (b.c_pad - c) / cg;
+  }
+  const int64_t all = groups + b.extra_groups;
   for (int64_t merge = 1; merge <= kMaxMerge; ++merge) {
-    if (groups % merge == 0 && merge * cg % ib == 0 && merge * og % ob == 0) {
-      return {ib, ob, groups / merge, merge};
+    if (all % merge == 0 && merge * cg % ib == 0 && merge * og % ob == 0) {
+      b.groups = all / merge;
+      b.merge = merge;
+      return b;
     }
   }
   return {};
@@ -102,22 +156,27 @@ runtime::NDArray merge_groups(const runtime::NDArray& w, int64_t groups, int64_t
   return m;
 }
 
-/// OIHW [O, C, KH, KW] -> [O/ob, C/ib, KH, KW, ib, ob] (depthwise [C, 1, KH, KW] with ib = 1).
-runtime::NDArray pack_kernel(const runtime::NDArray& w, int ib, int ob) {
+/// OIHW [O, C, KH, KW] -> [O_pad/ob, C_pad/ib, KH, KW, ib, ob] (depthwise [C, 1, KH, KW] with
+/// ib = 1); the channels past O and C (padded blocks) get zero weights.
+runtime::NDArray pack_kernel(const runtime::NDArray& w, int ib, int ob, int64_t o_pad,
+                             int64_t c_pad) {
   const auto& s = w.shape();
   const int64_t o = s[0], c = s[1], kh = s[2], kw = s[3];
-  KILN_ICHECK(ib > 0 && ob > 0 && c % ib == 0 && o % ob == 0)
+  KILN_ICHECK(ib > 0 && ob > 0 && c_pad % ib == 0 && o_pad % ob == 0 && o <= o_pad && c <= c_pad)
       << "pack_kernel: the kernel " << w.shape_string() << " does not split into blocks of " << ib
       << " input and " << ob << " output channels";
-  runtime::NDArray p = runtime::NDArray::empty({o / ob, c / ib, kh, kw, ib, ob}, kFloat32);
+  runtime::NDArray p =
+      runtime::NDArray::empty({o_pad / ob, c_pad / ib, kh, kw, ib, ob}, kFloat32);
   const float* src = w.data<float>();
   float* dst = p.data<float>();
+  std::fill(dst, dst + o_pad * c_pad * kh * kw, 0.0f);
   for (int64_t oo = 0; oo < o; ++oo) {
     for (int64_t cc = 0; cc < c; ++cc) {
       for (int64_t y = 0; y < kh; ++y) {
         for (int64_t x = 0; x < kw; ++x) {
           const int64_t to =
-              ((((oo / ob * (c / ib) + cc / ib) * kh + y) * kw + x) * ib + cc % ib) * ob + oo % ob;
+              ((((oo / ob * (c_pad / ib) + cc / ib) * kh + y) * kw + x) * ib + cc % ib) * ob +
+              oo % ob;
           dst[to] = src[((oo * c + cc) * kh + y) * kw + x];
         }
       }
@@ -126,15 +185,36 @@ runtime::NDArray pack_kernel(const runtime::NDArray& w, int ib, int ob) {
   return p;
 }
 
+/// `v` (float32 [n]) as [n_pad], zeros after n.
+runtime::NDArray pad_vector(const runtime::NDArray& v, int64_t n_pad) {
+  const int64_t n = v.shape().at(0);
+  runtime::NDArray p = runtime::NDArray::empty({n_pad}, kFloat32);
+  float* dst = p.data<float>();
+  std::fill(dst, dst + n_pad, 0.0f);
+  std::copy(v.data<float>(), v.data<float>() + n, dst);
+  return p;
+}
+
+/// A grouped OIHW kernel [O, C/groups, KH, KW] with `extra` zero groups appended.
+runtime::NDArray append_zero_groups(const runtime::NDArray& w, int64_t groups, int64_t extra) {
+  const auto& s = w.shape();
+  const int64_t og = s[0] / groups, per_out = s[1] * s[2] * s[3];
+  runtime::NDArray p = runtime::NDArray::empty({s[0] + extra * og, s[1], s[2], s[3]}, kFloat32);
+  float* dst = p.data<float>();
+  std::fill(dst, dst + (s[0] + extra * og) * per_out, 0.0f);
+  std::copy(w.data<float>(), w.data<float>() + s[0] * per_out, dst);
+  return p;
+}
+
 class LayoutRewriter {
  public:
-  explicit LayoutRewriter(Graph& g) : g_(g) {}
+  LayoutRewriter(Graph& g, const AlterLayoutOptions& opt) : g_(g), opt_(opt) {}
 
   AlterLayoutReport run() {
     std::vector<Node> old = std::move(g_.nodes());
     g_.nodes().clear();
     for (Node& n : old) {
-      if (ConvBlocks b = conv_blocks(g_, n); b.ib > 0) {
+      if (ConvBlocks b = conv_blocks(g_, n, opt_); b.ib > 0) {
         block_conv(std::move(n), b);
       } else if (!try_keep_blocked(n) && !try_pool_blocked(n) && !try_concat_blocked(n) &&
                  !try_batch_norm_blocked(n)) {
@@ -155,12 +235,18 @@ class LayoutRewriter {
     int block;
   };
 
+  /// Whether `v`'s blocked form has a padded last block.
+  bool padded(ValueId v) const {
+    auto it = blocked_.find(v);
+    return it != blocked_.end() && g_.value(v).shape[1] % it->second.block != 0;
+  }
+
   /// `v` in NCHW: itself, produced by a conversion from its blocked form when a node made it
   /// blocked.
   ValueId plain(ValueId v) {
     auto it = blocked_.find(v);
     if (it == blocked_.end() || produced_.count(v)) return v;
-    emit_conversion(it->second.value, it->second.block, 0, v);
+    emit_conversion(it->second.value, it->second.block, 0, v, g_.value(v).shape[1]);
     produced_.insert(v);
     return v;
   }
@@ -171,20 +257,26 @@ class LayoutRewriter {
     if (it != blocked_.end() && it->second.block == b) return it->second.value;
     auto key = std::make_pair(v, b);
     if (auto c = converted_.find(key); c != converted_.end()) return c->second;
-    const Value& orig = g_.value(v);
+    const Value& orig = g_.value(v);  // (add_value invalidates the reference)
+    const int64_t channels = orig.shape[1];
     ValueId to = g_.add_value(orig.name + "_nchw" + std::to_string(b) + "c", orig.dtype,
                               blocked_shape(orig.shape, b));
     if (it != blocked_.end()) {
-      emit_conversion(it->second.value, it->second.block, b, to);
+      emit_conversion(it->second.value, it->second.block, b, to, channels);
     } else {
-      emit_conversion(v, 0, b, to);
+      emit_conversion(v, 0, b, to, channels);
     }
     converted_[key] = to;
     return to;
   }
 
-  void emit_conversion(ValueId from, int src_block, int dst_block, ValueId to) {
-    g_.nodes().push_back(layout_transform_node(g_, from, to, src_block, dst_block));
+  void emit_conversion(ValueId from, int src_block, int dst_block, ValueId to, int64_t channels) {
+    Node n = layout_transform_node(g_, from, to, src_block, dst_block);
+    if ((src_block != 0 && channels % src_block != 0) ||
+        (dst_block != 0 && channels % dst_block != 0)) {
+      n.attrs["channels"] = channels;  // padded blocks on one side
+    }
+    g_.nodes().push_back(std::move(n));
     ++report_.conversions;
   }
 
@@ -199,13 +291,31 @@ class LayoutRewriter {
   }
 
   void block_conv(Node n, const ConvBlocks& b) {
-    const Value& w = g_.value(n.inputs[1]);
-    const int64_t groups = n.i("group");
-    runtime::NDArray merged;
-    if (b.merge != 1) merged = merge_groups(*w.data, groups, b.merge);
-    const runtime::NDArray& kernel = b.merge != 1 ? merged : *w.data;
-    ValueId packed =
-        g_.add_constant(w.name + "_packed", pack_kernel(kernel, b.depthwise ? 1 : b.ib, b.ob));
+    const Value& w = g_.value(n.inputs[1]);  // (a reference that add_constant may invalidate)
+    const std::string w_name = w.name;
+    const int64_t groups = n.i("group"), o = w.shape[0];
+    const bool padded = b.c_pad != g_.value(n.inputs[0]).shape[1] || b.o_pad != o;
+    const std::shared_ptr<const runtime::NDArray> original = w.data;
+    runtime::NDArray grouped, merged;  // the kernel with zero groups appended, merged
+    const runtime::NDArray* kernel = original.get();
+    if (b.extra_groups != 0) {
+      grouped = append_zero_groups(*kernel, groups, b.extra_groups);
+      kernel = &grouped;
+    }
+    if (b.merge != 1) {
+      merged = merge_groups(*kernel, groups + b.extra_groups, b.merge);
+      kernel = &merged;
+    }
+    // A depthwise kernel [C, 1, ...] pads its channels as output channels; a grouped one's input
+    // channels are a (merged) group's.
+    const int64_t c_pad = b.depthwise || groups != 1 ? kernel->shape()[1] : b.c_pad;
+    ValueId packed = g_.add_constant(
+        w_name + "_packed", pack_kernel(*kernel, b.depthwise ? 1 : b.ib, b.ob, b.o_pad, c_pad));
+    if (b.o_pad != o && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
+      const Value& bias = g_.value(n.inputs[2]);
+      runtime::NDArray padded_bias = pad_vector(*bias.data, b.o_pad);
+      n.inputs[2] = g_.add_constant(bias.name + "_padded", std::move(padded_bias));
+    }
     n.inputs[0] = in_block(n.inputs[0], b.ib);
     n.inputs[1] = packed;
     n.attrs["data_block"] = int64_t{b.ib};
@@ -214,6 +324,7 @@ class LayoutRewriter {
     make_blocked_output(n, b.ob);
     g_.nodes().push_back(std::move(n));
     ++report_.convolutions_blocked;
+    if (padded) ++report_.padded;
     if (groups != 1 && !b.depthwise) ++report_.grouped_blocked;
   }
 
@@ -237,6 +348,8 @@ class LayoutRewriter {
       }
     }
     if (b == 0) return false;
+    // On a padded block only what keeps the padding finite (see finite_on_finite).
+    if (out_shape[1] % b != 0 && !finite_on_finite(n.op)) return false;
     std::vector<bool> to_block;
     for (ValueId v : n.inputs) {
       if (v == kNoValue) {
@@ -244,7 +357,7 @@ class LayoutRewriter {
         continue;
       }
       const Value& val = g_.value(v);
-      if (val.shape == out_shape ? blocked_.count(v) != 0 : per_channel(val.shape, out_shape, b)) {
+      if (val.shape == out_shape ? blocked_.count(v) != 0 : per_channel(val.shape, out_shape)) {
         to_block.push_back(true);
       } else if (val.num_elements() == 1) {
         to_block.push_back(false);
@@ -261,10 +374,10 @@ class LayoutRewriter {
     return true;
   }
 
-  /// Whether `s` is a rank-4 operand with `out`'s channels (a multiple of b) whose other
-  /// dimensions are out's or 1.
-  static bool per_channel(const std::vector<int64_t>& s, const std::vector<int64_t>& out, int b) {
-    if (s.size() != 4 || s[1] != out[1] || s[1] % b != 0) return false;
+  /// Whether `s` is a rank-4 operand with `out`'s channels whose other dimensions are out's or 1
+  /// (blocked like out, padded where out is).
+  static bool per_channel(const std::vector<int64_t>& s, const std::vector<int64_t>& out) {
+    if (s.size() != 4 || s[1] != out[1]) return false;
     for (size_t d : {size_t{0}, size_t{2}, size_t{3}}) {
       if (s[d] != out[d] && s[d] != 1) return false;
     }
@@ -342,7 +455,9 @@ class LayoutRewriter {
       scale[static_cast<size_t>(i)] = static_cast<float>(sc);
       shift[static_cast<size_t>(i)] = static_cast<float>(double(beta[i]) - double(mean[i]) * sc);
     }
-    const std::vector<int64_t> per_channel = {1, c / b, 1, 1, b};
+    const std::vector<int64_t> per_channel = {1, (c + b - 1) / b, 1, 1, b};
+    scale.resize(static_cast<size_t>(per_channel[1] * b), 0.0f);  // a padded block's are zeros
+    shift.resize(scale.size(), 0.0f);
     ValueId sv = g_.add_constant(n.name + "_scale", runtime::NDArray::from_vector(scale, per_channel));
     ValueId hv = g_.add_constant(n.name + "_shift", runtime::NDArray::from_vector(shift, per_channel));
     const ValueId orig = n.outputs[0];
@@ -357,6 +472,7 @@ class LayoutRewriter {
   }
 
   Graph& g_;
+  const AlterLayoutOptions opt_;
   std::map<ValueId, Blocked> blocked_;                 ///< original value -> its blocked form
   std::set<ValueId> produced_;                         ///< originals made again by a conversion
   std::map<std::pair<ValueId, int>, ValueId> converted_;  ///< (value, block) -> converted value
@@ -382,9 +498,9 @@ Node layout_transform_node(const Graph& g, ValueId from, ValueId to, int src_blo
   return n;
 }
 
-AlterLayoutReport alter_layout(Graph& g) {
+AlterLayoutReport alter_layout(Graph& g, const AlterLayoutOptions& options) {
   g.verify();
-  return LayoutRewriter(g).run();
+  return LayoutRewriter(g, options).run();
 }
 
 }  // namespace kiln::graph

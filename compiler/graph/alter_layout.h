@@ -26,6 +26,16 @@
 // are LayoutTransform nodes {src_block, dst_block} (0 = NCHW), each made at most once per value
 // and block. A value keeps its id and NCHW meaning: its blocked form is a new value, and the
 // original is produced by a conversion only if something still reads it.
+//
+// Padded blocks. With options.pad_to (AVX-512's 16 lanes), a channel count that is not a multiple
+// of it but would be with at most an eighth more channels is blocked in pad_to with its last block
+// padded: [N, ceil(C/b), H, W, b]. A convolution computes the padding from zero weights and a
+// zero bias (so a grouped one gets zero groups, a depthwise one zero channels); what reads a
+// padded value never takes the padding for channels: convolutions give it zero weights, a
+// conversion to NCHW or to unpadded blocks (a LayoutTransform with the attribute `channels`)
+// drops it, one from NCHW fills it with zeros. Elementwise operators run on it only when they
+// keep it finite (an infinity or NaN times a zero weight would not vanish); the others, and
+// concatenations, read such a value in NCHW.
 #pragma once
 
 #include <cstddef>
@@ -34,14 +44,21 @@
 
 namespace kiln::graph {
 
+struct AlterLayoutOptions {
+  /// Blocks of this many channels (the target's vector lanes; 0: none) where they need a padded
+  /// last block; see "Padded blocks" above.
+  int pad_to = 0;
+};
+
 struct AlterLayoutReport {
   size_t convolutions_blocked = 0;
   size_t grouped_blocked = 0;  ///< of those, grouped ones (neither groups == 1 nor depthwise)
+  size_t padded = 0;           ///< of those, ones with a padded block (input or output)
   size_t conversions = 0;  ///< LayoutTransform nodes inserted
 };
 
 /// Rewrites `g` (verified, topologically ordered, batch norms already folded) by the rules above.
-AlterLayoutReport alter_layout(Graph& g);
+AlterLayoutReport alter_layout(Graph& g, const AlterLayoutOptions& options = {});
 
 /// The channel block the pass gives `channels` (0: none, the convolution stays NCHW).
 int channel_block(int64_t channels);

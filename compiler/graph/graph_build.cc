@@ -186,7 +186,12 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   }
   if (options.alter_layout && !tgt.is_gpu()) {
     enter("changing layouts");
-    const AlterLayoutReport layout = alter_layout(g);
+    // Padded blocks where the target's vectors hold 16 floats (AVX-512): a full vector for a
+    // channel count like RegNet's 440 rather than half ones.
+    const int pad_to = options.pad_channels_to >= 0 ? options.pad_channels_to
+                       : tgt.vector_bits >= 512     ? 16
+                                                    : 0;
+    const AlterLayoutReport layout = alter_layout(g, {pad_to});
     rep.convolutions_blocked = layout.convolutions_blocked;
     rep.layout_conversions = layout.conversions;
   }

@@ -42,6 +42,9 @@ struct BuildOptions {
   bool pack_weights = true;
   /// Moves convolutions and the elementwise chains between them to NCHW[x]c (alter_layout.h).
   bool alter_layout = true;
+  /// alter_layout's padded blocks (AlterLayoutOptions::pad_to): -1 by the target (16 where its
+  /// vectors hold 16 floats, else none), 0 none, else blocks of this many channels.
+  int pad_channels_to = -1;
   /// Chooses the config of every tunable operator (the tuner's log); null: templates' defaults.
   autotune::ConfigSource* configs = nullptr;
 };

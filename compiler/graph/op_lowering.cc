@@ -848,7 +848,8 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (op == "Transpose") return injective_result(topi::transpose(c.input(0), n.ints("perm")));
   if (op == "LayoutTransform") {
     return injective_result(topi::layout_transform(c.input(0), static_cast<int>(n.i("src_block")),
-                                                   static_cast<int>(n.i("dst_block"))));
+                                                   static_cast<int>(n.i("dst_block")),
+                                                   n.i("channels", 0)));
   }
   if (op == "Gather") return injective_result(topi::take(c.input(0), c.input(1), n.i("axis")));
   if (op == "Concat") {

@@ -577,44 +577,69 @@ void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
   schedule_conv2d_nchwc_x86(s, out, cfg, output);
 }
 
-te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block, const std::string& name) {
-  KILN_USER_CHECK(t.ndim() == 4) << "nchw_to_nchwc: '" << t->name() << "' must be 4-D";
-  int64_t c = const_dim(t, 1, "nchw_to_nchwc");
-  KILN_USER_CHECK(c_block > 0 && c % c_block == 0)
-      << "nchw_to_nchwc: " << c << " channels are not a multiple of the block " << c_block;
-  const auto& sh = t->shape();
-  return te::compute(
-      {sh[0], c / c_block, sh[2], sh[3], c_block},
-      [&](Var n, Var cb, Var y, Var x, Var ci) { return t(n, cb * c_block + ci, y, x); }, name,
-      {"n", "cb", "h", "w", "c"});
+namespace {
+
+/// Channel ch of `t` (NCHW when src_block is 0, else blocks of src_block), zero from `channels` on
+/// (the padding of a last block).
+Expr channel_or_zero(const te::Tensor& t, int src_block, int64_t channels, const Expr& n,
+                     const Expr& ch, const Expr& y, const Expr& x, bool padded) {
+  Expr c = padded ? ir::min(ch, Expr(channels - 1)) : ch;
+  Expr v = src_block == 0 ? t(n, c, y, x)
+                          : t(n, ir::floordiv(c, Expr(src_block)), y, x,
+                              ir::floormod(c, Expr(src_block)));
+  return padded ? ir::select(ch < Expr(channels), v, ir::make_zero(t->dtype())) : v;
 }
 
-te::Tensor nchwc_to_nchw(const te::Tensor& t, const std::string& name) {
+}  // namespace
+
+te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block, const std::string& name) {
+  KILN_USER_CHECK(t.ndim() == 4) << "nchw_to_nchwc: '" << t->name() << "' must be 4-D";
+  KILN_USER_CHECK(c_block > 0) << "nchw_to_nchwc: the block must be positive, got " << c_block;
+  const int64_t c = const_dim(t, 1, "nchw_to_nchwc");
+  const bool padded = c % c_block != 0;
+  const auto& sh = t->shape();
+  return te::compute(
+      {sh[0], (c + c_block - 1) / c_block, sh[2], sh[3], c_block},
+      [&](Var n, Var cb, Var y, Var x, Var ci) {
+        return channel_or_zero(t, 0, c, n, cb * c_block + ci, y, x, padded);
+      },
+      name, {"n", "cb", "h", "w", "c"});
+}
+
+te::Tensor nchwc_to_nchw(const te::Tensor& t, int64_t channels, const std::string& name) {
   KILN_USER_CHECK(t.ndim() == 5) << "nchwc_to_nchw: '" << t->name() << "' must be 5-D";
   int64_t cb = const_dim(t, 1, "nchwc_to_nchw"), ci = const_dim(t, 4, "nchwc_to_nchw");
+  if (channels == 0) channels = cb * ci;
+  KILN_USER_CHECK(channels > (cb - 1) * ci && channels <= cb * ci)
+      << "nchwc_to_nchw: '" << t->name() << "' has " << cb << " blocks of " << ci << ", not "
+      << channels << " channels";
   const auto& sh = t->shape();
-  return te::compute({sh[0], cb * ci, sh[2], sh[3]},
+  return te::compute({sh[0], channels, sh[2], sh[3]},
                      [&](Var n, Var c, Var y, Var x) {
                        return t(n, ir::floordiv(c, Expr(ci)), y, x, ir::floormod(c, Expr(ci)));
                      },
                      name, {"n", "c", "h", "w"});
 }
 
-te::Tensor layout_transform(const te::Tensor& t, int src_block, int dst_block,
+te::Tensor layout_transform(const te::Tensor& t, int src_block, int dst_block, int64_t channels,
                             const std::string& name) {
   if (src_block == 0) return nchw_to_nchwc(t, dst_block, name);
-  if (dst_block == 0) return nchwc_to_nchw(t, name);
+  if (dst_block == 0) return nchwc_to_nchw(t, channels, name);
   KILN_USER_CHECK(t.ndim() == 5 && const_dim(t, 4, "layout_transform") == src_block)
       << "layout_transform: '" << t->name() << "' is not in blocks of " << src_block;
-  const int64_t c = const_dim(t, 1, "layout_transform") * src_block;
-  KILN_USER_CHECK(dst_block > 0 && c % dst_block == 0)
-      << "layout_transform: " << c << " channels are not a multiple of the block " << dst_block;
+  KILN_USER_CHECK(dst_block > 0) << "layout_transform: the block must be positive, got "
+                                 << dst_block;
+  const int64_t blocks = const_dim(t, 1, "layout_transform");
+  const int64_t c = channels == 0 ? blocks * src_block : channels;
+  KILN_USER_CHECK(c > (blocks - 1) * src_block && c <= blocks * src_block)
+      << "layout_transform: '" << t->name() << "' has " << blocks << " blocks of " << src_block
+      << ", not " << c << " channels";
+  const bool padded = c % dst_block != 0;
   const auto& sh = t->shape();
-  return te::compute({sh[0], c / dst_block, sh[2], sh[3], dst_block},
+  return te::compute({sh[0], (c + dst_block - 1) / dst_block, sh[2], sh[3], dst_block},
                      [&](Var n, Var cb, Var y, Var x, Var ci) {
-                       Expr ch = cb * dst_block + ci;
-                       return t(n, ir::floordiv(ch, Expr(src_block)), y, x,
-                                ir::floormod(ch, Expr(src_block)));
+                       return channel_or_zero(t, src_block, c, n, cb * dst_block + ci, y, x,
+                                              padded);
                      },
                      name, {"n", "cb", "h", "w", "c"});
 }

@@ -116,14 +116,17 @@ space::Config depthwise_conv2d_nchwc_x86_default(const te::Tensor& out,
 void schedule_depthwise_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
                                          const space::Config& cfg, const te::Tensor& output = {});
 
-/// [N, C, H, W] -> [N, C / c_block, H, W, c_block]; C must be a multiple of c_block.
+/// [N, C, H, W] -> [N, ceil(C / c_block), H, W, c_block]; where C is not a multiple of c_block
+/// the last block's channels past C are zeros (padded blocks, see alter_layout).
 te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block,
                          const std::string& name = "nchw_to_nchwc");
-/// [N, CB, H, W, cb] -> [N, CB * cb, H, W].
-te::Tensor nchwc_to_nchw(const te::Tensor& t, const std::string& name = "nchwc_to_nchw");
+/// [N, CB, H, W, cb] -> [N, channels, H, W]: the first `channels` of the CB * cb (0: all).
+te::Tensor nchwc_to_nchw(const te::Tensor& t, int64_t channels = 0,
+                         const std::string& name = "nchwc_to_nchw");
 /// Between NCHW (block 0) and NCHW[x]c with blocks of src_block / dst_block channels: the two
-/// above, or [N, C/a, H, W, a] -> [N, C/b, H, W, b] directly.
-te::Tensor layout_transform(const te::Tensor& t, int src_block, int dst_block,
+/// above, or [N, CB, H, W, a] -> [N, ceil(C / b), H, W, b] directly. `channels` is C, the real
+/// channels of padded blocks (0: all of t's); channels past it are dropped, or zeros when padded.
+te::Tensor layout_transform(const te::Tensor& t, int src_block, int dst_block, int64_t channels = 0,
                             const std::string& name = "layout_transform");
 /// OIHW [O, C, KH, KW] -> [O / oc_block, C / ic_block, KH, KW, ic_block, oc_block].
 te::Tensor pack_conv2d_kernel(const te::Tensor& kernel, int ic_block, int oc_block,

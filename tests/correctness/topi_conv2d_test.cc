@@ -10,6 +10,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d.h"
+#include "tests/common/expect_error.h"
 #include "tests/common/kiln_test_util.h"
 
 namespace kiln {
@@ -404,9 +405,9 @@ TEST(TopiConv2d, LayoutTransformBetweenBlocks) {
   // NCHW -> blocks of 16 -> blocks of 8 -> NCHW gives back the input; blocks of 8 match the
   // direct conversion.
   te::Tensor x = te::placeholder({2, 32, 3, 5}, ir::kFloat32, "x");
-  te::Tensor b16 = topi::layout_transform(x, 0, 16, "b16");
-  te::Tensor b8 = topi::layout_transform(b16, 16, 8, "b8");
-  te::Tensor back = topi::layout_transform(b8, 8, 0, "back");
+  te::Tensor b16 = topi::layout_transform(x, 0, 16, 0, "b16");
+  te::Tensor b8 = topi::layout_transform(b16, 16, 8, 0, "b8");
+  te::Tensor back = topi::layout_transform(b8, 8, 0, 0, "back");
   te::Schedule s = te::create_schedule({back, b8});
   topi::schedule_layout_transform_x86(s, b16);
   topi::schedule_layout_transform_x86(s, b8);
@@ -423,6 +424,37 @@ TEST(TopiConv2d, LayoutTransformBetweenBlocks) {
           for (int c = 0; c < 8; ++c)
             ref.push_back(xa.data<float>()[((n * 32 + cb * 8 + c) * 3 + h) * 5 + w]);
   EXPECT_TRUE(all_close(b8a, ref, 0, 0));
+}
+
+TEST(TopiConv2d, LayoutTransformPadsAndDropsALastBlock) {
+  // 20 channels: NCHW -> 2 blocks of 16 (the last 12 channels zeros) -> 3 blocks of 8 (the last
+  // 4 zeros) -> NCHW's 20 again.
+  te::Tensor x = te::placeholder({1, 20, 2, 3}, ir::kFloat32, "x");
+  te::Tensor b16 = topi::layout_transform(x, 0, 16, 0, "b16");
+  te::Tensor b8 = topi::layout_transform(b16, 16, 8, 20, "b8");
+  te::Tensor back = topi::layout_transform(b8, 8, 0, 20, "back");
+  ASSERT_EQ(b16->shape().size(), 5u);
+  EXPECT_EQ(ir::as_const_int(b16->shape()[1]), 2);
+  EXPECT_EQ(ir::as_const_int(b8->shape()[1]), 3);
+  EXPECT_EQ(ir::as_const_int(back->shape()[1]), 20);
+  te::Schedule s = te::create_schedule({back, b8, b16});
+  for (const te::Tensor& t : {b16, b8, back}) topi::schedule_layout_transform_x86(s, t);
+  NDArray xa = random_array({1, 20, 2, 3}, 9), b16a = zeros({1, 2, 2, 3, 16}),
+          b8a = zeros({1, 3, 2, 3, 8}), backa = zeros({1, 20, 2, 3});
+  build_host(s, {x, b16, b8, back})(xa, b16a, b8a, backa);
+  EXPECT_TRUE(all_close(backa, xa.to_vector<float>(), 0, 0));
+  const float* px = xa.data<float>();
+  std::vector<float> ref16, ref8;
+  for (int cb = 0; cb < 2; ++cb)
+    for (int hw = 0; hw < 6; ++hw)
+      for (int c = 0; c < 16; ++c) ref16.push_back(cb * 16 + c < 20 ? px[(cb * 16 + c) * 6 + hw] : 0.0f);
+  for (int cb = 0; cb < 3; ++cb)
+    for (int hw = 0; hw < 6; ++hw)
+      for (int c = 0; c < 8; ++c) ref8.push_back(cb * 8 + c < 20 ? px[(cb * 8 + c) * 6 + hw] : 0.0f);
+  EXPECT_TRUE(all_close(b16a, ref16, 0, 0));
+  EXPECT_TRUE(all_close(b8a, ref8, 0, 0));
+  // A count the blocks cannot hold is refused by name.
+  EXPECT_ERROR_CONTAINS(topi::layout_transform(b16, 16, 8, 40, "bad"), "not 40 channels");
 }
 
 }  // namespace

@@ -62,12 +62,13 @@ class LayoutGraph {
 };
 
 /// Builds `g` with and without the layout pass, runs both on the same random inputs and compares
-/// every output (float32 sums in another order: 1e-4 relative).
-void expect_same_results(const Graph& g) {
+/// every output (float32 sums in another order: 1e-4 relative, `atol` absolute).
+void expect_same_results(const Graph& g, int pad_channels_to = -1, double atol = 1e-5) {
   std::vector<runtime::GraphExecutor> execs;
   for (bool alter : {false, true}) {
     BuildOptions o;
     o.alter_layout = alter;
+    o.pad_channels_to = pad_channels_to;
     BuildReport rep;
     execs.push_back(runtime::GraphExecutor::from_bundle(build_graph(g, "llvm", o, &rep), "g"));
     EXPECT_EQ(rep.convolutions_blocked > 0, alter);
@@ -80,7 +81,7 @@ void expect_same_results(const Graph& g) {
   for (size_t i = 0; i < execs[0].num_outputs(); ++i) {
     const NDArray& ref = execs[0].output(i);
     ASSERT_EQ(execs[1].output(i).shape(), ref.shape());
-    EXPECT_TRUE(testing::all_close(execs[1].output(i), ref.to_vector<float>(), 1e-4, 1e-5));
+    EXPECT_TRUE(testing::all_close(execs[1].output(i), ref.to_vector<float>(), 1e-4, atol));
   }
 }
 
@@ -123,6 +124,59 @@ TEST(AlterLayout, ResidualBlockConvertsOnlyAtItsEdges) {
   EXPECT_EQ(m.g.value(m.g.nodes()[1].outputs[0]).shape,
             (std::vector<int64_t>{1, 1, 12, 12, 16}));
   expect_same_results(before);
+}
+
+// Padded blocks (pad_to 16): 72 channels as 5 blocks of 16, the last half padding. Plain
+// convolutions (one reading a padded input), a grouped one of 9 groups of 8 (a zero group appended, then merged in pairs: 5
+// groups of 16), a squeeze-and-excitation scale (its 18-channel middle stays NCHW: padding 18
+// to 32 would cost too much), a depthwise convolution and a residual Add all stay in padded
+// blocks; a Div (not finite on the padding) reads NCHW, and so does a Concat; the next
+// convolution converts back from NCHW. The results match the NCHW build's, so the padding
+// never leaks into a real channel.
+TEST(AlterLayout, PaddedBlocksKeepTheirPaddingOutOfRealChannels) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 3, 10, 10});
+  ValueId a = m.op("Relu", {m.conv(x, 72, 3)});
+  ValueId g = m.op("Relu", {m.conv(m.op("Relu", {m.conv(a, 72, 1)}), 72, 3, 1, 9)});
+  ValueId p = m.g.add_op("GlobalAveragePool", "gap", {g}, {}, kFloat32, {1, 72, 1, 1});
+  ValueId s = m.op("Sigmoid", {m.conv(m.op("Relu", {m.conv(p, 18, 1)}), 72, 1)});
+  ValueId se = m.g.add_op("Mul", "se", {g, s}, {}, kFloat32, {1, 72, 10, 10});
+  ValueId d = m.op("Add", {m.conv(se, 72, 3, 1, 72), a});
+  ValueId pc = m.g.add_constant("pc", testing::random_array({1, 72, 1, 1}, 6));
+  ValueId q = m.g.add_op("Div", "div", {d, m.op("Sigmoid", {pc})}, {}, kFloat32, {1, 72, 10, 10});
+  ValueId cat = m.g.add_op("Concat", "cat", {q, a}, {{"axis", int64_t{1}}}, kFloat32,
+                           {1, 144, 10, 10});
+  m.g.add_output(m.conv(cat, 72, 1));
+  Graph before = m.g;
+  AlterLayoutReport r = alter_layout(m.g, {16});
+  EXPECT_EQ(r.convolutions_blocked, 5u);  // all but the squeeze-and-excitation's two
+  EXPECT_EQ(r.padded, 5u);
+  EXPECT_EQ(r.grouped_blocked, 1u);
+  EXPECT_EQ(m.ops(),
+            (std::vector<std::string>{"LT0>3", "Conv", "Relu", "Conv", "Relu", "Conv", "Relu",
+                                      "GlobalAveragePool", "LT16>0", "Conv", "Relu", "Conv",
+                                      "Sigmoid", "LT0>16", "Mul", "Conv", "Add", "Sigmoid",
+                                      "LT16>0", "Div", "LT16>0", "Concat", "LT0>16", "Conv",
+                                      "LT16>0"}));
+  for (const Node& n : m.g.nodes()) {
+    if (n.op == "Conv" && n.has_attr("out_block")) {
+      EXPECT_EQ(m.g.value(n.outputs[0]).shape[1], 5) << n.name;  // ceil(72 / 16) blocks
+      EXPECT_EQ(n.i("out_block"), 16) << n.name;
+    }
+    if (n.op == "LayoutTransform" && (n.i("src_block") == 16 || n.i("dst_block") == 16)) {
+      EXPECT_EQ(n.has_attr("channels"), m.g.value(n.outputs[0]).shape[1] != 144 / 16) << n.name;
+    }
+  }
+  // The grouped convolution: 10 groups of 8 merged in pairs.
+  EXPECT_EQ(m.g.nodes()[5].i("group"), 5);
+  // Six layers of random weights cancel to outputs near 0.1 from sums near 10: float32 rounding
+  // in another order differs by up to 1e-4 there (as much with blocks of 8), a leaked padding
+  // channel by about the outputs themselves.
+  expect_same_results(before, 16, 1e-4);
+  // Without padding the same graph blocks 72 channels in 8s.
+  Graph plain_blocks = before;
+  AlterLayoutReport r8 = alter_layout(plain_blocks);
+  EXPECT_EQ(r8.padded, 0u);
 }
 
 // A squeeze-and-excitation scale: GlobalAveragePool (blocked), two 1x1 convolutions on the
