@@ -254,30 +254,61 @@ Result lower_qconv(const Ctx& c) {
           q.acc};
 }
 
+/// [M, K] rows `a2` (the node's input 0, or a view of it) times the panels pack_weights made of
+/// input 1, then `epilogue` on the [M, N] product. M is padded to rows the register tile divides
+/// (a transformer's 197 tokens would leave it one row high): A zero-padded, the product computed
+/// apart, cropped in the output stage.
+Result packed_product(const Ctx& c, const Tensor& a2, int64_t n, const std::string& name,
+                      const std::function<Tensor(const Tensor&)>& epilogue) {
+  const Tensor& a = c.input(0);
+  const int64_t m = *ir::as_const_int(a2->shape()[0]);
+  const int64_t mp = topi::batch_matmul_padded_rows(m);
+  Tensor ap = mp == m ? a2
+                      : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant,
+                                  name + "_a_pad");
+  Tensor y = topi::dense_packed(ap, c.input(1), n, name);
+  auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
+    if (a2 != a) s[a2].compute_inline();
+    if (ap != a2) injective(s, ap);
+    tuning.schedule("dense_x86", s, t, output);
+  };
+  if (a2 == a && mp == m) return with_epilogue(y, base, epilogue(y));
+  Tensor yc = mp == m ? y : topi::slice(y, {0, 0}, {m, n}, {}, {}, name + "_crop");
+  Tensor out = epilogue(yc);
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
+            base(s, y, y);
+            if (yc != y && yc != output) s[yc].compute_inline();
+            if (out != yc && out != output) s[out].compute_inline();
+            injective(s, output);
+          }};
+}
+
 Result lower_gemm(const Ctx& c) {
   const Node& n = c.node;
   const float alpha = n.f("alpha"), beta = n.f("beta");
-  // pack_weights gave B as [ceil(N / bn), K, bn] panels (transA = 0).
-  Tensor y = n.has_attr("packed_bn")
-                 ? topi::dense_packed(c.input(0), c.input(1), c.out_value().shape.at(1), "gemm")
-                 : topi::dense(c.input(0), c.input(1), n.i("transA") != 0, n.i("transB") != 0,
-                               "gemm");
-  Tensor out = y;
   const bool bias = c.has(2) && beta != 0.0f;
-  if (bias) {
-    const Tensor& bias_t = c.in[2];
-    out = topi::broadcast_binary(
-        y, bias_t,
-        [=](Expr a, Expr b) {
-          Expr scaled = alpha == 1.0f ? a : a * Expr(alpha);
-          return scaled + (beta == 1.0f ? b : b * Expr(beta));
-        },
-        "gemm_bias");
-  } else if (alpha != 1.0f) {
-    out = topi::elementwise(
-        y, [=](Expr a) { return a * Expr(alpha); }, "gemm_scale");
+  auto epilogue = [&](const Tensor& y) {
+    if (bias) {
+      return topi::broadcast_binary(
+          y, c.in[2],
+          [=](Expr a, Expr b) {
+            Expr scaled = alpha == 1.0f ? a : a * Expr(alpha);
+            return scaled + (beta == 1.0f ? b : b * Expr(beta));
+          },
+          "gemm_bias");
+    }
+    if (alpha != 1.0f) {
+      return topi::elementwise(
+          y, [=](Expr a) { return a * Expr(alpha); }, "gemm_scale");
+    }
+    return y;
+  };
+  // pack_weights gave B as [ceil(N / bn), K, bn] panels (transA = 0).
+  if (n.has_attr("packed_bn")) {
+    return packed_product(c, c.input(0), c.out_value().shape.at(1), "gemm", epilogue);
   }
-  return with_epilogue(y, c.tuning.of("dense_x86"), out);
+  Tensor y = topi::dense(c.input(0), c.input(1), n.i("transA") != 0, n.i("transB") != 0, "gemm");
+  return with_epilogue(y, c.tuning.of("dense_x86"), epilogue(y));
 }
 
 Result lower_matmul(const Ctx& c) {
@@ -795,27 +826,9 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
       const int64_t k = as.back(), m = c.out_value().num_elements() / out_shape.back();
       const Tensor& a = c.input(0);
       Tensor a2 = as.size() == 2 ? a : topi::reshape(a, {m, k}, "matmul_a");
-      // Rows the register tile divides (a transformer's 197 tokens would leave it one row high):
-      // A zero-padded, computed apart, and the product cropped in the output stage.
-      const int64_t mp = topi::batch_matmul_padded_rows(m);
-      Tensor ap = mp == m ? a2
-                          : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant,
-                                      "matmul_a_pad");
-      Tensor y = topi::dense_packed(ap, c.input(1), out_shape.back(), "matmul");
-      auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
-        if (a2 != a) s[a2].compute_inline();
-        if (ap != a2) injective(s, ap);
-        tuning.schedule("dense_x86", s, t, output);
-      };
-      if (as.size() == 2 && mp == m) return with_epilogue(y, base, y);
-      Tensor yc = mp == m ? y : topi::slice(y, {0, 0}, {m, out_shape.back()}, {}, {}, "matmul_crop");
-      Tensor out = topi::reshape(yc, out_shape, "matmul_out");
-      return {{out}, [=](te::Schedule& s, const Tensor& output) {
-                base(s, y, y);
-                if (yc != y && yc != output) s[yc].compute_inline();
-                if (out != output) s[out].compute_inline();
-                injective(s, output);
-              }};
+      return packed_product(c, a2, out_shape.back(), "matmul", [&](const Tensor& y) {
+        return as.size() == 2 ? y : topi::reshape(y, out_shape, "matmul_out");
+      });
     }
     if (c.in_shape(0).size() == 2 && c.in_shape(1).size() == 2) {
       Tensor y = topi::dense(c.input(0), c.input(1), false, false, "matmul");

@@ -261,6 +261,18 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out) {
   }
   ir::IterVar outer, inner;
   auto last = ir::as_const_int(st->op->shape()[ndim - 1]);
+  // The axis before the last (0: none, or not constant).
+  const int64_t prev = ndim > 2 ? ir::as_const_int(st->op->shape()[ndim - 2]).value_or(0) : 0;
+  if (last && *last == kLanes && prev > 0 && total && *total / (prev * kLanes) >= 8) {
+    // NCHW16c: the rows (N, C/16, H) in parallel, each a loop over W of one vector: its indices
+    // advance by a constant and whatever depends on the channel block alone (which input of a
+    // concatenation a DenseNet layer reads) is decided once per row, not per vector.
+    std::vector<ir::IterVar> rows(axes.begin(), axes.end() - 2);
+    ir::IterVar row = rows.size() == 1 ? rows[0] : st.fuse(rows);
+    if (*total > kParallelMin) st.parallel(row);
+    st.vectorize(axes.back());
+    return;
+  }
   if (last && (*last % kLanes == 0 || (ndim > 1 && *last >= 2 * kLanes))) {
     // The same iteration order as fusing everything and splitting by 16, but split first: a
     // vector then never crosses a row, so its indices stay affine (contiguous loads and stores).
@@ -271,8 +283,7 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out) {
     axes.back() = lo;
     outer = axes.size() == 1 ? lo : st.fuse(axes);
     inner = li;
-  } else if (auto prev = ndim > 2 ? ir::as_const_int(st->op->shape()[ndim - 2]) : std::nullopt;
-             last && *last < kLanes && kLanes % *last != 0 && prev && *prev % kLanes == 0) {
+  } else if (last && *last < kLanes && kLanes % *last != 0 && prev > 0 && prev % kLanes == 0) {
     // A short last axis that 16 does not divide (the 3 colours of a network's input in NCHW3c):
     // 16 elements of the axis before it by the whole last axis, one vector of 16 x last lanes,
     // so that each lane's source index is the vector's start plus a constant. Fused and split by

@@ -149,8 +149,44 @@ te::Tensor log_softmax(const te::Tensor& x, int64_t axis, const std::string& nam
 }
 
 void schedule_softmax_x86(te::Schedule& s, const te::Tensor& out) {
+  const std::vector<te::Tensor> stages = own_stages(out);
+  // Along the last axis (attention's rows): every stage computed at the output's row, so that
+  // one parallel loop over the rows keeps each row's maxima, exponentials and sum in cache,
+  // where a loop per stage made a pass over memory (and a parallel launch) each.
+  const size_t n = out.ndim();
+  bool last_axis = n >= 2 && !stages.empty() && !ir::is_one(out->shape()[n - 1]);
+  for (const te::Tensor& t : stages) {
+    if (!t->reduce_axis.empty() && !t->name().ends_with(".lanes")) {
+      last_axis = last_axis && ir::is_one(t->shape()[n - 1]);
+    }
+  }
+  if (last_axis) {
+    te::Stage so = s[out];
+    IterVar col = so.axis(n - 1);
+    std::vector<IterVar> rows;
+    for (size_t i = 0; i + 1 < n; ++i) rows.push_back(so.axis(i));
+    IterVar row = rows.size() == 1 ? rows[0] : so.fuse(rows);
+    so.parallel(row);
+    auto vectorize_row = [](te::Stage& st, const IterVar& c) {
+      auto [co, ci] = st.split(c, 16);
+      st.vectorize(ci);
+    };
+    vectorize_row(so, col);
+    for (const te::Tensor& t : stages) {
+      te::Stage st = s[t];
+      st.compute_at(so, row);
+      if (t->name().ends_with(".lanes")) {
+        IterVar lane = st.axis(n - 1);
+        st.reorder({st.reduce_axis(0), lane});
+        st.vectorize(lane);
+      } else if (t->reduce_axis.empty()) {
+        vectorize_row(st, st.axis(n - 1));
+      }
+    }
+    return;
+  }
   // The reductions keep the softmax axis with size 1: that is how the axis is found.
-  for (const te::Tensor& t : own_stages(out)) {
+  for (const te::Tensor& t : stages) {
     if (t->reduce_axis.empty()) {
       schedule_injective_x86(s, t);  // the exponentials of softmax
       continue;

@@ -81,6 +81,25 @@ TEST(PackWeightsBuild, GemmRowsAndPaddedPanels) {
   check_packed_matches_unpacked(g, "padded");
 }
 
+TEST(PackWeightsBuild, GemmOfPrimeRowsWithAResidual) {
+  // An attention's output projection: 197 tokens (a prime: the product pads them to 200 for
+  // the register tile and crops), a bias, alpha 0.5, and the residual Add fused after it.
+  for (int threads : {1, 2}) {
+    runtime::set_num_threads(threads);
+    Graph g;
+    ValueId x = g.add_input("x", kFloat32, {197, 48});
+    ValueId skip = g.add_input("skip", kFloat32, {197, 64});
+    ValueId w = add_random(g, "w", {64, 48}, 19);  // transB
+    ValueId b = add_random(g, "b", {64}, 20);
+    Attrs a = gemm_attrs(1);
+    a["alpha"] = 0.5f;
+    ValueId y = g.add_op("Gemm", "proj", {x, w, b}, a, kFloat32, {197, 64});
+    g.add_output(g.add_op("Add", "residual", {y, skip}, {}, kFloat32, {197, 64}));
+    check_packed_matches_unpacked(g, "prime_rows");
+  }
+  runtime::set_num_threads(0);
+}
+
 TEST(PackWeightsBuild, MatMulOfSequenceByConstantPlusBias) {
   // The LSTM LM's decoder in small: [T, 1, K] x [K, N] + b, N = 160 (panels of 80).
   Graph g;

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "compiler/ir/printer.h"
+#include "compiler/lower.h"
 #include "compiler/topi/elementwise.h"
 #include "compiler/topi/nn.h"
 #include "deploy/runtime/thread_pool.h"
@@ -130,6 +132,19 @@ TEST(TopiNN, SoftmaxFoldsRowsInVectorLanes) {
   EXPECT_FALSE(folds_in_lanes(topi::softmax(x, 0, "softmax", topi::RowFold::kVectorLanes)));
   te::Tensor short_rows = te::placeholder({4, 31}, ir::kFloat32, "x");
   EXPECT_FALSE(folds_in_lanes(topi::softmax(short_rows, 1, "softmax", topi::RowFold::kVectorLanes)));
+  // Along the last axis every stage is computed at the output's row: one parallel loop, with a
+  // row's exponentials in a buffer of one row.
+  te::Tensor y = topi::softmax(x, 1, "softmax", topi::RowFold::kVectorLanes);
+  te::Schedule s = te::create_schedule({y});
+  topi::schedule_softmax_x86(s, y);
+  const std::string text = ir::to_string(compiler::lower(s, {x, y}, "f").body);
+  size_t parallel = 0;
+  for (size_t at = text.find("parallel for"); at != std::string::npos;
+       at = text.find("parallel for", at + 1)) {
+    ++parallel;
+  }
+  EXPECT_EQ(parallel, 1u) << text;
+  EXPECT_NE(text.find("softmax.exp: float32[197"), std::string::npos) << text;
 }
 
 TEST(TopiNN, LogSoftmax) {
