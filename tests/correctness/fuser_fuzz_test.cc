@@ -71,7 +71,8 @@ class RandomGraph {
     const int64_t kind = uniform(0, 8);
     const bool depthwise = kind < 2;
     const int64_t k = pick({1, 3}), stride = h_ >= 6 ? pick({1, 1, 2}) : 1, pad = k / 2;
-    int64_t out_c = depthwise ? c_ : pick({4, 8, 16});
+    // 72 channels: blocks of 16 with a padded last one (the build pads to 16).
+    int64_t out_c = depthwise ? c_ : pick({4, 8, 16, 16, 72});
     // Grouped (not depthwise): 2, 4 or 8 groups where they divide the channels, the output's
     // channels as many as the input's or twice (blocked with a group per block, several groups
     // a block, or left in NCHW, as alter_layout chooses).
