@@ -336,6 +336,12 @@ te::Tensor pad(const te::Tensor& x, const std::vector<int64_t>& pad_before,
         std::vector<Expr> idx;
         Expr inside;
         for (size_t d = 0; d < n; ++d) {
+          if (pad_before[d] == 0 && pad_after[d] == 0) {
+            // An axis without padding reads itself: a clamp there would hide that a vector
+            // along it is contiguous (a predicated tail then gathered every element).
+            idx.push_back(i[d]);
+            continue;
+          }
           Expr j = i[d] - int_expr(pad_before[d]);
           Expr last = int_expr(in[d] - 1);
           if (mode == PadMode::kReflect && in[d] > 1) {
