@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/ir/analysis.h"
+#include "compiler/ir/equal.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/substitute.h"
@@ -29,6 +30,34 @@ bool has_loads(const Expr& e) {
                    [&](const Object* n) { found |= dynamic_cast<const LoadNode*>(n) != nullptr; });
   return found;
 }
+
+/// The conjuncts of `c` of the form a <= b, as (a, b).
+void upper_bounds(const Expr& c, std::vector<std::pair<Expr, Expr>>* out) {
+  if (const auto* a = c.as<AndNode>()) {
+    upper_bounds(a->a, out);
+    upper_bounds(a->b, out);
+  } else if (const auto* le = c.as<LENode>()) {
+    out->emplace_back(le->a, le->b);
+  }
+}
+
+/// `e` with every min(a, b) that a conjunct a <= b of the condition makes redundant replaced by a.
+class DropBoundedClamps : public IRMutator {
+ public:
+  explicit DropBoundedClamps(std::vector<std::pair<Expr, Expr>> bounds) : bounds_(std::move(bounds)) {}
+  using IRMutator::mutate;
+
+ protected:
+  Expr mutate_(const MinNode* op, const Expr& self) override {
+    for (const auto& [a, b] : bounds_) {
+      if (expr_deep_equal(op->a, a) && expr_deep_equal(op->b, b)) return mutate(op->a);
+    }
+    return IRMutator::mutate_(op, self);
+  }
+
+ private:
+  std::vector<std::pair<Expr, Expr>> bounds_;
+};
 
 /// Widens the body of one vectorized loop. Every mutate_ returns the very node it was given when
 /// the node does not depend on the loop variable, so "changed" means "varies across lanes", and a
@@ -89,6 +118,19 @@ class Vectorizer : public IRMutator {
     Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
     if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) {
       return self;
+    }
+    // Constant padding along the vector, select(j <= last, x[min(j, last)], 0): the clamp only
+    // keeps the lanes the select throws away in bounds, and makes the load a gather. Loaded
+    // only where the condition holds (predicated), the index needs no clamp and stays a ramp.
+    const auto* ld = t.as<LoadNode>();
+    if (ld != nullptr && !c.same_as(op->condition) && c.dtype().lanes() == lanes_) {
+      std::vector<std::pair<Expr, Expr>> bounds;
+      upper_bounds(c, &bounds);
+      Expr index = bounds.empty() ? ld->index : DropBoundedClamps(bounds).mutate(ld->index);
+      if (!index.same_as(ld->index)) {
+        Expr pred = ld->predicate.defined() ? ld->predicate && c : c;
+        t = load(ld->dtype, ld->buffer_var, index, pred);
+      }
     }
     return select(widen(c), widen(t), widen(f));
   }

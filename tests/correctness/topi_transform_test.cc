@@ -215,6 +215,24 @@ TEST(TopiTransform, Pad) {
   });
 }
 
+TEST(TopiTransform, PaddedRowsStayContiguousVectors) {
+  // An attention's key matrix padded from 197 to 224 columns, and its rows from 197 to 200 with
+  // the columns unpadded: vectors of 16 along the columns read x with contiguous (the last
+  // predicated) loads, not gathers through a clamped index.
+  te::Tensor x = te::placeholder({3, 197}, ir::kFloat32, "x");
+  for (auto [after, shape] : {std::pair{Shape{0, 27}, Shape{3, 224}}, {Shape{3, 0}, Shape{6, 197}}}) {
+    te::Tensor y = topi::pad(x, {0, 0}, after, 0.0);
+    te::Schedule s = te::create_schedule({y});
+    topi::schedule_injective_x86(s, y);
+    std::string text = ir::to_string(compiler::lower(s, {x, y}, "f").body);
+    EXPECT_EQ(text.find("min(ramp("), std::string::npos) << text;
+    EXPECT_NE(text.find("x[ramp("), std::string::npos) << text;
+    check(x, y, shape, [](const NDArray& a, const Shape& i) {
+      return i[0] < 3 && i[1] < 197 ? at(a, {i[0], i[1]}) : 0.0f;
+    });
+  }
+}
+
 TEST(TopiTransform, Slice) {
   te::Tensor x = te::placeholder({10, 12}, ir::kFloat32, "x");
   check(x, topi::slice(x, {1, 2}, {4, 11}), {3, 9}, [](const NDArray& a, const Shape& i) {
