@@ -127,12 +127,12 @@ TEST(AlterLayout, ResidualBlockConvertsOnlyAtItsEdges) {
 }
 
 // Padded blocks (pad_to 16): 72 channels as 5 blocks of 16, the last half padding. Plain
-// convolutions (one reading a padded input), a grouped one of 9 groups of 8 (a zero group appended, then merged in pairs: 5
-// groups of 16), a squeeze-and-excitation scale (its 18-channel middle stays NCHW: padding 18
-// to 32 would cost too much), a depthwise convolution and a residual Add all stay in padded
-// blocks; a Div (not finite on the padding) reads NCHW, and so does a Concat; the next
-// convolution converts back from NCHW. The results match the NCHW build's, so the padding
-// never leaks into a real channel.
+// convolutions (one reading a padded input), a grouped one of 9 groups of 8 (a zero group
+// appended, then merged in pairs: 5 groups of 16), a squeeze-and-excitation scale (its
+// 18-channel middle stays NCHW: padding 18 to 32 would cost too much), a depthwise convolution,
+// a residual Add and an unfolded batch norm all stay in padded blocks; a Div (not finite on the
+// padding) reads NCHW, and so does a Concat; the next convolution converts back from NCHW. The
+// results match the NCHW build's, so the padding never leaks into a real channel.
 TEST(AlterLayout, PaddedBlocksKeepTheirPaddingOutOfRealChannels) {
   LayoutGraph m;
   ValueId x = m.input("x", {1, 3, 10, 10});
@@ -141,7 +141,18 @@ TEST(AlterLayout, PaddedBlocksKeepTheirPaddingOutOfRealChannels) {
   ValueId p = m.g.add_op("GlobalAveragePool", "gap", {g}, {}, kFloat32, {1, 72, 1, 1});
   ValueId s = m.op("Sigmoid", {m.conv(m.op("Relu", {m.conv(p, 18, 1)}), 72, 1)});
   ValueId se = m.g.add_op("Mul", "se", {g, s}, {}, kFloat32, {1, 72, 10, 10});
-  ValueId d = m.op("Add", {m.conv(se, 72, 3, 1, 72), a});
+  ValueId sum = m.op("Add", {m.conv(se, 72, 3, 1, 72), a});
+  // An unfolded batch norm of the padded sum: a blocked Mul and Add whose padding is zeros.
+  std::vector<ValueId> bn{sum};
+  for (uint32_t k = 0; k < 4; ++k) {
+    NDArray v = testing::random_array({72}, 60 + k);
+    if (k == 3) {  // a positive variance
+      for (int64_t i = 0; i < 72; ++i) v.data<float>()[i] = 0.5f + std::abs(v.data<float>()[i]);
+    }
+    bn.push_back(m.g.add_constant("bn" + std::to_string(k), std::move(v)));
+  }
+  ValueId d = m.g.add_op("BatchNormalization", "bn", bn, {{"epsilon", 1e-5f}}, kFloat32,
+                         {1, 72, 10, 10});
   ValueId pc = m.g.add_constant("pc", testing::random_array({1, 72, 1, 1}, 6));
   ValueId q = m.g.add_op("Div", "div", {d, m.op("Sigmoid", {pc})}, {}, kFloat32, {1, 72, 10, 10});
   ValueId cat = m.g.add_op("Concat", "cat", {q, a}, {{"axis", int64_t{1}}}, kFloat32,
@@ -155,7 +166,8 @@ TEST(AlterLayout, PaddedBlocksKeepTheirPaddingOutOfRealChannels) {
   EXPECT_EQ(m.ops(),
             (std::vector<std::string>{"LT0>3", "Conv", "Relu", "Conv", "Relu", "Conv", "Relu",
                                       "GlobalAveragePool", "LT16>0", "Conv", "Relu", "Conv",
-                                      "Sigmoid", "LT0>16", "Mul", "Conv", "Add", "Sigmoid",
+                                      "Sigmoid", "LT0>16", "Mul", "Conv", "Add", "Mul", "Add",
+                                      "Sigmoid",
                                       "LT16>0", "Div", "LT16>0", "Concat", "LT0>16", "Conv",
                                       "LT16>0"}));
   for (const Node& n : m.g.nodes()) {
