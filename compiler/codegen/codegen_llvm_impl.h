@@ -84,6 +84,9 @@ class CodeGenLLVM {
   llvm::Value* emit_compare(ir::ExprKind kind, ir::DataType operand_type, llvm::Value* a,
                             llvm::Value* b);
   llvm::Value* emit_load(const ir::LoadNode* op);
+  /// A load whose lane l reads (l % k) * s + b + l / k as k contiguous reads interleaved; null
+  /// when the index has another form.
+  llvm::Value* emit_interleaved_load(const ir::LoadNode* op);
   llvm::Value* emit_ramp(const ir::RampNode* op);
   /// Splat of a scalar to `lanes` (the value itself when lanes is 1).
   llvm::Value* splat(llvm::Value* v, int lanes);

@@ -1,6 +1,6 @@
 // Memory in generated code: loads and stores (scalar, contiguous vectors from stride-1 Ramp
-// indices, broadcast indices, gathers / scatters for any other vector index, masked forms for
-// predicates) and Allocate (entry-block allocas for small constant sizes, aligned heap memory
+// indices, broadcast indices, interleaved contiguous reads for an index (l % k) * s + b + l / k,
+// gathers / scatters for any other vector index, masked forms for predicates) and Allocate (entry-block allocas for small constant sizes, aligned heap memory
 // otherwise). Bool elements are bytes in memory and i1 in registers.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
@@ -34,6 +34,63 @@ llvm::Value* index_value(llvm::IRBuilder<>& b, llvm::Value* v, DataType t) {
   return v;
 }
 
+/// The terms of a sum x + y + ...
+void sum_terms(const Expr& e, std::vector<Expr>* out) {
+  if (const auto* a = e.as<ir::AddNode>()) {
+    sum_terms(a->a, out);
+    sum_terms(a->b, out);
+  } else {
+    out->push_back(e);
+  }
+}
+
+/// Whether e is ramp(0, 1, lanes), the lane number.
+bool is_lane(const Expr& e, int lanes) {
+  const auto* r = e.as<ir::RampNode>();
+  return r != nullptr && r->lanes == lanes && ir::is_const_int(r->base, 0) &&
+         ir::is_const_int(r->stride, 1);
+}
+
+/// k where e is a broadcast of the constant k.
+std::optional<int64_t> broadcast_const(const Expr& e) {
+  const auto* b = e.as<ir::BroadcastNode>();
+  return b == nullptr ? std::nullopt : ir::as_const_int(b->value);
+}
+
+/// An interleaving index: lane l reads (l % k) * stride + base + l / k, the form NCHW -> NCHW[k]c
+/// takes with k channels a block (16 pixels of each of the 3 colours, interleaved). Gives k and
+/// the scalar stride and base; false for any other form.
+bool interleaved_index(const Expr& index, int lanes, int64_t* k, Expr* stride, Expr* base) {
+  std::vector<Expr> terms;
+  sum_terms(index, &terms);
+  std::optional<int64_t> k_mod, k_div;
+  for (const Expr& t : terms) {
+    if (const auto* m = t.as<ir::MulNode>()) {
+      for (auto [mod, s] : {std::pair{m->a, m->b}, std::pair{m->b, m->a}}) {
+        const auto* fm = mod.as<ir::FloorModNode>();
+        const auto* sb = s.as<ir::BroadcastNode>();
+        if (fm != nullptr && sb != nullptr && is_lane(fm->a, lanes) && !k_mod) {
+          k_mod = broadcast_const(fm->b);
+          *stride = sb->value;
+          break;
+        }
+      }
+      if (!k_mod) return false;
+    } else if (const auto* fd = t.as<ir::FloorDivNode>(); fd != nullptr && is_lane(fd->a, lanes)) {
+      if (k_div) return false;
+      k_div = broadcast_const(fd->b);
+    } else if (const auto* b = t.as<ir::BroadcastNode>()) {
+      *base = base->defined() ? *base + b->value : b->value;
+    } else {
+      return false;
+    }
+  }
+  if (!k_mod || !k_div || *k_mod != *k_div || *k_mod < 2 || lanes % *k_mod != 0) return false;
+  *k = *k_mod;
+  if (!base->defined()) *base = ir::make_zero(stride->dtype());
+  return true;
+}
+
 }  // namespace
 
 uint64_t CodeGenLLVM::access_alignment(const ir::VarNode* buffer, const Expr& index,
@@ -45,6 +102,40 @@ uint64_t CodeGenLLVM::access_alignment(const ir::VarNode* buffer, const Expr& in
   const int64_t offset = ir::known_multiple(index) * elem_bytes;
   const int64_t offset_align = offset & -offset;  // lowest set bit
   return static_cast<uint64_t>(std::max<int64_t>(1, std::min(base, offset_align)));
+}
+
+llvm::Value* CodeGenLLVM::emit_interleaved_load(const ir::LoadNode* op) {
+  const int lanes = op->dtype.lanes();
+  int64_t k = 0;
+  Expr stride, start;
+  if (!interleaved_index(op->index, lanes, &k, &stride, &start)) return nullptr;
+  // k contiguous reads of lanes / k elements, one per lane % k, interleaved: where the gather
+  // read every element apart.
+  const DataType elem = op->dtype.element_of();
+  llvm::Type* mem_elem = memory_type(elem);
+  const int n = lanes / static_cast<int>(k);
+  llvm::Type* part_type = llvm::FixedVectorType::get(mem_elem, n);
+  const llvm::Align elem_align(std::max(1, elem.bytes()));
+  llvm::Value* buffer = lookup_var(op->buffer_var.get());
+  llvm::Value* s = emit(stride);
+  llvm::Value* at = emit(start);
+  llvm::Value* result = nullptr;
+  for (int c = 0; c < k; ++c) {
+    if (c > 0) at = builder_.CreateAdd(at, s);
+    llvm::Value* part = builder_.CreateAlignedLoad(
+        part_type,
+        builder_.CreateInBoundsGEP(mem_elem, buffer, index_value(builder_, at, stride.dtype())),
+        elem_align);
+    // Widened to all lanes, lane l = m * k + c taking the part's element m, then merged.
+    std::vector<int> widen(static_cast<size_t>(lanes), -1), merge(static_cast<size_t>(lanes));
+    for (int l = 0; l < lanes; ++l) {
+      widen[static_cast<size_t>(l)] = l % k == c ? l / static_cast<int>(k) : -1;
+      merge[static_cast<size_t>(l)] = l % k == c ? lanes + l : l;
+    }
+    llvm::Value* wide = builder_.CreateShuffleVector(part, widen);
+    result = c == 0 ? wide : builder_.CreateShuffleVector(result, wide, merge);
+  }
+  return result;
 }
 
 llvm::Value* CodeGenLLVM::entry_alloca(llvm::Type* t, llvm::Value* count, int64_t align,
@@ -106,6 +197,8 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::LoadNode* op) {
     llvm::Value* p = builder_.CreateInBoundsGEP(
         mem_elem, base, index_value(builder_, emit(bcast->value), bcast->value.dtype()));
     result = splat(builder_.CreateAlignedLoad(mem_elem, p, align), lanes);
+  } else if (llvm::Value* v = predicated ? nullptr : emit_interleaved_load(op)) {
+    result = v;
   } else {
     // Any other vector index: a gather (LLVM scalarizes it where the target has none).
     llvm::Value* idx = emit(op->index);

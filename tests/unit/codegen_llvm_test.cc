@@ -708,6 +708,31 @@ TEST(CodegenLLVM, StridedGatherScatterAndPredicatedTail) {
   for (int k = 0; k < len; ++k) EXPECT_EQ(ou[k], 3.0f * (k + 1));
 }
 
+TEST(CodegenLLVM, InterleavedReadOfThreeChannels) {
+  // NCHW -> NCHW3c of a 3 x 64 image, 16 pixels of each channel a step: lane l of the 48 reads
+  // A[(l % 3) * 64 + p*16 + l / 3], three contiguous reads of 16 interleaved, not a gather.
+  Buffer a = ir::make_buffer("A", ir::kFloat32, {192});
+  Buffer b = ir::make_buffer("B", ir::kFloat32, {192});
+  Var p("p");
+  const DataType i48 = DataType::Int(32).with_lanes(48);
+  Expr lane = ir::ramp(Expr(0), 1, 48);
+  Expr index = ir::floormod(lane, ir::make_const(i48, int64_t{3})) * ir::broadcast(Expr(64), 48) +
+               ir::broadcast(p * 16, 48) + ir::floordiv(lane, ir::make_const(i48, int64_t{3}));
+  Stmt body = ir::for_loop(
+      p, 0, 4, ForKind::kSerial,
+      ir::store(b.data, ir::load(ir::kFloat32.with_lanes(48), a.data, index),
+                ir::ramp(p * 48, 1, 48)));
+  ir::PrimFunc f = func("interleave3", {tensor(a), tensor(b)}, body);
+  NDArray A = NDArray::from_vector(iota_floats(192), {192});
+  NDArray B = NDArray::empty({192}, runtime::kFloat32);
+  jit(f)(A, B);
+  std::vector<float> out = B.to_vector<float>();
+  for (int px = 0; px < 64; ++px) {
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(out[px * 3 + c], float(c * 64 + px)) << px << ", " << c;
+  }
+  EXPECT_EQ(emit_llvm_ir({f}, host()).find("gather"), std::string::npos);
+}
+
 // ---- statements ----
 
 TEST(CodegenLLVM, IfLetAttrAndAssert) {
