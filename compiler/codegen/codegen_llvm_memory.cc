@@ -1,7 +1,8 @@
 // Memory in generated code: loads and stores (scalar, contiguous vectors from stride-1 Ramp
 // indices, broadcast indices, interleaved contiguous reads for an index (l % k) * s + b + l / k,
-// gathers / scatters for any other vector index, masked forms for predicates) and Allocate (entry-block allocas for small constant sizes, aligned heap memory
-// otherwise). Bool elements are bytes in memory and i1 in registers.
+// gathers / scatters for any other vector index, masked forms for predicates) and Allocate
+// (entry-block allocas for small constant sizes, aligned heap memory otherwise). Bool elements
+// are bytes in memory and i1 in registers.
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 

@@ -185,24 +185,16 @@ runtime::NDArray pack_kernel(const runtime::NDArray& w, int ib, int ob, int64_t 
   return p;
 }
 
-/// `v` (float32 [n]) as [n_pad], zeros after n.
-runtime::NDArray pad_vector(const runtime::NDArray& v, int64_t n_pad) {
-  const int64_t n = v.shape().at(0);
-  runtime::NDArray p = runtime::NDArray::empty({n_pad}, kFloat32);
+/// float32 `a` with its first axis grown to `rows`, zeros after its own: a bias for padded
+/// output channels, or a grouped kernel with zero groups appended.
+runtime::NDArray zero_extend_rows(const runtime::NDArray& a, int64_t rows) {
+  std::vector<int64_t> shape = a.shape();
+  const int64_t n = a.num_elements();
+  shape[0] = rows;
+  runtime::NDArray p = runtime::NDArray::empty(shape, kFloat32);
   float* dst = p.data<float>();
-  std::fill(dst, dst + n_pad, 0.0f);
-  std::copy(v.data<float>(), v.data<float>() + n, dst);
-  return p;
-}
-
-/// A grouped OIHW kernel [O, C/groups, KH, KW] with `extra` zero groups appended.
-runtime::NDArray append_zero_groups(const runtime::NDArray& w, int64_t groups, int64_t extra) {
-  const auto& s = w.shape();
-  const int64_t og = s[0] / groups, per_out = s[1] * s[2] * s[3];
-  runtime::NDArray p = runtime::NDArray::empty({s[0] + extra * og, s[1], s[2], s[3]}, kFloat32);
-  float* dst = p.data<float>();
-  std::fill(dst, dst + (s[0] + extra * og) * per_out, 0.0f);
-  std::copy(w.data<float>(), w.data<float>() + s[0] * per_out, dst);
+  std::fill(dst, dst + p.num_elements(), 0.0f);
+  std::copy(a.data<float>(), a.data<float>() + n, dst);
   return p;
 }
 
@@ -234,12 +226,6 @@ class LayoutRewriter {
     ValueId value;  ///< the blocked form
     int block;
   };
-
-  /// Whether `v`'s blocked form has a padded last block.
-  bool padded(ValueId v) const {
-    auto it = blocked_.find(v);
-    return it != blocked_.end() && g_.value(v).shape[1] % it->second.block != 0;
-  }
 
   /// `v` in NCHW: itself, produced by a conversion from its blocked form when a node made it
   /// blocked.
@@ -299,7 +285,7 @@ class LayoutRewriter {
     runtime::NDArray grouped, merged;  // the kernel with zero groups appended, merged
     const runtime::NDArray* kernel = original.get();
     if (b.extra_groups != 0) {
-      grouped = append_zero_groups(*kernel, groups, b.extra_groups);
+      grouped = zero_extend_rows(*kernel, b.o_pad);  // the zero groups' output channels
       kernel = &grouped;
     }
     if (b.merge != 1) {
@@ -313,7 +299,7 @@ class LayoutRewriter {
         w_name + "_packed", pack_kernel(*kernel, b.depthwise ? 1 : b.ib, b.ob, b.o_pad, c_pad));
     if (b.o_pad != o && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
       const Value& bias = g_.value(n.inputs[2]);
-      runtime::NDArray padded_bias = pad_vector(*bias.data, b.o_pad);
+      runtime::NDArray padded_bias = zero_extend_rows(*bias.data, b.o_pad);
       n.inputs[2] = g_.add_constant(bias.name + "_padded", std::move(padded_bias));
     }
     n.inputs[0] = in_block(n.inputs[0], b.ib);

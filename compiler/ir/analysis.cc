@@ -17,6 +17,15 @@ bool has_side_effects(const Expr& e) {
   return found;
 }
 
+void split_conjuncts(const Expr& c, std::vector<Expr>* out) {
+  if (const auto* a = c.as<AndNode>()) {
+    split_conjuncts(a->a, out);
+    split_conjuncts(a->b, out);
+    return;
+  }
+  out->push_back(c);
+}
+
 int64_t known_multiple(const Expr& e) {
   constexpr int64_t kCap = int64_t{1} << 30;
   switch (e.kind()) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "compiler/ir/analysis.h"
 #include "compiler/ir/equal.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
@@ -16,15 +17,6 @@ namespace kiln::pass {
 namespace {
 
 using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
-
-void split_conjuncts(const Expr& c, std::vector<Expr>* out) {
-  if (auto a = c.as<AndNode>()) {
-    split_conjuncts(a->a, out);
-    split_conjuncts(a->b, out);
-    return;
-  }
-  out->push_back(c);
-}
 
 /// `acc && c`, or `c` when `acc` is undefined (an empty conjunction).
 Expr conjoin(const Expr& acc, const Expr& c) { return acc.defined() ? acc && c : c; }

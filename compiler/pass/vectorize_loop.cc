@@ -31,16 +31,6 @@ bool has_loads(const Expr& e) {
   return found;
 }
 
-/// The conjuncts of `c` of the form a <= b, as (a, b).
-void upper_bounds(const Expr& c, std::vector<std::pair<Expr, Expr>>* out) {
-  if (const auto* a = c.as<AndNode>()) {
-    upper_bounds(a->a, out);
-    upper_bounds(a->b, out);
-  } else if (const auto* le = c.as<LENode>()) {
-    out->emplace_back(le->a, le->b);
-  }
-}
-
 /// `e` with every min(a, b) that a conjunct a <= b of the condition makes redundant replaced by a.
 class DropBoundedClamps : public IRMutator {
  public:
@@ -124,9 +114,13 @@ class Vectorizer : public IRMutator {
     // only where the condition holds (predicated), the index needs no clamp and stays a ramp.
     const auto* ld = t.as<LoadNode>();
     if (ld != nullptr && !c.same_as(op->condition) && c.dtype().lanes() == lanes_) {
-      std::vector<std::pair<Expr, Expr>> bounds;
-      upper_bounds(c, &bounds);
-      Expr index = bounds.empty() ? ld->index : DropBoundedClamps(bounds).mutate(ld->index);
+      std::vector<Expr> conjuncts;
+      split_conjuncts(c, &conjuncts);
+      std::vector<std::pair<Expr, Expr>> bounds;  // the conjuncts a <= b, as (a, b)
+      for (const Expr& e : conjuncts) {
+        if (const auto* le = e.as<LENode>()) bounds.emplace_back(le->a, le->b);
+      }
+      Expr index = DropBoundedClamps(bounds).mutate(ld->index);
       if (!index.same_as(ld->index)) {
         Expr pred = ld->predicate.defined() ? ld->predicate && c : c;
         t = load(ld->dtype, ld->buffer_var, index, pred);
