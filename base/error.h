@@ -1,5 +1,6 @@
 // Errors shared by every layer. Three kinds, never mixed:
-//  - kiln::Error is a user's mistake (bad shape, bad schedule, bad target string): its message names
+//  - kiln::Error is a user's mistake (bad shape, bad schedule, bad target string): its message
+//  names
 //    the thing and what is wrong, and callers may catch it and report it.
 //  - kiln::SystemError is the environment failing Kiln (a file that cannot be written, a disk
 //    full, a database that cannot be read): not the user's fault, so a service answers it as
@@ -90,4 +91,5 @@ class Thrower {
     ::kiln::detail::Thrower<::kiln::InternalError>(__FILE__, __LINE__, #cond)
 
 /// Marks a point that cannot be reached.
-#define KILN_UNREACHABLE() ::kiln::detail::Thrower<::kiln::InternalError>(__FILE__, __LINE__, "unreachable")
+#define KILN_UNREACHABLE() \
+  ::kiln::detail::Thrower<::kiln::InternalError>(__FILE__, __LINE__, "unreachable")

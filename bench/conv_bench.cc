@@ -35,13 +35,13 @@
 // processes on a shared machine falls on all of them alike; best_round_ratio compares the best of
 // the 5 rounds' medians of each side (the least disturbed figures) for the tuned config. load= is
 // the 1-minute load average at the case (the higher of before and after; this benchmark itself
-// counts about `threads`): well above the thread count, other work was running and the two-thread figures are disturbed (one thread of a static
-// split waiting for a core halves a kernel's speed; oneDNN's OpenMP barriers suffer worse).
+// counts about `threads`): well above the thread count, other work was running and the two-thread
+// figures are disturbed (one thread of a static split waiting for a core halves a kernel's speed;
+// oneDNN's OpenMP barriers suffer worse).
 //
 //   bench_conv [--trials N] [--layers C1,C2,...] [--records DIR] [--min-time S] [--threads 1,2]
 //              [--compare-log]   (stderr: each logged config, the tuner's GFLOP/s vs in-process)
 //              [--asm DIR]       (writes DIR/<layer>.s, the tuned kernel's assembly)
-#include <dnnl.hpp>
 #include <omp.h>
 
 #include <algorithm>
@@ -50,22 +50,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <dnnl.hpp>
 #include <functional>
 #include <map>
 #include <memory>
-#include <unordered_map>
 #include <random>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "bench/resnet_layers.h"
-#include "records/record_log.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/codegen/build.h"
 #include "compiler/lower.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
+#include "records/record_log.h"
 
 namespace {
 
@@ -84,16 +85,16 @@ struct Timing {
 /// min_time / rounds seconds and 2 calls. In all each gets at least min_time seconds and 10 calls.
 /// Taking turns means that both sides see the same load when the machine is shared; the best
 /// round's median is the figure least disturbed by other processes.
-std::vector<Timing> interleaved_times(const std::vector<std::function<void()>>& fs,
-                                      double min_time, int rounds = 5) {
+std::vector<Timing> interleaved_times(const std::vector<std::function<void()>>& fs, double min_time,
+                                      int rounds = 5) {
   std::vector<std::vector<double>> all(fs.size());
   std::vector<Timing> out(fs.size());
   for (const auto& f : fs) {
     f();
     f();
   }
-  for (int r = 0; r < rounds || std::any_of(all.begin(), all.end(),
-                                            [](const auto& t) { return t.size() < 10; });
+  for (int r = 0; r < rounds ||
+                  std::any_of(all.begin(), all.end(), [](const auto& t) { return t.size() < 10; });
        ++r) {
     for (size_t i = 0; i < fs.size(); ++i) {
       std::vector<double> round;
@@ -208,8 +209,8 @@ KilnConv build_kiln(const ConvLayer& l, const kiln::autotune::Task& task,
   for (int o = 0; o < l.oc; ++o)
     for (int c = 0; c < l.ic; ++c)
       for (int kk = 0; kk < l.k * l.k; ++kk)
-        w[(((size_t(o / ob) * (l.ic / ib) + c / ib) * l.k * l.k + kk) * ib + c % ib) * ob + o % ob] =
-            p.w[(size_t(o) * l.ic + c) * l.k * l.k + kk];
+        w[(((size_t(o / ob) * (l.ic / ib) + c / ib) * l.k * l.k + kk) * ib + c % ib) * ob +
+          o % ob] = p.w[(size_t(o) * l.ic + c) * l.k * l.k + kk];
   for (const kiln::te::Tensor& t : task.args()) {
     const std::string name = t->name();
     k.order.push_back(name == "data" ? 0 : name == "kernel" ? 1 : 2);
@@ -300,16 +301,24 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--trials") trials = std::atoi(value().c_str());
-    else if (a == "--layers") layer_list = value();
-    else if (a == "--records") records = value();
-    else if (a == "--min-time") min_time = std::atof(value().c_str());
-    else if (a == "--threads") thread_counts = parse_ints(value());
-    else if (a == "--compare-log") compare_log = true;
-    else if (a == "--asm") asm_dir = value();
+    if (a == "--trials")
+      trials = std::atoi(value().c_str());
+    else if (a == "--layers")
+      layer_list = value();
+    else if (a == "--records")
+      records = value();
+    else if (a == "--min-time")
+      min_time = std::atof(value().c_str());
+    else if (a == "--threads")
+      thread_counts = parse_ints(value());
+    else if (a == "--compare-log")
+      compare_log = true;
+    else if (a == "--asm")
+      asm_dir = value();
     else {
-      std::fprintf(stderr, "usage: bench_conv [--trials N] [--layers C1,C2,...] [--records DIR] "
-                           "[--min-time S] [--threads 1,2] [--compare-log] [--asm DIR]\n");
+      std::fprintf(stderr,
+                   "usage: bench_conv [--trials N] [--layers C1,C2,...] [--records DIR] "
+                   "[--min-time S] [--threads 1,2] [--compare-log] [--asm DIR]\n");
       return 2;
     }
   }
@@ -338,16 +347,16 @@ int main(int argc, char** argv) {
     const size_t before = log.count(task.key, task.target);
     kiln::autotune::TaskResult r = tuner.tune(task, history);
     history.push_back(&task);
-    std::fprintf(stderr, "%s: %zu records in the log, %d measured now, best %.2f GFLOP/s (config %lu)\n",
-                 l.name, before, r.measured_now, r.best_gflops,
-                 static_cast<unsigned long>(r.best_config));
+    std::fprintf(
+        stderr, "%s: %zu records in the log, %d measured now, best %.2f GFLOP/s (config %lu)\n",
+        l.name, before, r.measured_now, r.best_gflops, static_cast<unsigned long>(r.best_config));
     auto best = log.best(task.key, task.target);
     if (!asm_dir.empty() && best) {
       const std::string path = asm_dir + "/" + l.name + ".s";
-      kiln::ir::PrimFunc f = kiln::compiler::lower(task.schedule(task.space.get(best->config_index)),
-                                                   task.args(), "conv");
-      std::string text = kiln::codegen::emit_assembly(
-          {f}, kiln::target::Target::parse(kiln::bench::kTuneTarget));
+      kiln::ir::PrimFunc f = kiln::compiler::lower(
+          task.schedule(task.space.get(best->config_index)), task.args(), "conv");
+      std::string text =
+          kiln::codegen::emit_assembly({f}, kiln::target::Target::parse(kiln::bench::kTuneTarget));
       FILE* out = std::fopen(path.c_str(), "w");
       bool ok = out != nullptr && std::fwrite(text.data(), 1, text.size(), out) == text.size();
       if (out != nullptr) ok = std::fclose(out) == 0 && ok;
@@ -467,11 +476,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "  %s t%d: oneDNN %s, Kiln config %s, top-5 pick %s\n", l.name, t,
                    d ? d->impl.c_str() : "-", best ? best->config.c_str() : "-",
                    top5_config.c_str());
-      std::printf("case=conv_%s_t%d kiln_gflops=%.2f ref_gflops=%.2f ratio=%.3f "
-                  "default_gflops=%.2f top5_gflops=%.2f top5_ratio=%.3f best_round_ratio=%.3f "
-                  "load=%.2f\n",
-                  l.name, t, gf(kiln_s.median), gf(ref_s.median), ratio, gf(default_s.median),
-                  gf(top5_s.median), top5_ratio, best_round_ratio, load);
+      std::printf(
+          "case=conv_%s_t%d kiln_gflops=%.2f ref_gflops=%.2f ratio=%.3f "
+          "default_gflops=%.2f top5_gflops=%.2f top5_ratio=%.3f best_round_ratio=%.3f "
+          "load=%.2f\n",
+          l.name, t, gf(kiln_s.median), gf(ref_s.median), ratio, gf(default_s.median),
+          gf(top5_s.median), top5_ratio, best_round_ratio, load);
       std::fflush(stdout);
     }
   }
@@ -482,8 +492,9 @@ int main(int argc, char** argv) {
   };
   for (int t : thread_counts) {
     const double g = geomean(ratios[t]);
-    std::printf("case=conv_geomean_t%d ratio=%.3f top5_ratio=%.3f best_round_ratio=%.3f layers=%zu\n",
-                t, g, geomean(top5_ratios[t]), geomean(best_round_ratios[t]), ratios[t].size());
+    std::printf(
+        "case=conv_geomean_t%d ratio=%.3f top5_ratio=%.3f best_round_ratio=%.3f layers=%zu\n", t, g,
+        geomean(top5_ratios[t]), geomean(best_round_ratios[t]), ratios[t].size());
     if (t == 1) std::printf("case=conv_geomean ratio=%.3f\n", g);
   }
   return failures == 0 ? 0 : 1;

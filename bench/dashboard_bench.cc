@@ -52,7 +52,8 @@ std::string get(int port, const std::string& path) {
   ssize_t n;
   while ((n = read(fd, buf, sizeof buf)) > 0) resp.append(buf, static_cast<size_t>(n));
   close(fd);
-  if (resp.rfind("HTTP/1.1 200", 0) != 0) throw std::runtime_error("bad response: " + resp.substr(0, 300));
+  if (resp.rfind("HTTP/1.1 200", 0) != 0)
+    throw std::runtime_error("bad response: " + resp.substr(0, 300));
   return resp;
 }
 
@@ -64,9 +65,12 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const size_t v = std::strtoull(argv[i + 1], nullptr, 10);
-    if (a == "--records") records = v;
-    else if (a == "--tasks") tasks = std::max<size_t>(1, v);
-    else if (a == "--runs") runs = std::max<size_t>(1, v);
+    if (a == "--records")
+      records = v;
+    else if (a == "--tasks")
+      tasks = std::max<size_t>(1, v);
+    else if (a == "--runs")
+      runs = std::max<size_t>(1, v);
     else {
       std::fprintf(stderr, "usage: bench_dashboard [--records N] [--tasks T] [--runs R]\n");
       return 2;
@@ -136,11 +140,12 @@ int main(int argc, char** argv) {
     for (size_t r = 0; r < runs; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
       bytes = get(port, path).size();
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("case=api_job records=%zu tasks=%zu ms=%.2f p90_ms=%.2f bytes=%zu\n", records, tasks,
-                ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)], bytes);
+    std::printf("case=api_job records=%zu tasks=%zu ms=%.2f p90_ms=%.2f bytes=%zu\n", records,
+                tasks, ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)], bytes);
     http.stop();
     farm.stop();
   } catch (const std::exception& e) {

@@ -57,11 +57,11 @@ struct Options {
 /// What every agent shares.
 struct Shared {
   std::atomic<bool> stop{false};
-  std::atomic<bool> timing{false};       ///< inside the timed window
-  std::atomic<uint64_t> accepted{0};     ///< accepted results, all the run
+  std::atomic<bool> timing{false};    ///< inside the timed window
+  std::atomic<uint64_t> accepted{0};  ///< accepted results, all the run
   std::atomic<int> registered{0};
   std::mutex mu;
-  std::vector<double> latencies_ms;      ///< of requests that arrived in the timed window
+  std::vector<double> latencies_ms;  ///< of requests that arrived in the timed window
 };
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
@@ -160,7 +160,8 @@ void run_case(int agents, const Options& opt) {
   for (int c = 0; c < std::max(1, std::min(opt.channels, agents)); ++c) {
     grpc::ChannelArguments args;
     args.SetInt("kiln.bench.channel", c);
-    channels.push_back(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    channels.push_back(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
   }
 
   Shared shared;
@@ -217,9 +218,10 @@ void run_case(int agents, const Options& opt) {
 
   std::vector<double>& lat = shared.latencies_ms;
   const double p50 = percentile(lat, 0.50), p99 = percentile(lat, 0.99);
-  std::printf("case=dispatch agents=%d per_s=%.0f p50_ms=%.2f p99_ms=%.2f records=%zu run_ms=%d%s\n",
-              agents, static_cast<double>(accepted1 - accepted0) / window_s, p50, p99,
-              farm.records().size(), opt.run_ms, ran_dry ? " queue_ran_dry=1" : "");
+  std::printf(
+      "case=dispatch agents=%d per_s=%.0f p50_ms=%.2f p99_ms=%.2f records=%zu run_ms=%d%s\n",
+      agents, static_cast<double>(accepted1 - accepted0) / window_s, p50, p99,
+      farm.records().size(), opt.run_ms, ran_dry ? " queue_ran_dry=1" : "");
   std::fflush(stdout);
 }
 
@@ -244,15 +246,21 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--agents") opt.agents = parse_list(value());
-    else if (a == "--seconds") opt.seconds = std::stod(value());
-    else if (a == "--warmup") opt.warmup = std::stod(value());
-    else if (a == "--run-ms") opt.run_ms = std::stoi(value());
-    else if (a == "--channels") opt.channels = std::stoi(value());
+    if (a == "--agents")
+      opt.agents = parse_list(value());
+    else if (a == "--seconds")
+      opt.seconds = std::stod(value());
+    else if (a == "--warmup")
+      opt.warmup = std::stod(value());
+    else if (a == "--run-ms")
+      opt.run_ms = std::stoi(value());
+    else if (a == "--channels")
+      opt.channels = std::stoi(value());
     else {
-      std::fprintf(stderr,
-                   "usage: bench_farm [--agents N,N,... (64,256)] [--seconds S (5)] [--warmup S (1)] "
-                   "[--run-ms R (1)] [--channels C (16)]\n");
+      std::fprintf(
+          stderr,
+          "usage: bench_farm [--agents N,N,... (64,256)] [--seconds S (5)] [--warmup S (1)] "
+          "[--run-ms R (1)] [--channels C (16)]\n");
       return 2;
     }
   }

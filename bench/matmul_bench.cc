@@ -85,8 +85,8 @@ int main(int argc, char** argv) {
       double tk = median_seconds(run_kiln);
       double tr = median_seconds(run_ref);
       double gk = flops / tk * 1e-9, gr = flops / tr * 1e-9;
-      std::printf("case=matmul_%d_t%d kiln_gflops=%.1f ref_gflops=%.1f ratio=%.3f\n", n, threads, gk, gr,
-                  gk / gr);
+      std::printf("case=matmul_%d_t%d kiln_gflops=%.1f ref_gflops=%.1f ratio=%.3f\n", n, threads,
+                  gk, gr, gk / gr);
       std::fflush(stdout);
     }
   }

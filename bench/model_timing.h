@@ -11,11 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <string>
-#include <vector>
-
 #include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -87,9 +86,10 @@ struct BuiltModel {
   std::string error;
 };
 
-inline BuiltModel build_and_check(const std::string& dir, const std::string& name, const std::string& target,
-                                  const graph::BuildOptions& options, const graph::OnnxImportOptions& import,
-                                  double tolerance, runtime::DeviceKind device = runtime::DeviceKind::kCPU) {
+inline BuiltModel build_and_check(const std::string& dir, const std::string& name,
+                                  const std::string& target, const graph::BuildOptions& options,
+                                  const graph::OnnxImportOptions& import, double tolerance,
+                                  runtime::DeviceKind device = runtime::DeviceKind::kCPU) {
   BuiltModel b;
   try {
     const auto t0 = std::chrono::steady_clock::now();
@@ -100,7 +100,8 @@ inline BuiltModel build_and_check(const std::string& dir, const std::string& nam
         runtime::GraphExecutor::from_bundle(std::move(bundle), name, device));
     b.exec->set_input(0, runtime::load_npy(dir + "/" + name + ".input.npy"));
     b.exec->run();
-    const double err = relative_error(b.exec->output(0), runtime::load_npy(dir + "/" + name + ".expected.npy"));
+    const double err =
+        relative_error(b.exec->output(0), runtime::load_npy(dir + "/" + name + ".expected.npy"));
     if (!(err <= tolerance)) {
       std::ostringstream os;
       os << "output differs from ONNX Runtime: max|diff|/max|ref| = " << err;

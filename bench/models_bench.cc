@@ -42,11 +42,11 @@
 
 namespace {
 
-using kiln::runtime::GraphExecutor;
-using kiln::runtime::NDArray;
 using kiln::bench::median_ms;
 using kiln::bench::quote;
 using kiln::bench::relative_error;
+using kiln::runtime::GraphExecutor;
+using kiln::runtime::NDArray;
 
 std::string run_command(const std::string& cmd) {
   return kiln::bench::run_command(cmd, "bench_models");
@@ -59,7 +59,8 @@ constexpr const char* kTarget = "llvm -mcpu=native";
 
 using Built = kiln::bench::BuiltModel;
 
-Built build_and_check(const std::string& dir, const std::string& name, const kiln::graph::BuildOptions& options) {
+Built build_and_check(const std::string& dir, const std::string& name,
+                      const kiln::graph::BuildOptions& options) {
   return kiln::bench::build_and_check(dir, name, kTarget, options, {}, 1e-3);
 }
 
@@ -78,8 +79,9 @@ int main(int argc, char** argv) {
     } else if (std::find(kModels.begin(), kModels.end(), a) != kModels.end()) {
       models.push_back(a);
     } else {
-      std::fprintf(stderr, "usage: bench_models [--min-time S] [--records DIR] [NAME ...]  (names: "
-                           "resnet18 mobilenetv2 dqn dcgan lstm)\n");
+      std::fprintf(stderr,
+                   "usage: bench_models [--min-time S] [--records DIR] [NAME ...]  (names: "
+                   "resnet18 mobilenetv2 dqn dcgan lstm)\n");
       return 2;
     }
   }
@@ -111,7 +113,8 @@ int main(int argc, char** argv) {
   for (const auto& name : models) {
     kiln::graph::BuildOptions fused;
     Built on = build_and_check(d, name, fused);
-    if (!on.error.empty()) std::fprintf(stderr, "bench_models: %s: %s\n", name.c_str(), on.error.c_str());
+    if (!on.error.empty())
+      std::fprintf(stderr, "bench_models: %s: %s\n", name.c_str(), on.error.c_str());
     double on_ms_fusion_threads = NAN;
     std::map<int, double> untuned_ms;
     for (int t : kThreads) {
@@ -165,7 +168,8 @@ int main(int argc, char** argv) {
         double off_ms = median_ms([&] { off.exec->run(); }, min_time);
         speedup = off_ms / on_ms_fusion_threads;
       } else {
-        std::fprintf(stderr, "bench_models: %s (fuse=false): %s\n", name.c_str(), off.error.c_str());
+        std::fprintf(stderr, "bench_models: %s (fuse=false): %s\n", name.c_str(),
+                     off.error.c_str());
       }
     }
     std::printf("case=fusion_%s speedup=%.3f\n", name.c_str(), speedup);

@@ -56,7 +56,8 @@ void fusion_ablation(const std::string& models_arg) {
   using namespace kiln;
   const std::vector<std::string> all = {"resnet18", "mobilenetv2", "dqn", "dcgan", "lstm"};
   std::vector<std::string> models;
-  for (const std::string& m : all) if (listed(models_arg, m)) models.push_back(m);
+  for (const std::string& m : all)
+    if (listed(models_arg, m)) models.push_back(m);
   if (models.empty()) return;
   testing::TempDir dir("kiln_bench_opencl_models");
   const std::string d = dir.path().string();
@@ -70,7 +71,8 @@ void fusion_ablation(const std::string& models_arg) {
       graph::BuildOptions options;
       options.fuse = fuse == 1;
       std::cerr << "bench_opencl: " << name << (fuse ? " fused" : " unfused") << "\n";
-      bench::BuiltModel b = bench::build_and_check(d, name, kTarget, options, {}, 1e-4, runtime::DeviceKind::kOpenCL);
+      bench::BuiltModel b =
+          bench::build_and_check(d, name, kTarget, options, {}, 1e-4, runtime::DeviceKind::kOpenCL);
       if (!b.exec) {
         error = b.error;
         break;
@@ -80,8 +82,8 @@ void fusion_ablation(const std::string& models_arg) {
     if (!error.empty()) {
       std::printf("case=fusion_%s_opencl error=\"%s\"\n", name.c_str(), error.c_str());
     } else {
-      std::printf("case=fusion_%s_opencl fused_ms=%.3f unfused_ms=%.3f speedup=%.3f\n", name.c_str(), ms[1],
-                  ms[0], ms[0] / ms[1]);
+      std::printf("case=fusion_%s_opencl fused_ms=%.3f unfused_ms=%.3f speedup=%.3f\n",
+                  name.c_str(), ms[1], ms[0], ms[0] / ms[1]);
     }
     std::fflush(stdout);
   }
@@ -104,7 +106,8 @@ int main(int argc, char** argv) {
     } else if (a == "--out" && i + 1 < argc) {
       out_dir = argv[++i];
     } else {
-      std::cerr << "usage: bench_opencl [--trials N] [--layers C1,C2,...|none] [--models NAME,...|none] [--out DIR]\n";
+      std::cerr << "usage: bench_opencl [--trials N] [--layers C1,C2,...|none] [--models "
+                   "NAME,...|none] [--out DIR]\n";
       return 2;
     }
   }
@@ -141,15 +144,17 @@ int main(int argc, char** argv) {
       for (const auto& [kind, n] : r.errors) std::cerr << " " << kind << "=" << n;
       std::cerr << "\n";
       if (default_gflops <= 0 || !r.has_best) {
-        std::printf("case=opencl_conv_%s default_gflops=%.2f tuned_gflops=%.2f speedup=nan "
-                    "trials=%d\n",
-                    l.name, default_gflops, r.best_gflops, r.trials);
+        std::printf(
+            "case=opencl_conv_%s default_gflops=%.2f tuned_gflops=%.2f speedup=nan "
+            "trials=%d\n",
+            l.name, default_gflops, r.best_gflops, r.trials);
         continue;
       }
       const double speedup = r.best_gflops / default_gflops;
-      std::printf("case=opencl_conv_%s default_gflops=%.2f tuned_gflops=%.2f speedup=%.2f "
-                  "trials=%d\n",
-                  l.name, default_gflops, r.best_gflops, speedup, r.trials);
+      std::printf(
+          "case=opencl_conv_%s default_gflops=%.2f tuned_gflops=%.2f speedup=%.2f "
+          "trials=%d\n",
+          l.name, default_gflops, r.best_gflops, speedup, r.trials);
       std::fflush(stdout);
       log_sum += std::log(speedup);
       ++measured;

@@ -25,9 +25,7 @@ struct ConvLayer {
   int pad() const { return k / 2; }
   int out_hw() const { return (hw + 2 * pad() - k) / stride + 1; }
   /// Multiply-adds count 2.
-  double flops() const {
-    return 2.0 * oc * out_hw() * out_hw() * static_cast<double>(ic) * k * k;
-  }
+  double flops() const { return 2.0 * oc * out_hw() * out_hw() * static_cast<double>(ic) * k * k; }
   int ib() const { return graph::channel_block(ic); }
   int ob() const { return graph::channel_block(oc); }
 };

@@ -3,9 +3,9 @@
 // (XGBoost + simulated annealing, explorer "xgb") against random and genetic search ("random",
 // "ga"), each with the same seed and the same trial budget, each into its own fresh record log
 // (DIR/<explorer>/, removed first). Candidates are measured by the Tuner in a guarded child with
-// ONE thread (TuneOptions.local.threads = 1: single-thread kernels are less noisy on a shared machine),
-// and without the tuner's usual first measurement of the template's default, so that the curves
-// show what each explorer finds by itself.
+// ONE thread (TuneOptions.local.threads = 1: single-thread kernels are less noisy on a shared
+// machine), and without the tuner's usual first measurement of the template's default, so that the
+// curves show what each explorer finds by itself.
 //
 //   bench_tuning [--trials N (64)] [--batch B (16)] [--seed S (1)] [--layers C1,C2,...]
 //                [--out DIR (build/release/bench-results/tuning)] [--no-plot]
@@ -36,19 +36,19 @@
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/features.h"
-#include "records/record_log.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/lower.h"
+#include "records/record_log.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using kiln::autotune::CostModel;
-using kiln::records::MeasureRecord;
-using kiln::records::RecordLog;
 using kiln::autotune::Task;
 using kiln::bench::ConvLayer;
+using kiln::records::MeasureRecord;
+using kiln::records::RecordLog;
 
 const std::vector<std::string> kExplorers = {"xgb", "random", "ga"};
 
@@ -96,12 +96,14 @@ void time_predict(const Task& task, const std::vector<MeasureRecord>& records) {
     auto t0 = Clock::now();
     std::vector<float> s = model.predict(cand);
     times.push_back(seconds_since(t0));
-    if (s.size() != cand.size()) std::fprintf(stderr, "bench_tuning: predict returned %zu scores\n", s.size());
+    if (s.size() != cand.size())
+      std::fprintf(stderr, "bench_tuning: predict returned %zu scores\n", s.size());
   }
   std::sort(times.begin(), times.end());
-  std::printf("case=predict_cost us_per_candidate=%.3f features_us_per_candidate=%.1f "
-              "candidates=1000 train_rows=%zu\n",
-              times[times.size() / 2] / 1000 * 1e6, features_us, x.size());
+  std::printf(
+      "case=predict_cost us_per_candidate=%.3f features_us_per_candidate=%.1f "
+      "candidates=1000 train_rows=%zu\n",
+      times[times.size() / 2] / 1000 * 1e6, features_us, x.size());
   std::fflush(stdout);
 }
 
@@ -121,15 +123,22 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--trials") trials = std::atoi(value().c_str());
-    else if (a == "--batch") batch = std::atoi(value().c_str());
-    else if (a == "--seed") seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--layers") layer_list = value();
-    else if (a == "--out") out_dir = value();
-    else if (a == "--no-plot") plot = false;
+    if (a == "--trials")
+      trials = std::atoi(value().c_str());
+    else if (a == "--batch")
+      batch = std::atoi(value().c_str());
+    else if (a == "--seed")
+      seed = std::strtoull(value().c_str(), nullptr, 10);
+    else if (a == "--layers")
+      layer_list = value();
+    else if (a == "--out")
+      out_dir = value();
+    else if (a == "--no-plot")
+      plot = false;
     else {
-      std::fprintf(stderr, "usage: bench_tuning [--trials N] [--batch B] [--seed S] "
-                           "[--layers C1,C2,...] [--out DIR] [--no-plot]\n");
+      std::fprintf(stderr,
+                   "usage: bench_tuning [--trials N] [--batch B] [--seed S] "
+                   "[--layers C1,C2,...] [--out DIR] [--no-plot]\n");
       return 2;
     }
   }
@@ -139,8 +148,9 @@ int main(int argc, char** argv) {
   }
   const std::vector<ConvLayer> layers = kiln::bench::select_layers(layer_list, "bench_tuning");
   fs::create_directories(out_dir);
-  std::fprintf(stderr, "bench_tuning: %zu layers x {xgb, random, ga}, %d trials, batch %d, seed %lu, "
-                       "1 thread per measurement, logs in %s\n",
+  std::fprintf(stderr,
+               "bench_tuning: %zu layers x {xgb, random, ga}, %d trials, batch %d, seed %lu, "
+               "1 thread per measurement, logs in %s\n",
                layers.size(), trials, batch, static_cast<unsigned long>(seed), out_dir.c_str());
 
   // Fresh logs: earlier runs' records would be resumed by the tuner, not re-measured.
@@ -178,14 +188,16 @@ int main(int argc, char** argv) {
       try {
         r = tuner.tune(task);
       } catch (const std::exception& ex) {
-        std::fprintf(stderr, "bench_tuning: %s %s: tune failed: %s\n", l.name, e.c_str(), ex.what());
+        std::fprintf(stderr, "bench_tuning: %s %s: tune failed: %s\n", l.name, e.c_str(),
+                     ex.what());
         ++failures;
         continue;
       }
       std::string errs;
       for (const auto& [kind, n] : r.errors) errs += " " + kind + "=" + std::to_string(n);
-      std::fprintf(stderr, "%s %s: %d measured (%d reused programs) of a space of %lu, best %.2f "
-                           "GFLOP/s (config %lu), %.1f s%s%s\n",
+      std::fprintf(stderr,
+                   "%s %s: %d measured (%d reused programs) of a space of %lu, best %.2f "
+                   "GFLOP/s (config %lu), %.1f s%s%s\n",
                    l.name, e.c_str(), r.measured_now, r.reused,
                    static_cast<unsigned long>(task.space.size()), r.best_gflops,
                    static_cast<unsigned long>(r.best_config), seconds_since(t0),
@@ -203,10 +215,11 @@ int main(int argc, char** argv) {
       if (it == curves.end() || best <= 0) return trials + 1;
       return trials_to(it->second, 0.95 * best, trials + 1);
     };
-    std::printf("case=curve_%s trials_to_95pct_xgb=%d trials_to_95pct_random=%d "
-                "trials_to_95pct_ga=%d best_gflops=%.2f space=%lu\n",
-                l.name, t95("xgb"), t95("random"), t95("ga"), best,
-                static_cast<unsigned long>(task.space.size()));
+    std::printf(
+        "case=curve_%s trials_to_95pct_xgb=%d trials_to_95pct_random=%d "
+        "trials_to_95pct_ga=%d best_gflops=%.2f space=%lu\n",
+        l.name, t95("xgb"), t95("random"), t95("ga"), best,
+        static_cast<unsigned long>(task.space.size()));
     std::fflush(stdout);
 
     // The cost model's prediction time, once, on the first layer with enough xgb records.
@@ -229,8 +242,8 @@ int main(int argc, char** argv) {
 
   if (plot) {
     const std::string png = (fs::path(out_dir) / "tuning_curves.png").string();
-    const std::string cmd = std::string("python3 '") + KILN_PLOT_SCRIPT + "' '" + csv_path +
-                            "' '" + png + "' --trials " + std::to_string(trials);
+    const std::string cmd = std::string("python3 '") + KILN_PLOT_SCRIPT + "' '" + csv_path + "' '" +
+                            png + "' --trials " + std::to_string(trials);
     if (std::system(cmd.c_str()) != 0) {
       std::fprintf(stderr, "bench_tuning: plotting failed: %s\n", cmd.c_str());
       ++failures;

@@ -20,6 +20,8 @@
 // DIR/roofline.csv (per layer: ops, DRAM bytes, GOPS serial and with two threads) and
 // DIR/roofline.png, the paper's Fig. 10 (bench/plot_roofline.py), DIR being
 // build/<preset>/bench-results/vdla. ARGS: --layers C2,C9,...
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,8 +30,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "bench/resnet_layers.h"
 #include "compiler/graph/graph_build.h"
@@ -55,8 +55,8 @@ void resnet18_case() {
   } remove{dir};
   namespace g = kiln::graph;
   namespace rt = kiln::runtime;
-  const std::string cmd = std::string("python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" + dir.string() +
-                          "' --only resnet18 --no-expected >/dev/null 2>&1";
+  const std::string cmd = std::string("python3 '") + KILN_MAKE_MODELS_SCRIPT + "' '" +
+                          dir.string() + "' --only resnet18 --no-expected >/dev/null 2>&1";
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "bench_vdla: %s failed (python3 with onnx and numpy)\n", cmd.c_str());
     std::exit(1);
@@ -75,7 +75,8 @@ void resnet18_case() {
   g::BuildReport het_rep, cpu_rep;
   rt::Bundle het = g::build_graph(qdq, "vdla", {}, &het_rep);
   rt::Bundle cpu = g::build_graph(qdq, "llvm -mcpu=native", {}, &cpu_rep);
-  for (const std::string& line : het_rep.vdla_kept_on_cpu) std::fprintf(stderr, "resnet18: %s\n", line.c_str());
+  for (const std::string& line : het_rep.vdla_kept_on_cpu)
+    std::fprintf(stderr, "resnet18: %s\n", line.c_str());
   auto het_g = rt::GraphExecutor::from_bundle(std::move(het), "resnet18 (vdla)");
   auto cpu_g = rt::GraphExecutor::from_bundle(std::move(cpu), "resnet18 (cpu)");
   het_g.set_input(0, x);
@@ -86,10 +87,12 @@ void resnet18_case() {
   std::sort(run_ms.begin(), run_ms.end());
   const rt::NDArray& a = het_g.output(0);
   const rt::NDArray& b = cpu_g.output(0);
-  const bool identical = a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())) == 0;
+  const bool identical = a.nbytes() == b.nbytes() &&
+                         std::memcmp(a.data(), b.data(), static_cast<size_t>(a.nbytes())) == 0;
   const kiln::vdla::Config cfg;
-  std::printf("case=vdla_resnet18 offloaded=%zu of=%zu vdla_ms=%.3f cpu_ms=%.3f identical=%d\n", het_rep.vdla_offloaded,
-              het_rep.vdla_convolutions, static_cast<double>(het_g.vdla_total().cycles) / (cfg.clock_mhz * 1e3),
+  std::printf("case=vdla_resnet18 offloaded=%zu of=%zu vdla_ms=%.3f cpu_ms=%.3f identical=%d\n",
+              het_rep.vdla_offloaded, het_rep.vdla_convolutions,
+              static_cast<double>(het_g.vdla_total().cycles) / (cfg.clock_mhz * 1e3),
               run_ms[run_ms.size() / 2], identical ? 1 : 0);
   std::fflush(stdout);
 }
@@ -119,7 +122,8 @@ int main(int argc, char** argv) {
   double peak_serial = 0, peak_vthread = 0;
   for (const kiln::bench::ConvLayer& l : kiln::bench::select_layers(layers, argv[0])) {
     // C1's 3 channels are zero-padded to one block.
-    const kiln::topi::VdlaConv2dShape s{l.hw, l.hw, (l.ic + 15) / 16 * 16, l.oc, l.k, l.stride, l.pad()};
+    const kiln::topi::VdlaConv2dShape s{l.hw,     l.hw,   (l.ic + 15) / 16 * 16, l.oc, l.k,
+                                        l.stride, l.pad()};
     const kiln::topi::VdlaConv2d op = kiln::topi::vdla_conv2d(s, true);
     const kiln::topi::VdlaConv2dConfig c1 = vc::choose_conv2d_config(op, 1, cfg, 0);
     const kiln::topi::VdlaConv2dConfig c2 = vc::choose_conv2d_config(op, 2, cfg, 0);
@@ -135,10 +139,13 @@ int main(int argc, char** argv) {
         vthread.utilization(), vthread.gops(cfg));
     std::fflush(stdout);
     // The same work either way: ops and DRAM traffic of the two-thread stream.
-    const double ops = 2.0 * static_cast<double>(cfg.macs_per_gemm()) * static_cast<double>(vthread.gemm_counter);
-    const double bytes = static_cast<double>(vthread.inp_load_nbytes + vthread.wgt_load_nbytes + vthread.acc_load_nbytes +
-                                             vthread.uop_load_nbytes + vthread.out_store_nbytes);
-    csv << l.name << "," << ops << "," << bytes << "," << serial.gops(cfg) << "," << vthread.gops(cfg) << "\n";
+    const double ops =
+        2.0 * static_cast<double>(cfg.macs_per_gemm()) * static_cast<double>(vthread.gemm_counter);
+    const double bytes = static_cast<double>(vthread.inp_load_nbytes + vthread.wgt_load_nbytes +
+                                             vthread.acc_load_nbytes + vthread.uop_load_nbytes +
+                                             vthread.out_store_nbytes);
+    csv << l.name << "," << ops << "," << bytes << "," << serial.gops(cfg) << ","
+        << vthread.gops(cfg) << "\n";
     peak_serial = std::max(peak_serial, serial.utilization());
     peak_vthread = std::max(peak_vthread, vthread.utilization());
   }
@@ -147,9 +154,10 @@ int main(int argc, char** argv) {
   if (model) resnet18_case();
   csv.close();
   const double dram_gbs = cfg.bus_bytes * cfg.clock_mhz / 1e3;
-  const std::string cmd = std::string("python3 '") + KILN_ROOFLINE_SCRIPT + "' '" + (dir / "roofline.csv").string() +
-                          "' '" + (dir / "roofline.png").string() + "' --peak-gops " + std::to_string(cfg.peak_gops()) +
-                          " --dram-gbs " + std::to_string(dram_gbs);
+  const std::string cmd =
+      std::string("python3 '") + KILN_ROOFLINE_SCRIPT + "' '" + (dir / "roofline.csv").string() +
+      "' '" + (dir / "roofline.png").string() + "' --peak-gops " + std::to_string(cfg.peak_gops()) +
+      " --dram-gbs " + std::to_string(dram_gbs);
   if (std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "bench_vdla: the roofline plot failed: %s\n", cmd.c_str());
     return 1;

@@ -4,8 +4,8 @@
 //   case=zoo_geomean_t2 ratio=<g> models=<n> ok=<k>
 // and with --records DIR (a record log from `kiln tune` of these models), each model again built
 // with the log's best configs (LogConfigSource; tasks never tuned keep their defaults):
-//   case=zoo_<name>_tuned_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x> tuned_ops=<n> default_ops=<m>
-//   case=zoo_tuned_geomean_t2 ratio=<g> models=<n> ok=<k>
+//   case=zoo_<name>_tuned_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x> tuned_ops=<n>
+//   default_ops=<m> case=zoo_tuned_geomean_t2 ratio=<g> models=<n> ok=<k>
 // where the geomean is over the models that compiled and matched (ok) and a model that did not
 // prints nan with its error on stderr. The models are exported into a temporary folder first
 // (make_zoo.py under KILN_TORCH_PYTHON, zoo_reference.py and models_ref.py under python3), so
@@ -51,12 +51,14 @@ constexpr int kGeomeanThreads = 2;
 constexpr double kTolerance = 1e-4;
 constexpr const char* kTarget = "llvm -mcpu=native";
 
-std::string run_command(const std::string& cmd) { return kiln::bench::run_command(cmd, "bench_zoo"); }
+std::string run_command(const std::string& cmd) {
+  return kiln::bench::run_command(cmd, "bench_zoo");
+}
 
 /// The zoo's model names, as make_zoo.py lists them.
 std::vector<std::string> zoo_names() {
-  std::istringstream in(run_command(std::string(KILN_TORCH_PYTHON) + " " +
-                                    quote(KILN_MAKE_ZOO_SCRIPT) + " --list"));
+  std::istringstream in(
+      run_command(std::string(KILN_TORCH_PYTHON) + " " + quote(KILN_MAKE_ZOO_SCRIPT) + " --list"));
   std::vector<std::string> names;
   for (std::string n; in >> n;) names.push_back(n);
   return names;
@@ -92,8 +94,8 @@ double print_cases(const Timed& k, const std::map<int, std::vector<double>>& ref
     auto rt = ref_ms.find(t);
     const double kiln_ms = kt == k.ms.end() ? NAN : median(kt->second);
     const double ref = rt == ref_ms.end() ? NAN : median(rt->second);
-    std::printf("case=zoo_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f%s\n", k.label.c_str(), t, kiln_ms, ref,
-                ref / kiln_ms, k.extra.c_str());
+    std::printf("case=zoo_%s_t%d kiln_ms=%.3f ref_ms=%.3f ratio=%.3f%s\n", k.label.c_str(), t,
+                kiln_ms, ref, ref / kiln_ms, k.extra.c_str());
     std::fflush(stdout);
     if (t == kGeomeanThreads && k.built->exec) at_geomean = ref / kiln_ms;
   }
@@ -133,8 +135,10 @@ int main(int argc, char** argv) {
     } else {
       std::string names;
       for (const auto& n : known) names += " " + n;
-      std::fprintf(stderr, "usage: bench_zoo [--min-time S] [--rounds R] [--records DIR] [NAME ...]  (names:%s)\n",
-                   names.c_str());
+      std::fprintf(
+          stderr,
+          "usage: bench_zoo [--min-time S] [--rounds R] [--records DIR] [NAME ...]  (names:%s)\n",
+          names.c_str());
       return 2;
     }
   }
@@ -142,19 +146,21 @@ int main(int argc, char** argv) {
 
   kiln::testing::TempDir dir("kiln_bench_zoo");
   const std::string d = dir.path().string();
-  std::string export_cmd = std::string(KILN_TORCH_PYTHON) + " " + quote(KILN_MAKE_ZOO_SCRIPT) +
-                           " " + quote(d);
+  std::string export_cmd =
+      std::string(KILN_TORCH_PYTHON) + " " + quote(KILN_MAKE_ZOO_SCRIPT) + " " + quote(d);
   for (const auto& m : models) export_cmd += " --only " + m;
   run_command(export_cmd + " >/dev/null 2>&1");
   run_command("python3 " + quote(KILN_ZOO_REFERENCE_SCRIPT) + " " + quote(d) + " >/dev/null");
 
   // The log is opened once, before any model is timed (RocksDB's background threads stay idle).
   std::unique_ptr<kiln::records::RecordLog> log;
-  if (!records.empty()) log = std::make_unique<kiln::records::RecordLog>(kiln::records::RecordLog::open(records));
+  if (!records.empty())
+    log = std::make_unique<kiln::records::RecordLog>(kiln::records::RecordLog::open(records));
   Geomean untuned, tuned;
   for (const auto& name : models) {
     kiln::bench::BuiltModel b = build_and_check(d, name);
-    if (!b.error.empty()) std::fprintf(stderr, "bench_zoo: %s: %s\n", name.c_str(), b.error.c_str());
+    if (!b.error.empty())
+      std::fprintf(stderr, "bench_zoo: %s: %s\n", name.c_str(), b.error.c_str());
     std::ostringstream build;
     build << " build_s=" << std::fixed;
     build.precision(1);
@@ -166,7 +172,8 @@ int main(int argc, char** argv) {
       kiln::graph::BuildOptions options;
       options.configs = &source;
       t = build_and_check(d, name, options);
-      if (!t.error.empty()) std::fprintf(stderr, "bench_zoo: %s (tuned): %s\n", name.c_str(), t.error.c_str());
+      if (!t.error.empty())
+        std::fprintf(stderr, "bench_zoo: %s (tuned): %s\n", name.c_str(), t.error.c_str());
       std::ostringstream ops;
       ops << " tuned_ops=" << source.tuned() << " default_ops=" << source.defaults();
       timed.push_back({name + "_tuned", ops.str(), &t, {}});
@@ -198,11 +205,11 @@ int main(int argc, char** argv) {
     untuned.add(print_cases(timed[0], ref_ms));
     if (log) tuned.add(print_cases(timed[1], ref_ms));
   }
-  std::printf("case=zoo_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads, untuned.value(), models.size(),
-              untuned.ok);
+  std::printf("case=zoo_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads,
+              untuned.value(), models.size(), untuned.ok);
   if (log) {
-    std::printf("case=zoo_tuned_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads, tuned.value(),
-                models.size(), tuned.ok);
+    std::printf("case=zoo_tuned_geomean_t%d ratio=%.3f models=%zu ok=%d\n", kGeomeanThreads,
+                tuned.value(), models.size(), tuned.ok);
   }
   return 0;
 }

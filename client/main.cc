@@ -32,8 +32,7 @@
 
 // Defined before the commands below, which copy it while this file is initialized.
 const kiln::cli::Flag kInputShapeFlag{
-    "--input-shape", "NAME=DIMS",
-    "input NAME's shape, binding its symbolic dims (once per input)"};
+    "--input-shape", "NAME=DIMS", "input NAME's shape, binding its symbolic dims (once per input)"};
 
 namespace {
 
@@ -43,8 +42,7 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kDefaultTarget = "llvm -mcpu=native";
 
 const kiln::cli::Flag kCalibrateFlag{
-    "--calibrate", "X.npy",
-    "a calibration input (required; once per file, one per model input)"};
+    "--calibrate", "X.npy", "a calibration input (required; once per file, one per model input)"};
 
 /// The quantizer's options from a command line: the model, --calibrate, --input-shape.
 kiln::graph::QuantizeOptions quantize_options(const kiln::cli::Args& args,
@@ -95,7 +93,8 @@ const kiln::cli::Command kQuantize{
     .name = "quantize",
     .operands = "MODEL.onnx",
     .summary = "quantize a float ONNX model to int8 (power-of-two scales) as a QDQ ONNX model",
-    .flags = {kCalibrateFlag, {"-o", "OUT.onnx", "the QDQ model to write (required)"},
+    .flags = {kCalibrateFlag,
+              {"-o", "OUT.onnx", "the QDQ model to write (required)"},
               kInputShapeFlag},
     .notes =
         "Batch norms after convolutions are folded first. Each convolution gets int8 weights with "
@@ -159,13 +158,13 @@ int compile_main(const kiln::cli::Args& args) {
   }
   if (drawn) std::fprintf(stderr, "\n");
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::cerr << "wrote " << out << " (" << secs << " s): " << build.num_functions
-            << " kernels from " << build.num_operators << " operators, "
-            << build.constants_folded << " constant nodes and " << build.batch_norms_folded
-            << " batch norms folded, " << build.convolutions_blocked
-            << " convolutions in NCHW[x]c (" << build.layout_conversions
-            << " layout conversions), intermediates in " << build.intermediate_bytes << " bytes ("
-            << build.intermediate_bytes_without_reuse << " without memory reuse)\n";
+  std::cerr << "wrote " << out << " (" << secs << " s): " << build.num_functions << " kernels from "
+            << build.num_operators << " operators, " << build.constants_folded
+            << " constant nodes and " << build.batch_norms_folded << " batch norms folded, "
+            << build.convolutions_blocked << " convolutions in NCHW[x]c ("
+            << build.layout_conversions << " layout conversions), intermediates in "
+            << build.intermediate_bytes << " bytes (" << build.intermediate_bytes_without_reuse
+            << " without memory reuse)\n";
   if (build.qconvs_realized > 0 || !build.qconvs_kept_float.empty()) {
     std::cerr << build.qconvs_realized << " quantized convolutions as integer QConv kernels\n";
     for (const std::string& line : build.qconvs_kept_float) std::cerr << line << "\n";
@@ -189,7 +188,8 @@ const kiln::cli::Command kCompile{
               {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
               {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"},
               {"--quantize", "int8", "quantize first, as kiln quantize does (default: float)"},
-              {"--calibrate", "X.npy", "a calibration input (required with --quantize; as quantize)"},
+              {"--calibrate", "X.npy",
+               "a calibration input (required with --quantize; as quantize)"},
               kInputShapeFlag},
     .notes =
         "A model with symbolic input dimensions (an export's 'batch') needs --input-shape "
@@ -198,7 +198,8 @@ const kiln::cli::Command kCompile{
         "TARGET is 'llvm -mcpu=CPU' for this machine's kind of CPU, 'llvm "
         "-mtriple=aarch64-linux-gnu -mcpu=cortex-a53' for an ARM board, or 'opencl' or 'cuda "
         "-arch=sm_90' for a GPU (run that bundle with kiln run --device opencl or cuda; archs "
-        "older than sm_75, such as a Titan X's sm_61, get PTX from LLVM's NVPTX back-end), or 'vdla' "
+        "older than sm_75, such as a Titan X's sm_61, get PTX from LLVM's NVPTX back-end), or "
+        "'vdla' "
         "for the VDLA (the paper's accelerator, simulated with its cycle model) beside this CPU: "
         "each integer QConv it supports runs there, the rest on 'llvm -mcpu=native', and the "
         "build says how many it offloaded and why each other one stays on the CPU. A "
@@ -258,7 +259,8 @@ const kiln::cli::Command kRun{
 
 int example_matmul(int n, int threads, const std::string& target) {
   using namespace kiln;
-  std::cout << "== The paper's example: C[y][x] = sum_k A[k][y] * B[k][x], " << n << "x" << n << "\n\n";
+  std::cout << "== The paper's example: C[y][x] = sum_k A[k][y] * B[k][x], " << n << "x" << n
+            << "\n\n";
   te::Tensor A = te::placeholder({n, n}, ir::kFloat32, "A");
   te::Tensor B = te::placeholder({n, n}, ir::kFloat32, "B");
   te::Tensor C = topi::matmul_transposed_a(A, B);
@@ -268,7 +270,8 @@ int example_matmul(int n, int threads, const std::string& target) {
   st.tile(st.axis(0), st.axis(1), st.reduce_axis(0), 8, 8, 8);
   std::cout << "-- after tile(y, x, k, 8, 8, 8):\n" << compiler::lower_loops(s) << "\n";
 
-  std::cout << "== Hand-scheduled x86 matmul (packing, register tile, vectorize, unroll, parallel)\n";
+  std::cout
+      << "== Hand-scheduled x86 matmul (packing, register tile, vectorize, unroll, parallel)\n";
   auto t0 = Clock::now();
   auto p = topi::packed_matmul_x86(n, n, n);
   auto mod = compiler::build(p.schedule, {p.a, p.b, p.c}, target, "matmul");
@@ -292,10 +295,12 @@ int example_matmul(int n, int threads, const std::string& target) {
   for (int t = 0; t < 256; ++t) {
     int i = pick(rng), j = pick(rng);
     double acc = 0;
-    for (int k = 0; k < n; ++k) acc += double(a.data<float>()[i * n + k]) * b.data<float>()[k * n + j];
+    for (int k = 0; k < n; ++k)
+      acc += double(a.data<float>()[i * n + k]) * b.data<float>()[k * n + j];
     float got = c.data<float>()[i * n + j];
     if (std::abs(got - acc) > 1e-3 * (1 + std::abs(acc))) {
-      std::cerr << "error: wrong result at C[" << i << "][" << j << "]: " << got << " vs " << acc << "\n";
+      std::cerr << "error: wrong result at C[" << i << "][" << j << "]: " << got << " vs " << acc
+                << "\n";
       return 1;
     }
   }
@@ -306,13 +311,14 @@ int example_matmul(int n, int threads, const std::string& target) {
     auto s0 = Clock::now();
     f(a, b, c);
     times.push_back(std::chrono::duration<double>(Clock::now() - s0).count());
-    std::fprintf(stderr, "\r  measuring [%-10s] %d/%d", std::string(r + 1, '#').c_str(), r + 1, runs);
+    std::fprintf(stderr, "\r  measuring [%-10s] %d/%d", std::string(r + 1, '#').c_str(), r + 1,
+                 runs);
   }
   std::fprintf(stderr, "\n");
   std::sort(times.begin(), times.end());
   double med = times[runs / 2];
-  std::printf("matmul %dx%dx%d on %d thread(s): %.3f ms, %.1f GFLOP/s\n", n, n, n, threads, med * 1e3,
-              2.0 * n * n * n / med * 1e-9);
+  std::printf("matmul %dx%dx%d on %d thread(s): %.3f ms, %.1f GFLOP/s\n", n, n, n, threads,
+              med * 1e3, 2.0 * n * n * n / med * 1e-9);
   return 0;
 }
 
@@ -365,11 +371,10 @@ std::string default_bundle_path(const std::string& onnx_path) {
 }
 
 int main(int argc, char** argv) {
-  const std::vector<const kiln::cli::Command*> commands = {&kCompile,          &kQuantize,
-                                                           &kRun,
-                                                           &tune_command(),    &kExample,
-                                                           &submit_command(),  &jobs_command(),
-                                                           &watch_command(),   &fetch_command(),
-                                                           &devices_command(), &cancel_command()};
+  const std::vector<const kiln::cli::Command*> commands = {
+      &kCompile,          &kQuantize,       &kRun,
+      &tune_command(),    &kExample,        &submit_command(),
+      &jobs_command(),    &watch_command(), &fetch_command(),
+      &devices_command(), &cancel_command()};
   return kiln::cli::dispatch(commands, std::vector<std::string>(argv + 1, argv + argc));
 }

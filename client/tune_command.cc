@@ -65,8 +65,8 @@ int tune_main(const kiln::cli::Args& args) {
     autotune::Tuner tuner(log, options);  // one for all tasks: it keeps their features
     for (size_t i = 0; i < tasks.size(); ++i) {
       const autotune::Task& task = tasks[i];
-      const std::string head = "[task " + std::to_string(i + 1) + "/" +
-                               std::to_string(tasks.size()) + "] " + task.key;
+      const std::string head =
+          "[task " + std::to_string(i + 1) + "/" + std::to_string(tasks.size()) + "] " + task.key;
       tuner.set_progress([&](const autotune::TuneProgress& p) {
         constexpr int kWidth = 20;
         const int filled = p.trials_total > 0 ? p.trials_done * kWidth / p.trials_total : kWidth;
@@ -80,7 +80,8 @@ int tune_main(const kiln::cli::Args& args) {
       if (tty && r.measured_now > 0) std::fprintf(stderr, "\n");
       std::string errors;
       for (const auto& [kind, n] : r.errors) errors += " " + kind + "=" + std::to_string(n);
-      std::fprintf(stderr, "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s\n",
+      std::fprintf(stderr,
+                   "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s\n",
                    head.c_str(), r.trials, r.measured_now, r.reused, r.best_gflops,
                    errors.empty() ? "" : ", errors:", errors.c_str());
       if (r.contended > 0) {

@@ -9,10 +9,10 @@
 #include "compiler/codegen/build.h"
 #include "compiler/codegen/build_device.h"
 #include "compiler/codegen/codegen_nvptx.h"
+#include "compiler/ir/op.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/verify.h"
-#include "compiler/ir/op.h"
 #include "compiler/pass/inject_virtual_thread.h"
 #include "compiler/pass/lower_tensor_intrin.h"
 #include "compiler/pass/partition_loops.h"
@@ -64,7 +64,8 @@ namespace {
 
 /// A function named `name` whose parameters are the buffers of `args`; `buffers` maps each
 /// argument's stage to its buffer. Every placeholder the schedule reads must be an argument.
-ir::PrimFunc bind_arguments(const te::Schedule& n, const std::vector<te::Tensor>& args, const std::string& name,
+ir::PrimFunc bind_arguments(const te::Schedule& n, const std::vector<te::Tensor>& args,
+                            const std::string& name,
                             std::unordered_map<const ir::ProducerNode*, ir::Buffer>* buffers) {
   KILN_USER_CHECK(!name.empty()) << "lower: the function needs a name";
   ir::PrimFunc f;
@@ -97,8 +98,8 @@ ir::PrimFunc bind_arguments(const te::Schedule& n, const std::vector<te::Tensor>
 
 }  // namespace
 
-ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args, const std::string& name,
-                   const LowerOptions& options) {
+ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                   const std::string& name, const LowerOptions& options) {
   te::Schedule n = te::normalize(sch);
   std::unordered_map<const ir::ProducerNode*, ir::Buffer> buffers;
   ir::PrimFunc f = bind_arguments(n, args, name, &buffers);
@@ -121,8 +122,8 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
 ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                                   const std::string& name, const target::Target& target,
                                   const LowerOptions& options) {
-  KILN_USER_CHECK(target.is_gpu())
-      << "lower_device '" << name << "': target '" << target.str() << "' is not a GPU (cuda or opencl)";
+  KILN_USER_CHECK(target.is_gpu()) << "lower_device '" << name << "': target '" << target.str()
+                                   << "' is not a GPU (cuda or opencl)";
   te::Schedule n = te::normalize(sch);
   for (auto& st : n->stages) {
     for (auto& iv : st->leaf_iter_vars) {
@@ -204,7 +205,8 @@ runtime::DeviceProgram build_gpu(const te::Schedule& sch, const std::vector<te::
 }
 
 runtime::Module build(const te::Schedule& sch, const std::vector<te::Tensor>& args,
-                      const std::string& target, const std::string& name, const LowerOptions& options) {
+                      const std::string& target, const std::string& name,
+                      const LowerOptions& options) {
   target::Target t = target::Target::parse(target);
   return codegen::build({lower(sch, args, name, options)}, t);
 }

@@ -25,8 +25,8 @@ struct LowerOptions {
 ir::Stmt lower_loops(const te::Schedule& sch);
 
 /// A lowered function taking `args` (inputs and outputs, in the order the caller will pass them).
-ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args, const std::string& name,
-                   const LowerOptions& options = {});
+ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                   const std::string& name, const LowerOptions& options = {});
 
 /// Lowers for a GPU target ("cuda", "opencl"): the CPU pipeline without its CPU-only passes,
 /// then inject_virtual_thread, thread_sync("shared"), verify_gpu against the target's limits and

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -15,14 +15,14 @@
 
 #include "base/error.h"
 #include "deploy/runtime/device_program.h"
-#include "deploy/vdla/driver/program.h"
-#include "device_agent/agent_device.h"
-#include "device_agent/board_info.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/measure_child.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/random_fill.h"
+#include "deploy/vdla/driver/program.h"
+#include "device_agent/agent_device.h"
+#include "device_agent/board_info.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
 #include "rpc/wire.h"
@@ -354,8 +354,8 @@ void Agent::handle(Session& session, const v1::MeasureRequest& request) {
      << "): " << v1::ErrorKind_Name(result.error());
   if (result.costs_s_size() > 0) os << ", " << result.costs_s(0) * 1e6 << " us";
   if (device_.vdla && result.costs_s_size() > 0) {
-    os << " (" << std::llround(result.costs_s(0) * vdla::Config{}.clock_mhz * 1e6)
-       << " cycles at " << vdla::Config{}.clock_mhz << " MHz; the cycle model is deterministic: one run)";
+    os << " (" << std::llround(result.costs_s(0) * vdla::Config{}.clock_mhz * 1e6) << " cycles at "
+       << vdla::Config{}.clock_mhz << " MHz; the cycle model is deterministic: one run)";
   }
   if (!result.error_msg().empty()) os << ": " << result.error_msg();
   log(os.str());

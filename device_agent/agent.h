@@ -65,9 +65,9 @@ struct AgentOptions {
   /// default: "<CPU model from /proc/cpuinfo> x<nproc>", or the GPU's description for a cuda or
   /// opencl target (agent_device.h)
   std::string fingerprint;
-  std::string runner;       ///< kiln-runner's path; default runtime::default_runner_path()
-  int threads = 0;          ///< kernel thread pool when a request says 0 (0: the runtime's default)
-  std::string work_dir;     ///< default: a fresh folder under the temp dir, removed at the end
+  std::string runner;    ///< kiln-runner's path; default runtime::default_runner_path()
+  int threads = 0;       ///< kernel thread pool when a request says 0 (0: the runtime's default)
+  std::string work_dir;  ///< default: a fresh folder under the temp dir, removed at the end
   /// The emulator this agent runs under, as a command ("qemu-aarch64-static -L /usr/aarch64-...
   /// linux-gnu"): the agent reports itself emulated and starts kiln-runner through it (for a
   /// machine without binfmt_misc). Empty: the runner starts directly, and the agent still finds

@@ -26,17 +26,17 @@ AgentDevice probe_agent_device(const std::string& target) {
   const char* name = kind == "cuda" ? "CUDA" : "OpenCL";
   std::string why;
   KILN_USER_CHECK(runtime::DeviceAPI::available(d.kind, &why))
-      << "target '" << target << "' needs a " << name << " device, and this machine has none: "
-      << why;
+      << "target '" << target << "' needs a " << name
+      << " device, and this machine has none: " << why;
   runtime::DeviceAPI& device = runtime::DeviceAPI::get(d.kind);
   d.description = device.description();
   if (kind == "cuda" && !arch.empty()) {
     const runtime::DeviceInfo& info = device.info();
     const std::string has = "sm_" + std::to_string(info.compute_capability_major) +
                             std::to_string(info.compute_capability_minor);
-    KILN_USER_CHECK(has == arch)
-        << "target '" << target << "' builds for " << arch << ", but this machine's CUDA device is "
-        << has << " (" << info.name << "); give -arch=" << has;
+    KILN_USER_CHECK(has == arch) << "target '" << target << "' builds for " << arch
+                                 << ", but this machine's CUDA device is " << has << " ("
+                                 << info.name << "); give -arch=" << has;
   }
   return d;
 }

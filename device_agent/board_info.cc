@@ -1,12 +1,12 @@
 #include "device_agent/board_info.h"
 
-#include "base/host_arch.h"
-
 #include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
 #include <vector>
+
+#include "base/host_arch.h"
 
 namespace kiln::agent {
 namespace {
@@ -55,23 +55,40 @@ std::string program_arch() { return host_arch(); }
 std::string arm_cpu_name(unsigned implementer, unsigned part) {
   if (implementer != 0x41) return "";  // ARM Ltd.'s own cores only
   switch (part) {
-    case 0xd03: return "Cortex-A53";
-    case 0xd04: return "Cortex-A35";
-    case 0xd05: return "Cortex-A55";
-    case 0xd07: return "Cortex-A57";
-    case 0xd08: return "Cortex-A72";
-    case 0xd09: return "Cortex-A73";
-    case 0xd0a: return "Cortex-A75";
-    case 0xd0b: return "Cortex-A76";
-    case 0xd0c: return "Neoverse-N1";
-    case 0xd0d: return "Cortex-A77";
-    case 0xd40: return "Neoverse-V1";
-    case 0xd41: return "Cortex-A78";
-    case 0xd46: return "Cortex-A510";
-    case 0xd47: return "Cortex-A710";
-    case 0xd49: return "Neoverse-N2";
-    case 0xd4f: return "Neoverse-V2";
-    default: return "";
+    case 0xd03:
+      return "Cortex-A53";
+    case 0xd04:
+      return "Cortex-A35";
+    case 0xd05:
+      return "Cortex-A55";
+    case 0xd07:
+      return "Cortex-A57";
+    case 0xd08:
+      return "Cortex-A72";
+    case 0xd09:
+      return "Cortex-A73";
+    case 0xd0a:
+      return "Cortex-A75";
+    case 0xd0b:
+      return "Cortex-A76";
+    case 0xd0c:
+      return "Neoverse-N1";
+    case 0xd0d:
+      return "Cortex-A77";
+    case 0xd40:
+      return "Neoverse-V1";
+    case 0xd41:
+      return "Cortex-A78";
+    case 0xd46:
+      return "Cortex-A510";
+    case 0xd47:
+      return "Cortex-A710";
+    case 0xd49:
+      return "Neoverse-N2";
+    case 0xd4f:
+      return "Neoverse-V2";
+    default:
+      return "";
   }
 }
 

@@ -20,9 +20,9 @@
 namespace kiln::agent {
 
 struct BoardInfo {
-  std::string board;      ///< the board's model; "" when the system does not say
-  std::string cpu_model;  ///< the CPU's name ("Cortex-A53", "AMD EPYC 9R14")
-  std::string arch;       ///< the architecture this program runs as ("aarch64", "x86_64")
+  std::string board;         ///< the board's model; "" when the system does not say
+  std::string cpu_model;     ///< the CPU's name ("Cortex-A53", "AMD EPYC 9R14")
+  std::string arch;          ///< the architecture this program runs as ("aarch64", "x86_64")
   std::string cpuinfo_arch;  ///< the architecture /proc/cpuinfo describes ("" when unclear)
   uint32_t cores = 0;
   uint64_t memory_bytes = 0;

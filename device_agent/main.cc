@@ -32,7 +32,8 @@ constexpr char kUsage[] =
     "  --threads      kernel threads when a request leaves it to the device (default: all)\n"
     "  --runner       the kiln-runner executable (default: beside kiln-agent, or $KILN_RUNNER)\n"
     "  --work-dir     folder for kernels and inputs (default: a temporary one)\n"
-    "  --emulator     the emulator this agent runs under, as a command (e.g. \"qemu-aarch64-static\n"
+    "  --emulator     the emulator this agent runs under, as a command (e.g. "
+    "\"qemu-aarch64-static\n"
     "                 -L /usr/aarch64-linux-gnu\"): the agent reports itself emulated (its\n"
     "                 records are kept apart from real boards') and starts kiln-runner through\n"
     "                 it; without it, emulation is still found from /proc/cpuinfo\n";
@@ -52,11 +53,11 @@ std::string without_prefix(std::string msg) {
 int main(int argc, char** argv) {
   kiln::die_with_parent_from_env();
   std::map<std::string, std::string> flags;
-  const std::map<std::string, bool> known = {
-      {"--tracker", true},     {"--key", true},     {"--target", true},
-      {"--token-file", false}, {"--tls-ca", false}, {"--fingerprint", false},
-      {"--threads", false},    {"--runner", false}, {"--work-dir", false},
-      {"--emulator", false}};
+  const std::map<std::string, bool> known = {{"--tracker", true},   {"--key", true},
+                                             {"--target", true},    {"--token-file", false},
+                                             {"--tls-ca", false},   {"--fingerprint", false},
+                                             {"--threads", false},  {"--runner", false},
+                                             {"--work-dir", false}, {"--emulator", false}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define KILN_FUZZ_CHECK(cond)                                                          \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
+#define KILN_FUZZ_CHECK(cond)                                                               \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
       std::fprintf(stderr, "%s:%d: fuzz property failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                    \
-    }                                                                                  \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (false)

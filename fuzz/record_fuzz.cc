@@ -5,8 +5,8 @@
 #include <string>
 
 #include "base/error.h"
-#include "records/record.h"
 #include "fuzz/fuzz_check.h"
+#include "records/record.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace records = kiln::records;

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdint>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>

@@ -106,8 +106,7 @@ MeasureRecord record_from_json(const Json& j, const std::string& origin) {
   r.search_seed = u64_from_json(field(j, "search_seed", origin), what(origin, "search_seed"));
   if (j.has("contended"))
     r.contended = j.at("contended", origin).as_bool(what(origin, "contended"));
-  if (j.has("emulated"))
-    r.emulated = j.at("emulated", origin).as_bool(what(origin, "emulated"));
+  if (j.has("emulated")) r.emulated = j.at("emulated", origin).as_bool(what(origin, "emulated"));
   return r;
 }
 

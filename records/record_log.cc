@@ -367,15 +367,14 @@ std::vector<MeasureRecord> RecordLog::records(const std::string& task_key,
   return out;
 }
 
-std::optional<MeasureRecord> RecordLog::best(const std::string& task_key,
-                                             const std::string& target, Lane lane) const {
+std::optional<MeasureRecord> RecordLog::best(const std::string& task_key, const std::string& target,
+                                             Lane lane) const {
   auto text = impl_->get(best_key(target, task_key, lane));
   if (!text) return std::nullopt;
   return record_from_string(*text, "record log '" + impl_->dir + "' best entry of " + task_key);
 }
 
-size_t RecordLog::count(const std::string& task_key, const std::string& target,
-                        Lane lane) const {
+size_t RecordLog::count(const std::string& task_key, const std::string& target, Lane lane) const {
   auto c = impl_->get(count_key(target, task_key, lane));
   if (!c) return 0;
   KILN_SYSTEM_CHECK(c->size() == 8) << "record log '" << impl_->dir << "' is corrupt: bad count";

@@ -35,7 +35,8 @@ std::string read_token(const std::string& file) {
   return env ? std::string(env) : std::string();
 }
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& address, const std::string& ca_file) {
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
+                                            const std::string& ca_file) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);

@@ -9,10 +9,10 @@
 //   if (!rpc::has_token(*server_ctx, token)) return rpc::unauthenticated();   // server side
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 namespace kiln::rpc {
 

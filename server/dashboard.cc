@@ -1,13 +1,13 @@
 #include "server/dashboard.h"
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
 
 #include "tracker/job_store.h"
 
@@ -102,12 +102,24 @@ class JsonOut {
     s_ += '"';
     for (unsigned char c : v) {
       switch (c) {
-        case '"': s_ += "\\\""; break;
-        case '\\': s_ += "\\\\"; break;
-        case '\n': s_ += "\\n"; break;
-        case '\r': s_ += "\\r"; break;
-        case '\t': s_ += "\\t"; break;
-        case '<': s_ += "\\u003c"; break;  // never "</script>" in a body
+        case '"':
+          s_ += "\\\"";
+          break;
+        case '\\':
+          s_ += "\\\\";
+          break;
+        case '\n':
+          s_ += "\\n";
+          break;
+        case '\r':
+          s_ += "\\r";
+          break;
+        case '\t':
+          s_ += "\\t";
+          break;
+        case '<':
+          s_ += "\\u003c";
+          break;  // never "</script>" in a body
         default:
           if (c < 0x20) {
             char buf[8];
@@ -140,7 +152,8 @@ std::string template_of(const std::string& task_key) {
 // Whether `a` and `b` are equal, in time independent of where they differ.
 bool same_secret(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.size() + 1)]);
+  for (size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.size() + 1)]);
   return diff == 0;
 }
 
@@ -187,11 +200,16 @@ void write_job(JsonOut& j, const tracker::JobRecord& r, const records::RecordLog
       .field("trials_done", r.trials_done)
       .field("trials_failed", r.trials_failed);
   double progress = 0;
-  if (r.state == tracker::JobState::kDone) progress = 1;
-  else if (total > 0) progress = std::min(1.0, static_cast<double>(r.trials_done) / static_cast<double>(total));
+  if (r.state == tracker::JobState::kDone)
+    progress = 1;
+  else if (total > 0)
+    progress = std::min(1.0, static_cast<double>(r.trials_done) / static_cast<double>(total));
   j.field("progress", progress);
   j.key("best_latency_ms");
-  if (latency_s > 0) j.value(latency_s * 1e3); else j.null();
+  if (latency_s > 0)
+    j.value(latency_s * 1e3);
+  else
+    j.null();
   j.field("latency_tasks", tasks_with_best);
   // ETA from the pace since the job started: trials left / (trials done per second).
   j.key("eta_s");
@@ -248,11 +266,13 @@ HttpResponse Dashboard::api(const HttpRequest& request) const {
     const std::string auth = request.header("authorization");
     HttpResponse denied;
     if (auth.empty()) {
-      denied = HttpResponse::error(401, "missing token: this farm needs the header "
-                                        "'Authorization: Bearer <token>'");
+      denied = HttpResponse::error(401,
+                                   "missing token: this farm needs the header "
+                                   "'Authorization: Bearer <token>'");
     } else if (auth.rfind("Bearer ", 0) != 0) {
-      denied = HttpResponse::error(401, "malformed Authorization header: expected "
-                                        "'Bearer <token>'");
+      denied = HttpResponse::error(401,
+                                   "malformed Authorization header: expected "
+                                   "'Bearer <token>'");
     } else if (!same_secret(auth.substr(7), token_)) {
       denied = HttpResponse::error(401, "wrong token in the Authorization header");
     }
@@ -272,16 +292,16 @@ HttpResponse Dashboard::api(const HttpRequest& request) const {
     const std::string since = request.param("since");
     tracker::JobId v = 0;
     if (!since.empty() && since != "0" && !parse_id(since, &v))
-      return HttpResponse::error(400, "malformed 'since' \"" + since +
-                                          "\": expected Unix milliseconds");
+      return HttpResponse::error(400,
+                                 "malformed 'since' \"" + since + "\": expected Unix milliseconds");
     resp = HttpResponse::json(events_json(static_cast<int64_t>(v)));
   } else if (p.rfind(jobs_prefix, 0) == 0) {
     const std::string text = p.substr(jobs_prefix.size());
     if (text.find('/') != std::string::npos) return HttpResponse::error(404, "no such path: " + p);
     tracker::JobId id = 0;
     if (!parse_id(text, &id))
-      return HttpResponse::error(400, "malformed job id \"" + text +
-                                          "\": expected a positive integer (1, 2, ...)");
+      return HttpResponse::error(
+          400, "malformed job id \"" + text + "\": expected a positive integer (1, 2, ...)");
     try {
       resp = HttpResponse::json(job_json(id));
     } catch (const FarmError& e) {
@@ -295,7 +315,8 @@ HttpResponse Dashboard::api(const HttpRequest& request) const {
   }
   // A safety net: whatever a job or an event carries, the token never leaves in a body.
   if (!token_.empty()) {
-    for (size_t at = resp.body.find(token_); at != std::string::npos; at = resp.body.find(token_, at))
+    for (size_t at = resp.body.find(token_); at != std::string::npos;
+         at = resp.body.find(token_, at))
       resp.body.replace(at, token_.size(), "***");
   }
   return resp;
@@ -326,9 +347,12 @@ std::string Dashboard::farm_json() const {
   j.key("devices").begin_array();
   for (const v1::DeviceInfo& d : devices) {
     KeyInfo& k = keys[d.key()];
-    if (d.state() == "online") ++k.online;
-    else if (d.state() == "busy") ++k.busy;
-    else if (d.state() == "quarantined") ++k.quarantined;
+    if (d.state() == "online")
+      ++k.online;
+    else if (d.state() == "busy")
+      ++k.busy;
+    else if (d.state() == "quarantined")
+      ++k.quarantined;
     k.in_flight += d.in_flight();
     k.per_minute += d.measures_last_minute();
     j.begin_object()
@@ -435,8 +459,9 @@ std::string Dashboard::job_json(tracker::JobId id) const {
       curve = std::move(kept);
     }
     const char* status = t < r.tasks_done ? "done"
-                         : (t == r.tasks_done && r.state == tracker::JobState::kRunning) ? "tuning"
-                                                                                          : "waiting";
+                         : (t == r.tasks_done && r.state == tracker::JobState::kRunning)
+                             ? "tuning"
+                             : "waiting";
     j.begin_object()
         .field("key", key)
         .field("template", template_of(key))
@@ -458,7 +483,8 @@ std::string Dashboard::job_json(tracker::JobId id) const {
       j.null();
     }
     j.key("curve").begin_array();
-    for (const auto& [trial, g] : curve) j.begin_array().value(uint64_t{trial}).value(g).end_array();
+    for (const auto& [trial, g] : curve)
+      j.begin_array().value(uint64_t{trial}).value(g).end_array();
     j.end_array();
     j.key("errors").begin_object();
     for (const auto& [kind, n] : errors) j.field(kind, n);
@@ -473,7 +499,10 @@ std::string Dashboard::job_json(tracker::JobId id) const {
           .field("config", m.config)
           .field("gflops", m.gflops);
       j.key("latency_us");
-      if (m.error == ErrorKind::kNone) j.value(m.cost() * 1e6); else j.null();
+      if (m.error == ErrorKind::kNone)
+        j.value(m.cost() * 1e6);
+      else
+        j.null();
       j.field("error", error_kind_name(m.error))
           .field("error_msg", m.error_msg.substr(0, 200))
           .field("timestamp_ms", m.timestamp_ms)

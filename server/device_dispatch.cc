@@ -177,10 +177,9 @@ void Farm::report_result(const v1::MeasureResult& r,
     // A stale result (the request was re-queued, cancelled or given up) is refused quietly; a
     // result for a request this device was never given is a board misbehaving.
     if (tracker_.devices().find(device) && !tracker_.devices().was_given(device, r.request_id())) {
-      add_event_locked("stray_result", "device " + std::to_string(device) +
-                                           " sent a result for request " +
-                                           std::to_string(r.request_id()) +
-                                           ", which it was never given: refused");
+      add_event_locked("stray_result",
+                       "device " + std::to_string(device) + " sent a result for request " +
+                           std::to_string(r.request_id()) + ", which it was never given: refused");
       if (auto why = tracker_.devices().record_stray_result(device, r.request_id()))
         quarantine_locked(device, *why);
     }
@@ -190,10 +189,11 @@ void Farm::report_result(const v1::MeasureResult& r,
   }
   // A board whose clock runs backwards, or whose timer gives negative costs, cannot be trusted
   // with timings: it is quarantined and what it held (this request too) goes to another device.
-  std::optional<std::string> distrust = tracker_.devices().observe_clock(device, r.device_clock_ms());
+  std::optional<std::string> distrust =
+      tracker_.devices().observe_clock(device, r.device_clock_ms());
   if (!distrust && bad_cost) {
-    distrust = "it reported a cost of " + std::to_string(*bad_cost) +
-               " s: its timer cannot be trusted";
+    distrust =
+        "it reported a cost of " + std::to_string(*bad_cost) + " s: its timer cannot be trusted";
   }
   if (distrust) {
     quarantine_locked(device, *distrust);
@@ -257,9 +257,9 @@ void Farm::quarantine_locked(DeviceId device, const std::string& reason) {
   const size_t held = d->in_flight.size();
   for (const tracker::GiveUp& g : tracker_.quarantine(device, reason)) give_up_locked(g);
   idle_[key].erase(device);
-  add_event_locked("quarantine", "device " + std::to_string(device) + " quarantined: " + reason +
-                                     (held ? "; " + std::to_string(held) + " request(s) re-queued"
-                                           : ""));
+  add_event_locked("quarantine",
+                   "device " + std::to_string(device) + " quarantined: " + reason +
+                       (held ? "; " + std::to_string(held) + " request(s) re-queued" : ""));
   feed_key_locked(key, held);
   refresh_gauges_locked();
 }

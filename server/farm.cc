@@ -71,8 +71,7 @@ void Farm::start(const std::string& driver_server) {
     job_versions_[j.id] = 1;
     ++resumed;
   }
-  if (resumed > 0)
-    add_event_locked("resume", std::to_string(resumed) + " unfinished jobs resumed");
+  if (resumed > 0) add_event_locked("resume", std::to_string(resumed) + " unfinished jobs resumed");
   refresh_gauges_locked();
   ticker_ = std::thread([this] { tick_loop(); });
   for (int i = 0; i < options_.max_running_jobs; ++i)

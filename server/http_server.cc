@@ -16,14 +16,22 @@ namespace {
 
 const char* reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
   }
 }
 
@@ -89,8 +97,8 @@ void HttpServer::route_prefix(const std::string& prefix, Handler handler) {
 
 HttpResponse HttpServer::handle(const HttpRequest& request) const {
   if (request.method != "GET" && request.method != "HEAD") {
-    HttpResponse r = HttpResponse::error(405, "method " + request.method +
-                                                  " not allowed: this server is read-only (GET)");
+    HttpResponse r = HttpResponse::error(
+        405, "method " + request.method + " not allowed: this server is read-only (GET)");
     r.headers.emplace_back("Allow", "GET, HEAD");
     return r;
   }
@@ -138,8 +146,13 @@ int HttpServer::on_request(mg_connection* conn, void* self) {
 int HttpServer::start(const std::string& bind_address) {
   KILN_USER_CHECK(!ctx_) << "http: already serving on port " << port_;
   KILN_USER_CHECK(!bind_address.empty()) << "http: empty bind address";
-  const char* options[] = {"listening_ports", bind_address.c_str(), "num_threads", "8",
-                           "enable_keep_alive", "yes", nullptr};
+  const char* options[] = {"listening_ports",
+                           bind_address.c_str(),
+                           "num_threads",
+                           "8",
+                           "enable_keep_alive",
+                           "yes",
+                           nullptr};
   mg_callbacks callbacks{};
   callbacks.log_message = [](const mg_connection*, const char* message) {
     start_error = message ? message : "";

@@ -26,9 +26,9 @@ struct mg_connection;
 namespace kiln::server {
 
 struct HttpRequest {
-  std::string method;  ///< "GET" or "HEAD"
-  std::string path;    ///< decoded, without the query
-  std::string query;   ///< after '?', undecoded; "" when none
+  std::string method;                          ///< "GET" or "HEAD"
+  std::string path;                            ///< decoded, without the query
+  std::string query;                           ///< after '?', undecoded; "" when none
   std::map<std::string, std::string> headers;  ///< names lower-cased
 
   /// Header `name` (lower case), or "" when absent.

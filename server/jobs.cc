@@ -57,8 +57,9 @@ JobId Farm::submit(const Submission& s) {
   }
   std::map<std::string, std::vector<int64_t>> input_shapes;
   if (s.input_shapes.size() > kMaxInputShapes) {
-    throw invalid_argument("SubmitModel: input_shapes has " + std::to_string(s.input_shapes.size()) +
-                           " entries, over the limit of " + std::to_string(kMaxInputShapes));
+    throw invalid_argument("SubmitModel: input_shapes has " +
+                           std::to_string(s.input_shapes.size()) + " entries, over the limit of " +
+                           std::to_string(kMaxInputShapes));
   }
   for (size_t i = 0; i < s.input_shapes.size(); ++i) {
     const auto& [name, dims] = s.input_shapes[i];
@@ -93,8 +94,8 @@ JobId Farm::submit(const Submission& s) {
     throw invalid_argument("SubmitModel: unknown target '" + s.target + "': " + e.what());
   }
   if (const std::string why = parsed.unbuildable_reason(); !why.empty())
-    throw invalid_argument("SubmitModel: the farm cannot build for target '" + s.target + "': " +
-                           why);
+    throw invalid_argument("SubmitModel: the farm cannot build for target '" + s.target +
+                           "': " + why);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!tracker_.devices().counts().count(s.device_key)) {

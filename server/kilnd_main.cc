@@ -3,6 +3,8 @@
 // job driver process (kiln-tuner) per running job, and optionally compiler workers and a local CPU
 // agent as child processes (the embedded default: one command stands up a whole farm on this
 // machine). kilnd itself never parses or compiles a user's model.
+#include <grpcpp/grpcpp.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -10,8 +12,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "base/error.h"
 #include "base/stop_signals.h"
@@ -33,7 +33,8 @@ int usage(std::ostream& os, int code) {
         "             [--run-timeout-ms N] [--threads N] [--driver-memory-mb N]\n"
         "             [--driver-idle-timeout-s N] [--driver-tries N]\n"
         "  --listen: gRPC address (default 127.0.0.1:7070; port 0 picks a free one)\n"
-        "  --http: the dashboard (/), its JSON API (/api/v1/) and /metrics (default 127.0.0.1:7071;\n"
+        "  --http: the dashboard (/), its JSON API (/api/v1/) and /metrics (default "
+        "127.0.0.1:7071;\n"
         "          port 0 picks a free one)\n"
         "  --state: jobs, models and bundles (default kiln-state); --records: the record log\n"
         "           (default STATE/records)\n"
@@ -82,29 +83,52 @@ int main(int argc, char** argv) {
       }
       return n;
     };
-    if (a == "--listen") listen = v;
-    else if (a == "--http") http = v;
-    else if (a == "--state") farm_opts.state_dir = v;
-    else if (a == "--records") farm_opts.records_dir = v;
-    else if (a == "--token-file") token_file = v;
-    else if (a == "--tls-cert") tls_cert = v;
-    else if (a == "--tls-key") tls_key = v;
-    else if (a == "--tls-ca") tls_ca = v;
-    else if (a == "--local-workers") local_workers = static_cast<int>(number(0));
-    else if (a == "--local-agent") local_agent = v;
-    else if (a == "--local-agent-target") local_agent_target = v;
-    else if (a == "--lease-ms") farm_opts.tracker.registry.lease = std::chrono::milliseconds(number(100));
-    else if (a == "--max-model-bytes") farm_opts.max_model_bytes = static_cast<size_t>(number(1));
-    else if (a == "--max-running-jobs") farm_opts.max_running_jobs = static_cast<int>(number(1));
-    else if (a == "--submits-per-minute") service_opts.submits_per_minute = static_cast<int>(number(1));
-    else if (a == "--batch") farm_opts.batch = static_cast<int>(number(1));
-    else if (a == "--explorer") farm_opts.explorer = v;
-    else if (a == "--repeat") farm_opts.repeat = static_cast<uint32_t>(number(1));
-    else if (a == "--run-timeout-ms") farm_opts.run_timeout_ms = static_cast<uint32_t>(number(1));
-    else if (a == "--threads") farm_opts.threads = static_cast<uint32_t>(number(0));
-    else if (a == "--driver-memory-mb") farm_opts.driver.memory_limit_mb = static_cast<uint32_t>(number(0));
-    else if (a == "--driver-idle-timeout-s") farm_opts.driver.idle_timeout = std::chrono::seconds(number(1));
-    else if (a == "--driver-tries") farm_opts.driver.max_tries = static_cast<int>(number(1));
+    if (a == "--listen")
+      listen = v;
+    else if (a == "--http")
+      http = v;
+    else if (a == "--state")
+      farm_opts.state_dir = v;
+    else if (a == "--records")
+      farm_opts.records_dir = v;
+    else if (a == "--token-file")
+      token_file = v;
+    else if (a == "--tls-cert")
+      tls_cert = v;
+    else if (a == "--tls-key")
+      tls_key = v;
+    else if (a == "--tls-ca")
+      tls_ca = v;
+    else if (a == "--local-workers")
+      local_workers = static_cast<int>(number(0));
+    else if (a == "--local-agent")
+      local_agent = v;
+    else if (a == "--local-agent-target")
+      local_agent_target = v;
+    else if (a == "--lease-ms")
+      farm_opts.tracker.registry.lease = std::chrono::milliseconds(number(100));
+    else if (a == "--max-model-bytes")
+      farm_opts.max_model_bytes = static_cast<size_t>(number(1));
+    else if (a == "--max-running-jobs")
+      farm_opts.max_running_jobs = static_cast<int>(number(1));
+    else if (a == "--submits-per-minute")
+      service_opts.submits_per_minute = static_cast<int>(number(1));
+    else if (a == "--batch")
+      farm_opts.batch = static_cast<int>(number(1));
+    else if (a == "--explorer")
+      farm_opts.explorer = v;
+    else if (a == "--repeat")
+      farm_opts.repeat = static_cast<uint32_t>(number(1));
+    else if (a == "--run-timeout-ms")
+      farm_opts.run_timeout_ms = static_cast<uint32_t>(number(1));
+    else if (a == "--threads")
+      farm_opts.threads = static_cast<uint32_t>(number(0));
+    else if (a == "--driver-memory-mb")
+      farm_opts.driver.memory_limit_mb = static_cast<uint32_t>(number(0));
+    else if (a == "--driver-idle-timeout-s")
+      farm_opts.driver.idle_timeout = std::chrono::seconds(number(1));
+    else if (a == "--driver-tries")
+      farm_opts.driver.max_tries = static_cast<int>(number(1));
     else {
       std::cerr << "error: unknown option '" << a << "'\n";
       return usage(std::cerr, 2);
@@ -129,8 +153,8 @@ int main(int argc, char** argv) {
     int port = 0;
     builder.AddListeningPort(listen, rpc::server_credentials(tls_cert, tls_key), &port);
     // Above the model limit, so an oversized model gets kilnd's message naming the limit.
-    builder.SetMaxReceiveMessageSize(
-        static_cast<int>(std::max<size_t>(farm_opts.max_model_bytes, rpc::kMaxMessageBytes) + (1 << 20)));
+    builder.SetMaxReceiveMessageSize(static_cast<int>(
+        std::max<size_t>(farm_opts.max_model_bytes, rpc::kMaxMessageBytes) + (1 << 20)));
     builder.SetMaxSendMessageSize(rpc::kMaxMessageBytes);
     builder.RegisterService(&tracker_service);
     builder.RegisterService(&kiln_service);
@@ -152,9 +176,9 @@ int main(int argc, char** argv) {
                              (std::filesystem::path(farm_opts.state_dir) / "sides").string());
     if (local_workers > 0) local.start_workers(local_workers);
     if (!local_agent.empty()) local.start_agent(local_agent, local_agent_target);
-    std::cout << "kilnd listening grpc=" << grpc_address << " http="
-              << http.substr(0, http.rfind(':')) << ":" << http_port << " state="
-              << farm_opts.state_dir << std::endl;
+    std::cout << "kilnd listening grpc=" << grpc_address
+              << " http=" << http.substr(0, http.rfind(':')) << ":" << http_port
+              << " state=" << farm_opts.state_dir << std::endl;
 
     std::cerr << "kilnd: " << signals.wait() << ", stopping\n";
     local.stop();

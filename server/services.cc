@@ -63,7 +63,8 @@ Status to_status(const FarmError& e) {
 
 // --- Tracker ------------------------------------------------------------------------------
 
-Status TrackerService::RegisterDevice(grpc::ServerContext* ctx, const v1::RegisterDeviceRequest* req,
+Status TrackerService::RegisterDevice(grpc::ServerContext* ctx,
+                                      const v1::RegisterDeviceRequest* req,
                                       v1::RegisterDeviceResponse* resp) {
   KILN_CHECK_TOKEN(ctx, token_);
   return guarded([&] {
@@ -257,7 +258,8 @@ Status TrackerService::GetBuildWork(grpc::ServerContext* ctx, const v1::GetBuild
   });
 }
 
-Status TrackerService::ReportArtifact(grpc::ServerContext* ctx, const v1::ReportArtifactRequest* req,
+Status TrackerService::ReportArtifact(grpc::ServerContext* ctx,
+                                      const v1::ReportArtifactRequest* req,
                                       v1::ReportArtifactResponse* resp) {
   KILN_CHECK_TOKEN(ctx, token_);
   if (req->build_id() == 0) return missing("ReportArtifact", "build_id");
@@ -463,8 +465,7 @@ Status JobDriverService::AppendRecords(grpc::ServerContext* ctx,
   });
 }
 
-Status JobDriverService::MeasureBatch(grpc::ServerContext* ctx,
-                                      const v1::MeasureBatchRequest* req,
+Status JobDriverService::MeasureBatch(grpc::ServerContext* ctx, const v1::MeasureBatchRequest* req,
                                       v1::MeasureBatchResponse* resp) {
   KILN_CHECK_TOKEN(ctx, token_);
   return guarded([&] {

@@ -27,13 +27,12 @@ void BuildQueue::push(BuildRequest& b, bool front) {
 }
 
 BuildId BuildQueue::enqueue(BuildSpec spec) {
-  KILN_USER_CHECK(spec.job_id != 0) << "build of task '" << spec.task_key
-                                    << "': job id 0 is not a job";
-  KILN_USER_CHECK(!spec.task_key.empty()) << "build for job " << spec.job_id
-                                          << ": the task key is empty";
-  KILN_USER_CHECK(!spec.target.empty())
-      << "build of task '" << spec.task_key << "' for job " << spec.job_id
-      << ": the target is empty";
+  KILN_USER_CHECK(spec.job_id != 0)
+      << "build of task '" << spec.task_key << "': job id 0 is not a job";
+  KILN_USER_CHECK(!spec.task_key.empty())
+      << "build for job " << spec.job_id << ": the task key is empty";
+  KILN_USER_CHECK(!spec.target.empty()) << "build of task '" << spec.task_key << "' for job "
+                                        << spec.job_id << ": the target is empty";
   BuildRequest b;
   static_cast<BuildSpec&>(b) = std::move(spec);
   b.id = next_id_++;

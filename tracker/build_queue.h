@@ -33,10 +33,10 @@ struct BuildSpec {
 
 struct BuildRequest : BuildSpec {
   BuildId id = 0;
-  int attempts = 0;           ///< hand-outs that timed out so far
-  TimePoint enqueued_at{};    ///< when it last entered the queue
-  TimePoint handed_at{};      ///< when a worker took it (in flight only)
-  std::string worker;         ///< who has it (in flight only)
+  int attempts = 0;         ///< hand-outs that timed out so far
+  TimePoint enqueued_at{};  ///< when it last entered the queue
+  TimePoint handed_at{};    ///< when a worker took it (in flight only)
+  std::string worker;       ///< who has it (in flight only)
 };
 
 struct BuildQueueOptions {

@@ -1,4 +1,5 @@
-// Time for the tracker: leases, queue waits and run times read a Clock, so tests drive time by hand.
+// Time for the tracker: leases, queue waits and run times read a Clock, so tests drive time by
+// hand.
 //
 //   SystemClock clock;                  // the real one (steady for durations, system for stamps)
 //   FakeClock fake;  fake.advance(std::chrono::seconds(11));   // a test's

@@ -8,9 +8,12 @@ namespace kiln::tracker {
 
 const char* device_state_name(DeviceState s) {
   switch (s) {
-    case DeviceState::kOnline: return "online";
-    case DeviceState::kBusy: return "busy";
-    case DeviceState::kQuarantined: return "quarantined";
+    case DeviceState::kOnline:
+      return "online";
+    case DeviceState::kBusy:
+      return "busy";
+    case DeviceState::kQuarantined:
+      return "quarantined";
   }
   KILN_UNREACHABLE();
 }
@@ -84,8 +87,8 @@ std::vector<DroppedDevice> DeviceRegistry::expire() {
 std::optional<DroppedDevice> DeviceRegistry::remove(DeviceId id) {
   auto it = devices_.find(id);
   if (it == devices_.end()) return std::nullopt;
-  DroppedDevice dropped{id, it->second.key,
-                        {it->second.in_flight.begin(), it->second.in_flight.end()}};
+  DroppedDevice dropped{
+      id, it->second.key, {it->second.in_flight.begin(), it->second.in_flight.end()}};
   devices_.erase(it);
   return dropped;
 }
@@ -160,8 +163,8 @@ bool DeviceRegistry::record_outcome(DeviceId id, ErrorKind error) {
   }
   d.quarantined = true;
   d.quarantine_reason = std::to_string(d.consecutive_failures) +
-                        " crashed or timed-out runs in a row (the last: " +
-                        error_kind_name(error) + ")";
+                        " crashed or timed-out runs in a row (the last: " + error_kind_name(error) +
+                        ")";
   return true;
 }
 
@@ -196,9 +199,15 @@ std::map<std::string, KeyCounts> DeviceRegistry::counts() const {
   for (const auto& [id, d] : devices_) {
     KeyCounts& c = out[d.key];
     switch (d.state(options_.capacity)) {
-      case DeviceState::kOnline: ++c.online; break;
-      case DeviceState::kBusy: ++c.busy; break;
-      case DeviceState::kQuarantined: ++c.quarantined; break;
+      case DeviceState::kOnline:
+        ++c.online;
+        break;
+      case DeviceState::kBusy:
+        ++c.busy;
+        break;
+      case DeviceState::kQuarantined:
+        ++c.quarantined;
+        break;
     }
   }
   return out;

@@ -59,7 +59,7 @@ struct Device {
   std::string target;  ///< the target string it runs
   std::map<std::string, std::string> capabilities;  ///< limits and fingerprint, as reported
   TimePoint registered_at{};
-  TimePoint lease_until{};  ///< dropped by expire() once now() passes this
+  TimePoint lease_until{};       ///< dropped by expire() once now() passes this
   int consecutive_failures = 0;  ///< crash / run-timeout results in a row
   bool quarantined = false;
   std::string quarantine_reason;

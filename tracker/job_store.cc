@@ -91,7 +91,8 @@ JobRecord from_json(const Json& j, const std::string& origin) {
     const std::string what = origin + ": input_shapes";
     for (const auto& [name, dims] : j.at("input_shapes", origin).as_object(what)) {
       std::vector<int64_t>& shape = r.input_shapes[name];
-      for (const Json& d : dims.as_array(what + "." + name)) shape.push_back(d.as_int(what + "." + name));
+      for (const Json& d : dims.as_array(what + "." + name))
+        shape.push_back(d.as_int(what + "." + name));
     }
   }
   r.state = job_state_from_name(str("state"));
@@ -204,7 +205,8 @@ JobStore JobStore::open(const std::string& dir, std::function<int64_t()> now_ms)
     KILN_USER_ERROR() << "job store '" << dir << "': exists and is not a folder";
   }
   fs::create_directories(dir, ec);
-  if (ec) KILN_USER_ERROR() << "job store '" << dir << "': cannot create the folder: " << ec.message();
+  if (ec)
+    KILN_USER_ERROR() << "job store '" << dir << "': cannot create the folder: " << ec.message();
 
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
@@ -284,8 +286,7 @@ JobRecord JobStore::transition(JobId id, JobState to, const std::string& error) 
   JobRecord j = impl_->must_read(id);
   KILN_USER_CHECK(is_legal_transition(j.state, to))
       << "job " << id << " ('" << j.model_name << "'): cannot go from " << job_state_name(j.state)
-      << " to " << job_state_name(to)
-      << (is_final(j.state) ? " (it has finished)" : "");
+      << " to " << job_state_name(to) << (is_final(j.state) ? " (it has finished)" : "");
   int64_t now = impl_->now_ms();
   j.state = to;
   if (to == JobState::kRunning) j.started_ms = now;

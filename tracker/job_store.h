@@ -50,17 +50,17 @@ struct JobRecord {
   uint32_t tasks_total = 0;
   uint32_t tasks_done = 0;
   std::vector<std::string> task_keys;  ///< the model's tuning tasks, in tuning order
-  uint64_t trials_done = 0;    ///< measurements finished, errors included
-  uint64_t trials_failed = 0;  ///< of those, with an error
-  double best_latency_s = 0;   ///< best end-to-end estimate; 0 when none yet
-  std::string error;           ///< why it failed or was cancelled
-  std::string phase;           ///< what its driver is doing ("folding constants", ...)
+  uint64_t trials_done = 0;            ///< measurements finished, errors included
+  uint64_t trials_failed = 0;          ///< of those, with an error
+  double best_latency_s = 0;           ///< best end-to-end estimate; 0 when none yet
+  std::string error;                   ///< why it failed or was cancelled
+  std::string phase;                   ///< what its driver is doing ("folding constants", ...)
   uint32_t driver_failures = 0;  ///< tries of its driver that crashed, hung or ran out of memory
   std::string driver_failure;    ///< why the last of those failed
-  int64_t created_ms = 0;      ///< Unix ms, set by create() when 0
-  int64_t started_ms = 0;      ///< set on the move to running
-  int64_t finished_ms = 0;     ///< set on the move to a final state
-  int64_t updated_ms = 0;      ///< set on every change
+  int64_t created_ms = 0;        ///< Unix ms, set by create() when 0
+  int64_t started_ms = 0;        ///< set on the move to running
+  int64_t finished_ms = 0;       ///< set on the move to a final state
+  int64_t updated_ms = 0;        ///< set on every change
 
   bool operator==(const JobRecord&) const = default;
 };

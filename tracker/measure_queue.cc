@@ -28,8 +28,8 @@ void MeasureQueue::push(MeasureRequest& r, bool front) {
 }
 
 RequestId MeasureQueue::enqueue(MeasureSpec spec) {
-  KILN_USER_CHECK(spec.job_id != 0) << "measure request of task '" << spec.task_key
-                                    << "': job id 0 is not a job";
+  KILN_USER_CHECK(spec.job_id != 0)
+      << "measure request of task '" << spec.task_key << "': job id 0 is not a job";
   KILN_USER_CHECK(!spec.device_key.empty())
       << "measure request of job " << spec.job_id << ", task '" << spec.task_key
       << "': the device key is empty";
@@ -107,9 +107,9 @@ std::vector<GiveUp> MeasureQueue::requeue(const std::vector<RequestId>& ids,
     ++r.attempts;
     if (r.attempts >= options_.max_attempts) {
       r.device = 0;
-      given_up.push_back({std::move(r), GiveUpKind::kDeviceLost,
-                          reason + " on each of " + std::to_string(options_.max_attempts) +
-                              " attempts"});
+      given_up.push_back(
+          {std::move(r), GiveUpKind::kDeviceLost,
+           reason + " on each of " + std::to_string(options_.max_attempts) + " attempts"});
       requests_.erase(it);
       continue;
     }
@@ -146,8 +146,9 @@ std::vector<GiveUp> MeasureQueue::expire_queued(Duration max_wait) {
     if (waited > max_wait) {
       ids.push_back(id);
       GiveUp g{r, GiveUpKind::kQueueTimeout,
-               "waited " + std::to_string(to_ms(waited)) + " ms in the queue for a device of key '" +
-                   r.device_key + "' (limit " + std::to_string(to_ms(max_wait)) + " ms)"};
+               "waited " + std::to_string(to_ms(waited)) +
+                   " ms in the queue for a device of key '" + r.device_key + "' (limit " +
+                   std::to_string(to_ms(max_wait)) + " ms)"};
       g.request.queued = waited;
       out.push_back(std::move(g));
     }

@@ -40,19 +40,19 @@ struct MeasureSpec {
   std::string device_key;  ///< only devices of this key may run it
   std::string payload;     ///< opaque to the queue (the server's serialized wire request)
   // For the record the result becomes (tracker.h make_record):
-  std::string config_text;  ///< Config::str()
-  uint64_t search_seed = 0; ///< the seed of the search that chose the config
-  double flops = 0;         ///< per run of the task; gives the record's GFLOP/s
+  std::string config_text;   ///< Config::str()
+  uint64_t search_seed = 0;  ///< the seed of the search that chose the config
+  double flops = 0;          ///< per run of the task; gives the record's GFLOP/s
 };
 
 /// A request in the queue or in flight.
 struct MeasureRequest : MeasureSpec {
   RequestId id = 0;
-  int attempts = 0;            ///< dispatches so far that ended with a lost device
-  TimePoint enqueued_at{};     ///< when it last entered the queue
-  Duration queued{};           ///< time waited in the queue in earlier attempts
-  TimePoint dispatched_at{};   ///< when it last left the queue (in flight only)
-  DeviceId device = 0;         ///< the device running it (in flight only)
+  int attempts = 0;           ///< dispatches so far that ended with a lost device
+  TimePoint enqueued_at{};    ///< when it last entered the queue
+  Duration queued{};          ///< time waited in the queue in earlier attempts
+  TimePoint dispatched_at{};  ///< when it last left the queue (in flight only)
+  DeviceId device = 0;        ///< the device running it (in flight only)
 };
 
 /// A finished request and where its time went.

@@ -7,12 +7,12 @@
 namespace kiln::tracker {
 
 records::MeasureRecord make_record(const MeasureRequest& request, const Device& device,
-                                    const MeasureOutcome& outcome, int64_t timestamp_ms) {
+                                   const MeasureOutcome& outcome, int64_t timestamp_ms) {
   records::MeasureRecord r;
   r.target = request.target;
   auto fp = device.capabilities.find("fingerprint");
-  r.device = fp != device.capabilities.end() ? fp->second
-                                             : device.key + "#" + std::to_string(device.id);
+  r.device =
+      fp != device.capabilities.end() ? fp->second : device.key + "#" + std::to_string(device.id);
   r.task_key = request.task_key;
   r.emulated = device.emulated;
   r.config_index = request.config_index;

@@ -43,7 +43,7 @@ struct MeasureOutcome {
 /// The answer to a report.
 struct Report {
   Completion completion;
-  bool quarantined = false;        ///< this result quarantined the device
+  bool quarantined = false;       ///< this result quarantined the device
   records::MeasureRecord record;  ///< what the record log is to keep of it
 };
 
@@ -58,7 +58,7 @@ struct Maintenance {
 /// when it has one, "<key>#<id>" otherwise; gflops is the outcome's, or the request's flops over
 /// the record's cost when the outcome has none.
 records::MeasureRecord make_record(const MeasureRequest& request, const Device& device,
-                                    const MeasureOutcome& outcome, int64_t timestamp_ms);
+                                   const MeasureOutcome& outcome, int64_t timestamp_ms);
 
 class Tracker {
  public:

@@ -83,7 +83,8 @@ void JobDriver::run() {
   enter("importing the model");
   graph::OnnxImportOptions import;
   for (const v1::InputShape& shape : job.input_shapes()) {
-    import.input_shapes[shape.name()] = std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
+    import.input_shapes[shape.name()] =
+        std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
   }
   const graph::Graph g = graph::import_onnx_bytes(
       job.model(), "job " + std::to_string(job.job_id()) + "'s model", import);

@@ -26,7 +26,8 @@ using namespace kiln;
 
 int usage(std::ostream& os, int code) {
   os << "usage: kiln-tuner --server HOST:PORT --job ID [--tls-ca FILE] [--memory-limit-mb N]\n"
-        "       kiln-tuner --check MODEL.onnx [--input-shape NAME=D0,D1,...]... [--memory-limit-mb N]\n"
+        "       kiln-tuner --check MODEL.onnx [--input-shape NAME=D0,D1,...]... [--memory-limit-mb "
+        "N]\n"
         "Drives one farm job (started by kilnd, which sets KILN_DRIVER_SECRET): imports the\n"
         "model, extracts its tasks, tunes them through kilnd and uploads the bundle. --check only\n"
         "imports and validates a model. Exit status: 0 done, 1 failed (try again), 2 the model\n"

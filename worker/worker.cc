@@ -38,7 +38,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kTaskCacheSize = 64;   // tasks kept, most recently used first
 constexpr double kFirstBackoffS = 0.2;  // an unreachable tracker is retried after this,
 constexpr double kMaxBackoffS = 5.0;    // doubling up to this
-constexpr auto kCallMargin = std::chrono::seconds(30);  // deadline beyond a call's own wait
+constexpr auto kCallMargin = std::chrono::seconds(30);      // deadline beyond a call's own wait
 constexpr auto kPollSlice = std::chrono::milliseconds(50);  // how often a waiting build looks up
 
 double seconds_since(Clock::time_point t) {

@@ -70,7 +70,8 @@ double relative_error(const std::vector<float>& a, const std::vector<float>& b) 
 /// Milliseconds per call of `launch` (kernels of Kiln or a reference library on the same
 /// device): repeated until a span takes at least `min_ms` of wall time between synchronizations,
 /// best of `rounds` such spans. The same clock for both sides of every ratio.
-double time_per_call(DeviceAPI& gpu, const std::function<void()>& launch, double min_ms, int rounds) {
+double time_per_call(DeviceAPI& gpu, const std::function<void()>& launch, double min_ms,
+                     int rounds) {
   using clock = std::chrono::steady_clock;
   auto span_ms = [&](int reps) {
     gpu.synchronize();
@@ -97,8 +98,9 @@ struct CaseResult {
 
 /// Runs every candidate of `c` on `params` (device buffers in the programs' order), checks output
 /// `out_index` against `ref`, times the correct ones.
-CaseResult run_candidates(DeviceAPI& gpu, const Json& c, const std::vector<const DeviceBuffer*>& params,
-                          size_t out_index, const std::vector<float>& ref, const std::string& origin) {
+CaseResult run_candidates(DeviceAPI& gpu, const Json& c,
+                          const std::vector<const DeviceBuffer*>& params, size_t out_index,
+                          const std::vector<float>& ref, const std::string& origin) {
   CaseResult r;
   const Json::Array& cands = c.at("candidates", origin).as_array(origin + ": candidates");
   std::vector<std::pair<double, size_t>> screened;
@@ -114,14 +116,15 @@ CaseResult run_candidates(DeviceAPI& gpu, const Json& c, const std::vector<const
       loaded[i]->launch(params);
       double err = relative_error(download(gpu, *params[out_index]), ref);
       if (!(err <= 1e-4)) {
-        std::fprintf(stderr, "%s: config %s is wrong: max|diff|/max|ref| = %.3g\n", origin.c_str(), config.c_str(),
-                     err);
+        std::fprintf(stderr, "%s: config %s is wrong: max|diff|/max|ref| = %.3g\n", origin.c_str(),
+                     config.c_str(), err);
         ++r.failed;
         loaded[i].reset();
         continue;
       }
       r.worst_error = std::max(r.worst_error, err);
-      double ms = time_per_call(gpu, [&] { loaded[i]->launch(params); }, 2.0, 1);
+      double ms = time_per_call(
+          gpu, [&] { loaded[i]->launch(params); }, 2.0, 1);
       screened.emplace_back(ms, i);
       if (i == 0) r.default_ms = ms;
       ++r.valid;
@@ -135,7 +138,8 @@ CaseResult run_candidates(DeviceAPI& gpu, const Json& c, const std::vector<const
   std::sort(screened.begin(), screened.end());
   for (size_t j = 0; j < screened.size() && j < 4; ++j) {
     size_t i = screened[j].second;
-    double ms = time_per_call(gpu, [&] { loaded[i]->launch(params); }, 20.0, 3);
+    double ms = time_per_call(
+        gpu, [&] { loaded[i]->launch(params); }, 20.0, 3);
     if (i == 0) r.default_ms = ms;
     if (ms < r.best_ms) {
       r.best_ms = ms;
@@ -145,13 +149,16 @@ CaseResult run_candidates(DeviceAPI& gpu, const Json& c, const std::vector<const
   return r;
 }
 
-void print_case(const std::string& name, double flops, double ref_ms, const CaseResult& r, const std::string& extra) {
+void print_case(const std::string& name, double flops, double ref_ms, const CaseResult& r,
+                const std::string& extra) {
   auto tflops = [&](double ms) { return ms > 0 && ms < 1e29 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
-  std::printf("case=%s kiln_tflops=%.3f ref_tflops=%.3f ratio=%.3f default_tflops=%.3f kiln_ms=%.4f ref_ms=%.4f "
-              "candidates=%d valid=%d failed=%d max_rel_err=%.2g%s best_config=%s\n",
-              name.c_str(), tflops(r.best_ms), tflops(ref_ms), r.valid ? ref_ms / r.best_ms : 0.0,
-              tflops(r.default_ms), r.valid ? r.best_ms : 0.0, ref_ms, r.candidates, r.valid, r.failed,
-              r.worst_error, extra.c_str(), r.best_config.c_str());
+  std::printf(
+      "case=%s kiln_tflops=%.3f ref_tflops=%.3f ratio=%.3f default_tflops=%.3f kiln_ms=%.4f "
+      "ref_ms=%.4f "
+      "candidates=%d valid=%d failed=%d max_rel_err=%.2g%s best_config=%s\n",
+      name.c_str(), tflops(r.best_ms), tflops(ref_ms), r.valid ? ref_ms / r.best_ms : 0.0,
+      tflops(r.default_ms), r.valid ? r.best_ms : 0.0, ref_ms, r.candidates, r.valid, r.failed,
+      r.worst_error, extra.c_str(), r.best_config.c_str());
   std::fflush(stdout);
 }
 
@@ -192,11 +199,13 @@ int main(int argc, char** argv) {
       if (op == "matmul") {
         int m = int(c.at("m", origin).as_int(origin)), n = int(c.at("n", origin).as_int(origin)),
             k = int(c.at("k", origin).as_int(origin));
-        DeviceBuffer a = upload(gpu, random_values(size_t(m) * k, 1)), b = upload(gpu, random_values(size_t(k) * n, 2));
+        DeviceBuffer a = upload(gpu, random_values(size_t(m) * k, 1)),
+                     b = upload(gpu, random_values(size_t(k) * n, 2));
         DeviceBuffer out = gpu.alloc(int64_t(m) * n * 4), ref = gpu.alloc(int64_t(m) * n * 4);
         cublas.sgemm(m, n, k, a.native(), b.native(), ref.native());
         std::vector<float> expect = download(gpu, ref);
-        double ref_ms = time_per_call(gpu, [&] { cublas.sgemm(m, n, k, a.native(), b.native(), ref.native()); }, 20, 3);
+        double ref_ms = time_per_call(
+            gpu, [&] { cublas.sgemm(m, n, k, a.native(), b.native(), ref.native()); }, 20, 3);
         CaseResult r = run_candidates(gpu, c, {&a, &b, &out}, 2, expect, origin);
         print_case("cuda_" + name, 2.0 * m * n * k, ref_ms, r, "");
       } else if (op == "conv2d") {
@@ -222,10 +231,12 @@ int main(int argc, char** argv) {
             [](kiln::bench::DevicePtr) {});
         cudnn.run();
         std::vector<float> expect = download(gpu, ref);
-        double ref_ms = time_per_call(gpu, [&] { cudnn.run(); }, 20, 3);
+        double ref_ms = time_per_call(
+            gpu, [&] { cudnn.run(); }, 20, 3);
         CaseResult r = run_candidates(gpu, c, {&x, &w, &out}, 2, expect, origin);
         double flops = 2.0 * s.k * s.out_h() * s.out_w() * double(s.c) * s.r * s.s;
-        print_case("cuda_" + name, flops, ref_ms, r, " cudnn_algo=" + std::to_string(cudnn.algorithm()));
+        print_case("cuda_" + name, flops, ref_ms, r,
+                   " cudnn_algo=" + std::to_string(cudnn.algorithm()));
         if (r.valid) {
           log_sum += std::log(ref_ms / r.best_ms);
           ++layers;
@@ -234,7 +245,9 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s: unknown op '%s'\n", origin.c_str(), op.c_str());
       }
     }
-    if (layers) std::printf("case=cuda_conv_geomean ratio=%.3f layers=%d\n", std::exp(log_sum / layers), layers);
+    if (layers)
+      std::printf("case=cuda_conv_geomean ratio=%.3f layers=%d\n", std::exp(log_sum / layers),
+                  layers);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda_measure: %s\n", e.what());

@@ -2,11 +2,12 @@
 // `scripts/bench.sh cuda`. For the matmuls (n = 1024, 4096) and the twelve ResNet-18
 // convolutions it writes DIR/NN_<case>.json: the case's shape and candidate kernels of Kiln's GPU
 // template, each compiled to PTX (a DeviceProgram): the template's default config first, then
-// its neighbours and random plausible configs of its space (topi::gpu::plausible: 32 to 1024 threads a block, at
-// most 64 outputs a thread; lowering refuses those over the shared memory of a block); the matmuls
-// get three times the candidates, drawn from the SGEMM family (draw_sgemm). bench_cuda_measure runs them on the GPU: measuring a
-// random sample on the device and keeping the fastest is the tuning here (the XGBoost tuner needs
-// the compiler beside the device, which the GPU machine lacks).
+// its neighbours and random plausible configs of its space (topi::gpu::plausible: 32 to 1024
+// threads a block, at most 64 outputs a thread; lowering refuses those over the shared memory of a
+// block); the matmuls get three times the candidates, drawn from the SGEMM family (draw_sgemm).
+// bench_cuda_measure runs them on the GPU: measuring a random sample on the device and keeping the
+// fastest is the tuning here (the XGBoost tuner needs the compiler beside the device, which the GPU
+// machine lacks).
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -38,8 +39,10 @@ namespace {
 
 struct Template {
   std::function<space::ConfigSpace(const te::Tensor&)> space;
-  std::function<space::Config(const space::ConfigSpace&, const kiln::target::Target&)> default_config;
-  std::function<void(te::Schedule&, const te::Tensor&, const space::Config&, const te::Tensor&)> schedule;
+  std::function<space::Config(const space::ConfigSpace&, const kiln::target::Target&)>
+      default_config;
+  std::function<void(te::Schedule&, const te::Tensor&, const space::Config&, const te::Tensor&)>
+      schedule;
   std::vector<std::string> four_part_knobs;  ///< block, vthread, thread, inner
   /// Draws a random point where the fast configs live (uniform over the space when empty).
   std::function<space::Config(const space::ConfigSpace&, std::mt19937_64&)> draw;
@@ -57,7 +60,8 @@ space::Config draw_sgemm(const space::ConfigSpace& sp, std::mt19937_64& gen) {
       const std::vector<int64_t>& c = knob.candidates[i];
       bool fit = true;
       if (knob.name == "tile_y" || knob.name == "tile_x") {
-        fit = c[2] >= 8 && c[2] <= 32 && c[1] * c[3] >= 4 && c[1] * c[3] <= 8 && c[1] * c[2] * c[3] >= 64;
+        fit = c[2] >= 8 && c[2] <= 32 && c[1] * c[3] >= 4 && c[1] * c[3] <= 8 &&
+              c[1] * c[2] * c[3] >= 64;
       } else if (knob.name == "tile_k") {
         fit = c[1] >= 8 && c[1] <= 64;
       } else if (knob.name == "unroll" || knob.name == "prefetch") {
@@ -65,13 +69,15 @@ space::Config draw_sgemm(const space::ConfigSpace& sp, std::mt19937_64& gen) {
       }
       if (fit) fits.push_back(static_cast<int>(i));
     }
-    pos[k] = fits.empty() ? static_cast<int>(gen() % knob.candidates.size()) : fits[gen() % fits.size()];
+    pos[k] =
+        fits.empty() ? static_cast<int>(gen() % knob.candidates.size()) : fits[gen() % fits.size()];
   }
   return sp.from_positions(pos);
 }
 
-Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor>>()>& make, const Template& t,
-                const kiln::target::Target& target, int count, const std::string& name) {
+Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor>>()>& make,
+                const Template& t, const kiln::target::Target& target, int count,
+                const std::string& name) {
   auto [probe, probe_args] = make();
   space::ConfigSpace sp = t.space(probe);
   std::vector<space::Config> configs = {t.default_config(sp, target)};
@@ -85,7 +91,8 @@ Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor
       pos[k] += step;
       if (pos[k] < 0 || pos[k] >= static_cast<int>(sp.knobs()[k].candidates.size())) continue;
       space::Config c = sp.from_positions(pos);
-      if (seen.insert(c.index()).second && topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads)) {
+      if (seen.insert(c.index()).second &&
+          topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads)) {
         configs.push_back(c);
       }
     }
@@ -98,7 +105,9 @@ Json candidates(const std::function<std::pair<te::Tensor, std::vector<te::Tensor
     if (next == configs.size()) {
       space::Config c = t.draw ? t.draw(sp, gen) : sp.get(gen() % sp.size());
       ++tries;
-      if (!seen.insert(c.index()).second || !topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads)) continue;
+      if (!seen.insert(c.index()).second ||
+          !topi::gpu::plausible(c, t.four_part_knobs, target.max_num_threads))
+        continue;
       configs.push_back(c);
     }
     const space::Config& cfg = configs[next++];
@@ -120,7 +129,8 @@ void write_case(const fs::path& dir, int index, const std::string& name, Json::O
   std::snprintf(prefix, sizeof prefix, "%02d_", index);
   fields["case"] = name;
   std::ofstream(dir / (prefix + name + ".json")) << Json(fields).dump();
-  std::printf("%s: %zu candidates\n", name.c_str(), fields["candidates"].as_array("candidates").size());
+  std::printf("%s: %zu candidates\n", name.c_str(),
+              fields["candidates"].as_array("candidates").size());
   std::fflush(stdout);
 }
 
@@ -137,17 +147,26 @@ int main(int argc, char** argv) {
     int count = 48;
     for (int i = 2; i + 1 < argc; i += 2) {
       std::string a = argv[i];
-      if (a == "--arch") arch = argv[i + 1];
-      else if (a == "--candidates") count = std::atoi(argv[i + 1]);
-      else KILN_USER_CHECK(false) << "unknown option " << a;
+      if (a == "--arch")
+        arch = argv[i + 1];
+      else if (a == "--candidates")
+        count = std::atoi(argv[i + 1]);
+      else
+        KILN_USER_CHECK(false) << "unknown option " << a;
     }
     fs::create_directories(dir);
     auto target = kiln::target::Target::parse("cuda -arch=" + arch);
 
-    Template matmul{topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-                    {"tile_y", "tile_x"}, draw_sgemm};
-    Template conv{topi::gpu::conv2d_nchw_gpu_space, topi::gpu::conv2d_nchw_gpu_default,
-                  topi::gpu::schedule_conv2d_nchw_gpu, {"tile_f", "tile_y", "tile_x"}, {}};
+    Template matmul{topi::gpu::matmul_gpu_space,
+                    topi::gpu::matmul_gpu_default,
+                    topi::gpu::schedule_matmul_gpu,
+                    {"tile_y", "tile_x"},
+                    draw_sgemm};
+    Template conv{topi::gpu::conv2d_nchw_gpu_space,
+                  topi::gpu::conv2d_nchw_gpu_default,
+                  topi::gpu::schedule_conv2d_nchw_gpu,
+                  {"tile_f", "tile_y", "tile_x"},
+                  {}};
     int index = 0;
     for (int n : {1024, 4096}) {
       auto make = [n] {
@@ -158,19 +177,30 @@ int main(int argc, char** argv) {
       };
       std::string name = "matmul_" + std::to_string(n);
       write_case(dir, index++, name,
-                 {{"op", "matmul"}, {"m", n}, {"n", n}, {"k", n}, {"candidates", candidates(make, matmul, target, 3 * count, "matmul")}});
+                 {{"op", "matmul"},
+                  {"m", n},
+                  {"n", n},
+                  {"k", n},
+                  {"candidates", candidates(make, matmul, target, 3 * count, "matmul")}});
     }
     for (const auto& l : kiln::bench::resnet18_layers()) {
       auto make = [&l] {
         te::Tensor x = te::placeholder({1, l.ic, l.hw, l.hw}, kiln::ir::kFloat32, "data");
         te::Tensor w = te::placeholder({l.oc, l.ic, l.k, l.k}, kiln::ir::kFloat32, "kernel");
-        te::Tensor y = topi::conv2d_nchw(x, w, {l.stride, l.stride}, {l.pad(), l.pad(), l.pad(), l.pad()});
+        te::Tensor y =
+            topi::conv2d_nchw(x, w, {l.stride, l.stride}, {l.pad(), l.pad(), l.pad(), l.pad()});
         return std::pair{y, std::vector<te::Tensor>{x, w, y}};
       };
       std::string name = std::string("conv_") + l.name;
       write_case(dir, index++, name,
-                 {{"op", "conv2d"}, {"c", l.ic}, {"hw", l.hw}, {"k", l.oc}, {"kernel", l.k}, {"pad", l.pad()},
-                  {"stride", l.stride}, {"candidates", candidates(make, conv, target, count, "conv2d")}});
+                 {{"op", "conv2d"},
+                  {"c", l.ic},
+                  {"hw", l.hw},
+                  {"k", l.oc},
+                  {"kernel", l.k},
+                  {"pad", l.pad()},
+                  {"stride", l.stride},
+                  {"candidates", candidates(make, conv, target, count, "conv2d")}});
     }
     return 0;
   } catch (const std::exception& e) {

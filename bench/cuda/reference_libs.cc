@@ -27,7 +27,8 @@ void* open_first(const char* env, const std::vector<std::string>& candidates, st
     }
     reasons += "\n  " + p + ": " + dlerror();
   }
-  KILN_USER_CHECK(false) << "cannot load " << candidates.front() << " (set " << env << "); tried:" << reasons;
+  KILN_USER_CHECK(false) << "cannot load " << candidates.front() << " (set " << env
+                         << "); tried:" << reasons;
   return nullptr;
 }
 
@@ -40,18 +41,20 @@ F* symbol(void* lib, const char* name) {
 
 std::vector<std::string> library_paths(const std::string& so, const std::string& wheel) {
   std::vector<std::string> out = {so, "/usr/local/cuda/lib64/" + so};
-  for (const char* py : {"/opt/torch/.venv/lib/python3.12/site-packages", "/usr/local/lib/python3.12/dist-packages",
-                         "/usr/lib/python3/dist-packages"}) {
+  for (const char* py :
+       {"/opt/torch/.venv/lib/python3.12/site-packages", "/usr/local/lib/python3.12/dist-packages",
+        "/usr/lib/python3/dist-packages"}) {
     out.push_back(std::string(py) + "/nvidia/" + wheel + "/lib/" + so);
     out.push_back(std::string(py) + "/nvidia/cu13/lib/" + so);
   }
   return out;
 }
 
-#define KILN_CUBLAS(call)                                                         \
-  do {                                                                            \
-    cublasStatus_t s_ = (call);                                                   \
-    KILN_USER_CHECK(s_ == CUBLAS_STATUS_SUCCESS) << #call << " failed: status " << static_cast<int>(s_); \
+#define KILN_CUBLAS(call)                                       \
+  do {                                                          \
+    cublasStatus_t s_ = (call);                                 \
+    KILN_USER_CHECK(s_ == CUBLAS_STATUS_SUCCESS)                \
+        << #call << " failed: status " << static_cast<int>(s_); \
   } while (0)
 
 }  // namespace
@@ -83,9 +86,10 @@ Cublas::~Cublas() {
 void Cublas::sgemm(int m, int n, int k, DevicePtr a, DevicePtr b, DevicePtr c) {
   // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
   const float one = 1.0f, zero = 0.0f;
-  KILN_CUBLAS(api_->sgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one,
-                          reinterpret_cast<const float*>(b), n, reinterpret_cast<const float*>(a), k, &zero,
-                          reinterpret_cast<float*>(c), n));
+  KILN_CUBLAS(api_->sgemm(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_N, CUBLAS_OP_N, n, m, k,
+                          &one, reinterpret_cast<const float*>(b), n,
+                          reinterpret_cast<const float*>(a), k, &zero, reinterpret_cast<float*>(c),
+                          n));
 }
 
 struct Cudnn::Api {
@@ -107,9 +111,9 @@ struct Cudnn::Api {
   decltype(&cudnnConvolutionForward) forward;
 };
 
-#define KILN_CUDNN(call)                                                                      \
-  do {                                                                                        \
-    cudnnStatus_t s_ = (call);                                                                \
+#define KILN_CUDNN(call)                                                                           \
+  do {                                                                                             \
+    cudnnStatus_t s_ = (call);                                                                     \
     KILN_USER_CHECK(s_ == CUDNN_STATUS_SUCCESS) << #call << " failed: " << api_->error_string(s_); \
   } while (0)
 
@@ -155,7 +159,8 @@ void Cudnn::release_plan() {
 }
 
 void Cudnn::plan(const ConvShape& s, DevicePtr x, DevicePtr w, DevicePtr y,
-                 const std::function<DevicePtr(size_t)>& alloc, const std::function<void(DevicePtr)>& release) {
+                 const std::function<DevicePtr(size_t)>& alloc,
+                 const std::function<void(DevicePtr)>& release) {
   release_plan();
   release_ = release;
   x_ = x, w_ = w, y_ = y;
@@ -171,14 +176,17 @@ void Cudnn::plan(const ConvShape& s, DevicePtr x, DevicePtr w, DevicePtr y,
   KILN_CUDNN(api_->create_conv(&cd));
   conv_desc_ = cd;
   KILN_CUDNN(api_->set_tensor(xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.c, s.h, s.w));
-  KILN_CUDNN(api_->set_tensor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.k, s.out_h(), s.out_w()));
+  KILN_CUDNN(
+      api_->set_tensor(yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, s.n, s.k, s.out_h(), s.out_w()));
   KILN_CUDNN(api_->set_filter(wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.k, s.c, s.r, s.s));
-  KILN_CUDNN(api_->set_conv(cd, s.pad, s.pad, s.stride, s.stride, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  KILN_CUDNN(api_->set_conv(cd, s.pad, s.pad, s.stride, s.stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                            CUDNN_DATA_FLOAT));
   // Plain fp32 FMA arithmetic, as Kiln's kernels: no TF32 tensor cores.
   KILN_CUDNN(api_->set_math(cd, CUDNN_FMA_MATH));
   cudnnConvolutionFwdAlgoPerf_t perf[16];
   int returned = 0;
-  KILN_CUDNN(api_->find_forward(static_cast<cudnnHandle_t>(handle_), xd, wd, cd, yd, 16, &returned, perf));
+  KILN_CUDNN(
+      api_->find_forward(static_cast<cudnnHandle_t>(handle_), xd, wd, cd, yd, 16, &returned, perf));
   algo_ = -1;
   for (int i = 0; i < returned; ++i) {
     if (perf[i].status == CUDNN_STATUS_SUCCESS) {
@@ -188,18 +196,20 @@ void Cudnn::plan(const ConvShape& s, DevicePtr x, DevicePtr w, DevicePtr y,
   }
   KILN_USER_CHECK(algo_ >= 0) << "cuDNN found no forward algorithm for this convolution";
   KILN_CUDNN(api_->workspace_size(static_cast<cudnnHandle_t>(handle_), xd, wd, cd, yd,
-                                  static_cast<cudnnConvolutionFwdAlgo_t>(algo_), &workspace_bytes_));
+                                  static_cast<cudnnConvolutionFwdAlgo_t>(algo_),
+                                  &workspace_bytes_));
   if (workspace_bytes_ > 0) workspace_ = alloc(workspace_bytes_);
 }
 
 void Cudnn::run() {
   const float one = 1.0f, zero = 0.0f;
-  KILN_CUDNN(api_->forward(static_cast<cudnnHandle_t>(handle_), &one, static_cast<cudnnTensorDescriptor_t>(x_desc_),
-                           reinterpret_cast<const void*>(x_), static_cast<cudnnFilterDescriptor_t>(w_desc_),
-                           reinterpret_cast<const void*>(w_), static_cast<cudnnConvolutionDescriptor_t>(conv_desc_),
-                           static_cast<cudnnConvolutionFwdAlgo_t>(algo_), reinterpret_cast<void*>(workspace_),
-                           workspace_bytes_, &zero, static_cast<cudnnTensorDescriptor_t>(y_desc_),
-                           reinterpret_cast<void*>(y_)));
+  KILN_CUDNN(api_->forward(
+      static_cast<cudnnHandle_t>(handle_), &one, static_cast<cudnnTensorDescriptor_t>(x_desc_),
+      reinterpret_cast<const void*>(x_), static_cast<cudnnFilterDescriptor_t>(w_desc_),
+      reinterpret_cast<const void*>(w_), static_cast<cudnnConvolutionDescriptor_t>(conv_desc_),
+      static_cast<cudnnConvolutionFwdAlgo_t>(algo_), reinterpret_cast<void*>(workspace_),
+      workspace_bytes_, &zero, static_cast<cudnnTensorDescriptor_t>(y_desc_),
+      reinterpret_cast<void*>(y_)));
 }
 
 }  // namespace kiln::bench

@@ -32,9 +32,9 @@ class Cublas {
 };
 
 struct ConvShape {
-  int n, c, h, w;    ///< input NCHW
-  int k, r, s;       ///< output channels, kernel height, width
-  int pad, stride;   ///< same on both axes
+  int n, c, h, w;   ///< input NCHW
+  int k, r, s;      ///< output channels, kernel height, width
+  int pad, stride;  ///< same on both axes
   int out_h() const { return (h + 2 * pad - r) / stride + 1; }
   int out_w() const { return (w + 2 * pad - s) / stride + 1; }
 };
@@ -48,7 +48,8 @@ class Cudnn {
   /// keeps it with its workspace; run() then runs it: y = conv(x, w), NCHW and KCRS.
   /// `alloc` gives device memory for the workspace (freed by `release`).
   void plan(const ConvShape& shape, DevicePtr x, DevicePtr w, DevicePtr y,
-            const std::function<DevicePtr(size_t)>& alloc, const std::function<void(DevicePtr)>& release);
+            const std::function<DevicePtr(size_t)>& alloc,
+            const std::function<void(DevicePtr)>& release);
   void run();
   /// The algorithm plan() chose, as cuDNN numbers it.
   int algorithm() const { return algo_; }

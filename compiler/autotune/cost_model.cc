@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <numeric>
+#include <sstream>
 
 #include "base/error.h"
 
@@ -16,7 +16,8 @@ namespace {
 
 /// Raises kiln::Error with XGBoost's message when a C API call fails.
 void check(int rc, const char* what) {
-  if (rc != 0) throw Error(std::string("cost model: XGBoost ") + what + " failed: " + XGBGetLastError());
+  if (rc != 0)
+    throw Error(std::string("cost model: XGBoost ") + what + " failed: " + XGBGetLastError());
 }
 
 /// Owns a DMatrixHandle.
@@ -28,13 +29,13 @@ struct Matrix {
 };
 
 /// Row-major copy of `x` (rows in `order`), checking that every row has `cols` values.
-std::vector<float> flatten(const std::vector<std::vector<float>>& x, const std::vector<size_t>& order,
-                           size_t cols, const char* who) {
+std::vector<float> flatten(const std::vector<std::vector<float>>& x,
+                           const std::vector<size_t>& order, size_t cols, const char* who) {
   std::vector<float> flat;
   flat.reserve(x.size() * cols);
   for (size_t i : order) {
-    KILN_USER_CHECK(x[i].size() == cols) << "cost model " << who << ": row " << i << " has " << x[i].size()
-                                         << " features, expected " << cols;
+    KILN_USER_CHECK(x[i].size() == cols) << "cost model " << who << ": row " << i << " has "
+                                         << x[i].size() << " features, expected " << cols;
     flat.insert(flat.end(), x[i].begin(), x[i].end());
   }
   return flat;
@@ -75,7 +76,9 @@ CostModel& CostModel::operator=(CostModel&& o) noexcept {
 
 void CostModel::set_params() const {
   auto h = static_cast<BoosterHandle>(booster_);
-  auto set = [&](const char* k, const std::string& v) { check(XGBoosterSetParam(h, k, v.c_str()), "SetParam"); };
+  auto set = [&](const char* k, const std::string& v) {
+    check(XGBoosterSetParam(h, k, v.c_str()), "SetParam");
+  };
   set("objective", "rank:pairwise");
   set("tree_method", "hist");
   set("max_depth", std::to_string(options_.max_depth));
@@ -91,7 +94,8 @@ void CostModel::set_params() const {
 
 void CostModel::fit(const std::vector<std::vector<float>>& x, const std::vector<double>& throughput,
                     const std::vector<int>& group) {
-  KILN_USER_CHECK(!x.empty()) << "cost model fit: no training records (at least one measured config is needed)";
+  KILN_USER_CHECK(!x.empty())
+      << "cost model fit: no training records (at least one measured config is needed)";
   KILN_USER_CHECK(x.size() == throughput.size())
       << "cost model fit: " << x.size() << " rows but " << throughput.size() << " throughputs";
   KILN_USER_CHECK(group.empty() || group.size() == x.size())
@@ -104,24 +108,29 @@ void CostModel::fit(const std::vector<std::vector<float>>& x, const std::vector<
   std::vector<size_t> order(x.size());
   std::iota(order.begin(), order.end(), size_t{0});
   if (!group.empty())
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return group[a] < group[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return group[a] < group[b]; });
   std::vector<float> flat = flatten(x, order, cols, "fit");
   std::vector<float> labels;
   std::vector<unsigned> sizes;
   labels.reserve(x.size());
   for (size_t k = 0; k < order.size(); ++k) {
     double t = throughput[order[k]];
-    KILN_USER_CHECK(std::isfinite(t)) << "cost model fit: throughput of row " << order[k] << " is not finite";
+    KILN_USER_CHECK(std::isfinite(t))
+        << "cost model fit: throughput of row " << order[k] << " is not finite";
     labels.push_back(static_cast<float>(t));
     if (k == 0 || (!group.empty() && group[order[k]] != group[order[k - 1]])) sizes.push_back(0);
     ++sizes.back();
   }
 
   Matrix d;
-  check(XGDMatrixCreateFromMat(flat.data(), x.size(), cols, std::numeric_limits<float>::quiet_NaN(), &d.h),
+  check(XGDMatrixCreateFromMat(flat.data(), x.size(), cols, std::numeric_limits<float>::quiet_NaN(),
+                               &d.h),
         "DMatrixCreateFromMat");
-  check(XGDMatrixSetFloatInfo(d.h, "label", labels.data(), labels.size()), "DMatrixSetFloatInfo(label)");
-  check(XGDMatrixSetUIntInfo(d.h, "group", sizes.data(), sizes.size()), "DMatrixSetUIntInfo(group)");
+  check(XGDMatrixSetFloatInfo(d.h, "label", labels.data(), labels.size()),
+        "DMatrixSetFloatInfo(label)");
+  check(XGDMatrixSetUIntInfo(d.h, "group", sizes.data(), sizes.size()),
+        "DMatrixSetUIntInfo(group)");
 
   BoosterHandle h = nullptr;
   check(XGBoosterCreate(&d.h, 1, &h), "BoosterCreate");
@@ -130,7 +139,8 @@ void CostModel::fit(const std::vector<std::vector<float>>& x, const std::vector<
   num_features_ = 0;
   try {
     set_params();
-    for (int i = 0; i < options_.rounds; ++i) check(XGBoosterUpdateOneIter(h, i, d.h), "BoosterUpdateOneIter");
+    for (int i = 0; i < options_.rounds; ++i)
+      check(XGBoosterUpdateOneIter(h, i, d.h), "BoosterUpdateOneIter");
   } catch (...) {
     XGBoosterFree(h);
     booster_ = nullptr;
@@ -140,20 +150,22 @@ void CostModel::fit(const std::vector<std::vector<float>>& x, const std::vector<
 }
 
 std::vector<float> CostModel::predict(const std::vector<std::vector<float>>& x) const {
-  KILN_USER_CHECK(booster_ != nullptr) << "cost model predict: the model is not trained (call fit or load first)";
+  KILN_USER_CHECK(booster_ != nullptr)
+      << "cost model predict: the model is not trained (call fit or load first)";
   if (x.empty()) return {};
   std::vector<size_t> order(x.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::vector<float> flat = flatten(x, order, num_features_, "predict");
   Matrix d;
-  check(XGDMatrixCreateFromMat(flat.data(), x.size(), num_features_, std::numeric_limits<float>::quiet_NaN(),
-                               &d.h),
+  check(XGDMatrixCreateFromMat(flat.data(), x.size(), num_features_,
+                               std::numeric_limits<float>::quiet_NaN(), &d.h),
         "DMatrixCreateFromMat");
   bst_ulong len = 0;
   const float* out = nullptr;
-  check(XGBoosterPredict(static_cast<BoosterHandle>(booster_), d.h, 0, 0, 0, &len, &out), "BoosterPredict");
-  KILN_USER_CHECK(len == x.size()) << "cost model predict: XGBoost returned " << len << " scores for "
-                                   << x.size() << " rows";
+  check(XGBoosterPredict(static_cast<BoosterHandle>(booster_), d.h, 0, 0, 0, &len, &out),
+        "BoosterPredict");
+  KILN_USER_CHECK(len == x.size())
+      << "cost model predict: XGBoost returned " << len << " scores for " << x.size() << " rows";
   return std::vector<float>(out, out + len);
 }
 
@@ -161,7 +173,8 @@ std::string CostModel::save() const {
   KILN_USER_CHECK(booster_ != nullptr) << "cost model save: the model is not trained";
   bst_ulong len = 0;
   const char* data = nullptr;
-  check(XGBoosterSaveModelToBuffer(static_cast<BoosterHandle>(booster_), R"({"format": "ubj"})", &len, &data),
+  check(XGBoosterSaveModelToBuffer(static_cast<BoosterHandle>(booster_), R"({"format": "ubj"})",
+                                   &len, &data),
         "BoosterSaveModelToBuffer");
   return std::string(data, len);
 }

@@ -24,15 +24,15 @@
 namespace kiln::autotune {
 
 struct CostModelOptions {
-  int rounds = 100;          ///< boosting rounds (fixed: no early stop)
+  int rounds = 100;  ///< boosting rounds (fixed: no early stop)
   int max_depth = 6;
   double eta = 0.3;
-  double subsample = 0.8;    ///< rows sampled per tree
+  double subsample = 0.8;  ///< rows sampled per tree
   double min_child_weight = 1;
   double gamma = 1e-4;
   double lambda = 1;
-  int seed = 42;             ///< fixes the sampling: the same records give the same model
-  int nthread = 1;           ///< XGBoost threads (1: deterministic and kind to shared machines)
+  int seed = 42;    ///< fixes the sampling: the same records give the same model
+  int nthread = 1;  ///< XGBoost threads (1: deterministic and kind to shared machines)
 };
 
 class CostModel {

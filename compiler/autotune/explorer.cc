@@ -17,8 +17,8 @@ Explorer::Explorer(space::ConfigSpace space, uint64_t seed)
     : space_(std::move(space)), size_(space_.size()), rng_(seed) {}
 
 void Explorer::mark_visited(uint64_t index) {
-  KILN_USER_CHECK(index < size_) << "explorer: config index " << index << " is outside the space of "
-                                 << size_ << " points";
+  KILN_USER_CHECK(index < size_) << "explorer: config index " << index
+                                 << " is outside the space of " << size_ << " points";
   visit(index);
 }
 
@@ -176,7 +176,8 @@ ModelExplorer::ModelExplorer(space::ConfigSpace space, uint64_t seed, ScoreFn sc
   }
 }
 
-void ModelExplorer::update(const std::vector<uint64_t>& configs, const std::vector<double>& throughput) {
+void ModelExplorer::update(const std::vector<uint64_t>& configs,
+                           const std::vector<double>& throughput) {
   Explorer::update(configs, throughput);
   cache_.clear();
 }
@@ -195,8 +196,8 @@ std::vector<float> ModelExplorer::score(const std::vector<uint64_t>& indices) {
   if (!todo.empty()) {
     std::vector<float> s = score_fn_(todo);
     KILN_USER_CHECK(s.size() == todo.size())
-        << "ModelExplorer: the score function returned " << s.size() << " scores for " << todo.size()
-        << " configs";
+        << "ModelExplorer: the score function returned " << s.size() << " scores for "
+        << todo.size() << " configs";
     for (size_t i = 0; i < todo.size(); ++i) {
       cache_[todo[i]] = std::isfinite(s[i]) ? s[i] : std::numeric_limits<float>::lowest();
     }
@@ -309,8 +310,8 @@ std::vector<uint64_t> ModelExplorer::next_batch(size_t n) {
   size_t n_model = n - n_random;
   std::vector<uint64_t> out;
   if (n_model > 0) {
-    size_t k = std::max<size_t>(n_model + 1,
-                                static_cast<size_t>(std::ceil(options_.candidate_ratio * double(n_model))));
+    size_t k = std::max<size_t>(
+        n_model + 1, static_cast<size_t>(std::ceil(options_.candidate_ratio * double(n_model))));
     auto cand = anneal(k);
     // Diversity: repeatedly take the candidate that is close (fewer than min_distance knobs
     // apart) to the fewest of those taken, the best-scoring among equals: first every candidate

@@ -120,10 +120,10 @@ class GeneticExplorer : public Explorer {
 using ScoreFn = std::function<std::vector<float>(const std::vector<uint64_t>&)>;
 
 struct ModelExplorerOptions {
-  int parallel_size = 128;     ///< annealing chains
-  int n_iter = 500;            ///< annealing steps (at most)
-  int early_stop = 50;         ///< stop when the best candidates did not change for this many steps
-  double temp_start = 1.0;     ///< temperature, cooled linearly from start to end over n_iter
+  int parallel_size = 128;  ///< annealing chains
+  int n_iter = 500;         ///< annealing steps (at most)
+  int early_stop = 50;      ///< stop when the best candidates did not change for this many steps
+  double temp_start = 1.0;  ///< temperature, cooled linearly from start to end over n_iter
   double temp_end = 0.0;
   double random_step = 0.25;   ///< a step sets the knob to a random position instead of a neighbor
   double eps_greedy = 0.05;    ///< the share of each batch that is random
@@ -132,7 +132,7 @@ struct ModelExplorerOptions {
   /// than min_distance knobs apart) to the fewest picks so far, the best-scoring among equals;
   /// <= 1: simply the best candidates.
   int min_distance = 2;
-  bool persistent = true;      ///< chains go on from where the previous batch left them
+  bool persistent = true;  ///< chains go on from where the previous batch left them
 };
 
 /// Simulated annealing on a cost model's scores. Scores only need to rank: the acceptance rule

@@ -55,7 +55,8 @@ double coef(const Expr& e, const ir::VarNode* v, const LetMap& lets, int depth =
       auto it = lets.find(static_cast<const ir::VarNode*>(e.get()));
       return it == lets.end() ? 0 : coef(it->second, v, lets, depth + 1);
     }
-    case ExprKind::kCast: return coef(e.as<ir::CastNode>()->value, v, lets, depth + 1);
+    case ExprKind::kCast:
+      return coef(e.as<ir::CastNode>()->value, v, lets, depth + 1);
     case ExprKind::kAdd: {
       auto* op = e.as<ir::AddNode>();
       return coef(op->a, v, lets, depth + 1) + coef(op->b, v, lets, depth + 1);
@@ -87,13 +88,19 @@ double coef(const Expr& e, const ir::VarNode* v, const LetMap& lets, int depth =
     }
     case ExprKind::kSelect: {
       auto* op = e.as<ir::SelectNode>();
-      return larger(coef(op->true_value, v, lets, depth + 1), coef(op->false_value, v, lets, depth + 1));
+      return larger(coef(op->true_value, v, lets, depth + 1),
+                    coef(op->false_value, v, lets, depth + 1));
     }
-    case ExprKind::kRamp: return coef(e.as<ir::RampNode>()->base, v, lets, depth + 1);
-    case ExprKind::kBroadcast: return coef(e.as<ir::BroadcastNode>()->value, v, lets, depth + 1);
-    case ExprKind::kLoad: return coef(e.as<ir::LoadNode>()->index, v, lets, depth + 1) != 0 ? 1 : 0;
-    case ExprKind::kLet: return coef(e.as<ir::LetNode>()->body, v, lets, depth + 1);
-    default: return 0;
+    case ExprKind::kRamp:
+      return coef(e.as<ir::RampNode>()->base, v, lets, depth + 1);
+    case ExprKind::kBroadcast:
+      return coef(e.as<ir::BroadcastNode>()->value, v, lets, depth + 1);
+    case ExprKind::kLoad:
+      return coef(e.as<ir::LoadNode>()->index, v, lets, depth + 1) != 0 ? 1 : 0;
+    case ExprKind::kLet:
+      return coef(e.as<ir::LetNode>()->body, v, lets, depth + 1);
+    default:
+      return 0;
   }
 }
 
@@ -238,29 +245,55 @@ class Walker : public ir::IRVisitor {
     arith(op->dtype, kFloatAddSub);
     IRVisitor::visit_(op);
   }
-  void visit_(const ir::SubNode* op) override { arith(op->dtype, kFloatAddSub), IRVisitor::visit_(op); }
-  void visit_(const ir::MulNode* op) override { arith(op->dtype, kFloatMul), IRVisitor::visit_(op); }
-  void visit_(const ir::DivNode* op) override { arith(op->dtype, kFloatDiv), IRVisitor::visit_(op); }
-  void visit_(const ir::ModNode* op) override { arith(op->dtype, kFloatDiv), IRVisitor::visit_(op); }
-  void visit_(const ir::FloorDivNode* op) override { arith(op->dtype, kFloatDiv), IRVisitor::visit_(op); }
-  void visit_(const ir::FloorModNode* op) override { arith(op->dtype, kFloatDiv), IRVisitor::visit_(op); }
-  void visit_(const ir::ShrNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
-  void visit_(const ir::MinNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
-  void visit_(const ir::MaxNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
+  void visit_(const ir::SubNode* op) override {
+    arith(op->dtype, kFloatAddSub), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::MulNode* op) override {
+    arith(op->dtype, kFloatMul), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::DivNode* op) override {
+    arith(op->dtype, kFloatDiv), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::ModNode* op) override {
+    arith(op->dtype, kFloatDiv), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::FloorDivNode* op) override {
+    arith(op->dtype, kFloatDiv), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::FloorModNode* op) override {
+    arith(op->dtype, kFloatDiv), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::ShrNode* op) override {
+    arith(op->dtype, kFloatOther), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::MinNode* op) override {
+    arith(op->dtype, kFloatOther), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::MaxNode* op) override {
+    arith(op->dtype, kFloatOther), IRVisitor::visit_(op);
+  }
   void visit_(const ir::EQNode* op) override { cmp(op->a), IRVisitor::visit_(op); }
   void visit_(const ir::NENode* op) override { cmp(op->a), IRVisitor::visit_(op); }
   void visit_(const ir::LTNode* op) override { cmp(op->a), IRVisitor::visit_(op); }
   void visit_(const ir::LENode* op) override { cmp(op->a), IRVisitor::visit_(op); }
   void visit_(const ir::GTNode* op) override { cmp(op->a), IRVisitor::visit_(op); }
   void visit_(const ir::GENode* op) override { cmp(op->a), IRVisitor::visit_(op); }
-  void visit_(const ir::AndNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
-  void visit_(const ir::OrNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
-  void visit_(const ir::SelectNode* op) override { arith(op->dtype, kFloatOther), IRVisitor::visit_(op); }
+  void visit_(const ir::AndNode* op) override {
+    arith(op->dtype, kFloatOther), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::OrNode* op) override {
+    arith(op->dtype, kFloatOther), IRVisitor::visit_(op);
+  }
+  void visit_(const ir::SelectNode* op) override {
+    arith(op->dtype, kFloatOther), IRVisitor::visit_(op);
+  }
   void visit_(const ir::CallNode* op) override {
     if (op->name == "kiln.storage_sync") gpu[kBarriers] += mult_;
     if (op->dtype.is_float()) {
-      if (op->name == "fma") count(op->dtype, kFloatFma);
-      else if (op->call_kind == ir::CallKind::kPureIntrinsic) count(op->dtype, kMathCalls);
+      if (op->name == "fma")
+        count(op->dtype, kFloatFma);
+      else if (op->call_kind == ir::CallKind::kPureIntrinsic)
+        count(op->dtype, kMathCalls);
     }
     IRVisitor::visit_(op);
   }
@@ -268,8 +301,10 @@ class Walker : public ir::IRVisitor {
  private:
   /// A float op of class `k`, or an integer op.
   void arith(const ir::DataType& t, int k) {
-    if (t.is_float()) count(t, k);
-    else prog[kIntOps] += mult_ * t.lanes();
+    if (t.is_float())
+      count(t, k);
+    else
+      prog[kIntOps] += mult_ * t.lanes();
   }
   void cmp(const Expr& operand) { arith(operand.dtype(), kFloatOther); }
   void count(const ir::DataType& t, int k) {
@@ -285,7 +320,7 @@ class Walker : public ir::IRVisitor {
   std::vector<const ir::ForNode*> fors_;
   double mult_ = 1;
   int parallel_depth_ = 0;
-  std::map<int, double> kernel_extents_;  ///< the open kernel's thread extents, by tag
+  std::map<int, double> kernel_extents_;         ///< the open kernel's thread extents, by tag
   double kernel_shared_ = 0, kernel_local_ = 0;  ///< the open kernel's allocations, bytes
 };
 
@@ -353,12 +388,22 @@ std::vector<float> loop_features(const ir::PrimFunc& f) {
         raws.push_back(Raw{ld->buffer_var.get(), ld->index, ld->dtype.bytes(), false});
         break;
       }
-      case ExprKind::kAdd: case ExprKind::kSub: case ExprKind::kMul: case ExprKind::kDiv:
-      case ExprKind::kMod: case ExprKind::kFloorDiv: case ExprKind::kFloorMod: case ExprKind::kShr: case ExprKind::kMin:
-      case ExprKind::kMax: case ExprKind::kSelect: case ExprKind::kCall:
+      case ExprKind::kAdd:
+      case ExprKind::kSub:
+      case ExprKind::kMul:
+      case ExprKind::kDiv:
+      case ExprKind::kMod:
+      case ExprKind::kFloorDiv:
+      case ExprKind::kFloorMod:
+      case ExprKind::kShr:
+      case ExprKind::kMin:
+      case ExprKind::kMax:
+      case ExprKind::kSelect:
+      case ExprKind::kCall:
         ++value_ops;
         break;
-      default: break;
+      default:
+        break;
     }
   });
 
@@ -391,7 +436,8 @@ std::vector<float> loop_features(const ir::PrimFunc& f) {
     }
     a.bytes_all = elems_all * r.elem_bytes;
     a.bytes_inner = elems_inner * r.elem_bytes;
-    auto it = std::find_if(bufs.begin(), bufs.end(), [&](const BufferAccess& b) { return b.buf == r.buf; });
+    auto it = std::find_if(bufs.begin(), bufs.end(),
+                           [&](const BufferAccess& b) { return b.buf == r.buf; });
     if (it == bufs.end()) {
       a.read = !r.write;
       a.write = r.write;
@@ -410,8 +456,9 @@ std::vector<float> loop_features(const ir::PrimFunc& f) {
   }
   int reads = 0;
   for (auto& b : bufs) reads += b.read ? 1 : 0;
-  std::stable_sort(bufs.begin(), bufs.end(),
-                   [](const BufferAccess& a, const BufferAccess& b) { return a.bytes_all > b.bytes_all; });
+  std::stable_sort(bufs.begin(), bufs.end(), [](const BufferAccess& a, const BufferAccess& b) {
+    return a.bytes_all > b.bytes_all;
+  });
   for (int i = 0; i < std::min<int>(int(bufs.size()), kMaxBuffers); ++i) {
     const BufferAccess& b = bufs[i];
     float* v = out.data() + kBufferOffset + i * kBufferFeatures;
@@ -447,7 +494,8 @@ std::vector<float> knob_features(const space::ConfigSpace& space, const space::C
         << "knob_features: knob '" << knobs[i].name << "' has no candidate " << p;
     const auto& values = knobs[i].candidates[size_t(p)];
     if (knobs[i].kind == space::KnobKind::kSplit) {
-      for (int64_t v : values) out.push_back(static_cast<float>(std::log2(double(std::max<int64_t>(v, 1)))));
+      for (int64_t v : values)
+        out.push_back(static_cast<float>(std::log2(double(std::max<int64_t>(v, 1)))));
     } else {
       for (int64_t v : values) out.push_back(v >= 0 ? lg(double(v)) : static_cast<float>(v));
     }

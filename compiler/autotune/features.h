@@ -70,8 +70,9 @@ inline constexpr int kBufferFeatures = 10;
 inline constexpr int kStmtFeatures = 6;
 inline constexpr int kProgramFeatures = 22;
 inline constexpr int kGpuFeatures = 12;
-inline constexpr int kLoopFeatureLength = kMaxLoops * kLoopLevelFeatures + kMaxBuffers * kBufferFeatures +
-                                          kStmtFeatures + kProgramFeatures + kGpuFeatures;
+inline constexpr int kLoopFeatureLength = kMaxLoops * kLoopLevelFeatures +
+                                          kMaxBuffers * kBufferFeatures + kStmtFeatures +
+                                          kProgramFeatures + kGpuFeatures;
 
 /// Offsets of the groups in loop_features' vector.
 inline constexpr int kLoopOffset = 0;
@@ -82,16 +83,44 @@ inline constexpr int kGpuOffset = kProgramOffset + kProgramFeatures;
 
 /// Positions inside the whole-program group (add kProgramOffset).
 enum ProgramFeature : int {
-  kFloatAddSub, kFloatMul, kFloatFma, kFloatDiv, kFloatOther, kIntOps, kMathCalls,
-  kElemsLoaded, kElemsStored, kLoadInstrs, kStoreInstrs, kBytesLoaded, kBytesStored,
-  kVectorFraction, kAllocCount, kAllocBytes, kParallelTasks, kLoopCount, kStoreCount,
-  kMaxDepth, kConditionals, kTotalTrips,
+  kFloatAddSub,
+  kFloatMul,
+  kFloatFma,
+  kFloatDiv,
+  kFloatOther,
+  kIntOps,
+  kMathCalls,
+  kElemsLoaded,
+  kElemsStored,
+  kLoadInstrs,
+  kStoreInstrs,
+  kBytesLoaded,
+  kBytesStored,
+  kVectorFraction,
+  kAllocCount,
+  kAllocBytes,
+  kParallelTasks,
+  kLoopCount,
+  kStoreCount,
+  kMaxDepth,
+  kConditionals,
+  kTotalTrips,
 };
 
 /// Positions inside the GPU group (add kGpuOffset).
 enum GpuFeature : int {
-  kBlockX, kBlockY, kBlockZ, kThreadX, kThreadY, kThreadZ, kThreadsPerBlock, kBlocks,
-  kSharedBytes, kLocalBytes, kBarriers, kKernels,
+  kBlockX,
+  kBlockY,
+  kBlockZ,
+  kThreadX,
+  kThreadY,
+  kThreadZ,
+  kThreadsPerBlock,
+  kBlocks,
+  kSharedBytes,
+  kLocalBytes,
+  kBarriers,
+  kKernels,
 };
 
 /// The fixed-length features of a lowered function (layout above).

@@ -152,15 +152,15 @@ void LocalMeasurer::begin_task(const Task& task) {
 }
 
 std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
-                                                  const std::vector<Candidate>& candidates,
-                                                  uint64_t seed) {
+                                                           const std::vector<Candidate>& candidates,
+                                                           uint64_t seed) {
   KILN_ICHECK(!task_key_.empty() && task.key == task_key_)
       << "LocalMeasurer::measure of task '" << task.key << "' after begin_task of '" << task_key_
       << "'";
   // An integer output (the VDLA's int8) must match its reference exactly.
   const bool exact = !task.out->dtype().is_float();
-  const Tolerance tol = exact ? Tolerance{0, 0}
-                              : Tolerance{options_.rtol, options_.atol_scale * max_abs_ + 1e-7};
+  const Tolerance tol =
+      exact ? Tolerance{0, 0} : Tolerance{options_.rtol, options_.atol_scale * max_abs_ + 1e-7};
   std::vector<int64_t> oshape;
   for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
 
@@ -171,9 +171,9 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
   std::vector<std::string> paths;
   for (const Candidate& c : candidates) {
     funcs.push_back(c.func);
-    paths.push_back((dir_ / ("candidate" + std::to_string(next_file_++) +
-                             (gpu || vdla ? ".json" : ".so")))
-                        .string());
+    paths.push_back(
+        (dir_ / ("candidate" + std::to_string(next_file_++) + (gpu || vdla ? ".json" : ".so")))
+            .string());
   }
   const std::vector<BuildOutcome> built =
       build_parallel(funcs, paths, tgt, options_.build_threads, options_.build_timeout_s);

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "compiler/autotune/measurer.h"
-#include "records/record_log.h"
 #include "compiler/autotune/task.h"
+#include "records/record_log.h"
 
 namespace kiln::autotune {
 
@@ -44,7 +44,7 @@ struct LocalMeasureOptions {
   double min_repeat_ms = 20;
   double cooldown_ms = 0;
   bool flush_cache = false;
-  int threads = 0;            ///< thread-pool size for the kernel; 0 = all CPUs
+  int threads = 0;  ///< thread-pool size for the kernel; 0 = all CPUs
   /// Extra time a measurement may take to time disturbed repeats again (kernel_runner.h,
   /// "Contention"). After a contended measurement the next one gets only a tenth of it, until
   /// one comes clean: a build beside `kiln tune` slows it a little, not by this much per trial.
@@ -66,8 +66,9 @@ class LocalMeasurer : public Measurer {
 
   void begin_task(const Task& task) override;
   /// kiln::InternalError when `task` is not the one of the last begin_task.
-  std::vector<records::MeasureRecord> measure(const Task& task, const std::vector<Candidate>& candidates,
-                                     uint64_t seed) override;
+  std::vector<records::MeasureRecord> measure(const Task& task,
+                                              const std::vector<Candidate>& candidates,
+                                              uint64_t seed) override;
 
   const LocalMeasureOptions& options() const { return options_; }
 
@@ -81,7 +82,7 @@ class LocalMeasurer : public Measurer {
   std::vector<std::string> inputs_;  ///< the reference's .npy files in dir_
   std::string output_;
   double max_abs_ = 0;
-  int next_file_ = 0;  ///< candidate libraries are named by a counter (never reused)
+  int next_file_ = 0;            ///< candidate libraries are named by a counter (never reused)
   bool last_contended_ = false;  ///< the last measurement ran out of its retry allowance
 };
 

@@ -21,9 +21,7 @@ std::vector<int64_t> const_shape(const te::Tensor& t) {
 }
 
 /// The runtime dtype of a tensor's element type.
-KilnDType runtime_dtype(const te::Tensor& t) {
-  return runtime::parse_dtype(t->dtype().str());
-}
+KilnDType runtime_dtype(const te::Tensor& t) { return runtime::parse_dtype(t->dtype().str()); }
 
 /// |a[k]| as a double, for the element types a task's output may have.
 double abs_at(const runtime::NDArray& a, int64_t k) {
@@ -45,7 +43,8 @@ TaskReference compute_reference(const Task& task) {
       << "tuning task '" << task.key << "': one input range per input";
   for (size_t i = 0; i < task.inputs.size(); ++i) {
     const te::Tensor& t = task.inputs[i];
-    const bool ok = t->dtype() == ir::kFloat32 || t->dtype() == ir::kInt8 || t->dtype() == ir::kInt32;
+    const bool ok =
+        t->dtype() == ir::kFloat32 || t->dtype() == ir::kInt8 || t->dtype() == ir::kInt32;
     KILN_USER_CHECK(ok) << "tuning task '" << task.key << "': input '" << t->name() << "' is "
                         << t->dtype().str()
                         << "; the tuner measures float32 workloads and int8 / int32 ones";

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "records/record_log.h"
 #include "compiler/autotune/task.h"
 #include "compiler/ir/function.h"
 #include "deploy/runtime/ndarray.h"
+#include "records/record_log.h"
 
 namespace kiln::autotune {
 
@@ -69,8 +69,8 @@ class Measurer {
   /// candidate's failure is its record's error kind; only a failure of the measurer itself (a
   /// cancelled job, a lost log) throws.
   virtual std::vector<records::MeasureRecord> measure(const Task& task,
-                                             const std::vector<Candidate>& candidates,
-                                             uint64_t seed) = 0;
+                                                      const std::vector<Candidate>& candidates,
+                                                      uint64_t seed) = 0;
 };
 
 }  // namespace kiln::autotune

@@ -101,7 +101,8 @@ Task Task::from_workload(const std::string& template_name, const std::string& wo
     for (const te::Tensor& in : x->inputs()) todo.push_back(in);
   }
   double reduce_points = 1, reduce = 1;
-  for (const ir::Expr& d : reducer->shape()) reduce_points *= static_cast<double>(extent_of(d, "'" + reducer->name() + "'"));
+  for (const ir::Expr& d : reducer->shape())
+    reduce_points *= static_cast<double>(extent_of(d, "'" + reducer->name() + "'"));
   for (const auto& r : reducer->reduce_axis)
     reduce *= static_cast<double>(extent_of(r->dom.extent, "a reduction"));
   t.flops = 2 * (reducer->reduce_axis.empty() ? points : reduce_points) * reduce;

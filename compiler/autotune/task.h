@@ -9,7 +9,8 @@
 //   t.key;                                   // "conv2d_nchwc_x86:1x4x56x56x16:5c0f9d3e1a2b4c77"
 //   Task u = Task::from_workload(t.template_name, t.workload, t.target);  // the same task
 //   te::Schedule s = t.schedule(t.space.get(17));
-//   ir::PrimFunc f = t.lower(t.space.get(17));  // compiler::lower, or the GPU program for cuda/opencl,
+//   ir::PrimFunc f = t.lower(t.space.get(17));  // compiler::lower, or the GPU program for
+//   cuda/opencl,
 //                                               // or compiler::lower_vdla for vdla
 #pragma once
 
@@ -35,8 +36,8 @@ struct Task {
   /// change to the template's space or to the compute's program: a new space is a new task.
   std::string key;
   std::string target;
-  te::Tensor out;                   ///< the operator's output, built from the workload
-  std::vector<te::Tensor> inputs;   ///< the placeholders it reads, in a fixed order
+  te::Tensor out;                  ///< the operator's output, built from the workload
+  std::vector<te::Tensor> inputs;  ///< the placeholders it reads, in a fixed order
   space::ConfigSpace space;
   space::Config default_config;
   double flops = 0;  ///< multiply-adds count 2; per run

@@ -156,7 +156,8 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   } else if (!earlier.empty()) {
     device = earlier.back().device;
   }
-  std::unordered_map<uint64_t, records::MeasureRecord> by_program;  // structural hash -> measurement
+  std::unordered_map<uint64_t, records::MeasureRecord>
+      by_program;      // structural hash -> measurement
   bool begun = false;  // whether measurer_->begin_task(task) was called
   int done = static_cast<int>(earlier.size());
 
@@ -227,7 +228,8 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
         measurer_->begin_task(task);
         begun = true;
       }
-      std::vector<records::MeasureRecord> measured = measurer_->measure(task, distinct, options_.seed);
+      std::vector<records::MeasureRecord> measured =
+          measurer_->measure(task, distinct, options_.seed);
       KILN_ICHECK(measured.size() == distinct.size())
           << "the measurer returned " << measured.size() << " records for " << distinct.size()
           << " candidates";

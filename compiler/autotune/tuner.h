@@ -29,8 +29,8 @@
 
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/measurer.h"
-#include "records/record_log.h"
 #include "compiler/autotune/task.h"
+#include "records/record_log.h"
 
 namespace kiln::autotune {
 

@@ -32,8 +32,8 @@ std::vector<ir::PrimFunc> kernel_funcs(const pass::DeviceFunction& f) {
 }  // namespace
 
 std::string device_source(const pass::DeviceFunction& f, const target::Target& target) {
-  KILN_USER_CHECK(target.is_gpu())
-      << "device code for '" << f.name << "': target '" << target.str() << "' is not a GPU (cuda, opencl)";
+  KILN_USER_CHECK(target.is_gpu()) << "device code for '" << f.name << "': target '" << target.str()
+                                   << "' is not a GPU (cuda, opencl)";
   return target.kind == "cuda" ? print_cuda(kernel_funcs(f)) : print_opencl(kernel_funcs(f));
 }
 
@@ -58,15 +58,16 @@ runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target:
     p.code = device_source(f, target);
   }
   for (const ir::Param& param : f.params) {
-    KILN_USER_CHECK(param.is_tensor()) << "device function '" << f.name << "': scalar parameter '"
-                                       << param.var.name() << "' (device programs take tensors only)";
+    KILN_USER_CHECK(param.is_tensor())
+        << "device function '" << f.name << "': scalar parameter '" << param.var.name()
+        << "' (device programs take tensors only)";
     runtime::DeviceProgram::Tensor t;
     t.name = param.buffer->name;
     t.dtype = runtime_dtype(param.buffer->dtype);
     for (const ir::Expr& d : param.buffer->shape) {
       auto v = ir::as_const_int(d);
-      KILN_USER_CHECK(v.has_value()) << "device function '" << f.name << "': tensor '" << t.name
-                                     << "' has a symbolic shape";
+      KILN_USER_CHECK(v.has_value())
+          << "device function '" << f.name << "': tensor '" << t.name << "' has a symbolic shape";
       t.shape.push_back(*v);
     }
     p.params.push_back(std::move(t));

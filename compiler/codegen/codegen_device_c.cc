@@ -106,7 +106,6 @@ bool is_reserved(const std::string& s) {
   return false;
 }
 
-
 /// Shortest decimal text of v that reads back as the same value of `bits` (32 or 64).
 std::string float_text(double v, int bits) {
   char buf[64];
@@ -953,7 +952,10 @@ std::string helper_source(const std::string& helper, const DeviceDialect& d) {
 }  // namespace
 
 std::string element_type_base(DataType t, const std::string& int64) {
-  const std::string integer = t.bits() == 8 ? "char" : t.bits() == 16 ? "short" : t.bits() == 64 ? int64 : "int";
+  const std::string integer = t.bits() == 8    ? "char"
+                              : t.bits() == 16 ? "short"
+                              : t.bits() == 64 ? int64
+                                               : "int";
   switch (t.code()) {
     case ir::TypeCode::kBool:
       return "bool";

@@ -302,7 +302,8 @@ llvm::Value* CodeGenLLVM::emit_binary(ExprKind kind, DataType t, llvm::Value* a,
   auto safe_divisor = [&](llvm::Value* d) -> llvm::Value* {
     if (is_float || !d->getType()->isVectorTy() || llvm::isa<llvm::Constant>(d)) return d;
     llvm::Value* zero = llvm::Constant::getNullValue(d->getType());
-    return builder_.CreateSelect(builder_.CreateICmpEQ(d, zero), llvm::ConstantInt::get(d->getType(), 1), d);
+    return builder_.CreateSelect(builder_.CreateICmpEQ(d, zero),
+                                 llvm::ConstantInt::get(d->getType(), 1), d);
   };
   if (kind == ExprKind::kDiv || kind == ExprKind::kMod || kind == ExprKind::kFloorDiv ||
       kind == ExprKind::kFloorMod) {

@@ -54,14 +54,14 @@ constexpr std::array<std::pair<std::string_view, llvm::Intrinsic::ID>, 6> kThrea
 }};
 
 /// Math NVPTX selects natively (or, for float16, by promotion): the CPU's LLVM intrinsics.
-constexpr std::array<std::string_view, 6> kNativeMath = {"sqrt", "fabs", "floor",
+constexpr std::array<std::string_view, 6> kNativeMath = {"sqrt", "fabs",  "floor",
                                                          "ceil", "trunc", "fma"};
 /// Math computed by libdevice's __nv_<name>[f], with its arity.
 constexpr std::array<std::pair<std::string_view, int>, 22> kLibdeviceMath = {{
-    {"exp", 1},   {"exp2", 1},  {"log", 1},   {"log2", 1},  {"log10", 1}, {"sin", 1},
-    {"cos", 1},   {"tan", 1},   {"asin", 1},  {"acos", 1},  {"atan", 1},  {"sinh", 1},
-    {"cosh", 1},  {"tanh", 1},  {"asinh", 1}, {"acosh", 1}, {"atanh", 1}, {"erf", 1},
-    {"round", 1}, {"roundeven", 1}, {"pow", 2}, {"sigmoid", 1},
+    {"exp", 1},   {"exp2", 1},      {"log", 1},   {"log2", 1},    {"log10", 1}, {"sin", 1},
+    {"cos", 1},   {"tan", 1},       {"asin", 1},  {"acos", 1},    {"atan", 1},  {"sinh", 1},
+    {"cosh", 1},  {"tanh", 1},      {"asinh", 1}, {"acosh", 1},   {"atanh", 1}, {"erf", 1},
+    {"round", 1}, {"roundeven", 1}, {"pow", 2},   {"sigmoid", 1},
 }};
 
 /// Alignment assumed of tensor parameters (as the CUDA C printer assumes for float4 accesses).
@@ -107,9 +107,9 @@ void CodeGenLLVM::add_kernel(const ir::PrimFunc& f) {
 
   llvm::NamedMDNode* annotations = module_->getOrInsertNamedMetadata("nvvm.annotations");
   auto annotate = [&](const char* key, int64_t value) {
-    llvm::Metadata* ops[] = {llvm::ValueAsMetadata::get(fn), llvm::MDString::get(*ctx_, key),
-                             llvm::ConstantAsMetadata::get(builder_.getInt32(
-                                 static_cast<uint32_t>(value)))};
+    llvm::Metadata* ops[] = {
+        llvm::ValueAsMetadata::get(fn), llvm::MDString::get(*ctx_, key),
+        llvm::ConstantAsMetadata::get(builder_.getInt32(static_cast<uint32_t>(value)))};
     annotations->addOperand(llvm::MDNode::get(*ctx_, ops));
   };
   annotate("kernel", 1);
@@ -212,8 +212,7 @@ llvm::Value* CodeGenLLVM::emit_device_math(const ir::CallNode* op) {
   auto known = std::find_if(kLibdeviceMath.begin(), kLibdeviceMath.end(),
                             [&](const auto& m) { return m.first == name; });
   KILN_USER_CHECK(known != kLibdeviceMath.end())
-      << "codegen nvptx: unknown pure intrinsic '" << name << "' in kernel '" << func_name_
-      << "'";
+      << "codegen nvptx: unknown pure intrinsic '" << name << "' in kernel '" << func_name_ << "'";
   KILN_USER_CHECK(op->dtype.is_float() && static_cast<int>(op->args.size()) == known->second)
       << "codegen nvptx: intrinsic '" << name << "' in kernel '" << func_name_ << "' takes "
       << known->second << " float argument(s), got " << op->args.size() << " giving "
@@ -292,7 +291,8 @@ std::string find_libdevice() {
 /// kernels, so that the optimizer inlines the math and drops the rest.
 void link_libdevice(llvm::Module* m, const std::set<std::string>& kernels) {
   bool uses = false;
-  for (const llvm::Function& f : *m) uses = uses || (f.isDeclaration() && f.getName().starts_with("__nv_"));
+  for (const llvm::Function& f : *m)
+    uses = uses || (f.isDeclaration() && f.getName().starts_with("__nv_"));
   if (!uses) return;
   const std::string path = find_libdevice();
   KILN_USER_CHECK(!path.empty())
@@ -301,8 +301,8 @@ void link_libdevice(llvm::Module* m, const std::set<std::string>& kernels) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
   KILN_SYSTEM_CHECK(bool(buffer)) << "codegen nvptx: cannot read " << path;
   auto lib = llvm::parseBitcodeFile((*buffer)->getMemBufferRef(), m->getContext());
-  KILN_SYSTEM_CHECK(bool(lib)) << "codegen nvptx: " << path << " is not LLVM bitcode: "
-                               << llvm::toString(lib.takeError());
+  KILN_SYSTEM_CHECK(bool(lib)) << "codegen nvptx: " << path
+                               << " is not LLVM bitcode: " << llvm::toString(lib.takeError());
   (*lib)->setTargetTriple(m->getTargetTriple());
   (*lib)->setDataLayout(m->getDataLayout());
   KILN_ICHECK(!llvm::Linker::linkModules(*m, std::move(*lib), llvm::Linker::LinkOnlyNeeded))

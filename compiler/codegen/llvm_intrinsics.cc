@@ -103,7 +103,8 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
       llvm::Value* e = builder_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, builder_.CreateFNeg(x));
       r = builder_.CreateFDiv(one, builder_.CreateFAdd(one, e));
     } else {
-      r = builder_.CreateUnaryIntrinsic(name == "exp" ? llvm::Intrinsic::exp : llvm::Intrinsic::log, x);
+      r = builder_.CreateUnaryIntrinsic(name == "exp" ? llvm::Intrinsic::exp : llvm::Intrinsic::log,
+                                        x);
     }
     return half ? builder_.CreateFPTrunc(r, t) : r;
   }
@@ -113,8 +114,8 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
       return builder_.CreateUnaryIntrinsic(id, emit(op->args[0]));
     }
   }
-  if (name == "tan" || name == "acos" || name == "asin" || name == "atan" ||
-      name == "sinh" || name == "cosh" || name == "asinh" || name == "acosh" || name == "atanh") {
+  if (name == "tan" || name == "acos" || name == "asin" || name == "atan" || name == "sinh" ||
+      name == "cosh" || name == "asinh" || name == "acosh" || name == "atanh") {
     arity(1);
     return call_libm_per_lane(name, emit(op->args[0]));
   }

@@ -47,10 +47,19 @@ int block_of(int64_t channels, const AlterLayoutOptions& opt) {
 /// exponentials are left out; on a padded value they read it converted to NCHW.
 bool finite_on_finite(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "Abs",     "Add",  "Celu",      "Ceil",     "Clip",     "Elu",     "Erf",
-      "Floor",   "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Max", "Min",
-      "Mul",     "Neg",  "Relu",      "Round",    "Selu",     "Shrink",  "Sigmoid",
-      "Sign",    "Softsign", "Sub",   "Tanh",     "ThresholdedRelu",
+      "Abs",         "Add",
+      "Celu",        "Ceil",
+      "Clip",        "Elu",
+      "Erf",         "Floor",
+      "HardSigmoid", "HardSwish",
+      "Identity",    "LeakyRelu",
+      "Max",         "Min",
+      "Mul",         "Neg",
+      "Relu",        "Round",
+      "Selu",        "Shrink",
+      "Sigmoid",     "Sign",
+      "Softsign",    "Sub",
+      "Tanh",        "ThresholdedRelu",
   };
   return kOps.count(op) != 0;
 }
@@ -61,11 +70,17 @@ bool finite_on_finite(const std::string& op) {
 /// one of them converted its convolution's output back to NCHW and the next input to blocks.
 bool layout_agnostic(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "Abs",      "Add",       "Celu",    "Ceil",   "Clip",     "Div",    "Elu",
-      "Erf",      "Exp",       "Floor",   "HardSigmoid", "HardSwish", "Identity", "LeakyRelu",
-      "Log",      "Max",       "Min",     "Mul",    "Neg",      "Pow",    "Reciprocal",
-      "Relu",     "Round",     "Selu",    "Shrink", "Sigmoid",  "Sign",   "Softplus",
-      "Softsign", "Sqrt",      "Sub",     "Tanh",   "ThresholdedRelu",
+      "Abs",      "Add",         "Celu",
+      "Ceil",     "Clip",        "Div",
+      "Elu",      "Erf",         "Exp",
+      "Floor",    "HardSigmoid", "HardSwish",
+      "Identity", "LeakyRelu",   "Log",
+      "Max",      "Min",         "Mul",
+      "Neg",      "Pow",         "Reciprocal",
+      "Relu",     "Round",       "Selu",
+      "Shrink",   "Sigmoid",     "Sign",
+      "Softplus", "Softsign",    "Sqrt",
+      "Sub",      "Tanh",        "ThresholdedRelu",
   };
   return kOps.count(op) != 0;
 }
@@ -150,8 +165,7 @@ runtime::NDArray merge_groups(const runtime::NDArray& w, int64_t groups, int64_t
   std::fill(dst, dst + o * merge * cg * khw, 0.0f);
   for (int64_t oo = 0; oo < o; ++oo) {
     const int64_t part = oo / og % merge;  // which of the merged groups is this channel's
-    std::copy(src + oo * cg * khw, src + (oo + 1) * cg * khw,
-              dst + (oo * merge + part) * cg * khw);
+    std::copy(src + oo * cg * khw, src + (oo + 1) * cg * khw, dst + (oo * merge + part) * cg * khw);
   }
   return m;
 }
@@ -165,8 +179,7 @@ runtime::NDArray pack_kernel(const runtime::NDArray& w, int ib, int ob, int64_t 
   KILN_ICHECK(ib > 0 && ob > 0 && c_pad % ib == 0 && o_pad % ob == 0 && o <= o_pad && c <= c_pad)
       << "pack_kernel: the kernel " << w.shape_string() << " does not split into blocks of " << ib
       << " input and " << ob << " output channels";
-  runtime::NDArray p =
-      runtime::NDArray::empty({o_pad / ob, c_pad / ib, kh, kw, ib, ob}, kFloat32);
+  runtime::NDArray p = runtime::NDArray::empty({o_pad / ob, c_pad / ib, kh, kw, ib, ob}, kFloat32);
   const float* src = w.data<float>();
   float* dst = p.data<float>();
   std::fill(dst, dst + o_pad * c_pad * kh * kw, 0.0f);
@@ -444,8 +457,10 @@ class LayoutRewriter {
     const std::vector<int64_t> per_channel = {1, (c + b - 1) / b, 1, 1, b};
     scale.resize(static_cast<size_t>(per_channel[1] * b), 0.0f);  // a padded block's are zeros
     shift.resize(scale.size(), 0.0f);
-    ValueId sv = g_.add_constant(n.name + "_scale", runtime::NDArray::from_vector(scale, per_channel));
-    ValueId hv = g_.add_constant(n.name + "_shift", runtime::NDArray::from_vector(shift, per_channel));
+    ValueId sv =
+        g_.add_constant(n.name + "_scale", runtime::NDArray::from_vector(scale, per_channel));
+    ValueId hv =
+        g_.add_constant(n.name + "_shift", runtime::NDArray::from_vector(shift, per_channel));
     const ValueId orig = n.outputs[0];
     const std::vector<int64_t> shape = blocked_shape(g_.value(orig).shape, b);
     const std::string name = g_.value(orig).name;
@@ -459,8 +474,8 @@ class LayoutRewriter {
 
   Graph& g_;
   const AlterLayoutOptions opt_;
-  std::map<ValueId, Blocked> blocked_;                 ///< original value -> its blocked form
-  std::set<ValueId> produced_;                         ///< originals made again by a conversion
+  std::map<ValueId, Blocked> blocked_;                    ///< original value -> its blocked form
+  std::set<ValueId> produced_;                            ///< originals made again by a conversion
   std::map<std::pair<ValueId, int>, ValueId> converted_;  ///< (value, block) -> converted value
   AlterLayoutReport report_;
 };

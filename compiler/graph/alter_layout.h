@@ -21,11 +21,12 @@
 // or [1,C,1,1], or single elements) keep the layout of their first operand blocked with the
 // output's shape, converting the others to it (a single element stays NCHW and broadcasts), and
 // so do 2-D poolings (MaxPool, AveragePool and the global ones
-// pool NCHW[x]c directly; marked with data_block). Every other reader of a blocked value, and every graph output, reads it converted back to
-// NCHW; a convolution that wants another block converts directly between blocks. Conversions
-// are LayoutTransform nodes {src_block, dst_block} (0 = NCHW), each made at most once per value
-// and block. A value keeps its id and NCHW meaning: its blocked form is a new value, and the
-// original is produced by a conversion only if something still reads it.
+// pool NCHW[x]c directly; marked with data_block). Every other reader of a blocked value, and every
+// graph output, reads it converted back to NCHW; a convolution that wants another block converts
+// directly between blocks. Conversions are LayoutTransform nodes {src_block, dst_block} (0 = NCHW),
+// each made at most once per value and block. A value keeps its id and NCHW meaning: its blocked
+// form is a new value, and the original is produced by a conversion only if something still reads
+// it.
 //
 // Padded blocks. With options.pad_to (AVX-512's 16 lanes), a channel count that is not a multiple
 // of it but would be with at most an eighth more channels is blocked in pad_to with its last block
@@ -54,7 +55,7 @@ struct AlterLayoutReport {
   size_t convolutions_blocked = 0;
   size_t grouped_blocked = 0;  ///< of those, grouped ones (neither groups == 1 nor depthwise)
   size_t padded = 0;           ///< of those, ones with a padded block (input or output)
-  size_t conversions = 0;  ///< LayoutTransform nodes inserted
+  size_t conversions = 0;      ///< LayoutTransform nodes inserted
 };
 
 /// Rewrites `g` (verified, topologically ordered, batch norms already folded) by the rules above.

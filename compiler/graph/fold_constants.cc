@@ -43,7 +43,8 @@ FusedGroup single_group(const Graph& g, size_t index) {
   }
   group.output = group.outputs.front();
   for (ValueId v : n.inputs) {
-    if (v != kNoValue && std::find(group.inputs.begin(), group.inputs.end(), v) == group.inputs.end())
+    if (v != kNoValue &&
+        std::find(group.inputs.begin(), group.inputs.end(), v) == group.inputs.end())
       group.inputs.push_back(v);
   }
   return group;
@@ -78,7 +79,8 @@ size_t fold_constants(Graph& g, int64_t max_elements, bool keep_dequantize) {
     size_t r = 0;
     for (ValueId v : op.values) {
       Value& val = g.value(v);
-      if (!val.is_constant()) val.data = std::make_shared<const runtime::NDArray>(std::move(results[r++]));
+      if (!val.is_constant())
+        val.data = std::make_shared<const runtime::NDArray>(std::move(results[r++]));
     }
     ++folded;
   }

@@ -19,9 +19,9 @@ inline constexpr int64_t kFoldMaxElements = int64_t{1} << 26;
 
 /// Folds, in topological order (so chains of constant nodes fold entirely), every node with at
 /// least one input, all inputs constant, a lowering, and outputs of at most `max_elements`
-/// elements each that are not graph outputs. Returns how many nodes it folded; they are removed from the graph.
-/// `keep_dequantize` leaves DequantizeLinear nodes of constants (a quantized weight or bias) for
-/// realize_qconv to read; the build folds those it leaves in a second call.
+/// elements each that are not graph outputs. Returns how many nodes it folded; they are removed
+/// from the graph. `keep_dequantize` leaves DequantizeLinear nodes of constants (a quantized weight
+/// or bias) for realize_qconv to read; the build folds those it leaves in a second call.
 size_t fold_constants(Graph& g, int64_t max_elements = kFoldMaxElements,
                       bool keep_dequantize = false);
 

@@ -245,7 +245,8 @@ std::vector<autotune::Task> extract_tasks(const Graph& input, const std::string&
   }
   const Graph g = prepare_graph(input, target, options, rep);
   if (options.phase) options.phase("fusing operators");
-  for (const FusedGroup& group : fuse_ops(g, options.fuse)) lower_group(g, group, &recorder, target);
+  for (const FusedGroup& group : fuse_ops(g, options.fuse))
+    lower_group(g, group, &recorder, target);
   return recorder.take();
 }
 
@@ -292,8 +293,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
     if (options.verbose) {
       std::string ops;
       for (size_t ni : group.nodes) ops += (ops.empty() ? "" : ", ") + g.nodes()[ni].op;
-      std::cerr << "[" << i + 1 << "/" << total << "] compiling " << fname << " (" << ops
-                << ")\n";
+      std::cerr << "[" << i + 1 << "/" << total << "] compiling " << fname << " (" << ops << ")\n";
     }
     if (n.op == "VdlaQConv") {
       // A VDLA program (offload_vdla.h); its tensors are the node's, in the program's order.
@@ -339,7 +339,8 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
 
   rep.num_functions = total;
   Json::Array storage = table.take_storage();
-  for (const Json& pool : storage) rep.intermediate_bytes += pool.at("bytes", "pool").as_int("bytes");
+  for (const Json& pool : storage)
+    rep.intermediate_bytes += pool.at("bytes", "pool").as_int("bytes");
   if (!plan) rep.intermediate_bytes_without_reuse = rep.intermediate_bytes;
 
   Json::Object graph;

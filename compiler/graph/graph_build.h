@@ -1,8 +1,9 @@
 // The graph build: an imported graph in, a bundle out (the executor's graph JSON, one shared object
 // with a compiled function per fused group of nodes, the parameters). In order: nodes of constants
 // computed at build time (fold_constants.h), batch norms folded into convolutions, constant dense
-// and LSTM weights packed (pack_weights.h), convolutions moved to NCHW[x]c (alter_layout.h), nodes fused into kernels (fuse.h), intermediates placed in
-// shared pools by liveness (memory_plan.h); most steps can be switched off for ablations.
+// and LSTM weights packed (pack_weights.h), convolutions moved to NCHW[x]c (alter_layout.h), nodes
+// fused into kernels (fuse.h), intermediates placed in shared pools by liveness (memory_plan.h);
+// most steps can be switched off for ablations.
 //
 //   runtime::Bundle b = graph::build_graph(graph::import_onnx("net.onnx"), "llvm -mcpu=native");
 //   runtime::write_bundle("net.kiln", b);
@@ -51,15 +52,15 @@ struct BuildOptions {
 
 /// What a build did, for reports and benchmarks.
 struct BuildReport {
-  size_t num_operators = 0;  ///< nodes of the graph given to the build
-  size_t num_functions = 0;  ///< kernels in the bundle (fused groups)
+  size_t num_operators = 0;     ///< nodes of the graph given to the build
+  size_t num_functions = 0;     ///< kernels in the bundle (fused groups)
   size_t constants_folded = 0;  ///< nodes computed at build time (fold_constants.h)
   size_t batch_norms_folded = 0;
   size_t qconvs_realized = 0;  ///< quantized convolutions made integer QConv nodes
   /// Why each quantized convolution that was not realized stays float (realize_qconv.h).
   std::vector<std::string> qconvs_kept_float;
-  size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
-  size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
+  size_t convolutions_blocked = 0;               ///< moved to NCHW[x]c by alter_layout
+  size_t layout_conversions = 0;                 ///< LayoutTransform nodes it inserted
   int64_t intermediate_bytes_without_reuse = 0;  ///< one buffer per intermediate tensor
   int64_t intermediate_bytes = 0;                ///< what the bundle's pools hold
   /// Target vdla (offload_vdla.h): QConv nodes seen and offloaded, where each went and why a

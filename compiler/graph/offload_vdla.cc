@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <functional>
-#include <optional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "base/error.h"
@@ -18,7 +18,8 @@ namespace {
 
 std::string shape_text(const topi::VdlaConv2dShape& s) {
   std::ostringstream os;
-  os << s.ic << "x" << s.h << "x" << s.w << " -> " << s.oc << " k" << s.k << " s" << s.stride << " p" << s.pad;
+  os << s.ic << "x" << s.h << "x" << s.w << " -> " << s.oc << " k" << s.k << " s" << s.stride
+     << " p" << s.pad;
   return os.str();
 }
 
@@ -33,7 +34,8 @@ runtime::NDArray pack_kernel(const runtime::NDArray& w) {
     for (int64_t c = 0; c < ic; ++c) {
       for (int64_t y = 0; y < k; ++y) {
         for (int64_t x = 0; x < k; ++x) {
-          const int64_t to = ((((o / 16 * (ic / 16) + c / 16) * k + y) * k + x) * 16 + o % 16) * 16 + c % 16;
+          const int64_t to =
+              ((((o / 16 * (ic / 16) + c / 16) * k + y) * k + x) * 16 + o % 16) * 16 + c % 16;
           dst[to] = src[((o * ic + c) * k + y) * k + x];
         }
       }
@@ -56,8 +58,9 @@ std::optional<topi::VdlaConv2dConfig> config_from_source(const topi::VdlaConv2d&
                                                          autotune::ConfigSource* configs) {
   if (configs == nullptr) return std::nullopt;
   const auto& templates = topi::tunable_templates();
-  const bool registered = std::any_of(templates.begin(), templates.end(),
-                                      [](const topi::TunableTemplate& t) { return t.name == "vdla_conv2d"; });
+  const bool registered =
+      std::any_of(templates.begin(), templates.end(),
+                  [](const topi::TunableTemplate& t) { return t.name == "vdla_conv2d"; });
   if (!registered) return std::nullopt;
   const autotune::Task task = autotune::Task::make("vdla_conv2d", op.out, "vdla");
   const space::Config c = configs->choose(task);
@@ -81,8 +84,10 @@ std::string vdla_qconv_problem(const Graph& g, const Node& n, topi::VdlaConv2dSh
   const Value& x = g.value(n.inputs[0]);
   const Value& w = g.value(n.inputs[1]);
   if (x.shape.size() != 4) return "its input is not NCHW";
-  if (x.shape[0] != 1) return "batch " + std::to_string(x.shape[0]) + " (the VDLA template runs batch 1)";
-  if (n.i("group") != 1) return "group " + std::to_string(n.i("group")) + " (the VDLA runs group 1)";
+  if (x.shape[0] != 1)
+    return "batch " + std::to_string(x.shape[0]) + " (the VDLA template runs batch 1)";
+  if (n.i("group") != 1)
+    return "group " + std::to_string(n.i("group")) + " (the VDLA runs group 1)";
   for (int64_t d : n.ints("dilations")) {
     if (d != 1) return "dilation " + std::to_string(d) + " (the VDLA runs dilation 1)";
   }
@@ -90,7 +95,8 @@ std::string vdla_qconv_problem(const Graph& g, const Node& n, topi::VdlaConv2dSh
   const auto& st = n.ints("strides");
   if (st.size() != 2 || st[0] != st[1]) return "strides that differ between the axes";
   const auto& pads = n.ints("pads");
-  if (pads.size() != 4 || std::adjacent_find(pads.begin(), pads.end(), std::not_equal_to<>()) != pads.end()) {
+  if (pads.size() != 4 ||
+      std::adjacent_find(pads.begin(), pads.end(), std::not_equal_to<>()) != pads.end()) {
     return "pads that are not equal on every side";
   }
   if (pads[0] > 15) return "padding " + std::to_string(pads[0]) + " beyond the DMA's 15";
@@ -100,8 +106,9 @@ std::string vdla_qconv_problem(const Graph& g, const Node& n, topi::VdlaConv2dSh
   for (size_t i = 1; i < 4; ++i) {
     if (!g.value(n.inputs[i]).is_constant()) return "its weights, bias or shift are not constants";
   }
-  *shape = topi::VdlaConv2dShape{static_cast<int>(x.shape[2]), static_cast<int>(x.shape[3]), static_cast<int>(ic),
-                                 static_cast<int>(oc),         static_cast<int>(w.shape[2]), static_cast<int>(st[0]),
+  *shape = topi::VdlaConv2dShape{static_cast<int>(x.shape[2]), static_cast<int>(x.shape[3]),
+                                 static_cast<int>(ic),         static_cast<int>(oc),
+                                 static_cast<int>(w.shape[2]), static_cast<int>(st[0]),
                                  static_cast<int>(pads[0])};
   return "";
 }
@@ -130,7 +137,8 @@ VdlaOffloadReport offload_vdla(Graph& g, autotune::ConfigSource* configs) {
   VdlaOffloadReport rep;
   const vdla::Config cfg;
   std::vector<Node> out;
-  // An offloaded convolution's NCHW output -> its blocked output (to keep consecutive ones blocked).
+  // An offloaded convolution's NCHW output -> its blocked output (to keep consecutive ones
+  // blocked).
   std::map<ValueId, ValueId> blocked_of;
   auto conversion = [&](ValueId from, ValueId to, int src, int dst) {
     out.push_back(layout_transform_node(g, from, to, src, dst));
@@ -181,17 +189,27 @@ VdlaOffloadReport offload_vdla(Graph& g, autotune::ConfigSource* configs) {
     Node v;
     v.op = "VdlaQConv";
     v.name = n.name;
-    v.inputs = {xb, g.add_constant(n.name + "_vdla_kernel", pack_kernel(*g.value(n.inputs[1]).data)),
+    v.inputs = {xb,
+                g.add_constant(n.name + "_vdla_kernel", pack_kernel(*g.value(n.inputs[1]).data)),
                 g.add_constant(n.name + "_vdla_bias", pack_rows(*g.value(n.inputs[2]).data)),
                 g.add_constant(n.name + "_vdla_shift", pack_rows(*g.value(n.inputs[3]).data))};
     const Value& yv = g.value(y);
     const ValueId yb = g.add_value(yv.name + "_vdla", yv.dtype, {1, s.oc / 16, s.oh(), s.ow(), 16});
     v.outputs = {yb};
-    v.attrs = {{"h", int64_t{s.h}},           {"w", int64_t{s.w}},           {"ic", int64_t{s.ic}},
-               {"oc", int64_t{s.oc}},         {"k", int64_t{s.k}},           {"stride", int64_t{s.stride}},
-               {"pad", int64_t{s.pad}},       {"relu", n.i("relu")},         {"tile_oc", int64_t{c.tile_oc}},
-               {"tile_ic", int64_t{c.tile_ic}}, {"tile_h", int64_t{c.tile_h}}, {"tile_w", int64_t{c.tile_w}},
-               {"vthreads", int64_t{c.vthreads}}, {"vthread_h", int64_t{c.vthread_h}},
+    v.attrs = {{"h", int64_t{s.h}},
+               {"w", int64_t{s.w}},
+               {"ic", int64_t{s.ic}},
+               {"oc", int64_t{s.oc}},
+               {"k", int64_t{s.k}},
+               {"stride", int64_t{s.stride}},
+               {"pad", int64_t{s.pad}},
+               {"relu", n.i("relu")},
+               {"tile_oc", int64_t{c.tile_oc}},
+               {"tile_ic", int64_t{c.tile_ic}},
+               {"tile_h", int64_t{c.tile_h}},
+               {"tile_w", int64_t{c.tile_w}},
+               {"vthreads", int64_t{c.vthreads}},
+               {"vthread_h", int64_t{c.vthread_h}},
                {"wgt_resident", int64_t{c.wgt_resident}}};
     out.push_back(std::move(v));
     conversion(yb, y, 16, 0);

@@ -37,8 +37,6 @@ using onnx::AttributeProto;
 using onnx::NodeProto;
 using onnx::TensorProto;
 
-
-
 const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
   for (const AttributeProto& a : n.attribute()) {
     if (a.name() == name) return &a;
@@ -48,7 +46,7 @@ const AttributeProto* find_attr(const NodeProto& n, const std::string& name) {
 
 bool is_reduction(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "ReduceL1",  "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
+      "ReduceL1",   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
       "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSum",       "ReduceSumSquare"};
   return kOps.count(op) != 0;
 }
@@ -177,9 +175,9 @@ class Importer {
     const Value& x = g_.value(c.inputs[0]);
     const Value& e = g_.value(c.inputs[1]);
     const Value& y = g_.value(values_.at(c.proto->output(0)));
-    return e.is_constant() && e.num_elements() == 1 && runtime::dtype_equal(e.dtype, runtime::kFloat32) &&
-           e.data->data<float>()[0] == 2.0f && runtime::dtype_equal(x.dtype, runtime::kFloat32) &&
-           y.shape == x.shape;
+    return e.is_constant() && e.num_elements() == 1 &&
+           runtime::dtype_equal(e.dtype, runtime::kFloat32) && e.data->data<float>()[0] == 2.0f &&
+           runtime::dtype_equal(x.dtype, runtime::kFloat32) && y.shape == x.shape;
   }
   /// Evaluates the node if it can be (returns true and defines its output as a constant).
   bool try_fold(const Ctx& c);
@@ -250,7 +248,8 @@ void Importer::infer(const Ctx& c) {
     for (const Value* v : inputs) shapes.push_back(v->shape);
     auto* shape = types[0].mutable_tensor_type()->mutable_shape();
     shape->Clear();
-    for (int64_t d : topi::einsum_shape(attr_s(c, "equation", ""), shapes)) shape->add_dim()->set_dim_value(d);
+    for (int64_t d : topi::einsum_shape(attr_s(c, "equation", ""), shapes))
+      shape->add_dim()->set_dim_value(d);
   }
   for (int i = 0; i < n.output_size(); ++i) {
     if (!n.output(i).empty()) types_[n.output(i)] = std::move(types[static_cast<size_t>(i)]);
@@ -670,8 +669,8 @@ bool Importer::try_fold(const Ctx& c) {
   }
   if (op == "Size") {
     const int64_t count = in_value(c, 0).num_elements();
-    define(out_name, g_.add_constant(out_name, runtime::NDArray::from_vector(
-                                                   std::vector<int64_t>{count}, {})));
+    define(out_name, g_.add_constant(
+                         out_name, runtime::NDArray::from_vector(std::vector<int64_t>{count}, {})));
     return true;
   }
   {
@@ -825,8 +824,9 @@ void Importer::generate(const Ctx& c) {
       // A shape computed from other shapes (Shape -> Slice -> Sub ...): ONNX's data propagation
       // may know it; otherwise the output has no static shape and the node is refused.
       if (!inferred_static_shape(c, &shape)) {
-        fail(c, "input 'input' must be a constant (or a shape computed from static shapes): "
-                "Kiln needs static shapes");
+        fail(c,
+             "input 'input' must be a constant (or a shape computed from static shapes): "
+             "Kiln needs static shapes");
       }
     }
     for (int64_t d : shape) {
@@ -1018,7 +1018,8 @@ Graph Importer::run(const onnx::ModelProto& model) {
     if (op == "Pow" && is_constant_square(c)) {
       // x * x: the variance of a LayerNorm exported decomposed, Pow(x - mean, 2), where pow
       // would be a libm call per element.
-      const std::string name = n.name().empty() ? "Pow_" + std::to_string(g_.nodes().size()) : n.name();
+      const std::string name =
+          n.name().empty() ? "Pow_" + std::to_string(g_.nodes().size()) : n.name();
       g_.add_node(Node{"Mul", name, {c.inputs[0], c.inputs[0]}, {outs[0]}, {}});
       continue;
     }

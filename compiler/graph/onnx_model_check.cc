@@ -40,8 +40,8 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
   // Operators first, so that an unsupported one is reported as such, not as a failed inference.
   for (const NodeProto& n : graph.node()) {
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    KILN_USER_CHECK(default_domain &&
-                    std::binary_search(supported_onnx_ops().begin(), supported_onnx_ops().end(), n.op_type()))
+    KILN_USER_CHECK(default_domain && std::binary_search(supported_onnx_ops().begin(),
+                                                         supported_onnx_ops().end(), n.op_type()))
         << "'" << origin << "': unsupported operator '"
         << (default_domain ? n.op_type() : n.domain() + "." + n.op_type()) << "' at node '"
         << n.name() << "' (Kiln supports: " << join(supported_onnx_ops()) << ")";
@@ -51,8 +51,10 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
   // schema in force at the model's opset is the very one in force at opset 11.
   if (opset < kMinOpset) {
     for (const NodeProto& n : graph.node()) {
-      const auto* old_schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
-      const auto* new_schema = onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(kMinOpset), "");
+      const auto* old_schema =
+          onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset), "");
+      const auto* new_schema =
+          onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(kMinOpset), "");
       // Upsample-9, deprecated at 10: the importer reads it as the Resize it became.
       if (n.op_type() == "Upsample" && old_schema != nullptr && old_schema->since_version() == 9) {
         continue;
@@ -60,8 +62,9 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
       KILN_USER_CHECK(old_schema != nullptr && new_schema != nullptr &&
                       old_schema->since_version() == new_schema->since_version())
           << "'" << origin << "' uses ONNX opset " << opset << ", and operator '" << n.op_type()
-          << "' (node '" << n.name() << "') changed before opset " << kMinOpset << "; Kiln accepts opsets "
-          << kMinOpset << " to " << kMaxOpset << " (convert the model with onnx.version_converter)";
+          << "' (node '" << n.name() << "') changed before opset " << kMinOpset
+          << "; Kiln accepts opsets " << kMinOpset << " to " << kMaxOpset
+          << " (convert the model with onnx.version_converter)";
     }
     opset = kMinOpset;
   }
@@ -82,9 +85,9 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
       std::string suggestion;
       for (int e = 0; e < shape.dim_size(); ++e) {
         const auto& dim = shape.dim(e);
-        suggestion += (e ? "," : "") + std::to_string(dim.has_dim_value() && dim.dim_value() > 0
-                                                           ? dim.dim_value()
-                                                           : 1);
+        suggestion +=
+            (e ? "," : "") +
+            std::to_string(dim.has_dim_value() && dim.dim_value() > 0 ? dim.dim_value() : 1);
       }
       KILN_USER_ERROR() << "'" << origin << "': input '" << input.name() << "' has a "
                         << (shape.dim(d).has_dim_param() && !shape.dim(d).dim_param().empty()
@@ -144,8 +147,8 @@ bool resize_form(const NodeProto& n, const std::vector<const Value*>& inputs,
   if (policy == "not_larger" || policy == "not_smaller") {
     float s = policy == "not_larger" ? 1e30f : 0.0f;
     for (size_t k = 0; k < axes.size(); ++k) {
-      const float r = static_cast<float>(sizes[k]) /
-                      static_cast<float>(in[static_cast<size_t>(axes[k])]);
+      const float r =
+          static_cast<float>(sizes[k]) / static_cast<float>(in[static_cast<size_t>(axes[k])]);
       s = policy == "not_larger" ? std::min(s, r) : std::max(s, r);
     }
     for (int64_t a : axes) {
@@ -305,7 +308,8 @@ std::vector<onnx::TypeProto> ShapeInference::infer(
       n->add_input(name);
     }
   }
-  if ((op == "LSTM" || op == "GRU") && inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->shape.size() == 3 &&
+  if ((op == "LSTM" || op == "GRU") && inputs.size() > 1 && inputs[1] != nullptr &&
+      inputs[1]->shape.size() == 3 &&
       std::none_of(node.attribute().begin(), node.attribute().end(),
                    [](const onnx::AttributeProto& a) { return a.name() == "hidden_size"; })) {
     // Inference needs hidden_size to give the outputs a static shape; the default is W's.
@@ -402,8 +406,7 @@ void bind_input_shapes(onnx::ModelProto& model, const std::string& origin,
       const auto& shape = tt->shape();
       KILN_USER_CHECK(static_cast<size_t>(shape.dim_size()) == dims.size())
           << where << " has rank " << shape.dim_size() << " (declared " << declared_string(shape)
-          << "), but --input-shape gives " << dims.size() << " dimensions, "
-          << dims_string(dims);
+          << "), but --input-shape gives " << dims.size() << " dimensions, " << dims_string(dims);
       for (int d = 0; d < shape.dim_size(); ++d) {
         const auto& dim = shape.dim(d);
         const int64_t given = dims[static_cast<size_t>(d)];
@@ -417,8 +420,8 @@ void bind_input_shapes(onnx::ModelProto& model, const std::string& origin,
           auto [sym, fresh] = symbols.emplace(dim.dim_param(), std::make_pair(given, here));
           KILN_USER_CHECK(fresh || sym->second.first == given)
               << "'" << origin << "': the symbolic dimension '" << dim.dim_param()
-              << "' is bound to " << sym->second.first << " by " << sym->second.second
-              << " and to " << given << " by " << here << "; a symbol has one size";
+              << "' is bound to " << sym->second.first << " by " << sym->second.second << " and to "
+              << given << " by " << here << "; a symbol has one size";
         }
       }
     }

@@ -57,7 +57,8 @@ void expand_qlinear(onnx::ModelProto& model, const std::string& origin) {
     const int count = n.input_size();
     KILN_USER_CHECK(conv ? count == 8 || count == 9 : count == 8)
         << where << " has " << count << " inputs; it takes " << (conv ? "8 or 9" : "8");
-    KILN_USER_CHECK(n.output_size() == 1) << where << " has " << n.output_size() << " outputs; it has 1";
+    KILN_USER_CHECK(n.output_size() == 1)
+        << where << " has " << n.output_size() << " outputs; it has 1";
     for (int i = 0; i < 8; ++i) {
       KILN_USER_CHECK(!n.input(i).empty() || i == 2 || i == 5 || i == 7)
           << where << ": input " << i << " is missing";
@@ -68,7 +69,8 @@ void expand_qlinear(onnx::ModelProto& model, const std::string& origin) {
     // the per-tensor form of Quantize/DequantizeLinear at every opset.
     auto per_tensor = [&](int i) -> std::string {
       auto it = inits.find(n.input(i));
-      if (it == inits.end() || it->second->dims_size() != 1 || it->second->dims(0) != 1) return n.input(i);
+      if (it == inits.end() || it->second->dims_size() != 1 || it->second->dims(0) != 1)
+        return n.input(i);
       TensorProto t = *it->second;
       t.clear_dims();
       t.set_name(p + "scalar_" + std::to_string(i));
@@ -97,18 +99,21 @@ void expand_qlinear(onnx::ModelProto& model, const std::string& origin) {
       KILN_USER_CHECK(xs.num_elements() == 1) << where << ": x_scale must be a scalar";
       std::vector<float> prod(static_cast<size_t>(ws.num_elements()));
       for (size_t k = 0; k < prod.size(); ++k) {
-        prod[k] = static_cast<float>(element_as_double(xs, 0) * element_as_double(ws, static_cast<int64_t>(k)));
+        prod[k] = static_cast<float>(element_as_double(xs, 0) *
+                                     element_as_double(ws, static_cast<int64_t>(k)));
       }
       const runtime::NDArray bs = ws.num_elements() > 1
                                       ? runtime::NDArray::from_vector(prod, {ws.num_elements()})
                                       : runtime::NDArray::from_vector(prod, {});
       added.push_back(to_tensor_proto(p + "bias_scale", bs));
-      NodeProto dbias = make("DequantizeLinear", p + "dequantize_bias", {n.input(8), p + "bias_scale"}, {p + "bias"});
+      NodeProto dbias = make("DequantizeLinear", p + "dequantize_bias",
+                             {n.input(8), p + "bias_scale"}, {p + "bias"});
       if (ws.num_elements() > 1) set_axis(dbias, 0);
       nodes.push_back(dbias);
       main_in.push_back(p + "bias");
     }
-    NodeProto m = make(conv ? "Conv" : "MatMul", n.name().empty() ? p + "op" : n.name(), main_in, {y});
+    NodeProto m =
+        make(conv ? "Conv" : "MatMul", n.name().empty() ? p + "op" : n.name(), main_in, {y});
     if (conv) {
       for (const auto& attr : n.attribute()) *m.add_attribute() = attr;
     }

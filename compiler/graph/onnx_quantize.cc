@@ -35,7 +35,8 @@ std::map<std::string, TensorProto*> initializers(onnx::GraphProto* g) {
 }
 
 std::vector<float> floats_of(const TensorProto& t, const std::string& origin) {
-  const NDArray a = onnx_detail::tensor_to_ndarray(t, "'" + origin + "': initializer '" + t.name() + "'");
+  const NDArray a =
+      onnx_detail::tensor_to_ndarray(t, "'" + origin + "': initializer '" + t.name() + "'");
   KILN_USER_CHECK(runtime::dtype_equal(a.dtype(), runtime::kFloat32))
       << "'" << origin << "': initializer '" << t.name() << "' is "
       << runtime::dtype_to_string(a.dtype()) << "; only float32 models are quantized";
@@ -100,7 +101,8 @@ size_t fold_batch_norms(ModelProto* model, const std::string& origin) {
     bool constant = inits.count(conv->input(1)) && rd.at(conv->input(1)).size() == 1;
     for (int k = 1; k < 5; ++k) constant = constant && inits.count(bn.input(k));
     const bool has_bias = conv->input_size() > 2 && !conv->input(2).empty();
-    if (has_bias) constant = constant && inits.count(conv->input(2)) && rd.at(conv->input(2)).size() == 1;
+    if (has_bias)
+      constant = constant && inits.count(conv->input(2)) && rd.at(conv->input(2)).size() == 1;
     if (!constant) continue;
     TensorProto* w = inits.at(conv->input(1));
     const std::vector<int64_t> wshape = dims(*w);
@@ -111,8 +113,8 @@ size_t fold_batch_norms(ModelProto* model, const std::string& origin) {
                              var = floats_of(*inits.at(bn.input(4)), origin);
     const size_t oc = static_cast<size_t>(wshape.at(0));
     if (gamma.size() != oc) continue;
-    std::vector<float> b = has_bias ? floats_of(*inits.at(conv->input(2)), origin)
-                                    : std::vector<float>(oc, 0.0f);
+    std::vector<float> b =
+        has_bias ? floats_of(*inits.at(conv->input(2)), origin) : std::vector<float>(oc, 0.0f);
     const double eps = attr_f(bn, "epsilon", 1e-5f);
     const size_t per = wv.size() / oc;
     for (size_t o = 0; o < oc; ++o) {
@@ -180,7 +182,8 @@ std::vector<std::map<std::string, NDArray>> load_samples(const QuantizeOptions& 
     NDArray a = runtime::load_npy(file);
     KILN_USER_CHECK(runtime::dtype_equal(a.dtype(), in.dtype) && a.shape() == in.shape)
         << "calibration file '" << file << "' holds "
-        << Value{"", a.dtype(), a.shape(), true, nullptr}.type_string() << ", but input '" << in.name << "' of '" << o.model << "' is " << in.type_string();
+        << Value{"", a.dtype(), a.shape(), true, nullptr}.type_string() << ", but input '"
+        << in.name << "' of '" << o.model << "' is " << in.type_string();
     if (f % inputs.size() == 0) samples.emplace_back();
     samples.back().emplace(in.name, std::move(a));
   }
@@ -347,7 +350,8 @@ std::string quantize_onnx(const QuantizeOptions& o, QuantizeReport* report) {
   auto qdq = [&](const std::string& t) {
     std::vector<NodeProto> out;
     const float scale = static_cast<float>(std::ldexp(1.0, -e.at(t)));
-    const std::string s = add_init(t + "_scale", NDArray::from_vector(std::vector<float>{scale}, {}));
+    const std::string s =
+        add_init(t + "_scale", NDArray::from_vector(std::vector<float>{scale}, {}));
     const std::string z =
         add_init(t + "_zero_point", NDArray::from_vector(std::vector<int8_t>{0}, {}));
     out.push_back(node("QuantizeLinear", {t, s, z}, t + "_quantized", t + "_QuantizeLinear"));
@@ -391,9 +395,11 @@ std::string quantize_onnx(const QuantizeOptions& o, QuantizeReport* report) {
       const std::string wqn = add_init(wn + "_quantized", NDArray::from_vector(wq, dims(w)));
       const std::string wsn =
           add_init(wn + "_scale", NDArray::from_vector(ws, {static_cast<int64_t>(oc)}));
-      const std::string wzn = add_init(
-          wn + "_zero_point", NDArray::from_vector(std::vector<int8_t>(oc, 0), {static_cast<int64_t>(oc)}));
-      NodeProto dw = node("DequantizeLinear", {wqn, wsn, wzn}, wn + "_dequantized", wn + "_DequantizeLinear");
+      const std::string wzn =
+          add_init(wn + "_zero_point",
+                   NDArray::from_vector(std::vector<int8_t>(oc, 0), {static_cast<int64_t>(oc)}));
+      NodeProto dw =
+          node("DequantizeLinear", {wqn, wsn, wzn}, wn + "_dequantized", wn + "_DequantizeLinear");
       auto* axis = dw.add_attribute();
       axis->set_name("axis");
       axis->set_type(onnx::AttributeProto::INT);
@@ -412,7 +418,8 @@ std::string quantize_onnx(const QuantizeOptions& o, QuantizeReport* report) {
             add_init(bn + "_quantized", NDArray::from_vector(bq, {static_cast<int64_t>(oc)}));
         const std::string bsn =
             add_init(bn + "_scale", NDArray::from_vector(bs, {static_cast<int64_t>(oc)}));
-        NodeProto db = node("DequantizeLinear", {bqn, bsn}, bn + "_dequantized", bn + "_DequantizeLinear");
+        NodeProto db =
+            node("DequantizeLinear", {bqn, bsn}, bn + "_dequantized", bn + "_DequantizeLinear");
         auto* bax = db.add_attribute();
         bax->set_name("axis");
         bax->set_type(onnx::AttributeProto::INT);

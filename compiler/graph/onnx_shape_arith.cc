@@ -16,7 +16,9 @@ namespace {
 /// Shape vectors are short; anything bigger is data, left to the graph.
 constexpr int64_t kMaxShapeElements = 64;
 
-bool is_int64(const runtime::NDArray& a) { return runtime::dtype_equal(a.dtype(), runtime::kInt64); }
+bool is_int64(const runtime::NDArray& a) {
+  return runtime::dtype_equal(a.dtype(), runtime::kInt64);
+}
 bool is_bool(const runtime::NDArray& a) { return runtime::dtype_equal(a.dtype(), runtime::kBool); }
 
 int64_t element_i64(const runtime::NDArray& a, int64_t i) {
@@ -61,9 +63,9 @@ bool slice_1d(const std::vector<const runtime::NDArray*>& in, std::vector<int64_
 bool fold_shape_arithmetic(const onnx::NodeProto& n,
                            const std::vector<const runtime::NDArray*>& inputs, const Value& out,
                            runtime::NDArray* result) {
-  static const std::set<std::string> kOps = {"Neg", "Add",     "Sub",   "Mul", "Div",
-                                             "Max", "Min",     "Equal", "Less", "Greater",
-                                             "Not", "Where",   "Slice"};
+  static const std::set<std::string> kOps = {"Neg", "Add",   "Sub",   "Mul",  "Div",
+                                             "Max", "Min",   "Equal", "Less", "Greater",
+                                             "Not", "Where", "Slice"};
   const std::string& op = n.op_type();
   // An empty result (a Slice [0:0] of a shape, as the expanded LayerNorm takes its prefix) is left
   // to the graph: ONNX's data propagation carries it, where an empty constant would stop Concat's
@@ -115,14 +117,14 @@ bool fold_shape_arithmetic(const onnx::NodeProto& n,
         v = at(0) / at(1);
       } else {
         const int64_t a = at(0), b = at(1);
-        v = op == "Add"       ? a + b
-            : op == "Sub"     ? a - b
-            : op == "Mul"     ? a * b
-            : op == "Max"     ? std::max(a, b)
-            : op == "Min"     ? std::min(a, b)
-            : op == "Equal"   ? a == b
-            : op == "Less"    ? a < b
-                              : a > b;  // Greater
+        v = op == "Add"     ? a + b
+            : op == "Sub"   ? a - b
+            : op == "Mul"   ? a * b
+            : op == "Max"   ? std::max(a, b)
+            : op == "Min"   ? std::min(a, b)
+            : op == "Equal" ? a == b
+            : op == "Less"  ? a < b
+                            : a > b;  // Greater
       }
       values[static_cast<size_t>(i)] = v;
     }

@@ -208,8 +208,8 @@ class NodeCheck {
     if (schema_ == nullptr) fail("operator '" + op_ + "' does not exist at opset " + str(opset_));
     const int num_in = n_.input_size(), num_out = n_.output_size();
     const int max_in = op_ == "Pad" && opset_ >= 18 ? 4
-                       : opset18_reduction()       ? 2
-                                                   : schema_->max_input();
+                       : opset18_reduction()        ? 2
+                                                    : schema_->max_input();
     if (num_in < schema_->min_input() || num_in > max_in) {
       fail("has " + str(num_in) + " inputs; " + op_ + " at opset " + str(opset_) + " takes " +
            count_range(schema_->min_input(), max_in));
@@ -336,9 +336,9 @@ class NodeCheck {
   // --- the operators ----------------------------------------------------------------------------
   void check_operator() {
     static const std::set<std::string> kBroadcasting = {
-        "Add",         "And",  "Div", "Equal", "Greater", "GreaterOrEqual", "Less",
-        "LessOrEqual", "Max",  "Mean", "Min",  "Mul",     "Or",             "Pow",
-        "Sub",         "Sum",  "Where", "Xor"};
+        "Add",  "And",         "Div", "Equal", "Greater", "GreaterOrEqual",
+        "Less", "LessOrEqual", "Max", "Mean",  "Min",     "Mul",
+        "Or",   "Pow",         "Sub", "Sum",   "Where",   "Xor"};
     if (kBroadcasting.count(op_)) return broadcast();
     if (op_.rfind("Reduce", 0) == 0) return reduction();
     if (op_ == "ArgMax" || op_ == "ArgMin") return arg_reduction();
@@ -354,14 +354,15 @@ class NodeCheck {
       broadcast();
       const int64_t fmod = flag("fmod", 0);
       if (fmod == 0 && value(0).dtype.code == kKilnFloat) {
-        fail("attribute 'fmod' is 0, but " + input(0) + " is " +
-             onnx_type_string(value(0).dtype) + "; floating-point Mod needs fmod=1");
+        fail("attribute 'fmod' is 0, but " + input(0) + " is " + onnx_type_string(value(0).dtype) +
+             "; floating-point Mod needs fmod=1");
       }
       return;
     }
     if (op_ == "Einsum") return einsum();
     if (op_ == "Trilu") {
-      if (rank(0) < 2) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; Trilu needs 2 or more");
+      if (rank(0) < 2)
+        fail(input_shaped(0) + " has rank " + str(rank(0)) + "; Trilu needs 2 or more");
       flag("upper", 1);
       if (has(1) && value(1).num_elements() != 1) fail(input_shaped(1) + " must be a scalar");
       return;
@@ -700,7 +701,8 @@ class NodeCheck {
     const int64_t gates = gru ? 3 : 4, acts = gru ? 2 : 3;
     const std::string gs = str(gates);
     const std::vector<int64_t>& x = shape(0);
-    if (x.size() != 3) fail(input_shaped(0) + " has rank " + str(rank(0)) + "; " + op_ + " takes rank 3");
+    if (x.size() != 3)
+      fail(input_shaped(0) + " has rank " + str(rank(0)) + "; " + op_ + " takes rank 3");
     const int64_t layout = attr_i("layout", 0);
     if (layout != 0 && layout != 1)
       fail("attribute 'layout' is " + str(layout) + "; it must be 0 or 1");
@@ -749,7 +751,8 @@ class NodeCheck {
           "Sigmoid", "Softplus", "Softsign",    "Tanh",      "ThresholdedRelu"};
       if (act->strings_size() != acts * dirs) {
         fail("attribute 'activations' has " + str(act->strings_size()) + " functions; direction '" +
-             dir + "' needs " + str(acts * dirs) + (gru ? " (f, g per direction)" : " (f, g, h per direction)"));
+             dir + "' needs " + str(acts * dirs) +
+             (gru ? " (f, g per direction)" : " (f, g, h per direction)"));
       }
       for (const std::string& f : act->strings()) {
         if (!kKnown.count(f))
@@ -757,7 +760,6 @@ class NodeCheck {
       }
     }
   }
-
 
   void concat() {
     const int64_t r = rank(0);
@@ -972,7 +974,8 @@ class NodeCheck {
         has(2) && value(2).is_constant()) {
       for (int64_t i = 0; i < value(2).num_elements(); ++i) {
         if (element_as_double(*value(2).data, i) != 0.0) {
-          fail(input(2) + " must be 0 for an int32 " + input(0) + " (ONNX: int32 has no zero "
+          fail(input(2) + " must be 0 for an int32 " + input(0) +
+               " (ONNX: int32 has no zero "
                "point)");
         }
       }
@@ -1048,9 +1051,10 @@ class NodeCheck {
     }
     const std::string coord = attr_s("coordinate_transformation_mode", "half_pixel");
     if (coord == "tf_crop_and_resize") {
-      fail("attribute 'coordinate_transformation_mode' is 'tf_crop_and_resize', which Kiln does "
-           "not support (half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
-           "tf_half_pixel_for_nearest)");
+      fail(
+          "attribute 'coordinate_transformation_mode' is 'tf_crop_and_resize', which Kiln does "
+          "not support (half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
+          "tf_half_pixel_for_nearest)");
     }
     if (coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners" &&
         coord != "asymmetric" && coord != "tf_half_pixel_for_nearest") {
@@ -1075,8 +1079,8 @@ class NodeCheck {
     }
     flag("exclude_outside", 0);
     if (mode != "nearest" && value(0).dtype.code != kKilnFloat) {
-      fail(input(0) + " is " + onnx_type_string(value(0).dtype) +
-           "; Kiln does " + mode + " Resize on floating-point tensors only");
+      fail(input(0) + " is " + onnx_type_string(value(0).dtype) + "; Kiln does " + mode +
+           " Resize on floating-point tensors only");
     }
     const int64_t r = rank(0);
     std::vector<int64_t> axes;
@@ -1115,8 +1119,8 @@ class NodeCheck {
   void tile() {
     if (rank(1) != 1) fail(input_shaped(1) + " must be 1-D (one repeat count per axis)");
     if (shape(1)[0] != rank(0)) {
-      fail(input_shaped(1) + " has " + str(shape(1)[0]) + " repeat counts, but " +
-           input_shaped(0) + " has rank " + str(rank(0)));
+      fail(input_shaped(1) + " has " + str(shape(1)[0]) + " repeat counts, but " + input_shaped(0) +
+           " has rank " + str(rank(0)));
     }
     if (const auto reps = const_ints(1)) {
       for (int64_t r : *reps) {
@@ -1163,13 +1167,15 @@ class NodeCheck {
         if (v < 0) fail(what + " is " + str(*sizes) + "; a size must not be negative");
         total += v;
       }
-      if (total != dim) fail(what + " is " + str(*sizes) + ", which sums to " + str(total) +
-                             ", but " + along + " is " + str(dim));
+      if (total != dim)
+        fail(what + " is " + str(*sizes) + ", which sums to " + str(total) + ", but " + along +
+             " is " + str(dim));
       return;
     }
     if (opset_ >= 18) {
-      fail("gives neither input 1 (split) nor attribute 'num_outputs'; Split at opset 18 needs "
-           "one of them");
+      fail(
+          "gives neither input 1 (split) nor attribute 'num_outputs'; Split at opset 18 needs "
+          "one of them");
     }
     if (dim % outs != 0) {
       fail(along + " does not split into " + str(outs) + " equal parts (" + str(dim) + " is not " +

@@ -247,11 +247,10 @@ Result lower_qconv(const Ctx& c) {
       topi::qconv2d_nchw(c.input(0), c.input(1), c.input(2), c.input(3), ints2(n.ints("strides")),
                          ints4(n.ints("pads")), ints2(n.ints("dilations")),
                          static_cast<int>(n.i("group")), n.i("relu") != 0, "qconv2d");
-  return {{q.out},
-          [=](te::Schedule& s, const Tensor& output) {
-            topi::schedule_qconv2d_nchw_x86(s, q, output);
-          },
-          q.acc};
+  return {
+      {q.out},
+      [=](te::Schedule& s, const Tensor& output) { topi::schedule_qconv2d_nchw_x86(s, q, output); },
+      q.acc};
 }
 
 /// [M, K] rows `a2` (the node's input 0, or a view of it) times the panels pack_weights made of
@@ -263,9 +262,9 @@ Result packed_product(const Ctx& c, const Tensor& a2, int64_t n, const std::stri
   const Tensor& a = c.input(0);
   const int64_t m = *ir::as_const_int(a2->shape()[0]);
   const int64_t mp = topi::batch_matmul_padded_rows(m);
-  Tensor ap = mp == m ? a2
-                      : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant,
-                                  name + "_a_pad");
+  Tensor ap =
+      mp == m ? a2
+              : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant, name + "_a_pad");
   Tensor y = topi::dense_packed(ap, c.input(1), n, name);
   auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
     if (a2 != a) s[a2].compute_inline();
@@ -339,19 +338,23 @@ Result lower_matmul(const Ctx& c) {
   }
   Tensor ar = a3 == as ? a : topi::reshape(a, a3, "matmul_a");
   Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
-  // Rows and columns the x86 register tile divides (an attention's 197 tokens would leave it 1 x 1):
-  // zero-padded operands, computed apart, and the product sliced back. GPU templates take any size.
+  // Rows and columns the x86 register tile divides (an attention's 197 tokens would leave it 1 x
+  // 1): zero-padded operands, computed apart, and the product sliced back. GPU templates take any
+  // size.
   const bool gpu = target::Target::parse(c.tuning.target).is_gpu();
   const int64_t m = a3[1], n = b3[2];
-  const int64_t mp = gpu ? m : topi::batch_matmul_padded_rows(m), np = gpu ? n : topi::batch_matmul_padded_cols(n);
-  Tensor ap = mp == m ? ar : topi::pad(ar, {0, 0, 0}, {0, mp - m, 0}, 0.0, topi::PadMode::kConstant,
-                                       "matmul_a_pad");
-  Tensor bp = np == n ? br : topi::pad(br, {0, 0, 0}, {0, 0, np - n}, 0.0, topi::PadMode::kConstant,
-                                       "matmul_b_pad");
+  const int64_t mp = gpu ? m : topi::batch_matmul_padded_rows(m),
+                np = gpu ? n : topi::batch_matmul_padded_cols(n);
+  Tensor ap = mp == m ? ar
+                      : topi::pad(ar, {0, 0, 0}, {0, mp - m, 0}, 0.0, topi::PadMode::kConstant,
+                                  "matmul_a_pad");
+  Tensor bp = np == n ? br
+                      : topi::pad(br, {0, 0, 0}, {0, 0, np - n}, 0.0, topi::PadMode::kConstant,
+                                  "matmul_b_pad");
   Tensor y = topi::batch_matmul(ap, bp, false, false, "batch_matmul");
-  Tensor yc = mp == m && np == n
-                  ? y
-                  : topi::slice(y, {0, 0, 0}, {std::max(a3[0], b3[0]), m, n}, {}, {}, "matmul_crop");
+  Tensor yc = mp == m && np == n ? y
+                                 : topi::slice(y, {0, 0, 0}, {std::max(a3[0], b3[0]), m, n}, {}, {},
+                                               "matmul_crop");
   Tensor out = topi::reshape(yc, out_shape, "matmul_out");
   // On a GPU, batch_matmul_gpu tiles y with the group's epilogue where the output has y's shape.
   const bool same_shape = yc == y && topi::const_shape(y, "MatMul") == out_shape;
@@ -444,12 +447,16 @@ Result lower_lstm(const Ctx& c, std::vector<bool>* used_inputs) {
   };
   const Tensor x = major(0), h0 = major(5), c0 = major(6);
   auto one = [&](topi::LstmDirection dir, const std::string& nm) {
-    if (gru) return topi::gru(x, c.input(1), c.input(2), major(3), h0, n.i("linear_before_reset") != 0, nm, dir);
-    return topi::lstm(x, c.input(1), c.input(2), major(3), h0, c0, major(7), nm, n.i("packed_bn", 0), dir);
+    if (gru)
+      return topi::gru(x, c.input(1), c.input(2), major(3), h0, n.i("linear_before_reset") != 0, nm,
+                       dir);
+    return topi::lstm(x, c.input(1), c.input(2), major(3), h0, c0, major(7), nm,
+                      n.i("packed_bn", 0), dir);
   };
-  topi::LstmOutputs o = direction == "bidirectional"
-                            ? topi::both_directions(one({0, false}, name + ".fw"), one({1, true}, name + ".bw"), name)
-                            : one({0, direction == "reverse"}, name);
+  topi::LstmOutputs o =
+      direction == "bidirectional"
+          ? topi::both_directions(one({0, false}, name + ".fw"), one({1, true}, name + ".bw"), name)
+          : one({0, direction == "reverse"}, name);
   if (batch_first) {
     o.views.insert(o.views.end(), views.begin(), views.end());
     o.views.insert(o.views.end(), {o.y, o.y_h});
@@ -510,12 +517,19 @@ using Unary = Tensor (*)(const Tensor&, const std::string&);
 
 const std::map<std::string, Unary>& unaries() {
   static const std::map<std::string, Unary> m = {
-      {"Relu", &topi::relu}, {"Sigmoid", &topi::sigmoid}, {"Tanh", &topi::tanh},
-      {"Exp", &topi::exp},   {"Log", &topi::log},         {"Sqrt", &topi::sqrt},
-      {"Abs", &topi::abs},   {"Neg", &topi::neg},
+      {"Relu", &topi::relu},
+      {"Sigmoid", &topi::sigmoid},
+      {"Tanh", &topi::tanh},
+      {"Exp", &topi::exp},
+      {"Log", &topi::log},
+      {"Sqrt", &topi::sqrt},
+      {"Abs", &topi::abs},
+      {"Neg", &topi::neg},
       // A copy: the front end inserts it where a graph returns an input or a constant.
-      {"Identity", +[](const Tensor& x, const std::string& name) {
-         return topi::elementwise(x, [](ir::Expr e) { return e; }, name);
+      {"Identity",
+       +[](const Tensor& x, const std::string& name) {
+         return topi::elementwise(
+             x, [](ir::Expr e) { return e; }, name);
        }},
   };
   return m;
@@ -523,10 +537,10 @@ const std::map<std::string, Unary>& unaries() {
 
 const std::set<std::string>& unary_math_ops() {
   static const std::set<std::string> ops = {
-      "Acos",  "Acosh",      "Asin",  "Asinh", "Atan",   "Atanh", "Celu",     "Ceil",
-      "Cos",   "Cosh",       "Elu",   "Erf",   "Floor",  "HardSigmoid",       "HardSwish",
-      "Not",   "Reciprocal", "Round", "Selu",  "Shrink", "Sign",  "Sin",      "Sinh",
-      "Softplus", "Softsign", "Tan",  "ThresholdedRelu",
+      "Acos",      "Acosh", "Asin",       "Asinh",    "Atan", "Atanh",           "Celu",
+      "Ceil",      "Cos",   "Cosh",       "Elu",      "Erf",  "Floor",           "HardSigmoid",
+      "HardSwish", "Not",   "Reciprocal", "Round",    "Selu", "Shrink",          "Sign",
+      "Sin",       "Sinh",  "Softplus",   "Softsign", "Tan",  "ThresholdedRelu",
   };
   return ops;
 }
@@ -541,27 +555,49 @@ const std::set<std::string>& broadcast_other_ops() {
 
 const std::vector<std::string>& other_ops() {
   static const std::vector<std::string> ops = {
-      "AveragePool",   "BatchNormalization",
-      "Cast",          "Clip",
-      "Concat",        "Conv",
-      "ConvTranspose", "Flatten",
-      "Gemm",          "GlobalAveragePool",
-      "GlobalMaxPool", "Gather",        "LSTM",          "GRU",
+      "AveragePool",
+      "BatchNormalization",
+      "Cast",
+      "Clip",
+      "Concat",
+      "Conv",
+      "ConvTranspose",
+      "Flatten",
+      "Gemm",
+      "GlobalAveragePool",
+      "GlobalMaxPool",
+      "Gather",
+      "LSTM",
+      "GRU",
       "LayoutTransform",
-      "LeakyRelu",     "LogSoftmax",
-      "MatMul",        "MaxPool",
-      "Pad",           "Reshape",
-      "Slice",         "Softmax",
-      "Squeeze",       "Transpose",
-      "Unsqueeze",     "ArgMax",
-      "ArgMin",        "Split",
-      "Expand",        "Tile",
+      "LeakyRelu",
+      "LogSoftmax",
+      "MatMul",
+      "MaxPool",
+      "Pad",
+      "Reshape",
+      "Slice",
+      "Softmax",
+      "Squeeze",
+      "Transpose",
+      "Unsqueeze",
+      "ArgMax",
+      "ArgMin",
+      "Split",
+      "Expand",
+      "Tile",
       "Resize",
-      "LayerNormalization", "InstanceNormalization",
-      "Trilu",         "Mod",
-      "GatherElements", "CumSum",
-      "Hardmax",       "Einsum",
-      "QuantizeLinear", "DequantizeLinear", "QConv",
+      "LayerNormalization",
+      "InstanceNormalization",
+      "Trilu",
+      "Mod",
+      "GatherElements",
+      "CumSum",
+      "Hardmax",
+      "Einsum",
+      "QuantizeLinear",
+      "DequantizeLinear",
+      "QConv",
   };
   return ops;
 }
@@ -575,9 +611,9 @@ Result lower_unary_math(const Ctx& c) {
   auto k = [t](double v) { return ir::make_const(t, v); };
   std::function<Expr(Expr)> f;
   static const std::map<std::string, std::string> kLibm = {
-      {"Erf", "erf"},    {"Sin", "sin"},     {"Cos", "cos"},     {"Tan", "tan"},
-      {"Asin", "asin"},  {"Acos", "acos"},   {"Atan", "atan"},   {"Sinh", "sinh"},
-      {"Cosh", "cosh"},  {"Asinh", "asinh"}, {"Acosh", "acosh"}, {"Atanh", "atanh"},
+      {"Erf", "erf"},   {"Sin", "sin"},     {"Cos", "cos"},     {"Tan", "tan"},
+      {"Asin", "asin"}, {"Acos", "acos"},   {"Atan", "atan"},   {"Sinh", "sinh"},
+      {"Cosh", "cosh"}, {"Asinh", "asinh"}, {"Acosh", "acosh"}, {"Atanh", "atanh"},
   };
   if (auto it = kLibm.find(op); it != kLibm.end()) {
     const std::string fn = it->second;
@@ -598,7 +634,8 @@ Result lower_unary_math(const Ctx& c) {
   } else if (op == "Sign") {
     f = [t](Expr v) {
       const Expr zero = ir::make_zero(t);
-      return ir::select(v > zero, ir::make_one(t), ir::select(v < zero, zero - ir::make_one(t), zero));
+      return ir::select(v > zero, ir::make_one(t),
+                        ir::select(v < zero, zero - ir::make_one(t), zero));
     };
   } else if (op == "HardSigmoid") {
     const double alpha = n.f("alpha"), beta = n.f("beta");
@@ -665,7 +702,9 @@ Result lower_broadcast_other(const Ctx& c) {
   }
   if (op == "Sum" || op == "Mean") {
     Tensor t = c.input(0);
-    if (n.inputs.size() == 1) t = topi::elementwise(t, [](Expr e) { return e; }, "copy");
+    if (n.inputs.size() == 1)
+      t = topi::elementwise(
+          t, [](Expr e) { return e; }, "copy");
     for (size_t i = 1; i < n.inputs.size(); ++i) t = topi::add(t, c.input(i), "sum");
     if (op == "Mean") {
       const ir::DataType dt = t->dtype();
@@ -680,10 +719,14 @@ Result lower_broadcast_other(const Ctx& c) {
 
 const std::map<std::string, topi::ReduceOp>& reductions() {
   static const std::map<std::string, topi::ReduceOp> m = {
-      {"ReduceSum", topi::ReduceOp::kSum},       {"ReduceMean", topi::ReduceOp::kMean},
-      {"ReduceMax", topi::ReduceOp::kMax},       {"ReduceMin", topi::ReduceOp::kMin},
-      {"ReduceProd", topi::ReduceOp::kProd},     {"ReduceL1", topi::ReduceOp::kL1},
-      {"ReduceL2", topi::ReduceOp::kL2},         {"ReduceLogSum", topi::ReduceOp::kLogSum},
+      {"ReduceSum", topi::ReduceOp::kSum},
+      {"ReduceMean", topi::ReduceOp::kMean},
+      {"ReduceMax", topi::ReduceOp::kMax},
+      {"ReduceMin", topi::ReduceOp::kMin},
+      {"ReduceProd", topi::ReduceOp::kProd},
+      {"ReduceL1", topi::ReduceOp::kL1},
+      {"ReduceL2", topi::ReduceOp::kL2},
+      {"ReduceLogSum", topi::ReduceOp::kLogSum},
       {"ReduceLogSumExp", topi::ReduceOp::kLogSumExp},
       {"ReduceSumSquare", topi::ReduceOp::kSumSquare},
   };
@@ -694,7 +737,7 @@ const std::map<std::string, topi::ReduceOp>& reductions() {
 /// the GPU templates.
 topi::RowFold row_fold(const Ctx& c) {
   return target::Target::parse(c.tuning.target).is_gpu() ? topi::RowFold::kSerial
-                                                          : topi::RowFold::kVectorLanes;
+                                                         : topi::RowFold::kVectorLanes;
 }
 
 /// The reductions and ArgMax / ArgMin: the front end normalized axes (non-negative, sorted;
@@ -707,10 +750,11 @@ Result lower_reduce(const Ctx& c) {
     y = topi::arg_reduce(x, n.op == "ArgMax", n.i("axis"), n.i("keepdims") != 0,
                          n.i("select_last_index") != 0, sanitize(n.op));
   } else if (n.i("noop") != 0) {
-    return injective_result(topi::elementwise(x, [](Expr e) { return e; }, "copy"));
+    return injective_result(topi::elementwise(
+        x, [](Expr e) { return e; }, "copy"));
   } else {
-    y = topi::reduce(x, reductions().at(n.op), n.ints("axes"), n.i("keepdims") != 0,
-                     sanitize(n.op), row_fold(c));
+    y = topi::reduce(x, reductions().at(n.op), n.ints("axes"), n.i("keepdims") != 0, sanitize(n.op),
+                     row_fold(c));
   }
   return {{y}, [=](te::Schedule& s, const Tensor& output) {
             topi::schedule_reduce_x86(s, y);
@@ -730,7 +774,8 @@ Result lower_layer_norm(const Ctx& c) {
   r.outs = {o.y, o.mean, o.inv_std_dev};
   r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); };
   r.gpu = [=](te::Schedule& s, const target::Target& t) {
-    topi::gpu::schedule_reductions_and_outputs(s, {o.y, o.mean, o.inv_std_dev}, topi::gpu::default_threads(t));
+    topi::gpu::schedule_reductions_and_outputs(s, {o.y, o.mean, o.inv_std_dev},
+                                               topi::gpu::default_threads(t));
   };
   return r;
 }
@@ -739,9 +784,9 @@ Result lower_layer_norm(const Ctx& c) {
 /// bias.
 Result lower_instance_norm(const Ctx& c) {
   Tensor none;
-  topi::LayerNormOutputs o = topi::layer_norm(c.input(0), c.input(1), c.input(2), 2,
-                                              c.node.f("epsilon"), "instance_norm",
-                                              /*per_channel=*/true, row_fold(c));
+  topi::LayerNormOutputs o =
+      topi::layer_norm(c.input(0), c.input(1), c.input(2), 2, c.node.f("epsilon"), "instance_norm",
+                       /*per_channel=*/true, row_fold(c));
   Result r{{o.y}, [=](te::Schedule& s, const Tensor&) { topi::schedule_layer_norm_x86(s, o); }};
   r.gpu = [=](te::Schedule& s, const target::Target& t) {
     topi::gpu::schedule_reductions_and_outputs(s, {o.y}, topi::gpu::default_threads(t));
@@ -765,7 +810,8 @@ Result lower_split(const Ctx& c) {
         shape,
         [&](const std::vector<ir::Var>& i) {
           std::vector<Expr> idx(i.begin(), i.end());
-          idx[static_cast<size_t>(axis)] = idx[static_cast<size_t>(axis)] + Expr(static_cast<int>(start));
+          idx[static_cast<size_t>(axis)] =
+              idx[static_cast<size_t>(axis)] + Expr(static_cast<int>(start));
           return x(idx);
         },
         "split" + std::to_string(k)));
@@ -848,8 +894,9 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
   if (op == "LeakyRelu") return injective_result(topi::leaky_relu(c.input(0), n.f("alpha")));
   if (op == "Clip") return lower_clip(c);
   if (op == "Softmax" || op == "LogSoftmax") {
-    Tensor y = op == "Softmax" ? topi::softmax(c.input(0), n.i("axis"), "softmax", row_fold(c))
-                               : topi::log_softmax(c.input(0), n.i("axis"), "log_softmax", row_fold(c));
+    Tensor y = op == "Softmax"
+                   ? topi::softmax(c.input(0), n.i("axis"), "softmax", row_fold(c))
+                   : topi::log_softmax(c.input(0), n.i("axis"), "log_softmax", row_fold(c));
     return {{y}, [=](te::Schedule& s, const Tensor& output) {
               topi::schedule_softmax_x86(s, y);
               then_injective(s, y, output);
@@ -948,8 +995,8 @@ Result dispatch(const Ctx& c, std::vector<bool>* used_inputs) {
         x->shape(),
         [&](const std::vector<ir::Var>& i) {
           const Expr diff = Expr(i[r - 1]) - Expr(i[r - 2]);  // j - i
-          const Expr keep = upper ? diff >= Expr(static_cast<int>(k))
-                                  : diff <= Expr(static_cast<int>(k));
+          const Expr keep =
+              upper ? diff >= Expr(static_cast<int>(k)) : diff <= Expr(static_cast<int>(k));
           return ir::select(keep, x(std::vector<Expr>(i.begin(), i.end())),
                             ir::make_zero(x->dtype()));
         },
@@ -1112,10 +1159,10 @@ LoweredOp lower_group(const Graph& g, const FusedGroup& group, autotune::ConfigS
       }
       const Value& v = g.value(node.outputs[i]);
       std::vector<int64_t> shape = topi::const_shape(r.outs[i], node.op);
-      KILN_ICHECK(shape == v.shape) << "graph build: " << c.where()
-                                    << ": the lowering computes output " << i << " with shape "
-                                    << topi::shape_str(r.outs[i]->shape()) << ", the graph says "
-                                    << v.type_string();
+      KILN_ICHECK(shape == v.shape)
+          << "graph build: " << c.where() << ": the lowering computes output " << i
+          << " with shape " << topi::shape_str(r.outs[i]->shape()) << ", the graph says "
+          << v.type_string();
       tensors[node.outputs[i]] = r.outs[i];
     }
     if (index == group.master) {
@@ -1133,8 +1180,7 @@ LoweredOp lower_group(const Graph& g, const FusedGroup& group, autotune::ConfigS
   std::vector<Tensor> outputs;
   for (ValueId v : group.outputs) outputs.push_back(tensors.at(v));
   if (outputs.empty()) {
-    KILN_USER_ERROR() << "graph build: node '" << g.nodes()[group.master].name
-                      << "' has no output";
+    KILN_USER_ERROR() << "graph build: node '" << g.nodes()[group.master].name << "' has no output";
   }
   // The schedule covers every output the master's topi made (an LSTM's absent ones become
   // temporaries); a fused group has one output, its last stage.

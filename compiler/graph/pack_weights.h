@@ -11,12 +11,13 @@
 // p * bn + j, zero beyond N), and the node gets the attribute packed_bn = bn, which op_lowering
 // reads to use topi::dense_packed (transB no longer matters). bn is dense_panel_width(N).
 //
-// LSTM (forward or reverse: one direction) with float32 constant W [1, 4H, I] and R [1, 4H, H]: each is
-// packed the same way over its gates, [ceil(4H / bn), K, bn] with bn = topi::lstm_panel_width(4H)
-// (K = I for W, H for R), and the node gets packed_bn = bn, which topi::lstm reads: the input
-// projection and each step's recurrent GEMV then stream one contiguous block of the weight per
-// tile of gates. (The [k, gate] transposed layout reads bn-wide pieces of rows 10 KiB apart: with
-// it each layer of the LSTM LM took 14 ms, with panels 4.7 ms; 1 thread, Zen 4.)
+// LSTM (forward or reverse: one direction) with float32 constant W [1, 4H, I] and R [1, 4H, H]:
+// each is packed the same way over its gates, [ceil(4H / bn), K, bn] with bn =
+// topi::lstm_panel_width(4H) (K = I for W, H for R), and the node gets packed_bn = bn, which
+// topi::lstm reads: the input projection and each step's recurrent GEMV then stream one contiguous
+// block of the weight per tile of gates. (The [k, gate] transposed layout reads bn-wide pieces of
+// rows 10 KiB apart: with it each layer of the LSTM LM took 14 ms, with panels 4.7 ms; 1 thread,
+// Zen 4.)
 //
 // New constants are new values; the old ones stay in the arena (shared with the input graph) and
 // are left out of the bundle when nothing reads them. A weight shared by several nodes is packed

@@ -210,7 +210,7 @@ class Encoder : public IRVisitor {
     IRVisitor::visit_(op);
   }
 
- void param(const Param& p) {
+  void param(const Param& p) {
     out.push_back(0x300);
     out.push_back(id(p.var.get()));
     type(p.var.dtype());

@@ -22,10 +22,12 @@ class Object {
 };
 using ObjectRef = std::shared_ptr<const Object>;
 
+// clang-format off
 #define KILN_EXPR_NODES(X)                                                                   \
   X(IntImm) X(FloatImm) X(StringImm) X(Var) X(Cast) X(Add) X(Sub) X(Mul) X(Div) X(Mod)        \
   X(FloorDiv) X(FloorMod) X(Shr) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or)      \
   X(Not) X(Select) X(Load) X(Ramp) X(Broadcast) X(Let) X(Call) X(ProducerLoad) X(Reduce)
+// clang-format on
 
 enum class ExprKind : uint8_t {
 #define KILN_ENUM(T) k##T,
@@ -45,10 +47,10 @@ class Expr {
   Expr() = default;
   explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
   /// Integer and float literals convert to int32 / float32 constants.
-  Expr(int value);     // NOLINT(google-explicit-constructor)
+  Expr(int value);      // NOLINT(google-explicit-constructor)
   Expr(int64_t value);  // NOLINT(google-explicit-constructor)
-  Expr(float value);   // NOLINT(google-explicit-constructor)
-  Expr(double value);  // NOLINT(google-explicit-constructor)
+  Expr(float value);    // NOLINT(google-explicit-constructor)
+  Expr(double value);   // NOLINT(google-explicit-constructor)
 
   bool defined() const { return node_ != nullptr; }
   const ExprNode* get() const { return node_.get(); }
@@ -87,7 +89,8 @@ struct FloatImmNode final : ExprNode {
 /// A string, only as an argument of calls and attributes (pragma names, messages).
 struct StringImmNode final : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kStringImm;
-  explicit StringImmNode(std::string v) : ExprNode(kKind, DataType::Handle()), value(std::move(v)) {}
+  explicit StringImmNode(std::string v)
+      : ExprNode(kKind, DataType::Handle()), value(std::move(v)) {}
   const std::string value;
 };
 
@@ -163,7 +166,9 @@ struct NotNode final : ExprNode {
 struct SelectNode final : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kSelect;
   SelectNode(DataType t, Expr c, Expr tv, Expr fv)
-      : ExprNode(kKind, t), condition(std::move(c)), true_value(std::move(tv)),
+      : ExprNode(kKind, t),
+        condition(std::move(c)),
+        true_value(std::move(tv)),
         false_value(std::move(fv)) {}
   const Expr condition, true_value, false_value;
 };
@@ -175,7 +180,9 @@ struct SelectNode final : ExprNode {
 struct LoadNode final : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kLoad;
   LoadNode(DataType t, Var buf, Expr idx, Expr pred)
-      : ExprNode(kKind, t), buffer_var(std::move(buf)), index(std::move(idx)),
+      : ExprNode(kKind, t),
+        buffer_var(std::move(buf)),
+        index(std::move(idx)),
         predicate(std::move(pred)) {}
   const Var buffer_var;
   const Expr index;
@@ -209,7 +216,8 @@ struct LetNode final : ExprNode {
 };
 
 enum class CallKind : uint8_t {
-  kPureIntrinsic,  ///< math without side effects: exp, log, sqrt, tanh, sigmoid, pow, fabs, fma, ...
+  kPureIntrinsic,  ///< math without side effects: exp, log, sqrt, tanh, sigmoid, pow, fabs, fma,
+                   ///< ...
   kIntrinsic,      ///< Kiln's own operations with effects (barriers, DMA, tensor intrinsics)
   kExtern,         ///< a C function the generated code calls by name
 };
@@ -254,12 +262,12 @@ struct Range {
 
 /// What an iteration variable does; kept by the schedule, read by lowering and code generation.
 enum class IterVarType : uint8_t {
-  kDataPar,      ///< an axis of the output
-  kCommReduce,   ///< a reduction axis
-  kOrdered,      ///< a sequential axis (scan)
-  kOpaque,       ///< not to be touched
-  kThreadIndex,  ///< bound to a GPU thread or block index
-  kVirtualThread ///< a virtual thread (vthread / cthread)
+  kDataPar,       ///< an axis of the output
+  kCommReduce,    ///< a reduction axis
+  kOrdered,       ///< a sequential axis (scan)
+  kOpaque,        ///< not to be touched
+  kThreadIndex,   ///< bound to a GPU thread or block index
+  kVirtualThread  ///< a virtual thread (vthread / cthread)
 };
 
 /// An iteration variable with its domain: an axis of a compute, or one made by split/fuse.
@@ -297,7 +305,10 @@ enum class ReduceKind : uint8_t { kSum, kProd, kMax, kMin };
 struct ReduceNode final : ExprNode {
   static constexpr ExprKind kKind = ExprKind::kReduce;
   ReduceNode(DataType t, ReduceKind c, Expr s, std::vector<IterVar> ax, Expr cond)
-      : ExprNode(kKind, t), combiner(c), source(std::move(s)), axis(std::move(ax)),
+      : ExprNode(kKind, t),
+        combiner(c),
+        source(std::move(s)),
+        axis(std::move(ax)),
         condition(std::move(cond)) {}
   const ReduceKind combiner;
   const Expr source;

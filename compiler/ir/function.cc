@@ -7,8 +7,8 @@
 namespace kiln::ir {
 
 Expr Buffer::flat_index(const std::vector<Expr>& indices) const {
-  KILN_ICHECK(indices.size() == shape.size())
-      << "buffer " << name << " has " << shape.size() << " dimensions, indexed with " << indices.size();
+  KILN_ICHECK(indices.size() == shape.size()) << "buffer " << name << " has " << shape.size()
+                                              << " dimensions, indexed with " << indices.size();
   if (indices.empty()) return make_const(kInt32, int64_t{0});
   Expr idx = indices[0];
   for (size_t i = 1; i < indices.size(); ++i) idx = idx * shape[i] + indices[i];

@@ -25,7 +25,8 @@ struct Buffer {
 };
 
 /// Makes a buffer whose data variable is a fresh handle named after the buffer.
-Buffer make_buffer(std::string name, DataType dtype, std::vector<Expr> shape, std::string scope = "global");
+Buffer make_buffer(std::string name, DataType dtype, std::vector<Expr> shape,
+                   std::string scope = "global");
 
 /// One parameter of a lowered function: a tensor (buffer) or a scalar variable.
 struct Param {

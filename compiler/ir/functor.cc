@@ -11,8 +11,9 @@ namespace kiln::ir {
 void IRVisitor::visit(const Expr& e) {
   if (!e.defined()) return;
   switch (e.kind()) {
-#define KILN_CASE(T) \
-  case ExprKind::k##T: return visit_(static_cast<const T##Node*>(e.get()));
+#define KILN_CASE(T)   \
+  case ExprKind::k##T: \
+    return visit_(static_cast<const T##Node*>(e.get()));
     KILN_EXPR_NODES(KILN_CASE)
 #undef KILN_CASE
   }
@@ -21,8 +22,9 @@ void IRVisitor::visit(const Expr& e) {
 void IRVisitor::visit(const Stmt& s) {
   if (!s.defined()) return;
   switch (s.kind()) {
-#define KILN_CASE(T) \
-  case StmtKind::k##T: return visit_(static_cast<const T##Node*>(s.get()));
+#define KILN_CASE(T)   \
+  case StmtKind::k##T: \
+    return visit_(static_cast<const T##Node*>(s.get()));
     KILN_STMT_NODES(KILN_CASE)
 #undef KILN_CASE
   }
@@ -38,12 +40,16 @@ void IRVisitor::visit_(const CastNode* op) { visit(op->value); }
     visit(op->a);                             \
     visit(op->b);                             \
   }
+// clang-format off
 KILN_VISIT_BIN(Add) KILN_VISIT_BIN(Sub) KILN_VISIT_BIN(Mul) KILN_VISIT_BIN(Div) KILN_VISIT_BIN(Mod)
 KILN_VISIT_BIN(FloorDiv) KILN_VISIT_BIN(FloorMod) KILN_VISIT_BIN(Shr) KILN_VISIT_BIN(Min) KILN_VISIT_BIN(Max)
 KILN_VISIT_BIN(EQ) KILN_VISIT_BIN(NE) KILN_VISIT_BIN(LT) KILN_VISIT_BIN(LE) KILN_VISIT_BIN(GT)
 KILN_VISIT_BIN(GE) KILN_VISIT_BIN(And) KILN_VISIT_BIN(Or)
 #undef KILN_VISIT_BIN
-void IRVisitor::visit_(const NotNode* op) { visit(op->a); }
+    // clang-format on
+    void IRVisitor::visit_(const NotNode* op) {
+  visit(op->a);
+}
 void IRVisitor::visit_(const SelectNode* op) {
   visit(op->condition);
   visit(op->true_value);
@@ -127,8 +133,9 @@ void IRVisitor::visit_(const EvaluateNode* op) { visit(op->value); }
 Expr IRMutator::mutate(const Expr& e) {
   if (!e.defined()) return e;
   switch (e.kind()) {
-#define KILN_CASE(T) \
-  case ExprKind::k##T: return mutate_(static_cast<const T##Node*>(e.get()), e);
+#define KILN_CASE(T)   \
+  case ExprKind::k##T: \
+    return mutate_(static_cast<const T##Node*>(e.get()), e);
     KILN_EXPR_NODES(KILN_CASE)
 #undef KILN_CASE
   }
@@ -138,8 +145,9 @@ Expr IRMutator::mutate(const Expr& e) {
 Stmt IRMutator::mutate(const Stmt& s) {
   if (!s.defined()) return s;
   switch (s.kind()) {
-#define KILN_CASE(T) \
-  case StmtKind::k##T: return mutate_(static_cast<const T##Node*>(s.get()), s);
+#define KILN_CASE(T)   \
+  case StmtKind::k##T: \
+    return mutate_(static_cast<const T##Node*>(s.get()), s);
     KILN_STMT_NODES(KILN_CASE)
 #undef KILN_CASE
   }
@@ -166,15 +174,15 @@ Expr IRMutator::mutate_(const CastNode* op, const Expr& self) {
   return v.same_as(op->value) ? self : cast(op->dtype.with_lanes(v.dtype().lanes()), v);
 }
 
-#define KILN_MUTATE_BIN(T, F)                                        \
-  Expr IRMutator::mutate_(const T##Node* op, const Expr& self) {     \
-    Expr a = mutate(op->a), b = mutate(op->b);                       \
-    if (a.same_as(op->a) && b.same_as(op->b)) return self;           \
-    return F;                                                        \
+#define KILN_MUTATE_BIN(T, F)                                    \
+  Expr IRMutator::mutate_(const T##Node* op, const Expr& self) { \
+    Expr a = mutate(op->a), b = mutate(op->b);                   \
+    if (a.same_as(op->a) && b.same_as(op->b)) return self;       \
+    return F;                                                    \
   }
 KILN_MUTATE_BIN(Add, a + b)
 KILN_MUTATE_BIN(Sub, a - b)
-KILN_MUTATE_BIN(Mul, a * b)
+KILN_MUTATE_BIN(Mul, a* b)
 KILN_MUTATE_BIN(Div, a / b)
 KILN_MUTATE_BIN(Mod, a % b)
 KILN_MUTATE_BIN(FloorDiv, floordiv(a, b))
@@ -188,7 +196,7 @@ KILN_MUTATE_BIN(LT, a < b)
 KILN_MUTATE_BIN(LE, a <= b)
 KILN_MUTATE_BIN(GT, a > b)
 KILN_MUTATE_BIN(GE, a >= b)
-KILN_MUTATE_BIN(And, a && b)
+KILN_MUTATE_BIN(And, a&& b)
 KILN_MUTATE_BIN(Or, a || b)
 #undef KILN_MUTATE_BIN
 
@@ -198,7 +206,8 @@ Expr IRMutator::mutate_(const NotNode* op, const Expr& self) {
 }
 Expr IRMutator::mutate_(const SelectNode* op, const Expr& self) {
   Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
-  if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) return self;
+  if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value))
+    return self;
   return select(c, t, f);
 }
 Expr IRMutator::mutate_(const LoadNode* op, const Expr& self) {

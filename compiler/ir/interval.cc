@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "compiler/ir/op.h"
 #include "compiler/ir/equal.h"
+#include "compiler/ir/op.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/substitute.h"
 
@@ -130,7 +130,8 @@ class ConstEval {
         auto op = e.as<ShrNode>();
         ConstBounds a = eval(op->a), b = eval(op->b);
         if (!b.min || !b.max || *b.min != *b.max || *b.min < 0 || *b.min > 62) return {};
-        return {a.min ? Opt(*a.min >> *b.min) : std::nullopt, a.max ? Opt(*a.max >> *b.min) : std::nullopt};
+        return {a.min ? Opt(*a.min >> *b.min) : std::nullopt,
+                a.max ? Opt(*a.max >> *b.min) : std::nullopt};
       }
       case ExprKind::kSelect: {
         auto op = e.as<SelectNode>();
@@ -316,7 +317,8 @@ class SymEval {
       case ExprKind::kShr: {
         auto op = e.as<ShrNode>();
         Interval a = eval(op->a), b = eval(op->b);
-        if (is_point(a) && is_point(b)) return point(same(e, op->a, a, op->b, b) ? e : shift_right(a.min, b.min));
+        if (is_point(a) && is_point(b))
+          return point(same(e, op->a, a, op->b, b) ? e : shift_right(a.min, b.min));
         return unknown(e);
       }
       case ExprKind::kMin:

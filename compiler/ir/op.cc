@@ -66,7 +66,10 @@ void unify(const char* op, Expr& a, Expr& b) {
     a = cast(tb, a);
   } else if (ta.code() == tb.code() || (ta.is_integral() && tb.is_integral())) {
     // Same family, different widths: widen the narrower one.
-    if (ta.bits() < tb.bits()) a = cast(tb, a); else b = cast(ta, b);
+    if (ta.bits() < tb.bits())
+      a = cast(tb, a);
+    else
+      b = cast(ta, b);
   } else {
     KILN_USER_ERROR() << op << ": cannot combine " << ta.str() << " and " << tb.str();
   }
@@ -106,24 +109,44 @@ Expr compare(const char* op, ExprKind kind, Expr a, Expr b) {
   if (l && r && a.dtype().is_scalar()) {
     bool v = false;
     switch (kind) {
-      case ExprKind::kEQ: v = *l == *r; break;
-      case ExprKind::kNE: v = *l != *r; break;
-      case ExprKind::kLT: v = *l < *r; break;
-      case ExprKind::kLE: v = *l <= *r; break;
-      case ExprKind::kGT: v = *l > *r; break;
-      case ExprKind::kGE: v = *l >= *r; break;
-      default: KILN_UNREACHABLE();
+      case ExprKind::kEQ:
+        v = *l == *r;
+        break;
+      case ExprKind::kNE:
+        v = *l != *r;
+        break;
+      case ExprKind::kLT:
+        v = *l < *r;
+        break;
+      case ExprKind::kLE:
+        v = *l <= *r;
+        break;
+      case ExprKind::kGT:
+        v = *l > *r;
+        break;
+      case ExprKind::kGE:
+        v = *l >= *r;
+        break;
+      default:
+        KILN_UNREACHABLE();
     }
     return make_const(t, int64_t{v});
   }
   switch (kind) {
-    case ExprKind::kEQ: return make<EQNode>(t, a, b);
-    case ExprKind::kNE: return make<NENode>(t, a, b);
-    case ExprKind::kLT: return make<LTNode>(t, a, b);
-    case ExprKind::kLE: return make<LENode>(t, a, b);
-    case ExprKind::kGT: return make<GTNode>(t, a, b);
-    case ExprKind::kGE: return make<GENode>(t, a, b);
-    default: KILN_UNREACHABLE();
+    case ExprKind::kEQ:
+      return make<EQNode>(t, a, b);
+    case ExprKind::kNE:
+      return make<NENode>(t, a, b);
+    case ExprKind::kLT:
+      return make<LTNode>(t, a, b);
+    case ExprKind::kLE:
+      return make<LENode>(t, a, b);
+    case ExprKind::kGT:
+      return make<GTNode>(t, a, b);
+    case ExprKind::kGE:
+      return make<GENode>(t, a, b);
+    default:
+      KILN_UNREACHABLE();
   }
 }
 
@@ -224,11 +247,16 @@ bool is_const_int(const Expr& e, int64_t value) {
 
 Expr max_value(DataType t) {
   if (t.is_float()) {
-    return make_const(t, t.bits() == 16 ? 65504.0 : (t.bits() == 32 ? double{std::numeric_limits<float>::infinity()} : std::numeric_limits<double>::infinity()));
+    return make_const(t, t.bits() == 16
+                             ? 65504.0
+                             : (t.bits() == 32 ? double{std::numeric_limits<float>::infinity()}
+                                               : std::numeric_limits<double>::infinity()));
   }
   if (t.is_bool()) return make_const(t, int64_t{1});
-  if (t.is_uint()) return make_const(t, t.bits() >= 64 ? int64_t{-1} : (int64_t{1} << t.bits()) - 1);
-  return make_const(t, t.bits() >= 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (t.bits() - 1)) - 1);
+  if (t.is_uint())
+    return make_const(t, t.bits() >= 64 ? int64_t{-1} : (int64_t{1} << t.bits()) - 1);
+  return make_const(
+      t, t.bits() >= 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (t.bits() - 1)) - 1);
 }
 
 Expr min_value(DataType t) {
@@ -236,20 +264,23 @@ Expr min_value(DataType t) {
     return make_const(t, t.bits() == 16 ? -65504.0 : -std::numeric_limits<double>::infinity());
   }
   if (t.is_bool() || t.is_uint()) return make_const(t, int64_t{0});
-  return make_const(t, t.bits() >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits() - 1)));
+  return make_const(
+      t, t.bits() >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (t.bits() - 1)));
 }
 
 Expr cast(DataType t, Expr value) {
   KILN_USER_CHECK(value.defined()) << "cast to " << t.str() << ": value is undefined";
   if (value.dtype() == t) return value;
-  if (t.lanes() > 1 && value.dtype().lanes() == 1) return broadcast(cast(t.element_of(), value), t.lanes());
+  if (t.lanes() > 1 && value.dtype().lanes() == 1)
+    return broadcast(cast(t.element_of(), value), t.lanes());
   KILN_USER_CHECK(t.lanes() == value.dtype().lanes())
       << "cast from " << value.dtype().str() << " to " << t.str() << " changes the number of lanes";
   if (t.is_scalar()) {
     if (auto i = value.as<IntImmNode>()) return make_const(t, i->value);
     if (auto f = value.as<FloatImmNode>()) return make_const(t, f->value);
   }
-  if (auto b = value.as<BroadcastNode>()) return broadcast(cast(t.element_of(), b->value), t.lanes());
+  if (auto b = value.as<BroadcastNode>())
+    return broadcast(cast(t.element_of(), b->value), t.lanes());
   return make<CastNode>(t, value);
 }
 
@@ -326,7 +357,8 @@ Expr floormod(Expr a, Expr b) {
 
 Expr shift_right(Expr a, Expr b) {
   unify("shift_right", a, b);
-  KILN_USER_CHECK(!a.dtype().is_float()) << "shift_right of " << a.dtype().str() << ": integers only";
+  KILN_USER_CHECK(!a.dtype().is_float())
+      << "shift_right of " << a.dtype().str() << ": integers only";
   if (auto y = as_const_int(b)) {
     KILN_USER_CHECK(*y >= 0 && *y < a.dtype().bits())
         << "shift_right by " << *y << ": out of range for " << a.dtype().str();
@@ -338,15 +370,19 @@ Expr shift_right(Expr a, Expr b) {
 
 Expr min(Expr a, Expr b) {
   unify("min", a, b);
-  if (auto f = fold_int(a, b, [](int64_t x, int64_t y) { return std::min(x, y); }); f.defined()) return f;
-  if (auto f = fold_float(a, b, [](double x, double y) { return std::min(x, y); }); f.defined()) return f;
+  if (auto f = fold_int(a, b, [](int64_t x, int64_t y) { return std::min(x, y); }); f.defined())
+    return f;
+  if (auto f = fold_float(a, b, [](double x, double y) { return std::min(x, y); }); f.defined())
+    return f;
   return make<MinNode>(a.dtype(), a, b);
 }
 
 Expr max(Expr a, Expr b) {
   unify("max", a, b);
-  if (auto f = fold_int(a, b, [](int64_t x, int64_t y) { return std::max(x, y); }); f.defined()) return f;
-  if (auto f = fold_float(a, b, [](double x, double y) { return std::max(x, y); }); f.defined()) return f;
+  if (auto f = fold_int(a, b, [](int64_t x, int64_t y) { return std::max(x, y); }); f.defined())
+    return f;
+  if (auto f = fold_float(a, b, [](double x, double y) { return std::max(x, y); }); f.defined())
+    return f;
   return make<MaxNode>(a.dtype(), a, b);
 }
 
@@ -462,7 +498,8 @@ Stmt let_stmt(Var var, Expr value, Stmt body) {
 }
 
 Stmt attr_stmt(ObjectRef node, std::string key, Expr value, Stmt body) {
-  return make_stmt<AttrStmtNode>(std::move(node), std::move(key), std::move(value), std::move(body));
+  return make_stmt<AttrStmtNode>(std::move(node), std::move(key), std::move(value),
+                                 std::move(body));
 }
 
 Stmt assert_stmt(Expr condition, std::string message, Stmt body) {
@@ -470,7 +507,8 @@ Stmt assert_stmt(Expr condition, std::string message, Stmt body) {
 }
 
 Stmt for_loop(Var var, Expr min, Expr extent, ForKind kind, Stmt body) {
-  return make_stmt<ForNode>(std::move(var), std::move(min), std::move(extent), kind, std::move(body));
+  return make_stmt<ForNode>(std::move(var), std::move(min), std::move(extent), kind,
+                            std::move(body));
 }
 
 Stmt store(Var buffer_var, Expr value, Expr index, Expr predicate) {
@@ -483,7 +521,8 @@ Stmt producer_store(Producer p, Expr value, std::vector<Expr> indices) {
 }
 
 Stmt producer_realize(Producer p, std::vector<Range> bounds, std::string scope, Stmt body) {
-  return make_stmt<ProducerRealizeNode>(std::move(p), std::move(bounds), std::move(scope), std::move(body));
+  return make_stmt<ProducerRealizeNode>(std::move(p), std::move(bounds), std::move(scope),
+                                        std::move(body));
 }
 
 Stmt allocate(Var buffer_var, DataType t, std::vector<Expr> extents, std::string scope, Stmt body) {
@@ -492,7 +531,8 @@ Stmt allocate(Var buffer_var, DataType t, std::vector<Expr> extents, std::string
 }
 
 Stmt if_then_else(Expr condition, Stmt then_case, Stmt else_case) {
-  return make_stmt<IfThenElseNode>(std::move(condition), std::move(then_case), std::move(else_case));
+  return make_stmt<IfThenElseNode>(std::move(condition), std::move(then_case),
+                                   std::move(else_case));
 }
 
 Stmt seq(std::vector<Stmt> stmts) {
@@ -522,30 +562,42 @@ bool is_no_op(const Stmt& s) {
 
 const char* reduce_kind_name(ReduceKind k) {
   switch (k) {
-    case ReduceKind::kSum: return "sum";
-    case ReduceKind::kProd: return "prod";
-    case ReduceKind::kMax: return "max";
-    case ReduceKind::kMin: return "min";
+    case ReduceKind::kSum:
+      return "sum";
+    case ReduceKind::kProd:
+      return "prod";
+    case ReduceKind::kMax:
+      return "max";
+    case ReduceKind::kMin:
+      return "min";
   }
   KILN_UNREACHABLE();
 }
 
 Expr reduce_identity(ReduceKind k, DataType t) {
   switch (k) {
-    case ReduceKind::kSum: return make_zero(t);
-    case ReduceKind::kProd: return make_one(t);
-    case ReduceKind::kMax: return min_value(t);
-    case ReduceKind::kMin: return max_value(t);
+    case ReduceKind::kSum:
+      return make_zero(t);
+    case ReduceKind::kProd:
+      return make_one(t);
+    case ReduceKind::kMax:
+      return min_value(t);
+    case ReduceKind::kMin:
+      return max_value(t);
   }
   KILN_UNREACHABLE();
 }
 
 Expr reduce_combine(ReduceKind k, Expr a, Expr b) {
   switch (k) {
-    case ReduceKind::kSum: return a + b;
-    case ReduceKind::kProd: return a * b;
-    case ReduceKind::kMax: return max(a, b);
-    case ReduceKind::kMin: return min(a, b);
+    case ReduceKind::kSum:
+      return a + b;
+    case ReduceKind::kProd:
+      return a * b;
+    case ReduceKind::kMax:
+      return max(a, b);
+    case ReduceKind::kMin:
+      return min(a, b);
   }
   KILN_UNREACHABLE();
 }

@@ -30,7 +30,10 @@ class Printer {
         if (op->dtype.is_bool()) {
           os_ << (op->value ? "true" : "false");
         } else if (op->dtype == kInt32) {
-          if (op->value < 0 && outer > kPrecAdd) os_ << "(" << op->value << ")"; else os_ << op->value;
+          if (op->value < 0 && outer > kPrecAdd)
+            os_ << "(" << op->value << ")";
+          else
+            os_ << op->value;
         } else if (op->dtype == kInt64) {
           os_ << op->value << "i64";
         } else {
@@ -45,8 +48,12 @@ class Printer {
         os_ << s.str() << (op->dtype.bits() == 32 ? "f" : op->dtype.bits() == 16 ? "h" : "");
         return;
       }
-      case ExprKind::kStringImm: os_ << '"' << e.as<StringImmNode>()->value << '"'; return;
-      case ExprKind::kVar: os_ << e.as<VarNode>()->name; return;
+      case ExprKind::kStringImm:
+        os_ << '"' << e.as<StringImmNode>()->value << '"';
+        return;
+      case ExprKind::kVar:
+        os_ << e.as<VarNode>()->name;
+        return;
       case ExprKind::kCast: {
         auto op = e.as<CastNode>();
         os_ << op->dtype.str() << "(";
@@ -54,26 +61,43 @@ class Printer {
         os_ << ")";
         return;
       }
-      case ExprKind::kAdd: return binary<AddNode>(e, " + ", kPrecAdd, outer);
-      case ExprKind::kSub: return binary<SubNode>(e, " - ", kPrecAdd, outer);
-      case ExprKind::kMul: return binary<MulNode>(e, "*", kPrecMul, outer);
+      case ExprKind::kAdd:
+        return binary<AddNode>(e, " + ", kPrecAdd, outer);
+      case ExprKind::kSub:
+        return binary<SubNode>(e, " - ", kPrecAdd, outer);
+      case ExprKind::kMul:
+        return binary<MulNode>(e, "*", kPrecMul, outer);
       case ExprKind::kDiv:
         if (e.dtype().is_float()) return binary<DivNode>(e, "/", kPrecMul, outer);
         return func<DivNode>(e, "truncdiv");
-      case ExprKind::kMod: return func<ModNode>(e, "truncmod");
-      case ExprKind::kFloorDiv: return binary<FloorDivNode>(e, " // ", kPrecMul, outer);
-      case ExprKind::kFloorMod: return binary<FloorModNode>(e, " % ", kPrecMul, outer);
-      case ExprKind::kShr: return func<ShrNode>(e, "shift_right");
-      case ExprKind::kMin: return func<MinNode>(e, "min");
-      case ExprKind::kMax: return func<MaxNode>(e, "max");
-      case ExprKind::kEQ: return binary<EQNode>(e, " == ", kPrecCmp, outer);
-      case ExprKind::kNE: return binary<NENode>(e, " != ", kPrecCmp, outer);
-      case ExprKind::kLT: return binary<LTNode>(e, " < ", kPrecCmp, outer);
-      case ExprKind::kLE: return binary<LENode>(e, " <= ", kPrecCmp, outer);
-      case ExprKind::kGT: return binary<GTNode>(e, " > ", kPrecCmp, outer);
-      case ExprKind::kGE: return binary<GENode>(e, " >= ", kPrecCmp, outer);
-      case ExprKind::kAnd: return binary<AndNode>(e, " and ", kPrecAnd, outer);
-      case ExprKind::kOr: return binary<OrNode>(e, " or ", kPrecOr, outer);
+      case ExprKind::kMod:
+        return func<ModNode>(e, "truncmod");
+      case ExprKind::kFloorDiv:
+        return binary<FloorDivNode>(e, " // ", kPrecMul, outer);
+      case ExprKind::kFloorMod:
+        return binary<FloorModNode>(e, " % ", kPrecMul, outer);
+      case ExprKind::kShr:
+        return func<ShrNode>(e, "shift_right");
+      case ExprKind::kMin:
+        return func<MinNode>(e, "min");
+      case ExprKind::kMax:
+        return func<MaxNode>(e, "max");
+      case ExprKind::kEQ:
+        return binary<EQNode>(e, " == ", kPrecCmp, outer);
+      case ExprKind::kNE:
+        return binary<NENode>(e, " != ", kPrecCmp, outer);
+      case ExprKind::kLT:
+        return binary<LTNode>(e, " < ", kPrecCmp, outer);
+      case ExprKind::kLE:
+        return binary<LENode>(e, " <= ", kPrecCmp, outer);
+      case ExprKind::kGT:
+        return binary<GTNode>(e, " > ", kPrecCmp, outer);
+      case ExprKind::kGE:
+        return binary<GENode>(e, " >= ", kPrecCmp, outer);
+      case ExprKind::kAnd:
+        return binary<AndNode>(e, " and ", kPrecAnd, outer);
+      case ExprKind::kOr:
+        return binary<OrNode>(e, " or ", kPrecOr, outer);
       case ExprKind::kNot: {
         if (outer > kPrecNot) os_ << "(";
         os_ << "not ";
@@ -196,10 +220,17 @@ class Printer {
         auto op = s.as<ForNode>();
         indent();
         switch (op->for_kind) {
-          case ForKind::kSerial: break;
-          case ForKind::kParallel: os_ << "parallel "; break;
-          case ForKind::kVectorized: os_ << "vectorized "; break;
-          case ForKind::kUnrolled: os_ << "unrolled "; break;
+          case ForKind::kSerial:
+            break;
+          case ForKind::kParallel:
+            os_ << "parallel ";
+            break;
+          case ForKind::kVectorized:
+            os_ << "vectorized ";
+            break;
+          case ForKind::kUnrolled:
+            os_ << "unrolled ";
+            break;
         }
         os_ << "for " << op->loop_var.name() << " in range(";
         if (!is_zero(op->min)) {

@@ -10,9 +10,11 @@
 
 namespace kiln::ir {
 
+// clang-format off
 #define KILN_STMT_NODES(X)                                                                    \
   X(LetStmt) X(AttrStmt) X(AssertStmt) X(For) X(Store) X(ProducerStore) X(ProducerRealize)    \
   X(Allocate) X(IfThenElse) X(Seq) X(Evaluate)
+// clang-format on
 
 enum class StmtKind : uint8_t {
 #define KILN_ENUM(T) k##T,
@@ -58,9 +60,10 @@ struct LetStmtNode final : StmtNode {
 namespace attr {
 inline constexpr const char* kThreadExtent = "thread_extent";    ///< node: IterVar; value: extent
 inline constexpr const char* kVirtualThread = "virtual_thread";  ///< node: IterVar; value: extent
-inline constexpr const char* kStorageScope = "storage_scope";    ///< node: buffer Var; value: StringImm
-inline constexpr const char* kPragmaPrefix = "pragma_";          ///< node: loop Var; value: argument
-inline constexpr const char* kRealizeScope = "realize_scope";    ///< node: Producer; value: StringImm
+inline constexpr const char* kStorageScope =
+    "storage_scope";                                     ///< node: buffer Var; value: StringImm
+inline constexpr const char* kPragmaPrefix = "pragma_";  ///< node: loop Var; value: argument
+inline constexpr const char* kRealizeScope = "realize_scope";  ///< node: Producer; value: StringImm
 }  // namespace attr
 
 /// // attr [node] key = value
@@ -68,7 +71,11 @@ inline constexpr const char* kRealizeScope = "realize_scope";    ///< node: Prod
 struct AttrStmtNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kAttrStmt;
   AttrStmtNode(ObjectRef n, std::string k, Expr v, Stmt b)
-      : StmtNode(kKind), node(std::move(n)), key(std::move(k)), value(std::move(v)), body(std::move(b)) {}
+      : StmtNode(kKind),
+        node(std::move(n)),
+        key(std::move(k)),
+        value(std::move(v)),
+        body(std::move(b)) {}
   const ObjectRef node;
   const std::string key;
   const Expr value;
@@ -96,7 +103,11 @@ enum class ForKind : uint8_t {
 struct ForNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kFor;
   ForNode(Var v, Expr m, Expr e, ForKind k, Stmt b)
-      : StmtNode(kKind), loop_var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k),
+      : StmtNode(kKind),
+        loop_var(std::move(v)),
+        min(std::move(m)),
+        extent(std::move(e)),
+        for_kind(k),
         body(std::move(b)) {}
   const Var loop_var;
   const Expr min, extent;
@@ -108,7 +119,10 @@ struct ForNode final : StmtNode {
 struct StoreNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kStore;
   StoreNode(Var buf, Expr v, Expr idx, Expr pred)
-      : StmtNode(kKind), buffer_var(std::move(buf)), value(std::move(v)), index(std::move(idx)),
+      : StmtNode(kKind),
+        buffer_var(std::move(buf)),
+        value(std::move(v)),
+        index(std::move(idx)),
         predicate(std::move(pred)) {}
   const Var buffer_var;
   const Expr value, index, predicate;
@@ -129,7 +143,10 @@ struct ProducerStoreNode final : StmtNode {
 struct ProducerRealizeNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kProducerRealize;
   ProducerRealizeNode(Producer p, std::vector<Range> bnd, std::string s, Stmt b)
-      : StmtNode(kKind), producer(std::move(p)), bounds(std::move(bnd)), scope(std::move(s)),
+      : StmtNode(kKind),
+        producer(std::move(p)),
+        bounds(std::move(bnd)),
+        scope(std::move(s)),
         body(std::move(b)) {}
   const Producer producer;
   const std::vector<Range> bounds;
@@ -141,8 +158,12 @@ struct ProducerRealizeNode final : StmtNode {
 struct AllocateNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kAllocate;
   AllocateNode(Var buf, DataType t, std::vector<Expr> ext, std::string s, Stmt b)
-      : StmtNode(kKind), buffer_var(std::move(buf)), dtype(t), extents(std::move(ext)),
-        scope(std::move(s)), body(std::move(b)) {}
+      : StmtNode(kKind),
+        buffer_var(std::move(buf)),
+        dtype(t),
+        extents(std::move(ext)),
+        scope(std::move(s)),
+        body(std::move(b)) {}
   const Var buffer_var;
   const DataType dtype;
   const std::vector<Expr> extents;
@@ -154,7 +175,10 @@ struct AllocateNode final : StmtNode {
 struct IfThenElseNode final : StmtNode {
   static constexpr StmtKind kKind = StmtKind::kIfThenElse;
   IfThenElseNode(Expr c, Stmt t, Stmt e)
-      : StmtNode(kKind), condition(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+      : StmtNode(kKind),
+        condition(std::move(c)),
+        then_case(std::move(t)),
+        else_case(std::move(e)) {}
   const Expr condition;
   const Stmt then_case, else_case;
 };

@@ -10,8 +10,9 @@
 //
 // with one group per buffer of the intrinsic (its inputs in order, then its output): the number
 // n of dimensions the intrinsic sees, the element where the region starts, and the elements one
-// step along each of those dimensions (a reset's inputs are a lone -1: not live there). Storage flattening turns the reads into flat loads, from
-// which the pass takes each buffer's data, offset and strides.
+// step along each of those dimensions (a reset's inputs are a lone -1: not live there). Storage
+// flattening turns the reads into flat loads, from which the pass takes each buffer's data, offset
+// and strides.
 #pragma once
 
 #include <functional>
@@ -25,12 +26,12 @@ namespace kiln::ir {
 
 /// One tensor of an intrinsic, as its lowering sees it: a region of a flat buffer.
 struct IntrinBuffer {
-  Var data;                  ///< the flat buffer
-  Expr elem_offset;          ///< index of the region's first element, in elements
-  std::vector<Expr> strides; ///< elements per step along each dimension of the intrinsic's tensor
-  std::string scope;         ///< "global", "local", "local.acc_buffer", ...
+  Var data;                   ///< the flat buffer
+  Expr elem_offset;           ///< index of the region's first element, in elements
+  std::vector<Expr> strides;  ///< elements per step along each dimension of the intrinsic's tensor
+  std::string scope;          ///< "global", "local", "local.acc_buffer", ...
   DataType dtype;
-  std::string name;          ///< the program's tensor
+  std::string name;  ///< the program's tensor
 
   /// The flat index of element `indices` of the region.
   Expr offset(const std::vector<Expr>& indices) const;
@@ -41,16 +42,17 @@ struct IntrinBuffer {
 };
 
 /// What an intrinsic lowers to. The lowering is called once per part a nest needs; for `reset` the
-/// inputs are default IntrinBuffers (no data): only the output is live there. A reduction's tensorized nest is `body` when every reduction loop
-/// is inside it; when some are outside, `reset` (the output zeroed, before the first reduction
-/// loop) and `update` (one accumulation step, inside them). A non-reduction uses `body` only.
+/// inputs are default IntrinBuffers (no data): only the output is live there. A reduction's
+/// tensorized nest is `body` when every reduction loop is inside it; when some are outside, `reset`
+/// (the output zeroed, before the first reduction loop) and `update` (one accumulation step, inside
+/// them). A non-reduction uses `body` only.
 struct IntrinStmts {
   Stmt body, reset, update;
 };
 
 /// The lowering: the intrinsic's inputs in order and its output, to its statements.
-using IntrinLowerFn = std::function<IntrinStmts(const std::vector<IntrinBuffer>& inputs,
-                                                const IntrinBuffer& output)>;
+using IntrinLowerFn =
+    std::function<IntrinStmts(const std::vector<IntrinBuffer>& inputs, const IntrinBuffer& output)>;
 
 struct TensorIntrinLoweringNode : Object {
   std::string name;
@@ -58,7 +60,8 @@ struct TensorIntrinLoweringNode : Object {
 };
 
 namespace attr {
-inline constexpr const char* kTensorize = "tensorize";  ///< node: TensorIntrinLoweringNode; value: part
+inline constexpr const char* kTensorize =
+    "tensorize";  ///< node: TensorIntrinLoweringNode; value: part
 }  // namespace attr
 inline constexpr const char* kTensorizeArgs = "kiln.tensorize_args";
 

@@ -17,7 +17,9 @@ class DataType {
 
   static constexpr DataType Int(int bits, int lanes = 1) { return {TypeCode::kInt, bits, lanes}; }
   static constexpr DataType UInt(int bits, int lanes = 1) { return {TypeCode::kUInt, bits, lanes}; }
-  static constexpr DataType Float(int bits, int lanes = 1) { return {TypeCode::kFloat, bits, lanes}; }
+  static constexpr DataType Float(int bits, int lanes = 1) {
+    return {TypeCode::kFloat, bits, lanes};
+  }
   static constexpr DataType Bool(int lanes = 1) { return {TypeCode::kBool, 1, lanes}; }
   static constexpr DataType Handle() { return {TypeCode::kHandle, 64, 1}; }
   static constexpr DataType Void() { return {TypeCode::kHandle, 0, 0}; }

@@ -22,17 +22,19 @@ class Verifier : public IRVisitor {
     check(defined_.count(op) > 0, "variable '" + op->name + "' is used where it is not defined");
   }
   void visit_(const LoadNode* op) override {
-    check(op->buffer_var.dtype().is_handle(), "load from non-handle '" + op->buffer_var.name() + "'");
-    check(op->index.dtype().lanes() == op->dtype.lanes(), "load of " + op->dtype.str() + " from '" +
-                                                               op->buffer_var.name() + "' with index of " +
-                                                               op->index.dtype().str());
+    check(op->buffer_var.dtype().is_handle(),
+          "load from non-handle '" + op->buffer_var.name() + "'");
+    check(op->index.dtype().lanes() == op->dtype.lanes(),
+          "load of " + op->dtype.str() + " from '" + op->buffer_var.name() + "' with index of " +
+              op->index.dtype().str());
     IRVisitor::visit_(op);
   }
   void visit_(const StoreNode* op) override {
-    check(op->buffer_var.dtype().is_handle(), "store to non-handle '" + op->buffer_var.name() + "'");
+    check(op->buffer_var.dtype().is_handle(),
+          "store to non-handle '" + op->buffer_var.name() + "'");
     check(op->index.dtype().lanes() == op->value.dtype().lanes(),
-          "store of " + op->value.dtype().str() + " to '" + op->buffer_var.name() + "' with index of " +
-              op->index.dtype().str());
+          "store of " + op->value.dtype().str() + " to '" + op->buffer_var.name() +
+              "' with index of " + op->index.dtype().str());
     IRVisitor::visit_(op);
   }
   void visit_(const ProducerLoadNode* op) override {
@@ -80,20 +82,21 @@ class Verifier : public IRVisitor {
     IRVisitor::visit_(op);
   }
 
-#define KILN_CHECK_BIN(T)                                                                    \
-  void visit_(const T##Node* op) override {                                                 \
-    check(op->a.dtype() == op->b.dtype(), std::string(#T) + " of " + op->a.dtype().str() + \
-                                              " and " + op->b.dtype().str());               \
-    IRVisitor::visit_(op);                                                                  \
+#define KILN_CHECK_BIN(T)                                                                  \
+  void visit_(const T##Node* op) override {                                                \
+    check(op->a.dtype() == op->b.dtype(),                                                  \
+          std::string(#T) + " of " + op->a.dtype().str() + " and " + op->b.dtype().str()); \
+    IRVisitor::visit_(op);                                                                 \
   }
+  // clang-format off
   KILN_CHECK_BIN(Add) KILN_CHECK_BIN(Sub) KILN_CHECK_BIN(Mul) KILN_CHECK_BIN(Div) KILN_CHECK_BIN(Mod)
   KILN_CHECK_BIN(FloorDiv) KILN_CHECK_BIN(FloorMod) KILN_CHECK_BIN(Shr) KILN_CHECK_BIN(Min) KILN_CHECK_BIN(Max)
   KILN_CHECK_BIN(EQ) KILN_CHECK_BIN(NE) KILN_CHECK_BIN(LT) KILN_CHECK_BIN(LE) KILN_CHECK_BIN(GT)
   KILN_CHECK_BIN(GE)
 #undef KILN_CHECK_BIN
+      // clang-format on
 
- private:
-  void check(bool ok, const std::string& what) {
+      private : void check(bool ok, const std::string& what) {
     KILN_ICHECK(ok) << "IR verification failed after " << pass_ << ": " << what;
   }
 

@@ -131,7 +131,9 @@ class Injector {
       }
       case StmtKind::kAllocate: {
         auto op = s.as<AllocateNode>();
-        if (std::any_of(op->extents.begin(), op->extents.end(), [&](const Expr& e) { return depends(e); })) break;
+        if (std::any_of(op->extents.begin(), op->extents.end(),
+                        [&](const Expr& e) { return depends(e); }))
+          break;
         std::vector<Expr> extents = op->extents;
         if ((!share_ || touched_.count(op->buffer_var.get())) && op->scope.rfind("local", 0) == 0) {
           Expr size = make_const(kInt32, int64_t{1});

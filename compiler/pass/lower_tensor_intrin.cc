@@ -29,7 +29,8 @@ class IntrinLowerer : public IRMutator {
   Stmt mutate_(const AttrStmtNode* op, const Stmt& self) override {
     if (op->key != attr::kTensorize) return IRMutator::mutate_(op, self);
     auto intrin = std::dynamic_pointer_cast<const TensorIntrinLoweringNode>(op->node);
-    KILN_ICHECK(intrin != nullptr) << "lower_tensor_intrin: a tensorize attribute without an intrinsic";
+    KILN_ICHECK(intrin != nullptr)
+        << "lower_tensor_intrin: a tensorize attribute without an intrinsic";
     const auto* part = op->value.as<StringImmNode>();
     const auto* ev = op->body.as<EvaluateNode>();
     const auto* call = ev ? ev->value.as<CallNode>() : nullptr;
@@ -46,7 +47,8 @@ class IntrinLowerer : public IRMutator {
       KILN_ICHECK(rank && i + 2 + static_cast<size_t>(*rank) <= call->args.size())
           << "lower_tensor_intrin: malformed arguments of '" << intrin->name << "'";
       const auto* base = call->args[i + 1].as<LoadNode>();
-      KILN_ICHECK(base) << "lower_tensor_intrin: a region of '" << intrin->name << "' is not a flat load";
+      KILN_ICHECK(base) << "lower_tensor_intrin: a region of '" << intrin->name
+                        << "' is not a flat load";
       IntrinBuffer b;
       b.data = base->buffer_var;
       b.elem_offset = simplify(base->index);
@@ -57,7 +59,8 @@ class IntrinLowerer : public IRMutator {
       for (int64_t d = 0; d < *rank; ++d) {
         const auto* step = call->args[i + 2 + static_cast<size_t>(d)].as<LoadNode>();
         KILN_ICHECK(step && step->buffer_var.same_as(base->buffer_var))
-            << "lower_tensor_intrin: a stride of '" << intrin->name << "' is not a load of its buffer";
+            << "lower_tensor_intrin: a stride of '" << intrin->name
+            << "' is not a load of its buffer";
         b.strides.push_back(simplify(step->index - base->index));
       }
       bufs.push_back(std::move(b));
@@ -67,7 +70,9 @@ class IntrinLowerer : public IRMutator {
     IntrinBuffer out = bufs.back();
     bufs.pop_back();
     IntrinStmts stmts = intrin->lower(bufs, out);
-    const Stmt& chosen = part->value == "body" ? stmts.body : part->value == "reset" ? stmts.reset : stmts.update;
+    const Stmt& chosen = part->value == "body"    ? stmts.body
+                         : part->value == "reset" ? stmts.reset
+                                                  : stmts.update;
     KILN_USER_CHECK(chosen.defined())
         << "tensorize: intrinsic '" << intrin->name << "' has no '" << part->value
         << "' statement, which this schedule needs"

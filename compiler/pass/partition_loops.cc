@@ -11,7 +11,9 @@ namespace {
 
 using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
 
-bool wants_constant_extent(ForKind k) { return k == ForKind::kUnrolled || k == ForKind::kVectorized; }
+bool wants_constant_extent(ForKind k) {
+  return k == ForKind::kUnrolled || k == ForKind::kVectorized;
+}
 
 /// The unrolled or vectorized loops in `s` whose extent is not a constant; with `var` defined,
 /// only those whose extent uses `var`.

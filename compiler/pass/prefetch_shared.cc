@@ -26,7 +26,8 @@ struct Fetch {
 bool reads_only_global(const Expr& e, const std::unordered_set<const VarNode*>& allocated) {
   bool ok = true;
   post_order_visit(e, [&](const Object* n) {
-    if (auto l = dynamic_cast<const LoadNode*>(n); l && allocated.count(l->buffer_var.get())) ok = false;
+    if (auto l = dynamic_cast<const LoadNode*>(n); l && allocated.count(l->buffer_var.get()))
+      ok = false;
   });
   return ok;
 }
@@ -46,7 +47,8 @@ class Prefetcher {
     seq.push_back(for_loop(loop_->loop_var, loop_->min, loop_->extent, loop_->for_kind, body));
     Stmt out = ir::seq(seq);
     for (auto it = registers_.rbegin(); it != registers_.rend(); ++it) {
-      out = allocate(it->first, it->second.first, {make_const(kInt32, it->second.second)}, "local", out);
+      out = allocate(it->first, it->second.first, {make_const(kInt32, it->second.second)}, "local",
+                     out);
     }
     return out;
   }
@@ -83,7 +85,8 @@ class Prefetcher {
   Stmt rebuild(const Fetch& f, Stmt leaf, bool fresh) {
     VarMap rename;
     if (fresh) {
-      for (const ForNode* l : f.loops) rename[l->loop_var.get()] = l->loop_var.copy_with_name(l->loop_var.name());
+      for (const ForNode* l : f.loops)
+        rename[l->loop_var.get()] = l->loop_var.copy_with_name(l->loop_var.name());
       leaf = substitute(leaf, rename);
     }
     for (auto it = f.path.rbegin(); it != f.path.rend(); ++it) {
@@ -110,8 +113,11 @@ class Prefetcher {
     const Expr last = loop_->min + loop_->extent - make_const(kInt32, int64_t{1});
     Stmt load = store(reg, f.store->value, r);
     prologue_.push_back(substitute(rebuild(f, load, true), VarMap{{ko.get(), loop_->min}}));
-    Stmt next = substitute(rebuild(f, load, true), VarMap{{ko.get(), Expr(ko) + make_const(kInt32, int64_t{1})}});
-    Stmt to_shared = rebuild(f, store(f.store->buffer_var, ir::load(t, reg, r), f.store->index, f.store->predicate), false);
+    Stmt next = substitute(rebuild(f, load, true),
+                           VarMap{{ko.get(), Expr(ko) + make_const(kInt32, int64_t{1})}});
+    Stmt to_shared = rebuild(
+        f, store(f.store->buffer_var, ir::load(t, reg, r), f.store->index, f.store->predicate),
+        false);
     return seq({to_shared, if_then_else(Expr(ko) < last, next)});
   }
 
@@ -137,7 +143,8 @@ class Prefetcher {
 class Pass : public IRMutator {
  public:
   Stmt mutate_(const AttrStmtNode* op, const Stmt& self) override {
-    if (op->key != std::string(attr::kPragmaPrefix) + kPrefetchPragma) return IRMutator::mutate_(op, self);
+    if (op->key != std::string(attr::kPragmaPrefix) + kPrefetchPragma)
+      return IRMutator::mutate_(op, self);
     Stmt body = mutate(op->body);
     auto loop = body.as<ForNode>();
     auto n = loop ? as_const_int(loop->extent) : std::nullopt;

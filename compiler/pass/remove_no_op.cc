@@ -3,9 +3,9 @@
 #include "compiler/pass/remove_no_op.h"
 
 #include "compiler/ir/analysis.h"
+#include "compiler/ir/equal.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
-#include "compiler/ir/equal.h"
 #include "compiler/ir/simplify.h"
 
 namespace kiln::pass {

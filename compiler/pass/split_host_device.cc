@@ -109,13 +109,20 @@ std::vector<const VarNode*> free_vars(const Stmt& kernel) {
 /// What a host-level statement is, for the error that refuses it.
 std::string host_statement(const Stmt& s) {
   switch (s.kind()) {
-    case StmtKind::kFor: return "its loop '" + s.as<ForNode>()->loop_var.name() + "'";
-    case StmtKind::kStore: return "a store to '" + s.as<StoreNode>()->buffer_var.name() + "'";
-    case StmtKind::kIfThenElse: return "a condition";
-    case StmtKind::kLetStmt: return "a let of '" + s.as<LetStmtNode>()->var.name() + "'";
-    case StmtKind::kAssertStmt: return "an assertion";
-    case StmtKind::kEvaluate: return "a call";
-    default: return "a statement";
+    case StmtKind::kFor:
+      return "its loop '" + s.as<ForNode>()->loop_var.name() + "'";
+    case StmtKind::kStore:
+      return "a store to '" + s.as<StoreNode>()->buffer_var.name() + "'";
+    case StmtKind::kIfThenElse:
+      return "a condition";
+    case StmtKind::kLetStmt:
+      return "a let of '" + s.as<LetStmtNode>()->var.name() + "'";
+    case StmtKind::kAssertStmt:
+      return "an assertion";
+    case StmtKind::kEvaluate:
+      return "a call";
+    default:
+      return "a statement";
   }
 }
 
@@ -124,7 +131,8 @@ class Splitter {
   explicit Splitter(const PrimFunc& f) {
     out_.name = f.name;
     out_.params = f.params;
-    for (size_t i = 0; i < f.params.size(); ++i) source_[f.params[i].var.get()] = static_cast<int>(i);
+    for (size_t i = 0; i < f.params.size(); ++i)
+      source_[f.params[i].var.get()] = static_cast<int>(i);
   }
 
   DeviceFunction run(const Stmt& body) {
@@ -166,8 +174,8 @@ class Splitter {
       default:
         break;
     }
-    KILN_USER_ERROR() << "stage " << stored_stage_names(s) << " is not bound to GPU threads: "
-                      << host_statement(s)
+    KILN_USER_ERROR() << "stage " << stored_stage_names(s)
+                      << " is not bound to GPU threads: " << host_statement(s)
                       << " would run on the host; bind its outer loops to blockIdx/threadIdx";
   }
 
@@ -180,11 +188,13 @@ class Splitter {
       if (a == nullptr || a->key != attr::kThreadExtent) return;
       auto iv = static_cast<const IterVarNode*>(a->node.get());
       auto extent = as_const_int(a->value);
-      KILN_ICHECK(extent.has_value()) << "launch extent of '" << iv->thread_tag << "' is not a constant";
+      KILN_ICHECK(extent.has_value())
+          << "launch extent of '" << iv->thread_tag << "' is not a constant";
       const std::string& tag = iv->thread_tag;
       int dim = tag.back() - 'x';
       KILN_ICHECK(dim >= 0 && dim < 3) << "unknown thread tag '" << tag << "'";
-      (tag.rfind("blockIdx", 0) == 0 ? k.launch.grid : k.launch.block)[static_cast<size_t>(dim)] = *extent;
+      (tag.rfind("blockIdx", 0) == 0 ? k.launch.grid : k.launch.block)[static_cast<size_t>(dim)] =
+          *extent;
     });
 
     std::vector<std::pair<int, Param>> tensors, scalars;
@@ -194,10 +204,15 @@ class Splitter {
                                        << "', which is neither a parameter nor a workspace";
       int src = it->second;
       if (src >= 0) {
-        (out_.params[static_cast<size_t>(src)].is_tensor() ? tensors : scalars).emplace_back(src, out_.params[static_cast<size_t>(src)]);
+        (out_.params[static_cast<size_t>(src)].is_tensor() ? tensors : scalars)
+            .emplace_back(src, out_.params[static_cast<size_t>(src)]);
       } else {
         const Workspace& w = out_.workspaces[static_cast<size_t>(-1 - src)];
-        Buffer b{workspace_vars_[static_cast<size_t>(-1 - src)], w.dtype, {make_const(kInt64, w.elements)}, w.name, "global"};
+        Buffer b{workspace_vars_[static_cast<size_t>(-1 - src)],
+                 w.dtype,
+                 {make_const(kInt64, w.elements)},
+                 w.name,
+                 "global"};
         tensors.emplace_back(src, Param{b.data, b});
       }
     }

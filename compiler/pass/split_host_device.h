@@ -30,9 +30,11 @@ struct LaunchConfig {
 };
 
 struct DeviceKernel {
-  ir::PrimFunc func;      ///< params: tensors (global buffers) then scalars; body under thread_extent attrs
+  ir::PrimFunc
+      func;  ///< params: tensors (global buffers) then scalars; body under thread_extent attrs
   LaunchConfig launch;
-  std::vector<int> args;  ///< per func param: index >= 0 into DeviceFunction::params, or -1 - w for workspace w
+  std::vector<int>
+      args;  ///< per func param: index >= 0 into DeviceFunction::params, or -1 - w for workspace w
 };
 
 struct Workspace {

@@ -84,7 +84,9 @@ class SyncPlanner {
         auto op = s.as<ForNode>();
         Stmt body = plan_seq(op->body, &op->loop_var, out);
         relax(out, op->loop_var);
-        return body.same_as(op->body) ? s : for_loop(op->loop_var, op->min, op->extent, op->for_kind, body);
+        return body.same_as(op->body)
+                   ? s
+                   : for_loop(op->loop_var, op->min, op->extent, op->for_kind, body);
       }
       case StmtKind::kAttrStmt: {
         auto op = s.as<AttrStmtNode>();
@@ -97,7 +99,9 @@ class SyncPlanner {
       case StmtKind::kAllocate: {
         auto op = s.as<AllocateNode>();
         Stmt body = plan(op->body, out);
-        return body.same_as(op->body) ? s : allocate(op->buffer_var, op->dtype, op->extents, op->scope, body);
+        return body.same_as(op->body)
+                   ? s
+                   : allocate(op->buffer_var, op->dtype, op->extents, op->scope, body);
       }
       case StmtKind::kLetStmt: {
         auto op = s.as<LetStmtNode>();
@@ -118,7 +122,8 @@ class SyncPlanner {
         auto op = s.as<IfThenElseNode>();
         Summary then_sum, else_sum;
         Stmt then_case = plan_seq(op->then_case, nullptr, &then_sum);
-        Stmt else_case = op->else_case.defined() ? plan_seq(op->else_case, nullptr, &else_sum) : Stmt();
+        Stmt else_case =
+            op->else_case.defined() ? plan_seq(op->else_case, nullptr, &else_sum) : Stmt();
         out->has_sync = then_sum.has_sync || else_sum.has_sync;
         out->head = reads(op->condition);
         append(&out->head, then_sum.head);
@@ -134,7 +139,8 @@ class SyncPlanner {
         std::vector<Access> acc = reads(op->value);
         append(&acc, reads(op->index));
         if (op->predicate.defined()) append(&acc, reads(op->predicate));
-        if (buffers_.count(op->buffer_var.get())) acc.push_back({op->buffer_var.get(), op->index, true});
+        if (buffers_.count(op->buffer_var.get()))
+          acc.push_back({op->buffer_var.get(), op->index, true});
         *out = flat(std::move(acc));
         return s;
       }
@@ -268,7 +274,8 @@ bool is_storage_sync(const ir::Stmt& s) {
 ir::Stmt thread_sync(const ir::Stmt& s, const std::string& scope) {
   std::unordered_set<const ir::VarNode*> buffers;
   ir::post_order_visit(s, [&](const ir::Object* n) {
-    if (auto a = dynamic_cast<const ir::AllocateNode*>(n); a && a->scope == scope) buffers.insert(a->buffer_var.get());
+    if (auto a = dynamic_cast<const ir::AllocateNode*>(n); a && a->scope == scope)
+      buffers.insert(a->buffer_var.get());
   });
   if (buffers.empty()) return s;
   Summary summary;

@@ -144,8 +144,8 @@ class GuardUnswitcher : public IRMutator {
     // Guards shared by every update (all of them guarded) become one if around the loop; of the
     // others, the ones guarding the most updates are unswitched.
     std::vector<int> uses(guards.size(), 0);
-    const bool all_guarded = std::all_of(updates.begin(), updates.end(),
-                                         [](const auto& u) { return u.has_value(); });
+    const bool all_guarded =
+        std::all_of(updates.begin(), updates.end(), [](const auto& u) { return u.has_value(); });
     int live = 0;  // updates that can add something
     for (const auto& u : updates) {
       if (!u || u->never) continue;

@@ -34,7 +34,8 @@ bool has_loads(const Expr& e) {
 /// `e` with every min(a, b) that a conjunct a <= b of the condition makes redundant replaced by a.
 class DropBoundedClamps : public IRMutator {
  public:
-  explicit DropBoundedClamps(std::vector<std::pair<Expr, Expr>> bounds) : bounds_(std::move(bounds)) {}
+  explicit DropBoundedClamps(std::vector<std::pair<Expr, Expr>> bounds)
+      : bounds_(std::move(bounds)) {}
   using IRMutator::mutate;
 
  protected:

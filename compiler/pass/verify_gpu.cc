@@ -46,8 +46,8 @@ class KernelVerifier : public IRVisitor {
       threads *= bound.extent;
     }
     KILN_USER_CHECK(threads <= target_.max_num_threads)
-        << "the kernel of stage " << stage_ << " has " << threads << " threads per block (" << dims.str()
-        << "), more than the target's max_num_threads = " << target_.max_num_threads;
+        << "the kernel of stage " << stage_ << " has " << threads << " threads per block ("
+        << dims.str() << "), more than the target's max_num_threads = " << target_.max_num_threads;
     int64_t shared_bytes = 0;
     std::ostringstream buffers;
     for (auto& [name, bytes] : shared_) {
@@ -55,8 +55,9 @@ class KernelVerifier : public IRVisitor {
       shared_bytes += bytes;
     }
     KILN_USER_CHECK(shared_bytes <= target_.max_shared_memory_per_block)
-        << "the kernel of stage " << stage_ << " uses " << shared_bytes << " bytes of shared memory ("
-        << buffers.str() << "), more than the target's max_shared_memory_per_block = "
+        << "the kernel of stage " << stage_ << " uses " << shared_bytes
+        << " bytes of shared memory (" << buffers.str()
+        << "), more than the target's max_shared_memory_per_block = "
         << target_.max_shared_memory_per_block;
   }
 
@@ -66,12 +67,14 @@ class KernelVerifier : public IRVisitor {
       KILN_ICHECK(iv != nullptr) << "thread_extent attribute on something else than a thread axis";
       auto extent = as_const_int(op->value);
       KILN_USER_CHECK(extent.has_value())
-          << "stage " << stored_stage_names(op->body) << ": the launch extent of '" << iv->thread_tag
-          << "' is " << to_string(op->value) << ", not a constant; GPU launch extents must be constants";
-      auto [it, fresh] = extents_.emplace(iv->thread_tag, Bound{*extent, stored_stage_names(op->body)});
+          << "stage " << stored_stage_names(op->body) << ": the launch extent of '"
+          << iv->thread_tag << "' is " << to_string(op->value)
+          << ", not a constant; GPU launch extents must be constants";
+      auto [it, fresh] =
+          extents_.emplace(iv->thread_tag, Bound{*extent, stored_stage_names(op->body)});
       KILN_USER_CHECK(fresh || it->second.extent == *extent)
-          << "thread axis '" << iv->thread_tag << "' is bound with extent " << it->second.extent << " by stage "
-          << it->second.stage << " and with extent " << *extent << " by stage "
+          << "thread axis '" << iv->thread_tag << "' is bound with extent " << it->second.extent
+          << " by stage " << it->second.stage << " and with extent " << *extent << " by stage "
           << stored_stage_names(op->body) << " in the same kernel; one thread index has one extent";
       if (is_thread_idx(iv->thread_tag)) thread_vars_.insert(iv->var.get());
     }
@@ -85,7 +88,8 @@ class KernelVerifier : public IRVisitor {
       auto bytes = as_const_int(size);
       KILN_USER_CHECK(bytes.has_value())
           << "shared buffer '" << op->buffer_var.name() << "' of stage " << stage_ << " has size "
-          << to_string(size) << " bytes, not a constant; shared memory is allocated per block at launch";
+          << to_string(size)
+          << " bytes, not a constant; shared memory is allocated per block at launch";
       shared_[op->buffer_var.name()] += *bytes;
     }
     IRVisitor::visit_(op);
@@ -109,7 +113,8 @@ class KernelVerifier : public IRVisitor {
   void visit_(const EvaluateNode* op) override {
     KILN_ICHECK(divergent_depth_ == 0 || !is_storage_sync(evaluate(op->value)))
         << "a barrier in the kernel of stage " << stage_
-        << " is under control flow that depends on threadIdx; threads of a block would wait at different barriers";
+        << " is under control flow that depends on threadIdx; threads of a block would wait at "
+           "different barriers";
     IRVisitor::visit_(op);
   }
 
@@ -143,18 +148,21 @@ class HostVerifier : public IRVisitor {
     KernelVerifier(kernel, target_).verify(kernel);
   }
   void visit_(const AllocateNode* op) override {
-    KILN_ICHECK(op->scope != "shared") << "shared buffer '" << op->buffer_var.name()
-                                       << "' is allocated outside the thread environment of a kernel";
+    KILN_ICHECK(op->scope != "shared")
+        << "shared buffer '" << op->buffer_var.name()
+        << "' is allocated outside the thread environment of a kernel";
     IRVisitor::visit_(op);
   }
   void visit_(const LoadNode* op) override {
     KILN_ICHECK(!shared_.count(op->buffer_var.get()))
-        << "shared buffer '" << op->buffer_var.name() << "' is read outside the thread environment of a kernel";
+        << "shared buffer '" << op->buffer_var.name()
+        << "' is read outside the thread environment of a kernel";
     IRVisitor::visit_(op);
   }
   void visit_(const StoreNode* op) override {
     KILN_ICHECK(!shared_.count(op->buffer_var.get()))
-        << "shared buffer '" << op->buffer_var.name() << "' is written outside the thread environment of a kernel";
+        << "shared buffer '" << op->buffer_var.name()
+        << "' is written outside the thread environment of a kernel";
     IRVisitor::visit_(op);
   }
 
@@ -188,7 +196,8 @@ std::string stored_stage_names(const ir::Stmt& s) {
 void verify_gpu(const ir::Stmt& s, const target::Target& target) {
   HostVerifier host(target);
   post_order_visit(s, [&](const Object* n) {
-    if (auto a = dynamic_cast<const AllocateNode*>(n); a && a->scope == "shared") host.shared_.insert(a->buffer_var.get());
+    if (auto a = dynamic_cast<const AllocateNode*>(n); a && a->scope == "shared")
+      host.shared_.insert(a->buffer_var.get());
   });
   host.visit(s);
 }

@@ -40,14 +40,17 @@ std::vector<int64_t> factors_and_powers_of_two(int64_t n) {
 
 }  // namespace
 
-void ConfigSpace::define_split(const std::string& name, int64_t extent, int parts, SplitPolicy policy,
-                               int64_t max_inner) {
-  KILN_USER_CHECK(extent > 0) << "define_split '" << name << "': extent must be positive, got " << extent;
-  KILN_USER_CHECK(parts >= 2) << "define_split '" << name << "': needs at least 2 parts, got " << parts;
+void ConfigSpace::define_split(const std::string& name, int64_t extent, int parts,
+                               SplitPolicy policy, int64_t max_inner) {
+  KILN_USER_CHECK(extent > 0) << "define_split '" << name << "': extent must be positive, got "
+                              << extent;
+  KILN_USER_CHECK(parts >= 2) << "define_split '" << name << "': needs at least 2 parts, got "
+                              << parts;
   KILN_USER_CHECK(policy != SplitPolicy::kFactorsAndPower2 || parts == 2)
       << "define_split '" << name << "': factors and powers of two split in 2 parts only, got "
       << parts;
-  for (auto& k : *knobs_) KILN_USER_CHECK(k.name != name) << "config space: knob '" << name << "' defined twice";
+  for (auto& k : *knobs_)
+    KILN_USER_CHECK(k.name != name) << "config space: knob '" << name << "' defined twice";
   Knob knob{name, KnobKind::kSplit, {}};
   // Choose the inner parts (innermost last); the outermost part takes what is left.
   std::vector<int64_t> inner(parts - 1);
@@ -76,7 +79,8 @@ void ConfigSpace::define_split(const std::string& name, int64_t extent, int part
 
 void ConfigSpace::define_knob(const std::string& name, std::vector<int64_t> choices) {
   KILN_USER_CHECK(!choices.empty()) << "define_knob '" << name << "': no choices";
-  for (auto& k : *knobs_) KILN_USER_CHECK(k.name != name) << "config space: knob '" << name << "' defined twice";
+  for (auto& k : *knobs_)
+    KILN_USER_CHECK(k.name != name) << "config space: knob '" << name << "' defined twice";
   Knob knob{name, KnobKind::kOther, {}};
   for (auto c : choices) knob.candidates.push_back({c});
   mutable_knobs().push_back(std::move(knob));
@@ -94,8 +98,8 @@ uint64_t ConfigSpace::size() const {
 }
 
 Config ConfigSpace::get(uint64_t index) const {
-  KILN_USER_CHECK(index < size()) << "config index " << index << " is outside the space of " << size()
-                                  << " points";
+  KILN_USER_CHECK(index < size()) << "config index " << index << " is outside the space of "
+                                  << size() << " points";
   const auto& knobs = *knobs_;
   std::vector<int> pos(knobs.size());
   uint64_t rest = index;
@@ -113,7 +117,8 @@ Config ConfigSpace::from_positions(const std::vector<int>& positions) const {
   uint64_t index = 0, radix = 1;
   for (size_t i = 0; i < knobs.size(); ++i) {
     KILN_USER_CHECK(positions[i] >= 0 && size_t(positions[i]) < knobs[i].candidates.size())
-        << "config: position " << positions[i] << " of knob '" << knobs[i].name << "' is out of range";
+        << "config: position " << positions[i] << " of knob '" << knobs[i].name
+        << "' is out of range";
     index += radix * positions[i];
     radix *= knobs[i].candidates.size();
   }
@@ -127,7 +132,8 @@ const Knob& ConfigSpace::knob(const std::string& name) const {
   KILN_USER_ERROR() << "config space has no knob '" << name << "'";
 }
 
-Config::Config(std::shared_ptr<const std::vector<Knob>> knobs, uint64_t index, std::vector<int> positions)
+Config::Config(std::shared_ptr<const std::vector<Knob>> knobs, uint64_t index,
+               std::vector<int> positions)
     : knobs_(std::move(knobs)), index_(index), positions_(std::move(positions)) {}
 
 size_t Config::find(const std::string& name) const {
@@ -148,7 +154,8 @@ const std::vector<int64_t>& Config::split(const std::string& name) const {
 int64_t Config::knob(const std::string& name) const {
   size_t i = find(name);
   const Knob& k = (*knobs_)[i];
-  KILN_USER_CHECK(k.kind == KnobKind::kOther) << "config: knob '" << name << "' is a split; use split()";
+  KILN_USER_CHECK(k.kind == KnobKind::kOther)
+      << "config: knob '" << name << "' is a split; use split()";
   return k.candidates[positions_[i]][0];
 }
 

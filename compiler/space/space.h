@@ -73,7 +73,8 @@ class ConfigSpace {
 class Config {
  public:
   Config() = default;
-  Config(std::shared_ptr<const std::vector<Knob>> knobs, uint64_t index, std::vector<int> positions);
+  Config(std::shared_ptr<const std::vector<Knob>> knobs, uint64_t index,
+         std::vector<int> positions);
 
   uint64_t index() const { return index_; }
   /// The candidate position chosen for each knob, in the space's order.

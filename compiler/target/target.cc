@@ -53,7 +53,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-
 /// The architecture part of a triple, with LLVM's aliases folded ("arm64" is "aarch64").
 std::string triple_arch(const std::string& triple) {
   std::string a = triple.substr(0, triple.find('-'));

@@ -82,14 +82,17 @@ std::vector<Range> attached_region(const ScheduleNode& sch, const StageNode& sta
     // the stages between it and the consumer, are relaxed.
     VarIntervals reader_relaxed = relaxed;
     for (const StageNode* s = reader.get(); s != &consumer; s = s->attach_stage.get()) {
-      bool inside = s->attach_type == AttachType::kScope &&
-                    (s->attach_stage.get() != &consumer || consumer.leaf_index(s->attach_ivar) >= attach);
+      bool inside =
+          s->attach_type == AttachType::kScope &&
+          (s->attach_stage.get() != &consumer || consumer.leaf_index(s->attach_ivar) >= attach);
       KILN_USER_CHECK(inside) << "compute_at: '" << stage.name() << "' is computed inside loop '"
                               << stage.attach_ivar.var().name() << "' of '" << consumer.name()
-                              << "', but its reader '" << reader->name() << "' is not computed inside that loop";
+                              << "', but its reader '" << reader->name()
+                              << "' is not computed inside that loop";
       for (const IterVar& iv : s->leaf_iter_vars) reader_relaxed[iv.var().get()] = full(iv);
     }
-    ValueMap values = pass_up_index(*reader.get(), b->ranges, leaf_values(*reader.get(), b->ranges));
+    ValueMap values =
+        pass_up_index(*reader.get(), b->ranges, leaf_values(*reader.get(), b->ranges));
     ir::VarMap root_values;
     for (auto& iv : reader->op->axis) root_values[iv.var().get()] = values.at(iv.get());
     for (auto& iv : reader->op->reduce_axis) root_values[iv.var().get()] = values.at(iv.get());
@@ -112,7 +115,8 @@ std::vector<Range> attached_region(const ScheduleNode& sch, const StageNode& sta
     Interval r = ir::intersect(region[d], shape);
     KILN_USER_CHECK(r.min.defined() && r.max.defined())
         << "compute_at: cannot bound the region of '" << target->name() << "' (dimension " << d
-        << ") that '" << consumer.name() << "' reads inside loop '" << stage.attach_ivar.var().name() << "'";
+        << ") that '" << consumer.name() << "' reads inside loop '"
+        << stage.attach_ivar.var().name() << "'";
     Expr min = ir::simplify(r.min, fixed);
     Expr extent = ir::simplify(r.max - r.min + 1, fixed);
     exact.emplace_back(min, extent);

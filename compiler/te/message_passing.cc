@@ -16,8 +16,10 @@ const Range& range_of(const RangeMap& ranges, const IterVar& iv) {
 }
 
 bool is_root(const StageNode& stage, const IterVar& iv) {
-  for (auto& a : stage.op->axis) if (a == iv) return true;
-  for (auto& a : stage.op->reduce_axis) if (a == iv) return true;
+  for (auto& a : stage.op->axis)
+    if (a == iv) return true;
+  for (auto& a : stage.op->reduce_axis)
+    if (a == iv) return true;
   return false;
 }
 
@@ -72,13 +74,15 @@ ValueMap pass_up_index(const StageNode& stage, const RangeMap& ranges, ValueMap 
   return values;
 }
 
-std::vector<Expr> split_guards(const StageNode& stage, const RangeMap& ranges, const ValueMap& values) {
+std::vector<Expr> split_guards(const StageNode& stage, const RangeMap& ranges,
+                               const ValueMap& values) {
   std::vector<Expr> guards;
   for (auto& rel : stage.relations) {
     auto* s = std::get_if<SplitRelation>(&rel);
     if (!s) continue;
     const Range& p = range_of(ranges, s->parent);
-    Expr covered = ir::simplify(range_of(ranges, s->outer).extent * range_of(ranges, s->inner).extent);
+    Expr covered =
+        ir::simplify(range_of(ranges, s->outer).extent * range_of(ranges, s->inner).extent);
     if (ir::can_prove(covered == p.extent)) continue;  // the split divides: no guard
     guards.push_back(values.at(s->parent.get()) < p.min + p.extent);
   }

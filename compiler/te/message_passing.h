@@ -27,6 +27,7 @@ ValueMap pass_up_index(const StageNode& stage, const RangeMap& ranges, ValueMap 
 ValueMap leaf_values(const StageNode& stage, const RangeMap& ranges);
 
 /// Conditions that keep the iterations of non-dividing splits inside their parent's range.
-std::vector<Expr> split_guards(const StageNode& stage, const RangeMap& ranges, const ValueMap& values);
+std::vector<Expr> split_guards(const StageNode& stage, const RangeMap& ranges,
+                               const ValueMap& values);
 
 }  // namespace kiln::te

@@ -26,7 +26,8 @@ std::string loop_names(const StageNode& s) {
 void check_leaf(const StageNode& s, const IterVar& iv, const char* primitive) {
   KILN_USER_CHECK(iv.defined()) << primitive << ": axis is undefined (stage '" << s.name() << "')";
   if (s.leaf_index(iv) >= 0) return;
-  bool known = std::find(s.all_iter_vars.begin(), s.all_iter_vars.end(), iv) != s.all_iter_vars.end();
+  bool known =
+      std::find(s.all_iter_vars.begin(), s.all_iter_vars.end(), iv) != s.all_iter_vars.end();
   if (known) {
     KILN_USER_ERROR() << primitive << ": axis '" << iv.var().name() << "' of stage '" << s.name()
                       << "' was already split or fused; its loops now are: " << loop_names(s);
@@ -37,7 +38,8 @@ void check_leaf(const StageNode& s, const IterVar& iv, const char* primitive) {
 
 void check_schedulable(const StageNode& s, const char* primitive) {
   KILN_USER_CHECK(!s.is_placeholder())
-      << primitive << ": '" << s.name() << "' is a placeholder (an input); it has no loops to schedule";
+      << primitive << ": '" << s.name()
+      << "' is a placeholder (an input); it has no loops to schedule";
 }
 
 void check_factor(const Expr& f, const StageNode& s, const IterVar& iv, const char* primitive,
@@ -62,8 +64,9 @@ Expr rename_axes(const Expr& body, const std::vector<IterVar>& from, const std::
   for (size_t i = 0; i < from.size(); ++i) vmap[from[i].var().get()] = to[i].var();
   for (size_t i = 0; i < rfrom.size(); ++i) vmap[rfrom[i].var().get()] = rto[i].var();
   if (auto r = body.as<ir::ReduceNode>()) {
-    return Expr(std::make_shared<ir::ReduceNode>(r->dtype, r->combiner, ir::substitute(r->source, vmap),
-                                                 rto, ir::substitute(r->condition, vmap)));
+    return Expr(std::make_shared<ir::ReduceNode>(r->dtype, r->combiner,
+                                                 ir::substitute(r->source, vmap), rto,
+                                                 ir::substitute(r->condition, vmap)));
   }
   return ir::substitute(body, vmap);
 }
@@ -108,7 +111,8 @@ const Tensor& Stage::op() const { return node_->op; }
 
 IterVar Stage::axis(size_t i) const {
   KILN_USER_CHECK(i < node_->op->axis.size())
-      << "stage '" << node_->name() << "' has " << node_->op->axis.size() << " axes, asked for axis " << i;
+      << "stage '" << node_->name() << "' has " << node_->op->axis.size()
+      << " axes, asked for axis " << i;
   return node_->op->axis[i];
 }
 
@@ -152,7 +156,8 @@ std::tuple<IterVar, IterVar, IterVar, IterVar> Stage::tile(const IterVar& x, con
 }
 
 std::tuple<IterVar, IterVar, IterVar, IterVar, IterVar, IterVar> Stage::tile(
-    const IterVar& y, const IterVar& x, const IterVar& k, Expr y_factor, Expr x_factor, Expr k_factor) {
+    const IterVar& y, const IterVar& x, const IterVar& k, Expr y_factor, Expr x_factor,
+    Expr k_factor) {
   auto [yo, yi] = split(y, y_factor);
   auto [xo, xi] = split(x, x_factor);
   auto [ko, ki] = split(k, k_factor);
@@ -170,9 +175,11 @@ IterVar Stage::fuse(const IterVar& outer, const IterVar& inner) {
                                 << "' must directly enclose '" << inner.var().name()
                                 << "' (its loops are: " << loop_names(s) << ")";
   KILN_USER_CHECK(outer->type == inner->type)
-      << "fuse: in stage '" << s.name() << "', cannot fuse a reduction axis with a data-parallel one ('"
-      << outer.var().name() << "', '" << inner.var().name() << "')";
-  IterVar fused(Var(outer.var().name() + "." + inner.var().name() + ".fused"), Range(), outer->type);
+      << "fuse: in stage '" << s.name()
+      << "', cannot fuse a reduction axis with a data-parallel one ('" << outer.var().name()
+      << "', '" << inner.var().name() << "')";
+  IterVar fused(Var(outer.var().name() + "." + inner.var().name() + ".fused"), Range(),
+                outer->type);
   s.leaf_iter_vars[po] = fused;
   s.leaf_iter_vars.erase(s.leaf_iter_vars.begin() + pi);
   s.all_iter_vars.push_back(fused);
@@ -259,8 +266,9 @@ void Stage::compute_at(const Stage& parent, const IterVar& axis) {
   KILN_USER_CHECK(parent.get() != nullptr) << "compute_at: parent stage is undefined";
   KILN_USER_CHECK(parent.get() != node_.get())
       << "compute_at: stage '" << s.name() << "' cannot be computed inside its own loops";
-  KILN_USER_CHECK(!s.is_output) << "compute_at: '" << s.name()
-                                << "' is an output of the schedule; outputs are computed at the root";
+  KILN_USER_CHECK(!s.is_output)
+      << "compute_at: '" << s.name()
+      << "' is an output of the schedule; outputs are computed at the root";
   if (parent->leaf_index(axis) < 0) {
     KILN_USER_ERROR() << "compute_at: '" << (axis.defined() ? axis.var().name() : "?")
                       << "' is not a loop of stage '" << parent->name()
@@ -305,7 +313,8 @@ void Stage::compute_inline() {
   KILN_USER_CHECK(!s.is_output) << "compute_inline: '" << s.name()
                                 << "' is an output of the schedule and must be stored";
   KILN_USER_CHECK(s.op->reduce_axis.empty())
-      << "compute_inline: '" << s.name() << "' is a reduction; only elementwise stages can be inlined";
+      << "compute_inline: '" << s.name()
+      << "' is a reduction; only elementwise stages can be inlined";
   s.attach_type = AttachType::kInline;
   s.attach_stage = Stage();
   s.attach_ivar = IterVar();
@@ -320,7 +329,8 @@ void Stage::compute_root() {
 
 void Stage::set_scope(const std::string& scope) {
   static const char* kKnown[] = {"global", "shared", "local", "warp"};
-  bool known = std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return scope == k; }) ||
+  bool known = std::any_of(std::begin(kKnown), std::end(kKnown),
+                           [&](const char* k) { return scope == k; }) ||
                scope.rfind("local.", 0) == 0 || scope.rfind("shared.", 0) == 0;
   KILN_USER_CHECK(known) << "set_scope: unknown memory scope '" << scope << "' for stage '"
                          << node_->name() << "' (known: global, shared, local, warp, local.<name>)";
@@ -369,7 +379,8 @@ std::vector<Stage> ScheduleNode::consumers_of(const Stage& st) const {
   return out;
 }
 
-void ScheduleNode::replace_dataflow(std::unordered_map<const TensorNode*, Tensor>* vmap, size_t start) {
+void ScheduleNode::replace_dataflow(std::unordered_map<const TensorNode*, Tensor>* vmap,
+                                    size_t start) {
   for (size_t i = start; i < stages.size(); ++i) {
     Stage& s = stages[i];
     Tensor n = replace_reads(s->op, *vmap);
@@ -386,7 +397,8 @@ void ScheduleNode::replace_dataflow(std::unordered_map<const TensorNode*, Tensor
 
 // ---- Schedule ----
 
-Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std::vector<Tensor>& readers) {
+Tensor Schedule::cache_read(const Tensor& t, const std::string& scope,
+                            const std::vector<Tensor>& readers) {
   Stage src = node_->stage_of(t);
   KILN_USER_CHECK(!readers.empty()) << "cache_read: no readers given for '" << t->name() << "'";
   const Tensor cur = src->op;
@@ -417,7 +429,8 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std
     Stage rs = node_->stage_of(r);
     bool reads = false;
     for (auto& in : rs->op->inputs()) reads |= in == cur;
-    KILN_USER_CHECK(reads) << "cache_read: '" << rs->name() << "' does not read '" << cur->name() << "'";
+    KILN_USER_CHECK(reads) << "cache_read: '" << rs->name() << "' does not read '" << cur->name()
+                           << "'";
     Tensor n = replace_reads(rs->op, to_cache);
     changed[rs->op.get()] = n;
     rs->op = n;
@@ -488,7 +501,8 @@ Schedule create_schedule(const std::vector<Tensor>& outputs) {
     visit(o);
   }
   for (auto& s : sch->stages) {
-    s->is_output = std::any_of(outputs.begin(), outputs.end(), [&](const Tensor& o) { return o == s->op; });
+    s->is_output =
+        std::any_of(outputs.begin(), outputs.end(), [&](const Tensor& o) { return o == s->op; });
   }
   sch->outputs = outputs;
   return Schedule(sch);
@@ -497,7 +511,8 @@ Schedule create_schedule(const std::vector<Tensor>& outputs) {
 IterVar thread_axis(const std::string& tag, Expr extent) {
   static const char* kTags[] = {"blockIdx.x",  "blockIdx.y",  "blockIdx.z", "threadIdx.x",
                                 "threadIdx.y", "threadIdx.z", "vthread",    "cthread"};
-  bool known = std::any_of(std::begin(kTags), std::end(kTags), [&](const char* t) { return tag == t; });
+  bool known =
+      std::any_of(std::begin(kTags), std::end(kTags), [&](const char* t) { return tag == t; });
   KILN_USER_CHECK(known) << "thread_axis: unknown thread tag '" << tag
                          << "' (known: blockIdx.x/y/z, threadIdx.x/y/z, vthread, cthread)";
   auto type = (tag == "vthread" || tag == "cthread") ? ir::IterVarType::kVirtualThread

@@ -42,7 +42,8 @@ struct IterVarAttr {
   ir::ForKind for_kind = ir::ForKind::kSerial;
   IterVar bind_thread;  ///< a thread axis ("threadIdx.x", "vthread", ...) when bound
   std::vector<std::pair<std::string, Expr>> pragmas;
-  TensorIntrin tensor_intrin;  ///< set by tensorize: this loop and those inside it are the intrinsic
+  TensorIntrin
+      tensor_intrin;  ///< set by tensorize: this loop and those inside it are the intrinsic
 };
 
 enum class AttachType : uint8_t {
@@ -76,11 +77,12 @@ class Stage {
   /// Splits `parent` so that the outer loop has `nparts` iterations.
   SplitResult split_nparts(const IterVar& parent, Expr nparts);
   /// 2-D tiling: returns (x.outer, y.outer, x.inner, y.inner) in that loop order.
-  std::tuple<IterVar, IterVar, IterVar, IterVar> tile(const IterVar& x, const IterVar& y, Expr x_factor,
-                                                      Expr y_factor);
+  std::tuple<IterVar, IterVar, IterVar, IterVar> tile(const IterVar& x, const IterVar& y,
+                                                      Expr x_factor, Expr y_factor);
   /// 3-D tiling (the paper's `tile(y, x, k, 8, 8, 8)`): (yo, xo, ko, yi, xi, ki).
   std::tuple<IterVar, IterVar, IterVar, IterVar, IterVar, IterVar> tile(
-      const IterVar& y, const IterVar& x, const IterVar& k, Expr y_factor, Expr x_factor, Expr k_factor);
+      const IterVar& y, const IterVar& x, const IterVar& k, Expr y_factor, Expr x_factor,
+      Expr k_factor);
   /// Fuses two adjacent loops (outer directly encloses inner) into one.
   IterVar fuse(const IterVar& outer, const IterVar& inner);
   /// Fuses a run of adjacent loops, outermost first.
@@ -115,8 +117,8 @@ class Stage {
 };
 
 struct StageNode {
-  Tensor op;         ///< what is computed now
-  Tensor origin_op;  ///< what the user created (s[t] finds the stage by either)
+  Tensor op;                            ///< what is computed now
+  Tensor origin_op;                     ///< what the user created (s[t] finds the stage by either)
   std::vector<IterVar> all_iter_vars;   ///< root axes and every axis made from them
   std::vector<IterVar> leaf_iter_vars;  ///< the loops, outermost first
   std::vector<IterVarRelation> relations;

@@ -64,7 +64,8 @@ class NestBuilder {
     auto it = attached_.find(s.get());
     if (it == attached_.end()) return inner;
     std::vector<Stage> here;
-    for (auto& c : it->second) if (c->attach_ivar == iv) here.push_back(c);
+    for (auto& c : it->second)
+      if (c->attach_ivar == iv) here.push_back(c);
     // Producers first: the later stage (a consumer) is realized inside the earlier ones.
     for (auto c = here.rbegin(); c != here.rend(); ++c) {
       inner = realize(*c, ir::seq({stage_nest(*c), inner}));
@@ -81,15 +82,15 @@ class NestBuilder {
       const IterVar& t = a.bind_thread;
       if (t->dom.extent.defined()) {
         KILN_USER_CHECK(ir::can_prove(t->dom.extent == r.extent))
-            << "bind: thread axis '" << t->thread_tag << "' has extent " << ir::to_string(t->dom.extent)
-            << " but loop '" << iv.var().name() << "' of stage '" << s.name() << "' has extent "
-            << ir::to_string(r.extent);
+            << "bind: thread axis '" << t->thread_tag << "' has extent "
+            << ir::to_string(t->dom.extent) << " but loop '" << iv.var().name() << "' of stage '"
+            << s.name() << "' has extent " << ir::to_string(r.extent);
       }
       // A binding of extent 1 is index 0 in the body (as bound inference assumes for it); the
       // attribute stays, so that the launch has the axis.
       ir::VarMap vmap{{var.get(), ir::is_one(r.extent) ? r.min : Expr(t.var())}};
       const char* key = t->type == ir::IterVarType::kVirtualThread ? ir::attr::kVirtualThread
-                                                                     : ir::attr::kThreadExtent;
+                                                                   : ir::attr::kThreadExtent;
       loop = ir::attr_stmt(t.node(), key, r.extent, ir::substitute(body, vmap));
     } else {
       loop = ir::for_loop(var, 0, r.extent, a.for_kind, std::move(body));
@@ -134,13 +135,16 @@ class NestBuilder {
       if (s.attr(leaves[i]).tensor_intrin) return tensorized_nest(st, i, values, guards);
     }
     if (!red) {
-      ir::Stmt body = guarded(guards, ir::producer_store(t.node(), ir::substitute(t->body, root), out_index));
+      ir::Stmt body =
+          guarded(guards, ir::producer_store(t.node(), ir::substitute(t->body, root), out_index));
       return enclose(st, leaves.size(), body);
     }
 
     // Reductions: the update nest under all loops; the init before the first loop that
     // touches a reduction axis, over the data-parallel loops below that point.
-    auto is_reduce_leaf = [&](const IterVar& iv) { return iv->type == ir::IterVarType::kCommReduce; };
+    auto is_reduce_leaf = [&](const IterVar& iv) {
+      return iv->type == ir::IterVarType::kCommReduce;
+    };
     size_t first_reduce = leaves.size();
     for (size_t i = 0; i < leaves.size(); ++i) {
       if (is_reduce_leaf(leaves[i])) {
@@ -156,7 +160,8 @@ class NestBuilder {
       }
     }
     Expr cur = ir::producer_load(t.node(), out_index);
-    ir::Stmt update = ir::producer_store(t.node(), ir::reduce_combine(red->combiner, cur, src), out_index);
+    ir::Stmt update =
+        ir::producer_store(t.node(), ir::reduce_combine(red->combiner, cur, src), out_index);
     if (!ir::is_one(cond)) update = ir::if_then_else(cond, update);
     update = guarded(guards, update);
     for (int i = static_cast<int>(leaves.size()) - 1; i >= static_cast<int>(first_reduce); --i) {
@@ -187,7 +192,8 @@ class NestBuilder {
     std::vector<Expr> init_g;
     for (auto& g : init_guards) init_g.push_back(ir::substitute(g, fresh));
     ir::Stmt init = guarded(
-        init_g, ir::producer_store(t.node(), ir::reduce_identity(red->combiner, t->dtype()), init_index));
+        init_g,
+        ir::producer_store(t.node(), ir::reduce_identity(red->combiner, t->dtype()), init_index));
     for (auto it = init_loops.rbegin(); it != init_loops.rend(); ++it) {
       init = make_loop(s, it->first, it->second, init);
     }
@@ -289,7 +295,8 @@ class NestBuilder {
       const std::optional<int64_t> e = ir::as_const_int(b_.ranges.at(leaves[i].get()).extent);
       KILN_USER_CHECK(e) << "cross-thread reduction of stage '" << s.name() << "': thread loop '"
                          << leaves[i].var().name() << "' has a non-constant extent";
-      row = row * ir::make_const(ir::kInt32, *e) + (*e == 1 ? ir::make_zero(ir::kInt32) : Expr(other.var()));
+      row = row * ir::make_const(ir::kInt32, *e) +
+            (*e == 1 ? ir::make_zero(ir::kInt32) : Expr(other.var()));
       rows *= *e;
     }
     const ir::DataType dtype = t->dtype();
@@ -312,8 +319,8 @@ class NestBuilder {
     update = ir::substitute(update, to_thread);
 
     // The tree: fold the upper part onto the lower one, halving, until element 0 holds it all.
-    std::vector<ir::Stmt> steps{ir::store(acc, ir::reduce_identity(red->combiner, dtype), zero), update,
-                                ir::store(part, acc_value(), ir::simplify(base + tid))};
+    std::vector<ir::Stmt> steps{ir::store(acc, ir::reduce_identity(red->combiner, dtype), zero),
+                                update, ir::store(part, acc_value(), ir::simplify(base + tid))};
     for (int64_t width = *n; width > 1;) {
       int64_t half = 1;
       while (half * 2 < width) half *= 2;
@@ -327,14 +334,15 @@ class NestBuilder {
     std::vector<Expr> out_guards;
     for (const Expr& g : guards) {
       bool reduce_var = false;
-      for (size_t i = first_reduce; i < leaves.size(); ++i) reduce_var |= ir::uses_var(g, leaves[i].var());
+      for (size_t i = first_reduce; i < leaves.size(); ++i)
+        reduce_var |= ir::uses_var(g, leaves[i].var());
       if (!reduce_var) out_guards.push_back(g);
     }
     if (s.scope != "local") out_guards.push_back(tid == zero);
     steps.push_back(guarded(out_guards, ir::producer_store(t.node(), part_at(zero), out_index)));
     ir::Stmt body = ir::allocate(part, dtype, {ir::make_const(ir::kInt32, rows * *n)}, "shared",
-                                 ir::allocate(acc, dtype, {ir::make_const(ir::kInt32, int64_t{1})}, "local",
-                                              ir::seq(steps)));
+                                 ir::allocate(acc, dtype, {ir::make_const(ir::kInt32, int64_t{1})},
+                                              "local", ir::seq(steps)));
     body = ir::attr_stmt(thread.node(), ir::attr::kThreadExtent, r.extent, body);
     return enclose(st, first_reduce, body);
   }
@@ -356,7 +364,8 @@ Schedule normalize(const Schedule& sch) {
     auto in = inlined.find(t);
     if (in != inlined.end()) {
       ir::VarMap vmap;
-      for (size_t i = 0; i < in->second->axis.size(); ++i) vmap[in->second->axis[i].var().get()] = idx[i];
+      for (size_t i = 0; i < in->second->axis.size(); ++i)
+        vmap[in->second->axis[i].var().get()] = idx[i];
       return ir::substitute(in->second->body, vmap);
     }
     return r != replaced.end() ? r->second(idx) : Expr();
@@ -379,6 +388,8 @@ Schedule normalize(const Schedule& sch) {
   return n;
 }
 
-ir::Stmt schedule_ops(const Schedule& sch, const Bounds& bounds) { return NestBuilder(sch, bounds).build(); }
+ir::Stmt schedule_ops(const Schedule& sch, const Bounds& bounds) {
+  return NestBuilder(sch, bounds).build();
+}
 
 }  // namespace kiln::te

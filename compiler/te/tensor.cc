@@ -11,7 +11,8 @@ namespace {
 
 void check_shape(const std::vector<Expr>& shape, const std::string& name) {
   for (size_t i = 0; i < shape.size(); ++i) {
-    KILN_USER_CHECK(shape[i].defined()) << "tensor '" << name << "': dimension " << i << " is undefined";
+    KILN_USER_CHECK(shape[i].defined())
+        << "tensor '" << name << "': dimension " << i << " is undefined";
     KILN_USER_CHECK(shape[i].dtype().is_int() && shape[i].dtype().is_scalar())
         << "tensor '" << name << "': dimension " << i << " must be an integer, got "
         << shape[i].dtype().str();
@@ -39,14 +40,16 @@ class ReducePlacementCheck : public ir::IRVisitor {
 
 Expr make_reduce(ir::ReduceKind kind, Expr source, std::vector<IterVar> axis, Expr where) {
   KILN_USER_CHECK(source.defined()) << ir::reduce_kind_name(kind) << ": source is undefined";
-  KILN_USER_CHECK(!axis.empty()) << ir::reduce_kind_name(kind) << ": needs at least one reduce axis";
+  KILN_USER_CHECK(!axis.empty()) << ir::reduce_kind_name(kind)
+                                 << ": needs at least one reduce axis";
   for (auto& iv : axis) {
     KILN_USER_CHECK(iv.defined() && iv->type == ir::IterVarType::kCommReduce)
         << ir::reduce_kind_name(kind) << ": axis '" << (iv.defined() ? iv.var().name() : "?")
         << "' is not a reduce_axis";
   }
   if (!where.defined()) where = ir::const_true();
-  return Expr(std::make_shared<ir::ReduceNode>(source.dtype(), kind, source, std::move(axis), where));
+  return Expr(
+      std::make_shared<ir::ReduceNode>(source.dtype(), kind, source, std::move(axis), where));
 }
 
 class ReadRewriter : public ir::IRMutator {
@@ -95,9 +98,8 @@ std::vector<Tensor> TensorNode::inputs() const {
 
 Expr Tensor::operator()(const std::vector<Expr>& indices) const {
   KILN_USER_CHECK(defined()) << "indexing an undefined tensor";
-  KILN_USER_CHECK(indices.size() == ndim())
-      << "tensor '" << node_->name_ << "' has " << ndim() << " dimensions, indexed with "
-      << indices.size();
+  KILN_USER_CHECK(indices.size() == ndim()) << "tensor '" << node_->name_ << "' has " << ndim()
+                                            << " dimensions, indexed with " << indices.size();
   for (size_t i = 0; i < indices.size(); ++i) {
     KILN_USER_CHECK(indices[i].defined() && indices[i].dtype().is_integral() &&
                     indices[i].dtype().is_scalar())
@@ -151,8 +153,8 @@ Tensor with_attr(const Tensor& t, const std::string& key, std::string value) {
   return Tensor(n);
 }
 
-Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& fcompute,
-               std::string name,
+Tensor compute(std::vector<Expr> shape,
+               const std::function<Expr(const std::vector<Var>&)>& fcompute, std::string name,
                std::vector<std::string> axis_names) {
   check_shape(shape, name);
   static const char* kAxisNames[] = {"i", "j", "p", "q", "r", "s"};
@@ -188,8 +190,8 @@ template <typename F, size_t... I>
 Tensor compute_n(std::vector<Expr> shape, const F& f, std::string name,
                  std::vector<std::string> axis_names, std::index_sequence<I...>) {
   KILN_USER_CHECK(shape.size() == sizeof...(I))
-      << "compute '" << name << "': the function takes " << sizeof...(I) << " indices but the shape has "
-      << shape.size() << " dimensions";
+      << "compute '" << name << "': the function takes " << sizeof...(I)
+      << " indices but the shape has " << shape.size() << " dimensions";
   return compute(
       std::move(shape), [&](const std::vector<Var>& v) { return f(v[I]...); }, std::move(name),
       std::move(axis_names));
@@ -198,25 +200,28 @@ Tensor compute_n(std::vector<Expr> shape, const F& f, std::string name,
 
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var)>& f, std::string name,
                std::vector<std::string> axis_names) {
-  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names), std::make_index_sequence<1>());
+  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names),
+                   std::make_index_sequence<1>());
 }
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var)>& f, std::string name,
                std::vector<std::string> axis_names) {
-  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names), std::make_index_sequence<2>());
+  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names),
+                   std::make_index_sequence<2>());
 }
-Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var, Var)>& f, std::string name,
-               std::vector<std::string> axis_names) {
-  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names), std::make_index_sequence<3>());
+Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var, Var)>& f,
+               std::string name, std::vector<std::string> axis_names) {
+  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names),
+                   std::make_index_sequence<3>());
 }
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var, Var, Var)>& f,
-               std::string name,
-               std::vector<std::string> axis_names) {
-  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names), std::make_index_sequence<4>());
+               std::string name, std::vector<std::string> axis_names) {
+  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names),
+                   std::make_index_sequence<4>());
 }
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var, Var, Var, Var)>& f,
-               std::string name,
-               std::vector<std::string> axis_names) {
-  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names), std::make_index_sequence<5>());
+               std::string name, std::vector<std::string> axis_names) {
+  return compute_n(std::move(shape), f, std::move(name), std::move(axis_names),
+                   std::make_index_sequence<5>());
 }
 
 Expr sum(Expr source, std::vector<IterVar> axis, Expr where) {

@@ -3,7 +3,8 @@
 //   Var m("m");
 //   Tensor A = placeholder({m, 1024}, kFloat32, "A");
 //   IterVar k = reduce_axis({0, 1024}, "k");
-//   Tensor C = compute({1024, 1024}, [&](Var y, Var x) { return sum(A(k, y) * B(k, x), {k}); }, "C");
+//   Tensor C = compute({1024, 1024}, [&](Var y, Var x) { return sum(A(k, y) * B(k, x), {k}); },
+//   "C");
 //
 // A Tensor is at once the operation that produces it and its single output: a placeholder (an
 // input) or a compute (a value per output point, possibly a reduction at the top of its body).
@@ -91,24 +92,20 @@ Tensor placeholder(std::vector<Expr> shape, DataType dtype = ir::kFloat32,
 IterVar reduce_axis(Range dom, std::string name = "rv");
 
 /// A tensor of `shape` whose element at (i0, i1, ...) is fcompute({i0, i1, ...}).
-Tensor compute(std::vector<Expr> shape, const std::function<Expr(const std::vector<Var>&)>& fcompute,
-               std::string name = "compute",
-               std::vector<std::string> axis_names = {});
+Tensor compute(std::vector<Expr> shape,
+               const std::function<Expr(const std::vector<Var>&)>& fcompute,
+               std::string name = "compute", std::vector<std::string> axis_names = {});
 /// The same, with a lambda taking one Var per dimension (1 to 6 dimensions).
-Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var)>& f, std::string name = "compute",
-               std::vector<std::string> axis_names = {});
+Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var)>& f,
+               std::string name = "compute", std::vector<std::string> axis_names = {});
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var)>& f,
-               std::string name = "compute",
-               std::vector<std::string> axis_names = {});
+               std::string name = "compute", std::vector<std::string> axis_names = {});
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var, Var)>& f,
-               std::string name = "compute",
-               std::vector<std::string> axis_names = {});
+               std::string name = "compute", std::vector<std::string> axis_names = {});
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var, Var, Var)>& f,
-               std::string name = "compute",
-               std::vector<std::string> axis_names = {});
+               std::string name = "compute", std::vector<std::string> axis_names = {});
 Tensor compute(std::vector<Expr> shape, const std::function<Expr(Var, Var, Var, Var, Var)>& f,
-               std::string name = "compute",
-               std::vector<std::string> axis_names = {});
+               std::string name = "compute", std::vector<std::string> axis_names = {});
 
 /// Reductions over `axis` (optionally only where `where` holds). They must be the whole body of
 /// a compute.

@@ -112,25 +112,27 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
   std::vector<Expr> outer_guards;
   for (const Expr& g : guards) {
     KILN_USER_CHECK(!ir::uses_var(g, [&](const ir::VarNode* v) { return inner.count(v) > 0; }))
-        << where << "a split that does not divide its axis leaves the guard "
-        << ir::to_string(g) << " on the loops inside it; the intrinsic needs whole blocks";
+        << where << "a split that does not divide its axis leaves the guard " << ir::to_string(g)
+        << " on the loops inside it; the intrinsic needs whole blocks";
     outer_guards.push_back(g);
   }
 
   // The output: its index relative to the region's start must be the intrinsic's axes, in its
   // trailing dimensions.
-  KILN_USER_CHECK(t->dtype() == decl.dtype())
-      << where << "the stage computes " << t->dtype().str() << ", the intrinsic " << decl.dtype().str();
+  KILN_USER_CHECK(t->dtype() == decl.dtype()) << where << "the stage computes " << t->dtype().str()
+                                              << ", the intrinsic " << decl.dtype().str();
   const size_t n = t->axis.size(), m = decl.axis.size();
-  KILN_USER_CHECK(n >= m) << where << "the stage has " << n << " dimensions, the intrinsic's output "
-                          << m;
+  KILN_USER_CHECK(n >= m) << where << "the stage has " << n
+                          << " dimensions, the intrinsic's output " << m;
   std::vector<Expr> out_begin;
   for (size_t d = 0; d < n; ++d) {
     const Expr& idx = values.at(t->axis[d].get());
     out_begin.push_back(ir::simplify(ir::substitute(idx, to_zero)));
     const Expr rel = ir::simplify(ir::substitute(idx, to_decl) - out_begin.back());
-    const bool ok = d < n - m ? ir::is_zero(rel) : ir::expr_deep_equal(rel, decl.axis[d - (n - m)].var());
-    KILN_USER_CHECK(ok) << where << "dimension " << d << " of the output moves by " << ir::to_string(rel)
+    const bool ok =
+        d < n - m ? ir::is_zero(rel) : ir::expr_deep_equal(rel, decl.axis[d - (n - m)].var());
+    KILN_USER_CHECK(ok) << where << "dimension " << d << " of the output moves by "
+                        << ir::to_string(rel)
                         << " inside the tensorized loops, where the intrinsic expects "
                         << (d < n - m ? std::string("0") : decl.axis[d - (n - m)].var().name());
   }
@@ -139,8 +141,9 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
   const auto* red = t->body.as<ir::ReduceNode>();
   const auto* decl_red = decl.body.as<ir::ReduceNode>();
   KILN_USER_CHECK((red != nullptr) == (decl_red != nullptr))
-      << where << (red ? "the stage is a reduction, the intrinsic is not"
-                       : "the intrinsic is a reduction, the stage is not");
+      << where
+      << (red ? "the stage is a reduction, the intrinsic is not"
+              : "the intrinsic is a reduction, the stage is not");
   if (red) {
     KILN_USER_CHECK(red->combiner == decl_red->combiner)
         << where << "the stage reduces by " << ir::reduce_kind_name(red->combiner)
@@ -162,37 +165,39 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
   std::unordered_map<const ir::ProducerNode*, size_t> slot;
   for (size_t k = 0; k < reads.size(); ++k) slot[reads[k].get()] = k;
   std::vector<std::vector<Expr>> begins(reads.size());
-  const Expr rewritten = rewrite_reads(src, [&](const TensorNode* tn, const std::vector<Expr>& idx) -> Expr {
-    const size_t k = slot.at(tn);
-    const ir::ProducerNode* ph = decl_reads[k].get();
-    KILN_USER_CHECK(tn->dtype() == ph->dtype())
-        << where << "'" << tn->name() << "' holds " << tn->dtype().str() << " where the intrinsic's '"
-        << ph->name() << "' holds " << ph->dtype().str();
-    const size_t rank = ph->shape().size();
-    KILN_USER_CHECK(idx.size() >= rank)
-        << where << "'" << tn->name() << "' has fewer dimensions than the intrinsic's '" << ph->name() << "'";
-    std::vector<Expr> begin, rel;
-    for (const Expr& e : idx) {
-      begin.push_back(ir::simplify(ir::substitute(e, to_zero)));
-      rel.push_back(ir::simplify(ir::substitute(e, to_decl) - begin.back()));
-    }
-    if (begins[k].empty()) {
-      begins[k] = begin;
-    } else {
-      for (size_t d = 0; d < begin.size(); ++d) {
-        KILN_USER_CHECK(ir::can_prove(begins[k][d] == begin[d]))
-            << where << "'" << tn->name() << "' is read in two regions";
-      }
-    }
-    const size_t lead = idx.size() - rank;
-    for (size_t d = 0; d < lead; ++d) {
-      KILN_USER_CHECK(ir::is_zero(rel[d]))
-          << where << "dimension " << d << " of '" << tn->name() << "' moves by " << ir::to_string(rel[d])
-          << " inside the tensorized loops; the intrinsic's '" << ph->name() << "' covers only its last "
-          << rank << " dimensions";
-    }
-    return ir::producer_load(decl_reads[k], std::vector<Expr>(rel.begin() + lead, rel.end()));
-  });
+  const Expr rewritten =
+      rewrite_reads(src, [&](const TensorNode* tn, const std::vector<Expr>& idx) -> Expr {
+        const size_t k = slot.at(tn);
+        const ir::ProducerNode* ph = decl_reads[k].get();
+        KILN_USER_CHECK(tn->dtype() == ph->dtype())
+            << where << "'" << tn->name() << "' holds " << tn->dtype().str()
+            << " where the intrinsic's '" << ph->name() << "' holds " << ph->dtype().str();
+        const size_t rank = ph->shape().size();
+        KILN_USER_CHECK(idx.size() >= rank)
+            << where << "'" << tn->name() << "' has fewer dimensions than the intrinsic's '"
+            << ph->name() << "'";
+        std::vector<Expr> begin, rel;
+        for (const Expr& e : idx) {
+          begin.push_back(ir::simplify(ir::substitute(e, to_zero)));
+          rel.push_back(ir::simplify(ir::substitute(e, to_decl) - begin.back()));
+        }
+        if (begins[k].empty()) {
+          begins[k] = begin;
+        } else {
+          for (size_t d = 0; d < begin.size(); ++d) {
+            KILN_USER_CHECK(ir::can_prove(begins[k][d] == begin[d]))
+                << where << "'" << tn->name() << "' is read in two regions";
+          }
+        }
+        const size_t lead = idx.size() - rank;
+        for (size_t d = 0; d < lead; ++d) {
+          KILN_USER_CHECK(ir::is_zero(rel[d]))
+              << where << "dimension " << d << " of '" << tn->name() << "' moves by "
+              << ir::to_string(rel[d]) << " inside the tensorized loops; the intrinsic's '"
+              << ph->name() << "' covers only its last " << rank << " dimensions";
+        }
+        return ir::producer_load(decl_reads[k], std::vector<Expr>(rel.begin() + lead, rel.end()));
+      });
   const Expr lhs = ir::simplify(rewritten), rhs = ir::simplify(decl_src);
   KILN_USER_CHECK(ir::expr_deep_equal(lhs, rhs))
       << where << "the loops compute " << ir::to_string(lhs) << " but the intrinsic computes "
@@ -211,8 +216,8 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
     }
     append_buffer(&args, t.node(), out_begin, m);
     ir::Stmt c = ir::attr_stmt(intrin, ir::attr::kTensorize, ir::make_string(part),
-                               ir::evaluate(ir::call(ir::kInt32, ir::kTensorizeArgs, std::move(args),
-                                                     ir::CallKind::kIntrinsic)));
+                               ir::evaluate(ir::call(ir::kInt32, ir::kTensorizeArgs,
+                                                     std::move(args), ir::CallKind::kIntrinsic)));
     return c;
   };
   auto guarded = [](const std::vector<Expr>& gs, ir::Stmt body) {

@@ -296,8 +296,8 @@ te::Tensor blocked_conv2d(const te::Tensor& data, const te::Tensor& kernel, Ints
                           Ints4 padding, Ints2 dilation, int groups, const std::string& name,
                           const char* op) {
   KILN_USER_CHECK(data.ndim() == 5 && kernel.ndim() == 6)
-      << op << ": data must be 5-D and kernel 6-D, got " << data.ndim() << "-D '"
-      << data->name() << "' and " << kernel.ndim() << "-D '" << kernel->name() << "'";
+      << op << ": data must be 5-D and kernel 6-D, got " << data.ndim() << "-D '" << data->name()
+      << "' and " << kernel.ndim() << "-D '" << kernel->name() << "'";
   int64_t cb = const_dim(data, 1, op), h = const_dim(data, 2, op), w = const_dim(data, 3, op),
           ic = const_dim(data, 4, op);
   int64_t ob = const_dim(kernel, 0, op), kh = const_dim(kernel, 2, op),
@@ -328,10 +328,10 @@ te::Tensor blocked_conv2d(const te::Tensor& data, const te::Tensor& kernel, Ints
       te::compute({data->shape()[0], ob, oh, ow, oc},
                   [&](Var n, Var f, Var y, Var x, Var fi) {
                     // The input block: the group's first plus rco.
-                    Expr block = groups == 1 ? Expr(rco->var)
-                                             : ir::floordiv(f, Expr(ob_per_group)) *
-                                                       Expr(icb_per_group) +
-                                                   rco->var;
+                    Expr block =
+                        groups == 1
+                            ? Expr(rco->var)
+                            : ir::floordiv(f, Expr(ob_per_group)) * Expr(icb_per_group) + rco->var;
                     return te::sum(p(n, block, y * stride[0] + rh * dilation[0],
                                      x * stride[1] + rw * dilation[1], rci) *
                                        kernel(f, rco, rh, rw, rci, fi),
@@ -383,7 +383,8 @@ void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int 
   const int64_t per_block = (const_dim(out, 4, "conv2d_nchwc") + lanes - 1) / lanes;
   const int64_t budget = std::max<int64_t>(1, accumulators / per_block);
   const auto& ob_cands = space.knob("tile_ob").candidates;
-  const int64_t paired = pair_blocks && wide ? ob_cands[split_position(space, "tile_ob", 2)].back() : 1;
+  const int64_t paired =
+      pair_blocks && wide ? ob_cands[split_position(space, "tile_ob", 2)].back() : 1;
   const int64_t width_budget = std::max<int64_t>(1, budget / paired);
   // The widest tile within the budget that divides the width; a partial one (a power of two)
   // when that is under half the budget, as 1 of a 7-wide output is.
@@ -396,7 +397,8 @@ void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int 
       ow = static_cast<int>(i);
     }
   }
-  if (ow < 0 || 2 * cands[ow].back() < width_budget) ow = split_position(space, "tile_ow", width_budget);
+  if (ow < 0 || 2 * cands[ow].back() < width_budget)
+    ow = split_position(space, "tile_ow", width_budget);
   (*pos)[knob_index(space, "tile_ow")] = ow;
   const int64_t tile_ow = cands[ow].back();
   (*pos)[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
@@ -419,8 +421,8 @@ ConfigSpace nchwc_space(const te::Tensor& out, int64_t blocks) {
   // element to pay for a pass over memory (as a depthwise one): inlined, the kernel's columns
   // unrolled, its grouped 3x3s took 40% less time than padded first (RegNet-Y-400MF, ResNeXt-50,
   // AVX-512).
-  space.define_knob("pad_at", blocks > 0 ? std::vector<int64_t>{0, 2, 1}
-                                         : std::vector<int64_t>{2, 1, 0});
+  space.define_knob("pad_at",
+                    blocks > 0 ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 1, 0});
   return space;
 }
 
@@ -435,7 +437,8 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
 namespace {
 /// The blocked convolutions' default: the register tile for the vector width, the reduction in
 /// its first order, the kernel's columns unrolled or not, the padding where the space prefers it.
-Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits, int64_t unroll_kw) {
+Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits,
+                     int64_t unroll_kw) {
   std::vector<int> pos(space.knobs().size(), 0);
   default_register_tile(out, space, vector_bits, /*pair_blocks=*/true, &pos);
   pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
@@ -584,9 +587,9 @@ namespace {
 Expr channel_or_zero(const te::Tensor& t, int src_block, int64_t channels, const Expr& n,
                      const Expr& ch, const Expr& y, const Expr& x, bool padded) {
   Expr c = padded ? ir::min(ch, Expr(channels - 1)) : ch;
-  Expr v = src_block == 0 ? t(n, c, y, x)
-                          : t(n, ir::floordiv(c, Expr(src_block)), y, x,
-                              ir::floormod(c, Expr(src_block)));
+  Expr v = src_block == 0
+               ? t(n, c, y, x)
+               : t(n, ir::floordiv(c, Expr(src_block)), y, x, ir::floormod(c, Expr(src_block)));
   return padded ? ir::select(ch < Expr(channels), v, ir::make_zero(t->dtype())) : v;
 }
 
@@ -598,12 +601,11 @@ te::Tensor nchw_to_nchwc(const te::Tensor& t, int c_block, const std::string& na
   const int64_t c = const_dim(t, 1, "nchw_to_nchwc");
   const bool padded = c % c_block != 0;
   const auto& sh = t->shape();
-  return te::compute(
-      {sh[0], (c + c_block - 1) / c_block, sh[2], sh[3], c_block},
-      [&](Var n, Var cb, Var y, Var x, Var ci) {
-        return channel_or_zero(t, 0, c, n, cb * c_block + ci, y, x, padded);
-      },
-      name, {"n", "cb", "h", "w", "c"});
+  return te::compute({sh[0], (c + c_block - 1) / c_block, sh[2], sh[3], c_block},
+                     [&](Var n, Var cb, Var y, Var x, Var ci) {
+                       return channel_or_zero(t, 0, c, n, cb * c_block + ci, y, x, padded);
+                     },
+                     name, {"n", "cb", "h", "w", "c"});
 }
 
 te::Tensor nchwc_to_nchw(const te::Tensor& t, int64_t channels, const std::string& name) {

@@ -84,7 +84,8 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const spa
 /// [O, C/groups, KH, KW]), out [N, O/oc, OH, OW, oc]; ic divides C/groups and oc divides
 /// O/groups, so each block lies in one group:
 ///   out[n, f, y, x, fi] = sum_{c, kh, kw, ci} data[n, g * (C/groups)/ic + c, ..., ci]
-///                                            * kernel[f, c, kh, kw, ci, fi],  g = f / ((O/groups)/oc)
+///                                            * kernel[f, c, kh, kw, ci, fi],  g = f /
+///                                            ((O/groups)/oc)
 /// The reduction axes are conv2d_nchwc's, so schedule_conv2d_nchwc_x86 schedules it.
 te::Tensor group_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 stride,
                               Ints4 padding, Ints2 dilation, int groups,
@@ -95,8 +96,8 @@ te::Tensor group_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, 
 space::ConfigSpace group_conv2d_nchwc_x86_space(const te::Tensor& out);
 /// The default register tile as for conv2d_nchwc_x86_default; the padding inlined and the
 /// kernel's columns unrolled (as the depthwise template's default: little work per input).
-space::Config group_conv2d_nchwc_x86_default(const te::Tensor& out,
-                                             const space::ConfigSpace& space, int vector_bits);
+space::Config group_conv2d_nchwc_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
+                                             int vector_bits);
 /// schedule_conv2d_nchwc_x86's loop nest.
 void schedule_group_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
                                      const space::Config& cfg, const te::Tensor& output = {});

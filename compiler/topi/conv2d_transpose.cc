@@ -145,8 +145,8 @@ Geometry geometry(const char* op, const te::Tensor& data, int64_t kc, int64_t mg
   g.kh = kh;
   g.kw = kw;
   KILN_USER_CHECK(kc == g.c && g.c % groups == 0)
-      << op << ": kernel '" << kernel_name << "' has " << kc << " input channels, '"
-      << data->name() << "' " << g.c << " (in " << groups << " groups)";
+      << op << ": kernel '" << kernel_name << "' has " << kc << " input channels, '" << data->name()
+      << "' " << g.c << " (in " << groups << " groups)";
   g.cg = g.c / groups;
   g.m = mg * groups;
   g.kk = kh * kw;
@@ -237,16 +237,16 @@ te::Tensor pack_conv2d_transpose_weight(const te::Tensor& kernel, int groups, in
       << op << ": " << mg << " x " << kk << " columns per group are not a multiple of the panel "
       << bf << " (or " << c << " channels not of the " << groups << " groups)";
   int64_t cg = c / groups, kw = const_dim(kernel, 3, op);
-  return te::compute(
-      {Expr(groups * mg * kk / bf), Expr(cg), Expr(bf)},
-      [&](Var p, Var rc, Var j) {
-        Expr f = p * Expr(bf) + j;
-        Expr gi = ir::floordiv(f, Expr(mg * kk)), fl = ir::floormod(f, Expr(mg * kk));
-        Expr fk = ir::floormod(fl, Expr(kk));
-        return kernel(gi * Expr(cg) + rc, ir::floordiv(fl, Expr(kk)), ir::floordiv(fk, Expr(kw)),
-                      ir::floormod(fk, Expr(kw)));
-      },
-      name, {"p", "c", "j"});
+  return te::compute({Expr(groups * mg * kk / bf), Expr(cg), Expr(bf)},
+                     [&](Var p, Var rc, Var j) {
+                       Expr f = p * Expr(bf) + j;
+                       Expr gi = ir::floordiv(f, Expr(mg * kk)),
+                            fl = ir::floormod(f, Expr(mg * kk));
+                       Expr fk = ir::floormod(fl, Expr(kk));
+                       return kernel(gi * Expr(cg) + rc, ir::floordiv(fl, Expr(kk)),
+                                     ir::floordiv(fk, Expr(kw)), ir::floormod(fk, Expr(kw)));
+                     },
+                     name, {"p", "c", "j"});
 }
 
 te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor& packed,
@@ -256,14 +256,14 @@ te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor
   const char* op = "conv2d_transpose_nchw_packed";
   KILN_USER_CHECK(packed.ndim() == 3)
       << op << ": the packed kernel '" << packed->name() << "' must be 3-D";
-  Geometry g = geometry(op, data, kernel_shape[0], kernel_shape[1], kernel_shape[2],
-                        kernel_shape[3], packed->name(), stride, padding, output_padding, dilation,
-                        groups);
+  Geometry g =
+      geometry(op, data, kernel_shape[0], kernel_shape[1], kernel_shape[2], kernel_shape[3],
+               packed->name(), stride, padding, output_padding, dilation, groups);
   int64_t np = const_dim(packed, 0, op), pc = const_dim(packed, 1, op),
           bf = const_dim(packed, 2, op);
   KILN_USER_CHECK(np * bf == g.m * g.kk && pc == g.cg && (g.mg * g.kk) % bf == 0)
-      << op << ": the packed kernel '" << packed->name() << "' is not [" << g.m << " * "
-      << g.kk << " / bf, " << g.cg << ", bf] for a panel bf dividing " << g.mg * g.kk;
+      << op << ": the packed kernel '" << packed->name() << "' is not [" << g.m << " * " << g.kk
+      << " / bf, " << g.cg << ", bf] for a panel bf dividing " << g.mg * g.kk;
   auto weight = [&](Expr, Expr f, Expr rc) {
     return packed(ir::floordiv(f, Expr(bf)), rc, ir::floormod(f, Expr(bf)));
   };

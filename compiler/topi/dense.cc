@@ -263,7 +263,8 @@ Config batch_matmul_x86_default(const te::Tensor&, const ConfigSpace& space, int
   const size_t ix = knob_index(space, "tile_x");
   const int64_t lanes = vector_bits / 32;
   const int64_t vectors = (space.knobs()[ix].candidates[pos[ix]].back() + lanes - 1) / lanes;
-  pos[knob_index(space, "tile_y")] = split_position(space, "tile_y", std::max<int64_t>(1, 16 / vectors));
+  pos[knob_index(space, "tile_y")] =
+      split_position(space, "tile_y", std::max<int64_t>(1, 16 / vectors));
   return space.from_positions(pos);
 }
 

@@ -41,8 +41,8 @@ Term parse_term(const std::string& eq, const std::string& t) {
       continue;
     }
     const int l = letter_label(t[i]);
-    KILN_USER_CHECK(l >= 0) << "einsum '" << eq << "': term '" << t << "' has the character '" << t[i]
-                            << "' (axes are letters a-z, A-Z)";
+    KILN_USER_CHECK(l >= 0) << "einsum '" << eq << "': term '" << t << "' has the character '"
+                            << t[i] << "' (axes are letters a-z, A-Z)";
     term.letters.push_back(l);
   }
   return term;
@@ -71,7 +71,8 @@ EinsumSpec parse_einsum(const std::string& equation, const std::vector<size_t>& 
   const std::string lhs = eq.substr(0, arrow);
   const std::vector<std::string> terms = split(lhs, ',');
   KILN_USER_CHECK(terms.size() == ranks.size())
-      << "einsum '" << equation << "' has " << terms.size() << " input terms for " << ranks.size() << " operands";
+      << "einsum '" << equation << "' has " << terms.size() << " input terms for " << ranks.size()
+      << " operands";
   EinsumSpec spec;
   std::map<int, int> count;
   for (size_t k = 0; k < terms.size(); ++k) {
@@ -79,8 +80,8 @@ EinsumSpec parse_einsum(const std::string& equation, const std::vector<size_t>& 
     const size_t letters = t.letters.size();
     const bool ell = t.ellipsis_at >= 0;
     KILN_USER_CHECK(ell ? letters <= ranks[k] : letters == ranks[k])
-        << "einsum '" << equation << "': term '" << terms[k] << "' names " << letters << " axes, but operand " << k
-        << " has rank " << ranks[k];
+        << "einsum '" << equation << "': term '" << terms[k] << "' names " << letters
+        << " axes, but operand " << k << " has rank " << ranks[k];
     const int e = ell ? static_cast<int>(ranks[k] - letters) : 0;
     spec.ellipsis_rank = std::max(spec.ellipsis_rank, e);
     std::vector<int> labels;
@@ -113,15 +114,16 @@ EinsumSpec parse_einsum(const std::string& equation, const std::vector<size_t>& 
         << "einsum '" << equation << "' has one output term";
     const Term t = parse_term(equation, rhs);
     KILN_USER_CHECK(t.ellipsis_at >= 0 || spec.ellipsis_rank == 0)
-        << "einsum '" << equation << "': the output must keep the ellipsis's " << spec.ellipsis_rank << " axes";
+        << "einsum '" << equation << "': the output must keep the ellipsis's " << spec.ellipsis_rank
+        << " axes";
     for (size_t i = 0; i <= t.letters.size(); ++i) {
       if (static_cast<int>(i) == t.ellipsis_at) {
         for (int a = 0; a < spec.ellipsis_rank; ++a) spec.output.push_back(kEllipsisLabel + a);
       }
       if (i == t.letters.size()) break;
       const int l = t.letters[i];
-      KILN_USER_CHECK(count.count(l)) << "einsum '" << equation << "': output axis " << label_name(l)
-                                      << " is in no input term";
+      KILN_USER_CHECK(count.count(l))
+          << "einsum '" << equation << "': output axis " << label_name(l) << " is in no input term";
       KILN_USER_CHECK(std::count(t.letters.begin(), t.letters.end(), l) == 1)
           << "einsum '" << equation << "': output axis " << label_name(l) << " is given twice";
       spec.output.push_back(l);
@@ -143,8 +145,9 @@ std::map<int, int64_t> label_sizes(const std::string& equation, const EinsumSpec
       auto [it, fresh] = size.emplace(l, n);
       if (fresh || it->second == n) continue;
       const bool broadcast = l >= kEllipsisLabel && (it->second == 1 || n == 1);
-      KILN_USER_CHECK(broadcast) << "einsum '" << equation << "': axis " << label_name(l) << " is " << it->second
-                                 << " in one operand and " << n << " in operand " << k;
+      KILN_USER_CHECK(broadcast) << "einsum '" << equation << "': axis " << label_name(l) << " is "
+                                 << it->second << " in one operand and " << n << " in operand "
+                                 << k;
       it->second = std::max(it->second, n);
     }
   }
@@ -153,7 +156,8 @@ std::map<int, int64_t> label_sizes(const std::string& equation, const EinsumSpec
 
 }  // namespace
 
-std::vector<int64_t> einsum_shape(const std::string& equation, const std::vector<std::vector<int64_t>>& shapes) {
+std::vector<int64_t> einsum_shape(const std::string& equation,
+                                  const std::vector<std::vector<int64_t>>& shapes) {
   std::vector<size_t> ranks;
   for (const auto& s : shapes) ranks.push_back(s.size());
   const EinsumSpec spec = parse_einsum(equation, ranks);
@@ -163,13 +167,15 @@ std::vector<int64_t> einsum_shape(const std::string& equation, const std::vector
   return out;
 }
 
-te::Tensor einsum(const std::string& equation, const std::vector<te::Tensor>& xs, const std::string& name) {
+te::Tensor einsum(const std::string& equation, const std::vector<te::Tensor>& xs,
+                  const std::string& name) {
   KILN_USER_CHECK(!xs.empty()) << "einsum '" << equation << "' has no operands";
   std::vector<size_t> ranks;
   std::vector<std::vector<int64_t>> shapes;
   for (const te::Tensor& x : xs) {
     KILN_USER_CHECK(x->dtype() == xs[0]->dtype())
-        << "einsum '" << equation << "': operands of " << xs[0]->dtype().str() << " and " << x->dtype().str();
+        << "einsum '" << equation << "': operands of " << xs[0]->dtype().str() << " and "
+        << x->dtype().str();
     ranks.push_back(x.ndim());
     std::vector<int64_t> s;
     for (const ir::Expr& e : x->shape()) {

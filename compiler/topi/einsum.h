@@ -31,9 +31,11 @@ EinsumSpec parse_einsum(const std::string& equation, const std::vector<size_t>& 
 
 /// The output's shape for operands of `shapes`; kiln::Error naming the letter (or ellipsis axis)
 /// whose sizes disagree.
-std::vector<int64_t> einsum_shape(const std::string& equation, const std::vector<std::vector<int64_t>>& shapes);
+std::vector<int64_t> einsum_shape(const std::string& equation,
+                                  const std::vector<std::vector<int64_t>>& shapes);
 
 /// The compute; operands of one dtype.
-te::Tensor einsum(const std::string& equation, const std::vector<te::Tensor>& xs, const std::string& name);
+te::Tensor einsum(const std::string& equation, const std::vector<te::Tensor>& xs,
+                  const std::string& name);
 
 }  // namespace kiln::topi

@@ -178,8 +178,8 @@ te::Tensor where(const te::Tensor& cond, const te::Tensor& a, const te::Tensor& 
   return te::compute(
       shape,
       [&](const std::vector<Var>& i) {
-        return ir::select(cond(broadcast_indices(cond, shape, i)), a(broadcast_indices(a, shape, i)),
-                          b(broadcast_indices(b, shape, i)));
+        return ir::select(cond(broadcast_indices(cond, shape, i)),
+                          a(broadcast_indices(a, shape, i)), b(broadcast_indices(b, shape, i)));
       },
       name);
 }

@@ -41,9 +41,10 @@ te::Tensor pack_gates(const te::Tensor& w, int d, int64_t gates, int64_t k, int6
       {Expr(static_cast<int>((gates + bn - 1) / bn)), Expr(static_cast<int>(k)), kbn},
       [&](Var po, Var kk, Var j) {
         Expr g = po * kbn + j;
-        return ir::select(g < Expr(static_cast<int>(gates)),
-                          w(d, ir::min(g, Expr(static_cast<int>(gates - 1))) + static_cast<int>(row0), kk),
-                          ir::make_zero(w->dtype()));
+        return ir::select(
+            g < Expr(static_cast<int>(gates)),
+            w(d, ir::min(g, Expr(static_cast<int>(gates - 1))) + static_cast<int>(row0), kk),
+            ir::make_zero(w->dtype()));
       },
       name, {"p", "k", "j"});
 }
@@ -58,7 +59,8 @@ te::Tensor sequence_output(std::vector<te::Tensor> hs, bool reverse, const std::
       shape,
       [&](Var t, Var, Var bi, Var j) {
         Expr v = hs.back()(bi, j);
-        for (size_t k = hs.size() - 1; k-- > 0;) v = ir::select(t == static_cast<int>(k), hs[k](bi, j), v);
+        for (size_t k = hs.size() - 1; k-- > 0;)
+          v = ir::select(t == static_cast<int>(k), hs[k](bi, j), v);
         return v;
       },
       name);
@@ -208,11 +210,15 @@ LstmOutputs both_directions(const LstmOutputs& f, const LstmOutputs& v, const st
   ys[1] = Expr(2);
   hs[0] = Expr(2);
   out.y = te::compute(
-      ys, [&](Var t, Var dd, Var bi, Var j) { return ir::select(dd == 0, f.y(t, 0, bi, j), v.y(t, 0, bi, j)); },
+      ys,
+      [&](Var t, Var dd, Var bi, Var j) {
+        return ir::select(dd == 0, f.y(t, 0, bi, j), v.y(t, 0, bi, j));
+      },
       name + ".Y");
   auto both = [&](const te::Tensor& a, const te::Tensor& c, const std::string& n) {
     return te::compute(
-        hs, [&](Var dd, Var bi, Var j) { return ir::select(dd == 0, a(0, bi, j), c(0, bi, j)); }, name + n);
+        hs, [&](Var dd, Var bi, Var j) { return ir::select(dd == 0, a(0, bi, j), c(0, bi, j)); },
+        name + n);
   };
   out.y_h = both(f.y_h, v.y_h, ".Y_h");
   if (f.y_c.defined()) out.y_c = both(f.y_c, v.y_c, ".Y_c");
@@ -220,9 +226,11 @@ LstmOutputs both_directions(const LstmOutputs& f, const LstmOutputs& v, const st
 }
 
 LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
-                const te::Tensor& initial_h, bool linear_before_reset, const std::string& name, LstmDirection dir) {
+                const te::Tensor& initial_h, bool linear_before_reset, const std::string& name,
+                LstmDirection dir) {
   std::vector<int64_t> xs = const_shape(x, "gru"), ws = const_shape(w, "gru");
-  KILN_USER_CHECK(xs.size() == 3) << "gru: X '" << x->name() << "' has shape " << shape_str(x->shape())
+  KILN_USER_CHECK(xs.size() == 3) << "gru: X '" << x->name() << "' has shape "
+                                  << shape_str(x->shape())
                                   << ", expected [seq_length, batch_size, input_size]";
   KILN_USER_CHECK(ws.size() == 3 && ws[1] % 3 == 0 && (ws[0] == 1 || ws[0] == 2))
       << "gru: W '" << w->name() << "' has shape " << shape_str(w->shape())
@@ -231,7 +239,8 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
   KILN_USER_CHECK(dir.index >= 0 && dir.index < dirs)
       << "gru: direction " << dir.index << " of weights for " << dirs << " direction(s)";
   const ir::DataType dt = x->dtype();
-  KILN_USER_CHECK(dt.is_float()) << "gru: X '" << x->name() << "' must be floating-point, got " << dt.str();
+  KILN_USER_CHECK(dt.is_float()) << "gru: X '" << x->name() << "' must be floating-point, got "
+                                 << dt.str();
   check_shape(w, {dirs, 3 * hidden, input}, "W");
   check_shape(r, {dirs, 3 * hidden, hidden}, "R");
   if (b.defined()) check_shape(b, {dirs, 6 * hidden}, "B");
@@ -245,12 +254,15 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
   // Gates in ONNX order z, r, h. The input projection of all steps as one dense; the recurrent
   // products per step: all three gates at once when the reset gate applies after the product
   // (linear_before_reset), else z and r, then h over r * h_{t-1}.
-  auto packed = [&](const te::Tensor& m, int64_t gates, int64_t k, int64_t row0, const std::string& n) {
+  auto packed = [&](const te::Tensor& m, int64_t gates, int64_t k, int64_t row0,
+                    const std::string& n) {
     const int64_t bn = lstm_panel_width(gates);
-    return std::make_pair(pack_gates(m, d, gates, k, bn, name + n, row0), ((gates + bn - 1) / bn) * bn);
+    return std::make_pair(pack_gates(m, d, gates, k, bn, name + n, row0),
+                          ((gates + bn - 1) / bn) * bn);
   };
   const auto [wt, gw] = packed(w, 3 * hidden, input, 0, ".W_packed");
-  const auto [rt_all, gr_all] = packed(r, linear_before_reset ? 3 * hidden : 2 * hidden, hidden, 0, ".R_packed");
+  const auto [rt_all, gr_all] =
+      packed(r, linear_before_reset ? 3 * hidden : 2 * hidden, hidden, 0, ".R_packed");
   const auto [rt_h, gr_h] = packed(r, hidden, hidden, 2 * hidden, ".Rh_packed");
   te::Tensor x2 = te::compute(
       {Expr(static_cast<int>(steps * batch)), Expr(static_cast<int>(input))},
@@ -266,7 +278,8 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
     const Expr tt(static_cast<int>(dir.reverse ? steps - 1 - t : t));
     te::Tensor hp = hs.empty() ? te::Tensor() : hs.back();
     if (!hp.defined() && initial_h.defined()) {
-      hp = te::compute({kB, kH}, [&](Var bi, Var j) { return initial_h(d, bi, j); }, name + ".h_init");
+      hp = te::compute(
+          {kB, kH}, [&](Var bi, Var j) { return initial_h(d, bi, j); }, name + ".h_init");
       out.views.push_back(hp);
     }
     te::Tensor rec;
@@ -284,41 +297,42 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
       if (recurrent && b.defined()) v = v + b(d, g + 3 * H);
       return v;
     };
-    te::Tensor rg = te::compute(
-        {kB, kH}, [&](Var bi, Var j) { return ir::sigmoid(pre(1, bi, j, true)); }, name + ".r" + sfx, {"b", "j"});
+    te::Tensor rg =
+        te::compute({kB, kH}, [&](Var bi, Var j) { return ir::sigmoid(pre(1, bi, j, true)); },
+                    name + ".r" + sfx, {"b", "j"});
     // The reset gate multiplies h_{t-1} (none at a first step without initial_h) or, with
     // linear_before_reset, the recurrent product with its bias.
     if (linear_before_reset || hp.defined()) out.stages.push_back(rg);
     te::Tensor rec_h;
     if (!linear_before_reset && hp.defined()) {
-      te::Tensor rh = te::compute(
-          {kB, kH}, [&](Var bi, Var j) { return rg(bi, j) * hp(bi, j); }, name + ".rh" + sfx, {"b", "j"});
+      te::Tensor rh = te::compute({kB, kH}, [&](Var bi, Var j) { return rg(bi, j) * hp(bi, j); },
+                                  name + ".rh" + sfx, {"b", "j"});
       rec_h = dense_packed(rh, rt_h, gr_h, name + ".rec_h" + sfx);
       if (!r_packed) out.stages.push_back(rt_h);
       out.stages.insert(out.stages.end(), {rh, rec_h});
     }
     if (hp.defined()) r_packed = true;
-    te::Tensor h = te::compute(
-        {kB, kH},
-        [&](Var bi, Var j) {
-          Expr cand = pre(2, bi, j, false);
-          const Expr rbh = b.defined() ? b(d, j + 5 * H) : ir::make_zero(dt);
-          if (linear_before_reset) {
-            Expr lin = rec.defined() ? rec(bi, j + 2 * H) + rbh : rbh;
-            cand = cand + rg(bi, j) * lin;
-          } else {
-            cand = cand + (rec_h.defined() ? rec_h(bi, j) + rbh : rbh);
-          }
-          Expr z = ir::sigmoid(pre(0, bi, j, true));
-          Expr hv = (ir::make_one(dt) - z) * ir::tanh(cand);
-          return hp.defined() ? hv + z * hp(bi, j) : hv;
-        },
-        name + ".h" + sfx, {"b", "j"});
+    te::Tensor h = te::compute({kB, kH},
+                               [&](Var bi, Var j) {
+                                 Expr cand = pre(2, bi, j, false);
+                                 const Expr rbh = b.defined() ? b(d, j + 5 * H) : ir::make_zero(dt);
+                                 if (linear_before_reset) {
+                                   Expr lin = rec.defined() ? rec(bi, j + 2 * H) + rbh : rbh;
+                                   cand = cand + rg(bi, j) * lin;
+                                 } else {
+                                   cand = cand + (rec_h.defined() ? rec_h(bi, j) + rbh : rbh);
+                                 }
+                                 Expr z = ir::sigmoid(pre(0, bi, j, true));
+                                 Expr hv = (ir::make_one(dt) - z) * ir::tanh(cand);
+                                 return hp.defined() ? hv + z * hp(bi, j) : hv;
+                               },
+                               name + ".h" + sfx, {"b", "j"});
     out.stages.push_back(h);
     hs.push_back(h);
   }
   out.y = sequence_output(hs, dir.reverse, name + ".Y");
-  out.y_h = te::compute({1, kB, kH}, [&](Var, Var bi, Var j) { return hs.back()(bi, j); }, name + ".Y_h");
+  out.y_h = te::compute(
+      {1, kB, kH}, [&](Var, Var bi, Var j) { return hs.back()(bi, j); }, name + ".Y_h");
   return out;
 }
 
@@ -335,8 +349,9 @@ void schedule_lstm_stages(te::Schedule& s, const LstmOutputs& out, const StageSc
 }
 
 void schedule_lstm_x86(te::Schedule& s, const LstmOutputs& out) {
-  schedule_lstm_stages(s, out, schedule_projection,
-                       [](te::Schedule& sch, const te::Tensor& t) { schedule_injective_x86(sch, t); });
+  schedule_lstm_stages(s, out, schedule_projection, [](te::Schedule& sch, const te::Tensor& t) {
+    schedule_injective_x86(sch, t);
+  });
 }
 
 int64_t lstm_panel_width(int64_t gates) {
@@ -347,8 +362,9 @@ int64_t lstm_panel_width(int64_t gates) {
 }
 
 te::Schedule schedule_lstm_x86(const LstmOutputs& out) {
-  te::Schedule s = te::create_schedule(out.y_c.defined() ? std::vector<te::Tensor>{out.y, out.y_h, out.y_c}
-                                                         : std::vector<te::Tensor>{out.y, out.y_h});
+  te::Schedule s =
+      te::create_schedule(out.y_c.defined() ? std::vector<te::Tensor>{out.y, out.y_h, out.y_c}
+                                            : std::vector<te::Tensor>{out.y, out.y_h});
   schedule_lstm_x86(s, out);
   return s;
 }

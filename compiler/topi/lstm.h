@@ -1,6 +1,6 @@
-// The ONNX LSTM operator (each direction: forward, reverse, both; layout 0, default activations sigmoid / tanh / tanh,
-// no sequence_lens, no clip) as an exact decomposition into tensor expressions unrolled over the
-// T time steps:
+// The ONNX LSTM operator (each direction: forward, reverse, both; layout 0, default activations
+// sigmoid / tanh / tanh, no sequence_lens, no clip) as an exact decomposition into tensor
+// expressions unrolled over the T time steps:
 //
 //   xw[t, b, g]  = sum_k X[t, b, k] * W[0, g, k]            one dense for all steps (g in [0, 4H))
 //                                                            (both with W and R packed in panels)
@@ -58,7 +58,8 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
 /// A bidirectional LSTM or GRU from its two directions (lstm() or gru() with dir {0, false} and
 /// {1, true} over unpacked weights, D = 2): Y [T, 2, B, H], Y_h (and Y_c) [2, B, H]; each
 /// direction's stages are scheduled as lstm()'s.
-LstmOutputs both_directions(const LstmOutputs& forward, const LstmOutputs& backward, const std::string& name);
+LstmOutputs both_directions(const LstmOutputs& forward, const LstmOutputs& backward,
+                            const std::string& name);
 
 /// The ONNX GRU (layout 0, default activations sigmoid / tanh, no sequence_lens, no clip), one
 /// direction, the same way: x [T, B, I], w [D, 3H, I], r [D, 3H, H] (gates z, r, h); optional b
@@ -67,8 +68,8 @@ LstmOutputs both_directions(const LstmOutputs& forward, const LstmOutputs& backw
 ///   h~ = tanh(x W_h + (r * h) R_h + Rb_h + Wb_h), or with linear_before_reset
 ///   h~ = tanh(x W_h + r * (h R_h + Rb_h) + Wb_h);  h' = (1 - z) h~ + z h.
 LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
-                const te::Tensor& initial_h, bool linear_before_reset, const std::string& name = "gru",
-                LstmDirection dir = {});
+                const te::Tensor& initial_h, bool linear_before_reset,
+                const std::string& name = "gru", LstmDirection dir = {});
 
 /// The panel width of the LSTM's packed weights for 4H gates: 64, 32 or 16 when one divides 4H,
 /// else 64 (16 below 256 gates) with the last panel zero-padded.

@@ -11,12 +11,13 @@ namespace kiln::topi {
 te::Tensor matmul(const te::Tensor& a, const te::Tensor& b, const std::string& name = "C");
 
 /// The paper's example: C[y, x] = sum_k A[k, y] * B[k, x].
-te::Tensor matmul_transposed_a(const te::Tensor& a, const te::Tensor& b, const std::string& name = "C");
+te::Tensor matmul_transposed_a(const te::Tensor& a, const te::Tensor& b,
+                               const std::string& name = "C");
 
 struct MatmulSchedule {
-  int tile_rows = 8;    ///< rows of the register tile
-  int tile_cols = 32;   ///< columns of the register tile (vector lanes × vectors)
-  int k_unroll = 4;     ///< reduction steps unrolled per iteration
+  int tile_rows = 8;   ///< rows of the register tile
+  int tile_cols = 32;  ///< columns of the register tile (vector lanes × vectors)
+  int k_unroll = 4;    ///< reduction steps unrolled per iteration
 };
 
 /// A packed matmul for x86: returns the schedule and its output, computing A (m × k) · B (k × n)

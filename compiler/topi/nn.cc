@@ -133,12 +133,12 @@ te::Tensor log_softmax(const te::Tensor& x, int64_t axis, const std::string& nam
   const int ax = normalize_axis(axis, x.ndim(), "log_softmax");
   te::Tensor mx = reduce_along(x, ax, ir::ReduceKind::kMax, name + ".max", fold,
                                [&](const std::vector<Expr>& i) { return x(i); });
-  te::Tensor sm =
-      reduce_along(x, ax, ir::ReduceKind::kSum, name + ".sum", fold, [&](const std::vector<Expr>& i) {
-        std::vector<Expr> r(i);
-        r[ax] = Expr(0);
-        return ir::exp(x(i) - mx(r));
-      });
+  te::Tensor sm = reduce_along(x, ax, ir::ReduceKind::kSum, name + ".sum", fold,
+                               [&](const std::vector<Expr>& i) {
+                                 std::vector<Expr> r(i);
+                                 r[ax] = Expr(0);
+                                 return ir::exp(x(i) - mx(r));
+                               });
   return te::compute(
       x->shape(),
       [&](const std::vector<Var>& i) {

@@ -158,7 +158,9 @@ te::Tensor global_avg_pool2d(const te::Tensor& data, const std::string& name) {
   IterVar rh = te::reduce_axis({0, h}, "rh"), rw = te::reduce_axis({0, w}, "rw");
   te::Tensor sum = te::compute(
       pooled_shape(data, 1, 1),
-      [&](const std::vector<Var>& i) { return te::sum(data(window_index(i, rh, rw)), {rh, rw}); },
+      [&](const std::vector<Var>& i) {
+        return te::sum(data(window_index(i, rh, rw)), {rh, rw});
+      },
       name + ".sum", pooled_axes(data));
   return with_workload(te::compute(
                            pooled_shape(data, 1, 1),

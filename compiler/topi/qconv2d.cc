@@ -13,8 +13,8 @@ QConv2d qconv2d_nchw(const te::Tensor& x_q, const te::Tensor& w_q, const te::Ten
   KILN_USER_CHECK(x_q->dtype() == ir::kInt8 && w_q->dtype() == ir::kInt8)
       << "qconv2d_nchw: data '" << x_q->name() << "' and kernel '" << w_q->name()
       << "' must be int8";
-  KILN_USER_CHECK(bias->dtype() == ir::kInt32 && shift->dtype() == ir::kInt32 &&
-                  bias.ndim() == 1 && shift.ndim() == 1)
+  KILN_USER_CHECK(bias->dtype() == ir::kInt32 && shift->dtype() == ir::kInt32 && bias.ndim() == 1 &&
+                  shift.ndim() == 1)
       << "qconv2d_nchw: bias '" << bias->name() << "' and shift '" << shift->name()
       << "' must be 1-D int32";
   QConv2d q;

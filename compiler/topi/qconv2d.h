@@ -2,7 +2,8 @@
 // int8 data and kernel, an int32 per-channel bias and right shift, int8 out. This is the contract
 // the VDLA implements bit for bit, and the CPU compute below follows it exactly:
 //
-//   acc[n, oc, y, x] = bias[oc] + sum_{c, kh, kw} int32(x_q[n, g * C/groups + c, y * sh + kh * dh - pt,
+//   acc[n, oc, y, x] = bias[oc] + sum_{c, kh, kw} int32(x_q[n, g * C/groups + c, y * sh + kh * dh -
+//   pt,
 //                                                            x * sw + kw * dw - pl])
 //                                                * int32(w_q[oc, c, kh, kw])      (int32, wrapping)
 //   y_q[n, oc, y, x] = int8(clip(acc >> shift[oc], relu ? 0 : -128, 127))

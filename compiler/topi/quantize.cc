@@ -17,8 +17,8 @@ Expr per_axis(const te::Tensor& t, const std::vector<ir::Var>& i, int axis) {
 
 void check_params(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& zero_point,
                   int axis, const char* op) {
-  KILN_USER_CHECK(scale.ndim() <= 1) << op << ": the scale '" << scale->name()
-                                     << "' must be a scalar or 1-D";
+  KILN_USER_CHECK(scale.ndim() <= 1)
+      << op << ": the scale '" << scale->name() << "' must be a scalar or 1-D";
   KILN_USER_CHECK(scale.ndim() == 0 || (axis >= 0 && static_cast<size_t>(axis) < x.ndim()))
       << op << ": axis " << axis << " is out of range for '" << x->name() << "'";
   KILN_USER_CHECK(!zero_point.defined() || zero_point.ndim() == scale.ndim())

@@ -20,7 +20,7 @@ constexpr int64_t kRowLanes = 16;  // RowFold::kVectorLanes: 16 floats, AVX-512'
 
 /// How an output point of a reduction maps to an input point.
 struct ReduceMap {
-  std::vector<bool> reduced;        ///< per input axis
+  std::vector<bool> reduced;  ///< per input axis
   std::vector<Expr> out_shape;
   bool keepdims = true;
 
@@ -111,7 +111,8 @@ te::Tensor lanes_stage(const ReduceMap& m, int64_t n, ir::ReduceKind kind, const
         at.push_back(rest == 0 ? Expr(l->var) : ir::min(l->var, Expr(kRowLanes - 1)));
         Expr v = lanes(at);
         if (rest != 0) {
-          Expr tail = value(m.input_point(o, {Expr(whole) + ir::max(l->var - Expr(kRowLanes), Expr(0))}), o);
+          Expr tail = value(
+              m.input_point(o, {Expr(whole) + ir::max(l->var - Expr(kRowLanes), Expr(0))}), o);
           v = ir::select(l->var < Expr(kRowLanes), v, tail);
         }
         return fold(kind, v, {l});
@@ -150,8 +151,8 @@ te::Tensor reduce_stage(const te::Tensor& x, const ReduceMap& m, ir::ReduceKind 
 
 }  // namespace
 
-te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& axes,
-                  bool keepdims, const std::string& name, RowFold row_fold) {
+te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& axes, bool keepdims,
+                  const std::string& name, RowFold row_fold) {
   const ir::DataType t = x->dtype();
   const bool needs_float = op == ReduceOp::kMean || op == ReduceOp::kL2 ||
                            op == ReduceOp::kLogSum || op == ReduceOp::kLogSumExp;
@@ -162,8 +163,8 @@ te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& 
   for (size_t d = 0; d < m.reduced.size(); ++d) {
     if (!m.reduced[d]) continue;
     auto c = ir::as_const_int(x->shape()[d]);
-    KILN_USER_CHECK(c.has_value()) << name << ": dimension " << d << " of '" << x->name()
-                                   << "' must be a constant";
+    KILN_USER_CHECK(c.has_value())
+        << name << ": dimension " << d << " of '" << x->name() << "' must be a constant";
     count *= *c;
   }
   auto read = [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return x(i); };
@@ -229,17 +230,20 @@ te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& 
           red, row_fold);
       return te::compute(
           m.out_shape,
-          [&](const std::vector<Var>& o) { return ir::log(s(as_exprs(o))) + shift(as_exprs(o)); }, name);
+          [&](const std::vector<Var>& o) { return ir::log(s(as_exprs(o))) + shift(as_exprs(o)); },
+          name);
     }
   }
   KILN_USER_ERROR() << name << ": unknown reduction";
 }
 
 te::Tensor reduce_along(const te::Tensor& x, int axis, ir::ReduceKind kind, const std::string& name,
-                        RowFold row_fold, const std::function<Expr(const std::vector<Expr>&)>& value) {
+                        RowFold row_fold,
+                        const std::function<Expr(const std::vector<Expr>&)>& value) {
   return reduce_stage(
       x, make_map(x, {axis}, true, name), kind,
-      [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return value(i); }, name, row_fold);
+      [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return value(i); }, name,
+      row_fold);
 }
 
 void schedule_row_lanes_x86(te::Schedule& s, const te::Tensor& lanes) {
@@ -258,8 +262,8 @@ te::Tensor arg_reduce(const te::Tensor& x, bool is_max, int64_t axis, bool keepd
   const int ax = normalize_axis(axis, x.ndim(), name);
   const ReduceMap m = make_map(x, {ax}, keepdims, name);
   auto read = [&](const std::vector<Expr>& i, const std::vector<Expr>&) { return x(i); };
-  te::Tensor ext = reduce_stage(x, m, is_max ? ir::ReduceKind::kMax : ir::ReduceKind::kMin, read,
-                                name + ".ext");
+  te::Tensor ext =
+      reduce_stage(x, m, is_max ? ir::ReduceKind::kMax : ir::ReduceKind::kMin, read, name + ".ext");
   const ir::DataType i64 = ir::DataType::Int(64);
   const Expr dim = ir::cast(i64, x->shape()[static_cast<size_t>(ax)]);
   // The first (last) index k where x equals the extreme: a min (max) over k of k where it does
@@ -307,14 +311,15 @@ te::Tensor hardmax(const te::Tensor& x, int64_t axis, const std::string& name) {
 }
 
 LayerNormOutputs layer_norm(const te::Tensor& x, const te::Tensor& scale, const te::Tensor& bias,
-                            int64_t axis, double epsilon, const std::string& name,
-                            bool per_channel, RowFold row_fold) {
+                            int64_t axis, double epsilon, const std::string& name, bool per_channel,
+                            RowFold row_fold) {
   const ir::DataType t = x->dtype();
   KILN_USER_CHECK(t.is_float()) << name << ": '" << x->name() << "' must be floating-point, got "
                                 << t.str();
   const int ax = normalize_axis(axis, x.ndim(), name);
   std::vector<int64_t> axes;
-  for (size_t d = static_cast<size_t>(ax); d < x.ndim(); ++d) axes.push_back(static_cast<int64_t>(d));
+  for (size_t d = static_cast<size_t>(ax); d < x.ndim(); ++d)
+    axes.push_back(static_cast<int64_t>(d));
   // Scale and bias are aligned with the trailing (normalized) axes.
   auto aligned = [&](const te::Tensor& p, const std::vector<Var>& i) {
     if (per_channel) return p(Expr(i[1]));

@@ -28,14 +28,14 @@ enum class RowFold { kSerial, kVectorLanes };
 /// The reduction `op` of x over `axes` (each in [-rank, rank), none twice; empty: every axis), the
 /// reduced axes kept with size 1 when `keepdims`. Mean, L2, LogSum and LogSumExp need a
 /// floating-point x. kiln::Error naming `name` for a bad axis or dtype.
-te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& axes,
-                  bool keepdims, const std::string& name = "reduce",
-                  RowFold row_fold = RowFold::kSerial);
+te::Tensor reduce(const te::Tensor& x, ReduceOp op, const std::vector<int64_t>& axes, bool keepdims,
+                  const std::string& name = "reduce", RowFold row_fold = RowFold::kSerial);
 
 /// One reduction stage `name` of `kind` along `axis` of x, the axis kept with size 1, folding
 /// value(input point): softmax's max and sum.
 te::Tensor reduce_along(const te::Tensor& x, int axis, ir::ReduceKind kind, const std::string& name,
-                        RowFold row_fold, const std::function<ir::Expr(const std::vector<ir::Expr>&)>& value);
+                        RowFold row_fold,
+                        const std::function<ir::Expr(const std::vector<ir::Expr>&)>& value);
 
 /// The x86 schedule of a S.lanes stage: the rows in parallel, the fold loop outside the lanes,
 /// which are one vector.

@@ -57,8 +57,8 @@ size_t knob_index(const space::ConfigSpace& space, const std::string& name) {
 
 te::Stage epilogue_stage(te::Schedule& s, const te::Tensor& op_out, const te::Tensor& output) {
   if (!output.defined() || output == op_out) return s[op_out];
-  KILN_ICHECK(output.ndim() == op_out.ndim()) << "epilogue '" << output->name() << "' of '"
-                                              << op_out->name() << "' has another rank";
+  KILN_ICHECK(output.ndim() == op_out.ndim())
+      << "epilogue '" << output->name() << "' of '" << op_out->name() << "' has another rank";
   for (size_t i = 0; i < output.ndim(); ++i) {
     KILN_ICHECK(ir::as_const_int(output->shape()[i]) == ir::as_const_int(op_out->shape()[i]))
         << "epilogue '" << output->name() << "' of '" << op_out->name() << "' has another shape";

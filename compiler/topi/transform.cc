@@ -446,8 +446,8 @@ te::Tensor gather_elements(const te::Tensor& data, const te::Tensor& indices, in
   KILN_USER_CHECK(indices->dtype().is_int() || indices->dtype().is_uint())
       << name << ": indices '" << indices->name() << "' must be integers, not " << indices->dtype();
   KILN_USER_CHECK(indices.ndim() == data.ndim())
-      << name << ": indices '" << indices->name() << "' of rank " << indices.ndim()
-      << " for data '" << data->name() << "' of rank " << data.ndim();
+      << name << ": indices '" << indices->name() << "' of rank " << indices.ndim() << " for data '"
+      << data->name() << "' of rank " << data.ndim();
   const int a = normalize_axis(axis, data.ndim(), name);
   const int64_t dim = const_shape(data, name)[a];
   return te::compute(
@@ -463,15 +463,14 @@ te::Tensor gather_elements(const te::Tensor& data, const te::Tensor& indices, in
       name);
 }
 
-te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
-                const std::string& name) {
-  KILN_USER_CHECK(repeats.size() == x.ndim())
-      << name << ": " << repeats.size() << " repeats for '" << x->name() << "' of rank " << x.ndim();
+te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats, const std::string& name) {
+  KILN_USER_CHECK(repeats.size() == x.ndim()) << name << ": " << repeats.size() << " repeats for '"
+                                              << x->name() << "' of rank " << x.ndim();
   const std::vector<int64_t> in = const_shape(x, name);
   std::vector<Expr> shape;
   for (size_t d = 0; d < in.size(); ++d) {
-    KILN_USER_CHECK(repeats[d] >= 0) << name << ": repeat " << repeats[d] << " of axis " << d
-                                     << " is negative";
+    KILN_USER_CHECK(repeats[d] >= 0)
+        << name << ": repeat " << repeats[d] << " of axis " << d << " is negative";
     shape.push_back(Expr(static_cast<int>(in[d] * repeats[d])));
   }
   return te::compute(
@@ -480,7 +479,7 @@ te::Tensor tile(const te::Tensor& x, const std::vector<int64_t>& repeats,
         std::vector<Expr> idx;
         for (size_t d = 0; d < in.size(); ++d) {
           idx.push_back(repeats[d] == 1 || in[d] == 1 ? (in[d] == 1 ? Expr(0) : Expr(i[d]))
-                                                       : Expr(i[d]) % Expr(static_cast<int>(in[d])));
+                                                      : Expr(i[d]) % Expr(static_cast<int>(in[d])));
         }
         return x(idx);
       },
@@ -499,8 +498,8 @@ te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
   const std::string& nearest_mode = method.nearest_mode;
   const std::vector<int64_t> in = const_shape(x, name);
   KILN_USER_CHECK(out_shape.size() == in.size() && scales.size() == in.size())
-      << name << ": output shape " << str(out_shape) << " and " << scales.size()
-      << " scales for '" << x->name() << "' of rank " << in.size();
+      << name << ": output shape " << str(out_shape) << " and " << scales.size() << " scales for '"
+      << x->name() << "' of rank " << in.size();
   KILN_USER_CHECK(mode == "nearest" || mode == "linear" || mode == "cubic")
       << name << ": mode '" << mode << "' is not supported (nearest, linear, cubic)";
   KILN_USER_CHECK(mode == "nearest" || x->dtype().is_float())
@@ -563,8 +562,8 @@ te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
         },
         name);
   }
-  // Linear and cubic: separable, one pass per resized axis, innermost first. The 2^k-neighbour sum of one
-  // pass would gather 2^k elements per output; axis by axis, only the innermost pass gathers
+  // Linear and cubic: separable, one pass per resized axis, innermost first. The 2^k-neighbour sum
+  // of one pass would gather 2^k elements per output; axis by axis, only the innermost pass gathers
   // (on an input-sized tensor when upsampling), and every outer pass reads whole rows at one
   // source index per vector (contiguous loads). The weights are those of the 2^k sum, applied
   // one factor at a time. The passes but the last are named NAME.axisD (schedule_resize_x86).
@@ -602,8 +601,12 @@ te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
           }
           // Keys' cubic kernel at the distance of each of the 4 neighbours i0-1 .. i0+2.
           const Expr A = ir::make_const(f32, method.cubic_a), one = ir::make_const(f32, 1.0);
-          auto near = [&](Expr s) { return ((A + 2.0f) * s - (A + 3.0f)) * s * s + one; };  // |s| <= 1
-          auto far = [&](Expr s) { return ((A * s - A * 5.0f) * s + A * 8.0f) * s - A * 4.0f; };  // 1 < |s| < 2
+          auto near = [&](Expr s) {
+            return ((A + 2.0f) * s - (A + 3.0f)) * s * s + one;
+          };  // |s| <= 1
+          auto far = [&](Expr s) {
+            return ((A * s - A * 5.0f) * s + A * 8.0f) * s - A * 4.0f;
+          };  // 1 < |s| < 2
           Expr wk[4] = {far(w + one), near(w), near(one - w), far(ir::make_const(f32, 2.0) - w)};
           if (method.exclude_outside) {
             Expr total;

@@ -1,6 +1,6 @@
 // The tunable templates by name: what the graph build and the tuner need of an operator's x86 or
-// GPU schedule template (its config space for a given output, the default point, and the schedule of
-// one point) behind one interface, so that both choose configs the same way.
+// GPU schedule template (its config space for a given output, the default point, and the schedule
+// of one point) behind one interface, so that both choose configs the same way.
 //
 //   const TunableTemplate& t = tunable_template("conv2d_nchwc_x86");  // schedules conv2d_nchwc
 //   space::ConfigSpace space = t.space(out);

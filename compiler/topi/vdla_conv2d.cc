@@ -17,8 +17,9 @@ namespace vc = vdla_compiler;
 
 std::string VdlaConv2dConfig::to_string() const {
   std::ostringstream os;
-  os << "tile_oc=" << tile_oc << " tile_ic=" << tile_ic << " tile_h=" << tile_h << " tile_w=" << tile_w
-     << " vthreads=" << vthreads << (vthreads > 1 ? (vthread_h ? " axis=h" : " axis=oc") : "")
+  os << "tile_oc=" << tile_oc << " tile_ic=" << tile_ic << " tile_h=" << tile_h
+     << " tile_w=" << tile_w << " vthreads=" << vthreads
+     << (vthreads > 1 ? (vthread_h ? " axis=h" : " axis=oc") : "")
      << (wgt_resident ? " wgt_resident" : "");
   return os.str();
 }
@@ -27,7 +28,8 @@ VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, bool relu) {
   KILN_USER_CHECK(s.ic > 0 && s.oc > 0 && s.ic % 16 == 0 && s.oc % 16 == 0)
       << "vdla conv2d: channels " << s.ic << " -> " << s.oc << " must be positive multiples of 16";
   KILN_USER_CHECK(s.k >= 1 && s.stride >= 1 && s.pad >= 0 && s.oh() >= 1 && s.ow() >= 1)
-      << "vdla conv2d: kernel " << s.k << ", stride " << s.stride << ", padding " << s.pad << " out of range";
+      << "vdla conv2d: kernel " << s.k << ", stride " << s.stride << ", padding " << s.pad
+      << " out of range";
   VdlaConv2d op;
   op.shape = s;
   op.relu = relu;
@@ -42,7 +44,8 @@ VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, bool relu) {
       [&](Var c, Var y, Var x, Var b, Var i) {
         Expr in = data({c, y - p, x - p, b, i});
         if (p == 0) return in;
-        return ir::select(y >= p && y < s.h + p && x >= p && x < s.w + p, in, ir::make_zero(ir::kInt8));
+        return ir::select(y >= p && y < s.h + p && x >= p && x < s.w + p, in,
+                          ir::make_zero(ir::kInt8));
       },
       "data_pad");
   const te::Tensor pad = op.data_pad;
@@ -61,7 +64,9 @@ VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, bool relu) {
   const te::Tensor conv = op.conv;
   op.biased = te::compute(
       {ocb, s.oh(), s.ow(), 1, 16},
-      [&](const std::vector<Var>& v) { return conv({v[0], v[1], v[2], v[3], v[4]}) + bias({v[0], v[3], v[4]}); },
+      [&](const std::vector<Var>& v) {
+        return conv({v[0], v[1], v[2], v[3], v[4]}) + bias({v[0], v[3], v[4]});
+      },
       "biased");
   const te::Tensor biased = op.biased;
   op.shr = te::compute(
@@ -74,28 +79,36 @@ VdlaConv2d vdla_conv2d(const VdlaConv2dShape& s, bool relu) {
   const int lo_bound = relu ? 0 : -128;
   op.clip_lo = te::compute(
       {ocb, s.oh(), s.ow(), 1, 16},
-      [&](const std::vector<Var>& v) { return ir::max(shifted({v[0], v[1], v[2], v[3], v[4]}), Expr(lo_bound)); },
+      [&](const std::vector<Var>& v) {
+        return ir::max(shifted({v[0], v[1], v[2], v[3], v[4]}), Expr(lo_bound));
+      },
       "clip_lo");
   const te::Tensor lo = op.clip_lo;
   op.clip_hi = te::compute(
       {ocb, s.oh(), s.ow(), 1, 16},
-      [&](const std::vector<Var>& v) { return ir::min(lo({v[0], v[1], v[2], v[3], v[4]}), Expr(127)); },
+      [&](const std::vector<Var>& v) {
+        return ir::min(lo({v[0], v[1], v[2], v[3], v[4]}), Expr(127));
+      },
       "clip_hi");
   const te::Tensor hi = op.clip_hi;
   op.out = te::compute(
       {ocb, s.oh(), s.ow(), 1, 16},
-      [&](const std::vector<Var>& v) { return ir::cast(ir::kInt8, hi({v[0], v[1], v[2], v[3], v[4]})); },
+      [&](const std::vector<Var>& v) {
+        return ir::cast(ir::kInt8, hi({v[0], v[1], v[2], v[3], v[4]}));
+      },
       "out");
   // The workload (workload.h), so that a tuning task can be made from the output.
   Workload w;
   w.compute = "vdla_conv2d";
-  for (const te::Tensor& t : {op.data, op.kernel, op.bias, op.shift}) w.inputs.push_back(spec_of(t, "vdla_conv2d"));
+  for (const te::Tensor& t : {op.data, op.kernel, op.bias, op.shift})
+    w.inputs.push_back(spec_of(t, "vdla_conv2d"));
   w.attrs = {{"stride", int64_t{s.stride}}, {"pad", int64_t{s.pad}}, {"relu", relu}};
   op.out = with_workload(op.out, w);
   return op;
 }
 
-std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c, const vdla::Config& cfg) {
+std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c,
+                                const vdla::Config& cfg) {
   const VdlaConv2dShape& s = op.shape;
   if (cfg.batch() != 1 || cfg.block_in() != 16 || cfg.block_out() != 16) {
     return "the template is written for batch 1 and 16x16 blocks";
@@ -107,24 +120,31 @@ std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c,
   if (c.tile_h < 1 || s.oh() % c.tile_h) os << "tile_h must divide " << s.oh() << "; ";
   if (tw < 1 || s.ow() % tw) os << "tile_w must divide " << s.ow() << "; ";
   if (c.vthreads != 1 && c.vthreads != 2) os << "vthreads must be 1 or 2; ";
-  if (c.wgt_resident && c.tile_ic != icb) os << "wgt_resident needs the whole reduction in one step (tile_ic " << icb << "); ";
+  if (c.wgt_resident && c.tile_ic != icb)
+    os << "wgt_resident needs the whole reduction in one step (tile_ic " << icb << "); ";
   if (!os.str().empty()) {
     std::string r = os.str();
     return r.substr(0, r.size() - 2);
   }
-  if (c.tile_h * tw < 2) return "a tile of one pixel accumulates into one ACC row in consecutive micro-ops";
+  if (c.tile_h * tw < 2)
+    return "a tile of one pixel accumulates into one ACC row in consecutive micro-ops";
   if (c.vthreads == 2) {
     const int n = c.vthread_h ? s.oh() / c.tile_h : ocb / c.tile_oc;
-    if (n % 2) return "two virtual threads split " + std::to_string(n) + " tiles along " + (c.vthread_h ? "h" : "oc");
+    if (n % 2)
+      return "two virtual threads split " + std::to_string(n) + " tiles along " +
+             (c.vthread_h ? "h" : "oc");
   }
   const int v = c.vthreads;
   const int64_t ih = int64_t{c.tile_h - 1} * s.stride + s.k, iw = int64_t{tw - 1} * s.stride + s.k;
   // The accumulator tile and the tile's bias and shift rows.
   const int64_t acc = int64_t{c.tile_oc} * (c.tile_h * tw + 2), inp = c.tile_ic * ih * iw,
                 wgt = int64_t{c.tile_oc} * c.tile_ic * s.k * s.k;
-  if (acc * v > cfg.acc_depth()) os << "ACC tile of " << acc << " rows x " << v << " exceeds " << cfg.acc_depth() << "; ";
-  if (inp * v > cfg.inp_depth()) os << "INP tile of " << inp << " rows x " << v << " exceeds " << cfg.inp_depth() << "; ";
-  if (wgt * v > cfg.wgt_depth()) os << "WGT tile of " << wgt << " rows x " << v << " exceeds " << cfg.wgt_depth() << "; ";
+  if (acc * v > cfg.acc_depth())
+    os << "ACC tile of " << acc << " rows x " << v << " exceeds " << cfg.acc_depth() << "; ";
+  if (inp * v > cfg.inp_depth())
+    os << "INP tile of " << inp << " rows x " << v << " exceeds " << cfg.inp_depth() << "; ";
+  if (wgt * v > cfg.wgt_depth())
+    os << "WGT tile of " << wgt << " rows x " << v << " exceeds " << cfg.wgt_depth() << "; ";
   // The GEMM micro-kernel: two of (oc block, ic block, ky, kx) with more than one step are its
   // loops, the rest and the tile's pixels micro-ops; kernels of both threads share the buffer.
   const int ext[4] = {c.tile_oc, c.tile_ic, s.k, s.k};
@@ -136,13 +156,16 @@ std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c,
       uops *= ext[d];
     }
   }
-  if (uops * v > cfg.uop_depth()) os << "GEMM micro-kernel of " << uops << " micro-ops x " << v << " exceeds " << cfg.uop_depth() << "; ";
+  if (uops * v > cfg.uop_depth())
+    os << "GEMM micro-kernel of " << uops << " micro-ops x " << v << " exceeds " << cfg.uop_depth()
+       << "; ";
   if (s.pad > 15) os << "padding beyond 15 does not fit the DMA; ";
   std::string r = os.str();
   return r.empty() ? r : r.substr(0, r.size() - 2);
 }
 
-te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& c, const vdla::Config& cfg) {
+te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& c,
+                                  const vdla::Config& cfg) {
   const std::string problem = vdla_conv2d_problem(op, c, cfg);
   KILN_USER_CHECK(problem.empty()) << "vdla conv2d: config " << c.to_string() << ": " << problem;
   const VdlaConv2dShape& s = op.shape;
@@ -188,8 +211,8 @@ te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& 
   // The accumulation: reduction steps outermost, the GEMM nest inside, the block tensorized.
   te::Stage sc = sch[op.conv];
   auto [rco, rci] = sc.split(sc.reduce_axis(0), c.tile_ic);
-  sc.reorder({rco, sc.axis(0), rci, sc.reduce_axis(1), sc.reduce_axis(2), sc.axis(1), sc.axis(2), sc.axis(3),
-              sc.axis(4), sc.reduce_axis(3)});
+  sc.reorder({rco, sc.axis(0), rci, sc.reduce_axis(1), sc.reduce_axis(2), sc.axis(1), sc.axis(2),
+              sc.axis(3), sc.axis(4), sc.reduce_axis(3)});
   sc.tensorize(sc.axis(3), vc::gemm_intrin(cfg));
   for (const te::Tensor& t : {dbuf, kbuf}) {
     te::Stage st = sch[t];
@@ -203,7 +226,8 @@ te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& 
   return sch;
 }
 
-std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg) {
+std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthreads,
+                                                const vdla::Config& cfg) {
   const VdlaConv2dShape& s = op.shape;
   auto divisors = [](int n) {
     std::vector<int> d;
@@ -217,7 +241,8 @@ std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthrea
     for (int tic : divisors(s.ic / 16)) {
       for (int th : divisors(s.oh())) {
         for (int tw : divisors(s.ow())) {
-          for (bool axis_h : vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+          for (bool axis_h :
+               vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
             for (bool resident : {false, true}) {
               VdlaConv2dConfig c{toc, tic, th, tw == s.ow() ? 0 : tw, vthreads, axis_h, resident};
               if (vdla_conv2d_problem(op, c, cfg).empty()) out.push_back(c);
@@ -230,7 +255,8 @@ std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthrea
   return out;
 }
 
-std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg) {
+std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int vthreads,
+                                                     const vdla::Config& cfg) {
   const VdlaConv2dShape& s = op.shape;
   auto divisors_desc = [](int n) {
     std::vector<int> d;
@@ -254,7 +280,8 @@ std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int v
   for (int toc : divisors_desc(s.oc / 16)) {
     for (int tic : divisors_desc(s.ic / 16)) {
       for (int tw : widths) {
-        for (bool axis_h : vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+        for (bool axis_h :
+             vthreads == 2 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
           for (bool resident : {false, true}) {
             int taken = 0;
             for (int th : divisors_desc(s.oh())) {

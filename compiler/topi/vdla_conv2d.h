@@ -47,11 +47,11 @@ struct VdlaConv2dShape {
 };
 
 struct VdlaConv2dConfig {
-  int tile_oc = 1;  ///< output channel blocks per tile (divides OC/16)
-  int tile_ic = 1;  ///< input channel blocks per reduction step (divides IC/16)
-  int tile_h = 1;   ///< output rows per tile (divides OH)
-  int tile_w = 0;   ///< output columns per tile (divides OW), 0 = the whole width
-  int vthreads = 1; ///< 1 or 2 (`cthread`)
+  int tile_oc = 1;         ///< output channel blocks per tile (divides OC/16)
+  int tile_ic = 1;         ///< input channel blocks per reduction step (divides IC/16)
+  int tile_h = 1;          ///< output rows per tile (divides OH)
+  int tile_w = 0;          ///< output columns per tile (divides OW), 0 = the whole width
+  int vthreads = 1;        ///< 1 or 2 (`cthread`)
   bool vthread_h = false;  ///< split the row tiles between the threads, not the oc tiles
   /// With the whole reduction in one step (tile_ic = IC/16): the weights are loaded once per
   /// output-channel tile, before its row and column tiles, instead of once per tile.
@@ -75,18 +75,22 @@ VdlaConv2d vdla_conv2d(const VdlaConv2dShape& shape, bool relu);
 
 /// Why `c` cannot schedule `op` on `cfg` (a factor that does not divide, a buffer overflowing,
 /// an odd number of tiles to split between two threads, ...), or "".
-std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c, const vdla::Config& cfg);
+std::string vdla_conv2d_problem(const VdlaConv2d& op, const VdlaConv2dConfig& c,
+                                const vdla::Config& cfg);
 
 /// The schedule; kiln::Error with vdla_conv2d_problem's reason.
-te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& c, const vdla::Config& cfg);
+te::Schedule schedule_vdla_conv2d(const VdlaConv2d& op, const VdlaConv2dConfig& c,
+                                  const vdla::Config& cfg);
 
 /// Every config that fits: divisors for the channel tiles, row tiles and column tiles (the whole
 /// width, or divisors of it), for `vthreads` 1 or 2 (both axes).
-std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg);
+std::vector<VdlaConv2dConfig> vdla_conv2d_space(const VdlaConv2d& op, int vthreads,
+                                                const vdla::Config& cfg);
 
 /// The space pruned as a tuner would start: per channel tiles, column tile (the largest divisors
 /// of the width up to all, a half and a quarter of it) and thread axis, the tallest row tile that
 /// fits and the next two smaller divisors.
-std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int vthreads, const vdla::Config& cfg);
+std::vector<VdlaConv2dConfig> vdla_conv2d_candidates(const VdlaConv2d& op, int vthreads,
+                                                     const vdla::Config& cfg);
 
 }  // namespace kiln::topi

@@ -40,10 +40,11 @@ const std::vector<KnobDef>& knob_defs() {
 
 VdlaConv2d vdla_conv2d_stages(const te::Tensor& out) {
   const std::optional<std::string> text = workload_of(out);
-  KILN_ICHECK(text.has_value()) << "vdla_conv2d template: '" << out->name() << "' carries no workload";
+  KILN_ICHECK(text.has_value()) << "vdla_conv2d template: '" << out->name()
+                                << "' carries no workload";
   const Workload w = Workload::parse(*text);
-  KILN_ICHECK(w.compute == "vdla_conv2d")
-      << "vdla_conv2d template: '" << out->name() << "' is a " << w.compute << ", not a vdla_conv2d";
+  KILN_ICHECK(w.compute == "vdla_conv2d") << "vdla_conv2d template: '" << out->name() << "' is a "
+                                          << w.compute << ", not a vdla_conv2d";
   std::map<std::string, te::Tensor> by_name;
   std::vector<te::Tensor> todo{out};
   while (!todo.empty()) {
@@ -54,8 +55,8 @@ VdlaConv2d vdla_conv2d_stages(const te::Tensor& out) {
   }
   auto stage = [&](const char* name) {
     auto it = by_name.find(name);
-    KILN_ICHECK(it != by_name.end()) << "vdla_conv2d template: no stage '" << name << "' under '"
-                                     << out->name() << "'";
+    KILN_ICHECK(it != by_name.end())
+        << "vdla_conv2d template: no stage '" << name << "' under '" << out->name() << "'";
     return it->second;
   };
   VdlaConv2d op;
@@ -98,7 +99,8 @@ space::ConfigSpace vdla_conv2d_config_space(const te::Tensor& out) {
     // Both thread counts and both axes stay knobs of every space, so the space's shape (and the
     // cost model's knob features) is the same for every layer.
     if (std::string(k.name) == "vthreads") values = {1, 2};
-    if (std::string(k.name) == "vthread_axis" || std::string(k.name) == "wgt_resident") values = {0, 1};
+    if (std::string(k.name) == "vthread_axis" || std::string(k.name) == "wgt_resident")
+      values = {0, 1};
     space.define_knob(k.name, std::vector<int64_t>(values.begin(), values.end()));
   }
   return space;

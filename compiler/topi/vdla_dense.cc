@@ -22,7 +22,8 @@ std::string VdlaDenseConfig::to_string() const {
 VdlaDense vdla_dense(int m, int k, int shift) {
   KILN_USER_CHECK(m > 0 && k > 0 && m % 16 == 0 && k % 16 == 0)
       << "vdla dense: " << k << " -> " << m << " must be positive multiples of 16";
-  KILN_USER_CHECK(shift >= 0 && shift < 32) << "vdla dense: shift " << shift << " is not in [0, 31]";
+  KILN_USER_CHECK(shift >= 0 && shift < 32)
+      << "vdla dense: shift " << shift << " is not in [0, 31]";
   VdlaDense op;
   op.m = m;
   op.k = k;
@@ -32,34 +33,39 @@ VdlaDense vdla_dense(int m, int k, int shift) {
   const te::Tensor data = op.data, weight = op.weight;
   te::IterVar rk = te::reduce_axis({0, kb}, "k_block");
   te::IterVar ri = te::reduce_axis({0, 16}, "k");
-  op.acc = te::compute(
-      {mb, 1, 16},
-      [&](Var o, Var b, Var j) {
-        return te::sum(ir::cast(ir::kInt32, data(rk, b, ri)) * ir::cast(ir::kInt32, weight(o, rk, j, ri)),
-                       {rk, ri});
-      },
-      "acc", {"m_block", "b", "m"});
+  op.acc = te::compute({mb, 1, 16},
+                       [&](Var o, Var b, Var j) {
+                         return te::sum(ir::cast(ir::kInt32, data(rk, b, ri)) *
+                                            ir::cast(ir::kInt32, weight(o, rk, j, ri)),
+                                        {rk, ri});
+                       },
+                       "acc", {"m_block", "b", "m"});
   te::Tensor cur = op.acc;
   if (shift > 0) {
     const te::Tensor in = cur;
     op.shr = te::compute(
         {mb, 1, 16},
-        [&](Var o, Var b, Var j) { return ir::shift_right(in(o, b, j), ir::make_const(ir::kInt32, int64_t{shift})); },
+        [&](Var o, Var b, Var j) {
+          return ir::shift_right(in(o, b, j), ir::make_const(ir::kInt32, int64_t{shift}));
+        },
         "shr");
     cur = op.shr;
   }
   const te::Tensor shifted = cur;
-  op.clip_lo = te::compute({mb, 1, 16}, [&](Var o, Var b, Var j) { return ir::max(shifted(o, b, j), Expr(-128)); },
-                           "clip_lo");
+  op.clip_lo = te::compute(
+      {mb, 1, 16}, [&](Var o, Var b, Var j) { return ir::max(shifted(o, b, j), Expr(-128)); },
+      "clip_lo");
   const te::Tensor lo = op.clip_lo;
-  op.clip_hi = te::compute({mb, 1, 16}, [&](Var o, Var b, Var j) { return ir::min(lo(o, b, j), Expr(127)); },
-                           "clip_hi");
+  op.clip_hi = te::compute(
+      {mb, 1, 16}, [&](Var o, Var b, Var j) { return ir::min(lo(o, b, j), Expr(127)); }, "clip_hi");
   const te::Tensor hi = op.clip_hi;
-  op.out = te::compute({mb, 1, 16}, [&](Var o, Var b, Var j) { return ir::cast(ir::kInt8, hi(o, b, j)); }, "out");
+  op.out = te::compute(
+      {mb, 1, 16}, [&](Var o, Var b, Var j) { return ir::cast(ir::kInt8, hi(o, b, j)); }, "out");
   return op;
 }
 
-std::string vdla_dense_problem(const VdlaDense& op, const VdlaDenseConfig& c, const vdla::Config& cfg) {
+std::string vdla_dense_problem(const VdlaDense& op, const VdlaDenseConfig& c,
+                               const vdla::Config& cfg) {
   if (cfg.batch() != 1 || cfg.block_in() != 16 || cfg.block_out() != 16) {
     return "the template is written for batch 1 and 16x16 blocks";
   }
@@ -73,7 +79,8 @@ std::string vdla_dense_problem(const VdlaDense& op, const VdlaDenseConfig& c, co
   }
   const int v = c.vthreads;
   if (int64_t{c.tile_m} * c.tile_k * v > cfg.wgt_depth()) {
-    os << "WGT tile of " << c.tile_m * c.tile_k << " rows x " << v << " exceeds " << cfg.wgt_depth() << "; ";
+    os << "WGT tile of " << c.tile_m * c.tile_k << " rows x " << v << " exceeds " << cfg.wgt_depth()
+       << "; ";
   }
   if (int64_t{c.tile_m} * v > cfg.acc_depth()) os << "ACC tile exceeds " << cfg.acc_depth() << "; ";
   if (int64_t{c.tile_k} * v > cfg.inp_depth()) os << "INP tile exceeds " << cfg.inp_depth() << "; ";
@@ -81,7 +88,8 @@ std::string vdla_dense_problem(const VdlaDense& op, const VdlaDenseConfig& c, co
   return r.empty() ? r : r.substr(0, r.size() - 2);
 }
 
-te::Schedule schedule_vdla_dense(const VdlaDense& op, const VdlaDenseConfig& c, const vdla::Config& cfg) {
+te::Schedule schedule_vdla_dense(const VdlaDense& op, const VdlaDenseConfig& c,
+                                 const vdla::Config& cfg) {
   const std::string problem = vdla_dense_problem(op, c, cfg);
   KILN_USER_CHECK(problem.empty()) << "vdla dense: config " << c.to_string() << ": " << problem;
   te::Schedule sch = te::create_schedule({op.out});
@@ -118,7 +126,8 @@ te::Schedule schedule_vdla_dense(const VdlaDense& op, const VdlaDenseConfig& c, 
   return sch;
 }
 
-std::vector<VdlaDenseConfig> vdla_dense_space(const VdlaDense& op, int vthreads, const vdla::Config& cfg) {
+std::vector<VdlaDenseConfig> vdla_dense_space(const VdlaDense& op, int vthreads,
+                                              const vdla::Config& cfg) {
   std::vector<VdlaDenseConfig> out;
   for (int tm = 2; tm <= op.m / 16; ++tm) {
     for (int tk = 1; tk <= op.k / 16; ++tk) {

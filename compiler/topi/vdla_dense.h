@@ -23,9 +23,9 @@
 namespace kiln::topi {
 
 struct VdlaDenseConfig {
-  int tile_m = 2;   ///< output blocks per tile (divides M/16, at least 2)
-  int tile_k = 1;   ///< input blocks per reduction step (divides K/16)
-  int vthreads = 1; ///< 1 or 2 (`cthread`, over the output tiles)
+  int tile_m = 2;    ///< output blocks per tile (divides M/16, at least 2)
+  int tile_k = 1;    ///< input blocks per reduction step (divides K/16)
+  int vthreads = 1;  ///< 1 or 2 (`cthread`, over the output tiles)
   std::string to_string() const;
 };
 
@@ -39,12 +39,15 @@ struct VdlaDense {
 VdlaDense vdla_dense(int m, int k, int shift);
 
 /// Why `c` cannot schedule `op` on `cfg`, or "".
-std::string vdla_dense_problem(const VdlaDense& op, const VdlaDenseConfig& c, const vdla::Config& cfg);
+std::string vdla_dense_problem(const VdlaDense& op, const VdlaDenseConfig& c,
+                               const vdla::Config& cfg);
 
 /// The schedule; kiln::Error with vdla_dense_problem's reason.
-te::Schedule schedule_vdla_dense(const VdlaDense& op, const VdlaDenseConfig& c, const vdla::Config& cfg);
+te::Schedule schedule_vdla_dense(const VdlaDense& op, const VdlaDenseConfig& c,
+                                 const vdla::Config& cfg);
 
 /// Every config that fits, for `vthreads` 1 or 2.
-std::vector<VdlaDenseConfig> vdla_dense_space(const VdlaDense& op, int vthreads, const vdla::Config& cfg);
+std::vector<VdlaDenseConfig> vdla_dense_space(const VdlaDense& op, int vthreads,
+                                              const vdla::Config& cfg);
 
 }  // namespace kiln::topi

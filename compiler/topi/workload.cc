@@ -173,7 +173,8 @@ void check_group_conv2d_nchwc(const Fields& f) {
   KILN_USER_CHECK(ob % g == 0) << where(w) << shape_field(1, 0) << " = " << ob
                                << " (output channel blocks) is not a multiple of attrs.groups = "
                                << g;
-  expect_dim(f, 1, 1, cb / g, shape_field(0, 1) + " / attrs.groups (input channel blocks per group)");
+  expect_dim(f, 1, 1, cb / g,
+             shape_field(0, 1) + " / attrs.groups (input channel blocks per group)");
   expect_dim(f, 1, 4, f.dim(0, 4), shape_field(0, 4) + " (input channels per block)");
   const int64_t oh = conv_out(f, 2, f.dim(1, 2), shape_field(1, 2));
   const int64_t ow = conv_out(f, 3, f.dim(1, 3), shape_field(1, 3));
@@ -316,15 +317,17 @@ void check_vdla_conv2d(const Fields& f) {
   const Workload& w = f.workload();
   const int64_t k = f.dim(1, 2), pad = f.i("pad"), stride = f.i("stride");
   for (size_t d : {1, 2}) {
-    const int64_t padded = add(w, f.dim(0, d), mul(w, 2, pad, "the padded input"), "the padded input");
+    const int64_t padded =
+        add(w, f.dim(0, d), mul(w, 2, pad, "the padded input"), "the padded input");
     KILN_USER_CHECK(padded >= k) << where(w) << "the kernel " << shape_field(1, 2) << " = " << k
                                  << " is larger than " << shape_field(0, d) << " = " << f.dim(0, d)
                                  << " padded by 2 * attrs.pad = " << 2 * pad;
   }
   check_elements(w, {f.dim(0, 0), f.dim(0, 1) + 2 * pad, f.dim(0, 2) + 2 * pad, 1, 16},
                  "the padded input");
-  check_elements(w, {f.dim(1, 0), (f.dim(0, 1) + 2 * pad - k) / stride + 1,
-                     (f.dim(0, 2) + 2 * pad - k) / stride + 1, 1, 16},
+  check_elements(w,
+                 {f.dim(1, 0), (f.dim(0, 1) + 2 * pad - k) / stride + 1,
+                  (f.dim(0, 2) + 2 * pad - k) / stride + 1, 1, 16},
                  "the output");
 }
 
@@ -637,9 +640,9 @@ void check_workload(const Workload& w) {
     KILN_USER_CHECK(std::find(dtypes.begin(), dtypes.end(), in.dtype) != dtypes.end())
         << where(w) << field << ".dtype = " << in.dtype.str() << " is not one of " << dtype_names();
     if (const std::optional<ir::DataType>& want = def.inputs[i].dtype) {
-      KILN_USER_CHECK(in.dtype == *want) << where(w) << field << " (" << def.inputs[i].name
-                                         << ").dtype = " << in.dtype.str() << " must be "
-                                         << want->str();
+      KILN_USER_CHECK(in.dtype == *want)
+          << where(w) << field << " (" << def.inputs[i].name << ").dtype = " << in.dtype.str()
+          << " must be " << want->str();
     } else {
       KILN_USER_CHECK(in.dtype == dtype) << where(w) << field << ".dtype = " << in.dtype.str()
                                          << " differs from inputs[0].dtype = " << dtype.str();
@@ -735,8 +738,8 @@ te::Tensor with_workload(const te::Tensor& out, const Workload& w) {
   return te::with_attr(out, kWorkloadAttr, w.json());
 }
 
-std::vector<std::optional<runtime::ValueRange>> input_ranges(const Workload& w,
-                                                             const std::vector<te::Tensor>& inputs) {
+std::vector<std::optional<runtime::ValueRange>> input_ranges(
+    const Workload& w, const std::vector<te::Tensor>& inputs) {
   const ComputeDef& def = compute_def(w.compute);
   std::vector<std::optional<runtime::ValueRange>> out;
   for (const te::Tensor& t : inputs) {
@@ -755,9 +758,9 @@ std::vector<std::optional<runtime::ValueRange>> input_ranges(const Workload& w,
           << where(w) << "input '" << t->name() << "' of " << dt.str()
           << " has no value range to be generated in";
       const bool u = dt.is_uint();
-      out.emplace_back(runtime::ValueRange{u ? 0 : -(int64_t{1} << (dt.bits() - 1)),
-                                           u ? (int64_t{1} << dt.bits()) - 1
-                                             : (int64_t{1} << (dt.bits() - 1)) - 1});
+      out.emplace_back(runtime::ValueRange{
+          u ? 0 : -(int64_t{1} << (dt.bits() - 1)),
+          u ? (int64_t{1} << dt.bits()) - 1 : (int64_t{1} << (dt.bits() - 1)) - 1});
     }
   }
   return out;

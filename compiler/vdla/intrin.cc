@@ -30,11 +30,15 @@ te::TensorIntrin gemm_intrin(const vdla::Config& cfg) {
               << "tensorize: intrinsic 'vdla.gemm' needs '" << buf->name << "' in " << scope
               << ", but it is in " << buf->scope << " (set_scope its stage)";
         }
-        auto addr = [](const ir::IntrinBuffer& x) { return ir::load(x.dtype, x.data, x.elem_offset); };
-        ir::Stmt reset = ir::evaluate(ir::call(ir::kInt32, kGemmResetCall, {addr(acc)}, ir::CallKind::kIntrinsic));
+        auto addr = [](const ir::IntrinBuffer& x) {
+          return ir::load(x.dtype, x.data, x.elem_offset);
+        };
+        ir::Stmt reset = ir::evaluate(
+            ir::call(ir::kInt32, kGemmResetCall, {addr(acc)}, ir::CallKind::kIntrinsic));
         if (!in[0].data.defined()) return ir::IntrinStmts{ir::Stmt(), reset, ir::Stmt()};
-        ir::Stmt update = ir::evaluate(ir::call(ir::kInt32, kGemmCall, {addr(acc), addr(in[0]), addr(in[1])},
-                                                ir::CallKind::kIntrinsic));
+        ir::Stmt update =
+            ir::evaluate(ir::call(ir::kInt32, kGemmCall, {addr(acc), addr(in[0]), addr(in[1])},
+                                  ir::CallKind::kIntrinsic));
         return ir::IntrinStmts{ir::seq({reset, update}), reset, update};
       },
       "vdla.gemm");

@@ -50,32 +50,52 @@ int64_t eval(const Expr& e, const Env& env) {
     }
     case K::kCast:
       return eval(e.as<ir::CastNode>()->value, env);
-    case K::kAdd: return bin([](int64_t a, int64_t b) { return a + b; });
-    case K::kSub: return bin([](int64_t a, int64_t b) { return a - b; });
-    case K::kMul: return bin([](int64_t a, int64_t b) { return a * b; });
-    case K::kDiv: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a / b; });
-    case K::kMod: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a % b; });
-    case K::kFloorDiv: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : floordiv_i(a, b); });
-    case K::kFloorMod: return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a - floordiv_i(a, b) * b; });
-    case K::kShr: return bin([](int64_t a, int64_t b) { return a >> std::clamp<int64_t>(b, 0, 63); });
-    case K::kMin: return bin([](int64_t a, int64_t b) { return std::min(a, b); });
-    case K::kMax: return bin([](int64_t a, int64_t b) { return std::max(a, b); });
-    case K::kEQ: return bin([](int64_t a, int64_t b) { return int64_t{a == b}; });
-    case K::kNE: return bin([](int64_t a, int64_t b) { return int64_t{a != b}; });
-    case K::kLT: return bin([](int64_t a, int64_t b) { return int64_t{a < b}; });
-    case K::kLE: return bin([](int64_t a, int64_t b) { return int64_t{a <= b}; });
-    case K::kGT: return bin([](int64_t a, int64_t b) { return int64_t{a > b}; });
-    case K::kGE: return bin([](int64_t a, int64_t b) { return int64_t{a >= b}; });
-    case K::kAnd: return bin([](int64_t a, int64_t b) { return int64_t{a && b}; });
-    case K::kOr: return bin([](int64_t a, int64_t b) { return int64_t{a || b}; });
-    case K::kNot: return int64_t{!eval(e.as<ir::NotNode>()->a, env)};
+    case K::kAdd:
+      return bin([](int64_t a, int64_t b) { return a + b; });
+    case K::kSub:
+      return bin([](int64_t a, int64_t b) { return a - b; });
+    case K::kMul:
+      return bin([](int64_t a, int64_t b) { return a * b; });
+    case K::kDiv:
+      return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a / b; });
+    case K::kMod:
+      return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a % b; });
+    case K::kFloorDiv:
+      return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : floordiv_i(a, b); });
+    case K::kFloorMod:
+      return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a - floordiv_i(a, b) * b; });
+    case K::kShr:
+      return bin([](int64_t a, int64_t b) { return a >> std::clamp<int64_t>(b, 0, 63); });
+    case K::kMin:
+      return bin([](int64_t a, int64_t b) { return std::min(a, b); });
+    case K::kMax:
+      return bin([](int64_t a, int64_t b) { return std::max(a, b); });
+    case K::kEQ:
+      return bin([](int64_t a, int64_t b) { return int64_t{a == b}; });
+    case K::kNE:
+      return bin([](int64_t a, int64_t b) { return int64_t{a != b}; });
+    case K::kLT:
+      return bin([](int64_t a, int64_t b) { return int64_t{a < b}; });
+    case K::kLE:
+      return bin([](int64_t a, int64_t b) { return int64_t{a <= b}; });
+    case K::kGT:
+      return bin([](int64_t a, int64_t b) { return int64_t{a > b}; });
+    case K::kGE:
+      return bin([](int64_t a, int64_t b) { return int64_t{a >= b}; });
+    case K::kAnd:
+      return bin([](int64_t a, int64_t b) { return int64_t{a && b}; });
+    case K::kOr:
+      return bin([](int64_t a, int64_t b) { return int64_t{a || b}; });
+    case K::kNot:
+      return int64_t{!eval(e.as<ir::NotNode>()->a, env)};
     case K::kSelect: {
       auto s = e.as<ir::SelectNode>();
       return eval(s->condition, env) ? eval(s->true_value, env) : eval(s->false_value, env);
     }
     default:
-      KILN_USER_ERROR() << "vdla: cannot compute " << ir::to_string(e)
-                        << " when the program is built (an index or condition must be integer arithmetic)";
+      KILN_USER_ERROR()
+          << "vdla: cannot compute " << ir::to_string(e)
+          << " when the program is built (an index or condition must be integer arithmetic)";
   }
   return 0;
 }
@@ -89,10 +109,10 @@ struct BufInfo {
   std::string name;
   ir::DataType dtype;
   int64_t elems = 0;
-  int arg = -1;      ///< argument index for DRAM tensors
-  int mem = -1;      ///< SRAM buffer for the local scopes
-  int64_t epr = 1;   ///< elements per SRAM row
-  int64_t base = -1; ///< first SRAM row, once placed
+  int arg = -1;       ///< argument index for DRAM tensors
+  int mem = -1;       ///< SRAM buffer for the local scopes
+  int64_t epr = 1;    ///< elements per SRAM row
+  int64_t base = -1;  ///< first SRAM row, once placed
   int64_t rows() const { return (elems + epr - 1) / epr; }
 };
 
@@ -128,7 +148,8 @@ class Builder {
   Builder(const ir::PrimFunc& f, const vdla::Config& cfg) : f_(f), cfg_(cfg) {
     for (size_t i = 0; i < f.params.size(); ++i) {
       const ir::Param& p = f.params[i];
-      KILN_USER_CHECK(p.is_tensor()) << "vdla '" << f.name << "': scalar parameters are not supported";
+      KILN_USER_CHECK(p.is_tensor())
+          << "vdla '" << f.name << "': scalar parameters are not supported";
       BufInfo b;
       b.name = p.buffer->name;
       b.dtype = p.buffer->dtype;
@@ -200,7 +221,8 @@ class Builder {
             << "vdla '" << f_.name << "': unknown pragma '" << a->key.substr(7)
             << "' (the VDLA knows dma_copy and alu)";
         KILN_USER_CHECK(a->key != ir::attr::kThreadExtent)
-            << "vdla '" << f_.name << "': a loop is bound to a GPU thread axis; the VDLA has only cthread";
+            << "vdla '" << f_.name
+            << "': a loop is bound to a GPU thread axis; the VDLA has only cthread";
         run(a->body);
         return;
       }
@@ -210,9 +232,10 @@ class Builder {
         for (int m = 0; m < kNumMem; ++m) {
           if (a->scope == kMemScopes[m]) mem = m;
         }
-        KILN_USER_CHECK(mem >= 0) << "vdla '" << f_.name << "': buffer '" << a->buffer_var.name()
-                                  << "' is in scope '" << a->scope
-                                  << "'; the VDLA has local.inp_buffer, local.wgt_buffer and local.acc_buffer";
+        KILN_USER_CHECK(mem >= 0)
+            << "vdla '" << f_.name << "': buffer '" << a->buffer_var.name() << "' is in scope '"
+            << a->scope
+            << "'; the VDLA has local.inp_buffer, local.wgt_buffer and local.acc_buffer";
         BufInfo b;
         b.name = a->buffer_var.name();
         b.dtype = a->dtype;
@@ -231,7 +254,8 @@ class Builder {
         const Expr& v = s.as<ir::EvaluateNode>()->value;
         if (v.as<ir::IntImmNode>()) return;
         if (gemm_mode(s) > 0) return gemm_kernel(s);
-        KILN_USER_ERROR() << "vdla '" << f_.name << "': cannot run " << ir::to_string(v) << " on the VDLA";
+        KILN_USER_ERROR() << "vdla '" << f_.name << "': cannot run " << ir::to_string(v)
+                          << " on the VDLA";
         return;
       }
       case ir::StmtKind::kStore: {
@@ -271,8 +295,8 @@ class Builder {
     KILN_USER_CHECK(b.mem >= 0) << "vdla '" << f_.name << "': " << what << " uses '" << b.name
                                 << "', which is not in an SRAM scope";
     KILN_USER_CHECK(elem % b.epr == 0 && elem >= 0 && elem < b.elems)
-        << "vdla '" << f_.name << "': " << what << " starts at element " << elem << " of '" << b.name
-        << "', not at one of its rows of " << b.epr;
+        << "vdla '" << f_.name << "': " << what << " starts at element " << elem << " of '"
+        << b.name << "', not at one of its rows of " << b.epr;
     place(b);
     return b.base + elem / b.epr;
   }
@@ -331,8 +355,9 @@ class Builder {
       auto l = a.as<ir::LoadNode>();
       KILN_ICHECK(l) << "vdla: a GEMM operand is not an element";
       BufInfo& b = buf(l->buffer_var);
-      KILN_USER_CHECK(b.mem == mem) << "vdla '" << f_.name << "': GEMM operand '" << b.name << "' is in "
-                                    << (b.mem >= 0 ? kMemScopes[b.mem] : "DRAM") << ", not " << kMemScopes[mem];
+      KILN_USER_CHECK(b.mem == mem)
+          << "vdla '" << f_.name << "': GEMM operand '" << b.name << "' is in "
+          << (b.mem >= 0 ? kMemScopes[b.mem] : "DRAM") << ", not " << kMemScopes[mem];
       return static_cast<uint32_t>(row_of(b, eval(l->index, env_), "a GEMM"));
     };
     vdla::Uop u;
@@ -347,8 +372,9 @@ class Builder {
   /// Folds the (at most two) outermost loops of `loops` with more than one step into hardware
   /// loops when `uops_at` moves linearly with them; the others stay unrolled by `uops_at`.
   /// `uops_at` enumerates the micro-ops with the folded loops at the environment's values.
-  void fold(const std::vector<Loop>& loops, KernelCall* k,
-            const std::function<std::vector<vdla::Uop>(const std::vector<Loop>& unrolled)>& uops_at) {
+  void fold(
+      const std::vector<Loop>& loops, KernelCall* k,
+      const std::function<std::vector<vdla::Uop>(const std::vector<Loop>& unrolled)>& uops_at) {
     std::vector<Loop> hw, rest;
     // The loops before the first two of more than one step have one step, so every loop left in
     // `rest` with more is inside both hardware loops, as the instruction runs them.
@@ -364,7 +390,8 @@ class Builder {
       env_[l.var] = l.min;
       linear &= !base.empty() && next.size() == base.size();
       if (!linear) break;
-      const int64_t dd = int64_t{next[0].dst} - base[0].dst, ds = int64_t{next[0].src} - base[0].src,
+      const int64_t dd = int64_t{next[0].dst} - base[0].dst,
+                    ds = int64_t{next[0].src} - base[0].src,
                     dw = int64_t{next[0].wgt} - base[0].wgt;
       linear &= dd >= 0 && ds >= 0 && dw >= 0;
       for (size_t i = 0; linear && i < base.size(); ++i) {
@@ -400,7 +427,8 @@ class Builder {
     }
     for (const auto& u : k.uops) {
       const int64_t v[3] = {u.dst, u.src, u.wgt};
-      for (int i = 0; i < 3; ++i) r[i] = {std::min(r[i].first, v[i]), std::max(r[i].second, v[i] + ext[i])};
+      for (int i = 0; i < 3; ++i)
+        r[i] = {std::min(r[i].first, v[i]), std::max(r[i].second, v[i] + ext[i])};
     }
     return r;
   }
@@ -408,7 +436,8 @@ class Builder {
   void check_uops(const KernelCall& k, const char* what) {
     KILN_USER_CHECK(static_cast<int64_t>(k.uops.size()) <= cfg_.uop_depth())
         << "vdla '" << f_.name << "': a " << what << " micro-kernel of " << k.uops.size()
-        << " micro-ops exceeds the " << cfg_.uop_depth() << " of the UOP buffer; choose smaller tiles";
+        << " micro-ops exceeds the " << cfg_.uop_depth()
+        << " of the UOP buffer; choose smaller tiles";
   }
 
   void gemm_kernel(const Stmt& s) {
@@ -487,7 +516,8 @@ class Builder {
     Stmt inner;
     std::tie(c.loops, inner) = loop_nest(body, env_);
     auto st = inner.as<ir::StoreNode>();
-    KILN_USER_CHECK(st) << "vdla '" << f_.name << "': a dma_copy nest must be loops around one store, got\n"
+    KILN_USER_CHECK(st) << "vdla '" << f_.name
+                        << "': a dma_copy nest must be loops around one store, got\n"
                         << ir::to_string(body);
     c.dst = st->buffer_var;
     c.dst_index = st->index;
@@ -495,8 +525,9 @@ class Builder {
     if (auto sel = v.as<ir::SelectNode>()) {
       Expr f = sel->false_value;
       if (auto cf = f.as<ir::CastNode>()) f = cf->value;
-      KILN_USER_CHECK(ir::is_zero(f)) << "vdla '" << f_.name << "': a dma_copy pads only with zeros, not "
-                                      << ir::to_string(sel->false_value);
+      KILN_USER_CHECK(ir::is_zero(f))
+          << "vdla '" << f_.name << "': a dma_copy pads only with zeros, not "
+          << ir::to_string(sel->false_value);
       c.cond = sel->condition;
       v = sel->true_value;
     }
@@ -522,8 +553,9 @@ class Builder {
     // INP and WGT loads and stores move int8; an ACC load (bias, shift) moves int32 rows.
     const bool acc_load = !store && sram.mem == kAcc;
     KILN_USER_CHECK(dram.dtype == (acc_load ? ir::kInt32 : ir::kInt8))
-        << "vdla '" << f_.name << "': tensor '" << dram.name << "' must be " << (acc_load ? "int32" : "int8")
-        << " for a DMA " << (store ? "from" : "into") << " " << kMemScopes[sram.mem];
+        << "vdla '" << f_.name << "': tensor '" << dram.name << "' must be "
+        << (acc_load ? "int32" : "int8") << " for a DMA " << (store ? "from" : "into") << " "
+        << kMemScopes[sram.mem];
     KILN_USER_CHECK(!store || !c.cond.defined())
         << "vdla '" << f_.name << "': a store to '" << d.name << "' cannot pad";
     const int64_t epr = sram.epr;
@@ -532,7 +564,8 @@ class Builder {
     const size_t first = row_loops(c.loops, epr, {sram_idx, dram_idx}, "dma_copy");
     if (c.cond.defined()) {
       for (size_t i = first; i < c.loops.size(); ++i) {
-        KILN_USER_CHECK(!ir::uses_var(c.cond, [&](const ir::VarNode* v) { return v == c.loops[i].var; }))
+        KILN_USER_CHECK(
+            !ir::uses_var(c.cond, [&](const ir::VarNode* v) { return v == c.loops[i].var; }))
             << "vdla '" << f_.name << "': padding of '" << d.name << "' splits a row";
       }
     }
@@ -556,10 +589,12 @@ class Builder {
                           ir::uses_var(c.cond, [&](const ir::VarNode* v) { return v == l.var; });
       if (!dims.empty() && !padded && dims.back().sram_step == dim.extent * dim.sram_step &&
           dims.back().dram_step == dim.extent * dim.dram_step && !dims.back().loops.empty()) {
-        const bool prev_padded = c.cond.defined() && ir::uses_var(c.cond, [&](const ir::VarNode* v) {
-                                   for (auto& pl : dims.back().loops) if (pl.var == v) return true;
-                                   return false;
-                                 });
+        const bool prev_padded =
+            c.cond.defined() && ir::uses_var(c.cond, [&](const ir::VarNode* v) {
+              for (auto& pl : dims.back().loops)
+                if (pl.var == v) return true;
+              return false;
+            });
         if (!prev_padded) {
           dims.back().loops.push_back(l);
           dims.back().extent *= l.extent;
@@ -595,7 +630,8 @@ class Builder {
       }
       // One block: a grid of rows, each a DRAM row or padding.
       const int64_t Y = ydim.extent, X = xdim.extent;
-      std::vector<int64_t> sram_row(static_cast<size_t>(Y * X)), dram_row(static_cast<size_t>(Y * X));
+      std::vector<int64_t> sram_row(static_cast<size_t>(Y * X)),
+          dram_row(static_cast<size_t>(Y * X));
       for (int64_t y = 0; y < Y; ++y) {
         set_dim(ydim, y);
         for (int64_t x = 0; x < X; ++x) {
@@ -608,7 +644,8 @@ class Builder {
           } else {
             const int64_t e = at(dram_idx);
             KILN_USER_CHECK(e % epr == 0 && e >= 0 && e < dram.elems)
-                << "vdla '" << f_.name << "': a dma_copy reads element " << e << " of '" << dram.name << "'";
+                << "vdla '" << f_.name << "': a dma_copy reads element " << e << " of '"
+                << dram.name << "'";
             dram_row[k] = e / epr;
           }
         }
@@ -625,7 +662,8 @@ class Builder {
                 const std::vector<int64_t>& drow, int64_t Y, int64_t X) {
     for (int64_t k = 1; k < Y * X; ++k) {
       KILN_USER_CHECK(srow[static_cast<size_t>(k)] == srow[0] + k)
-          << "vdla '" << f_.name << "': a dma_copy does not fill consecutive rows of '" << sram.name << "'";
+          << "vdla '" << f_.name << "': a dma_copy does not fill consecutive rows of '" << sram.name
+          << "'";
     }
     auto try_rect = [&](int64_t y_lo, int64_t y_hi) -> bool {
       int64_t y0 = -1, y1 = -1, x0 = -1, x1 = -1;
@@ -649,10 +687,12 @@ class Builder {
       }
       if (y0 < 0) return false;
       const int64_t base = drow[static_cast<size_t>(y0 * X + x0)];
-      const int64_t stride = y1 - y0 > 1 ? drow[static_cast<size_t>((y0 + 1) * X + x0)] - base : x1 - x0;
+      const int64_t stride =
+          y1 - y0 > 1 ? drow[static_cast<size_t>((y0 + 1) * X + x0)] - base : x1 - x0;
       for (int64_t y = y0; y < y1; ++y) {
         for (int64_t x = x0; x < x1; ++x) {
-          if (drow[static_cast<size_t>(y * X + x)] != base + (y - y0) * stride + (x - x0)) return false;
+          if (drow[static_cast<size_t>(y * X + x)] != base + (y - y0) * stride + (x - x0))
+            return false;
         }
       }
       const int64_t pads[4] = {x0, y0 - y_lo, X - x1, y_hi - y1};
@@ -663,8 +703,10 @@ class Builder {
       if (stride < 0 || stride >= (int64_t{1} << 16) || x1 - x0 >= (int64_t{1} << 16)) return false;
       DmaCall d;
       d.store = store;
-      d.mem = store ? vdla::MemType::kAcc : sram.mem == kInp ? vdla::MemType::kInp
-                                          : sram.mem == kWgt ? vdla::MemType::kWgt : vdla::MemType::kAcc;
+      d.mem = store              ? vdla::MemType::kAcc
+              : sram.mem == kInp ? vdla::MemType::kInp
+              : sram.mem == kWgt ? vdla::MemType::kWgt
+                                 : vdla::MemType::kAcc;
       d.sram = static_cast<uint32_t>(srow[static_cast<size_t>(y_lo * X)]);
       d.arg = dram.arg;
       d.dram_row = static_cast<uint64_t>(base);
@@ -675,8 +717,11 @@ class Builder {
       d.y_pad0 = static_cast<uint32_t>(pads[1]);
       d.x_pad1 = static_cast<uint32_t>(pads[2]);
       d.y_pad1 = static_cast<uint32_t>(pads[3]);
-      Event e{store ? vdla::kStoreStage : (sram.mem == kAcc ? vdla::kComputeStage : vdla::kLoadStage),
-              d, {}, {}};
+      Event e{
+          store ? vdla::kStoreStage : (sram.mem == kAcc ? vdla::kComputeStage : vdla::kLoadStage),
+          d,
+          {},
+          {}};
       const Access rows{sram.mem, d.sram, d.sram + (y_hi - y_lo) * X};
       (store ? e.reads : e.writes).push_back(rows);
       events_.push_back(std::move(e));
@@ -695,7 +740,8 @@ class Builder {
   void alu(const Stmt& body) {
     auto [loops, inner] = loop_nest(body, env_);
     auto st = inner.as<ir::StoreNode>();
-    KILN_USER_CHECK(st) << "vdla '" << f_.name << "': an alu nest must be loops around one store, got\n"
+    KILN_USER_CHECK(st) << "vdla '" << f_.name
+                        << "': an alu nest must be loops around one store, got\n"
                         << ir::to_string(body);
     const Expr& v = st->value;
     std::string what = ir::to_string(v);
@@ -703,11 +749,21 @@ class Builder {
     Expr a, b;
     using K = ir::ExprKind;
     switch (v.kind()) {
-      case K::kMin: op = vdla::AluOp::kMin; break;
-      case K::kMax: op = vdla::AluOp::kMax; break;
-      case K::kAdd: op = vdla::AluOp::kAdd; break;
-      case K::kMul: op = vdla::AluOp::kMul; break;
-      case K::kShr: op = vdla::AluOp::kShr; break;
+      case K::kMin:
+        op = vdla::AluOp::kMin;
+        break;
+      case K::kMax:
+        op = vdla::AluOp::kMax;
+        break;
+      case K::kAdd:
+        op = vdla::AluOp::kAdd;
+        break;
+      case K::kMul:
+        op = vdla::AluOp::kMul;
+        break;
+      case K::kShr:
+        op = vdla::AluOp::kShr;
+        break;
       default:
         KILN_USER_ERROR() << "vdla '" << f_.name << "': the ALU cannot compute " << what
                           << " (it has min, max, add, mul and shift_right)";
@@ -716,7 +772,8 @@ class Builder {
     std::tie(a, b) = ir::binary_operands(v);
     if (!a.as<ir::LoadNode>() && op != vdla::AluOp::kShr) std::swap(a, b);
     auto la = a.as<ir::LoadNode>();
-    KILN_USER_CHECK(la) << "vdla '" << f_.name << "': the ALU needs an accumulator operand in " << what;
+    KILN_USER_CHECK(la) << "vdla '" << f_.name << "': the ALU needs an accumulator operand in "
+                        << what;
     bool use_imm = false;
     int64_t imm = 0;
     const ir::LoadNode* lb = b.as<ir::LoadNode>();
@@ -732,8 +789,8 @@ class Builder {
     BufInfo& dst = buf(st->buffer_var);
     BufInfo& src = buf(la->buffer_var);
     KILN_USER_CHECK(dst.mem == kAcc && src.mem == kAcc && (!lb || buf(lb->buffer_var).mem == kAcc))
-        << "vdla '" << f_.name << "': the ALU works on local.acc_buffer, but " << what << " stored to '"
-        << dst.name << "' is not all there";
+        << "vdla '" << f_.name << "': the ALU works on local.acc_buffer, but " << what
+        << " stored to '" << dst.name << "' is not all there";
     std::vector<Expr> idx = {st->index, la->index};
     if (lb) idx.push_back(lb->index);
     const size_t first = row_loops(loops, dst.epr, idx, "alu nest");
@@ -746,7 +803,8 @@ class Builder {
     const int64_t src_row0 = src.base + eval(la->index, env_) / src.epr;
     if (dst.base < 0) {
       const int64_t rel = eval(st->index, env_) / dst.epr;
-      KILN_USER_CHECK(src_row0 - rel >= 0) << "vdla '" << f_.name << "': cannot place '" << dst.name << "'";
+      KILN_USER_CHECK(src_row0 - rel >= 0)
+          << "vdla '" << f_.name << "': cannot place '" << dst.name << "'";
       dst.base = src_row0 - rel;
     }
     KernelCall k;
@@ -764,7 +822,8 @@ class Builder {
           KILN_USER_CHECK(sa == u.dst)
               << "vdla '" << f_.name << "': the ALU works in place, but '" << dst.name << "' and '"
               << src.name << "' are on different rows";
-          u.src = lb ? static_cast<uint32_t>(row_of(buf(lb->buffer_var), eval(lb->index, env_), "an alu nest"))
+          u.src = lb ? static_cast<uint32_t>(
+                           row_of(buf(lb->buffer_var), eval(lb->index, env_), "an alu nest"))
                      : u.dst;
           out.push_back(u);
           return;
@@ -809,17 +868,20 @@ class Builder {
         int a = -1;
         for (const Access& x : e.writes) {
           for (int64_t r = x.lo; r < x.hi; ++r) {
-            a = std::max({a, last_write[x.mem][static_cast<size_t>(r)][t], last_read[x.mem][static_cast<size_t>(r)][t]});
+            a = std::max({a, last_write[x.mem][static_cast<size_t>(r)][t],
+                          last_read[x.mem][static_cast<size_t>(r)][t]});
           }
         }
         for (const Access& x : e.reads) {
-          for (int64_t r = x.lo; r < x.hi; ++r) a = std::max(a, last_write[x.mem][static_cast<size_t>(r)][t]);
+          for (int64_t r = x.lo; r < x.hi; ++r)
+            a = std::max(a, last_write[x.mem][static_cast<size_t>(r)][t]);
         }
         need[static_cast<size_t>(i)][t] = a;
         if (a >= 0) push_to[static_cast<size_t>(a)][e.stage] = true;
       }
       for (const Access& x : e.writes) {
-        for (int64_t r = x.lo; r < x.hi; ++r) last_write[x.mem][static_cast<size_t>(r)][e.stage] = i;
+        for (int64_t r = x.lo; r < x.hi; ++r)
+          last_write[x.mem][static_cast<size_t>(r)][e.stage] = i;
       }
       for (const Access& x : e.reads) {
         for (int64_t r = x.lo; r < x.hi; ++r) last_read[x.mem][static_cast<size_t>(r)][e.stage] = i;
@@ -847,13 +909,16 @@ class Builder {
         const auto q = std::make_pair(e.stage, t);
         token[static_cast<size_t>(i)][t] = pushed[q]++;
         KILN_USER_CHECK(pushed[q] - popped[q] <= cfg_.token_depth)
-            << "vdla '" << f_.name << "': more than " << cfg_.token_depth << " dependence tokens would wait in the "
-            << e.stage << "->" << t << " queue; the stream could deadlock";
+            << "vdla '" << f_.name << "': more than " << cfg_.token_depth
+            << " dependence tokens would wait in the " << e.stage << "->" << t
+            << " queue; the stream could deadlock";
         program_.calls.emplace_back(std::in_place_type<TokenCall>, TokenCall{true, e.stage, t});
       }
     }
     for (auto& [q, count] : pushed) {
-      for (int64_t k = popped[q]; k < count; ++k) program_.calls.emplace_back(std::in_place_type<TokenCall>, TokenCall{false, q.first, q.second});
+      for (int64_t k = popped[q]; k < count; ++k)
+        program_.calls.emplace_back(std::in_place_type<TokenCall>,
+                                    TokenCall{false, q.first, q.second});
     }
   }
 
@@ -869,10 +934,12 @@ class Builder {
 
 }  // namespace
 
-VdlaProgram build_program(const ir::PrimFunc& f, const vdla::Config& cfg) { return Builder(f, cfg).build(); }
+VdlaProgram build_program(const ir::PrimFunc& f, const vdla::Config& cfg) {
+  return Builder(f, cfg).build();
+}
 
-VdlaProgram build_vdla(const te::Schedule& sch, const std::vector<te::Tensor>& args, const std::string& name,
-                       const vdla::Config& cfg) {
+VdlaProgram build_vdla(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                       const std::string& name, const vdla::Config& cfg) {
   return build_program(compiler::lower_vdla(sch, args, name), cfg);
 }
 

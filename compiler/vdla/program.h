@@ -17,9 +17,10 @@
 //  - `pragma_alu` nests: one ALU micro-op per accumulator row, in place (the result is placed on
 //    the rows of the operand it overwrites).
 //  - GEMM micro-ops (`vdla.gemm`, `vdla.gemm_reset`): the largest loop nest holding only micro-ops
-//    of one kind, and no unrolled loop (the virtual threads' copies), is one GEMM instruction; its two outermost loops of more than one step become
-//    the instruction's loops when the micro-ops move linearly with them, the rest is unrolled
-//    into micro-ops. ALU nests are folded the same way.
+//    of one kind, and no unrolled loop (the virtual threads' copies), is one GEMM instruction; its
+//    two outermost loops of more than one step become the instruction's loops when the micro-ops
+//    move linearly with them, the rest is unrolled into micro-ops. ALU nests are folded the same
+//    way.
 //  - Allocations in local.inp_buffer / local.wgt_buffer / local.acc_buffer take rows of those
 //    buffers (placed at their first use, freed at the end of their scope).
 //  - Dependence tokens (BACKENDS.md A4): every LOAD, GEMM, ALU and STORE records the rows it

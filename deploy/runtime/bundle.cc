@@ -35,7 +35,8 @@ class Writer {
 /// Reads fields with bounds checks; every failure names the origin and what was being read.
 class Reader {
  public:
-  Reader(const char* data, size_t size, const std::string& origin) : p_(data), n_(size), origin_(origin) {}
+  Reader(const char* data, size_t size, const std::string& origin)
+      : p_(data), n_(size), origin_(origin) {}
 
   template <typename T>
   T get(const char* what) {
@@ -82,7 +83,8 @@ std::string serialize_params(const std::map<std::string, NDArray>& params) {
   return w.out;
 }
 
-std::map<std::string, NDArray> deserialize_params(const char* data, size_t size, const std::string& origin) {
+std::map<std::string, NDArray> deserialize_params(const char* data, size_t size,
+                                                  const std::string& origin) {
   Reader r(data, size, origin);
   KILN_USER_CHECK(std::memcmp(r.take(4, "the params header"), kParamsMagic, 4) == 0)
       << "bundle '" << origin << "': the params section has a bad header";
@@ -93,7 +95,8 @@ std::map<std::string, NDArray> deserialize_params(const char* data, size_t size,
     std::string name(r.take(len, "a parameter name"), len);
     KilnDType t{r.get<uint8_t>("a dtype"), r.get<uint8_t>("a dtype"), r.get<uint16_t>("a dtype")};
     uint32_t rank = r.get<uint32_t>("a rank");
-    KILN_USER_CHECK(rank <= 32) << "bundle '" << origin << "': parameter '" << name << "' has rank " << rank;
+    KILN_USER_CHECK(rank <= 32) << "bundle '" << origin << "': parameter '" << name << "' has rank "
+                                << rank;
     std::vector<int64_t> shape(rank);
     for (auto& d : shape) d = r.get<int64_t>("a dimension");
     uint64_t nbytes = r.get<uint64_t>("a byte count");
@@ -113,7 +116,8 @@ std::map<std::string, NDArray> deserialize_params(const char* data, size_t size,
     KILN_USER_CHECK(params.emplace(name, std::move(a)).second)
         << "bundle '" << origin << "': parameter '" << name << "' appears twice";
   }
-  KILN_USER_CHECK(r.left() == 0) << "bundle '" << origin << "': " << r.left() << " stray bytes after the params";
+  KILN_USER_CHECK(r.left() == 0) << "bundle '" << origin << "': " << r.left()
+                                 << " stray bytes after the params";
   return params;
 }
 
@@ -148,7 +152,9 @@ std::vector<DeviceProgram> deserialize_device_programs(const char* data, size_t 
 std::string serialize_vdla_programs(const std::vector<vdla::VdlaProgram>& programs) {
   Json::Array list;
   for (const vdla::VdlaProgram& p : programs) list.push_back(p.to_json());
-  return Json(Json::Object{{"config", Json(vdla::Config{}.describe())}, {"programs", Json(std::move(list))}}).dump();
+  return Json(Json::Object{{"config", Json(vdla::Config{}.describe())},
+                           {"programs", Json(std::move(list))}})
+      .dump();
 }
 
 /// The vdla section: built for this runtime's VDLA configuration, at least one program, each
@@ -165,7 +171,8 @@ std::vector<vdla::VdlaProgram> deserialize_vdla_programs(const char* data, size_
   std::set<std::string> names;
   const auto& list = j.at("programs", where).as_array(where + ": programs");
   for (size_t i = 0; i < list.size(); ++i) {
-    programs.push_back(vdla::VdlaProgram::from_json(list[i], where + ": program " + std::to_string(i)));
+    programs.push_back(
+        vdla::VdlaProgram::from_json(list[i], where + ": program " + std::to_string(i)));
     KILN_USER_CHECK(names.insert(programs.back().name).second)
         << where << ": vdla program '" << programs.back().name << "' appears twice";
   }
@@ -185,7 +192,8 @@ std::string serialize_bundle(const Bundle& b) {
   const bool vdla = !b.vdla_programs.empty();
   KILN_USER_CHECK(!on_device || b.library.empty())
       << "a bundle holds device programs or a host library, not both";
-  KILN_USER_CHECK(!on_device || !vdla) << "a bundle holds GPU device programs or VDLA programs, not both";
+  KILN_USER_CHECK(!on_device || !vdla)
+      << "a bundle holds GPU device programs or VDLA programs, not both";
   Writer w;
   w.bytes(kMagic, 8);
   w.put<uint32_t>(on_device ? kDeviceVersion : vdla ? kVdlaVersion : kCpuVersion);
@@ -209,7 +217,8 @@ std::string serialize_bundle(const Bundle& b) {
 Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
   KILN_USER_CHECK(bytes.size() >= 8 && std::memcmp(bytes.data(), kMagic, 8) == 0)
       << "'" << origin << "' is not a Kiln bundle (it does not start with KILNBNDL)";
-  KILN_USER_CHECK(bytes.size() >= 8 + 8 + 16 && std::memcmp(bytes.data() + bytes.size() - 8, kEnd, 8) == 0)
+  KILN_USER_CHECK(bytes.size() >= 8 + 8 + 16 &&
+                  std::memcmp(bytes.data() + bytes.size() - 8, kEnd, 8) == 0)
       << "bundle '" << origin << "' is truncated (its end marker is missing)";
   const size_t body = bytes.size() - 16;
   uint64_t stored;
@@ -220,10 +229,13 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
   r.take(8, "the magic");
   uint32_t version = r.get<uint32_t>("the version");
   KILN_USER_CHECK(version == kCpuVersion || version == kDeviceVersion || version == kVdlaVersion)
-      << "bundle '" << origin << "' has format version " << version << "; this runtime reads versions "
-      << kCpuVersion << ", " << kDeviceVersion << " and " << kVdlaVersion;
+      << "bundle '" << origin << "' has format version " << version
+      << "; this runtime reads versions " << kCpuVersion << ", " << kDeviceVersion << " and "
+      << kVdlaVersion;
   // The one section a version adds beyond graph, library and params.
-  const uint32_t extra_kind = version == kDeviceVersion ? uint32_t{kDevice} : version == kVdlaVersion ? uint32_t{kVdla} : uint32_t{0};
+  const uint32_t extra_kind = version == kDeviceVersion ? uint32_t{kDevice}
+                              : version == kVdlaVersion ? uint32_t{kVdla}
+                                                        : uint32_t{0};
   uint32_t sections = r.get<uint32_t>("the section count");
   Bundle b;
   bool seen[6] = {false, false, false, false, false, false};
@@ -232,7 +244,9 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
     r.get<uint32_t>("a section header");
     uint64_t size = r.get<uint64_t>("a section size");
     const char* data = r.take(size, "a section");
-    KILN_USER_CHECK(((kind >= kGraph && kind <= kParams) || (extra_kind != 0 && kind == extra_kind)) && !seen[kind])
+    KILN_USER_CHECK(
+        ((kind >= kGraph && kind <= kParams) || (extra_kind != 0 && kind == extra_kind)) &&
+        !seen[kind])
         << "bundle '" << origin << "': unknown or repeated section kind " << kind
         << " (format version " << version << ")";
     seen[kind] = true;

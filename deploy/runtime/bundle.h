@@ -6,9 +6,8 @@
 // Layout (little-endian):
 //   "KILNBNDL"  u32 format version (1, 2 for a GPU bundle, 3 for one with VDLA functions)
 //   u32 section count
-//   per section: u32 kind (1 graph, 2 library, 3 params, 4 device, 5 vdla)  u32 reserved (0)  u64 size
-//   bytes
-//   u64 checksum (FNV-1a 64 of every byte before it)  "KILNEND!"
+//   per section: u32 kind (1 graph, 2 library, 3 params, 4 device, 5 vdla)  u32 reserved (0)  u64
+//   size bytes u64 checksum (FNV-1a 64 of every byte before it)  "KILNEND!"
 // The params section: "KPRM" u32 count, then per array: u32 name length, name, u8 type code,
 // u8 bits, u16 lanes, u32 rank, i64 dims[rank], u64 byte count, bytes.
 // The device section (version 2 only, and there required): JSON {"programs": [DeviceProgram...]},

@@ -4,16 +4,17 @@
  *
  * Every generated entry function has the type KilnFunc:
  *   int32_t name(const KilnArg* args, int32_t num_args, const char** error);
- * It returns 0 on success; otherwise it stores a pointer to a constant message (owned by the module)
- * in *error and returns a non-zero code. It checks the number of arguments, each tensor's rank,
- * dtype and shape against what the function was compiled for, and binds symbolic dimensions.
+ * It returns 0 on success; otherwise it stores a pointer to a constant message (owned by the
+ * module) in *error and returns a non-zero code. It checks the number of arguments, each tensor's
+ * rank, dtype and shape against what the function was compiled for, and binds symbolic dimensions.
  *
  * Beside each entry `name` a module exports the C string `__kiln_sig_<name>`: one letter per
  * argument, 't' for a tensor (args[i].tensor), 'i' for a 64-bit integer (args[i].i), 'f' for a
  * double (args[i].f). The runtime uses it to check a call before making it.
  *
  * A module that runs parallel loops holds a global function pointer `__kiln_parallel_launch`
- * (type KilnParallelLaunch) that the loader sets to the runtime's thread pool before the first call.
+ * (type KilnParallelLaunch) that the loader sets to the runtime's thread pool before the first
+ * call.
  */
 #ifndef KILN_DEPLOY_RUNTIME_C_ABI_H_
 #define KILN_DEPLOY_RUNTIME_C_ABI_H_

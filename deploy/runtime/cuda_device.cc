@@ -73,10 +73,9 @@ struct CudaDriver {
   CUresult (*cuModuleUnload)(CUmodule module);
   CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name);
   CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value);
-  CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y,
-                             unsigned grid_z, unsigned block_x, unsigned block_y,
-                             unsigned block_z, unsigned shared_bytes, CUstream stream,
-                             void** params, void** extra);
+  CUresult (*cuLaunchKernel)(CUfunction function, unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                             unsigned block_x, unsigned block_y, unsigned block_z,
+                             unsigned shared_bytes, CUstream stream, void** params, void** extra);
   CUresult (*cuEventCreate)(CUevent* event, unsigned flags);
   CUresult (*cuEventRecord)(CUevent event, CUstream stream);
   CUresult (*cuEventSynchronize)(CUevent event);
@@ -97,7 +96,8 @@ std::string error_name(const CudaDriver& cu, CUresult result) {
   std::string out = cu.cuGetErrorName(result, &name) == CUDA_SUCCESS && name
                         ? name
                         : "CUDA error " + std::to_string(result);
-  if (cu.cuGetErrorString(result, &text) == CUDA_SUCCESS && text) out += " (" + std::string(text) + ")";
+  if (cu.cuGetErrorString(result, &text) == CUDA_SUCCESS && text)
+    out += " (" + std::string(text) + ")";
   return out;
 }
 
@@ -132,14 +132,14 @@ LoadedDriver load_driver() {
       KILN_BIND_CUDA(cuDeviceGet), KILN_BIND_CUDA(cuDeviceGetName),
       KILN_BIND_CUDA(cuDeviceGetAttribute), KILN_BIND_CUDA(cuDeviceTotalMem_v2),
       KILN_BIND_CUDA(cuDevicePrimaryCtxRetain), KILN_BIND_CUDA(cuCtxSetCurrent),
-      KILN_BIND_CUDA(cuCtxSynchronize), KILN_BIND_CUDA(cuMemAlloc_v2),
-      KILN_BIND_CUDA(cuMemFree_v2), KILN_BIND_CUDA(cuMemcpyHtoD_v2),
-      KILN_BIND_CUDA(cuMemcpyDtoH_v2), KILN_BIND_CUDA(cuMemcpyDtoD_v2),
-      KILN_BIND_CUDA(cuModuleLoadDataEx), KILN_BIND_CUDA(cuModuleUnload),
-      KILN_BIND_CUDA(cuModuleGetFunction), KILN_BIND_CUDA(cuFuncSetAttribute),
-      KILN_BIND_CUDA(cuLaunchKernel), KILN_BIND_CUDA(cuEventCreate),
-      KILN_BIND_CUDA(cuEventRecord), KILN_BIND_CUDA(cuEventSynchronize),
-      KILN_BIND_CUDA(cuEventElapsedTime), KILN_BIND_CUDA(cuEventDestroy_v2);
+      KILN_BIND_CUDA(cuCtxSynchronize), KILN_BIND_CUDA(cuMemAlloc_v2), KILN_BIND_CUDA(cuMemFree_v2),
+      KILN_BIND_CUDA(cuMemcpyHtoD_v2), KILN_BIND_CUDA(cuMemcpyDtoH_v2),
+      KILN_BIND_CUDA(cuMemcpyDtoD_v2), KILN_BIND_CUDA(cuModuleLoadDataEx),
+      KILN_BIND_CUDA(cuModuleUnload), KILN_BIND_CUDA(cuModuleGetFunction),
+      KILN_BIND_CUDA(cuFuncSetAttribute), KILN_BIND_CUDA(cuLaunchKernel),
+      KILN_BIND_CUDA(cuEventCreate), KILN_BIND_CUDA(cuEventRecord),
+      KILN_BIND_CUDA(cuEventSynchronize), KILN_BIND_CUDA(cuEventElapsedTime),
+      KILN_BIND_CUDA(cuEventDestroy_v2);
 #undef KILN_BIND_CUDA
   if (!error->empty()) return driver;
   if (CUresult r = cu.cuInit(0); r != CUDA_SUCCESS) {
@@ -314,13 +314,15 @@ class CudaDevice final : public DeviceAPI {
       std::istringstream lines(ptx);
       std::ostringstream head;
       std::string line;
-      for (int n = 1; n <= 20 && std::getline(lines, line); ++n) head << "\n  " << n << "| " << line;
+      for (int n = 1; n <= 20 && std::getline(lines, line); ++n)
+        head << "\n  " << n << "| " << line;
       std::string hint;
       if (result == CUDA_ERROR_UNSUPPORTED_PTX_VERSION) {
         const size_t version = ptx.find(".version");
         hint = "\nthe PTX's " +
-               (version == std::string::npos ? std::string("version")
-                                             : ptx.substr(version, ptx.find('\n', version) - version)) +
+               (version == std::string::npos
+                    ? std::string("version")
+                    : ptx.substr(version, ptx.find('\n', version) - version)) +
                " is newer than " + info().platform +
                " compiles (CUDA 13's NVRTC writes PTX ISA 9.0, which needs driver 580 or newer)";
       }
@@ -339,10 +341,10 @@ class CudaDevice final : public DeviceAPI {
           << "kernel '" << kernel.name() << "' takes " << sizes->size() << " arguments, got "
           << args.size();
       for (size_t i = 0; i < args.size(); ++i) {
-        const int bytes = args[i].kind() == KernelArg::Kind::kInt32 ||
-                                  args[i].kind() == KernelArg::Kind::kFloat32
-                              ? 4
-                              : 8;
+        const int bytes =
+            args[i].kind() == KernelArg::Kind::kInt32 || args[i].kind() == KernelArg::Kind::kFloat32
+                ? 4
+                : 8;
         KILN_USER_CHECK((*sizes)[i] == bytes)
             << "kernel '" << kernel.name() << "': argument " << i << " is " << bytes
             << " bytes, the PTX parameter " << (*sizes)[i];
@@ -404,14 +406,13 @@ CudaModule::~CudaModule() {
 void* CudaModule::kernel(const std::string& name) {
   device_.make_current();
   CUfunction function = nullptr;
-  const CUresult result =
-      device_.driver().cuModuleGetFunction(&function, module_, name.c_str());
+  const CUresult result = device_.driver().cuModuleGetFunction(&function, module_, name.c_str());
   if (result == CUDA_ERROR_NOT_FOUND) {
     std::string names;
     for (const auto& [entry, sizes] : entries_) names += (names.empty() ? "" : ", ") + entry;
     KILN_USER_ERROR() << "no kernel '" << name << "' in the PTX module loaded on "
-                      << device_.description() << " (its kernels: "
-                      << (names.empty() ? "none" : names) << ")";
+                      << device_.description()
+                      << " (its kernels: " << (names.empty() ? "none" : names) << ")";
   }
   device_.check(result, "cuModuleGetFunction('" + name + "')");
   return function;
@@ -436,8 +437,8 @@ DeviceInfo query_info(const CudaDriver& cu, CUdevice device) {
   info.vendor = "NVIDIA";
   int version = 0;
   check(cu.cuDriverGetVersion(&version), "cuDriverGetVersion");
-  info.platform = "CUDA driver " + std::to_string(version / 1000) + "." +
-                  std::to_string(version % 1000 / 10);
+  info.platform =
+      "CUDA driver " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
   info.compute_capability_major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   info.compute_capability_minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   size_t memory = 0;

@@ -66,8 +66,8 @@ std::string DeviceInfo::description() const {
   std::ostringstream os;
   os << name << " (";
   if (compute_capability_major > 0) {
-    os << "sm_" << compute_capability_major << compute_capability_minor << ", "
-       << multiprocessors << " SMs, ";
+    os << "sm_" << compute_capability_major << compute_capability_minor << ", " << multiprocessors
+       << " SMs, ";
   } else {
     os << vendor << ", " << multiprocessors << " compute units, ";
   }
@@ -200,8 +200,7 @@ void DeviceAPI::launch(const DeviceKernelHandle& kernel, const LaunchConfig& con
     KILN_USER_CHECK(config.grid[d] >= 1 && config.grid[d] <= INT32_MAX && config.block[d] >= 1 &&
                     config.block[d] <= INT32_MAX)
         << "kernel '" << kernel.name() << "': grid and block extents must be in [1, 2^31), got "
-        << "grid[" << d << "] = " << config.grid[d] << ", block[" << d
-        << "] = " << config.block[d];
+        << "grid[" << d << "] = " << config.grid[d] << ", block[" << d << "] = " << config.block[d];
     threads *= config.block[d];
   }
   KILN_USER_CHECK(threads <= info_.max_threads_per_block)

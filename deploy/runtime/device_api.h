@@ -49,7 +49,7 @@ struct DeviceInfo {
   int compute_capability_major = 0;  ///< CUDA only: 9 for an H100
   int compute_capability_minor = 0;
   int64_t memory_bytes = 0;
-  int64_t max_threads_per_block = 0;  ///< OpenCL: the device's maximum work-group size
+  int64_t max_threads_per_block = 0;    ///< OpenCL: the device's maximum work-group size
   int64_t shared_memory_per_block = 0;  ///< without opting in (CUDA: 48 KiB); OpenCL: local memory
   int64_t max_shared_memory_per_block = 0;  ///< the most a launch may ask for (CUDA's opt-in limit)
   int64_t multiprocessors = 0;  ///< CUDA streaming multiprocessors or OpenCL compute units
@@ -168,8 +168,8 @@ class DeviceAPI {
   /// in the list GPUs first, then CPUs, then the rest, where KILN_OPENCL_DEVICE=i moves device i
   /// to the front). Opened on first use. kiln::Error saying why there is none: "no CUDA device:
   /// libcuda.so.1 not found (no NVIDIA driver on this machine)", "no CUDA device: cuInit failed:
-  /// CUDA_ERROR_NO_DEVICE", "no OpenCL platform: ...". kCPU has no DeviceAPI (host code runs through
-  /// Module).
+  /// CUDA_ERROR_NO_DEVICE", "no OpenCL platform: ...". kCPU has no DeviceAPI (host code runs
+  /// through Module).
   static DeviceAPI& get(DeviceKind kind, int index = 0);
   /// Whether get(kind) would succeed; if not, and `why` is given, the reason. Never throws.
   static bool available(DeviceKind kind, std::string* why = nullptr) noexcept;

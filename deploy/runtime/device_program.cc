@@ -26,7 +26,9 @@ std::vector<int64_t> read_ints(const Json& j, const std::string& what) {
 std::array<int64_t, 3> read_extents(const Json& j, const std::string& what) {
   std::vector<int64_t> v = read_ints(j, what);
   KILN_USER_CHECK(v.size() == 3) << what << ": 3 extents (x, y, z) expected, got " << v.size();
-  for (int64_t x : v) KILN_USER_CHECK(x > 0 && x <= (int64_t{1} << 31)) << what << ": extent " << x << " out of range";
+  for (int64_t x : v)
+    KILN_USER_CHECK(x > 0 && x <= (int64_t{1} << 31))
+        << what << ": extent " << x << " out of range";
   return {v[0], v[1], v[2]};
 }
 
@@ -49,7 +51,8 @@ int64_t DeviceProgram::Tensor::bytes() const {
 Json DeviceProgram::to_json() const {
   Json::Array ps, ks, ws;
   for (const Tensor& t : params) {
-    ps.emplace_back(Json::Object{{"name", t.name}, {"dtype", dtype_to_string(t.dtype)}, {"shape", ints(t.shape)}});
+    ps.emplace_back(Json::Object{
+        {"name", t.name}, {"dtype", dtype_to_string(t.dtype)}, {"shape", ints(t.shape)}});
   }
   for (int64_t w : workspace_bytes) ws.emplace_back(w);
   for (const Kernel& k : kernels) {
@@ -61,8 +64,8 @@ Json DeviceProgram::to_json() const {
                                  {"dyn_shared_bytes", k.launch.dyn_shared_bytes},
                                  {"args", args}});
   }
-  return Json::Object{{"name", name},         {"target", target},           {"format", format}, {"code", code},
-                      {"params", ps},         {"workspace_bytes", ws},      {"kernels", ks}};
+  return Json::Object{{"name", name}, {"target", target},      {"format", format}, {"code", code},
+                      {"params", ps}, {"workspace_bytes", ws}, {"kernels", ks}};
 }
 
 DeviceProgram DeviceProgram::from_json(const Json& j, const std::string& origin) {
@@ -90,7 +93,8 @@ DeviceProgram DeviceProgram::from_json(const Json& j, const std::string& origin)
   }
   for (const Json& w : j.at("workspace_bytes", what).as_array(what + ": workspace_bytes")) {
     int64_t b = w.as_int(what + ": workspace_bytes");
-    KILN_USER_CHECK(b > 0 && b <= (int64_t{1} << 40)) << what << ": workspace of " << b << " bytes out of range";
+    KILN_USER_CHECK(b > 0 && b <= (int64_t{1} << 40))
+        << what << ": workspace of " << b << " bytes out of range";
     p.workspace_bytes.push_back(b);
   }
   const int np = static_cast<int>(p.params.size()), nw = static_cast<int>(p.workspace_bytes.size());
@@ -102,13 +106,14 @@ DeviceProgram DeviceProgram::from_json(const Json& j, const std::string& origin)
     x.launch.grid = read_extents(k.at("grid", kw), kw + " '" + x.name + "': grid");
     x.launch.block = read_extents(k.at("block", kw), kw + " '" + x.name + "': block");
     x.launch.dyn_shared_bytes = k.at("dyn_shared_bytes", kw).as_int(kw + ": dyn_shared_bytes");
-    KILN_USER_CHECK(x.launch.dyn_shared_bytes >= 0 && x.launch.dyn_shared_bytes <= (int64_t{1} << 30))
+    KILN_USER_CHECK(x.launch.dyn_shared_bytes >= 0 &&
+                    x.launch.dyn_shared_bytes <= (int64_t{1} << 30))
         << kw << " '" << x.name << "': dyn_shared_bytes out of range";
     for (const Json& a : k.at("args", kw).as_array(kw + ": args")) {
       int64_t i = a.as_int(kw + ": args");
       KILN_USER_CHECK((i >= 0 && i < np) || (i < 0 && -1 - i < nw))
-          << kw << " '" << x.name << "': argument " << i << " names no tensor (" << np << ") or workspace (" << nw
-          << ")";
+          << kw << " '" << x.name << "': argument " << i << " names no tensor (" << np
+          << ") or workspace (" << nw << ")";
       x.args.push_back(static_cast<int>(i));
     }
     p.kernels.push_back(std::move(x));
@@ -129,17 +134,18 @@ LoadedDeviceProgram::LoadedDeviceProgram(DeviceAPI& device, DeviceProgram progra
 
 void LoadedDeviceProgram::launch(std::span<const DeviceBuffer* const> params) {
   KILN_USER_CHECK(params.size() == program_.params.size())
-      << "device program '" << program_.name << "' takes " << program_.params.size() << " tensors, got "
-      << params.size();
+      << "device program '" << program_.name << "' takes " << program_.params.size()
+      << " tensors, got " << params.size();
   for (size_t i = 0; i < params.size(); ++i) {
     const DeviceProgram::Tensor& t = program_.params[i];
     KILN_USER_CHECK(params[i] && params[i]->defined())
         << "device program '" << program_.name << "': no buffer for tensor '" << t.name << "'";
     KILN_USER_CHECK(params[i]->device() == device_)
-        << "device program '" << program_.name << "': the buffer of '" << t.name << "' is on another device";
+        << "device program '" << program_.name << "': the buffer of '" << t.name
+        << "' is on another device";
     KILN_USER_CHECK(params[i]->bytes() >= t.bytes())
-        << "device program '" << program_.name << "': the buffer of '" << t.name << "' has " << params[i]->bytes()
-        << " bytes, the tensor needs " << t.bytes();
+        << "device program '" << program_.name << "': the buffer of '" << t.name << "' has "
+        << params[i]->bytes() << " bytes, the tensor needs " << t.bytes();
   }
   std::vector<KernelArg> args;
   for (size_t k = 0; k < kernels_.size(); ++k) {

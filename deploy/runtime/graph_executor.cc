@@ -28,12 +28,13 @@ size_t tensor_index(const Json& j, size_t count, const std::string& what) {
   return static_cast<size_t>(i);
 }
 
-/// Every tensor of a graph with VDLA nodes starts at this boundary (a WGT row, the largest DMA row).
+/// Every tensor of a graph with VDLA nodes starts at this boundary (a WGT row, the largest DMA
+/// row).
 constexpr uint64_t kDramAlign = 256;
 
 /// The DMA row size of the buffer a DMA call meets in DRAM.
 int64_t dma_row_bytes(const vdla::DmaCall& d, const vdla::Config& cfg) {
-  return d.store ? cfg.out_row_bytes()
+  return d.store                        ? cfg.out_row_bytes()
          : d.mem == vdla::MemType::kWgt ? cfg.wgt_row_bytes()
          : d.mem == vdla::MemType::kAcc ? cfg.acc_row_bytes()
                                         : cfg.inp_row_bytes();
@@ -45,7 +46,8 @@ uint64_t stream_bytes(const vdla::VdlaProgram& p) {
   uint64_t insns = 16, bytes = 64;
   for (const vdla::DriverCall& c : p.calls) {
     insns += 2;
-    if (auto k = std::get_if<vdla::KernelCall>(&c)) bytes += k->uops.size() * vdla::Config::kUopBytes + 64;
+    if (auto k = std::get_if<vdla::KernelCall>(&c))
+      bytes += k->uops.size() * vdla::Config::kUopBytes + 64;
   }
   return bytes + insns * 16 + 16;
 }
@@ -124,9 +126,12 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
         << "bundle '" << origin_ << "': vdla program '" << name << "' appears twice";
   }
   if (vdla_nodes) {
-    KILN_USER_CHECK(device_ == nullptr) << where << ": a node runs on the VDLA, but the graph runs on a GPU";
+    KILN_USER_CHECK(device_ == nullptr)
+        << where << ": a node runs on the VDLA, but the graph runs on a GPU";
     uint64_t total = 0, stream = 0;
-    auto add = [&](int64_t bytes) { total += (static_cast<uint64_t>(bytes) + kDramAlign - 1) / kDramAlign * kDramAlign; };
+    auto add = [&](int64_t bytes) {
+      total += (static_cast<uint64_t>(bytes) + kDramAlign - 1) / kDramAlign * kDramAlign;
+    };
     for (auto& s : graph.at("storage", where).as_array(where + " storage")) {
       add(std::max<int64_t>(0, s.at("bytes", where + " storage").as_int(where + " storage bytes")));
     }
@@ -138,7 +143,8 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
     }
     for (const auto& [name, p] : vdla_programs_) stream = std::max(stream, stream_bytes(p));
     KILN_USER_CHECK(total + stream <= (uint64_t{1} << 32))
-        << where << ": its tensors need " << total << " bytes of DRAM, beyond the 4 GiB the VDLA addresses";
+        << where << ": its tensors need " << total
+        << " bytes of DRAM, beyond the 4 GiB the VDLA addresses";
     dram_ = std::make_shared<vdla::Dram>();
     dram_->reserve(total + stream + kDramAlign);
     dram_base_ = dram_->bytes().data();
@@ -148,7 +154,8 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
   auto in_dram = [&](const std::vector<int64_t>& shape, KilnDType dtype, uint64_t* addr) {
     const int64_t bytes = NDArray::nbytes_for(shape, dtype);
     *addr = dram_->alloc(static_cast<uint64_t>(bytes), kDramAlign);
-    return NDArray::external(dram_->at(*addr, static_cast<uint64_t>(bytes)), bytes, shape, dtype, dram_);
+    return NDArray::external(dram_->at(*addr, static_cast<uint64_t>(bytes)), bytes, shape, dtype,
+                             dram_);
   };
 
   std::vector<int64_t> pool_bytes;
@@ -189,12 +196,14 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
     const std::vector<int64_t>& shape = info.shape;
     if (info.kind == "param") {
       auto it = params.find(info.name);
-      KILN_USER_CHECK(it != params.end()) << what << ": parameter '" << info.name << "' is not in the bundle";
+      KILN_USER_CHECK(it != params.end())
+          << what << ": parameter '" << info.name << "' is not in the bundle";
       KILN_USER_CHECK(it->second.defined())  // moved into an earlier tensor
           << what << ": parameter '" << info.name << "' is already the array of another tensor";
       KILN_USER_CHECK(it->second.shape() == shape && dtype_equal(it->second.dtype(), dtype))
           << what << ": parameter '" << info.name << "' is " << dtype_to_string(it->second.dtype())
-          << it->second.shape_string() << " in the bundle but the graph expects " << dtype_to_string(dtype);
+          << it->second.shape_string() << " in the bundle but the graph expects "
+          << dtype_to_string(dtype);
       if (dram_ != nullptr) {
         info.array = in_dram(shape, dtype, &info.dram_addr);
         info.array.copy_from_bytes(it->second.data(), static_cast<size_t>(it->second.nbytes()));
@@ -219,7 +228,8 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
         placements[{pool, offset}].push_back(i);
       }
     } else if (info.kind == "input" || info.kind == "output") {
-      info.array = dram_ != nullptr ? in_dram(shape, dtype, &info.dram_addr) : NDArray::empty(shape, dtype);
+      info.array =
+          dram_ != nullptr ? in_dram(shape, dtype, &info.dram_addr) : NDArray::empty(shape, dtype);
       if (info.kind == "input" && t.has("default")) {
         const std::string& param = t.at("default", what).as_string(what + " default");
         auto it = params.find(param);
@@ -265,7 +275,8 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
     }
     if (n.has("target")) {
       const std::string target = n.at("target", what).as_string(what + " target");
-      KILN_USER_CHECK(target == "vdla") << what << " has target '" << target << "'; the runtime knows 'vdla'";
+      KILN_USER_CHECK(target == "vdla")
+          << what << " has target '" << target << "'; the runtime knows 'vdla'";
       auto p = vdla_programs_.find(node.func);
       KILN_USER_CHECK(p != vdla_programs_.end())
           << what << " calls '" << node.func << "', which the bundle's vdla programs do not define";
@@ -287,7 +298,8 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
   for (auto& o : graph.at("outputs", where).as_array(where + " outputs")) {
     outputs_.push_back(tensor_index(o, tensors_.size(), where + " outputs"));
   }
-  KILN_ICHECK(dram_ == nullptr || dram_->bytes().data() == dram_base_) << "the VDLA's DRAM moved while loading";
+  KILN_ICHECK(dram_ == nullptr || dram_->bytes().data() == dram_base_)
+      << "the VDLA's DRAM moved while loading";
   if (device_ == nullptr) return;
   // On a device an intermediate has no host side to read or write.
   for (size_t i : inputs_) {
@@ -304,15 +316,15 @@ void GraphExecutor::check_vdla_node(const Node& node, const std::string& what) c
   const vdla::VdlaProgram& p = *node.vdla;
   const vdla::Config& cfg = vdla_device_->config();
   KILN_USER_CHECK(node.args.size() == p.arg_names.size())
-      << what << " passes " << node.args.size() << " tensors to vdla program '" << p.name << "', which takes "
-      << p.arg_names.size();
+      << what << " passes " << node.args.size() << " tensors to vdla program '" << p.name
+      << "', which takes " << p.arg_names.size();
   for (size_t k = 0; k < node.args.size(); ++k) {
     const TensorInfo& t = tensors_[node.args[k]];
     const int64_t bytes = NDArray::nbytes_for(t.shape, t.dtype);
     KILN_USER_CHECK(bytes == p.arg_bytes[k])
-        << what << " passes tensor '" << t.name << "' (" << type_text(t.dtype, t.shape) << ", " << bytes
-        << " bytes) as '" << p.arg_names[k] << "' of vdla program '" << p.name << "', which takes " << p.arg_bytes[k]
-        << " bytes";
+        << what << " passes tensor '" << t.name << "' (" << type_text(t.dtype, t.shape) << ", "
+        << bytes << " bytes) as '" << p.arg_names[k] << "' of vdla program '" << p.name
+        << "', which takes " << p.arg_bytes[k] << " bytes";
   }
   for (size_t i = 0; i < p.calls.size(); ++i) {
     auto d = std::get_if<vdla::DmaCall>(&p.calls[i]);
@@ -322,12 +334,14 @@ void GraphExecutor::check_vdla_node(const Node& node, const std::string& what) c
     const int64_t row = dma_row_bytes(*d, cfg);
     KILN_USER_CHECK(node.vdla_addrs[k] % static_cast<uint64_t>(row) == 0)
         << what << ": tensor '" << t.name << "' at DRAM address " << node.vdla_addrs[k]
-        << " is not aligned to the " << row << "-byte rows of call " << i << " of vdla program '" << p.name << "'";
+        << " is not aligned to the " << row << "-byte rows of call " << i << " of vdla program '"
+        << p.name << "'";
     if (d->x_size == 0 || d->y_size == 0) continue;
     const uint64_t last = d->dram_row + uint64_t{d->y_size - 1} * d->x_stride + d->x_size;
     KILN_USER_CHECK(last * static_cast<uint64_t>(row) <= static_cast<uint64_t>(p.arg_bytes[k]))
-        << what << ": call " << i << " of vdla program '" << p.name << "' reaches row " << last << " of tensor '"
-        << t.name << "', which has " << p.arg_bytes[k] / row << " rows of " << row << " bytes";
+        << what << ": call " << i << " of vdla program '" << p.name << "' reaches row " << last
+        << " of tensor '" << t.name << "', which has " << p.arg_bytes[k] / row << " rows of " << row
+        << " bytes";
   }
 }
 
@@ -371,12 +385,14 @@ LoadedDeviceProgram* GraphExecutor::device_program(const std::string& func,
 }
 
 const std::string& GraphExecutor::input_name(size_t i) const {
-  KILN_USER_CHECK(i < inputs_.size()) << "input " << i << " out of range: the model has " << inputs_.size();
+  KILN_USER_CHECK(i < inputs_.size())
+      << "input " << i << " out of range: the model has " << inputs_.size();
   return tensors_[inputs_[i]].name;
 }
 
 const std::string& GraphExecutor::output_name(size_t i) const {
-  KILN_USER_CHECK(i < outputs_.size()) << "output " << i << " out of range: the model has " << outputs_.size();
+  KILN_USER_CHECK(i < outputs_.size())
+      << "output " << i << " out of range: the model has " << outputs_.size();
   return tensors_[outputs_[i]].name;
 }
 
@@ -401,7 +417,8 @@ void GraphExecutor::check_input(size_t tensor, const NDArray& value) const {
       << "input '" << t.name << "' must be " << dtype_to_string(t.array.dtype()) << ", got "
       << dtype_to_string(value.dtype());
   KILN_USER_CHECK(value.shape() == t.array.shape())
-      << "input '" << t.name << "' must have shape " << t.array.shape_string() << ", got " << value.shape_string();
+      << "input '" << t.name << "' must have shape " << t.array.shape_string() << ", got "
+      << value.shape_string();
 }
 
 void GraphExecutor::set_input(const std::string& name, const NDArray& value) {
@@ -433,7 +450,8 @@ void GraphExecutor::run_node(size_t i) {
     n.vdla->emit(q, n.vdla_addrs);
     vdla_stats_[i] = q.synchronize();
     dram_->truncate(mark);
-    KILN_ICHECK(dram_->bytes().data() == dram_base_) << "the VDLA's DRAM moved during node '" << n.name << "'";
+    KILN_ICHECK(dram_->bytes().data() == dram_base_)
+        << "the VDLA's DRAM moved during node '" << n.name << "'";
     return;
   }
   if (n.program != nullptr) {

@@ -60,8 +60,8 @@ class GraphExecutor {
   /// built for that kind); kiln::Error naming the file and the defect when it cannot, or saying
   /// which device the bundle was built for when it is not `device`, or why there is no such device.
   static GraphExecutor load(const std::string& path, DeviceKind device = DeviceKind::kCPU);
-  /// A CPU bundle (with VDLA programs or not): loads its library (from memory), then from_parts. A GPU bundle: on_device on
-  /// device 0 of `device` (DeviceAPI::get).
+  /// A CPU bundle (with VDLA programs or not): loads its library (from memory), then from_parts. A
+  /// GPU bundle: on_device on device 0 of `device` (DeviceAPI::get).
   static GraphExecutor from_bundle(Bundle bundle, const std::string& origin,
                                    DeviceKind device = DeviceKind::kCPU);
   /// The executor of `graph_json` over `params` and the functions of `library`, a module already
@@ -102,9 +102,9 @@ class GraphExecutor {
 
   /// Where the time of a run goes: one entry per node, in graph order.
   struct NodeTime {
-    std::string name;   ///< the node (for a fused kernel, its master's name)
-    std::string func;   ///< the compiled function
-    double median_ms;   ///< median over the runs
+    std::string name;  ///< the node (for a fused kernel, its master's name)
+    std::string func;  ///< the compiled function
+    double median_ms;  ///< median over the runs
   };
   /// Runs the graph `runs` times (after one warm-up run), timing every node (on a device, by its
   /// events); the outputs are those of the last run. With `run_ms`, also each run's whole time
@@ -140,17 +140,18 @@ class GraphExecutor {
   struct Node {
     std::string name;
     std::string func;
-    Function host_func;                      ///< on the host
-    LoadedDeviceProgram* program = nullptr;  ///< on a device (one of programs_)
+    Function host_func;                       ///< on the host
+    LoadedDeviceProgram* program = nullptr;   ///< on a device (one of programs_)
     const vdla::VdlaProgram* vdla = nullptr;  ///< on the VDLA (one of vdla_programs_)
-    std::vector<uint64_t> vdla_addrs;        ///< its tensors' DRAM addresses
+    std::vector<uint64_t> vdla_addrs;         ///< its tensors' DRAM addresses
     std::vector<size_t> args;
   };
 
   /// Reads the graph: the host's tensors and functions, or (with device_ set) the device's
   /// buffers and the programs of `programs` the nodes call.
   void build(const std::string& graph_json, std::map<std::string, NDArray> params,
-             std::vector<DeviceProgram> programs, std::vector<vdla::VdlaProgram> vdla_programs = {});
+             std::vector<DeviceProgram> programs,
+             std::vector<vdla::VdlaProgram> vdla_programs = {});
   /// Checks a VDLA node's tensors against its program (see above); kiln::Error naming them.
   void check_vdla_node(const Node& node, const std::string& what) const;
   /// The program a node calls on the device, loaded on first use; kiln::Error naming the node, the

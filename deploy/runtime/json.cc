@@ -3,9 +3,9 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <cstdio>
 #include <sstream>
 
 #include "base/error.h"
@@ -30,7 +30,8 @@ class Parser {
   }
 
   void skip_space() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -103,14 +104,30 @@ class Parser {
       if (pos_ >= s_.size()) fail("unterminated escape");
       char e = s_[pos_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           uint32_t code = hex4();
           // A surrogate pair (\uD83D\uDE00) is one code point beyond the 16-bit plane.
@@ -127,7 +144,8 @@ class Parser {
           append_utf8(code, out);
           break;
         }
-        default: fail(std::string("unknown escape '\\") + e + "'");
+        default:
+          fail(std::string("unknown escape '\\") + e + "'");
       }
     }
     return out;
@@ -140,10 +158,14 @@ class Parser {
     for (int i = 0; i < 4; ++i) {
       const char c = s_[pos_];
       uint32_t digit;
-      if (c >= '0' && c <= '9') digit = static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') digit = static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') digit = static_cast<uint32_t>(c - 'A' + 10);
-      else fail("bad \\u escape: '" + std::string(1, c) + "' is not a hex digit");
+      if (c >= '0' && c <= '9')
+        digit = static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        digit = static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        digit = static_cast<uint32_t>(c - 'A' + 10);
+      else
+        fail("bad \\u escape: '" + std::string(1, c) + "' is not a hex digit");
       code = code * 16 + digit;
       ++pos_;
     }
@@ -211,11 +233,21 @@ void write_string(std::ostringstream& os, const std::string& s) {
   os << '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': os << "\\\""; break;
-      case '\\': os << "\\\\"; break;
-      case '\n': os << "\\n"; break;
-      case '\r': os << "\\r"; break;
-      case '\t': os << "\\t"; break;
+      case '"':
+        os << "\\\"";
+        break;
+      case '\\':
+        os << "\\\\";
+        break;
+      case '\n':
+        os << "\\n";
+        break;
+      case '\r':
+        os << "\\r";
+        break;
+      case '\t':
+        os << "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -239,9 +271,15 @@ std::string Json::dump() const {
   std::ostringstream os;
   std::function<void(const Json&)> write = [&](const Json& j) {
     switch (j.v_.index()) {
-      case 0: os << "null"; break;
-      case 1: os << (std::get<bool>(j.v_) ? "true" : "false"); break;
-      case 2: os << std::get<int64_t>(j.v_); break;
+      case 0:
+        os << "null";
+        break;
+      case 1:
+        os << (std::get<bool>(j.v_) ? "true" : "false");
+        break;
+      case 2:
+        os << std::get<int64_t>(j.v_);
+        break;
       case 3: {
         double d = std::get<double>(j.v_);
         if (!std::isfinite(d)) {
@@ -253,7 +291,9 @@ std::string Json::dump() const {
         }
         break;
       }
-      case 4: write_string(os, std::get<std::string>(j.v_)); break;
+      case 4:
+        write_string(os, std::get<std::string>(j.v_));
+        break;
       case 5: {
         os << '[';
         bool first = true;

@@ -17,7 +17,7 @@ class Json {
   using Array = std::vector<Json>;
   using Object = std::map<std::string, Json>;
 
-  Json() = default;  // null
+  Json() = default;                            // null
   Json(bool b) : v_(b) {}                      // NOLINT(google-explicit-constructor)
   Json(int v) : v_(int64_t{v}) {}              // NOLINT(google-explicit-constructor)
   Json(int64_t v) : v_(v) {}                   // NOLINT(google-explicit-constructor)

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <span>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -331,8 +331,7 @@ RunResult RunResult::from_json(const Json& json) {
   }
   if (json.has("number")) r.number = json.at("number", "result").as_int("result.number");
   if (json.has("disturbed_repeats")) {
-    r.disturbed_repeats =
-        json.at("disturbed_repeats", "result").as_int("result.disturbed_repeats");
+    r.disturbed_repeats = json.at("disturbed_repeats", "result").as_int("result.disturbed_repeats");
   }
   if (json.has("contended"))
     r.contended = json.at("contended", "result").as_bool("result.contended");
@@ -357,7 +356,7 @@ namespace {
 /// The measured function, on the CPU or on a device: one checked call, timed batches of calls,
 /// and the outputs brought to the host arrays.
 struct Measured {
-  std::function<void()> call;                  ///< one call, finished when it returns
+  std::function<void()> call;                   ///< one call, finished when it returns
   std::function<double(int64_t)> time_calls_s;  ///< seconds that `n` calls take
   std::function<void()> fetch_outputs;          ///< outputs into their host arrays
 };
@@ -428,13 +427,13 @@ Measured measured_on_device(const RunRequest& request, DeviceKind kind,
           },
           [launch, &device](int64_t n) {
             return device.time_ms([&] {
-                     for (int64_t k = 0; k < n; ++k) launch();
-                   }) /
-                   1000.0;
+              for (int64_t k = 0; k < n; ++k) launch();
+            }) / 1000.0;
           },
           [tensors, &request, &arrays] {
             for (size_t i = 0; i < arrays.size(); ++i) {
-              if (request.args[i].kind == RunArg::Kind::kOutput) (*tensors)[i].copy_to_host(arrays[i]);
+              if (request.args[i].kind == RunArg::Kind::kOutput)
+                (*tensors)[i].copy_to_host(arrays[i]);
             }
           }};
 }
@@ -454,7 +453,9 @@ RunResult failed(RunResult& result, ErrorKind kind, std::string message, Clock::
 RunResult run_on_vdla(const RunRequest& request) {
   const auto start = Clock::now();
   RunResult result;
-  auto fail = [&](ErrorKind kind, std::string message) { return failed(result, kind, std::move(message), start); };
+  auto fail = [&](ErrorKind kind, std::string message) {
+    return failed(result, kind, std::move(message), start);
+  };
   std::vector<NDArray> arrays;
   std::vector<NDArray> references(request.args.size());
   std::vector<bool> is_output;
@@ -508,7 +509,9 @@ RunResult run_kernel(const RunRequest& request) {
   if (request.device == "vdla") return run_on_vdla(request);
   const auto start = Clock::now();
   RunResult result;
-  auto fail = [&](ErrorKind kind, std::string message) { return failed(result, kind, std::move(message), start); };
+  auto fail = [&](ErrorKind kind, std::string message) {
+    return failed(result, kind, std::move(message), start);
+  };
 
   // Everything up to the first call: a failure here is a bad request or a bad library.
   Measured measured;

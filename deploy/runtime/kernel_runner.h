@@ -88,14 +88,14 @@ struct RunRequest {
 /// How a measurement went.
 struct RunResult {
   ErrorKind error = ErrorKind::kNone;
-  std::string message;          ///< empty for kNone
-  std::vector<double> costs_s;  ///< mean seconds per call, one per repeat (kNone only)
-  double wall_s = 0;            ///< wall time of the whole measurement (the child's life)
-  int64_t number = 0;           ///< calls per repeat finally used (after min_repeat_ms growth)
-  double max_error = 0;         ///< largest |out - ref| over the checked outputs
-  int64_t child_pid = 0;        ///< the child's process id (measure_in_child), for diagnostics
+  std::string message;            ///< empty for kNone
+  std::vector<double> costs_s;    ///< mean seconds per call, one per repeat (kNone only)
+  double wall_s = 0;              ///< wall time of the whole measurement (the child's life)
+  int64_t number = 0;             ///< calls per repeat finally used (after min_repeat_ms growth)
+  double max_error = 0;           ///< largest |out - ref| over the checked outputs
+  int64_t child_pid = 0;          ///< the child's process id (measure_in_child), for diagnostics
   int64_t disturbed_repeats = 0;  ///< repeats timed while another process held our CPU
-  bool contended = false;  ///< some of costs_s are disturbed repeats (the allowance ran out)
+  bool contended = false;         ///< some of costs_s are disturbed repeats (the allowance ran out)
   int64_t cycles = 0;  ///< device "vdla": the cycle model's cycles of the one run (0 elsewhere)
 
   bool ok() const { return error == ErrorKind::kNone; }

@@ -90,8 +90,8 @@ class Arg {
     value_.tensor = const_cast<KilnTensor*>(tensor);
   }
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  Arg(T v) : kind_(Kind::kInt) {  // NOLINT(google-explicit-constructor)
+  requires(!std::same_as<T, bool>) Arg(T v)
+      : kind_(Kind::kInt) {  // NOLINT(google-explicit-constructor)
     value_.i = static_cast<int64_t>(v);
   }
   template <std::floating_point T>
@@ -120,8 +120,7 @@ class Function {
 
   /// f(a, b, 3) is call({a, b, 3}).
   template <typename... Ts>
-    requires(std::constructible_from<Arg, Ts&&> && ...)
-  void operator()(Ts&&... args) const {
+  requires(std::constructible_from<Arg, Ts&&>&&...) void operator()(Ts&&... args) const {
     const std::array<Arg, sizeof...(Ts)> packed{Arg(std::forward<Ts>(args))...};
     call(packed);
   }

@@ -27,8 +27,8 @@ int64_t count_elements(const std::vector<int64_t>& shape, int64_t elem, const ch
 
 }  // namespace
 
-NDArray NDArray::owning(std::shared_ptr<void> memory, void* data, std::vector<int64_t> shape, int64_t count,
-                        KilnDType dtype) {
+NDArray NDArray::owning(std::shared_ptr<void> memory, void* data, std::vector<int64_t> shape,
+                        int64_t count, KilnDType dtype) {
   NDArray a;
   a.state_ = std::make_unique<State>();
   State& s = *a.state_;
@@ -76,7 +76,8 @@ NDArray NDArray::view(const NDArray& base, int64_t byte_offset, std::vector<int6
   const int64_t elem = dtype_bytes(dtype);
   const int64_t count = count_elements(shape, elem, "NDArray::view");
   KILN_USER_CHECK(byte_offset >= 0 && byte_offset % elem == 0)
-      << "NDArray::view: offset " << byte_offset << " is not a multiple of the element size " << elem;
+      << "NDArray::view: offset " << byte_offset << " is not a multiple of the element size "
+      << elem;
   // As a difference: an offset near 2^63 must not overflow the sum and pass.
   KILN_USER_CHECK(byte_offset <= base.nbytes() && count * elem <= base.nbytes() - byte_offset)
       << "NDArray::view: " << count * elem << " bytes at offset " << byte_offset

@@ -1,8 +1,9 @@
 // NDArray: an owning n-dimensional array in host memory, the tensor type the runtime hands to
 // compiled functions. Its buffer is 64-byte aligned and row-major compact; tensor() gives the C
 // view (KilnTensor) that generated code reads. An array moves but does not copy implicitly (copy()
-// makes a deep copy); view() makes an array over part of another's buffer, sharing ownership. Not thread-safe for concurrent mutation, like any
-// container; distinct arrays may be used from distinct threads.
+// makes a deep copy); view() makes an array over part of another's buffer, sharing ownership. Not
+// thread-safe for concurrent mutation, like any container; distinct arrays may be used from
+// distinct threads.
 #pragma once
 
 #include <cstdint>
@@ -123,8 +124,8 @@ class NDArray {
   };
 
   /// An array of `count` elements at `data`, contiguous, kept alive by `memory`.
-  static NDArray owning(std::shared_ptr<void> memory, void* data, std::vector<int64_t> shape, int64_t count,
-                        KilnDType dtype);
+  static NDArray owning(std::shared_ptr<void> memory, void* data, std::vector<int64_t> shape,
+                        int64_t count, KilnDType dtype);
 
   const State* state() const {
     KILN_ICHECK(state_ != nullptr) << "use of a null NDArray";

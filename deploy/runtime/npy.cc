@@ -197,8 +197,7 @@ NDArray parse_npy(const std::string& bytes, const std::string& origin) {
     std::ostringstream dims;
     for (size_t i = 0; i < shape.size(); ++i) dims << (i ? ", " : "") << shape[i];
     KILN_USER_ERROR() << "load_npy: '" << origin << "': truncated data: shape [" << dims.str()
-                      << "] of " << descr << " needs " << want << " bytes, the file holds "
-                      << have;
+                      << "] of " << descr << " needs " << want << " bytes, the file holds " << have;
   }
   NDArray a = NDArray::empty(shape, entry->dtype);
   if (want != 0) std::memcpy(a.data(), bytes.data() + data_start, want);

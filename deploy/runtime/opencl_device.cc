@@ -221,8 +221,9 @@ LoadedOpenCL load_opencl() {
     return loaded;
   }
   // GPUs first, then CPUs, then the rest (accelerators).
-  for (cl_device_type type : {cl_device_type{CL_DEVICE_TYPE_GPU}, cl_device_type{CL_DEVICE_TYPE_CPU},
-                              cl_device_type{CL_DEVICE_TYPE_ACCELERATOR}}) {
+  for (cl_device_type type :
+       {cl_device_type{CL_DEVICE_TYPE_GPU}, cl_device_type{CL_DEVICE_TYPE_CPU},
+        cl_device_type{CL_DEVICE_TYPE_ACCELERATOR}}) {
     for (cl_platform_id platform : platforms) {
       cl_uint count = 0;
       if (cl.clGetDeviceIDs(platform, type, 0, nullptr, &count) != CL_SUCCESS || count == 0) {
@@ -345,15 +346,15 @@ class OpenCLDevice final : public DeviceAPI {
 
   void write(uint64_t dst, int64_t dst_offset, const void* src, int64_t bytes) override {
     check(cl_.clEnqueueWriteBuffer(queue_, reinterpret_cast<cl_mem>(dst), CL_TRUE,
-                                   static_cast<size_t>(dst_offset), static_cast<size_t>(bytes),
-                                   src, 0, nullptr, nullptr),
+                                   static_cast<size_t>(dst_offset), static_cast<size_t>(bytes), src,
+                                   0, nullptr, nullptr),
           "clEnqueueWriteBuffer");
   }
 
   void read(void* dst, uint64_t src, int64_t src_offset, int64_t bytes) override {
     check(cl_.clEnqueueReadBuffer(queue_, reinterpret_cast<cl_mem>(src), CL_TRUE,
-                                  static_cast<size_t>(src_offset), static_cast<size_t>(bytes),
-                                  dst, 0, nullptr, nullptr),
+                                  static_cast<size_t>(src_offset), static_cast<size_t>(bytes), dst,
+                                  0, nullptr, nullptr),
           "clEnqueueReadBuffer");
   }
 
@@ -389,7 +390,8 @@ class OpenCLDevice final : public DeviceAPI {
       std::istringstream lines(source);
       std::ostringstream head;
       std::string line;
-      for (int n = 1; n <= 20 && std::getline(lines, line); ++n) head << "\n  " << n << "| " << line;
+      for (int n = 1; n <= 20 && std::getline(lines, line); ++n)
+        head << "\n  " << n << "| " << line;
       KILN_USER_ERROR() << description() << ": the OpenCL C does not build: clBuildProgram failed: "
                         << error_text(result) << "\nbuild log:\n"
                         << (log.empty() ? "(empty)" : log) << "\nsource begins:" << head.str();
@@ -403,14 +405,13 @@ class OpenCLDevice final : public DeviceAPI {
     const std::string what = "kernel '" + kernel.name() + "'";
     std::lock_guard<std::mutex> lock(launch_mutex_);
     cl_uint declared = 0;
-    check(cl_.clGetKernelInfo(cl_kernel_of, CL_KERNEL_NUM_ARGS, sizeof declared, &declared,
-                              nullptr),
-          what + ": clGetKernelInfo");
+    check(
+        cl_.clGetKernelInfo(cl_kernel_of, CL_KERNEL_NUM_ARGS, sizeof declared, &declared, nullptr),
+        what + ": clGetKernelInfo");
     const size_t given = args.size() + (config.dyn_shared_bytes > 0 ? 1 : 0);
     KILN_USER_CHECK(declared == given)
         << what << " takes " << declared << " arguments, got " << args.size()
-        << (config.dyn_shared_bytes > 0 ? " and the __local one of the dynamic shared memory"
-                                        : "");
+        << (config.dyn_shared_bytes > 0 ? " and the __local one of the dynamic shared memory" : "");
     for (size_t i = 0; i < args.size(); ++i) {
       const auto index = static_cast<cl_uint>(i);
       const std::string call = what + ": clSetKernelArg(" + std::to_string(i) + ")";
@@ -486,8 +487,8 @@ void* OpenCLModule::kernel(const std::string& name) {
       for (char& c : names) c = c == ';' ? ',' : c;
     }
     KILN_USER_ERROR() << "no kernel '" << name << "' in the OpenCL module loaded on "
-                      << device_.description() << " (its kernels: "
-                      << (names.empty() ? "none" : names) << ")";
+                      << device_.description()
+                      << " (its kernels: " << (names.empty() ? "none" : names) << ")";
   }
   device_.check(result, "clCreateKernel('" + name + "')");
   kernels_.emplace(name, kernel);

@@ -40,7 +40,8 @@ void fill_ints(NDArray& array, uint64_t seed, const ValueRange& r) {
 
 void fill_uniform(NDArray& array, uint64_t seed) {
   KILN_USER_CHECK(dtype_equal(array.dtype(), kFloat32))
-      << "fill_uniform: only float32 arrays are generated (got " << dtype_to_string(array.dtype()) << ")";
+      << "fill_uniform: only float32 arrays are generated (got " << dtype_to_string(array.dtype())
+      << ")";
   uint64_t state = seed;
   float* p = array.data<float>();
   for (int64_t i = 0; i < array.num_elements(); ++i) {
@@ -52,16 +53,19 @@ void fill_uniform(NDArray& array, uint64_t seed) {
 void fill_uniform_int(NDArray& array, uint64_t seed, const ValueRange& range) {
   const KilnDType t = array.dtype();
   const std::string name = dtype_to_string(t);
-  const bool is_int = t.lanes == 1 && ((t.code == kKilnInt && (t.bits == 8 || t.bits == 16 ||
-                                                                t.bits == 32 || t.bits == 64)) ||
-                                       (t.code == kKilnUInt && (t.bits == 8 || t.bits == 16 ||
-                                                                 t.bits == 32)));
+  const bool is_int =
+      t.lanes == 1 &&
+      ((t.code == kKilnInt && (t.bits == 8 || t.bits == 16 || t.bits == 32 || t.bits == 64)) ||
+       (t.code == kKilnUInt && (t.bits == 8 || t.bits == 16 || t.bits == 32)));
   KILN_USER_CHECK(is_int) << "fill_uniform_int: " << name
                           << " arrays are not generated (int8, int16, int32, int64, uint8, "
                              "uint16 and uint32 are)";
-  const int64_t lo = t.code == kKilnUInt ? 0 : t.bits == 64 ? INT64_MIN : -(int64_t{1} << (t.bits - 1));
-  const int64_t hi = t.code == kKilnUInt   ? (int64_t{1} << t.bits) - 1
-                     : t.bits == 64 ? INT64_MAX : (int64_t{1} << (t.bits - 1)) - 1;
+  const int64_t lo = t.code == kKilnUInt ? 0
+                     : t.bits == 64      ? INT64_MIN
+                                         : -(int64_t{1} << (t.bits - 1));
+  const int64_t hi = t.code == kKilnUInt ? (int64_t{1} << t.bits) - 1
+                     : t.bits == 64      ? INT64_MAX
+                                         : (int64_t{1} << (t.bits - 1)) - 1;
   // A span of at most 2^32 values keeps the mapping exact; no input needs more.
   const bool fits = range.low <= range.high && range.low >= lo && range.high <= hi &&
                     static_cast<__int128>(range.high) - range.low < (__int128{1} << 32);
@@ -82,8 +86,8 @@ void fill_uniform_int(NDArray& array, uint64_t seed, const ValueRange& range) {
 void fill_input(NDArray& array, uint64_t seed, const std::optional<ValueRange>& range) {
   if (array.dtype().code == kKilnFloat) {
     KILN_USER_CHECK(!range.has_value())
-        << "fill_input: a " << dtype_to_string(array.dtype()) << " input takes no value range (got ["
-        << range->low << ", " << range->high << "])";
+        << "fill_input: a " << dtype_to_string(array.dtype())
+        << " input takes no value range (got [" << range->low << ", " << range->high << "])";
     fill_uniform(array, seed);
     return;
   }

@@ -95,18 +95,20 @@ void print_vdla_stats(std::ostream& out, const GraphExecutor& g) {
   const vdla::Config cfg;
   char line[512];
   auto row = [&](const vdla::Stats& s, const std::string& what) {
-    const uint64_t bytes = s.inp_load_nbytes + s.wgt_load_nbytes + s.acc_load_nbytes + s.uop_load_nbytes +
-                           s.out_store_nbytes;
-    std::snprintf(line, sizeof line, "%12llu %10.3f %6.3f %12llu  ", static_cast<unsigned long long>(s.cycles),
+    const uint64_t bytes = s.inp_load_nbytes + s.wgt_load_nbytes + s.acc_load_nbytes +
+                           s.uop_load_nbytes + s.out_store_nbytes;
+    std::snprintf(line, sizeof line, "%12llu %10.3f %6.3f %12llu  ",
+                  static_cast<unsigned long long>(s.cycles),
                   static_cast<double>(s.cycles) / (cfg.clock_mhz * 1e3), s.utilization(),
                   static_cast<unsigned long long>(bytes));
     out << line << what << "\n";
   };
   const auto nodes = g.vdla_stats();
-  std::snprintf(line, sizeof line, "%zu VDLA nodes (cycle model, %.0f MHz, last run):\n", nodes.size(),
-                static_cast<double>(cfg.clock_mhz));
+  std::snprintf(line, sizeof line, "%zu VDLA nodes (cycle model, %.0f MHz, last run):\n",
+                nodes.size(), static_cast<double>(cfg.clock_mhz));
   out << line;
-  std::snprintf(line, sizeof line, "%12s %10s %6s %12s  %s\n", "cycles", "vdla_ms", "util", "dram_bytes", "node");
+  std::snprintf(line, sizeof line, "%12s %10s %6s %12s  %s\n", "cycles", "vdla_ms", "util",
+                "dram_bytes", "node");
   out << line;
   for (const auto& n : nodes) row(n.stats, n.name + " (" + n.func + ")");
   row(g.vdla_total(), "all VDLA nodes");

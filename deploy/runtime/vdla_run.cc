@@ -24,7 +24,7 @@ std::vector<uint64_t> arg_alignments(const vdla::VdlaProgram& p, const vdla::Con
   for (const vdla::DriverCall& c : p.calls) {
     const auto* d = std::get_if<vdla::DmaCall>(&c);
     if (d == nullptr) continue;
-    const int64_t row = d->store                      ? cfg.out_row_bytes()
+    const int64_t row = d->store                        ? cfg.out_row_bytes()
                         : d->mem == vdla::MemType::kWgt ? cfg.wgt_row_bytes()
                         : d->mem == vdla::MemType::kAcc ? cfg.acc_row_bytes()
                                                         : cfg.inp_row_bytes();

@@ -99,7 +99,8 @@ class ChildProcess {
       if (eof_ || cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
         for (const std::string& l : lines_)
           if (l.find(text) != std::string::npos) return l;
-        throw std::runtime_error("no line with '" + text + "' on stdout; stderr:\n" + stderr_text());
+        throw std::runtime_error("no line with '" + text + "' on stdout; stderr:\n" +
+                                 stderr_text());
       }
     }
   }

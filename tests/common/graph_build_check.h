@@ -32,7 +32,8 @@ using runtime::NDArray;
 class ModelBuilder : public testing::OnnxModelBuilder {
  public:
   using OnnxModelBuilder::OnnxModelBuilder;
-  void init(const std::string& name, std::vector<int64_t> shape, float lo = -0.5f, float hi = 0.5f) {
+  void init(const std::string& name, std::vector<int64_t> shape, float lo = -0.5f,
+            float hi = 0.5f) {
     NDArray a = testing::random_array(shape, seed_++, lo, hi);
     init_values(name, shape, a.to_vector<float>());
   }
@@ -63,10 +64,10 @@ inline bool have_onnxruntime() {
 
 class GraphBuildTest : public ::testing::Test {
  protected:
-
   /// Writes the model, compiles it with and without fusion (and, when `layouts`, with and
-  /// without alter_layout, padded channel blocks of 16 included), runs every build on the same random inputs, checks that the builds
-  /// agree within 1e-5 and compares every output with ONNX Runtime's.
+  /// without alter_layout, padded channel blocks of 16 included), runs every build on the same
+  /// random inputs, checks that the builds agree within 1e-5 and compares every output with ONNX
+  /// Runtime's.
   void check(const ModelBuilder& m, const std::string& tag, bool layouts = false) {
     const std::string path = (dir_.path() / (tag + ".onnx")).string();
     {
@@ -84,8 +85,8 @@ class GraphBuildTest : public ::testing::Test {
         options.alter_layout = alter;
         // Padded channel blocks (alter_layout.h) on every host, not only AVX-512 ones.
         if (layouts) options.pad_channels_to = 16;
-        runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(
-            build_graph(g, "llvm -mcpu=native", options), tag);
+        runtime::GraphExecutor exec =
+            runtime::GraphExecutor::from_bundle(build_graph(g, "llvm -mcpu=native", options), tag);
         set_inputs(m, exec);
         exec.run();
         std::vector<NDArray> outs;
@@ -109,7 +110,8 @@ class GraphBuildTest : public ::testing::Test {
   /// Binds every input of `m` to its random array (seeds 1, 2, ... in input order).
   void set_inputs(const ModelBuilder& m, runtime::GraphExecutor& exec) {
     uint32_t seed = 1;
-    for (const auto& [name, shape] : m.inputs()) exec.set_input(name, testing::random_array(shape, seed++));
+    for (const auto& [name, shape] : m.inputs())
+      exec.set_input(name, testing::random_array(shape, seed++));
   }
 
   void compare_with_onnxruntime(const ModelBuilder& m, const std::string& tag,
@@ -118,9 +120,9 @@ class GraphBuildTest : public ::testing::Test {
   }
 
   /// The same, for inputs of the given shapes (a symbolic model's bound ones).
-  void compare_with_onnxruntime(const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
-                                const std::string& tag, const std::string& path,
-                                runtime::GraphExecutor& exec) {
+  void compare_with_onnxruntime(
+      const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs,
+      const std::string& tag, const std::string& path, runtime::GraphExecutor& exec) {
     std::string feeds;
     uint32_t seed = 1;
     for (const auto& [name, shape] : inputs) {
@@ -142,7 +144,8 @@ class GraphBuildTest : public ::testing::Test {
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     ASSERT_GT(exec.num_outputs(), 0u);
     for (size_t i = 0; i < exec.num_outputs(); ++i) {
-      NDArray ref = runtime::load_npy((dir_.path() / ("ort_" + std::to_string(i) + ".npy")).string());
+      NDArray ref =
+          runtime::load_npy((dir_.path() / ("ort_" + std::to_string(i) + ".npy")).string());
       const NDArray& got = exec.output(i);
       ASSERT_EQ(got.shape(), ref.shape()) << "output " << exec.output_name(i);
       ASSERT_TRUE(runtime::dtype_equal(got.dtype(), runtime::kFloat32));

@@ -16,8 +16,8 @@
 namespace kiln::testing {
 
 /// An array of `shape` with uniform values in [lo, hi), reproducible from `seed`.
-inline runtime::NDArray random_array(const std::vector<int64_t>& shape, uint32_t seed, float lo = -1.0f,
-                                     float hi = 1.0f) {
+inline runtime::NDArray random_array(const std::vector<int64_t>& shape, uint32_t seed,
+                                     float lo = -1.0f, float hi = 1.0f) {
   runtime::NDArray a = runtime::NDArray::empty(shape, runtime::kFloat32);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
@@ -26,7 +26,8 @@ inline runtime::NDArray random_array(const std::vector<int64_t>& shape, uint32_t
   return a;
 }
 
-inline runtime::NDArray zeros(const std::vector<int64_t>& shape, KilnDType dtype = runtime::kFloat32) {
+inline runtime::NDArray zeros(const std::vector<int64_t>& shape,
+                              KilnDType dtype = runtime::kFloat32) {
   return runtime::NDArray::empty(shape, dtype);
 }
 
@@ -50,10 +51,12 @@ inline ::testing::AssertionResult all_close(const float* actual, const float* ex
   return ::testing::AssertionFailure() << bad << " of " << n << " elements differ:" << first;
 }
 
-inline ::testing::AssertionResult all_close(const runtime::NDArray& actual, const std::vector<float>& expected,
-                                            double rtol = 1e-5, double atol = 1e-5) {
+inline ::testing::AssertionResult all_close(const runtime::NDArray& actual,
+                                            const std::vector<float>& expected, double rtol = 1e-5,
+                                            double atol = 1e-5) {
   if (actual.num_elements() != static_cast<int64_t>(expected.size())) {
-    return ::testing::AssertionFailure() << "size " << actual.num_elements() << " vs " << expected.size();
+    return ::testing::AssertionFailure()
+           << "size " << actual.num_elements() << " vs " << expected.size();
   }
   runtime::NDArray& a = const_cast<runtime::NDArray&>(actual);
   return all_close(a.data<float>(), expected.data(), actual.num_elements(), rtol, atol);

@@ -26,8 +26,8 @@ class OnnxModelBuilder {
   void ir_version(int64_t v) { model_.set_ir_version(v); }
 
   /// A graph input; a negative dimension is dynamic, named `dim_param`.
-  void input(const std::string& name, std::vector<int64_t> shape, int elem = onnx::TensorProto::FLOAT,
-             const std::string& dim_param = "") {
+  void input(const std::string& name, std::vector<int64_t> shape,
+             int elem = onnx::TensorProto::FLOAT, const std::string& dim_param = "") {
     auto* vi = graph()->add_input();
     vi->set_name(name);
     auto* t = vi->mutable_type()->mutable_tensor_type();
@@ -59,7 +59,8 @@ class OnnxModelBuilder {
     }
   }
   /// An int64 initializer: a 1-D tensor, or a scalar when `scalar`.
-  void init_int64(const std::string& name, const std::vector<int64_t>& values, bool scalar = false) {
+  void init_int64(const std::string& name, const std::vector<int64_t>& values,
+                  bool scalar = false) {
     auto* t = graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::INT64);
@@ -102,7 +103,9 @@ class OnnxModelBuilder {
 
   std::string bytes() const { return model_.SerializeAsString(); }
   /// The inputs declared so far, with their shapes.
-  const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs() const { return inputs_; }
+  const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs() const {
+    return inputs_;
+  }
 
  private:
   static onnx::AttributeProto* new_attr(onnx::NodeProto* n, const std::string& name,

@@ -1,9 +1,9 @@
 // A stand-in for kiln-tuner as a Farm's job driver, for driving the farm's JobDriver calls in
 // process (farm tests, the gRPC fuzz target): a shell script that passes the model check
-// (--check exits 0, its arguments appended as a line to <folder>/checks) and, started as a job's driver, writes the secret kilnd gave it into
-// <folder>/driver-<job> (and a line into <folder>/driver-<job>.starts) and lives until its
-// parent is gone or the farm stops it. It never calls kilnd: the test makes the driver's calls
-// itself, with the secret.
+// (--check exits 0, its arguments appended as a line to <folder>/checks) and, started as a job's
+// driver, writes the secret kilnd gave it into <folder>/driver-<job> (and a line into
+// <folder>/driver-<job>.starts) and lives until its parent is gone or the farm stops it. It never
+// calls kilnd: the test makes the driver's calls itself, with the secret.
 //
 //   ScriptDriver drivers(folder);                 // writes <folder>/driver.sh
 //   options.driver.program = drivers.program();

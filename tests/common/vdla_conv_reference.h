@@ -18,7 +18,8 @@ using Conv2dShape = topi::VdlaConv2dShape;
 /// int32, output [OC/16][OH][OW][16]: clip((bias + sum) >> shift, relu ? 0 : -128, 127), the sum
 /// wrapping at 32 bits, >> arithmetic (QConv's contract).
 inline std::vector<int8_t> conv2d_reference(const Conv2dShape& s, const std::vector<int8_t>& data,
-                                            const std::vector<int8_t>& kernel, const std::vector<int32_t>& bias,
+                                            const std::vector<int8_t>& kernel,
+                                            const std::vector<int32_t>& bias,
                                             const std::vector<int32_t>& shift, bool relu) {
   const int B = 16, icb = s.ic / B, ocb = s.oc / B, oh = s.oh(), ow = s.ow(), k = s.k;
   std::vector<int8_t> out(static_cast<size_t>(s.oc) * oh * ow);

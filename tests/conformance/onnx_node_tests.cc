@@ -43,7 +43,8 @@ std::string read_file(const fs::path& p) {
 }
 
 std::string default_data_dir() {
-  FILE* p = popen("python3 -c 'import onnx, os; print(os.path.dirname(onnx.__file__))' 2>/dev/null", "r");
+  FILE* p =
+      popen("python3 -c 'import onnx, os; print(os.path.dirname(onnx.__file__))' 2>/dev/null", "r");
   if (!p) return "";
   char buf[4096] = {0};
   std::string out = fgets(buf, sizeof(buf), p) ? buf : "";
@@ -58,11 +59,14 @@ NDArray load_tensor(const fs::path& p) {
   return kiln::graph::onnx_detail::tensor_to_ndarray(t, p.string());
 }
 
-double element(const NDArray& a, int64_t i) { return kiln::graph::onnx_detail::element_as_double(a, i); }
+double element(const NDArray& a, int64_t i) {
+  return kiln::graph::onnx_detail::element_as_double(a, i);
+}
 
 /// Empty when equal within tolerance, else what differs.
 std::string compare(const NDArray& got, const NDArray& want) {
-  if (got.shape() != want.shape()) return "shape " + got.shape_string() + " vs " + want.shape_string();
+  if (got.shape() != want.shape())
+    return "shape " + got.shape_string() + " vs " + want.shape_string();
   if (!kiln::runtime::dtype_equal(got.dtype(), want.dtype())) {
     return "dtype " + kiln::runtime::dtype_to_string(got.dtype()) + " vs " +
            kiln::runtime::dtype_to_string(want.dtype());
@@ -101,7 +105,8 @@ std::string ops_of(const fs::path& dir) {
 
 /// Imports with the graph inputs in `constant` bound to their test values.
 kiln::graph::Graph import_with(const std::string& bytes, const std::string& origin,
-                               const std::vector<std::string>& names, const std::vector<NDArray>& values,
+                               const std::vector<std::string>& names,
+                               const std::vector<NDArray>& values,
                                const std::vector<bool>& constant) {
   kiln::graph::OnnxImportOptions options;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -126,7 +131,8 @@ Result run_test(const fs::path& dir) {
 
   std::vector<fs::path> sets;
   for (auto& e : fs::directory_iterator(dir)) {
-    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(e.path());
   }
   std::sort(sets.begin(), sets.end());
   if (sets.empty()) return {Outcome::kUnsupported, "no test data"};
@@ -134,8 +140,10 @@ Result run_test(const fs::path& dir) {
   for (const fs::path& set : sets) {
     std::vector<NDArray> inputs, outputs;
     try {
-      for (size_t i = 0; i < input_names.size(); ++i) inputs.push_back(load_tensor(set / ("input_" + std::to_string(i) + ".pb")));
-      for (size_t i = 0; i < output_names.size(); ++i) outputs.push_back(load_tensor(set / ("output_" + std::to_string(i) + ".pb")));
+      for (size_t i = 0; i < input_names.size(); ++i)
+        inputs.push_back(load_tensor(set / ("input_" + std::to_string(i) + ".pb")));
+      for (size_t i = 0; i < output_names.size(); ++i)
+        outputs.push_back(load_tensor(set / ("output_" + std::to_string(i) + ".pb")));
     } catch (const kiln::Error& e) {
       return {Outcome::kUnsupported, std::string("test data: ") + e.what()};
     }
@@ -155,7 +163,8 @@ Result run_test(const fs::path& dir) {
     std::vector<bool> constant;
     for (const auto& attempt : attempts) {
       try {
-        kiln::graph::Graph g = import_with(bytes, dir.filename().string(), input_names, inputs, attempt);
+        kiln::graph::Graph g =
+            import_with(bytes, dir.filename().string(), input_names, inputs, attempt);
         bundle = kiln::graph::build_graph(g, "llvm");
         constant = attempt;
         built = true;
@@ -166,14 +175,16 @@ Result run_test(const fs::path& dir) {
     }
     if (!built) return {Outcome::kUnsupported, why};
     try {
-      auto exec = kiln::runtime::GraphExecutor::from_bundle(std::move(bundle), dir.filename().string());
+      auto exec =
+          kiln::runtime::GraphExecutor::from_bundle(std::move(bundle), dir.filename().string());
       for (size_t i = 0; i < input_names.size(); ++i) {
         if (!constant[i]) exec.set_input(input_names[i], inputs[i]);
       }
       exec.run();
       for (size_t o = 0; o < exec.num_outputs(); ++o) {
         auto it = std::find(output_names.begin(), output_names.end(), exec.output_name(o));
-        if (it == output_names.end()) return {Outcome::kFailed, "unexpected output " + exec.output_name(o)};
+        if (it == output_names.end())
+          return {Outcome::kFailed, "unexpected output " + exec.output_name(o)};
         std::string diff = compare(exec.output(o), outputs[it - output_names.begin()]);
         if (!diff.empty()) return {Outcome::kFailed, exec.output_name(o) + ": " + diff};
       }
@@ -201,12 +212,14 @@ int main(int argc, char** argv) {
   }
   if (data_dir.empty()) data_dir = default_data_dir();
   if (data_dir.empty() || !fs::is_directory(data_dir)) {
-    std::cerr << "onnx_node_tests: no ONNX node test data found (pip install onnx==1.13.1, or pass DATA_DIR)\n";
+    std::cerr << "onnx_node_tests: no ONNX node test data found (pip install onnx==1.13.1, or pass "
+                 "DATA_DIR)\n";
     return 2;
   }
   std::vector<fs::path> tests;
   for (auto& e : fs::directory_iterator(data_dir)) {
-    if (e.is_directory() && e.path().filename().string().find(filter) != std::string::npos) tests.push_back(e.path());
+    if (e.is_directory() && e.path().filename().string().find(filter) != std::string::npos)
+      tests.push_back(e.path());
   }
   std::sort(tests.begin(), tests.end());
   int passed = 0, failed = 0, unsupported = 0;
@@ -228,7 +241,8 @@ int main(int argc, char** argv) {
       std::printf("FAIL        %s: %s\n", name.c_str(), r.detail.c_str());
     } else {
       ++unsupported;
-      if (verbose) std::printf("unsupported %s: %s\n", name.c_str(), r.detail.substr(0, 160).c_str());
+      if (verbose)
+        std::printf("unsupported %s: %s\n", name.c_str(), r.detail.substr(0, 160).c_str());
     }
     std::fflush(stdout);
   }
@@ -239,7 +253,8 @@ int main(int argc, char** argv) {
   }
   int untouched = 0;
   for (const auto& [op, n] : table) untouched += n[0] + n[1] == 0 ? 1 : 0;
-  std::printf("(%d more operator sets have only unsupported tests; --verbose lists why)\n", untouched);
+  std::printf("(%d more operator sets have only unsupported tests; --verbose lists why)\n",
+              untouched);
   std::printf("case=onnx_node passed=%d failed=%d unsupported=%d\n", passed, failed, unsupported);
   return failed == 0 ? 0 : 1;
 }

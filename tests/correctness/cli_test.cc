@@ -190,7 +190,8 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   // The commands and the flags each one's --help must list (and nothing it does not take).
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"compile",
-       {"--target", "-o", "--no-fuse", "--no-layout", "--quantize", "--calibrate", "--input-shape"}},
+       {"--target", "-o", "--no-fuse", "--no-layout", "--quantize", "--calibrate",
+        "--input-shape"}},
       {"quantize", {"--calibrate", "-o", "--input-shape"}},
       {"run", {"--input", "-o", "--profile", "--threads", "--device"}},
       {"tune",
@@ -361,7 +362,8 @@ TEST_F(CliTest, SymbolicBatchNeedsInputShape) {
   write(model, make_model("y", "s", false, "batch"));
   Result r = kiln("compile '" + model + "' --target llvm -o '" + path("dyn.kiln") + "'");
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("error: '" + model + "': input 'x' has a symbolic dimension 0 ('batch'); "
+  EXPECT_NE(r.err.find("error: '" + model +
+                       "': input 'x' has a symbolic dimension 0 ('batch'); "
                        "give its size with --input-shape x=1,3"),
             std::string::npos)
       << r.err;
@@ -416,8 +418,8 @@ TEST_F(CliTest, SymbolicBatchNeedsInputShape) {
   r = kiln("compile '" + model + "' --input-shape x=2,3 --input-shape x=3,3");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--input-shape gives input 'x' twice"), std::string::npos) << r.err;
-  r = kiln("tune '" + model + "' --input-shape x=2,3,4 --trials 1 --records '" +
-           path("records") + "'");
+  r = kiln("tune '" + model + "' --input-shape x=2,3,4 --trials 1 --records '" + path("records") +
+           "'");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("input 'x' has rank 2"), std::string::npos) << r.err;
 }

@@ -24,11 +24,12 @@ using testing::zeros;
 constexpr int kN = 67;  // not a multiple of the vector width: exercises the tail guard
 
 /// out[i] = f(A[i], B[i]) vectorized by 16, checked against ref.
-void check_binary(const std::function<Expr(Expr, Expr)>& f, const std::function<float(float, float)>& ref,
-                  float lo, float hi, double rtol) {
+void check_binary(const std::function<Expr(Expr, Expr)>& f,
+                  const std::function<float(float, float)>& ref, float lo, float hi, double rtol) {
   te::Tensor A = te::placeholder({kN}, ir::kFloat32, "A");
   te::Tensor B = te::placeholder({kN}, ir::kFloat32, "B");
-  te::Tensor C = te::compute({kN}, [&](Var i) { return f(A(i), B(i)); }, "C");
+  te::Tensor C = te::compute(
+      {kN}, [&](Var i) { return f(A(i), B(i)); }, "C");
   auto s = te::create_schedule({C});
   auto [o, in] = s[C].split(s[C].axis(0), 16);
   s[C].vectorize(in);
@@ -43,31 +44,54 @@ void check_binary(const std::function<Expr(Expr, Expr)>& f, const std::function<
   EXPECT_TRUE(all_close(c, expected, rtol, 1e-6));
 }
 
-TEST(ElementwiseMath, Exp) { check_binary([](Expr a, Expr) { return ir::exp(a); }, [](float a, float) { return std::exp(a); }, -5, 5, 1e-5); }
-TEST(ElementwiseMath, Log) { check_binary([](Expr a, Expr) { return ir::log(a); }, [](float a, float) { return std::log(a); }, 0.01f, 50, 1e-5); }
-TEST(ElementwiseMath, Sqrt) { check_binary([](Expr a, Expr) { return ir::sqrt(a); }, [](float a, float) { return std::sqrt(a); }, 0, 100, 1e-6); }
-TEST(ElementwiseMath, Tanh) { check_binary([](Expr a, Expr) { return ir::tanh(a); }, [](float a, float) { return std::tanh(a); }, -6, 6, 2e-5); }
-TEST(ElementwiseMath, Sigmoid) {
-  check_binary([](Expr a, Expr) { return ir::sigmoid(a); }, [](float a, float) { return 1.0f / (1.0f + std::exp(-a)); },
-               -8, 8, 2e-5);
+TEST(ElementwiseMath, Exp) {
+  check_binary([](Expr a, Expr) { return ir::exp(a); }, [](float a, float) { return std::exp(a); },
+               -5, 5, 1e-5);
 }
-TEST(ElementwiseMath, Pow) { check_binary([](Expr a, Expr b) { return ir::pow(a, b); }, [](float a, float b) { return std::pow(a, b); }, 0.1f, 3, 2e-5); }
-TEST(ElementwiseMath, Abs) { check_binary([](Expr a, Expr) { return ir::abs(a); }, [](float a, float) { return std::fabs(a); }, -3, 3, 0); }
+TEST(ElementwiseMath, Log) {
+  check_binary([](Expr a, Expr) { return ir::log(a); }, [](float a, float) { return std::log(a); },
+               0.01f, 50, 1e-5);
+}
+TEST(ElementwiseMath, Sqrt) {
+  check_binary([](Expr a, Expr) { return ir::sqrt(a); },
+               [](float a, float) { return std::sqrt(a); }, 0, 100, 1e-6);
+}
+TEST(ElementwiseMath, Tanh) {
+  check_binary([](Expr a, Expr) { return ir::tanh(a); },
+               [](float a, float) { return std::tanh(a); }, -6, 6, 2e-5);
+}
+TEST(ElementwiseMath, Sigmoid) {
+  check_binary([](Expr a, Expr) { return ir::sigmoid(a); },
+               [](float a, float) { return 1.0f / (1.0f + std::exp(-a)); }, -8, 8, 2e-5);
+}
+TEST(ElementwiseMath, Pow) {
+  check_binary([](Expr a, Expr b) { return ir::pow(a, b); },
+               [](float a, float b) { return std::pow(a, b); }, 0.1f, 3, 2e-5);
+}
+TEST(ElementwiseMath, Abs) {
+  check_binary([](Expr a, Expr) { return ir::abs(a); }, [](float a, float) { return std::fabs(a); },
+               -3, 3, 0);
+}
 TEST(ElementwiseMath, Fma) {
-  check_binary([](Expr a, Expr b) { return ir::fma(a, b, a); }, [](float a, float b) { return std::fma(a, b, a); }, -3, 3, 1e-6);
+  check_binary([](Expr a, Expr b) { return ir::fma(a, b, a); },
+               [](float a, float b) { return std::fma(a, b, a); }, -3, 3, 1e-6);
 }
 TEST(ElementwiseMath, SelectMaxMin) {
-  check_binary([](Expr a, Expr b) { return ir::select(a > b, ir::max(a, 0.5f), ir::min(b, -0.25f)); },
-               [](float a, float b) { return a > b ? std::max(a, 0.5f) : std::min(b, -0.25f); }, -1, 1, 0);
+  check_binary(
+      [](Expr a, Expr b) { return ir::select(a > b, ir::max(a, 0.5f), ir::min(b, -0.25f)); },
+      [](float a, float b) { return a > b ? std::max(a, 0.5f) : std::min(b, -0.25f); }, -1, 1, 0);
 }
 TEST(ElementwiseMath, DivideAndFloor) {
-  check_binary([](Expr a, Expr b) { return ir::floor(a / b); }, [](float a, float b) { return std::floor(a / b); }, 1, 9, 0);
+  check_binary([](Expr a, Expr b) { return ir::floor(a / b); },
+               [](float a, float b) { return std::floor(a / b); }, 1, 9, 0);
 }
 
 TEST(Dtypes, Float16ComputeAndCast) {
   te::Tensor A = te::placeholder({kN}, ir::kFloat16, "A");
-  te::Tensor B = te::compute({kN}, [&](Var i) { return A(i) * ir::make_const(ir::kFloat16, 0.5) + A(i); }, "B");
-  te::Tensor C = te::compute({kN}, [&](Var i) { return ir::cast(ir::kFloat32, B(i)); }, "C");
+  te::Tensor B = te::compute(
+      {kN}, [&](Var i) { return A(i) * ir::make_const(ir::kFloat16, 0.5) + A(i); }, "B");
+  te::Tensor C = te::compute(
+      {kN}, [&](Var i) { return ir::cast(ir::kFloat32, B(i)); }, "C");
   auto s = te::create_schedule({C});
   auto [o, in] = s[B].split(s[B].axis(0), 8);
   s[B].vectorize(in);
@@ -87,7 +111,11 @@ TEST(Dtypes, Int8ToInt32Accumulate) {
   te::Tensor W = te::placeholder({k}, ir::kInt8, "W");
   ir::IterVar r = te::reduce_axis({0, k}, "r");
   te::Tensor C = te::compute(
-      {m}, [&](Var i) { return te::sum(ir::cast(ir::kInt32, A(i, r)) * ir::cast(ir::kInt32, W(r)), {r}); }, "C");
+      {m},
+      [&](Var i) {
+        return te::sum(ir::cast(ir::kInt32, A(i, r)) * ir::cast(ir::kInt32, W(r)), {r});
+      },
+      "C");
   auto s = te::create_schedule({C});
   auto fn = build_host(s, {A, W, C});
   NDArray a = NDArray::empty({m, k}, runtime::kInt8), w = NDArray::empty({k}, runtime::kInt8),
@@ -105,7 +133,8 @@ TEST(Dtypes, Int8ToInt32Accumulate) {
 TEST(Dtypes, Int32FloorDivModOnNegatives) {
   const int n = 40;
   te::Tensor A = te::placeholder({n}, ir::kInt32, "A");
-  te::Tensor C = te::compute({n}, [&](Var i) { return ir::floordiv(A(i), 3) * 10 + ir::floormod(A(i), 3); }, "C");
+  te::Tensor C = te::compute(
+      {n}, [&](Var i) { return ir::floordiv(A(i), 3) * 10 + ir::floormod(A(i), 3); }, "C");
   auto s = te::create_schedule({C});
   auto [o, in] = s[C].split(s[C].axis(0), 8);
   s[C].vectorize(in);
@@ -115,7 +144,10 @@ TEST(Dtypes, Int32FloorDivModOnNegatives) {
   fn(a, c);
   for (int i = 0; i < n; ++i) {
     int v = i - 20, q = v / 3, r = v % 3;
-    if (r != 0 && (r < 0)) { q -= 1; r += 3; }
+    if (r != 0 && (r < 0)) {
+      q -= 1;
+      r += 3;
+    }
     EXPECT_EQ(c.data<int32_t>()[i], q * 10 + r) << "value " << v;
   }
 }
@@ -131,7 +163,8 @@ std::vector<float> run_unary_vectorized(const std::function<ir::Expr(ir::Expr)>&
                                         const std::vector<float>& values) {
   const int n = static_cast<int>(values.size());
   te::Tensor A = te::placeholder({n}, ir::kFloat32, "A");
-  te::Tensor C = te::compute({n}, [&](ir::Var i) { return f(A(i)); }, "C");
+  te::Tensor C = te::compute(
+      {n}, [&](ir::Var i) { return f(A(i)); }, "C");
   auto s = te::create_schedule({C});
   auto [o, in] = s[C].split(s[C].axis(0), 16);
   s[C].vectorize(in);
@@ -152,11 +185,14 @@ TEST(FastMath, AccuracyOnDenseGrids) {
     bool log_grid;
   };
   std::vector<Case> cases = {
-      {"exp", [](ir::Expr x) { return ir::exp(x); }, [](double x) { return std::exp(x); }, -87, 88, false},
-      {"log", [](ir::Expr x) { return ir::log(x); }, [](double x) { return std::log(x); }, 1e-30, 1e30, true},
-      {"tanh", [](ir::Expr x) { return ir::tanh(x); }, [](double x) { return std::tanh(x); }, -10, 10, false},
-      {"sigmoid", [](ir::Expr x) { return ir::sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); },
-       -80, 80, false},
+      {"exp", [](ir::Expr x) { return ir::exp(x); }, [](double x) { return std::exp(x); }, -87, 88,
+       false},
+      {"log", [](ir::Expr x) { return ir::log(x); }, [](double x) { return std::log(x); }, 1e-30,
+       1e30, true},
+      {"tanh", [](ir::Expr x) { return ir::tanh(x); }, [](double x) { return std::tanh(x); }, -10,
+       10, false},
+      {"sigmoid", [](ir::Expr x) { return ir::sigmoid(x); },
+       [](double x) { return 1 / (1 + std::exp(-x)); }, -80, 80, false},
   };
   for (auto& c : cases) {
     std::vector<float> xs;
@@ -177,8 +213,10 @@ TEST(FastMath, AccuracyOnDenseGrids) {
 }
 
 TEST(FastMath, SpecialValues) {
-  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, 100.0f, -100.0f, 88.5f, -87.0f, inf, -inf, nan};
+  const float inf = std::numeric_limits<float>::infinity(),
+              nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> xs = {0.0f,  -0.0f,  1.0f, -1.0f, 100.0f, -100.0f,
+                           88.5f, -87.0f, inf,  -inf,  nan};
   auto e = run_unary_vectorized([](ir::Expr x) { return ir::exp(x); }, xs);
   EXPECT_EQ(e[0], 1.0f);
   EXPECT_EQ(e[4], inf);
@@ -220,7 +258,8 @@ namespace {
 TEST(Dtypes, IntegerDivisionInAVectorizedTailDoesNotTrap) {
   te::Tensor A = te::placeholder({kN}, ir::kInt32, "A");
   te::Tensor B = te::placeholder({kN}, ir::kInt32, "B");
-  te::Tensor C = te::compute({kN}, [&](Var i) { return ir::floordiv(A(i), B(i)) + A(i) / B(i); }, "C");
+  te::Tensor C = te::compute(
+      {kN}, [&](Var i) { return ir::floordiv(A(i), B(i)) + A(i) / B(i); }, "C");
   auto s = te::create_schedule({C});
   auto [o, in] = s[C].split(s[C].axis(0), 16);
   s[C].vectorize(in);

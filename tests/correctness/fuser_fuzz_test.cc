@@ -1,10 +1,10 @@
 // A fuzz-style test of operator fusion (issue 15): random small graphs of convolutions (plain,
-// strided, depthwise, grouped), dense layers, pooling, batch norms and every elementwise and broadcasting
-// operator the fuser groups (unary activations; binary ops against a scalar, a per-channel
-// [C,1,1] or [1,C,1,1] operand, a full-shape constant, or an earlier tensor of the same shape as
-// residual blocks do; squeeze-and-excitation's channel scale, a [1,C,1,1] tensor computed from a
-// global pool broadcast back over [1,C,H,W]), each built with fusion and without, with and without
-// the blocked layout, the builds matching each other (1e-5) and ONNX Runtime (1e-4)
+// strided, depthwise, grouped), dense layers, pooling, batch norms and every elementwise and
+// broadcasting operator the fuser groups (unary activations; binary ops against a scalar, a
+// per-channel [C,1,1] or [1,C,1,1] operand, a full-shape constant, or an earlier tensor of the same
+// shape as residual blocks do; squeeze-and-excitation's channel scale, a [1,C,1,1] tensor computed
+// from a global pool broadcast back over [1,C,H,W]), each built with fusion and without, with and
+// without the blocked layout, the builds matching each other (1e-5) and ONNX Runtime (1e-4)
 // (tests/common/graph_build_check.h). Every seed is one graph; KILN_FUSER_FUZZ_SEEDS=N runs more.
 #include <gtest/gtest.h>
 
@@ -40,7 +40,9 @@ class RandomGraph {
   int64_t uniform(int64_t lo, int64_t hi_exclusive) {
     return std::uniform_int_distribution<int64_t>(lo, hi_exclusive - 1)(rng_);
   }
-  int64_t pick(std::vector<int64_t> v) { return v[static_cast<size_t>(uniform(0, int64_t(v.size())))]; }
+  int64_t pick(std::vector<int64_t> v) {
+    return v[static_cast<size_t>(uniform(0, int64_t(v.size())))];
+  }
   std::string fresh() { return "t" + std::to_string(++count_); }
   std::string constant(std::vector<int64_t> shape, float lo = -0.5f, float hi = 0.5f) {
     std::string name = "k" + std::to_string(++count_);
@@ -57,13 +59,30 @@ class RandomGraph {
 
   void step() {
     switch (uniform(0, 10)) {
-      case 0: case 1: conv(); break;
-      case 2: case 3: unary(); break;
-      case 4: case 5: binary(); break;
-      case 6: pool(); break;
-      case 7: batch_norm(); break;
-      case 8: squeeze_excitation(); break;
-      default: residual(); break;
+      case 0:
+      case 1:
+        conv();
+        break;
+      case 2:
+      case 3:
+        unary();
+        break;
+      case 4:
+      case 5:
+        binary();
+        break;
+      case 6:
+        pool();
+        break;
+      case 7:
+        batch_norm();
+        break;
+      case 8:
+        squeeze_excitation();
+        break;
+      default:
+        residual();
+        break;
     }
   }
 
@@ -105,8 +124,9 @@ class RandomGraph {
   }
 
   void unary() {
-    static const std::vector<std::string> ops = {"Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "HardSwish",
-                                                 "Clip", "Elu", "Softplus", "Abs", "Neg", "Exp"};
+    static const std::vector<std::string> ops = {"Relu",        "Sigmoid",   "Tanh", "LeakyRelu",
+                                                 "HardSigmoid", "HardSwish", "Clip", "Elu",
+                                                 "Softplus",    "Abs",       "Neg",  "Exp"};
     const std::string& op = ops[static_cast<size_t>(uniform(0, int64_t(ops.size())))];
     std::string out = fresh();
     if (op == "Clip") {
@@ -128,7 +148,8 @@ class RandomGraph {
   void binary() {
     static const std::vector<std::string> ops = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
     const std::string& op = ops[static_cast<size_t>(uniform(0, int64_t(ops.size())))];
-    std::vector<std::vector<int64_t>> shapes = {{1}, {c_, 1, 1}, {1, c_, 1, 1}, {1, c_, h_, w_}, {w_}};
+    std::vector<std::vector<int64_t>> shapes = {
+        {1}, {c_, 1, 1}, {1, c_, 1, 1}, {1, c_, h_, w_}, {w_}};
     std::vector<int64_t> shape = shapes[static_cast<size_t>(uniform(0, int64_t(shapes.size())))];
     // A divisor away from zero.
     std::string k = op == "Div" ? constant(shape, 0.5f, 1.5f) : constant(shape);
@@ -166,7 +187,9 @@ class RandomGraph {
   void batch_norm() {
     std::string out = fresh();
     m_.node("BatchNormalization",
-            {cur_, constant({c_}, 0.5f, 1.5f), constant({c_}), constant({c_}), constant({c_}, 0.5f, 1.5f)}, {out});
+            {cur_, constant({c_}, 0.5f, 1.5f), constant({c_}), constant({c_}),
+             constant({c_}, 0.5f, 1.5f)},
+            {out});
     note("BatchNorm");
     produced(out, false);
   }
@@ -189,7 +212,8 @@ class RandomGraph {
   /// Adds an earlier tensor of the same shape (a residual block's skip connection).
   void residual() {
     if (same_shape_.size() < 2) return unary();
-    const std::string& skip = same_shape_[static_cast<size_t>(uniform(0, int64_t(same_shape_.size()) - 1))];
+    const std::string& skip =
+        same_shape_[static_cast<size_t>(uniform(0, int64_t(same_shape_.size()) - 1))];
     std::string out = fresh();
     m_.node("Add", {cur_, skip}, {out});
     note("Residual");

@@ -21,7 +21,6 @@
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/elementwise.h"
-#include "compiler/topi/lstm.h"
 #include "compiler/topi/gpu/conv2d_gpu.h"
 #include "compiler/topi/gpu/conv2d_transpose_gpu.h"
 #include "compiler/topi/gpu/depthwise_conv2d_gpu.h"
@@ -30,6 +29,7 @@
 #include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/gpu/pool_gpu.h"
 #include "compiler/topi/gpu/reduce_gpu.h"
+#include "compiler/topi/lstm.h"
 #include "compiler/topi/matmul.h"
 #include "compiler/topi/nn.h"
 #include "compiler/topi/pooling.h"
@@ -50,13 +50,14 @@ std::vector<float> random_values(size_t n, uint32_t seed) {
 }
 
 /// out[i, j] = sum_r a[i, r] * b[r, j] (b [k, n]), or b[j, r] when `b_transposed` (b [n, k]).
-std::vector<float> naive_product(const std::vector<float>& a, const std::vector<float>& b, int m, int n, int k,
-                                 bool b_transposed) {
+std::vector<float> naive_product(const std::vector<float>& a, const std::vector<float>& b, int m,
+                                 int n, int k, bool b_transposed) {
   std::vector<float> out(size_t(m) * n, 0.0f);
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       double acc = 0;
-      for (int r = 0; r < k; ++r) acc += double(a[i * k + r]) * (b_transposed ? b[j * k + r] : b[r * n + j]);
+      for (int r = 0; r < k; ++r)
+        acc += double(a[i * k + r]) * (b_transposed ? b[j * k + r] : b[r * n + j]);
       out[size_t(i) * n + j] = float(acc);
     }
   return out;
@@ -93,8 +94,8 @@ std::vector<std::vector<float>> run_outputs(DeviceAPI& gpu, const runtime::Devic
 }
 
 /// Runs `program` on `inputs` (host values of all but the last parameter) and returns the last.
-std::vector<float> run(DeviceAPI& gpu, const runtime::DeviceProgram& program, const std::vector<std::vector<float>>& inputs,
-                       size_t out_elements) {
+std::vector<float> run(DeviceAPI& gpu, const runtime::DeviceProgram& program,
+                       const std::vector<std::vector<float>>& inputs, size_t out_elements) {
   return run_outputs(gpu, program, inputs, {out_elements})[0];
 }
 
@@ -102,16 +103,20 @@ struct Case {
   std::function<std::vector<te::Tensor>()> make;  ///< inputs..., output
   std::function<space::ConfigSpace(const te::Tensor&)> space;
   std::function<space::Config(const space::ConfigSpace&, const target::Target&)> default_config;
-  std::function<void(te::Schedule&, const te::Tensor&, const space::Config&, const te::Tensor&)> schedule;
+  std::function<void(te::Schedule&, const te::Tensor&, const space::Config&, const te::Tensor&)>
+      schedule;
   std::function<std::vector<float>(const std::vector<std::vector<float>>&)> reference;
   std::vector<std::string> tiles;  ///< the 4-part split knobs
 };
 
 /// The default config and 20 random accepted ones, each built and checked.
 /// Whether a knob of `cfg` asks for more threads a block than the target allows.
-bool over_threads(const space::ConfigSpace& sp, const space::Config& cfg, const target::Target& target) {
+bool over_threads(const space::ConfigSpace& sp, const space::Config& cfg,
+                  const target::Target& target) {
   for (const auto& knob : sp.knobs()) {
-    if (knob.name.find("threads") != std::string::npos && cfg.knob(knob.name) > target.max_num_threads) return true;
+    if (knob.name.find("threads") != std::string::npos &&
+        cfg.knob(knob.name) > target.max_num_threads)
+      return true;
   }
   return false;
 }
@@ -124,7 +129,8 @@ void check_template(const Case& c, const std::string& what) {
   std::vector<te::Tensor> probe = c.make();
   space::ConfigSpace sp = c.space(probe.back());
   std::vector<std::vector<float>> inputs;
-  for (size_t i = 0; i + 1 < probe.size(); ++i) inputs.push_back(random_values(elements(probe[i]), 7 + i));
+  for (size_t i = 0; i + 1 < probe.size(); ++i)
+    inputs.push_back(random_values(elements(probe[i]), 7 + i));
   const std::vector<float> ref = c.reference(inputs);
   double ref_max = 1;
   for (float r : ref) ref_max = std::max(ref_max, double(std::abs(r)));
@@ -156,14 +162,17 @@ void check_template(const Case& c, const std::string& what) {
     try {
       program = compiler::build_gpu(s, t, target, "f");
     } catch (const Error& e) {
-      ASSERT_NE(i, 0u) << what << ": the default config " << cfg.str() << " does not build: " << e.what();
-      EXPECT_TRUE(!whole || over_threads(sp, cfg, target)) << what << ": " << cfg.str() << " refused: " << e.what();
+      ASSERT_NE(i, 0u) << what << ": the default config " << cfg.str()
+                       << " does not build: " << e.what();
+      EXPECT_TRUE(!whole || over_threads(sp, cfg, target))
+          << what << ": " << cfg.str() << " refused: " << e.what();
       ++refused;
       continue;
     }
     std::vector<float> out = run(gpu, program, inputs, ref.size());
     double diff = 0;
-    for (size_t k = 0; k < ref.size(); ++k) diff = std::max(diff, double(std::abs(out[k] - ref[k])));
+    for (size_t k = 0; k < ref.size(); ++k)
+      diff = std::max(diff, double(std::abs(out[k] - ref[k])));
     ASSERT_LE(diff, 1e-5 * ref_max) << what << " config " << cfg.str();
     ++checked;
   }
@@ -183,8 +192,12 @@ TEST(GpuTemplatesTest, MatmulOnOpenCL) {
            te::Tensor b = te::placeholder({k, n}, ir::kFloat32, "B");
            return std::vector<te::Tensor>{a, b, topi::matmul(a, b, "C")};
          },
-         topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-         [](const std::vector<std::vector<float>>& in) { return naive_product(in[0], in[1], m, n, k, false); },
+         topi::gpu::matmul_gpu_space,
+         topi::gpu::matmul_gpu_default,
+         topi::gpu::schedule_matmul_gpu,
+         [](const std::vector<std::vector<float>>& in) {
+           return naive_product(in[0], in[1], m, n, k, false);
+         },
          {"tile_y", "tile_x"}};
   check_template(c, "matmul 64x96x48");
 }
@@ -196,8 +209,12 @@ Case dense_case(int m, int n, int k) {
                 te::Tensor w = te::placeholder({n, k}, ir::kFloat32, "w");
                 return std::vector<te::Tensor>{x, w, topi::dense(x, w)};
               },
-              topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-              [=](const std::vector<std::vector<float>>& in) { return naive_product(in[0], in[1], m, n, k, true); },
+              topi::gpu::matmul_gpu_space,
+              topi::gpu::matmul_gpu_default,
+              topi::gpu::schedule_matmul_gpu,
+              [=](const std::vector<std::vector<float>>& in) {
+                return naive_product(in[0], in[1], m, n, k, true);
+              },
               {"tile_y", "tile_x"}};
 }
 
@@ -205,7 +222,9 @@ TEST(GpuTemplatesTest, DenseOnOpenCL) { check_template(dense_case(8, 40, 72), "d
 
 // A batch of 1 through a layer of 64 outputs over 300 inputs: the cross_thread knob (a block an
 // output) among the random configs, and the default.
-TEST(GpuTemplatesTest, DenseGemvOnOpenCL) { check_template(dense_case(1, 64, 300), "dense 1x64x300"); }
+TEST(GpuTemplatesTest, DenseGemvOnOpenCL) {
+  check_template(dense_case(1, 64, 300), "dense 1x64x300");
+}
 
 TEST(GpuTemplatesTest, MatmulFewOutputsOnOpenCL) {
   const int m = 4, n = 24, k = 517;  // a reduction the block's threads do not divide
@@ -214,8 +233,12 @@ TEST(GpuTemplatesTest, MatmulFewOutputsOnOpenCL) {
            te::Tensor b = te::placeholder({k, n}, ir::kFloat32, "B");
            return std::vector<te::Tensor>{a, b, topi::matmul(a, b, "C")};
          },
-         topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
-         [](const std::vector<std::vector<float>>& in) { return naive_product(in[0], in[1], m, n, k, false); },
+         topi::gpu::matmul_gpu_space,
+         topi::gpu::matmul_gpu_default,
+         topi::gpu::schedule_matmul_gpu,
+         [](const std::vector<std::vector<float>>& in) {
+           return naive_product(in[0], in[1], m, n, k, false);
+         },
          {"tile_y", "tile_x"}};
   check_template(c, "matmul 4x24x517");
 }
@@ -226,39 +249,50 @@ struct ConvShape {
 };
 
 Case conv_case(ConvShape s) {
-  return Case{[s] {
-                te::Tensor x = te::placeholder({1, s.c, s.hw, s.hw}, ir::kFloat32, "data");
-                te::Tensor w = te::placeholder({s.k, s.c, s.kernel, s.kernel}, ir::kFloat32, "kernel");
-                return std::vector<te::Tensor>{
-                    x, w, topi::conv2d_nchw(x, w, {s.stride, s.stride}, {s.pad, s.pad, s.pad, s.pad})};
-              },
-              topi::gpu::conv2d_nchw_gpu_space, topi::gpu::conv2d_nchw_gpu_default, topi::gpu::schedule_conv2d_nchw_gpu,
-              [s](const std::vector<std::vector<float>>& in) {
-                const int o = s.out();
-                std::vector<float> out(size_t(s.k) * o * o, 0.0f);
-                for (int f = 0; f < s.k; ++f)
-                  for (int y = 0; y < o; ++y)
-                    for (int x = 0; x < o; ++x) {
-                      double acc = 0;
-                      for (int c = 0; c < s.c; ++c)
-                        for (int ry = 0; ry < s.kernel; ++ry)
-                          for (int rx = 0; rx < s.kernel; ++rx) {
-                            int iy = y * s.stride + ry - s.pad, ix = x * s.stride + rx - s.pad;
-                            if (iy < 0 || ix < 0 || iy >= s.hw || ix >= s.hw) continue;
-                            acc += double(in[0][(size_t(c) * s.hw + iy) * s.hw + ix]) *
-                                   in[1][((size_t(f) * s.c + c) * s.kernel + ry) * s.kernel + rx];
-                          }
-                      out[(size_t(f) * o + y) * o + x] = float(acc);
-                    }
-                return out;
-              },
-              {"tile_f", "tile_y", "tile_x"}};
+  return Case{
+      [s] {
+        te::Tensor x = te::placeholder({1, s.c, s.hw, s.hw}, ir::kFloat32, "data");
+        te::Tensor w = te::placeholder({s.k, s.c, s.kernel, s.kernel}, ir::kFloat32, "kernel");
+        return std::vector<te::Tensor>{
+            x, w, topi::conv2d_nchw(x, w, {s.stride, s.stride}, {s.pad, s.pad, s.pad, s.pad})};
+      },
+      topi::gpu::conv2d_nchw_gpu_space,
+      topi::gpu::conv2d_nchw_gpu_default,
+      topi::gpu::schedule_conv2d_nchw_gpu,
+      [s](const std::vector<std::vector<float>>& in) {
+        const int o = s.out();
+        std::vector<float> out(size_t(s.k) * o * o, 0.0f);
+        for (int f = 0; f < s.k; ++f)
+          for (int y = 0; y < o; ++y)
+            for (int x = 0; x < o; ++x) {
+              double acc = 0;
+              for (int c = 0; c < s.c; ++c)
+                for (int ry = 0; ry < s.kernel; ++ry)
+                  for (int rx = 0; rx < s.kernel; ++rx) {
+                    int iy = y * s.stride + ry - s.pad, ix = x * s.stride + rx - s.pad;
+                    if (iy < 0 || ix < 0 || iy >= s.hw || ix >= s.hw) continue;
+                    acc += double(in[0][(size_t(c) * s.hw + iy) * s.hw + ix]) *
+                           in[1][((size_t(f) * s.c + c) * s.kernel + ry) * s.kernel + rx];
+                  }
+              out[(size_t(f) * o + y) * o + x] = float(acc);
+            }
+        return out;
+      },
+      {"tile_f", "tile_y", "tile_x"}};
 }
 
-TEST(GpuTemplatesTest, Conv2d3x3OnOpenCL) { check_template(conv_case({16, 14, 32, 3, 1, 1}), "conv 3x3 s1"); }
-TEST(GpuTemplatesTest, Conv2d3x3Stride2OnOpenCL) { check_template(conv_case({8, 15, 16, 3, 2, 1}), "conv 3x3 s2"); }
-TEST(GpuTemplatesTest, Conv2d1x1Stride2OnOpenCL) { check_template(conv_case({16, 14, 24, 1, 2, 0}), "conv 1x1 s2"); }
-TEST(GpuTemplatesTest, Conv2d7x7OnOpenCL) { check_template(conv_case({3, 32, 8, 7, 2, 3}), "conv 7x7 s2"); }
+TEST(GpuTemplatesTest, Conv2d3x3OnOpenCL) {
+  check_template(conv_case({16, 14, 32, 3, 1, 1}), "conv 3x3 s1");
+}
+TEST(GpuTemplatesTest, Conv2d3x3Stride2OnOpenCL) {
+  check_template(conv_case({8, 15, 16, 3, 2, 1}), "conv 3x3 s2");
+}
+TEST(GpuTemplatesTest, Conv2d1x1Stride2OnOpenCL) {
+  check_template(conv_case({16, 14, 24, 1, 2, 0}), "conv 1x1 s2");
+}
+TEST(GpuTemplatesTest, Conv2d7x7OnOpenCL) {
+  check_template(conv_case({3, 32, 8, 7, 2, 3}), "conv 7x7 s2");
+}
 
 TEST(GpuTemplatesTest, MatmulDefaultsOfFewRowsFillABlock) {
   // A batch of 1 through a dense layer (the DQN's, the LSTM's GEMVs): the default still has a
@@ -266,7 +300,8 @@ TEST(GpuTemplatesTest, MatmulDefaultsOfFewRowsFillABlock) {
   for (const char* tgt : {"opencl", "cuda -arch=sm_90"}) {
     const target::Target target = target::Target::parse(tgt);
     for (auto [m, n, k] : {std::array<int, 3>{1, 2600, 650}, {1, 512, 3136}, {2, 1000, 512}}) {
-      te::Tensor y = topi::dense(te::placeholder({m, k}, ir::kFloat32, "x"), te::placeholder({n, k}, ir::kFloat32, "w"));
+      te::Tensor y = topi::dense(te::placeholder({m, k}, ir::kFloat32, "x"),
+                                 te::placeholder({n, k}, ir::kFloat32, "w"));
       const space::ConfigSpace sp = topi::gpu::matmul_gpu_space(y);
       const space::Config cfg = topi::gpu::matmul_gpu_default(sp, target);
       EXPECT_TRUE(topi::gpu::plausible(cfg, {"tile_y", "tile_x"}, target.max_num_threads))
@@ -282,14 +317,17 @@ TEST(GpuTemplatesTest, BatchMatmulOnOpenCL) {
            te::Tensor b = te::placeholder({1, k, n}, ir::kFloat32, "B");
            return std::vector<te::Tensor>{a, b, topi::batch_matmul(a, b)};
          },
-         topi::gpu::matmul_gpu_space, topi::gpu::matmul_gpu_default, topi::gpu::schedule_matmul_gpu,
+         topi::gpu::matmul_gpu_space,
+         topi::gpu::matmul_gpu_default,
+         topi::gpu::schedule_matmul_gpu,
          [](const std::vector<std::vector<float>>& in) {
            std::vector<float> out(batch * m * n, 0.0f);
            for (int z = 0; z < batch; ++z)
              for (int i = 0; i < m; ++i)
                for (int j = 0; j < n; ++j) {
                  double acc = 0;
-                 for (int r = 0; r < k; ++r) acc += double(in[0][(z * m + i) * k + r]) * in[1][r * n + j];
+                 for (int r = 0; r < k; ++r)
+                   acc += double(in[0][(z * m + i) * k + r]) * in[1][r * n + j];
                  out[(z * m + i) * n + j] = float(acc);
                }
            return out;
@@ -319,7 +357,9 @@ Case pool_case(PoolShape p) {
                 }
                 return std::vector<te::Tensor>{x, y};
               },
-              topi::gpu::pool2d_gpu_space, topi::gpu::pool2d_gpu_default, topi::gpu::schedule_pool2d_gpu,
+              topi::gpu::pool2d_gpu_space,
+              topi::gpu::pool2d_gpu_default,
+              topi::gpu::schedule_pool2d_gpu,
               [p](const std::vector<std::vector<float>>& in) {
                 const int o = p.out(), k = p.global ? p.hw : p.k, st = p.global ? 1 : p.stride,
                           pad = p.global ? 0 : p.pad;
@@ -344,10 +384,18 @@ Case pool_case(PoolShape p) {
               {}};
 }
 
-TEST(GpuTemplatesTest, MaxPoolOnOpenCL) { check_template(pool_case({4, 9, 3, 2, 1, true, false}), "max pool 3x3 s2"); }
-TEST(GpuTemplatesTest, AvgPoolOnOpenCL) { check_template(pool_case({3, 8, 3, 2, 1, false, false}), "avg pool 3x3 s2"); }
-TEST(GpuTemplatesTest, GlobalAvgPoolOnOpenCL) { check_template(pool_case({5, 7, 0, 1, 0, false, true}), "global avg pool"); }
-TEST(GpuTemplatesTest, GlobalMaxPoolOnOpenCL) { check_template(pool_case({5, 6, 0, 1, 0, true, true}), "global max pool"); }
+TEST(GpuTemplatesTest, MaxPoolOnOpenCL) {
+  check_template(pool_case({4, 9, 3, 2, 1, true, false}), "max pool 3x3 s2");
+}
+TEST(GpuTemplatesTest, AvgPoolOnOpenCL) {
+  check_template(pool_case({3, 8, 3, 2, 1, false, false}), "avg pool 3x3 s2");
+}
+TEST(GpuTemplatesTest, GlobalAvgPoolOnOpenCL) {
+  check_template(pool_case({5, 7, 0, 1, 0, false, true}), "global avg pool");
+}
+TEST(GpuTemplatesTest, GlobalMaxPoolOnOpenCL) {
+  check_template(pool_case({5, 6, 0, 1, 0, true, true}), "global max pool");
+}
 
 /// A grouped convolution of [1, C, HW, HW] with [K, C / groups, k, k] (depthwise: groups = C = K).
 struct GroupedShape {
@@ -358,12 +406,15 @@ struct GroupedShape {
 Case grouped_case(GroupedShape s) {
   return Case{[s] {
                 te::Tensor x = te::placeholder({1, s.c, s.hw, s.hw}, ir::kFloat32, "data");
-                te::Tensor w = te::placeholder({s.k, s.c / s.groups, s.kernel, s.kernel}, ir::kFloat32, "kernel");
+                te::Tensor w = te::placeholder({s.k, s.c / s.groups, s.kernel, s.kernel},
+                                               ir::kFloat32, "kernel");
                 return std::vector<te::Tensor>{
                     x, w,
-                    topi::conv2d_nchw(x, w, {s.stride, s.stride}, {s.pad, s.pad, s.pad, s.pad}, {1, 1}, s.groups)};
+                    topi::conv2d_nchw(x, w, {s.stride, s.stride}, {s.pad, s.pad, s.pad, s.pad},
+                                      {1, 1}, s.groups)};
               },
-              topi::gpu::depthwise_conv2d_nchw_gpu_space, topi::gpu::depthwise_conv2d_nchw_gpu_default,
+              topi::gpu::depthwise_conv2d_nchw_gpu_space,
+              topi::gpu::depthwise_conv2d_nchw_gpu_default,
               topi::gpu::schedule_depthwise_conv2d_nchw_gpu,
               [s](const std::vector<std::vector<float>>& in) {
                 const int o = s.out(), cg = s.c / s.groups, kg = s.k / s.groups;
@@ -407,7 +458,8 @@ TEST(GpuTemplatesTest, Conv2dTransposeOnOpenCL) {
             return std::vector<te::Tensor>{
                 x, w, topi::conv2d_transpose_nchw(x, w, {stride, stride}, {pad, pad, pad, pad})};
           },
-          topi::gpu::conv2d_transpose_nchw_gpu_space, topi::gpu::conv2d_transpose_nchw_gpu_default,
+          topi::gpu::conv2d_transpose_nchw_gpu_space,
+          topi::gpu::conv2d_transpose_nchw_gpu_default,
           topi::gpu::schedule_conv2d_transpose_nchw_gpu,
           [](const std::vector<std::vector<float>>& in) {
             std::vector<double> acc(size_t(m) * o * o, 0.0);
@@ -419,8 +471,9 @@ TEST(GpuTemplatesTest, Conv2dTransposeOnOpenCL) {
                       for (int kx = 0; kx < k; ++kx) {
                         int y = iy * stride + ky - pad, x = ix * stride + kx - pad;
                         if (y < 0 || x < 0 || y >= o || x >= o) continue;
-                        acc[(size_t(f) * o + y) * o + x] += double(in[0][(size_t(ci) * hw + iy) * hw + ix]) *
-                                                            in[1][((size_t(ci) * m + f) * k + ky) * k + kx];
+                        acc[(size_t(f) * o + y) * o + x] +=
+                            double(in[0][(size_t(ci) * hw + iy) * hw + ix]) *
+                            in[1][((size_t(ci) * m + f) * k + ky) * k + kx];
                       }
             return std::vector<float>(acc.begin(), acc.end());
           },
@@ -429,7 +482,8 @@ TEST(GpuTemplatesTest, Conv2dTransposeOnOpenCL) {
 }
 
 /// reduce_gpu's schedule with the harness's signature (it takes no epilogue).
-void schedule_reduce(te::Schedule& s, const te::Tensor& out, const space::Config& cfg, const te::Tensor&) {
+void schedule_reduce(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
+                     const te::Tensor&) {
   topi::gpu::schedule_reduce_gpu(s, out, cfg);
 }
 
@@ -439,14 +493,17 @@ TEST(GpuTemplatesTest, SoftmaxOnOpenCL) {
            te::Tensor x = te::placeholder({rows, n}, ir::kFloat32, "x");
            return std::vector<te::Tensor>{x, topi::softmax(x, -1)};
          },
-         topi::gpu::reduce_gpu_space, topi::gpu::reduce_gpu_default, schedule_reduce,
+         topi::gpu::reduce_gpu_space,
+         topi::gpu::reduce_gpu_default,
+         schedule_reduce,
          [](const std::vector<std::vector<float>>& in) {
            std::vector<float> out(rows * n);
            for (int r = 0; r < rows; ++r) {
              double mx = -INFINITY, sum = 0;
              for (int j = 0; j < n; ++j) mx = std::max(mx, double(in[0][r * n + j]));
              for (int j = 0; j < n; ++j) sum += std::exp(double(in[0][r * n + j]) - mx);
-             for (int j = 0; j < n; ++j) out[r * n + j] = float(std::exp(double(in[0][r * n + j]) - mx) / sum);
+             for (int j = 0; j < n; ++j)
+               out[r * n + j] = float(std::exp(double(in[0][r * n + j]) - mx) / sum);
            }
            return out;
          },
@@ -460,7 +517,9 @@ TEST(GpuTemplatesTest, ReduceMeanOnOpenCL) {
            te::Tensor x = te::placeholder({a, b, d}, ir::kFloat32, "x");
            return std::vector<te::Tensor>{x, topi::reduce(x, topi::ReduceOp::kMean, {0, 2}, true)};
          },
-         topi::gpu::reduce_gpu_space, topi::gpu::reduce_gpu_default, schedule_reduce,
+         topi::gpu::reduce_gpu_space,
+         topi::gpu::reduce_gpu_default,
+         schedule_reduce,
          [](const std::vector<std::vector<float>>& in) {
            std::vector<float> out(b);
            for (int j = 0; j < b; ++j) {
@@ -489,9 +548,11 @@ TEST(GpuTemplatesTest, LstmOnOpenCL) {
   te::Schedule s = te::create_schedule({o.y, o.y_h, o.y_c});
   const target::Target target = target::Target::parse("opencl");
   topi::gpu::schedule_lstm_gpu(s, o, target, [&](te::Schedule& sch, const te::Tensor& p) {
-    topi::gpu::schedule_matmul_gpu(sch, p, topi::gpu::matmul_gpu_default(topi::gpu::matmul_gpu_space(p), target), p);
+    topi::gpu::schedule_matmul_gpu(
+        sch, p, topi::gpu::matmul_gpu_default(topi::gpu::matmul_gpu_space(p), target), p);
   });
-  const runtime::DeviceProgram program = compiler::build_gpu(s, {x, w, r, b, o.y, o.y_h, o.y_c}, target, "lstm");
+  const runtime::DeviceProgram program =
+      compiler::build_gpu(s, {x, w, r, b, o.y, o.y_h, o.y_c}, target, "lstm");
   const std::vector<std::vector<float>> in = {random_values(T * B * I, 1), random_values(G * I, 2),
                                               random_values(G * H, 3), random_values(2 * G, 4)};
   const auto out = run_outputs(DeviceAPI::get(DeviceKind::kOpenCL), program, in,
@@ -517,7 +578,8 @@ TEST(GpuTemplatesTest, LstmOnOpenCL) {
       }
     h = next_h;
     c = next_c;
-    for (int k = 0; k < B * H; ++k) ASSERT_NEAR(out[0][t * B * H + k], h[k], 1e-5) << "Y at step " << t << ", " << k;
+    for (int k = 0; k < B * H; ++k)
+      ASSERT_NEAR(out[0][t * B * H + k], h[k], 1e-5) << "Y at step " << t << ", " << k;
   }
   for (int k = 0; k < B * H; ++k) {
     ASSERT_NEAR(out[1][k], h[k], 1e-5) << "Y_h " << k;
@@ -535,8 +597,10 @@ TEST(GpuTemplatesTest, InjectiveOnOpenCL) {
     te::Schedule s = te::create_schedule({y});
     topi::gpu::schedule_injective(s, y, threads);
     std::vector<float> in = random_values(105, 3);
-    std::vector<float> out = run(gpu, compiler::build_gpu(s, {x, y}, target::Target::parse("opencl"), "relu"), {in}, 105);
-    for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(out[i], std::max(in[i], 0.0f)) << i << " threads " << threads;
+    std::vector<float> out = run(
+        gpu, compiler::build_gpu(s, {x, y}, target::Target::parse("opencl"), "relu"), {in}, 105);
+    for (size_t i = 0; i < in.size(); ++i)
+      ASSERT_EQ(out[i], std::max(in[i], 0.0f)) << i << " threads " << threads;
   }
 }
 

@@ -17,9 +17,9 @@
 #include <string>
 
 #include "compiler/codegen/nvrtc.h"
-#include "compiler/lower.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
+#include "compiler/lower.h"
 #include "deploy/runtime/bundle.h"
 #include "deploy/runtime/device_api.h"
 #include "deploy/runtime/graph_executor.h"
@@ -199,7 +199,8 @@ TEST(GraphBuildGpu, TheLstmsProductsAreTasksOfMatmulGpu) {
   m.output("Y");
   std::set<std::string> templates;
   size_t tasks = 0;
-  for (const autotune::Task& t : extract_tasks(import_onnx_bytes(m.bytes(), "lstm.onnx"), "opencl")) {
+  for (const autotune::Task& t :
+       extract_tasks(import_onnx_bytes(m.bytes(), "lstm.onnx"), "opencl")) {
     templates.insert(t.template_name);
     ++tasks;
     const runtime::DeviceProgram p = compiler::build_gpu(t.schedule(t.default_config), t.args(),
@@ -230,12 +231,14 @@ TEST(GraphBuildGpu, ConvReluDenseForSm61IsPtxFromNvptx) {
 NDArray build_one(OnnxModelBuilder& m, const std::vector<int64_t>& shape, uint64_t seed, bool gpu) {
   const Graph g = import_onnx_bytes(m.bytes(), "row_op.onnx");
   const NDArray x = testing::random_array(shape, seed, -3.0f, 3.0f);
-  return gpu ? run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x) : run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+  return gpu ? run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x)
+             : run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
 }
 
 void expect_gpu_matches_cpu(OnnxModelBuilder& m, const std::vector<int64_t>& shape, uint64_t seed) {
   const NDArray want = build_one(m, shape, seed, false);
-  EXPECT_TRUE(testing::all_close(build_one(m, shape, seed, true), want.to_vector<float>(), 1e-5, 1e-5));
+  EXPECT_TRUE(
+      testing::all_close(build_one(m, shape, seed, true), want.to_vector<float>(), 1e-5, 1e-5));
 }
 
 TEST(GraphBuildGpu, NormalizationsHardmaxAndCumSumOnOpenCLMatchTheCpuBuild) {

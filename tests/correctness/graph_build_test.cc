@@ -21,8 +21,8 @@
 #include "deploy/runtime/json.h"
 #include "deploy/runtime/npy.h"
 #include "tests/common/expect_error.h"
-#include "tests/common/kiln_test_util.h"
 #include "tests/common/graph_build_check.h"
+#include "tests/common/kiln_test_util.h"
 #include "tests/common/onnx_model_builder.h"
 #include "tests/common/temp_dir.h"
 
@@ -58,16 +58,18 @@ TEST_F(GraphBuildTest, SymbolicBatchBoundByInputShapes) {
     std::ofstream out(path, std::ios::binary);
     out << m.bytes();
   }
-  EXPECT_ERROR_CONTAINS(import_onnx(path), "input 'x' has a symbolic dimension 0 ('batch'); "
-                                           "give its size with --input-shape x=1,3,8,8");
+  EXPECT_ERROR_CONTAINS(import_onnx(path),
+                        "input 'x' has a symbolic dimension 0 ('batch'); "
+                        "give its size with --input-shape x=1,3,8,8");
   for (int64_t batch : {1, 3}) {
     SCOPED_TRACE("batch " + std::to_string(batch));
     OnnxImportOptions import;
-    import.input_shapes = {{"x", {batch, 3, 8, 8}}, {"z", {batch, 8}}};
+    import.input_shapes = {{"x", { batch, 3, 8, 8 }}, { "z", { batch, 8 } }};
     const Graph g = import_onnx(path, import);
     runtime::Bundle bundle = build_graph(g, "llvm -mcpu=native");
     // The bundle's graph records the shapes it was built for (the executor reads them from it).
-    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "symbolic");
+    runtime::GraphExecutor exec =
+        runtime::GraphExecutor::from_bundle(std::move(bundle), "symbolic");
     ASSERT_EQ(exec.num_inputs(), 2u);
     EXPECT_EQ(exec.input_shape(0), (std::vector<int64_t>{batch, 3, 8, 8}));
     EXPECT_EQ(exec.input_shape(1), (std::vector<int64_t>{batch, 8}));
@@ -334,7 +336,8 @@ TEST_F(GraphBuildTest, RecurrentBatchFirstEqualsTimeMajorBetweenTransposes) {
       x = "xt", h0 = "h0t", c0 = "c0t";
     }
     const std::string sfx = batch_first ? "" : "_t";
-    auto* l = m.node("LSTM", {x, "W", "R", "Bias", "", h0, c0}, {"Y" + sfx, "Yh" + sfx, "Yc" + sfx});
+    auto* l =
+        m.node("LSTM", {x, "W", "R", "Bias", "", h0, c0}, {"Y" + sfx, "Yh" + sfx, "Yc" + sfx});
     MB::attr(l, "hidden_size", H);
     MB::attr(l, "direction", std::string("bidirectional"));
     auto* g = m.node("GRU", {x, "Wg", "Rg"}, {"G" + sfx, "Gh" + sfx});
@@ -359,12 +362,13 @@ TEST_F(GraphBuildTest, RecurrentBatchFirstEqualsTimeMajorBetweenTransposes) {
         build_graph(import_onnx_bytes(m.bytes(), "rnn.onnx"), "llvm -mcpu=native"), "rnn");
     set_inputs(m, exec);
     exec.run();
-    for (size_t i = 0; i < exec.num_outputs(); ++i) outs[batch_first].push_back(exec.output(i).to_vector<float>());
+    for (size_t i = 0; i < exec.num_outputs(); ++i)
+      outs[batch_first].push_back(exec.output(i).to_vector<float>());
   }
   ASSERT_EQ(outs[0].size(), 5u);
   for (size_t i = 0; i < 5; ++i) {
-    EXPECT_TRUE(testing::all_close(outs[1][i].data(), outs[0][i].data(), static_cast<int64_t>(outs[0][i].size()),
-                                   1e-6, 1e-6))
+    EXPECT_TRUE(testing::all_close(outs[1][i].data(), outs[0][i].data(),
+                                   static_cast<int64_t>(outs[0][i].size()), 1e-6, 1e-6))
         << "output " << i;
   }
 }
@@ -443,7 +447,9 @@ void se_block(MB& m, int64_t c, int64_t r, int64_t hw, bool scale_first) {
 // by alter_layout, the scale's convolutions too) and 20 channels (no block: NCHW throughout).
 TEST_F(GraphBuildTest, SqueezeExcitationBlock) {
   for (auto [c, r, scale_first] : {std::tuple<int64_t, int64_t, bool>{16, 4, false},
-                                   {16, 4, true}, {20, 5, false}, {24, 6, true}}) {
+                                   {16, 4, true},
+                                   {20, 5, false},
+                                   {24, 6, true}}) {
     SCOPED_TRACE("channels " + std::to_string(c) + ", squeezed to " + std::to_string(r));
     MB m;
     se_block(m, c, r, 6, scale_first);
@@ -686,8 +692,8 @@ TEST_F(GraphBuildTest, InstanceNormalizationAndActivations) {
 TEST_F(GraphBuildTest, TrigonometricChain) {
   MB m(13);
   m.input("x", {3, 37});
-  for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
-                         "Atanh"}) {
+  for (const char* op :
+       {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Atanh"}) {
     m.node(op, {"x"}, {std::string("t_") + op});
   }
   m.node("Mul", {"x", "x"}, {"x2"});
@@ -782,7 +788,8 @@ TEST_F(GraphBuildTest, ResizeNearestAndLinear) {
   MB::attr(nn, "nearest_mode", std::string("floor"));
   m.node("Neg", {"n"}, {"y1"});
   m.output("y1");
-  m.init_values("cscales", {4}, {1.0f, 1.0f, 1.6f, 0.5f});  // whole lengths: ORT and ONNX agree on align_corners
+  m.init_values("cscales", {4},
+                {1.0f, 1.0f, 1.6f, 0.5f});  // whole lengths: ORT and ONNX agree on align_corners
   auto* cu = m.node("Resize", {"x", "", "cscales"}, {"c"});
   MB::attr(cu, "mode", std::string("cubic"));
   m.output("c");
@@ -832,7 +839,8 @@ TEST(GraphBuild, ChainFusesIntoOneFunctionOrReusesStorageUnfused) {
   Graph g;
   ValueId v = g.add_input("x", runtime::kFloat32, {1024});
   for (int i = 0; i < 8; ++i) {
-    v = g.add_op(i % 2 ? "Abs" : "Neg", "op" + std::to_string(i), {v}, {}, runtime::kFloat32, {1024});
+    v = g.add_op(i % 2 ? "Abs" : "Neg", "op" + std::to_string(i), {v}, {}, runtime::kFloat32,
+                 {1024});
   }
   g.add_output(v);
   for (bool fuse : {true, false}) {

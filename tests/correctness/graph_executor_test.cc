@@ -1,6 +1,9 @@
 // Bundles and the graph executor, end to end without the graph compiler: two kernels compiled by
 // Kiln into one shared object, a hand-written graph that places the intermediate in a storage pool,
-// a parameter, written as a bundle file and run by the executor; then damaged bundles and bad inputs.
+// a parameter, written as a bundle file and run by the executor; then damaged bundles and bad
+// inputs.
+#include "deploy/runtime/graph_executor.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,7 +11,6 @@
 
 #include "compiler/codegen/build.h"
 #include "compiler/target/target.h"
-#include "deploy/runtime/graph_executor.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/kiln_test_util.h"
 #include "tests/common/temp_dir.h"
@@ -25,9 +27,11 @@ runtime::Bundle make_bundle() {
   const int n = 37;
   te::Tensor x = te::placeholder({n}, ir::kFloat32, "x");
   te::Tensor w = te::placeholder({n}, ir::kFloat32, "w");
-  te::Tensor t = te::compute({n}, [&](ir::Var i) { return x(i) * w(i); }, "t");
+  te::Tensor t = te::compute(
+      {n}, [&](ir::Var i) { return x(i) * w(i); }, "t");
   te::Tensor t_in = te::placeholder({n}, ir::kFloat32, "t");
-  te::Tensor y = te::compute({n}, [&](ir::Var i) { return ir::max(t_in(i) + 1.0f, 0.0f); }, "y");
+  te::Tensor y = te::compute(
+      {n}, [&](ir::Var i) { return ir::max(t_in(i) + 1.0f, 0.0f); }, "y");
   ir::PrimFunc f1 = compiler::lower(te::create_schedule({t}), {x, w, t}, "mul");
   ir::PrimFunc f2 = compiler::lower(te::create_schedule({y}), {t_in, y}, "add_relu");
   runtime::Bundle b;
@@ -59,7 +63,8 @@ TEST(GraphExecutor, RunsABundleFile) {
   g.set_input("x", x);
   g.run();
   std::vector<float> ref(37);
-  for (int i = 0; i < 37; ++i) ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
+  for (int i = 0; i < 37; ++i)
+    ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
   EXPECT_TRUE(testing::all_close(g.output(0), ref));
 }
 
@@ -74,7 +79,8 @@ TEST(GraphExecutor, ProfileTimesEveryNodeAndRuns) {
   EXPECT_EQ(times[1].func, "add_relu");
   for (const auto& t : times) EXPECT_GE(t.median_ms, 0.0);
   std::vector<float> ref(37);
-  for (int i = 0; i < 37; ++i) ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
+  for (int i = 0; i < 37; ++i)
+    ref[i] = std::max(x.data<float>()[i] * ((i % 5) - 2.0f) + 1.0f, 0.0f);
   EXPECT_TRUE(testing::all_close(g.output(0), ref));
   EXPECT_ERROR_CONTAINS(g.profile(0), "number of runs");
 }
@@ -85,9 +91,12 @@ TEST(GraphExecutor, DamagedBundlesAreReported) {
   std::string flipped = bytes;
   flipped[flipped.size() / 2] ^= 0x40;
   EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle(flipped, "m.kiln"), "corrupted");
-  EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle(bytes.substr(0, bytes.size() / 3), "m.kiln"), "truncated");
-  EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle("PK\x03\x04 not a bundle", "m.zip"), "not a Kiln bundle");
-  EXPECT_ERROR_CONTAINS(runtime::read_bundle((dir.path() / "missing.kiln").string()), "cannot open bundle");
+  EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle(bytes.substr(0, bytes.size() / 3), "m.kiln"),
+                        "truncated");
+  EXPECT_ERROR_CONTAINS(runtime::deserialize_bundle("PK\x03\x04 not a bundle", "m.zip"),
+                        "not a Kiln bundle");
+  EXPECT_ERROR_CONTAINS(runtime::read_bundle((dir.path() / "missing.kiln").string()),
+                        "cannot open bundle");
 }
 
 TEST(GraphExecutor, BadGraphsAndInputsAreReported) {
@@ -95,17 +104,20 @@ TEST(GraphExecutor, BadGraphsAndInputsAreReported) {
   {
     runtime::Bundle bad = make_bundle();
     bad.graph_json.replace(bad.graph_json.find("add_relu"), 8, "add_tanh");
-    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "'add_tanh'");
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
+                          "'add_tanh'");
   }
   {
     runtime::Bundle bad = make_bundle();
     bad.params.clear();
-    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "parameter 'w'");
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
+                          "parameter 'w'");
   }
   {
     runtime::Bundle bad = make_bundle();
     bad.graph_json.replace(bad.graph_json.find("\"offset\": 64"), 12, "\"offset\": 200");
-    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"), "do not fit");
+    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(bad), "m.kiln"),
+                          "do not fit");
   }
   {
     runtime::Bundle bad = make_bundle();
@@ -116,9 +128,12 @@ TEST(GraphExecutor, BadGraphsAndInputsAreReported) {
                           "cannot load the library of bundle 'm.kiln'");
   }
   auto g = runtime::GraphExecutor::from_bundle(std::move(b), "m.kiln");
-  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({36})), "input 'x' must have shape [37], got [36]");
-  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({37}, runtime::kInt32)), "must be float32, got int32");
-  EXPECT_ERROR_CONTAINS(g.set_input("image", testing::zeros({37})), "no input 'image' (its inputs: x)");
+  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({36})),
+                        "input 'x' must have shape [37], got [36]");
+  EXPECT_ERROR_CONTAINS(g.set_input("x", testing::zeros({37}, runtime::kInt32)),
+                        "must be float32, got int32");
+  EXPECT_ERROR_CONTAINS(g.set_input("image", testing::zeros({37})),
+                        "no input 'image' (its inputs: x)");
 }
 
 /// make_bundle's graph with input x given a default value (graph version 2).

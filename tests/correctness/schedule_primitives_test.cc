@@ -28,7 +28,8 @@ std::vector<float> naive_matmul(const NDArray& a, const NDArray& b, int m, int n
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       double acc = 0;
-      for (int r = 0; r < k; ++r) acc += double(A.data<float>()[i * k + r]) * B.data<float>()[r * n + j];
+      for (int r = 0; r < k; ++r)
+        acc += double(A.data<float>()[i * k + r]) * B.data<float>()[r * n + j];
       c[size_t(i) * n + j] = float(acc);
     }
   return c;
@@ -43,7 +44,8 @@ Elementwise make_elementwise(int m, int n) {
   Elementwise e;
   e.a = te::placeholder({m, n}, ir::kFloat32, "A");
   e.b = te::placeholder({m, n}, ir::kFloat32, "B");
-  e.c = te::compute({m, n}, [&](Var i, Var j) { return e.a(i, j) * 2.0f + e.b(i, j); }, "C");
+  e.c = te::compute(
+      {m, n}, [&](Var i, Var j) { return e.a(i, j) * 2.0f + e.b(i, j); }, "C");
   return e;
 }
 
@@ -124,8 +126,10 @@ TEST(ScheduleCorrectness, FusedLoopsOfAnAttachedStageStartWhereItsRegionDoes) {
   // fuses a shared copy's): the region of T starts at the block's first row, so the fused loop's
   // rows must too.
   auto e = make_elementwise(8, 6);
-  te::Tensor t = te::compute({8, 6}, [&](Var i, Var j) { return e.a(i, j) * 2.0f; }, "T");
-  e.c = te::compute({8, 6}, [&](Var i, Var j) { return t(i, j) + e.b(i, j); }, "C");
+  te::Tensor t = te::compute(
+      {8, 6}, [&](Var i, Var j) { return e.a(i, j) * 2.0f; }, "T");
+  e.c = te::compute(
+      {8, 6}, [&](Var i, Var j) { return t(i, j) + e.b(i, j); }, "C");
   auto s = te::create_schedule({e.c});
   auto [rows, row] = s[e.c].split(s[e.c].axis(0), 4);
   auto st = s[t];
@@ -168,7 +172,8 @@ TEST(ScheduleCorrectness, PaperMatmulTiled) {
   for (int y = 0; y < n; ++y)
     for (int x = 0; x < n; ++x) {
       double acc = 0;
-      for (int k = 0; k < n; ++k) acc += double(a.data<float>()[k * n + y]) * b.data<float>()[k * n + x];
+      for (int k = 0; k < n; ++k)
+        acc += double(a.data<float>()[k * n + y]) * b.data<float>()[k * n + x];
       ref[y * n + x] = float(acc);
     }
   EXPECT_TRUE(all_close(c, ref, 1e-4, 1e-5));
@@ -208,7 +213,8 @@ TEST(ScheduleCorrectness, PackedMatmulAllSizes) {
 TEST(ScheduleCorrectness, SymbolicShapesBoundAtCallTime) {
   Var m = te::var("m"), n = te::var("n");
   te::Tensor A = te::placeholder({m, n}, ir::kFloat32, "A");
-  te::Tensor B = te::compute({m, n}, [&](Var i, Var j) { return A(i, j) + 1.0f; }, "B");
+  te::Tensor B = te::compute(
+      {m, n}, [&](Var i, Var j) { return A(i, j) + 1.0f; }, "B");
   auto s = te::create_schedule({B});
   auto [jo, ji] = s[B].split(s[B].axis(1), 8);
   s[B].vectorize(ji);
@@ -258,7 +264,11 @@ Conv make_conv(int h, int wd) {
       "P");
   IterVar ry = te::reduce_axis({0, 3}, "ry"), rx = te::reduce_axis({0, 3}, "rx");
   c.out = te::compute(
-      {h, wd}, [&](Var y, Var x) { return te::sum(c.pad(y + ry, x + rx) * c.w(ry, rx), {ry, rx}); }, "O");
+      {h, wd},
+      [&](Var y, Var x) {
+        return te::sum(c.pad(y + ry, x + rx) * c.w(ry, rx), {ry, rx});
+      },
+      "O");
   return c;
 }
 
@@ -273,7 +283,8 @@ void check_conv(const te::Schedule& s, const Conv& c, int h, int wd) {
       for (int ry = 0; ry < 3; ++ry)
         for (int rx = 0; rx < 3; ++rx) {
           int iy = y + ry - 1, ix = x + rx - 1;
-          float v = (iy >= 0 && iy < h && ix >= 0 && ix < wd) ? in.data<float>()[iy * wd + ix] : 0.0f;
+          float v =
+              (iy >= 0 && iy < h && ix >= 0 && ix < wd) ? in.data<float>()[iy * wd + ix] : 0.0f;
           acc += double(v) * w.data<float>()[ry * 3 + rx];
         }
       ref[y * wd + x] = float(acc);
@@ -346,13 +357,18 @@ TEST(ScheduleCorrectness, MaxMinProdReductionsWithCondition) {
   te::Tensor A = te::placeholder({m, k}, ir::kFloat32, "A");
   IterVar r1 = te::reduce_axis({0, k}, "r1"), r2 = te::reduce_axis({0, k}, "r2"),
           r3 = te::reduce_axis({0, 4}, "r3"), r4 = te::reduce_axis({0, k}, "r4");
-  te::Tensor mx = te::compute({m}, [&](Var i) { return te::max(A(i, r1), {r1}); }, "mx");
-  te::Tensor mn = te::compute({m}, [&](Var i) { return te::min(A(i, r2), {r2}); }, "mn");
-  te::Tensor pr = te::compute({m}, [&](Var i) { return te::prod(A(i, r3) + 2.0f, {r3}); }, "pr");
-  te::Tensor se = te::compute({m}, [&](Var i) { return te::sum(A(i, r4), {r4}, r4 % 2 == 0); }, "se");
+  te::Tensor mx = te::compute(
+      {m}, [&](Var i) { return te::max(A(i, r1), {r1}); }, "mx");
+  te::Tensor mn = te::compute(
+      {m}, [&](Var i) { return te::min(A(i, r2), {r2}); }, "mn");
+  te::Tensor pr = te::compute(
+      {m}, [&](Var i) { return te::prod(A(i, r3) + 2.0f, {r3}); }, "pr");
+  te::Tensor se = te::compute(
+      {m}, [&](Var i) { return te::sum(A(i, r4), {r4}, r4 % 2 == 0); }, "se");
   auto s = te::create_schedule({mx, mn, pr, se});
   auto f = build_host(s, {A, mx, mn, pr, se});
-  NDArray a = random_array({m, k}, 16), o1 = zeros({m}), o2 = zeros({m}), o3 = zeros({m}), o4 = zeros({m});
+  NDArray a = random_array({m, k}, 16), o1 = zeros({m}), o2 = zeros({m}), o3 = zeros({m}),
+          o4 = zeros({m});
   f(a, o1, o2, o3, o4);
   std::vector<float> r_mx(m), r_mn(m), r_pr(m), r_se(m);
   for (int i = 0; i < m; ++i) {
@@ -373,8 +389,10 @@ TEST(ScheduleCorrectness, MaxMinProdReductionsWithCondition) {
 TEST(ScheduleCorrectness, IntermediateStageInLocalScope) {
   const int n = 40;
   te::Tensor A = te::placeholder({n}, ir::kFloat32, "A");
-  te::Tensor B = te::compute({n}, [&](Var i) { return A(i) * 3.0f; }, "B");
-  te::Tensor C = te::compute({n}, [&](Var i) { return B(i) + A(i); }, "C");
+  te::Tensor B = te::compute(
+      {n}, [&](Var i) { return A(i) * 3.0f; }, "B");
+  te::Tensor C = te::compute(
+      {n}, [&](Var i) { return B(i) + A(i); }, "C");
   auto s = te::create_schedule({C});
   s[B].set_scope("local");
   auto f = build_host(s, {A, C});

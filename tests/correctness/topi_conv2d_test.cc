@@ -447,10 +447,12 @@ TEST(TopiConv2d, LayoutTransformPadsAndDropsALastBlock) {
   std::vector<float> ref16, ref8;
   for (int cb = 0; cb < 2; ++cb)
     for (int hw = 0; hw < 6; ++hw)
-      for (int c = 0; c < 16; ++c) ref16.push_back(cb * 16 + c < 20 ? px[(cb * 16 + c) * 6 + hw] : 0.0f);
+      for (int c = 0; c < 16; ++c)
+        ref16.push_back(cb * 16 + c < 20 ? px[(cb * 16 + c) * 6 + hw] : 0.0f);
   for (int cb = 0; cb < 3; ++cb)
     for (int hw = 0; hw < 6; ++hw)
-      for (int c = 0; c < 8; ++c) ref8.push_back(cb * 8 + c < 20 ? px[(cb * 8 + c) * 6 + hw] : 0.0f);
+      for (int c = 0; c < 8; ++c)
+        ref8.push_back(cb * 8 + c < 20 ? px[(cb * 8 + c) * 6 + hw] : 0.0f);
   EXPECT_TRUE(all_close(b16a, ref16, 0, 0));
   EXPECT_TRUE(all_close(b8a, ref8, 0, 0));
   // A count the blocks cannot hold is refused by name.

@@ -102,14 +102,14 @@ void check(const Case& p, bool epilogue = false) {
     }
   }
   te::Tensor wp = topi::pack_conv2d_transpose_weight(w, p.groups, bf);
-  te::Tensor yp = topi::conv2d_transpose_nchw_packed(
-      x, wp, {p.c, p.m / p.groups, p.kh, p.kw}, p.stride, p.pad, p.output_padding, p.dilation,
-      p.groups);
+  te::Tensor yp =
+      topi::conv2d_transpose_nchw_packed(x, wp, {p.c, p.m / p.groups, p.kh, p.kw}, p.stride, p.pad,
+                                         p.output_padding, p.dilation, p.groups);
   te::Tensor zp = epilogue ? topi::relu(yp) : yp;
   ConfigSpace pspace = topi::conv2d_transpose_nchw_x86_space(yp);
   uint64_t pn = pspace.size();
-  for (const Config& cfg : {topi::conv2d_transpose_nchw_x86_default(pspace), pspace.get(pn / 3),
-                            pspace.get(pn / 5)}) {
+  for (const Config& cfg :
+       {topi::conv2d_transpose_nchw_x86_default(pspace), pspace.get(pn / 3), pspace.get(pn / 5)}) {
     SCOPED_TRACE("packed bf=" + std::to_string(bf) + " " + cfg.str());
     te::Schedule s = te::create_schedule({zp});
     topi::schedule_conv2d_transpose_nchw_x86(s, yp, cfg, epilogue ? zp : te::Tensor());
@@ -202,8 +202,7 @@ TEST(TopiConv2dTranspose, BenchPackedVsUnpacked) {
     te::Tensor w = te::placeholder({p.c, p.m, 4, 4}, ir::kFloat32, "w");
     te::Tensor wp = te::placeholder({p.m, p.c, 16}, ir::kFloat32, "wp");
     te::Tensor y = topi::conv2d_transpose_nchw(x, w, p.stride, p.pad);
-    te::Tensor yp =
-        topi::conv2d_transpose_nchw_packed(x, wp, {p.c, p.m, 4, 4}, p.stride, p.pad);
+    te::Tensor yp = topi::conv2d_transpose_nchw_packed(x, wp, {p.c, p.m, 4, 4}, p.stride, p.pad);
     NDArray xa = random_array({1, p.c, p.h, p.w}, 1), wa = random_array({p.c, p.m, 4, 4}, 2);
     NDArray wpa = zeros({p.m, p.c, 16});
     for (int pi = 0; pi < p.m; ++pi)
@@ -229,8 +228,9 @@ TEST(TopiConv2dTranspose, BenchPackedVsUnpacked) {
       for (int r = 0; r < 30; ++r) {
         auto t0 = std::chrono::steady_clock::now();
         f(xa, wt, out);
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                         .count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
       }
       std::sort(ms.begin(), ms.end());
       std::printf("case=convt_c%d_h%d_m%d packed=%d median_ms=%.3f min_ms=%.3f\n", p.c, p.h, p.m,

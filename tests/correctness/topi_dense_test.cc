@@ -165,8 +165,8 @@ TEST(TopiDense, DefaultSchedulesVectorizeAndParallelize) {
   te::Tensor b = te::placeholder({4, 32, 64}, ir::kFloat32, "b");
   te::Tensor z = topi::batch_matmul(a, b);
   te::Schedule sb = te::create_schedule({z});
-  topi::schedule_batch_matmul_x86(sb, z,
-                                  topi::batch_matmul_x86_default(z, topi::batch_matmul_x86_space(z), 256));
+  topi::schedule_batch_matmul_x86(
+      sb, z, topi::batch_matmul_x86_default(z, topi::batch_matmul_x86_space(z), 256));
   text = ir::to_string(compiler::lower(sb, {a, b, z}, "f").body);
   EXPECT_NE(text.find("ramp("), std::string::npos) << text;
   EXPECT_NE(text.find("parallel"), std::string::npos) << text;

@@ -77,7 +77,8 @@ std::vector<float> ref_softmax(const NDArray& x, int axis, bool log) {
 void check_softmax(const Shape& shape, int64_t axis, bool log,
                    topi::RowFold fold = topi::RowFold::kSerial) {
   te::Tensor x = te::placeholder(to_exprs(shape), ir::kFloat32, "x");
-  te::Tensor y = log ? topi::log_softmax(x, axis, "log_softmax", fold) : topi::softmax(x, axis, "softmax", fold);
+  te::Tensor y = log ? topi::log_softmax(x, axis, "log_softmax", fold)
+                     : topi::softmax(x, axis, "softmax", fold);
   te::Schedule s = te::create_schedule({y});
   topi::schedule_softmax_x86(s, y);
   auto f = build_host(s, {x, y});
@@ -131,7 +132,8 @@ TEST(TopiNN, SoftmaxFoldsRowsInVectorLanes) {
   EXPECT_FALSE(folds_in_lanes(topi::softmax(x, 1)));
   EXPECT_FALSE(folds_in_lanes(topi::softmax(x, 0, "softmax", topi::RowFold::kVectorLanes)));
   te::Tensor short_rows = te::placeholder({4, 31}, ir::kFloat32, "x");
-  EXPECT_FALSE(folds_in_lanes(topi::softmax(short_rows, 1, "softmax", topi::RowFold::kVectorLanes)));
+  EXPECT_FALSE(
+      folds_in_lanes(topi::softmax(short_rows, 1, "softmax", topi::RowFold::kVectorLanes)));
   // Along the last axis every stage is computed at the output's row: one parallel loop, with a
   // row's exponentials in a buffer of one row.
   te::Tensor y = topi::softmax(x, 1, "softmax", topi::RowFold::kVectorLanes);

@@ -129,7 +129,8 @@ void check_pool_nchwc(const PoolCase& p, Kind kind, int b) {
       for (int cb = 0; cb < p.c / b; ++cb)
         for (int y = 0; y < h; ++y)
           for (int x = 0; x < w; ++x)
-            for (int c = 0; c < b; ++c) out.push_back(src[((n * p.c + cb * b + c) * h + y) * w + x]);
+            for (int c = 0; c < b; ++c)
+              out.push_back(src[((n * p.c + cb * b + c) * h + y) * w + x]);
     return out;
   };
   std::vector<int64_t> oshape;
@@ -137,7 +138,8 @@ void check_pool_nchwc(const PoolCase& p, Kind kind, int b) {
   ASSERT_EQ(oshape.size(), 5u);
   std::vector<float> xb = block(xa.data<float>(), p.h, p.w);
   NDArray xba = NDArray::from_vector(xb, {p.n, p.c / b, p.h, p.w, b});
-  std::vector<float> refb = block(ref.data(), static_cast<int>(oshape[2]), static_cast<int>(oshape[3]));
+  std::vector<float> refb =
+      block(ref.data(), static_cast<int>(oshape[2]), static_cast<int>(oshape[3]));
   ConfigSpace space = topi::pool2d_x86_space(y);
   for (uint64_t i = 0; i < space.size(); ++i) {
     SCOPED_TRACE(space.get(i).str());

@@ -126,7 +126,9 @@ void check(const Case& p, uint32_t seed, bool dequantize_epilogue = false) {
   }
 }
 
-TEST(TopiQConv2d, Stride1Pad1Relu) { check({1, 8, 10, 10, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true}, 1); }
+TEST(TopiQConv2d, Stride1Pad1Relu) {
+  check({1, 8, 10, 10, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true}, 1);
+}
 
 TEST(TopiQConv2d, Stride2AsymmetricPadNoRelu) {
   check({2, 5, 13, 11, 7, 3, 3, {2, 2}, {0, 1, 2, 1}, {1, 1}, 1, false}, 2);
@@ -136,12 +138,17 @@ TEST(TopiQConv2d, GroupsAndDilation) {
   check({1, 12, 12, 9, 8, 3, 3, {1, 2}, {2, 2, 2, 2}, {2, 2}, 4, false}, 3);
 }
 
-TEST(TopiQConv2d, Depthwise) { check({1, 16, 9, 9, 16, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true}, 4); }
+TEST(TopiQConv2d, Depthwise) {
+  check({1, 16, 9, 9, 16, 3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}, 16, true}, 4);
+}
 
-TEST(TopiQConv2d, OneByOneStride2) { check({1, 32, 8, 8, 24, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false}, 5); }
+TEST(TopiQConv2d, OneByOneStride2) {
+  check({1, 32, 8, 8, 24, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, false}, 5);
+}
 
 TEST(TopiQConv2d, DequantizingEpilogueOnTheTile) {
-  check({1, 8, 7, 7, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false}, 6, /*dequantize_epilogue=*/true);
+  check({1, 8, 7, 7, 8, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false}, 6,
+        /*dequantize_epilogue=*/true);
 }
 
 }  // namespace

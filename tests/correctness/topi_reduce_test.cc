@@ -51,25 +51,46 @@ std::vector<float> ref_rows(const NDArray& x, int64_t rows, int64_t n, ReduceOp 
     double lse = 0;
     for (int64_t k = 0; k < n; ++k) lse += std::exp(double(row[k]) - mx);
     switch (op) {
-      case ReduceOp::kSum: out.push_back(float(sum)); break;
-      case ReduceOp::kMean: out.push_back(float(sum / double(n))); break;
-      case ReduceOp::kMax: out.push_back(float(mx)); break;
-      case ReduceOp::kMin: out.push_back(float(mn)); break;
-      case ReduceOp::kProd: out.push_back(float(prod)); break;
-      case ReduceOp::kL1: out.push_back(float(l1)); break;
-      case ReduceOp::kL2: out.push_back(float(std::sqrt(sq))); break;
-      case ReduceOp::kLogSum: out.push_back(float(std::log(sum))); break;
-      case ReduceOp::kLogSumExp: out.push_back(float(std::log(lse) + mx)); break;
-      case ReduceOp::kSumSquare: out.push_back(float(sq)); break;
+      case ReduceOp::kSum:
+        out.push_back(float(sum));
+        break;
+      case ReduceOp::kMean:
+        out.push_back(float(sum / double(n)));
+        break;
+      case ReduceOp::kMax:
+        out.push_back(float(mx));
+        break;
+      case ReduceOp::kMin:
+        out.push_back(float(mn));
+        break;
+      case ReduceOp::kProd:
+        out.push_back(float(prod));
+        break;
+      case ReduceOp::kL1:
+        out.push_back(float(l1));
+        break;
+      case ReduceOp::kL2:
+        out.push_back(float(std::sqrt(sq)));
+        break;
+      case ReduceOp::kLogSum:
+        out.push_back(float(std::log(sum)));
+        break;
+      case ReduceOp::kLogSumExp:
+        out.push_back(float(std::log(lse) + mx));
+        break;
+      case ReduceOp::kSumSquare:
+        out.push_back(float(sq));
+        break;
     }
   }
   return out;
 }
 
 TEST(TopiReduce, LastAxisInVectorLanes) {
-  const std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMax, ReduceOp::kMin,
-                                     ReduceOp::kProd, ReduceOp::kL1, ReduceOp::kL2, ReduceOp::kLogSum,
-                                     ReduceOp::kLogSumExp, ReduceOp::kSumSquare};
+  const std::vector<ReduceOp> ops = {ReduceOp::kSum,      ReduceOp::kMean,   ReduceOp::kMax,
+                                     ReduceOp::kMin,      ReduceOp::kProd,   ReduceOp::kL1,
+                                     ReduceOp::kL2,       ReduceOp::kLogSum, ReduceOp::kLogSumExp,
+                                     ReduceOp::kSumSquare};
   for (int64_t n : {197, 32, 45, 100, 31}) {
     for (bool keepdims : {true, false}) {
       for (ReduceOp op : ops) {
@@ -84,7 +105,10 @@ TEST(TopiReduce, LastAxisInVectorLanes) {
         // Products of 197 factors stay finite near 1; the logarithms need positive sums.
         const bool near_one = op == ReduceOp::kProd;
         const bool positive = op == ReduceOp::kLogSum;
-        NDArray a = random_array(shape, 7, near_one ? 0.9f : positive ? 0.1f : -3.0f,
+        NDArray a = random_array(shape, 7,
+                                 near_one   ? 0.9f
+                                 : positive ? 0.1f
+                                            : -3.0f,
                                  near_one ? 1.1f : 3.0f);
         Shape out_shape = keepdims ? Shape{2, 3, 1} : Shape{2, 3};
         NDArray out = zeros(out_shape);
@@ -120,7 +144,8 @@ TEST(TopiReduce, LayerNormInVectorLanes) {
       for (int64_t k = 0; k < n; ++k) var += (row[k] - mean) * (row[k] - mean);
       var /= double(n);
       for (int64_t k = 0; k < n; ++k) {
-        ref.push_back(float((row[k] - mean) / std::sqrt(var + 1e-5) * g.data<float>()[k] + b.data<float>()[k]));
+        ref.push_back(float((row[k] - mean) / std::sqrt(var + 1e-5) * g.data<float>()[k] +
+                            b.data<float>()[k]));
       }
     }
     EXPECT_TRUE(all_close(outs[0], ref, 1e-5, 1e-5)) << "serial, n " << n;

@@ -1,6 +1,6 @@
 // The shape and layout operators of topi (reshape, transpose, squeeze, unsqueeze, concat, pad,
-// slice, take), scheduled with the injective x86 schedule, against index arithmetic written out in C++;
-// and their user errors. Results are copies, so they must match exactly.
+// slice, take), scheduled with the injective x86 schedule, against index arithmetic written out in
+// C++; and their user errors. Results are copies, so they must match exactly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -220,7 +220,8 @@ TEST(TopiTransform, PaddedRowsStayContiguousVectors) {
   // the columns unpadded: vectors of 16 along the columns read x with contiguous (the last
   // predicated) loads, not gathers through a clamped index.
   te::Tensor x = te::placeholder({3, 197}, ir::kFloat32, "x");
-  for (auto [after, shape] : {std::pair{Shape{0, 27}, Shape{3, 224}}, {Shape{3, 0}, Shape{6, 197}}}) {
+  for (auto [after, shape] :
+       {std::pair{Shape{0, 27}, Shape{3, 224}}, {Shape{3, 0}, Shape{6, 197}}}) {
     te::Tensor y = topi::pad(x, {0, 0}, after, 0.0);
     te::Schedule s = te::create_schedule({y});
     topi::schedule_injective_x86(s, y);

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
-#include "records/record_log.h"
 #include "deploy/runtime/graph_executor.h"
+#include "records/record_log.h"
 #include "tests/common/kiln_test_util.h"
 #include "tests/common/small_cnn.h"
 #include "tests/common/temp_dir.h"
@@ -58,8 +58,9 @@ class TuneCliTest : public ::testing::Test {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   std::vector<std::string> tune_args(int trials) const {
-    return {"tune", path("model.onnx"), "--target", "llvm", "--trials", std::to_string(trials),
-            "--batch", "4", "--records", path("records"), "-o", path("tuned.kiln")};
+    return {"tune",      path("model.onnx"),     "--target", "llvm",
+            "--trials",  std::to_string(trials), "--batch",  "4",
+            "--records", path("records"),        "-o",       path("tuned.kiln")};
   }
 
   testing::TempDir dir_{"kiln_tune_cli_test"};
@@ -122,9 +123,10 @@ TEST_F(TuneCliTest, KilledRunResumesWithoutLosingOrRepeating) {
   // The tuned bundle computes what an untuned build computes.
   runtime::GraphExecutor tuned = runtime::GraphExecutor::load(path("tuned.kiln"));
   const std::string err3 = path("compile.txt");
-  ASSERT_EQ(wait(start({"compile", path("model.onnx"), "--target", "llvm", "-o", path("plain.kiln")},
-                       err3)),
-            0);
+  ASSERT_EQ(
+      wait(start({"compile", path("model.onnx"), "--target", "llvm", "-o", path("plain.kiln")},
+                 err3)),
+      0);
   runtime::GraphExecutor plain = runtime::GraphExecutor::load(path("plain.kiln"));
   runtime::NDArray x = testing::random_array({1, 8, 12, 12}, 5);
   tuned.set_input("x", x);
@@ -138,8 +140,7 @@ TEST_F(TuneCliTest, BadArgumentsAreNamed) {
   const std::string err = path("bad.txt");
   EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--trials", "0"}, err)), 2);
   EXPECT_NE(read(err).find("--trials needs a positive number"), std::string::npos) << read(err);
-  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--explorer", "magic", "--records",
-                        path("r2")},
+  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--explorer", "magic", "--records", path("r2")},
                        err)),
             1);
   EXPECT_NE(read(err).find("unknown explorer 'magic'"), std::string::npos) << read(err);

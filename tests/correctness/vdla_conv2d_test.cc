@@ -1,13 +1,15 @@
 // The int8 conv2d compiled for the VDLA (compiler/topi/vdla_conv2d.h scheduled, lowered by
 // compiler::lower_vdla with tensorize, DMA and ALU pragmas and cthread virtual threads, turned into
-// driver calls by compiler/vdla/program.h, through their JSON) runs on the simulator bit-exactly against the naive int8
-// reference, serial and with two virtual threads, on small shapes with explicit configs (padding on
-// every side, strides, several input channel blocks per step, both virtual-thread axes, resident
-// weights, 1x1 and 5x5 kernels, a non-square input, relu on and off) and on every ResNet-18 layer of the paper's list
-// (bench/resnet_layers.h); the cycle model must find the two-thread stream faster on the layers the
-// paper offloads (C2..C12). Every case has a random bias (negative ones too) and a random shift per
-// output channel (QConv's contract). C1 has 3 input channels: they are zero-padded to one block of 16, as
-// the blocked layout needs.
+// driver calls by compiler/vdla/program.h, through their JSON) runs on the simulator bit-exactly
+// against the naive int8 reference, serial and with two virtual threads, on small shapes with
+// explicit configs (padding on every side, strides, several input channel blocks per step, both
+// virtual-thread axes, resident weights, 1x1 and 5x5 kernels, a non-square input, relu on and off)
+// and on every ResNet-18 layer of the paper's list (bench/resnet_layers.h); the cycle model must
+// find the two-thread stream faster on the layers the paper offloads (C2..C12). Every case has a
+// random bias (negative ones too) and a random shift per output channel (QConv's contract). C1 has
+// 3 input channels: they are zero-padded to one block of 16, as the blocked layout needs.
+#include "compiler/topi/vdla_conv2d.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -18,7 +20,6 @@
 #include <string>
 
 #include "bench/resnet_layers.h"
-#include "compiler/topi/vdla_conv2d.h"
 #include "compiler/vdla/conv2d.h"
 #include "compiler/vdla/program.h"
 #include "deploy/vdla/device/device.h"
@@ -36,25 +37,30 @@ struct Result {
   std::string summary;
 };
 
-Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const std::vector<int8_t>& data,
-                    const std::vector<int8_t>& kernel, const vdla::testing::BiasShift& bs, bool relu) {
+Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c,
+                    const std::vector<int8_t>& data, const std::vector<int8_t>& kernel,
+                    const vdla::testing::BiasShift& bs, bool relu) {
   const vdla::Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d(s, relu);
   const te::Schedule sch = topi::schedule_vdla_conv2d(op, c, cfg);
   const vdla::VdlaProgram built = vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);
   // Every run goes through the program's JSON, as a bundle carries it.
   const std::string text = built.to_json().dump();
-  const vdla::VdlaProgram prog = vdla::VdlaProgram::from_json(runtime::Json::parse(text), "conv2d.json");
+  const vdla::VdlaProgram prog =
+      vdla::VdlaProgram::from_json(runtime::Json::parse(text), "conv2d.json");
   EXPECT_EQ(prog.to_json().dump(), text);
   EXPECT_EQ(prog.to_string(), built.to_string());
-  // KILN_VDLA_DUMP=1 prints each program's driver calls (VdlaProgram::to_string), for reading a stream.
+  // KILN_VDLA_DUMP=1 prints each program's driver calls (VdlaProgram::to_string), for reading a
+  // stream.
   if (std::getenv("KILN_VDLA_DUMP")) std::fputs(prog.to_string().c_str(), stderr);
   vdla::Device dev(cfg);
   vdla::Dram dram;
   const uint64_t out_bytes = static_cast<uint64_t>(s.oc) * s.oh() * s.ow();
   const uint64_t vec_bytes = bs.bias.size() * 4;
-  const uint64_t a_data = dram.alloc(data.size()), a_kernel = dram.alloc(kernel.size(), cfg.wgt_row_bytes()),
-                 a_bias = dram.alloc(vec_bytes), a_shift = dram.alloc(vec_bytes), a_out = dram.alloc(out_bytes);
+  const uint64_t a_data = dram.alloc(data.size()),
+                 a_kernel = dram.alloc(kernel.size(), cfg.wgt_row_bytes()),
+                 a_bias = dram.alloc(vec_bytes), a_shift = dram.alloc(vec_bytes),
+                 a_out = dram.alloc(out_bytes);
   std::memcpy(dram.at(a_data, data.size()), data.data(), data.size());
   std::memcpy(dram.at(a_kernel, kernel.size()), kernel.data(), kernel.size());
   std::memcpy(dram.at(a_bias, vec_bytes), bs.bias.data(), vec_bytes);
@@ -77,7 +83,8 @@ Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const s
 void check(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const char* what, bool relu,
            Result* out = nullptr, int real_ic = 0) {
   std::vector<int8_t> data = vdla::testing::random_int8(static_cast<size_t>(s.ic) * s.h * s.w, 17);
-  std::vector<int8_t> kernel = vdla::testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 29);
+  std::vector<int8_t> kernel =
+      vdla::testing::random_int8(static_cast<size_t>(s.oc) * s.ic * s.k * s.k, 29);
   if (real_ic > 0 && real_ic < s.ic) {
     // Zero the padded input channels of the data and of the kernel.
     for (size_t i = 0; i < data.size(); ++i) {
@@ -88,7 +95,8 @@ void check(const VdlaConv2dShape& s, const VdlaConv2dConfig& c, const char* what
     }
   }
   const vdla::testing::BiasShift bs = vdla::testing::random_bias_shift(s, 41);
-  const std::vector<int8_t> ref = vdla::testing::conv2d_reference(s, data, kernel, bs.bias, bs.shift, relu);
+  const std::vector<int8_t> ref =
+      vdla::testing::conv2d_reference(s, data, kernel, bs.bias, bs.shift, relu);
   Result r = run_compiled(s, c, data, kernel, bs, relu);
   ASSERT_EQ(r.out, ref) << what << " relu=" << relu << " " << c.to_string();
   // Every multiply-add ran exactly once on the GEMM unit, every output was stored once.
@@ -127,16 +135,17 @@ TEST_P(VdlaCompiledSmall, BitExact) {
 
 INSTANTIATE_TEST_SUITE_P(
     Configs, VdlaCompiledSmall,
-    ::testing::Values(Case{"k3_serial", {8, 8, 32, 32, 3, 1, 1}, {1, 1, 4, 0, 1, false}},
-                      Case{"k3_ic2_oc2", {8, 8, 32, 32, 3, 1, 1}, {2, 2, 2, 4, 1, false}},
-                      Case{"k3_vthread_oc", {8, 8, 32, 32, 3, 1, 1}, {1, 1, 4, 0, 2, false}},
-                      Case{"k3_vthread_h", {8, 8, 32, 32, 3, 1, 1}, {2, 2, 2, 0, 2, true}},
-                      Case{"k1_stride2", {8, 8, 32, 64, 1, 2, 0}, {2, 1, 2, 0, 2, false}},
-                      Case{"k5_pad2_nonsquare", {6, 10, 16, 32, 5, 1, 2}, {1, 1, 3, 5, 2, false}},
-                      Case{"k3_stride2", {9, 9, 48, 32, 3, 2, 1}, {2, 3, 1, 0, 1, false}},
-                      Case{"wgt_resident", {8, 8, 32, 64, 3, 1, 1}, {2, 2, 2, 4, 1, false, true}},
-                      Case{"wgt_resident_vthread", {8, 8, 32, 64, 3, 1, 1}, {1, 2, 2, 0, 2, false, true}},
-                      Case{"wgt_resident_vthread_h", {8, 8, 32, 64, 3, 1, 1}, {2, 2, 2, 4, 2, true, true}}),
+    ::testing::Values(
+        Case{"k3_serial", {8, 8, 32, 32, 3, 1, 1}, {1, 1, 4, 0, 1, false}},
+        Case{"k3_ic2_oc2", {8, 8, 32, 32, 3, 1, 1}, {2, 2, 2, 4, 1, false}},
+        Case{"k3_vthread_oc", {8, 8, 32, 32, 3, 1, 1}, {1, 1, 4, 0, 2, false}},
+        Case{"k3_vthread_h", {8, 8, 32, 32, 3, 1, 1}, {2, 2, 2, 0, 2, true}},
+        Case{"k1_stride2", {8, 8, 32, 64, 1, 2, 0}, {2, 1, 2, 0, 2, false}},
+        Case{"k5_pad2_nonsquare", {6, 10, 16, 32, 5, 1, 2}, {1, 1, 3, 5, 2, false}},
+        Case{"k3_stride2", {9, 9, 48, 32, 3, 2, 1}, {2, 3, 1, 0, 1, false}},
+        Case{"wgt_resident", {8, 8, 32, 64, 3, 1, 1}, {2, 2, 2, 4, 1, false, true}},
+        Case{"wgt_resident_vthread", {8, 8, 32, 64, 3, 1, 1}, {1, 2, 2, 0, 2, false, true}},
+        Case{"wgt_resident_vthread_h", {8, 8, 32, 64, 3, 1, 1}, {2, 2, 2, 4, 2, true, true}}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 // Every ResNet-18 layer (C1's 3 input channels padded to 16), serial and with two virtual threads,
@@ -165,14 +174,17 @@ TEST_P(VdlaCompiledResNet, BitExactSerialAndVirtualThreads) {
     EXPECT_LT(r2.stats.cycles, r1.stats.cycles) << l.name;
     EXPECT_GT(r2.stats.utilization(), r1.stats.utilization()) << l.name;
   }
-  std::printf("%s serial %s: cycles=%llu util=%.3f (%s) | vthread %s: cycles=%llu util=%.3f (%s) | choose %.1fs\n",
-              l.name, c1.to_string().c_str(), static_cast<unsigned long long>(r1.stats.cycles),
-              r1.stats.utilization(), r1.summary.c_str(), c2.to_string().c_str(),
-              static_cast<unsigned long long>(r2.stats.cycles), r2.stats.utilization(), r2.summary.c_str(),
-              std::chrono::duration<double>(t1 - t0).count());
+  std::printf(
+      "%s serial %s: cycles=%llu util=%.3f (%s) | vthread %s: cycles=%llu util=%.3f (%s) | choose "
+      "%.1fs\n",
+      l.name, c1.to_string().c_str(), static_cast<unsigned long long>(r1.stats.cycles),
+      r1.stats.utilization(), r1.summary.c_str(), c2.to_string().c_str(),
+      static_cast<unsigned long long>(r2.stats.cycles), r2.stats.utilization(), r2.summary.c_str(),
+      std::chrono::duration<double>(t1 - t0).count());
 }
 
-INSTANTIATE_TEST_SUITE_P(ResNet18, VdlaCompiledResNet, ::testing::ValuesIn(bench::resnet18_layers()),
+INSTANTIATE_TEST_SUITE_P(ResNet18, VdlaCompiledResNet,
+                         ::testing::ValuesIn(bench::resnet18_layers()),
                          [](const ::testing::TestParamInfo<bench::ConvLayer>& info) {
                            return info.param.name;
                          });
@@ -194,7 +206,8 @@ TEST(VdlaCompiledProgram, TwoThreadsInterleaveWithTokens) {
     if (a == "GEMM" || a == "ALU") {
       std::string sig;
       std::getline(words, sig);
-      kinds += a + (b == "gemm.reset" ? " reset" : "") + " @" + sig.substr(sig.find("dst0 ") + 5) + "\n";
+      kinds +=
+          a + (b == "gemm.reset" ? " reset" : "") + " @" + sig.substr(sig.find("dst0 ") + 5) + "\n";
     } else if (a == "LOAD" || a == "STORE") {
       kinds += a + " " + b + "\n";
     } else {
@@ -232,7 +245,8 @@ TEST(VdlaCompiledErrors, ScopesAreChecked) {
       vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);
       ADD_FAILURE() << "expected an error";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("intrinsic 'vdla.gemm' needs 'conv' in local.acc_buffer, but it is in local"),
+      EXPECT_NE(std::string(e.what()).find(
+                    "intrinsic 'vdla.gemm' needs 'conv' in local.acc_buffer, but it is in local"),
                 std::string::npos)
           << e.what();
     }
@@ -244,7 +258,9 @@ TEST(VdlaCompiledErrors, ScopesAreChecked) {
       vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);
       ADD_FAILURE() << "expected an error";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("buffer 'clip_lo' is in scope 'shared'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("buffer 'clip_lo' is in scope 'shared'"),
+                std::string::npos)
+          << e.what();
     }
   }
 }

@@ -1,6 +1,8 @@
 // The int8 dense layer compiled for the VDLA (compiler/topi/vdla_dense.h through tensorize, DMA and
 // ALU pragmas and cthread, compiler/vdla) runs on the simulator bit-exactly against a naive int8
 // matrix-vector product, serial and with two virtual threads, over every config of two shapes.
+#include "compiler/topi/vdla_dense.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "base/error.h"
-#include "compiler/topi/vdla_dense.h"
 #include "compiler/vdla/program.h"
 #include "deploy/vdla/device/device.h"
 #include "tests/common/vdla_conv_reference.h"
@@ -19,8 +20,8 @@ namespace kiln {
 namespace {
 
 /// data [K/16][16], weight [M/16][K/16][16 out][16 in], out [M/16][16].
-std::vector<int8_t> dense_reference(int m, int k, const std::vector<int8_t>& data, const std::vector<int8_t>& weight,
-                                    int shift) {
+std::vector<int8_t> dense_reference(int m, int k, const std::vector<int8_t>& data,
+                                    const std::vector<int8_t>& weight, int shift) {
   const int kb = k / 16;
   std::vector<int8_t> out(static_cast<size_t>(m));
   for (int o = 0; o < m; ++o) {
@@ -29,7 +30,8 @@ std::vector<int8_t> dense_reference(int m, int k, const std::vector<int8_t>& dat
       const size_t w = ((static_cast<size_t>(o / 16) * kb + i / 16) * 16 + o % 16) * 16 + i % 16;
       sum += static_cast<uint32_t>(int32_t{data[static_cast<size_t>(i)]} * int32_t{weight[w]});
     }
-    out[static_cast<size_t>(o)] = static_cast<int8_t>(std::clamp(static_cast<int32_t>(sum) >> shift, -128, 127));
+    out[static_cast<size_t>(o)] =
+        static_cast<int8_t>(std::clamp(static_cast<int32_t>(sum) >> shift, -128, 127));
   }
   return out;
 }
@@ -46,7 +48,8 @@ Run run(const topi::VdlaDense& op, const topi::VdlaDenseConfig& c, const std::ve
       topi::schedule_vdla_dense(op, c, cfg), {op.data, op.weight, op.out}, "dense", cfg);
   vdla::Device dev(cfg);
   vdla::Dram dram;
-  const uint64_t a = dram.alloc(data.size()), w = dram.alloc(weight.size(), 256), o = dram.alloc(op.m);
+  const uint64_t a = dram.alloc(data.size()), w = dram.alloc(weight.size(), 256),
+                 o = dram.alloc(op.m);
   std::memcpy(dram.at(a, data.size()), data.data(), data.size());
   std::memcpy(dram.at(w, weight.size()), weight.data(), weight.size());
   std::memset(dram.at(o, op.m), 0x5a, op.m);
@@ -98,7 +101,8 @@ TEST(VdlaDense, RunsAtTheDramPortsSpeed) {
       vdla::Device dev(cfg);
       vdla::Dram dram;
       std::vector<uint64_t> addrs;
-      for (int64_t bytes : prog.arg_bytes) addrs.push_back(dram.alloc(static_cast<uint64_t>(bytes), 256));
+      for (int64_t bytes : prog.arg_bytes)
+        addrs.push_back(dram.alloc(static_cast<uint64_t>(bytes), 256));
       vdla::CommandQueue q(dev, dram);
       prog.emit(q, addrs);
       const vdla::Stats st = q.synchronize(vdla::RunOptions{false});
@@ -109,8 +113,8 @@ TEST(VdlaDense, RunsAtTheDramPortsSpeed) {
     }
   }
   std::printf("dense 512x512: serial %llu cycles (%s) | vthread %llu cycles (%s)\n",
-              static_cast<unsigned long long>(best[1]), name[1].c_str(), static_cast<unsigned long long>(best[2]),
-              name[2].c_str());
+              static_cast<unsigned long long>(best[1]), name[1].c_str(),
+              static_cast<unsigned long long>(best[2]), name[2].c_str());
   const double bound = 512.0 * 512.0 / cfg.bus_bytes;
   EXPECT_LT(static_cast<double>(best[1]), 1.1 * bound);
   EXPECT_LT(static_cast<double>(best[2]), 1.1 * bound);
@@ -122,7 +126,9 @@ TEST(VdlaDense, ConfigProblemsAreNamed) {
     topi::schedule_vdla_dense(op, {3, 1, 1}, vdla::Config{});
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tile_m must be at least 2 and divide 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tile_m must be at least 2 and divide 4"),
+              std::string::npos)
+        << e.what();
   }
 }
 

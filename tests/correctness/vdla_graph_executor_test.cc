@@ -31,17 +31,23 @@ const int kIn = 32 * 8 * 8, kOut = 32 * 8 * 8;
 runtime::Bundle make_bundle(const std::string& graph = "") {
   te::Tensor x = te::placeholder({kIn}, ir::kInt8, "x");
   te::Tensor t = te::compute(
-      {kIn}, [&](ir::Var i) { return ir::cast(ir::kInt8, ir::max(ir::cast(ir::kInt32, x(i)), ir::Expr(-127)) - 1); }, "t");
+      {kIn},
+      [&](ir::Var i) {
+        return ir::cast(ir::kInt8, ir::max(ir::cast(ir::kInt32, x(i)), ir::Expr(-127)) - 1);
+      },
+      "t");
   te::Tensor u = te::placeholder({kOut}, ir::kInt8, "u");
-  te::Tensor y = te::compute({kOut}, [&](ir::Var i) { return ir::cast(ir::kInt32, u(i)) * 3; }, "y");
+  te::Tensor y = te::compute(
+      {kOut}, [&](ir::Var i) { return ir::cast(ir::kInt32, u(i)) * 3; }, "y");
   runtime::Bundle b;
-  b.library = codegen::link_shared_object({compiler::lower(te::create_schedule({t}), {x, t}, "pre"),
-                                           compiler::lower(te::create_schedule({y}), {u, y}, "post")},
-                                          target::Target::parse("llvm"));
+  b.library =
+      codegen::link_shared_object({compiler::lower(te::create_schedule({t}), {x, t}, "pre"),
+                                   compiler::lower(te::create_schedule({y}), {u, y}, "post")},
+                                  target::Target::parse("llvm"));
   const vdla::Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d(kShape, /*relu=*/true);
-  b.vdla_programs.push_back(vdla_compiler::build_vdla(topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg),
-                                                      op.args(), "vdla_conv", cfg));
+  b.vdla_programs.push_back(vdla_compiler::build_vdla(
+      topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), op.args(), "vdla_conv", cfg));
   const std::vector<int8_t> w = vdla::testing::random_int8(static_cast<size_t>(32) * 32 * 9, 5);
   const vdla::testing::BiasShift bs = vdla::testing::random_bias_shift(kShape, 6);
   b.params.emplace("w", NDArray::from_vector(w, {2, 2, 3, 3, 16, 16}));
@@ -69,7 +75,8 @@ std::vector<int32_t> reference(const std::vector<int8_t>& x) {
   for (size_t i = 0; i < x.size(); ++i) t[i] = static_cast<int8_t>(std::max<int>(x[i], -127) - 1);
   const std::vector<int8_t> w = vdla::testing::random_int8(static_cast<size_t>(32) * 32 * 9, 5);
   const vdla::testing::BiasShift bs = vdla::testing::random_bias_shift(kShape, 6);
-  const std::vector<int8_t> u = vdla::testing::conv2d_reference(kShape, t, w, bs.bias, bs.shift, true);
+  const std::vector<int8_t> u =
+      vdla::testing::conv2d_reference(kShape, t, w, bs.bias, bs.shift, true);
   std::vector<int32_t> y(u.size());
   for (size_t i = 0; i < u.size(); ++i) y[i] = int32_t{u[i]} * 3;
   return y;
@@ -106,7 +113,8 @@ TEST(VdlaGraphExecutor, ConvBetweenCpuNodesIsBitExact) {
 }
 
 /// `b` serialized with its vdla section's JSON replaced by `section` (or the version by `version`).
-std::string with_section(const runtime::Bundle& b, const std::string& section, uint32_t version = 3) {
+std::string with_section(const runtime::Bundle& b, const std::string& section,
+                         uint32_t version = 3) {
   std::string bytes = runtime::serialize_bundle(b);
   bytes.resize(bytes.size() - 16);  // checksum and end marker
   size_t pos = 16;
@@ -139,8 +147,10 @@ TEST(VdlaGraphExecutor, DamagedSectionsAreRefused) {
   };
   auto load = [](const std::string& bytes) { return runtime::deserialize_bundle(bytes, "b.kiln"); };
   EXPECT_EQ(load(with_section(b, section(good, config))).vdla_programs.size(), 1u);
-  EXPECT_ERROR_CONTAINS(load(with_section(b, section(good, "another VDLA"))), "built for a VDLA of another VDLA");
-  EXPECT_ERROR_CONTAINS(load(with_section(b, section("", config))), "vdla section holds no programs");
+  EXPECT_ERROR_CONTAINS(load(with_section(b, section(good, "another VDLA"))),
+                        "built for a VDLA of another VDLA");
+  EXPECT_ERROR_CONTAINS(load(with_section(b, section("", config))),
+                        "vdla section holds no programs");
   EXPECT_ERROR_CONTAINS(load(with_section(b, section(good + ", " + good, config))),
                         "vdla program 'vdla_conv' appears twice");
   std::string bad = good;
@@ -148,7 +158,8 @@ TEST(VdlaGraphExecutor, DamagedSectionsAreRefused) {
   EXPECT_ERROR_CONTAINS(load(with_section(b, section(bad, config))), "field 'arg'");
   EXPECT_ERROR_CONTAINS(load(with_section(b, "not json")), "vdla section");
   // A version-2 (GPU) bundle cannot carry a vdla section; version 3 needs one.
-  EXPECT_ERROR_CONTAINS(load(with_section(b, section(good, config), 2)), "unknown or repeated section kind 5");
+  EXPECT_ERROR_CONTAINS(load(with_section(b, section(good, config), 2)),
+                        "unknown or repeated section kind 5");
   runtime::Bundle cpu = make_bundle();
   cpu.vdla_programs.clear();
   EXPECT_ERROR_CONTAINS(load(with_section(cpu, "", 3)), "format version 3 but no vdla section");
@@ -166,7 +177,8 @@ TEST(VdlaGraphExecutor, GraphsThatDoNotFitTheProgramAreRefused) {
   EXPECT_ERROR_CONTAINS(run(with(R"("func": "vdla_conv")", R"("func": "vdla_nope")")),
                         "calls 'vdla_nope', which the bundle's vdla programs do not define");
   EXPECT_ERROR_CONTAINS(run(with(R"("target": "vdla")", R"("target": "tpu")")), "has target 'tpu'");
-  EXPECT_ERROR_CONTAINS(run(with("[1, 2, 3, 4, 5]", "[1, 2, 3, 4]")), "passes 4 tensors to vdla program 'vdla_conv'");
+  EXPECT_ERROR_CONTAINS(run(with("[1, 2, 3, 4, 5]", "[1, 2, 3, 4]")),
+                        "passes 4 tensors to vdla program 'vdla_conv'");
   EXPECT_ERROR_CONTAINS(run(with("[1, 2, 3, 4, 5]", "[1, 3, 2, 4, 5]")), "passes tensor 'bias'");
   // u at an offset that is not a whole OUT row (16 bytes) from the pool's start.
   EXPECT_ERROR_CONTAINS(run(with(R"("offset": 4096)", R"("offset": 4104)")),

@@ -1,9 +1,10 @@
 // The heterogeneous build (`--target vdla`, compiler/graph/offload_vdla.h): a small QDQ network
 // built by hand through the graph IR (five power-of-two quantized convolutions that realize_qconv
-// makes QConv nodes, a residual add, relu and maxpool in the dequantized domain) compiled for the VDLA beside the CPU and for the CPU alone gives
-// IDENTICAL int8 outputs; the report says which convolutions went to the VDLA and why the others
-// stayed on the CPU; consecutive VDLA convolutions stay in the blocked layout; a VDLA bundle runs
-// its offloaded nodes on the simulator (their cycles kept).
+// makes QConv nodes, a residual add, relu and maxpool in the dequantized domain) compiled for the
+// VDLA beside the CPU and for the CPU alone gives IDENTICAL int8 outputs; the report says which
+// convolutions went to the VDLA and why the others stayed on the CPU; consecutive VDLA convolutions
+// stay in the blocked layout; a VDLA bundle runs its offloaded nodes on the simulator (their cycles
+// kept).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,8 +32,8 @@ NDArray random_vector(size_t n, std::vector<int64_t> shape, int lo, int hi, uint
 /// The QDQ form of a quantized convolution (realize_qconv makes it one QConv): x_q (scale 2^-4)
 /// -> DequantizeLinear -> Conv(DQ(random w_q [oc, ic/group, k, k], 2^-shift), DQ(random b_q,
 /// 2^-4 * 2^-shift)) [-> Relu] -> QuantizeLinear(2^-4): QConv's shift is `shift`.
-ValueId qconv(Graph& g, const std::string& name, ValueId x, int oc, int k, int stride, int pad, bool relu,
-              uint32_t seed, int group = 1, int shift = 9) {
+ValueId qconv(Graph& g, const std::string& name, ValueId x, int oc, int k, int stride, int pad,
+              bool relu, uint32_t seed, int group = 1, int shift = 9) {
   const std::vector<int64_t> xs = g.value(x).shape;
   const int ic = static_cast<int>(xs[1]);
   const int64_t oh = (xs[2] + 2 * pad - k) / stride + 1, ow = (xs[3] + 2 * pad - k) / stride + 1;
@@ -41,18 +42,21 @@ ValueId qconv(Graph& g, const std::string& name, ValueId x, int oc, int k, int s
     return g.add_constant(name + n, NDArray::from_vector(std::vector<float>{v}, {}));
   };
   const ValueId z8 = g.add_constant(name + "_z8", NDArray::from_vector(std::vector<int8_t>{0}, {}));
-  const ValueId z32 = g.add_constant(name + "_z32", NDArray::from_vector(std::vector<int32_t>{0}, {}));
+  const ValueId z32 =
+      g.add_constant(name + "_z32", NDArray::from_vector(std::vector<int32_t>{0}, {}));
   const float sx = 1.0f / 16, sw = std::ldexp(1.0f, -shift);
   const Attrs axis0{{"axis", int64_t{0}}}, axis1{{"axis", int64_t{1}}};
   const ValueId xd = g.add_op("DequantizeLinear", name + "_dqx", {x, scalar("_sx", sx), z8}, axis1,
                               runtime::kFloat32, xs);
-  const ValueId wq = g.add_constant(name + "_w", random_vector<int8_t>(static_cast<size_t>(oc) * ic / group * k * k,
-                                                                       {oc, ic / group, k, k}, -40, 40, seed));
+  const ValueId wq = g.add_constant(
+      name + "_w", random_vector<int8_t>(static_cast<size_t>(oc) * ic / group * k * k,
+                                         {oc, ic / group, k, k}, -40, 40, seed));
   const ValueId wd = g.add_op("DequantizeLinear", name + "_dqw", {wq, scalar("_sw", sw), z8}, axis0,
                               runtime::kFloat32, {oc, ic / group, k, k});
-  const ValueId bq = g.add_constant(name + "_b", random_vector<int32_t>(static_cast<size_t>(oc), {oc}, -3000, 3000, seed + 1));
-  const ValueId bd = g.add_op("DequantizeLinear", name + "_dqb", {bq, scalar("_sb", sx * sw), z32}, axis0,
-                              runtime::kFloat32, {oc});
+  const ValueId bq = g.add_constant(
+      name + "_b", random_vector<int32_t>(static_cast<size_t>(oc), {oc}, -3000, 3000, seed + 1));
+  const ValueId bd = g.add_op("DequantizeLinear", name + "_dqb", {bq, scalar("_sb", sx * sw), z32},
+                              axis0, runtime::kFloat32, {oc});
   Attrs a{{"strides", std::vector<int64_t>{stride, stride}},
           {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
           {"dilations", std::vector<int64_t>{1, 1}},
@@ -61,7 +65,8 @@ ValueId qconv(Graph& g, const std::string& name, ValueId x, int oc, int k, int s
           {"auto_pad", std::string("NOTSET")}};
   ValueId y = g.add_op("Conv", name, {xd, wd, bd}, a, runtime::kFloat32, ys);
   if (relu) y = g.add_op("Relu", name + "_relu", {y}, {}, runtime::kFloat32, ys);
-  return g.add_op("QuantizeLinear", name + "_q", {y, scalar("_sy", sx), z8}, axis1, runtime::kInt8, ys);
+  return g.add_op("QuantizeLinear", name + "_q", {y, scalar("_sy", sx), z8}, axis1, runtime::kInt8,
+                  ys);
 }
 
 /// x_q [1, 8, 16, 16] -> c1 (8 channels: CPU) -> c2 -> c3 (VDLA, blocked between them)
@@ -75,8 +80,10 @@ Graph network() {
   const ValueId sc = g.add_constant("s", NDArray::from_vector(std::vector<float>{1.0f / 16}, {}));
   const ValueId z = g.add_constant("z", NDArray::from_vector(std::vector<int8_t>{0}, {}));
   const std::vector<int64_t> shape{1, 32, 16, 16};
-  const ValueId d3 = g.add_op("DequantizeLinear", "dq3", {c3, sc, z}, {{"axis", int64_t{1}}}, runtime::kFloat32, shape);
-  const ValueId d1 = g.add_op("DequantizeLinear", "dq1", {c1, sc, z}, {{"axis", int64_t{1}}}, runtime::kFloat32, shape);
+  const ValueId d3 = g.add_op("DequantizeLinear", "dq3", {c3, sc, z}, {{"axis", int64_t{1}}},
+                              runtime::kFloat32, shape);
+  const ValueId d1 = g.add_op("DequantizeLinear", "dq1", {c1, sc, z}, {{"axis", int64_t{1}}},
+                              runtime::kFloat32, shape);
   const ValueId sum = g.add_op("Add", "add", {d3, d1}, {}, runtime::kFloat32, shape);
   const ValueId r = g.add_op("Relu", "relu", {sum}, {}, runtime::kFloat32, shape);
   const ValueId p = g.add_op("MaxPool", "pool", {r},
@@ -88,7 +95,8 @@ Graph network() {
                               {"auto_pad", std::string("NOTSET")},
                               {"storage_order", int64_t{0}}},
                              runtime::kFloat32, {1, 32, 8, 8});
-  const ValueId q = g.add_op("QuantizeLinear", "q", {p, sc, z}, {{"axis", int64_t{1}}}, runtime::kInt8, {1, 32, 8, 8});
+  const ValueId q = g.add_op("QuantizeLinear", "q", {p, sc, z}, {{"axis", int64_t{1}}},
+                             runtime::kInt8, {1, 32, 8, 8});
   const ValueId c4 = qconv(g, "c4", q, 64, 1, 1, 0, true, 40, 1, 7);
   g.add_output(qconv(g, "c5", c4, 32, 3, 2, 1, false, 50, 2));
   g.verify();
@@ -96,11 +104,16 @@ Graph network() {
 }
 
 NDArray run(const runtime::Bundle& b, const NDArray& x, runtime::GraphExecutor** keep = nullptr) {
-  auto g = runtime::GraphExecutor::from_bundle(runtime::Bundle{b.graph_json, b.library, [&] {
-                                                 std::map<std::string, NDArray> p;
-                                                 for (const auto& [k, v] : b.params) p.emplace(k, v.copy());
-                                                 return p;
-                                               }(), {}, b.vdla_programs},
+  auto g = runtime::GraphExecutor::from_bundle(runtime::Bundle{b.graph_json,
+                                                               b.library,
+                                                               [&] {
+                                                                 std::map<std::string, NDArray> p;
+                                                                 for (const auto& [k, v] : b.params)
+                                                                   p.emplace(k, v.copy());
+                                                                 return p;
+                                                               }(),
+                                                               {},
+                                                               b.vdla_programs},
                                                "net");
   g.set_input("x_q", x);
   g.run();
@@ -127,19 +140,23 @@ TEST(VdlaOffload, HeterogeneousBuildIsBitExactWithTheCpuBuild) {
   EXPECT_EQ(vdla_rep.vdla_convolutions, 5u);
   EXPECT_EQ(vdla_rep.vdla_offloaded, 3u);
   ASSERT_EQ(vdla_rep.vdla_kept_on_cpu.size(), 2u);
-  EXPECT_NE(vdla_rep.vdla_kept_on_cpu[0].find("c1 stays on the CPU: 8 input channels"), std::string::npos)
+  EXPECT_NE(vdla_rep.vdla_kept_on_cpu[0].find("c1 stays on the CPU: 8 input channels"),
+            std::string::npos)
       << vdla_rep.vdla_kept_on_cpu[0];
   EXPECT_NE(vdla_rep.vdla_kept_on_cpu[1].find("c5 stays on the CPU: group 2"), std::string::npos)
       << vdla_rep.vdla_kept_on_cpu[1];
   ASSERT_EQ(vdla_rep.vdla_placed.size(), 3u);
-  EXPECT_EQ(vdla_rep.vdla_placed[0].rfind("c2: on the VDLA (32x16x16 -> 32 k3 s1 p1", 0), 0u) << vdla_rep.vdla_placed[0];
+  EXPECT_EQ(vdla_rep.vdla_placed[0].rfind("c2: on the VDLA (32x16x16 -> 32 k3 s1 p1", 0), 0u)
+      << vdla_rep.vdla_placed[0];
   // c2 -> c3 stay blocked: the graph converts to the VDLA's layout before c2 and c4 only, and
   // back after c3 and c4 (c2's NCHW output has no reader).
   const runtime::Json graph = runtime::Json::parse(het.graph_json, "graph");
   size_t on_vdla = 0;
-  for (const runtime::Json& n : graph.at("nodes", "g").as_array("nodes")) on_vdla += n.has("target");
+  for (const runtime::Json& n : graph.at("nodes", "g").as_array("nodes"))
+    on_vdla += n.has("target");
   EXPECT_EQ(on_vdla, 3u);
-  EXPECT_EQ(het.graph_json.find("c2_vdla_layout"), std::string::npos);  // its conversion back was dropped
+  EXPECT_EQ(het.graph_json.find("c2_vdla_layout"),
+            std::string::npos);  // its conversion back was dropped
   for (uint32_t seed : {1u, 2u, 3u}) {
     const NDArray x = random_vector<int8_t>(8 * 16 * 16, {1, 8, 16, 16}, -128, 127, seed);
     const NDArray a = run(cpu, x), b = run(het, x);

@@ -94,9 +94,12 @@ TEST(OnnxValidation, EinsumEquationAgainstTheOperands) {
     return m;
   };
   expect_refused(model("ij,jk->ik", {4, 5}), "attn", "Einsum",
-                 {"attribute 'equation': einsum 'ij,jk->ik': axis 'j' is 3 in one operand and 4 in operand 1"});
-  expect_refused(model("ij,jkl->ik", {3, 5}), "attn", "Einsum", {"term 'jkl' names 3 axes, but operand 1 has rank 2"});
-  expect_refused(model("ij,jk->iz", {3, 5}), "attn", "Einsum", {"output axis 'z' is in no input term"});
+                 {"attribute 'equation': einsum 'ij,jk->ik': axis 'j' is 3 in one operand and 4 in "
+                  "operand 1"});
+  expect_refused(model("ij,jkl->ik", {3, 5}), "attn", "Einsum",
+                 {"term 'jkl' names 3 axes, but operand 1 has rank 2"});
+  expect_refused(model("ij,jk->iz", {3, 5}), "attn", "Einsum",
+                 {"output axis 'z' is in no input term"});
   expect_refused(model("ij,j1->i", {3, 5}), "attn", "Einsum", {"has the character '1'"});
   expect_refused(model("ij->i", {3, 5}), "attn", "Einsum", {"has 1 input terms for 2 operands"});
 }
@@ -939,8 +942,9 @@ TEST(OnnxValidation, Reductions) {
     Model m;
     m.input("x", {2, 3});
     Model::attr(m.op("ArgMax", "argmax", {"x"}), "axis", int64_t{2});
-    expect_refused(m, "argmax", "ArgMax",
-                   {"attribute 'axis' is 2, out of range [-2, 1] for input 0 (data 'x') of rank 2"});
+    expect_refused(
+        m, "argmax", "ArgMax",
+        {"attribute 'axis' is 2, out of range [-2, 1] for input 0 (data 'x') of rank 2"});
   }
   {
     Model m;
@@ -1212,7 +1216,8 @@ TEST(OnnxValidation, Resize) {
     m.input("x", {1, 1, 4, 4});
     m.init_values("scales", {4}, {1.0f, 1.0f, 2.0f, 2.0f});
     Model::attr(m.op("Resize", "up", {"x", "", "scales"}), "mode", std::string("bicubic"));
-    expect_refused(m, "up", "Resize", {"attribute 'mode' is 'bicubic'; it must be nearest, linear or cubic"});
+    expect_refused(m, "up", "Resize",
+                   {"attribute 'mode' is 'bicubic'; it must be nearest, linear or cubic"});
   }
   {  // antialias: refused
     Model m(18);
@@ -1221,7 +1226,8 @@ TEST(OnnxValidation, Resize) {
     auto* r = m.op("Resize", "down", {"x", "", "scales"});
     Model::attr(r, "mode", std::string("cubic"));
     Model::attr(r, "antialias", int64_t{1});
-    expect_refused(m, "down", "Resize", {"attribute 'antialias' is 1, which Kiln does not support"});
+    expect_refused(m, "down", "Resize",
+                   {"attribute 'antialias' is 1, which Kiln does not support"});
   }
   {  // tf_crop_and_resize: refused
     Model m(13);
@@ -1391,8 +1397,8 @@ TEST(OnnxValidation, QuantizeLinearScalesAndZeroPoints) {
     m.input("x", {1, 4, 2, 2});
     m.weight("s", {3});
     m.op("QuantizeLinear", "q", {"x", "s"});
-    expect_refused(m, "q", "QuantizeLinear", {"input 1 (y_scale 's') of shape [3]", "3 scales",
-                                              "4 elements along axis 1"});
+    expect_refused(m, "q", "QuantizeLinear",
+                   {"input 1 (y_scale 's') of shape [3]", "3 scales", "4 elements along axis 1"});
   }
   {  // per-axis scales before opset 13
     Model m(11);
@@ -1407,16 +1413,16 @@ TEST(OnnxValidation, QuantizeLinearScalesAndZeroPoints) {
     m.weight("s", {4});
     init_ints(m, "z", {}, TensorProto::INT8, {0});
     Model::attr(m.op("QuantizeLinear", "q", {"x", "s", "z"}), "axis", int64_t{1});
-    expect_refused(m, "q", "QuantizeLinear", {"input 2 (y_zero_point 'z') of shape []",
-                                              "must have the shape of input 1"});
+    expect_refused(m, "q", "QuantizeLinear",
+                   {"input 2 (y_zero_point 'z') of shape []", "must have the shape of input 1"});
   }
   {  // a scale that is not positive
     Model m;
     m.input("x", {2, 3}, TensorProto::INT8);
     m.init_scalar("s", -0.5f);
     m.op("DequantizeLinear", "dq", {"x", "s"});
-    expect_refused(m, "dq", "DequantizeLinear", {"input 1 (x_scale 's')", "-0.5",
-                                                 "positive and finite"});
+    expect_refused(m, "dq", "DequantizeLinear",
+                   {"input 1 (x_scale 's')", "-0.5", "positive and finite"});
   }
   {  // an int32 (bias) dequantized with a zero point other than 0
     Model m;
@@ -1424,8 +1430,8 @@ TEST(OnnxValidation, QuantizeLinearScalesAndZeroPoints) {
     m.init_scalar("s", 0.25f);
     init_ints(m, "z", {}, TensorProto::INT32, {3});
     m.op("DequantizeLinear", "dq", {"x", "s", "z"});
-    expect_refused(m, "dq", "DequantizeLinear", {"input 2 (x_zero_point 'z')", "must be 0",
-                                                 "int32"});
+    expect_refused(m, "dq", "DequantizeLinear",
+                   {"input 2 (x_zero_point 'z')", "must be 0", "int32"});
   }
   {  // valid: per-axis along a negative axis, uint8 without a zero point, int32 with a zero of 0
     Model m;

@@ -23,7 +23,8 @@ void expect_user_error(const std::function<void()>& f, const std::vector<std::st
     f();
   } catch (const kiln::Error& e) {
     std::string msg = e.what();
-    for (auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+    for (auto& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
     return;
   } catch (const std::exception& e) {
     FAIL() << "expected kiln::Error, got another exception: " << e.what();
@@ -66,9 +67,11 @@ TEST(UserErrors, MismatchedShapesAtCallTime) {
 
 TEST(UserErrors, SplitOfAxisFromAnotherStage) {
   Mm m = make_mm();
-  te::Tensor D = te::compute({16, 16}, [&](Var i, Var j) { return m.C(i, j) * 2.0f; }, "D");
+  te::Tensor D = te::compute(
+      {16, 16}, [&](Var i, Var j) { return m.C(i, j) * 2.0f; }, "D");
   auto s = te::create_schedule({D});
-  expect_user_error([&] { s[D].split(s[m.C].axis(0), 4); }, {"split", "'i'", "not a loop of stage 'D'"});
+  expect_user_error([&] { s[D].split(s[m.C].axis(0), 4); },
+                    {"split", "'i'", "not a loop of stage 'D'"});
 }
 
 TEST(UserErrors, SplitOfAlreadySplitAxis) {
@@ -81,37 +84,48 @@ TEST(UserErrors, SplitOfAlreadySplitAxis) {
 
 TEST(UserErrors, NonPositiveFactor) {
   Mm m = make_mm();
-  expect_user_error([&] { m.s[m.C].split(m.s[m.C].axis(1), 0); }, {"split", "factor", "'j'", "positive", "0"});
+  expect_user_error([&] { m.s[m.C].split(m.s[m.C].axis(1), 0); },
+                    {"split", "factor", "'j'", "positive", "0"});
 }
 
 TEST(UserErrors, ComputeAtLoopThatIsNotAnAncestor) {
   const int n = 16;
   te::Tensor A = te::placeholder({n}, ir::kFloat32, "A");
-  te::Tensor B = te::compute({n}, [&](Var i) { return A(i) + 1.0f; }, "B");
-  te::Tensor C = te::compute({n}, [&](Var i) { return B(i) * 2.0f; }, "C");
-  te::Tensor D = te::compute({n}, [&](Var i) { return A(i) * 3.0f; }, "D");
+  te::Tensor B = te::compute(
+      {n}, [&](Var i) { return A(i) + 1.0f; }, "B");
+  te::Tensor C = te::compute(
+      {n}, [&](Var i) { return B(i) * 2.0f; }, "C");
+  te::Tensor D = te::compute(
+      {n}, [&](Var i) { return A(i) * 3.0f; }, "D");
   auto s = te::create_schedule({C, D});
   // D's loop does not enclose C, which reads B.
-  expect_user_error([&] { s[B].compute_at(s[C], s[D].axis(0)); }, {"compute_at", "not a loop of stage 'C'"});
+  expect_user_error([&] { s[B].compute_at(s[C], s[D].axis(0)); },
+                    {"compute_at", "not a loop of stage 'C'"});
   // D does not read B.
-  expect_user_error([&] { s[B].compute_at(s[D], s[D].axis(0)); }, {"compute_at", "'D' does not read 'B'"});
+  expect_user_error([&] { s[B].compute_at(s[D], s[D].axis(0)); },
+                    {"compute_at", "'D' does not read 'B'"});
 }
 
 TEST(UserErrors, ComputeAtWithAReaderOutsideTheLoop) {
-  // A.shared is computed in C.local's loop k, but A.shared.local, which reads it, stays at the root.
+  // A.shared is computed in C.local's loop k, but A.shared.local, which reads it, stays at the
+  // root.
   const int n = 16;
   te::Tensor A = te::placeholder({n, n}, ir::kFloat32, "A");
   ir::IterVar k = te::reduce_axis({0, n}, "k");
-  te::Tensor C = te::compute({n, n}, [&](Var i, Var j) { return te::sum(A(i, k) * A(k, j), {k}); }, "C");
+  te::Tensor C = te::compute(
+      {n, n}, [&](Var i, Var j) { return te::sum(A(i, k) * A(k, j), {k}); }, "C");
   auto s = te::create_schedule({C});
   te::Tensor CL = s.cache_write(C, "local");
   te::Tensor AA = s.cache_read(A, "shared", {CL});
   s.cache_read(AA, "local", {CL});
   s[CL].compute_at(s[C], s[C].axis(1));
   s[AA].compute_at(s[CL], s[CL].reduce_axis(0));
-  expect_user_error([&] { compiler::lower(s, {A, C}, "f"); },
-                    {"compute_at", "'A.shared' is computed inside loop 'k' of 'C.local'",
-                     "its reader 'A.shared.local' is not computed inside that loop"});
+  expect_user_error(
+      [&] {
+        compiler::lower(s, {A, C}, "f");
+      },
+      {"compute_at", "'A.shared' is computed inside loop 'k' of 'C.local'",
+       "its reader 'A.shared.local' is not computed inside that loop"});
 }
 
 TEST(UserErrors, UnknownTargetString) {
@@ -126,12 +140,17 @@ TEST(UserErrors, FuseOfLoopsThatAreNotAdjacent) {
   auto st = m.s[m.C];
   expect_user_error([&] { st.fuse(st.axis(0), st.reduce_axis(0)); }, {"fuse"});
   auto [jo, ji] = st.split(st.axis(1), 4);
-  expect_user_error([&] { st.fuse(st.axis(0), ji); }, {"fuse", "'i'", "directly enclose", "'j.inner'"});
+  expect_user_error([&] { st.fuse(st.axis(0), ji); },
+                    {"fuse", "'i'", "directly enclose", "'j.inner'"});
 }
 
 TEST(UserErrors, PlaceholderMissingFromArguments) {
   Mm m = make_mm();
-  expect_user_error([&] { compiler::lower(m.s, {m.A, m.C}, "f"); }, {"placeholder 'B'", "not passed"});
+  expect_user_error(
+      [&] {
+        compiler::lower(m.s, {m.A, m.C}, "f");
+      },
+      {"placeholder 'B'", "not passed"});
 }
 
 TEST(UserErrors, BadSchedulePrimitives) {
@@ -142,15 +161,23 @@ TEST(UserErrors, BadSchedulePrimitives) {
   expect_user_error([&] { st.reorder({st.axis(0), st.axis(0)}); }, {"reorder", "twice"});
   expect_user_error([&] { m.s[m.A].split(m.s[m.C].axis(0), 2); }, {"'A'", "placeholder"});
   expect_user_error([&] { st.set_scope("texture"); }, {"unknown memory scope", "texture"});
-  expect_user_error([&] { te::placeholder({4, 0}, ir::kFloat32, "Z"); }, {"'Z'", "dimension 1", "positive"});
+  expect_user_error(
+      [&] {
+        te::placeholder({4, 0}, ir::kFloat32, "Z");
+      },
+      {"'Z'", "dimension 1", "positive"});
   expect_user_error([&] { ir::DataType::parse("float12"); }, {"float12"});
 }
 
 TEST(UserErrors, ReductionInsideAnExpression) {
   te::Tensor A = te::placeholder({8, 8}, ir::kFloat32, "A");
   IterVar r = te::reduce_axis({0, 8}, "r");
-  expect_user_error([&] { te::compute({8}, [&](Var i) { return te::sum(A(i, r), {r}) * 2.0f; }, "S"); },
-                    {"compute 'S'", "reduction"});
+  expect_user_error(
+      [&] {
+        te::compute(
+            {8}, [&](Var i) { return te::sum(A(i, r), {r}) * 2.0f; }, "S");
+      },
+      {"compute 'S'", "reduction"});
 }
 
 }  // namespace

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/topi/vdla_conv2d.h"
+#include "compiler/vdla/program.h"
 #include "deploy/vdla/device/device.h"
 #include "deploy/vdla/driver/command_queue.h"
 #include "deploy/vdla/driver/dram.h"
-#include "compiler/topi/vdla_conv2d.h"
-#include "compiler/vdla/program.h"
 
 namespace kiln::vdla {
 namespace {
@@ -280,7 +280,8 @@ TEST(VdlaErrors, Conv2dConfigThatDoesNotFit) {
   c = topi::VdlaConv2dConfig{};
   c.vthreads = 2;
   c.tile_oc = 16;
-  expect_error([&] { topi::schedule_vdla_conv2d(op, c, cfg); }, {"two virtual threads split 1 tiles along oc"});
+  expect_error([&] { topi::schedule_vdla_conv2d(op, c, cfg); },
+               {"two virtual threads split 1 tiles along oc"});
   c = topi::VdlaConv2dConfig{};
   c.tile_h = 7;
   const vdla_compiler::VdlaProgram prog =
@@ -288,8 +289,12 @@ TEST(VdlaErrors, Conv2dConfigThatDoesNotFit) {
   Device dev(cfg);
   Dram dram;
   CommandQueue q(dev, dram);
-  expect_error([&] { prog.emit(q, {0, 64, 0, 0, 0}); },
-               {"vdla program 'conv2d'", "tensor 'kernel' at byte address 64 is not aligned to its rows of 256"});
+  expect_error(
+      [&] {
+        prog.emit(q, {0, 64, 0, 0, 0});
+      },
+      {"vdla program 'conv2d'",
+       "tensor 'kernel' at byte address 64 is not aligned to its rows of 256"});
 }
 
 // A program comes from a bundle or over the wire: from_json names the call and field of every
@@ -300,7 +305,9 @@ TEST(VdlaErrors, MalformedProgramJsonNamesTheCallAndField) {
   const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
       topi::schedule_vdla_conv2d(op, topi::VdlaConv2dConfig{}, cfg), op.args(), "conv2d", cfg);
   const std::string good = prog.to_json().dump();
-  auto parse = [](const std::string& t) { return VdlaProgram::from_json(runtime::Json::parse(t), "p.json"); };
+  auto parse = [](const std::string& t) {
+    return VdlaProgram::from_json(runtime::Json::parse(t), "p.json");
+  };
   EXPECT_EQ(parse(good).calls.size(), prog.calls.size());
   auto broken = [&](const std::string& from, const std::string& to) {
     std::string t = good;
@@ -310,12 +317,16 @@ TEST(VdlaErrors, MalformedProgramJsonNamesTheCallAndField) {
   };
   expect_error([&] { parse(broken("\"kind\":\"load\"", "\"kind\":\"jump\"")); },
                {"p.json: call", "field 'kind' is 'jump'"});
-  expect_error([&] { parse(broken("\"arg\":0", "\"arg\":7")); }, {"p.json: call", "field 'arg' is 7, outside [0, 4]"});
-  expect_error([&] { parse(broken("\"pad\":[", "\"pad\":[99,")); }, {"field 'pad' has 5 values, not 4"});
-  expect_error([&] { parse(broken("\"from\":", "\"from\":9,\"x\":")); }, {"field 'from' is 9, outside [1, 3]"});
+  expect_error([&] { parse(broken("\"arg\":0", "\"arg\":7")); },
+               {"p.json: call", "field 'arg' is 7, outside [0, 4]"});
+  expect_error([&] { parse(broken("\"pad\":[", "\"pad\":[99,")); },
+               {"field 'pad' has 5 values, not 4"});
+  expect_error([&] { parse(broken("\"from\":", "\"from\":9,\"x\":")); },
+               {"field 'from' is 9, outside [1, 3]"});
   expect_error([&] { parse(broken("\"uops\":[[", "\"uops\":[[4096,0,0],[")); },
                {"micro-op [4096, 0, 0] does not fit its fields"});
-  expect_error([&] { parse(broken("\"arg_bytes\":[", "\"arg_bytes\":[-1,")); }, {"an argument of -1 bytes"});
+  expect_error([&] { parse(broken("\"arg_bytes\":[", "\"arg_bytes\":[-1,")); },
+               {"an argument of -1 bytes"});
   expect_error([&] { parse("{\"name\":\"x\"}"); }, {"p.json", "arg_names"});
 }
 

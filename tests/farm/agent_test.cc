@@ -3,8 +3,6 @@
 // crashes, hangs, work of another tracker instance, a tracker restart, a lost lease, a refused
 // token, and the kiln-agent program's command line and SIGTERM.
 #include "device_agent/agent.h"
-#include "device_agent/agent_device.h"
-#include "device_agent/board_info.h"
 
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -32,6 +30,8 @@
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/random_fill.h"
+#include "device_agent/agent_device.h"
+#include "device_agent/board_info.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
 #include "tests/common/temp_dir.h"
@@ -527,14 +527,14 @@ constexpr const char* kX86Cpuinfo =
 // A Raspberry Pi 3 as its files describe it: the device tree names the board, cpuinfo's part
 // numbers name the cores (big.LITTLE boards list each kind once).
 TEST_F(AgentTest, BoardInfoOfAnArmBoardFromItsFiles) {
-  const std::string root = fake_root(
-      dir_.path() / "rpi3",
-      {{"/proc/cpuinfo", kA53Cpuinfo},
-       {"/proc/device-tree/model", std::string("Raspberry Pi 3 Model B Rev 1.2") + '\0'},
-       {"/proc/meminfo", "MemTotal:         948304 kB\nMemFree: 1 kB\n"}});
+  const std::string root =
+      fake_root(dir_.path() / "rpi3",
+                {{"/proc/cpuinfo", kA53Cpuinfo},
+                 {"/proc/device-tree/model", std::string("Raspberry Pi 3 Model B Rev 1.2") + '\0'},
+                 {"/proc/meminfo", "MemTotal:         948304 kB\nMemFree: 1 kB\n"}});
   const agent::BoardInfo b = agent::read_board_info(root);
   EXPECT_EQ(b.board, b.emulated ? "qemu-user on Raspberry Pi 3 Model B Rev 1.2"
-                                 : "Raspberry Pi 3 Model B Rev 1.2");
+                                : "Raspberry Pi 3 Model B Rev 1.2");
   EXPECT_EQ(b.cpuinfo_arch, "aarch64");
   EXPECT_EQ(b.memory_bytes, 948304u * 1024);
   if (agent::program_arch() == "aarch64") {
@@ -548,10 +548,10 @@ TEST_F(AgentTest, BoardInfoOfAnArmBoardFromItsFiles) {
   EXPECT_EQ(agent::arm_cpu_name(0x51, 0xd03), "") << "another implementer's part numbers";
 
   const std::string rk = fake_root(
-      dir_.path() / "rk3399",
-      {{"/proc/cpuinfo", "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd03\n"
-                         "processor\t: 4\nCPU implementer\t: 0x41\nCPU part\t: 0xd08\n"},
-       {"/sys/firmware/devicetree/base/model", "Pine64 RockPro64"}});
+      dir_.path() / "rk3399", {{"/proc/cpuinfo",
+                                "processor\t: 0\nCPU implementer\t: 0x41\nCPU part\t: 0xd03\n"
+                                "processor\t: 4\nCPU implementer\t: 0x41\nCPU part\t: 0xd08\n"},
+                               {"/sys/firmware/devicetree/base/model", "Pine64 RockPro64"}});
   const agent::BoardInfo r = agent::read_board_info(rk);
   EXPECT_EQ(r.board, r.emulated ? "qemu-user on Pine64 RockPro64" : "Pine64 RockPro64");
   if (!r.emulated) {
@@ -562,9 +562,9 @@ TEST_F(AgentTest, BoardInfoOfAnArmBoardFromItsFiles) {
 // An x86 machine: cpuinfo's model name, the DMI product name as the board; an AArch64 agent
 // reading it (under qemu-user) knows it is emulated and says so in its CPU and board.
 TEST_F(AgentTest, BoardInfoOfAnX86MachineAndEmulation) {
-  const std::string root =
-      fake_root(dir_.path() / "x86", {{"/proc/cpuinfo", kX86Cpuinfo},
-                                      {"/sys/class/dmi/id/product_name", "Standard PC\n"}});
+  const std::string root = fake_root(
+      dir_.path() / "x86",
+      {{"/proc/cpuinfo", kX86Cpuinfo}, {"/sys/class/dmi/id/product_name", "Standard PC\n"}});
   const agent::BoardInfo b = agent::read_board_info(root);
   EXPECT_EQ(b.cpuinfo_arch, "x86_64");
   if (agent::program_arch() == "x86_64") {

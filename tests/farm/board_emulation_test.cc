@@ -60,8 +60,8 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
   const std::string qemu = find_qemu();
   if (qemu.empty())
     GTEST_SKIP() << "qemu-aarch64-static is not installed (scripts/setup.sh installs it)";
-  for (const char* p : {"device_agent/kiln-agent", "deploy/runtime/kiln-runner",
-                        "deploy/runtime/kiln-run"}) {
+  for (const char* p :
+       {"device_agent/kiln-agent", "deploy/runtime/kiln-runner", "deploy/runtime/kiln-run"}) {
     if (::access(arm64(p).c_str(), X_OK) != 0)
       GTEST_SKIP() << arm64(p) << " is missing: build the AArch64 programs with "
                    << "scripts/build-arm64.sh";
@@ -70,8 +70,8 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
   ASSERT_TRUE(fs::exists(data + "/dqn.onnx")) << "the models fixture writes " << data;
 
   TempDir dir("board_emulation");
-  Kilnd kilnd(dir, {"--local-workers", "1", "--batch", "8", "--repeat", "2",
-                    "--run-timeout-ms", "60000"});
+  Kilnd kilnd(
+      dir, {"--local-workers", "1", "--batch", "8", "--repeat", "2", "--run-timeout-ms", "60000"});
   auto service = kilnd.service();
   ChildProcess agent({qemu, arm64("device_agent/kiln-agent"), "--tracker", kilnd.grpc_address(),
                       "--key", "a53", "--target", kTarget, "--emulator", qemu, "--runner",
@@ -119,9 +119,9 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
     get.set_job_id(submitted.job_id());
     ASSERT_TRUE(service->GetJob(context().get(), get, &job).ok());
   }
-  ASSERT_EQ(p.state(), v1::JOB_STATE_DONE)
-      << job.error() << "\nkilnd:\n" << kilnd.process().stderr_text() << "\nagent:\n"
-      << agent.stderr_text();
+  ASSERT_EQ(p.state(), v1::JOB_STATE_DONE) << job.error() << "\nkilnd:\n"
+                                           << kilnd.process().stderr_text() << "\nagent:\n"
+                                           << agent.stderr_text();
   EXPECT_GT(p.tasks_total(), 0u);
   EXPECT_GE(p.trials_done(), kTrials * p.tasks_total());
 
@@ -136,7 +136,8 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
                      dir.file("kiln-run.log"));
     const int status = run.wait();
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "kiln-run under qemu: status " << status << "\n" << run.stderr_text();
+        << "kiln-run under qemu: status " << status << "\n"
+        << run.stderr_text();
   }
   const std::string output = model.graph().output(0).name();
   const runtime::NDArray got = runtime::load_npy(dir.file("out") + "/" + output + ".npy");

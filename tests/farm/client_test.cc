@@ -361,10 +361,31 @@ TEST_F(ClientTest, DevicesPrintsATable) {
   }
   Result r = kiln("devices");
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* s : {"ID", "KEY", "STATE", "TARGET", "BOARD", "CPU", "CORES", "MEMORY", "DONE",
-                        "IN_FLIGHT", "11", "rk3399", "online", "llvm -mtriple=aarch64",
-                        "Pine64 RockPro64", "Cortex-A53 + Cortex-A72", " 6 ", "4.0 GiB", "41",
-                        "12", "titanx", "busy", "- (emulated)", "gpu-b", "42"}) {
+  for (const char* s : {"ID",
+                        "KEY",
+                        "STATE",
+                        "TARGET",
+                        "BOARD",
+                        "CPU",
+                        "CORES",
+                        "MEMORY",
+                        "DONE",
+                        "IN_FLIGHT",
+                        "11",
+                        "rk3399",
+                        "online",
+                        "llvm -mtriple=aarch64",
+                        "Pine64 RockPro64",
+                        "Cortex-A53 + Cortex-A72",
+                        " 6 ",
+                        "4.0 GiB",
+                        "41",
+                        "12",
+                        "titanx",
+                        "busy",
+                        "- (emulated)",
+                        "gpu-b",
+                        "42"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " in\n" << r.out;
   }
   r = kiln("devices --key titanx");

@@ -55,9 +55,10 @@ std::string dump_dom(const std::string& cmd, const std::string& url, const std::
 }
 
 std::string chromium_cmd(const std::string& chromium, const TempDir& dir) {
-  return chromium + " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
-                    "--no-first-run --hide-scrollbars --user-data-dir=" + dir.file("chromium") +
-         " --virtual-time-budget=6000";
+  return chromium +
+         " --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
+         "--no-first-run --hide-scrollbars --user-data-dir=" +
+         dir.file("chromium") + " --virtual-time-budget=6000";
 }
 
 /// The value of attribute `name` in the first start tag of `html` that matches `tag_re`;
@@ -89,7 +90,9 @@ TEST(DashboardBrowserTest, ThePageShowsTheFarmAndALiveJob) {
                     "--batch", "2", "--repeat", "1"});
   const std::string& http = kilnd.http_address();
   ASSERT_TRUE(testing::eventually(
-      [&] { return http_get(http, "/api/v1/farm").body.find("\"key\":\"cpu\"") != std::string::npos; },
+      [&] {
+        return http_get(http, "/api/v1/farm").body.find("\"key\":\"cpu\"") != std::string::npos;
+      },
       std::chrono::seconds(30)));
 
   v1::SubmitModelRequest req;
@@ -103,14 +106,15 @@ TEST(DashboardBrowserTest, ThePageShowsTheFarmAndALiveJob) {
   ASSERT_TRUE(kilnd.service()->SubmitModel(context().get(), req, &resp).ok());
   const uint64_t id = resp.job_id();
   // Enough trials for a curve of two points.
-  ASSERT_TRUE(testing::eventually([&] { return job_trials(http, id) >= 3; }, std::chrono::seconds(180)))
+  ASSERT_TRUE(
+      testing::eventually([&] { return job_trials(http, id) >= 3; }, std::chrono::seconds(180)))
       << kilnd.process().stderr_text();
 
   const std::string url = "http://" + http + "/";
   const std::string cmd = chromium_cmd(chromium, dir);
   const std::string dom1 = dump_dom(cmd, url, dir.file("chromium1.log"));
-  ASSERT_NE(dom1.find("data-loaded=\"1\""), std::string::npos)
-      << "the page did not load its data\n" << dom1.substr(0, 4000);
+  ASSERT_NE(dom1.find("data-loaded=\"1\""), std::string::npos) << "the page did not load its data\n"
+                                                               << dom1.substr(0, 4000);
 
   // The device, by key.
   EXPECT_NE(attribute(dom1, "<div[^>]*class=\"device device-row\"[^>]*>", "data-key"), "")
@@ -127,7 +131,8 @@ TEST(DashboardBrowserTest, ThePageShowsTheFarmAndALiveJob) {
 
   // Later: the job moved on, and the page shows it.
   const int64_t seen = std::stoll(trials1);
-  ASSERT_TRUE(testing::eventually([&] { return job_trials(http, id) > seen; }, std::chrono::seconds(120)));
+  ASSERT_TRUE(
+      testing::eventually([&] { return job_trials(http, id) > seen; }, std::chrono::seconds(120)));
   const std::string dom2 = dump_dom(cmd, url, dir.file("chromium2.log"));
   const std::string trials2 = attribute(dom2, job_row, "data-trials");
   ASSERT_FALSE(trials2.empty()) << dom2.substr(0, 4000);

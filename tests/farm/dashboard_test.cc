@@ -69,7 +69,8 @@ TEST(HttpServerTest, RoutesExactAndPrefixAndAnswersErrorsInJson) {
     return HttpResponse::json("{\"path\":\"" + r.path + "\",\"x\":\"" + r.param("x") + "\"}");
   });
   http.route_prefix("/p/deeper/", [](const HttpRequest&) { return HttpResponse::text("deeper"); });
-  http.route("/boom", [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("kaput"); });
+  http.route("/boom",
+             [](const HttpRequest&) -> HttpResponse { throw std::runtime_error("kaput"); });
   const int port = http.start("127.0.0.1:0");
   ASSERT_GT(port, 0);
   const std::string addr = "127.0.0.1:" + std::to_string(port);
@@ -132,7 +133,9 @@ TEST(DashboardTest, EveryEndpointOnALiveFarm) {
 
   // The farm: the local agent, by key.
   ASSERT_TRUE(testing::eventually(
-      [&] { return parse(http_get(a, "/api/v1/farm")).at("devices", "farm").as_array("d").size() == 1; },
+      [&] {
+        return parse(http_get(a, "/api/v1/farm")).at("devices", "farm").as_array("d").size() == 1;
+      },
       std::chrono::seconds(30)));
   const Json farm = parse(http_get(a, "/api/v1/farm"));
   const Json& dev = farm.at("devices", "farm").as_array("devices")[0];
@@ -154,7 +157,8 @@ TEST(DashboardTest, EveryEndpointOnALiveFarm) {
   const Json& key = farm.at("keys", "farm").as_array("keys")[0];
   EXPECT_EQ(key.at("key", "key").as_string("key"), "cpu");
   EXPECT_EQ(key.at("online", "k").as_int("o") + key.at("busy", "k").as_int("b") +
-                key.at("quarantined", "k").as_int("q"), 1);
+                key.at("quarantined", "k").as_int("q"),
+            1);
   EXPECT_EQ(key.at("queue_depth", "k").as_int("queue_depth"), 0);
   EXPECT_EQ(farm.at("build_queue_depth", "farm").as_int("build_queue_depth"), 0);
   EXPECT_EQ(farm.at("jobs", "farm").at("running", "jobs").as_int("running"), 0);
@@ -173,7 +177,8 @@ TEST(DashboardTest, EveryEndpointOnALiveFarm) {
                job.at("trials_done", "job").as_int("trials_done") >= 2;
       },
       std::chrono::seconds(120)))
-      << detail.dump() << "\n" << kilnd.process().stderr_text();
+      << detail.dump() << "\n"
+      << kilnd.process().stderr_text();
   const Json& job = detail.at("job", "detail");
   EXPECT_EQ(static_cast<uint64_t>(job.at("id", "job").as_int("id")), id);
   EXPECT_EQ(job.at("owner", "job").as_string("owner"), "ana");
@@ -188,7 +193,9 @@ TEST(DashboardTest, EveryEndpointOnALiveFarm) {
   const Json& task = job.at("tasks", "job").as_array("tasks")[0];
   EXPECT_FALSE(task.at("key", "task").as_string("key").empty());
   EXPECT_EQ(task.at("template", "task").as_string("t"),
-            task.at("key", "task").as_string("k").substr(0, task.at("template", "task").as_string("t").size()));
+            task.at("key", "task")
+                .as_string("k")
+                .substr(0, task.at("template", "task").as_string("t").size()));
   // The curve: (trial, best GFLOP/s so far), trials increasing, best never falling, the last
   // trial always present.
   const auto& curve = task.at("curve", "task").as_array("curve");
@@ -208,7 +215,8 @@ TEST(DashboardTest, EveryEndpointOnALiveFarm) {
   const auto& configs = task.at("configs", "task").as_array("configs");
   ASSERT_EQ(static_cast<int64_t>(configs.size()), task.at("trials", "task").as_int("trials"));
   EXPECT_FALSE(configs[0].at("config", "config").as_string("config").empty());
-  EXPECT_GT(configs[0].at("trial", "c").as_int("trial"), configs.back().at("trial", "c").as_int("t"))
+  EXPECT_GT(configs[0].at("trial", "c").as_int("trial"),
+            configs.back().at("trial", "c").as_int("t"))
       << "newest first";
   configs[0].at("gflops", "config").as_double("gflops");
   configs[0].at("error", "config").as_string("error");
@@ -251,7 +259,8 @@ TEST(DashboardTest, TheApiAsksForTheTokenAndNeverShowsIt) {
   TempDir dir("dashboard_token");
   const std::string token = "s3cret-t0ken";
   // A local agent (it gets the token too), so that a job can be submitted; no worker: it waits.
-  Kilnd kilnd(dir, {"--local-agent", "cpu", "--local-agent-target", "llvm"}, {"KILN_TOKEN=" + token});
+  Kilnd kilnd(dir, {"--local-agent", "cpu", "--local-agent-target", "llvm"},
+              {"KILN_TOKEN=" + token});
   const std::string& a = kilnd.http_address();
   const std::string auth = "Authorization: Bearer " + token + "\r\n";
 
@@ -271,10 +280,10 @@ TEST(DashboardTest, TheApiAsksForTheTokenAndNeverShowsIt) {
   EXPECT_EQ(jobs.status, 200);
   EXPECT_NE(jobs.body.find("model-***"), std::string::npos) << jobs.body;
   std::string everything;
-  for (const std::string& path : {std::string("/"), std::string("/dashboard.js"),
-                                  std::string("/api/v1/farm"), std::string("/api/v1/jobs"),
-                                  "/api/v1/jobs/" + std::to_string(id), std::string("/api/v1/events"),
-                                  std::string("/metrics"), std::string("/api/v1/nope")}) {
+  for (const std::string& path :
+       {std::string("/"), std::string("/dashboard.js"), std::string("/api/v1/farm"),
+        std::string("/api/v1/jobs"), "/api/v1/jobs/" + std::to_string(id),
+        std::string("/api/v1/events"), std::string("/metrics"), std::string("/api/v1/nope")}) {
     const auto r = http_get(a, path, auth);
     EXPECT_NE(r.status, 401) << path;
     everything += r.body;

@@ -16,9 +16,9 @@
 #include <set>
 #include <sstream>
 
-#include "records/record_log.h"
 #include "compiler/graph/graph_build.h"
 #include "deploy/runtime/graph_executor.h"
+#include "records/record_log.h"
 #include "tests/common/kiln_test_util.h"
 #include "tests/common/prometheus_text.h"
 #include "tests/common/small_cnn.h"
@@ -145,7 +145,11 @@ TEST_F(FarmIntegrationTest, TuningSpreadsOverAgentsAndWorkersAndTheBundleMatches
   EXPECT_GE(after.value("kiln_records_total"), completed["a1"] + completed["a2"] + completed["b1"]);
   EXPECT_GT(after.value("kiln_measure_seconds_count"), 0.0);
   // kiln_jobs is refreshed by kilnd's ticker: both jobs show as done within a second or so.
-  EXPECT_TRUE(eventually([&] { return metrics(k).value("kiln_jobs", {{"state", "done"}}) == 2; }, 5s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return metrics(k).value("kiln_jobs", {{"state", "done"}}) == 2;
+      },
+      5s));
   EXPECT_EQ(after.value("kiln_devices", {{"key", "a"}, {"state", "online"}}) +
                 after.value("kiln_devices", {{"key", "a"}, {"state", "busy"}}),
             2.0);
@@ -222,7 +226,8 @@ TEST_F(FarmIntegrationTest, KilndKilledMidJobResumesAndLosesNoAcknowledgedRecord
   for (const std::string& task : records.tasks("llvm")) {
     std::set<uint64_t> configs;
     for (const records::MeasureRecord& r : records.records(task, "llvm"))
-      EXPECT_TRUE(configs.insert(r.config_index).second) << task << " #" << r.config_index << " twice";
+      EXPECT_TRUE(configs.insert(r.config_index).second)
+          << task << " #" << r.config_index << " twice";
   }
   EXPECT_NE(a->stderr_text().find("registering again"), std::string::npos);
 }

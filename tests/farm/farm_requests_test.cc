@@ -183,11 +183,13 @@ TEST_F(FarmRequestsTest, InputShapesReachTheCheckAndTheDriverAndSurviveARestart)
   const v1::DriverJob spec = farm_->driver_job_spec(auth);
   ASSERT_EQ(spec.input_shapes_size(), 2);
   EXPECT_EQ(spec.input_shapes(0).name(), "x");
-  EXPECT_EQ(std::vector<int64_t>(spec.input_shapes(0).dims().begin(), spec.input_shapes(0).dims().end()),
-            (std::vector<int64_t>{3, 3, 8, 8}));
+  EXPECT_EQ(
+      std::vector<int64_t>(spec.input_shapes(0).dims().begin(), spec.input_shapes(0).dims().end()),
+      (std::vector<int64_t>{3, 3, 8, 8}));
   EXPECT_EQ(spec.input_shapes(1).name(), "z");
-  EXPECT_EQ(std::vector<int64_t>(spec.input_shapes(1).dims().begin(), spec.input_shapes(1).dims().end()),
-            (std::vector<int64_t>{3, 8}));
+  EXPECT_EQ(
+      std::vector<int64_t>(spec.input_shapes(1).dims().begin(), spec.input_shapes(1).dims().end()),
+      (std::vector<int64_t>{3, 8}));
 
   // kilnd restarted on the same state: the job still has them.
   farm_->stop();

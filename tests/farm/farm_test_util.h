@@ -53,11 +53,15 @@ class Kilnd {
   /// (Re)starts kilnd: the first time on free ports, later on the same ones.
   void start() {
     std::vector<std::string> argv = {KILND_BINARY,
-                                     "--listen", grpc_.empty() ? "127.0.0.1:0" : grpc_,
-                                     "--http", http_.empty() ? "127.0.0.1:0" : http_,
-                                     "--state", dir_.file("state")};
+                                     "--listen",
+                                     grpc_.empty() ? "127.0.0.1:0" : grpc_,
+                                     "--http",
+                                     http_.empty() ? "127.0.0.1:0" : http_,
+                                     "--state",
+                                     dir_.file("state")};
     argv.insert(argv.end(), args_.begin(), args_.end());
-    process_ = std::make_unique<ChildProcess>(argv, dir_.file("kilnd." + std::to_string(++starts_) + ".log"), env_);
+    process_ = std::make_unique<ChildProcess>(
+        argv, dir_.file("kilnd." + std::to_string(++starts_) + ".log"), env_);
     const std::string line = process_->wait_for_line("kilnd listening", std::chrono::seconds(60));
     std::smatch m;
     static const std::regex re("grpc=(\\S+) http=(\\S+)");
@@ -98,8 +102,8 @@ class Kilnd {
 };
 
 /// A context with a deadline and, when given, the token.
-inline std::unique_ptr<grpc::ClientContext> context(const std::string& token = "",
-                                                    std::chrono::seconds deadline = std::chrono::seconds(30)) {
+inline std::unique_ptr<grpc::ClientContext> context(
+    const std::string& token = "", std::chrono::seconds deadline = std::chrono::seconds(30)) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + deadline);
   rpc::add_token(*ctx, token);

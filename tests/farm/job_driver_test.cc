@@ -159,8 +159,7 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
 
   const v1::Job hung = wait_final(*service, hanger, limit);
   EXPECT_EQ(hung.progress().state(), v1::JOB_STATE_FAILED);
-  EXPECT_NE(hung.error().find("made no progress for 10 s while tuning task 1/4"),
-            std::string::npos)
+  EXPECT_NE(hung.error().find("made no progress for 10 s while tuning task 1/4"), std::string::npos)
       << hung.error();
 
   if (limited) {
@@ -260,7 +259,7 @@ TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
   EXPECT_EQ(fetched.input_shape(0), (std::vector<int64_t>{3, 16}));
   std::ofstream(dir.file("dynamic.onnx"), std::ios::binary) << m.bytes();
   graph::OnnxImportOptions import;
-  import.input_shapes = {{"x", {3, 16}}};
+  import.input_shapes = {{ "x", { 3, 16 } }};
   graph::compile_onnx(dir.file("dynamic.onnx"), "llvm", dir.file("local.kiln"), {}, nullptr,
                       import);
   runtime::GraphExecutor local = runtime::GraphExecutor::load(dir.file("local.kiln"));
@@ -270,7 +269,8 @@ TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
   fetched.run();
   local.run();
   EXPECT_EQ(fetched.output(0).shape(), (std::vector<int64_t>{3, 8}));
-  EXPECT_TRUE(testing::all_close(fetched.output(0), local.output(0).to_vector<float>(), 1e-4, 1e-5));
+  EXPECT_TRUE(
+      testing::all_close(fetched.output(0), local.output(0).to_vector<float>(), 1e-4, 1e-5));
 }
 
 }  // namespace

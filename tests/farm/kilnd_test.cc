@@ -53,10 +53,10 @@ grpc::Status submit(v1::KilnService::Stub& s, const v1::SubmitModelRequest& r,
   return st;
 }
 
-#define EXPECT_STATUS(status, code, text)                                           \
-  do {                                                                              \
-    const grpc::Status st_ = (status);                                              \
-    EXPECT_EQ(st_.error_code(), code) << st_.error_message();                       \
+#define EXPECT_STATUS(status, code, text)                                                \
+  do {                                                                                   \
+    const grpc::Status st_ = (status);                                                   \
+    EXPECT_EQ(st_.error_code(), code) << st_.error_message();                            \
     EXPECT_NE(st_.error_message().find(text), std::string::npos) << st_.error_message(); \
   } while (0)
 
@@ -234,9 +234,10 @@ TEST(KilndTest, TheTokenIsRequiredOnBothServices) {
 
 TEST(KilndTest, TlsWithTheFarmsCertificate) {
   TempDir dir("kilnd_tls");
-  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
-                          "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
-                          dir.file("key.pem") + " -out " + dir.file("cert.pem") + " 2>/dev/null";
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+      "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
+      dir.file("key.pem") + " -out " + dir.file("cert.pem") + " 2>/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << "openssl could not make a certificate";
   Kilnd kilnd(dir, {"--tls-cert", dir.file("cert.pem"), "--tls-key", dir.file("key.pem")});
   v1::ListJobsResponse list;
@@ -318,7 +319,8 @@ TEST(KilndTest, EmbeddedFarmTunesAModelAndTheFetchedBundleMatchesALocalCompile) 
   ASSERT_TRUE(service->ListDevices(context().get(), {}, &devices).ok());
   ASSERT_EQ(devices.devices_size(), 1);
   EXPECT_GT(devices.devices(0).completed(), 0u);
-  const auto exp = test::parse_prometheus_text(testing::http_get(kilnd.http_address(), "/metrics").body);
+  const auto exp =
+      test::parse_prometheus_text(testing::http_get(kilnd.http_address(), "/metrics").body);
   EXPECT_GT(exp.value("kiln_measures_total", {{"result", "ok"}}), 0.0);
   EXPECT_GT(exp.value("kiln_records_total", {}), 0.0);
   EXPECT_GT(exp.value("kiln_builds_total", {{"result", "ok"}}), 0.0);

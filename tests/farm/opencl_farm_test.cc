@@ -94,7 +94,8 @@ TEST(OpenclFarm, AJobForMaliIsTunedOnOpenclAndItsBundleMatchesOnnxRuntime) {
                       " --trials " + std::to_string(kTrials) + " --watch" + server,
                   dir.file("submit.log"), &out),
             0)
-      << out << "\nkilnd:\n" << kilnd.process().stderr_text() << "\nagent:\n"
+      << out << "\nkilnd:\n"
+      << kilnd.process().stderr_text() << "\nagent:\n"
       << agent.stderr_text();
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, std::regex("submitted job (\\d+)"))) << out;

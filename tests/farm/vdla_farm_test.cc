@@ -14,7 +14,6 @@
 // the simulator, and its output is identical to the all-CPU int8 build's.
 #include <gtest/gtest.h>
 #include <signal.h>
-
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -30,16 +29,16 @@
 #include "deploy/runtime/bundle.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/vdla_run.h"
+#include "proto/kiln/v1/driver.pb.h"
 #include "records/record_log.h"
 #include "tests/common/kiln_test_util.h"
 #include "tests/common/onnx_model_builder.h"
 #include "tests/common/script_driver.h"
-#include "proto/kiln/v1/driver.pb.h"
 #include "tests/farm/farm_test_util.h"
 #include "tuner/farm_client.h"
-#include "tuner/job_driver.h"
 #include "tuner/farm_measurer.h"
 #include "tuner/farm_records.h"
+#include "tuner/job_driver.h"
 
 namespace kiln {
 namespace {
@@ -55,9 +54,9 @@ TEST(VdlaFarm, AVdlaAgentRegistersAndTheFarmTunesVdlaTasksBitExact) {
   testing::ScriptDriver drivers(dir.path());
   Kilnd kilnd(dir, {"--local-workers", "1", "--batch", "8"}, {"KILN_TUNER=" + drivers.program()});
   auto service = kilnd.service();
-  ChildProcess agent({KILN_AGENT_BINARY, "--tracker", kilnd.grpc_address(), "--key", "vdla",
-                      "--target", "vdla"},
-                     dir.file("agent.log"));
+  ChildProcess agent(
+      {KILN_AGENT_BINARY, "--tracker", kilnd.grpc_address(), "--key", "vdla", "--target", "vdla"},
+      dir.file("agent.log"));
   ASSERT_TRUE(testing::wait_for_devices(*service, 1, std::chrono::seconds(60)))
       << agent.stderr_text();
 
@@ -101,8 +100,10 @@ TEST(VdlaFarm, AVdlaAgentRegistersAndTheFarmTunesVdlaTasksBitExact) {
   // C11 (14x14, 256 -> 512, 1x1, stride 2) with relu, C8 (28x28, 128 -> 256, 1x1, stride 2)
   // without: the second task learns from the first's records.
   const std::vector<autotune::Task> tasks = {
-      autotune::Task::make("vdla_conv2d", topi::vdla_conv2d({14, 14, 256, 512, 1, 2, 0}, true).out, "vdla"),
-      autotune::Task::make("vdla_conv2d", topi::vdla_conv2d({28, 28, 128, 256, 1, 2, 0}, false).out, "vdla")};
+      autotune::Task::make("vdla_conv2d", topi::vdla_conv2d({14, 14, 256, 512, 1, 2, 0}, true).out,
+                           "vdla"),
+      autotune::Task::make("vdla_conv2d", topi::vdla_conv2d({28, 28, 128, 256, 1, 2, 0}, false).out,
+                           "vdla")};
   // As kiln-tuner does after extracting them: the job's tasks, which kilnd then lets it tune.
   client.progress(tuner::tuning_progress(tasks));
   std::vector<const autotune::Task*> history;
@@ -134,8 +135,9 @@ TEST(VdlaFarm, AVdlaAgentRegistersAndTheFarmTunesVdlaTasksBitExact) {
     EXPECT_GE(measured, 4) << task.key;
     ASSERT_TRUE(std::isfinite(default_cost)) << task.key << ": the default was not measured";
     EXPECT_LE(best, default_cost) << task.key;
-    std::cout << task.key << ": default " << default_cost * 200e6 << " cycles, best " << best * 200e6
-              << " cycles after " << kTrials << " trials (" << measured << " measured)\n";
+    std::cout << task.key << ": default " << default_cost * 200e6 << " cycles, best "
+              << best * 200e6 << " cycles after " << kTrials << " trials (" << measured
+              << " measured)\n";
   }
 
   // The shared record log keeps them in the device lane (the agent is not emulated).
@@ -199,17 +201,17 @@ TEST(VdlaFarm, AQuantizedModelIsTunedForTheVdlaAndItsBundleMatchesTheCpuBuild) {
   std::ofstream(dir.file("m.onnx"), std::ios::binary) << float_conv_model();
   runtime::save_npy(dir.file("x.npy"), testing::random_array({1, 16, 8, 8}, 7, -1.0f, 1.0f));
   runtime::save_npy(dir.file("cal.npy"), testing::random_array({1, 16, 8, 8}, 8, -1.0f, 1.0f));
-  ASSERT_EQ(shell(kiln + " quantize '" + dir.file("m.onnx") + "' --calibrate '" + dir.file("cal.npy") +
-                      "' -o '" + dir.file("q.onnx") + "'",
+  ASSERT_EQ(shell(kiln + " quantize '" + dir.file("m.onnx") + "' --calibrate '" +
+                      dir.file("cal.npy") + "' -o '" + dir.file("q.onnx") + "'",
                   dir.file("quantize.log"), &out),
             0)
       << out;
 
   Kilnd kilnd(dir, {"--local-workers", "1", "--batch", "4"});
   auto service = kilnd.service();
-  ChildProcess agent({KILN_AGENT_BINARY, "--tracker", kilnd.grpc_address(), "--key", "vdla",
-                      "--target", "vdla"},
-                     dir.file("agent.log"));
+  ChildProcess agent(
+      {KILN_AGENT_BINARY, "--tracker", kilnd.grpc_address(), "--key", "vdla", "--target", "vdla"},
+      dir.file("agent.log"));
   ASSERT_TRUE(testing::wait_for_devices(*service, 1, std::chrono::seconds(60)))
       << agent.stderr_text();
   const std::string server = " --server " + kilnd.grpc_address();
@@ -217,7 +219,9 @@ TEST(VdlaFarm, AQuantizedModelIsTunedForTheVdlaAndItsBundleMatchesTheCpuBuild) {
                       " --trials " + std::to_string(kModelTrials) + " --watch" + server,
                   dir.file("submit.log"), &out),
             0)
-      << out << "\nkilnd:\n" << kilnd.process().stderr_text() << "\nagent:\n" << agent.stderr_text();
+      << out << "\nkilnd:\n"
+      << kilnd.process().stderr_text() << "\nagent:\n"
+      << agent.stderr_text();
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, std::regex("submitted job (\\d+)"))) << out;
   const std::string job = m[1];
@@ -229,8 +233,8 @@ TEST(VdlaFarm, AQuantizedModelIsTunedForTheVdlaAndItsBundleMatchesTheCpuBuild) {
   // The bundle: both convolutions are VDLA programs; it runs (the VDLA nodes on the simulator)
   // and gives exactly the all-CPU int8 build's output.
   EXPECT_EQ(runtime::read_bundle(dir.file("q.kiln")).vdla_programs.size(), 2u);
-  ASSERT_EQ(shell(kiln + " run '" + dir.file("q.kiln") + "' --input '" + dir.file("x.npy") + "' -o '" +
-                      dir.file("out") + "' --profile 1",
+  ASSERT_EQ(shell(kiln + " run '" + dir.file("q.kiln") + "' --input '" + dir.file("x.npy") +
+                      "' -o '" + dir.file("out") + "' --profile 1",
                   dir.file("run.log"), &out),
             0)
       << out;
@@ -239,8 +243,8 @@ TEST(VdlaFarm, AQuantizedModelIsTunedForTheVdlaAndItsBundleMatchesTheCpuBuild) {
                   dir.file("compile.log"), &out),
             0)
       << out;
-  ASSERT_EQ(shell(kiln + " run '" + dir.file("cpu.kiln") + "' --input '" + dir.file("x.npy") + "' -o '" +
-                      dir.file("cpu") + "'",
+  ASSERT_EQ(shell(kiln + " run '" + dir.file("cpu.kiln") + "' --input '" + dir.file("x.npy") +
+                      "' -o '" + dir.file("cpu") + "'",
                   dir.file("run_cpu.log"), &out),
             0)
       << out;

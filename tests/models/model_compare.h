@@ -36,12 +36,14 @@ inline Errors compare(const runtime::NDArray& got, const runtime::NDArray& want)
   const float* b = want.data<float>();
   double max_ref = 0;
   bool finite = true;
-  for (int64_t i = 0; i < want.num_elements(); ++i) max_ref = std::max(max_ref, std::fabs(double(b[i])));
+  for (int64_t i = 0; i < want.num_elements(); ++i)
+    max_ref = std::max(max_ref, std::fabs(double(b[i])));
   for (int64_t i = 0; i < want.num_elements(); ++i) {
     if (!std::isfinite(a[i])) finite = false;
     double d = std::fabs(double(a[i]) - double(b[i]));
     e.max_abs_diff = std::max(e.max_abs_diff, d);
-    if (std::fabs(b[i]) >= 1e-3 * max_ref) e.elementwise = std::max(e.elementwise, d / std::fabs(b[i]));
+    if (std::fabs(b[i]) >= 1e-3 * max_ref)
+      e.elementwise = std::max(e.elementwise, d / std::fabs(b[i]));
   }
   EXPECT_TRUE(finite) << "the output holds a NaN or an infinity";
   e.relative = max_ref > 0 ? e.max_abs_diff / max_ref : e.max_abs_diff;

@@ -32,11 +32,11 @@
 namespace kiln::graph {
 namespace {
 
-using runtime::NDArray;
 using model_compare::compare;
 using model_compare::Errors;
 using model_compare::kTolerance;
 using model_compare::seconds_since;
+using runtime::NDArray;
 
 /// What a model is built for and where its bundle runs.
 struct Placement {
@@ -76,13 +76,14 @@ void run_and_check(const std::string& model, const Graph& g, const BuildOptions&
   // A second run on the same executor must give the same answer (pools are reused).
   exec.run();
   Errors e = compare(exec.output(0), expected);
-  std::printf("%s [%s]: %zu functions, %zu batch norms folded, intermediates %lld -> %lld bytes, "
-              "build %.1f s, first run %.1f ms; relative error %.3g (max |diff| %.3g), max "
-              "elementwise relative error %.3g\n",
-              model.c_str(), tag.c_str(), report.num_functions, report.batch_norms_folded,
-              static_cast<long long>(report.intermediate_bytes_without_reuse),
-              static_cast<long long>(report.intermediate_bytes), build_s, run_s * 1e3, e.relative,
-              e.max_abs_diff, e.elementwise);
+  std::printf(
+      "%s [%s]: %zu functions, %zu batch norms folded, intermediates %lld -> %lld bytes, "
+      "build %.1f s, first run %.1f ms; relative error %.3g (max |diff| %.3g), max "
+      "elementwise relative error %.3g\n",
+      model.c_str(), tag.c_str(), report.num_functions, report.batch_norms_folded,
+      static_cast<long long>(report.intermediate_bytes_without_reuse),
+      static_cast<long long>(report.intermediate_bytes), build_s, run_s * 1e3, e.relative,
+      e.max_abs_diff, e.elementwise);
   std::fflush(stdout);
   EXPECT_LE(e.relative, kTolerance) << model << " [" << tag << "]: max|kiln - ort| / max|ort|";
 }

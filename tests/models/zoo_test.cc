@@ -58,10 +58,11 @@ void check_zoo_model(const std::string& model) {
   const double run_s = seconds_since(t0);
   const model_compare::Errors e =
       model_compare::compare(exec.output(0), runtime::load_npy(data_file(model + ".expected.npy")));
-  std::printf("%s: %zu functions from %zu nodes, import and build %.1f s, first run %.1f ms; "
-              "relative error %.3g (max |diff| %.3g), max elementwise relative error %.3g\n",
-              model.c_str(), report.num_functions, g.nodes().size(), build_s, run_s * 1e3,
-              e.relative, e.max_abs_diff, e.elementwise);
+  std::printf(
+      "%s: %zu functions from %zu nodes, import and build %.1f s, first run %.1f ms; "
+      "relative error %.3g (max |diff| %.3g), max elementwise relative error %.3g\n",
+      model.c_str(), report.num_functions, g.nodes().size(), build_s, run_s * 1e3, e.relative,
+      e.max_abs_diff, e.elementwise);
   std::fflush(stdout);
   EXPECT_LE(e.relative, model_compare::kTolerance) << model << ": max|kiln - ort| / max|ort|";
 }

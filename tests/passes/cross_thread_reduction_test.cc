@@ -1,8 +1,9 @@
 // Cross-thread reduction: a reduction axis bound to threadIdx lowers to a local accumulator per
 // thread, a tree over a shared buffer with a barrier between its steps (none where thread 0 reads
-// back what it wrote), and one store by thread 0. The lowered IR, the lowered kernels run thread by thread against
-// a plain loop (rows along blocks, rows along threadIdx.y, row lengths the threads do not divide,
-// a thread count that is not a power of two, max as well as sum), and the schedules it refuses.
+// back what it wrote), and one store by thread 0. The lowered IR, the lowered kernels run thread by
+// thread against a plain loop (rows along blocks, rows along threadIdx.y, row lengths the threads
+// do not divide, a thread count that is not a power of two, max as well as sum), and the schedules
+// it refuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,10 +12,10 @@
 #include <vector>
 
 #include "base/error.h"
-#include "tests/common/expect_error.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
 #include "compiler/te/schedule.h"
+#include "tests/common/expect_error.h"
 #include "tests/passes/gpu_interpreter.h"
 
 namespace kiln::pass {
@@ -58,7 +59,8 @@ struct RowReduce {
   }
 
   void expect_computes() const {
-    std::vector<std::vector<float>> args{std::vector<float>(size_t(rows) * n), std::vector<float>(size_t(rows), NAN)};
+    std::vector<std::vector<float>> args{std::vector<float>(size_t(rows) * n),
+                                         std::vector<float>(size_t(rows), NAN)};
     for (size_t i = 0; i < args[0].size(); ++i) args[0][i] = float(int(i * 37 % 23) - 11);
     testing::run_on_threads(lower(), &args);
     for (int i = 0; i < rows; ++i) {

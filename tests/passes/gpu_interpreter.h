@@ -1,9 +1,9 @@
 // Runs a lowered DeviceFunction on the CPU the way a GPU would: every block of every kernel in
 // turn, each thread of a block an OS thread interpreting the kernel body with its blockIdx and
 // threadIdx, shared buffers one per block, local ones per thread, kiln.storage_sync a barrier of
-// the block's threads. int32/float32 code (+, -, *, min, max) with vector stores run lane by lane (what the tests
-// lower): enough to prove that a lowered kernel computes what its schedule says, barriers
-// included.
+// the block's threads. int32/float32 code (+, -, *, min, max) with vector stores run lane by lane
+// (what the tests lower): enough to prove that a lowered kernel computes what its schedule says,
+// barriers included.
 #pragma once
 
 #include <algorithm>
@@ -28,8 +28,8 @@ class ThreadInterpreter {
  public:
   using Memory = std::unordered_map<const ir::VarNode*, std::vector<float>*>;
 
-  ThreadInterpreter(Memory memory, std::unordered_map<const ir::VarNode*, int64_t> ints, std::barrier<>* sync,
-                    std::map<const ir::VarNode*, std::vector<float>>* shared)
+  ThreadInterpreter(Memory memory, std::unordered_map<const ir::VarNode*, int64_t> ints,
+                    std::barrier<>* sync, std::map<const ir::VarNode*, std::vector<float>>* shared)
       : memory_(std::move(memory)), ints_(std::move(ints)), sync_(sync), shared_(shared) {}
 
   void run(const ir::Stmt& s) {
@@ -98,61 +98,76 @@ class ThreadInterpreter {
   int64_t i(const ir::Expr& e) {
     using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
     switch (e.kind()) {
-      case ExprKind::kIntImm: return e.as<IntImmNode>()->value;
-      case ExprKind::kVar: return ints_.at(e.as<VarNode>());
-      case ExprKind::kCast: return i(e.as<CastNode>()->value);
-#define KILN_INT_BIN(T, F)                           \
-  case ExprKind::k##T: {                             \
-    auto op = e.as<T##Node>();                       \
-    int64_t a = i(op->a), b = i(op->b);              \
-    return F;                                        \
+      case ExprKind::kIntImm:
+        return e.as<IntImmNode>()->value;
+      case ExprKind::kVar:
+        return ints_.at(e.as<VarNode>());
+      case ExprKind::kCast:
+        return i(e.as<CastNode>()->value);
+#define KILN_INT_BIN(T, F)              \
+  case ExprKind::k##T: {                \
+    auto op = e.as<T##Node>();          \
+    int64_t a = i(op->a), b = i(op->b); \
+    return F;                           \
   }
-      KILN_INT_BIN(Add, a + b)
-      KILN_INT_BIN(Sub, a - b)
-      KILN_INT_BIN(Mul, a * b)
-      KILN_INT_BIN(Div, a / b)
-      KILN_INT_BIN(Mod, a % b)
-      KILN_INT_BIN(FloorDiv, (a - ((a % b + b) % b)) / b)
-      KILN_INT_BIN(FloorMod, (a % b + b) % b)
-      KILN_INT_BIN(Min, std::min(a, b))
-      KILN_INT_BIN(Max, std::max(a, b))
-      KILN_INT_BIN(And, a && b)
-      KILN_INT_BIN(Or, a || b)
+        KILN_INT_BIN(Add, a + b)
+        KILN_INT_BIN(Sub, a - b)
+        KILN_INT_BIN(Mul, a * b)
+        KILN_INT_BIN(Div, a / b)
+        KILN_INT_BIN(Mod, a % b)
+        KILN_INT_BIN(FloorDiv, (a - ((a % b + b) % b)) / b)
+        KILN_INT_BIN(FloorMod, (a % b + b) % b)
+        KILN_INT_BIN(Min, std::min(a, b))
+        KILN_INT_BIN(Max, std::max(a, b))
+        KILN_INT_BIN(And, a && b)
+        KILN_INT_BIN(Or, a || b)
 #undef KILN_INT_BIN
-#define KILN_CMP(T, OP)                                                               \
-  case ExprKind::k##T: {                                                              \
-    auto op = e.as<T##Node>();                                                        \
-    return op->a.dtype().is_float() ? f(op->a) OP f(op->b) : i(op->a) OP i(op->b);    \
+#define KILN_CMP(T, OP)                                                            \
+  case ExprKind::k##T: {                                                           \
+    auto op = e.as<T##Node>();                                                     \
+    return op->a.dtype().is_float() ? f(op->a) OP f(op->b) : i(op->a) OP i(op->b); \
   }
-      KILN_CMP(EQ, ==)
-      KILN_CMP(NE, !=)
-      KILN_CMP(LT, <)
-      KILN_CMP(LE, <=)
-      KILN_CMP(GT, >)
-      KILN_CMP(GE, >=)
+        KILN_CMP(EQ, ==)
+        KILN_CMP(NE, !=)
+        KILN_CMP(LT, <)
+        KILN_CMP(LE, <=)
+        KILN_CMP(GT, >)
+        KILN_CMP(GE, >=)
 #undef KILN_CMP
-      case ExprKind::kNot: return !i(e.as<NotNode>()->a);
-      case ExprKind::kRamp: return i(e.as<RampNode>()->base) + lane_ * i(e.as<RampNode>()->stride);
-      case ExprKind::kBroadcast: return i(e.as<BroadcastNode>()->value);
+      case ExprKind::kNot:
+        return !i(e.as<NotNode>()->a);
+      case ExprKind::kRamp:
+        return i(e.as<RampNode>()->base) + lane_ * i(e.as<RampNode>()->stride);
+      case ExprKind::kBroadcast:
+        return i(e.as<BroadcastNode>()->value);
       case ExprKind::kSelect: {
         auto op = e.as<SelectNode>();
         return i(op->condition) ? i(op->true_value) : i(op->false_value);
       }
-      default: KILN_UNREACHABLE();
+      default:
+        KILN_UNREACHABLE();
     }
   }
 
   float f(const ir::Expr& e) {
     using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
     switch (e.kind()) {
-      case ExprKind::kFloatImm: return static_cast<float>(e.as<FloatImmNode>()->value);
-      case ExprKind::kBroadcast: return f(e.as<BroadcastNode>()->value);
-      case ExprKind::kCast: return static_cast<float>(i(e.as<CastNode>()->value));
-      case ExprKind::kAdd: return f(e.as<AddNode>()->a) + f(e.as<AddNode>()->b);
-      case ExprKind::kSub: return f(e.as<SubNode>()->a) - f(e.as<SubNode>()->b);
-      case ExprKind::kMul: return f(e.as<MulNode>()->a) * f(e.as<MulNode>()->b);
-      case ExprKind::kMax: return std::max(f(e.as<MaxNode>()->a), f(e.as<MaxNode>()->b));
-      case ExprKind::kMin: return std::min(f(e.as<MinNode>()->a), f(e.as<MinNode>()->b));
+      case ExprKind::kFloatImm:
+        return static_cast<float>(e.as<FloatImmNode>()->value);
+      case ExprKind::kBroadcast:
+        return f(e.as<BroadcastNode>()->value);
+      case ExprKind::kCast:
+        return static_cast<float>(i(e.as<CastNode>()->value));
+      case ExprKind::kAdd:
+        return f(e.as<AddNode>()->a) + f(e.as<AddNode>()->b);
+      case ExprKind::kSub:
+        return f(e.as<SubNode>()->a) - f(e.as<SubNode>()->b);
+      case ExprKind::kMul:
+        return f(e.as<MulNode>()->a) * f(e.as<MulNode>()->b);
+      case ExprKind::kMax:
+        return std::max(f(e.as<MaxNode>()->a), f(e.as<MaxNode>()->b));
+      case ExprKind::kMin:
+        return std::min(f(e.as<MinNode>()->a), f(e.as<MinNode>()->b));
       case ExprKind::kSelect: {
         auto op = e.as<SelectNode>();
         return i(op->condition) ? f(op->true_value) : f(op->false_value);
@@ -165,7 +180,8 @@ class ThreadInterpreter {
             << "load out of bounds: " << op->buffer_var.name() << "[" << idx << "]";
         return buf[static_cast<size_t>(idx)];
       }
-      default: KILN_UNREACHABLE();
+      default:
+        KILN_UNREACHABLE();
     }
   }
 
@@ -184,8 +200,8 @@ inline void run_on_threads(const DeviceFunction& d, std::vector<std::vector<floa
     ThreadInterpreter::Memory memory;
     for (size_t p = 0; p < k.func.params.size(); ++p) {
       int src = k.args[p];
-      memory[k.func.params[p].var.get()] =
-          src >= 0 ? &(*args)[static_cast<size_t>(src)] : &workspaces[static_cast<size_t>(-1 - src)];
+      memory[k.func.params[p].var.get()] = src >= 0 ? &(*args)[static_cast<size_t>(src)]
+                                                    : &workspaces[static_cast<size_t>(-1 - src)];
     }
     // The thread variables, as the kernel's attributes bind them.
     std::map<std::string, const ir::VarNode*> axes;
@@ -193,7 +209,8 @@ inline void run_on_threads(const DeviceFunction& d, std::vector<std::vector<floa
     ir::Stmt body = k.func.body;
     std::function<void(const ir::Stmt&)> scan = [&](const ir::Stmt& s) {
       if (auto a = s.as<ir::AttrStmtNode>()) {
-        if (auto iv = dynamic_cast<const ir::IterVarNode*>(a->node.get())) axes[iv->thread_tag] = iv->var.get();
+        if (auto iv = dynamic_cast<const ir::IterVarNode*>(a->node.get()))
+          axes[iv->thread_tag] = iv->var.get();
         scan(a->body);
       } else if (auto al = s.as<ir::AllocateNode>(); al && al->scope == "shared") {
         int64_t n = 1;

@@ -15,11 +15,14 @@ namespace {
 std::string printed(const char* target_string) {
   pass::testing::GpuMatmul m(64, 32, 4, 8);
   target::Target target = target::Target::parse(target_string);
-  return codegen::device_source(compiler::lower_device(m.s, {m.A, m.B, m.C}, "matmul", target), target);
+  return codegen::device_source(compiler::lower_device(m.s, {m.A, m.B, m.C}, "matmul", target),
+                                target);
 }
 
 TEST(GpuMatmulGolden, Cuda) {
-  EXPECT_EQ(printed("cuda -arch=sm_90"), R"CUDA(extern "C" __global__ void __launch_bounds__(16) matmul_kernel0(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+  EXPECT_EQ(
+      printed("cuda -arch=sm_90"),
+      R"CUDA(extern "C" __global__ void __launch_bounds__(16) matmul_kernel0(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
   __shared__ __align__(16) float A_shared[256];
   __shared__ __align__(16) float B_shared[256];
   int blockIdx_y = blockIdx.y;
@@ -71,7 +74,9 @@ TEST(GpuMatmulGolden, Cuda) {
 }
 
 TEST(GpuMatmulGolden, OpenCL) {
-  EXPECT_EQ(printed("opencl"), R"CL(__kernel void matmul_kernel0(__global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
+  EXPECT_EQ(
+      printed("opencl"),
+      R"CL(__kernel void matmul_kernel0(__global const float* restrict A, __global const float* restrict B, __global float* restrict C) {
   __local float A_shared[256];
   __local float B_shared[256];
   int blockIdx_y = (int)get_group_id(1);

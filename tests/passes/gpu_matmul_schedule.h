@@ -1,6 +1,6 @@
 // The paper's shared-memory tiled matmul for GPUs (§4.2, Fig. 7), C[i, j] = sum_k A[i, k]*B[k, j]:
-// each block computes a `block` x `block` tile of C with `threads` x `threads` threads, each thread a
-// register tile held in C.local; every step of the reduction's outer loop the block's threads
+// each block computes a `block` x `block` tile of C with `threads` x `threads` threads, each thread
+// a register tile held in C.local; every step of the reduction's outer loop the block's threads
 // fetch the A and B tiles it needs into shared memory together (cooperative fetching, the copy
 // split and bound to the same threadIdx axes), and each thread reads them through local copies.
 // With `vthreads` > 1, each thread's tile is split over vthreads x vthreads virtual threads
@@ -19,13 +19,13 @@ struct GpuMatmul {
   te::Tensor A, B, C;
   te::Schedule s;
 
-  GpuMatmul(int n, int block, int threads, int k_tile, int vthreads = 1, bool vectorize_fetch = false,
-            bool prefetch = false) {
+  GpuMatmul(int n, int block, int threads, int k_tile, int vthreads = 1,
+            bool vectorize_fetch = false, bool prefetch = false) {
     A = te::placeholder({n, n}, ir::kFloat32, "A");
     B = te::placeholder({n, n}, ir::kFloat32, "B");
     ir::IterVar k = te::reduce_axis({0, n}, "k");
-    C = te::compute(
-        {n, n}, [&](ir::Var i, ir::Var j) { return te::sum(A(i, k) * B(k, j), {k}); }, "C", {"i", "j"});
+    C = te::compute({n, n}, [&](ir::Var i, ir::Var j) { return te::sum(A(i, k) * B(k, j), {k}); },
+                    "C", {"i", "j"});
     s = te::create_schedule({C});
     te::Tensor CL = s.cache_write(C, "local");
     te::Tensor AA = s.cache_read(A, "shared", {CL});

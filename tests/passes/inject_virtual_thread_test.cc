@@ -23,11 +23,12 @@ TEST(InjectVirtualThread, PerThreadBufferIsReplicatedAndTheLoopPushedInward) {
   Expr global = vt.var() * 32 + tx.var() * 4 + i;
   Stmt s = attr_stmt(
       tx.node(), attr::kThreadExtent, 8,
-      attr_stmt(vt.node(), attr::kVirtualThread, 2,
-                allocate(l, kFloat32, {4}, "local",
-                         seq({for_loop(i, 0, 4, ForKind::kSerial, store(l, load(kFloat32, a, global), i)),
-                              for_loop(i, 0, 4, ForKind::kSerial,
-                                       store(b, load(kFloat32, l, i) * 2.0f, global))}))));
+      attr_stmt(
+          vt.node(), attr::kVirtualThread, 2,
+          allocate(l, kFloat32, {4}, "local",
+                   seq({for_loop(i, 0, 4, ForKind::kSerial, store(l, load(kFloat32, a, global), i)),
+                        for_loop(i, 0, 4, ForKind::kSerial,
+                                 store(b, load(kFloat32, l, i) * 2.0f, global))}))));
   EXPECT_EQ(to_string(inject_virtual_thread(s)),
             "attr [threadIdx.x] thread_extent = 8\n"
             "allocate L: float32[8] in local\n"
@@ -44,10 +45,11 @@ TEST(InjectVirtualThread, SharedFetchRunsOnceAndBarriersOrderIt) {
   Var a("A", DataType::Handle()), b("B", DataType::Handle()), sh("S", DataType::Handle());
   Stmt s = attr_stmt(
       tx.node(), attr::kThreadExtent, 8,
-      attr_stmt(vt.node(), attr::kVirtualThread, 2,
-                allocate(sh, kFloat32, {8}, "shared",
-                         seq({store(sh, load(kFloat32, a, tx.var()), tx.var()),
-                              store(b, load(kFloat32, sh, 7 - tx.var()), vt.var() * 8 + tx.var())}))));
+      attr_stmt(
+          vt.node(), attr::kVirtualThread, 2,
+          allocate(sh, kFloat32, {8}, "shared",
+                   seq({store(sh, load(kFloat32, a, tx.var()), tx.var()),
+                        store(b, load(kFloat32, sh, 7 - tx.var()), vt.var() * 8 + tx.var())}))));
   EXPECT_EQ(to_string(thread_sync(inject_virtual_thread(s), "shared")),
             "attr [threadIdx.x] thread_extent = 8\n"
             "allocate S: float32[8] in shared\n"
@@ -66,18 +68,20 @@ TEST(InjectVirtualThread, CthreadInterleavesWholeBlocks) {
   Var a("A", DataType::Handle()), w("W", DataType::Handle()), in("In", DataType::Handle()),
       wb("Wb", DataType::Handle()), acc("Acc", DataType::Handle()), k("k"), i("i");
   auto copy = [&](Var dst, Var src, Expr src_index) {
-    return attr_stmt(i.node(), std::string(attr::kPragmaPrefix) + "dma_copy", 0,
-                     for_loop(i, 0, 4, ForKind::kSerial, store(dst, load(kInt8, src, src_index), i)));
+    return attr_stmt(
+        i.node(), std::string(attr::kPragmaPrefix) + "dma_copy", 0,
+        for_loop(i, 0, 4, ForKind::kSerial, store(dst, load(kInt8, src, src_index), i)));
   };
-  Stmt body = for_loop(
-      k, 0, 2, ForKind::kSerial,
-      allocate(in, kInt8, {4}, "local.inp_buffer",
-               seq({copy(in, a, k * 4 + i),
-                    allocate(wb, kInt8, {4}, "local.wgt_buffer",
-                             seq({copy(wb, w, ct.var() * 8 + k * 4 + i),
-                                  evaluate(call(kInt32, "vdla.gemm",
-                                                {load(kInt32, acc, 0), load(kInt8, in, 0), load(kInt8, wb, 0)},
-                                                CallKind::kIntrinsic))}))})));
+  Stmt body =
+      for_loop(k, 0, 2, ForKind::kSerial,
+               allocate(in, kInt8, {4}, "local.inp_buffer",
+                        seq({copy(in, a, k * 4 + i),
+                             allocate(wb, kInt8, {4}, "local.wgt_buffer",
+                                      seq({copy(wb, w, ct.var() * 8 + k * 4 + i),
+                                           evaluate(call(kInt32, "vdla.gemm",
+                                                         {load(kInt32, acc, 0), load(kInt8, in, 0),
+                                                          load(kInt8, wb, 0)},
+                                                         CallKind::kIntrinsic))}))})));
   Stmt s = attr_stmt(ct.node(), attr::kVirtualThread, 2,
                      allocate(acc, kInt32, {16}, "local.acc_buffer", body));
   EXPECT_EQ(to_string(inject_virtual_thread(s)),
@@ -111,7 +115,9 @@ TEST(InjectVirtualThread, ExtentMustBeAConstant) {
     inject_virtual_thread(s);
     FAIL() << "expected kiln::Error";
   } catch (const kiln::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("virtual thread 'vthread' has extent n"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("virtual thread 'vthread' has extent n"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -33,7 +33,8 @@ void expect_computes_matmul(const DeviceFunction& d, int n) {
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
       float want = 0;
-      for (int k = 0; k < n; ++k) want += args[0][static_cast<size_t>(i * n + k)] * args[1][static_cast<size_t>(k * n + j)];
+      for (int k = 0; k < n; ++k)
+        want += args[0][static_cast<size_t>(i * n + k)] * args[1][static_cast<size_t>(k * n + j)];
       wrong += args[2][static_cast<size_t>(i * n + j)] != want;
     }
   }
@@ -122,12 +123,13 @@ TEST(LowerDevice, VirtualThreads) {
   for k.inner in range(8):)"),
             std::string::npos)
       << ir;
-  EXPECT_NE(ir.find(R"(        C.local[i*4 + j] = C.local[i*4 + j] + A.shared.local[i]*B.shared.local[j]
+  EXPECT_NE(
+      ir.find(R"(        C.local[i*4 + j] = C.local[i*4 + j] + A.shared.local[i]*B.shared.local[j]
         C.local[i*4 + j + 32] = C.local[i*4 + j + 32] + A.shared.local[i + 4]*B.shared.local[j]
         C.local[i*4 + j + 16] = C.local[i*4 + j + 16] + A.shared.local[i]*B.shared.local[j + 4]
         C.local[i*4 + j + 48] = C.local[i*4 + j + 48] + A.shared.local[i + 4]*B.shared.local[j + 4]
 )"),
-            std::string::npos)
+      std::string::npos)
       << ir;
   expect_computes_matmul(d, 128);
 }
@@ -137,9 +139,11 @@ TEST(LowerDevice, VectorizedCooperativeFetch) {
   DeviceFunction d = lower(m);
   ASSERT_EQ(d.kernels.size(), 1u);
   std::string ir = ir::to_string(d.kernels[0].func.body);
-  EXPECT_NE(ir.find("A.shared[ramp(threadIdx.y*64 + i.inner*16 + threadIdx.x*2, 1, 2)] = A[ramp("), std::string::npos)
+  EXPECT_NE(ir.find("A.shared[ramp(threadIdx.y*64 + i.inner*16 + threadIdx.x*2, 1, 2)] = A[ramp("),
+            std::string::npos)
       << ir;
-  EXPECT_NE(ir.find("B.shared[ramp(threadIdx.y*64 + i.inner*32 + threadIdx.x*4, 1, 4)] = B[ramp("), std::string::npos)
+  EXPECT_NE(ir.find("B.shared[ramp(threadIdx.y*64 + i.inner*32 + threadIdx.x*4, 1, 4)] = B[ramp("),
+            std::string::npos)
       << ir;
   expect_computes_matmul(d, 128);
 }
@@ -154,9 +158,11 @@ TEST(LowerDevice, RegisterPrefetchOfSharedTiles) {
   EXPECT_NE(ir.find("allocate A.shared.prefetch: float32[8] in local"), std::string::npos) << ir;
   EXPECT_NE(ir.find("allocate B.shared.prefetch: float32[8] in local"), std::string::npos) << ir;
   // The prologue reads the first step's columns of A (k.outer = 0: no k.outer term).
-  EXPECT_NE(ir.find(R"(A.shared.prefetch[ramp(i.inner*2, 1, 2)] = A[ramp(threadIdx.y*512 + i.inner*128 + blockIdx.y*4096 + threadIdx.x*2, 1, 2)]
+  EXPECT_NE(
+      ir.find(
+          R"(A.shared.prefetch[ramp(i.inner*2, 1, 2)] = A[ramp(threadIdx.y*512 + i.inner*128 + blockIdx.y*4096 + threadIdx.x*2, 1, 2)]
 )"),
-            std::string::npos)
+      std::string::npos)
       << ir;
   EXPECT_NE(ir.find(R"(for k.outer in range(8):
   kiln.storage_sync("shared")

@@ -17,7 +17,8 @@ class PartitionLoops : public ::testing::Test {
   Var o{"o"}, i{"i"}, n{"n"};
   Expr A(Expr idx) { return load(kFloat32, a, std::move(idx)); }
   /// for o in range(outer): for i in range(min(o*4 + 3, last) - o*4 + 1) [kind]: B[o*4 + i] = A[..]
-  Stmt tiles(int64_t outer, int64_t last, ForKind inner_kind, ForKind outer_kind = ForKind::kSerial) {
+  Stmt tiles(int64_t outer, int64_t last, ForKind inner_kind,
+             ForKind outer_kind = ForKind::kSerial) {
     Expr extent = min(o * 4 + 3, Expr(last)) - o * 4 + 1;
     return for_loop(o, 0, outer, outer_kind,
                     for_loop(i, 0, extent, inner_kind, store(b, A(o * 4 + i), o * 4 + i)));
@@ -51,9 +52,9 @@ TEST_F(PartitionLoops, LeavesOtherLoopsAlone) {
   Stmt parallel = tiles(2, 6, ForKind::kUnrolled, ForKind::kParallel);
   EXPECT_TRUE(partition_loops(parallel).same_as(parallel));
   // An extent that stays symbolic in the full tiles: nothing to gain.
-  Stmt symbolic = for_loop(o, 0, 2, ForKind::kSerial,
-                           for_loop(i, 0, min(o * 4 + 3, n) - o * 4 + 1, ForKind::kUnrolled,
-                                    store(b, A(i), i)));
+  Stmt symbolic = for_loop(
+      o, 0, 2, ForKind::kSerial,
+      for_loop(i, 0, min(o * 4 + 3, n) - o * 4 + 1, ForKind::kUnrolled, store(b, A(i), i)));
   EXPECT_TRUE(partition_loops(symbolic).same_as(symbolic));
 }
 

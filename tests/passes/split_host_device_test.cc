@@ -16,7 +16,9 @@ namespace {
 
 using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
 
-IterVar thread(const std::string& tag) { return IterVar(Var(tag), Range(), IterVarType::kThreadIndex, tag); }
+IterVar thread(const std::string& tag) {
+  return IterVar(Var(tag), Range(), IterVarType::kThreadIndex, tag);
+}
 
 Param tensor(const std::string& name, int64_t n) {
   Buffer b = make_buffer(name, kFloat32, {make_const(kInt32, n)});
@@ -37,9 +39,10 @@ TEST(SplitHostDevice, TwoKernelsShareAWorkspace) {
   Param a = tensor("A", 64), b = tensor("B", 64), alpha{Var("alpha", kFloat32), std::nullopt};
   f.params = {a, b, alpha};
   Var t("T", DataType::Handle());
-  f.body = allocate(t, kFloat32, {64}, "global",
-                    seq({kernel(2, 32, [&](Expr i) { return store(t, load(kFloat32, a.var, i) * alpha.var, i); }),
-                         kernel(2, 32, [&](Expr i) { return store(b.var, load(kFloat32, t, 63 - i), i); })}));
+  f.body = allocate(
+      t, kFloat32, {64}, "global",
+      seq({kernel(2, 32, [&](Expr i) { return store(t, load(kFloat32, a.var, i) * alpha.var, i); }),
+           kernel(2, 32, [&](Expr i) { return store(b.var, load(kFloat32, t, 63 - i), i); })}));
   DeviceFunction d = split_host_device(f);
   EXPECT_EQ(d.name, "scale_reverse");
   ASSERT_EQ(d.params.size(), 3u);
@@ -78,12 +81,15 @@ TEST(SplitHostDevice, NestedBindingsOfATagAreOneAxisAndSharedMemoryIsAtTheTop) {
   Var k("k"), s("S", DataType::Handle());
   f.body = attr_stmt(
       bx.node(), attr::kThreadExtent, 2,
-      attr_stmt(tx.node(), attr::kThreadExtent, 8,
-                for_loop(k, 0, 4, ForKind::kSerial,
-                         allocate(s, kFloat32, {8}, "shared",
-                                  seq({attr_stmt(fetch_tx.node(), attr::kThreadExtent, 8,
-                                                 store(s, load(kFloat32, a.var, k * 8 + fetch_tx.var()), fetch_tx.var())),
-                                       store(b.var, load(kFloat32, s, 7 - tx.var()), bx.var() * 8 + tx.var())})))));
+      attr_stmt(
+          tx.node(), attr::kThreadExtent, 8,
+          for_loop(k, 0, 4, ForKind::kSerial,
+                   allocate(s, kFloat32, {8}, "shared",
+                            seq({attr_stmt(fetch_tx.node(), attr::kThreadExtent, 8,
+                                           store(s, load(kFloat32, a.var, k * 8 + fetch_tx.var()),
+                                                 fetch_tx.var())),
+                                 store(b.var, load(kFloat32, s, 7 - tx.var()),
+                                       bx.var() * 8 + tx.var())})))));
   DeviceFunction d = split_host_device(f);
   ASSERT_EQ(d.kernels.size(), 1u);
   EXPECT_EQ(to_string(d.kernels[0].func.body),
@@ -95,7 +101,8 @@ TEST(SplitHostDevice, NestedBindingsOfATagAreOneAxisAndSharedMemoryIsAtTheTop) {
             "  B[blockIdx.x*8 + threadIdx.x] = S[7 - threadIdx.x]\n");
   // The fetch's axis became the kernel's one: only tx is used.
   bool uses_fetch_axis = false;
-  post_order_visit(d.kernels[0].func.body, [&](const Object* n) { uses_fetch_axis |= n == fetch_tx.var().get(); });
+  post_order_visit(d.kernels[0].func.body,
+                   [&](const Object* n) { uses_fetch_axis |= n == fetch_tx.var().get(); });
   EXPECT_FALSE(uses_fetch_axis);
 }
 
@@ -110,7 +117,8 @@ TEST(SplitHostDevice, HostLoopIsAnErrorNamingTheStage) {
     split_host_device(f);
     FAIL() << "expected kiln::Error";
   } catch (const kiln::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("stage 'C' is not bound to GPU threads: its loop 'i' would run on the host"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "stage 'C' is not bound to GPU threads: its loop 'i' would run on the host"),
               std::string::npos)
         << e.what();
   }

@@ -25,7 +25,8 @@ te::TensorIntrin gemv4(std::vector<ir::IntrinBuffer>* seen = nullptr) {
   te::Tensor a = te::placeholder({4}, ir::kFloat32, "a");
   te::Tensor b = te::placeholder({4, 4}, ir::kFloat32, "b");
   te::IterVar k = te::reduce_axis({0, 4}, "k");
-  te::Tensor out = te::compute({4}, [&](Var j) { return te::sum(a(k) * b(j, k), {k}); }, "out", {"j"});
+  te::Tensor out =
+      te::compute({4}, [&](Var j) { return te::sum(a(k) * b(j, k), {k}); }, "out", {"j"});
   return te::decl_tensor_intrin(
       out,
       [seen](const std::vector<ir::IntrinBuffer>& in, const ir::IntrinBuffer& o) {
@@ -54,14 +55,17 @@ struct Product {
   te::Schedule s;
   Product(int k_extent = K) {
     te::IterVar k = te::reduce_axis({0, k_extent}, "k");
-    C = te::compute({M, N}, [&](Var i, Var j) { return te::sum(A(i, k) * B(j, k), {k}); }, "C");
+    C = te::compute(
+        {M, N}, [&](Var i, Var j) { return te::sum(A(i, k) * B(j, k), {k}); }, "C");
     s = te::create_schedule({C});
   }
-  std::vector<float> naive(const runtime::NDArray& a, const runtime::NDArray& b, int k_extent) const {
+  std::vector<float> naive(const runtime::NDArray& a, const runtime::NDArray& b,
+                           int k_extent) const {
     std::vector<float> c(M * N, 0.0f);
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < N; ++j)
-        for (int k = 0; k < k_extent; ++k) c[i * N + j] += a.data<float>()[i * K + k] * b.data<float>()[j * K + k];
+        for (int k = 0; k < k_extent; ++k)
+          c[i * N + j] += a.data<float>()[i * K + k] * b.data<float>()[j * K + k];
     return c;
   }
 };
@@ -132,19 +136,22 @@ TEST(Tensorize, IntoALocalCacheSeesItsScopeAndStrides) {
 }
 
 TEST(Tensorize, ElementwiseIntrinsicHasOnlyABody) {
-  te::Tensor a = te::placeholder({4}, ir::kFloat32, "a"), b = te::placeholder({4}, ir::kFloat32, "b");
+  te::Tensor a = te::placeholder({4}, ir::kFloat32, "a"),
+             b = te::placeholder({4}, ir::kFloat32, "b");
   te::Tensor o = te::compute({4}, [&](Var j) { return a(j) + b(j); }, "o", {"j"});
   te::TensorIntrin vadd4 = te::decl_tensor_intrin(
       o,
       [](const std::vector<ir::IntrinBuffer>& in, const ir::IntrinBuffer& out) {
         Var j("j");
-        return ir::IntrinStmts{
-            ir::for_loop(j, 0, 4, ir::ForKind::kSerial, out.store({j}, in[0].load({j}) + in[1].load({j}))),
-            ir::Stmt(), ir::Stmt()};
+        return ir::IntrinStmts{ir::for_loop(j, 0, 4, ir::ForKind::kSerial,
+                                            out.store({j}, in[0].load({j}) + in[1].load({j}))),
+                               ir::Stmt(), ir::Stmt()};
       },
       "vadd4");
-  te::Tensor A = te::placeholder({3, 8}, ir::kFloat32, "A"), B = te::placeholder({3, 8}, ir::kFloat32, "B");
-  te::Tensor C = te::compute({3, 8}, [&](Var i, Var j) { return A(i, j) + B(i, j); }, "C");
+  te::Tensor A = te::placeholder({3, 8}, ir::kFloat32, "A"),
+             B = te::placeholder({3, 8}, ir::kFloat32, "B");
+  te::Tensor C = te::compute(
+      {3, 8}, [&](Var i, Var j) { return A(i, j) + B(i, j); }, "C");
   te::Schedule s = te::create_schedule({C});
   auto [jo, ji] = s[C].split(s[C].axis(1), 4);
   s[C].tensorize(ji, vadd4);
@@ -164,24 +171,27 @@ TEST(TensorizeErrors, ExtentMismatchNamesStageAxisAndIntrinsic) {
   auto [ko, ki] = st.split(st.reduce_axis(0), 4);
   st.reorder({st.axis(0), jo, ko, ji, ki});
   st.tensorize(ji, gemv4());
-  EXPECT_ERROR_CONTAINS(compiler::lower_loops(p.s),
-                        "tensorize: stage 'C', axis 'j.inner', intrinsic 'gemv4': loop 'j.inner' has "
-                        "extent 2 but the intrinsic's axis 'j' has extent 4");
+  EXPECT_ERROR_CONTAINS(
+      compiler::lower_loops(p.s),
+      "tensorize: stage 'C', axis 'j.inner', intrinsic 'gemv4': loop 'j.inner' has "
+      "extent 2 but the intrinsic's axis 'j' has extent 4");
 }
 
 TEST(TensorizeErrors, DifferentBodyIsRefused) {
   Product p;
   te::IterVar k = te::reduce_axis({0, Product::K}, "k");
-  te::Tensor D = te::compute({Product::M, Product::N},
-                             [&](Var i, Var j) { return te::sum(p.A(i, k) + p.B(j, k), {k}); }, "D");
+  te::Tensor D = te::compute(
+      {Product::M, Product::N}, [&](Var i, Var j) { return te::sum(p.A(i, k) + p.B(j, k), {k}); },
+      "D");
   te::Schedule s = te::create_schedule({D});
   te::Stage st = s[D];
   auto [jo, ji] = st.split(st.axis(1), 4);
   auto [ko, ki] = st.split(st.reduce_axis(0), 4);
   st.reorder({st.axis(0), jo, ko, ji, ki});
   st.tensorize(ji, gemv4());
-  EXPECT_ERROR_CONTAINS(compiler::lower_loops(s), "tensorize: stage 'D', axis 'j.inner', intrinsic "
-                                                  "'gemv4': the loops compute");
+  EXPECT_ERROR_CONTAINS(compiler::lower_loops(s),
+                        "tensorize: stage 'D', axis 'j.inner', intrinsic "
+                        "'gemv4': the loops compute");
 }
 
 TEST(TensorizeErrors, LoopCountMismatch) {
@@ -189,8 +199,9 @@ TEST(TensorizeErrors, LoopCountMismatch) {
   te::Stage st = p.s[p.C];
   auto [ko, ki] = st.split(st.reduce_axis(0), 4);
   st.tensorize(ki, gemv4());
-  EXPECT_ERROR_CONTAINS(compiler::lower_loops(p.s), "intrinsic 'gemv4': the loops from it inward are 0 "
-                                                    "data-parallel (none) and 1 reduction (k.inner)");
+  EXPECT_ERROR_CONTAINS(compiler::lower_loops(p.s),
+                        "intrinsic 'gemv4': the loops from it inward are 0 "
+                        "data-parallel (none) and 1 reduction (k.inner)");
 }
 
 TEST(Tensorize, GuardsOnOuterLoopsStayOutside) {

@@ -11,7 +11,9 @@ namespace {
 
 using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
 
-IterVar thread(const std::string& tag) { return IterVar(Var(tag), Range(), IterVarType::kThreadIndex, tag); }
+IterVar thread(const std::string& tag) {
+  return IterVar(Var(tag), Range(), IterVarType::kThreadIndex, tag);
+}
 
 /// attr [blockIdx.x] = 4 { attr [threadIdx.x] = 32 { allocate AA[32] in shared { body } } }
 Stmt in_kernel(const IterVar& bx, const IterVar& tx, const Var& aa, Stmt body) {
@@ -66,8 +68,8 @@ TEST(ThreadSync, AThreadReadingBackItsOwnElementNeedsNoBarrier) {
 TEST(ThreadSync, WriteAfterReadGetsABarrier) {
   IterVar bx = thread("blockIdx.x"), tx = thread("threadIdx.x");
   Var a("A", DataType::Handle()), aa("AA", DataType::Handle());
-  Stmt body = seq({store(a, load(kFloat32, aa, 31 - tx.var()), tx.var()),
-                   store(aa, 0.0f, tx.var())});
+  Stmt body =
+      seq({store(a, load(kFloat32, aa, 31 - tx.var()), tx.var()), store(aa, 0.0f, tx.var())});
   EXPECT_EQ(to_string(thread_sync(in_kernel(bx, tx, aa, body), "shared")),
             "attr [blockIdx.x] thread_extent = 4\n"
             "attr [threadIdx.x] thread_extent = 32\n"
@@ -89,11 +91,12 @@ TEST(ThreadSync, ABarrierAlreadyThereIsKept) {
 TEST(ThreadSync, LocalBuffersAndOtherScopesAreLeftAlone) {
   IterVar bx = thread("blockIdx.x"), tx = thread("threadIdx.x");
   Var a("A", DataType::Handle()), l("L", DataType::Handle());
-  Stmt s = attr_stmt(bx.node(), attr::kThreadExtent, 4,
-                     attr_stmt(tx.node(), attr::kThreadExtent, 32,
-                               allocate(l, kFloat32, {32}, "local",
-                                        seq({store(l, 1.0f, tx.var()),
-                                             store(a, load(kFloat32, l, 31 - tx.var()), tx.var())}))));
+  Stmt s =
+      attr_stmt(bx.node(), attr::kThreadExtent, 4,
+                attr_stmt(tx.node(), attr::kThreadExtent, 32,
+                          allocate(l, kFloat32, {32}, "local",
+                                   seq({store(l, 1.0f, tx.var()),
+                                        store(a, load(kFloat32, l, 31 - tx.var()), tx.var())}))));
   EXPECT_TRUE(thread_sync(s, "shared").same_as(s));
 }
 

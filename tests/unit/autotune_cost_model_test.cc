@@ -78,9 +78,11 @@ TEST(AutotuneCostModel, RanksAHiddenFunction) {
   CostModel m;
   auto t0 = std::chrono::steady_clock::now();
   m.fit(train, y);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   double rho = spearman(as_double(m.predict(test)), truth);
-  std::cout << "case=synthetic_rank train=600 test=300 fit_ms=" << ms << " spearman=" << rho << "\n";
+  std::cout << "case=synthetic_rank train=600 test=300 fit_ms=" << ms << " spearman=" << rho
+            << "\n";
   EXPECT_GT(rho, 0.8);
   EXPECT_EQ(m.num_features(), 12u);
 }
@@ -187,7 +189,8 @@ Candidate measure(const space::Config& cfg) {
   for (int rep = 0; rep < 5; ++rep) {
     auto t0 = std::chrono::steady_clock::now();
     f(A, B, C);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   cand.gflops = 2.0 * kN * kN * kN / best * 1e-9;
   return cand;
@@ -210,8 +213,8 @@ TEST(AutotuneCostModel, RanksRealMatmulSchedules) {
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double lo = 1e30, hi = 0;
   for (auto& c : cands) lo = std::min(lo, c.gflops), hi = std::max(hi, c.gflops);
-  std::cout << "measured " << cands.size() << " configs in " << s << " s, GFLOP/s from " << lo << " to " << hi
-            << "\n";
+  std::cout << "measured " << cands.size() << " configs in " << s << " s, GFLOP/s from " << lo
+            << " to " << hi << "\n";
 
   // Two-fold cross-validation: train on one half, rank the other.
   double sum = 0;
@@ -245,7 +248,9 @@ TEST(AutotuneCostModel, RanksRealMatmulSchedules) {
   for (int rep = 0; rep < 5; ++rep) {
     auto p0 = std::chrono::steady_clock::now();
     auto scores = m.predict(batch);
-    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - p0).count());
+    best = std::min(
+        best,
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - p0).count());
     ASSERT_EQ(scores.size(), batch.size());
   }
   std::cout << "case=predict_cost us_per_candidate=" << best / 1000 << "\n";

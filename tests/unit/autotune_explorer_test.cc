@@ -273,8 +273,10 @@ int close_pairs(int min_distance, double ratio = 2) {
 
 TEST(ModelExplorer, DiversityFilterSpreadsTheBatch) {
   int off = close_pairs(0), on = close_pairs(2), wide = close_pairs(2, 8);
-  std::printf("pairs of model picks one knob apart: %d without the diversity filter, %d with it, "
-              "%d with it from 8n candidates\n", off, on, wide);
+  std::printf(
+      "pairs of model picks one knob apart: %d without the diversity filter, %d with it, "
+      "%d with it from 8n candidates\n",
+      off, on, wide);
   EXPECT_LT(on, off / 2);
   EXPECT_EQ(wide, 0);
 }
@@ -301,9 +303,10 @@ TEST(ModelExplorer, FindsNearOptimalConfigsFarFasterThanRandom) {
     ga_sum += double(tg);
   }
   double k = double(std::size(seeds));
-  std::printf("mean trials to within 95%% of the optimum: random %.0f, model %.0f, noisy model %.0f, "
-              "genetic %.0f\n",
-              random_sum / k, model_sum / k, noisy_sum / k, ga_sum / k);
+  std::printf(
+      "mean trials to within 95%% of the optimum: random %.0f, model %.0f, noisy model %.0f, "
+      "genetic %.0f\n",
+      random_sum / k, model_sum / k, noisy_sum / k, ga_sum / k);
   EXPECT_LT(model_sum, random_sum / 2);
   EXPECT_LT(noisy_sum, random_sum);
 }

@@ -57,7 +57,8 @@ std::vector<float> features_of(const Matmul& m) {
 std::vector<float> elementwise_add(int n) {
   te::Tensor a = te::placeholder({n}, ir::kFloat32, "A");
   te::Tensor b = te::placeholder({n}, ir::kFloat32, "B");
-  te::Tensor c = te::compute({n}, [&](Var i) { return a(i) + b(i); }, "C");
+  te::Tensor c = te::compute(
+      {n}, [&](Var i) { return a(i) + b(i); }, "C");
   return loop_features(compiler::lower(te::create_schedule({c}), {a, b, c}, "f"));
 }
 
@@ -115,20 +116,23 @@ TEST(AutotuneFeatures, StridesOfNaiveMatmul) {
   // C[i, j] += A[i, k] * B[k, j], k innermost: B strides by n = 64, A by 1, C not at all.
   auto f = features_of(matmul(64));
   std::vector<float> inner_strides;
-  for (int b = 0; b < 3; ++b) inner_strides.push_back(f[size_t(autotune::kBufferOffset + b * kBufferFeatures + 2)]);
+  for (int b = 0; b < 3; ++b)
+    inner_strides.push_back(f[size_t(autotune::kBufferOffset + b * kBufferFeatures + 2)]);
   std::sort(inner_strides.begin(), inner_strides.end());
-  EXPECT_NEAR(inner_strides[0], 0.0f, 1e-6);                 // C
-  EXPECT_NEAR(inner_strides[1], 1.0f, 1e-6);                 // A: log2(1 + 1)
-  EXPECT_NEAR(inner_strides[2], std::log2(65.0), 1e-5);      // B: log2(1 + 64)
+  EXPECT_NEAR(inner_strides[0], 0.0f, 1e-6);             // C
+  EXPECT_NEAR(inner_strides[1], 1.0f, 1e-6);             // A: log2(1 + 1)
+  EXPECT_NEAR(inner_strides[2], std::log2(65.0), 1e-5);  // B: log2(1 + 64)
 }
 
 TEST(AutotuneFeatures, ArithmeticScalesWithProblemSize) {
   auto small = elementwise_add(64), big = elementwise_add(128);
   const double expect = std::log2(129.0) - std::log2(65.0);  // ~ log2(2)
-  EXPECT_NEAR(program(big, autotune::kFloatAddSub) - program(small, autotune::kFloatAddSub), expect, 1e-4);
+  EXPECT_NEAR(program(big, autotune::kFloatAddSub) - program(small, autotune::kFloatAddSub), expect,
+              1e-4);
   EXPECT_NEAR(program(big, autotune::kElemsLoaded) - program(small, autotune::kElemsLoaded),
               std::log2(257.0) - std::log2(129.0), 1e-4);
-  EXPECT_NEAR(program(big, autotune::kElemsStored) - program(small, autotune::kElemsStored), expect, 1e-4);
+  EXPECT_NEAR(program(big, autotune::kElemsStored) - program(small, autotune::kElemsStored), expect,
+              1e-4);
   EXPECT_EQ(program(small, autotune::kFloatMul), 0.0f);
 }
 
@@ -140,7 +144,9 @@ TEST(AutotuneFeatures, ExtractionIsFast) {
   auto t0 = std::chrono::steady_clock::now();
   float sink = 0;
   for (int i = 0; i < reps; ++i) sink += loop_features(f)[0];
-  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
+  double us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+      reps;
   std::cout << "case=feature_extraction program=tiled_matmul_1024 us=" << us << "\n";
   EXPECT_GE(sink, 0.0f);
   EXPECT_LT(us, 1000.0);
@@ -149,7 +155,8 @@ TEST(AutotuneFeatures, ExtractionIsFast) {
 TEST(AutotuneFeatures, ParallelAndUnrolledLoops) {
   te::Tensor a = te::placeholder({64, 64}, ir::kFloat32, "A");
   te::Tensor b = te::placeholder({64, 64}, ir::kFloat32, "B");
-  te::Tensor c = te::compute({64, 64}, [&](Var i, Var j) { return a(i, j) * b(i, j); }, "C");
+  te::Tensor c = te::compute(
+      {64, 64}, [&](Var i, Var j) { return a(i, j) * b(i, j); }, "C");
   te::Schedule s = te::create_schedule({c});
   auto st = s[c];
   auto [jo, ji] = st.split(st.axis(1), 4);
@@ -202,8 +209,8 @@ TEST(AutotuneFeatures, GpuProgramsShowTheirLaunchAndMemory) {
     } catch (const Error&) {
       continue;  // over the target's limits
     }
-    EXPECT_NEAR(gpu(loop_features(g), autotune::kThreadX), std::log2(1.0 + other.split("tile_x")[2]),
-                1e-5);
+    EXPECT_NEAR(gpu(loop_features(g), autotune::kThreadX),
+                std::log2(1.0 + other.split("tile_x")[2]), 1e-5);
     compared = true;
     break;
   }

@@ -182,9 +182,9 @@ TEST(Task, FromWorkloadRefusesBadTemplatesPairingsAndTargets) {
                         "is not a depthwise convolution");
 }
 
-/// A CNN whose tasks are blocked convolutions (plain, depthwise and grouped), blocked poolings (window and
-/// global) and a packed dense layer in the default build, and the NCHW convolutions, poolings and
-/// a plain dense layer without layout changes and weight packing.
+/// A CNN whose tasks are blocked convolutions (plain, depthwise and grouped), blocked poolings
+/// (window and global) and a packed dense layer in the default build, and the NCHW convolutions,
+/// poolings and a plain dense layer without layout changes and weight packing.
 std::string cnn_model() {
   testing::OnnxModelBuilder m;
   m.input("x", {1, 8, 12, 12});
@@ -363,7 +363,8 @@ TEST(Task, AnotherProcessRebuildsTheSameTasks) {
   testing::TempDir dir("task_test");
   {
     std::ofstream out(dir.file("workloads.txt"));
-    for (const Task& t : tasks) out << t.template_name << " " << t.workload << " " << t.target << "\n";
+    for (const Task& t : tasks)
+      out << t.template_name << " " << t.workload << " " << t.target << "\n";
   }
   testing::ChildProcess child({std::filesystem::read_symlink("/proc/self/exe").string(),
                                "--gtest_filter=TaskInAnotherProcess.Describe"},

@@ -4,8 +4,6 @@
 // sends each distinct program once and every record is appended exactly once. The task's
 // reference (compute_reference) is seeded and deterministic. Measurements on a CPU that another
 // process holds are marked contended.
-#include "compiler/autotune/tuner.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,6 +19,7 @@
 
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/measurer.h"
+#include "compiler/autotune/tuner.h"
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/topi/dense.h"
@@ -109,7 +108,8 @@ TEST(Tuner, EveryExplorerAndTheKnobFeatures) {
   o.features = "knob";
   EXPECT_EQ(Tuner(log, o).tune(task).trials, 24);
   // Programs equal to one measured before are not run again, but are recorded.
-  for (const records::MeasureRecord& r : log.records(task.key, "llvm")) EXPECT_EQ(r.error, ErrorKind::kNone);
+  for (const records::MeasureRecord& r : log.records(task.key, "llvm"))
+    EXPECT_EQ(r.error, ErrorKind::kNone);
 }
 
 TEST(Tuner, BuildsPastTheTimeLimitAreRecordedAsCompileTimeouts) {
@@ -155,8 +155,9 @@ class FakeMeasurer : public Measurer {
     task_key = task.key;
   }
 
-  std::vector<records::MeasureRecord> measure(const Task& task, const std::vector<Candidate>& candidates,
-                                     uint64_t seed) override {
+  std::vector<records::MeasureRecord> measure(const Task& task,
+                                              const std::vector<Candidate>& candidates,
+                                              uint64_t seed) override {
     EXPECT_EQ(task.key, task_key) << "measure() before begin_task()";
     ++measure_calls;
     std::vector<records::MeasureRecord> out;

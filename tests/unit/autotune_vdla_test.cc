@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <iostream>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -63,10 +63,12 @@ TEST(VdlaWorkload, TheOutputCarriesItAndItRebuilds) {
 }
 
 TEST(VdlaWorkload, EveryInputIsChecked) {
-  topi::Workload w = topi::Workload::parse(*topi::workload_of(topi::vdla_conv2d(small(), false).out));
+  topi::Workload w =
+      topi::Workload::parse(*topi::workload_of(topi::vdla_conv2d(small(), false).out));
   topi::Workload bad = w;
   bad.inputs[2].dtype = ir::kFloat32;
-  EXPECT_ERROR_CONTAINS(topi::check_workload(bad), "inputs[2] (bias).dtype = float32 must be int32");
+  EXPECT_ERROR_CONTAINS(topi::check_workload(bad),
+                        "inputs[2] (bias).dtype = float32 must be int32");
   bad = w;
   bad.inputs[1].shape[3] = 1;  // a 3x1 kernel
   EXPECT_ERROR_CONTAINS(topi::check_workload(bad), "a square kernel");
@@ -106,7 +108,8 @@ TEST(VdlaTemplate, NamedKnobsADefaultThatFitsAndRefusals) {
   EXPECT_TRUE(d.vthread_h);
   EXPECT_EQ(topi::vdla_conv2d_problem(op, d, vdla::Config{}), "");
   EXPECT_NO_THROW(t.lower(t.default_config));
-  EXPECT_EQ(topi::vdla_conv2d_config_of(topi::vdla_conv2d_point(t.space, d)).to_string(), d.to_string());
+  EXPECT_EQ(topi::vdla_conv2d_config_of(topi::vdla_conv2d_point(t.space, d)).to_string(),
+            d.to_string());
   // A point that does not fit: two threads over one oc tile along oc.
   topi::VdlaConv2dConfig odd = d;
   odd.vthread_h = false;
@@ -154,7 +157,8 @@ TEST(VdlaTask, LoopFeaturesTellConfigsApart) {
     ++lowered;
   }
   EXPECT_GE(lowered, 8);
-  EXPECT_GE(seen.size(), static_cast<size_t>(lowered) - 2) << "loop features of distinct configs collide";
+  EXPECT_GE(seen.size(), static_cast<size_t>(lowered) - 2)
+      << "loop features of distinct configs collide";
 }
 
 /// The task's reference written as .npy files, and its default's program as JSON.
@@ -180,7 +184,8 @@ void write_files(const Task& t, Files& f) {
       << vdla_compiler::build_program(t.lower(t.default_config), vdla::Config{}).to_json().dump();
 }
 
-runtime::RunRequest vdla_request(const Files& f, const std::string& program, const std::string& reference) {
+runtime::RunRequest vdla_request(const Files& f, const std::string& program,
+                                 const std::string& reference) {
   runtime::RunRequest r;
   r.library = program;
   r.function = "candidate";
@@ -203,21 +208,25 @@ TEST(VdlaRunner, MeasuresBitExactWithTheCycleModelsTime) {
   EXPECT_GT(std::count(o, o + n, int8_t{0}), 0);
   EXPECT_GT(std::count(o, o + n, int8_t{127}), 0);
 
-  const runtime::RunResult r = runtime::measure_in_child(vdla_request(f, f.program, f.reference), 60);
+  const runtime::RunResult r =
+      runtime::measure_in_child(vdla_request(f, f.program, f.reference), 60);
   ASSERT_EQ(r.error, ErrorKind::kNone) << r.message;
   ASSERT_EQ(r.costs_s.size(), 1u);
   EXPECT_GT(r.cycles, 0);
   EXPECT_DOUBLE_EQ(r.costs_s[0], static_cast<double>(r.cycles) / 200e6);
   EXPECT_EQ(r.max_error, 0);
   // Deterministic: the same cycles again.
-  EXPECT_EQ(runtime::measure_in_child(vdla_request(f, f.program, f.reference), 60).cycles, r.cycles);
+  EXPECT_EQ(runtime::measure_in_child(vdla_request(f, f.program, f.reference), 60).cycles,
+            r.cycles);
 
   // A reference off by one in one element: a wrong answer, naming it.
   runtime::NDArray wrong = runtime::load_npy(f.reference);
-  wrong.data<int8_t>()[5] = static_cast<int8_t>(wrong.data<int8_t>()[5] == 127 ? 126 : wrong.data<int8_t>()[5] + 1);
+  wrong.data<int8_t>()[5] =
+      static_cast<int8_t>(wrong.data<int8_t>()[5] == 127 ? 126 : wrong.data<int8_t>()[5] + 1);
   const std::string wrong_path = (f.dir.path() / "wrong.npy").string();
   runtime::save_npy(wrong_path, wrong);
-  const runtime::RunResult w = runtime::measure_in_child(vdla_request(f, f.program, wrong_path), 60);
+  const runtime::RunResult w =
+      runtime::measure_in_child(vdla_request(f, f.program, wrong_path), 60);
   EXPECT_EQ(w.error, ErrorKind::kWrongAnswer) << w.message;
   EXPECT_NE(w.message.find("at index 5"), std::string::npos) << w.message;
 }
@@ -228,21 +237,23 @@ TEST(VdlaRunner, MalformedAndDeadlockedProgramsAreResults) {
   write_files(t, f);
   std::ifstream in(f.program);
   const runtime::Json good = runtime::Json::parse(
-      std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), "program");
+      std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
+      "program");
   auto write = [&](const std::string& name, const std::string& text) {
     const std::string p = (f.dir.path() / name).string();
     std::ofstream(p) << text;
     return p;
   };
   // Not JSON, a field out of range, another name, an unbalanced token stream.
-  const runtime::RunResult junk =
-      runtime::measure_in_child(vdla_request(f, write("junk.json", "{\"name\": "), f.reference), 60);
+  const runtime::RunResult junk = runtime::measure_in_child(
+      vdla_request(f, write("junk.json", "{\"name\": "), f.reference), 60);
   EXPECT_EQ(junk.error, ErrorKind::kRuntimeError);
   runtime::RunRequest other = vdla_request(f, f.program, f.reference);
   other.function = "other";
   const runtime::RunResult misnamed = runtime::measure_in_child(other, 60);
   EXPECT_EQ(misnamed.error, ErrorKind::kRuntimeError);
-  EXPECT_NE(misnamed.message.find("is 'candidate', not 'other'"), std::string::npos) << misnamed.message;
+  EXPECT_NE(misnamed.message.find("is 'candidate', not 'other'"), std::string::npos)
+      << misnamed.message;
 
   // A pop nobody pushes for, first in the stream: the compute module waits forever.
   runtime::Json::Object o = good.as_object("program");
@@ -296,11 +307,15 @@ TEST(VdlaTune, OneResNetLayerBeatsOrMatchesTheDefaultBitExact) {
   std::vector<runtime::NDArray> arrays = std::move(ref.inputs);
   arrays.push_back(runtime::NDArray::empty(ref.output.shape(), runtime::kInt8));
   const std::string path = (dir.path() / "best.json").string();
-  std::ofstream(path) << vdla_compiler::build_program(t.lower(t.space.get(best.config_index)), vdla::Config{})
+  std::ofstream(path) << vdla_compiler::build_program(t.lower(t.space.get(best.config_index)),
+                                                      vdla::Config{})
                              .to_json()
                              .dump();
-  const runtime::VdlaRun run = runtime::run_vdla_program(path, "candidate", arrays, {false, false, false, false, true});
-  EXPECT_EQ(std::memcmp(arrays[4].data(), ref.output.data(), static_cast<size_t>(ref.output.num_elements())), 0);
+  const runtime::VdlaRun run =
+      runtime::run_vdla_program(path, "candidate", arrays, {false, false, false, false, true});
+  EXPECT_EQ(std::memcmp(arrays[4].data(), ref.output.data(),
+                        static_cast<size_t>(ref.output.num_elements())),
+            0);
   EXPECT_DOUBLE_EQ(run.seconds, best.cost());
 }
 

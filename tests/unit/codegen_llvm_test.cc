@@ -531,13 +531,15 @@ TEST(CodegenLLVM, ShiftRightArithmeticAndLogical) {
   Expr vx = ir::load(i32x8, a.data, ir::ramp(v * 8, 1, 8));
   Expr vs = ir::load(i32x8, s.data, ir::ramp(v * 8, 1, 8));
   Stmt body = ir::seq({
-      ir::for_loop(i, 0, 32, ForKind::kSerial,
-                   ir::seq({ir::store(out.data, ir::shift_right(x, 3), i),
-                            ir::store(out.data, ir::shift_right(x, d), 32 + i),
-                            ir::store(out.data, ir::shift_right(x, sh), 64 + i),
-                            ir::store(uout.data, ir::shift_right(ir::load(ir::DataType::UInt(8), u.data, i),
-                                                                  ir::make_const(ir::DataType::UInt(8), int64_t{2})),
-                                      i)})),
+      ir::for_loop(
+          i, 0, 32, ForKind::kSerial,
+          ir::seq({ir::store(out.data, ir::shift_right(x, 3), i),
+                   ir::store(out.data, ir::shift_right(x, d), 32 + i),
+                   ir::store(out.data, ir::shift_right(x, sh), 64 + i),
+                   ir::store(uout.data,
+                             ir::shift_right(ir::load(ir::DataType::UInt(8), u.data, i),
+                                             ir::make_const(ir::DataType::UInt(8), int64_t{2})),
+                             i)})),
       ir::for_loop(v, 0, 4, ForKind::kSerial,
                    ir::store(out.data, ir::shift_right(vx, vs), ir::ramp(96 + v * 8, 1, 8))),
   });
@@ -553,8 +555,8 @@ TEST(CodegenLLVM, ShiftRightArithmeticAndLogical) {
   NDArray U = NDArray::from_vector(vu, {32});
   NDArray Out = NDArray::empty({4, 32}, runtime::kInt32);
   NDArray UOut = NDArray::empty({32}, runtime::kUInt8);
-  jit(func("shr", {tensor(a), tensor(s), scalar(d), tensor(out), tensor(u), tensor(uout)}, body))(A, S, 5, Out, U,
-                                                                                                 UOut);
+  jit(func("shr", {tensor(a), tensor(s), scalar(d), tensor(out), tensor(u), tensor(uout)}, body))(
+      A, S, 5, Out, U, UOut);
   std::vector<int32_t> o = Out.to_vector<int32_t>();
   std::vector<uint8_t> uo = UOut.to_vector<uint8_t>();
   for (int k = 0; k < 32; ++k) {
@@ -566,7 +568,9 @@ TEST(CodegenLLVM, ShiftRightArithmeticAndLogical) {
   }
   EXPECT_EQ(ir::as_const_int(ir::shift_right(Expr(-9), Expr(1))).value_or(0), -5);
   EXPECT_THROW(ir::shift_right(x, 32), kiln::Error);
-  EXPECT_THROW(ir::shift_right(ir::make_const(ir::kFloat32, 1.0), ir::make_const(ir::kFloat32, 1.0)), kiln::Error);
+  EXPECT_THROW(
+      ir::shift_right(ir::make_const(ir::kFloat32, 1.0), ir::make_const(ir::kFloat32, 1.0)),
+      kiln::Error);
 }
 
 // ---- math ----
@@ -638,7 +642,8 @@ TEST(CodegenLLVM, SelectBetweenLoadsOnAUniformCondition) {
   // out[i*16 + l] = A[i*16 + l] for i < 2, B[l] for i == 2, C[l] for i == 3.
   auto concat = [&](Expr row, Expr lane, DataType t) {
     auto at = [&](const Buffer& buf, Expr start) {
-      return t.lanes() > 1 ? ir::load(t, buf.data, ir::ramp(start, 1, 16)) : ir::load(t, buf.data, start);
+      return t.lanes() > 1 ? ir::load(t, buf.data, ir::ramp(start, 1, 16))
+                           : ir::load(t, buf.data, start);
     };
     return ir::select(row < 2, at(a, row * 16 + lane),
                       ir::select(row < 3, at(b, lane), at(c, lane)));
@@ -655,7 +660,8 @@ TEST(CodegenLLVM, SelectBetweenLoadsOnAUniformCondition) {
   NDArray A = NDArray::from_vector(va, {32}), B = NDArray::from_vector(vb, {16}),
           C = NDArray::from_vector(vc, {16});
   NDArray V = NDArray::empty({64}, runtime::kFloat32), S = NDArray::empty({64}, runtime::kFloat32);
-  jit(func("select_loads", {tensor(a), tensor(b), tensor(c), tensor(v), tensor(s)}, body))(A, B, C, V, S);
+  jit(func("select_loads", {tensor(a), tensor(b), tensor(c), tensor(v), tensor(s)}, body))(A, B, C,
+                                                                                           V, S);
   std::vector<float> ov = V.to_vector<float>(), os = S.to_vector<float>();
   for (int n = 0; n < 64; ++n) {
     const float want = n < 32 ? va[n] : n < 48 ? vb[n - 32] : vc[n - 48];
@@ -718,10 +724,9 @@ TEST(CodegenLLVM, InterleavedReadOfThreeChannels) {
   Expr lane = ir::ramp(Expr(0), 1, 48);
   Expr index = ir::floormod(lane, ir::make_const(i48, int64_t{3})) * ir::broadcast(Expr(64), 48) +
                ir::broadcast(p * 16, 48) + ir::floordiv(lane, ir::make_const(i48, int64_t{3}));
-  Stmt body = ir::for_loop(
-      p, 0, 4, ForKind::kSerial,
-      ir::store(b.data, ir::load(ir::kFloat32.with_lanes(48), a.data, index),
-                ir::ramp(p * 48, 1, 48)));
+  Stmt body = ir::for_loop(p, 0, 4, ForKind::kSerial,
+                           ir::store(b.data, ir::load(ir::kFloat32.with_lanes(48), a.data, index),
+                                     ir::ramp(p * 48, 1, 48)));
   ir::PrimFunc f = func("interleave3", {tensor(a), tensor(b)}, body);
   NDArray A = NDArray::from_vector(iota_floats(192), {192});
   NDArray B = NDArray::empty({192}, runtime::kFloat32);

@@ -5,6 +5,8 @@
 // shared memory against NVRTC's build of the same kernels. Math is libdevice, linked and inlined.
 // Where a CUDA device exists (not on the build machines), the templates' NVPTX kernels run
 // against NVRTC's on the same inputs.
+#include "compiler/codegen/codegen_nvptx.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,7 +21,6 @@
 #include "base/error.h"
 #include "compiler/codegen/build_device.h"
 #include "compiler/codegen/codegen_device_c.h"
-#include "compiler/codegen/codegen_nvptx.h"
 #include "compiler/codegen/nvrtc.h"
 #include "compiler/ir/functor.h"
 #include "compiler/lower.h"
@@ -48,8 +49,8 @@ size_t count(const std::string& text, const std::string& what) {
 std::vector<int64_t> shared_arrays(const std::string& ptx) {
   static const std::regex kShared(R"(\.shared\s+\.align\s+\d+\s+\.b8\s+[^\s\[]+\[(\d+)\])");
   std::vector<int64_t> out;
-  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), kShared); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), kShared);
+       it != std::sregex_iterator(); ++it) {
     out.push_back(std::stoll((*it)[1]));
   }
   std::sort(out.begin(), out.end());
@@ -110,8 +111,8 @@ void check_ptx(const std::vector<ir::PrimFunc>& kernels, const std::string& arch
   codegen::check_kernel_resources(resources, target::Target::parse("cuda -arch=" + arch));
   if (!codegen::nvrtc_available()) return;
   // NVRTC's build of the same kernels has the same shared memory.
-  const auto nvrtc = codegen::ptxas_resources(
-      codegen::nvrtc_compile(codegen::print_cuda(kernels), arch), arch);
+  const auto nvrtc =
+      codegen::ptxas_resources(codegen::nvrtc_compile(codegen::print_cuda(kernels), arch), arch);
   std::map<std::string, codegen::KernelResources> by_name;
   for (const auto& r : nvrtc) by_name[r.kernel] = r;
   for (const auto& r : resources) {
@@ -125,10 +126,14 @@ void check_ptx(const std::vector<ir::PrimFunc>& kernels, const std::string& arch
 }
 
 TEST(Nvptx, TestKernels) {
-  const std::vector<ir::PrimFunc> kernels = {
-      testing::tiled_matmul(), testing::div_mod(), testing::vectors(), testing::misc(),
-      testing::vector_let(), testing::math("math_f32", ir::kFloat32),
-      testing::math("math_f64", ir::DataType::Float(64)), testing::math("math_f16", ir::kFloat16)};
+  const std::vector<ir::PrimFunc> kernels = {testing::tiled_matmul(),
+                                             testing::div_mod(),
+                                             testing::vectors(),
+                                             testing::misc(),
+                                             testing::vector_let(),
+                                             testing::math("math_f32", ir::kFloat32),
+                                             testing::math("math_f64", ir::DataType::Float(64)),
+                                             testing::math("math_f16", ir::kFloat16)};
   for (const char* arch : {"sm_61", "sm_75", "sm_90"}) check_ptx(kernels, arch, arch);
 }
 
@@ -137,7 +142,7 @@ TEST(Nvptx, TiledMatmulHasItsSharedTilesAndBarriers) {
   EXPECT_NE(ptx.find(".entry tiled_matmul("), std::string::npos) << ptx;
   EXPECT_NE(ptx.find(".maxntid 64, 1, 1"), std::string::npos) << ptx;  // 8 x 8 threads
   EXPECT_EQ(shared_arrays(ptx), (std::vector<int64_t>{1024, 1024})) << ptx;
-  EXPECT_GE(count(ptx, "bar.sync"), 2u) << ptx;  // before and after the tiles' use
+  EXPECT_GE(count(ptx, "bar.sync"), 2u) << ptx;          // before and after the tiles' use
   EXPECT_EQ(count(ptx, "st.shared.v4.f32"), 2u) << ptx;  // a float4 of each tile per thread
   for (const char* index : {"%tid.x", "%tid.y", "%ctaid.x", "%ctaid.y"}) {
     EXPECT_NE(ptx.find(index), std::string::npos) << index << "\n" << ptx;
@@ -160,8 +165,8 @@ TEST(Nvptx, RefusesWhatItCannotCompile) {
   EXPECT_THROW(nvptx_compile({testing::tiled_matmul(), testing::tiled_matmul()}, "sm_61"), Error);
 }
 
-using Scheduler = std::function<void(te::Schedule&, const te::Tensor&, const space::Config&,
-                                     const te::Tensor&)>;
+using Scheduler =
+    std::function<void(te::Schedule&, const te::Tensor&, const space::Config&, const te::Tensor&)>;
 
 /// The default config and `random` plausible ones of a template, each lowered for `arch` and
 /// compiled; configs lowering refuses (over the target's limits) are skipped.

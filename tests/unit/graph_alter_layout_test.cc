@@ -2,8 +2,6 @@
 // value and block, none inside an elementwise chain), and that the rewritten graph computes what
 // the NCHW graph computed (both built and run; the NCHW build is itself checked against ONNX
 // Runtime by the graph build tests).
-#include "compiler/graph/alter_layout.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/graph/alter_layout.h"
 #include "compiler/graph/graph_build.h"
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/kiln_test_util.h"
@@ -47,10 +46,9 @@ class LayoutGraph {
   std::vector<std::string> ops() const {
     std::vector<std::string> r;
     for (const Node& n : g.nodes()) {
-      r.push_back(n.op == "LayoutTransform"
-                      ? "LT" + std::to_string(n.i("src_block")) + ">" +
-                            std::to_string(n.i("dst_block"))
-                      : n.op);
+      r.push_back(n.op == "LayoutTransform" ? "LT" + std::to_string(n.i("src_block")) + ">" +
+                                                  std::to_string(n.i("dst_block"))
+                                            : n.op);
     }
     return r;
   }
@@ -100,7 +98,7 @@ TEST(AlterLayout, ResidualBlockConvertsOnlyAtItsEdges) {
   ValueId b = m.op("Relu", {m.conv(a, 16, 3)});
   ValueId c = m.op("Add", {m.conv(b, 16, 3), a});  // the skip connection stays blocked
   ValueId y = m.op("Relu", {c});
-  ValueId d = m.conv(y, 32, 3, 2);                  // stride 2, 32 channels: blocks of 16
+  ValueId d = m.conv(y, 32, 3, 2);  // stride 2, 32 channels: blocks of 16
   Attrs pool;
   pool["kernel_shape"] = std::vector<int64_t>{3, 3};
   pool["strides"] = std::vector<int64_t>{2, 2};
@@ -119,10 +117,8 @@ TEST(AlterLayout, ResidualBlockConvertsOnlyAtItsEdges) {
                                                "Add", "Relu", "Conv", "MaxPool",
                                                "GlobalAveragePool", "LT16>0", "Flatten"}));
   // The packed weight of the first conv: [O/16, C/3, KH, KW, 3, 16].
-  EXPECT_EQ(m.g.value(m.g.nodes()[1].inputs[1]).shape,
-            (std::vector<int64_t>{1, 1, 3, 3, 3, 16}));
-  EXPECT_EQ(m.g.value(m.g.nodes()[1].outputs[0]).shape,
-            (std::vector<int64_t>{1, 1, 12, 12, 16}));
+  EXPECT_EQ(m.g.value(m.g.nodes()[1].inputs[1]).shape, (std::vector<int64_t>{1, 1, 3, 3, 3, 16}));
+  EXPECT_EQ(m.g.value(m.g.nodes()[1].outputs[0]).shape, (std::vector<int64_t>{1, 1, 12, 12, 16}));
   expect_same_results(before);
 }
 
@@ -151,25 +147,25 @@ TEST(AlterLayout, PaddedBlocksKeepTheirPaddingOutOfRealChannels) {
     }
     bn.push_back(m.g.add_constant("bn" + std::to_string(k), std::move(v)));
   }
-  ValueId d = m.g.add_op("BatchNormalization", "bn", bn, {{"epsilon", 1e-5f}}, kFloat32,
-                         {1, 72, 10, 10});
+  ValueId d =
+      m.g.add_op("BatchNormalization", "bn", bn, {{"epsilon", 1e-5f}}, kFloat32, {1, 72, 10, 10});
   ValueId pc = m.g.add_constant("pc", testing::random_array({1, 72, 1, 1}, 6));
   ValueId q = m.g.add_op("Div", "div", {d, m.op("Sigmoid", {pc})}, {}, kFloat32, {1, 72, 10, 10});
-  ValueId cat = m.g.add_op("Concat", "cat", {q, a}, {{"axis", int64_t{1}}}, kFloat32,
-                           {1, 144, 10, 10});
+  ValueId cat =
+      m.g.add_op("Concat", "cat", {q, a}, {{"axis", int64_t{1}}}, kFloat32, {1, 144, 10, 10});
   m.g.add_output(m.conv(cat, 72, 1));
   Graph before = m.g;
   AlterLayoutReport r = alter_layout(m.g, {16});
   EXPECT_EQ(r.convolutions_blocked, 5u);  // all but the squeeze-and-excitation's two
   EXPECT_EQ(r.padded, 5u);
   EXPECT_EQ(r.grouped_blocked, 1u);
-  EXPECT_EQ(m.ops(),
-            (std::vector<std::string>{"LT0>3", "Conv", "Relu", "Conv", "Relu", "Conv", "Relu",
-                                      "GlobalAveragePool", "LT16>0", "Conv", "Relu", "Conv",
-                                      "Sigmoid", "LT0>16", "Mul", "Conv", "Add", "Mul", "Add",
-                                      "Sigmoid",
-                                      "LT16>0", "Div", "LT16>0", "Concat", "LT0>16", "Conv",
-                                      "LT16>0"}));
+  EXPECT_EQ(
+      m.ops(),
+      (std::vector<std::string>{
+          "LT0>3",  "Conv", "Relu",  "Conv",    "Relu",    "Conv",   "Relu",   "GlobalAveragePool",
+          "LT16>0", "Conv", "Relu",  "Conv",    "Sigmoid", "LT0>16", "Mul",    "Conv",
+          "Add",    "Mul",  "Add",   "Sigmoid", "LT16>0",  "Div",    "LT16>0", "Concat",
+          "LT0>16", "Conv", "LT16>0"}));
   for (const Node& n : m.g.nodes()) {
     if (n.op == "Conv" && n.has_attr("out_block")) {
       EXPECT_EQ(m.g.value(n.outputs[0]).shape[1], 5) << n.name;  // ceil(72 / 16) blocks
@@ -229,8 +225,8 @@ TEST(AlterLayout, ActivationsWithAttributesStayBlocked) {
   hs["beta"] = 0.5f;
   ValueId gate = m.g.add_op("HardSigmoid", "hard_sigmoid", {c}, hs, kFloat32, {1, 16, 6, 6});
   ValueId swish = m.op("Mul", {c, gate});
-  ValueId elu = m.g.add_op("Elu", "elu", {m.conv(swish, 16, 1)}, {{"alpha", 1.0f}}, kFloat32,
-                           {1, 16, 6, 6});
+  ValueId elu =
+      m.g.add_op("Elu", "elu", {m.conv(swish, 16, 1)}, {{"alpha", 1.0f}}, kFloat32, {1, 16, 6, 6});
   ValueId two = m.g.add_constant("two", NDArray::from_vector(std::vector<float>{2.0f}, {1}));
   ValueId y = m.op("Pow", {elu, two});
   m.g.add_output(m.conv(y, 16, 1));
@@ -257,24 +253,29 @@ TEST(AlterLayout, DenseBlockConcatenatesAndNormalizesInBlocks) {
         float* v = a.data<float>();
         for (int64_t i = 0; i < c; ++i) v[i] = 0.5f + std::abs(v[i]);
       }
-      p.push_back(m.g.add_constant("bn" + std::to_string(c) + "_" + std::to_string(k), std::move(a)));
+      p.push_back(
+          m.g.add_constant("bn" + std::to_string(c) + "_" + std::to_string(k), std::move(a)));
     }
-    ValueId bn = m.g.add_op("BatchNormalization", "bn" + std::to_string(c), {in, p[0], p[1], p[2], p[3]},
-                            {{"epsilon", 1e-5f}}, kFloat32, m.g.value(in).shape);
+    ValueId bn =
+        m.g.add_op("BatchNormalization", "bn" + std::to_string(c), {in, p[0], p[1], p[2], p[3]},
+                   {{"epsilon", 1e-5f}}, kFloat32, m.g.value(in).shape);
     return m.conv(m.op("Relu", {bn}), channels, 3);
   };
   ValueId a = m.conv(x, 16, 1);
   ValueId b = bn_relu_conv(a, 16);
-  ValueId ab = m.g.add_op("Concat", "cat1", {x, a, b}, {{"axis", int64_t{1}}}, kFloat32, {1, 48, 6, 6});
+  ValueId ab =
+      m.g.add_op("Concat", "cat1", {x, a, b}, {{"axis", int64_t{1}}}, kFloat32, {1, 48, 6, 6});
   ValueId c = bn_relu_conv(ab, 16);
-  ValueId abc = m.g.add_op("Concat", "cat2", {ab, c}, {{"axis", int64_t{-3}}}, kFloat32, {1, 64, 6, 6});
+  ValueId abc =
+      m.g.add_op("Concat", "cat2", {ab, c}, {{"axis", int64_t{-3}}}, kFloat32, {1, 64, 6, 6});
   m.g.add_output(abc);
   Graph before = m.g;
   AlterLayoutReport r = alter_layout(m.g);
-  EXPECT_EQ(r.conversions, 2u);  // x to blocks (once, for the conv and the concatenation), the output back
-  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "Mul", "Add", "Relu", "Conv",
-                                               "Concat", "Mul", "Add", "Relu", "Conv", "Concat",
-                                               "LT16>0"}));
+  EXPECT_EQ(r.conversions,
+            2u);  // x to blocks (once, for the conv and the concatenation), the output back
+  EXPECT_EQ(m.ops(),
+            (std::vector<std::string>{"LT0>16", "Conv", "Mul", "Add", "Relu", "Conv", "Concat",
+                                      "Mul", "Add", "Relu", "Conv", "Concat", "LT16>0"}));
   expect_same_results(before);
 }
 
@@ -282,8 +283,8 @@ TEST(AlterLayout, DepthwiseBlocksAndBlockedGraphOutputs) {
   LayoutGraph m;
   ValueId x = m.input("x", {1, 16, 9, 9});
   ValueId a = m.op("Relu", {m.conv(x, 24, 1)});  // 24 channels: blocks of 8
-  ValueId b = m.conv(a, 24, 3, 2, 24);            // depthwise, stride 2
-  ValueId c = m.conv(b, 32, 1);                   // reads blocks of 8, writes blocks of 16
+  ValueId b = m.conv(a, 24, 3, 2, 24);           // depthwise, stride 2
+  ValueId c = m.conv(b, 32, 1);                  // reads blocks of 8, writes blocks of 16
   ValueId d = m.op("Sigmoid", {c});
   m.g.add_output(d);  // a graph output read back in NCHW
   m.g.add_output(b);  // an intermediate that is also an output
@@ -315,8 +316,8 @@ TEST(AlterLayout, GroupedConvolutionsStayBlocked) {
   EXPECT_EQ(r.convolutions_blocked, 6u);
   EXPECT_EQ(r.grouped_blocked, 3u);
   EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "Sigmoid", "Conv", "Sigmoid",
-                                               "Conv", "Sigmoid", "Conv", "Sigmoid", "Conv",
-                                               "Conv", "Add", "LT16>0"}));
+                                               "Conv", "Sigmoid", "Conv", "Sigmoid", "Conv", "Conv",
+                                               "Add", "LT16>0"}));
   // The groups of the blocked convolutions: groups merged into one count once.
   std::vector<int64_t> groups;
   for (const Node& n : m.g.nodes()) {
@@ -333,7 +334,7 @@ TEST(AlterLayout, GroupedBlocksOfEightMergedGroupsAndFallback) {
   ValueId b = m.conv(a, 24, 3, 2, 6);  // 4 a group: two groups a block
   ValueId c = m.conv(b, 8, 1, 1, 4);   // 6 in and 2 out a group: all four merged into one
   ValueId d = m.conv(b, 16, 1, 1, 2);  // 12 in a group: blocks of 8 fit two groups
-  ValueId e = m.conv(m.input("y", {1, 4, 6, 6}), 8, 3, 1, 4);  // channel multiplier 2
+  ValueId e = m.conv(m.input("y", {1, 4, 6, 6}), 8, 3, 1, 4);     // channel multiplier 2
   ValueId f = m.conv(m.input("z", {1, 48, 5, 5}), 48, 3, 1, 16);  // 3 a group: stays NCHW
   for (ValueId v : {c, d, e, f}) m.g.add_output(v);
   Graph before = m.g;
@@ -354,9 +355,9 @@ TEST(AlterLayout, OtherReadersGetNchwAndUnblockableConvsStay) {
   ValueId a = m.conv(x, 8, 3);
   ValueId t = m.g.add_op("Transpose", "t", {a}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}},
                          kFloat32, {1, 8, 6, 6});
-  ValueId b = m.conv(t, 20, 3);                   // 20 output channels have no block
-  ValueId c = m.conv(b, 8, 3, 1, 4);              // grouped (not depthwise): stays NCHW
-  m.g.add_output(m.op("Add", {c, a}));            // a is read again: one conversion serves both
+  ValueId b = m.conv(t, 20, 3);         // 20 output channels have no block
+  ValueId c = m.conv(b, 8, 3, 1, 4);    // grouped (not depthwise): stays NCHW
+  m.g.add_output(m.op("Add", {c, a}));  // a is read again: one conversion serves both
   Graph before = m.g;
   AlterLayoutReport r = alter_layout(m.g);
   EXPECT_EQ(r.convolutions_blocked, 1u);

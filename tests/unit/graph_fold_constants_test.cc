@@ -1,12 +1,11 @@
 // fold_constants: nodes of constants computed at build time by Kiln's own kernels, compared with
 // the same arithmetic in C++; chains fold entirely; graph outputs and nodes reading inputs stay.
-#include "compiler/graph/fold_constants.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "compiler/graph/fold_constants.h"
 #include "compiler/graph/graph_build.h"
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/kiln_test_util.h"
@@ -23,8 +22,8 @@ TEST(FoldConstants, ChainOfConstantNodesBecomesOneConstant) {
   NDArray wa = testing::random_array({4, 3}, 1);
   ValueId w = g.add_constant("w", wa.copy());
   ValueId s = g.add_constant("s", NDArray::from_vector<float>({2.0f}, {1}));
-  ValueId wt = g.add_op("Transpose", "wt", {w}, {{"perm", std::vector<int64_t>{1, 0}}}, kFloat32,
-                        {3, 4});
+  ValueId wt =
+      g.add_op("Transpose", "wt", {w}, {{"perm", std::vector<int64_t>{1, 0}}}, kFloat32, {3, 4});
   ValueId ws = g.add_op("Mul", "ws", {wt, s}, {}, kFloat32, {3, 4});
   ValueId y = g.add_op("MatMul", "mm", {x, ws}, {}, kFloat32, {2, 4});
   ValueId r = g.add_op("Relu", "out", {y}, {}, kFloat32, {2, 4});
@@ -52,7 +51,8 @@ TEST(FoldConstants, ChainOfConstantNodesBecomesOneConstant) {
   for (int i = 0; i < 2; ++i) {
     for (int j = 0; j < 4; ++j) {
       float acc = 0;
-      for (int k = 0; k < 3; ++k) acc += xa.data<float>()[i * 3 + k] * 2.0f * wa.data<float>()[j * 3 + k];
+      for (int k = 0; k < 3; ++k)
+        acc += xa.data<float>()[i * 3 + k] * 2.0f * wa.data<float>()[j * 3 + k];
       ref.push_back(std::max(acc, 0.0f));
     }
   }

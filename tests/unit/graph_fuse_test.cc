@@ -128,18 +128,18 @@ struct ResNetBlock {
 
 TEST(OpPatternTest, EveryFrontEndOp) {
   const std::map<std::string, OpPattern> expected = {
-      {"Relu", OpPattern::kElemWise},        {"Cast", OpPattern::kElemWise},
-      {"Clip", OpPattern::kElemWise},        {"Add", OpPattern::kBroadcast},
-      {"Pow", OpPattern::kBroadcast},        {"BatchNormalization", OpPattern::kBroadcast},
-      {"Reshape", OpPattern::kInjective},    {"Concat", OpPattern::kInjective},
-      {"Slice", OpPattern::kInjective},      {"Pad", OpPattern::kInjective},
-      {"MaxPool", OpPattern::kCommReduce},   {"GlobalAveragePool", OpPattern::kCommReduce},
-      {"Conv", OpPattern::kOutEWiseFusable}, {"MatMul", OpPattern::kOutEWiseFusable},
-      {"Gemm", OpPattern::kOutEWiseFusable}, {"Softmax", OpPattern::kOpaque},
-      {"LogSoftmax", OpPattern::kOpaque},    {"LSTM", OpPattern::kOpaque},
-      {"Erf", OpPattern::kElemWise},         {"HardSwish", OpPattern::kElemWise},
-      {"Equal", OpPattern::kBroadcast},      {"Where", OpPattern::kBroadcast},
-      {"Expand", OpPattern::kBroadcast},     {"Tile", OpPattern::kInjective},
+      {"Relu", OpPattern::kElemWise},         {"Cast", OpPattern::kElemWise},
+      {"Clip", OpPattern::kElemWise},         {"Add", OpPattern::kBroadcast},
+      {"Pow", OpPattern::kBroadcast},         {"BatchNormalization", OpPattern::kBroadcast},
+      {"Reshape", OpPattern::kInjective},     {"Concat", OpPattern::kInjective},
+      {"Slice", OpPattern::kInjective},       {"Pad", OpPattern::kInjective},
+      {"MaxPool", OpPattern::kCommReduce},    {"GlobalAveragePool", OpPattern::kCommReduce},
+      {"Conv", OpPattern::kOutEWiseFusable},  {"MatMul", OpPattern::kOutEWiseFusable},
+      {"Gemm", OpPattern::kOutEWiseFusable},  {"Softmax", OpPattern::kOpaque},
+      {"LogSoftmax", OpPattern::kOpaque},     {"LSTM", OpPattern::kOpaque},
+      {"Erf", OpPattern::kElemWise},          {"HardSwish", OpPattern::kElemWise},
+      {"Equal", OpPattern::kBroadcast},       {"Where", OpPattern::kBroadcast},
+      {"Expand", OpPattern::kBroadcast},      {"Tile", OpPattern::kInjective},
       {"ReduceMean", OpPattern::kCommReduce}, {"ArgMax", OpPattern::kCommReduce},
       {"Split", OpPattern::kOpaque},          {"Resize", OpPattern::kInjective},
   };
@@ -200,13 +200,13 @@ TEST(FuseTest, ResNetBlock) {
 // A squeeze-and-excitation block: the scale's 1x1 convolution outputs [1,8,1,1], and the Mul
 // that broadcasts it over the block's [1,8,8,8] input has more elements than the convolution's
 // tile, so it is no epilogue of that convolution: the chain stops at Sigmoid and the Mul joins
-// the residual Add after it. A Mul of the same shape (a per-channel constant) stays in the epilogue.
+// the residual Add after it. A Mul of the same shape (a per-channel constant) stays in the
+// epilogue.
 TEST(FuseTest, SqueezeExcitationScaleIsNotAnEpilogue) {
   Builder b;
   const ValueId x = b.g.add_input("x", kFloat32, {1, 8, 8, 8});
   const ValueId body = b.unary("Relu", b.conv(x, 8));
-  const ValueId pooled =
-      b.g.add_op("GlobalAveragePool", "gap", {body}, {}, kFloat32, {1, 8, 1, 1});
+  const ValueId pooled = b.g.add_op("GlobalAveragePool", "gap", {body}, {}, kFloat32, {1, 8, 1, 1});
   auto conv1x1 = [&](ValueId in, int64_t cout) {
     const ValueId w = b.constant({cout, b.shape(in)[1], 1, 1});
     return b.g.add_op("Conv", b.fresh("conv"), {in, w},

@@ -35,28 +35,32 @@ Graph build(const Pattern& p) {
       "w_q", NDArray::from_vector(std::vector<int8_t>(2 * 3 * 3 * 3, 1), {2, 3, 3, 3}));
   const bool per_axis = p.s_w.size() > 1;
   const ValueId s_w = g.add_constant(
-      "s_w", NDArray::from_vector(p.s_w, per_axis ? std::vector<int64_t>{2} : std::vector<int64_t>{}));
+      "s_w",
+      NDArray::from_vector(p.s_w, per_axis ? std::vector<int64_t>{2} : std::vector<int64_t>{}));
   const ValueId wd = g.add_op("DequantizeLinear", "dqw", {wq, s_w}, {{"axis", int64_t{0}}},
                               runtime::kFloat32, {2, 3, 3, 3});
   std::vector<ValueId> conv_in{xd, wd};
   if (p.bias) {
-    const ValueId bq = g.add_constant("b_q", NDArray::from_vector(std::vector<int32_t>{-7, 100}, {2}));
+    const ValueId bq =
+        g.add_constant("b_q", NDArray::from_vector(std::vector<int32_t>{-7, 100}, {2}));
     std::vector<float> sb;
     for (size_t o = 0; o < 2; ++o) sb.push_back(sx * p.s_w[per_axis ? o : 0]);
     const ValueId s_b = g.add_constant("s_b", NDArray::from_vector(sb, {2}));
     conv_in.push_back(g.add_op("DequantizeLinear", "dqb", {bq, s_b}, {{"axis", int64_t{0}}},
                                runtime::kFloat32, {2}));
   }
-  Attrs conv{{"strides", std::vector<int64_t>{2, 2}},   {"pads", std::vector<int64_t>{1, 1, 1, 1}},
-             {"dilations", std::vector<int64_t>{1, 1}}, {"group", int64_t{1}},
+  Attrs conv{{"strides", std::vector<int64_t>{2, 2}},
+             {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+             {"dilations", std::vector<int64_t>{1, 1}},
+             {"group", int64_t{1}},
              {"kernel_shape", std::vector<int64_t>{3, 3}}};
   ValueId y = g.add_op("Conv", "conv1", conv_in, conv, runtime::kFloat32, {1, 2, 3, 3});
   if (p.relu) y = g.add_op("Relu", "relu1", {y}, {}, runtime::kFloat32, {1, 2, 3, 3});
   const ValueId s_y =
       g.add_constant("s_y", NDArray::from_vector(std::vector<float>{std::ldexp(1.0f, p.ly)}, {}));
   const ValueId zy = g.add_constant("zy", NDArray::from_vector(std::vector<int8_t>{p.y_zero}, {}));
-  g.add_output(g.add_op("QuantizeLinear", "q", {y, s_y, zy}, {{"axis", int64_t{0}}},
-                        runtime::kInt8, {1, 2, 3, 3}));
+  g.add_output(g.add_op("QuantizeLinear", "q", {y, s_y, zy}, {{"axis", int64_t{0}}}, runtime::kInt8,
+                        {1, 2, 3, 3}));
   g.verify();
   return g;
 }

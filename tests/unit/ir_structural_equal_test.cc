@@ -18,7 +18,8 @@ ir::PrimFunc lowered(int tile, bool vectorize, bool swap_args = false) {
   auto st = s[C];
   auto [io, jo, ii, ji] = st.tile(st.axis(0), st.axis(1), tile, 16);
   if (vectorize) st.vectorize(ji);
-  std::vector<te::Tensor> args = swap_args ? std::vector<te::Tensor>{B, A, C} : std::vector<te::Tensor>{A, B, C};
+  std::vector<te::Tensor> args =
+      swap_args ? std::vector<te::Tensor>{B, A, C} : std::vector<te::Tensor>{A, B, C};
   return compiler::lower(s, args, "f");
 }
 

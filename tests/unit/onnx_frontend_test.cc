@@ -208,8 +208,8 @@ TEST_F(OnnxFrontendTest, ExportedShapeArithmeticIsFolded) {
   m.node("Div", "half_w", {"w", "two"}, {"w2"});  // 3
   auto* cast = m.node("Cast", "cast", {"w2"}, {"w2c"});
   ModelBuilder::attr(cast, "to", int64_t{onnx::TensorProto::INT64});
-  m.node("Mul", "hw2", {"h", "w2c"}, {"hw2"});    // 12
-  m.node("Mul", "hw", {"hw2", "two"}, {"hw"});    // 24
+  m.node("Mul", "hw2", {"h", "w2c"}, {"hw2"});  // 12
+  m.node("Mul", "hw", {"hw2", "two"}, {"hw"});  // 24
   m.node("Unsqueeze", "ub", {"b", "ax0"}, {"b1"});
   m.node("Unsqueeze", "uhw", {"hw", "ax0"}, {"hw1"});
   m.init_int64("eight", {8});
@@ -382,7 +382,8 @@ TEST_F(OnnxFrontendTest, OpsetRange) {
     m.input("x", {1, 4});
     m.node("Relu", "r", {"x"}, {"y"});
     m.output("y");
-    EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<new>"), "opset 19; Kiln accepts opsets 11 to 18");
+    EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<new>"),
+                          "opset 19; Kiln accepts opsets 11 to 18");
   }
   // An older opset reads as 11 when its operators did not change since (Relu: opset 6 to 12) ...
   {
@@ -481,7 +482,9 @@ TEST_F(OnnxFrontendTest, UnsupportedOperatorNamesOpAndNode) {
 TEST(OnnxFrontendOps, SupportedListIsSorted) {
   const auto& ops = supported_onnx_ops();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
-  EXPECT_EQ(ops.size(), 116u);  // with Einsum, GRU, QuantizeLinear, DequantizeLinear, QLinearConv and QLinearMatMul
+  EXPECT_EQ(
+      ops.size(),
+      116u);  // with Einsum, GRU, QuantizeLinear, DequantizeLinear, QLinearConv and QLinearMatMul
 }
 
 TEST_F(OnnxFrontendTest, BadFiles) {

@@ -527,7 +527,8 @@ TEST(RecordLog, AppendsPerSecondWithOneAndThirtyTwoThreads) {
       });
     }
     for (auto& th : ts) th.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::printf("record log: %d thread(s): %zu appends in %.3f s = %.0f appends/s\n", threads,
                 log.size(), s, static_cast<double>(log.size()) / s);
     EXPECT_GT(log.size(), 0u);
@@ -551,7 +552,8 @@ TEST(RecordLog, AsyncAppendsAreAnsweredOnceTheirGroupIsOnDisk) {
     for (int t = 0; t < kThreads; ++t) {
       threads.emplace_back([&, t] {
         for (uint64_t i = 0; i < kEach; ++i) {
-          MeasureRecord r = make("task" + std::to_string(t), i, {1e-3 + 1e-6 * static_cast<double>(i)});
+          MeasureRecord r =
+              make("task" + std::to_string(t), i, {1e-3 + 1e-6 * static_cast<double>(i)});
           if (i % 5 == 0) {  // some synchronous appends in the mix
             const uint64_t seq = log.append(r);
             std::lock_guard<std::mutex> lock(mu);
@@ -571,8 +573,8 @@ TEST(RecordLog, AsyncAppendsAreAnsweredOnceTheirGroupIsOnDisk) {
     }
     for (std::thread& t : threads) t.join();
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30),
-                            [&] { return answered == kThreads * kEach; }));
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(30), [&] { return answered == kThreads * kEach; }));
   }
   EXPECT_EQ(seqs.size(), kThreads * kEach);
   EXPECT_EQ(*seqs.rbegin(), kThreads * kEach - 1);

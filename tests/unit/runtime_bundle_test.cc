@@ -26,7 +26,8 @@ int32_t add_one(const KilnArg* args, int32_t num_args, const char** error) {
   const KilnTensor* y = args[1].tensor;
   int64_t n = 1;
   for (int32_t d = 0; d < x->ndim; ++d) n *= x->shape[d];
-  for (int64_t i = 0; i < n; ++i) static_cast<float*>(y->data)[i] = static_cast<float*>(x->data)[i] + 1;
+  for (int64_t i = 0; i < n; ++i)
+    static_cast<float*>(y->data)[i] = static_cast<float*>(x->data)[i] + 1;
   return 0;
 }
 
@@ -119,8 +120,9 @@ TEST(GraphExecutor, AnOffsetNearTwoToTheSixtyThreeIsOutsideItsPool) {
   // so the tensor pointed far outside its pool.
   std::string graph = kGraph;
   graph.replace(graph.find("\"offset\": 32"), 12, "\"offset\": 9223372036854775800");
-  EXPECT_ERROR_CONTAINS(GraphExecutor::from_parts(graph, params(), kernels(), "m.kiln"),
-                        "24 bytes at offset 9223372036854775800 do not fit in an array of 64 bytes");
+  EXPECT_ERROR_CONTAINS(
+      GraphExecutor::from_parts(graph, params(), kernels(), "m.kiln"),
+      "24 bytes at offset 9223372036854775800 do not fit in an array of 64 bytes");
 }
 
 }  // namespace

@@ -32,7 +32,8 @@ DeviceProgram two_kernels() {
   p.target = "opencl";
   p.format = "cl";
   p.code = kSource;
-  p.params = {{"x", KilnDType{kKilnFloat, 32, 1}, {4, 8}}, {"y", KilnDType{kKilnFloat, 32, 1}, {4, 8}}};
+  p.params = {{"x", KilnDType{kKilnFloat, 32, 1}, {4, 8}},
+              {"y", KilnDType{kKilnFloat, 32, 1}, {4, 8}}};
   p.workspace_bytes = {32 * 4};
   DeviceProgram::Kernel scale{"scale", {}, {0, -1}};
   scale.launch.grid = {8, 1, 1};
@@ -73,15 +74,17 @@ TEST(DeviceProgramTest, RefusesBadFields) {
                         "'scale': argument -2 names no tensor (2) or workspace (1)");
   EXPECT_ERROR_CONTAINS(round_trip(with([](DeviceProgram& p) { p.kernels[0].args[0] = 2; })),
                         "argument 2 names no tensor");
-  EXPECT_ERROR_CONTAINS(round_trip(with([](DeviceProgram& p) { p.kernels[1].launch.block[1] = 0; })),
-                        "'add': block: extent 0 out of range");
+  EXPECT_ERROR_CONTAINS(
+      round_trip(with([](DeviceProgram& p) { p.kernels[1].launch.block[1] = 0; })),
+      "'add': block: extent 0 out of range");
   EXPECT_ERROR_CONTAINS(round_trip(with([](DeviceProgram& p) { p.kernels[0].name = "a b"; })),
                         "'a b' is not a kernel name");
   EXPECT_ERROR_CONTAINS(round_trip(with([](DeviceProgram& p) { p.params[0].shape = {-1}; })),
                         "'x': shape dimension -1 out of range");
   EXPECT_ERROR_CONTAINS(round_trip(with([](DeviceProgram& p) { p.workspace_bytes = {0}; })),
                         "workspace of 0 bytes out of range");
-  EXPECT_ERROR_CONTAINS(round_trip(with([](DeviceProgram& p) { p.kernels.clear(); })), "no kernels");
+  EXPECT_ERROR_CONTAINS(round_trip(with([](DeviceProgram& p) { p.kernels.clear(); })),
+                        "no kernels");
   EXPECT_ERROR_CONTAINS(DeviceProgram::from_json(Json::parse("{\"name\":\"f\"}"), "f.json"),
                         "device program in f.json");
 }
@@ -100,7 +103,8 @@ TEST(DeviceProgramTest, RunsTwoKernelsThroughAWorkspaceOnOpenCL) {
   for (int i = 0; i < 32; ++i) EXPECT_FLOAT_EQ(y[i], 3.0f * x[i]) << i;
 
   DeviceBuffer small = gpu.alloc(64);
-  EXPECT_ERROR_CONTAINS(run.launch({&dx, &small}), "the buffer of 'y' has 64 bytes, the tensor needs 128");
+  EXPECT_ERROR_CONTAINS(run.launch({&dx, &small}),
+                        "the buffer of 'y' has 64 bytes, the tensor needs 128");
   EXPECT_ERROR_CONTAINS(run.launch({&dx}), "takes 2 tensors, got 1");
   DeviceProgram ptx = two_kernels();
   ptx.format = "ptx";

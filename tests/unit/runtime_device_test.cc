@@ -65,12 +65,12 @@ DeviceAPI* opencl_or_skip() {
   return &DeviceAPI::get(DeviceKind::kOpenCL);
 }
 
-#define OPENCL_DEVICE_OR_SKIP(name)                                          \
-  DeviceAPI* name = opencl_or_skip();                                        \
-  if (name == nullptr) {                                                     \
-    std::string why;                                                         \
-    DeviceAPI::available(DeviceKind::kOpenCL, &why);                         \
-    GTEST_SKIP() << why;                                                     \
+#define OPENCL_DEVICE_OR_SKIP(name)                  \
+  DeviceAPI* name = opencl_or_skip();                \
+  if (name == nullptr) {                             \
+    std::string why;                                 \
+    DeviceAPI::available(DeviceKind::kOpenCL, &why); \
+    GTEST_SKIP() << why;                             \
   }
 
 TEST(DeviceOpenCLTest, DescribesTheDevice) {
@@ -109,7 +109,8 @@ TEST(DeviceOpenCLTest, CopiesRoundTripWithOffsets) {
   device->copy_to_host(window.data(), a, 20, /*src_offset=*/36);
   EXPECT_EQ(window, (std::vector<float>{values[9], 7, 8, 9, values[13]}));
 
-  EXPECT_ERROR_CONTAINS(device->copy_to_host(back.data(), a, bytes, 4), "outside the device buffer");
+  EXPECT_ERROR_CONTAINS(device->copy_to_host(back.data(), a, bytes, 4),
+                        "outside the device buffer");
   EXPECT_ERROR_CONTAINS(device->copy_on_device(a, b, bytes + 64), "outside the device buffer");
   EXPECT_ERROR_CONTAINS(device->copy_to_device(DeviceBuffer(), values.data(), 4),
                         "null device buffer");
@@ -131,7 +132,7 @@ TEST(DeviceOpenCLTest, TiledSaxpyMatchesLoopUnderManyLaunchShapes) {
   DeviceBuffer x_device = device->alloc(rows * cols * 4);
   DeviceBuffer y_device = device->alloc(rows * cols * 4);
   device->copy_to_device(x_device, x.data(), rows * cols * 4);
-  const std::vector<std::array<int64_t, 2>> blocks = {{16, 16}, {8, 4}, {32, 1}, {1, 1},
+  const std::vector<std::array<int64_t, 2>> blocks = {{16, 16}, {8, 4},  {32, 1}, {1, 1},
                                                       {5, 3},   {1, 64}, {53, 2}};
   for (const auto& [bx, by] : blocks) {
     device->copy_to_device(y_device, y0.data(), rows * cols * 4);
@@ -210,8 +211,7 @@ TEST(DeviceOpenCLTest, WrongKernelNameAndArgumentsAreNamed) {
                         "threads is more than");
   config.block = {1, 1, 1};
   config.grid = {0, 1, 1};
-  EXPECT_ERROR_CONTAINS(device->launch(saxpy, config, {buffer, buffer, 1.0f, 1, 1}),
-                        "grid[0] = 0");
+  EXPECT_ERROR_CONTAINS(device->launch(saxpy, config, {buffer, buffer, 1.0f, 1, 1}), "grid[0] = 0");
   config.grid = {1, 1, 1};
   EXPECT_ERROR_CONTAINS(device->launch(saxpy, config, {buffer, DeviceBuffer(), 1.0f, 1, 1}),
                         "argument 1 is a null device buffer");

@@ -9,7 +9,8 @@ namespace kiln::runtime {
 namespace {
 
 TEST(Json, ParsesAndWritesBack) {
-  std::string text = R"({"a":[1,-2,3.5,true,false,null],"b":{"c":"x\"y\n"},"big":9007199254740993})";
+  std::string text =
+      R"({"a":[1,-2,3.5,true,false,null],"b":{"c":"x\"y\n"},"big":9007199254740993})";
   Json j = Json::parse(text);
   EXPECT_EQ(j.at("a", "j").as_array("a")[1].as_int("a1"), -2);
   EXPECT_DOUBLE_EQ(j.at("a", "j").as_array("a")[2].as_double("a2"), 3.5);
@@ -48,7 +49,8 @@ TEST(Json, UnicodeEscapes) {
   EXPECT_EQ(Json::parse(R"("\uD83D\uDE00")").as_string("s"), "\xf0\x9f\x98\x80");  // a pair
   EXPECT_EQ(Json::parse(R"("\u00AF")").as_string("s"), "\xc2\xaf");
   // Found by fuzz_record: a non-hex digit threw std::invalid_argument out of the parser.
-  EXPECT_ERROR_CONTAINS(Json::parse(R"("\u12G4")", "g"), "g: malformed JSON at byte 5: bad \\u escape");
+  EXPECT_ERROR_CONTAINS(Json::parse(R"("\u12G4")", "g"),
+                        "g: malformed JSON at byte 5: bad \\u escape");
   EXPECT_ERROR_CONTAINS(Json::parse(R"("\u+123")", "g"), "not a hex digit");
   EXPECT_ERROR_CONTAINS(Json::parse(R"("\u 123")", "g"), "not a hex digit");
   EXPECT_ERROR_CONTAINS(Json::parse(R"("\u12")", "g"), "short \\u escape");

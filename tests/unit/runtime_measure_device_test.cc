@@ -122,7 +122,8 @@ TEST_F(RuntimeMeasureDeviceTest, AnUnknownDeviceIsABadRequest) {
   text.replace(text.find(from), from.size(), "\"device\":\"tpu\"");
   const RunResult r = measure_in_child_json(text, 60, KILN_RUNNER_PATH);
   EXPECT_EQ(r.error, ErrorKind::kRuntimeError);
-  EXPECT_NE(r.message.find("unknown device 'tpu' (known: cpu, cuda, opencl, vdla)"), std::string::npos)
+  EXPECT_NE(r.message.find("unknown device 'tpu' (known: cpu, cuda, opencl, vdla)"),
+            std::string::npos)
       << r.message;
 }
 

@@ -2,13 +2,12 @@
 // and its tuner must generate the same numbers, so a change of the generator must be caught
 // here), and the float32-only rule of fill_uniform; integer inputs in a range (fill_uniform_int,
 // the VDLA's int8 / int32 tasks) with their own pinned values, and fill_input's rules.
-#include "deploy/runtime/random_fill.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "deploy/runtime/random_fill.h"
 #include "tests/common/expect_error.h"
 
 namespace kiln::runtime {
@@ -82,7 +81,8 @@ std::vector<int64_t> ints(KilnDType dtype, int64_t n, uint64_t seed, ValueRange 
 
 TEST(RandomFill, IntegersPinned) {
   // SplitMix64's top 32 bits times the span, >> 32 (computed independently in Python).
-  EXPECT_EQ(ints<int8_t>(kInt8, 6, 0, {-128, 127}), (std::vector<int64_t>{98, -18, -122, 120, -101, -45}));
+  EXPECT_EQ(ints<int8_t>(kInt8, 6, 0, {-128, 127}),
+            (std::vector<int64_t>{98, -18, -122, 120, -101, -45}));
   EXPECT_EQ(ints<int32_t>(kInt32, 6, 42, {0, 31}), (std::vector<int64_t>{23, 5, 8, 11, 1, 27}));
   EXPECT_EQ(ints<int32_t>(kInt32, 4, 7, {-(1 << 18), 1 << 18}),
             (std::vector<int64_t>{-57761, -253343, 210114, 43479}));

@@ -1,11 +1,12 @@
 // Config spaces: split enumeration, mixed-radix indexing both ways, and bad knob names.
+#include "compiler/space/space.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
 #include <vector>
 
-#include "compiler/space/space.h"
 #include "tests/common/expect_error.h"
 
 namespace kiln::space {

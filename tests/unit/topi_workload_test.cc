@@ -17,8 +17,8 @@
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/pooling.h"
-#include "compiler/topi/vdla_conv2d.h"
 #include "compiler/topi/tunable.h"
+#include "compiler/topi/vdla_conv2d.h"
 #include "compiler/topi/workload.h"
 #include "tests/common/expect_error.h"
 
@@ -157,13 +157,15 @@ ir::PrimFunc lowered(const te::Tensor& out, const TunableTemplate* tmpl = nullpt
   te::Schedule s = te::create_schedule({out});
   if (config != nullptr) tmpl->schedule(s, out, *config, out);
   // The VDLA's template schedules for the VDLA (its naive program lowers for the CPU).
-  if (config != nullptr && tmpl->name == "vdla_conv2d") return compiler::lower_vdla(s, args_of(out), "f");
+  if (config != nullptr && tmpl->name == "vdla_conv2d")
+    return compiler::lower_vdla(s, args_of(out), "f");
   return compiler::lower(s, args_of(out), "f");
 }
 
 /// The structural hash of lowered(out, tmpl, config), or the kiln::Error of a config that does not
 /// fit (the VDLA template's space holds such points).
-std::string lowered_or_error(const te::Tensor& out, const TunableTemplate& tmpl, const space::Config& config) {
+std::string lowered_or_error(const te::Tensor& out, const TunableTemplate& tmpl,
+                             const space::Config& config) {
   try {
     return "program " + std::to_string(ir::structural_hash(lowered(out, &tmpl, &config)));
   } catch (const Error& e) {

@@ -106,7 +106,10 @@ TEST(TrackerProto, NestedMessagesRoundTrip) {
   m.mutable_config()->set_index(12);
   m.set_device_key("rk3399");
   m.mutable_artifact()->set_format(kiln::v1::Artifact::FORMAT_SHARED_OBJECT);
-  m.mutable_artifact()->set_data(std::string("\x7f" "ELF\0\1", 6));
+  m.mutable_artifact()->set_data(
+      std::string("\x7f"
+                  "ELF\0\1",
+                  6));
   m.mutable_options()->set_repeat(3);
   m.set_attempt(1);
   kiln::v1::MeasureRequest back;
@@ -144,8 +147,7 @@ TEST(TrackerProto, ServicesHaveTheirMethods) {
   for (const char* m : {"SubmitModel", "GetJob", "ListJobs", "CancelJob"}) {
     EXPECT_NE(svc->FindMethodByName(m), nullptr) << m;
   }
-  const auto* tr =
-      kiln::v1::MeasureRequest::descriptor()->file()->FindServiceByName("Tracker");
+  const auto* tr = kiln::v1::MeasureRequest::descriptor()->file()->FindServiceByName("Tracker");
   ASSERT_NE(tr, nullptr);
   for (const char* m : {"RegisterDevice", "Heartbeat", "GetWork", "ReportResult", "GetBuildWork",
                         "ReportArtifact"}) {

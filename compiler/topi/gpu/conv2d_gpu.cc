@@ -8,8 +8,10 @@ namespace kiln::topi::gpu {
 
 namespace {
 void check_conv(const te::Tensor& out, const char* who) {
-  KILN_USER_CHECK(out.ndim() == 4 && out->is_compute() && out->reduce_axis.size() == 3 && out->inputs().size() == 2)
-      << who << ": '" << out->name() << "' is not an NCHW convolution with one group (3 reductions)";
+  KILN_USER_CHECK(out.ndim() == 4 && out->is_compute() && out->reduce_axis.size() == 3 &&
+                  out->inputs().size() == 2)
+      << who << ": '" << out->name()
+      << "' is not an NCHW convolution with one group (3 reductions)";
 }
 int64_t reduce_extent(const te::Tensor& out, size_t i) {
   auto e = ir::as_const_int(out->reduce_axis[i]->dom.extent);
@@ -32,7 +34,8 @@ space::ConfigSpace conv2d_nchw_gpu_space(const te::Tensor& out) {
   return space;
 }
 
-space::Config conv2d_nchw_gpu_default(const space::ConfigSpace& space, const target::Target& target) {
+space::Config conv2d_nchw_gpu_default(const space::ConfigSpace& space,
+                                      const target::Target& target) {
   // 8 × 4 × 8 = 256 threads (fewer where the target allows fewer), each two output channels of
   // two rows; 8 input channels and one kernel row per shared-memory step.
   const int64_t tf = target.max_num_threads > 0 && target.max_num_threads < 256 ? 4 : 8;
@@ -44,7 +47,8 @@ space::Config conv2d_nchw_gpu_default(const space::ConfigSpace& space, const tar
   pos[knob_index(space, "tile_ry")] = nearest_split_position(space, "tile_ry", {0, 1});
   pos[knob_index(space, "tile_rx")] = nearest_split_position(space, "tile_rx", {1, 0});
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
-  return space.from_positions(fit_threads(space, pos, {"tile_f", "tile_y", "tile_x"}, target.max_num_threads));
+  return space.from_positions(
+      fit_threads(space, pos, {"tile_f", "tile_y", "tile_x"}, target.max_num_threads));
 }
 
 void schedule_conv2d_nchw_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
@@ -89,7 +93,8 @@ void schedule_conv2d_nchw_gpu(te::Schedule& s, const te::Tensor& out, const spac
     cooperative_fetch(st, axes, {tf[2], ty[2], tx[2]});
   }
   // Unrolled only while the body stays small (as in matmul_gpu).
-  const int64_t body = tile_shape(cfg, {"tile_f", "tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_rx")[1];
+  const int64_t body =
+      tile_shape(cfg, {"tile_f", "tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_rx")[1];
   if (cfg.knob("unroll") && body <= 512) {
     for (const te::IterVar& iv : {rxi, af, ay, ax}) a.unroll(iv);
   }

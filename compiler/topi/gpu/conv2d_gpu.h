@@ -16,7 +16,8 @@
 namespace kiln::topi::gpu {
 
 space::ConfigSpace conv2d_nchw_gpu_space(const te::Tensor& out);
-space::Config conv2d_nchw_gpu_default(const space::ConfigSpace& space, const target::Target& target);
+space::Config conv2d_nchw_gpu_default(const space::ConfigSpace& space,
+                                      const target::Target& target);
 void schedule_conv2d_nchw_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                               const te::Tensor& output);
 

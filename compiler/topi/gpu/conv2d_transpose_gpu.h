@@ -21,7 +21,8 @@ namespace kiln::topi::gpu {
 space::ConfigSpace conv2d_transpose_nchw_gpu_space(const te::Tensor& out);
 space::Config conv2d_transpose_nchw_gpu_default(const space::ConfigSpace& space,
                                                 const target::Target& target);
-/// `output`: `out` or an elementwise epilogue of it (a bias, an activation), computed in the gather.
+/// `output`: `out` or an elementwise epilogue of it (a bias, an activation), computed in the
+/// gather.
 void schedule_conv2d_transpose_nchw_gpu(te::Schedule& s, const te::Tensor& out,
                                         const space::Config& cfg, const te::Tensor& output);
 

@@ -22,7 +22,8 @@ namespace kiln::topi::gpu {
 space::ConfigSpace depthwise_conv2d_nchw_gpu_space(const te::Tensor& out);
 space::Config depthwise_conv2d_nchw_gpu_default(const space::ConfigSpace& space,
                                                 const target::Target& target);
-/// `output`: `out` or an elementwise epilogue of it (a bias, an activation), computed in the thread.
+/// `output`: `out` or an elementwise epilogue of it (a bias, an activation), computed in the
+/// thread.
 void schedule_depthwise_conv2d_nchw_gpu(te::Schedule& s, const te::Tensor& out,
                                         const space::Config& cfg, const te::Tensor& output);
 

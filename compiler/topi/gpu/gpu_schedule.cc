@@ -18,7 +18,8 @@ TileShape tile_shape(const space::Config& cfg, const std::vector<std::string>& t
   return t;
 }
 
-bool plausible(const space::Config& cfg, const std::vector<std::string>& tiles, int64_t max_threads) {
+bool plausible(const space::Config& cfg, const std::vector<std::string>& tiles,
+               int64_t max_threads) {
   TileShape t = tile_shape(cfg, tiles);
   return t.threads >= 32 && t.threads <= max_threads && t.outputs_per_thread <= 64;
 }
@@ -39,22 +40,27 @@ std::vector<int> fit_threads(const space::ConfigSpace& space, std::vector<int> p
     const std::vector<int64_t> now = cands[positions[widest]];
     std::vector<int64_t> want = {0, now[1], std::max<int64_t>(1, now[2] / 2), now[3] * 2};
     positions[widest] = nearest_split_position(space, space.knobs()[widest].name, want);
-    if (cands[positions[widest]][2] >= widest_threads) {  // no smaller thread factor divides: take 1
-      positions[widest] = nearest_split_position(space, space.knobs()[widest].name, {0, now[1], 1, 0});
+    if (cands[positions[widest]][2] >=
+        widest_threads) {  // no smaller thread factor divides: take 1
+      positions[widest] =
+          nearest_split_position(space, space.knobs()[widest].name, {0, now[1], 1, 0});
     }
   }
   return positions;
 }
 
-std::array<te::IterVar, 4> split4(te::Stage& stage, const te::IterVar& axis, const std::vector<int64_t>& factors) {
-  KILN_ICHECK(factors.size() == 4) << "split4: a 4-part split knob is needed, got " << factors.size() << " parts";
+std::array<te::IterVar, 4> split4(te::Stage& stage, const te::IterVar& axis,
+                                  const std::vector<int64_t>& factors) {
+  KILN_ICHECK(factors.size() == 4)
+      << "split4: a 4-part split knob is needed, got " << factors.size() << " parts";
   auto [rest, inner] = stage.split(axis, ir::Expr(factors[3]));
   auto [rest2, thread] = stage.split(rest, ir::Expr(factors[2]));
   auto [block, vthread] = stage.split(rest2, ir::Expr(factors[1]));
   return {block, vthread, thread, inner};
 }
 
-void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads, int64_t vector) {
+void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads,
+                       int64_t vector) {
   std::vector<te::IterVar> loops = stage->leaf_iter_vars;
   te::IterVar fused = loops.size() == 1 ? loops[0] : stage.fuse(loops);
   if (vector > 1) {

@@ -42,7 +42,8 @@ TileShape tile_shape(const space::Config& cfg, const std::vector<std::string>& t
 /// Whether a config is worth building: 32 to `max_threads` threads a block and 1 to 64 outputs a
 /// thread. The rest of a GPU space (one thread doing thousands of outputs, or blocks the device
 /// refuses) is legal but never fast; tuners and tests sample among these.
-bool plausible(const space::Config& cfg, const std::vector<std::string>& tiles, int64_t max_threads);
+bool plausible(const space::Config& cfg, const std::vector<std::string>& tiles,
+               int64_t max_threads);
 
 /// Positions of `space` (from `positions`) with the thread factors of `tiles` reduced, the largest
 /// first, until a block has at most `max_threads` threads.
@@ -51,14 +52,16 @@ std::vector<int> fit_threads(const space::ConfigSpace& space, std::vector<int> p
 
 /// Splits `axis` of `stage` by `factors` (outermost first, as a 4-part split knob gives them:
 /// block, virtual thread, thread, inner) and returns the four loops.
-std::array<te::IterVar, 4> split4(te::Stage& stage, const te::IterVar& axis, const std::vector<int64_t>& factors);
+std::array<te::IterVar, 4> split4(te::Stage& stage, const te::IterVar& axis,
+                                  const std::vector<int64_t>& factors);
 
 /// Cooperative fetching of the shared copy `stage`: its loops fused, then split so that
 /// consecutive threadIdx.x read consecutive elements (coalesced), `vector` elements a thread at a
 /// time (vectorized: one 16-byte access for 4 floats), then over threadIdx.y and threadIdx.z
-/// (threads = {z, y, x} extents; an extent of 1 skips that axis), the rest a loop. The caller passes a
-/// `vector` that divides the copy's innermost extent (and its start).
-void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads, int64_t vector = 1);
+/// (threads = {z, y, x} extents; an extent of 1 skips that axis), the rest a loop. The caller
+/// passes a `vector` that divides the copy's innermost extent (and its start).
+void cooperative_fetch(te::Stage& stage, const ThreadAxes& axes, std::array<int64_t, 3> threads,
+                       int64_t vector = 1);
 
 /// An injective output (elementwise, broadcast, layout change) in one kernel: all axes fused, then
 /// split into blocks of `threads` threads.
@@ -72,8 +75,9 @@ void inline_producers(te::Schedule& s, const te::Tensor& out,
 /// One thread per output element, for operators whose outputs each reduce a small window
 /// (pooling, depthwise convolution): `output` (`out`, or an elementwise epilogue of it) fused and
 /// split into blocks of `threads` threads; `out`'s reduction accumulated in a local register by
-/// that thread, its reduction loops unrolled when `unroll` (and the window is at most 64); `out`'s pure producers (padding)
-/// inlined and its other reductions (an average's sum) computed by the same thread.
+/// that thread, its reduction loops unrolled when `unroll` (and the window is at most 64); `out`'s
+/// pure producers (padding) inlined and its other reductions (an average's sum) computed by the
+/// same thread.
 void schedule_thread_per_output(te::Schedule& s, const te::Tensor& out, const te::Tensor& output,
                                 int64_t threads, bool unroll);
 

@@ -21,7 +21,8 @@ size_t check_product(const te::Tensor& out, const char* who) {
 /// threads sharing the reduction, keeps more of the device busy than tiles of outputs can.
 bool few_outputs(const te::Tensor& out) {
   int64_t outputs = 1;
-  for (size_t d = 0; d < out.ndim(); ++d) outputs *= ir::as_const_int(out->shape()[d]).value_or(1 << 30);
+  for (size_t d = 0; d < out.ndim(); ++d)
+    outputs *= ir::as_const_int(out->shape()[d]).value_or(1 << 30);
   return outputs <= 4096 && ir::as_const_int(out->reduce_axis[0]->dom.extent).value_or(0) >= 256;
 }
 }  // namespace
@@ -61,11 +62,14 @@ space::Config matmul_gpu_default(const space::ConfigSpace& space, const target::
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
   pos[knob_index(space, "vector")] = knob_position(space, "vector", 4);
   pos[knob_index(space, "prefetch")] = knob_position(space, "prefetch", 1);
-  if (pos.size() > 6) pos[knob_index(space, "cross_thread")] = knob_position(space, "cross_thread", 1);
-  return space.from_positions(fit_threads(space, pos, {"tile_y", "tile_x"}, target.max_num_threads));
+  if (pos.size() > 6)
+    pos[knob_index(space, "cross_thread")] = knob_position(space, "cross_thread", 1);
+  return space.from_positions(
+      fit_threads(space, pos, {"tile_y", "tile_x"}, target.max_num_threads));
 }
 
-void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg, const te::Tensor& output) {
+void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
+                         const te::Tensor& output) {
   const size_t row_axis = check_product(out, "schedule_matmul_gpu");
   if (few_outputs(out) && cfg.knob("cross_thread") != 0) {
     // The product a kernel of a block an output (a cross-thread reduction), the epilogue another.
@@ -103,7 +107,8 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
   te::IterVar ay = a.axis(row_axis), ax = a.axis(row_axis + 1);
   a.reorder({ko, ki, ay, ax});
   // The copies' rows are a reduction step or a block's rows or columns: vectors where all divide.
-  const int64_t step = cfg.split("tile_k")[1], rows = ty[1] * ty[2] * ty[3], cols = tx[1] * tx[2] * tx[3];
+  const int64_t step = cfg.split("tile_k")[1], rows = ty[1] * ty[2] * ty[3],
+                cols = tx[1] * tx[2] * tx[3];
   int64_t vector = cfg.knob("vector");
   if (step % vector || rows % vector || cols % vector) vector = 1;
   for (const te::Tensor& sh : shared) {
@@ -130,7 +135,8 @@ void schedule_matmul_gpu(te::Schedule& s, const te::Tensor& out, const space::Co
   }
   // Unrolled only while the body stays small: a thread with hundreds of outputs unrolled over the
   // reduction step is code no compiler digests quickly.
-  if (cfg.knob("unroll") && tile_shape(cfg, {"tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_k")[1] <= 1024) {
+  if (cfg.knob("unroll") &&
+      tile_shape(cfg, {"tile_y", "tile_x"}).outputs_per_thread * cfg.split("tile_k")[1] <= 1024) {
     a.unroll(ki);
     a.unroll(ay);
     a.unroll(ax);

@@ -3,8 +3,8 @@
 #include "base/error.h"
 #include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/gpu/reduce_gpu.h"
-#include "compiler/topi/workload.h"
 #include "compiler/topi/template_util.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::topi::gpu {
 
@@ -35,7 +35,8 @@ space::Config pool2d_gpu_default(const space::ConfigSpace& space, const target::
   std::vector<int> pos(space.knobs().size(), 0);
   pos[knob_index(space, "threads")] = knob_position(space, "threads", default_threads(target));
   pos[knob_index(space, "unroll")] = knob_position(space, "unroll", 1);
-  if (pos.size() > 2) pos[knob_index(space, "block_per_row")] = knob_position(space, "block_per_row", 1);
+  if (pos.size() > 2)
+    pos[knob_index(space, "block_per_row")] = knob_position(space, "block_per_row", 1);
   return space.from_positions(pos);
 }
 

@@ -80,12 +80,15 @@ void schedule_row_reduction(te::Stage st, int64_t threads) {
 }
 
 void schedule_rows(te::Schedule& s, const te::Tensor& output, int64_t threads, bool block_per_row) {
-  auto schedule = [&](const te::Tensor& t) { schedule_reduction_stage(s[t], threads, block_per_row); };
+  auto schedule = [&](const te::Tensor& t) {
+    schedule_reduction_stage(s[t], threads, block_per_row);
+  };
   inline_producers(s, output, schedule);
   schedule(output);
 }
 
-void schedule_reductions_and_outputs(te::Schedule& s, const std::vector<te::Tensor>& outputs, int64_t threads) {
+void schedule_reductions_and_outputs(te::Schedule& s, const std::vector<te::Tensor>& outputs,
+                                     int64_t threads) {
   for (te::Stage st : s->stages) {
     if (st->is_placeholder()) continue;
     const te::Tensor& t = st->op;

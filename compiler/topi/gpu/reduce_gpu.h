@@ -38,6 +38,7 @@ void schedule_row_reduction(te::Stage st, int64_t threads);
 /// pays), each of `outputs` that is pure one thread an element, the other pure stages inlined. For
 /// operators with several outputs that read the same reductions (LayerNormalization's Y, Mean and
 /// InvStdDev; InstanceNormalization).
-void schedule_reductions_and_outputs(te::Schedule& s, const std::vector<te::Tensor>& outputs, int64_t threads);
+void schedule_reductions_and_outputs(te::Schedule& s, const std::vector<te::Tensor>& outputs,
+                                     int64_t threads);
 
 }  // namespace kiln::topi::gpu

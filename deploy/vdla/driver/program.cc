@@ -31,35 +31,37 @@ std::string kernel_signature(const KernelCall& k) {
   return os.str();
 }
 
-
 namespace {
 const char* kStageNames[] = {"?", "load", "compute", "store"};
 }  // namespace
 
 void VdlaProgram::emit(CommandQueue& q, const std::vector<uint64_t>& addrs) const {
   KILN_USER_CHECK(addrs.size() == arg_names.size())
-      << "vdla program '" << name << "' takes " << arg_names.size() << " tensors, got " << addrs.size();
+      << "vdla program '" << name << "' takes " << arg_names.size() << " tensors, got "
+      << addrs.size();
   const Config& cfg = q.config();
   for (const DriverCall& c : calls) {
     if (auto d = std::get_if<DmaCall>(&c)) {
-      const int64_t row_bytes = d->store                ? cfg.out_row_bytes()
+      const int64_t row_bytes = d->store                  ? cfg.out_row_bytes()
                                 : d->mem == MemType::kWgt ? cfg.wgt_row_bytes()
                                 : d->mem == MemType::kAcc ? cfg.acc_row_bytes()
                                                           : cfg.inp_row_bytes();
       KILN_USER_CHECK(addrs[static_cast<size_t>(d->arg)] % static_cast<uint64_t>(row_bytes) == 0)
           << "vdla program '" << name << "': tensor '" << arg_names[static_cast<size_t>(d->arg)]
-          << "' at byte address " << addrs[static_cast<size_t>(d->arg)] << " is not aligned to its rows of "
-          << row_bytes << " bytes";
-      const uint64_t addr = addrs[static_cast<size_t>(d->arg)] + d->dram_row * static_cast<uint64_t>(row_bytes);
+          << "' at byte address " << addrs[static_cast<size_t>(d->arg)]
+          << " is not aligned to its rows of " << row_bytes << " bytes";
+      const uint64_t addr =
+          addrs[static_cast<size_t>(d->arg)] + d->dram_row * static_cast<uint64_t>(row_bytes);
       if (d->store) {
         q.store_buffer_2d(d->sram, addr, d->x_size, d->y_size, d->x_stride);
       } else {
-        q.load_buffer_2d(d->mem, d->sram, addr, d->x_size, d->y_size, d->x_stride, d->x_pad0, d->y_pad0,
-                         d->x_pad1, d->y_pad1);
+        q.load_buffer_2d(d->mem, d->sram, addr, d->x_size, d->y_size, d->x_stride, d->x_pad0,
+                         d->y_pad0, d->x_pad1, d->y_pad1);
       }
     } else if (auto k = std::get_if<KernelCall>(&c)) {
       auto record = [k](UopKernel& u) {
-        for (const auto& l : k->loops) u.loop_begin(l.extent, l.dst_factor, l.src_factor, l.wgt_factor);
+        for (const auto& l : k->loops)
+          u.loop_begin(l.extent, l.dst_factor, l.src_factor, l.wgt_factor);
         for (const auto& x : k->uops) u.push(x.dst, x.src, x.wgt);
         for (size_t i = 0; i < k->loops.size(); ++i) u.loop_end();
       };
@@ -91,7 +93,8 @@ std::string VdlaProgram::summary() const {
     }
   }
   std::ostringstream os;
-  os << "loads=" << loads << " stores=" << stores << " gemm=" << gemm << " alu=" << alu << " tokens=" << tokens;
+  os << "loads=" << loads << " stores=" << stores << " gemm=" << gemm << " alu=" << alu
+     << " tokens=" << tokens;
   return os.str();
 }
 
@@ -100,13 +103,15 @@ std::string VdlaProgram::to_string() const {
   const char* const* stage = kStageNames;
   for (const DriverCall& c : calls) {
     if (auto d = std::get_if<DmaCall>(&c)) {
-      os << (d->store ? "STORE" : "LOAD ") << " " << (d->store ? "ACC" : mem_type_name(d->mem)) << "["
-         << d->sram << "] " << arg_names[static_cast<size_t>(d->arg)] << " row " << d->dram_row << " " << d->y_size
-         << "x" << d->x_size << " stride " << d->x_stride << " pad " << d->y_pad0 << "," << d->x_pad0 << ","
-         << d->y_pad1 << "," << d->x_pad1 << "\n";
+      os << (d->store ? "STORE" : "LOAD ") << " " << (d->store ? "ACC" : mem_type_name(d->mem))
+         << "[" << d->sram << "] " << arg_names[static_cast<size_t>(d->arg)] << " row "
+         << d->dram_row << " " << d->y_size << "x" << d->x_size << " stride " << d->x_stride
+         << " pad " << d->y_pad0 << "," << d->x_pad0 << "," << d->y_pad1 << "," << d->x_pad1
+         << "\n";
     } else if (auto k = std::get_if<KernelCall>(&c)) {
-      os << (k->gemm ? "GEMM " : "ALU  ") << k->signature << " dst0 " << (k->uops.empty() ? 0 : k->uops[0].dst)
-         << " src0 " << (k->uops.empty() ? 0 : k->uops[0].src) << "\n";
+      os << (k->gemm ? "GEMM " : "ALU  ") << k->signature << " dst0 "
+         << (k->uops.empty() ? 0 : k->uops[0].dst) << " src0 "
+         << (k->uops.empty() ? 0 : k->uops[0].src) << "\n";
     } else {
       const auto& t = std::get<TokenCall>(c);
       os << (t.push ? "push " : "pop  ") << stage[t.from] << "->" << stage[t.to] << "\n";
@@ -114,7 +119,6 @@ std::string VdlaProgram::to_string() const {
   }
   return os.str();
 }
-
 
 namespace {
 
@@ -136,7 +140,8 @@ struct Reader {
   }
   int64_t num(const std::string& key, int64_t lo, int64_t hi) const {
     const int64_t v = j.at(key, what(key)).as_int(what(key));
-    KILN_USER_CHECK(v >= lo && v <= hi) << what(key) << " is " << v << ", outside [" << lo << ", " << hi << "]";
+    KILN_USER_CHECK(v >= lo && v <= hi)
+        << what(key) << " is " << v << ", outside [" << lo << ", " << hi << "]";
     return v;
   }
   bool flag(const std::string& key) const { return j.at(key, what(key)).as_bool(what(key)); }
@@ -160,10 +165,15 @@ Json VdlaProgram::to_json() const {
            {"pad", uint_array({d->x_pad0, d->y_pad0, d->x_pad1, d->y_pad1})}};
     } else if (auto k = std::get_if<KernelCall>(&c)) {
       Json::Array loops, uops;
-      for (const auto& l : k->loops) loops.emplace_back(uint_array({l.extent, l.dst_factor, l.src_factor, l.wgt_factor}));
+      for (const auto& l : k->loops)
+        loops.emplace_back(uint_array({l.extent, l.dst_factor, l.src_factor, l.wgt_factor}));
       for (const auto& u : k->uops) uops.emplace_back(uint_array({u.dst, u.src, u.wgt}));
-      o = {{"kind", k->gemm ? "gemm" : "alu"}, {"reset", k->reset},         {"op", int64_t{static_cast<uint8_t>(k->op)}},
-           {"use_imm", k->use_imm},            {"imm", int64_t{k->imm}},    {"loops", loops},
+      o = {{"kind", k->gemm ? "gemm" : "alu"},
+           {"reset", k->reset},
+           {"op", int64_t{static_cast<uint8_t>(k->op)}},
+           {"use_imm", k->use_imm},
+           {"imm", int64_t{k->imm}},
+           {"loops", loops},
            {"uops", uops}};
     } else {
       const auto& t = std::get<TokenCall>(c);
@@ -187,7 +197,8 @@ VdlaProgram VdlaProgram::from_json(const Json& j, const std::string& origin) {
     p.arg_bytes.push_back(v);
   }
   KILN_USER_CHECK(!p.arg_names.empty() && p.arg_names.size() == p.arg_bytes.size())
-      << origin << ": " << p.arg_names.size() << " argument names for " << p.arg_bytes.size() << " sizes";
+      << origin << ": " << p.arg_names.size() << " argument names for " << p.arg_bytes.size()
+      << " sizes";
   const Json::Array& cs = j.at("calls", origin).as_array(origin + ": 'calls'");
   const int64_t nargs = static_cast<int64_t>(p.arg_names.size());
   constexpr int64_t k16 = 0xffff, k32 = 0xffffffff;
@@ -210,8 +221,10 @@ VdlaProgram VdlaProgram::from_json(const Json& j, const std::string& origin) {
       d.store = kind == "store";
       d.mem = static_cast<MemType>(r.num("mem", 0, 5));
       KILN_USER_CHECK(d.store ? d.mem == MemType::kAcc
-                              : d.mem == MemType::kInp || d.mem == MemType::kWgt || d.mem == MemType::kAcc)
-          << r.what("mem") << ": a " << kind << " of " << mem_type_name(d.mem) << " is not a program's DMA";
+                              : d.mem == MemType::kInp || d.mem == MemType::kWgt ||
+                                    d.mem == MemType::kAcc)
+          << r.what("mem") << ": a " << kind << " of " << mem_type_name(d.mem)
+          << " is not a program's DMA";
       d.sram = static_cast<uint32_t>(r.num("sram", 0, k16));
       d.arg = static_cast<int>(r.num("arg", 0, nargs - 1));
       d.dram_row = static_cast<uint64_t>(r.num("dram_row", 0, k32));
@@ -230,20 +243,24 @@ VdlaProgram VdlaProgram::from_json(const Json& j, const std::string& origin) {
       k.use_imm = r.flag("use_imm");
       k.imm = static_cast<int32_t>(r.num("imm", -32768, 32767));
       const Json::Array& loops = cs[i].at("loops", r.what("loops")).as_array(r.what("loops"));
-      KILN_USER_CHECK(loops.size() <= 2) << r.what("loops") << ": a micro-kernel has at most two loops";
+      KILN_USER_CHECK(loops.size() <= 2)
+          << r.what("loops") << ": a micro-kernel has at most two loops";
       for (const Json& l : loops) {
         const Json::Array& a = l.as_array(r.what("loops"));
-        KILN_USER_CHECK(a.size() == 4) << r.what("loops") << ": a loop is [extent, dst, src, wgt factors]";
+        KILN_USER_CHECK(a.size() == 4)
+            << r.what("loops") << ": a loop is [extent, dst, src, wgt factors]";
         std::vector<uint32_t> v;
         for (const Json& x : a) {
           const int64_t y = x.as_int(r.what("loops"));
-          KILN_USER_CHECK(y >= 0 && y <= 0x3fff) << r.what("loops") << " holds " << y << " (14 bits at most)";
+          KILN_USER_CHECK(y >= 0 && y <= 0x3fff)
+              << r.what("loops") << " holds " << y << " (14 bits at most)";
           v.push_back(static_cast<uint32_t>(y));
         }
         k.loops.push_back(UopLoop{v[0], v[1], v[2], v[3]});
       }
       const Json::Array& uops = cs[i].at("uops", r.what("uops")).as_array(r.what("uops"));
-      KILN_USER_CHECK(!uops.empty() && uops.size() <= 8192) << r.what("uops") << " has " << uops.size() << " micro-ops";
+      KILN_USER_CHECK(!uops.empty() && uops.size() <= 8192)
+          << r.what("uops") << " has " << uops.size() << " micro-ops";
       for (const Json& u : uops) {
         const Json::Array& a = u.as_array(r.what("uops"));
         KILN_USER_CHECK(a.size() == 3) << r.what("uops") << ": a micro-op is [dst, src, wgt]";
@@ -252,7 +269,8 @@ VdlaProgram VdlaProgram::from_json(const Json& j, const std::string& origin) {
         KILN_USER_CHECK(dst >= 0 && dst < 2048 && src >= 0 && src < 2048 && wgt >= 0 && wgt < 1024)
             << r.what("uops") << ": micro-op [" << dst << ", " << src << ", " << wgt
             << "] does not fit its fields (11, 11 and 10 bits)";
-        k.uops.push_back(Uop{static_cast<uint32_t>(dst), static_cast<uint32_t>(src), static_cast<uint32_t>(wgt)});
+        k.uops.push_back(Uop{static_cast<uint32_t>(dst), static_cast<uint32_t>(src),
+                             static_cast<uint32_t>(wgt)});
       }
       k.signature = kernel_signature(k);
       p.calls.emplace_back(std::move(k));
@@ -262,11 +280,12 @@ VdlaProgram VdlaProgram::from_json(const Json& j, const std::string& origin) {
       t.from = static_cast<int>(r.num("from", kLoadStage, kStoreStage));
       t.to = static_cast<int>(r.num("to", kLoadStage, kStoreStage));
       KILN_USER_CHECK(t.from - t.to == 1 || t.to - t.from == 1)
-          << r.what("to") << ": tokens go between neighbouring stages, not " << kStageNames[t.from] << " and "
-          << kStageNames[t.to];
+          << r.what("to") << ": tokens go between neighbouring stages, not " << kStageNames[t.from]
+          << " and " << kStageNames[t.to];
       p.calls.emplace_back(t);
     } else {
-      KILN_USER_ERROR() << r.what("kind") << " is '" << kind << "' (load, store, gemm, alu, push or pop)";
+      KILN_USER_ERROR() << r.what("kind") << " is '" << kind
+                        << "' (load, store, gemm, alu, push or pop)";
     }
   }
   return p;

@@ -28,7 +28,8 @@ struct DmaCall {
   MemType mem = MemType::kInp;
   uint32_t sram = 0;
   int arg = 0;
-  uint64_t dram_row = 0;  ///< in rows of the buffer's element (16 int8 for INP and OUT, 256 for WGT, 16 int32 for ACC)
+  uint64_t dram_row = 0;  ///< in rows of the buffer's element (16 int8 for INP and OUT, 256 for
+                          ///< WGT, 16 int32 for ACC)
   uint32_t x_size = 0, y_size = 0, x_stride = 0;
   uint32_t x_pad0 = 0, y_pad0 = 0, x_pad1 = 0, y_pad1 = 0;
 };
@@ -42,7 +43,8 @@ struct KernelCall {
   int32_t imm = 0;
   std::vector<UopLoop> loops;
   std::vector<Uop> uops;
-  std::string signature;  ///< derived from the contents (kernel_signature): equal kernels share the driver's cache
+  std::string signature;  ///< derived from the contents (kernel_signature): equal kernels share the
+                          ///< driver's cache
 };
 
 struct TokenCall {
