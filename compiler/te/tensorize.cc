@@ -198,7 +198,10 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
         }
         return ir::producer_load(decl_reads[k], std::vector<Expr>(rel.begin() + lead, rel.end()));
       });
-  const Expr lhs = ir::simplify(rewritten), rhs = ir::simplify(decl_src);
+  // The loops' variables used as values (not as indices of a read: a scatter compares an index
+  // it reads with its output's coordinate) are the intrinsic's axes too; a variable of a loop
+  // outside the tensorized axis stays, and the intrinsic, which has none, does not match.
+  const Expr lhs = ir::simplify(ir::substitute(rewritten, to_decl)), rhs = ir::simplify(decl_src);
   KILN_USER_CHECK(ir::expr_deep_equal(lhs, rhs))
       << where << "the loops compute " << ir::to_string(lhs) << " but the intrinsic computes "
       << ir::to_string(rhs);
