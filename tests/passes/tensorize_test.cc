@@ -164,6 +164,54 @@ TEST(Tensorize, ElementwiseIntrinsicHasOnlyABody) {
   EXPECT_TRUE(testing::all_close(z, want));
 }
 
+/// o[j] = a[j] > j ? a[j] : 0 over 4 elements: a loop variable used as a value, not an index.
+te::TensorIntrin above_index4() {
+  te::Tensor a = te::placeholder({4}, ir::kFloat32, "a");
+  te::Tensor o = te::compute(
+      {4}, [&](Var j) { return ir::select(a(j) > ir::cast(ir::kFloat32, j), a(j), Expr(0.0f)); },
+      "o", {"j"});
+  return te::decl_tensor_intrin(
+      o,
+      [](const std::vector<ir::IntrinBuffer>& in, const ir::IntrinBuffer& out) {
+        Var j("j");
+        Expr v = in[0].load({j});
+        return ir::IntrinStmts{
+            ir::for_loop(j, 0, 4, ir::ForKind::kSerial,
+                         out.store({j}, ir::select(v > ir::cast(ir::kFloat32, j), v, Expr(0.0f)))),
+            ir::Stmt(), ir::Stmt()};
+      },
+      "above_index4");
+}
+
+TEST(Tensorize, LoopVariablesUsedAsValuesAreTheIntrinsicsAxes) {
+  te::Tensor A = te::placeholder({4}, ir::kFloat32, "A");
+  te::Tensor C = te::compute(
+      {4}, [&](Var i) { return ir::select(A(i) > ir::cast(ir::kFloat32, i), A(i), Expr(0.0f)); },
+      "C");
+  te::Schedule s = te::create_schedule({C});
+  s[C].tensorize(s[C].axis(0), above_index4());
+  runtime::Function f = testing::build_host(s, {A, C});
+  runtime::NDArray x =
+      runtime::NDArray::from_vector(std::vector<float>{1.5f, 0.5f, 2.5f, 3.5f}, {4});
+  runtime::NDArray z = testing::zeros({4});
+  f(x, z);
+  EXPECT_TRUE(testing::all_close(z, {1.5f, 0.0f, 2.5f, 3.5f}, 0, 0));
+}
+
+TEST(TensorizeErrors, AValueOfALoopOutsideTheAxisIsRefused) {
+  // C[i] compares with i = i.outer * 4 + i.inner: the intrinsic sees only i.inner.
+  te::Tensor A = te::placeholder({8}, ir::kFloat32, "A");
+  te::Tensor C = te::compute(
+      {8}, [&](Var i) { return ir::select(A(i) > ir::cast(ir::kFloat32, i), A(i), Expr(0.0f)); },
+      "C");
+  te::Schedule s = te::create_schedule({C});
+  auto [io, ii] = s[C].split(s[C].axis(0), 4);
+  s[C].tensorize(ii, above_index4());
+  EXPECT_ERROR_CONTAINS(compiler::lower_loops(s),
+                        "tensorize: stage 'C', axis 'i.inner', intrinsic 'above_index4': the "
+                        "loops compute");
+}
+
 TEST(TensorizeErrors, ExtentMismatchNamesStageAxisAndIntrinsic) {
   Product p;
   te::Stage st = p.s[p.C];
