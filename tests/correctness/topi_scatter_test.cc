@@ -3,7 +3,9 @@
 // (none: the last update wins), batch_dims, int32 and int64 indices, float and int32 data. The
 // scatters run with their x86 schedule (tensorized into one pass over the indices) and with the
 // naive schedule (the reduction over the updates as written), which must agree; the x86 schedule's
-// work is checked to be linear in the sizes on a transformer's [1, 197, 384]; and the user errors.
+// work is checked to be linear in the sizes on a transformer's [1, 197, 384]; indices outside their
+// axis (scatters skip them, GatherND clamps); one tensor as data and updates; the GPU schedules on
+// OpenCL (PoCL: skipped without an OpenCL device); and the user errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -429,6 +431,58 @@ TEST(TopiScatter, DuplicatesLastUpdateWins) {
              NDArray::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3})),
       {4, 3});
   EXPECT_EQ(got, (std::vector<float>{0, 0, 0, 0, 0, 0, 7, 8, 9, 0, 0, 0}));
+}
+
+TEST(TopiScatter, DataAlsoTheUpdates) {
+  // ScatterElements(x, i, x, add): one tensor read as data and as updates; out[i[p]] += x[p].
+  te::Tensor x = te::placeholder(to_exprs({2, 3}), ir::kInt32, "x");
+  te::Tensor ind = te::placeholder(to_exprs({2, 3}), ir::kInt64, "indices");
+  te::Tensor out = topi::scatter_elements(x, ind, x, 1, ScatterReduction::kAdd);
+  const std::vector<int32_t> xv = {1, 2, 3, 4, 5, 6};
+  const std::vector<int64_t> iv = {0, 0, -1, 2, 1, 1};
+  const auto expected = ref_scatter_elements(xv, {2, 3}, iv, xv, {2, 3}, 1, ScatterReduction::kAdd);
+  for (bool tensorized : {true, false}) {
+    te::Schedule s = te::create_schedule({out});
+    if (tensorized) topi::schedule_scatter_x86(s, out);
+    EXPECT_EQ(
+        run<int32_t>(s, {x, ind, out},
+                     arrays(NDArray::from_vector(xv, {2, 3}), NDArray::from_vector(iv, {2, 3})),
+                     {2, 3}),
+        expected)
+        << (tensorized ? "x86" : "naive");
+  }
+}
+
+TEST(TopiScatter, IndicesOutsideTheAxisAreSkippedOrClamped) {
+  // ScatterND: 9 and -5 lie outside a dimension of 4; their updates are dropped, the others land.
+  te::Tensor data = te::placeholder(to_exprs({4}), ir::kFloat32, "data");
+  te::Tensor ind = te::placeholder(to_exprs({3, 1}), ir::kInt64, "indices");
+  te::Tensor upd = te::placeholder(to_exprs({3}), ir::kFloat32, "updates");
+  for (ScatterReduction r : {ScatterReduction::kNone, ScatterReduction::kAdd}) {
+    te::Tensor out = topi::scatter_nd(data, ind, upd, r);
+    for (bool tensorized : {true, false}) {
+      te::Schedule s = te::create_schedule({out});
+      if (tensorized) topi::schedule_scatter_x86(s, out);
+      EXPECT_EQ(run<float>(s, {data, ind, upd, out},
+                           arrays(NDArray::from_vector(std::vector<float>{1, 2, 3, 4}, {4}),
+                                  NDArray::from_vector(std::vector<int64_t>{9, -1, -5}, {3, 1}),
+                                  NDArray::from_vector(std::vector<float>{10, 20, 30}, {3})),
+                           {4}),
+                (std::vector<float>{1, 2, 3, r == ScatterReduction::kNone ? 20.0f : 24.0f}))
+          << name_of(r) << (tensorized ? " x86" : " naive");
+    }
+  }
+  // GatherND clamps: 7 reads the last row, -9 the first.
+  te::Tensor x = te::placeholder(to_exprs({3, 2}), ir::kInt32, "x");
+  te::Tensor gi = te::placeholder(to_exprs({2, 1}), ir::kInt32, "gi");
+  te::Tensor g = topi::gather_nd(x, gi);
+  te::Schedule s = te::create_schedule({g});
+  EXPECT_EQ(
+      run<int32_t>(s, {x, gi, g},
+                   arrays(NDArray::from_vector(std::vector<int32_t>{1, 2, 3, 4, 5, 6}, {3, 2}),
+                          NDArray::from_vector(std::vector<int32_t>{7, -9}, {2, 1})),
+                   {2, 2}),
+      (std::vector<int32_t>{5, 6, 1, 2}));
 }
 
 /// The number of element stores a lowered program makes (each store counted once per iteration
