@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "compiler/codegen/build.h"
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/fold_batch_norm.h"
@@ -27,12 +28,11 @@
 #include "compiler/target/target.h"
 #include "compiler/vdla/program.h"
 #include "deploy/runtime/dtype.h"
-#include "deploy/runtime/json.h"
 
 namespace kiln::graph {
 namespace {
 
-using runtime::Json;
+using kiln::Json;
 
 /// A C identifier from a node name: other characters become '_', a leading digit gets a prefix.
 std::string function_name(const std::string& node_name, size_t index) {

@@ -47,7 +47,7 @@ Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c,
   // Every run goes through the program's JSON, as a bundle carries it.
   const std::string text = built.to_json().dump();
   const vdla::VdlaProgram prog =
-      vdla::VdlaProgram::from_json(runtime::Json::parse(text), "conv2d.json");
+      vdla::VdlaProgram::from_json(kiln::Json::parse(text), "conv2d.json");
   EXPECT_EQ(prog.to_json().dump(), text);
   EXPECT_EQ(prog.to_string(), built.to_string());
   // KILN_VDLA_DUMP=1 prints each program's driver calls (VdlaProgram::to_string), for reading a

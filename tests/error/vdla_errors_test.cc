@@ -306,7 +306,7 @@ TEST(VdlaErrors, MalformedProgramJsonNamesTheCallAndField) {
       topi::schedule_vdla_conv2d(op, topi::VdlaConv2dConfig{}, cfg), op.args(), "conv2d", cfg);
   const std::string good = prog.to_json().dump();
   auto parse = [](const std::string& t) {
-    return VdlaProgram::from_json(runtime::Json::parse(t), "p.json");
+    return VdlaProgram::from_json(kiln::Json::parse(t), "p.json");
   };
   EXPECT_EQ(parse(good).calls.size(), prog.calls.size());
   auto broken = [&](const std::string& from, const std::string& to) {

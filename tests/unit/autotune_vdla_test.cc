@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include "base/json.h"
 #include "compiler/autotune/features.h"
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/measurer.h"
@@ -28,7 +29,6 @@
 #include "compiler/topi/vdla_conv2d_template.h"
 #include "compiler/topi/workload.h"
 #include "compiler/vdla/program.h"
-#include "deploy/runtime/json.h"
 #include "deploy/runtime/measure_child.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/vdla_run.h"
@@ -236,7 +236,7 @@ TEST(VdlaRunner, MalformedAndDeadlockedProgramsAreResults) {
   Files f;
   write_files(t, f);
   std::ifstream in(f.program);
-  const runtime::Json good = runtime::Json::parse(
+  const kiln::Json good = kiln::Json::parse(
       std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
       "program");
   auto write = [&](const std::string& name, const std::string& text) {
@@ -256,12 +256,12 @@ TEST(VdlaRunner, MalformedAndDeadlockedProgramsAreResults) {
       << misnamed.message;
 
   // A pop nobody pushes for, first in the stream: the compute module waits forever.
-  runtime::Json::Object o = good.as_object("program");
-  runtime::Json::Array calls = o.at("calls").as_array("calls");
-  calls.insert(calls.begin(), runtime::Json::Object{{"kind", "pop"}, {"from", 1}, {"to", 2}});
+  kiln::Json::Object o = good.as_object("program");
+  kiln::Json::Array calls = o.at("calls").as_array("calls");
+  calls.insert(calls.begin(), kiln::Json::Object{{"kind", "pop"}, {"from", 1}, {"to", 2}});
   o["calls"] = std::move(calls);
   const runtime::RunResult stuck = runtime::measure_in_child(
-      vdla_request(f, write("stuck.json", runtime::Json(o).dump()), f.reference), 60);
+      vdla_request(f, write("stuck.json", kiln::Json(o).dump()), f.reference), 60);
   EXPECT_EQ(stuck.error, ErrorKind::kRuntimeError) << stuck.message;
   EXPECT_NE(stuck.message.find("deadlock"), std::string::npos) << stuck.message;
 }
