@@ -26,6 +26,7 @@
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
+#include "compiler/vdla/conv2d_schedule.h"
 #include "compiler/vdla/program.h"
 #include "deploy/runtime/dtype.h"
 
@@ -301,7 +302,8 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
       const vdla::Config cfg;
       const topi::VdlaConv2d conv = vdla_qconv_compute(n);
       bundle.vdla_programs.push_back(vdla_compiler::build_vdla(
-          topi::schedule_vdla_conv2d(conv, vdla_qconv_config(n), cfg), conv.args(), fname, cfg));
+          vdla_compiler::schedule_vdla_conv2d(conv, vdla_qconv_config(n), cfg), conv.args(), fname,
+          cfg));
       Json::Array args;
       for (ValueId v : n.inputs) args.emplace_back(table.index(v, &bundle));
       args.emplace_back(table.index(n.outputs[0], &bundle));
