@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
     const kiln::topi::VdlaConv2dShape s{l.hw,     l.hw,   (l.ic + 15) / 16 * 16, l.oc, l.k,
                                         l.stride, l.pad()};
     const kiln::topi::VdlaConv2d op = kiln::topi::vdla_conv2d(s, true);
-    const kiln::topi::VdlaConv2dConfig c1 = vc::choose_conv2d_config(op, 1, cfg, 0);
-    const kiln::topi::VdlaConv2dConfig c2 = vc::choose_conv2d_config(op, 2, cfg, 0);
+    const kiln::vdla_compiler::VdlaConv2dConfig c1 = vc::choose_conv2d_config(op, 1, cfg, 0);
+    const kiln::vdla_compiler::VdlaConv2dConfig c2 = vc::choose_conv2d_config(op, 2, cfg, 0);
     const kiln::vdla::Stats serial = vc::time_conv2d(op, c1, cfg).stats;
     const kiln::vdla::Stats vthread = vc::time_conv2d(op, c2, cfg).stats;
     std::fprintf(stderr, "%s serial: %s | vthread: %s\n", l.name, c1.to_string().c_str(),

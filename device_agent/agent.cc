@@ -426,7 +426,7 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
     if (gpu) {
       // Checked at the door: a device program, named as its entry (the runner checks it again).
       const runtime::DeviceProgram program = runtime::DeviceProgram::from_json(
-          runtime::Json::parse(request.artifact().data(), "the artifact"), "the artifact");
+          kiln::Json::parse(request.artifact().data(), "the artifact"), "the artifact");
       KILN_USER_CHECK(program.name == request.artifact().entry())
           << "the artifact's device program is '" << program.name << "', not its entry '"
           << request.artifact().entry() << "'";
@@ -434,7 +434,7 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
     if (device_.vdla) {
       // Checked at the door too: a VDLA program, named as its entry (the runner checks it again).
       const vdla::VdlaProgram program = vdla::VdlaProgram::from_json(
-          runtime::Json::parse(request.artifact().data(), "the artifact"), "the artifact");
+          kiln::Json::parse(request.artifact().data(), "the artifact"), "the artifact");
       KILN_USER_CHECK(program.name == request.artifact().entry())
           << "the artifact's VDLA program is '" << program.name << "', not its entry '"
           << request.artifact().entry() << "'";

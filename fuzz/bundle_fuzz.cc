@@ -15,15 +15,15 @@
 
 #include "base/error.h"
 #include "base/fnv1a.h"
+#include "base/json.h"
 #include "deploy/runtime/bundle.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/graph_executor.h"
-#include "deploy/runtime/json.h"
 #include "deploy/runtime/module.h"
 
 namespace {
 
-using kiln::runtime::Json;
+using kiln::Json;
 
 constexpr int64_t kMaxGraphBytes = int64_t{64} << 20;
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 #include "fuzz/fuzz_check.h"
 #include "server/dashboard.h"
 #include "server/farm.h"
@@ -112,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   KILN_FUZZ_CHECK(r.status != 500);
   if (r.content_type == "application/json") {
     try {
-      runtime::Json::parse(r.body, "response");
+      kiln::Json::parse(r.body, "response");
     } catch (const Error&) {
       KILN_FUZZ_CHECK(!"a JSON response that does not parse");
     }

@@ -7,11 +7,11 @@
 #include <optional>
 
 #include "base/error.h"
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 
 namespace kiln::records {
 
-using runtime::Json;
+using kiln::Json;
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "base/error_kind.h"
 
-namespace kiln::runtime {
+namespace kiln {
 class Json;
 }
 
@@ -52,9 +52,9 @@ inline constexpr int kRecordVersion = 1;
 
 /// The record as a JSON object (with a "version" field). 64-bit unsigned values that do not fit
 /// a signed 64-bit integer are written as decimal strings.
-runtime::Json record_to_json(const MeasureRecord& r);
+kiln::Json record_to_json(const MeasureRecord& r);
 /// The record from a JSON object; kiln::Error naming `origin` and the field when it is malformed.
-MeasureRecord record_from_json(const runtime::Json& j, const std::string& origin = "record");
+MeasureRecord record_from_json(const kiln::Json& j, const std::string& origin = "record");
 /// One line of JSON text (no newline).
 std::string record_to_string(const MeasureRecord& r);
 /// Parses one line of JSON text; kiln::Error naming `origin` and the field when it is malformed.

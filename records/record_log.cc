@@ -22,11 +22,11 @@
 #include <unordered_map>
 
 #include "base/error.h"
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 
 namespace kiln::records {
 
-using runtime::Json;
+using kiln::Json;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 
 namespace kiln::server {
 
@@ -72,10 +72,10 @@ HttpResponse HttpResponse::json(std::string body, int status) {
 }
 
 HttpResponse HttpResponse::error(int status, const std::string& message) {
-  runtime::Json::Object o;
+  kiln::Json::Object o;
   o["error"] = message;
   o["status"] = status;
-  return json(runtime::Json(std::move(o)).dump(), status);
+  return json(kiln::Json(std::move(o)).dump(), status);
 }
 
 HttpResponse HttpResponse::text(std::string body, std::string content_type) {

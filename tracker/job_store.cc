@@ -11,11 +11,11 @@
 #include <mutex>
 
 #include "base/error.h"
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 
 namespace kiln::tracker {
 
-using runtime::Json;
+using kiln::Json;
 
 namespace {
 

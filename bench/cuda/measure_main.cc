@@ -22,17 +22,17 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "bench/cuda/reference_libs.h"
 #include "deploy/runtime/device_api.h"
 #include "deploy/runtime/device_program.h"
-#include "deploy/runtime/json.h"
 
 namespace fs = std::filesystem;
+using kiln::Json;
 using kiln::runtime::DeviceAPI;
 using kiln::runtime::DeviceBuffer;
 using kiln::runtime::DeviceKind;
 using kiln::runtime::DeviceProgram;
-using kiln::runtime::Json;
 using kiln::runtime::LoadedDeviceProgram;
 
 namespace {

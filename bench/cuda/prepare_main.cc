@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "bench/resnet_layers.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
@@ -27,10 +28,9 @@
 #include "compiler/topi/gpu/gpu_schedule.h"
 #include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/matmul.h"
-#include "deploy/runtime/json.h"
 
 namespace fs = std::filesystem;
-using kiln::runtime::Json;
+using kiln::Json;
 namespace space = kiln::space;
 namespace te = kiln::te;
 namespace topi = kiln::topi;

@@ -13,6 +13,7 @@
 #include "compiler/lower.h"
 #include "compiler/topi/tunable.h"
 #include "compiler/topi/workload.h"
+#include "compiler/vdla/conv2d_template.h"
 
 namespace kiln::autotune {
 namespace {
@@ -56,6 +57,13 @@ uint64_t space_hash(const space::ConfigSpace& space) {
   return h;
 }
 
+/// The template called `name`: topi's own, or one a back-end above topi registers there (the
+/// VDLA's, which are registered here first).
+const topi::TunableTemplate& template_named(const std::string& name) {
+  vdla_compiler::register_templates();
+  return topi::tunable_template(name);
+}
+
 }  // namespace
 
 Task Task::make(const std::string& template_name, const te::Tensor& out,
@@ -70,7 +78,7 @@ Task Task::make(const std::string& template_name, const te::Tensor& out,
 
 Task Task::from_workload(const std::string& template_name, const std::string& workload_json,
                          const std::string& target) {
-  const topi::TunableTemplate& tmpl = topi::tunable_template(template_name);
+  const topi::TunableTemplate& tmpl = template_named(template_name);
   const topi::Workload w = topi::Workload::parse(workload_json);
   topi::check_template_compute(tmpl, w.compute);
   const target::Target tgt = target::Target::parse(target);
@@ -122,7 +130,7 @@ std::vector<te::Tensor> Task::args() const {
 
 te::Schedule Task::schedule(const space::Config& config) const {
   te::Schedule s = te::create_schedule({out});
-  topi::tunable_template(template_name).schedule(s, out, config, out);
+  template_named(template_name).schedule(s, out, config, out);
   return s;
 }
 

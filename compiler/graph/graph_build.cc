@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "compiler/codegen/build.h"
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/fold_batch_norm.h"
@@ -25,14 +26,14 @@
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
+#include "compiler/vdla/conv2d_schedule.h"
 #include "compiler/vdla/program.h"
 #include "deploy/runtime/dtype.h"
-#include "deploy/runtime/json.h"
 
 namespace kiln::graph {
 namespace {
 
-using runtime::Json;
+using kiln::Json;
 
 /// A C identifier from a node name: other characters become '_', a leading digit gets a prefix.
 std::string function_name(const std::string& node_name, size_t index) {
@@ -301,7 +302,8 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
       const vdla::Config cfg;
       const topi::VdlaConv2d conv = vdla_qconv_compute(n);
       bundle.vdla_programs.push_back(vdla_compiler::build_vdla(
-          topi::schedule_vdla_conv2d(conv, vdla_qconv_config(n), cfg), conv.args(), fname, cfg));
+          vdla_compiler::schedule_vdla_conv2d(conv, vdla_qconv_config(n), cfg), conv.args(), fname,
+          cfg));
       Json::Array args;
       for (ValueId v : n.inputs) args.emplace_back(table.index(v, &bundle));
       args.emplace_back(table.index(n.outputs[0], &bundle));

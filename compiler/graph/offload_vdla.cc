@@ -9,8 +9,8 @@
 
 #include "base/error.h"
 #include "compiler/graph/alter_layout.h"
-#include "compiler/topi/tunable.h"
 #include "compiler/vdla/conv2d.h"
+#include "compiler/vdla/conv2d_template.h"
 #include "deploy/runtime/dtype.h"
 
 namespace kiln::graph {
@@ -54,28 +54,15 @@ runtime::NDArray pack_rows(const runtime::NDArray& v) {
 
 /// The config the tuner's log holds for `op` when `configs` answers for the vdla_conv2d template
 /// with another config than the template's default.
-std::optional<topi::VdlaConv2dConfig> config_from_source(const topi::VdlaConv2d& op,
-                                                         autotune::ConfigSource* configs) {
+std::optional<vdla_compiler::VdlaConv2dConfig> config_from_source(const topi::VdlaConv2d& op,
+                                                                  autotune::ConfigSource* configs) {
   if (configs == nullptr) return std::nullopt;
-  const auto& templates = topi::tunable_templates();
-  const bool registered =
-      std::any_of(templates.begin(), templates.end(),
-                  [](const topi::TunableTemplate& t) { return t.name == "vdla_conv2d"; });
-  if (!registered) return std::nullopt;
   const autotune::Task task = autotune::Task::make("vdla_conv2d", op.out, "vdla");
   const space::Config c = configs->choose(task);
   // A source answers an untuned task with the template's default, a cheap rule; the config
   // chosen on the cycle model is better there.
   if (c.index() == task.default_config.index()) return std::nullopt;
-  topi::VdlaConv2dConfig r;
-  r.tile_oc = static_cast<int>(c.knob("tile_oc"));
-  r.tile_ic = static_cast<int>(c.knob("tile_ic"));
-  r.tile_h = static_cast<int>(c.knob("tile_h"));
-  r.tile_w = static_cast<int>(c.knob("tile_w"));
-  r.vthreads = static_cast<int>(c.knob("vthreads"));
-  r.vthread_h = c.knob("vthread_axis") != 0;
-  r.wgt_resident = c.knob("wgt_resident") != 0;
-  return r;
+  return vdla_compiler::vdla_conv2d_config_of(c);
 }
 
 }  // namespace
@@ -121,8 +108,8 @@ topi::VdlaConv2d vdla_qconv_compute(const Node& n) {
   return topi::vdla_conv2d(s, n.i("relu") != 0);
 }
 
-topi::VdlaConv2dConfig vdla_qconv_config(const Node& n) {
-  topi::VdlaConv2dConfig c;
+vdla_compiler::VdlaConv2dConfig vdla_qconv_config(const Node& n) {
+  vdla_compiler::VdlaConv2dConfig c;
   c.tile_oc = static_cast<int>(n.i("tile_oc"));
   c.tile_ic = static_cast<int>(n.i("tile_ic"));
   c.tile_h = static_cast<int>(n.i("tile_h"));
@@ -153,13 +140,13 @@ VdlaOffloadReport offload_vdla(Graph& g, autotune::ConfigSource* configs) {
     topi::VdlaConv2dShape s;
     std::string problem = vdla_qconv_problem(g, n, &s);
     topi::VdlaConv2d op;
-    topi::VdlaConv2dConfig c;
+    vdla_compiler::VdlaConv2dConfig c;
     if (problem.empty()) {
       op = topi::vdla_conv2d(s, n.i("relu") != 0);
       try {
         if (auto tuned = config_from_source(op, configs)) {
           c = *tuned;
-          const std::string p = topi::vdla_conv2d_problem(op, c, cfg);
+          const std::string p = vdla_compiler::vdla_conv2d_problem(op, c, cfg);
           if (!p.empty()) problem = "the tuner's config " + c.to_string() + " does not fit: " + p;
         } else {
           try {

@@ -33,6 +33,7 @@
 #include "compiler/autotune/task.h"
 #include "compiler/graph/graph.h"
 #include "compiler/topi/vdla_conv2d.h"
+#include "compiler/vdla/conv2d_schedule.h"
 
 namespace kiln::graph {
 
@@ -54,6 +55,6 @@ VdlaOffloadReport offload_vdla(Graph& g, autotune::ConfigSource* configs = nullp
 
 /// The template's compute and config of a VdlaQConv node (from its attributes).
 topi::VdlaConv2d vdla_qconv_compute(const Node& n);
-topi::VdlaConv2dConfig vdla_qconv_config(const Node& n);
+vdla_compiler::VdlaConv2dConfig vdla_qconv_config(const Node& n);
 
 }  // namespace kiln::graph

@@ -1,6 +1,9 @@
 // The registry of tunable templates: one entry per template, wrapping its three functions.
 #include "compiler/topi/tunable.h"
 
+#include <deque>
+#include <mutex>
+
 #include "base/error.h"
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_transpose.h"
@@ -11,7 +14,6 @@
 #include "compiler/topi/gpu/matmul_gpu.h"
 #include "compiler/topi/gpu/pool_gpu.h"
 #include "compiler/topi/pooling.h"
-#include "compiler/topi/vdla_conv2d_template.h"
 
 namespace kiln::topi {
 
@@ -53,10 +55,9 @@ TunableTemplate entry(const char* name, std::vector<std::string> computes, Space
                      const te::Tensor& output) { schedule(s, out, cfg, output); }};
 }
 
-}  // namespace
-
-const std::vector<TunableTemplate>& tunable_templates() {
-  static const std::vector<TunableTemplate> templates = {
+/// topi's own templates.
+std::deque<TunableTemplate> builtin_templates() {
+  return {
       entry("conv2d_nchw_x86", {"conv2d_nchw"}, conv2d_nchw_x86_space,
             any_target(conv2d_nchw_x86_default), schedule_conv2d_nchw_x86),
       entry("depthwise_conv2d_nchw_x86", {"conv2d_nchw"}, depthwise_conv2d_nchw_x86_space,
@@ -99,15 +100,41 @@ const std::vector<TunableTemplate>& tunable_templates() {
             gpu_target(gpu::matmul_gpu_default), gpu::schedule_matmul_gpu),
       entry("pool2d_gpu", {"max_pool2d", "avg_pool2d", "global_max_pool2d", "global_avg_pool2d"},
             gpu::pool2d_gpu_space, gpu_target(gpu::pool2d_gpu_default), gpu::schedule_pool2d_gpu),
-      entry("vdla_conv2d", {"vdla_conv2d"}, vdla_conv2d_config_space, vdla_conv2d_default,
-            schedule_vdla_conv2d_config),
   };
-  return templates;
+}
+
+/// Every template, topi's and the registered ones; a deque, so that adding one moves none.
+struct Registry {
+  std::mutex mu;
+  std::deque<TunableTemplate> templates = builtin_templates();  // GUARDED_BY(mu)
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+std::vector<TunableTemplate> tunable_templates() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return {r.templates.begin(), r.templates.end()};
+}
+
+void register_tunable_template(TunableTemplate t) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (const TunableTemplate& x : r.templates)
+    KILN_ICHECK(x.name != t.name) << "tunable template '" << t.name << "' registered twice";
+  r.templates.push_back(std::move(t));
 }
 
 const TunableTemplate& tunable_template(const std::string& name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
   std::string known;
-  for (const TunableTemplate& t : tunable_templates()) {
+  for (const TunableTemplate& t : r.templates) {
     if (t.name == name) return t;
     known += (known.empty() ? "" : ", ") + t.name;
   }

@@ -40,8 +40,14 @@ struct TunableTemplate {
 /// pool2d_x86; for GPU targets (cuda, opencl) conv2d_nchw_gpu (groups = 1),
 /// depthwise_conv2d_nchw_gpu (groups > 1), conv2d_transpose_nchw_gpu, matmul_gpu (dense; the LSTM's
 /// dense_packed products),
-/// batch_matmul_gpu and pool2d_gpu; for the VDLA (vdla) vdla_conv2d (vdla_conv2d_template.h).
-const std::vector<TunableTemplate>& tunable_templates();
+/// batch_matmul_gpu and pool2d_gpu; and those registered by the libraries above topi: for the VDLA
+/// (vdla) vdla_conv2d (compiler/vdla/conv2d_template.h, vdla_compiler::register_templates).
+std::vector<TunableTemplate> tunable_templates();
+
+/// Adds template `t` to the registry (a back-end above topi registers its own, so that topi does
+/// not depend on it); kiln::InternalError when one of its name is there. Thread-safe; references
+/// that tunable_template returned stay valid.
+void register_tunable_template(TunableTemplate t);
 
 /// The template called `name`; kiln::Error listing the known names otherwise.
 const TunableTemplate& tunable_template(const std::string& name);

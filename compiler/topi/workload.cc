@@ -9,17 +9,17 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/pooling.h"
 #include "compiler/topi/vdla_conv2d.h"
-#include "deploy/runtime/json.h"
 
 namespace kiln::topi {
 namespace {
 
-using runtime::Json;
+using kiln::Json;
 
 constexpr const char* kWorkloadAttr = "workload";
 /// The most elements of any tensor or stage, and the largest dim and attribute: shapes and

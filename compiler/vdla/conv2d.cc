@@ -13,7 +13,7 @@ namespace {
 
 // Per reduction step, compute and DMA added for one thread and overlapped for two, plus per tile
 // the reset, the ALU passes and the store.
-double estimate_cycles(const topi::VdlaConv2dShape& s, const topi::VdlaConv2dConfig& c,
+double estimate_cycles(const topi::VdlaConv2dShape& s, const VdlaConv2dConfig& c,
                        const vdla::Config& cfg) {
   const int tw = c.tile_w > 0 ? c.tile_w : s.ow();
   const double ih = (c.tile_h - 1.0) * s.stride + s.k, iw = (tw - 1.0) * s.stride + s.k;
@@ -38,10 +38,10 @@ double estimate_cycles(const topi::VdlaConv2dShape& s, const topi::VdlaConv2dCon
 
 }  // namespace
 
-TimedConv2d time_conv2d(const topi::VdlaConv2d& op, const topi::VdlaConv2dConfig& c,
+TimedConv2d time_conv2d(const topi::VdlaConv2d& op, const VdlaConv2dConfig& c,
                         const vdla::Config& cfg) {
   TimedConv2d t;
-  t.program = build_vdla(topi::schedule_vdla_conv2d(op, c, cfg), op.args(), "conv2d", cfg);
+  t.program = build_vdla(schedule_vdla_conv2d(op, c, cfg), op.args(), "conv2d", cfg);
   vdla::Device dev(cfg);
   vdla::Dram dram;
   std::vector<uint64_t> addrs;
@@ -53,9 +53,9 @@ TimedConv2d time_conv2d(const topi::VdlaConv2d& op, const topi::VdlaConv2dConfig
   return t;
 }
 
-topi::VdlaConv2dConfig choose_conv2d_config(const topi::VdlaConv2d& op, int vthreads,
-                                            const vdla::Config& cfg, int measured) {
-  std::vector<topi::VdlaConv2dConfig> space = topi::vdla_conv2d_candidates(op, vthreads, cfg);
+VdlaConv2dConfig choose_conv2d_config(const topi::VdlaConv2d& op, int vthreads,
+                                      const vdla::Config& cfg, int measured) {
+  std::vector<VdlaConv2dConfig> space = vdla_conv2d_candidates(op, vthreads, cfg);
   const topi::VdlaConv2dShape& s = op.shape;
   KILN_USER_CHECK(!space.empty()) << "vdla conv2d: no config of " << s.ic << "x" << s.h << "x"
                                   << s.w << " -> " << s.oc << " (k " << s.k << ") fits "
@@ -64,7 +64,7 @@ topi::VdlaConv2dConfig choose_conv2d_config(const topi::VdlaConv2d& op, int vthr
     return estimate_cycles(s, a, cfg) < estimate_cycles(s, b, cfg);
   });
   if (measured > 0) space.resize(std::min<size_t>(space.size(), static_cast<size_t>(measured)));
-  topi::VdlaConv2dConfig best = space.front();
+  VdlaConv2dConfig best = space.front();
   uint64_t best_cycles = std::numeric_limits<uint64_t>::max();
   for (const auto& c : space) {
     const uint64_t cycles = time_conv2d(op, c, cfg).stats.cycles;

@@ -8,8 +8,8 @@
 
 #include "base/error.h"
 #include "base/fnv1a.h"
+#include "base/json.h"
 #include "deploy/runtime/dtype.h"
-#include "deploy/runtime/json.h"
 
 namespace kiln::runtime {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "deploy/runtime/c_abi.h"
 #include "deploy/runtime/device_api.h"
-#include "deploy/runtime/json.h"
 
 namespace kiln::runtime {
 

@@ -5,8 +5,8 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "deploy/runtime/dtype.h"
-#include "deploy/runtime/json.h"
 
 namespace kiln::runtime {
 namespace {

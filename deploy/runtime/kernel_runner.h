@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "base/error_kind.h"
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 
 namespace kiln::runtime {
 

@@ -15,10 +15,10 @@
 #include <random>
 #include <tuple>
 
+#include "base/json.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/op_lowering.h"
 #include "deploy/runtime/graph_executor.h"
-#include "deploy/runtime/json.h"
 #include "deploy/runtime/npy.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/graph_build_check.h"
@@ -818,7 +818,7 @@ TEST(GraphBuild, IntermediatesShareOnePlannedPool) {
     runtime::Bundle bundle = build_graph(g, "llvm", options, &report);
     EXPECT_NE(bundle.graph_json.find("\"r1_0\""), std::string::npos) << bundle.graph_json;
     EXPECT_NE(bundle.graph_json.find("\"r3_2\""), std::string::npos);
-    const runtime::Json json = runtime::Json::parse(bundle.graph_json);
+    const kiln::Json json = kiln::Json::parse(bundle.graph_json);
     // r1's and r2's outputs are alive together (r2 reads one and writes the other): with the
     // plan they sit side by side in one pool, without it each has its own.
     EXPECT_EQ(json.at("storage", "graph").as_array("storage").size(), plan ? 1u : 2u);
@@ -913,7 +913,7 @@ TEST(GraphBuild, InputWithADefaultEndToEnd) {
   const Graph g = import_onnx_bytes(m.bytes(), "default.onnx");
   ASSERT_EQ(g.inputs().size(), 2u);
   runtime::Bundle bundle = build_graph(g, "llvm");
-  const runtime::Json graph = runtime::Json::parse(bundle.graph_json);
+  const kiln::Json graph = kiln::Json::parse(bundle.graph_json);
   EXPECT_EQ(graph.at("version", "graph").as_int("version"), 2);
   testing::TempDir dir("kiln_default_test");
   const std::string path = (dir.path() / "default.kiln").string();
@@ -942,8 +942,8 @@ TEST(GraphBuild, InputWithADefaultEndToEnd) {
   plain.input("x", {2});
   plain.node("Relu", "relu", {"x"}, {"y"});
   plain.output("y");
-  const runtime::Json v1 = runtime::Json::parse(
-      build_graph(import_onnx_bytes(plain.bytes(), "plain"), "llvm").graph_json);
+  const kiln::Json v1 =
+      kiln::Json::parse(build_graph(import_onnx_bytes(plain.bytes(), "plain"), "llvm").graph_json);
   EXPECT_EQ(v1.at("version", "graph").as_int("version"), 1);
 }
 

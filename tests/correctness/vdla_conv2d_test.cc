@@ -28,8 +28,8 @@
 namespace kiln {
 namespace {
 
-using topi::VdlaConv2dConfig;
 using topi::VdlaConv2dShape;
+using vdla_compiler::VdlaConv2dConfig;
 
 struct Result {
   std::vector<int8_t> out;
@@ -42,12 +42,12 @@ Result run_compiled(const VdlaConv2dShape& s, const VdlaConv2dConfig& c,
                     const vdla::testing::BiasShift& bs, bool relu) {
   const vdla::Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d(s, relu);
-  const te::Schedule sch = topi::schedule_vdla_conv2d(op, c, cfg);
+  const te::Schedule sch = vdla_compiler::schedule_vdla_conv2d(op, c, cfg);
   const vdla::VdlaProgram built = vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);
   // Every run goes through the program's JSON, as a bundle carries it.
   const std::string text = built.to_json().dump();
   const vdla::VdlaProgram prog =
-      vdla::VdlaProgram::from_json(runtime::Json::parse(text), "conv2d.json");
+      vdla::VdlaProgram::from_json(kiln::Json::parse(text), "conv2d.json");
   EXPECT_EQ(prog.to_json().dump(), text);
   EXPECT_EQ(prog.to_string(), built.to_string());
   // KILN_VDLA_DUMP=1 prints each program's driver calls (VdlaProgram::to_string), for reading a
@@ -196,7 +196,8 @@ TEST(VdlaCompiledProgram, TwoThreadsInterleaveWithTokens) {
   const vdla::Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, false);
   const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
-      topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), op.args(), "conv2d", cfg);
+      vdla_compiler::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), op.args(), "conv2d",
+      cfg);
   std::string kinds;
   std::istringstream lines(prog.to_string());
   for (std::string line; std::getline(lines, line) && kinds.size() < 400;) {
@@ -228,7 +229,7 @@ TEST(VdlaCompiledProgram, TwoThreadsInterleaveWithTokens) {
 TEST(VdlaCompiledErrors, ConfigProblemsAreNamed) {
   const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, false);
   try {
-    topi::schedule_vdla_conv2d(op, {3, 1, 4, 0, 1, false}, vdla::Config{});
+    vdla_compiler::schedule_vdla_conv2d(op, {3, 1, 4, 0, 1, false}, vdla::Config{});
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tile_oc must divide 2"), std::string::npos) << e.what();
@@ -239,7 +240,7 @@ TEST(VdlaCompiledErrors, ScopesAreChecked) {
   const vdla::Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, false);
   {
-    te::Schedule sch = topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
+    te::Schedule sch = vdla_compiler::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
     sch[op.conv].set_scope("local");
     try {
       vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);
@@ -252,7 +253,7 @@ TEST(VdlaCompiledErrors, ScopesAreChecked) {
     }
   }
   {
-    te::Schedule sch = topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
+    te::Schedule sch = vdla_compiler::schedule_vdla_conv2d(op, {1, 1, 4, 0, 1, false}, cfg);
     sch[op.clip_lo].set_scope("shared");
     try {
       vdla_compiler::build_vdla(sch, op.args(), "conv2d", cfg);

@@ -1,8 +1,6 @@
-// The int8 dense layer compiled for the VDLA (compiler/topi/vdla_dense.h through tensorize, DMA and
+// The int8 dense layer compiled for the VDLA (compiler/vdla/dense.h through tensorize, DMA and
 // ALU pragmas and cthread, compiler/vdla) runs on the simulator bit-exactly against a naive int8
 // matrix-vector product, serial and with two virtual threads, over every config of two shapes.
-#include "compiler/topi/vdla_dense.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/vdla/dense.h"
 #include "compiler/vdla/program.h"
 #include "deploy/vdla/device/device.h"
 #include "tests/common/vdla_conv_reference.h"
@@ -41,11 +40,11 @@ struct Run {
   vdla::Stats stats;
 };
 
-Run run(const topi::VdlaDense& op, const topi::VdlaDenseConfig& c, const std::vector<int8_t>& data,
-        const std::vector<int8_t>& weight) {
+Run run(const vdla_compiler::VdlaDense& op, const vdla_compiler::VdlaDenseConfig& c,
+        const std::vector<int8_t>& data, const std::vector<int8_t>& weight) {
   const vdla::Config cfg;
   const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
-      topi::schedule_vdla_dense(op, c, cfg), {op.data, op.weight, op.out}, "dense", cfg);
+      vdla_compiler::schedule_vdla_dense(op, c, cfg), {op.data, op.weight, op.out}, "dense", cfg);
   vdla::Device dev(cfg);
   vdla::Dram dram;
   const uint64_t a = dram.alloc(data.size()), w = dram.alloc(weight.size(), 256),
@@ -64,13 +63,13 @@ Run run(const topi::VdlaDense& op, const topi::VdlaDenseConfig& c, const std::ve
 void check_shape(int m, int k) {
   const vdla::Config cfg;
   const int shift = 8;
-  const topi::VdlaDense op = topi::vdla_dense(m, k, shift);
+  const vdla_compiler::VdlaDense op = vdla_compiler::vdla_dense(m, k, shift);
   const std::vector<int8_t> data = vdla::testing::random_int8(static_cast<size_t>(k), 3);
   const std::vector<int8_t> weight = vdla::testing::random_int8(static_cast<size_t>(m) * k, 4);
   const std::vector<int8_t> ref = dense_reference(m, k, data, weight, shift);
   size_t configs = 0;
   for (int v : {1, 2}) {
-    for (const topi::VdlaDenseConfig& c : topi::vdla_dense_space(op, v, cfg)) {
+    for (const vdla_compiler::VdlaDenseConfig& c : vdla_compiler::vdla_dense_space(op, v, cfg)) {
       const Run r = run(op, c, data, weight);
       ASSERT_EQ(r.out, ref) << m << "x" << k << " " << c.to_string();
       EXPECT_EQ(r.stats.gemm_counter * 256, static_cast<uint64_t>(m) * k) << c.to_string();
@@ -91,13 +90,14 @@ TEST(VdlaDense, EveryConfigBitExact) {
 // 10% of that bound.
 TEST(VdlaDense, RunsAtTheDramPortsSpeed) {
   const vdla::Config cfg;
-  const topi::VdlaDense op = topi::vdla_dense(512, 512, 8);
+  const vdla_compiler::VdlaDense op = vdla_compiler::vdla_dense(512, 512, 8);
   uint64_t best[3] = {0, ~uint64_t{0}, ~uint64_t{0}};
   std::string name[3];
   for (int v : {1, 2}) {
-    for (const topi::VdlaDenseConfig& c : topi::vdla_dense_space(op, v, cfg)) {
-      const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
-          topi::schedule_vdla_dense(op, c, cfg), {op.data, op.weight, op.out}, "dense", cfg);
+    for (const vdla_compiler::VdlaDenseConfig& c : vdla_compiler::vdla_dense_space(op, v, cfg)) {
+      const vdla_compiler::VdlaProgram prog =
+          vdla_compiler::build_vdla(vdla_compiler::schedule_vdla_dense(op, c, cfg),
+                                    {op.data, op.weight, op.out}, "dense", cfg);
       vdla::Device dev(cfg);
       vdla::Dram dram;
       std::vector<uint64_t> addrs;
@@ -121,9 +121,9 @@ TEST(VdlaDense, RunsAtTheDramPortsSpeed) {
 }
 
 TEST(VdlaDense, ConfigProblemsAreNamed) {
-  const topi::VdlaDense op = topi::vdla_dense(64, 96, 8);
+  const vdla_compiler::VdlaDense op = vdla_compiler::vdla_dense(64, 96, 8);
   try {
-    topi::schedule_vdla_dense(op, {3, 1, 1}, vdla::Config{});
+    vdla_compiler::schedule_vdla_dense(op, {3, 1, 1}, vdla::Config{});
     ADD_FAILURE() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("tile_m must be at least 2 and divide 4"),

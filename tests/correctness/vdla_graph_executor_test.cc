@@ -12,6 +12,7 @@
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "compiler/topi/vdla_conv2d.h"
+#include "compiler/vdla/conv2d_schedule.h"
 #include "compiler/vdla/program.h"
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/expect_error.h"
@@ -47,7 +48,8 @@ runtime::Bundle make_bundle(const std::string& graph = "") {
   const vdla::Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d(kShape, /*relu=*/true);
   b.vdla_programs.push_back(vdla_compiler::build_vdla(
-      topi::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), op.args(), "vdla_conv", cfg));
+      vdla_compiler::schedule_vdla_conv2d(op, {1, 1, 4, 0, 2, false}, cfg), op.args(), "vdla_conv",
+      cfg));
   const std::vector<int8_t> w = vdla::testing::random_int8(static_cast<size_t>(32) * 32 * 9, 5);
   const vdla::testing::BiasShift bs = vdla::testing::random_bias_shift(kShape, 6);
   b.params.emplace("w", NDArray::from_vector(w, {2, 2, 3, 3, 16, 16}));

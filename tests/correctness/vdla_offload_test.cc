@@ -10,10 +10,10 @@
 #include <cmath>
 #include <random>
 
+#include "base/json.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/offload_vdla.h"
 #include "deploy/runtime/graph_executor.h"
-#include "deploy/runtime/json.h"
 
 namespace kiln::graph {
 namespace {
@@ -150,10 +150,9 @@ TEST(VdlaOffload, HeterogeneousBuildIsBitExactWithTheCpuBuild) {
       << vdla_rep.vdla_placed[0];
   // c2 -> c3 stay blocked: the graph converts to the VDLA's layout before c2 and c4 only, and
   // back after c3 and c4 (c2's NCHW output has no reader).
-  const runtime::Json graph = runtime::Json::parse(het.graph_json, "graph");
+  const kiln::Json graph = kiln::Json::parse(het.graph_json, "graph");
   size_t on_vdla = 0;
-  for (const runtime::Json& n : graph.at("nodes", "g").as_array("nodes"))
-    on_vdla += n.has("target");
+  for (const kiln::Json& n : graph.at("nodes", "g").as_array("nodes")) on_vdla += n.has("target");
   EXPECT_EQ(on_vdla, 3u);
   EXPECT_EQ(het.graph_json.find("c2_vdla_layout"),
             std::string::npos);  // its conversion back was dropped

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "compiler/topi/vdla_conv2d.h"
+#include "compiler/vdla/conv2d_schedule.h"
 #include "compiler/vdla/program.h"
 #include "deploy/vdla/device/device.h"
 #include "deploy/vdla/driver/command_queue.h"
@@ -268,24 +269,25 @@ TEST(VdlaErrors, FieldsThatDoNotFitNameTheInstruction) {
 TEST(VdlaErrors, Conv2dConfigThatDoesNotFit) {
   const Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d({14, 14, 256, 256, 3, 1, 1}, false);
-  topi::VdlaConv2dConfig c;
+  vdla_compiler::VdlaConv2dConfig c;
   c.tile_oc = 16;
   c.tile_ic = 16;
   c.tile_h = 14;
-  expect_error([&] { topi::schedule_vdla_conv2d(op, c, cfg); },
+  expect_error([&] { vdla_compiler::schedule_vdla_conv2d(op, c, cfg); },
                {"vdla conv2d", "WGT tile of 2304 rows x 1 exceeds 128"});
-  c = topi::VdlaConv2dConfig{};
+  c = vdla_compiler::VdlaConv2dConfig{};
   c.tile_oc = 3;
-  expect_error([&] { topi::schedule_vdla_conv2d(op, c, cfg); }, {"tile_oc must divide 16"});
-  c = topi::VdlaConv2dConfig{};
+  expect_error([&] { vdla_compiler::schedule_vdla_conv2d(op, c, cfg); },
+               {"tile_oc must divide 16"});
+  c = vdla_compiler::VdlaConv2dConfig{};
   c.vthreads = 2;
   c.tile_oc = 16;
-  expect_error([&] { topi::schedule_vdla_conv2d(op, c, cfg); },
+  expect_error([&] { vdla_compiler::schedule_vdla_conv2d(op, c, cfg); },
                {"two virtual threads split 1 tiles along oc"});
-  c = topi::VdlaConv2dConfig{};
+  c = vdla_compiler::VdlaConv2dConfig{};
   c.tile_h = 7;
-  const vdla_compiler::VdlaProgram prog =
-      vdla_compiler::build_vdla(topi::schedule_vdla_conv2d(op, c, cfg), op.args(), "conv2d", cfg);
+  const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
+      vdla_compiler::schedule_vdla_conv2d(op, c, cfg), op.args(), "conv2d", cfg);
   Device dev(cfg);
   Dram dram;
   CommandQueue q(dev, dram);
@@ -303,10 +305,11 @@ TEST(VdlaErrors, MalformedProgramJsonNamesTheCallAndField) {
   const Config cfg;
   const topi::VdlaConv2d op = topi::vdla_conv2d({8, 8, 32, 32, 3, 1, 1}, false);
   const vdla_compiler::VdlaProgram prog = vdla_compiler::build_vdla(
-      topi::schedule_vdla_conv2d(op, topi::VdlaConv2dConfig{}, cfg), op.args(), "conv2d", cfg);
+      vdla_compiler::schedule_vdla_conv2d(op, vdla_compiler::VdlaConv2dConfig{}, cfg), op.args(),
+      "conv2d", cfg);
   const std::string good = prog.to_json().dump();
   auto parse = [](const std::string& t) {
-    return VdlaProgram::from_json(runtime::Json::parse(t), "p.json");
+    return VdlaProgram::from_json(kiln::Json::parse(t), "p.json");
   };
   EXPECT_EQ(parse(good).calls.size(), prog.calls.size());
   auto broken = [&](const std::string& from, const std::string& to) {

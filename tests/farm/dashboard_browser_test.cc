@@ -12,7 +12,7 @@
 #include <regex>
 #include <string>
 
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 #include "tests/common/small_cnn.h"
 #include "tests/farm/farm_test_util.h"
 
@@ -74,7 +74,7 @@ std::string attribute(const std::string& html, const std::string& tag_re, const 
 
 int64_t job_trials(const std::string& http, uint64_t id) {
   const auto r = http_get(http, "/api/v1/jobs/" + std::to_string(id));
-  const runtime::Json j = runtime::Json::parse(r.body, "job");
+  const kiln::Json j = kiln::Json::parse(r.body, "job");
   return j.at("job", "d").at("trials_done", "job").as_int("trials_done");
 }
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "tests/common/expect_error.h"
@@ -18,7 +18,7 @@
 namespace kiln {
 namespace {
 
-using runtime::Json;
+using kiln::Json;
 using server::HttpRequest;
 using server::HttpResponse;
 using server::HttpServer;

@@ -213,7 +213,7 @@ TEST_F(FarmRequestsTest, ANonFiniteBestLatencyIsRefused) {
     EXPECT_FARM_ERROR(farm_->driver_progress(p), FarmError::Code::kInvalidArgument,
                       "best_latency_s is");
   }
-  // Found by fuzz_grpc: a subnormal latency was stored but not read back (runtime/json.cc).
+  // Found by fuzz_grpc: a subnormal latency was stored but not read back (base/json.cc).
   for (double latency : {2.5e-3, 3.6515003342272834e-313}) {
     v1::DriverProgress p;
     *p.mutable_auth() = driver_;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 #include "server/metrics.h"
 #include "tests/common/prometheus_text.h"
 
@@ -24,7 +24,7 @@
 namespace kiln {
 namespace {
 
-using runtime::Json;
+using kiln::Json;
 
 struct Query {
   std::string panel;

@@ -326,7 +326,7 @@ TEST(Worker, AnOpenclTaskBuildsIntoADeviceProgram) {
   EXPECT_EQ(a.format(), v1::Artifact::FORMAT_OPENCL_C);
   EXPECT_EQ(a.entry(), "candidate");
   const runtime::DeviceProgram p =
-      runtime::DeviceProgram::from_json(runtime::Json::parse(a.data(), "artifact"), "artifact");
+      runtime::DeviceProgram::from_json(kiln::Json::parse(a.data(), "artifact"), "artifact");
   EXPECT_EQ(p.name, "candidate");
   EXPECT_EQ(p.format, "cl");
   EXPECT_EQ(p.params.size(), 3u);  // x, w, y

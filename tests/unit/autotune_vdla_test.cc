@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include "base/json.h"
 #include "compiler/autotune/features.h"
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/measurer.h"
@@ -25,10 +26,10 @@
 #include "compiler/autotune/tuner.h"
 #include "compiler/topi/tunable.h"
 #include "compiler/topi/vdla_conv2d.h"
-#include "compiler/topi/vdla_conv2d_template.h"
 #include "compiler/topi/workload.h"
+#include "compiler/vdla/conv2d_schedule.h"
+#include "compiler/vdla/conv2d_template.h"
 #include "compiler/vdla/program.h"
-#include "deploy/runtime/json.h"
 #include "deploy/runtime/measure_child.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/vdla_run.h"
@@ -92,28 +93,31 @@ TEST(VdlaTemplate, NamedKnobsADefaultThatFitsAndRefusals) {
                                              "vthread_axis", "wgt_resident"}));
   EXPECT_EQ(t.space.knob("vthreads").candidates, (std::vector<std::vector<int64_t>>{{1}, {2}}));
   // Every value of every knob is one some fitting config takes.
-  const topi::VdlaConv2d op = topi::vdla_conv2d_stages(t.out);
+  const topi::VdlaConv2d op = vdla_compiler::vdla_conv2d_stages(t.out);
   std::set<int64_t> heights;
   for (auto vt : {1, 2})
-    for (const auto& c : topi::vdla_conv2d_space(op, vt, vdla::Config{})) heights.insert(c.tile_h);
+    for (const auto& c : vdla_compiler::vdla_conv2d_space(op, vt, vdla::Config{}))
+      heights.insert(c.tile_h);
   std::set<int64_t> knob_heights;
   for (const auto& c : t.space.knob("tile_h").candidates) knob_heights.insert(c[0]);
   EXPECT_EQ(knob_heights, heights);
   // The default: two threads, the largest tiles that fit (both oc blocks in a tile, so the
   // threads split the rows); it lowers.
-  const topi::VdlaConv2dConfig d = topi::vdla_conv2d_config_of(t.default_config);
-  EXPECT_EQ(d.to_string(), topi::vdla_conv2d_candidates(op, 2, vdla::Config{}).front().to_string());
+  const vdla_compiler::VdlaConv2dConfig d = vdla_compiler::vdla_conv2d_config_of(t.default_config);
+  EXPECT_EQ(d.to_string(),
+            vdla_compiler::vdla_conv2d_candidates(op, 2, vdla::Config{}).front().to_string());
   EXPECT_EQ(d.vthreads, 2);
   EXPECT_EQ(d.tile_oc, 2);
   EXPECT_TRUE(d.vthread_h);
-  EXPECT_EQ(topi::vdla_conv2d_problem(op, d, vdla::Config{}), "");
+  EXPECT_EQ(vdla_compiler::vdla_conv2d_problem(op, d, vdla::Config{}), "");
   EXPECT_NO_THROW(t.lower(t.default_config));
-  EXPECT_EQ(topi::vdla_conv2d_config_of(topi::vdla_conv2d_point(t.space, d)).to_string(),
+  EXPECT_EQ(vdla_compiler::vdla_conv2d_config_of(vdla_compiler::vdla_conv2d_point(t.space, d))
+                .to_string(),
             d.to_string());
   // A point that does not fit: two threads over one oc tile along oc.
-  topi::VdlaConv2dConfig odd = d;
+  vdla_compiler::VdlaConv2dConfig odd = d;
   odd.vthread_h = false;
-  EXPECT_ERROR_CONTAINS(t.lower(topi::vdla_conv2d_point(t.space, odd)),
+  EXPECT_ERROR_CONTAINS(t.lower(vdla_compiler::vdla_conv2d_point(t.space, odd)),
                         "two virtual threads split 1 tiles along oc");
 }
 
@@ -236,7 +240,7 @@ TEST(VdlaRunner, MalformedAndDeadlockedProgramsAreResults) {
   Files f;
   write_files(t, f);
   std::ifstream in(f.program);
-  const runtime::Json good = runtime::Json::parse(
+  const kiln::Json good = kiln::Json::parse(
       std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()),
       "program");
   auto write = [&](const std::string& name, const std::string& text) {
@@ -256,12 +260,12 @@ TEST(VdlaRunner, MalformedAndDeadlockedProgramsAreResults) {
       << misnamed.message;
 
   // A pop nobody pushes for, first in the stream: the compute module waits forever.
-  runtime::Json::Object o = good.as_object("program");
-  runtime::Json::Array calls = o.at("calls").as_array("calls");
-  calls.insert(calls.begin(), runtime::Json::Object{{"kind", "pop"}, {"from", 1}, {"to", 2}});
+  kiln::Json::Object o = good.as_object("program");
+  kiln::Json::Array calls = o.at("calls").as_array("calls");
+  calls.insert(calls.begin(), kiln::Json::Object{{"kind", "pop"}, {"from", 1}, {"to", 2}});
   o["calls"] = std::move(calls);
   const runtime::RunResult stuck = runtime::measure_in_child(
-      vdla_request(f, write("stuck.json", runtime::Json(o).dump()), f.reference), 60);
+      vdla_request(f, write("stuck.json", kiln::Json(o).dump()), f.reference), 60);
   EXPECT_EQ(stuck.error, ErrorKind::kRuntimeError) << stuck.message;
   EXPECT_NE(stuck.message.find("deadlock"), std::string::npos) << stuck.message;
 }

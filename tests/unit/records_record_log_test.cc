@@ -20,7 +20,7 @@
 #include <set>
 #include <thread>
 
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 #include "records/record_log.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/temp_dir.h"

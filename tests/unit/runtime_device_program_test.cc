@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/json.h"
 #include "deploy/runtime/device_api.h"
 #include "deploy/runtime/device_program.h"
-#include "deploy/runtime/json.h"
 #include "tests/common/expect_error.h"
 
 namespace kiln::runtime {

@@ -20,6 +20,7 @@
 #include "compiler/topi/tunable.h"
 #include "compiler/topi/vdla_conv2d.h"
 #include "compiler/topi/workload.h"
+#include "compiler/vdla/conv2d_template.h"
 #include "tests/common/expect_error.h"
 
 namespace kiln::topi {
@@ -38,7 +39,10 @@ struct Case {
   std::function<te::Tensor()> make;
 };
 
+/// Every case; the VDLA's template (vdla_conv2d) is compiler/vdla's, registered with topi's
+/// registry here as the tuning task does.
 std::vector<Case> cases() {
+  vdla_compiler::register_templates();
   return {
       {"conv2d_nchw", "conv2d_nchw_x86",
        [] {

@@ -8,7 +8,7 @@
 
 namespace kiln::vdla {
 
-using runtime::Json;
+using kiln::Json;
 
 std::string kernel_signature(const KernelCall& k) {
   uint64_t h = kFnv1a64Basis;

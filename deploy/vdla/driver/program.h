@@ -15,7 +15,7 @@
 #include <variant>
 #include <vector>
 
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 #include "deploy/vdla/device/isa.h"
 #include "deploy/vdla/driver/command_queue.h"
 #include "deploy/vdla/driver/uop_kernel.h"
@@ -72,9 +72,9 @@ struct VdlaProgram {
   /// One line per call, for reading a program.
   std::string to_string() const;
 
-  runtime::Json to_json() const;
+  kiln::Json to_json() const;
   /// kiln::Error naming `origin`, the call's index and the field for anything malformed.
-  static VdlaProgram from_json(const runtime::Json& j, const std::string& origin);
+  static VdlaProgram from_json(const kiln::Json& j, const std::string& origin);
 };
 
 }  // namespace kiln::vdla

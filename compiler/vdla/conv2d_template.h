@@ -1,5 +1,6 @@
-// The VDLA conv2d as a tunable template (tunable.h's "vdla_conv2d"): what the tuner needs of
-// vdla_conv2d.h, behind the TunableTemplate interface, which knows a compute only by its output.
+// The VDLA conv2d as a tunable template ("vdla_conv2d" in compiler/topi/tunable.h's registry, put
+// there by register_templates below): what the tuner needs of conv2d_schedule.h, behind the
+// TunableTemplate interface, which knows a compute only by its output.
 //
 // The config space has one knob per field of VdlaConv2dConfig, each over the values that some
 // config of vdla_conv2d_space (one and two virtual threads, both thread axes) takes:
@@ -15,23 +16,25 @@
 // The default is the first of vdla_conv2d_candidates with two threads where one fits, else with
 // one: the largest tiles that fit (channel tiles, then the width, then the tallest row tile),
 // with latency hiding. A cheap rule (no build): on ResNet-18's offloaded layers within 6% of
-// compiler/vdla's choose_conv2d_config (which times three candidates on the cycle model), except
+// conv2d.h's choose_conv2d_config (which times three candidates on the cycle model), except
 // C8 (1x1, 128 -> 256), 56% slower, which tuning fixes.
 //
-//   te::Tensor out = vdla_conv2d(shape, /*relu=*/true).out;    // carries its workload
+//   te::Tensor out = topi::vdla_conv2d(shape, /*relu=*/true).out;  // carries its workload
 //   space::ConfigSpace space = vdla_conv2d_config_space(out);
 //   VdlaConv2dConfig c = vdla_conv2d_config_of(space.get(7));
 #pragma once
 
 #include "compiler/space/space.h"
 #include "compiler/target/target.h"
+#include "compiler/topi/tunable.h"
 #include "compiler/topi/vdla_conv2d.h"
+#include "compiler/vdla/conv2d_schedule.h"
 
-namespace kiln::topi {
+namespace kiln::vdla_compiler {
 
 /// The stages of the vdla_conv2d compute whose output is `out` (found through its producers, its
 /// shape and relu read from the workload it carries); kiln::InternalError for another tensor.
-VdlaConv2d vdla_conv2d_stages(const te::Tensor& out);
+topi::VdlaConv2d vdla_conv2d_stages(const te::Tensor& out);
 
 /// The space described above, for the paper's prototype (vdla::Config{}).
 space::ConfigSpace vdla_conv2d_config_space(const te::Tensor& out);
@@ -51,4 +54,12 @@ space::Config vdla_conv2d_point(const space::ConfigSpace& space, const VdlaConv2
 void schedule_vdla_conv2d_config(te::Schedule& s, const te::Tensor& out,
                                  const space::Config& config, const te::Tensor& output);
 
-}  // namespace kiln::topi
+/// The template "vdla_conv2d" (computes: vdla_conv2d) of the functions above.
+topi::TunableTemplate conv2d_template();
+
+/// Adds the VDLA's templates (vdla_conv2d) to topi's registry, once however often it is called
+/// (from any thread): what asks topi for a template by name, the tuning task (compiler/autotune)
+/// and the graph's VDLA offload, calls it first, so that topi never names the VDLA.
+void register_templates();
+
+}  // namespace kiln::vdla_compiler

@@ -1,5 +1,5 @@
-// The VDLA's int8 dense template (vdla_dense.h).
-#include "compiler/topi/vdla_dense.h"
+// The VDLA's int8 dense layer (dense.h).
+#include "compiler/vdla/dense.h"
 
 #include <sstream>
 
@@ -7,11 +7,10 @@
 #include "compiler/ir/op.h"
 #include "compiler/vdla/intrin.h"
 
-namespace kiln::topi {
+namespace kiln::vdla_compiler {
 
 using ir::Expr;
 using ir::Var;
-namespace vc = vdla_compiler;
 
 std::string VdlaDenseConfig::to_string() const {
   std::ostringstream os;
@@ -93,12 +92,12 @@ te::Schedule schedule_vdla_dense(const VdlaDense& op, const VdlaDenseConfig& c,
   const std::string problem = vdla_dense_problem(op, c, cfg);
   KILN_USER_CHECK(problem.empty()) << "vdla dense: config " << c.to_string() << ": " << problem;
   te::Schedule sch = te::create_schedule({op.out});
-  te::Tensor dbuf = sch.cache_read(op.data, vc::kInpScope, {op.acc});
-  te::Tensor wbuf = sch.cache_read(op.weight, vc::kWgtScope, {op.acc});
+  te::Tensor dbuf = sch.cache_read(op.data, kInpScope, {op.acc});
+  te::Tensor wbuf = sch.cache_read(op.weight, kWgtScope, {op.acc});
   std::vector<te::Tensor> alu = {op.clip_lo, op.clip_hi};
   if (op.shr.defined()) alu.insert(alu.begin(), op.shr);
-  sch[op.acc].set_scope(vc::kAccScope);
-  for (const te::Tensor& t : alu) sch[t].set_scope(vc::kAccScope);
+  sch[op.acc].set_scope(kAccScope);
+  for (const te::Tensor& t : alu) sch[t].set_scope(kAccScope);
 
   te::Stage so = sch[op.out];
   auto [mo, mi] = so.split(so.axis(0), c.tile_m);
@@ -107,21 +106,21 @@ te::Schedule schedule_vdla_dense(const VdlaDense& op, const VdlaDenseConfig& c,
     so.bind(vt, te::thread_axis("cthread", 2));
     mo = rest;
   }
-  so.pragma(mi, vc::kDmaCopy);
+  so.pragma(mi, kDmaCopy);
   sch[op.acc].compute_at(so, mo);
   for (const te::Tensor& t : alu) {
     te::Stage st = sch[t];
     st.compute_at(so, mo);
-    st.pragma(st.axis(0), vc::kAlu);
+    st.pragma(st.axis(0), kAlu);
   }
   te::Stage sa = sch[op.acc];
   auto [kco, kci] = sa.split(sa.reduce_axis(0), c.tile_k);
   sa.reorder({kco, kci, sa.axis(0), sa.axis(1), sa.axis(2), sa.reduce_axis(1)});
-  sa.tensorize(sa.axis(1), vc::gemm_intrin(cfg));
+  sa.tensorize(sa.axis(1), gemm_intrin(cfg));
   for (const te::Tensor& t : {dbuf, wbuf}) {
     te::Stage st = sch[t];
     st.compute_at(sa, kco);
-    st.pragma(st.axis(0), vc::kDmaCopy);
+    st.pragma(st.axis(0), kDmaCopy);
   }
   return sch;
 }
@@ -138,4 +137,4 @@ std::vector<VdlaDenseConfig> vdla_dense_space(const VdlaDense& op, int vthreads,
   return out;
 }
 
-}  // namespace kiln::topi
+}  // namespace kiln::vdla_compiler

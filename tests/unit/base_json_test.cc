@@ -1,11 +1,11 @@
-// The runtime's JSON: round trips, exact integers, escapes, and malformed text reported with
+// The JSON of base/json.h: round trips, exact integers, escapes, and malformed text reported with
 // its position.
 #include <gtest/gtest.h>
 
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 #include "tests/common/expect_error.h"
 
-namespace kiln::runtime {
+namespace kiln {
 namespace {
 
 TEST(Json, ParsesAndWritesBack) {
@@ -63,4 +63,4 @@ TEST(Json, TypedAccessNamesTheField) {
 }
 
 }  // namespace
-}  // namespace kiln::runtime
+}  // namespace kiln

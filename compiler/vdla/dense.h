@@ -1,7 +1,7 @@
-// The int8 dense layer (a matrix-vector product, batch 1) for the VDLA, the companion of
-// vdla_conv2d.h: a compute over blocked layouts and a schedule that tensorizes it onto the GEMM
-// intrinsic, with DMA copies, the shift and clip on the ALU, tunable tiles and a virtual-thread
-// knob.
+// The int8 dense layer (a matrix-vector product, batch 1) for the VDLA, the companion of the
+// conv2d (conv2d_schedule.h): a compute over blocked layouts and a schedule that tensorizes it onto
+// the GEMM intrinsic, with DMA copies, the shift and clip on the ALU, tunable tiles and a
+// virtual-thread knob.
 //
 // Layouts (blocks of 16):
 //   data    [K/16][1][16] int8
@@ -20,7 +20,7 @@
 #include "compiler/te/schedule.h"
 #include "deploy/vdla/device/config.h"
 
-namespace kiln::topi {
+namespace kiln::vdla_compiler {
 
 struct VdlaDenseConfig {
   int tile_m = 2;    ///< output blocks per tile (divides M/16, at least 2)
@@ -50,4 +50,4 @@ te::Schedule schedule_vdla_dense(const VdlaDense& op, const VdlaDenseConfig& c,
 std::vector<VdlaDenseConfig> vdla_dense_space(const VdlaDense& op, int vthreads,
                                               const vdla::Config& cfg);
 
-}  // namespace kiln::topi
+}  // namespace kiln::vdla_compiler

@@ -1,5 +1,5 @@
 // JSON parsing and writing.
-#include "deploy/runtime/json.h"
+#include "base/json.h"
 
 #include <cerrno>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "base/error.h"
 
-namespace kiln::runtime {
+namespace kiln {
 namespace {
 
 class Parser {
@@ -367,4 +367,4 @@ bool Json::has(const std::string& key) const {
   return p && (*p)->count(key) > 0;
 }
 
-}  // namespace kiln::runtime
+}  // namespace kiln

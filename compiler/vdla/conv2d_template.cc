@@ -1,15 +1,22 @@
 // The VDLA conv2d template: stages from the output, the space of named knobs, the default, the
 // schedule at a point.
-#include "compiler/topi/vdla_conv2d_template.h"
+#include "compiler/vdla/conv2d_template.h"
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include "base/error.h"
 #include "compiler/topi/workload.h"
 
-namespace kiln::topi {
+namespace kiln::vdla_compiler {
+
+using topi::VdlaConv2d;
+using topi::VdlaConv2dShape;
+using topi::Workload;
+using topi::workload_of;
+
 namespace {
 
 /// The VDLA a vdla target is: the paper's prototype.
@@ -149,4 +156,17 @@ void schedule_vdla_conv2d_config(te::Schedule& s, const te::Tensor& out,
   s = schedule_vdla_conv2d(vdla_conv2d_stages(out), vdla_conv2d_config_of(config), prototype());
 }
 
-}  // namespace kiln::topi
+topi::TunableTemplate conv2d_template() {
+  return {"vdla_conv2d",
+          {"vdla_conv2d"},
+          vdla_conv2d_config_space,
+          vdla_conv2d_default,
+          schedule_vdla_conv2d_config};
+}
+
+void register_templates() {
+  static std::once_flag once;
+  std::call_once(once, [] { topi::register_tunable_template(conv2d_template()); });
+}
+
+}  // namespace kiln::vdla_compiler

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-namespace kiln::runtime {
+namespace kiln {
 
 class Json {
  public:
@@ -53,4 +53,4 @@ class Json {
       v_;
 };
 
-}  // namespace kiln::runtime
+}  // namespace kiln
