@@ -1,8 +1,8 @@
-// The int8 conv2d for the VDLA (BACKENDS.md A7): a compute over blocked layouts and a schedule
-// that puts it on the accelerator through the compiler (tensorize onto the GEMM intrinsic, DMA
-// copies into the on-chip buffers, bias, shift and clip on the ALU, stores), with tunable tiles and
-// a virtual-thread knob; compiler/vdla/program.h builds its driver calls. It computes a QConv node
-// (compiler/graph, the quantized convolution's contract) on blocked layouts.
+// The int8 conv2d for the VDLA (docs/architecture.md, "The VDLA"): a compute over blocked layouts
+// and a schedule that puts it on the accelerator through the compiler (tensorize onto the GEMM
+// intrinsic, DMA copies into the on-chip buffers, bias, shift and clip on the ALU, stores), with
+// tunable tiles and a virtual-thread knob; compiler/vdla/program.h builds its driver calls. It
+// computes a QConv node (compiler/graph, the quantized convolution's contract) on blocked layouts.
 //
 // Layouts (batch 1, blocks of 16 = the GEMM unit's BLOCK_IN and BLOCK_OUT):
 //   data    [IC/16][H][W][1][16] int8
