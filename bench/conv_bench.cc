@@ -60,6 +60,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/cli.h"
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/codegen/build.h"
@@ -276,53 +277,31 @@ struct DnnlConv {
   }
 };
 
-std::vector<int> parse_ints(const std::string& s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::atoi(item.c_str()));
-  return out;
-}
+const kiln::cli::Program kBench{
+    .name = "bench_conv",
+    .summary = "The ResNet-18 convolutions: Kiln's tuned kernels against oneDNN's.",
+    .flags = {{"--trials", "N", "configs tuned per layer, earlier runs' included (default: 64)"},
+              {"--layers", "C1,C2,...", "the layers to run (default: all twelve)"},
+              {"--records", "DIR", "the record log (default: build/release/bench-results/conv)"},
+              {"--min-time", "S", "seconds of timing per kernel (default: 1)"},
+              {"--threads", "1,2", "the thread counts to run (default: 1,2)"},
+              {"--compare-log", "", "print each logged config: the tuner's GFLOP/s vs in-process"},
+              {"--asm", "DIR", "write DIR/<layer>.s, the tuned kernel's assembly (default: none)"}},
+};
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int trials = 64;
-  bool compare_log = false;
-  double min_time = 1.0;
-  std::string asm_dir, layer_list, records = std::string(KILN_BENCH_RESULTS_DIR) + "/conv";
-  std::vector<int> thread_counts = {1, 2};
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_conv: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--trials")
-      trials = std::atoi(value().c_str());
-    else if (a == "--layers")
-      layer_list = value();
-    else if (a == "--records")
-      records = value();
-    else if (a == "--min-time")
-      min_time = std::atof(value().c_str());
-    else if (a == "--threads")
-      thread_counts = parse_ints(value());
-    else if (a == "--compare-log")
-      compare_log = true;
-    else if (a == "--asm")
-      asm_dir = value();
-    else {
-      std::fprintf(stderr,
-                   "usage: bench_conv [--trials N] [--layers C1,C2,...] [--records DIR] "
-                   "[--min-time S] [--threads 1,2] [--compare-log] [--asm DIR]\n");
-      return 2;
-    }
-  }
-  const std::vector<ConvLayer> layers = kiln::bench::select_layers(layer_list, "bench_conv");
+int run_bench(const kiln::cli::Args& args) {
+  using kiln::cli::positive_number;
+  const int trials = args.has("--trials") ? positive_number(args.get("--trials"), "--trials") : 64;
+  const bool compare_log = args.has("--compare-log");
+  const double min_time = args.has("--min-time")
+                              ? kiln::cli::real_at_least(args.get("--min-time"), "--min-time", 0)
+                              : 1.0;
+  const std::string asm_dir = args.get("--asm"), layer_list = args.get("--layers");
+  const std::string records = args.get("--records", std::string(KILN_BENCH_RESULTS_DIR) + "/conv");
+  const std::vector<int> thread_counts =
+      args.has("--threads") ? kiln::cli::positive_numbers(args.get("--threads"), "--threads")
+                            : std::vector<int>{1, 2};
+  const std::vector<ConvLayer> layers = kiln::bench::select_layers(layer_list);
 
   const dnnl_version_t* v = dnnl_version();
   const char* rt = v->cpu_runtime == DNNL_RUNTIME_OMP   ? "OpenMP"
@@ -499,3 +478,7 @@ int main(int argc, char** argv) {
   }
   return failures == 0 ? 0 : 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

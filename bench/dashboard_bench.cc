@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cli.h"
 #include "server/dashboard.h"
 #include "server/farm.h"
 #include "server/http_server.h"
@@ -57,25 +58,21 @@ std::string get(int port, const std::string& path) {
   return resp;
 }
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_dashboard",
+    .summary = "Times kilnd's JSON API (GET /api/v1/jobs/<id>) for a job with many records.",
+    .flags = {{"--records", "N", "records of the job, about 10% errors (default: 4000)"},
+              {"--tasks", "T", "tasks the records are spread over (default: 4)"},
+              {"--runs", "R", "timed requests (default: 15)"}},
+};
 
-int main(int argc, char** argv) {
+int run_bench(const kiln::cli::Args& args) {
   using namespace kiln;
-  size_t records = 4000, tasks = 4, runs = 15;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i];
-    const size_t v = std::strtoull(argv[i + 1], nullptr, 10);
-    if (a == "--records")
-      records = v;
-    else if (a == "--tasks")
-      tasks = std::max<size_t>(1, v);
-    else if (a == "--runs")
-      runs = std::max<size_t>(1, v);
-    else {
-      std::fprintf(stderr, "usage: bench_dashboard [--records N] [--tasks T] [--runs R]\n");
-      return 2;
-    }
-  }
+  const size_t records =
+      args.has("--records") ? cli::number_at_least(args.get("--records"), "--records", 0) : 4000;
+  const size_t tasks =
+      args.has("--tasks") ? cli::positive_number(args.get("--tasks"), "--tasks") : 4;
+  const size_t runs = args.has("--runs") ? cli::positive_number(args.get("--runs"), "--runs") : 15;
   try {
     kiln::testing::TempDir dir("bench_dashboard");
     server::FarmOptions options;
@@ -154,3 +151,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cli.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
 #include "server/farm.h"
@@ -225,45 +226,30 @@ void run_case(int agents, const Options& opt) {
   std::fflush(stdout);
 }
 
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(std::stoi(item));
-  return out;
+const kiln::cli::Program kBench{
+    .name = "bench_farm",
+    .summary = "The tracker's dispatch rate and latency on loopback with simulated agents.",
+    .flags = {{"--agents", "N,N,...", "the agent counts to run (default: 64,256)"},
+              {"--seconds", "S", "seconds measured per case (default: 5)"},
+              {"--warmup", "S", "seconds before measuring (default: 1)"},
+              {"--run-ms", "R", "a simulated measurement's run time (default: 1)"},
+              {"--channels", "C", "TCP connections the agents share (default: 16)"}},
+};
+
+int run_bench(const kiln::cli::Args& args) {
+  using namespace kiln::cli;
+  kiln::rpc::prepare_server_process();
+  Options opt;
+  if (args.has("--agents")) opt.agents = positive_numbers(args.get("--agents"), "--agents");
+  if (args.has("--seconds")) opt.seconds = real_at_least(args.get("--seconds"), "--seconds", 0);
+  if (args.has("--warmup")) opt.warmup = real_at_least(args.get("--warmup"), "--warmup", 0);
+  if (args.has("--run-ms"))
+    opt.run_ms = static_cast<int>(number_at_least(args.get("--run-ms"), "--run-ms", 0));
+  if (args.has("--channels")) opt.channels = positive_number(args.get("--channels"), "--channels");
+  for (int n : opt.agents) run_case(n, opt);
+  return 0;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  kiln::rpc::prepare_server_process();
-  Options opt;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_farm: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--agents")
-      opt.agents = parse_list(value());
-    else if (a == "--seconds")
-      opt.seconds = std::stod(value());
-    else if (a == "--warmup")
-      opt.warmup = std::stod(value());
-    else if (a == "--run-ms")
-      opt.run_ms = std::stoi(value());
-    else if (a == "--channels")
-      opt.channels = std::stoi(value());
-    else {
-      std::fprintf(
-          stderr,
-          "usage: bench_farm [--agents N,N,... (64,256)] [--seconds S (5)] [--warmup S (1)] "
-          "[--run-ms R (1)] [--channels C (16)]\n");
-      return 2;
-    }
-  }
-  for (int n : opt.agents) run_case(n, opt);
-  return 0;
-}
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "base/cli.h"
 #include "compiler/lower.h"
 #include "compiler/topi/matmul.h"
 #include "deploy/runtime/ndarray.h"
@@ -49,11 +50,18 @@ kiln::runtime::NDArray random_matrix(int64_t rows, int64_t cols, uint32_t seed) 
   return a;
 }
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_matmul",
+    .operands = "[N]",
+    .summary =
+        "Kiln's hand-scheduled N x N matmul against OpenBLAS sgemm (default N: 512, 1024 "
+        "and 2048).",
+};
 
-int main(int argc, char** argv) {
+int run_bench(const kiln::cli::Args& args) {
   std::vector<int> sizes = {512, 1024, 2048};
-  if (argc > 1) sizes = {std::atoi(argv[1])};
+  if (args.operands.size() > 1) throw kiln::cli::UsageError("bench_matmul takes one N at most");
+  if (!args.operands.empty()) sizes = {kiln::cli::positive_number(args.operands[0], "N")};
   const char* target = "llvm -mcpu=native";
 
   for (int n : sizes) {
@@ -104,3 +112,7 @@ int main(int argc, char** argv) {
   std::printf("case=compile_matmul ms=%.1f\n", ms[ms.size() / 2]);
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "bench/model_timing.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
@@ -64,26 +65,29 @@ Built build_and_check(const std::string& dir, const std::string& name,
   return kiln::bench::build_and_check(dir, name, kTarget, options, {}, 1e-3);
 }
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_models",
+    .operands = "[NAME...]",
+    .summary =
+        "Whole models (resnet18 mobilenetv2 dqn dcgan lstm; default: all) compiled by Kiln "
+        "against ONNX Runtime.",
+    .flags = {{"--min-time", "S", "seconds of timing per model (default: 1)"},
+              {"--records", "DIR",
+               "also each model built with this record log's best configs (default: none)"}},
+};
 
-int main(int argc, char** argv) {
-  double min_time = 1.0;
-  std::string records;
+int run_bench(const kiln::cli::Args& args) {
+  const double min_time = args.has("--min-time")
+                              ? kiln::cli::real_at_least(args.get("--min-time"), "--min-time", 0)
+                              : 1.0;
+  const std::string records = args.get("--records");
   std::vector<std::string> models;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--min-time" && i + 1 < argc) {
-      min_time = std::atof(argv[++i]);
-    } else if (a == "--records" && i + 1 < argc) {
-      records = argv[++i];
-    } else if (std::find(kModels.begin(), kModels.end(), a) != kModels.end()) {
-      models.push_back(a);
-    } else {
-      std::fprintf(stderr,
-                   "usage: bench_models [--min-time S] [--records DIR] [NAME ...]  (names: "
-                   "resnet18 mobilenetv2 dqn dcgan lstm)\n");
-      return 2;
+  for (const std::string& a : args.operands) {
+    if (std::find(kModels.begin(), kModels.end(), a) == kModels.end()) {
+      throw kiln::cli::UsageError("bench_models has no model '" + a +
+                                  "' (resnet18 mobilenetv2 dqn dcgan lstm)");
     }
+    models.push_back(a);
   }
   if (models.empty()) models = kModels;
   std::string only;
@@ -185,3 +189,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

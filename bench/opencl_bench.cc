@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "bench/model_timing.h"
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/local_measurer.h"
@@ -89,35 +90,32 @@ void fusion_ablation(const std::string& models_arg) {
   }
 }
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_opencl",
+    .summary =
+        "The ResNet-18 convolutions tuned on this machine's OpenCL device against their "
+        "default configs, then the models with and without fusion on it.",
+    .flags = {{"--trials", "N", "configs measured per layer (default: 64)"},
+              {"--layers", "C1,C2,...", "the layers to tune, or none (default: all twelve)"},
+              {"--models", "NAME,...",
+               "the models of the fusion ablation, or none (default: resnet18,mobilenetv2,dqn,"
+               "dcgan,lstm)"},
+              {"--out", "DIR", "the record logs (default: build/release/bench-results/opencl)"}},
+};
 
-int main(int argc, char** argv) {
+int run_bench(const kiln::cli::Args& args) {
   using namespace kiln;
-  int trials = 64;
-  std::string layers_arg, models_arg, out_dir = std::string(KILN_BENCH_RESULTS_DIR) + "/opencl";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc) {
-      trials = std::atoi(argv[++i]);
-    } else if (a == "--layers" && i + 1 < argc) {
-      layers_arg = argv[++i];
-    } else if (a == "--models" && i + 1 < argc) {
-      models_arg = argv[++i];
-    } else if (a == "--out" && i + 1 < argc) {
-      out_dir = argv[++i];
-    } else {
-      std::cerr << "usage: bench_opencl [--trials N] [--layers C1,C2,...|none] [--models "
-                   "NAME,...|none] [--out DIR]\n";
-      return 2;
-    }
-  }
+  const int trials =
+      args.has("--trials") ? cli::positive_number(args.get("--trials"), "--trials") : 64;
+  const std::string layers_arg = args.get("--layers"), models_arg = args.get("--models");
+  const std::string out_dir = args.get("--out", std::string(KILN_BENCH_RESULTS_DIR) + "/opencl");
   std::vector<ConvLayer> layers;
   for (const ConvLayer& l : bench::resnet18_layers()) {
     if (listed(layers_arg, l.name)) layers.push_back(l);
   }
-  if ((layers.empty() && layers_arg != "none") || trials < 1) {
-    std::cerr << "bench_opencl: no layer named in '" << layers_arg << "' or no trials\n";
-    return 2;
+  if (layers.empty() && layers_arg != "none") {
+    throw cli::UsageError("--layers names no layer of ResNet-18 (C1 to C12), got '" + layers_arg +
+                          "'");
   }
   try {
     autotune::TuneOptions options;
@@ -171,3 +169,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

@@ -3,12 +3,11 @@
 #pragma once
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "compiler/autotune/task.h"
 #include "compiler/graph/alter_layout.h"
 #include "compiler/te/tensor.h"
@@ -57,9 +56,9 @@ inline autotune::Task layer_task(const ConvLayer& l) {
   return autotune::Task::make(kTemplate, blocked_conv(l), kTuneTarget);
 }
 
-/// The layers named in a comma-separated list ("C1,C2"); all of them when `list` is empty.
-/// Exits with a message on an unknown name.
-inline std::vector<ConvLayer> select_layers(const std::string& list, const char* prog) {
+/// The layers named in a comma-separated list ("C1,C2", --layers); all of them when `list` is
+/// empty. cli::UsageError naming an unknown name.
+inline std::vector<ConvLayer> select_layers(const std::string& list) {
   if (list.empty()) return resnet18_layers();
   std::vector<ConvLayer> out;
   std::stringstream ss(list);
@@ -69,8 +68,7 @@ inline std::vector<ConvLayer> select_layers(const std::string& list, const char*
     auto it = std::find_if(resnet18_layers().begin(), resnet18_layers().end(),
                            [&](const ConvLayer& l) { return name == l.name; });
     if (it == resnet18_layers().end()) {
-      std::fprintf(stderr, "%s: unknown layer '%s' (known: C1 ... C12)\n", prog, name.c_str());
-      std::exit(2);
+      throw cli::UsageError("--layers: unknown layer '" + name + "' (known: C1 ... C12)");
     }
     out.push_back(*it);
   }

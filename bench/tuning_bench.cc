@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/features.h"
@@ -107,46 +108,27 @@ void time_predict(const Task& task, const std::vector<MeasureRecord>& records) {
   std::fflush(stdout);
 }
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_tuning",
+    .summary = "Tuning curves of the ResNet-18 convolutions: xgb against random against ga.",
+    .flags = {{"--trials", "N", "configs measured per layer and explorer (default: 64)"},
+              {"--batch", "B", "configs measured per round (default: 16)"},
+              {"--seed", "S", "the explorers' seed (default: 1)"},
+              {"--layers", "C1,C2,...", "the layers to tune (default: all twelve)"},
+              {"--out", "DIR", "where the curves go (default: build/release/bench-results/tuning)"},
+              {"--no-plot", "", "do not draw the curves (python3 with numpy draws them)"}},
+};
 
-int main(int argc, char** argv) {
-  int trials = 64, batch = 16;
-  uint64_t seed = 1;
-  std::string layer_list, out_dir = std::string(KILN_BENCH_RESULTS_DIR) + "/tuning";
-  bool plot = true;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_tuning: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--trials")
-      trials = std::atoi(value().c_str());
-    else if (a == "--batch")
-      batch = std::atoi(value().c_str());
-    else if (a == "--seed")
-      seed = std::strtoull(value().c_str(), nullptr, 10);
-    else if (a == "--layers")
-      layer_list = value();
-    else if (a == "--out")
-      out_dir = value();
-    else if (a == "--no-plot")
-      plot = false;
-    else {
-      std::fprintf(stderr,
-                   "usage: bench_tuning [--trials N] [--batch B] [--seed S] "
-                   "[--layers C1,C2,...] [--out DIR] [--no-plot]\n");
-      return 2;
-    }
-  }
-  if (trials <= 0 || batch <= 0) {
-    std::fprintf(stderr, "bench_tuning: --trials and --batch must be positive\n");
-    return 2;
-  }
-  const std::vector<ConvLayer> layers = kiln::bench::select_layers(layer_list, "bench_tuning");
+int run_bench(const kiln::cli::Args& args) {
+  using kiln::cli::positive_number;
+  const int trials = args.has("--trials") ? positive_number(args.get("--trials"), "--trials") : 64;
+  const int batch = args.has("--batch") ? positive_number(args.get("--batch"), "--batch") : 16;
+  const uint64_t seed =
+      args.has("--seed") ? kiln::cli::number_at_least(args.get("--seed"), "--seed", 0) : 1;
+  const std::string layer_list = args.get("--layers");
+  const std::string out_dir = args.get("--out", std::string(KILN_BENCH_RESULTS_DIR) + "/tuning");
+  const bool plot = !args.has("--no-plot");
+  const std::vector<ConvLayer> layers = kiln::bench::select_layers(layer_list);
   fs::create_directories(out_dir);
   std::fprintf(stderr,
                "bench_tuning: %zu layers x {xgb, random, ga}, %d trials, batch %d, seed %lu, "
@@ -253,3 +235,7 @@ int main(int argc, char** argv) {
   }
   return failures == 0 ? 0 : 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

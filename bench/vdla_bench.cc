@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "bench/resnet_layers.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -97,22 +98,20 @@ void resnet18_case() {
   std::fflush(stdout);
 }
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_vdla",
+    .summary =
+        "The VDLA's cycle model on the offloaded ResNet-18 convolutions, serial against two "
+        "virtual threads, then the quantized ResNet-18 with --target vdla against the "
+        "all-CPU int8 build.",
+    .flags = {{"--layers", "C2,C3,...", "the layers to run (default: C2 to C12)"},
+              {"--no-model", "", "skip the whole model"}},
+};
 
-int main(int argc, char** argv) {
+int run_bench(const kiln::cli::Args& args) {
   namespace vc = kiln::vdla_compiler;
-  std::string layers = "C2,C3,C4,C5,C6,C7,C8,C9,C10,C11,C12";
-  bool model = true;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) {
-      layers = argv[++i];
-    } else if (std::strcmp(argv[i], "--no-model") == 0) {
-      model = false;
-    } else {
-      std::fprintf(stderr, "usage: %s [--layers C2,C3,...] [--no-model]\n", argv[0]);
-      return 2;
-    }
-  }
+  const std::string layers = args.get("--layers", "C2,C3,C4,C5,C6,C7,C8,C9,C10,C11,C12");
+  const bool model = !args.has("--no-model");
   const kiln::vdla::Config cfg;
   std::fprintf(stderr, "vdla: %s\n", cfg.describe().c_str());
   const std::filesystem::path dir = std::string(KILN_BENCH_RESULTS_DIR) + "/vdla";
@@ -120,7 +119,7 @@ int main(int argc, char** argv) {
   std::ofstream csv(dir / "roofline.csv");
   csv << "layer,ops,dram_bytes,gops_serial,gops_vthread\n";
   double peak_serial = 0, peak_vthread = 0;
-  for (const kiln::bench::ConvLayer& l : kiln::bench::select_layers(layers, argv[0])) {
+  for (const kiln::bench::ConvLayer& l : kiln::bench::select_layers(layers)) {
     // C1's 3 channels are zero-padded to one block.
     const kiln::topi::VdlaConv2dShape s{l.hw,     l.hw,   (l.ic + 15) / 16 * 16, l.oc, l.k,
                                         l.stride, l.pad()};
@@ -165,3 +164,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "bench_vdla: wrote %s\n", (dir / "roofline.png").c_str());
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

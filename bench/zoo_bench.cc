@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "bench/model_timing.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
@@ -114,33 +115,35 @@ struct Geomean {
   double value() const { return ok ? std::exp(log_sum / ok) : NAN; }
 };
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_zoo",
+    .operands = "[NAME...]",
+    .summary =
+        "The torchvision model zoo (default: every model) compiled by Kiln against ONNX "
+        "Runtime.",
+    .flags = {{"--min-time", "S", "seconds of timing per model and round (default: 1)"},
+              {"--rounds", "R", "rounds of each side, timed in turn (default: 3)"},
+              {"--records", "DIR",
+               "also each model built with this record log's best configs "
+               "(default: none)"}},
+};
 
-int main(int argc, char** argv) {
+int run_bench(const kiln::cli::Args& args) {
   const std::vector<std::string> known = zoo_names();
-  double min_time = 1.0;
-  int rounds = 3;
-  std::string records;
+  const double min_time = args.has("--min-time")
+                              ? kiln::cli::real_at_least(args.get("--min-time"), "--min-time", 0)
+                              : 1.0;
+  const int rounds =
+      args.has("--rounds") ? kiln::cli::positive_number(args.get("--rounds"), "--rounds") : 3;
+  const std::string records = args.get("--records");
   std::vector<std::string> models;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--min-time" && i + 1 < argc) {
-      min_time = std::atof(argv[++i]);
-    } else if (a == "--rounds" && i + 1 < argc) {
-      rounds = std::max(1, std::atoi(argv[++i]));
-    } else if (a == "--records" && i + 1 < argc) {
-      records = argv[++i];
-    } else if (std::find(known.begin(), known.end(), a) != known.end()) {
-      models.push_back(a);
-    } else {
+  for (const std::string& a : args.operands) {
+    if (std::find(known.begin(), known.end(), a) == known.end()) {
       std::string names;
       for (const auto& n : known) names += " " + n;
-      std::fprintf(
-          stderr,
-          "usage: bench_zoo [--min-time S] [--rounds R] [--records DIR] [NAME ...]  (names:%s)\n",
-          names.c_str());
-      return 2;
+      throw kiln::cli::UsageError("bench_zoo has no model '" + a + "' (names:" + names + ")");
     }
+    models.push_back(a);
   }
   if (models.empty()) models = known;
 
@@ -213,3 +216,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

@@ -503,7 +503,6 @@ int submit_main(const Args& a) {
 }
 
 int jobs_main(const Args& a) {
-  a.no_operands();
   v1::ListJobsRequest req;
   req.set_owner(a.get("--owner"));
   for (const std::string& s : a.all("--state")) req.add_states(parse_state(s));
@@ -538,7 +537,6 @@ int fetch_main(const Args& a) {
 }
 
 int devices_main(const Args& a) {
-  a.no_operands();
   v1::ListDevicesRequest req;
   req.set_key(a.get("--key"));
   auto farm = connect(a);

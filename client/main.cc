@@ -1,6 +1,6 @@
 // The `kiln` command line: the local commands (compile, run, example) and main(), which hands the
 // command line to cli::dispatch with every command. `kiln --help` lists the commands and
-// `kiln COMMAND --help` prints a command's flags with their defaults (client/cli.h). The tuner's
+// `kiln COMMAND --help` prints a command's flags with their defaults (base/cli.h). The tuner's
 // command is tune_command.cc, the tuning farm's (submit, jobs, watch, fetch, devices, cancel)
 // farm_commands.cc.
 #include <unistd.h>
@@ -51,7 +51,7 @@ kiln::graph::QuantizeOptions quantize_options(const kiln::cli::Args& args,
   o.model = model;
   o.calibration = args.all("--calibrate");
   if (o.calibration.empty()) {
-    throw kiln::cli::UsageError("kiln " + args.command + " " + model +
+    throw kiln::cli::UsageError(args.program + " " + model +
                                 ": quantizing needs calibration data: --calibrate X.npy");
   }
   o.input_shapes = input_shapes(args);

@@ -1,5 +1,5 @@
-# Finds the Debian packages Kiln builds with. See ../shared/BUILD-NOTES.md for why each step is
-# the way it is (LLVM's version check, the zstd target clash).
+# Finds the Debian packages Kiln builds with. The comments at each step say why it is the way it
+# is (LLVM's version check, the zstd target clash).
 
 # A board's build (KILN_BOARD: the agent, the runners, the wire; usually cross-compiled, see
 # cmake/toolchains/) needs only the wire's libraries and threads. protoc and grpc_cpp_plugin are

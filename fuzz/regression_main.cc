@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
@@ -44,24 +46,27 @@ std::string read_file(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-}  // namespace
+const kiln::cli::Program kRegression{
+    .name = "fuzz_<target>_regression",
+    .operands = "CORPUS_DIR_OR_FILE...",
+    .summary =
+        "Runs the fuzz target once on every file of the folders (or files) given, in name "
+        "order.",
+};
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: %s CORPUS_DIR_OR_FILE...\n", argv[0]);
-    return 2;
-  }
+/// The run over `args`' operands; `target` is "fuzz_<target>", for the summary line.
+int run_corpus(const kiln::cli::Args& args, const std::string& target) {
+  if (args.operands.empty()) throw kiln::cli::UsageError("no corpus folder or file given");
   std::vector<fs::path> files;
-  for (int i = 1; i < argc; ++i) {
-    const fs::path arg(argv[i]);
+  for (const std::string& a : args.operands) {
+    const fs::path arg(a);
     if (fs::is_directory(arg)) {
       for (const auto& e : fs::directory_iterator(arg))
         if (e.is_regular_file()) files.push_back(e.path());
     } else if (fs::is_regular_file(arg)) {
       files.push_back(arg);
     } else {
-      std::fprintf(stderr, "no such file or folder: %s\n", argv[i]);
-      return 2;
+      throw kiln::cli::UsageError("no such file or folder: " + a);
     }
   }
   std::sort(files.begin(), files.end());
@@ -81,8 +86,17 @@ int main(int argc, char** argv) {
     }
     ++ran;
   }
-  const std::string name = fs::path(argv[0]).filename().string();
-  const std::string target = name.substr(0, name.rfind("_regression"));
   std::printf("case=%s inputs=%zu\n", target.c_str(), ran);
   return ran == 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string name = fs::path(argv[0]).filename().string();
+  const std::string target = name.substr(0, name.rfind("_regression"));
+  kiln::cli::Program program = kRegression;
+  program.name = name;
+  return kiln::cli::run(program, argc, argv,
+                        [&](const kiln::cli::Args& args) { return run_corpus(args, target); });
 }

@@ -18,6 +18,9 @@ enum DriverExit : int {
   kDriverInternal = 3,     ///< a bug of the compiler on this model (reported): no retry
   kDriverOutOfMemory = 4,  ///< the memory limit was reached: retry once
   kDriverStopped = 5,      ///< the job was cancelled or kilnd is stopping: nothing to do
+  /// A mistake on kiln-tuner's command line (kilnd's bug, not the model's: not 2, as the other
+  /// programs' usage errors are).
+  kDriverBadCommandLine = 64,
 };
 
 }  // namespace kiln::rpc

@@ -21,6 +21,8 @@ PACKAGES=(
   libonnx-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev libdnnl-dev
+  # the fuzz preset (scripts/fuzz.sh): clang-19 with libFuzzer and AddressSanitizer's runtimes
+  clang-19 libclang-rt-19-dev
   # the model zoo's exports (tests/models/make_zoo.py: torch and torchvision for /usr/bin/python3)
   python3-torchvision
   # OpenCL on the CPU

@@ -11,8 +11,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/error.h"
 #include "base/stop_signals.h"
 #include "rpc/channel.h"
@@ -24,115 +26,115 @@
 
 namespace {
 
-int usage(std::ostream& os, int code) {
-  os << "usage: kilnd [--listen HOST:PORT] [--http HOST:PORT] [--state DIR] [--records DIR]\n"
-        "             [--token-file F] [--tls-cert F --tls-key F [--tls-ca F]]\n"
-        "             [--local-workers N] [--local-agent KEY] [--local-agent-target T]\n"
-        "             [--lease-ms N] [--max-model-bytes N] [--max-running-jobs N]\n"
-        "             [--submits-per-minute N] [--batch N] [--explorer E] [--repeat N]\n"
-        "             [--run-timeout-ms N] [--threads N] [--driver-memory-mb N]\n"
-        "             [--driver-idle-timeout-s N] [--driver-tries N]\n"
-        "  --listen: gRPC address (default 127.0.0.1:7070; port 0 picks a free one)\n"
-        "  --http: the dashboard (/), its JSON API (/api/v1/) and /metrics (default "
-        "127.0.0.1:7071;\n"
-        "          port 0 picks a free one)\n"
-        "  --state: jobs, models and bundles (default kiln-state); --records: the record log\n"
-        "           (default STATE/records)\n"
-        "  --token-file: the farm's token (else $KILN_TOKEN; none: no token is asked for)\n"
-        "  --tls-ca: the CA the in-process worker and agent trust to reach kilnd (default: the\n"
-        "            certificate itself, which fits a self-signed one)\n"
-        "  --local-workers, --local-agent: compiler workers and a CPU agent started by kilnd\n"
-        "            (kiln-worker and kiln-agent child processes, restarted when they end)\n"
-        "  --driver-memory-mb: address space of each job driver (default 8192; 0: no limit)\n"
-        "  --driver-idle-timeout-s: a job driver silent this long is killed (default 600)\n"
-        "  --driver-tries: crashed, hung or out-of-memory driver tries before a job fails\n"
-        "            (default 2)\n";
-  return code;
+/// "(default: V)".
+template <typename T>
+std::string by_default(const T& v) {
+  if constexpr (std::is_convertible_v<T, std::string>) {
+    return "(default: " + std::string(v) + ")";
+  } else {
+    return "(default: " + std::to_string(v) + ")";
+  }
 }
 
-}  // namespace
+/// kilnd's command line; the defaults are the options' own.
+kiln::cli::Program kilnd_program() {
+  using namespace std::chrono;
+  const kiln::server::FarmOptions f;
+  const kiln::server::KilnServiceOptions s;
+  return {
+      .name = "kilnd",
+      .summary =
+          "The Kiln farm's server: the public API, the tracker and the job drivers on one "
+          "gRPC port; the dashboard, its JSON API and /metrics on an HTTP port.",
+      .flags = {{"--listen", "HOST:PORT", "the gRPC address " + by_default("127.0.0.1:7070")},
+                {"--http", "HOST:PORT",
+                 "the dashboard (/), its JSON API (/api/v1/) and /metrics " +
+                     by_default("127.0.0.1:7071")},
+                {"--state", "DIR", "jobs, models and bundles " + by_default("kiln-state")},
+                {"--records", "DIR", "the record log " + by_default("STATE/records")},
+                {"--token-file", "F",
+                 "the farm's token, its first line (default: $KILN_TOKEN, else none asked for)"},
+                {"--tls-cert", "F", "serve TLS with this certificate, PEM (default: plaintext)"},
+                {"--tls-key", "F", "the certificate's private key, PEM (default: none)"},
+                {"--tls-ca", "F",
+                 "the CA kilnd's own workers, agent and drivers trust (default: --tls-cert's)"},
+                {"--local-workers", "N",
+                 "compiler workers (kiln-worker) kilnd starts and restarts " + by_default(0)},
+                {"--local-agent", "KEY",
+                 "start a CPU agent (kiln-agent) with this device key (default: none)"},
+                {"--local-agent-target", "T",
+                 "the local agent's target " + by_default("llvm -mcpu=native")},
+                {"--lease-ms", "N",
+                 "a device silent this long is gone, >= 100 " +
+                     by_default(duration_cast<milliseconds>(f.tracker.registry.lease).count())},
+                {"--max-model-bytes", "N",
+                 "larger models are refused " + by_default(f.max_model_bytes)},
+                {"--max-running-jobs", "N", "jobs tuned at once " + by_default(f.max_running_jobs)},
+                {"--submits-per-minute", "N",
+                 "submissions accepted per minute " + by_default(s.submits_per_minute)},
+                {"--batch", "N", "configs measured per round of a job " + by_default(f.batch)},
+                {"--explorer", "E", "xgb, random, grid or ga " + by_default(f.explorer)},
+                {"--repeat", "N", "measurements of each config " + by_default(f.repeat)},
+                {"--run-timeout-ms", "N", "a kernel's time limit " + by_default(f.run_timeout_ms)},
+                {"--threads", "N",
+                 "kernel threads on a device, 0 all its CPUs " + by_default(f.threads)},
+                {"--driver-memory-mb", "N",
+                 "address space of each job driver, 0 no limit " +
+                     by_default(f.driver.memory_limit_mb)},
+                {"--driver-idle-timeout-s", "N",
+                 "a job driver silent this long is killed " +
+                     by_default(duration_cast<seconds>(f.driver.idle_timeout).count())},
+                {"--driver-tries", "N",
+                 "crashed, hung or out-of-memory driver tries before a job fails " +
+                     by_default(f.driver.max_tries)}},
+      .notes =
+          "Port 0 in --listen or --http picks a free one; the ports taken are printed. "
+          "--local-workers and --local-agent start kiln-worker and kiln-agent child "
+          "processes, restarted when they end. SIGINT or SIGTERM stops kilnd (exit 0); a "
+          "failure to start prints \"error: ...\" and exits 1; a mistake on the command line "
+          "exits 2.",
+  };
+}
 
-int main(int argc, char** argv) {
+int serve(const kiln::cli::Args& args) {
   using namespace kiln;
-  std::string listen = "127.0.0.1:7070", http = "127.0.0.1:7071", token_file, tls_cert, tls_key,
-              tls_ca;
-  std::string local_agent, local_agent_target = "llvm -mcpu=native";
+  using cli::number_at_least;
+  const std::string listen = args.get("--listen", "127.0.0.1:7070");
+  const std::string http = args.get("--http", "127.0.0.1:7071");
+  const std::string token_file = args.get("--token-file"), tls_cert = args.get("--tls-cert"),
+                    tls_key = args.get("--tls-key"), tls_ca = args.get("--tls-ca");
+  const std::string local_agent = args.get("--local-agent");
+  const std::string local_agent_target = args.get("--local-agent-target", "llvm -mcpu=native");
   int local_workers = 0;
   server::FarmOptions farm_opts;
-  farm_opts.state_dir = "kiln-state";
+  farm_opts.state_dir = args.get("--state", "kiln-state");
+  farm_opts.records_dir = args.get("--records");
+  farm_opts.explorer = args.get("--explorer", farm_opts.explorer);
   server::KilnServiceOptions service_opts;
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") return usage(std::cout, 0);
-    if (a.rfind("--", 0) != 0) {
-      std::cerr << "error: unexpected argument '" << a << "'\n";
-      return usage(std::cerr, 2);
+  // `field` = the flag's value (at least `min`) when it is given; else the options' default.
+  auto number = [&](const std::string& flag, long long min, auto& field) {
+    if (args.has(flag)) {
+      field = static_cast<std::remove_reference_t<decltype(field)>>(
+          number_at_least(args.get(flag), flag, min));
     }
-    if (i + 1 >= args.size()) {
-      std::cerr << "error: " << a << " needs a value\n";
-      return 2;
-    }
-    const std::string& v = args[++i];
-    auto number = [&](long min) {
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < min) {
-        std::cerr << "error: " << a << " needs a number >= " << min << ", got '" << v << "'\n";
-        std::exit(2);
-      }
-      return n;
-    };
-    if (a == "--listen")
-      listen = v;
-    else if (a == "--http")
-      http = v;
-    else if (a == "--state")
-      farm_opts.state_dir = v;
-    else if (a == "--records")
-      farm_opts.records_dir = v;
-    else if (a == "--token-file")
-      token_file = v;
-    else if (a == "--tls-cert")
-      tls_cert = v;
-    else if (a == "--tls-key")
-      tls_key = v;
-    else if (a == "--tls-ca")
-      tls_ca = v;
-    else if (a == "--local-workers")
-      local_workers = static_cast<int>(number(0));
-    else if (a == "--local-agent")
-      local_agent = v;
-    else if (a == "--local-agent-target")
-      local_agent_target = v;
-    else if (a == "--lease-ms")
-      farm_opts.tracker.registry.lease = std::chrono::milliseconds(number(100));
-    else if (a == "--max-model-bytes")
-      farm_opts.max_model_bytes = static_cast<size_t>(number(1));
-    else if (a == "--max-running-jobs")
-      farm_opts.max_running_jobs = static_cast<int>(number(1));
-    else if (a == "--submits-per-minute")
-      service_opts.submits_per_minute = static_cast<int>(number(1));
-    else if (a == "--batch")
-      farm_opts.batch = static_cast<int>(number(1));
-    else if (a == "--explorer")
-      farm_opts.explorer = v;
-    else if (a == "--repeat")
-      farm_opts.repeat = static_cast<uint32_t>(number(1));
-    else if (a == "--run-timeout-ms")
-      farm_opts.run_timeout_ms = static_cast<uint32_t>(number(1));
-    else if (a == "--threads")
-      farm_opts.threads = static_cast<uint32_t>(number(0));
-    else if (a == "--driver-memory-mb")
-      farm_opts.driver.memory_limit_mb = static_cast<uint32_t>(number(0));
-    else if (a == "--driver-idle-timeout-s")
-      farm_opts.driver.idle_timeout = std::chrono::seconds(number(1));
-    else if (a == "--driver-tries")
-      farm_opts.driver.max_tries = static_cast<int>(number(1));
-    else {
-      std::cerr << "error: unknown option '" << a << "'\n";
-      return usage(std::cerr, 2);
-    }
+  };
+  number("--local-workers", 0, local_workers);
+  number("--max-model-bytes", 1, farm_opts.max_model_bytes);
+  number("--max-running-jobs", 1, farm_opts.max_running_jobs);
+  number("--submits-per-minute", 1, service_opts.submits_per_minute);
+  number("--batch", 1, farm_opts.batch);
+  number("--repeat", 1, farm_opts.repeat);
+  number("--run-timeout-ms", 1, farm_opts.run_timeout_ms);
+  number("--threads", 0, farm_opts.threads);
+  number("--driver-memory-mb", 0, farm_opts.driver.memory_limit_mb);
+  number("--driver-tries", 1, farm_opts.driver.max_tries);
+  if (args.has("--lease-ms")) {
+    farm_opts.tracker.registry.lease =
+        std::chrono::milliseconds(number_at_least(args.get("--lease-ms"), "--lease-ms", 100));
+  }
+  if (args.has("--driver-idle-timeout-s")) {
+    farm_opts.driver.idle_timeout = std::chrono::seconds(
+        number_at_least(args.get("--driver-idle-timeout-s"), "--driver-idle-timeout-s", 1));
   }
 
   StopSignals signals;  // before any thread starts
@@ -191,3 +193,7 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kilnd_program(), argc, argv, serve); }

@@ -5,6 +5,7 @@
 //   kiln-tuner --server 127.0.0.1:7070 --job 7 [--tls-ca F] [--memory-limit-mb N]
 //       (environment: KILN_DRIVER_SECRET from kilnd, KILN_TOKEN when the farm has a token)
 //   kiln-tuner --check MODEL.onnx [--input-shape NAME=D0,D1,...]... [--memory-limit-mb N]
+// A mistake on the command line exits 64, not 2: 2 says the model cannot be compiled.
 #include <sys/resource.h>
 
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/error.h"
 #include "base/parent_death.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -24,16 +26,24 @@ namespace {
 
 using namespace kiln;
 
-int usage(std::ostream& os, int code) {
-  os << "usage: kiln-tuner --server HOST:PORT --job ID [--tls-ca FILE] [--memory-limit-mb N]\n"
-        "       kiln-tuner --check MODEL.onnx [--input-shape NAME=D0,D1,...]... [--memory-limit-mb "
-        "N]\n"
-        "Drives one farm job (started by kilnd, which sets KILN_DRIVER_SECRET): imports the\n"
-        "model, extracts its tasks, tunes them through kilnd and uploads the bundle. --check only\n"
-        "imports and validates a model. Exit status: 0 done, 1 failed (try again), 2 the model\n"
-        "cannot be compiled, 3 a compiler bug on this model, 4 out of memory, 5 stopped.\n";
-  return code;
-}
+const cli::Program kTuner{
+    .name = "kiln-tuner",
+    .summary =
+        "Drives one farm job (started by kilnd, which sets KILN_DRIVER_SECRET): imports the "
+        "model, extracts its tasks, tunes them through kilnd and uploads the bundle.",
+    .flags = {{"--server", "HOST:PORT", "kilnd's gRPC address (required without --check)"},
+              {"--job", "ID", "the job to drive (required without --check)"},
+              {"--tls-ca", "FILE", "reach kilnd over TLS, trusting this CA (default: plaintext)"},
+              {"--check", "MODEL.onnx",
+               "only import and validate this model (default: drive a job)"},
+              {"--input-shape", "NAME=D0,D1,...",
+               "with --check: the shape of a symbolic input; once per input (default: none)"},
+              {"--memory-limit-mb", "N", "this process's address space, 0 no limit (default: 0)"}},
+    .notes =
+        "Exit status: 0 done, 1 failed (try again), 2 the model cannot be compiled, 3 a "
+        "compiler bug on this model, 4 out of memory, 5 stopped, 64 a mistake on the command "
+        "line.",
+};
 
 /// Reports the model's fault or a compiler bug to kilnd (best effort) before exiting with it.
 int report(tuner::FarmClient* client, int code, const std::string& message) {
@@ -50,54 +60,31 @@ int report(tuner::FarmClient* client, int code, const std::string& message) {
   return code;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  die_with_parent_from_env();
-  std::string server, tls_ca, check;
+int drive(const cli::Args& args) {
+  const std::string server = args.get("--server"), tls_ca = args.get("--tls-ca"),
+                    check = args.get("--check");
   graph::OnnxImportOptions import;  // --input-shape, for --check (a job's come with the job)
-  uint64_t job = 0;
-  uint64_t memory_mb = 0;
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") return usage(std::cout, 0);
-    if (i + 1 >= args.size()) {
-      std::cerr << "error: unknown or incomplete option '" << a << "'\n";
-      return usage(std::cerr, 64);
+  for (const std::string& v : args.all("--input-shape")) {
+    std::pair<std::string, std::vector<int64_t>> shape;
+    try {
+      shape = graph::parse_input_shape(v);
+    } catch (const kiln::Error& e) {
+      std::string msg = e.what();
+      if (msg.rfind("error: ", 0) == 0) msg.erase(0, 7);
+      throw cli::UsageError(msg);
     }
-    const std::string& v = args[++i];
-    char* end = nullptr;
-    if (a == "--server") {
-      server = v;
-    } else if (a == "--tls-ca") {
-      tls_ca = v;
-    } else if (a == "--check") {
-      check = v;
-    } else if (a == "--input-shape") {
-      try {
-        auto shape = graph::parse_input_shape(v);
-        if (!import.input_shapes.emplace(shape.first, shape.second).second) {
-          std::cerr << "error: --input-shape gives input '" << shape.first << "' twice\n";
-          return 64;
-        }
-      } catch (const kiln::Error& e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return 64;
-      }
-    } else if (a == "--job" || a == "--memory-limit-mb") {
-      const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0') {
-        std::cerr << "error: " << a << " needs a number, got '" << v << "'\n";
-        return 64;
-      }
-      (a == "--job" ? job : memory_mb) = n;
-    } else {
-      std::cerr << "error: unknown option '" << a << "'\n";
-      return usage(std::cerr, 64);
+    if (!import.input_shapes.emplace(shape.first, shape.second).second) {
+      throw cli::UsageError("--input-shape gives input '" + shape.first + "' twice");
     }
   }
-  if (check.empty() && (server.empty() || job == 0)) return usage(std::cerr, 64);
+  const uint64_t job = args.has("--job") ? cli::number_at_least(args.get("--job"), "--job", 1) : 0;
+  const uint64_t memory_mb =
+      args.has("--memory-limit-mb")
+          ? cli::number_at_least(args.get("--memory-limit-mb"), "--memory-limit-mb", 0)
+          : 0;
+  if (check.empty() && (server.empty() || job == 0)) {
+    throw cli::UsageError("kiln-tuner needs --server and --job, or --check MODEL.onnx");
+  }
   if (memory_mb > 0) {
     const rlim_t bytes = static_cast<rlim_t>(memory_mb) << 20;
     const rlimit limit{bytes, bytes};
@@ -119,7 +106,7 @@ int main(int argc, char** argv) {
     if (secret == nullptr || *secret == '\0') {
       std::cerr << "error: kiln-tuner is started by kilnd (" << rpc::kDriverSecretEnv
                 << " is not set)\n";
-      return 64;
+      return rpc::kDriverBadCommandLine;
     }
     client = std::make_unique<tuner::FarmClient>(server, tls_ca, rpc::read_token(""), job, secret);
     tuner::JobDriver(*client).run();
@@ -138,4 +125,11 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << std::endl;
     return rpc::kDriverFailed;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  die_with_parent_from_env();
+  return cli::run(kTuner, argc, argv, drive, rpc::kDriverBadCommandLine);
 }

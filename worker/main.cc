@@ -1,15 +1,13 @@
-// kiln-worker: a compiler worker of the farm (worker.h).
-//   kiln-worker --tracker HOST:PORT [--token-file F] [--tls-ca F] [--name ID] [--batch N]
-//               [--threads N] [--target T]...
+// kiln-worker: a compiler worker of the farm (worker.h); `kiln-worker --help` lists its flags. It
 // runs until SIGINT or SIGTERM (exit 0). A bad flag prints "error: ..." and exits with 2; the
 // tracker refusing the worker (a wrong token) or any other failure exits with 1.
 
 #include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <optional>
 #include <string>
 
+#include "base/cli.h"
 #include "base/error.h"
 #include "base/parent_death.h"
 #include "base/stop_signals.h"
@@ -18,76 +16,48 @@
 
 namespace {
 
-constexpr char kUsage[] =
-    "usage: kiln-worker --tracker HOST:PORT [--token-file F] [--tls-ca F] [--name ID]\n"
-    "                   [--batch N] [--threads N] [--target T]...\n"
-    "Takes builds from the farm's tracker, compiles them and reports the artifacts.\n"
-    "  --tracker HOST:PORT  the tracker (kilnd's tracker port)\n"
-    "  --token-file F       the farm's token (first line of F; default $KILN_TOKEN)\n"
-    "  --tls-ca F           trust this CA (PEM) and use TLS; plaintext without it\n"
-    "  --name ID            this worker's id (default <hostname>-<pid>)\n"
-    "  --batch N            builds asked for at once (default 4)\n"
-    "  --threads N          builds run at once (default one per CPU)\n"
-    "  --target T           build only for target T (repeatable; default any)\n";
+const kiln::cli::Program kWorker{
+    .name = "kiln-worker",
+    .summary = "Takes builds from the farm's tracker, compiles them and reports the artifacts.",
+    .flags = {{"--tracker", "HOST:PORT", "the tracker (kilnd's gRPC port)", true},
+              {"--token-file", "F", "the farm's token, its first line (default: $KILN_TOKEN)"},
+              {"--tls-ca", "F", "trust this CA (PEM) and use TLS (default: plaintext)"},
+              {"--name", "ID", "this worker's id (default: <hostname>-<pid>)"},
+              {"--batch", "N",
+               "builds asked for at once (default: " +
+                   std::to_string(kiln::worker::WorkerOptions{}.max_batch) + ")"},
+              {"--threads", "N",
+               "builds run at once, 0 one per CPU (default: " +
+                   std::to_string(kiln::worker::WorkerOptions{}.threads) + ")"},
+              {"--target", "T", "build only for target T; repeatable (default: any target)"}},
+    .notes =
+        "Runs until SIGINT or SIGTERM (exit 0). The tracker refusing the worker (a wrong "
+        "token) or any other failure exits 1; a mistake on the command line exits 2.",
+};
 
-int bad_usage(const std::string& msg) {
-  std::cerr << "error: " << msg << "\n" << kUsage;
-  return 2;
-}
-
-/// `text` as an int in [lo, hi], or nullopt.
-std::optional<int> parse_int(const std::string& text, int lo, int hi) {
-  try {
-    size_t used = 0;
-    const long v = std::stol(text, &used);
-    if (used != text.size() || v < lo || v > hi) return std::nullopt;
-    return static_cast<int>(v);
-  } catch (const std::exception&) {
-    return std::nullopt;
+/// The value of the number flag `flag` in [min, 65536], or `fallback` when it is not given.
+int number(const kiln::cli::Args& args, const std::string& flag, int min, int fallback) {
+  if (!args.has(flag)) return fallback;
+  const long long n = kiln::cli::number_at_least(args.get(flag), flag, min);
+  if (n > (1 << 16)) {
+    throw kiln::cli::UsageError(flag + " needs a whole number <= 65536, got '" + args.get(flag) +
+                                "'");
   }
+  return static_cast<int>(n);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  kiln::die_with_parent_from_env();
+int serve(const kiln::cli::Args& args) {
   kiln::worker::WorkerOptions options;
-  std::string token_file;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    const bool takes_value = flag == "--tracker" || flag == "--token-file" || flag == "--tls-ca" ||
-                             flag == "--name" || flag == "--batch" || flag == "--threads" ||
-                             flag == "--target";
-    if (!takes_value) return bad_usage("unknown flag '" + flag + "'");
-    if (i + 1 >= argc) return bad_usage(flag + " needs a value");
-    const std::string value = argv[++i];
-    if (flag == "--tracker") {
-      options.tracker = value;
-    } else if (flag == "--token-file") {
-      token_file = value;
-    } else if (flag == "--tls-ca") {
-      options.tls_ca = value;
-    } else if (flag == "--name") {
-      options.name = value;
-    } else if (flag == "--target") {
-      options.targets.push_back(value);
-    } else {
-      const auto n = parse_int(value, flag == "--batch" ? 1 : 0, 1 << 16);
-      if (!n)
-        return bad_usage(flag + " needs a " + (flag == "--batch" ? "positive" : "non-negative") +
-                         " number (got '" + value + "')");
-      (flag == "--batch" ? options.max_batch : options.threads) = *n;
-    }
-  }
-  if (options.tracker.empty()) return bad_usage("missing --tracker HOST:PORT");
+  options.tracker = args.get("--tracker");
+  options.tls_ca = args.get("--tls-ca");
+  options.name = args.get("--name");
+  options.targets = args.all("--target");
+  options.max_batch = number(args, "--batch", 1, options.max_batch);
+  options.threads = number(args, "--threads", 0, options.threads);
 
   kiln::StopSignals signals;  // before any thread starts
   try {
-    options.token = kiln::rpc::read_token(token_file);
+    options.token = kiln::rpc::read_token(args.get("--token-file"));
     kiln::worker::Worker worker(options);
     signals.watch([&](const char* name) {
       std::cerr << "kiln-worker: " << name << ", stopping\n";
@@ -100,15 +70,20 @@ int main(int argc, char** argv) {
       worker.run();
       std::cerr << "kiln-worker: stopped after " << worker.builds_done() << " builds\n";
     } catch (const std::exception& e) {
-      std::cerr << "error: " << e.what() << "\n";
-      code = 1;
+      code = kiln::cli::report(e);
     }
     // Builds abandoned at their time limit may still run in detached threads: do not wait.
     std::cout.flush();
     std::cerr.flush();
     std::_Exit(code);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
+    return kiln::cli::report(e);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kiln::die_with_parent_from_env();
+  return kiln::cli::run(kWorker, argc, argv, serve);
 }

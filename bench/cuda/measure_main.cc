@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "bench/cuda/reference_libs.h"
@@ -162,13 +163,16 @@ void print_case(const std::string& name, double flops, double ref_ms, const Case
   std::fflush(stdout);
 }
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_cuda_measure",
+    .operands = "DIR",
+    .summary =
+        "The device half of `scripts/bench.sh cuda`: runs the candidates bench_cuda_prepare "
+        "wrote to DIR on the CUDA device against cuBLAS and cuDNN.",
+};
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: bench_cuda_measure DIR   (DIR from bench_cuda_prepare)\n");
-    return 2;
-  }
+int run_bench(const kiln::cli::Args& args) {
+  const std::string dir = args.only_operand("DIR");
   try {
     std::string why;
     if (!DeviceAPI::available(DeviceKind::kCUDA, &why)) {
@@ -182,7 +186,7 @@ int main(int argc, char** argv) {
     std::printf("# cublas: %s\n# cudnn: %s\n", cublas.path().c_str(), cudnn.path().c_str());
 
     std::vector<fs::path> files;
-    for (auto& e : fs::directory_iterator(argv[1])) {
+    for (auto& e : fs::directory_iterator(dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path());
     }
     std::sort(files.begin(), files.end());  // prepare numbers them in order
@@ -254,3 +258,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

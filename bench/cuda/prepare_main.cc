@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "bench/resnet_layers.h"
@@ -134,26 +135,25 @@ void write_case(const fs::path& dir, int index, const std::string& name, Json::O
   std::fflush(stdout);
 }
 
-}  // namespace
+const kiln::cli::Program kBench{
+    .name = "bench_cuda_prepare",
+    .operands = "DIR",
+    .summary =
+        "The compiler half of `scripts/bench.sh cuda`: writes DIR/NN_<case>.json, each "
+        "case's candidate kernels compiled to PTX, for bench_cuda_measure.",
+    .flags = {{"--arch", "sm_XX", "the GPU architecture compiled for (default: sm_90)"},
+              {"--candidates", "N",
+               "candidates per convolution, three times as many per matmul "
+               "(default: 48)"}},
+};
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: bench_cuda_prepare DIR [--arch sm_90] [--candidates N]\n");
-    return 2;
-  }
+int run_bench(const kiln::cli::Args& args) {
+  const fs::path dir = args.only_operand("DIR");
+  const std::string arch = args.get("--arch", "sm_90");
+  const int count = args.has("--candidates")
+                        ? kiln::cli::positive_number(args.get("--candidates"), "--candidates")
+                        : 48;
   try {
-    fs::path dir = argv[1];
-    std::string arch = "sm_90";
-    int count = 48;
-    for (int i = 2; i + 1 < argc; i += 2) {
-      std::string a = argv[i];
-      if (a == "--arch")
-        arch = argv[i + 1];
-      else if (a == "--candidates")
-        count = std::atoi(argv[i + 1]);
-      else
-        KILN_USER_CHECK(false) << "unknown option " << a;
-    }
     fs::create_directories(dir);
     auto target = kiln::target::Target::parse("cuda -arch=" + arch);
 
@@ -208,3 +208,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kBench, argc, argv, run_bench); }

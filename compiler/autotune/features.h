@@ -1,7 +1,7 @@
 // Features of a candidate for the cost model (cost_model.h): what the lowered loop program does,
 // as a vector of floats of one fixed length, so that one model serves every task of a target
-// (the paper's cost model reads the loop program, not only the knob values; see
-// docs/architecture.md and ../shared/TVM-REFERENCE.md §4).
+// (the paper's cost model reads the loop program, not only the knob values, as TVM's
+// feature extraction does; see docs/architecture.md, compiler/autotune/).
 //
 // loop_features(f) walks the lowered function (after storage flattening, vectorization and
 // unrolling: For loops, flat Load/Store, Allocate). Every Store is a compute statement; the one

@@ -1,4 +1,4 @@
-// CUDA C: the DeviceDialect of NVIDIA GPUs (TVM's codegen_cuda.cc, BACKENDS.md B4), and
+// CUDA C: the DeviceDialect of NVIDIA GPUs (after TVM's codegen_cuda.cc), and
 // print_cuda. Kernels are `extern "C"` so that their PTX entries keep the functions' names.
 #include <string>
 

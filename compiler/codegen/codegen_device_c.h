@@ -3,7 +3,7 @@
 // OpenCL driver at load time).
 //
 // One printer walks the IR; a DeviceDialect supplies what differs between the two languages
-// (BACKENDS.md B4): the kernel prefix, parameter qualifiers, thread indices, storage scopes,
+// (docs/gpu.md section 2): the kernel prefix, parameter qualifiers, thread indices, storage scopes,
 // barriers, vector types and math names. What a device function may contain:
 //  - params: tensors (global buffers) then scalars;
 //  - AttrStmt "thread_extent" over an IterVar tagged blockIdx.{x,y,z} / threadIdx.{x,y,z}: the

@@ -1,4 +1,4 @@
-// OpenCL C: the DeviceDialect of OpenCL devices (TVM's codegen_opencl.cc, BACKENDS.md B4), and
+// OpenCL C: the DeviceDialect of OpenCL devices (after TVM's codegen_opencl.cc), and
 // print_opencl. Kiln's "shared" scope is OpenCL's __local; Kiln's "local" is OpenCL's private.
 #include <string>
 

@@ -16,8 +16,7 @@
 // topi::lstm_panel_width(4H) (K = I for W, H for R), and the node gets packed_bn = bn, which
 // topi::lstm reads: the input projection and each step's recurrent GEMV then stream one contiguous
 // block of the weight per tile of gates. (The [k, gate] transposed layout reads bn-wide pieces of
-// rows 10 KiB apart: with it each layer of the LSTM LM took 14 ms, with panels 4.7 ms; 1 thread,
-// Zen 4.)
+// rows 10 KiB apart, which the panels avoid: `scripts/bench.sh models` times the LSTM LM.)
 //
 // New constants are new values; the old ones stay in the arena (shared with the input graph) and
 // are left out of the bundle when nothing reads them. A weight shared by several nodes is packed

@@ -1,7 +1,7 @@
 // Virtual threads: `attr [vthread] virtual_thread = n` (a loop bound to te::thread_axis("vthread"))
 // asks for n logical threads per real thread, interleaved by the compiler, so that each thread
-// works on n strided register tiles (TVM's InjectVirtualThread; BACKENDS.md B1). After this pass
-// no virtual_thread attribute is left.
+// works on n strided register tiles (TVM's InjectVirtualThread). After this pass no
+// virtual_thread attribute is left.
 //
 // The lowering chosen: each virtual thread's work becomes an unrolled loop over the virtual thread
 // index, pushed as far inward as the program allows, so that the n copies of one statement end up
@@ -20,7 +20,7 @@
 // are inserted afterwards (thread_sync) between statements, shared memory written by one virtual
 // thread and read by another is ordered like it would be between real threads.
 //
-// A co-processor's virtual thread (`cthread`, the VDLA's; BACKENDS.md A7) shares nothing: every
+// A co-processor's virtual thread (`cthread`, the VDLA's) shares nothing: every
 // local buffer allocated inside it is replicated, and the loop over the thread index descends
 // only through statements holding a pragma region (a DMA copy, an ALU block), so that each such
 // region, and each statement holding none (a GEMM nest), runs once per thread with the threads'

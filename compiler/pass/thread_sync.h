@@ -1,8 +1,8 @@
 // Barrier insertion for one memory scope ("shared"): inside a kernel (below its first
 // thread_extent attribute), threads of a block communicate through buffers allocated in that
 // scope, and a write by one thread is only visible to another after a barrier. The pass inserts
-// Evaluate(kiln.storage_sync("shared")) where one is needed (TVM's ThreadSync, as in
-// BACKENDS.md B3):
+// Evaluate(kiln.storage_sync("shared")) where one is needed (TVM's ThreadSync, after its
+// thread_storage_sync.cc; docs/gpu.md section 1):
 //
 //  - Each statement is summarized by the accesses it makes to buffers of the scope (buffer, flat
 //    index, read or write); leaving a loop or a let, an index that uses its variable becomes "the

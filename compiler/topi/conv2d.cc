@@ -372,9 +372,8 @@ void define_register_tile(ConfigSpace* space, const te::Tensor& out, int64_t blo
 /// that spills runs at half speed or worse. Columns first, then channel blocks; with
 /// `pair_blocks` (a convolution that reduces over channels, not a depthwise one) on AVX-512, two
 /// channel blocks where they split so, each input element broadcast once for both. Tuning the zoo
-/// (ResNeXt-50, DenseNet-121, GoogLeNet, RegNet, ...) on Zen 5 picked 12-28 accumulators, mostly
-/// 7-8 columns by 2 blocks, for nearly every layer, about 20% faster than 8; with 16 the untuned
-/// zoo's geomean against ONNX Runtime went from 0.98 to 1.08.
+/// (ResNeXt-50, DenseNet-121, GoogLeNet, RegNet, ...) on AVX-512 picked 12-28 accumulators, mostly
+/// 7-8 columns by 2 blocks, for nearly every layer, hence 16 there (`scripts/bench.sh zoo`).
 void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int vector_bits,
                            bool pair_blocks, std::vector<int>* pos) {
   const bool wide = vector_bits >= 512;
@@ -419,8 +418,7 @@ ConfigSpace nchwc_space(const te::Tensor& out, int64_t blocks) {
   // The default takes the first: padding in full first measured best at strides 1 and 2; a
   // grouped convolution, with a few channels a group, does too little work for each input
   // element to pay for a pass over memory (as a depthwise one): inlined, the kernel's columns
-  // unrolled, its grouped 3x3s took 40% less time than padded first (RegNet-Y-400MF, ResNeXt-50,
-  // AVX-512).
+  // unrolled, its grouped 3x3s are faster than padded first (RegNet-Y-400MF, ResNeXt-50).
   space.define_knob("pad_at",
                     blocks > 0 ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 1, 0});
   return space;

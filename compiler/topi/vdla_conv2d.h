@@ -1,8 +1,8 @@
-// The int8 conv2d for the VDLA (BACKENDS.md A7), its compute: a QConv node (compiler/graph, the
-// quantized convolution's contract) on blocked layouts, carrying its workload (workload.h). Its
-// schedule, which puts it on the accelerator, and its tunable template are the VDLA compiler's
-// (compiler/vdla/conv2d_schedule.h, conv2d_template.h): the compute is an operator like any other,
-// the schedule needs the VDLA's intrinsic.
+// The int8 conv2d for the VDLA (docs/architecture.md, "The VDLA"), its compute: a QConv node
+// (compiler/graph, the quantized convolution's contract) on blocked layouts, carrying its workload
+// (workload.h). Its schedule, which puts it on the accelerator, and its tunable template are the
+// VDLA compiler's (compiler/vdla/conv2d_schedule.h, conv2d_template.h): the compute is an operator
+// like any other, the schedule needs the VDLA's intrinsic.
 //
 // Layouts (batch 1, blocks of 16 = the GEMM unit's BLOCK_IN and BLOCK_OUT):
 //   data    [IC/16][H][W][1][16] int8

@@ -1,5 +1,5 @@
 // The VDLA's side of the tensor language: its on-chip memory scopes, the pragmas its lowering
-// understands, and the GEMM tensor intrinsic (BACKENDS.md A7).
+// understands, and the GEMM tensor intrinsic (docs/architecture.md, "The VDLA").
 //
 //  - Scopes: a stage set_scope'd to local.inp_buffer / local.wgt_buffer / local.acc_buffer lives
 //    in that SRAM (rows of batch x block_in int8, block_out x block_in int8, batch x block_out

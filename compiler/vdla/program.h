@@ -23,11 +23,12 @@
 //    way.
 //  - Allocations in local.inp_buffer / local.wgt_buffer / local.acc_buffer take rows of those
 //    buffers (placed at their first use, freed at the end of their scope).
-//  - Dependence tokens (BACKENDS.md A4): every LOAD, GEMM, ALU and STORE records the rows it
-//    reads and writes; a step waits (a pop) for the last step of a neighbouring module that
-//    wrote what it reads or read what it overwrites, which pushes right after that step. With
-//    virtual threads each thread has its own rows, so one thread's load waits only for its own
-//    previous GEMM and overlaps the other's (the paper's Fig. 8/9).
+//  - Dependence tokens (the queues between the load, compute and store modules, device.h): every
+//    LOAD, GEMM, ALU and STORE records the rows it reads and writes; a step waits (a pop) for the
+//    last step of a neighbouring module that wrote what it reads or read what it overwrites,
+//    which pushes right after that step. With virtual threads each thread has its own rows, so
+//    one thread's load waits only for its own previous GEMM and overlaps the other's (the
+//    paper's Fig. 8/9).
 // Anything else (a store outside those pragmas, another scope) is a kiln::Error naming it.
 #pragma once
 

@@ -5,9 +5,19 @@
 #include <exception>
 #include <string>
 
+#include "base/cli.h"
 #include "deploy/runtime/device_api.h"
 
-int main() {
+namespace {
+
+const kiln::cli::Program kDeviceInfo{
+    .name = "kiln-device-info",
+    .summary =
+        "Lists the CUDA and OpenCL devices the runtime sees here, one a line, or why there "
+        "is none. Exit status 0 if any device was found, 1 otherwise.",
+};
+
+int list_devices(const kiln::cli::Args&) {
   using kiln::runtime::DeviceAPI;
   using kiln::runtime::DeviceKind;
   int found = 0;
@@ -28,3 +38,7 @@ int main() {
   }
   return found > 0 ? 0 : 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kDeviceInfo, argc, argv, list_devices); }

@@ -28,6 +28,7 @@
 #include <iterator>
 #include <string>
 
+#include "base/cli.h"
 #include "base/sanitizers.h"
 #include "deploy/runtime/kernel_runner.h"
 
@@ -62,21 +63,23 @@ extern "C" const char* __tsan_default_options() {
 }
 #endif
 
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--parent") == 0 && i + 1 < argc) {
-      const long parent = std::strtol(argv[++i], nullptr, 10);
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != static_cast<pid_t>(parent)) return 3;  // the parent is already gone
-    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::printf(
-          "usage: kiln-runner [--parent PID] < request.json\n"
-          "Measures one kernel; see deploy/runtime/runner_main.cc for the request.\n");
-      return 0;
-    } else {
-      std::fprintf(stderr, "kiln-runner: unknown argument '%s'\n", argv[i]);
-      return 2;
-    }
+namespace {
+
+const kiln::cli::Program kRunner{
+    .name = "kiln-runner",
+    .summary =
+        "Measures one kernel: reads ONE request (JSON) on stdin, writes ONE result line on "
+        "stdout (deploy/runtime/kernel_runner.h).",
+    .flags = {{"--parent", "PID",
+               "die (SIGKILL) with the thread that started it; exit 3 at once if PID is no "
+               "longer the parent (default: live on)"}},
+};
+
+int measure(const kiln::cli::Args& args) {
+  if (args.has("--parent")) {
+    const long long parent = kiln::cli::whole_number(args.get("--parent"), "--parent");
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != static_cast<pid_t>(parent)) return 3;  // the parent is already gone
   }
 
   // Keep the real stdout for the result; everything else written to fd 1 goes to stderr.
@@ -103,3 +106,7 @@ int main(int argc, char** argv) {
   std::fflush(stderr);
   std::_Exit(0);
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kRunner, argc, argv, measure); }

@@ -189,12 +189,13 @@ TEST_F(KilnRunTest, BadInputsAreErrorsNamingTheInputOrTheFile) {
 
 TEST_F(KilnRunTest, CommandLineMistakesShowTheUsage) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{}, "no bundle given"},
-      {{"a.kiln", "b.kiln"}, "one bundle at a time"},
+      {{}, "kiln-run needs a BUNDLE"},
+      {{"a.kiln", "b.kiln"}, "kiln-run takes one BUNDLE, got 'a.kiln' and 'b.kiln'"},
       {{"a.kiln", "--frobnicate"}, "unknown flag '--frobnicate'"},
       {{"a.kiln", "--repeat", "0"}, "--repeat needs a positive number, got '0'"},
       {{"a.kiln", "--threads", "many"}, "--threads needs a positive number, got 'many'"},
-      {{"a.kiln", "--input"}, "--input needs a value"},
+      {{"a.kiln", "--input"}, "--input needs a value ([NAME=]FILE.npy)"},
+      {{"a.kiln", "--profile=3"}, "--profile takes no value, got '--profile=3'"},
       {{"a.kiln", "--input", "x="}, "--input 'x=' names no file"},
   };
   for (const auto& [args, says] : cases) {

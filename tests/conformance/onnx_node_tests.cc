@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/error.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_detail.h"
@@ -195,21 +196,20 @@ Result run_test(const fs::path& dir) {
   return {Outcome::kPassed, ""};
 }
 
-}  // namespace
+const kiln::cli::Program kProgram{
+    .name = "onnx_node_tests",
+    .operands = "[DATA_DIR]",
+    .summary =
+        "Runs the ONNX backend node tests through Kiln (DATA_DIR: default, those of the "
+        "onnx package python3 imports).",
+    .flags = {{"--filter", "SUBSTRING", "only the tests whose name holds it (default: all)"},
+              {"--verbose", "", "also a line per passed test, and why each unsupported one is"}},
+};
 
-int main(int argc, char** argv) {
-  std::string data_dir, filter;
-  bool verbose = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--verbose") {
-      verbose = true;
-    } else if (a == "--filter" && i + 1 < argc) {
-      filter = argv[++i];
-    } else {
-      data_dir = a;
-    }
-  }
+int run_tests(const kiln::cli::Args& args) {
+  std::string data_dir = args.operands.empty() ? "" : args.only_operand("DATA_DIR");
+  const std::string filter = args.get("--filter");
+  const bool verbose = args.has("--verbose");
   if (data_dir.empty()) data_dir = default_data_dir();
   if (data_dir.empty() || !fs::is_directory(data_dir)) {
     std::cerr << "onnx_node_tests: no ONNX node test data found (pip install onnx==1.13.1, or pass "
@@ -258,3 +258,7 @@ int main(int argc, char** argv) {
   std::printf("case=onnx_node passed=%d failed=%d unsupported=%d\n", passed, failed, unsupported);
   return failed == 0 ? 0 : 1;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return kiln::cli::run(kProgram, argc, argv, run_tests); }

@@ -1,4 +1,4 @@
-// The VDLA's instruction encoding: golden bit positions of every field (shared/BACKENDS.md A2),
+// The VDLA's instruction encoding: golden bit positions of every field (VTA's hw_spec.h),
 // encode/decode round trips, and the configuration's derived depths.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The VDLA's functional semantics on tiny cases (shared/BACKENDS.md A3): each LOAD kind with its
+// The VDLA's functional semantics on tiny cases (VTA's sim_driver.cc's): each LOAD kind with its
 // padding, GEMM with its loops, reset and 32-bit wrap, every ALU op, STORE's truncation, the
 // counters, and the dependence tokens ordering the modules.
 #include <gtest/gtest.h>

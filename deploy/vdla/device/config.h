@@ -22,7 +22,7 @@ struct Config {
   int64_t acc_bytes = 128 * 1024;
   double clock_mhz = 200.0;
 
-  // The cycle-approximate model (shared/BACKENDS.md A6, a proposal; see device/cycle_model.h).
+  // The cycle-approximate model (device/cycle_model.h).
   int bus_bytes = 8;      ///< bytes the one DRAM port moves per cycle (64-bit AXI on PYNQ)
   int dram_latency = 64;  ///< cycles from a DMA's issue to its first beat
   int gemm_fill = 4;      ///< pipeline fill of a GEMM or ALU instruction

@@ -1,9 +1,9 @@
-// The cycle-approximate model's costs (shared/BACKENDS.md A6, a proposal built on the HLS design's
-// pragmas). The device (device.h) runs the same token semantics as the functional simulator and
-// gives each module a clock: an instruction starts when its module is free and every token it pops
-// has been pushed, ends `cost` later, and time-stamps the tokens it pushes with its end. Every DMA
-// (LOAD and STORE with x_size > 0) also holds the one DRAM port, shared by all three modules, for
-// its transfer:
+// The cycle-approximate model's costs: Kiln's own (VTA's functional simulator models no time),
+// built on the pipelining pragmas of VTA's HLS sources (GEMM II=1, ALU II=2, one DRAM port). The
+// device (device.h) runs the same token semantics as the functional simulator and gives each module
+// a clock: an instruction starts when its module is free and every token it pops has been pushed,
+// ends `cost` later, and time-stamps the tokens it pushes with its end. Every DMA (LOAD and STORE
+// with x_size > 0) also holds the one DRAM port, shared by all three modules, for its transfer:
 //
 //   GEMM (and reset)   gemm_fill + iter_out * iter_in * #uops      (PIPELINE II=1)
 //   ALU                gemm_fill + alu_ii * iter_out * iter_in * #uops (II=2)

@@ -1,5 +1,5 @@
 // The VDLA in software: its four on-chip buffers and the decoupled access-execute pipeline that
-// runs an instruction stream (shared/BACKENDS.md A3, A4).
+// runs an instruction stream (docs/architecture.md, "The VDLA").
 //
 // `run` decodes the stream from DRAM, routes every instruction to its module (STORE to store;
 // LOAD INP/WGT to load; LOAD UOP/ACC/ACC_8BIT, GEMM, ALU and FINISH to compute), and lets each

@@ -1,4 +1,4 @@
-// The semantics of LOAD, STORE, GEMM and ALU (shared/BACKENDS.md A3, after VTA's sim_driver.cc):
+// The semantics of LOAD, STORE, GEMM and ALU (after VTA's sim_driver.cc):
 // every row index is checked against its buffer and every byte against the DRAM region before
 // anything is written, so a malformed instruction leaves the device as it was.
 #include "deploy/vdla/device/execute.h"

@@ -1,5 +1,6 @@
-// One instruction's semantics on the device's buffers (shared/BACKENDS.md A3), with the range
-// checks that make a malformed instruction an error instead of a stray write. Used by device.cc.
+// One instruction's semantics on the device's buffers (VTA's functional simulator's, after its
+// sim_driver.cc), with the range checks that make a malformed instruction an error instead of a
+// stray write. Used by device.cc.
 #pragma once
 
 #include <cstdint>

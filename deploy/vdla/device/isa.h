@@ -1,5 +1,5 @@
 // The VDLA's instruction set: 128-bit instructions (LOAD, STORE, GEMM, FINISH, ALU) and 32-bit
-// micro-ops, with their exact bit positions (shared/BACKENDS.md A2, from VTA's hw_spec.h).
+// micro-ops, with their exact bit positions (VTA's hw_spec.h), drawn below.
 //
 //   all kinds  [2:0] opcode  [3] pop_prev  [4] pop_next  [5] push_prev  [6] push_next
 //   LOAD/STORE [9:7] memory_type [25:10] sram_base [57:26] dram_base [79:64] y_size [95:80] x_size
@@ -31,7 +31,8 @@ const char* opcode_name(Opcode op);
 const char* mem_type_name(MemType m);
 const char* alu_op_name(AluOp op);
 
-/// The dependence flags every instruction carries (shared/BACKENDS.md A4).
+/// The dependence flags every instruction carries: pop a token from the previous or the next
+/// module's queue before it runs, push one to either after it (device.h).
 struct DepFlags {
   bool pop_prev = false;
   bool pop_next = false;

@@ -1,5 +1,5 @@
-// What one run of the VDLA reports: the simulator's counters (shared/BACKENDS.md A6, the names of
-// VTA's profiler) and the cycle model's time.
+// What one run of the VDLA reports: the simulator's counters (named as VTA's profiler names them)
+// and the cycle model's time.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// The VDLA's driver: builds an instruction stream the way VTA's runtime does (shared/BACKENDS.md
-// A5, after vta/runtime/runtime.cc) and runs it on a Device.
+// The VDLA's driver: builds an instruction stream the way VTA's runtime does (after VTA's
+// vta/runtime/runtime.cc; docs/architecture.md, "The VDLA") and runs it on a Device.
 //
 //  - load_buffer_2d / store_buffer_2d: DMA descriptors (x_size, y_size, x_stride, padding on the
 //    four sides for loads) from byte addresses of the shared Dram.
