@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     else if (a == "--lease-ms")
       farm_opts.tracker.registry.lease = std::chrono::milliseconds(number(100));
     else if (a == "--max-model-bytes")
-      farm_opts.max_model_bytes = static_cast<size_t>(number(1));
+      farm_opts.max_model_bytes = static_cast<uint64_t>(number(1));
     else if (a == "--max-running-jobs")
       farm_opts.max_running_jobs = static_cast<int>(number(1));
     else if (a == "--submits-per-minute")
@@ -152,9 +152,8 @@ int main(int argc, char** argv) {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(listen, rpc::server_credentials(tls_cert, tls_key), &port);
-    // Above the model limit, so an oversized model gets kilnd's message naming the limit.
-    builder.SetMaxReceiveMessageSize(static_cast<int>(
-        std::max<size_t>(farm_opts.max_model_bytes, rpc::kMaxMessageBytes) + (1 << 20)));
+    // Models arrive in chunks (SubmitModel's stream), so no message is near a model's size.
+    builder.SetMaxReceiveMessageSize(rpc::kMaxMessageBytes);
     builder.SetMaxSendMessageSize(rpc::kMaxMessageBytes);
     builder.RegisterService(&tracker_service);
     builder.RegisterService(&kiln_service);

@@ -286,13 +286,27 @@ bool KilnService::admit_submit(const std::string& peer) {
   return ++count <= options_.submits_per_minute;
 }
 
-Status KilnService::SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelRequest* req,
+Status KilnService::SubmitModel(grpc::ServerContext* ctx,
+                                grpc::ServerReader<v1::ModelUpload>* reader,
                                 v1::SubmitModelResponse* resp) {
+  return submit_model(
+      ctx, [reader](v1::ModelUpload& m) { return reader->Read(&m); }, resp);
+}
+
+Status KilnService::submit_model(grpc::ServerContext* ctx,
+                                 const std::function<bool(v1::ModelUpload&)>& read,
+                                 v1::SubmitModelResponse* resp) {
   KILN_CHECK_TOKEN(ctx, options_.token);
-  if (req->model().empty()) return missing("SubmitModel", "model");
-  if (req->target().empty()) return missing("SubmitModel", "target");
-  if (req->device_key().empty()) return missing("SubmitModel", "device_key");
-  if (req->trials() == 0) return missing("SubmitModel", "trials");
+  v1::ModelUpload first;
+  if (!read(first) || !first.has_job()) {
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  "SubmitModel: the stream's first message must be the job (ModelUpload.job), "
+                  "before the model's chunks");
+  }
+  const v1::SubmitModelRequest& req = first.job();
+  if (req.target().empty()) return missing("SubmitModel", "target");
+  if (req.device_key().empty()) return missing("SubmitModel", "device_key");
+  if (req.trials() == 0) return missing("SubmitModel", "trials");
   if (!admit_submit(ctx->peer())) {
     return Status(StatusCode::RESOURCE_EXHAUSTED,
                   "SubmitModel: more than " + std::to_string(options_.submits_per_minute) +
@@ -300,18 +314,18 @@ Status KilnService::SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelR
   }
   return guarded([&] {
     Submission s;
-    s.model = req->model();
-    s.name = req->name().empty() ? "model" : req->name();
-    s.target = req->target();
-    s.device_key = req->device_key();
-    s.owner = req->owner();
-    s.trials = req->trials();
-    s.priority = req->priority();
-    for (const v1::InputShape& shape : req->input_shapes()) {
+    s.name = req.name().empty() ? "model" : req.name();
+    s.target = req.target();
+    s.device_key = req.device_key();
+    s.owner = req.owner();
+    s.trials = req.trials();
+    s.priority = req.priority();
+    s.model_size = req.model_size();
+    for (const v1::InputShape& shape : req.input_shapes()) {
       s.input_shapes.emplace_back(shape.name(),
                                   std::vector<int64_t>(shape.dims().begin(), shape.dims().end()));
     }
-    resp->set_job_id(farm_.submit(s));
+    resp->set_job_id(farm_.submit(s, read));
     return Status::OK;
   });
 }
