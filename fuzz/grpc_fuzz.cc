@@ -1,7 +1,7 @@
 // Fuzz target: every request message kilnd accepts, as protobuf bytes into its three gRPC services
 // (server/services.h) over one Farm in a temporary folder. The input is
 //   <method> <flags> <the method's request message>
-// where the method byte picks one of the 19 methods (by its remainder) and the rest is parsed as
+// where the method byte picks one of the 20 methods (by its remainder) and the rest is parsed as
 // that method's request; bytes that do not parse are ignored. The rest of the client streams
 // (SubmitModel, UploadBundle) is their messages, each <u16 length, little-endian> <ModelUpload or
 // BundleUpload of that many bytes>. The flags:
@@ -15,11 +15,11 @@
 // a bare grpc::ServerContext, bound to no call: in gRPC 1.51 its peer() is "", IsCancelled() is
 // false and client_metadata() is empty (the farm has no token); SubmitModel's body
 // (KilnService::submit_model) reads the input's messages as its stream. The streaming and callback
-// methods (GetWork, ReportResult, WatchJob, FetchBundle, UploadBundle) and MeasureBatch (whose
-// handler waits for workers and devices until its call is cancelled) go, after their handler's
-// own checks, to the Farm methods the handlers call, with nothing waiting: GetWork attaches a
-// sink that counts and detaches it; MeasureBatch's driver "goes away" at the batch's first wait,
-// which withdraws what it queued; WatchJob waits zero milliseconds.
+// methods (GetWork, ReportResult, WatchJob, FetchBundle, FetchModel, UploadBundle) and MeasureBatch
+// (whose handler waits for workers and devices until its call is cancelled) go, after their
+// handler's own checks, to the Farm methods the handlers call, with nothing waiting: GetWork
+// attaches a sink that counts and detaches it; MeasureBatch's driver "goes away" at the batch's
+// first wait, which withdraws what it queued; WatchJob waits zero milliseconds.
 //
 // The farm: one device, a running job and a done job, each with a live driver session, and a
 // cancelled job. Its job drivers are tests/common/script_driver.h's shell script, which passes
@@ -120,6 +120,7 @@ enum Method : uint8_t {
   kAppendRecords,
   kMeasureBatch,
   kUploadBundle,
+  kFetchModel,
   kNumMethods
 };
 
@@ -713,6 +714,16 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
       out.changes = true;
       return out;
     }
+    case kFetchModel: {  // the handler's checks and the model it would send
+      v1::DriverJobRequest req;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      out.status = call([&] {
+        KILN_FUZZ_CHECK(fs::is_regular_file(f.farm->driver_model_path(req.auth())));
+        return Status::OK;
+      });
+      return out;
+    }
     case kNumMethods:
       break;
   }
@@ -888,6 +899,9 @@ void write_seeds(const fs::path& folder) {
   msg("get-driver-job", kGetDriverJob, kRealAuth, job);
   msg("get-driver-job-done", kGetDriverJob, kRealAuth | kDoneDriver, job);
   msg("get-driver-job-refused", kGetDriverJob, 0, job);
+  msg("fetch-model", kFetchModel, kRealAuth, job);
+  msg("fetch-model-done", kFetchModel, kRealAuth | kDoneDriver, job);
+  msg("fetch-model-refused", kFetchModel, 0, job);
 
   v1::DriverProgress progress;
   *progress.mutable_auth() = fake;

@@ -243,6 +243,8 @@ class Farm {
   tracker::JobRecord driver_job(const v1::DriverAuth& auth);
   /// What GetDriverJob answers.
   v1::DriverJob driver_job_spec(const v1::DriverAuth& auth);
+  /// The model file FetchModel streams to the job's driver (driver_job's checks first).
+  std::string driver_model_path(const v1::DriverAuth& auth);
   /// A driver's progress (phase, tasks, counters, the user error it is about to exit with).
   void driver_progress(const v1::DriverProgress& progress);
   /// The records of one of the job's tasks on its target (FarmError kInvalidArgument for a task

@@ -106,6 +106,8 @@ class JobDriverService final : public v1::JobDriver::Service {
 
   grpc::Status GetDriverJob(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
                             v1::DriverJob* resp) override;
+  grpc::Status FetchModel(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
+                          grpc::ServerWriter<v1::BundleChunk>* writer) override;
   grpc::Status ReportDriverProgress(grpc::ServerContext* ctx, const v1::DriverProgress* req,
                                     v1::DriverProgressResponse* resp) override;
   grpc::Status GetTaskRecords(grpc::ServerContext* ctx, const v1::TaskRecordsRequest* req,

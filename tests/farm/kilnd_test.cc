@@ -161,6 +161,13 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   who.mutable_auth()->set_secret("guess");
   EXPECT_STATUS(driver->GetDriverJob(context().get(), who, &spec), StatusCode::PERMISSION_DENIED,
                 "not the current driver of job");
+  {
+    auto ctx = context();
+    auto model = driver->FetchModel(ctx.get(), who);
+    v1::BundleChunk chunk;
+    EXPECT_FALSE(model->Read(&chunk));
+    EXPECT_STATUS(model->Finish(), StatusCode::PERMISSION_DENIED, "not the current driver of job");
+  }
   v1::AppendRecordsRequest append;
   *append.mutable_auth() = who.auth();
   append.add_records()->set_task_key("t");

@@ -167,11 +167,12 @@ TEST(TrackerProto, ServicesHaveTheirMethods) {
   EXPECT_EQ(tr->FindMethodByName("GetJobModel"), nullptr);  // workers never get a model
   const auto* drv = kiln::v1::DriverJob::descriptor()->file()->FindServiceByName("JobDriver");
   ASSERT_NE(drv, nullptr);
-  for (const char* m : {"GetDriverJob", "ReportDriverProgress", "GetTaskRecords", "AppendRecords",
-                        "MeasureBatch", "UploadBundle"}) {
+  for (const char* m : {"GetDriverJob", "FetchModel", "ReportDriverProgress", "GetTaskRecords",
+                        "AppendRecords", "MeasureBatch", "UploadBundle"}) {
     EXPECT_NE(drv->FindMethodByName(m), nullptr) << m;
   }
   EXPECT_TRUE(drv->FindMethodByName("UploadBundle")->client_streaming());
+  EXPECT_TRUE(drv->FindMethodByName("FetchModel")->server_streaming());  // a model of any size
   // The generated service bases can be instantiated (what kilnd will subclass).
   kiln::v1::KilnService::Service service;
   kiln::v1::Tracker::Service tracker;
