@@ -28,6 +28,7 @@
 #include "server/dashboard.h"
 #include "server/farm.h"
 #include "server/http_server.h"
+#include "tests/common/model_stream.h"
 #include "tests/common/small_cnn.h"
 #include "tests/common/temp_dir.h"
 
@@ -83,13 +84,13 @@ int run_bench(const kiln::cli::Args& args) {
     reg.set_target("llvm");
     farm.register_device(reg);
     server::Submission submission;
-    submission.model = kiln::testing::small_cnn_model();
     submission.name = "bench";
     submission.target = "llvm";
     submission.device_key = "bench";
     submission.owner = "bench";
     submission.trials = 10000;
-    const tracker::JobId id = farm.submit(submission);
+    const tracker::JobId id =
+        farm.submit(submission, kiln::testing::model_stream(kiln::testing::small_cnn_model()));
     std::vector<std::string> keys;
     for (size_t t = 0; t < tasks; ++t)
       keys.push_back("conv2d_nchw:1x64x56x56:bench" + std::to_string(t));

@@ -35,6 +35,7 @@
 #include "proto/kiln/v1/common.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "rpc/channel.h"
+#include "rpc/model_upload.h"
 
 namespace {
 
@@ -43,7 +44,8 @@ namespace v1 = kiln::v1;
 using Clock = std::chrono::system_clock;
 
 constexpr auto kConnectTimeout = std::chrono::seconds(5);
-constexpr auto kCallTimeout = std::chrono::seconds(60);  // unary calls (submit carries the model)
+constexpr auto kCallTimeout = std::chrono::seconds(60);  // unary calls
+constexpr uint64_t kShowUploadBytes = 16u << 20;         // submit shows progress from this size
 constexpr int kWatchRetries = 8;                         // a kilnd restart; backoff up to 4 s
 
 using kiln::cli::Args;
@@ -457,14 +459,6 @@ int fetch_job(Farm& farm, uint64_t id, const std::string& out) {
   return 0;
 }
 
-std::string read_model(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  KILN_USER_CHECK(in.good() && !fs::is_directory(path)) << "cannot read model '" << path << "'";
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // ---- the commands' bodies ------------------------------------------------------------------
 
 int submit_main(const Args& a) {
@@ -480,8 +474,12 @@ int submit_main(const Args& a) {
   if (priority < INT32_MIN || priority > INT32_MAX) {
     throw UsageError("--priority is out of range: '" + a.get("--priority") + "'");
   }
+  std::error_code ec;
+  const bool regular = fs::is_regular_file(model, ec);
+  std::ifstream in(model, std::ios::binary);
+  KILN_USER_CHECK(regular && in.good()) << "cannot read model '" << model << "'";
+  const uint64_t size = fs::file_size(model);
   v1::SubmitModelRequest req;
-  req.set_model(read_model(model));
   req.set_name(a.get("--name", fs::path(model).stem().string()));
   req.set_target(a.get("--target"));
   req.set_device_key(a.get("--device-key"));
@@ -496,8 +494,22 @@ int submit_main(const Args& a) {
   req.set_owner(a.get("--owner", user ? user : ""));
 
   auto farm = connect(a);
+  // The model goes in chunks, read from the file as they are sent; a big one shows its progress.
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  const bool show = tty && size >= kShowUploadBytes;
+  const std::string what = fs::path(model).filename().string();
   v1::SubmitModelResponse resp;
-  farm->check(farm->stub().SubmitModel(farm->context().get(), req, &resp));
+  // No deadline: a big model on a slow link takes long (an unreachable kilnd failed above).
+  auto ctx = farm->context(std::chrono::seconds(0));
+  const grpc::Status st =
+      kiln::rpc::submit_model(farm->stub(), *ctx, req, in, size, &resp, [&](uint64_t sent) {
+        if (show) {
+          std::fprintf(stderr, "\r\033[Kuploading %s: %s / %s %s", what.c_str(), mib(sent).c_str(),
+                       mib(size).c_str(), bar(static_cast<double>(sent) / size, 20).c_str());
+        }
+      });
+  if (show) std::fprintf(stderr, "\n");
+  farm->check(st);
   std::cout << "submitted job " << resp.job_id() << "\n" << std::flush;
   return a.has("--watch") ? watch_job(*farm, resp.job_id()) : 0;
 }
@@ -595,8 +607,11 @@ const kiln::cli::Command& submit_command() {
            {"--owner", "O", "whose job it is (default: $USER)"},
            {"--watch", "", "follow the job to its end, as kiln watch does"},
            kInputShapeFlag}),
-      .notes = std::string("Prints the job's id. The farm checks that the model imports (with "
-                           "its --input-shape bindings) before it takes the job. ") +
+      .notes = std::string("Prints the job's id. The model is uploaded in 1 MiB chunks, read "
+                           "from the file as they go (any size up to the farm's "
+                           "--max-model-bytes), with progress on a terminal for big ones. The "
+                           "farm checks that the model imports (with its --input-shape bindings) "
+                           "before it takes the job. ") +
                kFarmNotes,
       .main = submit_main,
       .group = kFarmGroup,

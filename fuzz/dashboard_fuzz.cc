@@ -15,6 +15,7 @@
 #include "server/dashboard.h"
 #include "server/farm.h"
 #include "server/http_server.h"
+#include "tests/common/model_stream.h"
 #include "tests/common/small_cnn.h"
 #include "tests/common/temp_dir.h"
 
@@ -51,13 +52,13 @@ struct Fixture {
     reg.set_target("llvm");
     farm->register_device(reg);
     server::Submission s;
-    s.model = kiln::testing::small_cnn_model();
     s.name = "cnn";
     s.target = "llvm";
     s.device_key = "cpu";
     s.owner = "fuzz";
     s.trials = 8;
-    const tracker::JobId job = farm->submit(s);
+    const std::string model = kiln::testing::small_cnn_model();
+    const tracker::JobId job = farm->submit(s, kiln::testing::model_stream(model));
     const std::vector<std::string> keys = {"conv2d_nchw:1x16x12x12:a", "dense:1x10:b"};
     for (uint64_t i = 0; i < 12; ++i) {
       records::MeasureRecord r;
@@ -82,7 +83,7 @@ struct Fixture {
       j.trials_done = 12;
     });
     s.name = "cancelled";
-    farm->cancel(farm->submit(s), "by the fuzzer");
+    farm->cancel(farm->submit(s, kiln::testing::model_stream(model)), "by the fuzzer");
     return farm;
   }
 };

@@ -1,9 +1,10 @@
 // Fuzz target: every request message kilnd accepts, as protobuf bytes into its three gRPC services
 // (server/services.h) over one Farm in a temporary folder. The input is
 //   <method> <flags> <the method's request message>
-// where the method byte picks one of the 19 methods (by its remainder) and the rest is parsed as
-// that method's request; bytes that do not parse are ignored. UploadBundle's rest is a stream of
-// chunks, each <u16 length, little-endian> <BundleUpload of that many bytes>. The flags:
+// where the method byte picks one of the 20 methods (by its remainder) and the rest is parsed as
+// that method's request; bytes that do not parse are ignored. The rest of the client streams
+// (SubmitModel, UploadBundle) is their messages, each <u16 length, little-endian> <ModelUpload or
+// BundleUpload of that many bytes>. The flags:
 //   1  each DriverAuth of the request is replaced by a real driver's (its job id and secret)
 //   2  ... by the driver of the done job instead of the running one's (UploadBundle: always)
 //   4  first the chosen driver's job gets the fixture's tasks back (inputs may have changed them)
@@ -12,12 +13,13 @@
 //      farm delivered to it; one is enqueued when none is), so that results are accepted
 // so that the fuzzer explores refused and authorized requests alike. The synchronous handlers get
 // a bare grpc::ServerContext, bound to no call: in gRPC 1.51 its peer() is "", IsCancelled() is
-// false and client_metadata() is empty (the farm has no token). The streaming and callback
-// methods (GetWork, ReportResult, WatchJob, FetchBundle, UploadBundle) and MeasureBatch (whose
-// handler waits for workers and devices until its call is cancelled) go, after their handler's
-// own checks, to the Farm methods the handlers call, with nothing waiting: GetWork attaches a
-// sink that counts and detaches it; MeasureBatch's driver "goes away" at the batch's first wait,
-// which withdraws what it queued; WatchJob waits zero milliseconds.
+// false and client_metadata() is empty (the farm has no token); SubmitModel's body
+// (KilnService::submit_model) reads the input's messages as its stream. The streaming and callback
+// methods (GetWork, ReportResult, WatchJob, FetchBundle, FetchModel, UploadBundle) and MeasureBatch
+// (whose handler waits for workers and devices until its call is cancelled) go, after their
+// handler's own checks, to the Farm methods the handlers call, with nothing waiting: GetWork
+// attaches a sink that counts and detaches it; MeasureBatch's driver "goes away" at the batch's
+// first wait, which withdraws what it queued; WatchJob waits zero milliseconds.
 //
 // The farm: one device, a running job and a done job, each with a live driver session, and a
 // cancelled job. Its job drivers are tests/common/script_driver.h's shell script, which passes
@@ -45,6 +47,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -59,6 +62,7 @@
 #include "server/farm.h"
 #include "server/services.h"
 #include "server/wire.h"
+#include "tests/common/model_stream.h"
 #include "tests/common/script_driver.h"
 
 namespace {
@@ -116,6 +120,7 @@ enum Method : uint8_t {
   kAppendRecords,
   kMeasureBatch,
   kUploadBundle,
+  kFetchModel,
   kNumMethods
 };
 
@@ -251,15 +256,15 @@ struct Fixture {
     reg.set_target(kTarget);
     device = farm->register_device(reg).id;
     server::Submission s;
-    s.model = "an ONNX model: the fuzz target's drivers never read it";
     s.target = kTarget;
     s.device_key = kDeviceKey;
     s.owner = "fuzz";
     s.trials = 8;
     s.name = "running";
-    const JobId running_job = farm->submit(s);
+    const std::string model = "an ONNX model: the fuzz target's drivers never read it";
+    const JobId running_job = farm->submit(s, testing::model_stream(model));
     s.name = "done";
-    const JobId done_job = farm->submit(s);
+    const JobId done_job = farm->submit(s, testing::model_stream(model));
     farm->start("127.0.0.1:1");  // the drivers never call it
     running = drivers.wait(running_job);
     done = drivers.wait(done_job);
@@ -292,7 +297,7 @@ struct Fixture {
     KILN_FUZZ_CHECK(farm->job(done.job_id()).state == tracker::JobState::kDone);
 
     s.name = "cancelled";
-    farm->cancel(farm->submit(s), "by the fuzz target");
+    farm->cancel(farm->submit(s, testing::model_stream(model)), "by the fuzz target");
   }
 
   /// The job of driver `d` gets the fixture's tasks (on the job's target) back.
@@ -414,20 +419,32 @@ void check_status(const Status& s, Method method) {
   }
 }
 
-/// UploadBundle's chunks: <u16 length> <that many bytes>, ...; false when one does not parse.
-bool parse_chunks(const std::string& rest, std::vector<v1::BundleUpload>& chunks) {
+/// A client stream's messages: <u16 length> <that many bytes>, ...; false when one does not
+/// parse.
+template <typename Message>
+bool parse_chunks(const std::string& rest, std::vector<Message>& chunks) {
   size_t pos = 0;
   while (pos + 2 <= rest.size()) {
     const size_t n = static_cast<unsigned char>(rest[pos]) |
                      (static_cast<size_t>(static_cast<unsigned char>(rest[pos + 1])) << 8);
     pos += 2;
     const size_t take = std::min(n, rest.size() - pos);
-    v1::BundleUpload c;
+    Message c;
     if (!c.ParseFromString(rest.substr(pos, take))) return false;
     chunks.push_back(std::move(c));
     pos += take;
   }
   return true;
+}
+
+/// A reader over `messages` (false after the last), as a client stream's handler reads.
+template <typename Message>
+std::function<bool(Message&)> reader(const std::vector<Message>& messages) {
+  return [&messages, next = size_t{0}](Message& m) mutable {
+    if (next == messages.size()) return false;
+    m = messages[next++];
+    return true;
+  };
 }
 
 /// Runs one request; returns its status (nullopt: the bytes did not parse, or the request was
@@ -539,10 +556,13 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
       return out;
     }
     case kSubmitModel: {
-      v1::SubmitModelRequest req;
+      std::vector<v1::ModelUpload> messages;
       v1::SubmitModelResponse resp;
-      if (!parsed(req)) return out;
-      out.status = f.kiln_service->SubmitModel(&ctx, &req, &resp);
+      if (!parse_chunks(rest, messages)) return out;
+      out.status = f.kiln_service->submit_model(&ctx, reader(messages), &resp);
+      // Whatever was refused or cut short left no upload behind.
+      for (const fs::directory_entry& e : fs::directory_iterator(f.dir.path / "state" / "models"))
+        KILN_FUZZ_CHECK(e.path().filename().string().rfind("upload-", 0) != 0);
       out.changes = true;
       out.touched = resp.job_id();
       return out;
@@ -687,16 +707,21 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
         for (size_t i = 0; i < chunks.size(); ++i)
           if (i == 0 || chunks[i].has_auth()) *chunks[i].mutable_auth() = f.done;
       }
-      size_t next = 0;
       out.status = call([&] {
-        f.farm->store_bundle([&](v1::BundleUpload& c) {
-          if (next == chunks.size()) return false;
-          c = chunks[next++];
-          return true;
-        });
+        f.farm->store_bundle(reader(chunks));
         return Status::OK;
       });
       out.changes = true;
+      return out;
+    }
+    case kFetchModel: {  // the handler's checks and the model it would send
+      v1::DriverJobRequest req;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      out.status = call([&] {
+        KILN_FUZZ_CHECK(fs::is_regular_file(f.farm->driver_model_path(req.auth())));
+        return Status::OK;
+      });
       return out;
     }
     case kNumMethods:
@@ -777,31 +802,67 @@ void write_seeds(const fs::path& folder) {
   artifact.mutable_artifact()->set_entry("default_function");
   msg("report-artifact", kReportArtifact, 0, artifact);
 
-  v1::SubmitModelRequest submit;
-  submit.set_model("an ONNX model");
+  // SubmitModel's stream: the job, the model in chunks, the checksum.
+  auto stream = [&](const std::string& name, Method m, uint8_t flags,
+                    const std::vector<const google::protobuf::Message*>& messages) {
+    std::string bytes;
+    for (const google::protobuf::Message* message : messages) {
+      const std::string s = message->SerializeAsString();
+      bytes += static_cast<char>(s.size() & 0xff);
+      bytes += static_cast<char>(s.size() >> 8);
+      bytes += s;
+    }
+    seed(name, m, flags, bytes);
+  };
+  const std::string model = "an ONNX model";
+  v1::ModelUpload first, head, tail, sum;
+  head.set_chunk(model.substr(0, 5));
+  tail.set_chunk(model.substr(5));
+  sum.set_checksum(fnv1a64(model.data(), model.size()));
+  v1::SubmitModelRequest& submit = *first.mutable_job();
   submit.set_name("resnet");
   submit.set_target("llvm -mcpu=znver4");
   submit.set_device_key(kDeviceKey);
   submit.set_trials(16);
   submit.set_priority(3);
   submit.set_owner("alice");
-  msg("submit-model", kSubmitModel, 0, submit);
+  submit.set_model_size(model.size());
+  auto submit_seed = [&](const std::string& name) {
+    stream(name, kSubmitModel, 0, {&first, &head, &tail, &sum});
+  };
+  submit_seed("submit-model");
+  stream("submit-model-no-job", kSubmitModel, 0, {&head, &tail, &sum});
+  stream("submit-model-no-checksum", kSubmitModel, 0, {&first, &head, &tail});
+  stream("submit-model-job-twice", kSubmitModel, 0, {&first, &head, &first, &tail, &sum});
+  stream("submit-model-empty", kSubmitModel, 0, {&first, &sum});
+  sum.set_checksum(sum.checksum() + 1);
+  submit_seed("submit-model-bad-checksum");
+  sum.set_checksum(sum.checksum() - 1);
+  submit.set_model_size(model.size() - 1);
+  submit_seed("submit-model-longer-than-its-size");
+  submit.set_model_size(model.size() + 1);
+  submit_seed("submit-model-shorter-than-its-size");
+  submit.set_model_size(1ull << 40);
+  submit_seed("submit-model-over-the-limit");
+  submit.set_model_size(0);  // not announced
+  submit_seed("submit-model-unannounced");
+  submit.set_model_size(model.size());
   submit.set_device_key("titanx");
-  msg("submit-model-unknown-key", kSubmitModel, 0, submit);
+  submit_seed("submit-model-unknown-key");
   submit.set_device_key(kDeviceKey);
   submit.set_trials(1000000);
-  msg("submit-model-too-many-trials", kSubmitModel, 0, submit);
+  submit_seed("submit-model-too-many-trials");
   submit.set_trials(16);
   {  // --input-shape bindings: a good one, then a zero size and a name given twice
     v1::InputShape* x = submit.add_input_shapes();
     x->set_name("x");
     for (int64_t d : {1, 3, 224, 224}) x->add_dims(d);
-    msg("submit-model-input-shapes", kSubmitModel, 0, submit);
+    submit_seed("submit-model-input-shapes");
     x->set_dims(0, 0);
-    msg("submit-model-input-shape-zero", kSubmitModel, 0, submit);
+    submit_seed("submit-model-input-shape-zero");
     x->set_dims(0, 1);
     *submit.add_input_shapes() = *x;
-    msg("submit-model-input-shape-twice", kSubmitModel, 0, submit);
+    submit_seed("submit-model-input-shape-twice");
   }
 
   for (uint64_t id : {1, 2, 3, 99}) {
@@ -838,6 +899,9 @@ void write_seeds(const fs::path& folder) {
   msg("get-driver-job", kGetDriverJob, kRealAuth, job);
   msg("get-driver-job-done", kGetDriverJob, kRealAuth | kDoneDriver, job);
   msg("get-driver-job-refused", kGetDriverJob, 0, job);
+  msg("fetch-model", kFetchModel, kRealAuth, job);
+  msg("fetch-model-done", kFetchModel, kRealAuth | kDoneDriver, job);
+  msg("fetch-model-refused", kFetchModel, 0, job);
 
   v1::DriverProgress progress;
   *progress.mutable_auth() = fake;
@@ -924,14 +988,9 @@ void write_seeds(const fs::path& folder) {
 
   auto upload = [&](const std::string& name, uint8_t flags,
                     const std::vector<v1::BundleUpload>& chunks) {
-    std::string bytes;
-    for (const v1::BundleUpload& c : chunks) {
-      const std::string m = c.SerializeAsString();
-      bytes += static_cast<char>(m.size() & 0xff);
-      bytes += static_cast<char>(m.size() >> 8);
-      bytes += m;
-    }
-    seed(name, kUploadBundle, flags, bytes);
+    std::vector<const google::protobuf::Message*> messages;
+    for (const v1::BundleUpload& c : chunks) messages.push_back(&c);
+    stream(name, kUploadBundle, flags, messages);
   };
   const std::string bundle = valid_bundle("another library");
   upload("upload-bundle", kRealAuth, bundle_chunks(bundle, fake, 64));

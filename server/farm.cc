@@ -54,6 +54,15 @@ Farm::Farm(FarmOptions options)
       builds_(clock_, options_.builds) {
   KILN_USER_CHECK(options_.max_running_jobs > 0) << "kilnd: max running jobs must be positive";
   KILN_USER_CHECK(options_.driver.max_tries > 0) << "kilnd: driver tries must be positive";
+  // Uploads an earlier kilnd was receiving when it stopped are no job's model (the store, opened
+  // above, holds the state folder's lock: no other kilnd is receiving into it).
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  for (const fs::directory_entry& e :
+       fs::directory_iterator(fs::path(options_.state_dir) / "models", ec)) {
+    if (e.path().filename().string().rfind(kUploadPrefix, 0) == 0) stale.push_back(e.path());
+  }
+  for (const fs::path& p : stale) fs::remove(p, ec);
 }
 
 Farm::~Farm() { stop(); }

@@ -7,7 +7,7 @@
 //
 //   Farm farm({.state_dir = "state"});
 //   farm.start("127.0.0.1:7070");                  // resumes unfinished jobs, starts the ticker
-//   JobId j = farm.submit({.model = bytes, .target = "llvm", .device_key = "cpu", .trials = 32});
+//   JobId j = farm.submit({.target = "llvm", .device_key = "cpu", .trials = 32}, read_chunks);
 //   // services: register_device / attach / report_result (agents), take_builds /
 //   // report_artifact (workers), driver_* (job drivers), job / jobs / cancel / wait_job (the API)
 //   farm.stop();                                   // running jobs stay "running": resumed later
@@ -93,9 +93,10 @@ struct FarmOptions {
   std::string records_dir;  ///< the shared record log; default <state_dir>/records
   tracker::TrackerOptions tracker;
   tracker::BuildQueueOptions builds;
-  size_t max_model_bytes = 64u << 20;  ///< larger models are refused (RESOURCE_EXHAUSTED)
-  uint32_t max_trials = 10000;         ///< per task
-  int max_running_jobs = 2;            ///< jobs tuned at once; the others wait queued
+  /// Larger models are refused (RESOURCE_EXHAUSTED) as soon as their upload goes past it.
+  uint64_t max_model_bytes = 64u << 20;
+  uint32_t max_trials = 10000;  ///< per task
+  int max_running_jobs = 2;     ///< jobs tuned at once; the others wait queued
   // How each job is tuned and measured.
   int batch = 16;
   std::string explorer = "xgb";
@@ -123,10 +124,10 @@ class WorkSink {
   virtual void close(bool stopping, const std::string& why) = 0;
 };
 
-/// What SubmitModel carries.
+/// What SubmitModel's job asks for (its model follows in chunks: Farm::submit).
 struct Submission {
-  std::string model;  ///< ONNX bytes
   std::string name, target, device_key, owner;
+  uint64_t model_size = 0;  ///< the model's size as announced; 0: not announced
   uint32_t trials = 0;
   int32_t priority = 0;
   /// `--input-shape`s as sent (SubmitModelRequest.input_shapes): checked by submit (names
@@ -209,10 +210,15 @@ class Farm {
   bool report_artifact(uint64_t build_id, const std::string& worker, v1::Artifact artifact);
 
   // --- the public API (jobs.cc) -----------------------------------------------------------
-  /// Validates and stores a job (queued); FarmError naming the problem otherwise. The model is
-  /// checked by a kiln-tuner --check process (never in kilnd): one that does not import is
-  /// refused (kInvalidArgument, with the importer's message).
-  tracker::JobId submit(const Submission& s);
+  /// Validates and stores a job (queued); FarmError naming the problem otherwise. The job's
+  /// fields are checked first; then the model's ModelUpload messages (chunks, then the checksum)
+  /// are read with `read` (false: the stream ended) and written to a temporary file under
+  /// <state_dir>/models as they arrive, refused (kResourceExhausted, naming both sizes) as soon
+  /// as they go past max_model_bytes or the announced size, and refused on a checksum mismatch.
+  /// The complete model is checked by a kiln-tuner --check process (never in kilnd): one that
+  /// does not import is refused (kInvalidArgument, with the importer's message). Only then is it
+  /// renamed into place for its job; a refused or interrupted upload leaves no file and no job.
+  tracker::JobId submit(const Submission& s, const std::function<bool(v1::ModelUpload&)>& read);
   /// FarmError kNotFound for an unknown job.
   tracker::JobRecord job(tracker::JobId id) const;
   std::vector<tracker::JobRecord> jobs() const;
@@ -237,6 +243,8 @@ class Farm {
   tracker::JobRecord driver_job(const v1::DriverAuth& auth);
   /// What GetDriverJob answers.
   v1::DriverJob driver_job_spec(const v1::DriverAuth& auth);
+  /// The model file FetchModel streams to the job's driver (driver_job's checks first).
+  std::string driver_model_path(const v1::DriverAuth& auth);
   /// A driver's progress (phase, tasks, counters, the user error it is about to exit with).
   void driver_progress(const v1::DriverProgress& progress);
   /// The records of one of the job's tasks on its target (FarmError kInvalidArgument for a task
@@ -309,6 +317,10 @@ class Farm {
   tracker::JobRecord transition_job(tracker::JobId id, tracker::JobState to,
                                     const std::string& error = "");
   std::string model_path(tracker::JobId id) const;
+  /// Writes a model's chunks from `read` to `path` up to its checksum (Farm::submit's rules);
+  /// returns its size.
+  uint64_t receive_model(const std::string& path, uint64_t announced,
+                         const std::function<bool(v1::ModelUpload&)>& read);
   std::string driver_log_path(tracker::JobId id) const;
   /// Runs kiln-tuner --check on `model_file` with its inputs bound to `input_shapes`
   /// (--input-shape each): "" when it imports, else why not.

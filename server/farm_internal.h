@@ -36,4 +36,8 @@ inline FarmError invalid_argument(const std::string& m) {
 /// A random hex string (instance ids, driver secrets, upload names).
 std::string random_hex();
 
+/// How the temporary files of models being uploaded are named in <state_dir>/models (those an
+/// earlier kilnd left when it stopped mid-upload are removed when the next one starts).
+inline constexpr char kUploadPrefix[] = "upload-";
+
 }  // namespace kiln::server

@@ -316,18 +316,18 @@ JobRecord Farm::driver_job(const v1::DriverAuth& auth) {
   return store_.get(auth.job_id()).value();
 }
 
+std::string Farm::driver_model_path(const v1::DriverAuth& auth) {
+  const std::string path = model_path(driver_job(auth).id);
+  KILN_SYSTEM_CHECK(fs::is_regular_file(path))
+      << "job " << auth.job_id() << " has no model file '" << path << "'";
+  return path;
+}
+
 v1::DriverJob Farm::driver_job_spec(const v1::DriverAuth& auth) {
   const JobRecord j = driver_job(auth);
-  std::ifstream in(model_path(j.id), std::ios::binary);
-  KILN_SYSTEM_CHECK(in.good()) << "job " << j.id << " has no model file '" << model_path(j.id)
-                               << "'";
-  std::stringstream model;
-  model << in.rdbuf();
-  KILN_SYSTEM_CHECK(!in.bad()) << "reading '" << model_path(j.id) << "' failed";
   v1::DriverJob out;
   out.set_job_id(j.id);
   out.set_name(j.model_name);
-  out.set_model(model.str());
   out.set_target(j.target);
   out.set_trials(j.trials);
   out.set_batch(static_cast<uint32_t>(options_.batch));

@@ -1,11 +1,14 @@
 // The Farm's jobs as the public API sees them: submission (the model checked by a kiln-tuner
 // --check process), state, cancellation, watching, and the bundle of a done job.
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "base/error.h"
+#include "base/fnv1a.h"
 #include "compiler/target/target.h"
+#include "rpc/model_upload.h"
 #include "server/farm_internal.h"
 
 namespace kiln::server {
@@ -23,6 +26,13 @@ constexpr size_t kMaxInputShapeDims = 64;
 constexpr size_t kMaxInputNameBytes = 1024;
 constexpr int64_t kMaxInputDimSize = int64_t{1} << 31;
 
+/// "0x" and 16 hex digits.
+std::string hex64(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 }  // namespace
 
 std::string Farm::model_path(JobId id) const {
@@ -39,13 +49,78 @@ std::string Farm::bundle_path(JobId id) const {
   return (fs::path(options_.state_dir) / "bundles" / (std::to_string(id) + ".kiln")).string();
 }
 
-JobId Farm::submit(const Submission& s) {
-  if (s.model.empty()) throw invalid_argument("SubmitModel: the model is empty");
-  if (s.model.size() > options_.max_model_bytes) {
+uint64_t Farm::receive_model(const std::string& path, uint64_t announced,
+                             const std::function<bool(v1::ModelUpload&)>& read) {
+  std::ofstream out(path, std::ios::binary);
+  KILN_SYSTEM_CHECK(out.good()) << "kilnd: cannot write the uploaded model to '" << path << "'";
+  uint64_t size = 0, hash = kFnv1a64Basis;
+  v1::ModelUpload m;
+  while (true) {
+    if (!read(m)) {
+      throw invalid_argument("SubmitModel: the upload ended after " + std::to_string(size) +
+                             " bytes of the model, without its checksum (the client cancelled "
+                             "or the connection dropped)");
+    }
+    switch (m.part_case()) {
+      case v1::ModelUpload::kChunk: {
+        const std::string& chunk = m.chunk();
+        if (chunk.size() > rpc::kMaxModelChunkBytes) {
+          throw invalid_argument("SubmitModel: a chunk of " + std::to_string(chunk.size()) +
+                                 " bytes, over the limit of " +
+                                 std::to_string(rpc::kMaxModelChunkBytes) + " per message");
+        }
+        size += chunk.size();
+        if (size > options_.max_model_bytes) {
+          throw FarmError(FarmError::Code::kResourceExhausted,
+                          "SubmitModel: the model is over this farm's limit of " +
+                              std::to_string(options_.max_model_bytes) + " bytes (" +
+                              std::to_string(size) + " bytes arrived)");
+        }
+        if (announced != 0 && size > announced) {
+          throw invalid_argument("SubmitModel: more of the model arrived (" + std::to_string(size) +
+                                 " bytes) than its model_size of " + std::to_string(announced) +
+                                 " bytes");
+        }
+        hash = fnv1a64(chunk.data(), chunk.size(), hash);
+        out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+        KILN_SYSTEM_CHECK(out.good())
+            << "kilnd: writing the uploaded model to '" << path << "' failed (is the disk full?)";
+        break;
+      }
+      case v1::ModelUpload::kChecksum: {
+        if (size == 0) throw invalid_argument("SubmitModel: the model is empty");
+        if (announced != 0 && size != announced) {
+          throw invalid_argument("SubmitModel: the model ended after " + std::to_string(size) +
+                                 " bytes, short of its model_size of " + std::to_string(announced) +
+                                 " bytes");
+        }
+        if (m.checksum() != hash) {
+          throw invalid_argument("SubmitModel: checksum mismatch: the client sent " +
+                                 hex64(m.checksum()) + ", the " + std::to_string(size) +
+                                 " bytes received hash to " + hex64(hash) + " (FNV-1a)");
+        }
+        out.close();
+        KILN_SYSTEM_CHECK(!out.fail())
+            << "kilnd: cannot write the uploaded model to '" << path << "'";
+        return size;
+      }
+      case v1::ModelUpload::kJob:
+        throw invalid_argument("SubmitModel: a second job after " + std::to_string(size) +
+                               " bytes of the model (the job is the stream's first message only)");
+      case v1::ModelUpload::PART_NOT_SET:
+        throw invalid_argument(
+            "SubmitModel: a message with no part (job, chunk or checksum) after " +
+            std::to_string(size) + " bytes of the model");
+    }
+  }
+}
+
+JobId Farm::submit(const Submission& s, const std::function<bool(v1::ModelUpload&)>& read) {
+  if (s.model_size > options_.max_model_bytes) {
     throw FarmError(FarmError::Code::kResourceExhausted,
-                    "SubmitModel: the model is " + std::to_string(s.model.size()) +
-                        " bytes, over this farm's limit of " +
-                        std::to_string(options_.max_model_bytes));
+                    "SubmitModel: the model is " + std::to_string(s.model_size) +
+                        " bytes (its model_size), over this farm's limit of " +
+                        std::to_string(options_.max_model_bytes) + " bytes");
   }
   if (s.target.empty()) throw invalid_argument("SubmitModel: the target is empty");
   if (s.device_key.empty()) throw invalid_argument("SubmitModel: the device key is empty");
@@ -107,29 +182,22 @@ JobId Farm::submit(const Submission& s) {
                           (known.empty() ? std::string("none is") : "known keys: " + known) + ")");
     }
   }
-  // The model must import: a bad file is the submitter's error, not a failed job later. It is
+  // The model arrives into a temporary file (never into memory), removed unless it becomes the
+  // job's. It must import: a bad file is the submitter's error, not a failed job later. It is
   // read by a kiln-tuner --check process, never here.
-  const std::string tmp =
-      (fs::path(options_.state_dir) / "models" / ("upload-" + random_hex() + ".onnx")).string();
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(s.model.data(), static_cast<std::streamsize>(s.model.size()));
-    out.close();
-    KILN_SYSTEM_CHECK(!out.fail()) << "kilnd: cannot write the uploaded model to '" << tmp << "'";
-  }
-  std::string why;
-  try {
-    why = check_model(tmp, input_shapes);
-  } catch (...) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw;
-  }
-  if (!why.empty()) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
+  const std::string tmp = (fs::path(options_.state_dir) / "models" /
+                           (std::string(kUploadPrefix) + random_hex() + ".onnx"))
+                              .string();
+  struct RemoveTmp {
+    const std::string& path;
+    ~RemoveTmp() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  } remove_tmp{tmp};
+  receive_model(tmp, s.model_size, read);
+  if (const std::string why = check_model(tmp, input_shapes); !why.empty())
     throw invalid_argument("SubmitModel: the model does not import: " + why);
-  }
   JobRecord j;
   j.owner = s.owner;
   j.model_name = s.name;

@@ -154,9 +154,8 @@ int serve(const kiln::cli::Args& args) {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort(listen, rpc::server_credentials(tls_cert, tls_key), &port);
-    // Above the model limit, so an oversized model gets kilnd's message naming the limit.
-    builder.SetMaxReceiveMessageSize(static_cast<int>(
-        std::max<size_t>(farm_opts.max_model_bytes, rpc::kMaxMessageBytes) + (1 << 20)));
+    // Models arrive in chunks (SubmitModel's stream), so no message is near a model's size.
+    builder.SetMaxReceiveMessageSize(rpc::kMaxMessageBytes);
     builder.SetMaxSendMessageSize(rpc::kMaxMessageBytes);
     builder.RegisterService(&tracker_service);
     builder.RegisterService(&kiln_service);

@@ -35,6 +35,36 @@ Status guarded(F&& body) {
 #define KILN_CHECK_TOKEN(ctx, token) \
   if (!rpc::has_token(*(ctx), (token))) return rpc::unauthenticated(*(ctx))
 
+/// Streams the file at `path` in BundleChunks of `chunk` bytes (offset, total size; the last
+/// with the FNV-1a of the whole). INTERNAL naming `what` when it cannot be read.
+Status stream_file(const std::string& path, uint32_t chunk,
+                   grpc::ServerWriter<v1::BundleChunk>* writer, const std::string& what) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return Status(StatusCode::INTERNAL, what + " '" + path + "' is missing");
+  const uint64_t total = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  uint64_t offset = 0, hash = kFnv1a64Basis;
+  std::string buf;
+  do {
+    const uint64_t n = std::min<uint64_t>(chunk, total - offset);
+    buf.resize(n);
+    in.read(buf.data(), static_cast<std::streamsize>(n));
+    if (!in) return Status(StatusCode::INTERNAL, "reading " + what + " '" + path + "' failed");
+    hash = fnv1a64(buf.data(), buf.size(), hash);
+    v1::BundleChunk c;
+    c.set_offset(offset);
+    c.set_data(buf);
+    c.set_total_size(total);
+    offset += n;
+    if (offset == total) {
+      c.set_last(true);
+      c.set_checksum(hash);
+    }
+    if (!writer->Write(c)) return Status::CANCELLED;
+  } while (offset < total);
+  return Status::OK;
+}
+
 Status missing(const char* rpc, const char* field) {
   return Status(StatusCode::INVALID_ARGUMENT, std::string(rpc) + ": " + field + " is missing");
 }
@@ -286,13 +316,27 @@ bool KilnService::admit_submit(const std::string& peer) {
   return ++count <= options_.submits_per_minute;
 }
 
-Status KilnService::SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelRequest* req,
+Status KilnService::SubmitModel(grpc::ServerContext* ctx,
+                                grpc::ServerReader<v1::ModelUpload>* reader,
                                 v1::SubmitModelResponse* resp) {
+  return submit_model(
+      ctx, [reader](v1::ModelUpload& m) { return reader->Read(&m); }, resp);
+}
+
+Status KilnService::submit_model(grpc::ServerContext* ctx,
+                                 const std::function<bool(v1::ModelUpload&)>& read,
+                                 v1::SubmitModelResponse* resp) {
   KILN_CHECK_TOKEN(ctx, options_.token);
-  if (req->model().empty()) return missing("SubmitModel", "model");
-  if (req->target().empty()) return missing("SubmitModel", "target");
-  if (req->device_key().empty()) return missing("SubmitModel", "device_key");
-  if (req->trials() == 0) return missing("SubmitModel", "trials");
+  v1::ModelUpload first;
+  if (!read(first) || !first.has_job()) {
+    return Status(StatusCode::INVALID_ARGUMENT,
+                  "SubmitModel: the stream's first message must be the job (ModelUpload.job), "
+                  "before the model's chunks");
+  }
+  const v1::SubmitModelRequest& req = first.job();
+  if (req.target().empty()) return missing("SubmitModel", "target");
+  if (req.device_key().empty()) return missing("SubmitModel", "device_key");
+  if (req.trials() == 0) return missing("SubmitModel", "trials");
   if (!admit_submit(ctx->peer())) {
     return Status(StatusCode::RESOURCE_EXHAUSTED,
                   "SubmitModel: more than " + std::to_string(options_.submits_per_minute) +
@@ -300,18 +344,18 @@ Status KilnService::SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelR
   }
   return guarded([&] {
     Submission s;
-    s.model = req->model();
-    s.name = req->name().empty() ? "model" : req->name();
-    s.target = req->target();
-    s.device_key = req->device_key();
-    s.owner = req->owner();
-    s.trials = req->trials();
-    s.priority = req->priority();
-    for (const v1::InputShape& shape : req->input_shapes()) {
+    s.name = req.name().empty() ? "model" : req.name();
+    s.target = req.target();
+    s.device_key = req.device_key();
+    s.owner = req.owner();
+    s.trials = req.trials();
+    s.priority = req.priority();
+    s.model_size = req.model_size();
+    for (const v1::InputShape& shape : req.input_shapes()) {
       s.input_shapes.emplace_back(shape.name(),
                                   std::vector<int64_t>(shape.dims().begin(), shape.dims().end()));
     }
-    resp->set_job_id(farm_.submit(s));
+    resp->set_job_id(farm_.submit(s, read));
     return Status::OK;
   });
 }
@@ -383,36 +427,10 @@ Status KilnService::FetchBundle(grpc::ServerContext* ctx, const v1::FetchBundleR
   KILN_CHECK_TOKEN(ctx, options_.token);
   if (req->job_id() == 0) return missing("FetchBundle", "job_id");
   return guarded([&] {
-    const std::string path = farm_.bundle_path(req->job_id());
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) {
-      return Status(StatusCode::INTERNAL, "job " + std::to_string(req->job_id()) +
-                                              " is done but its bundle '" + path + "' is missing");
-    }
-    const uint64_t total = static_cast<uint64_t>(in.tellg());
-    in.seekg(0);
     const uint32_t chunk = std::clamp<uint32_t>(
         req->chunk_bytes() ? req->chunk_bytes() : options_.default_chunk_bytes, 4096, 4u << 20);
-    uint64_t offset = 0, hash = kFnv1a64Basis;
-    std::string buf;
-    do {
-      const uint64_t n = std::min<uint64_t>(chunk, total - offset);
-      buf.resize(n);
-      in.read(buf.data(), static_cast<std::streamsize>(n));
-      if (!in) return Status(StatusCode::INTERNAL, "reading bundle '" + path + "' failed");
-      hash = fnv1a64(buf.data(), buf.size(), hash);
-      v1::BundleChunk c;
-      c.set_offset(offset);
-      c.set_data(buf);
-      c.set_total_size(total);
-      offset += n;
-      if (offset == total) {
-        c.set_last(true);
-        c.set_checksum(hash);
-      }
-      if (!writer->Write(c)) return Status::CANCELLED;
-    } while (offset < total);
-    return Status::OK;
+    return stream_file(farm_.bundle_path(req->job_id()), chunk, writer,
+                       "job " + std::to_string(req->job_id()) + " is done but its bundle");
   });
 }
 
@@ -433,6 +451,15 @@ Status JobDriverService::GetDriverJob(grpc::ServerContext* ctx, const v1::Driver
   return guarded([&] {
     *resp = farm_.driver_job_spec(req->auth());
     return Status::OK;
+  });
+}
+
+Status JobDriverService::FetchModel(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
+                                    grpc::ServerWriter<v1::BundleChunk>* writer) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    return stream_file(farm_.driver_model_path(req->auth()), 1u << 20, writer,
+                       "job " + std::to_string(req->auth().job_id()) + "'s model");
   });
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -65,8 +66,15 @@ class KilnService final : public v1::KilnService::Service {
  public:
   KilnService(Farm& farm, KilnServiceOptions options) : farm_(farm), options_(std::move(options)) {}
 
-  grpc::Status SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelRequest* req,
+  /// The model's upload stream: submit_model over the call's messages.
+  grpc::Status SubmitModel(grpc::ServerContext* ctx, grpc::ServerReader<v1::ModelUpload>* reader,
                            v1::SubmitModelResponse* resp) override;
+  /// SubmitModel's body over any source of ModelUpload messages (`read`: false at the stream's
+  /// end): the token, the first message (the job: its required fields), the rate limit, then
+  /// Farm::submit, which reads the rest. The fuzz target feeds it parsed messages.
+  grpc::Status submit_model(grpc::ServerContext* ctx,
+                            const std::function<bool(v1::ModelUpload&)>& read,
+                            v1::SubmitModelResponse* resp);
   grpc::Status GetJob(grpc::ServerContext* ctx, const v1::GetJobRequest* req,
                       v1::Job* resp) override;
   grpc::Status ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest* req,
@@ -98,6 +106,8 @@ class JobDriverService final : public v1::JobDriver::Service {
 
   grpc::Status GetDriverJob(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
                             v1::DriverJob* resp) override;
+  grpc::Status FetchModel(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
+                          grpc::ServerWriter<v1::BundleChunk>* writer) override;
   grpc::Status ReportDriverProgress(grpc::ServerContext* ctx, const v1::DriverProgress* req,
                                     v1::DriverProgressResponse* resp) override;
   grpc::Status GetTaskRecords(grpc::ServerContext* ctx, const v1::TaskRecordsRequest* req,

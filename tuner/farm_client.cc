@@ -84,6 +84,38 @@ v1::DriverJob FarmClient::job() {
   return out;
 }
 
+std::string FarmClient::model() {
+  v1::DriverJobRequest req;
+  *req.mutable_auth() = auth_;
+  auto ctx = impl_->context(true);  // a big model takes a while
+  auto reader = impl_->stub->FetchModel(ctx.get(), req);
+  std::string bytes;
+  uint64_t hash = kFnv1a64Basis;
+  bool last = false;
+  v1::BundleChunk c;
+  while (reader->Read(&c)) {
+    KILN_SYSTEM_CHECK(!last && c.offset() == bytes.size() &&
+                      c.offset() + c.data().size() <= c.total_size())
+        << "FetchModel: a chunk of " << c.data().size() << " bytes at offset " << c.offset()
+        << " of " << c.total_size() << ", after " << bytes.size() << " bytes"
+        << (last ? " and the last chunk" : "");
+    if (bytes.empty()) bytes.reserve(c.total_size());  // the model once in memory, not twice
+    bytes += c.data();
+    hash = fnv1a64(c.data().data(), c.data().size(), hash);
+    if (c.last()) {
+      last = true;
+      KILN_SYSTEM_CHECK(bytes.size() == c.total_size() && c.checksum() == hash)
+          << "FetchModel: the model's " << bytes.size() << " bytes of " << c.total_size()
+          << " do not match its checksum";
+    }
+  }
+  const grpc::Status st = reader->Finish();
+  if (!st.ok()) Impl::fail("FetchModel", st);
+  KILN_SYSTEM_CHECK(last) << "FetchModel: the stream ended after " << bytes.size()
+                          << " bytes, without its last chunk";
+  return bytes;
+}
+
 void FarmClient::progress(v1::DriverProgress progress) {
   *progress.mutable_auth() = auth_;
   v1::DriverProgressResponse out;

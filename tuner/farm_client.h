@@ -29,6 +29,8 @@ class FarmClient {
 
   uint64_t job_id() const { return auth_.job_id(); }
   v1::DriverJob job();
+  /// The job's ONNX model (FetchModel's chunks, checked for gaps, size and checksum).
+  std::string model();
   /// Sends `progress` (its auth is filled in).
   void progress(v1::DriverProgress progress);
   v1::TaskRecords records(const std::string& task_key, bool best_only);

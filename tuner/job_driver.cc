@@ -87,7 +87,7 @@ void JobDriver::run() {
         std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
   }
   const graph::Graph g = graph::import_onnx_bytes(
-      job.model(), "job " + std::to_string(job.job_id()) + "'s model", import);
+      client_.model(), "job " + std::to_string(job.job_id()) + "'s model", import);
   graph::BuildOptions extract;
   extract.phase = [&](const std::string& p) { enter(p + " (extracting tasks)"); };
   const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target, extract);

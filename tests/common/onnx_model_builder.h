@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -102,6 +103,11 @@ class OnnxModelBuilder {
   }
 
   std::string bytes() const { return model_.SerializeAsString(); }
+  /// Writes the serialized model to `path` (without holding its bytes twice); false on failure.
+  bool write(const std::string& path) const {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    return model_.SerializeToOstream(&out) && out.flush().good();
+  }
   /// The inputs declared so far, with their shapes.
   const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs() const {
     return inputs_;

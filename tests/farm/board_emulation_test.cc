@@ -94,15 +94,15 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
     EXPECT_GT(d.capabilities().cores(), 0u);
   }
 
+  const std::string dqn = read(data + "/dqn.onnx");
   v1::SubmitModelRequest submit;
-  submit.set_model(read(data + "/dqn.onnx"));
   submit.set_name("dqn");
   submit.set_target(kTarget);
   submit.set_device_key("a53");
   submit.set_trials(kTrials);
   v1::SubmitModelResponse submitted;
   {
-    const grpc::Status st = service->SubmitModel(context().get(), submit, &submitted);
+    const grpc::Status st = testing::submit_model(*service, *context(), submit, dqn, &submitted);
     ASSERT_TRUE(st.ok()) << st.error_message();
   }
   v1::WatchJobRequest watch;
@@ -128,7 +128,7 @@ TEST(BoardEmulation, DqnTunedForAnEmulatedA53RunsThereAndMatchesOnnxRuntime) {
   // Fetch the bundle and run it under qemu with the board's kiln-run.
   ASSERT_TRUE(testing::fetch_bundle(*service, submitted.job_id(), dir.file("dqn.kiln")));
   onnx::ModelProto model;
-  ASSERT_TRUE(model.ParseFromString(submit.model()));
+  ASSERT_TRUE(model.ParseFromString(dqn));
   const std::string input = model.graph().input(0).name();
   {
     ChildProcess run({qemu, arm64("deploy/runtime/kiln-run"), dir.file("dqn.kiln"), "--input",

@@ -16,8 +16,10 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "rpc/channel.h"
@@ -58,7 +60,10 @@ class FakeKiln final : public v1::KilnService::Service {
   std::mutex mu;
   std::string token;                                         // required when not empty
   std::string authorization;                                 // the last call's metadata
-  v1::SubmitModelRequest submitted;                          // the last SubmitModel
+  v1::SubmitModelRequest submitted;                          // the last SubmitModel's job
+  std::string model;                                         // ... its chunks, joined
+  std::vector<size_t> chunk_sizes;                           // ... their sizes
+  std::optional<uint64_t> checksum;                          // ... its last message
   v1::ListJobsRequest listed;                                // the last ListJobs
   v1::CancelJobRequest cancelled;                            // the last CancelJob
   std::map<uint64_t, v1::Job> jobs;                          // GetJob, ListJobs
@@ -69,11 +74,23 @@ class FakeKiln final : public v1::KilnService::Service {
   Bundle bundle_kind = Bundle::kWhole;
   static constexpr size_t kChunk = 3000;
 
-  grpc::Status SubmitModel(grpc::ServerContext* ctx, const v1::SubmitModelRequest* req,
+  grpc::Status SubmitModel(grpc::ServerContext* ctx, grpc::ServerReader<v1::ModelUpload>* reader,
                            v1::SubmitModelResponse* resp) override {
     std::lock_guard<std::mutex> lock(mu);
     if (auto s = admit(*ctx); !s.ok()) return s;
-    submitted = *req;
+    submitted.Clear();
+    model.clear();
+    chunk_sizes.clear();
+    checksum.reset();
+    v1::ModelUpload m;
+    while (reader->Read(&m)) {
+      if (m.has_job()) submitted = m.job();
+      if (m.has_chunk()) {
+        model += m.chunk();
+        chunk_sizes.push_back(m.chunk().size());
+      }
+      if (m.has_checksum()) checksum = m.checksum();
+    }
     resp->set_job_id(7);
     return grpc::Status::OK;
   }
@@ -275,7 +292,10 @@ TEST_F(ClientTest, SubmitSendsTheModelAndPrintsTheJobId) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "submitted job 7\n");
   std::lock_guard<std::mutex> lock(fake_.mu);
-  EXPECT_EQ(fake_.submitted.model(), model);
+  EXPECT_EQ(fake_.model, model);
+  EXPECT_EQ(fake_.chunk_sizes, std::vector<size_t>{model.size()});
+  EXPECT_EQ(fake_.submitted.model_size(), model.size());
+  EXPECT_EQ(fake_.checksum, fnv1a(model));
   EXPECT_EQ(fake_.submitted.name(), "resnet18");  // the file's stem
   EXPECT_EQ(fake_.submitted.target(), "llvm -mcpu=znver4");
   EXPECT_EQ(fake_.submitted.device_key(), "epyc");
@@ -283,6 +303,28 @@ TEST_F(ClientTest, SubmitSendsTheModelAndPrintsTheJobId) {
   EXPECT_EQ(fake_.submitted.priority(), -2);
   EXPECT_EQ(fake_.submitted.owner(), "bob");  // $USER
   EXPECT_EQ(fake_.authorization, "Bearer s3cret");
+}
+
+TEST_F(ClientTest, SubmitSendsABigModelInChunksWithItsChecksum) {
+  std::string model(5u << 19, '\0');  // 2.5 MiB: two whole 1 MiB chunks and a half one
+  for (size_t i = 0; i < model.size(); ++i) model[i] = static_cast<char>((i * 7919) >> 5);
+  write(path("big.onnx"), model);
+  Result r = kiln("submit '" + path("big.onnx") + "' --target llvm --device-key epyc --trials 4");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::lock_guard<std::mutex> lock(fake_.mu);
+  EXPECT_TRUE(fake_.model == model);
+  EXPECT_EQ(fake_.chunk_sizes, (std::vector<size_t>{1u << 20, 1u << 20, 1u << 19}));
+  EXPECT_EQ(fake_.submitted.model_size(), model.size());
+  EXPECT_EQ(fake_.checksum, fnv1a(model));
+}
+
+TEST_F(ClientTest, SubmitOfAMissingModelNamesIt) {
+  Result r = kiln("submit '" + path("nothing.onnx") +
+                  "' --target llvm --device-key epyc "
+                  "--trials 4");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cannot read model '" + path("nothing.onnx") + "'"), std::string::npos)
+      << r.err;
 }
 
 TEST_F(ClientTest, SubmitTakesNameOwnerAndTheTokenFromTheEnvironment) {

@@ -96,14 +96,15 @@ TEST(DashboardBrowserTest, ThePageShowsTheFarmAndALiveJob) {
       std::chrono::seconds(30)));
 
   v1::SubmitModelRequest req;
-  req.set_model(testing::small_cnn_model());
   req.set_name("small-cnn");
   req.set_target("llvm");
   req.set_device_key("cpu");
   req.set_trials(24);
   req.set_owner("ana");
   v1::SubmitModelResponse resp;
-  ASSERT_TRUE(kilnd.service()->SubmitModel(context().get(), req, &resp).ok());
+  ASSERT_TRUE(
+      testing::submit_model(*kilnd.service(), *context(), req, testing::small_cnn_model(), &resp)
+          .ok());
   const uint64_t id = resp.job_id();
   // Enough trials for a curve of two points.
   ASSERT_TRUE(

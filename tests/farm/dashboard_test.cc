@@ -48,14 +48,14 @@ void expect_error(const testing::HttpResponse& r, int code, const std::string& t
 uint64_t submit(Kilnd& kilnd, uint32_t trials, const std::string& name = "cnn",
                 const std::string& token = "") {
   v1::SubmitModelRequest r;
-  r.set_model(testing::small_cnn_model());
   r.set_name(name);
   r.set_target("llvm");
   r.set_device_key("cpu");
   r.set_trials(trials);
   r.set_owner("ana");
   v1::SubmitModelResponse resp;
-  const grpc::Status st = kilnd.service()->SubmitModel(context(token).get(), r, &resp);
+  const grpc::Status st = testing::submit_model(*kilnd.service(), *context(token), r,
+                                                testing::small_cnn_model(), &resp);
   EXPECT_TRUE(st.ok()) << st.error_message();
   return resp.job_id();
 }

@@ -52,13 +52,13 @@ class FarmIntegrationTest : public ::testing::Test {
   }
   uint64_t submit(Kilnd& k, const std::string& key, const std::string& target, uint32_t trials) {
     v1::SubmitModelRequest r;
-    r.set_model(testing::small_cnn_model());
     r.set_name("cnn");
     r.set_target(target);
     r.set_device_key(key);
     r.set_trials(trials);
     v1::SubmitModelResponse resp;
-    const grpc::Status st = k.service()->SubmitModel(context().get(), r, &resp);
+    const grpc::Status st =
+        testing::submit_model(*k.service(), *context(), r, testing::small_cnn_model(), &resp);
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp.job_id();
   }

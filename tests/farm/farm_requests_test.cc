@@ -18,6 +18,7 @@
 #include "deploy/runtime/bundle.h"
 #include "records/record_log.h"
 #include "server/farm.h"
+#include "tests/common/model_stream.h"
 #include "tests/common/script_driver.h"
 #include "tests/common/temp_dir.h"
 
@@ -57,12 +58,12 @@ class FarmRequestsTest : public ::testing::Test {
     reg.set_target("llvm");
     farm_->register_device(reg);
     server::Submission s;
-    s.model = "a model (the script driver never reads it)";
     s.name = "job";
     s.target = "llvm";
     s.device_key = "cpu";
     s.trials = 4;
-    const tracker::JobId job = farm_->submit(s);
+    const tracker::JobId job =
+        farm_->submit(s, testing::model_stream("a model (the script driver never reads it)"));
     farm_->start("127.0.0.1:1");
     driver_ = drivers_.wait(job);
   }
@@ -143,7 +144,6 @@ TEST_F(FarmRequestsTest, AJobSubmittedBeforeStartHasOneDriver) {
 // and given to its driver with the job.
 TEST_F(FarmRequestsTest, InputShapesReachTheCheckAndTheDriverAndSurviveARestart) {
   server::Submission s;
-  s.model = "a model";
   s.name = "shaped";
   s.target = "llvm";
   s.device_key = "cpu";
@@ -152,7 +152,8 @@ TEST_F(FarmRequestsTest, InputShapesReachTheCheckAndTheDriverAndSurviveARestart)
                      const std::string& needle) {
     server::Submission bad = s;
     bad.input_shapes = std::move(shapes);
-    EXPECT_FARM_ERROR(farm_->submit(bad), FarmError::Code::kInvalidArgument, needle);
+    EXPECT_FARM_ERROR(farm_->submit(bad, testing::model_stream("a model")),
+                      FarmError::Code::kInvalidArgument, needle);
   };
   refused({{"", {1, 3}}}, "SubmitModel: input_shapes[0].name is empty");
   refused({{"x", {1, 3}}, {"z", {1, 0}}},
@@ -168,7 +169,7 @@ TEST_F(FarmRequestsTest, InputShapesReachTheCheckAndTheDriverAndSurviveARestart)
   EXPECT_EQ(farm_->jobs().size(), 1u);  // none of those became a job
 
   s.input_shapes = {{"z", {3, 8}}, {"x", {3, 3, 8, 8}}};
-  const tracker::JobId id = farm_->submit(s);
+  const tracker::JobId id = farm_->submit(s, testing::model_stream("a model"));
   const std::map<std::string, std::vector<int64_t>> want = {{"x", {3, 3, 8, 8}}, {"z", {3, 8}}};
   EXPECT_EQ(farm_->job(id).input_shapes, want);
   const std::vector<std::string> checks = drivers_.checks();

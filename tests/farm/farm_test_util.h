@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "proto/kiln/v1/tracker.grpc.pb.h"
 #include "rpc/channel.h"
+#include "rpc/model_upload.h"
 #include "tests/common/child_process.h"
 #include "tests/common/temp_dir.h"
 
@@ -108,6 +110,15 @@ inline std::unique_ptr<grpc::ClientContext> context(
   ctx->set_deadline(std::chrono::system_clock::now() + deadline);
   rpc::add_token(*ctx, token);
   return ctx;
+}
+
+/// SubmitModel of `job` with `model` sent in chunks (rpc::submit_model): the call's status, and
+/// the new job's id in `resp` when it is OK.
+inline grpc::Status submit_model(v1::KilnService::Stub& service, grpc::ClientContext& ctx,
+                                 const v1::SubmitModelRequest& job, const std::string& model,
+                                 v1::SubmitModelResponse* resp) {
+  std::istringstream in(model);
+  return rpc::submit_model(service, ctx, job, in, model.size(), resp);
 }
 
 /// Fetches job `job_id`'s bundle (FetchBundle's chunks) into the file `path`; false when the

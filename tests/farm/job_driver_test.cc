@@ -41,13 +41,12 @@ std::string bad_channel_model() {
 
 uint64_t submit(v1::KilnService::Stub& s, const std::string& name, const std::string& model) {
   v1::SubmitModelRequest r;
-  r.set_model(model);
   r.set_name(name);
   r.set_target("llvm");
   r.set_device_key("cpu");
   r.set_trials(4);
   v1::SubmitModelResponse resp;
-  const grpc::Status st = s.SubmitModel(context().get(), r, &resp);
+  const grpc::Status st = testing::submit_model(s, *context(), r, model, &resp);
   EXPECT_TRUE(st.ok()) << name << ": " << st.error_message();
   return resp.job_id();
 }
@@ -121,13 +120,13 @@ TEST(JobDriverTest, KilndSurvivesModelsThatBreakTheCompiler) {
   // A malformed model is refused at the door, by a checking process, naming the node.
   {
     v1::SubmitModelRequest r;
-    r.set_model(bad_channel_model());
     r.set_name("bad");
     r.set_target("llvm");
     r.set_device_key("cpu");
     r.set_trials(4);
     v1::SubmitModelResponse resp;
-    const grpc::Status st = service->SubmitModel(context().get(), r, &resp);
+    const grpc::Status st =
+        testing::submit_model(*service, *context(), r, bad_channel_model(), &resp);
     EXPECT_EQ(st.error_code(), StatusCode::INVALID_ARGUMENT) << st.error_message();
     EXPECT_NE(st.error_message().find("conv_bad"), std::string::npos) << st.error_message();
   }
@@ -218,14 +217,14 @@ TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
   m.node("MatMul", "mm", {"x", "w"}, {"h"});
   m.node("Relu", "relu", {"h"}, {"y"});
   m.output("y");
+  const std::string dynamic = m.bytes();
   v1::SubmitModelRequest r;
-  r.set_model(m.bytes());
   r.set_name("dynamic");
   r.set_target("llvm");
   r.set_device_key("cpu");
   r.set_trials(2);
   v1::SubmitModelResponse resp;
-  grpc::Status st = service->SubmitModel(context().get(), r, &resp);
+  grpc::Status st = testing::submit_model(*service, *context(), r, dynamic, &resp);
   EXPECT_EQ(st.error_code(), StatusCode::INVALID_ARGUMENT) << st.error_message();
   EXPECT_NE(st.error_message().find("input 'x' has a symbolic dimension 0 ('batch'); give its "
                                     "size with --input-shape x=1,16"),
@@ -235,7 +234,7 @@ TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
   v1::InputShape* shape = r.add_input_shapes();
   shape->set_name("x");
   for (int64_t d : {3, 15}) shape->add_dims(d);
-  st = service->SubmitModel(context().get(), r, &resp);
+  st = testing::submit_model(*service, *context(), r, dynamic, &resp);
   EXPECT_EQ(st.error_code(), StatusCode::INVALID_ARGUMENT) << st.error_message();
   EXPECT_NE(st.error_message().find("input 'x': dimension 1 is 16 in the model, but "
                                     "--input-shape gives 15"),
@@ -243,13 +242,13 @@ TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
       << st.error_message();
   // A size the door refuses before any check.
   shape->set_dims(1, 0);
-  st = service->SubmitModel(context().get(), r, &resp);
+  st = testing::submit_model(*service, *context(), r, dynamic, &resp);
   EXPECT_EQ(st.error_code(), StatusCode::INVALID_ARGUMENT) << st.error_message();
   EXPECT_NE(st.error_message().find("input_shapes[0] ('x').dims[1] is 0"), std::string::npos)
       << st.error_message();
 
   shape->set_dims(1, 16);
-  st = service->SubmitModel(context().get(), r, &resp);
+  st = testing::submit_model(*service, *context(), r, dynamic, &resp);
   ASSERT_TRUE(st.ok()) << st.error_message();
   const v1::Job job = wait_final(*service, resp.job_id(), std::chrono::seconds(400));
   ASSERT_EQ(job.progress().state(), v1::JOB_STATE_DONE) << job.error();

@@ -34,7 +34,6 @@ std::string read(const std::string& p) {
 
 v1::SubmitModelRequest good_submission() {
   v1::SubmitModelRequest r;
-  r.set_model(testing::small_cnn_model());
   r.set_name("cnn");
   r.set_target("llvm");
   r.set_device_key("cpu");
@@ -43,12 +42,14 @@ v1::SubmitModelRequest good_submission() {
   return r;
 }
 
-/// The status of SubmitModel(r).
+/// The status of SubmitModel(r) with `model` (the small CNN when empty) uploaded in chunks.
 grpc::Status submit(v1::KilnService::Stub& s, const v1::SubmitModelRequest& r,
-                    uint64_t* id = nullptr, const std::string& token = "") {
+                    uint64_t* id = nullptr, const std::string& token = "",
+                    const std::string& model = "") {
   v1::SubmitModelResponse resp;
   auto ctx = context(token);
-  grpc::Status st = s.SubmitModel(ctx.get(), r, &resp);
+  grpc::Status st =
+      testing::submit_model(s, *ctx, r, model.empty() ? testing::small_cnn_model() : model, &resp);
   if (id) *id = resp.job_id();
   return st;
 }
@@ -86,7 +87,7 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   EXPECT_FALSE(reg_resp.tracker_instance().empty());
 
   // Submissions: each missing field is named.
-  for (const char* field : {"model", "target", "device_key", "trials"}) {
+  for (const char* field : {"target", "device_key", "trials"}) {
     v1::SubmitModelRequest r = good_submission();
     r.GetReflection()->ClearField(&r, r.GetDescriptor()->FindFieldByName(field));
     EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT,
@@ -100,11 +101,10 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   EXPECT_STATUS(submit(*service, r), StatusCode::NOT_FOUND, "no device of key 'tpu'");
   EXPECT_STATUS(submit(*service, r), StatusCode::NOT_FOUND, "known keys: cpu");
   r = good_submission();
-  r.set_model("this is not an ONNX model");
-  EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT, "does not import");
-  r = good_submission();
-  r.set_model(std::string(30000, 'x'));
-  EXPECT_STATUS(submit(*service, r), StatusCode::RESOURCE_EXHAUSTED, "limit of 20000");
+  EXPECT_STATUS(submit(*service, r, nullptr, "", "this is not an ONNX model"),
+                StatusCode::INVALID_ARGUMENT, "does not import");
+  EXPECT_STATUS(submit(*service, r, nullptr, "", std::string(30000, 'x')),
+                StatusCode::RESOURCE_EXHAUSTED, "limit of 20000 bytes");
 
   // Jobs: unknown ids, a bundle before the job is done, cancelling twice.
   v1::Job job;
@@ -161,6 +161,13 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   who.mutable_auth()->set_secret("guess");
   EXPECT_STATUS(driver->GetDriverJob(context().get(), who, &spec), StatusCode::PERMISSION_DENIED,
                 "not the current driver of job");
+  {
+    auto ctx = context();
+    auto model = driver->FetchModel(ctx.get(), who);
+    v1::BundleChunk chunk;
+    EXPECT_FALSE(model->Read(&chunk));
+    EXPECT_STATUS(model->Finish(), StatusCode::PERMISSION_DENIED, "not the current driver of job");
+  }
   v1::AppendRecordsRequest append;
   *append.mutable_auth() = who.auth();
   append.add_records()->set_task_key("t");

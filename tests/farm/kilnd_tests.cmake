@@ -4,6 +4,18 @@ kiln_add_test(NAME kilnd_test LABEL farm SOURCES kilnd_test.cc
 target_compile_definitions(kilnd_test PRIVATE KILND_BINARY="$<TARGET_FILE:kilnd>")
 add_dependencies(kilnd_test kilnd kiln-runner)
 
+# SubmitModel's upload stream: a model in chunks, refused uploads (over the limit, a bad checksum,
+# cut short, cancelled) leaving no file and no job; and a 300 MiB model accepted while kilnd's
+# resident memory stays far below it (slow).
+kiln_add_test(NAME model_upload_test LABEL farm SOURCES model_upload_test.cc
+  LIBS kiln_proto kiln_rpc kiln_graph kiln_runtime onnx_proto)
+target_compile_definitions(model_upload_test PRIVATE KILND_BINARY="$<TARGET_FILE:kilnd>")
+add_dependencies(model_upload_test kilnd)
+kiln_add_test(NAME big_model_upload_test LABEL farm ALSO_LABEL slow
+  SOURCES big_model_upload_test.cc LIBS kiln_proto kiln_rpc onnx_proto)
+target_compile_definitions(big_model_upload_test PRIVATE KILND_BINARY="$<TARGET_FILE:kilnd>")
+add_dependencies(big_model_upload_test kilnd)
+
 # The farm as separate processes (kilnd, kiln-worker, kiln-agent), with faults: slow.
 add_executable(farm_integration_test farm_integration_test.cc)
 target_link_libraries(farm_integration_test PRIVATE kiln_proto kiln_rpc kiln_graph kiln_runtime

@@ -77,14 +77,14 @@ TEST(VdlaFarm, AVdlaAgentRegistersAndTheFarmTunesVdlaTasksBitExact) {
 
   // A job for the VDLA is accepted; its driver (the script) hands over the job's secret.
   v1::SubmitModelRequest sub;
-  sub.set_model("a model the script driver never reads");
   sub.set_name("vdla-layers");
   sub.set_target("vdla");
   sub.set_device_key("vdla");
   sub.set_trials(kTrials);
   v1::SubmitModelResponse sub_resp;
   {
-    const grpc::Status s = service->SubmitModel(testing::context().get(), sub, &sub_resp);
+    const grpc::Status s = testing::submit_model(
+        *service, *testing::context(), sub, "a model the script driver never reads", &sub_resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
   }
   const v1::DriverAuth auth = drivers.wait(sub_resp.job_id());

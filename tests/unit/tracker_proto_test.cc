@@ -125,13 +125,22 @@ TEST(TrackerProto, NestedMessagesRoundTrip) {
   ASSERT_TRUE(reg_back.ParseFromString(reg.SerializeAsString()));
   EXPECT_EQ(reg_back.capabilities().extra().at("board"), "firefly");
 
-  kiln::v1::SubmitModelRequest sub;
-  sub.set_model(std::string(1000, '\x01'));
-  sub.set_priority(-2);
-  kiln::v1::SubmitModelRequest sub_back;
+  kiln::v1::ModelUpload sub;
+  sub.mutable_job()->set_priority(-2);
+  sub.mutable_job()->set_model_size(1000);
+  kiln::v1::ModelUpload sub_back;
   ASSERT_TRUE(sub_back.ParseFromString(sub.SerializeAsString()));
-  EXPECT_EQ(sub_back.priority(), -2);
-  EXPECT_EQ(sub_back.model().size(), 1000u);
+  EXPECT_EQ(sub_back.job().priority(), -2);
+  EXPECT_EQ(sub_back.job().model_size(), 1000u);
+  kiln::v1::ModelUpload chunk;
+  chunk.set_chunk(std::string(1000, '\x01'));
+  ASSERT_TRUE(sub_back.ParseFromString(chunk.SerializeAsString()));
+  EXPECT_EQ(sub_back.part_case(), kiln::v1::ModelUpload::kChunk);
+  EXPECT_EQ(sub_back.chunk().size(), 1000u);
+  kiln::v1::ModelUpload end;
+  end.set_checksum(0);  // a oneof member: set even when zero
+  ASSERT_TRUE(sub_back.ParseFromString(end.SerializeAsString()));
+  EXPECT_TRUE(sub_back.has_checksum());
 }
 
 TEST(TrackerProto, ServicesHaveTheirMethods) {
@@ -144,6 +153,7 @@ TEST(TrackerProto, ServicesHaveTheirMethods) {
   EXPECT_TRUE(svc->FindMethodByName("WatchJob")->server_streaming());
   EXPECT_TRUE(svc->FindMethodByName("FetchBundle")->server_streaming());
   EXPECT_FALSE(svc->FindMethodByName("SubmitModel")->server_streaming());
+  EXPECT_TRUE(svc->FindMethodByName("SubmitModel")->client_streaming());  // the model in chunks
   for (const char* m : {"SubmitModel", "GetJob", "ListJobs", "CancelJob"}) {
     EXPECT_NE(svc->FindMethodByName(m), nullptr) << m;
   }
@@ -157,11 +167,12 @@ TEST(TrackerProto, ServicesHaveTheirMethods) {
   EXPECT_EQ(tr->FindMethodByName("GetJobModel"), nullptr);  // workers never get a model
   const auto* drv = kiln::v1::DriverJob::descriptor()->file()->FindServiceByName("JobDriver");
   ASSERT_NE(drv, nullptr);
-  for (const char* m : {"GetDriverJob", "ReportDriverProgress", "GetTaskRecords", "AppendRecords",
-                        "MeasureBatch", "UploadBundle"}) {
+  for (const char* m : {"GetDriverJob", "FetchModel", "ReportDriverProgress", "GetTaskRecords",
+                        "AppendRecords", "MeasureBatch", "UploadBundle"}) {
     EXPECT_NE(drv->FindMethodByName(m), nullptr) << m;
   }
   EXPECT_TRUE(drv->FindMethodByName("UploadBundle")->client_streaming());
+  EXPECT_TRUE(drv->FindMethodByName("FetchModel")->server_streaming());  // a model of any size
   // The generated service bases can be instantiated (what kilnd will subclass).
   kiln::v1::KilnService::Service service;
   kiln::v1::Tracker::Service tracker;
