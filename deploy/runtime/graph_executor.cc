@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "base/shape_string.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/json.h"
 
@@ -54,9 +55,7 @@ uint64_t stream_bytes(const vdla::VdlaProgram& p) {
 
 /// "float32[2, 3]".
 std::string type_text(KilnDType dtype, const std::vector<int64_t>& shape) {
-  std::string dims;
-  for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-  return dtype_to_string(dtype) + "[" + dims + "]";
+  return dtype_to_string(dtype) + shape_string(shape);
 }
 
 }  // namespace
