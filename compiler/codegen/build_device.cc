@@ -78,9 +78,7 @@ runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target:
   for (const pass::DeviceKernel& k : f.kernels) {
     runtime::DeviceProgram::Kernel rk;
     rk.name = k.func.name;
-    rk.launch.grid = k.launch.grid;
-    rk.launch.block = k.launch.block;
-    rk.launch.dyn_shared_bytes = k.launch.dyn_shared_bytes;
+    rk.launch = k.launch;
     rk.args = k.args;
     for (size_t i = 0; i < k.args.size(); ++i) {
       KILN_USER_CHECK(k.func.params[i].is_tensor())

@@ -10,11 +10,10 @@
 // synchronize() return when the device is done; launches are asynchronous (in order on the device).
 // Failures of the device or of its compiler are kiln::Error naming the call and the device's error.
 //
-// The launch shape is the LaunchConfig of docs/gpu.md: CUDA's grid of blocks; OpenCL's global size
-// is grid x block per dimension and its local size block.
+// The launch shape is kiln::LaunchConfig (base/launch_config.h, docs/gpu.md): CUDA's grid of
+// blocks; OpenCL's global size is grid x block per dimension and its local size block.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -22,6 +21,8 @@
 #include <span>
 #include <string>
 #include <utility>
+
+#include "base/launch_config.h"
 
 namespace kiln::runtime {
 
@@ -31,15 +32,6 @@ enum class DeviceKind { kCPU, kCUDA, kOpenCL };
 const char* device_kind_name(DeviceKind kind);
 /// The inverse of device_kind_name; kiln::Error naming the known kinds for another text.
 DeviceKind parse_device_kind(const std::string& text);
-
-/// How a kernel is launched (docs/gpu.md section 1): blocks per grid and threads per block in x,
-/// y, z, and the bytes of dynamic shared memory per block. On OpenCL, dynamic shared memory is one
-/// trailing `__local` pointer argument of that size, appended after the kernel's own arguments.
-struct LaunchConfig {
-  std::array<int64_t, 3> grid{1, 1, 1};
-  std::array<int64_t, 3> block{1, 1, 1};
-  int64_t dyn_shared_bytes = 0;
-};
 
 /// What a device is; the limits are the ones a launch is checked against.
 struct DeviceInfo {
