@@ -28,9 +28,9 @@
 #include "deploy/runtime/json.h"
 
 namespace fs = std::filesystem;
+using kiln::TargetKind;
 using kiln::runtime::DeviceAPI;
 using kiln::runtime::DeviceBuffer;
-using kiln::runtime::DeviceKind;
 using kiln::runtime::DeviceProgram;
 using kiln::runtime::Json;
 using kiln::runtime::LoadedDeviceProgram;
@@ -171,11 +171,11 @@ int main(int argc, char** argv) {
   }
   try {
     std::string why;
-    if (!DeviceAPI::available(DeviceKind::kCUDA, &why)) {
+    if (!DeviceAPI::available(TargetKind::kCuda, &why)) {
       std::fprintf(stderr, "bench_cuda_measure: %s\n", why.c_str());
       return 1;
     }
-    DeviceAPI& gpu = DeviceAPI::get(DeviceKind::kCUDA);
+    DeviceAPI& gpu = DeviceAPI::get(TargetKind::kCuda);
     std::printf("# device: %s\n", gpu.description().c_str());
     kiln::bench::Cublas cublas;
     kiln::bench::Cudnn cudnn;

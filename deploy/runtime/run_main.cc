@@ -3,7 +3,7 @@
 // same code (run_bundle.h); only the command line differs (a board has no `kiln`).
 //
 //   kiln-run BUNDLE [--input [NAME=]FILE.npy]... [-o DIR] [--profile] [--threads N] [--repeat N]
-//            [--device cpu|cuda|opencl]
+//            [--device cpu|cuda|opencl|vdla]
 //
 // Exit codes: 0 done; 2 a mistake on the command line, in the bundle or in the inputs (a missing,
 // unknown or unreadable input, a wrong shape or dtype, a bundle that is damaged or built for
@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: kiln-run BUNDLE [--input [NAME=]FILE.npy]... [-o DIR] [--profile] [--threads N]\n"
-    "                [--repeat N] [--device cpu|cuda|opencl]\n"
+    "                [--repeat N] [--device cpu|cuda|opencl|vdla]\n"
     "Runs a Kiln bundle (kiln compile's output) on this machine with the runtime alone.\n"
     "  --input [NAME=]FILE.npy  an input by name, or without NAME= the next one in order (once\n"
     "                           per input; an input with a default value in the bundle may be\n"
@@ -39,7 +39,8 @@ constexpr const char* kUsage =
     "  --repeat N               run N times and print the time of a run; the outputs are the\n"
     "                           last run's (default: 1)\n"
     "  --device KIND            where the kernels run: cpu (default) for a CPU bundle, cuda or\n"
-    "                           opencl for a bundle built for that GPU target\n"
+    "                           opencl for a bundle built for that GPU target, vdla (or cpu)\n"
+    "                           for a bundle built for the VDLA\n"
     "  --help                   this text\n"
     "Exit codes: 0 done, 2 a mistake in the command line, the bundle or the inputs, 1 a failure\n"
     "while running.\n";
@@ -85,7 +86,7 @@ kiln::runtime::RunOptions parse(const std::vector<std::string>& args, bool* help
         o.output_dir = v;
       } else if (a == "--device") {
         try {
-          o.device = kiln::runtime::parse_device_kind(v);
+          o.device = kiln::parse_device_kind(v);
         } catch (const kiln::Error& e) {
           throw UsageError("--device: " + std::string(e.what()).substr(7));  // without "error: "
         }

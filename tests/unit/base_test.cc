@@ -1,16 +1,60 @@
-// The small shared pieces of base/: floor division and modulo on int64, the shape formatter.
+// The small shared pieces of base/: target kinds and their two spellings, floor division and
+// modulo on int64, the shape formatter.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/int_math.h"
 #include "base/shape_string.h"
+#include "base/target_kind.h"
+#include "tests/common/expect_error.h"
 
 namespace kiln {
 namespace {
+
+TEST(TargetKind, NamesRoundTrip) {
+  for (TargetKind k : kTargetKinds) {
+    EXPECT_EQ(parse_target_kind(target_kind_name(k)), k) << target_kind_name(k);
+    EXPECT_EQ(parse_device_kind(device_kind_name(k)), k) << device_kind_name(k);
+  }
+}
+
+TEST(TargetKind, TheCpuIsSpelledLlvmInTargetsAndCpuOnDevices) {
+  EXPECT_EQ(target_kind_name(TargetKind::kCpu), "llvm");
+  EXPECT_EQ(device_kind_name(TargetKind::kCpu), "cpu");
+  EXPECT_EQ(device_kind_name(TargetKind::kVdla), "vdla");
+  EXPECT_EQ(target_kind_name(TargetKind::kOpenCL), "opencl");
+  EXPECT_FALSE(find_target_kind("cpu").has_value());
+  EXPECT_EQ(find_target_kind("cuda"), TargetKind::kCuda);
+  EXPECT_EQ(known_target_kinds(), "llvm, cuda, opencl, vdla");
+  EXPECT_EQ(known_device_kinds(), "cpu, cuda, opencl, vdla");
+}
+
+TEST(TargetKind, UnknownNamesAreErrorsListingTheKnownOnes) {
+  EXPECT_ERROR_CONTAINS(parse_target_kind("cpu"),
+                        "unknown target kind 'cpu' (known: llvm, cuda, opencl, vdla)");
+  EXPECT_ERROR_CONTAINS(parse_device_kind("llvm"),
+                        "unknown device 'llvm' (known: cpu, cuda, opencl, vdla)");
+  EXPECT_ERROR_CONTAINS(parse_device_kind(""), "unknown device ''");
+  EXPECT_ERROR_CONTAINS(parse_device_kind("CUDA"), "unknown device 'CUDA'");
+}
+
+TEST(TargetKind, GpusAreCudaAndOpenCL) {
+  EXPECT_TRUE(is_gpu(TargetKind::kCuda));
+  EXPECT_TRUE(is_gpu(TargetKind::kOpenCL));
+  EXPECT_FALSE(is_gpu(TargetKind::kCpu));
+  EXPECT_FALSE(is_gpu(TargetKind::kVdla));
+}
+
+TEST(TargetKind, PrintsItsTargetName) {
+  std::ostringstream os;
+  os << TargetKind::kCpu << " " << TargetKind::kVdla;
+  EXPECT_EQ(os.str(), "llvm vdla");
+}
 
 TEST(IntMath, FloorDivisionRoundsTowardNegativeInfinity) {
   EXPECT_EQ(floor_div(7, 2), 3);
