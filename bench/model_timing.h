@@ -89,7 +89,7 @@ struct BuiltModel {
 inline BuiltModel build_and_check(const std::string& dir, const std::string& name,
                                   const std::string& target, const graph::BuildOptions& options,
                                   const graph::OnnxImportOptions& import, double tolerance,
-                                  runtime::DeviceKind device = runtime::DeviceKind::kCPU) {
+                                  TargetKind device = TargetKind::kCpu) {
   BuiltModel b;
   try {
     const auto t0 = std::chrono::steady_clock::now();

@@ -73,7 +73,7 @@ void fusion_ablation(const std::string& models_arg) {
       options.fuse = fuse == 1;
       std::cerr << "bench_opencl: " << name << (fuse ? " fused" : " unfused") << "\n";
       bench::BuiltModel b =
-          bench::build_and_check(d, name, kTarget, options, {}, 1e-4, runtime::DeviceKind::kOpenCL);
+          bench::build_and_check(d, name, kTarget, options, {}, 1e-4, TargetKind::kOpenCL);
       if (!b.exec) {
         error = b.error;
         break;

@@ -24,6 +24,7 @@
 #include "compiler/graph/onnx_quantize.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
+#include "compiler/target/target.h"
 #include "compiler/topi/matmul.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/ndarray.h"
@@ -169,7 +170,7 @@ int compile_main(const kiln::cli::Args& args) {
     std::cerr << build.qconvs_realized << " quantized convolutions as integer QConv kernels\n";
     for (const std::string& line : build.qconvs_kept_float) std::cerr << line << "\n";
   }
-  if (target == "vdla") {
+  if (kiln::target::Target::parse(target).kind == kiln::TargetKind::kVdla) {
     std::cerr << "offloaded " << build.vdla_offloaded << " of " << build.vdla_convolutions
               << " convolutions to the VDLA\n";
     for (const std::string& line : build.vdla_placed) std::cerr << "  " << line << "\n";
@@ -223,7 +224,7 @@ int run_main(const kiln::cli::Args& args) {
     o.runs = cli::positive_number(args.get("--profile"), "--profile");
   }
   if (args.has("--threads")) o.threads = cli::positive_number(args.get("--threads"), "--threads");
-  if (args.has("--device")) o.device = runtime::parse_device_kind(args.get("--device"));
+  if (args.has("--device")) o.device = parse_device_kind(args.get("--device"));
   for (const std::string& v : args.all("--input")) o.inputs.push_back(runtime::parse_input_file(v));
   runtime::PreparedRun run = runtime::prepare_run(o);
   runtime::execute_run(run, o, std::cout);
@@ -241,7 +242,8 @@ const kiln::cli::Command kRun{
               {"--profile", "RUNS",
                "time RUNS runs and print each kernel's median time (default: run once)"},
               {"--threads", "T", "threads the kernels run on (default: all CPUs)"},
-              {"--device", "KIND", "cpu, or the GPU of a cuda / opencl bundle (default: cpu)"}},
+              {"--device", "KIND",
+               "cpu, the GPU of a cuda / opencl bundle, or vdla (default: cpu)"}},
     .notes =
         "An input with a default value in the model may be left out. "
         "A bundle compiled for a GPU target (cuda, opencl) runs with --device of that kind: its "

@@ -115,7 +115,7 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {
   device_ = device;
   const BoardInfo board = read_board_info(options_.system_root);
   // The VDLA's cycles are the same on any host, emulated or not (agent.h).
-  emulated_ = !device.vdla && (board.emulated || !options_.emulator.empty());
+  emulated_ = device.kind != TargetKind::kVdla && (board.emulated || !options_.emulator.empty());
   if (options_.fingerprint.empty() && !device.description.empty()) {
     options_.fingerprint = device.description;
   } else if (options_.fingerprint.empty()) {
@@ -212,7 +212,7 @@ std::unique_ptr<Agent::Session> Agent::register_device() {
   caps->set_driver("kiln-runner");
   caps->set_board(board.board);
   caps->set_arch(board.arch);
-  if (device_.vdla) {
+  if (device_.kind == TargetKind::kVdla) {
     // The board is the simulator: its model and the configuration it runs, not the host's CPU.
     caps->set_board("VDLA cycle model (software simulator of the paper's accelerator)");
     caps->set_cpu_model(device_.description);
@@ -353,7 +353,7 @@ void Agent::handle(Session& session, const v1::MeasureRequest& request) {
   os << "request " << id << " (" << request.task().task_key() << " #" << request.config().index()
      << "): " << v1::ErrorKind_Name(result.error());
   if (result.costs_s_size() > 0) os << ", " << result.costs_s(0) * 1e6 << " us";
-  if (device_.vdla && result.costs_s_size() > 0) {
+  if (device_.kind == TargetKind::kVdla && result.costs_s_size() > 0) {
     os << " (" << std::llround(result.costs_s(0) * vdla::Config{}.clock_mhz * 1e6) << " cycles at "
        << vdla::Config{}.clock_mhz << " MHz; the cycle model is deterministic: one run)";
   }
@@ -408,16 +408,17 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
   v1::MeasureResult result;
   result.set_request_id(request.request_id());
   const std::string stem = (fs::path(work_dir_) / std::to_string(request.request_id())).string();
-  const bool gpu = device_.kind != runtime::DeviceKind::kCPU;
-  const std::string library = stem + (gpu || device_.vdla ? ".json" : ".so");
+  const bool gpu = is_gpu(device_.kind);
+  const bool on_vdla = device_.kind == TargetKind::kVdla;
+  const std::string library = stem + (gpu || on_vdla ? ".json" : ".so");
   const std::string reference = stem + ".ref.npy";
   const auto start = Clock::now();
   try {
     const v1::Artifact::Format expected =
-        device_.vdla                                   ? v1::Artifact::FORMAT_VDLA
-        : device_.kind == runtime::DeviceKind::kCUDA   ? v1::Artifact::FORMAT_PTX
-        : device_.kind == runtime::DeviceKind::kOpenCL ? v1::Artifact::FORMAT_OPENCL_C
-                                                       : v1::Artifact::FORMAT_SHARED_OBJECT;
+        on_vdla                               ? v1::Artifact::FORMAT_VDLA
+        : device_.kind == TargetKind::kCuda   ? v1::Artifact::FORMAT_PTX
+        : device_.kind == TargetKind::kOpenCL ? v1::Artifact::FORMAT_OPENCL_C
+                                              : v1::Artifact::FORMAT_SHARED_OBJECT;
     KILN_USER_CHECK(request.artifact().format() == expected)
         << "artifact format " << v1::Artifact::Format_Name(request.artifact().format())
         << " cannot be run by this agent (target '" << options_.target << "' runs "
@@ -431,7 +432,7 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
           << "the artifact's device program is '" << program.name << "', not its entry '"
           << request.artifact().entry() << "'";
     }
-    if (device_.vdla) {
+    if (on_vdla) {
       // Checked at the door too: a VDLA program, named as its entry (the runner checks it again).
       const vdla::VdlaProgram program = vdla::VdlaProgram::from_json(
           kiln::Json::parse(request.artifact().data(), "the artifact"), "the artifact");
@@ -448,7 +449,7 @@ v1::MeasureResult Agent::measure(const v1::MeasureRequest& request) {
     runtime::RunRequest run;
     run.library = library;
     run.function = request.artifact().entry();
-    run.device = device_.runner_device();
+    run.device = device_.kind;
     forget_old_inputs(request.input_seed());
     for (int i = 0; i < request.inputs_size(); ++i) {
       const v1::TensorSpec& spec = request.inputs(i);

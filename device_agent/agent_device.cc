@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "deploy/runtime/device_api.h"
 #include "deploy/runtime/vdla_run.h"
 
 namespace kiln::agent {
@@ -16,21 +17,20 @@ AgentDevice probe_agent_device(const std::string& target) {
     if (word.rfind("-arch=", 0) == 0) arch = word.substr(6);
   }
   AgentDevice d;
-  if (kind == "vdla") {
-    d.vdla = true;
+  d.kind = parse_target_kind(kind);
+  if (d.kind == TargetKind::kVdla) {
     d.description = runtime::vdla_device_description();
     return d;
   }
-  if (kind != "cuda" && kind != "opencl") return d;
-  d.kind = runtime::parse_device_kind(kind);
-  const char* name = kind == "cuda" ? "CUDA" : "OpenCL";
+  if (!is_gpu(d.kind)) return d;
+  const char* name = d.kind == TargetKind::kCuda ? "CUDA" : "OpenCL";
   std::string why;
   KILN_USER_CHECK(runtime::DeviceAPI::available(d.kind, &why))
       << "target '" << target << "' needs a " << name
       << " device, and this machine has none: " << why;
   runtime::DeviceAPI& device = runtime::DeviceAPI::get(d.kind);
   d.description = device.description();
-  if (kind == "cuda" && !arch.empty()) {
+  if (d.kind == TargetKind::kCuda && !arch.empty()) {
     const runtime::DeviceInfo& info = device.info();
     const std::string has = "sm_" + std::to_string(info.compute_capability_major) +
                             std::to_string(info.compute_capability_minor);
@@ -39,10 +39,6 @@ AgentDevice probe_agent_device(const std::string& target) {
                                  << info.name << "); give -arch=" << has;
   }
   return d;
-}
-
-std::string AgentDevice::runner_device() const {
-  return vdla ? "vdla" : runtime::device_kind_name(kind);
 }
 
 }  // namespace kiln::agent

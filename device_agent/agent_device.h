@@ -13,24 +13,21 @@
 
 #include <string>
 
-#include "deploy/runtime/device_api.h"
+#include "base/target_kind.h"
 
 namespace kiln::agent {
 
 struct AgentDevice {
-  runtime::DeviceKind kind = runtime::DeviceKind::kCPU;  ///< kCPU for the VDLA too (see vdla)
-  /// The target is the VDLA: kernels are VdlaPrograms run by kiln-runner's device "vdla".
-  bool vdla = false;
+  /// The target's kind, which is the runner's device: kCpu (shared objects), kCuda or kOpenCL
+  /// (DevicePrograms), kVdla (VdlaPrograms run by kiln-runner's device "vdla").
+  TargetKind kind = TargetKind::kCpu;
   /// The GPU's (DeviceAPI::description()), the VDLA's (runtime::vdla_device_description());
   /// empty for the CPU
   std::string description;
-
-  /// The runner's device: "cpu", "cuda", "opencl" or "vdla".
-  std::string runner_device() const;
 };
 
-/// The device `target` measures on; kiln::Error naming the target and the reason when this
-/// machine has no such device, or a CUDA device of another architecture than -arch.
+/// The device `target` measures on; kiln::Error naming the target and the reason when its kind is
+/// unknown, this machine has no such device, or a CUDA device of another architecture than -arch.
 AgentDevice probe_agent_device(const std::string& target);
 
 }  // namespace kiln::agent

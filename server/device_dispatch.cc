@@ -22,13 +22,10 @@ Farm::Registration Farm::register_device(const v1::RegisterDeviceRequest& r) {
   } catch (const std::exception& e) {
     throw invalid_argument("RegisterDevice: unknown target '" + r.target() + "': " + e.what());
   }
-  if (const std::string why = t.unbuildable_reason(); !why.empty())
-    throw invalid_argument("RegisterDevice: the farm cannot build for target '" + r.target() +
-                           "': " + why);
   const v1::DeviceCapabilities& c = r.capabilities();
   // An llvm target without -mtriple means the farm's own architecture: a board of another one
   // would be sent kernels it cannot load.
-  if (!c.arch().empty() && t.kind == "llvm" && c.arch() != t.arch_name()) {
+  if (!c.arch().empty() && t.kind == TargetKind::kCpu && c.arch() != t.arch_name()) {
     throw invalid_argument("RegisterDevice: the device runs " + c.arch() + " but target '" +
                            r.target() + "' builds " + t.arch_name() + " code" +
                            (t.triple.empty() ? "; give -mtriple=" + c.arch() + "-linux-gnu" : ""));

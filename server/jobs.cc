@@ -168,9 +168,6 @@ JobId Farm::submit(const Submission& s, const std::function<bool(v1::ModelUpload
   } catch (const std::exception& e) {
     throw invalid_argument("SubmitModel: unknown target '" + s.target + "': " + e.what());
   }
-  if (const std::string why = parsed.unbuildable_reason(); !why.empty())
-    throw invalid_argument("SubmitModel: the farm cannot build for target '" + s.target +
-                           "': " + why);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!tracker_.devices().counts().count(s.device_key)) {

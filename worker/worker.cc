@@ -74,10 +74,16 @@ void fail(Candidate& c, v1::ErrorKind kind, const std::string& message) {
 
 /// The artifact format of `target`'s candidates.
 v1::Artifact::Format artifact_format(const std::string& target) {
-  const std::string kind = target::Target::parse(target).kind;
-  if (kind == "cuda") return v1::Artifact::FORMAT_PTX;
-  if (kind == "opencl") return v1::Artifact::FORMAT_OPENCL_C;
-  if (kind == "vdla") return v1::Artifact::FORMAT_VDLA;
+  switch (target::Target::parse(target).kind) {
+    case TargetKind::kCuda:
+      return v1::Artifact::FORMAT_PTX;
+    case TargetKind::kOpenCL:
+      return v1::Artifact::FORMAT_OPENCL_C;
+    case TargetKind::kVdla:
+      return v1::Artifact::FORMAT_VDLA;
+    case TargetKind::kCpu:
+      break;
+  }
   return v1::Artifact::FORMAT_SHARED_OBJECT;
 }
 
@@ -127,10 +133,9 @@ std::atomic<int> g_builds_running{0};
 /// DeviceProgram (its kernels compiled: PTX by NVRTC, OpenCL C as printed) as JSON, for the VDLA
 /// the VdlaProgram (the paper's prototype, vdla::Config{}) as JSON.
 std::string artifact_bytes(const ir::PrimFunc& func, const target::Target& target) {
-  if (target.kind == "vdla")
+  if (target.kind == TargetKind::kVdla)
     return vdla_compiler::build_program(func, vdla::Config{}).to_json().dump();
-  if (target.kind != "cuda" && target.kind != "opencl")
-    return codegen::link_shared_object({func}, target);
+  if (!target.is_gpu()) return codegen::link_shared_object({func}, target);
   return codegen::build_device(pass::split_host_device(func), target).to_json().dump();
 }
 

@@ -30,9 +30,9 @@
 
 namespace fs = std::filesystem;
 using kiln::Json;
+using kiln::TargetKind;
 using kiln::runtime::DeviceAPI;
 using kiln::runtime::DeviceBuffer;
-using kiln::runtime::DeviceKind;
 using kiln::runtime::DeviceProgram;
 using kiln::runtime::LoadedDeviceProgram;
 
@@ -175,11 +175,11 @@ int run_bench(const kiln::cli::Args& args) {
   const std::string dir = args.only_operand("DIR");
   try {
     std::string why;
-    if (!DeviceAPI::available(DeviceKind::kCUDA, &why)) {
+    if (!DeviceAPI::available(TargetKind::kCuda, &why)) {
       std::fprintf(stderr, "bench_cuda_measure: %s\n", why.c_str());
       return 1;
     }
-    DeviceAPI& gpu = DeviceAPI::get(DeviceKind::kCUDA);
+    DeviceAPI& gpu = DeviceAPI::get(TargetKind::kCuda);
     std::printf("# device: %s\n", gpu.description().c_str());
     kiln::bench::Cublas cublas;
     kiln::bench::Cudnn cudnn;

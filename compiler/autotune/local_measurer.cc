@@ -40,7 +40,7 @@ struct BuildOutcome {
 /// (f is lower_vdla's; the paper's prototype, vdla::Config{}) for the VDLA.
 void build_candidate(const ir::PrimFunc& f, const target::Target& tgt, const std::string& path) {
   std::string json;
-  if (tgt.kind == "vdla") {
+  if (tgt.kind == TargetKind::kVdla) {
     json = vdla_compiler::build_program(f, vdla::Config{}).to_json().dump();
   } else if (tgt.is_gpu()) {
     json = codegen::build_device(pass::split_host_device(f), tgt).to_json().dump();
@@ -114,9 +114,9 @@ std::string host_device_fingerprint() {
 
 std::string local_device_fingerprint(const std::string& target) {
   const target::Target t = target::Target::parse(target);
-  if (t.kind == "vdla") return runtime::vdla_device_description();
-  if (t.kind != "cuda" && t.kind != "opencl") return host_device_fingerprint();
-  return runtime::DeviceAPI::get(runtime::parse_device_kind(t.kind)).description();
+  if (t.kind == TargetKind::kVdla) return runtime::vdla_device_description();
+  if (!t.is_gpu()) return host_device_fingerprint();
+  return runtime::DeviceAPI::get(t.kind).description();
 }
 
 LocalMeasurer::LocalMeasurer(records::RecordStore& log, LocalMeasureOptions options)
@@ -197,7 +197,7 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
       runtime::RunRequest req;
       req.library = paths[k];
       req.function = "candidate";
-      req.device = gpu || vdla ? tgt.kind : "cpu";
+      req.device = tgt.kind;
       for (const std::string& in : inputs_) req.args.push_back(runtime::RunArg::make_input(in));
       req.args.push_back(runtime::RunArg::make_output(task.out->dtype().str(), oshape, output_,
                                                       tol.rtol, tol.atol));

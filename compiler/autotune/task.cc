@@ -136,7 +136,7 @@ te::Schedule Task::schedule(const space::Config& config) const {
 
 bool Task::on_gpu() const { return target::Target::parse(target).is_gpu(); }
 
-bool Task::on_vdla() const { return target::Target::parse(target).kind == "vdla"; }
+bool Task::on_vdla() const { return target::Target::parse(target).kind == TargetKind::kVdla; }
 
 ir::PrimFunc Task::lower(const space::Config& config) const {
   if (on_vdla()) return compiler::lower_vdla(schedule(config), args(), "candidate");

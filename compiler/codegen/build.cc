@@ -155,7 +155,7 @@ std::string emit_file(const std::vector<ir::PrimFunc>& funcs, const target::Targ
 
 runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
                       BuildTimings* timings) {
-  KILN_USER_CHECK(target.kind == "llvm")
+  KILN_USER_CHECK(target.kind == TargetKind::kCpu)
       << "build: target '" << target.str() << "' is not an llvm target; the " << target.kind
       << " back-end builds its own kind of module";
   KILN_USER_CHECK(target.is_host())

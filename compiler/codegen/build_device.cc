@@ -34,7 +34,8 @@ std::vector<ir::PrimFunc> kernel_funcs(const pass::DeviceFunction& f) {
 std::string device_source(const pass::DeviceFunction& f, const target::Target& target) {
   KILN_USER_CHECK(target.is_gpu()) << "device code for '" << f.name << "': target '" << target.str()
                                    << "' is not a GPU (cuda, opencl)";
-  return target.kind == "cuda" ? print_cuda(kernel_funcs(f)) : print_opencl(kernel_funcs(f));
+  return target.kind == TargetKind::kCuda ? print_cuda(kernel_funcs(f))
+                                          : print_opencl(kernel_funcs(f));
 }
 
 runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target::Target& target,
@@ -42,7 +43,7 @@ runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target:
   runtime::DeviceProgram p;
   p.name = f.name;
   p.target = target.str();
-  if (target.kind == "cuda") {
+  if (target.kind == TargetKind::kCuda) {
     p.format = "ptx";
     if (!older_arch_ptx || (nvrtc_accepts(target.arch) && !nvptx_forced())) {
       p.code = nvrtc_compile(device_source(f, target), target.arch, f.name + ".cu");
@@ -78,9 +79,7 @@ runtime::DeviceProgram build_device(const pass::DeviceFunction& f, const target:
   for (const pass::DeviceKernel& k : f.kernels) {
     runtime::DeviceProgram::Kernel rk;
     rk.name = k.func.name;
-    rk.launch.grid = k.launch.grid;
-    rk.launch.block = k.launch.block;
-    rk.launch.dyn_shared_bytes = k.launch.dyn_shared_bytes;
+    rk.launch = k.launch;
     rk.args = k.args;
     for (size_t i = 0; i < k.args.size(); ++i) {
       KILN_USER_CHECK(k.func.params[i].is_tensor())

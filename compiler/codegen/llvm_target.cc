@@ -73,8 +73,9 @@ void initialize_llvm() {
 }
 
 LLVMTarget resolve_llvm_target(const target::Target& t) {
-  KILN_USER_CHECK(t.kind == "llvm") << "target '" << t.str() << "' is not an llvm target; the "
-                                    << t.kind << " back-end does not go through LLVM codegen";
+  KILN_USER_CHECK(t.kind == TargetKind::kCpu)
+      << "target '" << t.str() << "' is not an llvm target; the " << t.kind
+      << " back-end does not go through LLVM codegen";
   initialize_llvm();
   LLVMTarget out;
   out.triple = llvm::Triple::normalize(t.llvm_triple());

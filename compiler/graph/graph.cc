@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "base/shape_string.h"
 
 namespace kiln::graph {
 namespace {
@@ -44,9 +45,7 @@ ir::DataType Value::ir_dtype() const {
 
 std::string Value::type_string() const {
   if (!typed) return "?";
-  std::string s = runtime::dtype_to_string(dtype) + "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
-  return s + "]";
+  return runtime::dtype_to_string(dtype) + shape_string(shape, ",");
 }
 
 int64_t Node::i(const std::string& key) const { return get_attr<int64_t>(*this, key, "an int"); }
@@ -297,11 +296,7 @@ std::string attr_to_string(const Attr& attr) {
     std::string operator()(int64_t v) const { return std::to_string(v); }
     std::string operator()(float v) const { return float_string(v); }
     std::string operator()(const std::string& v) const { return "\"" + v + "\""; }
-    std::string operator()(const std::vector<int64_t>& v) const {
-      std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-      return s + "]";
-    }
+    std::string operator()(const std::vector<int64_t>& v) const { return shape_string(v, ","); }
     std::string operator()(const std::vector<float>& v) const {
       std::string s = "[";
       for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + float_string(v[i]);
@@ -309,11 +304,7 @@ std::string attr_to_string(const Attr& attr) {
     }
     std::string operator()(const TensorAttr& t) const {
       if (t == nullptr || !t->defined()) return "tensor<null>";
-      std::string s = "tensor<" + runtime::dtype_to_string(t->dtype()) + "[";
-      for (size_t i = 0; i < t->shape().size(); ++i) {
-        s += (i ? "," : "") + std::to_string(t->shape()[i]);
-      }
-      return s + "]>";
+      return "tensor<" + runtime::dtype_to_string(t->dtype()) + shape_string(t->shape(), ",") + ">";
     }
   };
   return std::visit(Printer{}, attr);

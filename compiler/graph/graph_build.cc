@@ -145,7 +145,9 @@ class TensorTable {
 namespace {
 
 /// The heterogeneous target: the VDLA for what it supports, this CPU for the rest.
-bool is_vdla(const std::string& target) { return target == "vdla"; }
+bool is_vdla(const std::string& target) {
+  return target::Target::parse(target).kind == TargetKind::kVdla;
+}
 constexpr const char* kVdlaHost = "llvm -mcpu=native";
 
 /// The graph passes of the build, in order, on a copy of `input`.
@@ -157,9 +159,6 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   const bool vdla = is_vdla(target_name);
   const std::string target = vdla ? kVdlaHost : target_name;
   const target::Target tgt = target::Target::parse(target);
-  KILN_USER_CHECK(tgt.kind == "llvm" || tgt.is_gpu())
-      << "graph build: target '" << target << "' is not supported; the graph build compiles for "
-      << "CPUs through LLVM (\"llvm -mcpu=...\") and for GPUs (\"cuda\", \"opencl\")";
   input.verify();
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
@@ -311,7 +310,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
       node["name"] = n.name;
       node["func"] = fname;
       node["args"] = std::move(args);
-      node["target"] = "vdla";
+      node["target"] = std::string(target_kind_name(TargetKind::kVdla));
       nodes.emplace_back(std::move(node));
       continue;
     }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/shape_string.h"
 #include "compiler/graph/onnx_detail.h"
 #include "deploy/runtime/dtype.h"
 
@@ -122,9 +123,7 @@ runtime::NDArray tensor_to_ndarray(const TensorProto& t, const std::string& what
   }
   // Check what the file holds against the shape before allocating: a corrupt shape must not
   // allocate (or fail to allocate) terabytes.
-  std::string shape_str = "[";
-  for (size_t i = 0; i < shape.size(); ++i) shape_str += (i ? ", " : "") + std::to_string(shape[i]);
-  shape_str += "]";
+  const std::string shape_str = shape_string(shape);
   if (t.has_raw_data()) {
     KILN_USER_CHECK(static_cast<int64_t>(t.raw_data().size()) == n * elem)
         << what << " holds " << t.raw_data().size() << " bytes of raw data, its shape " << shape_str

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/int_math.h"
 #include "compiler/ir/equal.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/simplify.h"
@@ -39,12 +40,6 @@ Opt narrow(i128 v) {
     return std::nullopt;
   }
   return static_cast<int64_t>(v);
-}
-
-int64_t floordiv_i(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
 }
 
 /// The values any expression of type t can take, as far as it is useful to know.
@@ -208,7 +203,7 @@ class ConstEval {
   }
 
   static int64_t divide(int64_t a, int64_t b, bool floor) {
-    return floor ? floordiv_i(a, b) : a / b;
+    return floor ? floor_div(a, b) : a / b;
   }
 
   ConstBounds div(const Expr& x, const Expr& y, bool floor) {

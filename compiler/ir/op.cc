@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/int_math.h"
 
 namespace kiln::ir {
 
@@ -90,14 +91,6 @@ Expr fold_float(const Expr& a, const Expr& b, F f) {
   if (x && y) return make_const(a.dtype(), f(x->value, y->value));
   return Expr();
 }
-
-int64_t floordiv_int(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
-int64_t floormod_int(int64_t a, int64_t b) { return a - floordiv_int(a, b) * b; }
 
 Expr compare(const char* op, ExprKind kind, Expr a, Expr b) {
   unify(op, a, b);
@@ -342,7 +335,7 @@ Expr floordiv(Expr a, Expr b) {
   unify("floordiv", a, b);
   if (a.dtype().is_float()) return floor(a / b);
   if (auto y = as_const_int(b); y && *y == 0) KILN_USER_ERROR() << "floordiv by the constant zero";
-  if (auto f = fold_int(a, b, floordiv_int); f.defined()) return f;
+  if (auto f = fold_int(a, b, floor_div); f.defined()) return f;
   if (is_one(b)) return a;
   return make<FloorDivNode>(a.dtype(), a, b);
 }
@@ -350,7 +343,7 @@ Expr floordiv(Expr a, Expr b) {
 Expr floormod(Expr a, Expr b) {
   unify("floormod", a, b);
   if (auto y = as_const_int(b); y && *y == 0) KILN_USER_ERROR() << "floormod by the constant zero";
-  if (auto f = fold_int(a, b, floormod_int); f.defined()) return f;
+  if (auto f = fold_int(a, b, floor_mod); f.defined()) return f;
   if (is_one(b)) return make_zero(a.dtype());
   return make<FloorModNode>(a.dtype(), a, b);
 }

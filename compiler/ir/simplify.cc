@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/int_math.h"
 #include "compiler/ir/equal.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
@@ -37,12 +38,6 @@ int64_t wmul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 int64_t wneg(int64_t a) { return static_cast<int64_t>(uint64_t{0} - static_cast<uint64_t>(a)); }
-int64_t floordiv_i(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-int64_t floormod_i(int64_t a, int64_t b) { return a - floordiv_i(a, b) * b; }
 
 struct Term {
   Expr atom;
@@ -763,11 +758,11 @@ class Simplifier : public IRMutator {
         r.terms.push_back(term);
       }
     }
-    q.constant = floordiv_i(f.constant, c);
-    r.constant = floormod_i(f.constant, c);
+    q.constant = kiln::floor_div(f.constant, c);
+    r.constant = kiln::floor_mod(f.constant, c);
     ConstBounds rb = bounds(r);
-    if (rb.min && rb.max && floordiv_i(*rb.min, c) == floordiv_i(*rb.max, c)) {
-      int64_t k = floordiv_i(*rb.min, c);
+    if (rb.min && rb.max && kiln::floor_div(*rb.min, c) == kiln::floor_div(*rb.max, c)) {
+      int64_t k = kiln::floor_div(*rb.min, c);
       if (is_mod) {
         r.constant = wadd(r.constant, wneg(wmul(k, c)));
         return build(r);
@@ -791,8 +786,8 @@ class Simplifier : public IRMutator {
           small.terms.push_back(term);
         }
       }
-      big.constant = floordiv_i(r.constant, g);
-      small.constant = floormod_i(r.constant, g);
+      big.constant = kiln::floor_div(r.constant, g);
+      small.constant = kiln::floor_mod(r.constant, g);
       ConstBounds sb = bounds(small);
       if (!sb.min || !sb.max || *sb.min < 0 || *sb.max >= g) continue;
       LinearForm inner = form_of(floor_div(big, c / g, is_mod, trunc));

@@ -15,19 +15,14 @@
 //    kiln::Error naming the stage it computes ("stage 'C' is not bound to GPU threads").
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "base/launch_config.h"
 #include "compiler/ir/function.h"
 
 namespace kiln::pass {
-
-struct LaunchConfig {
-  std::array<int64_t, 3> grid{1, 1, 1}, block{1, 1, 1};
-  int64_t dyn_shared_bytes = 0;
-};
 
 struct DeviceKernel {
   ir::PrimFunc

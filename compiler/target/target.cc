@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <vector>
@@ -16,15 +17,21 @@
 namespace kiln::target {
 namespace {
 
-constexpr std::array<std::string_view, 4> kKinds = {"llvm", "cuda", "opencl", "vdla"};
 constexpr std::array<std::string_view, 2> kArches = {"x86_64", "aarch64"};
 
 /// The options each kind accepts, in the order str() prints them.
-std::vector<std::string_view> known_options(std::string_view kind) {
-  if (kind == "llvm") return {"mtriple", "mcpu", "mattr", "model"};
-  if (kind == "cuda") return {"arch", "max_num_threads", "model"};
-  if (kind == "opencl") return {"device", "max_num_threads", "model"};
-  return {"model"};  // vdla
+std::vector<std::string_view> known_options(TargetKind kind) {
+  switch (kind) {
+    case TargetKind::kCpu:
+      return {"mtriple", "mcpu", "mattr", "model"};
+    case TargetKind::kCuda:
+      return {"arch", "max_num_threads", "model"};
+    case TargetKind::kOpenCL:
+      return {"device", "max_num_threads", "model"};
+    case TargetKind::kVdla:
+      break;
+  }
+  return {"model"};
 }
 
 template <typename C>
@@ -144,12 +151,13 @@ Target Target::parse(const std::string& s) {
     std::string tok;
     while (in >> tok) tokens.push_back(tok);
   }
-  KILN_USER_CHECK(!tokens.empty()) << "empty target string (known kinds: " << join(kKinds) << ")";
+  KILN_USER_CHECK(!tokens.empty())
+      << "empty target string (known kinds: " << known_target_kinds() << ")";
+  const std::optional<TargetKind> kind = find_target_kind(tokens[0]);
+  KILN_USER_CHECK(kind) << "unknown target kind '" << tokens[0] << "' in target string '" << s
+                        << "' (known: " << known_target_kinds() << ")";
   Target t;
-  t.kind = tokens[0];
-  KILN_USER_CHECK(std::find(kKinds.begin(), kKinds.end(), t.kind) != kKinds.end())
-      << "unknown target kind '" << t.kind << "' in target string '" << s
-      << "' (known: " << join(kKinds) << ")";
+  t.kind = *kind;
 
   const std::vector<std::string_view> known = known_options(t.kind);
   std::vector<std::string> seen;
@@ -186,7 +194,7 @@ Target Target::parse(const std::string& s) {
     }
   }
 
-  if (t.kind == "llvm") {
+  if (t.kind == TargetKind::kCpu) {
     if (!t.triple.empty()) {
       const std::string a = triple_arch(t.triple);
       KILN_USER_CHECK(std::find(kArches.begin(), kArches.end(), a) != kArches.end())
@@ -202,7 +210,7 @@ Target Target::parse(const std::string& s) {
           << "' must start with '+' or '-' (e.g. -mattr=+avx2,-avx512f)";
     }
     t.vector_bits = llvm_vector_bits(t);
-  } else if (t.kind == "cuda") {
+  } else if (t.kind == TargetKind::kCuda) {
     const bool arch_ok = t.arch.empty() || (t.arch.size() > 3 && t.arch.rfind("sm_", 0) == 0 &&
                                             std::isdigit(static_cast<unsigned char>(t.arch[3])));
     KILN_USER_CHECK(arch_ok) << "option '-arch' in target string '" << s
@@ -211,31 +219,31 @@ Target Target::parse(const std::string& s) {
     if (t.max_num_threads == 0) t.max_num_threads = 1024;
     t.max_shared_memory_per_block = 48 * 1024;
     t.thread_warp_size = 32;
-  } else if (t.kind == "opencl") {
+  } else if (t.kind == TargetKind::kOpenCL) {
     // OpenCL 1.2's minimum of CL_DEVICE_MAX_WORK_ITEM_SIZES for a GPU (Mali: 256 each).
     t.max_block_dims[0] = 256, t.max_block_dims[1] = 256, t.max_block_dims[2] = 64;
     if (t.max_num_threads == 0) t.max_num_threads = 256;
     t.max_shared_memory_per_block = 32 * 1024;
     t.thread_warp_size = 1;
-  } else if (t.kind == "vdla") {
+  } else if (t.kind == TargetKind::kVdla) {
     t.clock_mhz = vdla::Config{}.clock_mhz;
   }
   return t;
 }
 
 std::string Target::str() const {
-  std::string out = kind;
+  std::string out(target_kind_name(kind));
   auto add = [&](const char* name, const std::string& v) {
     if (!v.empty()) out += std::string(" -") + name + "=" + v;
   };
-  if (kind == "llvm") {
+  if (kind == TargetKind::kCpu) {
     add("mtriple", triple);
     add("mcpu", cpu);
     add("mattr", mattr);
-  } else if (kind == "cuda") {
+  } else if (kind == TargetKind::kCuda) {
     add("arch", arch);
     if (max_num_threads != 1024) add("max_num_threads", std::to_string(max_num_threads));
-  } else if (kind == "opencl") {
+  } else if (kind == TargetKind::kOpenCL) {
     add("device", device);
     if (max_num_threads != 256) add("max_num_threads", std::to_string(max_num_threads));
   }
@@ -245,18 +253,10 @@ std::string Target::str() const {
 
 std::string Target::arch_name() const { return triple.empty() ? host_arch() : triple_arch(triple); }
 
-std::string Target::unbuildable_reason() const {
-  if (std::find(kKinds.begin(), kKinds.end(), kind) != kKinds.end()) return "";
-  return "Kiln has no code generator for '" + kind + "' targets (it builds " + join(kKinds) +
-         "; llvm for " + join(kArches) + ")";
-}
-
 std::string Target::llvm_triple() const { return triple.empty() ? host_triple() : triple; }
 
-bool Target::is_gpu() const { return kind == "cuda" || kind == "opencl"; }
-
 bool Target::is_host() const {
-  if (kind != "llvm") return false;
+  if (kind != TargetKind::kCpu) return false;
   if (triple.empty()) return true;
   // The OS part matters too: a linux .so does not load on another OS.
   return triple_arch(triple) == host_arch() && triple.find("linux") != std::string::npos;

@@ -7,11 +7,13 @@
 
 #include <string>
 
+#include "base/target_kind.h"
+
 namespace kiln::target {
 
 struct Target {
-  /// "llvm", "cuda", "opencl" or "vdla".
-  std::string kind;
+  /// kCpu ("llvm" in the string), kCuda, kOpenCL or kVdla (base/target_kind.h).
+  TargetKind kind = TargetKind::kCpu;
   /// llvm: the target triple ("aarch64-linux-gnu"); empty means the host's.
   std::string triple;
   /// llvm: the CPU ("znver4", "cortex-a53", "native"); empty means the triple's generic CPU.
@@ -43,7 +45,9 @@ struct Target {
   double clock_mhz = 0;
 
   /// Parses a target string; raises kiln::Error naming an unknown kind or option, listing the
-  /// known ones. Options are "-name=value" separated by spaces.
+  /// known ones. Options are "-name=value" separated by spaces. Kiln generates code for every
+  /// target that parses (llvm for x86_64 and aarch64, cuda, opencl, and vdla: VDLA programs for
+  /// the tunable VDLA templates), so the farm's parse of a device's or a job's target is its check.
   static Target parse(const std::string& s);
 
   /// The canonical string: kind, then the options that are set in a fixed order. parse(str())
@@ -53,14 +57,9 @@ struct Target {
   /// An LLVM target whose code runs on this machine (the host triple, or no triple).
   bool is_host() const;
   /// A GPU target (cuda or opencl): device programs, built by the GPU templates.
-  bool is_gpu() const;
+  bool is_gpu() const { return kiln::is_gpu(kind); }
   /// The CPU architecture of an llvm target: "x86_64" or "aarch64" (the host's when no triple).
   std::string arch_name() const;
-  /// Why Kiln cannot generate code for this target; "" when it can. The farm refuses such a
-  /// device at registration and such a job at submission. Every kind Target::parse accepts
-  /// builds now (llvm for x86_64 and aarch64, cuda, opencl, and vdla: VDLA programs for the
-  /// tunable VDLA templates); the check stays the one place that says so.
-  std::string unbuildable_reason() const;
 
   /// The LLVM triple to compile for: `triple`, or the host's ("x86_64-unknown-linux-gnu").
   std::string llvm_triple() const;

@@ -2,9 +2,9 @@
 #include "compiler/topi/transform.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/shape_string.h"
 #include "compiler/ir/printer.h"
 #include "compiler/topi/elementwise.h"
 
@@ -14,14 +14,6 @@ using ir::Expr;
 using ir::Var;
 
 namespace {
-
-std::string str(const std::vector<int64_t>& v) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  os << "]";
-  return os.str();
-}
 
 Expr int_expr(int64_t v) {
   KILN_USER_CHECK(v >= INT32_MIN && v <= INT32_MAX)
@@ -112,7 +104,7 @@ std::vector<int> normalize_axes(const std::vector<int64_t>& axes, size_t ndim,
   for (int64_t a : axes) out.push_back(normalize_axis(a, ndim, op));
   std::sort(out.begin(), out.end());
   KILN_USER_CHECK(std::adjacent_find(out.begin(), out.end()) == out.end())
-      << op << ": axes " << str(axes) << " name the same axis twice";
+      << op << ": axes " << shape_string(axes) << " name the same axis twice";
   return out;
 }
 
@@ -138,30 +130,30 @@ std::vector<int64_t> infer_reshape_shape(const std::vector<int64_t>& input,
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == 0 && !allow_zero) {
       KILN_USER_CHECK(i < input.size())
-          << "reshape: cannot reshape " << str(input) << " into " << str(target)
+          << "reshape: cannot reshape " << shape_string(input) << " into " << shape_string(target)
           << ": 0 at position " << i << " has no input dimension to copy";
       out[i] = input[i];
     }
     if (out[i] == -1) {
-      KILN_USER_CHECK(inferred < 0) << "reshape: cannot reshape " << str(input) << " into "
-                                    << str(target) << ": more than one -1";
+      KILN_USER_CHECK(inferred < 0) << "reshape: cannot reshape " << shape_string(input) << " into "
+                                    << shape_string(target) << ": more than one -1";
       inferred = static_cast<int>(i);
       continue;
     }
-    KILN_USER_CHECK(out[i] > 0) << "reshape: cannot reshape " << str(input) << " into "
-                                << str(target) << ": dimension " << i << " is " << out[i];
+    KILN_USER_CHECK(out[i] > 0) << "reshape: cannot reshape " << shape_string(input) << " into "
+                                << shape_string(target) << ": dimension " << i << " is " << out[i];
     known *= out[i];
   }
   const int64_t total = product(input);
   if (inferred >= 0) {
     KILN_USER_CHECK(total % known == 0)
-        << "reshape: cannot reshape " << str(input) << " (" << total << " elements) into "
-        << str(target) << ": " << total << " is not a multiple of " << known;
+        << "reshape: cannot reshape " << shape_string(input) << " (" << total << " elements) into "
+        << shape_string(target) << ": " << total << " is not a multiple of " << known;
     out[inferred] = total / known;
   }
   KILN_USER_CHECK(product(out) == total)
-      << "reshape: cannot reshape " << str(input) << " (" << total << " elements) into "
-      << str(target) << " (" << product(out) << " elements)";
+      << "reshape: cannot reshape " << shape_string(input) << " (" << total << " elements) into "
+      << shape_string(target) << " (" << product(out) << " elements)";
   return out;
 }
 
@@ -190,14 +182,15 @@ te::Tensor transpose(const te::Tensor& x, std::vector<int64_t> perm, const std::
   if (perm.empty()) {
     for (size_t i = n; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
   }
-  KILN_USER_CHECK(perm.size() == n) << "transpose: perm " << str(perm) << " has " << perm.size()
-                                    << " entries for '" << x->name() << "' of rank " << n;
+  KILN_USER_CHECK(perm.size() == n)
+      << "transpose: perm " << shape_string(perm) << " has " << perm.size() << " entries for '"
+      << x->name() << "' of rank " << n;
   std::vector<int> p;
   for (int64_t a : perm) p.push_back(normalize_axis(a, n, "transpose"));
   std::vector<int> sorted(p);
   std::sort(sorted.begin(), sorted.end());
   KILN_USER_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end())
-      << "transpose: perm " << str(perm) << " is not a permutation";
+      << "transpose: perm " << shape_string(perm) << " is not a permutation";
   std::vector<Expr> shape;
   for (int a : p) shape.push_back(x->shape()[a]);
   return te::compute(
@@ -310,8 +303,8 @@ te::Tensor pad(const te::Tensor& x, const std::vector<int64_t>& pad_before,
                const std::string& name) {
   const size_t n = x.ndim();
   KILN_USER_CHECK(pad_before.size() == n && pad_after.size() == n)
-      << "pad: '" << x->name() << "' has rank " << n << " but pads " << str(pad_before) << " / "
-      << str(pad_after) << " are given";
+      << "pad: '" << x->name() << "' has rank " << n << " but pads " << shape_string(pad_before)
+      << " / " << shape_string(pad_after) << " are given";
   std::vector<int64_t> in = const_shape(x, "pad");
   std::vector<Expr> shape;
   for (size_t d = 0; d < n; ++d) {
@@ -373,13 +366,14 @@ te::Tensor slice(const te::Tensor& x, const std::vector<int64_t>& starts,
   }
   KILN_USER_CHECK(starts.size() == ends.size() && starts.size() == ax.size() &&
                   (steps.empty() || steps.size() == ax.size()))
-      << "slice: starts " << str(starts) << ", ends " << str(ends) << ", axes " << str(axes)
-      << " and steps " << str(steps) << " must have the same length";
+      << "slice: starts " << shape_string(starts) << ", ends " << shape_string(ends) << ", axes "
+      << shape_string(axes) << " and steps " << shape_string(steps) << " must have the same length";
   std::vector<int64_t> begin(n, 0), step(n, 1), count(in);
   std::vector<bool> seen(n, false);
   for (size_t k = 0; k < ax.size(); ++k) {
     const int a = normalize_axis(ax[k], n, "slice");
-    KILN_USER_CHECK(!seen[a]) << "slice: axis " << ax[k] << " appears twice in " << str(ax);
+    KILN_USER_CHECK(!seen[a]) << "slice: axis " << ax[k] << " appears twice in "
+                              << shape_string(ax);
     seen[a] = true;
     const int64_t d = in[a], st = steps.empty() ? 1 : steps[k];
     KILN_USER_CHECK(st != 0) << "slice: step for axis " << ax[k] << " is 0";
@@ -394,9 +388,9 @@ te::Tensor slice(const te::Tensor& x, const std::vector<int64_t>& starts,
       e = std::clamp<int64_t>(e, -1, d - 1);
     }
     const int64_t c = st > 0 ? (e - s + st - 1) / st : (s - e + (-st) - 1) / (-st);
-    KILN_USER_CHECK(c > 0) << "slice: axis " << a << " of '" << x->name() << "' (shape " << str(in)
-                           << ") is empty for start " << starts[k] << ", end " << ends[k]
-                           << ", step " << st;
+    KILN_USER_CHECK(c > 0) << "slice: axis " << a << " of '" << x->name() << "' (shape "
+                           << shape_string(in) << ") is empty for start " << starts[k] << ", end "
+                           << ends[k] << ", step " << st;
     begin[a] = s;
     step[a] = st;
     count[a] = c;
@@ -498,8 +492,8 @@ te::Tensor resize(const te::Tensor& x, const std::vector<int64_t>& out_shape,
   const std::string& nearest_mode = method.nearest_mode;
   const std::vector<int64_t> in = const_shape(x, name);
   KILN_USER_CHECK(out_shape.size() == in.size() && scales.size() == in.size())
-      << name << ": output shape " << str(out_shape) << " and " << scales.size() << " scales for '"
-      << x->name() << "' of rank " << in.size();
+      << name << ": output shape " << shape_string(out_shape) << " and " << scales.size()
+      << " scales for '" << x->name() << "' of rank " << in.size();
   KILN_USER_CHECK(mode == "nearest" || mode == "linear" || mode == "cubic")
       << name << ": mode '" << mode << "' is not supported (nearest, linear, cubic)";
   KILN_USER_CHECK(mode == "nearest" || x->dtype().is_float())

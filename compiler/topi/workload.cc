@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "base/shape_string.h"
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
@@ -88,18 +89,12 @@ int64_t mul(const Workload& w, int64_t a, int64_t b, const std::string& what) {
   return r;
 }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 /// Checks that a tensor or stage of `shape` has at most kMaxElements elements.
 void check_elements(const Workload& w, const std::vector<int64_t>& shape, const std::string& what) {
   int64_t n = 1;
   for (int64_t d : shape) {
     KILN_USER_CHECK(d > 0 && !__builtin_mul_overflow(n, d, &n) && n <= kMaxElements)
-        << where(w) << what << " " << shape_str(shape) << " has more than " << kMaxElements
+        << where(w) << what << " " << shape_string(shape) << " has more than " << kMaxElements
         << " elements";
   }
 }

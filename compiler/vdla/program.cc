@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/fnv1a.h"
+#include "base/int_math.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/printer.h"
@@ -27,11 +28,6 @@ using ir::Stmt;
 using Env = std::unordered_map<const ir::VarNode*, int64_t>;
 
 // ---- integer evaluation of index expressions ----------------------------------------------
-
-int64_t floordiv_i(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
 
 int64_t eval(const Expr& e, const Env& env) {
   using K = ir::ExprKind;
@@ -61,9 +57,9 @@ int64_t eval(const Expr& e, const Env& env) {
     case K::kMod:
       return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a % b; });
     case K::kFloorDiv:
-      return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : floordiv_i(a, b); });
+      return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : floor_div(a, b); });
     case K::kFloorMod:
-      return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : a - floordiv_i(a, b) * b; });
+      return bin([](int64_t a, int64_t b) { return b == 0 ? 0 : floor_mod(a, b); });
     case K::kShr:
       return bin([](int64_t a, int64_t b) { return a >> std::clamp<int64_t>(b, 0, 63); });
     case K::kMin:

@@ -182,9 +182,11 @@ std::vector<vdla::VdlaProgram> deserialize_vdla_programs(const char* data, size_
 
 }  // namespace
 
-DeviceKind bundle_device(const Bundle& b) {
-  if (b.device_programs.empty()) return DeviceKind::kCPU;
-  return b.device_programs.front().format == "ptx" ? DeviceKind::kCUDA : DeviceKind::kOpenCL;
+TargetKind bundle_device(const Bundle& b) {
+  if (b.device_programs.empty()) {
+    return b.vdla_programs.empty() ? TargetKind::kCpu : TargetKind::kVdla;
+  }
+  return b.device_programs.front().format == "ptx" ? TargetKind::kCuda : TargetKind::kOpenCL;
 }
 
 std::string serialize_bundle(const Bundle& b) {

@@ -44,8 +44,9 @@ struct Bundle {
   std::vector<vdla::VdlaProgram> vdla_programs;
 };
 
-/// Where a bundle's nodes run: kCPU (a host library), kCUDA (PTX) or kOpenCL (OpenCL C).
-DeviceKind bundle_device(const Bundle& b);
+/// Where a bundle's nodes run: kCpu (a host library), kVdla (a host library and VDLA programs,
+/// which run on the VDLA's simulator), kCuda (PTX) or kOpenCL (OpenCL C).
+TargetKind bundle_device(const Bundle& b);
 
 /// The bundle as bytes, and back; `origin` names the source in errors.
 std::string serialize_bundle(const Bundle& b);

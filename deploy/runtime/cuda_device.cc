@@ -224,7 +224,7 @@ class CudaModule final : public DeviceModuleNode {
 class CudaDevice final : public DeviceAPI {
  public:
   CudaDevice(const CudaDriver& cu, int index, CUcontext context, DeviceInfo info)
-      : DeviceAPI(DeviceKind::kCUDA, index, std::move(info)), cu_(cu), context_(context) {}
+      : DeviceAPI(TargetKind::kCuda, index, std::move(info)), cu_(cu), context_(context) {}
 
   const char* module_format() const override { return "ptx"; }
   const CudaDriver& driver() const { return cu_; }

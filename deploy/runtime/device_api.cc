@@ -14,6 +14,11 @@
 namespace kiln::runtime {
 namespace {
 
+constexpr const char* kCpuHasNoDeviceAPI =
+    "the CPU has no DeviceAPI: host code runs through Module";
+constexpr const char* kVdlaHasNoDeviceAPI =
+    "the VDLA has no DeviceAPI: its programs run on the VDLA's simulator (vdla_run.h)";
+
 std::string format_bytes(int64_t bytes) {
   char text[32];
   if (bytes >= (int64_t{1} << 30)) {
@@ -28,39 +33,23 @@ std::string format_bytes(int64_t bytes) {
   return text;
 }
 
-int device_count_of(DeviceKind kind, std::string* why) noexcept {
+int device_count_of(TargetKind kind, std::string* why) noexcept {
   switch (kind) {
-    case DeviceKind::kCUDA:
+    case TargetKind::kCuda:
       return detail::cuda_device_count(why);
-    case DeviceKind::kOpenCL:
+    case TargetKind::kOpenCL:
       return detail::opencl_device_count(why);
-    case DeviceKind::kCPU:
+    case TargetKind::kCpu:
       break;
+    case TargetKind::kVdla:
+      if (why) *why = kVdlaHasNoDeviceAPI;
+      return 0;
   }
-  if (why) *why = "the CPU has no DeviceAPI: host code runs through Module";
+  if (why) *why = kCpuHasNoDeviceAPI;
   return 0;
 }
 
 }  // namespace
-
-const char* device_kind_name(DeviceKind kind) {
-  switch (kind) {
-    case DeviceKind::kCPU:
-      return "cpu";
-    case DeviceKind::kCUDA:
-      return "cuda";
-    case DeviceKind::kOpenCL:
-      return "opencl";
-  }
-  KILN_UNREACHABLE() << "bad DeviceKind " << static_cast<int>(kind);
-}
-
-DeviceKind parse_device_kind(const std::string& text) {
-  for (DeviceKind kind : {DeviceKind::kCPU, DeviceKind::kCUDA, DeviceKind::kOpenCL}) {
-    if (text == device_kind_name(kind)) return kind;
-  }
-  KILN_USER_ERROR() << "unknown device '" << text << "' (known: cpu, cuda, opencl)";
-}
 
 std::string DeviceInfo::description() const {
   std::ostringstream os;
@@ -82,26 +71,26 @@ std::string DeviceInfo::description() const {
 
 // ---- the registry ----
 
-DeviceAPI& DeviceAPI::get(DeviceKind kind, int index) {
+DeviceAPI& DeviceAPI::get(TargetKind kind, int index) {
   // Never destroyed: buffers and modules held by static objects may be released after main.
   static auto* mutex = new std::mutex;
-  static auto* devices = new std::map<std::pair<DeviceKind, int>, std::unique_ptr<DeviceAPI>>;
+  static auto* devices = new std::map<std::pair<TargetKind, int>, std::unique_ptr<DeviceAPI>>;
   std::lock_guard<std::mutex> lock(*mutex);
   auto& slot = (*devices)[{kind, index}];
   if (slot) return *slot;
-  KILN_USER_CHECK(kind != DeviceKind::kCPU)
-      << "the CPU has no DeviceAPI: host code runs through Module";
+  KILN_USER_CHECK(kind != TargetKind::kCpu) << kCpuHasNoDeviceAPI;
+  KILN_USER_CHECK(kind != TargetKind::kVdla) << kVdlaHasNoDeviceAPI;
   KILN_USER_CHECK(index >= 0) << "no " << device_kind_name(kind) << " device " << index;
-  slot = kind == DeviceKind::kCUDA ? detail::open_cuda_device(index)
+  slot = kind == TargetKind::kCuda ? detail::open_cuda_device(index)
                                    : detail::open_opencl_device(index);
   return *slot;
 }
 
-int DeviceAPI::count(DeviceKind kind, std::string* why) noexcept {
+int DeviceAPI::count(TargetKind kind, std::string* why) noexcept {
   return device_count_of(kind, why);
 }
 
-bool DeviceAPI::available(DeviceKind kind, std::string* why) noexcept {
+bool DeviceAPI::available(TargetKind kind, std::string* why) noexcept {
   return device_count_of(kind, why) > 0;
 }
 

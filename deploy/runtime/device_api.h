@@ -10,11 +10,10 @@
 // synchronize() return when the device is done; launches are asynchronous (in order on the device).
 // Failures of the device or of its compiler are kiln::Error naming the call and the device's error.
 //
-// The launch shape is the LaunchConfig of docs/gpu.md: CUDA's grid of blocks; OpenCL's global size
-// is grid x block per dimension and its local size block.
+// The launch shape is kiln::LaunchConfig (base/launch_config.h, docs/gpu.md): CUDA's grid of
+// blocks; OpenCL's global size is grid x block per dimension and its local size block.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -23,23 +22,10 @@
 #include <string>
 #include <utility>
 
+#include "base/launch_config.h"
+#include "base/target_kind.h"
+
 namespace kiln::runtime {
-
-enum class DeviceKind { kCPU, kCUDA, kOpenCL };
-
-/// "cpu", "cuda", "opencl".
-const char* device_kind_name(DeviceKind kind);
-/// The inverse of device_kind_name; kiln::Error naming the known kinds for another text.
-DeviceKind parse_device_kind(const std::string& text);
-
-/// How a kernel is launched (docs/gpu.md section 1): blocks per grid and threads per block in x,
-/// y, z, and the bytes of dynamic shared memory per block. On OpenCL, dynamic shared memory is one
-/// trailing `__local` pointer argument of that size, appended after the kernel's own arguments.
-struct LaunchConfig {
-  std::array<int64_t, 3> grid{1, 1, 1};
-  std::array<int64_t, 3> block{1, 1, 1};
-  int64_t dyn_shared_bytes = 0;
-};
 
 /// What a device is; the limits are the ones a launch is checked against.
 struct DeviceInfo {
@@ -168,19 +154,19 @@ class DeviceAPI {
   /// in the list GPUs first, then CPUs, then the rest, where KILN_OPENCL_DEVICE=i moves device i
   /// to the front). Opened on first use. kiln::Error saying why there is none: "no CUDA device:
   /// libcuda.so.1 not found (no NVIDIA driver on this machine)", "no CUDA device: cuInit failed:
-  /// CUDA_ERROR_NO_DEVICE", "no OpenCL platform: ...". kCPU has no DeviceAPI (host code runs
-  /// through Module).
-  static DeviceAPI& get(DeviceKind kind, int index = 0);
+  /// CUDA_ERROR_NO_DEVICE", "no OpenCL platform: ...". kCpu has no DeviceAPI (host code runs
+  /// through Module), nor has kVdla (its programs run on the VDLA's simulator, vdla_run.h).
+  static DeviceAPI& get(TargetKind kind, int index = 0);
   /// Whether get(kind) would succeed; if not, and `why` is given, the reason. Never throws.
-  static bool available(DeviceKind kind, std::string* why = nullptr) noexcept;
+  static bool available(TargetKind kind, std::string* why = nullptr) noexcept;
   /// How many devices of `kind` there are (0 if none; `why` as available()). Never throws.
-  static int count(DeviceKind kind, std::string* why = nullptr) noexcept;
+  static int count(TargetKind kind, std::string* why = nullptr) noexcept;
 
   DeviceAPI(const DeviceAPI&) = delete;
   DeviceAPI& operator=(const DeviceAPI&) = delete;
   virtual ~DeviceAPI() = default;
 
-  DeviceKind kind() const { return kind_; }
+  TargetKind kind() const { return kind_; }
   int index() const { return index_; }
   const DeviceInfo& info() const { return info_; }
   /// "cuda:0 NVIDIA H100 ... " — kind, index and info().description().
@@ -221,7 +207,7 @@ class DeviceAPI {
   virtual double time_ms(const std::function<void()>& launches) = 0;
 
  protected:
-  DeviceAPI(DeviceKind kind, int index, DeviceInfo info)
+  DeviceAPI(TargetKind kind, int index, DeviceInfo info)
       : kind_(kind), index_(index), info_(std::move(info)) {}
 
   // What each back-end implements; arguments are checked before these are called.
@@ -240,7 +226,7 @@ class DeviceAPI {
   void check_buffer(const DeviceBuffer& buffer, const char* what, int64_t offset,
                     int64_t bytes) const;
 
-  DeviceKind kind_;
+  TargetKind kind_;
   int index_;
   DeviceInfo info_;
 };

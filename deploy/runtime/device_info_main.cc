@@ -18,21 +18,21 @@ const kiln::cli::Program kDeviceInfo{
 };
 
 int list_devices(const kiln::cli::Args&) {
+  using kiln::TargetKind;
   using kiln::runtime::DeviceAPI;
-  using kiln::runtime::DeviceKind;
   int found = 0;
-  for (DeviceKind kind : {DeviceKind::kCUDA, DeviceKind::kOpenCL}) {
+  for (TargetKind kind : {TargetKind::kCuda, TargetKind::kOpenCL}) {
     std::string why;
     const int count = DeviceAPI::count(kind, &why);
-    std::printf("%s: %d device(s)%s%s\n", kiln::runtime::device_kind_name(kind), count,
+    std::printf("%s: %d device(s)%s%s\n", std::string(kiln::device_kind_name(kind)).c_str(), count,
                 count == 0 ? ": " : "", count == 0 ? why.c_str() : "");
     for (int i = 0; i < count; ++i) {
       try {
         std::printf("  %s\n", DeviceAPI::get(kind, i).description().c_str());
         ++found;
       } catch (const std::exception& e) {
-        std::printf("  %s:%d cannot be opened: %s\n", kiln::runtime::device_kind_name(kind), i,
-                    e.what());
+        std::printf("  %s:%d cannot be opened: %s\n",
+                    std::string(kiln::device_kind_name(kind)).c_str(), i, e.what());
       }
     }
   }

@@ -4,7 +4,7 @@
 // bundles and the device agent carry it as JSON, which from_json validates at the door.
 //
 //   DeviceProgram p = DeviceProgram::from_json(Json::parse(text), "matmul.json");
-//   DeviceAPI& gpu = DeviceAPI::get(DeviceKind::kOpenCL);
+//   DeviceAPI& gpu = DeviceAPI::get(TargetKind::kOpenCL);
 //   LoadedDeviceProgram run(gpu, p);
 //   run.launch({&a, &b, &c});   // device buffers, in p.params order
 #pragma once

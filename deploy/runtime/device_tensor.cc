@@ -5,18 +5,10 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/shape_string.h"
 #include "deploy/runtime/dtype.h"
 
 namespace kiln::runtime {
-namespace {
-
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
-}  // namespace
 
 DeviceTensor DeviceTensor::empty(DeviceAPI& device, std::vector<int64_t> shape, KilnDType dtype) {
   const int64_t bytes = NDArray::nbytes_for(shape, dtype);

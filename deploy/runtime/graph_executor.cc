@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "base/shape_string.h"
 #include "deploy/runtime/dtype.h"
 
 namespace kiln::runtime {
@@ -54,24 +55,24 @@ uint64_t stream_bytes(const vdla::VdlaProgram& p) {
 
 /// "float32[2, 3]".
 std::string type_text(KilnDType dtype, const std::vector<int64_t>& shape) {
-  std::string dims;
-  for (int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-  return dtype_to_string(dtype) + "[" + dims + "]";
+  return dtype_to_string(dtype) + shape_string(shape);
 }
 
 }  // namespace
 
-GraphExecutor GraphExecutor::load(const std::string& path, DeviceKind device) {
+GraphExecutor GraphExecutor::load(const std::string& path, TargetKind device) {
   return from_bundle(read_bundle(path), path, device);
 }
 
 GraphExecutor GraphExecutor::from_bundle(Bundle bundle, const std::string& origin,
-                                         DeviceKind device) {
-  const DeviceKind built_for = bundle_device(bundle);
-  if (built_for == DeviceKind::kCPU) {
-    KILN_USER_CHECK(device == DeviceKind::kCPU)
-        << "bundle '" << origin << "' was built for the CPU (it holds no device code); run it "
-        << "without --device " << device_kind_name(device);
+                                         TargetKind device) {
+  const TargetKind built_for = bundle_device(bundle);
+  if (!is_gpu(built_for)) {
+    // The host library runs on the CPU, and a VDLA bundle's VDLA nodes on the simulator.
+    KILN_USER_CHECK(device == TargetKind::kCpu || device == built_for)
+        << "bundle '" << origin << "' was built for the CPU"
+        << (built_for == TargetKind::kVdla ? " and the VDLA" : " (it holds no device code)")
+        << "; run it without --device " << device_kind_name(device);
     Module library = Module::load_library_bytes(bundle.library, "bundle '" + origin + "'");
     return from_parts(bundle.graph_json, std::move(bundle.params), std::move(library), origin,
                       std::move(bundle.vdla_programs));
@@ -275,7 +276,7 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
     }
     if (n.has("target")) {
       const std::string target = n.at("target", what).as_string(what + " target");
-      KILN_USER_CHECK(target == "vdla")
+      KILN_USER_CHECK(find_target_kind(target) == TargetKind::kVdla)
           << what << " has target '" << target << "'; the runtime knows 'vdla'";
       auto p = vdla_programs_.find(node.func);
       KILN_USER_CHECK(p != vdla_programs_.end())

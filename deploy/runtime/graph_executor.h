@@ -56,14 +56,15 @@ namespace kiln::runtime {
 
 class GraphExecutor {
  public:
-  /// Loads a bundle file to run on `device` (kCPU: a CPU bundle; kCUDA, kOpenCL: a GPU bundle
-  /// built for that kind); kiln::Error naming the file and the defect when it cannot, or saying
-  /// which device the bundle was built for when it is not `device`, or why there is no such device.
-  static GraphExecutor load(const std::string& path, DeviceKind device = DeviceKind::kCPU);
+  /// Loads a bundle file to run on `device` (kCpu: a CPU bundle, or one with VDLA programs; kVdla:
+  /// a bundle with VDLA programs; kCuda, kOpenCL: a GPU bundle built for that kind); kiln::Error
+  /// naming the file and the defect when it cannot, or saying which device the bundle was built for
+  /// when it is not `device`, or why there is no such device.
+  static GraphExecutor load(const std::string& path, TargetKind device = TargetKind::kCpu);
   /// A CPU bundle (with VDLA programs or not): loads its library (from memory), then from_parts. A
   /// GPU bundle: on_device on device 0 of `device` (DeviceAPI::get).
   static GraphExecutor from_bundle(Bundle bundle, const std::string& origin,
-                                   DeviceKind device = DeviceKind::kCPU);
+                                   TargetKind device = TargetKind::kCpu);
   /// The executor of `graph_json` over `params` and the functions of `library`, a module already
   /// loaded (a shared object, or any ModuleNode: tests and the fuzzer give their own);
   /// kiln::Error naming `origin` and the defect when the graph is malformed or does not fit them.

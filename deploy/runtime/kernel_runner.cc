@@ -224,7 +224,7 @@ Json RunRequest::to_json() const {
   return Json::Object{{"version", 1},
                       {"library", library},
                       {"function", function},
-                      {"device", device},
+                      {"device", std::string(device_kind_name(device))},
                       {"args", std::move(json_args)},
                       {"number", number},
                       {"repeat", repeat},
@@ -245,8 +245,9 @@ RunRequest RunRequest::from_json(const Json& json) {
   KILN_USER_CHECK(!r.library.empty()) << "request.library must not be empty";
   r.function = json.at("function", what).as_string("request.function");
   KILN_USER_CHECK(!r.function.empty()) << "request.function must not be empty";
-  if (json.has("device")) r.device = json.at("device", what).as_string("request.device");
-  check_run_device(r.device);
+  if (json.has("device")) {
+    r.device = parse_device_kind(json.at("device", what).as_string("request.device"));
+  }
   const Json::Array& args = json.at("args", what).as_array("request.args");
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string name = "request.args[" + std::to_string(i) + "]";
@@ -384,7 +385,7 @@ struct ProgramLoadError : Error {
 
 /// A DeviceProgram on device 0 of its kind, timed by the device's events: the inputs copied there
 /// once, the outputs allocated there.
-Measured measured_on_device(const RunRequest& request, DeviceKind kind,
+Measured measured_on_device(const RunRequest& request, TargetKind kind,
                             std::vector<NDArray>& arrays) {
   std::ifstream in(request.library, std::ios::binary);
   KILN_USER_CHECK(in.good()) << "cannot read the device program '" << request.library << "'";
@@ -496,17 +497,8 @@ RunResult run_on_vdla(const RunRequest& request) {
 
 }  // namespace
 
-void check_run_device(const std::string& device) {
-  if (device == "vdla") return;
-  try {
-    parse_device_kind(device);
-  } catch (const Error&) {
-    KILN_USER_ERROR() << "unknown device '" << device << "' (known: cpu, cuda, opencl, vdla)";
-  }
-}
-
 RunResult run_kernel(const RunRequest& request) {
-  if (request.device == "vdla") return run_on_vdla(request);
+  if (request.device == TargetKind::kVdla) return run_on_vdla(request);
   const auto start = Clock::now();
   RunResult result;
   auto fail = [&](ErrorKind kind, std::string message) {
@@ -521,7 +513,6 @@ RunResult run_kernel(const RunRequest& request) {
     KILN_USER_CHECK(!request.function.empty()) << "request.function must not be empty";
     KILN_USER_CHECK(request.number >= 1) << "request.number must be >= 1";
     KILN_USER_CHECK(request.repeat >= 1) << "request.repeat must be >= 1";
-    const DeviceKind kind = parse_device_kind(request.device);
     arrays.reserve(request.args.size());
     for (size_t i = 0; i < request.args.size(); ++i) {
       const RunArg& a = request.args[i];
@@ -532,8 +523,9 @@ RunResult run_kernel(const RunRequest& request) {
         if (!a.reference.empty()) references[i] = load_npy(a.reference);
       }
     }
-    measured = kind == DeviceKind::kCPU ? measured_on_cpu(request, arrays)
-                                        : measured_on_device(request, kind, arrays);
+    measured = request.device == TargetKind::kCpu
+                   ? measured_on_cpu(request, arrays)
+                   : measured_on_device(request, request.device, arrays);
   } catch (const ProgramLoadError& e) {
     return fail(ErrorKind::kCompileError, e.what());
   } catch (const std::exception& e) {

@@ -44,6 +44,7 @@
 
 #include "base/error_kind.h"
 #include "base/json.h"
+#include "base/target_kind.h"
 
 namespace kiln::runtime {
 
@@ -67,9 +68,10 @@ struct RunArg {
 struct RunRequest {
   std::string library;   ///< shared object following c_abi.h; on a GPU a DeviceProgram JSON file
   std::string function;  ///< entry name; on a GPU the program's name
-  /// Where it runs: "cpu" (a shared object), "cuda" or "opencl" (a DeviceProgram, on device 0 of
-  /// that kind, or KILN_OPENCL_DEVICE's), "vdla" (a VdlaProgram on the VDLA's simulator).
-  std::string device = "cpu";
+  /// Where it runs: kCpu (a shared object), kCuda or kOpenCL (a DeviceProgram, on device 0 of
+  /// that kind, or KILN_OPENCL_DEVICE's), kVdla (a VdlaProgram on the VDLA's simulator). In the
+  /// JSON, "device": "cpu", "cuda", "opencl" or "vdla" (base/target_kind.h's device names).
+  TargetKind device = TargetKind::kCpu;
   std::vector<RunArg> args;
   int64_t number = 1;        ///< calls per repeat (grown to reach min_repeat_ms)
   int64_t repeat = 1;        ///< repeats; one cost per repeat
@@ -104,9 +106,6 @@ struct RunResult {
   /// kiln::Error if the object is not a result.
   static RunResult from_json(const Json& json);
 };
-
-/// Checks a request's device: "cpu", "cuda", "opencl" or "vdla"; kiln::Error naming it otherwise.
-void check_run_device(const std::string& device);
 
 /// Seconds that this process's threads have spent runnable but waiting for a CPU, summed over
 /// the threads alive now (Linux schedstat); NaN where the kernel keeps no scheduler statistics.

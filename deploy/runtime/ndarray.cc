@@ -3,7 +3,8 @@
 
 #include <cstdlib>
 #include <limits>
-#include <sstream>
+
+#include "base/shape_string.h"
 
 namespace kiln::runtime {
 
@@ -109,13 +110,7 @@ void NDArray::copy_from_bytes(const void* src, size_t size) {
   if (size != 0) std::memcpy(data(), src, size);
 }
 
-std::string NDArray::shape_string() const {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < shape().size(); ++i) os << (i ? ", " : "") << shape()[i];
-  os << "]";
-  return os.str();
-}
+std::string NDArray::shape_string() const { return kiln::shape_string(shape()); }
 
 void NDArray::check_element_size(size_t size) const {
   KILN_USER_CHECK(static_cast<int64_t>(size) == dtype_bytes(dtype()))

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "base/shape_string.h"
+
 namespace kiln::runtime {
 namespace {
 
@@ -194,10 +196,9 @@ NDArray parse_npy(const std::string& bytes, const std::string& origin) {
   const size_t have = bytes.size() - data_start;
   const auto want = static_cast<size_t>(NDArray::nbytes_for(shape, entry->dtype));
   if (have < want) {
-    std::ostringstream dims;
-    for (size_t i = 0; i < shape.size(); ++i) dims << (i ? ", " : "") << shape[i];
-    KILN_USER_ERROR() << "load_npy: '" << origin << "': truncated data: shape [" << dims.str()
-                      << "] of " << descr << " needs " << want << " bytes, the file holds " << have;
+    KILN_USER_ERROR() << "load_npy: '" << origin << "': truncated data: shape "
+                      << shape_string(shape) << " of " << descr << " needs " << want
+                      << " bytes, the file holds " << have;
   }
   NDArray a = NDArray::empty(shape, entry->dtype);
   if (want != 0) std::memcpy(a.data(), bytes.data() + data_start, want);

@@ -290,7 +290,7 @@ class OpenCLDevice final : public DeviceAPI {
  public:
   OpenCLDevice(const OpenCLLibrary& cl, int index, cl_device_id device, cl_context context,
                cl_command_queue queue, DeviceInfo info)
-      : DeviceAPI(DeviceKind::kOpenCL, index, std::move(info)),
+      : DeviceAPI(TargetKind::kOpenCL, index, std::move(info)),
         cl_(cl),
         device_(device),
         context_(context),

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "base/shape_string.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/thread_pool.h"
@@ -44,12 +45,6 @@ void bind(GraphExecutor& g, size_t index, const std::string& file) {
                                             g.input_name(index) + "=D0,D1,... for another)"
                                       : std::string());
   }
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (int64_t d : shape) s += (s.empty() ? "" : ",") + std::to_string(d);
-  return "[" + s + "]";
 }
 
 std::string ms_text(double ms) {
@@ -177,7 +172,8 @@ PreparedRun prepare_run(const RunOptions& o) {
   for (size_t i = 0; i < g.num_inputs(); ++i) {
     if (g.input_has_default(i)) continue;  // runs with the model's default unless given
     KILN_USER_CHECK(bound[i]) << "input '" << g.input_name(i) << "' ("
-                              << dtype_to_string(g.input_dtype(i)) << shape_text(g.input_shape(i))
+                              << dtype_to_string(g.input_dtype(i))
+                              << shape_string(g.input_shape(i), ",")
                               << ") is not given (use --input " << g.input_name(i) << "=FILE.npy)";
   }
   if (!o.output_dir.empty()) {

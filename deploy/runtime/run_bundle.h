@@ -34,8 +34,9 @@ struct RunOptions {
   int runs = 1;                   ///< how many times the graph runs; the outputs are the last's
   bool profile = false;           ///< time every node over `runs` runs (after one warm-up run)
   int threads = 0;                ///< threads of the runtime's pool; 0 keeps the default
-  /// Where the nodes run: the CPU, or the GPU kind a GPU bundle was built for (--device).
-  DeviceKind device = DeviceKind::kCPU;
+  /// Where the nodes run (--device): the CPU, the GPU kind a GPU bundle was built for, or kVdla
+  /// (or kCpu) for a bundle with VDLA programs.
+  TargetKind device = TargetKind::kCpu;
 };
 
 /// A loaded bundle with its inputs bound and, when there is an output folder, each output's file.

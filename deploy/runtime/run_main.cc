@@ -3,7 +3,7 @@
 // same code (run_bundle.h); only the command line differs (a board has no `kiln`).
 //
 //   kiln-run BUNDLE [--input [NAME=]FILE.npy]... [-o DIR] [--profile] [--threads N] [--repeat N]
-//            [--device cpu|cuda|opencl]        (`kiln-run --help` says what each flag does)
+//            [--device cpu|cuda|opencl|vdla]        (`kiln-run --help` says what each flag does)
 //
 // Exit codes: 0 done; 2 a mistake on the command line, in the bundle or in the inputs (a missing,
 // unknown or unreadable input, a wrong shape or dtype, a bundle that is damaged or built for
@@ -37,8 +37,9 @@ const kiln::cli::Program kRun{
           "threads the kernels run on (default: KILN_NUM_THREADS, else all CPUs)"},
          {"--repeat", "N",
           "run N times and print the time of a run; the outputs are the last run's (default: 1)"},
-         {"--device", "cpu|cuda|opencl",
-          "where the kernels run: the CPU, or the GPU of a bundle built for it (default: cpu)"}},
+         {"--device", "cpu|cuda|opencl|vdla",
+          "where the kernels run: the CPU, the GPU of a bundle built for it, or the VDLA's "
+          "simulator for a bundle built for the VDLA (default: cpu)"}},
     .notes =
         "With --profile the runs follow one warm-up run. Exit codes: 0 done; 2 a mistake on "
         "the command line, in the bundle or in the inputs (a missing, unknown or unreadable "
@@ -59,7 +60,7 @@ kiln::runtime::RunOptions options_of(const kiln::cli::Args& args) {
   o.profile = args.has("--profile");
   if (args.has("--device")) {
     try {
-      o.device = kiln::runtime::parse_device_kind(args.get("--device"));
+      o.device = kiln::parse_device_kind(args.get("--device"));
     } catch (const kiln::Error& e) {
       std::string msg = e.what();
       if (msg.rfind("error: ", 0) == 0) msg.erase(0, 7);

@@ -43,7 +43,6 @@ namespace {
 
 using runtime::DeviceAPI;
 using runtime::DeviceBuffer;
-using runtime::DeviceKind;
 
 std::vector<float> random_values(size_t n, uint32_t seed) {
   return testing::random_array({static_cast<int64_t>(n)}, seed).to_vector<float>();
@@ -123,8 +122,8 @@ bool over_threads(const space::ConfigSpace& sp, const space::Config& cfg,
 
 void check_template(const Case& c, const std::string& what) {
   std::string why;
-  if (!DeviceAPI::available(DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
-  DeviceAPI& gpu = DeviceAPI::get(DeviceKind::kOpenCL);
+  if (!DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  DeviceAPI& gpu = DeviceAPI::get(TargetKind::kOpenCL);
   const target::Target target = target::Target::parse("opencl");
   std::vector<te::Tensor> probe = c.make();
   space::ConfigSpace sp = c.space(probe.back());
@@ -538,7 +537,7 @@ TEST(GpuTemplatesTest, LstmOnOpenCL) {
   // T = 3 steps, batch 2, input 5, hidden 12 (48 gates: the packed panels are 16 wide) with a bias;
   // the schedule is not a config space: the products at matmul_gpu's default.
   std::string why;
-  if (!DeviceAPI::available(DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   const int T = 3, B = 2, I = 5, H = 12, G = 4 * H;
   te::Tensor x = te::placeholder({T, B, I}, ir::kFloat32, "X");
   te::Tensor w = te::placeholder({1, G, I}, ir::kFloat32, "W");
@@ -555,7 +554,7 @@ TEST(GpuTemplatesTest, LstmOnOpenCL) {
       compiler::build_gpu(s, {x, w, r, b, o.y, o.y_h, o.y_c}, target, "lstm");
   const std::vector<std::vector<float>> in = {random_values(T * B * I, 1), random_values(G * I, 2),
                                               random_values(G * H, 3), random_values(2 * G, 4)};
-  const auto out = run_outputs(DeviceAPI::get(DeviceKind::kOpenCL), program, in,
+  const auto out = run_outputs(DeviceAPI::get(TargetKind::kOpenCL), program, in,
                                {size_t(T * B * H), size_t(B * H), size_t(B * H)});
   // Gates in ONNX order i, o, f, c.
   auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
@@ -589,8 +588,8 @@ TEST(GpuTemplatesTest, LstmOnOpenCL) {
 
 TEST(GpuTemplatesTest, InjectiveOnOpenCL) {
   std::string why;
-  if (!DeviceAPI::available(DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
-  DeviceAPI& gpu = DeviceAPI::get(DeviceKind::kOpenCL);
+  if (!DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  DeviceAPI& gpu = DeviceAPI::get(TargetKind::kOpenCL);
   for (int threads : {32, 64, 100}) {
     te::Tensor x = te::placeholder({3, 5, 7}, ir::kFloat32, "x");
     te::Tensor y = topi::relu(x);

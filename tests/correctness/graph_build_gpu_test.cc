@@ -77,8 +77,8 @@ OnnxModelBuilder injective_chain() {
 }
 
 /// The model's output for `x`, built for `target` and run on `device`.
-NDArray run_built(const Graph& g, const std::string& target, runtime::DeviceKind device,
-                  const NDArray& x, const BuildOptions& options = {}) {
+NDArray run_built(const Graph& g, const std::string& target, TargetKind device, const NDArray& x,
+                  const BuildOptions& options = {}) {
   runtime::Bundle bundle = build_graph(g, target, options);
   auto exec = runtime::GraphExecutor::from_bundle(std::move(bundle), target, device);
   exec.set_input("x", x);
@@ -88,7 +88,7 @@ NDArray run_built(const Graph& g, const std::string& target, runtime::DeviceKind
 
 TEST(GraphBuildGpu, AnInjectiveChainOnOpenCLMatchesTheCpuBuildFusedAndNot) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   const Graph g = import_onnx_bytes(injective_chain().bytes(), "injective.onnx");
   BuildOptions unfused;
   unfused.fuse = false;
@@ -97,28 +97,28 @@ TEST(GraphBuildGpu, AnInjectiveChainOnOpenCLMatchesTheCpuBuildFusedAndNot) {
   EXPECT_EQ(build_graph(g, "opencl", unfused, &report).device_programs.size(), 5u);
   EXPECT_GT(report.intermediate_bytes, 0);
   const NDArray x = testing::random_array({2, 3, 4, 5}, 9);
-  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
-  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x),
+  const NDArray want = run_built(g, "llvm", TargetKind::kCpu, x);
+  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", TargetKind::kOpenCL, x),
                                  want.to_vector<float>(), 1e-4, 1e-4));
-  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x, unfused),
+  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", TargetKind::kOpenCL, x, unfused),
                                  want.to_vector<float>(), 1e-4, 1e-4));
 }
 
 TEST(GraphBuildGpu, ConvReluDenseOnOpenCLMatchesTheCpuBuild) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
   BuildReport report;
   const runtime::Bundle gpu = build_graph(g, "opencl", {}, &report);
-  EXPECT_EQ(runtime::bundle_device(gpu), runtime::DeviceKind::kOpenCL);
+  EXPECT_EQ(runtime::bundle_device(gpu), TargetKind::kOpenCL);
   EXPECT_TRUE(gpu.library.empty());
   EXPECT_EQ(gpu.device_programs.size(), 3u);  // conv+relu, flatten, gemm+relu
   EXPECT_EQ(report.num_functions, 3u);
   EXPECT_EQ(report.convolutions_blocked, 0u);  // NCHW on a GPU
   for (uint32_t seed : {7u, 8u}) {
     const NDArray x = testing::random_array({1, 3, 10, 10}, seed);
-    const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
-    const NDArray got = run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x);
+    const NDArray want = run_built(g, "llvm", TargetKind::kCpu, x);
+    const NDArray got = run_built(g, "opencl", TargetKind::kOpenCL, x);
     EXPECT_TRUE(testing::all_close(got, want.to_vector<float>(), 1e-4, 1e-4)) << "seed " << seed;
   }
 }
@@ -127,28 +127,28 @@ TEST(GraphBuildGpu, ConvReluDenseForCudaIsPtxAndRunsWhereThereIsACudaDevice) {
   if (!codegen::nvrtc_available()) GTEST_SKIP() << "no NVRTC (libnvrtc.so.13) here";
   const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
   runtime::Bundle cuda = build_graph(g, "cuda -arch=sm_75");
-  EXPECT_EQ(runtime::bundle_device(cuda), runtime::DeviceKind::kCUDA);
+  EXPECT_EQ(runtime::bundle_device(cuda), TargetKind::kCuda);
   ASSERT_EQ(cuda.device_programs.size(), 3u);
   for (const runtime::DeviceProgram& p : cuda.device_programs) {
     EXPECT_EQ(p.format, "ptx");
     EXPECT_NE(p.code.find(".entry"), std::string::npos) << p.name;
   }
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kCUDA, &why)) {
-    EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(std::move(cuda), "cuda.kiln",
-                                                              runtime::DeviceKind::kCUDA),
-                          "no CUDA device");
+  if (!runtime::DeviceAPI::available(TargetKind::kCuda, &why)) {
+    EXPECT_ERROR_CONTAINS(
+        runtime::GraphExecutor::from_bundle(std::move(cuda), "cuda.kiln", TargetKind::kCuda),
+        "no CUDA device");
     return;
   }
   const NDArray x = testing::random_array({1, 3, 10, 10}, 7);
-  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
-  const NDArray got = run_built(g, "cuda -arch=sm_75", runtime::DeviceKind::kCUDA, x);
+  const NDArray want = run_built(g, "llvm", TargetKind::kCpu, x);
+  const NDArray got = run_built(g, "cuda -arch=sm_75", TargetKind::kCuda, x);
   EXPECT_TRUE(testing::all_close(got, want.to_vector<float>(), 1e-4, 1e-4));
 }
 
 TEST(GraphBuildGpu, SoftmaxOnOpenCLMatchesTheCpuBuild) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   OnnxModelBuilder m;  // rows of 37 along axis 1 of [3, 37, 2]: not the innermost axis
   m.input("x", {3, 37, 2});
   auto* soft = m.node("Softmax", "probabilities", {"x"}, {"y"});
@@ -156,14 +156,14 @@ TEST(GraphBuildGpu, SoftmaxOnOpenCLMatchesTheCpuBuild) {
   m.output("y");
   const Graph g = import_onnx_bytes(m.bytes(), "soft.onnx");
   const NDArray x = testing::random_array({3, 37, 2}, 11, -4.0f, 4.0f);
-  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
-  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x),
+  const NDArray want = run_built(g, "llvm", TargetKind::kCpu, x);
+  EXPECT_TRUE(testing::all_close(run_built(g, "opencl", TargetKind::kOpenCL, x),
                                  want.to_vector<float>(), 1e-5, 1e-5));
 }
 
 TEST(GraphBuildGpu, ArgMaxOnOpenCLMatchesTheCpuBuild) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   OnnxModelBuilder m;  // int64 indices along axis 1 of [3, 37, 2]
   m.input("x", {3, 37, 2});
   auto* arg = m.node("ArgMax", "best", {"x"}, {"y"});
@@ -171,8 +171,8 @@ TEST(GraphBuildGpu, ArgMaxOnOpenCLMatchesTheCpuBuild) {
   m.output("y");
   const Graph g = import_onnx_bytes(m.bytes(), "argmax.onnx");
   const NDArray x = testing::random_array({3, 37, 2}, 12);
-  const NDArray want = run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
-  const NDArray got = run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x);
+  const NDArray want = run_built(g, "llvm", TargetKind::kCpu, x);
+  const NDArray got = run_built(g, "opencl", TargetKind::kOpenCL, x);
   EXPECT_EQ(got.to_vector<int64_t>(), want.to_vector<int64_t>());
 }
 
@@ -214,7 +214,7 @@ TEST(GraphBuildGpu, TheLstmsProductsAreTasksOfMatmulGpu) {
 TEST(GraphBuildGpu, ConvReluDenseForSm61IsPtxFromNvptx) {
   const Graph g = import_onnx_bytes(conv_relu_dense().bytes(), "conv_relu_dense.onnx");
   runtime::Bundle cuda = build_graph(g, "cuda -arch=sm_61");
-  EXPECT_EQ(runtime::bundle_device(cuda), runtime::DeviceKind::kCUDA);
+  EXPECT_EQ(runtime::bundle_device(cuda), TargetKind::kCuda);
   ASSERT_EQ(cuda.device_programs.size(), 3u);
   for (const runtime::DeviceProgram& p : cuda.device_programs) {
     EXPECT_EQ(p.format, "ptx");
@@ -231,8 +231,8 @@ TEST(GraphBuildGpu, ConvReluDenseForSm61IsPtxFromNvptx) {
 NDArray build_one(OnnxModelBuilder& m, const std::vector<int64_t>& shape, uint64_t seed, bool gpu) {
   const Graph g = import_onnx_bytes(m.bytes(), "row_op.onnx");
   const NDArray x = testing::random_array(shape, seed, -3.0f, 3.0f);
-  return gpu ? run_built(g, "opencl", runtime::DeviceKind::kOpenCL, x)
-             : run_built(g, "llvm", runtime::DeviceKind::kCPU, x);
+  return gpu ? run_built(g, "opencl", TargetKind::kOpenCL, x)
+             : run_built(g, "llvm", TargetKind::kCpu, x);
 }
 
 void expect_gpu_matches_cpu(OnnxModelBuilder& m, const std::vector<int64_t>& shape, uint64_t seed) {
@@ -243,7 +243,7 @@ void expect_gpu_matches_cpu(OnnxModelBuilder& m, const std::vector<int64_t>& sha
 
 TEST(GraphBuildGpu, NormalizationsHardmaxAndCumSumOnOpenCLMatchTheCpuBuild) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   {
     OnnxModelBuilder m(17);  // rows of 200 (a block a row), scale and bias
     m.input("x", {6, 200});
@@ -284,7 +284,7 @@ TEST(GraphBuildGpu, NormalizationsHardmaxAndCumSumOnOpenCLMatchTheCpuBuild) {
 // Both directions of an LSTM, and a GRU, go through the same GPU schedule as the forward LSTM.
 TEST(GraphBuildGpu, BidirectionalLstmAndGruOnOpenCLMatchTheCpuBuild) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   OnnxModelBuilder m;
   m.input("x", {3, 2, 4});
   init_random(m, "W", {2, 24, 4}, 31);

@@ -212,7 +212,7 @@ std::vector<NDArray> arrays(A&&... a) {
 template <typename T>
 std::vector<T> run_opencl(const te::Schedule& s, const std::vector<te::Tensor>& args,
                           const std::vector<NDArray>& inputs, const Shape& out_shape) {
-  runtime::DeviceAPI& gpu = runtime::DeviceAPI::get(runtime::DeviceKind::kOpenCL);
+  runtime::DeviceAPI& gpu = runtime::DeviceAPI::get(TargetKind::kOpenCL);
   runtime::LoadedDeviceProgram loaded(
       gpu, compiler::build_gpu(s, args, target::Target::parse("opencl"), "f"));
   NDArray out = NDArray::empty(out_shape, runtime::dtype_of<T>());
@@ -563,7 +563,7 @@ TEST(TopiScatter, X86WorkIsLinearOnATransformersTensor) {
 
 TEST(TopiScatter, GpuSchedulesOnOpenCL) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   check_gather_nd<float, int64_t>({2, 3, 4}, {2, 5, 1}, 1, 4, true);
   check_gather_nd<int32_t, int32_t>({3, 4}, {2, 3, 2}, 0, 2, true);
   uint32_t seed = 300;

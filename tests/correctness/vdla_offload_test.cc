@@ -14,6 +14,7 @@
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/offload_vdla.h"
 #include "deploy/runtime/graph_executor.h"
+#include "tests/common/expect_error.h"
 
 namespace kiln::graph {
 namespace {
@@ -103,7 +104,8 @@ Graph network() {
   return g;
 }
 
-NDArray run(const runtime::Bundle& b, const NDArray& x, runtime::GraphExecutor** keep = nullptr) {
+/// `b`'s output for input `x`, run with --device `device`.
+NDArray run(const runtime::Bundle& b, const NDArray& x, TargetKind device = TargetKind::kCpu) {
   auto g = runtime::GraphExecutor::from_bundle(runtime::Bundle{b.graph_json,
                                                                b.library,
                                                                [&] {
@@ -114,16 +116,14 @@ NDArray run(const runtime::Bundle& b, const NDArray& x, runtime::GraphExecutor**
                                                                }(),
                                                                {},
                                                                b.vdla_programs},
-                                               "net");
+                                               "net", device);
   g.set_input("x_q", x);
   g.run();
-  if (keep == nullptr) {
-    EXPECT_EQ(g.has_vdla(), !b.vdla_programs.empty());
-    if (g.has_vdla()) {
-      EXPECT_EQ(g.vdla_stats().size(), b.vdla_programs.size());
-      EXPECT_GT(g.vdla_total().cycles, 0u);
-      EXPECT_GT(g.vdla_total().gemm_counter, 0u);
-    }
+  EXPECT_EQ(g.has_vdla(), !b.vdla_programs.empty());
+  if (g.has_vdla()) {
+    EXPECT_EQ(g.vdla_stats().size(), b.vdla_programs.size());
+    EXPECT_GT(g.vdla_total().cycles, 0u);
+    EXPECT_GT(g.vdla_total().gemm_counter, 0u);
   }
   return g.output(0).copy();
 }
@@ -182,6 +182,24 @@ TEST(VdlaOffload, UnsupportedFormsStayOnTheCpuWithTheirReasons) {
   EXPECT_EQ(rep.vdla_offloaded, 0u);
   ASSERT_EQ(rep.vdla_kept_on_cpu.size(), 1u);
   EXPECT_NE(rep.vdla_kept_on_cpu[0].find("batch 2"), std::string::npos) << rep.vdla_kept_on_cpu[0];
+}
+
+// A heterogeneous bundle's device is the VDLA: it runs with --device vdla, or with the default
+// cpu (its host library runs there anyway); a CPU bundle refuses vdla, a VDLA bundle a GPU.
+TEST(VdlaOffload, AHeterogeneousBundleRunsWithDeviceVdla) {
+  const Graph g = network();
+  const runtime::Bundle cpu = build_graph(g, "llvm -mcpu=native");
+  const runtime::Bundle het = build_graph(g, "vdla");
+  EXPECT_EQ(runtime::bundle_device(cpu), TargetKind::kCpu);
+  EXPECT_EQ(runtime::bundle_device(het), TargetKind::kVdla);
+  const NDArray x = random_vector<int8_t>(8 * 16 * 16, {1, 8, 16, 16}, -128, 127, 4);
+  EXPECT_EQ(run(het, x, TargetKind::kVdla).to_vector<int8_t>(), run(het, x).to_vector<int8_t>());
+  EXPECT_ERROR_CONTAINS(
+      run(het, x, TargetKind::kCuda),
+      "bundle 'net' was built for the CPU and the VDLA; run it without --device cuda");
+  EXPECT_ERROR_CONTAINS(
+      run(cpu, x, TargetKind::kVdla),
+      "bundle 'net' was built for the CPU (it holds no device code); run it without --device vdla");
 }
 
 }  // namespace

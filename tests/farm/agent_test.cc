@@ -596,7 +596,6 @@ TEST(AgentOptionsTest, MissingOptionsAreNamed) {
 // A GPU target asks for its device before the agent registers: where there is none (or a CUDA
 // device of another architecture) the agent is refused at construction, with the reason.
 TEST(AgentOptionsTest, AGpuTargetNeedsItsDevice) {
-  using runtime::DeviceKind;
   AgentOptions o;
   o.tracker = "127.0.0.1:1";
   o.key = "titanx";
@@ -606,7 +605,7 @@ TEST(AgentOptionsTest, AGpuTargetNeedsItsDevice) {
     ADD_FAILURE() << "an agent for sm_10 registered";
   } catch (const kiln::Error& e) {
     const std::string msg = e.what();
-    if (runtime::DeviceAPI::available(DeviceKind::kCUDA)) {
+    if (runtime::DeviceAPI::available(TargetKind::kCuda)) {
       EXPECT_NE(msg.find("builds for sm_10, but this machine's CUDA device is sm_"),
                 std::string::npos)
           << msg;
@@ -617,10 +616,10 @@ TEST(AgentOptionsTest, AGpuTargetNeedsItsDevice) {
           << msg;
     }
   }
-  EXPECT_EQ(probe_agent_device("llvm -mcpu=native").kind, DeviceKind::kCPU);
-  if (runtime::DeviceAPI::available(DeviceKind::kOpenCL)) {
+  EXPECT_EQ(probe_agent_device("llvm -mcpu=native").kind, TargetKind::kCpu);
+  if (runtime::DeviceAPI::available(TargetKind::kOpenCL)) {
     const AgentDevice mali = probe_agent_device("opencl -device=mali");
-    EXPECT_EQ(mali.kind, DeviceKind::kOpenCL);
+    EXPECT_EQ(mali.kind, TargetKind::kOpenCL);
     EXPECT_EQ(mali.description.rfind("opencl:0 ", 0), 0u) << mali.description;
   }
 }

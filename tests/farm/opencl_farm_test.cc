@@ -73,7 +73,7 @@ int shell(const std::string& cmd, const std::string& log, std::string* out) {
 
 TEST(OpenclFarm, AJobForMaliIsTunedOnOpenclAndItsBundleMatchesOnnxRuntime) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
   if (std::system("python3 -c 'import onnxruntime' >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "onnxruntime is not installed (scripts/setup.sh installs it)";
 

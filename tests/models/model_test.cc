@@ -41,7 +41,7 @@ using runtime::NDArray;
 /// What a model is built for and where its bundle runs.
 struct Placement {
   std::string target = "llvm -mcpu=native";
-  runtime::DeviceKind device = runtime::DeviceKind::kCPU;
+  TargetKind device = TargetKind::kCpu;
 };
 
 std::string data_file(const std::string& name) {
@@ -90,7 +90,7 @@ void run_and_check(const std::string& model, const Graph& g, const BuildOptions&
 
 void check_model(const std::string& model, bool round_trip = false, const Placement& where = {}) {
   Graph g = import_onnx(data_file(model + ".onnx"));
-  const std::string on = where.device == runtime::DeviceKind::kCPU ? "" : ", " + where.target;
+  const std::string on = where.device == TargetKind::kCpu ? "" : ", " + where.target;
   BuildOptions fused;
   run_and_check(model, g, fused, "fuse=on" + on, round_trip, where);
   BuildOptions unfused;
@@ -101,20 +101,19 @@ void check_model(const std::string& model, bool round_trip = false, const Placem
 /// check_model built for "opencl" and run on OpenCL, or skipped where there is none.
 void check_model_on_opencl(const std::string& model) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
-  check_model(model, /*round_trip=*/true, Placement{"opencl", runtime::DeviceKind::kOpenCL});
+  if (!runtime::DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  check_model(model, /*round_trip=*/true, Placement{"opencl", TargetKind::kOpenCL});
 }
 
 /// check_model built for the CUDA device's architecture ("cuda -arch=sm_90") and run on it, or
 /// skipped where there is none.
 void check_model_on_cuda(const std::string& model) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kCUDA, &why)) GTEST_SKIP() << why;
-  const runtime::DeviceInfo& gpu = runtime::DeviceAPI::get(runtime::DeviceKind::kCUDA).info();
+  if (!runtime::DeviceAPI::available(TargetKind::kCuda, &why)) GTEST_SKIP() << why;
+  const runtime::DeviceInfo& gpu = runtime::DeviceAPI::get(TargetKind::kCuda).info();
   const std::string arch = "sm_" + std::to_string(gpu.compute_capability_major) +
                            std::to_string(gpu.compute_capability_minor);
-  check_model(model, /*round_trip=*/true,
-              Placement{"cuda -arch=" + arch, runtime::DeviceKind::kCUDA});
+  check_model(model, /*round_trip=*/true, Placement{"cuda -arch=" + arch, TargetKind::kCuda});
 }
 
 TEST(Models, resnet18) { check_model("resnet18"); }

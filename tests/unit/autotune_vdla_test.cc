@@ -193,7 +193,7 @@ runtime::RunRequest vdla_request(const Files& f, const std::string& program,
   runtime::RunRequest r;
   r.library = program;
   r.function = "candidate";
-  r.device = "vdla";
+  r.device = TargetKind::kVdla;
   r.repeat = 3;  // does not apply: one run
   for (const std::string& in : f.inputs) r.args.push_back(runtime::RunArg::make_input(in));
   r.args.push_back(runtime::RunArg::make_output("int8", f.oshape, reference, 0, 0));

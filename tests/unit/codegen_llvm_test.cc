@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/int_math.h"
 #include "compiler/codegen/build.h"
 #include "compiler/ir/function.h"
 #include "compiler/ir/op.h"
@@ -461,12 +462,6 @@ TEST(CodegenLLVM, BoolOutputsFromComparisonsAndLogic) {
   }
 }
 
-int64_t ref_floordiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
 TEST(CodegenLLVM, FloorAndTruncatingDivisionOnNegatives) {
   Buffer a = ir::make_buffer("A", ir::kInt32, {32});
   Buffer out = ir::make_buffer("Out", ir::kInt32, {9, 32});
@@ -505,13 +500,13 @@ TEST(CodegenLLVM, FloorAndTruncatingDivisionOnNegatives) {
   for (int k = 0; k < 32; ++k) {
     const int64_t x0 = va[k];
     const int64_t want[9] = {
-        ref_floordiv(x0, 3),          x0 - ref_floordiv(x0, 3) * 3, ref_floordiv(x0, 4),
-        x0 - ref_floordiv(x0, 4) * 4, ref_floordiv(x0, -3),         x0 - ref_floordiv(x0, -3) * -3,
-        ref_floordiv(x0, 5),          x0 - ref_floordiv(x0, 5) * 5, x0 / 3 + (x0 % 3) * 100};
+        floor_div(x0, 3),          x0 - floor_div(x0, 3) * 3, floor_div(x0, 4),
+        x0 - floor_div(x0, 4) * 4, floor_div(x0, -3),         x0 - floor_div(x0, -3) * -3,
+        floor_div(x0, 5),          x0 - floor_div(x0, 5) * 5, x0 / 3 + (x0 % 3) * 100};
     for (int e = 0; e < 9; ++e) EXPECT_EQ(o[e * 32 + k], want[e]) << "expr " << e << " x " << x0;
     EXPECT_EQ(vo[k], want[0]) << x0;
     EXPECT_EQ(vo[32 + k], want[1]) << x0;
-    EXPECT_EQ(vo[64 + k], ref_floordiv(x0, 8)) << x0;
+    EXPECT_EQ(vo[64 + k], floor_div(x0, 8)) << x0;
     EXPECT_EQ(vo[96 + k], want[7]) << x0;
   }
 }
@@ -560,9 +555,9 @@ TEST(CodegenLLVM, ShiftRightArithmeticAndLogical) {
   std::vector<int32_t> o = Out.to_vector<int32_t>();
   std::vector<uint8_t> uo = UOut.to_vector<uint8_t>();
   for (int k = 0; k < 32; ++k) {
-    EXPECT_EQ(o[k], ref_floordiv(va[k], 8)) << va[k];
-    EXPECT_EQ(o[32 + k], ref_floordiv(va[k], 32)) << va[k];
-    EXPECT_EQ(o[64 + k], ref_floordiv(va[k], int64_t{1} << vsh[k])) << va[k] << " >> " << vsh[k];
+    EXPECT_EQ(o[k], floor_div(va[k], 8)) << va[k];
+    EXPECT_EQ(o[32 + k], floor_div(va[k], 32)) << va[k];
+    EXPECT_EQ(o[64 + k], floor_div(va[k], int64_t{1} << vsh[k])) << va[k] << " >> " << vsh[k];
     EXPECT_EQ(o[96 + k], o[64 + k]) << "vector lane " << k;
     EXPECT_EQ(uo[k], vu[k] >> 2) << int{vu[k]};
   }

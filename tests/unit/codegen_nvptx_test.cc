@@ -287,8 +287,8 @@ std::vector<float> run(runtime::DeviceAPI& gpu, const runtime::DeviceProgram& pr
 
 TEST(Nvptx, TemplatesComputeWhatNvrtcKernelsDoOnACudaDevice) {
   std::string why;
-  if (!runtime::DeviceAPI::available(runtime::DeviceKind::kCUDA, &why)) GTEST_SKIP() << why;
-  runtime::DeviceAPI& gpu = runtime::DeviceAPI::get(runtime::DeviceKind::kCUDA);
+  if (!runtime::DeviceAPI::available(TargetKind::kCuda, &why)) GTEST_SKIP() << why;
+  runtime::DeviceAPI& gpu = runtime::DeviceAPI::get(TargetKind::kCuda);
   const std::string arch = "sm_" + std::to_string(gpu.info().compute_capability_major) +
                            std::to_string(gpu.info().compute_capability_minor);
   if (!codegen::nvrtc_accepts(arch)) GTEST_SKIP() << arch << ": NVRTC cannot build the reference";

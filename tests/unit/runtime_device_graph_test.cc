@@ -101,7 +101,7 @@ std::string resealed(std::string bytes) {
   return bytes;
 }
 
-bool opencl_here(std::string* why) { return DeviceAPI::available(DeviceKind::kOpenCL, why); }
+bool opencl_here(std::string* why) { return DeviceAPI::available(TargetKind::kOpenCL, why); }
 
 TEST(GpuBundle, RoundTripsItsDevicePrograms) {
   const std::string bytes = serialize_bundle(gpu_bundle());
@@ -114,7 +114,7 @@ TEST(GpuBundle, RoundTripsItsDevicePrograms) {
   EXPECT_EQ(b.device_programs[1].code, kAddSource);
   EXPECT_EQ(b.device_programs[1].kernels[0].args, (std::vector<int>{0, 1, 2}));
   EXPECT_TRUE(b.library.empty());
-  EXPECT_EQ(bundle_device(b), DeviceKind::kOpenCL);
+  EXPECT_EQ(bundle_device(b), TargetKind::kOpenCL);
 
   Bundle cpu;
   cpu.graph_json = kGraph;
@@ -122,10 +122,10 @@ TEST(GpuBundle, RoundTripsItsDevicePrograms) {
   const std::string cpu_bytes = serialize_bundle(cpu);
   std::memcpy(&version, cpu_bytes.data() + 8, 4);
   EXPECT_EQ(version, 1u);  // as before GPU bundles: older runtimes still read it
-  EXPECT_EQ(bundle_device(round_trip(cpu)), DeviceKind::kCPU);
+  EXPECT_EQ(bundle_device(round_trip(cpu)), TargetKind::kCpu);
   Bundle cuda = gpu_bundle();
   for (DeviceProgram& p : cuda.device_programs) p.format = "ptx";
-  EXPECT_EQ(bundle_device(round_trip(cuda)), DeviceKind::kCUDA);
+  EXPECT_EQ(bundle_device(round_trip(cuda)), TargetKind::kCuda);
 }
 
 TEST(GpuBundle, RefusesABadDeviceSection) {
@@ -174,19 +174,19 @@ TEST(GpuBundle, RunsOnlyOnTheDeviceItWasBuiltFor) {
   EXPECT_ERROR_CONTAINS(GraphExecutor::from_bundle(round_trip(gpu_bundle()), "gpu.kiln"),
                         "bundle 'gpu.kiln' was built for opencl; run it with --device opencl");
   EXPECT_ERROR_CONTAINS(
-      GraphExecutor::from_bundle(round_trip(gpu_bundle()), "gpu.kiln", DeviceKind::kCUDA),
+      GraphExecutor::from_bundle(round_trip(gpu_bundle()), "gpu.kiln", TargetKind::kCuda),
       "bundle 'gpu.kiln' was built for opencl; run it with --device opencl");
   Bundle cpu;
   cpu.graph_json = kGraph;
   cpu.library = "not even a library: refused before it is loaded";
-  EXPECT_ERROR_CONTAINS(GraphExecutor::from_bundle(std::move(cpu), "cpu.kiln", DeviceKind::kCUDA),
+  EXPECT_ERROR_CONTAINS(GraphExecutor::from_bundle(std::move(cpu), "cpu.kiln", TargetKind::kCuda),
                         "bundle 'cpu.kiln' was built for the CPU (it holds no device code); run it "
                         "without --device cuda");
   std::string why;
-  if (DeviceAPI::available(DeviceKind::kCUDA, &why)) GTEST_SKIP() << "this machine has CUDA";
+  if (DeviceAPI::available(TargetKind::kCuda, &why)) GTEST_SKIP() << "this machine has CUDA";
   Bundle cuda = gpu_bundle();
   for (DeviceProgram& p : cuda.device_programs) p.format = "ptx";
-  EXPECT_ERROR_CONTAINS(GraphExecutor::from_bundle(std::move(cuda), "cuda.kiln", DeviceKind::kCUDA),
+  EXPECT_ERROR_CONTAINS(GraphExecutor::from_bundle(std::move(cuda), "cuda.kiln", TargetKind::kCuda),
                         "no CUDA device");
 }
 
@@ -194,9 +194,9 @@ TEST(GpuGraphExecutor, RunsAChainOfProgramsOnOpenCL) {
   std::string why;
   if (!opencl_here(&why)) GTEST_SKIP() << why;
   GraphExecutor g =
-      GraphExecutor::from_bundle(round_trip(gpu_bundle()), "gpu.kiln", DeviceKind::kOpenCL);
+      GraphExecutor::from_bundle(round_trip(gpu_bundle()), "gpu.kiln", TargetKind::kOpenCL);
   ASSERT_NE(g.device(), nullptr);
-  EXPECT_EQ(g.device()->kind(), DeviceKind::kOpenCL);
+  EXPECT_EQ(g.device()->kind(), TargetKind::kOpenCL);
   const std::vector<float> w = ramp(0.5f, -0.25f);
   for (float start : {1.0f, -3.0f}) {  // a second input replaces the first
     const std::vector<float> x = ramp(start, 0.75f);
@@ -219,7 +219,7 @@ TEST(GpuGraphExecutor, RunsAChainOfProgramsOnOpenCL) {
 TEST(GpuGraphExecutor, NamesANodeWhoseTensorsDoNotFitItsProgram) {
   std::string why;
   if (!opencl_here(&why)) GTEST_SKIP() << why;
-  DeviceAPI& gpu = DeviceAPI::get(DeviceKind::kOpenCL);
+  DeviceAPI& gpu = DeviceAPI::get(TargetKind::kOpenCL);
   auto make = [&](auto edit) {
     Bundle b = gpu_bundle();
     edit(b);
@@ -264,7 +264,7 @@ TEST(GpuGraphExecutor, RunsFromTheCommandLinesCodeWithDeviceOpenCL) {
   o.inputs = {parse_input_file("x=" + dir.file("x.npy"))};
   o.output_dir = dir.file("out");
   EXPECT_ERROR_CONTAINS(prepare_run(o), "was built for opencl; run it with --device opencl");
-  o.device = DeviceKind::kOpenCL;
+  o.device = TargetKind::kOpenCL;
   PreparedRun run = prepare_run(o);
   std::ostringstream printed;
   execute_run(run, o, printed);

@@ -91,8 +91,8 @@ TEST(DeviceProgramTest, RefusesBadFields) {
 
 TEST(DeviceProgramTest, RunsTwoKernelsThroughAWorkspaceOnOpenCL) {
   std::string why;
-  if (!DeviceAPI::available(DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
-  DeviceAPI& gpu = DeviceAPI::get(DeviceKind::kOpenCL);
+  if (!DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
+  DeviceAPI& gpu = DeviceAPI::get(TargetKind::kOpenCL);
   LoadedDeviceProgram run(gpu, round_trip(two_kernels()));
   std::vector<float> x(32), y(32, -1.0f);
   for (int i = 0; i < 32; ++i) x[i] = static_cast<float>(i) - 7.5f;

@@ -61,15 +61,15 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 DeviceAPI* opencl_or_skip() {
   std::string why;
-  if (!DeviceAPI::available(DeviceKind::kOpenCL, &why)) return nullptr;
-  return &DeviceAPI::get(DeviceKind::kOpenCL);
+  if (!DeviceAPI::available(TargetKind::kOpenCL, &why)) return nullptr;
+  return &DeviceAPI::get(TargetKind::kOpenCL);
 }
 
 #define OPENCL_DEVICE_OR_SKIP(name)                  \
   DeviceAPI* name = opencl_or_skip();                \
   if (name == nullptr) {                             \
     std::string why;                                 \
-    DeviceAPI::available(DeviceKind::kOpenCL, &why); \
+    DeviceAPI::available(TargetKind::kOpenCL, &why); \
     GTEST_SKIP() << why;                             \
   }
 
@@ -84,9 +84,9 @@ TEST(DeviceOpenCLTest, DescribesTheDevice) {
   EXPECT_EQ(device->module_format(), std::string("cl"));
   EXPECT_NE(device->description().find("opencl:0 " + info.name), std::string::npos)
       << device->description();
-  EXPECT_EQ(&DeviceAPI::get(DeviceKind::kOpenCL, 0), device) << "one instance per device";
-  EXPECT_EQ(DeviceAPI::count(DeviceKind::kOpenCL), DeviceAPI::count(DeviceKind::kOpenCL));
-  EXPECT_ERROR_CONTAINS(DeviceAPI::get(DeviceKind::kOpenCL, 1000), "no OpenCL device 1000");
+  EXPECT_EQ(&DeviceAPI::get(TargetKind::kOpenCL, 0), device) << "one instance per device";
+  EXPECT_EQ(DeviceAPI::count(TargetKind::kOpenCL), DeviceAPI::count(TargetKind::kOpenCL));
+  EXPECT_ERROR_CONTAINS(DeviceAPI::get(TargetKind::kOpenCL, 1000), "no OpenCL device 1000");
 }
 
 TEST(DeviceOpenCLTest, CopiesRoundTripWithOffsets) {
@@ -375,11 +375,11 @@ $L__BB1_4:
 
 TEST(DeviceCUDATest, WithoutAGpuTheErrorSaysWhy) {
   std::string why;
-  if (DeviceAPI::available(DeviceKind::kCUDA, &why)) GTEST_SKIP() << "a CUDA device is present";
+  if (DeviceAPI::available(TargetKind::kCuda, &why)) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_EQ(why.rfind("no CUDA device: ", 0), 0u) << why;
-  EXPECT_EQ(DeviceAPI::count(DeviceKind::kCUDA), 0);
+  EXPECT_EQ(DeviceAPI::count(TargetKind::kCuda), 0);
   try {
-    DeviceAPI::get(DeviceKind::kCUDA);
+    DeviceAPI::get(TargetKind::kCuda);
     FAIL() << "expected kiln::Error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "error: " + why);
@@ -388,8 +388,8 @@ TEST(DeviceCUDATest, WithoutAGpuTheErrorSaysWhy) {
 
 TEST(DeviceCUDATest, PTXSaxpyAndDynamicSharedMemoryMatchLoops) {
   std::string why;
-  if (!DeviceAPI::available(DeviceKind::kCUDA, &why)) GTEST_SKIP() << why;
-  DeviceAPI& device = DeviceAPI::get(DeviceKind::kCUDA);
+  if (!DeviceAPI::available(TargetKind::kCuda, &why)) GTEST_SKIP() << why;
+  DeviceAPI& device = DeviceAPI::get(TargetKind::kCuda);
   const DeviceInfo& info = device.info();
   EXPECT_GT(info.compute_capability_major, 0);
   EXPECT_GT(info.multiprocessors, 0);
@@ -459,10 +459,16 @@ TEST(DeviceCUDATest, PTXSaxpyAndDynamicSharedMemoryMatchLoops) {
 
 TEST(DeviceCPUTest, TheCPUHasNoDeviceAPI) {
   std::string why;
-  EXPECT_FALSE(DeviceAPI::available(DeviceKind::kCPU, &why));
+  EXPECT_FALSE(DeviceAPI::available(TargetKind::kCpu, &why));
   EXPECT_NE(why.find("host code runs through Module"), std::string::npos);
-  EXPECT_ERROR_CONTAINS(DeviceAPI::get(DeviceKind::kCPU), "the CPU has no DeviceAPI");
-  EXPECT_STREQ(device_kind_name(DeviceKind::kOpenCL), "opencl");
+  EXPECT_ERROR_CONTAINS(DeviceAPI::get(TargetKind::kCpu), "the CPU has no DeviceAPI");
+}
+
+TEST(DeviceCPUTest, NorHasTheVdla) {
+  std::string why;
+  EXPECT_EQ(DeviceAPI::count(TargetKind::kVdla, &why), 0);
+  EXPECT_NE(why.find("its programs run on the VDLA's simulator"), std::string::npos) << why;
+  EXPECT_ERROR_CONTAINS(DeviceAPI::get(TargetKind::kVdla), "the VDLA has no DeviceAPI");
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ class RuntimeMeasureDeviceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    if (!DeviceAPI::available(DeviceKind::kOpenCL, &why)) GTEST_SKIP() << why;
+    if (!DeviceAPI::available(TargetKind::kOpenCL, &why)) GTEST_SKIP() << why;
     std::vector<float> x(kRows * kCols), ref(kRows * kCols), wrong(kRows * kCols);
     for (size_t i = 0; i < x.size(); ++i) {
       x[i] = static_cast<float>(i) * 0.25f - 9.0f;
@@ -67,7 +67,7 @@ class RuntimeMeasureDeviceTest : public ::testing::Test {
     RunRequest r;
     r.library = path;
     r.function = program.name;
-    r.device = "opencl";
+    r.device = TargetKind::kOpenCL;
     r.args = {RunArg::make_input(dir_.file("x.npy")),
               RunArg::make_output("float32", {kRows, kCols}, dir_.file(reference))};
     r.repeat = 3;

@@ -234,6 +234,17 @@ TEST(RuntimeMeasureJson, RoundTrips) {
   EXPECT_TRUE(back.flush_cache);
   EXPECT_EQ(back.threads, 2);
   EXPECT_EQ(back.disturbed_retry_ms, 750);
+  EXPECT_EQ(back.device, TargetKind::kCpu);
+  EXPECT_NE(r.to_json().dump().find(R"("device":"cpu")"), std::string::npos) << r.to_json().dump();
+  for (TargetKind device : kTargetKinds) {
+    r.device = device;
+    EXPECT_EQ(RunRequest::from_json(Json::parse(r.to_json().dump())).device, device)
+        << device_kind_name(device);
+  }
+  EXPECT_ERROR_CONTAINS(
+      RunRequest::from_json(
+          Json::parse(R"({"version":1,"library":"x","function":"f","device":"llvm","args":[]})")),
+      "unknown device 'llvm' (known: cpu, cuda, opencl, vdla)");
   EXPECT_ERROR_CONTAINS(RunRequest::from_json(Json::parse(R"({"version":1,"library":"x"})")),
                         "'function'");
   EXPECT_ERROR_CONTAINS(
