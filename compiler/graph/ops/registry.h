@@ -1,0 +1,153 @@
+// The operator registry: one entry per operator holding what the compiler knows about it, so that
+// an operator is written in one place (its family's file under ops/) and the shared machinery
+// (the ONNX importer, the fuser, the lowering driver, the GPU scheduler, constant folding) asks
+// the registry instead of comparing operator names.
+//
+//   void register_pool(Registry& r) {                              // ops/nn/pool.cc
+//     r.add({.name = "MaxPool", .family = "nn/pool", .pattern = OpPattern::kCommReduce,
+//            .lower = lower_pool, .gpu = GpuStrategy::kTemplate, .gpu_template = pool_gpu});
+//   }
+//
+// Each family file has one registration function; registry() calls them all once, in the list in
+// registry.cc (an explicit list rather than static initializers, which a static link may drop).
+// check_complete() says which required parts an entry lacks; a unit test runs it on every entry.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/graph/graph.h"
+#include "compiler/graph/op_pattern.h"
+
+namespace kiln::graph::ops {
+
+/// Where an operator's nodes come from.
+enum class Origin {
+  kOnnx,        ///< an ONNX operator imported as a graph node of its own name
+  kImportOnly,  ///< an ONNX operator the importer computes, aliases or rewrites (`import_note`)
+  kInternal,    ///< made by a graph pass (`internal_note`), never read from a file
+};
+
+/// How a fused group whose master is the operator is scheduled for a GPU target (CUDA, OpenCL).
+enum class GpuStrategy {
+  kUnset,      ///< (an incomplete entry: check_complete reports it)
+  kTemplate,   ///< the GPU template `gpu_template` names, tiling the lowering's anchor
+  kReduce,     ///< reduce_gpu: each reduction a kernel
+  kInjective,  ///< the group as one injective kernel (schedule_injective)
+  kOwn,        ///< the schedule the lowering gives for GPUs (its LowerResult::gpu)
+  kRefused,    ///< no GPU schedule: `gpu_note` says why, and building for a GPU is an error
+};
+
+class NodeCheck;
+/// An operator's own validation rules, after the schema checks every node gets (node_check.h).
+using CheckFn = void (*)(const NodeCheck& node);
+
+class ImportCtx;
+/// The node's attributes with every default filled in (import_ctx.h); it may drop inputs it made
+/// attributes.
+using ImportFn = Attrs (*)(ImportCtx& c);
+/// Checks that the inputs the compiler needs as constants are constants (before inference).
+using ConstantInputsFn = void (*)(const ImportCtx& c);
+/// The static shape of the node's first output, where ONNX shape inference does not give it.
+using OutputShapeFn = std::vector<int64_t> (*)(const ImportCtx& c);
+
+struct LowerCtx;
+struct LowerResult;
+/// A node's topi compute and its default CPU schedule (ops/lowering.h).
+using LowerFn = LowerResult (*)(const LowerCtx& c);
+
+/// The GPU template for a node, given the rank of the lowering's anchor; "" for none.
+using GpuTemplateFn = std::string (*)(const Node& node, size_t anchor_rank);
+
+struct OpDef {
+  /// "Conv": the ONNX operator type, or the pass's name for an internal one.
+  std::string name = "";
+  std::string family = "";  ///< "nn/conv": its file under compiler/graph/ops/
+  Origin origin = Origin::kOnnx;
+  /// kImportOnly: what the importer does with it ("computed into a constant", "becomes Cast").
+  std::string import_note = "";
+  /// kInternal: the pass that makes it.
+  std::string internal_note = "";
+
+  // --- fusion (fuse.h) ---------------------------------------------------------------------------
+  std::optional<OpPattern> pattern = std::nullopt;
+
+  // --- validation (onnx_validate.cc runs the schema checks, then this) ---------------------------
+  CheckFn check = nullptr;
+  /// No rule beyond the schema's (input and output counts, attributes, element types).
+  bool schema_checks_suffice = false;
+
+  // --- import (onnx_frontend.cc) -----------------------------------------------------------------
+  ImportFn import = nullptr;
+  /// The graph node has no attributes (no `import` needed).
+  bool no_attributes = false;
+  ConstantInputsFn constant_inputs = nullptr;
+  /// Null: ONNX shape inference of the node alone types its outputs.
+  OutputShapeFn output_shape = nullptr;
+  /// The importer evaluates the node when all its inputs are constants (a copy of the data, or a
+  /// Cast), so that shape computations become constants.
+  bool import_fold = false;
+
+  // --- graph passes ------------------------------------------------------------------------------
+  /// fold_constants may run a node of constants through its lowering at build time.
+  bool fold_constants = true;
+
+  // --- lowering (op_lowering.h) ------------------------------------------------------------------
+  /// The compute and its CPU (x86 / AArch64 through LLVM) schedule; null for an operator built
+  /// another way, which `lower_note` names.
+  LowerFn lower = nullptr;
+  std::string lower_note = "";
+
+  // --- GPU targets -------------------------------------------------------------------------------
+  GpuStrategy gpu = GpuStrategy::kUnset;
+  GpuTemplateFn gpu_template = nullptr;  ///< kTemplate
+  /// kTemplate: the form named when the template does not apply (" in 1-D"); kRefused: why.
+  std::string gpu_note = "";
+};
+
+/// All entries, by name.
+class Registry {
+ public:
+  /// Adds `def`; kiln::InternalError when its name is taken or empty.
+  void add(OpDef def);
+  /// The entry named `op`, or null.
+  const OpDef* find(const std::string& op) const;
+  const std::map<std::string, OpDef>& all() const { return ops_; }
+
+ private:
+  std::map<std::string, OpDef> ops_;
+};
+
+/// The registry of every operator Kiln knows, built once.
+const Registry& registry();
+
+/// The entry of `op`, or null when no family registers it.
+const OpDef* find_op(const std::string& op);
+
+/// The required parts `def` lacks ("pattern", "GPU strategy", ...); empty when complete.
+std::vector<std::string> check_complete(const OpDef& def);
+
+/// The ONNX operators the front end accepts (kOnnx and kImportOnly entries), sorted.
+std::vector<std::string> onnx_operator_names();
+
+/// The markdown table of the operators (README.md's section "Operators" holds it).
+std::string operator_table_markdown();
+
+// The family registration functions, one per family file, called once by registry().
+void register_conv(Registry& r);
+void register_pool(Registry& r);
+void register_norm(Registry& r);
+void register_elementwise(Registry& r);
+void register_binary(Registry& r);
+void register_matmul(Registry& r);
+void register_shape(Registry& r);
+void register_index(Registry& r);
+void register_reduce(Registry& r);
+void register_rnn(Registry& r);
+void register_quant(Registry& r);
+void register_image(Registry& r);
+
+}  // namespace kiln::graph::ops
