@@ -1,11 +1,13 @@
 // ONNX ModelProto -> graph IR. import_model (at the end) is the script: check the model (opset,
 // operators, static inputs), then let an Importer walk the nodes in file order (ONNX requires
-// topological order). Each node is validated against the ONNX specification (validate_node), its
-// outputs typed by ONNX shape inference of that node alone (ShapeInference, which sees the
-// constants found so far), and then folded into a constant (try_fold), turned into an alias
-// (Identity, Dropout) or emitted with normalized attributes (normalize). A graph input that also
-// has an initializer is an input with that default value (IR version 4 and later; before, every
-// initializer had to be listed as an input, and such inputs are constants).
+// topological order). Each node is validated against the ONNX specification (validate_node), and
+// then what its operator's registry entry (ops/registry.h) says is done: computed or aliased at
+// import (its `evaluate`: Constant, Shape, Identity, ...), or its outputs typed by ONNX shape
+// inference of that node alone (ShapeInference, which sees the constants found so far; the
+// entry's `output_shape` where libonnx falls short), folded into a constant when its inputs are
+// (try_fold), or emitted with its attributes and their defaults (the entry's `import`). A graph
+// input that also has an initializer is an input with that default value (IR version 4 and
+// later; before, every initializer had to be listed as an input, and such inputs are constants).
 #include "compiler/graph/onnx_frontend.h"
 
 #include <onnx/onnx_pb.h>
@@ -39,13 +41,24 @@ using onnx::NodeProto;
 using onnx::TensorProto;
 
 /// The state of one import.
-class Importer {
+class Importer : public ops::ImportSink {
  public:
   Importer(const onnx::ModelProto& model, std::string origin, int64_t opset)
       : origin_(std::move(origin)), opset_(opset), inference_(model, origin_) {}
 
   /// Builds the graph from a model that check_model accepted.
   Graph run(const onnx::ModelProto& model);
+
+  // --- ops::ImportSink: what an operator computed at import does --------------------------------
+  void define_constant(const std::string& name, runtime::NDArray data) override {
+    define(name, g_.add_constant(name, std::move(data)));
+  }
+  void define_alias(const std::string& name, ValueId v) override { define(name, v); }
+  bool infer_outputs(const ops::ImportCtx& c, std::vector<int64_t>* shape) override {
+    return inferred_static_shape(c, shape);
+  }
+  ValueId add_output(const ops::ImportCtx& c, int i) override { return output_value(c.proto(), i); }
+  Value& value(ValueId v) override { return g_.value(v); }
 
  private:
   /// Pow(x, 2) with a constant float32 scalar exponent and x's shape and dtype as its output's.
@@ -60,9 +73,6 @@ class Importer {
   }
   /// Evaluates the node if it can be (returns true and defines its output as a constant).
   bool try_fold(const ops::ImportCtx& c);
-  /// ConstantOfShape and Range, whose inputs decide the output's shape: computed at import into a
-  /// constant; an error naming the node and the input when an input is not a constant.
-  void generate(const ops::ImportCtx& c);
   /// The static shape ONNX shape inference gives the node's first output, if it gives one.
   bool inferred_static_shape(const ops::ImportCtx& c, std::vector<int64_t>* shape);
 
@@ -177,25 +187,6 @@ bool Importer::try_fold(const ops::ImportCtx& c) {
   const std::string& op = c.proto().op_type();
   const std::string& out_name = c.proto().output(0);
   if (out_name.empty()) return false;
-  if (op == "Shape") {
-    const auto& s = c.in_value(0).shape;
-    const int64_t rank = static_cast<int64_t>(s.size());
-    int64_t start = c.attr_i("start", 0), end = c.attr_i("end", rank);
-    if (start < 0) start += rank;
-    if (end < 0) end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, start, rank);
-    std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
-    define(out_name, g_.add_constant(out_name, runtime::NDArray::from_vector(
-                                                   dims, {static_cast<int64_t>(dims.size())})));
-    return true;
-  }
-  if (op == "Size") {
-    const int64_t count = c.in_value(0).num_elements();
-    define(out_name, g_.add_constant(
-                         out_name, runtime::NDArray::from_vector(std::vector<int64_t>{count}, {})));
-    return true;
-  }
   {
     // Shape arithmetic on small integer constants (a rank computed from Shape and Size, a
     // negative axis made positive, a patch count divided out of an image size): folded here, so
@@ -322,71 +313,6 @@ bool Importer::inferred_static_shape(const ops::ImportCtx& c, std::vector<int64_
   return true;
 }
 
-void Importer::generate(const ops::ImportCtx& c) {
-  const std::string& op = c.proto().op_type();
-  const std::string& out_name = c.proto().output(0);
-  runtime::NDArray data;
-  if (op == "ConstantOfShape") {
-    std::vector<int64_t> shape;
-    if (c.const_input(0) != nullptr) {
-      shape = c.const_ints(0, "input");
-    } else {
-      // A shape computed from other shapes (Shape -> Slice -> Sub ...): ONNX's data propagation
-      // may know it; otherwise the output has no static shape and the node is refused.
-      if (!inferred_static_shape(c, &shape)) {
-        c.fail(
-            "input 'input' must be a constant (or a shape computed from static shapes): "
-            "Kiln needs static shapes");
-      }
-    }
-    for (int64_t d : shape) {
-      if (d < 0) c.fail("input 'input' holds a negative dimension " + std::to_string(d));
-    }
-    runtime::NDArray value = runtime::NDArray::from_vector(std::vector<float>{0.0f}, {1});
-    if (const AttributeProto* v = c.attr("value")) {
-      value = tensor_to_ndarray(v->t(), "'" + origin_ + "': " + c.where() + " attribute 'value'");
-    }
-    data = runtime::NDArray::empty(shape, value.dtype());
-    const int64_t elem = runtime::dtype_bytes(value.dtype());
-    auto* dst = static_cast<char*>(data.data());
-    for (int64_t i = 0; i < data.num_elements(); ++i) {
-      std::memcpy(dst + i * elem, value.data(), static_cast<size_t>(elem));
-    }
-  } else {  // Range
-    double v[3];
-    const char* names[3] = {"start", "limit", "delta"};
-    KilnDType t{};
-    for (size_t i = 0; i < 3; ++i) {
-      const runtime::NDArray& a = c.need_constant(i, names[i]);
-      if (a.num_elements() != 1) c.fail(std::string("input '") + names[i] + "' must be a scalar");
-      v[i] = element_as_double(a, 0);
-      t = a.dtype();
-    }
-    if (v[2] == 0.0) c.fail("input 'delta' is 0");
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])));
-    if (n > (int64_t{1} << 31)) c.fail("the range has " + std::to_string(n) + " elements");
-    data = runtime::NDArray::empty({n}, t);
-    const int64_t elem = runtime::dtype_bytes(t);
-    auto* dst = static_cast<char*>(data.data());
-    for (int64_t i = 0; i < n; ++i) {
-      const double x = v[0] + static_cast<double>(i) * v[2];
-      char* p = dst + i * elem;
-      if (t.code == kKilnFloat && t.bits == 32) {
-        const float f = static_cast<float>(x);
-        std::memcpy(p, &f, 4);
-      } else if (t.code == kKilnFloat && t.bits == 64) {
-        std::memcpy(p, &x, 8);
-      } else if (t.code == kKilnInt) {
-        const int64_t iv = static_cast<int64_t>(x);
-        std::memcpy(p, &iv, static_cast<size_t>(elem));  // little-endian narrowing
-      } else {
-        c.fail("Range of " + runtime::dtype_to_string(t) + " is not supported");
-      }
-    }
-  }
-  define(out_name, g_.add_constant(out_name, std::move(data)));
-}
-
 Graph Importer::run(const onnx::ModelProto& model) {
   const onnx::GraphProto& graph = model.graph();
   std::map<std::string, const TensorProto*> initializers;
@@ -470,57 +396,12 @@ Graph Importer::run(const onnx::ModelProto& model) {
     for (ValueId v : c.inputs) input_values.push_back(v == kNoValue ? nullptr : &g_.value(v));
     validate_node(n, opset_, input_values, origin_);
     const std::string& op = n.op_type();
-    if (op == "Constant") {
-      const AttributeProto& attr = n.attribute(0);
-      const std::string what = "'" + origin_ + "': " + c.where();
-      runtime::NDArray data;
-      if (attr.name() == "value") {
-        data = tensor_to_ndarray(attr.t(), what);
-      } else if (attr.name() == "value_float") {
-        data = runtime::NDArray::from_vector(std::vector<float>{attr.f()}, {});
-      } else if (attr.name() == "value_floats") {
-        data = runtime::NDArray::from_vector(
-            std::vector<float>(attr.floats().begin(), attr.floats().end()), {attr.floats_size()});
-      } else if (attr.name() == "value_int") {
-        data = runtime::NDArray::from_vector(std::vector<int64_t>{attr.i()}, {});
-      } else if (attr.name() == "value_ints") {
-        data = runtime::NDArray::from_vector(
-            std::vector<int64_t>(attr.ints().begin(), attr.ints().end()), {attr.ints_size()});
-      } else {
-        c.fail("Constant attribute '" + attr.name() + "' is not supported");
-      }
-      define(n.output(0), g_.add_constant(n.output(0), std::move(data)));
-      continue;
-    }
-    if (op == "Identity" || op == "Dropout") {
-      if (op == "Dropout" && c.in(2) != kNoValue) {
-        const runtime::NDArray* training = c.const_input(2);
-        if (training == nullptr) c.fail("input 'training_mode' must be a constant");
-        if (training->num_elements() != 1 || element_as_double(*training, 0) != 0.0) {
-          c.fail("training-mode Dropout is not supported");
-        }
-      }
-      define(n.output(0), c.in(0));  // an alias
-      if (op == "Dropout" && n.output_size() > 1 && !n.output(1).empty()) {
-        // In inference the mask keeps everything: a constant of trues.
-        infer(c);
-        const ValueId mask = output_value(n, 1);
-        if (!runtime::dtype_equal(g_.value(mask).dtype, runtime::kBool))
-          c.fail("mask must be bool");
-        runtime::NDArray ones = runtime::NDArray::empty(g_.value(mask).shape, g_.value(mask).dtype);
-        std::memset(ones.data(), 1, static_cast<size_t>(ones.nbytes()));
-        g_.value(mask).data = std::make_shared<const runtime::NDArray>(std::move(ones));
-      }
-      continue;
-    }
-    if ((op == "Shape" || op == "Size") && try_fold(c)) continue;
-    if (op == "ConstantOfShape" || op == "Range") {
-      generate(c);
-      continue;
-    }
+    // Operators computed at import (Constant, Shape, ConstantOfShape, ...) or aliased (Identity,
+    // Dropout): their registry entry's evaluate defines the outputs, and no graph node is made.
+    const ops::OpDef& def = *ops::find_op(op);  // check_model accepted only registered operators
+    if (def.evaluate != nullptr && def.evaluate(c, *this)) continue;
     // The inputs that are parameters Kiln needs at compile time: an error naming the node and the
     // input when one is not a constant, before shape inference (which would give no static shape).
-    const ops::OpDef& def = *ops::find_op(op);  // check_model accepted only registered operators
     if (def.constant_inputs != nullptr) def.constant_inputs(c);
     infer(c);
     std::vector<ValueId> outs;
@@ -541,7 +422,7 @@ Graph Importer::run(const onnx::ModelProto& model) {
     while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();
     // A node name is unique in Kiln's graph even when the file leaves it empty.
     std::string name = n.name().empty() ? op + "_" + std::to_string(g_.nodes().size()) : n.name();
-    g_.add_node(Node{op == "CastLike" ? "Cast" : op, std::move(name), std::move(c.inputs),
+    g_.add_node(Node{def.node_op.empty() ? op : def.node_op, std::move(name), std::move(c.inputs),
                      std::move(outs), std::move(attrs)});
   }
 

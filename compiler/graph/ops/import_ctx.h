@@ -27,6 +27,8 @@ class ImportCtx {
 
   const onnx::NodeProto& proto() const { return proto_; }
   const std::string& op() const { return proto_.op_type(); }
+  /// The model's path (or "<memory>"), for messages.
+  const std::string& origin() const { return origin_; }
   int64_t opset() const { return opset_; }
   const Graph& graph() const { return g_; }
   /// "node 'conv1' (Conv)".
@@ -69,6 +71,25 @@ class ImportCtx {
   const int64_t opset_;
   const onnx::NodeProto& proto_;
   const std::string where_;
+};
+
+/// What an operator computed or aliased at import does to the importer's state (the Importer of
+/// onnx_frontend.cc implements it).
+class ImportSink {
+ public:
+  /// Defines ONNX name `name` as a new constant holding `data`.
+  virtual void define_constant(const std::string& name, runtime::NDArray data) = 0;
+  /// Defines ONNX name `name` as another name of value `v`.
+  virtual void define_alias(const std::string& name, ValueId v) = 0;
+  /// Types the node's outputs by ONNX shape inference; whether output 0 then has a static shape
+  /// (put in *shape).
+  virtual bool infer_outputs(const ImportCtx& c, std::vector<int64_t>* shape) = 0;
+  /// The node's output i as a new value of the type inference gave it.
+  virtual ValueId add_output(const ImportCtx& c, int i) = 0;
+  virtual Value& value(ValueId v) = 0;
+
+ protected:
+  ~ImportSink() = default;
 };
 
 /// The pads of a window (Conv, ConvTranspose, the poolings) with auto_pad SAME_UPPER, SAME_LOWER or

@@ -54,6 +54,11 @@ using ConstantInputsFn = void (*)(const ImportCtx& c);
 /// The static shape of the node's first output, where ONNX shape inference does not give it.
 using OutputShapeFn = std::vector<int64_t> (*)(const ImportCtx& c);
 
+class ImportSink;
+/// Computes or aliases the node at import (defining its outputs through `sink`); true when it
+/// did, and no graph node is made.
+using EvaluateFn = bool (*)(ImportCtx& c, ImportSink& sink);
+
 struct LowerCtx;
 struct LowerResult;
 /// A node's topi compute and its default CPU schedule (ops/lowering.h).
@@ -84,6 +89,10 @@ struct OpDef {
   ImportFn import = nullptr;
   /// The graph node has no attributes (no `import` needed).
   bool no_attributes = false;
+  /// An operator the importer computes or aliases (Constant, Shape, Identity, ...).
+  EvaluateFn evaluate = nullptr;
+  /// The graph node's operator where it is another (CastLike becomes Cast).
+  std::string node_op = "";
   ConstantInputsFn constant_inputs = nullptr;
   /// Null: ONNX shape inference of the node alone types its outputs.
   OutputShapeFn output_shape = nullptr;

@@ -3,6 +3,7 @@
 #include "compiler/topi/elementwise.h"
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "compiler/graph/ops/import_ctx.h"
@@ -273,10 +274,46 @@ ImportFn attributes_of(const std::string& op) {
   return nullptr;
 }
 
+// --- aliased at import (no graph node) --------------------------------------------------------
+
+bool evaluate_identity(ImportCtx& c, ImportSink& sink) {
+  sink.define_alias(c.proto().output(0), c.in(0));
+  return true;
+}
+
+/// Dropout in inference: its input; the mask, when asked for, a constant of trues.
+bool evaluate_dropout(ImportCtx& c, ImportSink& sink) {
+  const onnx::NodeProto& n = c.proto();
+  if (c.in(2) != kNoValue) {
+    const runtime::NDArray* training = c.const_input(2);
+    if (training == nullptr) c.fail("input 'training_mode' must be a constant");
+    if (training->num_elements() != 1 || element_as_double(*training, 0) != 0.0) {
+      c.fail("training-mode Dropout is not supported");
+    }
+  }
+  sink.define_alias(n.output(0), c.in(0));
+  if (n.output_size() > 1 && !n.output(1).empty()) {
+    std::vector<int64_t> shape;
+    sink.infer_outputs(c, &shape);
+    Value& mask = sink.value(sink.add_output(c, 1));
+    if (!runtime::dtype_equal(mask.dtype, runtime::kBool)) c.fail("mask must be bool");
+    runtime::NDArray ones = runtime::NDArray::empty(mask.shape, mask.dtype);
+    std::memset(ones.data(), 1, static_cast<size_t>(ones.nbytes()));
+    mask.data = std::make_shared<const runtime::NDArray>(std::move(ones));
+  }
+  return true;
+}
+
 }  // namespace
 
 void register_elementwise(Registry& r) {
-  for (const auto& [name, fn] : unaries()) r.add(unary(name.c_str(), lower_unary));
+  for (const auto& [name, fn] : unaries()) {
+    OpDef def = unary(name.c_str(), lower_unary);
+    // An Identity in the file is an alias; the graph's own (a graph output that is an input or a
+    // constant, or returned twice) are copies.
+    if (name == "Identity") def.evaluate = evaluate_identity;
+    r.add(def);
+  }
   for (const char* op :
        {"Acos",      "Acosh", "Asin",       "Asinh",    "Atan", "Atanh",          "Celu",
         "Ceil",      "Cos",   "Cosh",       "Elu",      "Erf",  "Floor",          "HardSigmoid",
@@ -294,12 +331,14 @@ void register_elementwise(Registry& r) {
          .origin = Origin::kImportOnly,
          .import_note = "becomes Cast to input 1's type",
          .schema_checks_suffice = true,
-         .import = import_cast_like});
+         .import = import_cast_like,
+         .node_op = "Cast"});
   r.add({.name = "Dropout",
          .family = "math/elementwise",
          .origin = Origin::kImportOnly,
          .import_note = "an alias of its input (inference; the mask a constant)",
-         .check = check_dropout});
+         .check = check_dropout,
+         .evaluate = evaluate_dropout});
 }
 
 }  // namespace kiln::graph::ops

@@ -1,6 +1,10 @@
 // The shape operators: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Expand, Tile, the
 // LayoutTransform that alter_layout inserts, and those the importer computes into constants:
 // Constant, Shape, Size, ConstantOfShape, Range.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/lowering.h"
 #include "compiler/graph/ops/node_check.h"
@@ -275,6 +279,124 @@ Attrs import_tile(ImportCtx& c) {
 void need_shape(const ImportCtx& c) { c.need_constant(1, "shape"); }
 void need_repeats(const ImportCtx& c) { c.need_constant(1, "repeats"); }
 
+// --- evaluated at import (no graph node) ------------------------------------------------------
+
+bool evaluate_constant(ImportCtx& c, ImportSink& sink) {
+  const onnx::AttributeProto& attr = c.proto().attribute(0);
+  const std::string what = "'" + c.origin() + "': " + c.where();
+  runtime::NDArray data;
+  if (attr.name() == "value") {
+    data = tensor_to_ndarray(attr.t(), what);
+  } else if (attr.name() == "value_float") {
+    data = runtime::NDArray::from_vector(std::vector<float>{attr.f()}, {});
+  } else if (attr.name() == "value_floats") {
+    data = runtime::NDArray::from_vector(
+        std::vector<float>(attr.floats().begin(), attr.floats().end()), {attr.floats_size()});
+  } else if (attr.name() == "value_int") {
+    data = runtime::NDArray::from_vector(std::vector<int64_t>{attr.i()}, {});
+  } else if (attr.name() == "value_ints") {
+    data = runtime::NDArray::from_vector(
+        std::vector<int64_t>(attr.ints().begin(), attr.ints().end()), {attr.ints_size()});
+  } else {
+    c.fail("Constant attribute '" + attr.name() + "' is not supported");
+  }
+  sink.define_constant(c.proto().output(0), std::move(data));
+  return true;
+}
+
+/// Shape (with opset 15's start and end) of input 0, whose shape is static.
+bool evaluate_shape(ImportCtx& c, ImportSink& sink) {
+  const std::string& out_name = c.proto().output(0);
+  if (out_name.empty()) return false;
+  const auto& s = c.in_value(0).shape;
+  const int64_t rank = static_cast<int64_t>(s.size());
+  int64_t start = c.attr_i("start", 0), end = c.attr_i("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
+  sink.define_constant(out_name,
+                       runtime::NDArray::from_vector(dims, {static_cast<int64_t>(dims.size())}));
+  return true;
+}
+
+bool evaluate_size(ImportCtx& c, ImportSink& sink) {
+  const std::string& out_name = c.proto().output(0);
+  if (out_name.empty()) return false;
+  const int64_t count = c.in_value(0).num_elements();
+  sink.define_constant(out_name, runtime::NDArray::from_vector(std::vector<int64_t>{count}, {}));
+  return true;
+}
+
+/// ConstantOfShape, whose input decides the output's shape: computed into a constant; an error
+/// naming the node and the input when its shape is not known at import.
+bool evaluate_constant_of_shape(ImportCtx& c, ImportSink& sink) {
+  std::vector<int64_t> shape;
+  if (c.const_input(0) != nullptr) {
+    shape = c.const_ints(0, "input");
+  } else {
+    // A shape computed from other shapes (Shape -> Slice -> Sub ...): ONNX's data propagation
+    // may know it; otherwise the output has no static shape and the node is refused.
+    if (!sink.infer_outputs(c, &shape)) {
+      c.fail(
+          "input 'input' must be a constant (or a shape computed from static shapes): "
+          "Kiln needs static shapes");
+    }
+  }
+  for (int64_t d : shape) {
+    if (d < 0) c.fail("input 'input' holds a negative dimension " + std::to_string(d));
+  }
+  runtime::NDArray value = runtime::NDArray::from_vector(std::vector<float>{0.0f}, {1});
+  if (const onnx::AttributeProto* v = c.attr("value")) {
+    value = tensor_to_ndarray(v->t(), "'" + c.origin() + "': " + c.where() + " attribute 'value'");
+  }
+  runtime::NDArray data = runtime::NDArray::empty(shape, value.dtype());
+  const int64_t elem = runtime::dtype_bytes(value.dtype());
+  auto* dst = static_cast<char*>(data.data());
+  for (int64_t i = 0; i < data.num_elements(); ++i) {
+    std::memcpy(dst + i * elem, value.data(), static_cast<size_t>(elem));
+  }
+  sink.define_constant(c.proto().output(0), std::move(data));
+  return true;
+}
+
+/// Range: computed into a constant; its inputs must be constant scalars.
+bool evaluate_range(ImportCtx& c, ImportSink& sink) {
+  double v[3];
+  const char* names[3] = {"start", "limit", "delta"};
+  KilnDType t{};
+  for (size_t i = 0; i < 3; ++i) {
+    const runtime::NDArray& a = c.need_constant(i, names[i]);
+    if (a.num_elements() != 1) c.fail(std::string("input '") + names[i] + "' must be a scalar");
+    v[i] = element_as_double(a, 0);
+    t = a.dtype();
+  }
+  if (v[2] == 0.0) c.fail("input 'delta' is 0");
+  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])));
+  if (n > (int64_t{1} << 31)) c.fail("the range has " + std::to_string(n) + " elements");
+  runtime::NDArray data = runtime::NDArray::empty({n}, t);
+  const int64_t elem = runtime::dtype_bytes(t);
+  auto* dst = static_cast<char*>(data.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = v[0] + static_cast<double>(i) * v[2];
+    char* p = dst + i * elem;
+    if (t.code == kKilnFloat && t.bits == 32) {
+      const float f = static_cast<float>(x);
+      std::memcpy(p, &f, 4);
+    } else if (t.code == kKilnFloat && t.bits == 64) {
+      std::memcpy(p, &x, 8);
+    } else if (t.code == kKilnInt) {
+      const int64_t iv = static_cast<int64_t>(x);
+      std::memcpy(p, &iv, static_cast<size_t>(elem));  // little-endian narrowing
+    } else {
+      c.fail("Range of " + runtime::dtype_to_string(t) + " is not supported");
+    }
+  }
+  sink.define_constant(c.proto().output(0), std::move(data));
+  return true;
+}
+
 }  // namespace
 
 void register_shape(Registry& r) {
@@ -328,18 +450,25 @@ void register_shape(Registry& r) {
          .fold_constants = false,
          .lower = lower_layout_transform,
          .gpu = GpuStrategy::kInjective});
-  const std::pair<const char*, CheckFn> computed[] = {{"Constant", check_constant},
-                                                      {"ConstantOfShape", check_constant_of_shape},
-                                                      {"Range", check_range},
-                                                      {"Shape", nullptr},
-                                                      {"Size", nullptr}};
-  for (const auto& [op, check] : computed) {
+  struct Computed {
+    const char* op;
+    CheckFn check;
+    EvaluateFn evaluate;
+  };
+  const Computed computed[] = {
+      {"Constant", check_constant, evaluate_constant},
+      {"ConstantOfShape", check_constant_of_shape, evaluate_constant_of_shape},
+      {"Range", check_range, evaluate_range},
+      {"Shape", nullptr, evaluate_shape},
+      {"Size", nullptr, evaluate_size}};
+  for (const auto& [op, check, evaluate] : computed) {
     r.add({.name = op,
            .family = "tensor/shape",
            .origin = Origin::kImportOnly,
            .import_note = "computed into a constant",
            .check = check,
-           .schema_checks_suffice = check == nullptr});
+           .schema_checks_suffice = check == nullptr,
+           .evaluate = evaluate});
   }
 }
 
