@@ -204,96 +204,16 @@ bool Importer::try_fold(const ops::ImportCtx& c) {
       return true;
     }
   }
+  // The operator's fold (a copy of the data in the inferred shape, a Cast), all inputs constant.
   const ops::OpDef* def = ops::find_op(op);
-  if (def == nullptr || !def->import_fold) return false;
+  if (def == nullptr || def->import_fold == nullptr) return false;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     if (c.inputs[i] != kNoValue && !g_.value(c.inputs[i]).is_constant()) return false;
   }
   if (c.in(0) == kNoValue) return false;
-  const ValueId out = values_.at(out_name);
-  Value& ov = g_.value(out);
-  const runtime::NDArray& x = *g_.value(c.inputs[0]).data;
-  // What inference says must agree with the data before any byte is copied.
-  auto check = [&](bool ok) {
-    if (!ok) c.fail("the inferred output " + ov.type_string() + " does not match the inputs");
-  };
-  if (op != "Cast") check(runtime::dtype_equal(x.dtype(), ov.dtype));
-  if (op != "Gather" && op != "Concat") check(ov.num_elements() == x.num_elements());
-  runtime::NDArray result = runtime::NDArray::empty(ov.shape, ov.dtype);
-  const int64_t elem = runtime::dtype_bytes(ov.dtype);
-  char* dst = static_cast<char*>(result.data());
-  if (op == "Cast") {
-    // Through double: exact for every integer Kiln meets in shape arithmetic and for float32.
-    const KilnDType t = ov.dtype;
-    if (t.code == kKilnFloat && t.bits == 16) return false;
-    for (int64_t i = 0; i < x.num_elements(); ++i) {
-      const double v = element_as_double(x, i);
-      char* p = dst + i * elem;
-      if (t.code == kKilnFloat && t.bits == 32) {
-        const float f = static_cast<float>(v);
-        std::memcpy(p, &f, 4);
-      } else if (t.code == kKilnFloat) {
-        std::memcpy(p, &v, 8);
-      } else if (t.bits == 1) {
-        *p = v != 0.0;
-      } else {
-        const int64_t iv = static_cast<int64_t>(v);
-        std::memcpy(p, &iv, static_cast<size_t>(elem));  // little-endian narrowing
-      }
-    }
-  } else if (op == "Gather" || op == "Concat") {
-    const int64_t rank = static_cast<int64_t>(ov.shape.size());
-    const int64_t axis = ops::norm_axis(c.attr_i("axis", 0), op == "Gather" ? x.ndim() : rank);
-    // Every array viewed as [outer, axis, inner]; copy rows of `inner` elements.
-    auto inner_of = [&](const std::vector<int64_t>& s) {
-      int64_t n = 1;
-      for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) n *= s[d];
-      return n;
-    };
-    int64_t outer = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[static_cast<size_t>(d)];
-    if (op == "Gather") {
-      const int64_t inner = inner_of(x.shape()), dim = x.shape()[static_cast<size_t>(axis)];
-      const std::vector<int64_t> idx = c.const_ints(1, "indices");
-      check(outer * static_cast<int64_t>(idx.size()) * inner == ov.num_elements());
-      const auto* src = static_cast<const char*>(x.data());
-      char* p = dst;
-      for (int64_t o = 0; o < outer; ++o) {
-        for (int64_t j : idx) {
-          if (j < -dim || j >= dim) c.fail("index " + std::to_string(j) + " is out of range");
-          if (j < 0) j += dim;
-          const size_t row = static_cast<size_t>(inner * elem);
-          std::memcpy(p, src + ((o * dim + j) * inner) * elem, row);
-          p += row;
-        }
-      }
-    } else {
-      int64_t total = 0;
-      for (ValueId v : c.inputs) {
-        const runtime::NDArray& in_arr = *g_.value(v).data;
-        check(in_arr.ndim() == rank && runtime::dtype_equal(in_arr.dtype(), ov.dtype));
-        for (int64_t d = 0; d < rank; ++d) {
-          check(d == axis ||
-                in_arr.shape()[static_cast<size_t>(d)] == ov.shape[static_cast<size_t>(d)]);
-        }
-        total += in_arr.num_elements();
-      }
-      check(total == ov.num_elements());
-      char* p = dst;
-      for (int64_t o = 0; o < outer; ++o) {
-        for (ValueId v : c.inputs) {
-          const runtime::NDArray& in_arr = *g_.value(v).data;
-          const int64_t chunk =
-              in_arr.shape()[static_cast<size_t>(axis)] * inner_of(in_arr.shape());
-          std::memcpy(p, static_cast<const char*>(in_arr.data()) + o * chunk * elem,
-                      static_cast<size_t>(chunk * elem));
-          p += chunk * elem;
-        }
-      }
-    }
-  } else {  // Reshape, Flatten, Squeeze, Unsqueeze: the same bytes, the inferred shape
-    if (x.nbytes()) std::memcpy(dst, x.data(), static_cast<size_t>(x.nbytes()));
-  }
+  Value& ov = g_.value(values_.at(out_name));
+  runtime::NDArray result;
+  if (!def->import_fold(c, ov, &result)) return false;
   ov.data = std::make_shared<const runtime::NDArray>(std::move(result));
   return true;
 }

@@ -84,6 +84,10 @@ std::vector<int64_t> ImportCtx::attr_ints(const char* name, std::vector<int64_t>
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : dflt;
 }
 
+void check_folded(const ImportCtx& c, const Value& out, bool ok) {
+  if (!ok) c.fail("the inferred output " + out.type_string() + " does not match the inputs");
+}
+
 std::vector<int64_t> resolve_pads(const ImportCtx& c, const std::vector<int64_t>& in_sizes,
                                   const std::vector<int64_t>& kernel,
                                   const std::vector<int64_t>& strides,

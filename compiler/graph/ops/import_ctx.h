@@ -92,6 +92,10 @@ class ImportSink {
   ~ImportSink() = default;
 };
 
+/// kiln::Error "the inferred output float32[2,3] does not match the inputs" unless `ok`: what a
+/// fold checks before it copies any byte.
+void check_folded(const ImportCtx& c, const Value& out, bool ok);
+
 /// The pads of a window (Conv, ConvTranspose, the poolings) with auto_pad SAME_UPPER, SAME_LOWER or
 /// VALID resolved for input 0's spatial sizes `in_sizes`; the explicit pads (default 0) otherwise.
 std::vector<int64_t> resolve_pads(const ImportCtx& c, const std::vector<int64_t>& in_sizes,

@@ -59,6 +59,10 @@ class ImportSink;
 /// did, and no graph node is made.
 using EvaluateFn = bool (*)(ImportCtx& c, ImportSink& sink);
 
+/// The node evaluated at import, its inputs all constants, into `result` of `out`'s (inferred)
+/// dtype and shape; false where it declines (the node stays).
+using FoldFn = bool (*)(const ImportCtx& c, const Value& out, runtime::NDArray* result);
+
 struct LowerCtx;
 struct LowerResult;
 /// A node's topi compute and its default CPU schedule (ops/lowering.h).
@@ -96,9 +100,9 @@ struct OpDef {
   ConstantInputsFn constant_inputs = nullptr;
   /// Null: ONNX shape inference of the node alone types its outputs.
   OutputShapeFn output_shape = nullptr;
-  /// The importer evaluates the node when all its inputs are constants (a copy of the data, or a
-  /// Cast), so that shape computations become constants.
-  bool import_fold = false;
+  /// How the importer evaluates the node when all its inputs are constants (a copy of the data,
+  /// or a Cast), so that shape computations become constants; null: it does not.
+  FoldFn import_fold = nullptr;
 
   // --- graph passes ------------------------------------------------------------------------------
   /// fold_constants may run a node of constants through its lowering at build time.

@@ -304,6 +304,35 @@ bool evaluate_dropout(ImportCtx& c, ImportSink& sink) {
   return true;
 }
 
+// --- folded at import (all inputs constant) ---------------------------------------------------
+
+/// Through double: exact for every integer Kiln meets in shape arithmetic and for float32.
+bool fold_cast(const ImportCtx& c, const Value& ov, runtime::NDArray* result) {
+  const runtime::NDArray& x = *c.const_input(0);
+  check_folded(c, ov, ov.num_elements() == x.num_elements());
+  const KilnDType t = ov.dtype;
+  if (t.code == kKilnFloat && t.bits == 16) return false;
+  *result = runtime::NDArray::empty(ov.shape, ov.dtype);
+  const int64_t elem = runtime::dtype_bytes(ov.dtype);
+  char* dst = static_cast<char*>(result->data());
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    const double v = element_as_double(x, i);
+    char* p = dst + i * elem;
+    if (t.code == kKilnFloat && t.bits == 32) {
+      const float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+    } else if (t.code == kKilnFloat) {
+      std::memcpy(p, &v, 8);
+    } else if (t.bits == 1) {
+      *p = v != 0.0;
+    } else {
+      const int64_t iv = static_cast<int64_t>(v);
+      std::memcpy(p, &iv, static_cast<size_t>(elem));  // little-endian narrowing
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void register_elementwise(Registry& r) {
@@ -324,7 +353,7 @@ void register_elementwise(Registry& r) {
   r.add(unary("Clip", lower_clip, check_clip, import_clip));
   r.add(unary("LeakyRelu", lower_leaky_relu, nullptr, import_leaky_relu));
   OpDef cast = unary("Cast", lower_cast, check_cast, import_cast);
-  cast.import_fold = true;
+  cast.import_fold = fold_cast;
   r.add(cast);
   r.add({.name = "CastLike",
          .family = "math/elementwise",

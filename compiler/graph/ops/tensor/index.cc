@@ -1,5 +1,7 @@
 // The indexing and data-movement operators: Gather, GatherElements, Slice, Concat, Split, Pad,
 // Trilu.
+#include <cstring>
+
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/lowering.h"
 #include "compiler/graph/ops/node_check.h"
@@ -428,10 +430,71 @@ void need_split(const ImportCtx& c) {
   if (c.in(1) != kNoValue) c.need_constant(1, "split");
 }
 
+// --- folded at import (all inputs constant) ---------------------------------------------------
+
+/// Gather and Concat: every array viewed as [outer, axis, inner], rows of `inner` elements copied.
+bool fold_gather_concat(const ImportCtx& c, const Value& ov, runtime::NDArray* result) {
+  const std::string& op = c.op();
+  const runtime::NDArray& x = *c.const_input(0);
+  check_folded(c, ov, runtime::dtype_equal(x.dtype(), ov.dtype));
+  *result = runtime::NDArray::empty(ov.shape, ov.dtype);
+  const int64_t elem = runtime::dtype_bytes(ov.dtype);
+  char* dst = static_cast<char*>(result->data());
+  const int64_t rank = static_cast<int64_t>(ov.shape.size());
+  const int64_t axis = norm_axis(c.attr_i("axis", 0), op == "Gather" ? x.ndim() : rank);
+  auto inner_of = [&](const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (size_t d = static_cast<size_t>(axis) + 1; d < s.size(); ++d) n *= s[d];
+    return n;
+  };
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[static_cast<size_t>(d)];
+  if (op == "Gather") {
+    const int64_t inner = inner_of(x.shape()), dim = x.shape()[static_cast<size_t>(axis)];
+    const std::vector<int64_t> idx = c.const_ints(1, "indices");
+    check_folded(c, ov, outer * static_cast<int64_t>(idx.size()) * inner == ov.num_elements());
+    const auto* src = static_cast<const char*>(x.data());
+    char* p = dst;
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j : idx) {
+        if (j < -dim || j >= dim) c.fail("index " + std::to_string(j) + " is out of range");
+        if (j < 0) j += dim;
+        const size_t row = static_cast<size_t>(inner * elem);
+        std::memcpy(p, src + ((o * dim + j) * inner) * elem, row);
+        p += row;
+      }
+    }
+    return true;
+  }
+  int64_t total = 0;
+  for (ValueId v : c.inputs) {
+    const runtime::NDArray& in_arr = *c.graph().value(v).data;
+    check_folded(c, ov, in_arr.ndim() == rank && runtime::dtype_equal(in_arr.dtype(), ov.dtype));
+    for (int64_t d = 0; d < rank; ++d) {
+      check_folded(
+          c, ov,
+          d == axis || in_arr.shape()[static_cast<size_t>(d)] == ov.shape[static_cast<size_t>(d)]);
+    }
+    total += in_arr.num_elements();
+  }
+  check_folded(c, ov, total == ov.num_elements());
+  char* p = dst;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (ValueId v : c.inputs) {
+      const runtime::NDArray& in_arr = *c.graph().value(v).data;
+      const int64_t chunk = in_arr.shape()[static_cast<size_t>(axis)] * inner_of(in_arr.shape());
+      std::memcpy(p, static_cast<const char*>(in_arr.data()) + o * chunk * elem,
+                  static_cast<size_t>(chunk * elem));
+      p += chunk * elem;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 void register_index(Registry& r) {
-  auto add = [&](const char* op, CheckFn check, ImportFn import, LowerFn lower, bool import_fold,
+  auto add = [&](const char* op, CheckFn check, ImportFn import, LowerFn lower, FoldFn import_fold,
                  ConstantInputsFn constant_inputs = nullptr) {
     r.add({.name = op,
            .family = "tensor/index",
@@ -443,13 +506,13 @@ void register_index(Registry& r) {
            .lower = lower,
            .gpu = GpuStrategy::kInjective});
   };
-  add("Concat", check_concat, import_concat, lower_concat, true);
-  add("Gather", check_gather, import_gather, lower_gather, true);
+  add("Concat", check_concat, import_concat, lower_concat, fold_gather_concat);
+  add("Gather", check_gather, import_gather, lower_gather, fold_gather_concat);
   add("GatherElements", check_gather_elements, import_gather_elements, lower_gather_elements,
-      false);
-  add("Pad", check_pad, import_pad, lower_pad, false);
-  add("Slice", check_slice, import_slice, lower_slice, false);
-  add("Trilu", check_trilu, import_trilu, lower_trilu, false, need_k);
+      nullptr);
+  add("Pad", check_pad, import_pad, lower_pad, nullptr);
+  add("Slice", check_slice, import_slice, lower_slice, nullptr);
+  add("Trilu", check_trilu, import_trilu, lower_trilu, nullptr, need_k);
   r.add({.name = "Split",  // several outputs
          .family = "tensor/index",
          .pattern = OpPattern::kOpaque,

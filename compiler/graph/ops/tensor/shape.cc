@@ -397,6 +397,18 @@ bool evaluate_range(ImportCtx& c, ImportSink& sink) {
   return true;
 }
 
+// --- folded at import (all inputs constant) ---------------------------------------------------
+
+/// Reshape, Flatten, Squeeze, Unsqueeze: the same bytes, the inferred shape.
+bool fold_reshape(const ImportCtx& c, const Value& ov, runtime::NDArray* result) {
+  const runtime::NDArray& x = *c.const_input(0);
+  check_folded(c, ov, runtime::dtype_equal(x.dtype(), ov.dtype));
+  check_folded(c, ov, ov.num_elements() == x.num_elements());
+  *result = runtime::NDArray::empty(ov.shape, ov.dtype);
+  if (x.nbytes()) std::memcpy(result->data(), x.data(), static_cast<size_t>(x.nbytes()));
+  return true;
+}
+
 }  // namespace
 
 void register_shape(Registry& r) {
@@ -415,7 +427,7 @@ void register_shape(Registry& r) {
            .pattern = OpPattern::kInjective,
            .check = check,
            .import = import,
-           .import_fold = true,
+           .import_fold = fold_reshape,
            .lower = lower_reshape,
            .gpu = GpuStrategy::kInjective});
   }
