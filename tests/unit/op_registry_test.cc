@@ -52,6 +52,10 @@ TEST(OpRegistry, IncompleteEntriesAreNamed) {
   refused.gpu = GpuStrategy::kRefused;
   refused.gpu_note.clear();
   EXPECT_EQ(check_complete(refused), std::vector<std::string>{"GPU refusal reason"});
+  OpDef unknown = *find_op("Relu");  // an operator libonnx does not know needs its own inference
+  unknown.name = "NoSuchOnnxOp";
+  EXPECT_EQ(check_complete(unknown),
+            std::vector<std::string>{"shape inference (libonnx has no schema: an output_shape)"});
   OpDef internal = *find_op("QConv");
   internal.internal_note.clear();
   EXPECT_EQ(check_complete(internal),

@@ -2,9 +2,12 @@
 // is derived from it: the completeness check, the supported ONNX operators, the markdown table.
 #include "compiler/graph/ops/registry.h"
 
+#include <onnx/defs/schema.h>
+
 #include <sstream>
 
 #include "base/error.h"
+#include "compiler/graph/onnx_detail.h"
 
 namespace kiln::graph::ops {
 
@@ -48,6 +51,12 @@ std::vector<std::string> check_complete(const OpDef& def) {
   if (def.family.empty()) missing.push_back("family");
   if (def.origin != Origin::kInternal && def.check == nullptr && !def.schema_checks_suffice) {
     missing.push_back("validation (or schema_checks_suffice)");
+  }
+  // Its outputs' types: ONNX shape inference needs the operator's schema in libonnx.
+  if (def.origin == Origin::kOnnx && def.output_shape == nullptr &&
+      onnx::OpSchemaRegistry::Schema(def.name, static_cast<int>(onnx_detail::kMaxOpset), "") ==
+          nullptr) {
+    missing.push_back("shape inference (libonnx has no schema: an output_shape)");
   }
   switch (def.origin) {
     case Origin::kImportOnly:
