@@ -86,19 +86,19 @@ using namespace onnx_detail;  // NOLINT(google-build-using-namespace)
 using onnx::AttributeProto;
 
 void NodeCheck::run() {
+  def_ = find_op(op_);
   check_schema();
   check_element_types();
-  const OpDef* def = find_op(op_);
-  if (def != nullptr && def->check != nullptr) def->check(*this);
+  if (def_ != nullptr && def_->check != nullptr) def_->check(*this);
 }
 
 void NodeCheck::check_schema() {
   schema_ = onnx::OpSchemaRegistry::Schema(op_, static_cast<int>(opset_), "");
   if (schema_ == nullptr) fail("operator '" + op_ + "' does not exist at opset " + str(opset_));
   const int num_in = n_.input_size(), num_out = n_.output_size();
-  const int max_in = op_ == "Pad" && opset_ >= 18 ? 4
-                     : opset18_reduction()        ? 2
-                                                  : schema_->max_input();
+  const Opset18Form* form18 = opset18();
+  const int max_in =
+      schema_->max_input() + (form18 ? static_cast<int>(form18->extra_inputs.size()) : 0);
   if (num_in < schema_->min_input() || num_in > max_in) {
     fail("has " + str(num_in) + " inputs; " + op_ + " at opset " + str(opset_) + " takes " +
          count_range(schema_->min_input(), max_in));
@@ -110,7 +110,7 @@ void NodeCheck::check_schema() {
   const auto& formal_in = schema_->inputs();
   for (int i = 0; i < num_in && !formal_in.empty(); ++i) {
     const auto& f = formal_in[std::min<size_t>(static_cast<size_t>(i), formal_in.size() - 1)];
-    const bool beyond = static_cast<size_t>(i) >= formal_in.size();  // Pad's axes (opset 18)
+    const bool beyond = static_cast<size_t>(i) >= formal_in.size();  // an opset-18 input
     if (!beyond && f.GetOption() == onnx::OpSchema::Single && n_.input(i).empty()) {
       fail(input(static_cast<size_t>(i)) + " is required, but the node leaves it empty");
     }
@@ -127,36 +127,22 @@ void NodeCheck::check_schema() {
   std::set<std::string> seen;
   for (const AttributeProto& a : n_.attribute()) {
     if (!seen.insert(a.name()).second) fail("attribute '" + a.name() + "' is given twice");
-    // Opset 18's attributes that libonnx 1.12's schemas lack, and the one it removed.
-    if (opset18_reduction() && a.name() == "noop_with_empty_axes") {
-      if (attr_type(a) != AttributeProto::INT) {
-        fail("attribute 'noop_with_empty_axes' must be an int (INT), got " +
-             std::string(attr_type_name(attr_type(a))));
+    // Opset 18's attributes that libonnx 1.12's schemas lack, and those it removed.
+    if (form18 != nullptr) {
+      const auto named = [&](const auto& entry) { return entry.first == a.name(); };
+      const auto& extra = form18->extra_attributes;
+      if (auto it = std::find_if(extra.begin(), extra.end(), named); it != extra.end()) {
+        if (attr_type(a) != it->second) {
+          fail("attribute '" + a.name() + "' must be " + attr_type_name(it->second) + ", got " +
+               attr_type_name(attr_type(a)));
+        }
+        continue;
       }
-      continue;
-    }
-    if (opset18_reduction() && a.name() == "axes") {
-      fail("attribute 'axes' is not an attribute of " + op_ + " at opset " + str(opset_) +
-           " (from opset 18 the axes are input 1)");
-    }
-    if (op_ == "Resize" && opset_ >= 18 &&
-        (a.name() == "axes" || a.name() == "keep_aspect_ratio_policy" || a.name() == "antialias")) {
-      // Opset 18's attributes, which libonnx 1.12's Resize-13 schema lacks.
-      const int want = a.name() == "axes"        ? AttributeProto::INTS
-                       : a.name() == "antialias" ? AttributeProto::INT
-                                                 : AttributeProto::STRING;
-      if (attr_type(a) != want) {
-        fail("attribute '" + a.name() + "' must be " + attr_type_name(want) + ", got " +
-             attr_type_name(attr_type(a)));
+      const auto& removed = form18->removed_attributes;
+      if (auto it = std::find_if(removed.begin(), removed.end(), named); it != removed.end()) {
+        fail("attribute '" + a.name() + "' is not an attribute of " + op_ + " at opset " +
+             str(opset_) + " (" + it->second + ")");
       }
-      continue;
-    }
-    if (op_ == "Split" && opset_ >= 18 && a.name() == "num_outputs") {
-      if (attr_type(a) != AttributeProto::INT) {
-        fail("attribute 'num_outputs' must be an int (INT), got " +
-             std::string(attr_type_name(attr_type(a))));
-      }
-      continue;
     }
     auto it = schema_->attributes().find(a.name());
     if (it == schema_->attributes().end()) {

@@ -134,6 +134,10 @@ void register_image(Registry& r) {
          .family = "image",
          .pattern = OpPattern::kInjective,
          .check = check_resize,
+         .opset18 = Opset18Form{.extra_attributes = {{"antialias", onnx::AttributeProto::INT},
+                                                     {"axes", onnx::AttributeProto::INTS},
+                                                     {"keep_aspect_ratio_policy",
+                                                      onnx::AttributeProto::STRING}}},
          .import = import_resize,
          .lower = lower_resize,
          .gpu = GpuStrategy::kInjective});

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "compiler/graph/graph.h"
 #include "compiler/graph/onnx_detail.h"
+#include "compiler/graph/ops/registry.h"
 
 namespace kiln::graph::ops {
 
@@ -76,8 +77,10 @@ class NodeCheck {
   /// The schema's name of input i ("X", "W"); variadic inputs share the last one's.
   std::string formal_name(size_t i) const {
     const auto& formals = schema_->inputs();
-    if (op_ == "Pad" && i == 3) return "axes";  // opset 18, which libonnx 1.12 predates
-    if (opset18_reduction() && i == 1) return "axes";
+    if (const Opset18Form* f = opset18();
+        f != nullptr && i >= formals.size() && i - formals.size() < f->extra_inputs.size()) {
+      return f->extra_inputs[i - formals.size()];
+    }
     if (formals.empty()) return "input";
     return formals[std::min(i, formals.size() - 1)].GetName();
   }
@@ -88,11 +91,10 @@ class NodeCheck {
     return "input " + str(static_cast<int64_t>(i)) + " (" + formal_name(i) + " '" + name + "')";
   }
   bool has(size_t i) const { return i < in_.size() && in_[i] != nullptr; }
-  /// A reduction in its opset-18 form (axes as input 1, noop_with_empty_axes), which libonnx 1.12
-  /// predates: its registry has the opset-13 schema with the axes attribute.
-  bool opset18_reduction() const {
-    return op_ != "ReduceSum" && op_.rfind("Reduce", 0) == 0 &&
-           onnx_detail::axes_is_input(op_, opset_);
+  /// The operator's opset-18 form where the model is at opset 18 and libonnx's schema predates
+  /// it (the reductions' axes input, Pad's axes, Resize's and Split's new attributes); else null.
+  const Opset18Form* opset18() const {
+    return opset_ >= 18 && def_ != nullptr && def_->opset18 ? &*def_->opset18 : nullptr;
   }
   const Value& value(size_t i) const {
     if (!has(i)) fail(input(i) + " is required");
@@ -268,6 +270,7 @@ class NodeCheck {
   const std::string where_;
   const std::string op_;
   const onnx::OpSchema* schema_ = nullptr;
+  const OpDef* def_ = nullptr;  ///< the operator's registry entry
 };
 
 }  // namespace kiln::graph::ops

@@ -154,6 +154,16 @@ void register_reduce(Registry& r) {
            .family = "reduce",
            .pattern = OpPattern::kCommReduce,
            .check = arg ? check_arg_reduction : check_reduction,
+           // From opset 18 the axes are input 1 (ReduceSum's from 13, in libonnx's schema).
+           .opset18 =
+               arg || op == "ReduceSum"
+                   ? std::nullopt
+                   : std::optional<Opset18Form>(Opset18Form{
+                         .extra_inputs = {"axes"},
+                         .extra_attributes = {{"noop_with_empty_axes", onnx::AttributeProto::INT}},
+                         .removed_attributes = {{"axes",
+                                                 "from opset 18 the axes "
+                                                 "are input 1"}}}),
            .import = arg ? import_arg_reduction : import_reduction,
            .constant_inputs = arg ? nullptr : need_axes,
            .lower = lower_reduce,

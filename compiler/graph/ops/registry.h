@@ -42,6 +42,17 @@ enum class GpuStrategy {
 };
 
 class NodeCheck;
+/// Opset 18's form of an operator whose newest schema in libonnx 1.12 (which predates opset 18)
+/// is older: what the schema checks take beyond that schema, at opset 18.
+struct Opset18Form {
+  /// Inputs after the schema's ("axes": Pad's, the reductions').
+  std::vector<std::string> extra_inputs = {};
+  /// Attributes the schema lacks, with their type (an onnx::AttributeProto::AttributeType).
+  std::vector<std::pair<std::string, int>> extra_attributes = {};
+  /// Attributes the schema has that opset 18 removed, with the reason the error gives.
+  std::vector<std::pair<std::string, std::string>> removed_attributes = {};
+};
+
 /// An operator's own validation rules, after the schema checks every node gets (node_check.h).
 using CheckFn = void (*)(const NodeCheck& node);
 
@@ -88,6 +99,8 @@ struct OpDef {
   CheckFn check = nullptr;
   /// No rule beyond the schema's (input and output counts, attributes, element types).
   bool schema_checks_suffice = false;
+  /// Where libonnx's schema predates opset 18's form (applies from opset 18).
+  std::optional<Opset18Form> opset18 = std::nullopt;
 
   // --- import (onnx_frontend.cc) -----------------------------------------------------------------
   ImportFn import = nullptr;

@@ -495,11 +495,13 @@ bool fold_gather_concat(const ImportCtx& c, const Value& ov, runtime::NDArray* r
 
 void register_index(Registry& r) {
   auto add = [&](const char* op, CheckFn check, ImportFn import, LowerFn lower, FoldFn import_fold,
-                 ConstantInputsFn constant_inputs = nullptr) {
+                 ConstantInputsFn constant_inputs = nullptr,
+                 std::optional<Opset18Form> opset18 = std::nullopt) {
     r.add({.name = op,
            .family = "tensor/index",
            .pattern = OpPattern::kInjective,
            .check = check,
+           .opset18 = opset18,
            .import = import,
            .constant_inputs = constant_inputs,
            .import_fold = import_fold,
@@ -510,13 +512,15 @@ void register_index(Registry& r) {
   add("Gather", check_gather, import_gather, lower_gather, fold_gather_concat);
   add("GatherElements", check_gather_elements, import_gather_elements, lower_gather_elements,
       nullptr);
-  add("Pad", check_pad, import_pad, lower_pad, nullptr);
+  add("Pad", check_pad, import_pad, lower_pad, nullptr, nullptr,
+      Opset18Form{.extra_inputs = {"axes"}});
   add("Slice", check_slice, import_slice, lower_slice, nullptr);
   add("Trilu", check_trilu, import_trilu, lower_trilu, nullptr, need_k);
   r.add({.name = "Split",  // several outputs
          .family = "tensor/index",
          .pattern = OpPattern::kOpaque,
          .check = check_split,
+         .opset18 = Opset18Form{.extra_attributes = {{"num_outputs", onnx::AttributeProto::INT}}},
          .import = import_split,
          .constant_inputs = need_split,
          .lower = lower_split,
