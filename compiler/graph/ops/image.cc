@@ -127,6 +127,25 @@ Attrs import_resize(ImportCtx& c) {
   return a;
 }
 
+// --- libonnx shape inference ------------------------------------------------------------------
+
+bool resize_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* types) {
+  // Opset 18's Resize (axes, keep_aspect_ratio_policy) is newer than libonnx 1.12, and its
+  // inference reads only integer constants: the shape from the constant scales or sizes.
+  std::vector<int64_t> dims;
+  std::vector<float> scales;
+  if (resize_form(f.node, f.inputs, &dims, &scales)) {
+    onnx::TypeProto t;
+    auto* tt = t.mutable_tensor_type();
+    tt->set_elem_type(onnx_elem_type(f.inputs.at(0)->dtype));
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    std::vector<onnx::TypeProto> out{t};
+    *types = out;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void register_image(Registry& r) {
@@ -139,6 +158,7 @@ void register_image(Registry& r) {
                                                      {"keep_aspect_ratio_policy",
                                                       onnx::AttributeProto::STRING}}},
          .import = import_resize,
+         .inference_form = resize_inference,
          .lower = lower_resize,
          .gpu = GpuStrategy::kInjective});
   r.add({.name = "Upsample",

@@ -143,6 +143,46 @@ void need_axes(const ImportCtx& c) {
   if (axes_is_input(c.op(), c.opset()) && c.in(1) != kNoValue) c.need_constant(1, "axes");
 }
 
+// --- libonnx shape inference ------------------------------------------------------------------
+
+bool reduction_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* types) {
+  const std::string& op = f.node.op_type();
+  if (!axes_is_input(op, f.opset)) return false;
+  // Opset 18's axes input and noop_with_empty_axes, which libonnx 1.12 does not know: the
+  // opset-13 form with an axes attribute (validate_node has checked them; the importer requires
+  // the axes to be a constant), or an Identity where no axes mean no reduction.
+  std::vector<int64_t> axes;
+  if (f.inputs.size() > 1 && f.inputs[1] != nullptr && f.inputs[1]->is_constant()) {
+    for (int64_t i = 0; i < f.inputs[1]->num_elements(); ++i) {
+      axes.push_back(static_cast<int64_t>(element_as_double(*f.inputs[1]->data, i)));
+    }
+  }
+  bool noop = false;
+  onnx::NodeProto rewritten;
+  rewritten.set_name(f.node.name());
+  rewritten.set_op_type(op);
+  rewritten.add_input(f.node.input(0));
+  for (const std::string& o : f.node.output()) rewritten.add_output(o);
+  for (const onnx::AttributeProto& a : f.node.attribute()) {
+    if (a.name() == "noop_with_empty_axes") {
+      noop = a.i() != 0;
+    } else {
+      *rewritten.add_attribute() = a;
+    }
+  }
+  if (axes.empty() && noop) {
+    rewritten.set_op_type("Identity");
+    rewritten.clear_attribute();
+  } else if (!axes.empty()) {
+    onnx::AttributeProto* a = rewritten.add_attribute();
+    a->set_name("axes");
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t ax : axes) a->add_ints(ax);
+  }
+  *f.n = rewritten;
+  return false;
+}
+
 }  // namespace
 
 void register_reduce(Registry& r) {
@@ -166,6 +206,7 @@ void register_reduce(Registry& r) {
                                                  "are input 1"}}}),
            .import = arg ? import_arg_reduction : import_reduction,
            .constant_inputs = arg ? nullptr : need_axes,
+           .inference_form = arg || op == "ReduceSum" ? nullptr : reduction_inference,
            .lower = lower_reduce,
            .gpu = GpuStrategy::kReduce});
   }

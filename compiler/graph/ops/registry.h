@@ -22,6 +22,12 @@
 #include "compiler/graph/graph.h"
 #include "compiler/graph/op_pattern.h"
 
+namespace onnx {
+class GraphProto;
+class NodeProto;
+class TypeProto;
+}  // namespace onnx
+
 namespace kiln::graph::ops {
 
 /// Where an operator's nodes come from.
@@ -74,6 +80,18 @@ using EvaluateFn = bool (*)(ImportCtx& c, ImportSink& sink);
 /// dtype and shape; false where it declines (the node stays).
 using FoldFn = bool (*)(const ImportCtx& c, const Value& out, runtime::NDArray* result);
 
+/// A node as libonnx's shape inference will read it (ShapeInference, onnx_model_check.cc).
+struct InferenceForm {
+  const onnx::NodeProto& node;  ///< the node as the model has it
+  const std::vector<const Value*>& inputs;
+  int64_t opset;
+  onnx::NodeProto* n;   ///< the copy inference reads, to rewrite
+  onnx::GraphProto* g;  ///< its one-node graph, for the initializers a rewrite adds
+};
+/// Rewrites the node into a form libonnx 1.12's inference knows (opset 18's forms are newer than
+/// its schemas; an attribute inference needs), or gives the output types itself (true).
+using InferenceFormFn = bool (*)(const InferenceForm& f, std::vector<onnx::TypeProto>* types);
+
 struct LowerCtx;
 struct LowerResult;
 /// A node's topi compute and its default CPU schedule (ops/lowering.h).
@@ -113,6 +131,7 @@ struct OpDef {
   ConstantInputsFn constant_inputs = nullptr;
   /// Null: ONNX shape inference of the node alone types its outputs.
   OutputShapeFn output_shape = nullptr;
+  InferenceFormFn inference_form = nullptr;
   /// How the importer evaluates the node when all its inputs are constants (a copy of the data,
   /// or a Cast), so that shape computations become constants; null: it does not.
   FoldFn import_fold = nullptr;

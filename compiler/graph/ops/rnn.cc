@@ -1,5 +1,7 @@
 // The recurrent operators: LSTM and GRU (every direction, time-major or batch-first), lowered to
 // topi's LSTM / GRU with their own x86 and GPU schedules.
+#include <algorithm>
+
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/lowering.h"
 #include "compiler/graph/ops/node_check.h"
@@ -170,6 +172,21 @@ Attrs import_recurrent(ImportCtx& c) {
   return a;
 }
 
+// --- libonnx shape inference ------------------------------------------------------------------
+
+/// Inference needs hidden_size to give the outputs a static shape; the default is W's.
+bool recurrent_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* types) {
+  if (f.inputs.size() > 1 && f.inputs[1] != nullptr && f.inputs[1]->shape.size() == 3 &&
+      std::none_of(f.node.attribute().begin(), f.node.attribute().end(),
+                   [](const onnx::AttributeProto& a) { return a.name() == "hidden_size"; })) {
+    onnx::AttributeProto* a = f.n->add_attribute();
+    a->set_name("hidden_size");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(f.inputs[1]->shape[1] / (f.node.op_type() == "GRU" ? 3 : 4));
+  }
+  return false;
+}
+
 }  // namespace
 
 void register_rnn(Registry& r) {
@@ -179,6 +196,7 @@ void register_rnn(Registry& r) {
            .pattern = OpPattern::kOpaque,
            .check = check_recurrent,
            .import = import_recurrent,
+           .inference_form = recurrent_inference,
            .lower = lower_lstm,
            .gpu = GpuStrategy::kOwn});
   }

@@ -491,12 +491,74 @@ bool fold_gather_concat(const ImportCtx& c, const Value& ov, runtime::NDArray* r
   return true;
 }
 
+// --- libonnx shape inference ------------------------------------------------------------------
+
+bool pad_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* types) {
+  if (f.node.input_size() < 4 || f.node.input(3).empty()) return false;
+  // Opset 18's axes input, which libonnx 1.12 does not know: the opset-13 form, pads for
+  // every axis (validate_node has checked them).
+  const Value *pads = f.inputs.at(1), *axes = f.inputs.at(3);
+  if (pads != nullptr && pads->is_constant() && axes != nullptr && axes->is_constant()) {
+    const int64_t rank = static_cast<int64_t>(f.inputs.at(0)->shape.size());
+    const std::vector<int64_t> given_pads = pads->data->to_vector<int64_t>();
+    std::vector<int64_t> ax;
+    for (int64_t i = 0; i < axes->num_elements(); ++i) {
+      ax.push_back(static_cast<int64_t>(element_as_double(*axes->data, i)));
+    }
+    std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
+    for (size_t i = 0; i < ax.size(); ++i) {
+      const int64_t a = ax[i] < 0 ? ax[i] + rank : ax[i];
+      full[static_cast<size_t>(a)] = given_pads[i];
+      full[static_cast<size_t>(a + rank)] = given_pads[i + ax.size()];
+    }
+    const std::string name = f.node.output(0) + "/kiln_full_pads";
+    *f.g->add_initializer() = to_tensor_proto(
+        name, runtime::NDArray::from_vector(full, {static_cast<int64_t>(full.size())}));
+    f.n->set_input(1, name);
+    while (f.n->input_size() > 3) f.n->mutable_input()->RemoveLast();
+  }
+  return false;
+}
+
+bool split_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* types) {
+  // Opset 18's num_outputs, which libonnx 1.12 does not know: explicit sizes, ceil(d / n) each
+  // and the rest last (validate_node has checked it).
+  auto it = std::find_if(f.node.attribute().begin(), f.node.attribute().end(),
+                         [](const onnx::AttributeProto& a) { return a.name() == "num_outputs"; });
+  if (it != f.node.attribute().end() && f.inputs.at(0) != nullptr && it->i() > 0) {
+    int64_t axis = 0;
+    for (const onnx::AttributeProto& a : f.node.attribute()) {
+      if (a.name() == "axis") axis = a.i();
+    }
+    const auto& shape = f.inputs[0]->shape;
+    if (axis < 0) axis += static_cast<int64_t>(shape.size());
+    const int64_t dim = shape.at(static_cast<size_t>(axis)), parts = it->i();
+    const int64_t chunk = (dim + parts - 1) / parts;
+    std::vector<int64_t> sizes;
+    for (int64_t k = 0, left = dim; k < parts; ++k) {
+      sizes.push_back(std::min(chunk, left));
+      left -= sizes.back();
+    }
+    f.n->clear_attribute();
+    for (const onnx::AttributeProto& a : f.node.attribute()) {
+      if (a.name() != "num_outputs") *f.n->add_attribute() = a;
+    }
+    const std::string name = f.node.output(0) + "/kiln_split_sizes";
+    *f.g->add_initializer() = to_tensor_proto(
+        name, runtime::NDArray::from_vector(sizes, {static_cast<int64_t>(sizes.size())}));
+    while (f.n->input_size() > 1) f.n->mutable_input()->RemoveLast();
+    f.n->add_input(name);
+  }
+  return false;
+}
+
 }  // namespace
 
 void register_index(Registry& r) {
   auto add = [&](const char* op, CheckFn check, ImportFn import, LowerFn lower, FoldFn import_fold,
                  ConstantInputsFn constant_inputs = nullptr,
-                 std::optional<Opset18Form> opset18 = std::nullopt) {
+                 std::optional<Opset18Form> opset18 = std::nullopt,
+                 InferenceFormFn inference_form = nullptr) {
     r.add({.name = op,
            .family = "tensor/index",
            .pattern = OpPattern::kInjective,
@@ -504,6 +566,7 @@ void register_index(Registry& r) {
            .opset18 = opset18,
            .import = import,
            .constant_inputs = constant_inputs,
+           .inference_form = inference_form,
            .import_fold = import_fold,
            .lower = lower,
            .gpu = GpuStrategy::kInjective});
@@ -513,7 +576,7 @@ void register_index(Registry& r) {
   add("GatherElements", check_gather_elements, import_gather_elements, lower_gather_elements,
       nullptr);
   add("Pad", check_pad, import_pad, lower_pad, nullptr, nullptr,
-      Opset18Form{.extra_inputs = {"axes"}});
+      Opset18Form{.extra_inputs = {"axes"}}, pad_inference);
   add("Slice", check_slice, import_slice, lower_slice, nullptr);
   add("Trilu", check_trilu, import_trilu, lower_trilu, nullptr, need_k);
   r.add({.name = "Split",  // several outputs
@@ -523,6 +586,7 @@ void register_index(Registry& r) {
          .opset18 = Opset18Form{.extra_attributes = {{"num_outputs", onnx::AttributeProto::INT}}},
          .import = import_split,
          .constant_inputs = need_split,
+         .inference_form = split_inference,
          .lower = lower_split,
          .gpu = GpuStrategy::kRefused,
          .gpu_note = "no GPU schedule yet"});
