@@ -59,18 +59,9 @@ class Importer : public ops::ImportSink {
   }
   ValueId add_output(const ops::ImportCtx& c, int i) override { return output_value(c.proto(), i); }
   Value& value(ValueId v) override { return g_.value(v); }
+  void add_node(Node node) override { g_.add_node(std::move(node)); }
 
  private:
-  /// Pow(x, 2) with a constant float32 scalar exponent and x's shape and dtype as its output's.
-  bool is_constant_square(const ops::ImportCtx& c) const {
-    if (c.inputs.size() != 2 || c.inputs[1] == kNoValue) return false;
-    const Value& x = g_.value(c.inputs[0]);
-    const Value& e = g_.value(c.inputs[1]);
-    const Value& y = g_.value(values_.at(c.proto().output(0)));
-    return e.is_constant() && e.num_elements() == 1 &&
-           runtime::dtype_equal(e.dtype, runtime::kFloat32) && e.data->data<float>()[0] == 2.0f &&
-           runtime::dtype_equal(x.dtype, runtime::kFloat32) && y.shape == x.shape;
-  }
   /// Evaluates the node if it can be (returns true and defines its output as a constant).
   bool try_fold(const ops::ImportCtx& c);
   /// The static shape ONNX shape inference gives the node's first output, if it gives one.
@@ -329,14 +320,8 @@ Graph Importer::run(const onnx::ModelProto& model) {
       outs.push_back(n.output(i).empty() ? kNoValue : output_value(n, i));
     }
     if (try_fold(c)) continue;
-    if (op == "Pow" && is_constant_square(c)) {
-      // x * x: the variance of a LayerNorm exported decomposed, Pow(x - mean, 2), where pow
-      // would be a libm call per element.
-      const std::string name =
-          n.name().empty() ? "Pow_" + std::to_string(g_.nodes().size()) : n.name();
-      g_.add_node(Node{"Mul", name, {c.inputs[0], c.inputs[0]}, {outs[0]}, {}});
-      continue;
-    }
+    // A node the operator's entry makes into others (Pow(x, 2) into x * x).
+    if (def.rewrite != nullptr && def.rewrite(c, outs, *this)) continue;
     // The attributes with their defaults filled in, from the operator's import.
     Attrs attrs = def.import != nullptr ? def.import(c) : Attrs{};
     while (!outs.empty() && outs.back() == kNoValue) outs.pop_back();

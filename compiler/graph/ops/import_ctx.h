@@ -87,6 +87,8 @@ class ImportSink {
   /// The node's output i as a new value of the type inference gave it.
   virtual ValueId add_output(const ImportCtx& c, int i) = 0;
   virtual Value& value(ValueId v) = 0;
+  /// Appends a graph node (its inputs defined, its outputs the node's, typed).
+  virtual void add_node(Node node) = 0;
 
  protected:
   ~ImportSink() = default;

@@ -92,6 +92,10 @@ struct InferenceForm {
 /// its schemas; an attribute inference needs), or gives the output types itself (true).
 using InferenceFormFn = bool (*)(const InferenceForm& f, std::vector<onnx::TypeProto>* types);
 
+/// Makes the node, its outputs `outs` typed, into other graph nodes through `sink`; true when it
+/// did (no node of the operator is made).
+using RewriteFn = bool (*)(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink);
+
 struct LowerCtx;
 struct LowerResult;
 /// A node's topi compute and its default CPU schedule (ops/lowering.h).
@@ -132,6 +136,7 @@ struct OpDef {
   /// Null: ONNX shape inference of the node alone types its outputs.
   OutputShapeFn output_shape = nullptr;
   InferenceFormFn inference_form = nullptr;
+  RewriteFn rewrite = nullptr;
   /// How the importer evaluates the node when all its inputs are constants (a copy of the data,
   /// or a Cast), so that shape computations become constants; null: it does not.
   FoldFn import_fold = nullptr;

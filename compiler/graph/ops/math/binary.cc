@@ -154,20 +154,46 @@ Attrs import_mod(ImportCtx& c) {
   return a;
 }
 
+// --- rewritten at import -----------------------------------------------------------------------
+
+/// Pow(x, 2) with a constant float32 scalar exponent and x's shape and dtype as its output's:
+/// x * x (the variance of a LayerNorm exported decomposed, Pow(x - mean, 2), where pow would be a
+/// libm call per element).
+bool rewrite_pow(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink) {
+  if (c.inputs.size() != 2 || c.inputs[1] == kNoValue) return false;
+  const Value& x = c.graph().value(c.inputs[0]);
+  const Value& e = c.graph().value(c.inputs[1]);
+  const Value& y = c.first_output();
+  if (!(e.is_constant() && e.num_elements() == 1 &&
+        runtime::dtype_equal(e.dtype, runtime::kFloat32) && e.data->data<float>()[0] == 2.0f &&
+        runtime::dtype_equal(x.dtype, runtime::kFloat32) && y.shape == x.shape)) {
+    return false;
+  }
+  const std::string name = c.proto().name().empty()
+                               ? "Pow_" + std::to_string(c.graph().nodes().size())
+                               : c.proto().name();
+  sink.add_node(Node{"Mul", name, {c.inputs[0], c.inputs[0]}, {outs[0]}, {}});
+  return true;
+}
+
 }  // namespace
 
 void register_binary(Registry& r) {
-  auto add = [&](const std::string& op, LowerFn lower, CheckFn check, ImportFn import) {
+  auto add = [&](const std::string& op, LowerFn lower, CheckFn check, ImportFn import,
+                 RewriteFn rewrite = nullptr) {
     r.add({.name = op,
            .family = "math/binary",
            .pattern = OpPattern::kBroadcast,
            .check = check,
            .import = import,
            .no_attributes = import == nullptr,
+           .rewrite = rewrite,
            .lower = lower,
            .gpu = GpuStrategy::kInjective});
   };
-  for (const auto& [op, fn] : binaries()) add(op, lower_binary, check_broadcast, nullptr);
+  for (const auto& [op, fn] : binaries()) {
+    add(op, lower_binary, check_broadcast, nullptr, op == "Pow" ? rewrite_pow : nullptr);
+  }
   for (const char* op : {"And", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Mean",
                          "Or", "PRelu", "Sum", "Where", "Xor"}) {
     add(op, lower_broadcast_other, std::string(op) == "PRelu" ? check_prelu : check_broadcast,
