@@ -254,38 +254,11 @@ Graph Importer::run(const onnx::ModelProto& model) {
   }
 
   for (const NodeProto& original : graph.node()) {
-    // Upsample (opset 9, deprecated since 10) is the Resize it became: asymmetric coordinates,
-    // nearest rounding down, an empty roi.
-    NodeProto as_resize;
-    if (original.op_type() == "Upsample") {
-      as_resize.set_name(original.name());
-      as_resize.set_op_type("Resize");
-      as_resize.add_input(original.input_size() > 0 ? original.input(0) : "");
-      const std::string roi = original.name() + "/kiln_empty_roi";
-      define(roi, g_.add_constant(roi, runtime::NDArray::from_vector(std::vector<float>{}, {0})));
-      as_resize.add_input(roi);
-      as_resize.add_input(original.input_size() > 1 ? original.input(1) : "");
-      for (const std::string& o : original.output()) as_resize.add_output(o);
-      std::string mode = "nearest";
-      for (const AttributeProto& a : original.attribute()) {
-        if (a.name() == "mode") mode = a.s();
-        if (a.name() == "scales") {
-          KILN_USER_ERROR() << "'" << origin_ << "': node '" << original.name()
-                            << "' (Upsample): attribute 'scales' (Upsample before opset 9) is "
-                               "not supported; re-export with opset 9 or later";
-        }
-      }
-      auto set = [&](const std::string& name, const std::string& v) {
-        AttributeProto* a = as_resize.add_attribute();
-        a->set_name(name);
-        a->set_type(AttributeProto::STRING);
-        a->set_s(v);
-      };
-      set("mode", mode);
-      set("coordinate_transformation_mode", "asymmetric");
-      set("nearest_mode", "floor");
-    }
-    const NodeProto& n = original.op_type() == "Upsample" ? as_resize : original;
+    // An operator read as another (the opset-9 Upsample as the Resize it became): its entry's.
+    const ops::OpDef* as_other = ops::find_op(original.op_type());
+    const bool read_as = as_other != nullptr && as_other->read_as != nullptr;
+    const NodeProto replaced = read_as ? as_other->read_as(original, origin_, *this) : NodeProto();
+    const NodeProto& n = read_as ? replaced : original;
     ops::ImportCtx c(g_, values_, origin_, opset_, n);
     for (const std::string& name : n.input()) {
       if (name.empty()) {

@@ -146,6 +146,42 @@ bool resize_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* type
   return false;
 }
 
+// --- read as another operator --------------------------------------------------------------------
+
+/// Upsample (opset 9, deprecated since 10) is the Resize it became: asymmetric coordinates,
+/// nearest rounding down, an empty roi.
+onnx::NodeProto upsample_as_resize(const onnx::NodeProto& original, const std::string& origin,
+                                   ImportSink& sink) {
+  onnx::NodeProto as_resize;
+  as_resize.set_name(original.name());
+  as_resize.set_op_type("Resize");
+  as_resize.add_input(original.input_size() > 0 ? original.input(0) : "");
+  const std::string roi = original.name() + "/kiln_empty_roi";
+  sink.define_constant(roi, runtime::NDArray::from_vector(std::vector<float>{}, {0}));
+  as_resize.add_input(roi);
+  as_resize.add_input(original.input_size() > 1 ? original.input(1) : "");
+  for (const std::string& o : original.output()) as_resize.add_output(o);
+  std::string mode = "nearest";
+  for (const onnx::AttributeProto& a : original.attribute()) {
+    if (a.name() == "mode") mode = a.s();
+    if (a.name() == "scales") {
+      KILN_USER_ERROR() << "'" << origin << "': node '" << original.name()
+                        << "' (Upsample): attribute 'scales' (Upsample before opset 9) is "
+                           "not supported; re-export with opset 9 or later";
+    }
+  }
+  auto set = [&](const std::string& name, const std::string& v) {
+    onnx::AttributeProto* a = as_resize.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  };
+  set("mode", mode);
+  set("coordinate_transformation_mode", "asymmetric");
+  set("nearest_mode", "floor");
+  return as_resize;
+}
+
 }  // namespace
 
 void register_image(Registry& r) {
@@ -165,6 +201,7 @@ void register_image(Registry& r) {
          .family = "image",
          .origin = Origin::kImportOnly,
          .import_note = "read as the Resize it became",
+         .read_as = upsample_as_resize,
          .schema_checks_suffice = true});  // validated as that Resize
 }
 

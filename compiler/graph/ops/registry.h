@@ -96,6 +96,10 @@ using InferenceFormFn = bool (*)(const InferenceForm& f, std::vector<onnx::TypeP
 /// did (no node of the operator is made).
 using RewriteFn = bool (*)(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink);
 
+/// The node read as a node of another operator (its inputs' constants defined through `sink`).
+using ReadAsFn = onnx::NodeProto (*)(const onnx::NodeProto& node, const std::string& origin,
+                                     ImportSink& sink);
+
 struct LowerCtx;
 struct LowerResult;
 /// A node's topi compute and its default CPU schedule (ops/lowering.h).
@@ -111,6 +115,8 @@ struct OpDef {
   Origin origin = Origin::kOnnx;
   /// kImportOnly: what the importer does with it ("computed into a constant", "becomes Cast").
   std::string import_note = "";
+  /// The importer reads the node as one of another operator, before anything else.
+  ReadAsFn read_as = nullptr;
   /// kInternal: the pass that makes it.
   std::string internal_note = "";
 
