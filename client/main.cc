@@ -1,5 +1,5 @@
-// The `kiln` command line: the local commands (compile, run, example) and main(), which hands the
-// command line to cli::dispatch with every command. `kiln --help` lists the commands and
+// The `kiln` command line: the local commands (compile, run, example, ops) and main(), which hands
+// the command line to cli::dispatch with every command. `kiln --help` lists the commands and
 // `kiln COMMAND --help` prints a command's flags with their defaults (base/cli.h). The tuner's
 // command is tune_command.cc, the tuning farm's (submit, jobs, watch, fetch, devices, cancel)
 // farm_commands.cc.
@@ -22,6 +22,7 @@
 #include "client/commands.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_quantize.h"
+#include "compiler/graph/ops/registry.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
@@ -349,6 +350,26 @@ const kiln::cli::Command kExample{
     .group = "",
 };
 
+// ---- kiln ops ----------------------------------------------------------------------------------
+
+int ops_main(const kiln::cli::Args& args) {
+  args.no_operands();
+  std::cout << kiln::graph::ops::operator_table_markdown();
+  return 0;
+}
+
+const kiln::cli::Command kOps{
+    .name = "ops",
+    .operands = "",
+    .summary = "the operators Kiln compiles, as a markdown table (README.md holds it)",
+    .flags = {},
+    .notes =
+        "One row per operator of the operator registry (compiler/graph/ops): its family file, "
+        "how it is imported, its fusion pattern and its GPU strategy.",
+    .main = ops_main,
+    .group = "",
+};
+
 }  // namespace
 
 std::map<std::string, std::vector<int64_t>> input_shapes(const kiln::cli::Args& args) {
@@ -374,9 +395,9 @@ std::string default_bundle_path(const std::string& onnx_path) {
 
 int main(int argc, char** argv) {
   const std::vector<const kiln::cli::Command*> commands = {
-      &kCompile,          &kQuantize,       &kRun,
-      &tune_command(),    &kExample,        &submit_command(),
-      &jobs_command(),    &watch_command(), &fetch_command(),
-      &devices_command(), &cancel_command()};
+      &kCompile,         &kQuantize,         &kRun,
+      &tune_command(),   &kExample,          &kOps,
+      &submit_command(), &jobs_command(),    &watch_command(),
+      &fetch_command(),  &devices_command(), &cancel_command()};
   return kiln::cli::dispatch(commands, std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -9,6 +9,7 @@
 #include "compiler/graph/fuse.h"
 #include "compiler/graph/op_lowering.h"
 #include "compiler/graph/op_pattern.h"
+#include "compiler/graph/ops/registry.h"
 #include "compiler/lower.h"
 #include "deploy/runtime/module.h"
 
@@ -16,7 +17,10 @@ namespace kiln::graph {
 namespace {
 
 bool foldable(const Graph& g, const Node& n, int64_t max_elements, bool keep_dequantize) {
-  if (n.inputs.empty() || !has_lowering(n.op) || n.op == "LayoutTransform") return false;
+  const ops::OpDef* def = ops::find_op(n.op);
+  if (n.inputs.empty() || def == nullptr || !def->fold_constants || !has_lowering(n.op)) {
+    return false;
+  }
   if (keep_dequantize && n.op == "DequantizeLinear") return false;
   for (ValueId v : n.inputs) {
     if (v != kNoValue && !g.value(v).is_constant()) return false;

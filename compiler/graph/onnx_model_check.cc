@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "compiler/graph/onnx_detail.h"
 #include "compiler/graph/onnx_frontend.h"
+#include "compiler/graph/ops/registry.h"
 
 namespace kiln::graph::onnx_detail {
 
@@ -198,125 +199,16 @@ std::vector<onnx::TypeProto> ShapeInference::infer(
     auto* shape = tt->mutable_shape();
     for (int64_t d : v.shape) shape->add_dim()->set_dim_value(d);
   }
-  const std::string& op = node.op_type();
-  if (op == "Resize" || op == "Upsample") {
-    // Opset 18's Resize (axes, keep_aspect_ratio_policy) is newer than libonnx 1.12, and its
-    // inference reads only integer constants: the shape from the constant scales or sizes.
-    std::vector<int64_t> dims;
-    std::vector<float> scales;
-    if (resize_form(node, inputs, &dims, &scales)) {
-      onnx::TypeProto t;
-      auto* tt = t.mutable_tensor_type();
-      tt->set_elem_type(onnx_elem_type(inputs.at(0)->dtype));
-      for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-      std::vector<onnx::TypeProto> out{t};
-      return out;
-    }
-  }
-  if (op == "Pad" && node.input_size() >= 4 && !node.input(3).empty()) {
-    // Opset 18's axes input, which libonnx 1.12 does not know: the opset-13 form, pads for
-    // every axis (validate_node has checked them).
-    const Value *pads = inputs.at(1), *axes = inputs.at(3);
-    if (pads != nullptr && pads->is_constant() && axes != nullptr && axes->is_constant()) {
-      const int64_t rank = static_cast<int64_t>(inputs.at(0)->shape.size());
-      const std::vector<int64_t> given_pads = pads->data->to_vector<int64_t>();
-      std::vector<int64_t> ax;
-      for (int64_t i = 0; i < axes->num_elements(); ++i) {
-        ax.push_back(static_cast<int64_t>(element_as_double(*axes->data, i)));
-      }
-      std::vector<int64_t> full(static_cast<size_t>(2 * rank), 0);
-      for (size_t i = 0; i < ax.size(); ++i) {
-        const int64_t a = ax[i] < 0 ? ax[i] + rank : ax[i];
-        full[static_cast<size_t>(a)] = given_pads[i];
-        full[static_cast<size_t>(a + rank)] = given_pads[i + ax.size()];
-      }
-      const std::string name = node.output(0) + "/kiln_full_pads";
-      *g->add_initializer() = to_tensor_proto(
-          name, runtime::NDArray::from_vector(full, {static_cast<int64_t>(full.size())}));
-      n->set_input(1, name);
-      while (n->input_size() > 3) n->mutable_input()->RemoveLast();
-    }
-  }
-  static const std::set<std::string> kReductions = {
-      "ReduceL1",   "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-      "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSumSquare"};
+  // Where the operator's opset-18 form is newer than libonnx 1.12's schemas, or its inference
+  // needs more than the node gives, its registry entry adapts the node (or types it itself).
   int64_t opset = 0;
   for (const auto& o : opset_imports_) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   }
-  if (kReductions.count(op) && axes_is_input(op, opset)) {
-    // Opset 18's axes input and noop_with_empty_axes, which libonnx 1.12 does not know: the
-    // opset-13 form with an axes attribute (validate_node has checked them; the importer requires
-    // the axes to be a constant), or an Identity where no axes mean no reduction.
-    std::vector<int64_t> axes;
-    if (inputs.size() > 1 && inputs[1] != nullptr && inputs[1]->is_constant()) {
-      for (int64_t i = 0; i < inputs[1]->num_elements(); ++i) {
-        axes.push_back(static_cast<int64_t>(element_as_double(*inputs[1]->data, i)));
-      }
-    }
-    bool noop = false;
-    onnx::NodeProto rewritten;
-    rewritten.set_name(node.name());
-    rewritten.set_op_type(op);
-    rewritten.add_input(node.input(0));
-    for (const std::string& o : node.output()) rewritten.add_output(o);
-    for (const onnx::AttributeProto& a : node.attribute()) {
-      if (a.name() == "noop_with_empty_axes") {
-        noop = a.i() != 0;
-      } else {
-        *rewritten.add_attribute() = a;
-      }
-    }
-    if (axes.empty() && noop) {
-      rewritten.set_op_type("Identity");
-      rewritten.clear_attribute();
-    } else if (!axes.empty()) {
-      onnx::AttributeProto* a = rewritten.add_attribute();
-      a->set_name("axes");
-      a->set_type(onnx::AttributeProto::INTS);
-      for (int64_t ax : axes) a->add_ints(ax);
-    }
-    *n = rewritten;
-  }
-  if (op == "Split") {
-    // Opset 18's num_outputs, which libonnx 1.12 does not know: explicit sizes, ceil(d / n) each
-    // and the rest last (validate_node has checked it).
-    auto it = std::find_if(node.attribute().begin(), node.attribute().end(),
-                           [](const onnx::AttributeProto& a) { return a.name() == "num_outputs"; });
-    if (it != node.attribute().end() && inputs.at(0) != nullptr && it->i() > 0) {
-      int64_t axis = 0;
-      for (const onnx::AttributeProto& a : node.attribute()) {
-        if (a.name() == "axis") axis = a.i();
-      }
-      const auto& shape = inputs[0]->shape;
-      if (axis < 0) axis += static_cast<int64_t>(shape.size());
-      const int64_t dim = shape.at(static_cast<size_t>(axis)), parts = it->i();
-      const int64_t chunk = (dim + parts - 1) / parts;
-      std::vector<int64_t> sizes;
-      for (int64_t k = 0, left = dim; k < parts; ++k) {
-        sizes.push_back(std::min(chunk, left));
-        left -= sizes.back();
-      }
-      n->clear_attribute();
-      for (const onnx::AttributeProto& a : node.attribute()) {
-        if (a.name() != "num_outputs") *n->add_attribute() = a;
-      }
-      const std::string name = node.output(0) + "/kiln_split_sizes";
-      *g->add_initializer() = to_tensor_proto(
-          name, runtime::NDArray::from_vector(sizes, {static_cast<int64_t>(sizes.size())}));
-      while (n->input_size() > 1) n->mutable_input()->RemoveLast();
-      n->add_input(name);
-    }
-  }
-  if ((op == "LSTM" || op == "GRU") && inputs.size() > 1 && inputs[1] != nullptr &&
-      inputs[1]->shape.size() == 3 &&
-      std::none_of(node.attribute().begin(), node.attribute().end(),
-                   [](const onnx::AttributeProto& a) { return a.name() == "hidden_size"; })) {
-    // Inference needs hidden_size to give the outputs a static shape; the default is W's.
-    onnx::AttributeProto* a = n->add_attribute();
-    a->set_name("hidden_size");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(inputs[1]->shape[1] / (op == "GRU" ? 3 : 4));
+  const ops::OpDef* def = ops::find_op(node.op_type());
+  if (def != nullptr && def->inference_form != nullptr) {
+    std::vector<onnx::TypeProto> types;
+    if (def->inference_form({node, inputs, opset, n, g}, &types)) return types;
   }
   for (int i = 0; i < node.output_size(); ++i) {
     onnx::ValueInfoProto* vi = g->add_output();
@@ -333,7 +225,7 @@ std::vector<onnx::TypeProto> ShapeInference::infer(
   } catch (const std::exception& e) {
     std::string msg = e.what();
     while (!msg.empty() && std::isspace(static_cast<unsigned char>(msg.back()))) msg.pop_back();
-    KILN_USER_ERROR() << "'" << origin_ << "': node '" << node.name() << "' (" << op
+    KILN_USER_ERROR() << "'" << origin_ << "': node '" << node.name() << "' (" << node.op_type()
                       << "): ONNX shape inference failed: " << msg;
   }
   std::vector<onnx::TypeProto> out;

@@ -1,4 +1,5 @@
-// Operator patterns: how fusable each graph operator is, TVM's four categories refined the way
+// Operator patterns: how fusable each graph operator is (each operator's entry in the operator
+// registry, ops/registry.h, gives its pattern), TVM's four categories refined the way
 // TVM's FuseOps refines them (elementwise and broadcast are special cases of injective). Lower is
 // more fusable; fuse_ops (fuse.h) decides from these alone.
 //
@@ -23,7 +24,7 @@ namespace kiln::graph {
 
 enum class OpPattern { kElemWise, kBroadcast, kInjective, kCommReduce, kOutEWiseFusable, kOpaque };
 
-/// The pattern of `node`'s operator; kOpaque for an operator not listed above.
+/// The pattern of `node`'s operator (its registry entry's); kOpaque for an operator without one.
 OpPattern op_pattern(const Node& node);
 
 /// "elemwise", "broadcast", "injective", "comm_reduce", "out_ewise_fusable", "opaque".

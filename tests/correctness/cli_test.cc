@@ -198,6 +198,7 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
        {"--target", "--trials", "--records", "-o", "--explorer", "--batch", "--seed", "--threads",
         "--repeat", "--flush-cache", "--input-shape"}},
       {"example", {"--n", "--threads", "--target"}},
+      {"ops", {}},
       {"submit",
        {"--target", "--device-key", "--trials", "--name", "--priority", "--owner", "--watch",
         "--input-shape", "--server", "--token-file", "--tls-ca"}},
@@ -258,7 +259,7 @@ TEST_F(CliTest, CommandLineMistakes) {
   r = kiln("frobnicate --fast");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("error: unknown command 'frobnicate'; the commands are: compile, quantize, "
-                       "run, tune, example, submit, jobs, watch, fetch, devices, cancel"),
+                       "run, tune, example, ops, submit, jobs, watch, fetch, devices, cancel"),
             std::string::npos)
       << r.err;
   r = kiln("help frobnicate");

@@ -1,0 +1,208 @@
+// Resize (nearest, linear, cubic, from constant scales or sizes) and the opset-9 Upsample, read as
+// the Resize it became.
+#include "compiler/graph/ops/import_ctx.h"
+#include "compiler/graph/ops/lowering.h"
+#include "compiler/graph/ops/node_check.h"
+#include "compiler/graph/ops/registry.h"
+#include "compiler/topi/transform.h"
+
+namespace kiln::graph::ops {
+namespace {
+
+using namespace onnx_detail;  // NOLINT(google-build-using-namespace)
+
+using te::Tensor;
+
+LowerResult lower_resize(const LowerCtx& c) {
+  const Node& n = c.node;
+  topi::ResizeMethod method;
+  method.mode = n.s("mode");
+  method.coord = n.s("coordinate_transformation_mode");
+  method.nearest_mode = n.s("nearest_mode");
+  method.cubic_a = static_cast<float>(n.f("cubic_coeff_a"));
+  method.exclude_outside = n.i("exclude_outside") != 0;
+  Tensor y = topi::resize(c.input(0), c.out_value().shape, n.floats("scales"), method, "resize");
+  return {{y}, [=](te::Schedule& s, const Tensor& output) {
+            topi::schedule_resize_x86(s, y);
+            if (y != output) s[y].compute_inline();
+            injective(s, output);
+          }};
+}
+
+// --- validation (beyond the schema checks every node gets) ---------------------------------
+
+/// Resize: the modes Kiln does (nearest, linear, cubic; not tf_crop_and_resize, not
+/// antialias), exactly one of scales and sizes, a constant, one value per resized axis,
+/// positive.
+void check_resize(const NodeCheck& nc) {
+  const std::string mode = nc.attr_s("mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
+    nc.fail("attribute 'mode' is '" + mode + "'; it must be nearest, linear or cubic");
+  }
+  const std::string coord = nc.attr_s("coordinate_transformation_mode", "half_pixel");
+  if (coord == "tf_crop_and_resize") {
+    nc.fail(
+        "attribute 'coordinate_transformation_mode' is 'tf_crop_and_resize', which Kiln does "
+        "not support (half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
+        "tf_half_pixel_for_nearest)");
+  }
+  if (coord != "half_pixel" && coord != "pytorch_half_pixel" && coord != "align_corners" &&
+      coord != "asymmetric" && coord != "tf_half_pixel_for_nearest") {
+    nc.fail("attribute 'coordinate_transformation_mode' is '" + coord +
+            "'; it must be half_pixel, pytorch_half_pixel, align_corners, asymmetric, "
+            "tf_half_pixel_for_nearest or tf_crop_and_resize");
+  }
+  const std::string nearest = nc.attr_s("nearest_mode", "round_prefer_floor");
+  if (nearest != "round_prefer_floor" && nearest != "round_prefer_ceil" && nearest != "floor" &&
+      nearest != "ceil") {
+    nc.fail("attribute 'nearest_mode' is '" + nearest +
+            "'; it must be round_prefer_floor, round_prefer_ceil, floor or ceil");
+  }
+  if (nc.attr_i("antialias", 0) != 0) {
+    nc.fail("attribute 'antialias' is " + str(nc.attr_i("antialias", 0)) +
+            ", which Kiln does not support (only 0)");
+  }
+  const std::string policy = nc.attr_s("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+    nc.fail("attribute 'keep_aspect_ratio_policy' is '" + policy +
+            "'; it must be stretch, not_larger or not_smaller");
+  }
+  nc.flag("exclude_outside", 0);
+  if (mode != "nearest" && nc.value(0).dtype.code != kKilnFloat) {
+    nc.fail(nc.input(0) + " is " + onnx_type_string(nc.value(0).dtype) + "; Kiln does " + mode +
+            " Resize on floating-point tensors only");
+  }
+  const int64_t r = nc.rank(0);
+  std::vector<int64_t> axes;
+  if (nc.attr("axes") != nullptr) {
+    axes = nc.axes_in(nc.attr_ints("axes", {}), r, "attribute 'axes'", nc.input(0));
+  } else {
+    for (int64_t d = 0; d < r; ++d) axes.push_back(d);
+  }
+  const bool scales = nc.has(2) && nc.value(2).num_elements() > 0;
+  const bool sizes = nc.has(3) && nc.value(3).num_elements() > 0;
+  if (scales == sizes) {
+    nc.fail(scales
+                ? "gives both input 2 (scales) and input 3 (sizes); Resize takes one of them"
+                : "gives neither input 2 (scales) nor input 3 (sizes); Resize needs one of them");
+  }
+  const size_t i = scales ? 2 : 3;
+  if (!nc.value(i).is_constant()) {
+    nc.fail(nc.input(i) + " is not a constant, which Kiln does not support: it needs the " +
+            (scales ? "scales" : "sizes") + " at compile time (static shapes)");
+  }
+  if (nc.rank(i) != 1 || nc.shape(i)[0] != static_cast<int64_t>(axes.size())) {
+    nc.fail(nc.input_shaped(i) + " must hold one value per resized axis (" +
+            str(static_cast<int64_t>(axes.size())) + ") of " + nc.input_shaped(0));
+  }
+  for (int64_t k = 0; k < nc.value(i).num_elements(); ++k) {
+    const double v = element_as_double(*nc.value(i).data, k);
+    if (!(v > 0)) {
+      std::ostringstream os;
+      os << v;
+      nc.fail(nc.input(i) + " holds " + os.str() + "; each " + (scales ? "scale" : "size") +
+              " must be positive");
+    }
+  }
+}
+
+// --- import (attributes with their defaults) ------------------------------------------------
+
+Attrs import_resize(ImportCtx& c) {
+  Attrs a;
+  std::vector<const Value*> values;
+  for (ValueId v : c.inputs) values.push_back(v == kNoValue ? nullptr : &c.graph().value(v));
+  std::vector<int64_t> out;
+  std::vector<float> scales;
+  if (!resize_form(c.proto(), values, &out, &scales)) {
+    c.fail("input 'scales' or 'sizes' must be a constant: Kiln needs static shapes");
+  }
+  a["scales"] = scales;
+  a["mode"] = c.attr_s("mode", "nearest");
+  a["coordinate_transformation_mode"] = c.attr_s("coordinate_transformation_mode", "half_pixel");
+  a["nearest_mode"] = c.attr_s("nearest_mode", "round_prefer_floor");
+  a["cubic_coeff_a"] = c.attr_f("cubic_coeff_a", -0.75f);
+  a["exclude_outside"] = c.attr_i("exclude_outside", 0);
+  c.inputs.resize(1);
+  return a;
+}
+
+// --- libonnx shape inference ------------------------------------------------------------------
+
+bool resize_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* types) {
+  // Opset 18's Resize (axes, keep_aspect_ratio_policy) is newer than libonnx 1.12, and its
+  // inference reads only integer constants: the shape from the constant scales or sizes.
+  std::vector<int64_t> dims;
+  std::vector<float> scales;
+  if (resize_form(f.node, f.inputs, &dims, &scales)) {
+    onnx::TypeProto t;
+    auto* tt = t.mutable_tensor_type();
+    tt->set_elem_type(onnx_elem_type(f.inputs.at(0)->dtype));
+    for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    std::vector<onnx::TypeProto> out{t};
+    *types = out;
+    return true;
+  }
+  return false;
+}
+
+// --- read as another operator --------------------------------------------------------------------
+
+/// Upsample (opset 9, deprecated since 10) is the Resize it became: asymmetric coordinates,
+/// nearest rounding down, an empty roi.
+onnx::NodeProto upsample_as_resize(const onnx::NodeProto& original, const std::string& origin,
+                                   ImportSink& sink) {
+  onnx::NodeProto as_resize;
+  as_resize.set_name(original.name());
+  as_resize.set_op_type("Resize");
+  as_resize.add_input(original.input_size() > 0 ? original.input(0) : "");
+  const std::string roi = original.name() + "/kiln_empty_roi";
+  sink.define_constant(roi, runtime::NDArray::from_vector(std::vector<float>{}, {0}));
+  as_resize.add_input(roi);
+  as_resize.add_input(original.input_size() > 1 ? original.input(1) : "");
+  for (const std::string& o : original.output()) as_resize.add_output(o);
+  std::string mode = "nearest";
+  for (const onnx::AttributeProto& a : original.attribute()) {
+    if (a.name() == "mode") mode = a.s();
+    if (a.name() == "scales") {
+      KILN_USER_ERROR() << "'" << origin << "': node '" << original.name()
+                        << "' (Upsample): attribute 'scales' (Upsample before opset 9) is "
+                           "not supported; re-export with opset 9 or later";
+    }
+  }
+  auto set = [&](const std::string& name, const std::string& v) {
+    onnx::AttributeProto* a = as_resize.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  };
+  set("mode", mode);
+  set("coordinate_transformation_mode", "asymmetric");
+  set("nearest_mode", "floor");
+  return as_resize;
+}
+
+}  // namespace
+
+void register_image(Registry& r) {
+  r.add({.name = "Resize",
+         .family = "image",
+         .pattern = OpPattern::kInjective,
+         .check = check_resize,
+         .opset18 = Opset18Form{.extra_attributes = {{"antialias", onnx::AttributeProto::INT},
+                                                     {"axes", onnx::AttributeProto::INTS},
+                                                     {"keep_aspect_ratio_policy",
+                                                      onnx::AttributeProto::STRING}}},
+         .import = import_resize,
+         .inference_form = resize_inference,
+         .lower = lower_resize,
+         .gpu = GpuStrategy::kInjective});
+  r.add({.name = "Upsample",
+         .family = "image",
+         .origin = Origin::kImportOnly,
+         .import_note = "read as the Resize it became",
+         .read_as = upsample_as_resize,
+         .schema_checks_suffice = true});  // validated as that Resize
+}
+
+}  // namespace kiln::graph::ops

@@ -1,0 +1,294 @@
+// The products: Gemm, MatMul (2-D as dense, batched as batch_matmul, against weights pack_weights
+// packed as dense_packed) and Einsum.
+#include "compiler/topi/matmul.h"
+
+#include "compiler/graph/ops/import_ctx.h"
+#include "compiler/graph/ops/lowering.h"
+#include "compiler/graph/ops/node_check.h"
+#include "compiler/graph/ops/registry.h"
+#include "compiler/topi/dense.h"
+#include "compiler/topi/einsum.h"
+#include "compiler/topi/elementwise.h"
+#include "compiler/topi/transform.h"
+
+namespace kiln::graph::ops {
+namespace {
+
+using namespace onnx_detail;  // NOLINT(google-build-using-namespace)
+
+using ir::Expr;
+using te::Tensor;
+
+/// [M, K] rows `a2` (the node's input 0, or a view of it) times the panels pack_weights made of
+/// input 1, then `epilogue` on the [M, N] product. M is padded to rows the register tile divides
+/// (a transformer's 197 tokens would leave it one row high): A zero-padded, the product computed
+/// apart, cropped in the output stage.
+LowerResult packed_product(const LowerCtx& c, const Tensor& a2, int64_t n, const std::string& name,
+                           const std::function<Tensor(const Tensor&)>& epilogue) {
+  const Tensor& a = c.input(0);
+  const int64_t m = *ir::as_const_int(a2->shape()[0]);
+  const int64_t mp = topi::batch_matmul_padded_rows(m);
+  Tensor ap =
+      mp == m ? a2
+              : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant, name + "_a_pad");
+  Tensor y = topi::dense_packed(ap, c.input(1), n, name);
+  auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
+    if (a2 != a) s[a2].compute_inline();
+    if (ap != a2) injective(s, ap);
+    tuning.schedule("dense_x86", s, t, output);
+  };
+  if (a2 == a && mp == m) return with_epilogue(y, base, epilogue(y));
+  Tensor yc = mp == m ? y : topi::slice(y, {0, 0}, {m, n}, {}, {}, name + "_crop");
+  Tensor out = epilogue(yc);
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
+            base(s, y, y);
+            if (yc != y && yc != output) s[yc].compute_inline();
+            if (out != yc && out != output) s[out].compute_inline();
+            injective(s, output);
+          }};
+}
+
+LowerResult lower_gemm(const LowerCtx& c) {
+  const Node& n = c.node;
+  const float alpha = n.f("alpha"), beta = n.f("beta");
+  const bool bias = c.has(2) && beta != 0.0f;
+  auto epilogue = [&](const Tensor& y) {
+    if (bias) {
+      return topi::broadcast_binary(
+          y, c.in[2],
+          [=](Expr a, Expr b) {
+            Expr scaled = alpha == 1.0f ? a : a * Expr(alpha);
+            return scaled + (beta == 1.0f ? b : b * Expr(beta));
+          },
+          "gemm_bias");
+    }
+    if (alpha != 1.0f) {
+      return topi::elementwise(
+          y, [=](Expr a) { return a * Expr(alpha); }, "gemm_scale");
+    }
+    return y;
+  };
+  // pack_weights gave B as [ceil(N / bn), K, bn] panels (transA = 0).
+  if (n.has_attr("packed_bn")) {
+    return packed_product(c, c.input(0), c.out_value().shape.at(1), "gemm", epilogue);
+  }
+  Tensor y = topi::dense(c.input(0), c.input(1), n.i("transA") != 0, n.i("transB") != 0, "gemm");
+  return with_epilogue(y, c.tuning.of("dense_x86"), epilogue(y));
+}
+
+LowerResult lower_matmul(const LowerCtx& c) {
+  auto as = c.in_shape(0), bs = c.in_shape(1);
+  const auto& out_shape = c.out_value().shape;
+  const Tensor &a = c.input(0), &b = c.input(1);
+  // Batched: view a as [Ba, M, K] and b as [Bb, K, N] (a batch of 1 broadcasts).
+  auto prod = [](const std::vector<int64_t>& s, size_t end) {
+    int64_t p = 1;
+    for (size_t i = 0; i < end; ++i) p *= s[i];
+    return p;
+  };
+  std::vector<int64_t> a3, b3;
+  if (as.size() == 1) {
+    a3 = {1, 1, as[0]};
+  } else {
+    a3 = {prod(as, as.size() - 2), as[as.size() - 2], as.back()};
+  }
+  if (bs.size() == 1) {
+    b3 = {1, bs[0], 1};
+  } else {
+    b3 = {prod(bs, bs.size() - 2), bs[bs.size() - 2], bs.back()};
+  }
+  const auto batch_a = std::vector<int64_t>(as.begin(), as.end() - std::min<size_t>(2, as.size()));
+  const auto batch_b = std::vector<int64_t>(bs.begin(), bs.end() - std::min<size_t>(2, bs.size()));
+  if (a3[0] != 1 && b3[0] != 1 && batch_a != batch_b) {
+    c.fail("batch dimensions that broadcast partially are not supported");
+  }
+  Tensor ar = a3 == as ? a : topi::reshape(a, a3, "matmul_a");
+  Tensor br = b3 == bs ? b : topi::reshape(b, b3, "matmul_b");
+  // Rows and columns the x86 register tile divides (an attention's 197 tokens would leave it 1 x
+  // 1): zero-padded operands, computed apart, and the product sliced back. GPU templates take any
+  // size.
+  const bool gpu = target::Target::parse(c.tuning.target).is_gpu();
+  const int64_t m = a3[1], n = b3[2];
+  const int64_t mp = gpu ? m : topi::batch_matmul_padded_rows(m),
+                np = gpu ? n : topi::batch_matmul_padded_cols(n);
+  Tensor ap = mp == m ? ar
+                      : topi::pad(ar, {0, 0, 0}, {0, mp - m, 0}, 0.0, topi::PadMode::kConstant,
+                                  "matmul_a_pad");
+  Tensor bp = np == n ? br
+                      : topi::pad(br, {0, 0, 0}, {0, 0, np - n}, 0.0, topi::PadMode::kConstant,
+                                  "matmul_b_pad");
+  Tensor y = topi::batch_matmul(ap, bp, false, false, "batch_matmul");
+  Tensor yc = mp == m && np == n ? y
+                                 : topi::slice(y, {0, 0, 0}, {std::max(a3[0], b3[0]), m, n}, {}, {},
+                                               "matmul_crop");
+  Tensor out = topi::reshape(yc, out_shape, "matmul_out");
+  // On a GPU, batch_matmul_gpu tiles y with the group's epilogue where the output has y's shape.
+  const bool same_shape = yc == y && topi::const_shape(y, "MatMul") == out_shape;
+  return {{out},
+          [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
+            if (ar != a) s[ar].compute_inline();
+            if (br != b) s[br].compute_inline();
+            if (ap != ar) injective(s, ap);
+            if (bp != br) injective(s, bp);
+            tuning.schedule("batch_matmul_x86", s, y, y);
+            if (yc != y && yc != output) s[yc].compute_inline();
+            if (out != output) s[out].compute_inline();
+            injective(s, output);
+          },
+          same_shape ? y : Tensor()};
+}
+
+LowerResult lower_matmul_node(const LowerCtx& c) {
+  const Node& n = c.node;
+  if (n.has_attr("packed_bn")) {
+    // pack_weights gave B as [ceil(N / bn), K, bn] panels: A flattened to [M, K], one dense.
+    const auto as = c.in_shape(0);
+    const auto& out_shape = c.out_value().shape;
+    const int64_t k = as.back(), m = c.out_value().num_elements() / out_shape.back();
+    const Tensor& a = c.input(0);
+    Tensor a2 = as.size() == 2 ? a : topi::reshape(a, {m, k}, "matmul_a");
+    return packed_product(c, a2, out_shape.back(), "matmul", [&](const Tensor& y) {
+      return as.size() == 2 ? y : topi::reshape(y, out_shape, "matmul_out");
+    });
+  }
+  if (c.in_shape(0).size() == 2 && c.in_shape(1).size() == 2) {
+    Tensor y = topi::dense(c.input(0), c.input(1), false, false, "matmul");
+    return with_epilogue(y, c.tuning.of("dense_x86"), y);
+  }
+  return lower_matmul(c);
+}
+
+LowerResult lower_einsum(const LowerCtx& c) {
+  const Node& n = c.node;
+  std::vector<Tensor> xs;
+  for (size_t i = 0; i < n.inputs.size(); ++i) xs.push_back(c.input(i));
+  Tensor y = topi::einsum(n.s("equation"), xs, "einsum");
+  if (!y->reduce_axis.empty()) return reduce_result(y);
+  return injective_result(y);
+}
+
+std::string product_gpu(const Node&, size_t anchor_rank) {
+  return anchor_rank == 3 ? "batch_matmul_gpu" : "matmul_gpu";
+}
+
+// --- validation (beyond the schema checks every node gets) ---------------------------------
+
+void check_gemm(const NodeCheck& nc) {
+  const std::vector<int64_t>&a = nc.shape(0), &b = nc.shape(1);
+  for (size_t i : {size_t{0}, size_t{1}}) {
+    if (nc.rank(i) != 2)
+      nc.fail(nc.input_shaped(i) + " has rank " + str(nc.rank(i)) + "; Gemm takes matrices");
+  }
+  const int64_t ta = nc.attr_i("transA", 0) != 0, tb = nc.attr_i("transB", 0) != 0;
+  const int64_t ka = a[ta ? 0 : 1], kb = b[tb ? 1 : 0];
+  if (ka != kb) {
+    nc.fail("inner dimensions differ: " + nc.input_shaped(0) + " with transA " + str(ta) +
+            " gives K = " + str(ka) + ", " + nc.input_shaped(1) + " with transB " + str(tb) +
+            " gives K = " + str(kb));
+  }
+  if (!nc.has(2)) return;
+  const std::vector<int64_t> out = {a[ta ? 1 : 0], b[tb ? 0 : 1]};
+  const std::vector<int64_t>& c = nc.shape(2);
+  bool ok = c.size() <= 2;
+  for (size_t i = 1; ok && i <= c.size(); ++i) {
+    const int64_t d = c[c.size() - i];
+    ok = d == 1 || d == out[2 - i];
+  }
+  if (!ok) {
+    nc.fail(nc.input_shaped(2) + " does not broadcast to the output's shape " + str(out) +
+            " (M = " + str(out[0]) + " from " + nc.input(0) + ", N = " + str(out[1]) + " from " +
+            nc.input(1) + ")");
+  }
+}
+
+void check_matmul(const NodeCheck& nc) {
+  const std::vector<int64_t>&a = nc.shape(0), &b = nc.shape(1);
+  for (size_t i : {size_t{0}, size_t{1}}) {
+    if (nc.rank(i) < 1)
+      nc.fail(nc.input(i) + " is a scalar; MatMul takes tensors of rank 1 or more");
+  }
+  const int64_t ka = a.back(), kb = b.size() == 1 ? b[0] : b[b.size() - 2];
+  if (ka != kb) {
+    nc.fail("inner dimensions differ: " + nc.input_shaped(0) + " gives K = " + str(ka) +
+            " (its last dimension), " + nc.input_shaped(1) + " gives K = " + str(kb) +
+            (b.size() == 1 ? " (its only dimension)" : " (its second-to-last dimension)"));
+  }
+  const std::vector<int64_t> ba(a.begin(), a.end() - std::min<ptrdiff_t>(2, ptrdiff_t(a.size())));
+  const std::vector<int64_t> bb(b.begin(), b.end() - std::min<ptrdiff_t>(2, ptrdiff_t(b.size())));
+  int64_t da = 0, db = 0;
+  if (!broadcastable(ba, bb, &da, &db)) {
+    nc.fail("the batch dimensions " + str(ba) + " of " + nc.input_shaped(0) + " and " + str(bb) +
+            " of " + nc.input_shaped(1) + " do not broadcast: " + str(da) + " against " + str(db));
+  }
+}
+
+/// Einsum: the equation parses for the operands' ranks and its axes' sizes agree
+/// (topi/einsum.h says what it accepts).
+void check_einsum(const NodeCheck& nc) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < nc.num_inputs(); ++i) shapes.push_back(nc.shape(i));
+  try {
+    topi::einsum_shape(nc.attr_s("equation", ""), shapes);
+  } catch (const Error& e) {
+    std::string why = e.what();
+    if (why.rfind("error: ", 0) == 0) why.erase(0, 7);
+    nc.fail("attribute 'equation': " + why);
+  }
+}
+
+// --- import (attributes with their defaults) ------------------------------------------------
+
+Attrs import_gemm(ImportCtx& c) {
+  Attrs a;
+  a["alpha"] = c.attr_f("alpha", 1.0f);
+  a["beta"] = c.attr_f("beta", 1.0f);
+  a["transA"] = c.attr_i("transA", 0);
+  a["transB"] = c.attr_i("transB", 0);
+  return a;
+}
+
+Attrs import_einsum(ImportCtx& c) {
+  Attrs a;
+  a["equation"] = c.attr_s("equation", "");
+  return a;
+}
+
+/// libonnx 1.12 infers only an Einsum's rank: its sizes come from the equation (validated).
+std::vector<int64_t> einsum_output_shape(const ImportCtx& c) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < c.inputs.size(); ++i) shapes.push_back(c.in_value(i).shape);
+  return topi::einsum_shape(c.attr_s("equation", ""), shapes);
+}
+
+}  // namespace
+
+void register_matmul(Registry& r) {
+  r.add({.name = "Gemm",
+         .family = "math/matmul",
+         .pattern = OpPattern::kOutEWiseFusable,
+         .check = check_gemm,
+         .import = import_gemm,
+         .lower = lower_gemm,
+         .gpu = GpuStrategy::kTemplate,
+         .gpu_template = product_gpu});
+  r.add({.name = "MatMul",
+         .family = "math/matmul",
+         .pattern = OpPattern::kOutEWiseFusable,
+         .check = check_matmul,
+         .no_attributes = true,
+         .lower = lower_matmul_node,
+         .gpu = GpuStrategy::kTemplate,
+         .gpu_template = product_gpu,
+         .gpu_note = " of more than 3 dimensions"});
+  r.add({.name = "Einsum",
+         .family = "math/matmul",
+         .pattern = OpPattern::kOpaque,
+         .check = check_einsum,
+         .import = import_einsum,
+         .output_shape = einsum_output_shape,
+         .lower = lower_einsum,
+         .gpu = GpuStrategy::kRefused,
+         .gpu_note = "no GPU schedule yet"});
+}
+
+}  // namespace kiln::graph::ops

@@ -1,0 +1,283 @@
+// The convolutions: Conv and ConvTranspose (1-D as 2-D with a height of 1; NCHW[x]c after
+// alter_layout), lowered to topi's conv2d computes and their x86 templates.
+#include "compiler/graph/ops/import_ctx.h"
+#include "compiler/graph/ops/lowering.h"
+#include "compiler/graph/ops/node_check.h"
+#include "compiler/graph/ops/registry.h"
+#include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_transpose.h"
+#include "compiler/topi/transform.h"
+
+namespace kiln::graph::ops {
+namespace {
+
+using namespace onnx_detail;  // NOLINT(google-build-using-namespace)
+
+using ir::Expr;
+using te::Tensor;
+
+Tensor add_channel_bias(const Tensor& y, const Tensor& bias) {
+  return te::compute(
+      y->shape(),
+      [&](const std::vector<ir::Var>& i) {
+        return y(std::vector<Expr>(i.begin(), i.end())) + bias(i[1]);
+      },
+      "bias_add");
+}
+
+/// Conv and ConvTranspose, 2-D, or 1-D as 2-D with a height of 1.
+/// A Conv that alter_layout blocked: data [N, C/ib, H, W, ib], kernel packed (6-D), out
+/// [N, O/ob, OH, OW, ob], bias [O].
+LowerResult lower_conv_nchwc(const LowerCtx& c) {
+  const Node& n = c.node;
+  const Tensor &x = c.input(0), &w = c.input(1);
+  const auto stride = ints2(n.ints("strides")), dil = ints2(n.ints("dilations"));
+  const auto pads = ints4(n.ints("pads"));
+  // alter_layout's groups: 1, the input channels (depthwise), or grouped, each group whole
+  // channel blocks (groups it merged counted as one).
+  const int groups = static_cast<int>(n.i("group"));
+  const int64_t channels = c.in_shape(0).at(1) * c.in_shape(0).at(4);
+  const bool depthwise = groups != 1 && groups == channels;
+  const int ob = static_cast<int>(n.i("out_block"));
+  Tensor y;
+  const char* tmpl = "conv2d_nchwc_x86";
+  if (depthwise) {
+    y = topi::depthwise_conv2d_nchwc(x, w, stride, pads, dil, "conv2d_nchwc");
+    tmpl = "depthwise_conv2d_nchwc_x86";
+  } else if (groups != 1) {
+    y = topi::group_conv2d_nchwc(x, w, stride, pads, dil, groups, "conv2d_nchwc");
+    tmpl = "group_conv2d_nchwc_x86";
+  } else {
+    y = topi::conv2d_nchwc(x, w, stride, pads, dil, "conv2d_nchwc");
+  }
+  Tensor out = y;
+  if (c.has(2)) {
+    const Tensor& bias = c.in[2];
+    out = te::compute(
+        y->shape(),
+        [&](const std::vector<ir::Var>& i) {
+          return y(std::vector<Expr>(i.begin(), i.end())) + bias(i[1] * ob + i[4]);
+        },
+        "bias_add");
+  }
+  return with_epilogue(y, c.tuning.of(tmpl), out);
+}
+
+LowerResult lower_conv(const LowerCtx& c, bool transpose) {
+  const Node& n = c.node;
+  if (!transpose && n.has_attr("data_block")) return lower_conv_nchwc(c);
+  const size_t k = n.ints("kernel_shape").size();
+  if (k != 1 && k != 2) c.fail("only 1-D and 2-D convolutions are supported");
+  const bool one_d = k == 1;
+  // 1-D: [N, C, L] -> [N, C, 1, L], the same for the kernel; the attributes get a unit height.
+  auto lift = [&](const std::vector<int64_t>& v, int64_t fill) {
+    return one_d ? std::vector<int64_t>{fill, v.at(0)} : v;
+  };
+  auto lift_pads = [&](const std::vector<int64_t>& p) {
+    return one_d ? std::vector<int64_t>{0, p.at(0), 0, p.at(1)} : p;
+  };
+  auto lift_tensor = [&](const Tensor& t, std::vector<int64_t> shape, const char* name) {
+    if (!one_d) return t;
+    shape.insert(shape.begin() + 2, 1);
+    return topi::reshape(t, shape, name);
+  };
+  const Tensor x = lift_tensor(c.input(0), c.in_shape(0), "data_2d");
+  const Tensor w = lift_tensor(c.input(1), c.in_shape(1), "kernel_2d");
+  const int groups = static_cast<int>(n.i("group"));
+  const auto stride = ints2(lift(n.ints("strides"), 1)), dil = ints2(lift(n.ints("dilations"), 1));
+  const auto pads = ints4(lift_pads(n.ints("pads")));
+  Tensor y;
+  Template base;
+  if (transpose) {
+    y = topi::conv2d_transpose_nchw(x, w, stride, pads, ints2(lift(n.ints("output_padding"), 0)),
+                                    dil, groups, "conv2d_transpose");
+    base = c.tuning.of("conv2d_transpose_nchw_x86");
+  } else {
+    y = topi::conv2d_nchw(x, w, stride, pads, dil, groups, "conv2d");
+    const auto xs = c.in_shape(0), ws = c.in_shape(1);
+    const bool depthwise = groups > 1 && groups == xs[1] && ws[0] == xs[1] && ws[1] == 1;
+    base = c.tuning.of(depthwise ? "depthwise_conv2d_nchw_x86" : "conv2d_nchw_x86");
+  }
+  Tensor biased = c.has(2) ? add_channel_bias(y, c.in[2]) : y;
+  if (!one_d) return with_epilogue(y, base, biased);
+  // 1-D: the bias in the tile, the reshape back to 3-D (and any epilogue) a stage of its own.
+  Tensor out = topi::reshape(biased, c.out_value().shape, "conv1d");
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
+            s[x].compute_inline();
+            s[w].compute_inline();
+            base(s, y, biased);
+            if (out != output) s[out].compute_inline();
+            injective(s, output);
+          }};
+}
+
+LowerResult lower_conv2d(const LowerCtx& c) { return lower_conv(c, false); }
+LowerResult lower_conv2d_transpose(const LowerCtx& c) { return lower_conv(c, true); }
+
+std::string conv_gpu(const Node& n, size_t) {
+  if (n.op == "ConvTranspose") return "conv2d_transpose_nchw_gpu";
+  return n.i("group") == 1 ? "conv2d_nchw_gpu" : "depthwise_conv2d_nchw_gpu";
+}
+
+// --- validation (beyond the schema checks every node gets) ---------------------------------
+
+void check_conv(const NodeCheck& nc, bool transpose) {
+  const std::vector<int64_t>& x = nc.shape(0);
+  const std::vector<int64_t>& w = nc.shape(1);
+  if (x.size() < 3) {
+    nc.fail(nc.input_shaped(0) + " has rank " + str(nc.rank(0)) + "; " + nc.op() +
+            " takes N x C x D1 x ... (rank 3 or more)");
+  }
+  if (w.size() != x.size()) {
+    nc.fail(nc.input_shaped(1) + " has rank " + str(nc.rank(1)) + ", but " + nc.input_shaped(0) +
+            " has rank " + str(nc.rank(0)) + "; they must be equal");
+  }
+  const int64_t group = nc.attr_i("group", 1);
+  if (group < 1) nc.fail("attribute 'group' must be positive, got " + str(group));
+  int64_t out_channels = 0;
+  if (!transpose) {
+    if (w[1] * group != x[1]) {
+      nc.fail(nc.input(1) + " has " + str(w[1]) + " input channels per group, but " + nc.input(0) +
+              " has " + str(x[1]) + " channels with group " + str(group));
+    }
+    if (w[0] % group != 0) {
+      nc.fail(nc.input_shaped(1) + " has " + str(w[0]) + " output channels, which group " +
+              str(group) + " does not divide");
+    }
+    out_channels = w[0];
+  } else {
+    if (w[0] != x[1]) {
+      nc.fail(nc.input(1) + " has " + str(w[0]) + " input channels (its dimension 0), but " +
+              nc.input(0) + " has " + str(x[1]) + " channels");
+    }
+    if (x[1] % group != 0) {
+      nc.fail(nc.input_shaped(0) + " has " + str(x[1]) + " channels, which group " + str(group) +
+              " does not divide");
+    }
+    out_channels = w[1] * group;
+  }
+  if (nc.has(2) && nc.shape(2) != std::vector<int64_t>{out_channels}) {
+    nc.fail(nc.input_shaped(2) + " must be [" + str(out_channels) + "]: " + nc.input_shaped(1) +
+            " with group " + str(group) + " makes " + str(out_channels) + " output channels");
+  }
+  const std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  if (nc.attr("kernel_shape") != nullptr && nc.attr_ints("kernel_shape", {}) != kernel) {
+    nc.fail("attribute 'kernel_shape' is " + str(nc.attr_ints("kernel_shape", {})) + ", but " +
+            nc.input_shaped(1) + " has the kernel " + str(kernel));
+  }
+  for (int64_t d : kernel) {
+    if (d < 1) nc.fail(nc.input_shaped(1) + " has an empty kernel");
+  }
+  std::vector<int64_t> strides, extent;
+  const std::vector<int64_t> pads = nc.window(kernel, /*has_dilations=*/true, &strides, &extent);
+  const size_t k = kernel.size();
+  if (!transpose) {
+    for (size_t i = 0; i < k; ++i) nc.check_fits(i, pads, extent[i], false, strides[i]);
+    return;
+  }
+  const std::string spatial = nc.input_shaped(0) + " with " + str(static_cast<int64_t>(k)) +
+                              " spatial dimension" + (k == 1 ? "" : "s");
+  const std::vector<int64_t> out_pad = nc.per_axis("output_padding", k, 0, 0, spatial);
+  const std::vector<int64_t> dil = nc.attr_ints("dilations", std::vector<int64_t>(k, 1));
+  for (size_t i = 0; i < k; ++i) {
+    if (out_pad[i] >= std::max(strides[i], dil[i])) {
+      nc.fail("attribute 'output_padding' is " + str(out_pad) + ": " + str(out_pad[i]) +
+              " in spatial dimension " + str(static_cast<int64_t>(i)) +
+              " must be less than the stride " + str(strides[i]) + " or the dilation " +
+              str(dil[i]));
+    }
+  }
+  if (nc.attr("output_shape") != nullptr) {
+    nc.per_axis("output_shape", k, 1, 1, spatial);
+    return;
+  }
+  if (nc.auto_pad() != "NOTSET") return;  // SAME: stride * input size; VALID: larger than input
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t in = x[i + 2];
+    const int64_t out = strides[i] * (in - 1) + out_pad[i] + extent[i] - pads[i] - pads[i + k];
+    if (out < 1) {
+      nc.fail("attribute 'pads' " + str(pads) + " leave no output in spatial dimension " +
+              str(static_cast<int64_t>(i)) + ": " + nc.input_shaped(0) + " with stride " +
+              str(strides[i]) + " and the kernel's extent " + str(extent[i]) + " give " +
+              str(out + pads[i] + pads[i + k]) + " elements before padding is removed");
+    }
+  }
+}
+
+void check_conv2d(const NodeCheck& nc) { check_conv(nc, false); }
+void check_conv2d_transpose(const NodeCheck& nc) { check_conv(nc, true); }
+
+// --- import (attributes with their defaults) ------------------------------------------------
+
+Attrs import_conv(ImportCtx& c, bool transpose) {
+  const Value& w = c.in_value(1);
+  const Value& x = c.in_value(0);
+  const size_t k = w.shape.size() - 2;
+  const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+  const std::vector<int64_t> ones(k, 1);
+  Attrs a;
+  a["kernel_shape"] = kernel;
+  a["strides"] = c.attr_ints("strides", ones);
+  a["dilations"] = c.attr_ints("dilations", ones);
+  a["group"] = c.attr_i("group", 1);
+  const auto& strides = std::get<std::vector<int64_t>>(a["strides"]);
+  const auto& dil = std::get<std::vector<int64_t>>(a["dilations"]);
+  std::vector<int64_t> in_sizes(x.shape.begin() + 2, x.shape.end());
+  if (!transpose) {
+    a["pads"] = resolve_pads(c, in_sizes, kernel, strides, dil);
+    return a;
+  }
+  // ConvTranspose: out = stride*(in-1) + output_padding + (k-1)*d + 1 - pad_begin - pad_end. With
+  // auto_pad SAME or output_shape, solve for the pads from the inferred output shape.
+  std::vector<int64_t> out_pad = c.attr_ints("output_padding", std::vector<int64_t>(k, 0));
+  a["output_padding"] = out_pad;
+  const std::string auto_pad = c.attr_s("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET" && !c.attr("output_shape")) {
+    a["pads"] = c.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+    return a;
+  }
+  const Value& y = c.first_output();
+  std::vector<int64_t> pads(2 * k, 0);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t total =
+        strides[i] * (in_sizes[i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - y.shape[i + 2];
+    if (total < 0) {  // output_shape asks for more than the kernel covers: extra rows at the end
+      out_pad[i] -= total;
+      continue;
+    }
+    const int64_t small = total / 2, large = total - small;
+    pads[i] = auto_pad == "SAME_UPPER" ? small : large;
+    pads[i + k] = auto_pad == "SAME_UPPER" ? large : small;
+  }
+  a["pads"] = pads;
+  a["output_padding"] = out_pad;
+  return a;
+}
+
+Attrs import_conv2d(ImportCtx& c) { return import_conv(c, false); }
+Attrs import_conv2d_transpose(ImportCtx& c) { return import_conv(c, true); }
+
+}  // namespace
+
+void register_conv(Registry& r) {
+  r.add({.name = "Conv",
+         .family = "nn/conv",
+         .pattern = OpPattern::kOutEWiseFusable,
+         .check = check_conv2d,
+         .import = import_conv2d,
+         .lower = lower_conv2d,
+         .gpu = GpuStrategy::kTemplate,
+         .gpu_template = conv_gpu,
+         .gpu_note = " in 1-D"});
+  r.add({.name = "ConvTranspose",
+         .family = "nn/conv",
+         .pattern = OpPattern::kOutEWiseFusable,
+         .check = check_conv2d_transpose,
+         .import = import_conv2d_transpose,
+         .lower = lower_conv2d_transpose,
+         .gpu = GpuStrategy::kTemplate,
+         .gpu_template = conv_gpu,
+         .gpu_note = " in 1-D"});
+}
+
+}  // namespace kiln::graph::ops

@@ -1,0 +1,156 @@
+// The poolings: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (1-D as 2-D with a height
+// of 1, as convolutions are; NCHW[x]c after alter_layout), lowered to topi's pooling computes.
+#include "compiler/graph/ops/import_ctx.h"
+#include "compiler/graph/ops/lowering.h"
+#include "compiler/graph/ops/node_check.h"
+#include "compiler/graph/ops/registry.h"
+#include "compiler/topi/pooling.h"
+#include "compiler/topi/transform.h"
+
+namespace kiln::graph::ops {
+namespace {
+
+using namespace onnx_detail;  // NOLINT(google-build-using-namespace)
+
+using te::Tensor;
+
+/// Pooling, 2-D, or 1-D as 2-D with a height of 1 (as convolutions are).
+LowerResult lower_pool(const LowerCtx& c) {
+  const Node& n = c.node;
+  const std::string& op = n.op;
+  const size_t rank = c.in_shape(0).size();
+  const bool blocked = rank == 5 && n.has_attr("data_block");  // NCHW[x]c, from alter_layout
+  if (rank != 4 && rank != 3 && !blocked) {
+    c.fail("only 1-D and 2-D pooling (NCW / NCHW input) is supported");
+  }
+  const bool one_d = rank == 3;
+  auto lift = [&](const std::vector<int64_t>& v, int64_t fill) {
+    return one_d ? std::vector<int64_t>{fill, v.at(0)} : v;
+  };
+  Tensor x = c.input(0);
+  if (one_d) {
+    std::vector<int64_t> shape = c.in_shape(0);
+    shape.insert(shape.begin() + 2, 1);
+    x = topi::reshape(x, shape, "data_2d");
+  }
+  Tensor y;
+  if (op == "GlobalAveragePool") {
+    y = topi::global_avg_pool2d(x);
+  } else if (op == "GlobalMaxPool") {
+    y = topi::global_max_pool2d(x);
+  } else {
+    for (int64_t d : n.ints("dilations")) {
+      if (d != 1) c.fail("dilated pooling is not supported");
+    }
+    const auto k = ints2(lift(n.ints("kernel_shape"), 1)), st = ints2(lift(n.ints("strides"), 1));
+    const std::vector<int64_t>& p = n.ints("pads");
+    const auto pads = ints4(one_d ? std::vector<int64_t>{0, p.at(0), 0, p.at(1)} : p);
+    const bool ceil = n.i("ceil_mode") != 0;
+    y = op == "MaxPool" ? topi::max_pool2d(x, k, st, pads, ceil)
+                        : topi::avg_pool2d(x, k, st, pads, ceil, n.i("count_include_pad") != 0);
+  }
+  auto base = [tuning = c.tuning](te::Schedule& s, const Tensor& t) {
+    tuning.schedule("pool2d_x86", s, t, t);
+  };
+  if (!one_d) {
+    return {{y},
+            [=](te::Schedule& s, const Tensor& output) {
+              base(s, y);
+              then_injective(s, y, output);
+            },
+            blocked ? Tensor() : y};
+  }
+  Tensor out = topi::reshape(y, c.out_value().shape, "pool1d");
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
+            s[x].compute_inline();
+            base(s, y);
+            if (out != output) s[out].compute_inline();
+            injective(s, output);
+          }};
+}
+
+std::string pool_gpu(const Node&, size_t) { return "pool2d_gpu"; }
+
+// --- validation (beyond the schema checks every node gets) ---------------------------------
+
+void check_pool(const NodeCheck& nc) {
+  const std::vector<int64_t>& x = nc.shape(0);
+  if (x.size() < 3) {
+    nc.fail(nc.input_shaped(0) + " has rank " + str(nc.rank(0)) + "; " + nc.op() +
+            " takes N x C x D1 x ... (rank 3 or more)");
+  }
+  const size_t k = x.size() - 2;
+  const std::string spatial = nc.input_shaped(0) + " with " + str(static_cast<int64_t>(k)) +
+                              " spatial dimension" + (k == 1 ? "" : "s");
+  const std::vector<int64_t> kernel = nc.per_axis("kernel_shape", k, 1, 1, spatial);
+  const bool has_dilations = nc.schema().attributes().count("dilations") != 0;
+  std::vector<int64_t> strides, extent;
+  const std::vector<int64_t> pads = nc.window(kernel, has_dilations, &strides, &extent);
+  if (nc.op() == "MaxPool") {
+    const int64_t order = nc.attr_i("storage_order", 0);
+    if (order != 0 && order != 1) {
+      nc.fail("attribute 'storage_order' is " + str(order) +
+              "; it must be 0 (row major) or 1 "
+              "(column major)");
+    }
+  }
+  const bool ceil_mode = nc.attr_i("ceil_mode", 0) != 0;
+  for (size_t i = 0; i < k; ++i) nc.check_fits(i, pads, extent[i], ceil_mode, strides[i]);
+}
+
+void check_global_pool(const NodeCheck& nc) {
+  if (nc.rank(0) < 2)
+    nc.fail(nc.input_shaped(0) + " has rank " + str(nc.rank(0)) + "; " + nc.op() +
+            " takes N x C x D1 x ... (rank 2 or more)");
+  return;
+}
+
+// --- import (attributes with their defaults) ------------------------------------------------
+
+Attrs import_pool(ImportCtx& c, bool is_max) {
+  const Value& x = c.in_value(0);
+  const size_t k = x.shape.size() - 2;
+  const std::vector<int64_t> ones(k, 1);
+  Attrs a;
+  const std::vector<int64_t> kernel = c.attr_ints("kernel_shape", {});
+  a["kernel_shape"] = kernel;
+  a["strides"] = c.attr_ints("strides", ones);
+  a["dilations"] = c.attr_ints("dilations", ones);
+  a["ceil_mode"] = c.attr_i("ceil_mode", 0);
+  if (!is_max) a["count_include_pad"] = c.attr_i("count_include_pad", 0);
+  const auto& strides = std::get<std::vector<int64_t>>(a["strides"]);
+  const auto& dil = std::get<std::vector<int64_t>>(a["dilations"]);
+  a["pads"] = resolve_pads(c, std::vector<int64_t>(x.shape.begin() + 2, x.shape.end()), kernel,
+                           strides, dil);
+  return a;
+}
+
+Attrs import_max_pool(ImportCtx& c) {
+  if (c.proto().output_size() > 1 && !c.proto().output(1).empty()) {
+    c.fail("the Indices output of MaxPool is not supported");
+  }
+  return import_pool(c, true);
+}
+Attrs import_average_pool(ImportCtx& c) { return import_pool(c, false); }
+
+}  // namespace
+
+void register_pool(Registry& r) {
+  for (const char* op : {"AveragePool", "GlobalAveragePool", "GlobalMaxPool", "MaxPool"}) {
+    const bool global = std::string(op).rfind("Global", 0) == 0;
+    r.add({.name = op,
+           .family = "nn/pool",
+           .pattern = OpPattern::kCommReduce,
+           .check = global ? check_global_pool : check_pool,
+           .import = global                         ? nullptr
+                     : std::string(op) == "MaxPool" ? import_max_pool
+                                                    : import_average_pool,
+           .no_attributes = global,
+           .lower = lower_pool,
+           .gpu = GpuStrategy::kTemplate,
+           .gpu_template = pool_gpu,
+           .gpu_note = " in 1-D"});
+  }
+}
+
+}  // namespace kiln::graph::ops
