@@ -68,6 +68,15 @@ class OnnxModelBuilder {
     if (!scalar) t->add_dims(static_cast<int64_t>(values.size()));
     for (int64_t v : values) t->add_int64_data(v);
   }
+  /// An int64 initializer of any shape.
+  void init_int64_shaped(const std::string& name, const std::vector<int64_t>& shape,
+                         const std::vector<int64_t>& values) {
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : shape) t->add_dims(d);
+    for (int64_t v : values) t->add_int64_data(v);
+  }
   /// A float scalar initializer.
   void init_scalar(const std::string& name, float v) { init_values(name, {}, {v}); }
 

@@ -1210,6 +1210,83 @@ TEST(OnnxValidation, GatherElementsAndCumSum) {
   }
 }
 
+TEST(OnnxValidation, GatherNDAndScatters) {
+  {  // the index tuples are longer than data's rank less batch_dims
+    Model m;
+    m.input("x", {2, 3});
+    m.input("i", {2, 2}, TensorProto::INT64);
+    Model::attr(m.op("GatherND", "g", {"x", "i"}), "batch_dims", int64_t{1});
+    expect_refused(m, "g", "GatherND",
+                   {"the last dimension of input 1 (indices 'i') of shape [2,2] is 2; it must be "
+                    "in [1, 1] (the rank of input 0 (data 'x') less batch_dims 1)"});
+  }
+  {
+    Model m;
+    m.input("x", {2, 3});
+    m.input("i", {3, 1}, TensorProto::INT64);
+    Model::attr(m.op("GatherND", "g", {"x", "i"}), "batch_dims", int64_t{1});
+    expect_refused(m, "g", "GatherND", {"differ in batch dimension 0 (3 vs 2)"});
+  }
+  {
+    Model m;
+    m.input("x", {4, 3});
+    m.init_int64_shaped("i", {1, 2}, {0, 3});
+    m.op("GatherND", "g", {"x", "i"});
+    expect_refused(m, "g", "GatherND",
+                   {"input 1 (indices 'i') holds index 3, out of range [-3, 2] for dimension 1 "
+                    "of input 0 (data 'x') of shape [4,3]"});
+  }
+  {  // updates must have the indices' shape
+    Model m(13);
+    m.input("x", {4, 3});
+    m.input("i", {2, 3}, TensorProto::INT64);
+    m.input("u", {2, 2});
+    m.op("ScatterElements", "s", {"x", "i", "u"});
+    expect_refused(m, "s", "ScatterElements",
+                   {"input 2 (updates 'u') of shape [2,2] must have the shape of input 1 "
+                    "(indices 'i') of shape [2,3]"});
+  }
+  {  // max arrives at opset 18
+    Model m(16);
+    m.input("x", {4, 3});
+    m.input("i", {2, 3}, TensorProto::INT64);
+    m.input("u", {2, 3});
+    Model::attr(m.op("ScatterElements", "s", {"x", "i", "u"}), "reduction", std::string("max"));
+    expect_refused(m, "s", "ScatterElements",
+                   {"attribute 'reduction' is 'max'; ScatterElements at opset 16 takes none, add "
+                    "or mul (max and min from opset 18)"});
+  }
+  {
+    Model m(13);
+    m.input("x", {4, 3});
+    m.init_int64_shaped("i", {1, 1}, {-5});
+    m.input("u", {1, 1});
+    m.op("ScatterElements", "s", {"x", "i", "u"});
+    expect_refused(m, "s", "ScatterElements", {"holds index -5, out of range [-4, 3]"});
+  }
+  {  // updates of ScatterND: indices.shape[:-1] + data.shape[k:]
+    Model m(13);
+    m.input("x", {4, 5, 6});
+    m.input("i", {2, 1}, TensorProto::INT64);
+    m.input("u", {2, 5, 5});
+    m.op("ScatterND", "s", {"x", "i", "u"});
+    expect_refused(m, "s", "ScatterND",
+                   {"input 2 (updates 'u') of shape [2,5,5] must have shape [2,5,6] (input 1 "
+                    "(indices 'i')'s shape without its last dimension, then input 0 (data 'x')'s "
+                    "from dimension 1)"});
+  }
+  {
+    Model m(13);
+    m.input("x", {4});
+    m.input("i", {1, 2}, TensorProto::INT64);
+    m.input("u", {1});
+    m.op("ScatterND", "s", {"x", "i", "u"});
+    expect_refused(m, "s", "ScatterND",
+                   {"the last dimension of input 1 (indices 'i') of shape [1,2] is 2; it must be "
+                    "in [1, 1]"});
+  }
+}
+
 TEST(OnnxValidation, Resize) {
   {  // an unknown mode: refused, naming the modes
     Model m(13);

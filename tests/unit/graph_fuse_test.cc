@@ -159,6 +159,8 @@ TEST(OpPatternTest, EveryFrontEndOp) {
                   op == "Size" || op == "LayerNormalization" || op == "InstanceNormalization" ||
                   op == "CastLike" || op == "CumSum" || op == "Hardmax" || op == "Einsum" ||
                   op == "GRU" || op == "QLinearConv" || op == "QLinearMatMul" ||  // imported as QDQ
+                  op == "ScatterElements" || op == "ScatterND" ||
+                  op == "Scatter" ||   // their own loop
                   op == "Upsample" ||  // imported as Resize
                   op == "Dropout")     // an alias of its input
           << op;

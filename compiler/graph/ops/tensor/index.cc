@@ -1,11 +1,15 @@
-// The indexing and data-movement operators: Gather, GatherElements, Slice, Concat, Split, Pad,
-// Trilu.
+// The indexing and data-movement operators: Gather, GatherElements, GatherND, Slice, Concat, Split,
+// Pad, Trilu, and the scatters (ScatterElements, ScatterND), which write into a copy of their data.
+#include <algorithm>
 #include <cstring>
 
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/lowering.h"
 #include "compiler/graph/ops/node_check.h"
 #include "compiler/graph/ops/registry.h"
+#include "compiler/topi/gpu/gpu_schedule.h"
+#include "compiler/topi/gpu/scatter_gpu.h"
+#include "compiler/topi/scatter.h"
 #include "compiler/topi/transform.h"
 
 namespace kiln::graph::ops {
@@ -23,6 +27,36 @@ LowerResult lower_gather(const LowerCtx& c) {
 LowerResult lower_gather_elements(const LowerCtx& c) {
   return injective_result(
       topi::gather_elements(c.input(0), c.input(1), c.node.i("axis"), "gather_elements"));
+}
+
+LowerResult lower_gather_nd(const LowerCtx& c) {
+  return injective_result(
+      topi::gather_nd(c.input(0), c.input(1), c.node.i("batch_dims"), "gather_nd"));
+}
+
+/// A scatter's output, scheduled by its own loop (opaque: nothing is fused into or after it).
+LowerResult scatter_result(const Tensor& y) {
+  LowerResult r;
+  r.outs = {y};
+  r.schedule = [=](te::Schedule& s, const Tensor&) { topi::schedule_scatter_x86(s, y); };
+  r.gpu = [=](te::Schedule& s, const target::Target& t) {
+    topi::gpu::schedule_scatter_gpu(s, y, topi::gpu::default_threads(t));
+  };
+  return r;
+}
+
+LowerResult lower_scatter_elements(const LowerCtx& c) {
+  const Node& n = c.node;
+  return scatter_result(topi::scatter_elements(
+      c.input(0), c.input(1), c.input(2), n.i("axis"),
+      topi::parse_scatter_reduction(n.s("reduction"), n.op), "scatter_elements"));
+}
+
+LowerResult lower_scatter_nd(const LowerCtx& c) {
+  const Node& n = c.node;
+  return scatter_result(topi::scatter_nd(c.input(0), c.input(1), c.input(2),
+                                         topi::parse_scatter_reduction(n.s("reduction"), n.op),
+                                         "scatter_nd"));
 }
 
 LowerResult lower_concat(const LowerCtx& c) {
@@ -293,6 +327,113 @@ void check_gather_elements(const NodeCheck& nc) {
   }
 }
 
+/// Constant indices of input 1 within [-dim, dim - 1] of dimension `d` of input 0, where each
+/// index at a position `p` of the flat indices is for dimension `dim_of(p)`.
+template <typename DimOf>
+void check_const_indices(const NodeCheck& nc, DimOf dim_of) {
+  const auto idx = nc.const_ints(1);
+  if (!idx) return;
+  for (size_t p = 0; p < idx->size(); ++p) {
+    const int64_t d = dim_of(p), dim = nc.shape(0)[static_cast<size_t>(d)], j = (*idx)[p];
+    if (j < -dim || j >= dim) {
+      nc.fail(nc.input(1) + " holds index " + str(j) + ", out of range [" + str(-dim) + ", " +
+              str(dim - 1) + "] for dimension " + str(d) + " of " + nc.input_shaped(0));
+    }
+  }
+}
+
+/// GatherND: indices of rank q >= 1 whose last dimension k is in [1, r - batch_dims], the first
+/// batch_dims dimensions of data and indices equal, constant indices in range.
+/// GatherND's and ScatterND's data and indices (both of rank 1 or more): the length k of the
+/// indices' tuples, in [1, rank of data - batch_dims].
+int64_t index_tuple_length(const NodeCheck& nc, int64_t batch_dims) {
+  const int64_t r = nc.rank(0);
+  for (size_t i : {0, 1}) {
+    if (nc.rank(i) == 0) {
+      nc.fail(nc.input(i) + " is a scalar; " + nc.op() + " takes " + nc.formal_name(i) +
+              " of rank 1 or more");
+    }
+  }
+  const int64_t k = nc.shape(1).back();
+  if (k < 1 || k > r - batch_dims) {
+    nc.fail("the last dimension of " + nc.input_shaped(1) + " is " + str(k) +
+            "; it must be in [1, " + str(r - batch_dims) + "] (the rank of " + nc.input(0) +
+            (batch_dims > 0 ? " less batch_dims " + str(batch_dims) : std::string()) + ")");
+  }
+  return k;
+}
+
+/// GatherND: the first batch_dims dimensions of data and indices equal, the indices' tuples no
+/// longer than data's rank less batch_dims, constant indices in range.
+void check_gather_nd(const NodeCheck& nc) {
+  const int64_t b = nc.attr_i("batch_dims", 0);
+  const int64_t lim = std::min(nc.rank(0), nc.rank(1));
+  if (b < 0 || (lim > 0 && b >= lim)) {
+    nc.fail("attribute 'batch_dims' is " + str(b) + "; it must be in [0, " + str(lim - 1) +
+            "] for " + nc.input_shaped(0) + " and " + nc.input_shaped(1));
+  }
+  for (int64_t d = 0; d < b; ++d) {
+    const size_t du = static_cast<size_t>(d);
+    if (nc.shape(0)[du] != nc.shape(1)[du]) {
+      nc.fail(nc.input_shaped(1) + " and " + nc.input_shaped(0) + " differ in batch dimension " +
+              str(d) + " (" + str(nc.shape(1)[du]) + " vs " + str(nc.shape(0)[du]) + ")");
+    }
+  }
+  const int64_t k = index_tuple_length(nc, b);
+  check_const_indices(nc, [&](size_t p) { return b + static_cast<int64_t>(p) % k; });
+}
+
+/// The `reduction` attribute of a scatter: none, add and mul from opset 16, max and min from 18.
+void check_scatter_reduction(const NodeCheck& nc) {
+  const std::string red = nc.attr_s("reduction", "none");
+  const bool ok = red == "none" || red == "add" || red == "mul" ||
+                  (nc.opset() >= 18 && (red == "max" || red == "min"));
+  if (!ok) {
+    nc.fail("attribute 'reduction' is '" + red + "'; " + nc.op() + " at opset " + str(nc.opset()) +
+            " takes none, add or mul" +
+            (nc.opset() >= 18 ? ", max or min" : " (max and min from opset 18)"));
+  }
+}
+
+/// ScatterElements: indices of data's rank, no larger than data off the axis, updates of the
+/// indices' shape, constant indices in range along the axis.
+void check_scatter_elements(const NodeCheck& nc) {
+  const int64_t r = nc.rank(0);
+  if (r == 0) nc.fail(nc.input(0) + " is a scalar; ScatterElements takes data of rank 1 or more");
+  const int64_t axis = nc.axis_in(nc.attr_i("axis", 0), r, "attribute 'axis'", nc.input(0));
+  if (nc.rank(1) != r) {
+    nc.fail(nc.input_shaped(1) + " has rank " + str(nc.rank(1)) + ", but " + nc.input_shaped(0) +
+            " has rank " + str(r) + "; they must agree");
+  }
+  if (nc.shape(2) != nc.shape(1)) {
+    nc.fail(nc.input_shaped(2) + " must have the shape of " + nc.input_shaped(1));
+  }
+  for (int64_t d = 0; d < r; ++d) {
+    const size_t du = static_cast<size_t>(d);
+    if (d != axis && nc.shape(1)[du] > nc.shape(0)[du]) {
+      nc.fail(nc.input_shaped(1) + " is larger than " + nc.input_shaped(0) + " in dimension " +
+              str(d) + " (" + str(nc.shape(1)[du]) + " > " + str(nc.shape(0)[du]) + ")");
+    }
+  }
+  check_scatter_reduction(nc);
+  check_const_indices(nc, [&](size_t) { return axis; });
+}
+
+/// ScatterND: indices of rank q >= 1 whose last dimension k is in [1, r], updates of shape
+/// indices.shape[:-1] + data.shape[k:], constant indices in range.
+void check_scatter_nd(const NodeCheck& nc) {
+  const int64_t k = index_tuple_length(nc, 0);
+  std::vector<int64_t> want(nc.shape(1).begin(), nc.shape(1).end() - 1);
+  want.insert(want.end(), nc.shape(0).begin() + k, nc.shape(0).end());
+  if (nc.shape(2) != want) {
+    nc.fail(nc.input_shaped(2) + " must have shape " + str(want) + " (" + nc.input(1) +
+            "'s shape without its last dimension, then " + nc.input(0) + "'s from dimension " +
+            str(k) + ")");
+  }
+  check_scatter_reduction(nc);
+  check_const_indices(nc, [&](size_t p) { return static_cast<int64_t>(p) % k; });
+}
+
 void check_gather(const NodeCheck& nc) {
   const int64_t r = nc.rank(0);
   if (r == 0) nc.fail(nc.input(0) + " is a scalar; Gather takes data of rank 1 or more");
@@ -410,6 +551,25 @@ Attrs import_split(ImportCtx& c) {
 Attrs import_gather_elements(ImportCtx& c) {
   Attrs a;
   a["axis"] = norm_axis(c.attr_i("axis", 0), c.in_rank(0));
+  return a;
+}
+
+Attrs import_gather_nd(ImportCtx& c) {
+  Attrs a;
+  a["batch_dims"] = c.attr_i("batch_dims", 0);
+  return a;
+}
+
+Attrs import_scatter_elements(ImportCtx& c) {
+  Attrs a;
+  a["axis"] = norm_axis(c.attr_i("axis", 0), c.in_rank(0));
+  a["reduction"] = c.attr_s("reduction", "none");
+  return a;
+}
+
+Attrs import_scatter_nd(ImportCtx& c) {
+  Attrs a;
+  a["reduction"] = c.attr_s("reduction", "none");
   return a;
 }
 
@@ -579,6 +739,20 @@ void register_index(Registry& r) {
       Opset18Form{.extra_inputs = {"axes"}}, pad_inference);
   add("Slice", check_slice, import_slice, lower_slice, nullptr);
   add("Trilu", check_trilu, import_trilu, lower_trilu, nullptr, need_k);
+  add("GatherND", check_gather_nd, import_gather_nd, lower_gather_nd, nullptr);
+  // The scatters run their own loop over the indices (topi/scatter.h): nothing fuses into them.
+  auto add_scatter = [&](const char* op, CheckFn check, ImportFn import, LowerFn lower) {
+    r.add({.name = op,
+           .family = "tensor/index",
+           .pattern = OpPattern::kOpaque,
+           .check = check,
+           .import = import,
+           .lower = lower,
+           .gpu = GpuStrategy::kOwn});
+  };
+  add_scatter("ScatterElements", check_scatter_elements, import_scatter_elements,
+              lower_scatter_elements);
+  add_scatter("ScatterND", check_scatter_nd, import_scatter_nd, lower_scatter_nd);
   r.add({.name = "Split",  // several outputs
          .family = "tensor/index",
          .pattern = OpPattern::kOpaque,
