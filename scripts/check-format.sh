@@ -4,15 +4,18 @@
 #   git ls-files '*.cc' '*.h' | xargs clang-format -i
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v clang-format > /dev/null || { echo "check-format: clang-format is missing (scripts/setup.sh installs it)" >&2; exit 2; }
-bad=()
-while IFS= read -r f; do
-  clang-format --dry-run --Werror "$f" > /dev/null 2>&1 || bad+=("$f")
-done < <(git ls-files '*.cc' '*.h')
+if ! command -v clang-format > /dev/null; then
+  echo "check-format: clang-format is missing (scripts/setup.sh installs it)" >&2
+  exit 2
+fi
+mapfile -t files < <(git ls-files '*.cc' '*.h')
+# One clang-format for all files; each violation is a "FILE:LINE:COL: error: ..." line.
+mapfile -t bad < <(clang-format --dry-run --Werror "${files[@]}" 2>&1 |
+                   sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: .*/\1/p' | sort -u)
 if [ ${#bad[@]} -gt 0 ]; then
   echo "check-format: ${#bad[@]} files are not formatted by .clang-format:" >&2
   printf '  %s\n' "${bad[@]}" >&2
   echo "fix: clang-format -i ${bad[*]}" >&2
   exit 1
 fi
-echo "check-format: $(git ls-files '*.cc' '*.h' | wc -l) files formatted"
+echo "check-format: ${#files[@]} files formatted"
