@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <sstream>
 
 #include "base/error.h"
@@ -77,9 +78,11 @@ std::vector<Expr> exprs(const Shape& v) {
 }
 
 int64_t product(const Shape& v, size_t begin = 0, size_t end = SIZE_MAX) {
-  int64_t p = 1;
-  for (size_t i = begin; i < std::min(end, v.size()); ++i) p *= v[i];
-  return p;
+  end = std::min(end, v.size());
+  begin = std::min(begin, end);
+  return std::accumulate(v.begin() + static_cast<ptrdiff_t>(begin),
+                         v.begin() + static_cast<ptrdiff_t>(end), int64_t{1},
+                         std::multiplies<int64_t>());
 }
 
 /// The indices of the flat offset `flat` in `shape` (row-major).
@@ -189,6 +192,7 @@ Expr nd_hit(const te::Tensor& indices, const te::IterVar& j, const std::vector<E
 te::Tensor nd_stage(const te::Tensor& data, const te::Tensor& indices, const te::Tensor& updates,
                     ScatterReduction red, const std::string& name) {
   const Shape dshape = const_shape(data, name), ishape = const_shape(indices, name);
+  KILN_ICHECK(!ishape.empty()) << name << ": scatter_nd checks the indices' rank first";
   const size_t k = static_cast<size_t>(ishape.back());
   const Shape ushape(ishape.begin(), ishape.end() - 1);
   const bool none = red == ScatterReduction::kNone;
