@@ -299,11 +299,12 @@ void check_split(const NodeCheck& nc) {
   }
 }
 
-/// GatherElements: indices of data's rank, no larger than data off the axis (the output has
-/// the indices' shape and reads data at their coordinates), constant indices in range.
+/// GatherElements (and ScatterElements' data and indices): indices of data's rank, no larger
+/// than data off the axis (the output has the indices' shape and reads data at their
+/// coordinates), constant indices in range.
 void check_gather_elements(const NodeCheck& nc) {
   const int64_t r = nc.rank(0);
-  if (r == 0) nc.fail(nc.input(0) + " is a scalar; GatherElements takes data of rank 1 or more");
+  if (r == 0) nc.fail(nc.input(0) + " is a scalar; " + nc.op() + " takes data of rank 1 or more");
   const int64_t axis = nc.axis_in(nc.attr_i("axis", 0), r, "attribute 'axis'", nc.input(0));
   if (nc.rank(1) != r) {
     nc.fail(nc.input_shaped(1) + " has rank " + str(nc.rank(1)) + ", but " + nc.input_shaped(0) +
@@ -398,25 +399,11 @@ void check_scatter_reduction(const NodeCheck& nc) {
 /// ScatterElements: indices of data's rank, no larger than data off the axis, updates of the
 /// indices' shape, constant indices in range along the axis.
 void check_scatter_elements(const NodeCheck& nc) {
-  const int64_t r = nc.rank(0);
-  if (r == 0) nc.fail(nc.input(0) + " is a scalar; ScatterElements takes data of rank 1 or more");
-  const int64_t axis = nc.axis_in(nc.attr_i("axis", 0), r, "attribute 'axis'", nc.input(0));
-  if (nc.rank(1) != r) {
-    nc.fail(nc.input_shaped(1) + " has rank " + str(nc.rank(1)) + ", but " + nc.input_shaped(0) +
-            " has rank " + str(r) + "; they must agree");
-  }
+  check_gather_elements(nc);
   if (nc.shape(2) != nc.shape(1)) {
     nc.fail(nc.input_shaped(2) + " must have the shape of " + nc.input_shaped(1));
   }
-  for (int64_t d = 0; d < r; ++d) {
-    const size_t du = static_cast<size_t>(d);
-    if (d != axis && nc.shape(1)[du] > nc.shape(0)[du]) {
-      nc.fail(nc.input_shaped(1) + " is larger than " + nc.input_shaped(0) + " in dimension " +
-              str(d) + " (" + str(nc.shape(1)[du]) + " > " + str(nc.shape(0)[du]) + ")");
-    }
-  }
   check_scatter_reduction(nc);
-  check_const_indices(nc, [&](size_t) { return axis; });
 }
 
 /// ScatterND: indices of rank q >= 1 whose last dimension k is in [1, r], updates of shape
