@@ -73,6 +73,20 @@ inline int64_t numel(const std::vector<int64_t>& shape) {
   for (int64_t d : shape) n *= d;
   return n;
 }
+/// The row-major coordinates of element `flat` of an array of shape `shape`, and back.
+inline std::vector<int64_t> unravel(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+inline int64_t ravel(const std::vector<int64_t>& idx, const std::vector<int64_t>& shape) {
+  int64_t f = 0;
+  for (size_t d = 0; d < shape.size(); ++d) f = f * shape[d] + idx[d];
+  return f;
+}
 
 /// Builds `sch` for the host as function "f" taking `args`.
 inline runtime::Function build_host(const te::Schedule& sch, const std::vector<te::Tensor>& args,

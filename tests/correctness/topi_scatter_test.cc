@@ -31,28 +31,12 @@ namespace {
 
 using runtime::NDArray;
 using testing::build_host;
+using testing::numel;
+using testing::ravel;
 using testing::to_exprs;
+using testing::unravel;
 using topi::ScatterReduction;
 using Shape = std::vector<int64_t>;
-
-int64_t numel(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-Shape unravel(int64_t flat, const Shape& s) {
-  Shape idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = flat % s[d];
-    flat /= s[d];
-  }
-  return idx;
-}
-int64_t ravel(const Shape& idx, const Shape& s) {
-  int64_t f = 0;
-  for (size_t d = 0; d < s.size(); ++d) f = f * s[d] + idx[d];
-  return f;
-}
 
 template <typename T>
 ir::DataType ir_type() {
@@ -238,6 +222,25 @@ constexpr ScatterReduction kAll[] = {ScatterReduction::kNone, ScatterReduction::
                                      ScatterReduction::kMul, ScatterReduction::kMax,
                                      ScatterReduction::kMin};
 
+/// A scatter `out` (its arguments `args`, inputs `in`) equal to `expected`: on OpenCL with its GPU
+/// schedule, or on the host with its x86 schedule and with the naive one.
+template <typename T>
+void expect_scatter(const te::Tensor& out, const std::vector<te::Tensor>& args,
+                    const std::vector<NDArray>& in, const Shape& ds, const std::vector<T>& expected,
+                    const std::string& what, bool opencl) {
+  if (opencl) {
+    te::Schedule g = te::create_schedule({out});
+    topi::gpu::schedule_scatter_gpu(g, out, 64);
+    expect_equal(run_opencl<T>(g, args, in, ds), expected, what + " (opencl)");
+    return;
+  }
+  te::Schedule s = te::create_schedule({out});
+  topi::schedule_scatter_x86(s, out);
+  expect_equal(run<T>(s, args, in, ds), expected, what + " (x86)");
+  te::Schedule naive = te::create_schedule({out});
+  expect_equal(run<T>(naive, args, in, ds), expected, what + " (naive)");
+}
+
 template <typename T, typename I>
 void check_scatter_elements(const Shape& ds, const Shape& is, int64_t axis, ScatterReduction r,
                             uint32_t seed, bool opencl = false) {
@@ -256,18 +259,7 @@ void check_scatter_elements(const Shape& ds, const Shape& is, int64_t axis, Scat
   const std::string what = std::string("scatter_elements ") + name_of(r) + " axis " +
                            std::to_string(axis) + " " + ir_type<T>().str() + " data, " +
                            ir_type<I>().str() + " indices";
-  if (opencl) {
-    te::Schedule g = te::create_schedule({out});
-    topi::gpu::schedule_scatter_gpu(g, out, 64);
-    expect_equal(run_opencl<T>(g, {data, indices, updates, out}, in, ds), expected,
-                 what + " (opencl)");
-    return;
-  }
-  te::Schedule s = te::create_schedule({out});
-  topi::schedule_scatter_x86(s, out);
-  expect_equal(run<T>(s, {data, indices, updates, out}, in, ds), expected, what + " (x86)");
-  te::Schedule naive = te::create_schedule({out});
-  expect_equal(run<T>(naive, {data, indices, updates, out}, in, ds), expected, what + " (naive)");
+  expect_scatter<T>(out, {data, indices, updates, out}, in, ds, expected, what, opencl);
 }
 
 template <typename T, typename I>
@@ -289,18 +281,7 @@ void check_scatter_nd(const Shape& ds, const Shape& is, ScatterReduction r, uint
                                          NDArray::from_vector(uv, us));
   const std::string what = std::string("scatter_nd ") + name_of(r) + " k " + std::to_string(k) +
                            " " + ir_type<T>().str() + " data, " + ir_type<I>().str() + " indices";
-  if (opencl) {
-    te::Schedule g = te::create_schedule({out});
-    topi::gpu::schedule_scatter_gpu(g, out, 64);
-    expect_equal(run_opencl<T>(g, {data, indices, updates, out}, in, ds), expected,
-                 what + " (opencl)");
-    return;
-  }
-  te::Schedule s = te::create_schedule({out});
-  topi::schedule_scatter_x86(s, out);
-  expect_equal(run<T>(s, {data, indices, updates, out}, in, ds), expected, what + " (x86)");
-  te::Schedule naive = te::create_schedule({out});
-  expect_equal(run<T>(naive, {data, indices, updates, out}, in, ds), expected, what + " (naive)");
+  expect_scatter<T>(out, {data, indices, updates, out}, in, ds, expected, what, opencl);
 }
 
 template <typename T, typename I>

@@ -22,7 +22,9 @@ using testing::all_close;
 using testing::build_host;
 using testing::numel;
 using testing::random_array;
+using testing::ravel;
 using testing::to_exprs;
+using testing::unravel;
 using testing::zeros;
 using Shape = std::vector<int64_t>;
 
@@ -30,19 +32,6 @@ Shape shape_of(const te::Tensor& t) {
   Shape s;
   for (const Expr& d : t->shape()) s.push_back(*ir::as_const_int(d));
   return s;
-}
-Shape unravel(int64_t flat, const Shape& s) {
-  Shape idx(s.size());
-  for (size_t d = s.size(); d-- > 0;) {
-    idx[d] = flat % s[d];
-    flat /= s[d];
-  }
-  return idx;
-}
-int64_t ravel(const Shape& idx, const Shape& s) {
-  int64_t f = 0;
-  for (size_t d = 0; d < s.size(); ++d) f = f * s[d] + idx[d];
-  return f;
 }
 
 /// Builds `y` (from the single input `x` of shape `in`) with the injective schedule, runs it, and

@@ -548,8 +548,7 @@ Attrs import_gather_nd(ImportCtx& c) {
 }
 
 Attrs import_scatter_elements(ImportCtx& c) {
-  Attrs a;
-  a["axis"] = norm_axis(c.attr_i("axis", 0), c.in_rank(0));
+  Attrs a = import_gather_elements(c);
   a["reduction"] = c.attr_s("reduction", "none");
   return a;
 }
