@@ -8,10 +8,8 @@
 
 #include "client/cli.h"
 #include "client/commands.h"
-#include "compiler/autotune/local_measurer.h"
-#include "compiler/autotune/tuner.h"
-#include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
+#include "compiler/graph/tune_model.h"
 
 namespace {
 
@@ -54,50 +52,49 @@ int tune_main(const kiln::cli::Args& args) {
   graph::OnnxImportOptions import;
   import.input_shapes = input_shapes(args);
   const bool tty = ::isatty(STDERR_FILENO) != 0;
+  graph::ModelTuneOptions tune;
+  tune.target = target;
+  tune.records = records;
+  tune.tune = options;
+  auto head = [](size_t i, size_t total, const autotune::Task& task) {
+    return "[task " + std::to_string(i + 1) + "/" + std::to_string(total) + "] " + task.key;
+  };
+  tune.on_tasks = [&](size_t total) {
+    std::cerr << model << ": " << total << " tuning tasks, " << options.trials
+              << " trials each, records in " << records << "\n";
+  };
+  tune.on_progress = [&](size_t i, size_t total, const autotune::Task& task,
+                         const autotune::TuneProgress& p) {
+    constexpr int kWidth = 20;
+    const int filled = p.trials_total > 0 ? p.trials_done * kWidth / p.trials_total : kWidth;
+    std::fprintf(stderr, "%s%s [%s%s] %d/%d best %.1f GFLOP/s, %s left%s", tty ? "\r\033[K" : "",
+                 head(i, total, task).c_str(), std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, ' ').c_str(), p.trials_done, p.trials_total,
+                 p.best_gflops, duration(p.eta_s).c_str(), tty ? "" : "\n");
+    std::fflush(stderr);
+  };
+  tune.on_task_done = [&](size_t i, size_t total, const autotune::Task& task,
+                          const autotune::TaskResult& r) {
+    const std::string h = head(i, total, task);
+    if (tty && r.measured_now > 0) std::fprintf(stderr, "\n");
+    std::string errors;
+    for (const auto& [kind, n] : r.errors) errors += " " + kind + "=" + std::to_string(n);
+    std::fprintf(stderr, "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s\n",
+                 h.c_str(), r.trials, r.measured_now, r.reused, r.best_gflops,
+                 errors.empty() ? "" : ", errors:", errors.c_str());
+    if (r.contended > 0) {
+      std::fprintf(stderr,
+                   "%s: warning: %d of %d measurements shared the CPU with other processes "
+                   "(contended); their speeds may be understated: tune on an idle machine\n",
+                   h.c_str(), r.contended, r.measured_now);
+    }
+  };
   try {
     const graph::Graph g = graph::import_onnx(model, import);
-    options.local.device = autotune::local_device_fingerprint(target);
-    records::RecordLog log = records::RecordLog::open(records);
-    const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target);
-    std::cerr << model << ": " << tasks.size() << " tuning tasks, " << options.trials
-              << " trials each, records in " << records << "\n";
-    std::vector<const autotune::Task*> history;
-    autotune::Tuner tuner(log, options);  // one for all tasks: it keeps their features
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      const autotune::Task& task = tasks[i];
-      const std::string head =
-          "[task " + std::to_string(i + 1) + "/" + std::to_string(tasks.size()) + "] " + task.key;
-      tuner.set_progress([&](const autotune::TuneProgress& p) {
-        constexpr int kWidth = 20;
-        const int filled = p.trials_total > 0 ? p.trials_done * kWidth / p.trials_total : kWidth;
-        std::fprintf(stderr, "%s%s [%s%s] %d/%d best %.1f GFLOP/s, %s left%s",
-                     tty ? "\r\033[K" : "", head.c_str(), std::string(filled, '#').c_str(),
-                     std::string(kWidth - filled, ' ').c_str(), p.trials_done, p.trials_total,
-                     p.best_gflops, duration(p.eta_s).c_str(), tty ? "" : "\n");
-        std::fflush(stderr);
-      });
-      const autotune::TaskResult r = tuner.tune(task, history);
-      if (tty && r.measured_now > 0) std::fprintf(stderr, "\n");
-      std::string errors;
-      for (const auto& [kind, n] : r.errors) errors += " " + kind + "=" + std::to_string(n);
-      std::fprintf(stderr,
-                   "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s\n",
-                   head.c_str(), r.trials, r.measured_now, r.reused, r.best_gflops,
-                   errors.empty() ? "" : ", errors:", errors.c_str());
-      if (r.contended > 0) {
-        std::fprintf(stderr,
-                     "%s: warning: %d of %d measurements shared the CPU with other processes "
-                     "(contended); their speeds may be understated: tune on an idle machine\n",
-                     head.c_str(), r.contended, r.measured_now);
-      }
-      history.push_back(&task);
-    }
-    autotune::LogConfigSource source(log);
-    graph::BuildOptions build;
-    build.configs = &source;
-    runtime::write_bundle(out, graph::build_graph(g, target, build));
-    std::cerr << "wrote " << out << ": " << source.tuned() << " tuned operators, "
-              << source.defaults() << " with default configs\n";
+    graph::ModelTuneReport report;
+    runtime::write_bundle(out, graph::tune_model(g, tune, &report));
+    std::cerr << "wrote " << out << ": " << report.tuned << " tuned operators, "
+              << report.defaults << " with default configs\n";
   } catch (const std::exception& e) {
     return cli::report(e);
   }

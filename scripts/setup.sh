@@ -29,6 +29,8 @@ PACKAGES=(
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers
   # the dashboard: kilnd's HTTP server (civetweb, also under prometheus-cpp) and the browser test
   libcivetweb-dev chromium
+  # the Python package's bindings (python/src), built against this python3's headers
+  pybind11-dev
 )
 # AArch64 boards (scripts/build-arm64.sh): the cross compiler, QEMU to run its programs here, and
 # Debian's arm64 gRPC and protobuf beside the host's (multiarch, the architecture below). Where
@@ -70,4 +72,8 @@ fi
 # pyyaml reads deploy/farm's Kubernetes manifests in deploy_manifests_test.
 python3 -c 'import onnx, onnxruntime, numpy, yaml; assert onnx.__version__ == "1.13.1"' 2>/dev/null ||
   python3 -m pip install -q --root-user-action=ignore "onnx==1.13.1" "numpy<2" "protobuf<4" onnxruntime pyyaml
+# The Python package's own needs (python/pyproject.toml: grpcio for the farm's client, tqdm for its
+# progress bars), pytest for its tests (tests/python), scikit-build-core for `pip install ./python`.
+python3 -c 'import grpc, tqdm, pytest, scikit_build_core' 2>/dev/null ||
+  python3 -m pip install -q --root-user-action=ignore grpcio tqdm pytest scikit-build-core "protobuf<4"
 echo "setup: done"

@@ -1,0 +1,141 @@
+// The runtime from Python: `_kiln.Executor`, a GraphExecutor over a bundle (a file or bytes).
+// Inputs arrive as NumPy arrays (kiln/bundle.py turns DLPack tensors and lists into them) and are
+// read in place; `run` releases the GIL, so two Python threads run two bundles at once; outputs
+// leave as new NumPy arrays (one copy out of the executor's pool, which the next run overwrites).
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/target_kind.h"
+#include "deploy/runtime/bundle.h"
+#include "deploy/runtime/dtype.h"
+#include "deploy/runtime/graph_executor.h"
+#include "python/src/bindings.h"
+
+namespace py = pybind11;
+
+namespace kiln::python {
+namespace {
+
+using runtime::GraphExecutor;
+using runtime::NDArray;
+
+std::vector<int64_t> shape_of(const py::array& a) {
+  return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
+}
+
+/// The runtime's dtype of a NumPy array, or kiln::Error naming the input and the dtype.
+KilnDType dtype_of(const py::array& a, const std::string& input) {
+  const std::string name = py::str(a.dtype().attr("name"));
+  try {
+    return runtime::parse_dtype(name);
+  } catch (const kiln::Error&) {
+    throw kiln::Error("input '" + input + "': Kiln has no dtype " + name);
+  }
+}
+
+class Executor {
+ public:
+  Executor(const std::string& path, const std::string& device)
+      : graph_(std::make_unique<GraphExecutor>(
+            GraphExecutor::load(path, parse_device_kind(device)))) {}
+  Executor(const py::bytes& data, const std::string& origin, const std::string& device) {
+    std::string bytes = data;
+    graph_ = std::make_unique<GraphExecutor>(GraphExecutor::from_bundle(
+        runtime::deserialize_bundle(bytes, origin), origin, parse_device_kind(device)));
+  }
+
+  /// (name, shape, dtype, has_default) per input.
+  py::list inputs() const {
+    py::list out;
+    for (size_t i = 0; i < graph_->num_inputs(); ++i) {
+      out.append(py::make_tuple(graph_->input_name(i), graph_->input_shape(i),
+                                runtime::dtype_to_string(graph_->input_dtype(i)),
+                                graph_->input_has_default(i)));
+    }
+    return out;
+  }
+  /// (name, shape, dtype) per output.
+  py::list outputs() const {
+    py::list out;
+    for (size_t i = 0; i < graph_->num_outputs(); ++i) {
+      const NDArray& a = graph_->output(i);
+      out.append(py::make_tuple(graph_->output_name(i), a.shape(),
+                                runtime::dtype_to_string(a.dtype())));
+    }
+    return out;
+  }
+
+  /// Copies `value` (C-contiguous) into input `index`; kiln::Error naming the input and both
+  /// shapes or dtypes when they differ.
+  void set_input(size_t index, const py::array& value) {
+    const std::string& name = graph_->input_name(index);
+    KILN_USER_CHECK(value.flags() & py::array::c_style)
+        << "input '" << name << "' must be C-contiguous";
+    const KilnDType dtype = dtype_of(value, name);
+    // The array's memory, read in place: set_input copies it into the graph's input tensor.
+    NDArray view = NDArray::external(const_cast<void*>(value.data()), value.nbytes(),
+                                     shape_of(value), dtype, nullptr);
+    graph_->set_input(index, view);
+  }
+
+  void run() {
+    py::gil_scoped_release release;
+    graph_->run();
+  }
+
+  py::list results() const {
+    py::list out;
+    for (size_t i = 0; i < graph_->num_outputs(); ++i) {
+      const NDArray& a = graph_->output(i);
+      py::array copy(py::dtype(runtime::dtype_to_string(a.dtype())), a.shape());
+      std::memcpy(copy.mutable_data(), a.data(), static_cast<size_t>(a.nbytes()));
+      out.append(std::move(copy));
+    }
+    return out;
+  }
+
+  /// (node, function, median ms) per node, and each run's ms.
+  py::tuple profile(int runs) {
+    std::vector<GraphExecutor::NodeTime> nodes;
+    std::vector<double> run_ms;
+    {
+      py::gil_scoped_release release;
+      nodes = graph_->profile(runs, &run_ms);
+    }
+    py::list rows;
+    for (const auto& n : nodes) rows.append(py::make_tuple(n.name, n.func, n.median_ms));
+    return py::make_tuple(rows, run_ms);
+  }
+
+  std::string device() const {
+    return std::string(graph_->device() == nullptr ? "cpu"
+                                                   : device_kind_name(graph_->device()->kind()));
+  }
+
+ private:
+  std::unique_ptr<GraphExecutor> graph_;
+};
+
+}  // namespace
+
+void register_bundle(py::module_& m) {
+  py::class_<Executor>(m, "Executor", "A loaded bundle, ready to run (wrapped by kiln.Bundle).")
+      .def(py::init<const std::string&, const std::string&>(), py::arg("path"),
+           py::arg("device") = "cpu")
+      .def(py::init<const py::bytes&, const std::string&, const std::string&>(), py::arg("data"),
+           py::arg("origin"), py::arg("device") = "cpu")
+      .def("inputs", &Executor::inputs)
+      .def("outputs", &Executor::outputs)
+      .def("set_input", &Executor::set_input, py::arg("index"), py::arg("value"))
+      .def("run", &Executor::run)
+      .def("results", &Executor::results)
+      .def("profile", &Executor::profile, py::arg("runs"))
+      .def("device", &Executor::device);
+}
+
+}  // namespace kiln::python
