@@ -19,3 +19,8 @@ if _os.path.exists(_os.path.join(_here, "bin", "kiln-runner")):
     _os.environ.setdefault("KILN_RUNNER", _os.path.join(_here, "bin", "kiln-runner"))
 
 from kiln.errors import InvalidInputError, KilnError, KilnSystemError  # noqa: E402
+from kiln.bundle import Bundle, TensorInfo, num_threads, set_num_threads  # noqa: E402
+from kiln.compiler import compile, quantize, tune  # noqa: E402
+
+__all__ = ["Bundle", "TensorInfo", "compile", "tune", "quantize", "num_threads", "set_num_threads",
+           "KilnError", "InvalidInputError", "KilnSystemError", "__version__"]

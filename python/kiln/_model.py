@@ -5,6 +5,7 @@ shape bound from the examples, so no dynamic axis is left for the compiler to gu
 import io
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -75,10 +76,14 @@ def _export_torch(module, example_inputs, input_names, opset: int) -> Tuple[byte
     module.eval()
     try:
         kwargs = dict(input_names=names, opset_version=opset, do_constant_folding=True)
-        try:
-            torch.onnx.export(module, example_inputs, buf, dynamo=False, **kwargs)
-        except TypeError:  # a torch before the dynamo flag
-            torch.onnx.export(module, example_inputs, buf, **kwargs)
+        with warnings.catch_warnings():
+            # torch >= 2.9 warns that the TorchScript exporter is legacy; it is the one whose
+            # output needs no onnxscript, and every shape is bound here anyway.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                torch.onnx.export(module, example_inputs, buf, dynamo=False, **kwargs)
+            except TypeError:  # a torch before the dynamo flag
+                torch.onnx.export(module, example_inputs, buf, **kwargs)
     finally:
         module.train(was_training)
     shapes = {n: tuple(t.shape) for n, t in zip(names, example_inputs)}

@@ -68,7 +68,8 @@ py::dict build_report(const graph::BuildReport& r) {
                   py::arg("convolutions_blocked") = r.convolutions_blocked,
                   py::arg("layout_conversions") = r.layout_conversions,
                   py::arg("intermediate_bytes") = r.intermediate_bytes,
-                  py::arg("qconvs_realized") = r.qconvs_realized);
+                  py::arg("qconvs_realized") = r.qconvs_realized,
+                  py::arg("qconvs_kept_float") = r.qconvs_kept_float);
 }
 
 py::tuple compile(const std::string& path, const std::optional<py::bytes>& data,

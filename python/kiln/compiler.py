@@ -1,0 +1,175 @@
+"""The compiler in this process: kiln.compile, kiln.tune and kiln.quantize, the same builds as
+`kiln compile`, `kiln tune` and `kiln quantize` (one C++ implementation behind both)."""
+
+import os
+import sys
+import tempfile
+from typing import Any, Callable, Dict, Optional, Sequence, Union
+
+import numpy as np
+
+from kiln import _kiln
+from kiln._model import model_source
+from kiln.bundle import Bundle
+from kiln.errors import InvalidInputError
+
+#: What a progress argument may be: True (a bar on stderr), False / None, or a callable given
+#: each event as a dict ({"stage": "build" | "tasks" | "tune" | "task_done" | "quantize", ...}).
+Progress = Union[bool, None, Callable[[Dict[str, Any]], None]]
+
+DEFAULT_TARGET = "llvm -mcpu=native"
+
+
+class _Bars:
+    """Progress events drawn as tqdm bars (tqdm.auto: a widget in a notebook, text elsewhere)."""
+
+    def __init__(self, desc: str):
+        from tqdm.auto import tqdm
+
+        self._tqdm, self._desc = tqdm, desc
+        self._build = self._tasks = None
+
+    def __call__(self, e: Dict[str, Any]) -> None:
+        stage = e["stage"]
+        if stage == "build":
+            if self._build is None:
+                self._build = self._tqdm(total=e["total"], desc=f"{self._desc}: compiling",
+                                         unit="kernel", file=sys.stderr, leave=False)
+            self._build.n = e["index"]
+            self._build.set_postfix_str(e["what"][:40], refresh=True)
+        elif stage == "tasks":
+            self._tasks = self._tqdm(total=e["total"], desc=f"{self._desc}: tuning", unit="task",
+                                     file=sys.stderr)
+        elif stage == "tune" and self._tasks is not None:
+            self._tasks.set_postfix_str(
+                f"task {e['task'] + 1}: {e['trials_done']}/{e['trials_total']} trials, "
+                f"best {e['best_gflops']:.1f} GFLOP/s", refresh=True)
+        elif stage == "task_done" and self._tasks is not None:
+            self._tasks.update(1)
+        elif stage == "quantize":
+            print(f"{self._desc}: {e['what']}", file=sys.stderr)
+
+    def close(self) -> None:
+        for bar in (self._build, self._tasks):
+            if bar is not None:
+                bar.close()
+
+
+def _progress(progress: Progress, desc: str):
+    if progress is True:
+        return _Bars(desc)
+    if progress is False or progress is None:
+        return None
+    if not callable(progress):
+        raise InvalidInputError(f"progress must be True, False or a callable, got {progress!r}")
+    return progress
+
+
+def _done(bars, bundle: Bundle, output) -> Bundle:
+    if isinstance(bars, _Bars):
+        bars.close()
+    if output is not None:
+        bundle.save(output)
+    return bundle
+
+
+def compile(model: Any, target: str = DEFAULT_TARGET, *,
+            input_shapes: Optional[Dict[str, Sequence[int]]] = None, example_inputs=None,
+            records: Optional[Union[str, os.PathLike]] = None, fuse: bool = True,
+            layout: bool = True, output: Optional[Union[str, os.PathLike]] = None,
+            progress: Progress = True) -> Bundle:
+    """Compiles `model` (a path, ONNX bytes, an onnx.ModelProto, or a torch.nn.Module with
+    `example_inputs`) for `target` and returns the Bundle, ready to run (and written to `output`
+    when given). `input_shapes` binds symbolic dimensions ({"input": (1, 3, 224, 224)}).
+    With `records` (a record log's folder, as kiln tune writes), every tunable operator gets the
+    log's best config; `bundle.report` says how many did ("tuned") and how many kept the default.
+    Targets: "llvm -mcpu=native" (this CPU), "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53",
+    "opencl", "cuda -arch=sm_90", "vdla"."""
+    src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
+    if records is not None and not os.path.isdir(os.fspath(records)):
+        raise InvalidInputError(f"{os.fspath(records)}: no such record log")
+    bars = _progress(progress, src.name)
+    try:
+        data, report = _kiln.compile(src.path or "", src.data, src.name, target, src.input_shapes,
+                                     os.fspath(records) if records is not None else "", fuse,
+                                     layout, bars)
+    except BaseException:
+        if isinstance(bars, _Bars):
+            bars.close()
+        raise
+    bundle = _bundle(data, src.name + ".kiln", target)
+    bundle.report = report
+    return _done(bars, bundle, output)
+
+
+def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: int = 200,
+         records: Union[str, os.PathLike] = "kiln-records",
+         input_shapes: Optional[Dict[str, Sequence[int]]] = None, example_inputs=None,
+         explorer: str = "xgb", batch: int = 16, seed: int = 1, threads: Optional[int] = None,
+         output: Optional[Union[str, os.PathLike]] = None,
+         progress: Progress = True) -> Bundle:
+    """Tunes the model's operators on this machine (`trials` measured configs per task, each in
+    a guarded child), every measurement kept in the record log `records` (created or resumed:
+    nothing is measured twice), then builds the Bundle with each task's best config.
+    `explorer`: "xgb" (the cost model guides the search), "random", "grid" or "ga"."""
+    src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
+    for name, value in (("trials", trials), ("batch", batch)):
+        if not isinstance(value, int) or value < 1:
+            raise InvalidInputError(f"{name} must be a positive int, got {value!r}")
+    if seed < 0:
+        raise InvalidInputError(f"seed must be >= 0, got {seed}")
+    bars = _progress(progress, src.name)
+    try:
+        data, report = _kiln.tune(src.path or "", src.data, src.name, target, src.input_shapes,
+                                  os.fspath(records), trials, explorer, batch, seed, threads or 0,
+                                  bars)
+    except BaseException:
+        if isinstance(bars, _Bars):
+            bars.close()
+        raise
+    bundle = _bundle(data, src.name + ".kiln", target)
+    bundle.report = report
+    return _done(bars, bundle, output)
+
+
+def quantize(model: Any, calibration: Sequence[Any], *,
+             input_shapes: Optional[Dict[str, Sequence[int]]] = None, example_inputs=None,
+             output: Optional[Union[str, os.PathLike]] = None,
+             progress: Progress = True) -> bytes:
+    """Quantizes a float model to int8 (power-of-two scales, as kiln quantize does) and returns
+    the QDQ model's bytes (also written to `output` when given); kiln.compile builds its
+    convolutions as integer kernels. `calibration` is a list of samples, each an array (a model
+    of one input) or a tuple of arrays in the model's input order."""
+    src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
+    if len(calibration) == 0:
+        raise InvalidInputError("quantizing needs calibration data: at least one sample")
+    bars = _progress(progress, src.name)
+    with tempfile.TemporaryDirectory(prefix="kiln-quantize-") as tmp:
+        path = src.path
+        if path is None:
+            path = os.path.join(tmp, "model.onnx")
+            with open(path, "wb") as f:
+                f.write(src.data)
+        files = []
+        for k, sample in enumerate(calibration):
+            arrays = sample if isinstance(sample, (tuple, list)) else (sample,)
+            for j, a in enumerate(arrays):
+                files.append(os.path.join(tmp, f"sample{k}_input{j}.npy"))
+                np.save(files[-1], np.asarray(a))
+        data, report = _kiln.quantize(path, files, src.input_shapes, bars)
+    if isinstance(bars, _Bars):
+        bars.close()
+    if output is not None:
+        with open(os.fspath(output), "wb") as f:
+            f.write(data)
+    quantize.last_report = report
+    return data
+
+
+def _bundle(data: bytes, origin: str, target: str) -> Bundle:
+    """The build's Bundle: loaded now for the CPU (and the VDLA's simulator beside it); for a GPU
+    target on first use, so a machine without that GPU can still save it."""
+    word = target.split()[0] if target.split() else ""
+    if word in ("cuda", "opencl"):
+        return Bundle._unloaded(data, origin, word)
+    return Bundle.from_bytes(data, origin)

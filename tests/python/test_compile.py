@@ -1,0 +1,125 @@
+"""kiln.compile, kiln.tune and kiln.quantize: the same bundles as the CLI's, tuning into a record
+log that a second run resumes, progress events, and bad models, shapes and targets."""
+
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import pytest
+
+import kiln
+from kiln_models import conv_relu, reference, two_convs
+
+KILN = os.path.join(os.environ.get("KILN_BUILD_DIR", "build/dev"), "client", "kiln")
+
+
+def test_a_bundle_compiled_in_python_equals_the_clis(tmp_path):
+    model = tmp_path / "m.onnx"
+    onnx.save(conv_relu(), model)
+    subprocess.run([KILN, "compile", str(model), "--input-shape", "x=1,3,16,16", "-o",
+                    str(tmp_path / "cli.kiln")], check=True, capture_output=True)
+    b = kiln.compile(str(model), input_shapes={"x": (1, 3, 16, 16)}, output=tmp_path / "py.kiln",
+                     progress=False)
+    assert (tmp_path / "py.kiln").read_bytes() == (tmp_path / "cli.kiln").read_bytes()
+    # The same from the ModelProto and from its bytes.
+    for source in (conv_relu(), conv_relu().SerializeToString()):
+        kiln.compile(source, input_shapes={"x": (1, 3, 16, 16)}, output=tmp_path / "mem.kiln",
+                     progress=False)
+        assert (tmp_path / "mem.kiln").read_bytes() == (tmp_path / "cli.kiln").read_bytes()
+    assert b.report["kernels"] >= 1 and b.report["operators"] == 2
+
+
+def test_progress_events_and_an_exception_from_the_callback(tmp_path):
+    events = []
+    kiln.compile(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, progress=events.append)
+    builds = [e for e in events if e["stage"] == "build"]
+    assert builds and builds[-1]["index"] == builds[-1]["total"]
+    assert builds[-1]["what"] == "generating code"
+
+    class Stop(Exception):
+        pass
+
+    def stop(event):
+        raise Stop()
+
+    with pytest.raises(Stop):  # as Ctrl-C in a notebook would: the build stops, nothing is left
+        kiln.compile(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, progress=stop)
+
+
+def test_torch_module_with_example_inputs():
+    torch = pytest.importorskip("torch")
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Flatten(), torch.nn.Linear(4 * 8 * 8, 5))
+    x = torch.rand(2, 3, 8, 8)
+    b = kiln.compile(net, example_inputs=(x,), progress=False)
+    assert [(t.name, t.shape) for t in b.inputs] == [("input", (2, 3, 8, 8))]
+    with torch.no_grad():
+        expected = net(x).numpy()
+    np.testing.assert_allclose(b.run(x)[0], expected, rtol=1e-4, atol=1e-4)
+    with pytest.raises(kiln.InvalidInputError, match="needs example_inputs"):
+        kiln.compile(net, progress=False)
+
+
+def test_tune_fills_the_record_log_and_resumes_it(tmp_path):
+    records = tmp_path / "records"
+    events = []
+    b = kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, trials=4, batch=4,
+                  records=records, progress=events.append)
+    done = [e for e in events if e["stage"] == "task_done"]
+    assert [e["stage"] for e in events][0] == "tasks" and len(done) == events[0]["total"] >= 1
+    assert all(e["measured_now"] == 4 and e["trials"] == 4 for e in done)
+    assert b.report["tuned"] >= 1 and b.report["tasks"] == len(done)
+    x = np.random.default_rng(8).uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)
+    np.testing.assert_allclose(b.run(x)[0], reference(conv_relu(), {"x": x})[0], rtol=1e-4,
+                               atol=1e-4)
+    # Run again: everything is in the log, nothing is measured twice.
+    events.clear()
+    kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, trials=4, batch=4,
+              records=records, progress=events.append)
+    assert all(e["measured_now"] == 0 for e in events if e["stage"] == "task_done")
+    # compile with the log picks the tuned configs.
+    c = kiln.compile(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, records=records,
+                     progress=False)
+    assert c.report["tuned"] == b.report["tuned"] and c.report["defaults"] == 0
+
+
+def test_quantize_then_compile(tmp_path):
+    rng = np.random.default_rng(9)
+    samples = [rng.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32) for _ in range(3)]
+    qdq = kiln.quantize(two_convs(), samples, output=tmp_path / "q.onnx", progress=False)
+    ops = [n.op_type for n in onnx.load_from_string(qdq).graph.node]
+    assert "QuantizeLinear" in ops and "DequantizeLinear" in ops
+    assert (tmp_path / "q.onnx").read_bytes() == qdq
+    assert kiln.quantize.last_report["convolutions_quantized"] == 2
+    assert kiln.quantize.last_report["samples"] == 3
+    b = kiln.compile(qdq, progress=False)
+    assert b.report["qconvs_realized"] == 1, b.report["qconvs_kept_float"]
+    ref = reference(two_convs(), {"x": samples[0]})[0]
+    err = np.abs(b.run(samples[0])[0] - ref).max()
+    assert err < 0.1 * np.abs(ref).max()  # int8 with power-of-two scales: within 10% of the range
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda p: kiln.compile(p / "none.onnx"), kiln.InvalidInputError, "no such model file"),
+    (lambda p: kiln.compile(b"not onnx", progress=False), kiln.InvalidInputError, "model"),
+    (lambda p: kiln.compile(conv_relu(), progress=False), kiln.InvalidInputError, "--input-shape"),
+    (lambda p: kiln.compile(conv_relu(), input_shapes={"x": (1, 0, 16, 16)}),
+     kiln.InvalidInputError, "input_shapes['x']: every dimension must be positive, got [1, 0, 16, 16]"),
+    (lambda p: kiln.compile(conv_relu(), "tpu", input_shapes={"x": (1, 3, 16, 16)}, progress=False),
+     kiln.InvalidInputError, "tpu"),
+    (lambda p: kiln.compile(42), kiln.InvalidInputError, "got int"),
+    (lambda p: kiln.compile(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, records=p / "nope"),
+     kiln.InvalidInputError, "no such record log"),
+    (lambda p: kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, trials=0),
+     kiln.InvalidInputError, "trials must be a positive int, got 0"),
+    (lambda p: kiln.quantize(conv_relu(), [], input_shapes={"x": (1, 3, 16, 16)}),
+     kiln.InvalidInputError, "calibration"),
+    (lambda p: kiln.quantize(conv_relu(), [np.zeros((1, 3, 8, 8), np.float32)],
+                             input_shapes={"x": (1, 3, 16, 16)}, progress=False),
+     kiln.InvalidInputError, "x"),
+])
+def test_bad_models_shapes_and_targets(tmp_path, call, error, message):
+    with pytest.raises(error) as e:
+        call(tmp_path)
+    assert message in str(e.value)
