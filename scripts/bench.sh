@@ -11,13 +11,14 @@
 # opencl (the ResNet-18 convolutions tuned on this machine's OpenCL device against their default
 # GPU configs; ARGS: --trials N, --layers C2,C6,...), vdla (the VDLA's cycle model on the offloaded
 # ResNet-18 convolutions compiled by Kiln, serial against two virtual threads, then the quantized
-# ResNet-18 with --target vdla against the all-CPU int8 build; ARGS: --layers C2,C6,..., --no-model).
+# ResNet-18 with --target vdla against the all-CPU int8 build; ARGS: --layers C2,C6,..., --no-model), python (kiln.Bundle.run from Python against
+# GraphExecutor::run from C++ on the DQN: the package's call overhead).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python)" >&2
   exit 2
 fi
 shift
@@ -38,7 +39,11 @@ case "$name" in
     exec build/release/bench/bench_cuda_measure "$dir" ;;
   opencl) target=bench_opencl ;;
   vdla) target=bench_vdla ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla)" >&2; exit 2 ;;
+  python)
+    cmake --preset release >/dev/null
+    cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
+    exec python3 bench/python_overhead.py build/release ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

@@ -76,4 +76,11 @@ python3 -c 'import onnx, onnxruntime, numpy, yaml; assert onnx.__version__ == "1
 # progress bars), pytest for its tests (tests/python), scikit-build-core for `pip install ./python`.
 python3 -c 'import grpc, tqdm, pytest, scikit_build_core' 2>/dev/null ||
   python3 -m pip install -q --root-user-action=ignore grpcio tqdm pytest scikit-build-core "protobuf<4"
+# The Python package `kiln` (python/), built by CMake in build/dev (the dev preset's folder, so that
+# a dev build and the package share their objects) and installed into python3.
+if ! python3 -c 'import kiln' 2>/dev/null; then
+  echo "setup: building and installing the Python package kiln (python/; about 10 minutes on a" \
+       "fresh machine, seconds after a dev build)"
+  python3 -m pip install -q --root-user-action=ignore --no-build-isolation "$(dirname "$0")/../python"
+fi
 echo "setup: done"
