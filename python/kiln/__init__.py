@@ -19,3 +19,10 @@ if _os.path.exists(_os.path.join(_here, "bin", "kiln-runner")):
     _os.environ.setdefault("KILN_RUNNER", _os.path.join(_here, "bin", "kiln-runner"))
 
 from kiln.errors import InvalidInputError, KilnError, KilnSystemError  # noqa: E402
+
+# The farm's client (kiln/farm.py).
+from kiln.errors import (FarmAuthError, FarmError, FarmInvalidArgumentError,  # noqa: E402
+                         FarmNotFoundError, FarmPreconditionError, FarmResourceExhaustedError,
+                         FarmTimeoutError, FarmUnavailableError, JobCancelledError,
+                         JobFailedError)
+from kiln.farm import DeviceInfo, Farm, Job, JobInfo, LocalFarm  # noqa: E402
