@@ -22,5 +22,16 @@ from kiln.errors import InvalidInputError, KilnError, KilnSystemError  # noqa: E
 from kiln.bundle import Bundle, TensorInfo, num_threads, set_num_threads  # noqa: E402
 from kiln.compiler import compile, quantize, tune  # noqa: E402
 
+# The farm's client (kiln/farm.py).
+from kiln.errors import (FarmAuthError, FarmError, FarmInvalidArgumentError,  # noqa: E402
+                         FarmNotFoundError, FarmPreconditionError, FarmResourceExhaustedError,
+                         FarmTimeoutError, FarmUnavailableError, JobCancelledError,
+                         JobFailedError)
+from kiln.farm import DeviceInfo, Farm, Job, JobInfo, LocalFarm  # noqa: E402
+
 __all__ = ["Bundle", "TensorInfo", "compile", "tune", "quantize", "num_threads", "set_num_threads",
-           "KilnError", "InvalidInputError", "KilnSystemError", "__version__"]
+           "Farm", "LocalFarm", "Job", "JobInfo", "DeviceInfo",
+           "KilnError", "InvalidInputError", "KilnSystemError", "FarmError", "FarmAuthError",
+           "FarmInvalidArgumentError", "FarmNotFoundError", "FarmPreconditionError",
+           "FarmResourceExhaustedError", "FarmTimeoutError", "FarmUnavailableError",
+           "JobCancelledError", "JobFailedError", "__version__"]

@@ -44,4 +44,5 @@ PYBIND11_MODULE(_kiln, m) {
         "The ONNX operator types Kiln compiles, sorted.");
   kiln::python::register_bundle(m);
   kiln::python::register_compile(m);
+  kiln::python::register_checksum(m);
 }
