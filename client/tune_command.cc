@@ -79,7 +79,8 @@ int tune_main(const kiln::cli::Args& args) {
     if (tty && r.measured_now > 0) std::fprintf(stderr, "\n");
     std::string errors;
     for (const auto& [kind, n] : r.errors) errors += " " + kind + "=" + std::to_string(n);
-    std::fprintf(stderr, "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s\n",
+    std::fprintf(stderr,
+                 "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s\n",
                  h.c_str(), r.trials, r.measured_now, r.reused, r.best_gflops,
                  errors.empty() ? "" : ", errors:", errors.c_str());
     if (r.contended > 0) {
@@ -93,8 +94,8 @@ int tune_main(const kiln::cli::Args& args) {
     const graph::Graph g = graph::import_onnx(model, import);
     graph::ModelTuneReport report;
     runtime::write_bundle(out, graph::tune_model(g, tune, &report));
-    std::cerr << "wrote " << out << ": " << report.tuned << " tuned operators, "
-              << report.defaults << " with default configs\n";
+    std::cerr << "wrote " << out << ": " << report.tuned << " tuned operators, " << report.defaults
+              << " with default configs\n";
   } catch (const std::exception& e) {
     return cli::report(e);
   }

@@ -19,9 +19,8 @@ runtime::Bundle tune_model(const Graph& g, const ModelTuneOptions& options,
   for (size_t i = 0; i < tasks.size(); ++i) {
     const autotune::Task& task = tasks[i];
     if (options.on_progress) {
-      tuner.set_progress([&](const autotune::TuneProgress& p) {
-        options.on_progress(i, tasks.size(), task, p);
-      });
+      tuner.set_progress(
+          [&](const autotune::TuneProgress& p) { options.on_progress(i, tasks.size(), task, p); });
     }
     const autotune::TaskResult r = tuner.tune(task, history);
     if (options.on_task_done) options.on_task_done(i, tasks.size(), task, r);

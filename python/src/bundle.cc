@@ -2,6 +2,8 @@
 // Inputs arrive as NumPy arrays (kiln/bundle.py turns DLPack tensors and lists into them) and are
 // read in place; `run` releases the GIL, so two Python threads run two bundles at once; outputs
 // leave as new NumPy arrays (one copy out of the executor's pool, which the next run overwrites).
+#include "deploy/runtime/bundle.h"
+
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
@@ -11,7 +13,6 @@
 
 #include "base/error.h"
 #include "base/target_kind.h"
-#include "deploy/runtime/bundle.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/graph_executor.h"
 #include "python/src/bindings.h"
@@ -41,8 +42,9 @@ KilnDType dtype_of(const py::array& a, const std::string& input) {
 class Executor {
  public:
   Executor(const std::string& path, const std::string& device)
-      : graph_(std::make_unique<GraphExecutor>(
-            GraphExecutor::load(path, parse_device_kind(device)))) {}
+      : graph_(
+            std::make_unique<GraphExecutor>(GraphExecutor::load(path, parse_device_kind(device)))) {
+  }
   Executor(const py::bytes& data, const std::string& origin, const std::string& device) {
     std::string bytes = data;
     graph_ = std::make_unique<GraphExecutor>(GraphExecutor::from_bundle(
@@ -64,8 +66,8 @@ class Executor {
     py::list out;
     for (size_t i = 0; i < graph_->num_outputs(); ++i) {
       const NDArray& a = graph_->output(i);
-      out.append(py::make_tuple(graph_->output_name(i), a.shape(),
-                                runtime::dtype_to_string(a.dtype())));
+      out.append(
+          py::make_tuple(graph_->output_name(i), a.shape(), runtime::dtype_to_string(a.dtype())));
     }
     return out;
   }

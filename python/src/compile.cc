@@ -117,9 +117,8 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
     if (threads > 0) o.tune.local.threads = threads;
     o.build = build_options(true, true, progress);
     o.on_tasks = [&](size_t total) {
-      report(progress, [&] {
-        return py::dict(py::arg("stage") = "tasks", py::arg("total") = total);
-      });
+      report(progress,
+             [&] { return py::dict(py::arg("stage") = "tasks", py::arg("total") = total); });
     };
     o.on_progress = [&](size_t i, size_t total, const autotune::Task& task,
                         const autotune::TuneProgress& p) {
@@ -160,25 +159,24 @@ py::tuple quantize(const std::string& path, const std::vector<std::string>& cali
     o.input_shapes = shapes;
     o.target = "llvm -mcpu=native";
     o.progress = [&](const std::string& step) {
-      report(progress, [&] {
-        return py::dict(py::arg("stage") = "quantize", py::arg("what") = step);
-      });
+      report(progress,
+             [&] { return py::dict(py::arg("stage") = "quantize", py::arg("what") = step); });
     };
     qdq = graph::quantize_onnx(o, &rep);
   }
   py::dict r(py::arg("batch_norms_folded") = rep.batch_norms_folded,
              py::arg("convolutions_quantized") = rep.convolutions_quantized,
-             py::arg("tensors_quantized") = rep.tensors_quantized,
-             py::arg("samples") = rep.samples, py::arg("notes") = rep.notes);
+             py::arg("tensors_quantized") = rep.tensors_quantized, py::arg("samples") = rep.samples,
+             py::arg("notes") = rep.notes);
   return py::make_tuple(py::bytes(qdq), r);
 }
 
 }  // namespace
 
 void register_compile(py::module_& m) {
-  m.def("compile", &compile, py::arg("path"), py::arg("data"), py::arg("origin"),
-        py::arg("target"), py::arg("input_shapes"), py::arg("records"), py::arg("fuse"),
-        py::arg("layout"), py::arg("progress"),
+  m.def("compile", &compile, py::arg("path"), py::arg("data"), py::arg("origin"), py::arg("target"),
+        py::arg("input_shapes"), py::arg("records"), py::arg("fuse"), py::arg("layout"),
+        py::arg("progress"),
         "Compiles a model (a file, or a ModelProto's bytes) into a bundle: (bytes, report).");
   m.def("tune", &tune, py::arg("path"), py::arg("data"), py::arg("origin"), py::arg("target"),
         py::arg("input_shapes"), py::arg("records"), py::arg("trials"), py::arg("explorer"),

@@ -1,7 +1,6 @@
 """kiln.compile, kiln.tune and kiln.quantize: the same bundles as the CLI's, tuning into a record
 log that a second run resumes, progress events, and bad models, shapes and targets."""
 
-import os
 import subprocess
 
 import numpy as np
@@ -11,13 +10,10 @@ import pytest
 import kiln
 from kiln_models import conv_relu, reference, two_convs
 
-KILN = os.path.join(os.environ.get("KILN_BUILD_DIR", "build/dev"), "client", "kiln")
-
-
-def test_a_bundle_compiled_in_python_equals_the_clis(tmp_path):
+def test_a_bundle_compiled_in_python_equals_the_clis(tmp_path, kiln_cli):
     model = tmp_path / "m.onnx"
     onnx.save(conv_relu(), model)
-    subprocess.run([KILN, "compile", str(model), "--input-shape", "x=1,3,16,16", "-o",
+    subprocess.run([kiln_cli, "compile", str(model), "--input-shape", "x=1,3,16,16", "-o",
                     str(tmp_path / "cli.kiln")], check=True, capture_output=True)
     b = kiln.compile(str(model), input_shapes={"x": (1, 3, 16, 16)}, output=tmp_path / "py.kiln",
                      progress=False)
