@@ -318,7 +318,8 @@ def check_doc(graph, doc_path):
             continue
         folder = m.group(1)
         here = by_folder.get(folder, set())
-        named = set(re.findall(r"`(kiln[_-][A-Za-z0-9_-]+)`", target_cell))
+        # Kiln's libraries, and `_kiln`, the Python package's extension module.
+        named = set(re.findall(r"`(kiln[_-][A-Za-z0-9_-]+|_kiln)`", target_cell))
         where = f"{rel_doc}:{line}: the row of {folder}/"
         for n in sorted(named - here):
             if "<" in n:
