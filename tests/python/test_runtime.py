@@ -128,8 +128,14 @@ def test_dlpack_in_and_out(conv_bundle):
     assert y[0, 0, 0, 0] == 42.0
 
 
+def time_of(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def test_two_threads_run_two_bundles_at_once():
-    # Enough runs (~0.25 s each way) that thread start-up and noise do not decide; one thread
+    # Enough runs (~0.15 s a bundle) that thread start-up and noise do not decide; one thread
     # each, so the two share nothing but the process.
     model = conv_relu(channels=64, size=56, batch=1)
     kiln.set_num_threads(1)
@@ -140,23 +146,24 @@ def test_two_threads_run_two_bundles_at_once():
         t0 = time.perf_counter()
         for _ in range(10):
             a.run(x)
-        runs = max(20, int(0.25 / ((time.perf_counter() - t0) / 10)))  # ~0.25 s a thread
+        runs = max(20, int(0.15 / ((time.perf_counter() - t0) / 10)))  # ~0.15 s a thread
 
         def work(bundle):
             for _ in range(runs):
                 bundle.run(x)
 
-        t0 = time.perf_counter()
-        work(a)
-        work(b)
-        serial = time.perf_counter() - t0
-        threads = [threading.Thread(target=work, args=(bn,)) for bn in (a, b)]
-        t0 = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        parallel = time.perf_counter() - t0
+        def both_at_once() -> float:
+            threads = [threading.Thread(target=work, args=(bn,)) for bn in (a, b)]
+            t0 = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return time.perf_counter() - t0
+
+        # Best of three tries each way: another process on the machine can only slow a try.
+        serial = min(time_of(lambda: (work(a), work(b))) for _ in range(3))
+        parallel = min(both_at_once() for _ in range(3))
     finally:
         kiln.set_num_threads(0)
     print(f"two bundles: one after the other {serial:.3f} s, at once {parallel:.3f} s")
