@@ -474,7 +474,7 @@ uint64_t Farm::store_bundle(const std::function<bool(v1::BundleUpload&)>& read_c
   }
   if (chunk.checksum() != hash) throw invalid_argument("UploadBundle: the checksum does not match");
   try {
-    runtime::read_bundle(tmp.string());  // its own checksum and sections
+    runtime::check_bundle_file(tmp.string());  // its checksum and sections, in place
   } catch (const Error& e) {
     throw invalid_argument(std::string("UploadBundle: not a bundle: ") + e.what());
   }

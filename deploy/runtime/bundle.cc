@@ -1,6 +1,11 @@
 // Reading and writing bundles.
 #include "deploy/runtime/bundle.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -83,13 +88,16 @@ std::string serialize_params(const std::map<std::string, NDArray>& params) {
   return w.out;
 }
 
+/// The params section's arrays; with `load` false, every field is checked but no array is made
+/// (check_bundle_file: the bytes stay in the file).
 std::map<std::string, NDArray> deserialize_params(const char* data, size_t size,
-                                                  const std::string& origin) {
+                                                  const std::string& origin, bool load) {
   Reader r(data, size, origin);
   KILN_USER_CHECK(std::memcmp(r.take(4, "the params header"), kParamsMagic, 4) == 0)
       << "bundle '" << origin << "': the params section has a bad header";
   uint32_t count = r.get<uint32_t>("the parameter count");
   std::map<std::string, NDArray> params;
+  std::set<std::string> names;
   for (uint32_t i = 0; i < count; ++i) {
     uint32_t len = r.get<uint32_t>("a parameter name length");
     std::string name(r.take(len, "a parameter name"), len);
@@ -111,10 +119,12 @@ std::map<std::string, NDArray> deserialize_params(const char* data, size_t size,
                         << " bytes, the file says " << nbytes;
     }
     const char* bytes = r.take(nbytes, "parameter data");
+    KILN_USER_CHECK(names.insert(name).second)
+        << "bundle '" << origin << "': parameter '" << name << "' appears twice";
+    if (!load) continue;
     NDArray a = NDArray::empty(shape, t);
     a.copy_from_bytes(bytes, nbytes);
-    KILN_USER_CHECK(params.emplace(name, std::move(a)).second)
-        << "bundle '" << origin << "': parameter '" << name << "' appears twice";
+    params.emplace(name, std::move(a));
   }
   KILN_USER_CHECK(r.left() == 0) << "bundle '" << origin << "': " << r.left()
                                  << " stray bytes after the params";
@@ -216,7 +226,10 @@ std::string serialize_bundle(const Bundle& b) {
   return w.out;
 }
 
-Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
+namespace {
+
+/// deserialize_bundle, with the params loaded or only checked.
+Bundle parse_bundle(std::string_view bytes, const std::string& origin, bool load_params) {
   KILN_USER_CHECK(bytes.size() >= 8 && std::memcmp(bytes.data(), kMagic, 8) == 0)
       << "'" << origin << "' is not a Kiln bundle (it does not start with KILNBNDL)";
   KILN_USER_CHECK(bytes.size() >= 8 + 8 + 16 &&
@@ -254,7 +267,7 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
     seen[kind] = true;
     if (kind == kGraph) b.graph_json.assign(data, size);
     if (kind == kLibrary) b.library.assign(data, size);
-    if (kind == kParams) b.params = deserialize_params(data, size, origin);
+    if (kind == kParams) b.params = deserialize_params(data, size, origin, load_params);
     if (kind == kDevice) b.device_programs = deserialize_device_programs(data, size, origin);
     if (kind == kVdla) b.vdla_programs = deserialize_vdla_programs(data, size, origin);
   }
@@ -272,6 +285,12 @@ Bundle deserialize_bundle(const std::string& bytes, const std::string& origin) {
   return b;
 }
 
+}  // namespace
+
+Bundle deserialize_bundle(std::string_view bytes, const std::string& origin) {
+  return parse_bundle(bytes, origin, /*load_params=*/true);
+}
+
 void write_bundle(const std::string& path, const Bundle& b) {
   std::string bytes = serialize_bundle(b);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
@@ -282,11 +301,35 @@ void write_bundle(const std::string& path, const Bundle& b) {
 }
 
 Bundle read_bundle(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   KILN_USER_CHECK(f.good()) << "cannot open bundle '" << path << "'";
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return deserialize_bundle(ss.str(), path);
+  std::string bytes(static_cast<size_t>(f.tellg()), '\0');  // read once, in place
+  f.seekg(0);
+  f.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  KILN_USER_CHECK(f.good()) << "reading bundle '" << path << "' failed";
+  return deserialize_bundle(bytes, path);
+}
+
+void check_bundle_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  KILN_USER_CHECK(fd >= 0) << "cannot open bundle '" << path << "'";
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size == 0) {
+    ::close(fd);
+    KILN_USER_ERROR() << "bundle '" << path << "' is empty or cannot be read";
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  KILN_SYSTEM_CHECK(map != MAP_FAILED) << "cannot map bundle '" << path << "'";
+  ::madvise(map, size, MADV_SEQUENTIAL);
+  struct Unmap {
+    void* p;
+    size_t n;
+    ~Unmap() { ::munmap(p, n); }
+  } unmap{map, size};
+  parse_bundle(std::string_view(static_cast<const char*>(map), size), path,
+               /*load_params=*/false);
 }
 
 }  // namespace kiln::runtime

@@ -25,6 +25,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "deploy/runtime/device_api.h"
@@ -50,9 +51,14 @@ TargetKind bundle_device(const Bundle& b);
 
 /// The bundle as bytes, and back; `origin` names the source in errors.
 std::string serialize_bundle(const Bundle& b);
-Bundle deserialize_bundle(const std::string& bytes, const std::string& origin);
+Bundle deserialize_bundle(std::string_view bytes, const std::string& origin);
 
 void write_bundle(const std::string& path, const Bundle& b);
 Bundle read_bundle(const std::string& path);
+
+/// Checks a bundle file as read_bundle does (checksum, sections, every parameter's header and
+/// size, the programs) without loading it: the file is mapped and no array is made, so a server
+/// checks a bundle of any size in little memory of its own. kiln::Error as read_bundle.
+void check_bundle_file(const std::string& path);
 
 }  // namespace kiln::runtime
