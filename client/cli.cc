@@ -42,12 +42,48 @@ const Command* find_command(const std::vector<const Command*>& commands, const s
   return nullptr;
 }
 
-/// Runs `c` on `args` (args[0] is its name); see dispatch().
+/// The command `args` starts with: its name's one or two words ("records export").
+const Command* match_command(const std::vector<const Command*>& commands,
+                             const std::vector<std::string>& args) {
+  if (args.size() >= 2) {
+    if (const Command* c = find_command(commands, args[0] + " " + args[1])) return c;
+  }
+  return find_command(commands, args[0]);
+}
+
+/// The commands named "WORD ..." ("records export", "records import" for "records").
+std::vector<const Command*> subcommands(const std::vector<const Command*>& commands,
+                                        const std::string& word) {
+  std::vector<const Command*> out;
+  for (const Command* c : commands) {
+    if (c->name.rfind(word + " ", 0) == 0) out.push_back(c);
+  }
+  return out;
+}
+
+/// `kiln WORD` without one of its subcommands: their list ("usage: kiln records SUBCOMMAND").
+std::string subcommand_usage(const std::string& word, const std::vector<const Command*>& subs) {
+  std::ostringstream os;
+  os << "usage: kiln " << word << " SUBCOMMAND [ARGS...]\n"
+     << "       kiln " << word << " SUBCOMMAND --help    its flags and their defaults\n\n"
+     << "subcommands:\n";
+  size_t width = 0;
+  for (const Command* c : subs) width = std::max(width, c->name.size() - word.size() - 1);
+  for (const Command* c : subs) {
+    const std::string sub = c->name.substr(word.size() + 1);
+    os << "  " << sub << std::string(width - sub.size() + 3, ' ') << c->summary << "\n";
+  }
+  return os.str();
+}
+
+/// Runs `c` on `args` (they start with its name); see dispatch().
 int run_command(const Command& c, const std::vector<std::string>& args) {
   const Program program = c.program();
+  const size_t words = static_cast<size_t>(std::count(c.name.begin(), c.name.end(), ' ')) + 1;
   try {
     bool help = false;
-    const Args parsed = program.parse({args.begin() + 1, args.end()}, &help);
+    const Args parsed =
+        program.parse({args.begin() + static_cast<std::ptrdiff_t>(words), args.end()}, &help);
     if (help) {
       std::cout << program.usage();
       return 0;
@@ -70,8 +106,12 @@ int dispatch(const std::vector<const Command*>& commands, const std::vector<std:
   }
   if (is_help(args[0]) || args[0] == "help") {
     if (args[0] == "help" && args.size() > 1) {
-      if (const Command* c = find_command(commands, args[1])) {
+      if (const Command* c = match_command(commands, {args.begin() + 1, args.end()})) {
         std::cout << c->program().usage();
+        return 0;
+      }
+      if (auto subs = subcommands(commands, args[1]); !subs.empty()) {
+        std::cout << subcommand_usage(args[1], subs);
         return 0;
       }
       std::cerr << "error: unknown command '" << args[1]
@@ -81,8 +121,25 @@ int dispatch(const std::vector<const Command*>& commands, const std::vector<std:
     std::cout << overview(commands);
     return 0;
   }
-  const Command* c = find_command(commands, args[0]);
+  const Command* c = match_command(commands, args);
   if (c == nullptr) {
+    if (auto subs = subcommands(commands, args[0]); !subs.empty()) {
+      // `kiln records --help`, `kiln records`, `kiln records frob`.
+      if (args.size() >= 2 && is_help(args[1])) {
+        std::cout << subcommand_usage(args[0], subs);
+        return 0;
+      }
+      std::string names;
+      for (const Command* sub : subs) {
+        names += (names.empty() ? "" : ", ") + sub->name.substr(args[0].size() + 1);
+      }
+      std::cerr << "error: "
+                << (args.size() < 2 ? "kiln " + args[0] + " needs a subcommand"
+                                    : "unknown subcommand 'kiln " + args[0] + " " + args[1] + "'")
+                << "; the subcommands are: " << names << " (kiln " << args[0]
+                << " --help says what each does)\n";
+      return 2;
+    }
     std::cerr << "error: unknown command '" << args[0]
               << "'; the commands are: " << command_names(commands)
               << " (kiln --help says what each does)\n";

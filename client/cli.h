@@ -13,9 +13,10 @@ namespace kiln::cli {
 
 using Main = int (*)(const Args&);
 
-/// A `kiln` command: `kiln NAME OPERANDS [flags]`.
+/// A `kiln` command: `kiln NAME OPERANDS [flags]`. A name of two words ("records export") is a
+/// subcommand: `kiln records` alone lists the commands named "records ...".
 struct Command {
-  std::string name;      ///< "compile"
+  std::string name;      ///< "compile", "records export"
   std::string operands;  ///< "MODEL.onnx", "" for none
   std::string summary;   ///< one line, for `kiln --help`
   std::vector<Flag> flags;
@@ -27,10 +28,12 @@ struct Command {
   Program program() const { return {"kiln " + name, operands, summary, flags, notes}; }
 };
 
-/// `kiln ARGS`: runs the command args[0] of `commands` and returns the exit code. No arguments:
-/// the usage on stderr, 2. `--help`, `-h` or `help [COMMAND]`: the usage on stdout, 0. An unknown
-/// command names itself and lists the commands, 2. `COMMAND --help`: the command's usage on
-/// stdout, 0. A UsageError: 2; any other exception: "error: ..." and 1.
+/// `kiln ARGS`: runs the command args[0] (or args[0] args[1], a subcommand) of `commands` and
+/// returns the exit code. No arguments: the usage on stderr, 2. `--help`, `-h` or `help
+/// [COMMAND]`: the usage on stdout, 0. An unknown command names itself and lists the commands, 2;
+/// a word with subcommands but none of them lists them (on stdout with 0 after --help, else 2).
+/// `COMMAND --help`: the command's usage on stdout, 0. A UsageError: 2; any other exception:
+/// "error: ..." and 1.
 int dispatch(const std::vector<const Command*>& commands, const std::vector<std::string>& args);
 
 }  // namespace kiln::cli

@@ -19,6 +19,10 @@ std::map<std::string, std::vector<int64_t>> input_shapes(const kiln::cli::Args& 
 /// The help line of `--input-shape`, the same for compile, tune and submit.
 extern const kiln::cli::Flag kInputShapeFlag;
 
+/// Prints rows on stdout as left-aligned columns, the first row the heading; an empty cell shows
+/// as "-" (farm_commands.cc).
+void print_table(std::vector<std::vector<std::string>> rows);
+
 /// kiln tune (tune_command.cc).
 const kiln::cli::Command& tune_command();
 
@@ -29,3 +33,8 @@ const kiln::cli::Command& watch_command();
 const kiln::cli::Command& fetch_command();
 const kiln::cli::Command& devices_command();
 const kiln::cli::Command& cancel_command();
+
+// The record log's commands (records_commands.cc): kiln records export, import, list.
+const kiln::cli::Command& records_export_command();
+const kiln::cli::Command& records_import_command();
+const kiln::cli::Command& records_list_command();

@@ -183,26 +183,6 @@ std::string bar(double fraction, int width) {
   return "[" + std::string(filled, '#') + std::string(width - filled, ' ') + "]";
 }
 
-/// Prints rows as left-aligned columns; empty cells show as "-".
-void print_table(std::vector<std::vector<std::string>> rows) {
-  std::vector<size_t> width;
-  for (auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (row[c].empty()) row[c] = "-";
-      if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], row[c].size());
-    }
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  }
-}
-
 // ---- the connection -------------------------------------------------------------------------
 
 /// The farm as one command sees it: the address, the token and the stub.
@@ -589,6 +569,25 @@ int cancel_main(const Args& a) {
 }
 
 }  // namespace
+
+void print_table(std::vector<std::vector<std::string>> rows) {
+  std::vector<size_t> width;
+  for (auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (row[c].empty()) row[c] = "-";
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
 
 // ---- the commands -----------------------------------------------------------------------------
 

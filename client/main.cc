@@ -2,7 +2,7 @@
 // the command line to cli::dispatch with every command. `kiln --help` lists the commands and
 // `kiln COMMAND --help` prints a command's flags with their defaults (base/cli.h). The tuner's
 // command is tune_command.cc, the tuning farm's (submit, jobs, watch, fetch, devices, cancel)
-// farm_commands.cc.
+// farm_commands.cc, the record log's (records list, export, import) records_commands.cc.
 #include <unistd.h>
 
 #include <algorithm>
@@ -395,9 +395,24 @@ std::string default_bundle_path(const std::string& onnx_path) {
 
 int main(int argc, char** argv) {
   const std::vector<const kiln::cli::Command*> commands = {
-      &kCompile,         &kQuantize,         &kRun,
-      &tune_command(),   &kExample,          &kOps,
-      &submit_command(), &jobs_command(),    &watch_command(),
-      &fetch_command(),  &devices_command(), &cancel_command()};
+      // compiling and running, on this machine
+      &kCompile,
+      &kQuantize,
+      &kRun,
+      &tune_command(),
+      &kExample,
+      &kOps,
+      // on a tuning farm
+      &submit_command(),
+      &jobs_command(),
+      &watch_command(),
+      &fetch_command(),
+      &devices_command(),
+      &cancel_command(),
+      // record logs and packs
+      &records_list_command(),
+      &records_export_command(),
+      &records_import_command(),
+  };
   return kiln::cli::dispatch(commands, std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -54,6 +55,27 @@ std::string what(const std::string& origin, const std::string& key) {
 }
 
 }  // namespace
+
+const char* lane_name(Lane lane) { return lane == Lane::kEmulated ? "emulated" : "device"; }
+
+void check_record(const MeasureRecord& r, const std::string& origin) {
+  auto check_name = [&](const std::string& v, const char* name) {
+    KILN_USER_CHECK(!v.empty() && v.find('\0') == std::string::npos)
+        << origin << ": field '" << name << "' must be non-empty and hold no NUL character";
+  };
+  check_name(r.target, "target");
+  check_name(r.task_key, "task");
+  KILN_USER_CHECK(r.target.find('\1') == std::string::npos)
+      << origin << ": field 'target' must hold no \\u0001 character (it marks the emulated lane)";
+  for (double c : r.costs_s) {
+    KILN_USER_CHECK(std::isfinite(c) && c >= 0)
+        << origin << ": field 'costs' of task " << r.task_key << " holds " << c
+        << "; costs must be finite and non-negative";
+  }
+  KILN_USER_CHECK(std::isfinite(r.gflops) && r.gflops >= 0)
+      << origin << ": field 'gflops' of task " << r.task_key << " is " << r.gflops
+      << "; it must be finite and non-negative";
+}
 
 double MeasureRecord::cost() const {
   if (costs_s.empty()) return std::numeric_limits<double>::infinity();

@@ -47,6 +47,21 @@ struct MeasureRecord {
   bool operator==(const MeasureRecord&) const = default;
 };
 
+/// Which records a query reads: a real device's, or those measured under emulation (record_log.h,
+/// "Lanes"; a record pack holds one lane of one target).
+enum class Lane { kDevice, kEmulated };
+
+/// The lane a record belongs to.
+inline Lane lane_of(const MeasureRecord& r) { return r.emulated ? Lane::kEmulated : Lane::kDevice; }
+
+/// "device" or "emulated".
+const char* lane_name(Lane lane);
+
+/// What a record log accepts beyond the JSON's types: kiln::Error naming `origin` and the field
+/// when the target or task key is empty or holds a NUL character (or the target a \u0001, the
+/// emulated lane's marker), or a cost or gflops is negative or not finite.
+void check_record(const MeasureRecord& r, const std::string& origin);
+
 /// The current version of a record's JSON text.
 inline constexpr int kRecordVersion = 1;
 

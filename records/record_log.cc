@@ -9,17 +9,17 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
-#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/error.h"
 #include "base/json.h"
@@ -80,26 +80,6 @@ bool starts_with(const rocksdb::Slice& s, const std::string& prefix) {
   return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
 }
 
-/// What append requires of a record; kiln::Error naming `origin` otherwise.
-void check_record(const MeasureRecord& r, const std::string& origin) {
-  auto check_name = [&](const std::string& v, const char* name) {
-    KILN_USER_CHECK(!v.empty() && v.find('\0') == std::string::npos)
-        << origin << ": field '" << name << "' must be non-empty and hold no NUL character";
-  };
-  check_name(r.target, "target");
-  check_name(r.task_key, "task");
-  KILN_USER_CHECK(r.target.find('\1') == std::string::npos)
-      << origin << ": field 'target' must hold no \\u0001 character (it marks the emulated lane)";
-  for (double c : r.costs_s) {
-    KILN_USER_CHECK(std::isfinite(c) && c >= 0)
-        << origin << ": field 'costs' of task " << r.task_key << " holds " << c
-        << "; costs must be finite and non-negative";
-  }
-  KILN_USER_CHECK(std::isfinite(r.gflops) && r.gflops >= 0)
-      << origin << ": field 'gflops' of task " << r.task_key << " is " << r.gflops
-      << "; it must be finite and non-negative";
-}
-
 }  // namespace
 
 // ---- the log ----
@@ -153,6 +133,9 @@ struct RecordLog::Impl {
     return record_from_string(*text, "record log '" + dir + "' record " + std::to_string(seq));
   }
 
+  /// The records of `target` in `lane`, every task's, in append order.
+  std::vector<MeasureRecord> records_of(const std::string& target, Lane lane) const;
+
   /// Calls `fn(key, value)` for every key starting with `prefix`, in key order.
   template <typename Fn>
   void scan(const std::string& prefix, Fn fn) const {
@@ -171,31 +154,44 @@ RecordLog::~RecordLog() = default;
 
 const std::string& RecordLog::dir() const { return impl_->dir; }
 
-RecordLog RecordLog::open(const std::string& dir) {
+RecordLog RecordLog::open(const std::string& dir) { return open_log(dir, true); }
+
+RecordLog RecordLog::open_existing(const std::string& dir) { return open_log(dir, false); }
+
+RecordLog RecordLog::open_log(const std::string& dir, bool create) {
   namespace fs = std::filesystem;
   KILN_USER_CHECK(!dir.empty()) << "record log: the folder name is empty";
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
     KILN_USER_ERROR() << "record log '" << dir << "': exists and is not a folder";
   }
-  fs::create_directories(dir, ec);
-  if (ec) {
-    KILN_USER_ERROR() << "record log '" << dir << "': cannot create the folder: " << ec.message();
+  if (create) {
+    fs::create_directories(dir, ec);
+    if (ec) {
+      KILN_USER_ERROR() << "record log '" << dir << "': cannot create the folder: " << ec.message();
+    }
+  } else {
+    KILN_USER_CHECK(fs::is_directory(dir, ec)) << "record log '" << dir << "': no such folder";
+    // RocksDB's CURRENT file names its manifest: every database has one.
+    KILN_USER_CHECK(fs::exists(fs::path(dir) / "CURRENT", ec))
+        << "record log '" << dir << "': the folder holds no record log";
   }
 
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   rocksdb::Options options;
-  options.create_if_missing = true;
+  options.create_if_missing = create;
   options.keep_log_file_num = 4;  // RocksDB's own LOG files, not records
   rocksdb::DB* db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(options, dir, &db);
   if (!s.ok()) {
     std::string msg = s.ToString();
+    // RocksDB takes its LOCK file without waiting: a log in use fails here at once.
     if (msg.find("lock") != std::string::npos || msg.find("LOCK") != std::string::npos) {
       KILN_USER_ERROR() << "record log '" << dir
-                        << "': in use by another process or another RecordLog of this process "
-                           "(its LOCK is held): "
+                        << "': in use by another process (a kilnd whose state it is, or a kiln "
+                           "tune writing it?) or another RecordLog of this process (its LOCK is "
+                           "held): "
                         << msg;
     }
     KILN_USER_ERROR() << "record log '" << dir << "': cannot open: " << msg;
@@ -410,32 +406,116 @@ std::vector<MeasureRecord> RecordLog::all() const {
   return out;
 }
 
-void RecordLog::export_jsonl(const std::string& path) const {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  KILN_USER_CHECK(f.is_open()) << "record log export: cannot write '" << path << "'";
-  impl_->scan("r", [&](const rocksdb::Slice&, const rocksdb::Slice& value) {
-    f.write(value.data(), static_cast<std::streamsize>(value.size()));
-    f.put('\n');
-  });
-  f.close();
-  KILN_SYSTEM_CHECK(!f.fail()) << "record log export: writing '" << path << "' failed";
+uint64_t RecordLog::append_all(const std::vector<MeasureRecord>& recs) {
+  for (const MeasureRecord& r : recs) check_record(r, "record log '" + impl_->dir + "'");
+  if (recs.empty()) return size();
+  std::vector<Impl::Append> mine(recs.size());
+  for (size_t i = 0; i < recs.size(); ++i) {
+    mine[i].record = &recs[i];
+    mine[i].text = record_to_string(recs[i]);
+  }
+  std::unique_lock<std::mutex> lock(impl_->queue_mu);
+  // Queued under one hold of the lock, so that one leader takes them all into one group: one
+  // WriteBatch.
+  for (Impl::Append& a : mine) impl_->queue.push_back(&a);
+  impl_->queue_cv.wait(lock, [&] { return mine.front().done || !impl_->writing; });
+  if (!mine.front().done) {
+    impl_->writing = true;
+    impl_->lead(lock);
+  }
+  if (mine.front().error) std::rethrow_exception(mine.front().error);
+  return mine.front().seq;
 }
 
-size_t RecordLog::import_jsonl(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  KILN_USER_CHECK(f.is_open()) << "record log import: cannot read '" << path << "'";
-  std::vector<MeasureRecord> recs;
-  std::string line;
-  for (size_t n = 1; std::getline(f, line); ++n) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const std::string origin = path + ":" + std::to_string(n);
-    recs.push_back(record_from_string(line, origin));
-    check_record(recs.back(), origin);
+std::vector<RecordLog::Key> RecordLog::keys() const {
+  std::vector<Key> out;
+  // 'n' target [\1 'e'] \0 task \0 -> count: one key per (target, lane, task). In byte order
+  // (\0 and \1 before any other byte of a target) each key's entries are contiguous, by target then
+  // lane.
+  impl_->scan("n", [&](const rocksdb::Slice& key, const rocksdb::Slice& value) {
+    const std::string k = key.ToString();
+    const size_t end = k.find_first_of(std::string("\0\1", 2), 1);
+    if (end == std::string::npos || value.size() != 8) return;
+    const std::string target = k.substr(1, end - 1);
+    const Lane lane = k[end] == '\1' ? Lane::kEmulated : Lane::kDevice;
+    if (out.empty() || out.back().target != target || out.back().lane != lane) {
+      out.push_back({target, lane, 0, 0});
+    }
+    out.back().tasks += 1;
+    out.back().records += static_cast<size_t>(from_be64(value.data()));
+  });
+  return out;
+}
+
+std::vector<MeasureRecord> RecordLog::Impl::records_of(const std::string& target, Lane lane) const {
+  // 'i' target-part task \0 seq: every task of the key under one prefix.
+  std::vector<uint64_t> seqs;
+  const std::string prefix = "i" + target_part(target, lane);
+  scan(prefix, [&](const rocksdb::Slice& key, const rocksdb::Slice&) {
+    if (key.size() >= prefix.size() + 9) seqs.push_back(from_be64(key.data() + key.size() - 8));
+  });
+  std::sort(seqs.begin(), seqs.end());
+  std::vector<MeasureRecord> out;
+  out.reserve(seqs.size());
+  for (uint64_t seq : seqs) out.push_back(record_at(seq));
+  return out;
+}
+
+namespace {
+
+/// "1 task", "3 tasks".
+std::string counted(size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+/// "'llvm' (12 records of 3 tasks), 'llvm' emulated lane (...)", or "nothing".
+std::string describe(const std::vector<RecordLog::Key>& keys) {
+  if (keys.empty()) return "nothing";
+  std::string s;
+  for (const RecordLog::Key& k : keys) {
+    if (!s.empty()) s += ", ";
+    s += "'" + k.target + "'" + (k.lane == Lane::kEmulated ? " emulated lane" : "") + " (" +
+         counted(k.records, "record") + " of " + counted(k.tasks, "task") + ")";
   }
-  KILN_SYSTEM_CHECK(!f.bad()) << "record log import: reading '" << path << "' failed";
-  for (const MeasureRecord& r : recs) append(r);
-  return recs.size();
+  return s;
+}
+
+}  // namespace
+
+PackHeader RecordLog::export_pack(const std::string& path, const std::string& target,
+                                  Lane lane) const {
+  const std::vector<MeasureRecord> recs = impl_->records_of(target, lane);
+  KILN_USER_CHECK(!recs.empty()) << "record log '" << impl_->dir << "' holds no records of target '"
+                                 << target << "' in the " << lane_name(lane) << " lane; it holds "
+                                 << describe(keys());
+  return write_pack(path, target, lane, recs);
+}
+
+RecordLog::ImportReport RecordLog::import_pack(const std::string& path) {
+  RecordPack pack = read_pack(path);
+  ImportReport report;
+  report.header = pack.header;
+  // A record is present when its JSON text (every field) is.
+  std::unordered_set<std::string> present;
+  std::set<std::string> log_devices, pack_devices;
+  for (const MeasureRecord& r : impl_->records_of(pack.header.target, pack.header.lane)) {
+    present.insert(record_to_string(r));
+    if (r.error == ErrorKind::kNone) log_devices.insert(r.device);
+  }
+  std::vector<MeasureRecord> fresh;
+  for (MeasureRecord& r : pack.records) {
+    if (r.error == ErrorKind::kNone) pack_devices.insert(r.device);
+    if (present.insert(record_to_string(r)).second) {
+      fresh.push_back(std::move(r));
+    } else {
+      ++report.skipped;
+    }
+  }
+  report.log_devices.assign(log_devices.begin(), log_devices.end());
+  report.pack_devices.assign(pack_devices.begin(), pack_devices.end());
+  append_all(fresh);
+  report.imported = fresh.size();
+  return report;
 }
 
 }  // namespace kiln::records

@@ -34,7 +34,11 @@
 // on disk; when the write fails, every appender of that group gets the kiln::SystemError and none
 // of its records is there. Alone, an appender is its own group of one: the same single batch as
 // ever. Reads need no lock. Another process cannot open the same folder while this one has it
-// (RocksDB's LOCK file).
+// (RocksDB's LOCK file): opening a log kilnd or `kiln tune` holds fails at once, naming it.
+//
+// Packs: export_pack writes one key of the log (a target in one lane) as a record pack
+// (record_pack.h), import_pack adds one, all or nothing, dropping records already present; that
+// is how one farm's measurements reach another's log (`kiln records export / import`).
 #pragma once
 
 #include <cstdint>
@@ -46,15 +50,10 @@
 #include <vector>
 
 #include "records/record.h"
+#include "records/record_pack.h"
 #include "records/record_store.h"
 
 namespace kiln::records {
-
-/// Which records a query reads: a real device's, or those measured under emulation.
-enum class Lane { kDevice, kEmulated };
-
-/// The lane a record belongs to.
-inline Lane lane_of(const MeasureRecord& r) { return r.emulated ? Lane::kEmulated : Lane::kDevice; }
 
 class RecordLog final : public RecordStore {
  public:
@@ -62,6 +61,9 @@ class RecordLog final : public RecordStore {
   /// it cannot be created or opened: not writable, a file, or in use by another RecordLog (in this
   /// process or another one).
   static RecordLog open(const std::string& dir);
+  /// Opens an existing log, creating nothing: kiln::Error naming the folder when it is missing or
+  /// holds no record log, and as open() otherwise.
+  static RecordLog open_existing(const std::string& dir);
 
   RecordLog(RecordLog&&) noexcept;
   RecordLog& operator=(RecordLog&&) noexcept;
@@ -111,18 +113,49 @@ class RecordLog final : public RecordStore {
   /// Every record, in append order.
   std::vector<MeasureRecord> all() const;
 
-  /// Writes every record, in append order, one JSON object per line. kiln::Error naming `path`
-  /// when it cannot be written.
-  void export_jsonl(const std::string& path) const;
-  /// Appends the records of a JSON-lines file (blank lines are skipped). The whole file is read
-  /// and checked first: a malformed line gives kiln::Error naming the file, the line number and
-  /// the field, and then nothing is appended. Returns the number of records appended.
-  size_t import_jsonl(const std::string& path);
+  /// Appends every record of `recs` in ONE synced WriteBatch: after a crash all of them are
+  /// there or none. Returns the sequence number of the first (size() when `recs` is empty).
+  /// Errors as append, checked for every record before anything is written.
+  uint64_t append_all(const std::vector<MeasureRecord>& recs);
+
+  /// One key of the log: a target in one lane, what a record pack holds (record_pack.h).
+  struct Key {
+    std::string target;
+    Lane lane = Lane::kDevice;
+    size_t tasks = 0;    ///< task keys with records
+    size_t records = 0;  ///< errors included
+  };
+  /// Every key with records, by target then lane (device first).
+  std::vector<Key> keys() const;
+
+  /// Writes the records of `target` in `lane`, in append order, as a record pack at `path`
+  /// (record_pack.h; written whole or not at all) and returns its header. kiln::Error when the
+  /// log holds none (naming the keys it does hold), or naming `path` when it cannot be written.
+  PackHeader export_pack(const std::string& path, const std::string& target,
+                         Lane lane = Lane::kDevice) const;
+
+  /// What import_pack did.
+  struct ImportReport {
+    PackHeader header;    ///< the pack's
+    size_t imported = 0;  ///< records appended
+    size_t skipped = 0;   ///< records already in the log (or earlier in the pack): dropped
+    /// The device fingerprints of the key's timed (error-free) records in the log before the
+    /// import and in the pack, sorted: another machine's timings under the same target string
+    /// show as a difference.
+    std::vector<std::string> log_devices, pack_devices;
+  };
+  /// Adds a record pack's records to the log. The whole pack is read and checked first
+  /// (read_pack: a bad line gives kiln::Error naming the file, the line number and the field, and
+  /// nothing is written). A record equal in every field to one the log holds, or to an earlier
+  /// one of the pack, is skipped; the rest are appended in the pack's order as one batch
+  /// (append_all).
+  ImportReport import_pack(const std::string& path);
 
   const std::string& dir() const;
 
  private:
   struct Impl;
+  static RecordLog open_log(const std::string& dir, bool create);
   explicit RecordLog(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

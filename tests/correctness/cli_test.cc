@@ -207,6 +207,9 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
       {"fetch", {"-o", "--server", "--token-file", "--tls-ca"}},
       {"devices", {"--key", "--server", "--token-file", "--tls-ca"}},
       {"cancel", {"--reason", "--server", "--token-file", "--tls-ca"}},
+      {"records list", {}},
+      {"records export", {"--key", "-o", "--emulated"}},
+      {"records import", {"--records"}},
   };
   Result top = kiln("--help");
   ASSERT_EQ(top.code, 0) << top.err;

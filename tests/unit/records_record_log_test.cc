@@ -1,6 +1,6 @@
-// The record log: JSON round trip, RocksDB persistence, best/count/measured/tasks,
-// JSON-lines export and import, open errors, a SIGKILLed writer, concurrent appends and their
-// group commit.
+// The record log: JSON round trip, RocksDB persistence, best/count/measured/tasks, open errors,
+// a SIGKILLed writer, concurrent appends and their group commit (its packs:
+// records_record_pack_test.cc).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -213,40 +213,6 @@ TEST(RecordLog, EmulatedRecordsLiveInTheirOwnLane) {
   // A target holding the lane's marker cannot be appended.
   EXPECT_ERROR_CONTAINS(log.append(make("conv", 3, {1.0}, std::string("llvm\1e"))),
                         "field 'target'");
-}
-
-TEST(RecordLog, JsonLinesExportAndImport) {
-  TempDir tmp;
-  RecordLog a = RecordLog::open(tmp.file("a"));
-  for (uint64_t i = 0; i < 6; ++i) {
-    a.append(i == 3 ? failed("t", i, ErrorKind::kRuntimeError) : make("t", i, {1.0 + i}));
-  }
-  const std::string path = tmp.file("records.jsonl");
-  a.export_jsonl(path);
-  RecordLog b = RecordLog::open(tmp.file("b"));
-  EXPECT_EQ(b.import_jsonl(path), 6u);
-  EXPECT_EQ(b.all(), a.all());
-  EXPECT_EQ(b.best("t", kTarget)->config_index, 0u);
-  EXPECT_EQ(b.count("t", kTarget), 6u);
-
-  // A malformed line: the error names the file, the line and the field; nothing is imported.
-  {
-    std::ofstream f(tmp.file("bad.jsonl"));
-    f << record_to_string(make("u", 0, {1.0})) << "\n\n";
-    std::string bad = record_to_string(make("u", 1, {1.0}));
-    bad.replace(bad.find("\"gflops\""), 8, "\"gflopz\"");
-    f << bad << "\n";
-  }
-  EXPECT_ERROR_CONTAINS(b.import_jsonl(tmp.file("bad.jsonl")), "bad.jsonl:3: field 'gflops'");
-  {
-    std::ofstream f(tmp.file("bad2.jsonl"));
-    f << record_to_string(make("u", 0, {1.0})) << "\n{\"version\":1,\n";
-  }
-  EXPECT_ERROR_CONTAINS(b.import_jsonl(tmp.file("bad2.jsonl")), "bad2.jsonl:2");
-  EXPECT_EQ(b.count("u", kTarget), 0u);
-  EXPECT_EQ(b.size(), 6u);
-  EXPECT_ERROR_CONTAINS(b.import_jsonl(tmp.file("missing.jsonl")), "missing.jsonl");
-  EXPECT_ERROR_CONTAINS(a.export_jsonl(tmp.file("no/such/folder/x.jsonl")), "x.jsonl");
 }
 
 TEST(RecordLog, AFolderThatIsAFile) {
