@@ -76,7 +76,7 @@ int tune_main(const kiln::cli::Args& args) {
   auto model_latency = [](const autotune::ScheduleStatus& s) {
     if (s.estimated_latency_s <= 0) return std::string();
     char buf[96];
-    std::snprintf(buf, sizeof buf, " · model ≈ %.3f ms", s.estimated_latency_s * 1e3);
+    std::snprintf(buf, sizeof buf, ", model est. %.3f ms", s.estimated_latency_s * 1e3);
     std::string r = buf;
     if (s.predicted > 0) {
       r += " (" + std::to_string(s.predicted) + (s.predicted == 1 ? " task" : " tasks") +

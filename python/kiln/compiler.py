@@ -41,7 +41,7 @@ class _Bars:
             self._tasks = self._tqdm(total=e["total"], desc=f"{self._desc}: tuning", unit="task",
                                      file=sys.stderr)
         elif stage == "tune" and self._tasks is not None:
-            model = (f", model ≈ {e['estimated_latency_ms']:.3f} ms"
+            model = (f", model est. {e['estimated_latency_ms']:.3f} ms"
                      if e.get("estimated_latency_ms") else "")
             self._tasks.set_postfix_str(
                 f"task {e['task'] + 1}: {e['trials_done']}/{e['trials_total']} trials, "
