@@ -249,4 +249,22 @@ double real_at_least(const std::string& text, const std::string& what, double mi
   return v;
 }
 
+double duration_seconds(const std::string& text, const std::string& what) {
+  const char unit = text.empty() ? '\0' : text.back();
+  const double scale = unit == 'h' ? 3600 : unit == 'm' ? 60 : 1;
+  const std::string number =
+      unit == 'h' || unit == 'm' || unit == 's' ? text.substr(0, text.size() - 1) : text;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (number.empty() || used != number.size() || !(v > 0) || !std::isfinite(v)) {
+    throw UsageError(what + " needs a duration such as 90s, 10m or 1h, got '" + text + "'");
+  }
+  return v * scale;
+}
+
 }  // namespace kiln::cli

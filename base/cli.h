@@ -93,5 +93,8 @@ std::vector<int> positive_numbers(const std::string& text, const std::string& wh
 /// A number with or without a fraction (seconds), >= `min`; UsageError "WHAT needs a number >= MIN,
 /// got 'TEXT'".
 double real_at_least(const std::string& text, const std::string& what, double min);
+/// A positive duration in seconds: a number with an optional unit, s, m or h ("90", "90s", "10m",
+/// "1.5h"); UsageError "WHAT needs a duration such as 90s, 10m or 1h, got 'TEXT'".
+double duration_seconds(const std::string& text, const std::string& what);
 
 }  // namespace kiln::cli

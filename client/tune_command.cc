@@ -2,9 +2,12 @@
 // earlier run left), then build the bundle with each task's best config.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "client/cli.h"
 #include "client/commands.h"
@@ -56,33 +59,87 @@ int tune_main(const kiln::cli::Args& args) {
   tune.target = target;
   tune.records = records;
   tune.tune = options;
+  if (args.has("--budget")) tune.budget = cli::positive_number(args.get("--budget"), "--budget");
+  if (args.has("--time")) tune.time_s = cli::duration_seconds(args.get("--time"), "--time");
+  const bool scheduled = tune.budget > 0 || tune.time_s > 0;
+  if (scheduled && args.has("--trials")) tune.max_trials = options.trials;
+  if (args.has("--early-stop")) {
+    if (!scheduled) throw UsageError("--early-stop needs --budget or --time");
+    tune.patience =
+        static_cast<int>(cli::number_at_least(args.get("--early-stop"), "--early-stop", 0));
+  }
   auto head = [](size_t i, size_t total, const autotune::Task& task) {
     return "[task " + std::to_string(i + 1) + "/" + std::to_string(total) + "] " + task.key;
   };
-  tune.on_tasks = [&](size_t total) {
-    std::cerr << model << ": " << total << " tuning tasks, " << options.trials
-              << " trials each, records in " << records << "\n";
+  // The model's estimated latency: every task's best (or, unmeasured, a prediction from similar
+  // tasks) times its calls.
+  auto model_latency = [](const autotune::ScheduleStatus& s) {
+    if (s.estimated_latency_s <= 0) return std::string();
+    char buf[96];
+    std::snprintf(buf, sizeof buf, ", model est. %.3f ms", s.estimated_latency_s * 1e3);
+    std::string r = buf;
+    if (s.predicted > 0) {
+      r += " (" + std::to_string(s.predicted) + (s.predicted == 1 ? " task" : " tasks") +
+           " predicted)";
+    }
+    return r;
   };
+  tune.on_tasks = [&](const std::vector<autotune::Task>& tasks, const std::vector<int>& calls) {
+    int operators = 0;
+    for (int c : calls) operators += c;
+    std::cerr << model << ": " << tasks.size() << " tuning tasks (" << operators << " operators), ";
+    if (!scheduled) {
+      std::cerr << options.trials << " trials each";
+    } else {
+      if (tune.budget > 0) std::cerr << "a budget of " << tune.budget << " measurements";
+      if (tune.budget > 0 && tune.time_s > 0) std::cerr << " and ";
+      if (tune.time_s > 0) std::cerr << duration(tune.time_s) << " of tuning";
+      std::cerr << " given where the model gains most";
+    }
+    std::cerr << ", records in " << records << "\n";
+  };
+  bool line_open = false;  // a progress line without its newline (tty)
   tune.on_progress = [&](size_t i, size_t total, const autotune::Task& task,
-                         const autotune::TuneProgress& p) {
-    constexpr int kWidth = 20;
-    const int filled = p.trials_total > 0 ? p.trials_done * kWidth / p.trials_total : kWidth;
-    std::fprintf(stderr, "%s%s [%s%s] %d/%d best %.1f GFLOP/s, %s left%s", tty ? "\r\033[K" : "",
-                 head(i, total, task).c_str(), std::string(filled, '#').c_str(),
-                 std::string(kWidth - filled, ' ').c_str(), p.trials_done, p.trials_total,
-                 p.best_gflops, duration(p.eta_s).c_str(), tty ? "" : "\n");
+                         const autotune::TuneProgress& p, const autotune::ScheduleStatus& s) {
+    if (scheduled) {
+      // The run's progress, and which task got the round.
+      std::string budget = std::to_string(s.measurements);
+      if (s.budget > 0) budget += "/" + std::to_string(s.budget);
+      double eta = 0;
+      if (s.budget > 0 && s.measured_now > 0) {
+        eta = s.elapsed_s / s.measured_now * (s.budget - s.measurements);
+      }
+      if (tune.time_s > 0)
+        eta = eta > 0 ? std::min(eta, tune.time_s - s.elapsed_s) : tune.time_s - s.elapsed_s;
+      std::fprintf(stderr, "%s[%s measured] %s: %d trials, best %.1f GFLOP/s%s, %s left%s",
+                   tty ? "\r\033[K" : "", budget.c_str(), head(i, total, task).c_str(),
+                   p.trials_done, p.best_gflops, model_latency(s).c_str(),
+                   duration(std::max(0.0, eta)).c_str(), tty ? "" : "\n");
+    } else {
+      constexpr int kWidth = 20;
+      const int filled = p.trials_total > 0 ? p.trials_done * kWidth / p.trials_total : kWidth;
+      std::fprintf(stderr, "%s%s [%s%s] %d/%d best %.1f GFLOP/s%s, %s left%s",
+                   tty ? "\r\033[K" : "", head(i, total, task).c_str(),
+                   std::string(filled, '#').c_str(), std::string(kWidth - filled, ' ').c_str(),
+                   p.trials_done, p.trials_total, p.best_gflops, model_latency(s).c_str(),
+                   duration(p.eta_s).c_str(), tty ? "" : "\n");
+    }
     std::fflush(stderr);
+    line_open = tty;
   };
   tune.on_task_done = [&](size_t i, size_t total, const autotune::Task& task,
-                          const autotune::TaskResult& r) {
+                          const autotune::TaskResult& r, const std::string& why,
+                          const autotune::ScheduleStatus&) {
     const std::string h = head(i, total, task);
-    if (tty && r.measured_now > 0) std::fprintf(stderr, "\n");
+    if (line_open) std::fprintf(stderr, "\n");
+    line_open = false;
     std::string errors;
     for (const auto& [kind, n] : r.errors) errors += " " + kind + "=" + std::to_string(n);
     std::fprintf(stderr,
-                 "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s\n",
+                 "%s: %d trials (%d now, %d equal programs reused), best %.1f GFLOP/s%s%s%s%s\n",
                  h.c_str(), r.trials, r.measured_now, r.reused, r.best_gflops,
-                 errors.empty() ? "" : ", errors:", errors.c_str());
+                 errors.empty() ? "" : ", errors:", errors.c_str(), scheduled ? ": " : "",
+                 scheduled ? why.c_str() : "");
     if (r.contended > 0) {
       std::fprintf(stderr,
                    "%s: warning: %d of %d measurements shared the CPU with other processes "
@@ -94,6 +151,10 @@ int tune_main(const kiln::cli::Args& args) {
     const graph::Graph g = graph::import_onnx(model, import);
     graph::ModelTuneReport report;
     runtime::write_bundle(out, graph::tune_model(g, tune, &report));
+    const autotune::ScheduleStatus& s = report.tuning.status;
+    std::cerr << "tuning ended (" << report.tuning.ended << "): " << s.measurements
+              << " measurements in the log (" << s.measured_now << " now)" << model_latency(s)
+              << "\n";
     std::cerr << "wrote " << out << ": " << report.tuned << " tuned operators, " << report.defaults
               << " with default configs\n";
   } catch (const std::exception& e) {
@@ -115,7 +176,15 @@ const kiln::cli::Command& tune_command() {
         {"--target", "TARGET", "llvm ..., opencl, cuda or vdla (default: llvm -mcpu=native)"},
         {"--trials", "N",
          "configs measured per task, earlier runs' included (default: " +
-             std::to_string(defaults.trials) + ")"},
+             std::to_string(defaults.trials) + "); with --budget or --time, the most per task"},
+        {"--budget", "N",
+         "measurements over all tasks, earlier runs' included, given round by round to the task "
+         "where the model's latency drops most (default: none, --trials per task)"},
+        {"--time", "D",
+         "tune for at most D (90s, 10m, 1h): no round starts later; shared like --budget"},
+        {"--early-stop", "K",
+         "with --budget or --time: a task whose best gained no more than 1% over its last K "
+         "trials gets no more (0: never; default: 32)"},
         {"--records", "DIR", "the record log, created or resumed (default: kiln-records)"},
         {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
         {"--explorer", "E",
@@ -133,8 +202,12 @@ const kiln::cli::Command& tune_command() {
     };
     c.notes =
         "Every measurement lands in the record log before the next; killed and run again, kiln "
-        "tune continues from the log without measuring anything twice. An opencl or cuda target "
-        "is measured on this machine's GPU of that kind.";
+        "tune continues from the log without measuring anything twice (a budget counts the "
+        "log's measurements). With --budget or --time every task gets a first round (its "
+        "default config first), then each round goes to the task whose expected drop of the "
+        "model's latency (its best time x the times the model runs it, its recent gains) is "
+        "largest; the progress shows the model's estimated latency. An opencl or cuda target is "
+        "measured on this machine's GPU of that kind.";
     c.main = tune_main;
     return c;
   }();

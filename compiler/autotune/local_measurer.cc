@@ -122,32 +122,34 @@ std::string local_device_fingerprint(const std::string& target) {
 LocalMeasurer::LocalMeasurer(records::RecordStore& log, LocalMeasureOptions options)
     : log_(log), options_(std::move(options)) {}
 
-LocalMeasurer::~LocalMeasurer() { remove_work_dir(); }
-
-void LocalMeasurer::remove_work_dir() {
-  if (dir_.empty()) return;
-  std::error_code ec;
-  fs::remove_all(dir_, ec);
-  dir_.clear();
-  task_key_.clear();
-  inputs_.clear();
-  output_.clear();
+LocalMeasurer::~LocalMeasurer() {
+  for (const auto& [key, ref] : references_) {
+    std::error_code ec;
+    fs::remove_all(ref.dir, ec);
+  }
 }
 
 void LocalMeasurer::begin_task(const Task& task) {
-  remove_work_dir();
-  const TaskReference ref = compute_reference(task);
-  static std::atomic<int> counter{0};
-  dir_ = fs::temp_directory_path() /
-         ("kiln-tune-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::create_directories(dir_);
-  for (size_t i = 0; i < ref.inputs.size(); ++i) {
-    inputs_.push_back((dir_ / ("input" + std::to_string(i) + ".npy")).string());
-    runtime::save_npy(inputs_.back(), ref.inputs[i]);
+  task_key_.clear();  // until the reference is there
+  if (auto it = references_.find(task.key); it != references_.end()) {
+    ref_ = &it->second;
+    task_key_ = task.key;
+    return;
   }
-  output_ = (dir_ / "reference.npy").string();
-  runtime::save_npy(output_, ref.output);
-  max_abs_ = ref.max_abs;
+  const TaskReference computed = compute_reference(task);
+  static std::atomic<int> counter{0};
+  Reference ref;
+  ref.dir = fs::temp_directory_path() /
+            ("kiln-tune-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::create_directories(ref.dir);
+  for (size_t i = 0; i < computed.inputs.size(); ++i) {
+    ref.inputs.push_back((ref.dir / ("input" + std::to_string(i) + ".npy")).string());
+    runtime::save_npy(ref.inputs.back(), computed.inputs[i]);
+  }
+  ref.output = (ref.dir / "reference.npy").string();
+  runtime::save_npy(ref.output, computed.output);
+  ref.max_abs = computed.max_abs;
+  ref_ = &references_.emplace(task.key, std::move(ref)).first->second;
   task_key_ = task.key;
 }
 
@@ -159,8 +161,9 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
       << "'";
   // An integer output (the VDLA's int8) must match its reference exactly.
   const bool exact = !task.out->dtype().is_float();
-  const Tolerance tol =
-      exact ? Tolerance{0, 0} : Tolerance{options_.rtol, options_.atol_scale * max_abs_ + 1e-7};
+  const Tolerance tol = exact
+                            ? Tolerance{0, 0}
+                            : Tolerance{options_.rtol, options_.atol_scale * ref_->max_abs + 1e-7};
   std::vector<int64_t> oshape;
   for (const ir::Expr& d : task.out->shape()) oshape.push_back(*ir::as_const_int(d));
 
@@ -172,7 +175,7 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
   for (const Candidate& c : candidates) {
     funcs.push_back(c.func);
     paths.push_back(
-        (dir_ / ("candidate" + std::to_string(next_file_++) + (gpu || vdla ? ".json" : ".so")))
+        (ref_->dir / ("candidate" + std::to_string(next_file_++) + (gpu || vdla ? ".json" : ".so")))
             .string());
   }
   const std::vector<BuildOutcome> built =
@@ -198,8 +201,9 @@ std::vector<records::MeasureRecord> LocalMeasurer::measure(const Task& task,
       req.library = paths[k];
       req.function = "candidate";
       req.device = tgt.kind;
-      for (const std::string& in : inputs_) req.args.push_back(runtime::RunArg::make_input(in));
-      req.args.push_back(runtime::RunArg::make_output(task.out->dtype().str(), oshape, output_,
+      for (const std::string& in : ref_->inputs)
+        req.args.push_back(runtime::RunArg::make_input(in));
+      req.args.push_back(runtime::RunArg::make_output(task.out->dtype().str(), oshape, ref_->output,
                                                       tol.rtol, tol.atol));
       req.repeat = options_.repeat;
       req.min_repeat_ms = options_.min_repeat_ms;

@@ -10,12 +10,14 @@
 //   std::vector<records::MeasureRecord> recs = measurer.measure(task, candidates, /*seed=*/1);
 //   // recs[i] is candidates[i]'s record, already in the log
 //
-// The reference's files and the candidates' libraries live in a work folder of this process,
-// replaced at the next begin_task and removed with the measurer.
+// The reference's files and the candidates' libraries live in a work folder of this process per
+// task, kept while the measurer lives (a task begun again reuses its reference) and removed with
+// it.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,17 +75,23 @@ class LocalMeasurer : public Measurer {
   const LocalMeasureOptions& options() const { return options_; }
 
  private:
-  void remove_work_dir();
+  /// A task's reference on disk, in a folder of its own, where its candidates are built too.
+  struct Reference {
+    std::filesystem::path dir;
+    std::vector<std::string> inputs;  ///< .npy files in dir
+    std::string output;
+    double max_abs = 0;
+  };
 
   records::RecordStore& log_;
   LocalMeasureOptions options_;
   std::string task_key_;  ///< of the last begin_task ("" before the first)
-  std::filesystem::path dir_;
-  std::vector<std::string> inputs_;  ///< the reference's .npy files in dir_
-  std::string output_;
-  double max_abs_ = 0;
-  int next_file_ = 0;            ///< candidate libraries are named by a counter (never reused)
-  bool last_contended_ = false;  ///< the last measurement ran out of its retry allowance
+  /// By task key: computed at a task's first begin_task and kept (removed with the measurer), so
+  /// a task tuned in several steps (autotune::tune_tasks) computes its reference once.
+  std::map<std::string, Reference> references_;
+  const Reference* ref_ = nullptr;  ///< task_key_'s
+  int next_file_ = 0;               ///< candidate libraries are named by a counter (never reused)
+  bool last_contended_ = false;     ///< the last measurement ran out of its retry allowance
 };
 
 }  // namespace kiln::autotune

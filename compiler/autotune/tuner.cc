@@ -2,6 +2,7 @@
 #include "compiler/autotune/tuner.h"
 
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 
@@ -80,7 +81,9 @@ Tuner::Tuner(records::RecordStore& log, TuneOptions options, Measurer* measurer)
   }
 }
 
-TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history) {
+TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history, int trials) {
+  KILN_USER_CHECK(trials >= 0) << "tune: trials must be >= 0 (0: the options'), got " << trials;
+  if (trials == 0) trials = options_.trials;
   const auto t0 = Clock::now();
   TaskResult result;
   result.task_key = task.key;
@@ -95,7 +98,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     }
     return result;
   };
-  if (static_cast<int>(earlier.size()) >= options_.trials) return finish();
+  if (static_cast<int>(earlier.size()) >= trials) return finish();
 
   std::unique_ptr<Explorer> explorer = make_explorer(options_, task.space);
   const bool use_model = options_.explorer == "xgb";
@@ -161,7 +164,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   bool begun = false;  // whether measurer_->begin_task(task) was called
   int done = static_cast<int>(earlier.size());
 
-  while (done < options_.trials && !explorer->exhausted()) {
+  while (done < trials && !explorer->exhausted()) {
     // The template's default is measured first, so that the log's best is never a config worse
     // than what an untuned build would use (up to measurement noise).
     std::vector<uint64_t> batch;
@@ -171,7 +174,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       batch.push_back(dflt);
     }
     for (uint64_t i : explorer->next_batch(static_cast<size_t>(
-             std::min(options_.batch, options_.trials - done) - static_cast<int>(batch.size())))) {
+             std::min(options_.batch, trials - done) - static_cast<int>(batch.size())))) {
       batch.push_back(i);
     }
     if (batch.empty()) break;
@@ -246,6 +249,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     }
     // 3. The records the measurer did not make: configs that do not lower, reused measurements.
     std::vector<double> throughput;
+    std::vector<double> round_costs;
     for (size_t k = 0; k < slots.size(); ++k) {
       Slot& s = slots[k];
       records::MeasureRecord& rec = s.rec;
@@ -272,6 +276,9 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       if (s.reused) ++result.reused;
       best = std::max(best, rec.gflops);
       result.curve.push_back(best);
+      round_costs.push_back(rec.error == ErrorKind::kNone && !rec.costs_s.empty()
+                                ? rec.cost()
+                                : std::numeric_limits<double>::infinity());
       throughput.push_back(rec.gflops);
       if (use_model) {
         x.push_back(features.get(batch[k]));
@@ -280,16 +287,17 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       }
     }
     explorer->update(batch, throughput);
-    refit();
+    if (done < trials) refit();  // a model for the next round (a later call fits its own)
     if (options_.progress) {
       TuneProgress p;
       p.task_key = task.key;
       p.trials_done = done;
-      p.trials_total = options_.trials;
+      p.trials_total = trials;
       p.best_gflops = best;
       p.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
       const int now = result.measured_now;
-      p.eta_s = now > 0 ? p.elapsed_s / now * (options_.trials - done) : 0;
+      p.eta_s = now > 0 ? p.elapsed_s / now * (trials - done) : 0;
+      p.costs_s = std::move(round_costs);
       options_.progress(p);
     }
   }

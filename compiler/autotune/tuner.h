@@ -59,6 +59,8 @@ struct TuneProgress {
   double best_gflops = 0;  ///< best so far (0 before any success)
   double elapsed_s = 0;    ///< of this call
   double eta_s = 0;        ///< at the pace of this call
+  /// Each measurement's time of this round in seconds, in order; infinity for one that failed.
+  std::vector<double> costs_s;
 };
 
 struct TaskResult {
@@ -85,10 +87,13 @@ class Tuner {
     options_.progress = std::move(progress);
   }
 
-  /// Tunes `task` until the log holds options.trials measurements of it (or its space is
-  /// exhausted). Records of the tasks in `history` (earlier tasks on the same target) warm-start
-  /// the cost model (transfer learning); they must outlive the call.
-  TaskResult tune(const Task& task, const std::vector<const Task*>& history = {});
+  /// Tunes `task` until the log holds `trials` measurements of it (0: options.trials), or its
+  /// space is exhausted. Records of the tasks in `history` (other tasks on the same target)
+  /// warm-start the cost model (transfer learning); they must outlive the call. A call resumes
+  /// from the log: a task can be tuned in steps of a growing `trials` (autotune::tune_tasks), each
+  /// step rebuilding the explorer's visited set and refitting the model from the records (their
+  /// features are kept by the Tuner, so a step costs one model fit more than a round).
+  TaskResult tune(const Task& task, const std::vector<const Task*>& history = {}, int trials = 0);
 
  private:
   records::RecordStore& log_;

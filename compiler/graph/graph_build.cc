@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -214,24 +215,34 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   return g;
 }
 
-/// Records the task of every tunable operator it is asked about, answering with the default.
+/// Records the task of every tunable operator it is asked about, and how many operators are of
+/// each task, answering with the default.
 class TaskRecorder : public autotune::ConfigSource {
  public:
   space::Config choose(const autotune::Task& task) override {
-    if (seen_.insert(task.key).second) tasks_.push_back(task);
+    auto [it, added] = index_.emplace(task.key, tasks_.size());
+    if (added) {
+      tasks_.push_back(task);
+      calls_.push_back(0);
+    }
+    ++calls_[it->second];
     return task.default_config;
   }
-  std::vector<autotune::Task> take() { return std::move(tasks_); }
+  std::vector<autotune::Task> take(std::vector<int>* calls) {
+    if (calls != nullptr) *calls = std::move(calls_);
+    return std::move(tasks_);
+  }
 
  private:
-  std::set<std::string> seen_;
+  std::map<std::string, size_t> index_;  ///< task key -> its place in tasks_
   std::vector<autotune::Task> tasks_;
+  std::vector<int> calls_;
 };
 
 }  // namespace
 
 std::vector<autotune::Task> extract_tasks(const Graph& input, const std::string& target,
-                                          const BuildOptions& options) {
+                                          const BuildOptions& options, std::vector<int>* calls) {
   BuildReport rep;
   TaskRecorder recorder;
   if (is_vdla(target)) {
@@ -241,13 +252,13 @@ std::vector<autotune::Task> extract_tasks(const Graph& input, const std::string&
     BuildOptions offload = options;
     offload.configs = &recorder;
     prepare_graph(input, target, offload, rep);
-    return recorder.take();
+    return recorder.take(calls);
   }
   const Graph g = prepare_graph(input, target, options, rep);
   if (options.phase) options.phase("fusing operators");
   for (const FusedGroup& group : fuse_ops(g, options.fuse))
     lower_group(g, group, &recorder, target);
-  return recorder.take();
+  return recorder.take(calls);
 }
 
 runtime::Bundle build_graph(const Graph& input, const std::string& target_name,

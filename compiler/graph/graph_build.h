@@ -87,8 +87,11 @@ runtime::Bundle build_graph(const Graph& g, const std::string& target,
 /// the tunable operators build_graph would schedule, after the same graph passes. For target
 /// "vdla" the VDLA's tasks only: a "vdla_conv2d" task (target vdla) per distinct QConv that
 /// offload_vdla puts on the VDLA (the groups left on the host CPU are tuned for their llvm target).
+/// `calls`, when given, gets per task the number of the graph's operators that are that task
+/// (what one run of the model runs it: its weight when a budget is shared).
 std::vector<autotune::Task> extract_tasks(const Graph& g, const std::string& target,
-                                          const BuildOptions& options = {});
+                                          const BuildOptions& options = {},
+                                          std::vector<int>* calls = nullptr);
 
 /// import_onnx, build_graph and write_bundle in one call.
 /// `import` binds the model's symbolic input dimensions (OnnxImportOptions::input_shapes).

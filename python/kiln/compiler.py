@@ -41,9 +41,11 @@ class _Bars:
             self._tasks = self._tqdm(total=e["total"], desc=f"{self._desc}: tuning", unit="task",
                                      file=sys.stderr)
         elif stage == "tune" and self._tasks is not None:
+            model = (f", model est. {e['estimated_latency_ms']:.3f} ms"
+                     if e.get("estimated_latency_ms") else "")
             self._tasks.set_postfix_str(
                 f"task {e['task'] + 1}: {e['trials_done']}/{e['trials_total']} trials, "
-                f"best {e['best_gflops']:.1f} GFLOP/s", refresh=True)
+                f"best {e['best_gflops']:.1f} GFLOP/s{model}", refresh=True)
         elif stage == "task_done" and self._tasks is not None:
             self._tasks.update(1)
         elif stage == "quantize":
@@ -102,27 +104,37 @@ def compile(model: Any, target: str = DEFAULT_TARGET, *,
     return _done(bars, bundle, output)
 
 
-def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: int = 200,
+def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = None,
+         budget: Optional[int] = None, time: Optional[float] = None,
          records: Union[str, os.PathLike] = "kiln-records",
          input_shapes: Optional[Dict[str, Sequence[int]]] = None, example_inputs=None,
          explorer: str = "xgb", batch: int = 16, seed: int = 1, threads: Optional[int] = None,
          output: Optional[Union[str, os.PathLike]] = None,
          progress: Progress = True) -> Bundle:
-    """Tunes the model's operators on this machine (`trials` measured configs per task, each in
-    a guarded child), every measurement kept in the record log `records` (created or resumed:
-    nothing is measured twice), then builds the Bundle with each task's best config.
+    """Tunes the model's operators on this machine (`trials` measured configs per task, 200
+    when not given, each in a guarded child), every measurement kept in the record log `records`
+    (created or resumed: nothing is measured twice), then builds the Bundle with each task's
+    best config.
+    With `budget` (measurements over all tasks, the log's included) and / or `time` (seconds),
+    the task scheduler spreads them where the model's estimated latency drops most, each task
+    getting at most `trials` (when given) and none after it stopped improving; the progress
+    events carry "estimated_latency_ms".
     `explorer`: "xgb" (the cost model guides the search), "random", "grid" or "ga"."""
     src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
-    for name, value in (("trials", trials), ("batch", batch)):
+    for name, value in (("trials", 200 if trials is None else trials), ("batch", batch)):
         if not isinstance(value, int) or value < 1:
             raise InvalidInputError(f"{name} must be a positive int, got {value!r}")
+    if budget is not None and (not isinstance(budget, int) or budget < 1):
+        raise InvalidInputError(f"budget must be a positive int, got {budget!r}")
+    if time is not None and (not isinstance(time, (int, float)) or not time > 0):
+        raise InvalidInputError(f"time must be a positive number of seconds, got {time!r}")
     if seed < 0:
         raise InvalidInputError(f"seed must be >= 0, got {seed}")
     bars = _progress(progress, src.name)
     try:
         data, report = _kiln.tune(src.path or "", src.data, src.name, target, src.input_shapes,
-                                  os.fspath(records), trials, explorer, batch, seed, threads or 0,
-                                  bars)
+                                  os.fspath(records), trials or 0, budget or 0,
+                                  float(time or 0), explorer, batch, seed, threads or 0, bars)
     except BaseException:
         if isinstance(bars, _Bars):
             bars.close()

@@ -100,8 +100,9 @@ py::tuple compile(const std::string& path, const std::optional<py::bytes>& data,
 
 py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
                const std::string& origin, const std::string& target, const Shapes& shapes,
-               const std::string& records, int trials, const std::string& explorer, int batch,
-               uint64_t seed, int threads, const Progress& progress) {
+               const std::string& records, int trials, int budget, double time_s,
+               const std::string& explorer, int batch, uint64_t seed, int threads,
+               const Progress& progress) {
   std::string bundle;
   graph::ModelTuneReport rep;
   {
@@ -110,32 +111,49 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
     graph::ModelTuneOptions o;
     o.target = target;
     o.records = records;
-    o.tune.trials = trials;
+    // trials 0: not given (200 per task; no cap under a budget or time limit).
+    if (trials > 0) o.tune.trials = trials;
+    o.budget = budget;
+    o.time_s = time_s;
+    if (budget > 0 || time_s > 0) o.max_trials = trials;
     o.tune.explorer = explorer;
     o.tune.batch = batch;
     o.tune.seed = seed;
     if (threads > 0) o.tune.local.threads = threads;
     o.build = build_options(true, true, progress);
-    o.on_tasks = [&](size_t total) {
-      report(progress,
-             [&] { return py::dict(py::arg("stage") = "tasks", py::arg("total") = total); });
-    };
-    o.on_progress = [&](size_t i, size_t total, const autotune::Task& task,
-                        const autotune::TuneProgress& p) {
+    o.on_tasks = [&](const std::vector<autotune::Task>& tasks, const std::vector<int>& calls) {
       report(progress, [&] {
-        return py::dict(py::arg("stage") = "tune", py::arg("task") = i, py::arg("tasks") = total,
-                        py::arg("key") = task.key, py::arg("trials_done") = p.trials_done,
-                        py::arg("trials_total") = p.trials_total,
-                        py::arg("best_gflops") = p.best_gflops, py::arg("eta_s") = p.eta_s);
+        return py::dict(py::arg("stage") = "tasks", py::arg("total") = tasks.size(),
+                        py::arg("calls") = calls);
+      });
+    };
+    // estimated_latency_ms: the model's, every task's best (or a prediction from similar tasks
+    // while unmeasured) times its calls; measurements: in the log over all tasks.
+    o.on_progress = [&](size_t i, size_t total, const autotune::Task& task,
+                        const autotune::TuneProgress& p, const autotune::ScheduleStatus& s) {
+      report(progress, [&] {
+        py::dict d(py::arg("stage") = "tune", py::arg("task") = i, py::arg("tasks") = total,
+                   py::arg("key") = task.key, py::arg("trials_done") = p.trials_done,
+                   py::arg("trials_total") = p.trials_total, py::arg("best_gflops") = p.best_gflops,
+                   py::arg("eta_s") = p.eta_s);
+        d["estimated_latency_ms"] = s.estimated_latency_s * 1e3;
+        d["predicted_tasks"] = s.predicted;
+        d["measurements"] = s.measurements;
+        d["budget"] = s.budget;
+        return d;
       });
     };
     o.on_task_done = [&](size_t i, size_t total, const autotune::Task& task,
-                         const autotune::TaskResult& r) {
+                         const autotune::TaskResult& r, const std::string& why,
+                         const autotune::ScheduleStatus& s) {
       report(progress, [&] {
-        return py::dict(py::arg("stage") = "task_done", py::arg("task") = i,
-                        py::arg("tasks") = total, py::arg("key") = task.key,
-                        py::arg("trials") = r.trials, py::arg("measured_now") = r.measured_now,
-                        py::arg("best_gflops") = r.best_gflops, py::arg("errors") = r.errors);
+        py::dict d(py::arg("stage") = "task_done", py::arg("task") = i, py::arg("tasks") = total,
+                   py::arg("key") = task.key, py::arg("trials") = r.trials,
+                   py::arg("measured_now") = r.measured_now, py::arg("best_gflops") = r.best_gflops,
+                   py::arg("errors") = r.errors);
+        d["why"] = why;
+        d["estimated_latency_ms"] = s.estimated_latency_s * 1e3;
+        return d;
       });
     };
     bundle = runtime::serialize_bundle(graph::tune_model(g, o, &rep));
@@ -144,6 +162,10 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
   r["tasks"] = rep.tasks;
   r["tuned"] = rep.tuned;
   r["defaults"] = rep.defaults;
+  r["measurements"] = rep.tuning.status.measurements;
+  r["measured_now"] = rep.tuning.status.measured_now;
+  r["estimated_latency_ms"] = rep.tuning.status.estimated_latency_s * 1e3;
+  r["ended"] = rep.tuning.ended;
   return py::make_tuple(py::bytes(bundle), r);
 }
 
@@ -179,8 +201,9 @@ void register_compile(py::module_& m) {
         py::arg("progress"),
         "Compiles a model (a file, or a ModelProto's bytes) into a bundle: (bytes, report).");
   m.def("tune", &tune, py::arg("path"), py::arg("data"), py::arg("origin"), py::arg("target"),
-        py::arg("input_shapes"), py::arg("records"), py::arg("trials"), py::arg("explorer"),
-        py::arg("batch"), py::arg("seed"), py::arg("threads"), py::arg("progress"),
+        py::arg("input_shapes"), py::arg("records"), py::arg("trials"), py::arg("budget"),
+        py::arg("time_s"), py::arg("explorer"), py::arg("batch"), py::arg("seed"),
+        py::arg("threads"), py::arg("progress"),
         "Tunes a model's operators into a record log, then builds it: (bytes, report).");
   m.def("quantize", &quantize, py::arg("path"), py::arg("calibration"), py::arg("input_shapes"),
         py::arg("progress"),

@@ -1,7 +1,8 @@
 // `kiln tune` end to end on a small CNN built here: a run SIGKILLed in the middle of tuning and run
 // again continues from the record log — every measurement the killed run reported is still there,
 // no config of any task is measured twice, each task ends with exactly its trial budget — and the
-// tuned bundle computes what the untuned one does. Then bad arguments.
+// tuned bundle computes what the untuned one does. The same with --budget: the second run spends
+// exactly the rest of the budget. Then bad arguments.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -136,6 +137,61 @@ TEST_F(TuneCliTest, KilledRunResumesWithoutLosingOrRepeating) {
   EXPECT_TRUE(testing::all_close(tuned.output(0), plain.output(0).to_vector<float>(), 1e-4, 1e-5));
 }
 
+TEST_F(TuneCliTest, KilledBudgetRunSpendsExactlyTheRestOfItsBudget) {
+  constexpr int kBudget = 40;
+  const std::vector<std::string> args = {
+      "tune",      path("model.onnx"),      "--target", "llvm",
+      "--budget",  std::to_string(kBudget), "--batch",  "4",
+      "--records", path("records"),         "-o",       path("tuned.kiln")};
+  // Kill the first run once it reported at least 20 measurements (past every first round).
+  const std::string err1 = path("run1.txt");
+  const pid_t pid = start(args, err1);
+  const std::regex measured(R"(\[(\d+)/40 measured\])");
+  int reported = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string text = read(err1);
+    for (std::sregex_iterator it(text.begin(), text.end(), measured), end; it != end; ++it)
+      reported = std::max(reported, std::stoi((*it)[1]));
+    if (reported >= 20) break;
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "kiln tune ended early:\n" << read(err1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(reported, 20) << read(err1);
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  size_t after_kill = 0;
+  {
+    records::RecordLog log = records::RecordLog::open(path("records"));
+    for (const std::string& t : log.tasks("llvm")) after_kill += log.count(t, "llvm");
+  }
+  ASSERT_GE(after_kill, static_cast<size_t>(reported));
+  ASSERT_LT(after_kill, static_cast<size_t>(kBudget));
+
+  // Again with the same budget: the rest, exactly, and no config twice.
+  const std::string err2 = path("run2.txt");
+  ASSERT_EQ(wait(start(args, err2)), 0) << read(err2);
+  const std::string log2 = read(err2);
+  EXPECT_NE(log2.find("tuning ended (budget spent): 40 measurements in the log (" +
+                      std::to_string(kBudget - after_kill) + " now)"),
+            std::string::npos)
+      << log2;
+  EXPECT_NE(log2.find(", model est. "), std::string::npos) << log2;
+  records::RecordLog log = records::RecordLog::open(path("records"));
+  ASSERT_EQ(log.tasks("llvm").size(), 4u);
+  size_t total = 0;
+  for (const std::string& t : log.tasks("llvm")) {
+    std::set<uint64_t> configs;
+    for (const auto& r : log.records(t, "llvm")) {
+      EXPECT_TRUE(configs.insert(r.config_index).second) << t << ": config " << r.config_index;
+    }
+    total += configs.size();
+  }
+  EXPECT_EQ(total, static_cast<size_t>(kBudget));
+  EXPECT_NO_THROW(runtime::GraphExecutor::load(path("tuned.kiln")));
+}
+
 TEST_F(TuneCliTest, BadArgumentsAreNamed) {
   const std::string err = path("bad.txt");
   EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--trials", "0"}, err)), 2);
@@ -149,6 +205,15 @@ TEST_F(TuneCliTest, BadArgumentsAreNamed) {
   std::ofstream(path("afile")) << "x";
   EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--records", path("afile")}, err)), 1);
   EXPECT_NE(read(err).find("afile"), std::string::npos) << read(err);
+  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--budget", "-3"}, err)), 2);
+  EXPECT_NE(read(err).find("--budget needs a positive number"), std::string::npos) << read(err);
+  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--time", "soon"}, err)), 2);
+  EXPECT_NE(read(err).find("--time needs a duration such as 90s, 10m or 1h, got 'soon'"),
+            std::string::npos)
+      << read(err);
+  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--early-stop", "8"}, err)), 2);
+  EXPECT_NE(read(err).find("--early-stop needs --budget or --time"), std::string::npos)
+      << read(err);
 }
 
 }  // namespace

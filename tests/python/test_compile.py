@@ -80,6 +80,26 @@ def test_tune_fills_the_record_log_and_resumes_it(tmp_path):
     assert c.report["tuned"] == b.report["tuned"] and c.report["defaults"] == 0
 
 
+def test_tune_with_a_budget_spends_it_and_reports_the_models_latency(tmp_path):
+    records = tmp_path / "records"
+    events = []
+    b = kiln.tune(two_convs(), input_shapes={"x": (1, 3, 16, 16)}, budget=10, batch=4,
+                  records=records, progress=events.append)
+    tasks = events[0]
+    assert tasks["stage"] == "tasks" and len(tasks["calls"]) == tasks["total"] >= 1
+    rounds = [e for e in events if e["stage"] == "tune"]
+    assert rounds and rounds[-1]["measurements"] == 10 and rounds[-1]["budget"] == 10
+    assert rounds[-1]["estimated_latency_ms"] > 0
+    done = [e for e in events if e["stage"] == "task_done"]
+    assert sum(e["measured_now"] for e in done) == 10 and all(e["why"] for e in done)
+    assert b.report["measurements"] == 10 and b.report["ended"] == "budget spent"
+    assert b.report["estimated_latency_ms"] == rounds[-1]["estimated_latency_ms"]
+    # The same budget again: already spent, nothing measured.
+    again = kiln.tune(two_convs(), input_shapes={"x": (1, 3, 16, 16)}, budget=10, batch=4,
+                      records=records, progress=False)
+    assert again.report["measured_now"] == 0 and again.report["measurements"] == 10
+
+
 def test_quantize_then_compile(tmp_path):
     rng = np.random.default_rng(9)
     samples = [rng.uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32) for _ in range(3)]
@@ -109,6 +129,10 @@ def test_quantize_then_compile(tmp_path):
      kiln.InvalidInputError, "no such record log"),
     (lambda p: kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, trials=0),
      kiln.InvalidInputError, "trials must be a positive int, got 0"),
+    (lambda p: kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, budget=0),
+     kiln.InvalidInputError, "budget must be a positive int, got 0"),
+    (lambda p: kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, time=-1),
+     kiln.InvalidInputError, "time must be a positive number of seconds, got -1"),
     (lambda p: kiln.quantize(conv_relu(), [], input_shapes={"x": (1, 3, 16, 16)}),
      kiln.InvalidInputError, "calibration"),
     (lambda p: kiln.quantize(conv_relu(), [np.zeros((1, 3, 8, 8), np.float32)],

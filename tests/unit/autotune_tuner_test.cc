@@ -19,6 +19,7 @@
 
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/measurer.h"
+#include "compiler/autotune/tune_tasks.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
@@ -162,6 +163,9 @@ class FakeMeasurer : public Measurer {
     ++measure_calls;
     std::vector<records::MeasureRecord> out;
     for (const Candidate& c : candidates) {
+      if (kill_after >= 0 && static_cast<int>(appended.size()) >= kill_after) {
+        throw std::runtime_error("killed");  // as a killed process: what it appended stays
+      }
       EXPECT_TRUE(programs.insert(ir::structural_hash(c.func)).second)
           << "config " << c.config_index << ": a program sent twice";
       EXPECT_EQ(c.config, task.space.get(c.config_index).str());
@@ -182,6 +186,7 @@ class FakeMeasurer : public Measurer {
     return out;
   }
 
+  int kill_after = -1;  ///< >= 0: measure() throws once this many records were appended
   int begin_calls = 0;
   int measure_calls = 0;
   std::string task_key;
@@ -249,6 +254,118 @@ TEST(Tuner, AGivenMeasurerGetsEachProgramOnceAndEachRecordIsAppendedOnce) {
   EXPECT_EQ(Tuner(log, quick("random", 144), &idle).tune(task).measured_now, 0);
   EXPECT_EQ(idle.begin_calls, 0);
   EXPECT_EQ(idle.measure_calls, 0);
+}
+
+/// Small dense tasks of different shapes, as a model's.
+std::vector<Task> dense_tasks() {
+  std::vector<Task> tasks;
+  for (int n : {8, 16, 32}) {
+    te::Tensor x = te::placeholder({n, 32}, ir::kFloat32, "x");
+    te::Tensor w = te::placeholder({16, 32}, ir::kFloat32, "w");
+    tasks.push_back(Task::make("dense_x86", topi::dense(x, w), "llvm"));
+  }
+  return tasks;
+}
+
+size_t records_of(const records::RecordLog& log, const std::vector<Task>& tasks) {
+  size_t n = 0;
+  for (const Task& t : tasks) n += log.count(t.key, t.target);
+  return n;
+}
+
+TEST(TuneTasks, ABudgetIsSpentExactlyAndAKilledRunResumesMeasuringNothingTwice) {
+  testing::TempDir dir("kiln_tune_tasks_test");
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
+  const std::vector<Task> tasks = dense_tasks();
+  for (const Task& t : tasks) ASSERT_GE(t.space.size(), 40u) << t.key;
+  const std::vector<int> calls = {1, 3, 2};
+  TasksTuneOptions o;
+  o.tune = quick("random", 200);
+  o.budget = 60;
+
+  // Killed after 25 measurements: they stay in the log.
+  FakeMeasurer dying(log);
+  dying.kill_after = 25;
+  EXPECT_THROW(tune_tasks(tasks, calls, log, o, &dying), std::runtime_error);
+  const size_t after_kill = records_of(log, tasks);
+  EXPECT_GE(after_kill, 25u);
+  EXPECT_LT(after_kill, 60u);
+
+  // Run again with the same budget: the rest, exactly.
+  FakeMeasurer fake(log);
+  std::vector<size_t> done;
+  std::vector<double> estimates;
+  o.on_progress = [&](size_t, const Task&, const TuneProgress& p, const ScheduleStatus& s) {
+    EXPECT_FALSE(p.costs_s.empty());
+    EXPECT_LE(s.measurements, 60);
+    estimates.push_back(s.estimated_latency_s);
+  };
+  o.on_task_done = [&](size_t i, const Task&, const TaskResult&, const std::string& why,
+                       const ScheduleStatus&) {
+    done.push_back(i);
+    EXPECT_TRUE(why == "budget spent" || why == "stopped improving") << why;
+  };
+  const TasksTuneReport r = tune_tasks(tasks, calls, log, o, &fake);
+  EXPECT_EQ(records_of(log, tasks), 60u);
+  EXPECT_EQ(r.status.measurements, 60);
+  EXPECT_EQ(r.status.measured_now, static_cast<int>(60 - after_kill));
+  EXPECT_EQ(r.ended, "budget spent");
+  EXPECT_EQ(std::set<size_t>(done.begin(), done.end()).size(), tasks.size());  // each once
+  ASSERT_FALSE(estimates.empty());
+  EXPECT_GT(estimates.back(), 0);
+  int now = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    // Every task got its first round (the default first), and no config twice.
+    const std::vector<records::MeasureRecord> recs = log.records(tasks[i].key, "llvm");
+    EXPECT_GE(recs.size(), 8u) << tasks[i].key;
+    EXPECT_EQ(recs.front().config_index, tasks[i].default_config.index());
+    std::set<uint64_t> configs;
+    for (const records::MeasureRecord& rec : recs) {
+      EXPECT_TRUE(configs.insert(rec.config_index).second)
+          << tasks[i].key << ": config " << rec.config_index << " measured twice";
+    }
+    EXPECT_EQ(r.results[i].trials, static_cast<int>(recs.size()));
+    now += r.results[i].measured_now;
+  }
+  EXPECT_EQ(now, r.status.measured_now);
+  // The model's estimate is every task's best time times its calls.
+  double expected = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    expected += calls[i] * log.best(tasks[i].key, "llvm")->cost();
+  }
+  EXPECT_NEAR(r.status.estimated_latency_s, expected, 1e-12);
+
+  // A third run with the same budget measures nothing, not even a reference.
+  FakeMeasurer idle(log);
+  o.on_progress = nullptr;
+  o.on_task_done = nullptr;
+  EXPECT_EQ(tune_tasks(tasks, calls, log, o, &idle).status.measured_now, 0);
+  EXPECT_EQ(idle.begin_calls, 0);
+  EXPECT_EQ(idle.measure_calls, 0);
+}
+
+TEST(TuneTasks, WithoutABudgetEachTaskIsTunedToItsTrialsInTurn) {
+  testing::TempDir dir("kiln_tune_tasks_test");
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
+  const std::vector<Task> tasks = dense_tasks();
+  TasksTuneOptions o;
+  o.tune = quick("random", 12);
+  FakeMeasurer fake(log);
+  std::vector<size_t> order;
+  o.on_progress = [&](size_t i, const Task&, const TuneProgress& p, const ScheduleStatus&) {
+    if (order.empty() || order.back() != i) order.push_back(i);
+    EXPECT_EQ(p.trials_total, 12);
+  };
+  o.on_task_done = [&](size_t, const Task&, const TaskResult& r, const std::string& why,
+                       const ScheduleStatus&) {
+    EXPECT_EQ(r.trials, 12);
+    EXPECT_EQ(why, "trial cap");
+  };
+  const TasksTuneReport r = tune_tasks(tasks, {1, 1, 1}, log, o, &fake);
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(r.ended, "every task done");
+  EXPECT_EQ(records_of(log, tasks), 36u);
+  EXPECT_ERROR_CONTAINS(tune_tasks(tasks, {1, 1}, log, o, &fake), "2 call counts for 3 tasks");
 }
 
 TEST(Measurer, TheReferenceIsSeededAndDeterministic) {

@@ -215,6 +215,14 @@ TEST(Cli, Numbers) {
     EXPECT_EQ(message([&] { real_at_least(bad, "--min-time", 0); }),
               std::string("--min-time needs a number >= 0, got '") + bad + "'");
   }
+  EXPECT_DOUBLE_EQ(duration_seconds("90", "--time"), 90.0);
+  EXPECT_DOUBLE_EQ(duration_seconds("90s", "--time"), 90.0);
+  EXPECT_DOUBLE_EQ(duration_seconds("10m", "--time"), 600.0);
+  EXPECT_DOUBLE_EQ(duration_seconds("1.5h", "--time"), 5400.0);
+  for (const char* bad : {"", "m", "0", "-1m", "10 m", "10d", "nan", "infs", "1mm"}) {
+    EXPECT_EQ(message([&] { duration_seconds(bad, "--time"); }),
+              std::string("--time needs a duration such as 90s, 10m or 1h, got '") + bad + "'");
+  }
 }
 
 /// cli::run on `args` (argv[0] included) with a main that records what it got; its exit code,
