@@ -177,14 +177,9 @@ const kiln::cli::Command& tune_command() {
         {"--trials", "N",
          "configs measured per task, earlier runs' included (default: " +
              std::to_string(defaults.trials) + "); with --budget or --time, the most per task"},
-        {"--budget", "N",
-         "measurements over all tasks, earlier runs' included, given round by round to the task "
-         "where the model's latency drops most (default: none, --trials per task)"},
-        {"--time", "D",
-         "tune for at most D (90s, 10m, 1h): no round starts later; shared like --budget"},
-        {"--early-stop", "K",
-         "with --budget or --time: a task whose best gained no more than 1% over its last K "
-         "trials gets no more (0: never; default: 32)"},
+        {"--budget", "N", "measurements over all tasks (default: none, --trials per task)"},
+        {"--time", "D", "tune for at most D: 90s, 10m, 1h (default: no limit)"},
+        {"--early-stop", "K", "stop a task after K trials without a 1% gain (default: 32)"},
         {"--records", "DIR", "the record log, created or resumed (default: kiln-records)"},
         {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
         {"--explorer", "E",
@@ -206,8 +201,10 @@ const kiln::cli::Command& tune_command() {
         "log's measurements). With --budget or --time every task gets a first round (its "
         "default config first), then each round goes to the task whose expected drop of the "
         "model's latency (its best time x the times the model runs it, its recent gains) is "
-        "largest; the progress shows the model's estimated latency. An opencl or cuda target is "
-        "measured on this machine's GPU of that kind.";
+        "largest; a task whose best gained no more than 1% over its last K trials "
+        "(--early-stop K, 0: never) gets no more, and --trials caps each task. The progress "
+        "shows the model's estimated latency. An opencl or cuda target is measured on this "
+        "machine's GPU of that kind.";
     c.main = tune_main;
     return c;
   }();
