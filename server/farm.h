@@ -93,8 +93,9 @@ struct FarmOptions {
   std::string records_dir;  ///< the shared record log; default <state_dir>/records
   tracker::TrackerOptions tracker;
   tracker::BuildQueueOptions builds;
-  /// Larger models are refused (RESOURCE_EXHAUSTED) as soon as their upload goes past it.
-  uint64_t max_model_bytes = 64u << 20;
+  /// Larger models are refused (RESOURCE_EXHAUSTED) as soon as their upload goes past it. The
+  /// upload goes to disk as it arrives, so the default is ONNX's own limit (a protobuf of 2 GiB).
+  uint64_t max_model_bytes = uint64_t{2} << 30;
   uint32_t max_trials = 10000;  ///< per task
   int max_running_jobs = 2;     ///< jobs tuned at once; the others wait queued
   // How each job is tuned and measured.

@@ -422,7 +422,7 @@ class Farm:
         and a CPU agent of device key `agent` (None: no agent), jobs, models, bundles and the
         record log in `state_dir` (kept: tuning the same model again measures nothing twice),
         kilnd's output in STATE/kilnd.log. `token` (None: none) is asked of every call,
-        `max_model_bytes` raises kilnd's limit on models (64 MiB by default), `kilnd_args` are
+        `max_model_bytes` sets kilnd's limit on models (2 GiB by default), `kilnd_args` are
         more of kilnd's flags. Waits until the agent is listed, then yields a connected
         LocalFarm; on leaving, even through an exception, stops kilnd and its children.
         """
