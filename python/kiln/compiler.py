@@ -67,9 +67,17 @@ def _progress(progress: Progress, desc: str):
     return progress
 
 
-def _done(bars, bundle: Bundle, output) -> Bundle:
-    if isinstance(bars, _Bars):
-        bars.close()
+def _build(progress: Progress, name: str, target: str, output, call) -> Bundle:
+    """Runs `call(progress callable)`, one of _kiln's builds returning (bundle bytes, report),
+    with the bars closed however it ends; the Bundle, saved to `output` when given."""
+    bars = _progress(progress, name)
+    try:
+        data, report = call(bars)
+    finally:
+        if isinstance(bars, _Bars):
+            bars.close()
+    bundle = _bundle(data, name + ".kiln", target)
+    bundle.report = report
     if output is not None:
         bundle.save(output)
     return bundle
@@ -90,18 +98,9 @@ def compile(model: Any, target: str = DEFAULT_TARGET, *,
     src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
     if records is not None and not os.path.isdir(os.fspath(records)):
         raise InvalidInputError(f"{os.fspath(records)}: no such record log")
-    bars = _progress(progress, src.name)
-    try:
-        data, report = _kiln.compile(src.path or "", src.data, src.name, target, src.input_shapes,
-                                     os.fspath(records) if records is not None else "", fuse,
-                                     layout, bars)
-    except BaseException:
-        if isinstance(bars, _Bars):
-            bars.close()
-        raise
-    bundle = _bundle(data, src.name + ".kiln", target)
-    bundle.report = report
-    return _done(bars, bundle, output)
+    return _build(progress, src.name, target, output, lambda bars: _kiln.compile(
+        src.path or "", src.data, src.name, target, src.input_shapes,
+        os.fspath(records) if records is not None else "", fuse, layout, bars))
 
 
 def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = None,
@@ -130,18 +129,9 @@ def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = No
         raise InvalidInputError(f"time must be a positive number of seconds, got {time!r}")
     if seed < 0:
         raise InvalidInputError(f"seed must be >= 0, got {seed}")
-    bars = _progress(progress, src.name)
-    try:
-        data, report = _kiln.tune(src.path or "", src.data, src.name, target, src.input_shapes,
-                                  os.fspath(records), trials or 0, budget or 0,
-                                  float(time or 0), explorer, batch, seed, threads or 0, bars)
-    except BaseException:
-        if isinstance(bars, _Bars):
-            bars.close()
-        raise
-    bundle = _bundle(data, src.name + ".kiln", target)
-    bundle.report = report
-    return _done(bars, bundle, output)
+    return _build(progress, src.name, target, output, lambda bars: _kiln.tune(
+        src.path or "", src.data, src.name, target, src.input_shapes, os.fspath(records),
+        trials or 0, budget or 0, float(time or 0), explorer, batch, seed, threads or 0, bars))
 
 
 def quantize(model: Any, calibration: Sequence[Any], *,

@@ -21,6 +21,7 @@
 
 #include "deploy/runtime/npy.h"
 #include "tests/common/kiln_test_util.h"
+#include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 
 namespace kiln {
@@ -72,10 +73,7 @@ std::string make_model(const std::string& y = "y", const std::string& s = "s",
   return m.SerializeAsString();
 }
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = ::kiln::testing::CommandResult;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -88,24 +86,11 @@ class CliTest : public ::testing::Test {
   static void write(const std::string& p, const std::string& bytes) {
     std::ofstream(p, std::ios::binary) << bytes;
   }
-  static std::string read(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  static std::string read(const std::string& p) { return ::kiln::testing::read_file(p); }
 
   /// Runs `kiln ARGS` with stdout and stderr captured.
   Result kiln(const std::string& args) const {
-    const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    const std::string cmd =
-        std::string("'") + KILN_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read(out);
-    r.err = read(err);
-    return r;
+    return ::kiln::testing::run_command(KILN_BINARY, args, dir_);
   }
 
   /// Compiles the model into model.kiln and returns its path.

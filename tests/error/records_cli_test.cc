@@ -16,6 +16,7 @@
 
 #include "records/record_log.h"
 #include "records/record_pack.h"
+#include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 
 namespace kiln::records {
@@ -39,10 +40,7 @@ MeasureRecord make(const std::string& task, uint64_t config, double cost,
   return r;
 }
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
+using Result = ::kiln::testing::CommandResult;
 
 class RecordsCliTest : public ::testing::Test {
  protected:
@@ -54,24 +52,11 @@ class RecordsCliTest : public ::testing::Test {
   }
 
   std::string path(const std::string& name) const { return dir_.file(name); }
-  static std::string read(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  static std::string read(const std::string& p) { return ::kiln::testing::read_file(p); }
 
   /// Runs `kiln ARGS` with stdout and stderr captured.
   Result kiln(const std::string& args) const {
-    const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    const std::string cmd =
-        std::string("'") + KILN_BINARY + "' " + args + " >'" + out + "' 2>'" + err + "'";
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read(out);
-    r.err = read(err);
-    return r;
+    return ::kiln::testing::run_command(KILN_BINARY, args, dir_);
   }
 
   kiln::testing::TempDir dir_{"kiln_records_cli_test"};
