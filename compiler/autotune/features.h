@@ -5,8 +5,10 @@
 //
 // loop_features(f) walks a lowered function (after storage flattening and vectorization: For
 // loops, flat Load/Store, Allocate). The tuner gives it Task::lower_for_features' program
-// (compiler::lower_for_analysis: no unrolling, so loops to unroll are loops of kind unrolled;
-// a tenth of a full lowering's cost); any lowering's program reads the same way. Every Store is
+// (compiler::lower_for_analysis: no unrolling, a tenth of a full lowering's cost); a loop of kind
+// unrolled with a constant extent reads as the copies of its body unroll_loops would make (not a
+// loop; static counts, allocations and stores per innermost body times the copies; the trip
+// count of one copy), so the features are close to the full lowering's. Every Store is
 // a compute statement; the one with the largest trip count (the first of equals, in program
 // order) is the "main statement" described in detail, and the whole program is summarized by
 // arithmetic counts weighted by the trip counts of the loops around each operation. Counts,
