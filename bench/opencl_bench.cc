@@ -9,11 +9,15 @@
 //                [--models NAME,... (resnet18,mobilenetv2,dqn,dcgan,lstm; "none")]
 //
 // Prints, per layer and then over the layers measured,
+//   case=search_cost_opencl_<layer> search_s_per_round=<s> measure_s_per_round=<m> rounds=<r>
+//        scored=<k>   (the tuner's time choosing each batch against measuring it; k: candidates
+//        the cost model scored)
 //   case=opencl_conv_<layer> default_gflops=<a> tuned_gflops=<b> speedup=<b/a> trials=<n>
 //   case=opencl_geomean speedup=<g> layers=<k>
 // then per model
 //   case=fusion_<model>_opencl fused_ms=<a> unfused_ms=<b> speedup=<b/a>
 // Progress goes to stderr.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -35,16 +39,16 @@ namespace {
 namespace fs = std::filesystem;
 using kiln::bench::ConvLayer;
 
-constexpr const char* kTarget = "opencl";
+constexpr const char* kTarget = kiln::bench::kOpenClTarget;
 
-/// The layer's NCHW convolution as the GPU template's task.
-kiln::autotune::Task opencl_task(const ConvLayer& l) {
-  using namespace kiln;
-  te::Tensor data = te::placeholder({1, l.ic, l.hw, l.hw}, ir::kFloat32, "data");
-  te::Tensor kernel = te::placeholder({l.oc, l.ic, l.k, l.k}, ir::kFloat32, "kernel");
-  const int p = l.pad();
-  te::Tensor out = topi::conv2d_nchw(data, kernel, {l.stride, l.stride}, {p, p, p, p});
-  return autotune::Task::make("conv2d_nchw_gpu", out, kTarget);
+/// The tuner's time on a layer: searching (the explorer scoring candidates, the model's refits)
+/// against measuring (lowering, building and running the batch), per round.
+void print_search_cost(const char* layer, const kiln::autotune::TaskResult& r) {
+  const double rounds = std::max(r.rounds, 1);
+  std::printf(
+      "case=search_cost_opencl_%s search_s_per_round=%.3f measure_s_per_round=%.3f rounds=%d "
+      "scored=%d\n",
+      layer, r.search_s / rounds, r.measure_s / rounds, r.rounds, r.scored);
 }
 
 /// `name` in the comma-separated `list` (everything when the list is empty).
@@ -127,7 +131,7 @@ int run_bench(const kiln::cli::Args& args) {
     double log_sum = 0;
     int measured = 0;
     for (const ConvLayer& l : layers) {
-      const autotune::Task task = opencl_task(l);
+      const autotune::Task task = bench::opencl_layer_task(l);
       const std::string dir = out_dir + "/" + l.name;
       fs::remove_all(dir);
       fs::create_directories(dir);
@@ -141,6 +145,7 @@ int run_bench(const kiln::cli::Args& args) {
       std::cerr << "bench_opencl: " << l.name << ": " << r.trials << " trials, errors:";
       for (const auto& [kind, n] : r.errors) std::cerr << " " << kind << "=" << n;
       std::cerr << "\n";
+      print_search_cost(l.name, r);
       if (default_gflops <= 0 || !r.has_best) {
         std::printf(
             "case=opencl_conv_%s default_gflops=%.2f tuned_gflops=%.2f speedup=nan "

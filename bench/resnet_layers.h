@@ -1,5 +1,6 @@
 // The twelve ResNet-18 convolution layers of the TVM paper's Table 2 (batch 1, fp32), shared by
-// bench_tuning and bench_conv, and the blocked NCHW[x]c tuning task of one layer.
+// bench_tuning, bench_conv, bench_opencl and bench_search_cost, and the tuning tasks of one layer:
+// the blocked NCHW[x]c one for the CPU, the NCHW GPU template's for OpenCL.
 #pragma once
 
 #include <algorithm>
@@ -54,6 +55,17 @@ inline te::Tensor blocked_conv(const ConvLayer& l) {
 
 inline autotune::Task layer_task(const ConvLayer& l) {
   return autotune::Task::make(kTemplate, blocked_conv(l), kTuneTarget);
+}
+
+inline constexpr const char* kOpenClTarget = "opencl";
+
+/// The layer's NCHW convolution as the GPU template's task (conv2d_nchw_gpu) for OpenCL.
+inline autotune::Task opencl_layer_task(const ConvLayer& l) {
+  te::Tensor data = te::placeholder({1, l.ic, l.hw, l.hw}, ir::kFloat32, "data");
+  te::Tensor kernel = te::placeholder({l.oc, l.ic, l.k, l.k}, ir::kFloat32, "kernel");
+  const int p = l.pad();
+  te::Tensor out = topi::conv2d_nchw(data, kernel, {l.stride, l.stride}, {p, p, p, p});
+  return autotune::Task::make("conv2d_nchw_gpu", out, kOpenClTarget);
 }
 
 /// The layers named in a comma-separated list ("C1,C2", --layers); all of them when `list` is

@@ -19,8 +19,12 @@
 // prints budget + 1 (e.g. 65 for 64 trials). An explorer may stop before the budget when it has
 // measured the whole space. Then, after training a CostModel on one layer's xgb records:
 //   case=predict_cost us_per_candidate=<t> features_us_per_candidate=<f> candidates=1000
-// (predict alone, on 1000 candidates' precomputed loop features; features = lower + loop_features
-// per distinct config). Progress goes to stderr.
+// (predict alone, on 1000 candidates' precomputed loop features; features =
+// Task::lower_for_features + loop_features per distinct config), and per layer the xgb explorer's
+// time choosing each batch against measuring it (bench_opencl's line on the CPU):
+//   case=search_cost_llvm_<layer> search_s_per_round=<s> measure_s_per_round=<m> rounds=<r>
+//        scored=<k>
+// Progress goes to stderr.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,7 +42,6 @@
 #include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/features.h"
 #include "compiler/autotune/tuner.h"
-#include "compiler/lower.h"
 #include "records/record_log.h"
 
 namespace {
@@ -72,8 +75,8 @@ void time_predict(const Task& task, const std::vector<MeasureRecord>& records) {
     auto it = feats.find(index);
     if (it != feats.end()) return it->second;
     auto t0 = Clock::now();
-    std::vector<float> f = kiln::autotune::loop_features(
-        kiln::compiler::lower(task.schedule(task.space.get(index)), task.args(), "candidate"));
+    std::vector<float> f =
+        kiln::autotune::loop_features(task.lower_for_features(task.space.get(index)));
     feature_s += seconds_since(t0);
     return feats.emplace(index, std::move(f)).first->second;
   };
@@ -188,6 +191,14 @@ int run_bench(const kiln::cli::Args& args) {
         csv << l.name << "," << e << "," << i + 1 << "," << r.curve[i] << "\n";
       csv.flush();
       curves[e] = r.curve;
+      if (e == "xgb") {
+        const double rounds = std::max(r.rounds, 1);
+        std::printf(
+            "case=search_cost_llvm_%s search_s_per_round=%.3f measure_s_per_round=%.3f "
+            "rounds=%d scored=%d\n",
+            l.name, r.search_s / rounds, r.measure_s / rounds, r.rounds, r.scored);
+        std::fflush(stdout);
+      }
     }
     double best = 0;
     for (const auto& [e, c] : curves)

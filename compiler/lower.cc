@@ -1,6 +1,7 @@
 // The lowering pipeline, pass by pass.
 #include "compiler/lower.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <iostream>
 #include <unordered_set>
@@ -38,6 +39,8 @@ bool dump_ir() {
   }();
   return on;
 }
+
+std::atomic<uint64_t> full_lowering_count{0};
 
 ir::Stmt after(const char* pass, ir::Stmt s) {
   if (dump_ir()) std::cerr << "// ---- after " << pass << " ----\n" << s;
@@ -96,6 +99,28 @@ ir::PrimFunc bind_arguments(const te::Schedule& n, const std::vector<te::Tensor>
   return f;
 }
 
+/// bind_arguments for a GPU program: no parallel loops, constant shapes.
+ir::PrimFunc bind_device_arguments(
+    const te::Schedule& n, const std::vector<te::Tensor>& args, const std::string& name,
+    std::unordered_map<const ir::ProducerNode*, ir::Buffer>* buffers) {
+  for (auto& st : n->stages) {
+    for (auto& iv : st->leaf_iter_vars) {
+      KILN_USER_CHECK(st->attr(iv).for_kind != ir::ForKind::kParallel)
+          << "stage '" << st->name() << "': loop '" << iv.var().name()
+          << "' is parallel, which has no meaning on a GPU; bind it to blockIdx/threadIdx instead";
+    }
+  }
+  ir::PrimFunc f = bind_arguments(n, args, name, buffers);
+  for (auto& p : f.params) {
+    for (auto& d : p.buffer->shape) {
+      KILN_USER_CHECK(ir::as_const_int(d).has_value())
+          << "lower_device '" << name << "': argument '" << p.buffer->name
+          << "' has a symbolic shape; GPU kernels are lowered for constant shapes";
+    }
+  }
+  return f;
+}
+
 }  // namespace
 
 ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
@@ -116,6 +141,7 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   s = checked(f, "unswitch_guards", true, pass::unswitch_guards(s));
   s = checked(f, "remove_no_op", true, pass::remove_no_op(s));
   f.body = s;
+  ++full_lowering_count;
   return f;
 }
 
@@ -125,22 +151,8 @@ ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te:
   KILN_USER_CHECK(target.is_gpu()) << "lower_device '" << name << "': target '" << target.str()
                                    << "' is not a GPU (cuda or opencl)";
   te::Schedule n = te::normalize(sch);
-  for (auto& st : n->stages) {
-    for (auto& iv : st->leaf_iter_vars) {
-      KILN_USER_CHECK(st->attr(iv).for_kind != ir::ForKind::kParallel)
-          << "stage '" << st->name() << "': loop '" << iv.var().name()
-          << "' is parallel, which has no meaning on a GPU; bind it to blockIdx/threadIdx instead";
-    }
-  }
   std::unordered_map<const ir::ProducerNode*, ir::Buffer> buffers;
-  ir::PrimFunc f = bind_arguments(n, args, name, &buffers);
-  for (auto& p : f.params) {
-    for (auto& d : p.buffer->shape) {
-      KILN_USER_CHECK(ir::as_const_int(d).has_value())
-          << "lower_device '" << name << "': argument '" << p.buffer->name
-          << "' has a symbolic shape; GPU kernels are lowered for constant shapes";
-    }
-  }
+  ir::PrimFunc f = bind_device_arguments(n, args, name, &buffers);
 
   // The CPU pipeline without its CPU-only passes (loop partitioning and guard unswitching serve
   // register tiles of the host), then the GPU passes (docs/gpu.md).
@@ -158,6 +170,35 @@ ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te:
   s = checked(f, "remove_no_op", true, pass::remove_no_op(s));
   s = checked(f, "thread_sync", true, pass::thread_sync(s, "shared"));
   pass::verify_gpu(s, target);
+  f.body = s;
+  ++full_lowering_count;
+  return f;
+}
+
+uint64_t full_lowerings() { return full_lowering_count.load(); }
+
+ir::PrimFunc lower_for_analysis(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                                const std::string& name, const target::Target& target) {
+  te::Schedule n = te::normalize(sch);
+  std::unordered_map<const ir::ProducerNode*, ir::Buffer> buffers;
+  const bool gpu = target.is_gpu();
+  ir::PrimFunc f = gpu ? bind_device_arguments(n, args, name, &buffers)
+                       : bind_arguments(n, args, name, &buffers);
+  te::Bounds bounds = te::infer_bound(n);
+  ir::Stmt s = after("schedule_ops", te::schedule_ops(n, bounds));
+  s = after("storage_flatten", pass::storage_flatten(s, buffers));
+  s = after("lower_tensor_intrin", pass::lower_tensor_intrin(s));
+  s = after("simplify", ir::simplify(s));
+  if (gpu) {
+    s = after("prefetch_shared", pass::prefetch_shared(s));
+    s = after("inject_virtual_thread", pass::inject_virtual_thread(s));
+    s = after("simplify", ir::simplify(s));
+  }
+  s = after("vectorize_loops", pass::vectorize_loops(s));
+  if (gpu) {
+    s = after("thread_sync", pass::thread_sync(s, "shared"));
+    pass::verify_gpu(s, target);
+  }
   f.body = s;
   return f;
 }

@@ -42,6 +42,21 @@ ir::PrimFunc lower_device_program(const te::Schedule& sch, const std::vector<te:
                                   const std::string& name, const target::Target& target,
                                   const LowerOptions& options = {});
 
+/// How many programs lower() and lower_device_program() have finished in this process (all
+/// threads together): a statistic, as LLVM's STATISTIC counters, by which the tuner's tests check
+/// that its search pays for no full lowering (lower_for_analysis is not counted).
+uint64_t full_lowerings();
+
+/// The program of a candidate as the tuner's cost model reads it (autotune/features.h), at a
+/// fraction of a full lowering's cost: lower()'s pipeline (a CPU target) or
+/// lower_device_program()'s (a GPU target: virtual threads injected, barriers planned, verify_gpu
+/// against the target's limits) up to vectorization, without the passes that multiply the code
+/// (loop partitioning, unrolling and what cleans up after them) and without the IR verifier
+/// between passes. Loops marked for unrolling stay loops of kind kUnrolled. kiln::Error where
+/// the full lowering would raise one for the schedule's structure or the target's limits.
+ir::PrimFunc lower_for_analysis(const te::Schedule& sch, const std::vector<te::Tensor>& args,
+                                const std::string& name, const target::Target& target);
+
 /// Lowers for a GPU target and compiles the kernels (codegen/build_device.h): CUDA C to PTX with
 /// NVRTC (sm_75 and newer), PTX from LLVM's NVPTX back-end (older archs), or OpenCL C; the
 /// program takes the tensors of `args` in order.

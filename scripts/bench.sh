@@ -13,13 +13,15 @@
 # ResNet-18 convolutions compiled by Kiln, serial against two virtual threads, then the quantized
 # ResNet-18 with --target vdla against the all-CPU int8 build; ARGS: --layers C2,C6,..., --no-model),
 # python (kiln.Bundle.run from Python against GraphExecutor::run from C++ on the DQN: the Python
-# package's call overhead).
+# package's call overhead), search-cost (what scoring a candidate costs the tuner's search on the CPU
+# and OpenCL templates, against a full lowering; ARGS: --layers, --candidates N, --records DIR to
+# compare the model's ranking on bench_opencl's or bench_tuning's records).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost)" >&2
   exit 2
 fi
 shift
@@ -40,11 +42,12 @@ case "$name" in
     exec build/release/bench/bench_cuda_measure "$dir" ;;
   opencl) target=bench_opencl ;;
   vdla) target=bench_vdla ;;
+  search-cost) target=bench_search_cost ;;
   python)
     cmake --preset release >/dev/null
     cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
     exec python3 bench/python_overhead.py build/release ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

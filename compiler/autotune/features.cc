@@ -118,7 +118,7 @@ class Walker : public ir::IRVisitor {
   double gpu[kGpuFeatures] = {};
   double float_ops = 0, vector_float_ops = 0;
   std::vector<StoreRecord> stores;
-  std::unordered_map<const ir::ForNode*, int> stores_in_loop;
+  std::unordered_map<const ir::ForNode*, double> stores_in_loop;
   LetMap lets;
 
   using IRVisitor::visit;
@@ -127,17 +127,31 @@ class Walker : public ir::IRVisitor {
   void visit_(const ir::ForNode* op) override {
     int64_t ext = const_upper(op->extent);
     if (ext <= 0) ext = 1;
-    ++prog[kLoopCount];
+    if (op->for_kind == ForKind::kUnrolled && ir::as_const_int(op->extent).has_value()) {
+      // What unroll_loops makes of it: `ext` copies of the body, no loop.
+      const double saved = mult_, saved_copies = copies_, saved_inner = inner_copies_;
+      mult_ *= double(ext);
+      copies_ *= double(ext);
+      inner_copies_ *= double(ext);
+      visit(op->body);
+      mult_ = saved;
+      copies_ = saved_copies;
+      inner_copies_ = saved_inner;
+      return;
+    }
+    prog[kLoopCount] += copies_;
     if (op->for_kind == ForKind::kParallel && parallel_depth_ == 0)
       prog[kParallelTasks] = std::max(prog[kParallelTasks], double(ext));
     if (op->for_kind == ForKind::kParallel) ++parallel_depth_;
     loops_.push_back(Loop{op->loop_var.get(), ext, op->for_kind});
     fors_.push_back(op);
     prog[kMaxDepth] = std::max(prog[kMaxDepth], double(loops_.size()));
-    double saved = mult_;
+    double saved = mult_, saved_inner = inner_copies_;
     mult_ *= double(ext);
+    inner_copies_ = 1;  // each copy of this loop has its own body
     visit(op->body);
     mult_ = saved;
+    inner_copies_ = saved_inner;
     loops_.pop_back();
     fors_.pop_back();
     if (op->for_kind == ForKind::kParallel) --parallel_depth_;
@@ -149,7 +163,7 @@ class Walker : public ir::IRVisitor {
   }
   void visit_(const ir::StoreNode* op) override {
     int lanes = op->value.dtype().lanes();
-    ++prog[kStoreCount];
+    prog[kStoreCount] += copies_;
     prog[kElemsStored] += mult_ * lanes;
     prog[kStoreInstrs] += mult_;
     prog[kBytesStored] += mult_ * lanes * op->value.dtype().bytes();
@@ -158,9 +172,9 @@ class Walker : public ir::IRVisitor {
     r.op = op;
     r.loops = loops_;
     r.innermost = fors_.empty() ? nullptr : fors_.back();
-    r.trips = mult_;
+    r.trips = mult_ / copies_;  // of one copy
     stores.push_back(std::move(r));
-    ++stores_in_loop[fors_.empty() ? nullptr : fors_.back()];
+    stores_in_loop[fors_.empty() ? nullptr : fors_.back()] += inner_copies_;
     visit(op->value);
     visit(op->index);
     visit(op->predicate);
@@ -174,12 +188,13 @@ class Walker : public ir::IRVisitor {
     visit(op->predicate);
   }
   void visit_(const ir::AllocateNode* op) override {
-    ++prog[kAllocCount];
+    prog[kAllocCount] += copies_;
     double n = op->dtype.bytes() * op->dtype.lanes();
     for (auto& e : op->extents) {
       int64_t c = const_upper(e);
       n *= double(c > 0 ? c : 1);
     }
+    n *= copies_;  // each copy of an unrolled loop's body allocates its own
     prog[kAllocBytes] += n;
     if (op->scope == "shared") kernel_shared_ += n;
     if (op->scope == "local") kernel_local_ += n;
@@ -319,6 +334,10 @@ class Walker : public ir::IRVisitor {
   std::vector<Loop> loops_;
   std::vector<const ir::ForNode*> fors_;
   double mult_ = 1;
+  /// The copies unroll_loops would make of the statement being visited: the product of the
+  /// constant extents of the unrolled loops around it (which are then not loops).
+  double copies_ = 1;
+  double inner_copies_ = 1;  ///< those of them inside the innermost loop around it
   int parallel_depth_ = 0;
   std::map<int, double> kernel_extents_;         ///< the open kernel's thread extents, by tag
   double kernel_shared_ = 0, kernel_local_ = 0;  ///< the open kernel's allocations, bytes

@@ -3,12 +3,17 @@
 // (the paper's cost model reads the loop program, not only the knob values, as TVM's
 // feature extraction does; see docs/architecture.md, compiler/autotune/).
 //
-// loop_features(f) walks the lowered function (after storage flattening, vectorization and
-// unrolling: For loops, flat Load/Store, Allocate). Every Store is a compute statement; the one
-// with the largest trip count (the first of equals, in program order) is the "main statement"
-// described in detail, and the whole program is summarized by arithmetic counts weighted by the
-// trip counts of the loops around each operation. Counts, extents, bytes and strides go through
-// log2(1 + x); flags are 0/1. The layout (kLoopFeatureLength floats):
+// loop_features(f) walks a lowered function (after storage flattening and vectorization: For
+// loops, flat Load/Store, Allocate). The tuner gives it Task::lower_for_features' program
+// (compiler::lower_for_analysis: no unrolling, a tenth of a full lowering's cost); a loop of kind
+// unrolled with a constant extent reads as the copies of its body unroll_loops would make (not a
+// loop; static counts, allocations and stores per innermost body times the copies; the trip
+// count of one copy), so the features are close to the full lowering's. Every Store is
+// a compute statement; the one with the largest trip count (the first of equals, in program
+// order) is the "main statement" described in detail, and the whole program is summarized by
+// arithmetic counts weighted by the trip counts of the loops around each operation. Counts,
+// extents, bytes and strides go through log2(1 + x); flags are 0/1. The layout
+// (kLoopFeatureLength floats):
 //
 //  [0, 56)    loops around the main statement, innermost first, kMaxLoops levels x 8 values:
 //               log2(1+extent), serial, parallel, vectorized, unrolled (one-hot),
@@ -39,11 +44,12 @@
 //               bytes allocated, parallel tasks (the extent of the outermost parallel loops),
 //               loops (static count), stores (static count), max loop depth (raw), conditionals
 //               executed, sum of the stores' trip counts.
-//  [134, 146) the GPU launch, all zero for a CPU program (a GPU program is lower_device_program's:
-//             kernels under thread_extent attributes; the trip counts above are then per
-//             thread), each log2(1+x): the extents of blockIdx.x, .y, .z and threadIdx.x, .y, .z
-//             (the largest over the kernels), threads per block, blocks, shared bytes per block,
-//             local bytes per thread, barriers executed per thread (trip-weighted), kernels.
+//  [134, 146) the GPU launch, all zero for a CPU program (a GPU program, lower_for_analysis' or
+//             lower_device_program's, holds kernels under thread_extent attributes; the trip
+//             counts above are then per thread), each log2(1+x): the extents of blockIdx.x, .y,
+//             .z and threadIdx.x, .y, .z (the largest over the kernels), threads per block,
+//             blocks, shared bytes per block, local bytes per thread, barriers executed per
+//             thread (trip-weighted), kernels.
 //             Virtual threads are unrolled by then: they show as stores per innermost body.
 //
 // Loop extents that are not constants take their constant upper bound when min(c, ...) gives one,

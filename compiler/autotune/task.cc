@@ -145,6 +145,12 @@ ir::PrimFunc Task::lower(const space::Config& config) const {
                                         target::Target::parse(target));
 }
 
+ir::PrimFunc Task::lower_for_features(const space::Config& config) const {
+  if (on_vdla()) return lower(config);
+  return compiler::lower_for_analysis(schedule(config), args(), "candidate",
+                                      target::Target::parse(target));
+}
+
 te::Schedule Task::reference_schedule() const { return te::create_schedule({out}); }
 
 }  // namespace kiln::autotune

@@ -10,8 +10,8 @@
 //   Task u = Task::from_workload(t.template_name, t.workload, t.target);  // the same task
 //   te::Schedule s = t.schedule(t.space.get(17));
 //   ir::PrimFunc f = t.lower(t.space.get(17));  // compiler::lower, or the GPU program for
-//   cuda/opencl,
-//                                               // or compiler::lower_vdla for vdla
+//                                               // cuda/opencl, or compiler::lower_vdla for vdla
+//   ir::PrimFunc g = t.lower_for_features(t.space.get(17));  // what the cost model reads
 #pragma once
 
 #include <cstdint>
@@ -70,6 +70,11 @@ struct Task {
   /// the target's limits) for GPU ones, compiler::lower_vdla (the loop program whose run at build
   /// time records the VDLA program) for vdla. kiln::Error for a config that does not lower.
   ir::PrimFunc lower(const space::Config& config) const;
+  /// The program of `config` the cost model's features read (features.h): for a CPU or GPU
+  /// target compiler::lower_for_analysis (lower's pipeline without unrolling and loop
+  /// partitioning, a fraction of its cost: what scoring a candidate costs the search), for vdla
+  /// lower() itself (it never unrolls). kiln::Error for a config that does not lower.
+  ir::PrimFunc lower_for_features(const space::Config& config) const;
   /// The reference schedule: every stage at its default loop nest (the naive program), whose
   /// output each candidate's is compared with.
   te::Schedule reference_schedule() const;

@@ -17,13 +17,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 std::unique_ptr<Explorer> make_explorer(const TuneOptions& o, const space::ConfigSpace& space) {
   if (o.explorer == "random") return std::make_unique<RandomExplorer>(space, o.seed);
   if (o.explorer == "grid") return std::make_unique<GridExplorer>(space);
   if (o.explorer == "ga") return std::make_unique<GeneticExplorer>(space, o.seed);
   KILN_USER_CHECK(o.explorer == "xgb")
       << "tune: unknown explorer '" << o.explorer << "' (known: xgb, random, grid, ga)";
-  // Fewer, shorter chains than TVM's defaults: every scored state is lowered for its features.
+  // Fewer, shorter chains than TVM's defaults: every scored state is lowered (up to
+  // vectorization, Task::lower_for_features) for its features.
   ModelExplorerOptions mo;
   mo.parallel_size = 32;
   mo.n_iter = 80;
@@ -32,16 +37,13 @@ std::unique_ptr<Explorer> make_explorer(const TuneOptions& o, const space::Confi
 }
 
 /// Features of configs of one task, kept in `cache` (the Tuner's, so that later tasks reading
-/// this one's records for transfer do not lower its configs again).
+/// this one's records for transfer do not lower its configs again). Loop features read
+/// Task::lower_for_features' program, never the full lowering a measurement needs: the search
+/// scores hundreds of configs per batch it measures.
 class FeatureCache {
  public:
   FeatureCache(const Task& task, bool loop, std::unordered_map<uint64_t, std::vector<float>>& cache)
       : task_(task), loop_(loop), cache_(cache) {}
-
-  /// The features of config `index` whose program `f` was just lowered (no second lowering).
-  void put(uint64_t index, const ir::PrimFunc& f) {
-    if (loop_ && !cache_.count(index)) cache_.emplace(index, loop_features(f));
-  }
 
   const std::vector<float>& get(uint64_t index) {
     auto it = cache_.find(index);
@@ -50,7 +52,7 @@ class FeatureCache {
     const space::Config cfg = task_.space.get(index);
     if (loop_) {
       try {
-        f = loop_features(task_.lower(cfg));
+        f = loop_features(task_.lower_for_features(cfg));
       } catch (const std::exception&) {
         f.assign(kLoopFeatureLength, 0.0f);  // a config that does not lower scores as nothing
       }
@@ -146,10 +148,12 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       std::vector<std::vector<float>> rows;
       rows.reserve(idx.size());
       for (uint64_t i : idx) rows.push_back(features.get(i));
+      result.scored += static_cast<int>(idx.size());
       return model.predict(rows);
     });
   };
   refit();
+  result.search_s += seconds_since(t0);
 
   // The device of the records the Tuner makes itself (configs that do not lower): the measurer's,
   // as its latest record names it.
@@ -165,6 +169,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   int done = static_cast<int>(earlier.size());
 
   while (done < trials && !explorer->exhausted()) {
+    const auto search_start = Clock::now();
     // The template's default is measured first, so that the log's best is never a config worse
     // than what an untuned build would use (up to measurement noise).
     std::vector<uint64_t> batch;
@@ -177,7 +182,10 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
              std::min(options_.batch, trials - done) - static_cast<int>(batch.size())))) {
       batch.push_back(i);
     }
+    result.search_s += seconds_since(search_start);
     if (batch.empty()) break;
+    ++result.rounds;
+    const auto measure_start = Clock::now();
     // 1. Lower every config; a program equal to one measured before (or earlier in the batch) is
     //    measured once.
     struct Slot {
@@ -204,7 +212,6 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
       try {
         func = task.lower(cfg);
         s.hash = ir::structural_hash(func);
-        if (use_model) features.put(batch[k], func);
       } catch (const std::exception& e) {
         s.rec.error = ErrorKind::kCompileError;
         s.rec.error_msg = e.what();
@@ -247,6 +254,8 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
         device = s.rec.device;
       }
     }
+    result.measure_s += seconds_since(measure_start);
+    const auto learn_start = Clock::now();
     // 3. The records the measurer did not make: configs that do not lower, reused measurements.
     std::vector<double> throughput;
     std::vector<double> round_costs;
@@ -288,6 +297,7 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     }
     explorer->update(batch, throughput);
     if (done < trials) refit();  // a model for the next round (a later call fits its own)
+    result.search_s += seconds_since(learn_start);
     if (options_.progress) {
       TuneProgress p;
       p.task_key = task.key;

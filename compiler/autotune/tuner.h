@@ -75,6 +75,13 @@ struct TaskResult {
   int contended = 0;  ///< of this call's measurements, those timed while the CPU was shared
   /// Best GFLOP/s after each measurement of this call, in order (the tuning curve).
   std::vector<double> curve;
+  /// Where this call's time went, over its `rounds` batches: choosing the configs (the search:
+  /// the explorer, with the features of every config the model scores, and learning: the
+  /// features of what was measured, the model's refits) against measuring them (lowering each
+  /// config of the batch, and the measurer's builds and runs).
+  double search_s = 0, measure_s = 0;
+  int rounds = 0;
+  int scored = 0;  ///< configs the cost model scored (the search's features), repeats included
 };
 
 class Tuner {

@@ -18,53 +18,73 @@ using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
 
 constexpr const char* kStorageSync = "kiln.storage_sync";
 
-/// One read or write of a buffer of the scope; an undefined index is the whole buffer.
-struct Access {
-  const VarNode* buffer;
-  Expr index;
-  bool write;
+/// The accesses of a set of statements to the scope's buffers, as much of them as a conflict
+/// needs: per buffer and kind (read or write), none, one single index that every such access
+/// uses, or "many" (two different indices, or the whole buffer). Two accesses conflict unless
+/// both are at one and the same index, so a kind with two different indices conflicts with every
+/// access of the other kind whatever its index: the summary answers exactly as the list of
+/// accesses would, in a size bounded by the buffers (unrolled kernels make thousands).
+class Accesses {
+ public:
+  /// An undefined index is the whole buffer.
+  void add(const VarNode* buffer, const Expr& index, bool write) {
+    for (Entry& e : entries_) {
+      if (e.buffer != buffer || e.write != write) continue;
+      if (e.index.defined() && !(index.defined() && expr_deep_equal(e.index, index)))
+        e.index = Expr();
+      return;
+    }
+    entries_.push_back({buffer, write, index});
+  }
+  void add(const Accesses& other) {
+    for (const Entry& e : other.entries_) add(e.buffer, e.index, e.write);
+  }
+  /// A read after a write or a write after a read of the same buffer, unless both are at the same
+  /// single index (a thread reading back its own element).
+  bool conflicts_with(const Accesses& after) const {
+    for (const Entry& a : entries_) {
+      for (const Entry& b : after.entries_) {
+        if (a.buffer != b.buffer || a.write == b.write) continue;
+        if (!a.index.defined() || !b.index.defined() || !expr_deep_equal(a.index, b.index))
+          return true;
+      }
+    }
+    return false;
+  }
+  /// The accesses with every index that uses `var` widened to the whole buffer.
+  Accesses relaxed(const Var& var) const {
+    Accesses r = *this;
+    for (Entry& e : r.entries_) {
+      if (e.index.defined() && uses_var(e.index, var)) e.index = Expr();
+    }
+    return r;
+  }
+  void clear() { entries_.clear(); }
+
+ private:
+  struct Entry {
+    const VarNode* buffer;
+    bool write;
+    Expr index;  ///< the one index of every such access; undefined: many, or the whole buffer
+  };
+  std::vector<Entry> entries_;
 };
 
 /// The accesses of a statement that a barrier before it orders (`head`: those before its first
 /// barrier) and those still pending after it (`tail`: after its last barrier). Without a barrier
 /// inside, both are all of its accesses.
 struct Summary {
-  std::vector<Access> head, tail;
+  Accesses head, tail;
   bool has_sync = false;
 };
 
-void append(std::vector<Access>* to, const std::vector<Access>& from) {
-  to->insert(to->end(), from.begin(), from.end());
-}
-
-/// A read after a write or a write after a read of the same buffer, unless both touch one and
-/// the same single index (a thread reading back its own element).
-bool conflict(const std::vector<Access>& before, const std::vector<Access>& after) {
-  for (const Access& a : before) {
-    for (const Access& b : after) {
-      if (a.buffer != b.buffer || a.write == b.write) continue;
-      bool same_point = a.index.defined() && b.index.defined() && expr_deep_equal(a.index, b.index);
-      if (!same_point) return true;
-    }
-  }
-  return false;
-}
-
-/// The accesses with every index that uses `var` widened to the whole buffer.
-std::vector<Access> relaxed(std::vector<Access> accesses, const Var& var) {
-  for (Access& a : accesses) {
-    if (a.index.defined() && uses_var(a.index, var)) a.index = Expr();
-  }
-  return accesses;
-}
-
 void relax(Summary* s, const Var& var) {
-  s->head = relaxed(std::move(s->head), var);
-  s->tail = relaxed(std::move(s->tail), var);
+  s->head = s->head.relaxed(var);
+  s->tail = s->tail.relaxed(var);
 }
 
 /// The summary of a statement without barriers.
-Summary flat(std::vector<Access> accesses) {
+Summary flat(Accesses accesses) {
   Summary s;
   s.head = accesses;
   s.tail = std::move(accesses);
@@ -126,21 +146,20 @@ class SyncPlanner {
             op->else_case.defined() ? plan_seq(op->else_case, nullptr, &else_sum) : Stmt();
         out->has_sync = then_sum.has_sync || else_sum.has_sync;
         out->head = reads(op->condition);
-        append(&out->head, then_sum.head);
-        append(&out->head, else_sum.head);
+        out->head.add(then_sum.head);
+        out->head.add(else_sum.head);
         out->tail = then_sum.tail;
-        append(&out->tail, else_sum.tail);
+        out->tail.add(else_sum.tail);
         if (!out->has_sync) out->tail = out->head;
         if (then_case.same_as(op->then_case) && else_case.same_as(op->else_case)) return s;
         return if_then_else(op->condition, then_case, else_case);
       }
       case StmtKind::kStore: {
         auto op = s.as<StoreNode>();
-        std::vector<Access> acc = reads(op->value);
-        append(&acc, reads(op->index));
-        if (op->predicate.defined()) append(&acc, reads(op->predicate));
-        if (buffers_.count(op->buffer_var.get()))
-          acc.push_back({op->buffer_var.get(), op->index, true});
+        Accesses acc = reads(op->value);
+        acc.add(reads(op->index));
+        if (op->predicate.defined()) acc.add(reads(op->predicate));
+        if (buffers_.count(op->buffer_var.get())) acc.add(op->buffer_var.get(), op->index, true);
         *out = flat(std::move(acc));
         return s;
       }
@@ -167,21 +186,22 @@ class SyncPlanner {
   }
 
   /// `body` preceded by reads that no barrier can separate from it (a let's value, a condition).
-  static Summary prefixed(std::vector<Access> first, Summary body) {
+  static Summary prefixed(Accesses first, Summary body) {
     Summary s;
     s.has_sync = body.has_sync;
-    s.head = first;
-    append(&s.head, body.head);
+    s.head = std::move(first);
+    s.head.add(body.head);
     s.tail = body.has_sync ? std::move(body.tail) : s.head;
     return s;
   }
 
-  std::vector<Access> reads(const Expr& e) const {
-    std::vector<Access> acc;
+  Accesses reads(const Expr& e) const {
+    Accesses acc;
     post_order_visit(e, [&](const Object* n) {
-      if (auto l = dynamic_cast<const LoadNode*>(n); l && buffers_.count(l->buffer_var.get())) {
-        acc.push_back({l->buffer_var.get(), l->index, false});
-      }
+      auto x = static_cast<const ExprNode*>(n);
+      if (x->kind != ExprKind::kLoad) return;
+      auto l = static_cast<const LoadNode*>(x);
+      if (buffers_.count(l->buffer_var.get())) acc.add(l->buffer_var.get(), l->index, false);
     });
     return acc;
   }
@@ -201,20 +221,20 @@ class SyncPlanner {
 
     std::vector<bool> sync_before(n, false);
     if (thread_env_depth_ > 0) {
-      std::vector<Access> pending;
+      Accesses pending;
       for (size_t i = 0; i < n; ++i) {
-        if (conflict(pending, sums[i].head)) {
+        if (pending.conflicts_with(sums[i].head)) {
           sync_before[i] = true;
           pending.clear();
         }
         if (sums[i].has_sync) pending.clear();
-        append(&pending, sums[i].tail);
+        pending.add(sums[i].tail);
       }
       if (loop_var != nullptr) {
         // What this iteration leaves pending against the start of the next iteration.
-        std::vector<Access> carried = relaxed(pending, *loop_var);
+        const Accesses carried = pending.relaxed(*loop_var);
         for (size_t i = 0; i < n && !sync_before[i]; ++i) {
-          if (conflict(carried, relaxed(sums[i].head, *loop_var))) {
+          if (carried.conflicts_with(sums[i].head.relaxed(*loop_var))) {
             sync_before[i] = true;
             break;
           }
@@ -225,9 +245,9 @@ class SyncPlanner {
 
     // The sequence's own summary, and the statements with their barriers.
     std::vector<Stmt> result;
-    std::vector<Access> since_sync;
+    Accesses since_sync;
     *out = Summary();
-    auto sync_here = [&](const std::vector<Access>& before_sync) {
+    auto sync_here = [&](const Accesses& before_sync) {
       if (!out->has_sync) out->head = before_sync;
       out->has_sync = true;
     };
@@ -239,12 +259,12 @@ class SyncPlanner {
         changed = true;
       }
       if (sums[i].has_sync) {
-        std::vector<Access> before = since_sync;
-        append(&before, sums[i].head);
+        Accesses before = since_sync;
+        before.add(sums[i].head);
         sync_here(before);
         since_sync = sums[i].tail;
       } else {
-        append(&since_sync, sums[i].head);
+        since_sync.add(sums[i].head);
       }
       result.push_back(planned[i]);
     }

@@ -1,6 +1,7 @@
 // Features of lowered loop programs (compiler/autotune/features.h): one fixed length, sensitive
 // to the schedule (loops, vectorization, strides), arithmetic counts that scale with the problem,
-// and cheap to extract.
+// and cheap to extract; the tuner's cheap program (lower_for_analysis, no unrolling) reads as the
+// full lowering does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -152,6 +153,18 @@ TEST(AutotuneFeatures, ExtractionIsFast) {
   EXPECT_LT(us, 1000.0);
 }
 
+/// Features of the cheap program (compiler::lower_for_analysis) against the full lowering's:
+/// equal but for the index arithmetic, which the copies of unrolled loops fold into constants.
+void expect_same_but_index_arithmetic(const std::vector<float>& cheap,
+                                      const std::vector<float>& full) {
+  ASSERT_EQ(cheap.size(), full.size());
+  for (size_t k = 0; k < full.size(); ++k) {
+    if (k == size_t(autotune::kStmtOffset + 4) || k == size_t(kProgramOffset + autotune::kIntOps))
+      continue;
+    EXPECT_NEAR(cheap[k], full[k], 1e-4) << "feature " << k;
+  }
+}
+
 TEST(AutotuneFeatures, ParallelAndUnrolledLoops) {
   te::Tensor a = te::placeholder({64, 64}, ir::kFloat32, "A");
   te::Tensor b = te::placeholder({64, 64}, ir::kFloat32, "B");
@@ -170,6 +183,11 @@ TEST(AutotuneFeatures, ParallelAndUnrolledLoops) {
   EXPECT_NEAR(program(f, autotune::kParallelTasks), std::log2(65.0), 1e-5);
   EXPECT_NEAR(f[size_t(autotune::kStmtOffset + 1)], std::log2(5.0), 1e-5);  // four stores per body
   EXPECT_NEAR(program(f, autotune::kFloatMul), std::log2(4097.0), 1e-4);
+
+  // The tuner's cheap program (no unrolling) reads as the copies the full lowering makes.
+  expect_same_but_index_arithmetic(
+      loop_features(compiler::lower_for_analysis(s, {a, b, c}, "f", target::Target::parse("llvm"))),
+      f);
 }
 
 /// The GPU group of `f`, position `k`.
@@ -195,6 +213,9 @@ TEST(AutotuneFeatures, GpuProgramsShowTheirLaunchAndMemory) {
   EXPECT_EQ(gpu(f, autotune::kKernels), 1.0f);  // log2(1 + 1)
   EXPECT_GT(gpu(f, autotune::kSharedBytes), 10.0f) << "the tiles of x and w in shared memory";
   EXPECT_GT(gpu(f, autotune::kBarriers), 0.0f);
+  // The tuner's cheap program: the same launch, memory, barriers, loops and accesses.
+  expect_same_but_index_arithmetic(
+      loop_features(compiler::lower_for_analysis(s, {x, w, y}, "f", opencl)), f);
 
   // Another point of the space with other thread extents has other features.
   bool compared = false;

@@ -3,7 +3,7 @@
 // LogConfigSource takes the best config, and each explorer runs. With a fake Measurer: the Tuner
 // sends each distinct program once and every record is appended exactly once. The task's
 // reference (compute_reference) is seeded and deterministic. Measurements on a CPU that another
-// process holds are marked contended.
+// process holds are marked contended. The search scores its candidates without lowering them fully.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -23,6 +23,7 @@
 #include "compiler/autotune/tuner.h"
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
+#include "compiler/topi/conv2d.h"
 #include "compiler/topi/dense.h"
 #include "deploy/runtime/kernel_runner.h"
 #include "deploy/runtime/npy.h"
@@ -366,6 +367,35 @@ TEST(TuneTasks, WithoutABudgetEachTaskIsTunedToItsTrialsInTurn) {
   EXPECT_EQ(r.ended, "every task done");
   EXPECT_EQ(records_of(log, tasks), 36u);
   EXPECT_ERROR_CONTAINS(tune_tasks(tasks, {1, 1}, log, o, &fake), "2 call counts for 3 tasks");
+}
+
+// The search scores hundreds of candidates per batch it measures: their features must come from
+// the cheap program (Task::lower_for_features), never a full device lowering, or the search costs
+// more than the measurements (it did: lowering every scored OpenCL candidate through unrolling and
+// barrier planning took minutes per batch). Counted, not timed: the full lowerings of a tune() are
+// those of the configs it measures.
+TEST(Tuner, ScoringACandidateCostsNoFullLowering) {
+  testing::TempDir dir("kiln_tuner_search_cost");
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
+  te::Tensor data = te::placeholder({1, 16, 14, 14}, ir::kFloat32, "data");
+  te::Tensor kernel = te::placeholder({32, 16, 3, 3}, ir::kFloat32, "kernel");
+  const Task task = Task::make("conv2d_nchw_gpu",
+                               topi::conv2d_nchw(data, kernel, {1, 1}, {1, 1, 1, 1}), "opencl");
+  ASSERT_GT(task.space.size(), 1000u);
+  FakeMeasurer fake(log);
+  TuneOptions o = quick("xgb", 32);
+  o.batch = 16;
+  const uint64_t before = compiler::full_lowerings();
+  const TaskResult r = Tuner(log, o, &fake).tune(task);
+  const uint64_t lowered = compiler::full_lowerings() - before;
+  EXPECT_EQ(r.measured_now, 32);
+  EXPECT_EQ(r.rounds, 2);
+  EXPECT_GE(r.scored, 200) << "the model-guided rounds scored too few candidates to tell";
+  EXPECT_LE(lowered, 32u) << "full lowerings beyond the 32 measured configs: the search lowers "
+                          << "the " << r.scored
+                          << " candidates it scores through the device passes";
+  EXPECT_GT(r.search_s, 0);
+  EXPECT_GT(r.measure_s, 0);
 }
 
 TEST(Measurer, TheReferenceIsSeededAndDeterministic) {
