@@ -29,14 +29,26 @@ std::vector<int64_t> shape_of(const py::array& a) {
   return std::vector<int64_t>(a.shape(), a.shape() + a.ndim());
 }
 
-/// The runtime's dtype of a NumPy array, or kiln::Error naming the input and the dtype.
+/// The runtime's dtype of a NumPy array, read from its kind and size (no string on this path, which
+/// every run takes); kiln::Error naming the input and the dtype when Kiln has no such type.
 KilnDType dtype_of(const py::array& a, const std::string& input) {
-  const std::string name = py::str(a.dtype().attr("name"));
-  try {
-    return runtime::parse_dtype(name);
-  } catch (const kiln::Error&) {
-    throw kiln::Error("input '" + input + "': Kiln has no dtype " + name);
+  const py::dtype dt = a.dtype();
+  const auto bits = static_cast<uint8_t>(dt.itemsize() * 8);
+  switch (dt.kind()) {
+    case 'f':
+      if (bits == 16 || bits == 32 || bits == 64) return KilnDType{kKilnFloat, bits, 1};
+      break;
+    case 'i':
+      return KilnDType{kKilnInt, bits, 1};
+    case 'u':
+      return KilnDType{kKilnUInt, bits, 1};
+    case 'b':
+      return runtime::kBool;
+    default:
+      break;
   }
+  throw kiln::Error("input '" + input + "': Kiln has no dtype " +
+                    std::string(py::str(dt.attr("name"))));
 }
 
 class Executor {
@@ -90,6 +102,16 @@ class Executor {
     graph_->run();
   }
 
+  /// Every input by position from NumPy arrays, the run, the outputs: kiln.Bundle.run's common
+  /// call in one crossing into C++.
+  py::list call(const py::tuple& args) {
+    KILN_USER_CHECK(args.size() == graph_->num_inputs())
+        << "the model has " << graph_->num_inputs() << " inputs, got " << args.size();
+    for (size_t i = 0; i < args.size(); ++i) set_input(i, args[i].cast<py::array>());
+    run();
+    return results();
+  }
+
   py::list results() const {
     py::list out;
     for (size_t i = 0; i < graph_->num_outputs(); ++i) {
@@ -135,6 +157,7 @@ void register_bundle(py::module_& m) {
       .def("outputs", &Executor::outputs)
       .def("set_input", &Executor::set_input, py::arg("index"), py::arg("value"))
       .def("run", &Executor::run)
+      .def("call", &Executor::call, py::arg("args"))
       .def("results", &Executor::results)
       .def("profile", &Executor::profile, py::arg("runs"))
       .def("device", &Executor::device);
