@@ -18,6 +18,7 @@
 #include "records/record_pack.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/test_record.h"
 
 namespace kiln::records {
 namespace {
@@ -28,16 +29,7 @@ const char* kTarget = "llvm -mcpu=znver4";
 
 MeasureRecord make(const std::string& task, uint64_t config, double cost,
                    const std::string& device = "AMD EPYC 9R14 (2 cores)") {
-  MeasureRecord r;
-  r.target = kTarget;
-  r.device = device;
-  r.task_key = task;
-  r.config_index = config;
-  r.config = "tile=[" + std::to_string(config) + "]";
-  r.costs_s = {cost};
-  r.gflops = 1 / cost;
-  r.timestamp_ms = 1700000000000 + static_cast<int64_t>(config);
-  return r;
+  return ::kiln::testing::test_record(task, config, {cost}, kTarget, device);
 }
 
 using Result = ::kiln::testing::CommandResult;

@@ -24,6 +24,7 @@
 #include "records/record_log.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/test_record.h"
 
 namespace kiln::records {
 namespace {
@@ -35,17 +36,7 @@ const char* kArm = "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53";
 
 MeasureRecord make(const std::string& task, uint64_t config, std::vector<double> costs,
                    const std::string& target = kTarget) {
-  MeasureRecord r;
-  r.target = target;
-  r.device = "AMD EPYC 9R14 x2";
-  r.task_key = task;
-  r.config_index = config;
-  r.config = "tile=[" + std::to_string(config) + ", 1]";
-  r.costs_s = std::move(costs);
-  r.gflops = r.costs_s.empty() ? 0 : 1.0 / r.cost();
-  r.timestamp_ms = 1700000000000 + static_cast<int64_t>(config);
-  r.search_seed = 42;
-  return r;
+  return kiln::testing::test_record(task, config, std::move(costs), target, "AMD EPYC 9R14 x2");
 }
 
 MeasureRecord failed(const std::string& task, uint64_t config, ErrorKind kind) {
