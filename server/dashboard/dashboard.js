@@ -131,6 +131,12 @@ function errorChips(errors) {
     kinds.map(([k, n]) => h("span", { class: "chip", "data-kind": k, text: k.replace(/_/g, " ") + " " + n })));
 }
 
+// While tasks remain, a job's best latency sums only the tasks tuned so far: say how many.
+function partialTasks(j) {
+  return j.best_latency_ms && j.tasks_total && j.tasks_done < j.tasks_total
+    ? " (" + j.tasks_done + " of " + j.tasks_total + " tasks)" : "";
+}
+
 function renderFarm(farm) {
   show($("devices-empty"), farm.devices.length === 0);
   $("devices-count").textContent = farm.devices.length ? farm.devices.length + " registered" : "";
@@ -142,7 +148,8 @@ function renderFarm(farm) {
   replace($("keys"), farm.keys.map((k) => {
     const head = h("div", { class: "key-head" },
       h("span", { class: "key-name", text: k.key }),
-      h("span", { class: "badge " + (k.online ? "s-online" : "s-waiting"), title: "idle devices", text: k.online + " online" }),
+      // A busy device is online too: "1 online · 1 busy", never "0 online · 1 busy".
+      h("span", { class: "badge " + (k.online + k.busy ? "s-online" : "s-waiting"), title: "devices connected: idle or measuring", text: (k.online + k.busy) + " online" }),
       k.busy ? h("span", { class: "badge s-busy", text: k.busy + " busy" }) : null,
       k.quarantined ? h("span", { class: "badge s-quarantined", text: k.quarantined + " quarantined" }) : null,
       k.queue_depth ? h("span", { class: "badge s-queued", title: "measure requests waiting for a device", text: k.queue_depth + " waiting" }) : null,
@@ -196,7 +203,7 @@ function renderJobs(jobs) {
       h("td", {}, h("span", { class: "mono", text: j.target }), h("span", { class: "sub", text: "key " + j.device_key })),
       h("td", {}, h("span", { class: "badge s-" + j.state, title: j.error || j.state, text: j.state })),
       h("td", {}, progressBar(j)),
-      h("td", { class: "num", text: fmtLatency(j.best_latency_ms) }),
+      h("td", { class: "num", title: "the sum of the best kernel times of the tasks tuned so far; the model's when every task is done", text: fmtLatency(j.best_latency_ms) + partialTasks(j) }),
       h("td", { class: "num", text: eta }));
   }));
 }
@@ -291,16 +298,16 @@ function renderJob(detail) {
   $("job-sub").textContent = [j.owner && "by " + j.owner, j.target, "key " + j.device_key].filter(Boolean).join(" · ");
   const stats = [
     ["State", h("span", { class: "badge s-" + j.state, text: j.state })],
-    ["Phase", j.state === "running" && j.phase ? j.phase : "–"],
+    ["Phase", j.state === "running" && j.phase ? j.phase : "–", "wide"],
     ["Progress", Math.round(j.progress * 100) + "%"],
     ["Trials", fmtNum(j.trials_done) + (j.trials_total ? " / " + fmtNum(j.trials_total) : "")],
     ["Failed", fmtNum(j.trials_failed)],
-    ["Best latency", fmtLatency(j.best_latency_ms)],
+    ["Best latency", fmtLatency(j.best_latency_ms) + partialTasks(j)],
     ["Pace", j.trials_per_minute === null ? "–" : fmtNum(j.trials_per_minute) + " /min"],
     [j.state === "running" ? "ETA" : "Elapsed", j.state === "running" ? fmtDuration(j.eta_s)
       : j.started_ms ? fmtDuration(((j.finished_ms || Date.now()) - j.started_ms) / 1000) : "–"],
   ];
-  replace($("job-stats"), stats.map(([k, v]) => h("div", { class: "stat" }, h("div", { class: "k", text: k }), h("div", { class: "v" }, v))));
+  replace($("job-stats"), stats.map(([k, v, wide]) => h("div", { class: "stat" + (wide ? " wide" : "") }, h("div", { class: "k", text: k }), h("div", { class: "v" }, v))));
   if (j.error) $("job-stats").append(h("div", { class: "stat err" }, h("div", { class: "k", text: "Error" }), h("div", { text: j.error })));
   else if (j.driver_failures > 0) $("job-stats").append(h("div", { class: "stat err" }, h("div", { class: "k", text: "Driver tries failed: " + j.driver_failures }), h("div", { text: j.driver_failure })));
   const openKeys = new Set([...document.querySelectorAll("details.configs[open]")].map((d) => d.dataset.key));
