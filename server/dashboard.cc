@@ -172,20 +172,22 @@ bool parse_id(const std::string& s, tracker::JobId* out) {
   return true;
 }
 
-// The parts of a job every view shows. `live_latency_s`: the sum of each task's best kernel so
-// far (the record log's best, O(1) per task), so a running job shows it before a task ends.
+// The parts of a job every view shows. Its latency is the driver's estimate of the model's
+// (every task's best kernel time times its calls, a prediction while a task is unmeasured); before
+// the driver's first estimate, the sum of the log's best kernels of the tasks measured so far
+// (O(1) per task). `latency_tasks` counts the tasks with a measured best.
 void write_job(JsonOut& j, const tracker::JobRecord& r, const records::RecordLog& log,
                int64_t now) {
   const uint64_t total = uint64_t{r.trials} * r.tasks_total;
-  double latency_s = 0;
+  double logged_s = 0;
   uint32_t tasks_with_best = 0;
   for (const auto& key : r.task_keys) {
     if (auto best = log.best(key, r.target)) {
-      latency_s += best->cost();
+      logged_s += best->cost();
       ++tasks_with_best;
     }
   }
-  if (tasks_with_best == 0 && r.best_latency_s > 0) latency_s = r.best_latency_s;
+  const double latency_s = r.best_latency_s > 0 ? r.best_latency_s : logged_s;
   j.field("id", uint64_t{r.id})
       .field("state", tracker::job_state_name(r.state))
       .field("owner", r.owner)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/autotune/tune_tasks.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -90,39 +91,44 @@ void JobDriver::run() {
       client_.model(), "job " + std::to_string(job.job_id()) + "'s model", import);
   graph::BuildOptions extract;
   extract.phase = [&](const std::string& p) { enter(p + " (extracting tasks)"); };
-  const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target, extract);
+  std::vector<int> calls;  // how many times one run of the model runs each task
+  const std::vector<autotune::Task> tasks = graph::extract_tasks(g, target, extract, &calls);
   client_.progress(tuning_progress(tasks));
 
   FarmRecords records(client_);
   FarmMeasurer measurer(client_);
-  autotune::TuneOptions opts;
-  opts.trials = static_cast<int>(job.trials());
-  opts.batch = static_cast<int>(job.batch());
-  opts.explorer = job.explorer();
-  opts.seed = job.seed();
-  autotune::Tuner tuner(records, opts, &measurer);
-  std::vector<const autotune::Task*> history;
-  uint64_t done_before = 0;  // trials of the tasks already tuned
-  double latency = 0;        // the sum of each tuned task's best kernel time
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const autotune::Task& task = tasks[i];
-    enter("tuning task " + std::to_string(i + 1) + "/" + std::to_string(tasks.size()) + " (" +
-          task.key + ")");
-    tuner.set_progress([&](const autotune::TuneProgress& p) {
-      v1::DriverProgress out;
-      out.set_trials_done(done_before + static_cast<uint64_t>(p.trials_done));
-      client_.progress(std::move(out));
-    });
-    const autotune::TaskResult result = tuner.tune(task, history);
-    done_before += static_cast<uint64_t>(result.trials);
-    if (auto best = records.best(task.key, task.target)) latency += best->cost();
+  autotune::TasksTuneOptions o;  // the fixed split: each task in turn, to the job's trials
+  o.tune.trials = static_cast<int>(job.trials());
+  o.tune.batch = static_cast<int>(job.batch());
+  o.tune.explorer = job.explorer();
+  o.tune.seed = job.seed();
+  // Each task's turn is a phase, in order, also for a task the shared log already holds in full
+  // (a crash or a hang is reported with the task it happened at).
+  size_t announced = 0;
+  auto announce_through = [&](size_t last) {
+    for (; announced <= last && announced < tasks.size(); ++announced) {
+      enter("tuning task " + std::to_string(announced + 1) + "/" + std::to_string(tasks.size()) +
+            " (" + tasks[announced].key + ")");
+    }
+  };
+  o.on_step = [&](size_t i, const autotune::Task&) { announce_through(i); };
+  // The job's latency is the model's estimate (every task's best, or a prediction from similar
+  // tasks while one is unmeasured, times its calls), not a sum over the tasks tuned so far.
+  auto report = [&](const autotune::ScheduleStatus& s, uint32_t tasks_done) {
     v1::DriverProgress p;
-    p.set_tasks_done(static_cast<uint32_t>(i + 1));
-    p.set_trials_done(done_before);
-    p.set_best_latency_s(latency);
+    if (tasks_done > 0) p.set_tasks_done(tasks_done);
+    p.set_trials_done(static_cast<uint64_t>(s.measurements));
+    if (s.estimated_latency_s > 0) p.set_best_latency_s(s.estimated_latency_s);
     client_.progress(std::move(p));
-    history.push_back(&task);
-  }
+  };
+  o.on_progress = [&](size_t, const autotune::Task&, const autotune::TuneProgress&,
+                      const autotune::ScheduleStatus& s) { report(s, 0); };
+  uint32_t tasks_done = 0;
+  o.on_task_done = [&](size_t, const autotune::Task&, const autotune::TaskResult&,
+                       const std::string&,
+                       const autotune::ScheduleStatus& s) { report(s, ++tasks_done); };
+  autotune::tune_tasks(tasks, calls, records, o, &measurer);
+  if (!tasks.empty()) announce_through(tasks.size() - 1);
 
   JobConfigSource source(records, target);
   graph::BuildOptions build;

@@ -9,6 +9,18 @@
 namespace kiln::autotune {
 namespace {
 
+/// Each record's time from index `from` on, as the scheduler takes them (a failure: infinity).
+std::vector<double> seconds_of(const std::vector<records::MeasureRecord>& records, size_t from) {
+  std::vector<double> seconds;
+  for (size_t k = from; k < records.size(); ++k) {
+    const records::MeasureRecord& r = records[k];
+    seconds.push_back(r.error == ErrorKind::kNone && !r.costs_s.empty()
+                          ? r.cost()
+                          : std::numeric_limits<double>::infinity());
+  }
+  return seconds;
+}
+
 using Clock = std::chrono::steady_clock;
 
 /// `step`'s result added to `sum`, the task's results of earlier steps.
@@ -54,13 +66,7 @@ TasksTuneReport tune_tasks(const std::vector<Task>& tasks, const std::vector<int
 
   // What earlier runs measured counts: against the budget, and in every task's history.
   for (size_t i = 0; i < tasks.size(); ++i) {
-    std::vector<double> seconds;
-    for (const records::MeasureRecord& r : log.records(tasks[i].key, tasks[i].target)) {
-      seconds.push_back(r.error == ErrorKind::kNone && !r.costs_s.empty()
-                            ? r.cost()
-                            : std::numeric_limits<double>::infinity());
-    }
-    scheduler.add(i, seconds);
+    scheduler.add(i, seconds_of(log.records(tasks[i].key, tasks[i].target), 0));
   }
   const int measured_before = scheduler.measurements();
   auto status = [&] {
@@ -108,11 +114,18 @@ TasksTuneReport tune_tasks(const std::vector<Task>& tasks, const std::vector<int
       scheduler.add(i, p.costs_s);
       if (options.on_progress) options.on_progress(i, tasks[i], p, status());
     });
+    if (options.on_step) options.on_step(i, tasks[i]);
     const TaskResult r = tuner.tune(tasks[i], history, step->trials);
     accumulate(report.results[i], r);
     // The explorer ran out of configs: the space (less its configs the log's records name
     // outside it, which count as trials) is spent.
     if (r.trials < step->trials) scheduler.exhausted(i);
+    // A shared log (a farm's) may also hold what another job measured of the same task meanwhile:
+    // those records count too, in the order the log keeps them.
+    if (scheduler.trials(i) < r.trials) {
+      scheduler.add(i, seconds_of(log.records(tasks[i].key, tasks[i].target),
+                                  static_cast<size_t>(scheduler.trials(i))));
+    }
     KILN_ICHECK(scheduler.trials(i) == r.trials)
         << "task " << tasks[i].key << ": the scheduler counts " << scheduler.trials(i)
         << " trials, the log " << r.trials;

@@ -44,6 +44,8 @@ struct TasksTuneOptions {
   /// Early stopping under a budget or time limit (ScheduleOptions::patience, min_gain).
   int patience = 32;
   double min_gain = 0.01;
+  /// Before each step of task `index` (its next trials).
+  std::function<void(size_t index, const Task&)> on_step;
   /// After every round of task `index`.
   std::function<void(size_t index, const Task&, const TuneProgress&, const ScheduleStatus&)>
       on_progress;

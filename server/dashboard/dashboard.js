@@ -131,10 +131,11 @@ function errorChips(errors) {
     kinds.map(([k, n]) => h("span", { class: "chip", "data-kind": k, text: k.replace(/_/g, " ") + " " + n })));
 }
 
-// While tasks remain, a job's best latency sums only the tasks tuned so far: say how many.
+// A job's latency is the model's estimate (every task's best kernel time times its calls, a
+// prediction from similar tasks while one is unmeasured): while tasks remain, say so.
 function partialTasks(j) {
   return j.best_latency_ms && j.tasks_total && j.tasks_done < j.tasks_total
-    ? " (" + j.tasks_done + " of " + j.tasks_total + " tasks)" : "";
+    ? " (est., " + j.tasks_done + " of " + j.tasks_total + " tasks done)" : "";
 }
 
 function renderFarm(farm) {
@@ -203,7 +204,7 @@ function renderJobs(jobs) {
       h("td", {}, h("span", { class: "mono", text: j.target }), h("span", { class: "sub", text: "key " + j.device_key })),
       h("td", {}, h("span", { class: "badge s-" + j.state, title: j.error || j.state, text: j.state })),
       h("td", {}, progressBar(j)),
-      h("td", { class: "num", title: "the sum of the best kernel times of the tasks tuned so far; the model's when every task is done", text: fmtLatency(j.best_latency_ms) + partialTasks(j) }),
+      h("td", { class: "num", title: "the model's estimated latency: every task's best kernel time times the times the model runs it, predicted from similar tasks while a task is unmeasured", text: fmtLatency(j.best_latency_ms) + partialTasks(j) }),
       h("td", { class: "num", text: eta }));
   }));
 }

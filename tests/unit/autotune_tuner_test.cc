@@ -184,8 +184,18 @@ class FakeMeasurer : public Measurer {
       appended.push_back(r);
       out.push_back(r);
     }
+    if (other_job) {  // another job of the same model, sharing the log, measures one config too
+      records::MeasureRecord r = out.back();
+      r.config_index = task.space.size() - 1 - other_configs++;
+      r.config = task.space.get(r.config_index).str();
+      r.search_seed = seed + 1000;
+      log_.append(r);
+    }
     return out;
   }
+
+  bool other_job = false;  ///< each measure() also appends another job's record of the task
+  uint64_t other_configs = 0;
 
   int kill_after = -1;  ///< >= 0: measure() throws once this many records were appended
   int begin_calls = 0;
@@ -540,6 +550,22 @@ TEST(LocalMeasurer, ContendedMeasurementsAreMarkedAndShortenTheNextAllowance) {
   EXPECT_EQ(log.records(task.key, "llvm"), recs);  // the flag is in the log too
   EXPECT_GE(seconds[0], 1.0);                      // the whole allowance, spent
   EXPECT_LT(seconds[1], seconds[0] - 0.5);         // a tenth of it
+}
+
+// On a farm, the log is shared: another job tuning the same model appends records of the same
+// task while this one tunes it. They count as its trials (the scheduler follows the log).
+TEST(TuneTasks, RecordsAnotherJobAppendsToTheSharedLogCountAsTrials) {
+  testing::TempDir dir("kiln_tune_tasks_test");
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
+  const std::vector<Task> tasks = dense_tasks();
+  TasksTuneOptions o;
+  o.tune = quick("random", 12);
+  FakeMeasurer fake(log);
+  fake.other_job = true;
+  const TasksTuneReport r = tune_tasks(tasks, {1, 1, 1}, log, o, &fake);
+  EXPECT_EQ(r.ended, "every task done");
+  for (const Task& t : tasks) EXPECT_GE(log.count(t.key, t.target), 12u) << t.key;
+  EXPECT_GT(fake.other_configs, 0u);
 }
 
 }  // namespace
