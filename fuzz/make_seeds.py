@@ -203,6 +203,55 @@ def record_seeds():
     write(d, "bad-unicode-escape.json", '{"version": 1, "target": "\\u12G4"}')
 
 
+# ---- pack --------------------------------------------------------------------------------------
+
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def pack_line(record):
+    """A pack's record line: the record's canonical JSON (sorted keys, no spaces; values chosen so
+    that Python writes them as Kiln does) with its FNV-1a appended."""
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    return text[:-1] + ',"fnv1a":"%016x"}' % fnv1a64(text.encode())
+
+
+def pack_seeds():
+    d = clear_seeds("pack")
+    rec = {"version": 1, "target": "llvm -mcpu=znver4", "device": "AMD EPYC 9R14 x2",
+           "task": "dense_x86:1x512:0123456789abcdef", "config_index": 7, "config": "tile=[7, 1]",
+           "costs": [0.5], "error": "none", "error_msg": "", "gflops": 2,
+           "timestamp_ms": 1700000000007, "search_seed": 7}
+    other = dict(rec, task="conv2d_nchwc_x86:1x4x7x7x16:fedcba9876543210", config_index=3,
+                 config="tile=[3, 1]", costs=[0.25], gflops=4, timestamp_ms=1700000000003)
+    failed = dict(rec, config_index=9, config="tile=[9, 1]", costs=[], error="compile_error",
+                  error_msg="does not lower", gflops=0)
+    records = [rec, other, failed]
+
+    def header(recs, **kw):
+        h = {"count": len(recs), "created_ms": 1700000000000,
+             "devices": sorted({r["device"] for r in recs}), "format": "kiln.records",
+             "lane": "device", "target": "llvm -mcpu=znver4",
+             "tasks": len({r["task"] for r in recs}), "version": 1}
+        h.update(kw)
+        return json.dumps(h, sort_keys=True, separators=(",", ":"))
+
+    def pack(recs, **kw):
+        return "\n".join([header(recs, **kw)] + [pack_line(r) for r in recs]) + "\n"
+
+    write(d, "ok.jsonl", pack(records))
+    write(d, "ok-empty.jsonl", pack([]))
+    write(d, "bad-tampered.jsonl", pack(records).replace('"costs":[0.5]', '"costs":[0.4]'))
+    write(d, "bad-count.jsonl", pack(records, count=2))
+    write(d, "bad-target.jsonl", pack(records, target="opencl"))
+    write(d, "bad-version.jsonl", pack(records, version=2))
+    write(d, "bad-no-header.jsonl", "\n".join(pack_line(r) for r in records) + "\n")
+    write(d, "bad-truncated.jsonl", pack(records)[:-40])
+
+
 # ---- dashboard ---------------------------------------------------------------------------------
 
 def dashboard_seeds():
@@ -402,6 +451,7 @@ if __name__ == "__main__":
     npy_seeds()
     bundle_seeds()
     record_seeds()
+    pack_seeds()
     dashboard_seeds()
     onnx_seeds()
     grpc_seeds()
