@@ -56,6 +56,7 @@ class Bundle:
         which every bundle of this process shares (kiln.set_num_threads)."""
         self._path: Optional[str] = os.fspath(path)
         self._data: Optional[bytes] = None
+        self.report: Dict[str, Any] = {}  #: what the build did (kiln.compile / kiln.tune)
         if not os.path.isfile(self._path):
             raise InvalidInputError(f"{self._path}: no such bundle file")
         self._init(_kiln.Executor(self._path, device), threads)
@@ -66,7 +67,7 @@ class Bundle:
         """A bundle from its bytes (what kiln.compile builds and a farm's job fetches); `origin`
         names it in errors."""
         self = cls.__new__(cls)
-        self._path, self._data = None, bytes(data)
+        self._path, self._data, self.report = None, bytes(data), {}
         self._init(_kiln.Executor(self._data, origin, device), threads)
         return self
 
@@ -85,9 +86,7 @@ class Bundle:
         if pending is None or name.startswith("__"):
             raise AttributeError(name)
         del self.__dict__["_pending"]
-        report = self.report
         self._init(_kiln.Executor(self._data, pending[0], pending[1]), None)
-        self.report = report
         return getattr(self, name)
 
     def _init(self, executor, threads: Optional[int]) -> None:
@@ -96,7 +95,6 @@ class Bundle:
             if threads < 1:
                 raise InvalidInputError(f"threads must be at least 1, got {threads}")
             _kiln.set_num_threads(threads)
-        self.report: Dict[str, Any] = {}
         self._inputs = [TensorInfo(n, tuple(s), d, h) for n, s, d, h in executor.inputs()]
         self._outputs = [TensorInfo(n, tuple(s), d) for n, s, d in executor.outputs()]
         self._index = {t.name: i for i, t in enumerate(self._inputs)}

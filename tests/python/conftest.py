@@ -22,24 +22,7 @@ sys.path.insert(0, KILN_PYTHON_DIR)
 
 import kiln  # noqa: E402
 
-TINY_IN, TINY_OUT = 64, 32  # the tiny model: y = x @ w + b, x [1, 64], y [1, 32]
-
-
-def make_tiny_model(name: str = "tiny", k: int = TINY_IN, n: int = TINY_OUT):
-    """An onnx.ModelProto of y = x @ w + b (MatMul + Add, opset 13): one dense task, tuned with
-    trials=4 in a few seconds. Its weights are fixed (seeded), so the same arguments give the
-    same model."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.RandomState(k * 1000 + n)
-    w = numpy_helper.from_array(rng.randn(k, n).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.randn(n).astype(np.float32), "b")
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"]),
-             helper.make_node("Add", ["xw", "b"], ["y"])]
-    graph = helper.make_graph(
-        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])], [w, b])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+from kiln_models import TINY_IN, TINY_OUT, make_tiny_model  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
