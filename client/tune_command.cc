@@ -58,17 +58,19 @@ int tune_main(const kiln::cli::Args& args) {
   graph::ModelTuneOptions tune;
   tune.target = target;
   tune.records = records;
-  tune.tune = options;
-  if (args.has("--budget")) tune.budget = cli::positive_number(args.get("--budget"), "--budget");
-  if (args.has("--time")) tune.time_s = cli::duration_seconds(args.get("--time"), "--time");
-  const bool scheduled = tune.budget > 0 || tune.time_s > 0;
-  if (scheduled && args.has("--trials")) tune.max_trials = options.trials;
+  autotune::TasksTuneOptions& tuning = tune.tuning;
+  tuning.tune = options;
+  if (args.has("--budget")) tuning.budget = cli::positive_number(args.get("--budget"), "--budget");
+  if (args.has("--time")) tuning.time_s = cli::duration_seconds(args.get("--time"), "--time");
+  const bool scheduled = tuning.budget > 0 || tuning.time_s > 0;
+  if (scheduled && args.has("--trials")) tuning.max_trials = options.trials;
   if (args.has("--early-stop")) {
     if (!scheduled) throw UsageError("--early-stop needs --budget or --time");
-    tune.patience =
+    tuning.patience =
         static_cast<int>(cli::number_at_least(args.get("--early-stop"), "--early-stop", 0));
   }
-  auto head = [](size_t i, size_t total, const autotune::Task& task) {
+  size_t total = 0;  // tasks, once they are known
+  auto head = [&](size_t i, const autotune::Task& task) {
     return "[task " + std::to_string(i + 1) + "/" + std::to_string(total) + "] " + task.key;
   };
   // The model's estimated latency: every task's best (or, unmeasured, a prediction from similar
@@ -85,22 +87,23 @@ int tune_main(const kiln::cli::Args& args) {
     return r;
   };
   tune.on_tasks = [&](const std::vector<autotune::Task>& tasks, const std::vector<int>& calls) {
+    total = tasks.size();
     int operators = 0;
     for (int c : calls) operators += c;
     std::cerr << model << ": " << tasks.size() << " tuning tasks (" << operators << " operators), ";
     if (!scheduled) {
       std::cerr << options.trials << " trials each";
     } else {
-      if (tune.budget > 0) std::cerr << "a budget of " << tune.budget << " measurements";
-      if (tune.budget > 0 && tune.time_s > 0) std::cerr << " and ";
-      if (tune.time_s > 0) std::cerr << duration(tune.time_s) << " of tuning";
+      if (tuning.budget > 0) std::cerr << "a budget of " << tuning.budget << " measurements";
+      if (tuning.budget > 0 && tuning.time_s > 0) std::cerr << " and ";
+      if (tuning.time_s > 0) std::cerr << duration(tuning.time_s) << " of tuning";
       std::cerr << " given where the model gains most";
     }
     std::cerr << ", records in " << records << "\n";
   };
   bool line_open = false;  // a progress line without its newline (tty)
-  tune.on_progress = [&](size_t i, size_t total, const autotune::Task& task,
-                         const autotune::TuneProgress& p, const autotune::ScheduleStatus& s) {
+  tuning.on_progress = [&](size_t i, const autotune::Task& task, const autotune::TuneProgress& p,
+                           const autotune::ScheduleStatus& s) {
     if (scheduled) {
       // The run's progress, and which task got the round.
       std::string budget = std::to_string(s.measurements);
@@ -109,28 +112,27 @@ int tune_main(const kiln::cli::Args& args) {
       if (s.budget > 0 && s.measured_now > 0) {
         eta = s.elapsed_s / s.measured_now * (s.budget - s.measurements);
       }
-      if (tune.time_s > 0)
-        eta = eta > 0 ? std::min(eta, tune.time_s - s.elapsed_s) : tune.time_s - s.elapsed_s;
+      if (tuning.time_s > 0)
+        eta = eta > 0 ? std::min(eta, tuning.time_s - s.elapsed_s) : tuning.time_s - s.elapsed_s;
       std::fprintf(stderr, "%s[%s measured] %s: %d trials, best %.1f GFLOP/s%s, %s left%s",
-                   tty ? "\r\033[K" : "", budget.c_str(), head(i, total, task).c_str(),
-                   p.trials_done, p.best_gflops, model_latency(s).c_str(),
-                   duration(std::max(0.0, eta)).c_str(), tty ? "" : "\n");
+                   tty ? "\r\033[K" : "", budget.c_str(), head(i, task).c_str(), p.trials_done,
+                   p.best_gflops, model_latency(s).c_str(), duration(std::max(0.0, eta)).c_str(),
+                   tty ? "" : "\n");
     } else {
       constexpr int kWidth = 20;
       const int filled = p.trials_total > 0 ? p.trials_done * kWidth / p.trials_total : kWidth;
       std::fprintf(stderr, "%s%s [%s%s] %d/%d best %.1f GFLOP/s%s, %s left%s",
-                   tty ? "\r\033[K" : "", head(i, total, task).c_str(),
-                   std::string(filled, '#').c_str(), std::string(kWidth - filled, ' ').c_str(),
-                   p.trials_done, p.trials_total, p.best_gflops, model_latency(s).c_str(),
-                   duration(p.eta_s).c_str(), tty ? "" : "\n");
+                   tty ? "\r\033[K" : "", head(i, task).c_str(), std::string(filled, '#').c_str(),
+                   std::string(kWidth - filled, ' ').c_str(), p.trials_done, p.trials_total,
+                   p.best_gflops, model_latency(s).c_str(), duration(p.eta_s).c_str(),
+                   tty ? "" : "\n");
     }
     std::fflush(stderr);
     line_open = tty;
   };
-  tune.on_task_done = [&](size_t i, size_t total, const autotune::Task& task,
-                          const autotune::TaskResult& r, const std::string& why,
-                          const autotune::ScheduleStatus&) {
-    const std::string h = head(i, total, task);
+  tuning.on_task_done = [&](size_t i, const autotune::Task& task, const autotune::TaskResult& r,
+                            const std::string& why, const autotune::ScheduleStatus&) {
+    const std::string h = head(i, task);
     if (line_open) std::fprintf(stderr, "\n");
     line_open = false;
     std::string errors;

@@ -22,30 +22,15 @@ namespace kiln::graph {
 struct ModelTuneOptions {
   std::string target = "llvm -mcpu=native";
   std::string records = "kiln-records";  ///< the record log's folder, created or resumed
-  /// trials, explorer, batch, seed and how the local measurer runs (its `device` is set here from
-  /// the target); its `progress` is replaced by `on_progress` below. Its `trials` is each task's
-  /// without a budget or time limit (the fixed split).
-  autotune::TuneOptions tune;
-  /// A total budget of measurements and / or a time limit in seconds (0: none) spread over the
-  /// tasks by the TaskScheduler (autotune/task_scheduler.h), each task capped at max_trials
-  /// (0: its space) and stopped early after `patience` trials without a gain over 1% (0: never).
-  int budget = 0;
-  double time_s = 0;
-  int max_trials = 0;
-  int patience = 32;
+  /// How the tasks are tuned (autotune/tune_tasks.h): the Tuner's options (trials, explorer,
+  /// batch, seed, how the local measurer runs: its `device` is set here from the target), a
+  /// budget and / or time limit for the TaskScheduler (else each task to its trials in turn),
+  /// and the callbacks after every round and when a task gets no more trials.
+  autotune::TasksTuneOptions tuning;
   /// The final build (fusion, layouts, progress); its `configs` is the log's best.
   BuildOptions build;
   /// Called once the tasks are known, with what one run of the model calls of each.
   std::function<void(const std::vector<autotune::Task>&, const std::vector<int>& calls)> on_tasks;
-  /// Called after every round of task `index` (of `total`), with the model's estimated latency.
-  std::function<void(size_t index, size_t total, const autotune::Task&,
-                     const autotune::TuneProgress&, const autotune::ScheduleStatus&)>
-      on_progress;
-  /// Called when task `index` gets no more trials (`why`: TaskScheduler::done_reason, or why the
-  /// run ended), `result` summing its steps of this run.
-  std::function<void(size_t index, size_t total, const autotune::Task&, const autotune::TaskResult&,
-                     const std::string& why, const autotune::ScheduleStatus&)>
-      on_task_done;
 };
 
 struct ModelTuneReport {

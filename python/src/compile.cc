@@ -111,17 +111,20 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
     graph::ModelTuneOptions o;
     o.target = target;
     o.records = records;
+    autotune::TasksTuneOptions& tuning = o.tuning;
     // trials 0: not given (200 per task; no cap under a budget or time limit).
-    if (trials > 0) o.tune.trials = trials;
-    o.budget = budget;
-    o.time_s = time_s;
-    if (budget > 0 || time_s > 0) o.max_trials = trials;
-    o.tune.explorer = explorer;
-    o.tune.batch = batch;
-    o.tune.seed = seed;
-    if (threads > 0) o.tune.local.threads = threads;
+    if (trials > 0) tuning.tune.trials = trials;
+    tuning.budget = budget;
+    tuning.time_s = time_s;
+    if (budget > 0 || time_s > 0) tuning.max_trials = trials;
+    tuning.tune.explorer = explorer;
+    tuning.tune.batch = batch;
+    tuning.tune.seed = seed;
+    if (threads > 0) tuning.tune.local.threads = threads;
     o.build = build_options(true, true, progress);
+    size_t total = 0;  // tasks
     o.on_tasks = [&](const std::vector<autotune::Task>& tasks, const std::vector<int>& calls) {
+      total = tasks.size();
       report(progress, [&] {
         return py::dict(py::arg("stage") = "tasks", py::arg("total") = tasks.size(),
                         py::arg("calls") = calls);
@@ -129,8 +132,8 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
     };
     // estimated_latency_ms: the model's, every task's best (or a prediction from similar tasks
     // while unmeasured) times its calls; measurements: in the log over all tasks.
-    o.on_progress = [&](size_t i, size_t total, const autotune::Task& task,
-                        const autotune::TuneProgress& p, const autotune::ScheduleStatus& s) {
+    tuning.on_progress = [&](size_t i, const autotune::Task& task, const autotune::TuneProgress& p,
+                             const autotune::ScheduleStatus& s) {
       report(progress, [&] {
         py::dict d(py::arg("stage") = "tune", py::arg("task") = i, py::arg("tasks") = total,
                    py::arg("key") = task.key, py::arg("trials_done") = p.trials_done,
@@ -143,9 +146,8 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
         return d;
       });
     };
-    o.on_task_done = [&](size_t i, size_t total, const autotune::Task& task,
-                         const autotune::TaskResult& r, const std::string& why,
-                         const autotune::ScheduleStatus& s) {
+    tuning.on_task_done = [&](size_t i, const autotune::Task& task, const autotune::TaskResult& r,
+                              const std::string& why, const autotune::ScheduleStatus& s) {
       report(progress, [&] {
         py::dict d(py::arg("stage") = "task_done", py::arg("task") = i, py::arg("tasks") = total,
                    py::arg("key") = task.key, py::arg("trials") = r.trials,
