@@ -30,8 +30,8 @@
 
 #include "base/cli.h"
 #include "bench/resnet_layers.h"
-#include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/features.h"
+#include "compiler/autotune/xgb_model.h"
 #include "records/record_log.h"
 
 namespace {
@@ -101,7 +101,7 @@ double cross_validated_rank(const std::vector<std::vector<float>>& x, const std:
       (held ? vx : tx).push_back(x[order[i]]);
       (held ? vy : ty).push_back(y[order[i]]);
     }
-    kiln::autotune::CostModel model;
+    kiln::autotune::XgbModel model;
     model.fit(tx, ty, std::vector<int>(tx.size(), 0));
     const std::vector<float> s = model.predict(vx);
     sum += spearman(std::vector<double>(s.begin(), s.end()), vy);

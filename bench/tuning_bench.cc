@@ -17,7 +17,7 @@
 // where a trial count is the first measurement (1-based) at which the explorer's best reaches 95%
 // of the best GFLOP/s found by ANY explorer on that layer; an explorer that never gets there
 // prints budget + 1 (e.g. 65 for 64 trials). An explorer may stop before the budget when it has
-// measured the whole space. Then, after training a CostModel on one layer's xgb records:
+// measured the whole space. Then, after training an XgbModel on one layer's xgb records:
 //   case=predict_cost us_per_candidate=<t> features_us_per_candidate=<f> candidates=1000
 // (predict alone, on 1000 candidates' precomputed loop features; features =
 // Task::lower_for_features + loop_features per distinct config), and per layer the xgb explorer's
@@ -39,17 +39,17 @@
 
 #include "base/cli.h"
 #include "bench/resnet_layers.h"
-#include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/features.h"
 #include "compiler/autotune/tuner.h"
+#include "compiler/autotune/xgb_model.h"
 #include "records/record_log.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-using kiln::autotune::CostModel;
 using kiln::autotune::Task;
+using kiln::autotune::XgbModel;
 using kiln::bench::ConvLayer;
 using kiln::records::MeasureRecord;
 using kiln::records::RecordLog;
@@ -86,7 +86,7 @@ void time_predict(const Task& task, const std::vector<MeasureRecord>& records) {
     x.push_back(feature(r.config_index));
     y.push_back(r.gflops);
   }
-  CostModel model;
+  XgbModel model;
   model.fit(x, y);
   // 1000 candidates drawn from the space (with repetition: the space has fewer configs).
   std::mt19937_64 rng(7);

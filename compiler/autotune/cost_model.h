@@ -1,74 +1,64 @@
-// The tuner's cost model: gradient-boosted trees (XGBoost's C API) that score candidates from their
-// features (features.h), trained to rank (objective rank:pairwise): only the order of the scores
-// means something, higher = faster. As in the paper, the model is retrained from scratch on all the
-// records so far whenever new ones arrive (fit() again; there is no incremental update), which
-// takes milliseconds for the few thousand records of a task.
+// The tuner's cost model: what scores candidates from their features (features.h) to rank them
+// (higher = predicted faster; only the order of the scores within one task means something). Two
+// kinds share this interface: "xgb", gradient-boosted trees (xgb_model.h, the default) and "mlp",
+// a small neural network (mlp_model.h). Training rows carry a group, the task they belong to: pairs
+// are formed only inside a group, so throughputs of different operators are never compared.
 //
-// Transfer learning: records of earlier tasks on the same target are passed to fit() together with
-// the new task's, each task its own group (pairs are only formed inside a group, so throughputs of
-// different operators are never compared with each other); the features of the loop program are
-// of one fixed length for every task, so what the trees learned about loop structure carries over.
-//
-//   CostModel m;
-//   m.fit(x, gflops, task_ids);           // rows of features, their measured throughput, groups
-//   std::vector<float> s = m.predict(candidates);
-//   std::string blob = m.save();          // XGBoost's UBJSON model
-//   CostModel again = CostModel::load(blob);
-//
-// Errors of the C API become kiln::Error carrying XGBGetLastError()'s text.
+//   std::unique_ptr<CostModel> m = make_cost_model("xgb");
+//   m->fit(x, gflops, task_ids);            // rows of features, their throughput, their groups
+//   std::vector<float> s = m->predict(candidates);
+//   std::unique_ptr<CostModel> t = m->clone();
+//   t->adapt(task_x, task_gflops, {});      // what m learned elsewhere, adapted to one task
+//   std::string blob = m->save();
+//   auto again = load_cost_model("xgb", blob);
 #pragma once
 
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::autotune {
 
-struct CostModelOptions {
-  int rounds = 100;  ///< boosting rounds (fixed: no early stop)
-  int max_depth = 6;
-  double eta = 0.3;
-  double subsample = 0.8;  ///< rows sampled per tree
-  double min_child_weight = 1;
-  double gamma = 1e-4;
-  double lambda = 1;
-  int seed = 42;    ///< fixes the sampling: the same records give the same model
-  int nthread = 1;  ///< XGBoost threads (1: deterministic and kind to shared machines)
-};
-
 class CostModel {
  public:
-  explicit CostModel(CostModelOptions options = {});
-  ~CostModel();
-  CostModel(CostModel&& o) noexcept;
-  CostModel& operator=(CostModel&& o) noexcept;
-  CostModel(const CostModel&) = delete;
-  CostModel& operator=(const CostModel&) = delete;
+  virtual ~CostModel() = default;
+  /// One of kCostModelKinds.
+  virtual const char* kind() const = 0;
 
   /// Trains a new model (replacing any previous one) on rows `x` (all of one length) with their
   /// throughput (higher = better; failed measurements as 0). `group[i]` is the task of row i
   /// (any integers; rows need not be sorted by it); empty = one task. kiln::Error on an empty set
   /// or inconsistent sizes.
-  void fit(const std::vector<std::vector<float>>& x, const std::vector<double>& throughput,
-           const std::vector<int>& group = {});
+  virtual void fit(const std::vector<std::vector<float>>& x, const std::vector<double>& throughput,
+                   const std::vector<int>& group = {}) = 0;
+  /// Continues training a trained model on new rows, starting from what it learned (xgb: more
+  /// trees fitted to its ranking errors on them; mlp: more epochs from its weights): how a model
+  /// pre-trained on a whole log is adapted to the task being tuned. On an untrained model, fit().
+  /// kiln::Error as fit, or when the rows' length differs from the model's.
+  virtual void adapt(const std::vector<std::vector<float>>& x,
+                     const std::vector<double>& throughput, const std::vector<int>& group = {}) = 0;
 
   /// Scores of the rows (higher = predicted faster); kiln::Error before fit/load or when a row's
   /// length differs from the training rows'.
-  std::vector<float> predict(const std::vector<std::vector<float>>& x) const;
+  virtual std::vector<float> predict(const std::vector<std::vector<float>>& x) const = 0;
 
-  bool trained() const { return booster_ != nullptr; }
+  virtual bool trained() const = 0;
   /// The number of features per row the model was trained on (0 before).
-  size_t num_features() const { return num_features_; }
+  virtual size_t num_features() const = 0;
 
-  /// The model as bytes (XGBoost's UBJSON); kiln::Error before fit.
-  std::string save() const;
-  /// A model saved by save(); kiln::Error when the bytes are not one.
-  static CostModel load(const std::string& bytes, CostModelOptions options = {});
-
- private:
-  void set_params() const;
-  void* booster_ = nullptr;  // BoosterHandle
-  size_t num_features_ = 0;
-  CostModelOptions options_;
+  /// The model as bytes (load_cost_model reads them back); kiln::Error before fit.
+  virtual std::string save() const = 0;
+  /// An independent copy (to adapt without changing this one).
+  virtual std::unique_ptr<CostModel> clone() const = 0;
 };
+
+/// The cost model kinds, the default first.
+inline constexpr const char* kCostModelKinds[] = {"xgb"};
+
+/// An untrained model of `kind`; kiln::Error naming the known kinds for another.
+std::unique_ptr<CostModel> make_cost_model(std::string_view kind);
+/// A model of `kind` saved by save(); kiln::Error naming the kind when the bytes are not one.
+std::unique_ptr<CostModel> load_cost_model(std::string_view kind, const std::string& bytes);
 
 }  // namespace kiln::autotune

@@ -77,6 +77,12 @@ Tuner::Tuner(records::RecordStore& log, TuneOptions options, Measurer* measurer)
       << options_.batch << ")";
   KILN_USER_CHECK(options_.features == "loop" || options_.features == "knob")
       << "tune: unknown features '" << options_.features << "' (known: loop, knob)";
+  make_cost_model(options_.cost_model);  // refuses an unknown kind now, not at the first task
+  KILN_USER_CHECK(!options_.prior || (options_.prior->trained() &&
+                                      options_.prior->num_features() == kLoopFeatureLength))
+      << "tune: the pre-trained cost model is untrained or not of the loop features ("
+      << (options_.prior ? options_.prior->num_features() : 0) << " features, expected "
+      << kLoopFeatureLength << ")";
   if (!measurer_) {
     owned_measurer_ = std::make_unique<LocalMeasurer>(log_, options_.local);
     measurer_ = owned_measurer_.get();
@@ -106,7 +112,8 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   const bool use_model = options_.explorer == "xgb";
   const bool loop = options_.features == "loop";
   FeatureCache features(task, loop, features_[task.key]);
-  CostModel model;
+  std::unique_ptr<CostModel> model = make_cost_model(options_.cost_model);
+  const CostModel* prior = use_model && loop ? options_.prior : nullptr;
 
   // What the model learns from: this task's measurements, and the earlier tasks' (transfer).
   std::vector<std::vector<float>> x;
@@ -142,14 +149,20 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   }
   auto* model_explorer = dynamic_cast<ModelExplorer*>(explorer.get());
   auto refit = [&] {
-    if (!use_model || x.size() < 2) return;
-    model.fit(x, y, group);
+    if (!use_model) return;
+    if (prior) {  // the pre-trained model, adapted to what is measured of this model's tasks
+      model = prior->clone();
+      if (x.size() >= 2) model->adapt(x, y, group);
+    } else {
+      if (x.size() < 2) return;
+      model->fit(x, y, group);
+    }
     model_explorer->set_score_fn([&](const std::vector<uint64_t>& idx) {
       std::vector<std::vector<float>> rows;
       rows.reserve(idx.size());
       for (uint64_t i : idx) rows.push_back(features.get(i));
       result.scored += static_cast<int>(idx.size());
-      return model.predict(rows);
+      return model->predict(rows);
     });
   };
   refit();

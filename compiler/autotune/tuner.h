@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/measurer.h"
 #include "compiler/autotune/task.h"
@@ -41,6 +42,13 @@ struct TuneOptions {
   std::string explorer = "xgb";
   /// The model's features: "loop" (of the lowered loop program) or "knob" (the config's values).
   std::string features = "loop";
+  /// The kind of cost model the "xgb" explorer's search is guided by (cost_model.h's kinds).
+  std::string cost_model = "xgb";
+  /// A model pre-trained on the log's other records (log_model.h; loop features; must outlive
+  /// the Tuner): each task starts from a copy of it, adapted to the task's records as they come,
+  /// so even the first round is chosen by a model. Null: every task's model learns from its own
+  /// records and those of the `history` tasks alone.
+  const CostModel* prior = nullptr;
   uint64_t seed = 1;  ///< of the explorer; recorded with every measurement
   /// Measure the template's default config first (so the best is never worse than an untuned
   /// build); off only to study the explorers alone (bench/tuning_bench.cc).

@@ -7,12 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <memory>
 #include <numeric>
 #include <random>
 
 #include "base/error.h"
-#include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/features.h"
+#include "compiler/autotune/xgb_model.h"
 #include "compiler/lower.h"
 #include "compiler/te/schedule.h"
 #include "compiler/topi/matmul.h"
@@ -22,7 +23,7 @@
 namespace kiln {
 namespace {
 
-using autotune::CostModel;
+using autotune::XgbModel;
 using Rows = std::vector<std::vector<float>>;
 
 /// Ranks with ties averaged (1-based).
@@ -75,7 +76,7 @@ TEST(AutotuneCostModel, RanksAHiddenFunction) {
   std::vector<double> y, truth;
   for (auto& r : train) y.push_back(hidden(r));
   for (auto& r : test) truth.push_back(hidden(r));
-  CostModel m;
+  XgbModel m;
   auto t0 = std::chrono::steady_clock::now();
   m.fit(train, y);
   double ms =
@@ -91,7 +92,7 @@ TEST(AutotuneCostModel, SameRecordsSameModel) {
   Rows x = random_rows(200, 3);
   std::vector<double> y;
   for (auto& r : x) y.push_back(hidden(r));
-  CostModel a, b;
+  XgbModel a, b;
   a.fit(x, y);
   b.fit(x, y);
   EXPECT_EQ(a.predict(x), b.predict(x));
@@ -101,20 +102,20 @@ TEST(AutotuneCostModel, SaveLoadRoundTrip) {
   Rows x = random_rows(200, 4), test = random_rows(100, 5);
   std::vector<double> y;
   for (auto& r : x) y.push_back(hidden(r));
-  CostModel m;
+  XgbModel m;
   m.fit(x, y);
   std::string blob = m.save();
   EXPECT_FALSE(blob.empty());
-  CostModel again = CostModel::load(blob);
+  XgbModel again = XgbModel::load(blob);
   EXPECT_EQ(again.num_features(), 12u);
   EXPECT_EQ(m.predict(test), again.predict(test));
   // Moving keeps the model.
-  CostModel moved = std::move(again);
+  XgbModel moved = std::move(again);
   EXPECT_EQ(m.predict(test), moved.predict(test));
 }
 
 TEST(AutotuneCostModel, Misuse) {
-  CostModel m;
+  XgbModel m;
   EXPECT_ERROR_CONTAINS(m.fit({}, {}), "no training records");
   EXPECT_ERROR_CONTAINS(m.predict({{1.0f}}), "not trained");
   EXPECT_ERROR_CONTAINS(m.save(), "not trained");
@@ -124,7 +125,7 @@ TEST(AutotuneCostModel, Misuse) {
   m.fit({{1.0f, 0.0f}, {2.0f, 1.0f}, {3.0f, 0.5f}}, {1.0, 2.0, 3.0});
   EXPECT_ERROR_CONTAINS(m.predict({{1.0f}}), "expected 2");
   // XGBoost's own errors come through with its message.
-  EXPECT_ERROR_CONTAINS(CostModel::load("not a model"), "XGBoost");
+  EXPECT_ERROR_CONTAINS(XgbModel::load("not a model"), "XGBoost");
 }
 
 TEST(AutotuneCostModel, TransferAcrossTasks) {
@@ -149,7 +150,7 @@ TEST(AutotuneCostModel, TransferAcrossTasks) {
   std::vector<double> truth, new_y;
   for (auto& r : test) truth.push_back(hidden(r));
   for (auto& r : new_x) new_y.push_back(hidden(r) + 5.0);
-  CostModel warm, cold;
+  XgbModel warm, cold;
   warm.fit(x, y, group);
   cold.fit(new_x, new_y);
   double rho_warm = spearman(as_double(warm.predict(test)), truth);
@@ -157,6 +158,39 @@ TEST(AutotuneCostModel, TransferAcrossTasks) {
   std::cout << "case=transfer spearman_warm=" << rho_warm << " spearman_cold=" << rho_cold << "\n";
   EXPECT_GT(rho_warm, 0.8);
   EXPECT_GT(rho_warm, rho_cold);
+}
+
+TEST(AutotuneCostModel, AdaptTurnsAPriorTowardsANewTask) {
+  // A prior trained on one hidden ranking, adapted on a few rows of a task whose ranking differs
+  // in part (feature 1's sign flipped): it ranks the new task better than before adapting, and
+  // adapting a clone leaves the prior as it was.
+  auto other = [](const std::vector<float>& r) { return hidden(r) - 4.0 * r[1] * r[1]; };
+  Rows old_x = random_rows(500, 11), new_x = random_rows(40, 12), test = random_rows(300, 13);
+  std::vector<double> old_y, new_y, truth;
+  for (auto& r : old_x) old_y.push_back(hidden(r));
+  for (auto& r : new_x) new_y.push_back(other(r));
+  for (auto& r : test) truth.push_back(other(r));
+  std::unique_ptr<autotune::CostModel> prior = autotune::make_cost_model("xgb");
+  prior->fit(old_x, old_y);
+  const std::vector<float> before = prior->predict(test);
+  std::unique_ptr<autotune::CostModel> adapted = prior->clone();
+  adapted->adapt(new_x, new_y);
+  double rho_prior = spearman(as_double(before), truth);
+  double rho_adapted = spearman(as_double(adapted->predict(test)), truth);
+  std::cout << "case=adapt spearman_prior=" << rho_prior << " spearman_adapted=" << rho_adapted
+            << "\n";
+  EXPECT_GT(rho_adapted, rho_prior + 0.1);
+  EXPECT_EQ(prior->predict(test), before);
+  // The adapted model saves and loads with its extra trees.
+  auto again = autotune::load_cost_model("xgb", adapted->save());
+  EXPECT_EQ(again->predict(test), adapted->predict(test));
+  // Rows of another length are refused; adapt on an untrained model is fit.
+  EXPECT_ERROR_CONTAINS(adapted->adapt({{1.0f}}, {1.0}), "rows have 1 features, the model 12");
+  std::unique_ptr<autotune::CostModel> fresh = autotune::make_cost_model("xgb");
+  fresh->adapt(new_x, new_y);
+  EXPECT_TRUE(fresh->trained());
+  EXPECT_ERROR_CONTAINS(autotune::make_cost_model("forest"), "unknown cost model 'forest'");
+  EXPECT_ERROR_CONTAINS(autotune::load_cost_model("xgb", "junk"), "XGBoost");
 }
 
 // ---- real programs: a 2-D tiled, vectorized matmul with three split knobs ----
@@ -226,7 +260,7 @@ TEST(AutotuneCostModel, RanksRealMatmulSchedules) {
       (in_test ? test_x : train_x).push_back(cands[i].features);
       (in_test ? test_y : train_y).push_back(cands[i].gflops);
     }
-    CostModel m;
+    XgbModel m;
     m.fit(train_x, train_y);
     double rho = spearman(as_double(m.predict(test_x)), test_y);
     std::cout << "case=real_matmul fold=" << fold << " spearman=" << rho << "\n";
@@ -239,7 +273,7 @@ TEST(AutotuneCostModel, RanksRealMatmulSchedules) {
   Rows all_x;
   std::vector<double> all_y;
   for (auto& c : cands) all_x.push_back(c.features), all_y.push_back(c.gflops);
-  CostModel m;
+  XgbModel m;
   m.fit(all_x, all_y);
   Rows batch;
   for (int i = 0; i < 1000; ++i) batch.push_back(cands[size_t(i) % cands.size()].features);
