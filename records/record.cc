@@ -77,6 +77,19 @@ void check_record(const MeasureRecord& r, const std::string& origin) {
       << "; it must be finite and non-negative";
 }
 
+void check_task_source(const std::string& task_key, const TaskSource& source,
+                       const std::string& origin) {
+  auto check = [&](const std::string& v, const char* name, size_t limit) {
+    KILN_USER_CHECK(!v.empty() && v.find('\0') == std::string::npos && v.size() <= limit)
+        << origin << ": the " << name << " of task '" << task_key.substr(0, 200)
+        << "' must be non-empty, hold no NUL character and be at most " << limit
+        << " bytes (it has " << v.size() << ")";
+  };
+  check(task_key, "key", 1024);
+  check(source.template_name, "template", 1024);
+  check(source.workload, "workload", 64 * 1024);
+}
+
 double MeasureRecord::cost() const {
   if (costs_s.empty()) return std::numeric_limits<double>::infinity();
   return *std::min_element(costs_s.begin(), costs_s.end());

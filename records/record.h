@@ -47,6 +47,20 @@ struct MeasureRecord {
   bool operator==(const MeasureRecord&) const = default;
 };
 
+/// How a task is rebuilt in any process (autotune::Task::from_workload): its template and its
+/// workload's canonical JSON. Records name their task by key only; a log that knows the sources
+/// can read the features of every record it holds, whichever model it was measured for.
+struct TaskSource {
+  std::string template_name;
+  std::string workload;
+  bool operator==(const TaskSource&) const = default;
+};
+
+/// kiln::Error naming `origin` and the field when the task key, template or workload is empty,
+/// holds a NUL character or is oversized (key and template 1 KiB, workload 64 KiB).
+void check_task_source(const std::string& task_key, const TaskSource& source,
+                       const std::string& origin);
+
 /// Which records a query reads: a real device's, or those measured under emulation (record_log.h,
 /// "Lanes"; a record pack holds one lane of one target).
 enum class Lane { kDevice, kEmulated };

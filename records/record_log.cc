@@ -394,6 +394,73 @@ std::vector<std::string> RecordLog::tasks(const std::string& target, Lane lane) 
   return out;
 }
 
+void RecordLog::note_task(const std::string& task_key, const TaskSource& source) {
+  check_task_source(task_key, source, "record log '" + impl_->dir + "'");
+  if (task_source(task_key) == source) return;
+  Json::Object o;
+  o["template"] = Json(source.template_name);
+  o["workload"] = Json(source.workload);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::Status s = impl_->db->Put(wo, "t" + task_key, Json(std::move(o)).dump());
+  if (!s.ok()) impl_->fail("write the source of task " + task_key, s);
+}
+
+std::optional<TaskSource> RecordLog::task_source(const std::string& task_key) const {
+  auto text = impl_->get("t" + task_key);
+  if (!text) return std::nullopt;
+  const std::string what = "record log '" + impl_->dir + "' source of task " + task_key;
+  const Json j = Json::parse(*text, what);
+  return TaskSource{j.at("template", what).as_string(what + ": template"),
+                    j.at("workload", what).as_string(what + ": workload")};
+}
+
+size_t RecordLog::count_target(const std::string& target) const {
+  size_t n = 0;
+  impl_->scan("n" + target_part(target, Lane::kDevice),
+              [&](const rocksdb::Slice&, const rocksdb::Slice& value) {
+                if (value.size() == 8) n += static_cast<size_t>(from_be64(value.data()));
+              });
+  return n;
+}
+
+std::vector<TaskHistory> RecordLog::history(const std::string& target) const {
+  std::vector<TaskHistory> out;
+  std::unordered_map<std::string, size_t> at;  // task key -> its place in out
+  std::unordered_set<std::string> unknown;     // tasks with no source
+  for (MeasureRecord& r : impl_->records_of(target, Lane::kDevice)) {
+    auto it = at.find(r.task_key);
+    if (it == at.end()) {
+      if (unknown.count(r.task_key)) continue;
+      std::optional<TaskSource> source = task_source(r.task_key);
+      if (!source) {
+        unknown.insert(r.task_key);
+        continue;
+      }
+      it = at.emplace(r.task_key, out.size()).first;
+      out.push_back({r.task_key, std::move(*source), {}});
+    }
+    out[it->second].records.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<std::string> RecordLog::shelf(const std::string& name) const {
+  return impl_->get("s" + name);
+}
+
+void RecordLog::put_shelf(const std::string& name, const std::string& bytes) {
+  KILN_USER_CHECK(!name.empty() && name.find('\0') == std::string::npos)
+      << "record log '" << impl_->dir << "': a shelf name must be non-empty and hold no NUL";
+  KILN_USER_CHECK(bytes.size() <= (size_t{256} << 20))
+      << "record log '" << impl_->dir << "': " << bytes.size() << " bytes for shelf '" << name
+      << "', over the 256 MiB a shelf holds";
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  rocksdb::Status s = impl_->db->Put(wo, "s" + name, bytes);
+  if (!s.ok()) impl_->fail("keep '" + name + "'", s);
+}
+
 size_t RecordLog::size() const { return static_cast<size_t>(impl_->next_seq.load()); }
 
 std::vector<MeasureRecord> RecordLog::all() const {

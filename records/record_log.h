@@ -24,6 +24,8 @@
 //   'n' <t,k>               -> 8-byte count of records of (target, task), errors included
 //   'b' <t,k>               -> seq of the best error-free record (lowest cost())
 //   'v'                     -> the format version
+//   't' task                -> the task's source as JSON ({"template":..,"workload":..})
+//   's' name                -> bytes kept on the shelf (pre-trained cost models)
 // One append is one WriteBatch (all of the keys above at once), written with sync = true: a
 // record is either wholly there after a crash or not at all, and once append returns it is on
 // disk. Appends from several threads of one process are committed in groups: an appender queues
@@ -107,6 +109,16 @@ class RecordLog final : public RecordStore {
   size_t count(const std::string& task_key, const std::string& target) const override {
     return count(task_key, target, Lane::kDevice);
   }
+
+  // The task sources and the shelf (RecordStore; the device lane).
+  void note_task(const std::string& task_key, const TaskSource& source) override;
+  /// The source noted for `task_key`; nullopt when none was.
+  std::optional<TaskSource> task_source(const std::string& task_key) const;
+  size_t count_target(const std::string& target) const override;
+  std::vector<TaskHistory> history(const std::string& target) const override;
+  std::optional<std::string> shelf(const std::string& name) const override;
+  /// kiln::Error for an empty name or one holding a NUL, or bytes over 256 MiB.
+  void put_shelf(const std::string& name, const std::string& bytes) override;
 
   /// The number of records in the log.
   size_t size() const;

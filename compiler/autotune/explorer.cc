@@ -305,7 +305,7 @@ std::vector<std::pair<float, uint64_t>> ModelExplorer::anneal(size_t k) {
 
 std::vector<uint64_t> ModelExplorer::next_batch(size_t n) {
   if (n == 0) return {};
-  if (!score_fn_ || num_measured() == 0) return take_random(n);
+  if (!score_fn_) return take_random(n);  // a model, even before any measurement: a pre-trained one
   size_t n_random = static_cast<size_t>(std::floor(double(n) * options_.eps_greedy));
   size_t n_model = n - n_random;
   std::vector<uint64_t> out;

@@ -10,6 +10,7 @@
 #include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/explorer.h"
 #include "compiler/autotune/features.h"
+#include "compiler/autotune/log_model.h"
 #include "compiler/ir/equal.h"
 
 namespace kiln::autotune {
@@ -107,6 +108,8 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
     return result;
   };
   if (static_cast<int>(earlier.size()) >= trials) return finish();
+  // So that a model trained on the whole log (log_model.h) can read this task's records later.
+  log_.note_task(task.key, {task.template_name, task.workload});
 
   std::unique_ptr<Explorer> explorer = make_explorer(options_, task.space);
   const bool use_model = options_.explorer == "xgb";
@@ -332,6 +335,12 @@ space::Config LogConfigSource::choose(const Task& task) {
       best && best->config_index < task.space.size()) {
     ++tuned_;
     return task.space.get(best->config_index);
+  }
+  if (model_) {
+    if (std::optional<space::Config> cfg = predict_best_config(task, *model_)) {
+      ++predicted_;
+      return *cfg;
+    }
   }
   ++defaults_;
   return task.default_config;

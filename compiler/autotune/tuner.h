@@ -121,17 +121,22 @@ class Tuner {
 };
 
 /// The graph build's ConfigSource from a record log: each task's best measured config for the
-/// target, the template's default for a task never measured (or measured only with errors).
+/// target; for a task never measured (or measured only with errors) the config `model` (a model
+/// pre-trained on the log, log_model.h; null: none) predicts best (zero-shot), or the template's
+/// default when there is no model or none of its picks lowers.
 class LogConfigSource : public ConfigSource {
  public:
-  explicit LogConfigSource(const records::RecordStore& log) : log_(log) {}
+  explicit LogConfigSource(const records::RecordStore& log, const CostModel* model = nullptr)
+      : log_(log), model_(model) {}
   space::Config choose(const Task& task) override;
-  int tuned() const { return tuned_; }        ///< tasks that got a measured config
-  int defaults() const { return defaults_; }  ///< tasks that fell back to the default
+  int tuned() const { return tuned_; }          ///< tasks that got a measured config
+  int predicted() const { return predicted_; }  ///< tasks that got the model's choice
+  int defaults() const { return defaults_; }    ///< tasks that fell back to the default
 
  private:
   const records::RecordStore& log_;
-  int tuned_ = 0, defaults_ = 0;
+  const CostModel* model_;
+  int tuned_ = 0, predicted_ = 0, defaults_ = 0;
 };
 
 }  // namespace kiln::autotune

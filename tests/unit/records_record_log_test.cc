@@ -174,6 +174,47 @@ TEST(RecordLog, MeasuredCountAndTasksPerTarget) {
   EXPECT_EQ(log.size(), 5u);
 }
 
+// What a model trained on the whole log reads: the tasks' sources, every task's records of a
+// target grouped by task, and the shelf the trained model is kept on; all of it survives a reopen.
+TEST(RecordLog, TaskSourcesHistoryAndShelf) {
+  TempDir tmp;
+  const std::string dir = tmp.file("log");
+  {
+    RecordLog log = RecordLog::open(dir);
+    log.append(make("dense", 3, {1.0}));
+    log.append(make("conv", 0, {2.0}));
+    log.append(failed("dense", 4, ErrorKind::kCrash));
+    log.append(make("pool", 1, {1.0}));  // no source: not in the history
+    log.append(make("conv", 1, {1.0}, kArm));
+    log.note_task("dense", {"dense_x86", R"({"n":1})"});
+    log.note_task("conv", {"conv2d_nchwc_x86", R"({"c":2})"});
+    log.note_task("conv", {"conv2d_nchwc_x86", R"({"c":2})"});  // again: nothing changes
+    EXPECT_ERROR_CONTAINS(log.note_task("x", {"", "{}"}), "the template of task 'x'");
+    EXPECT_ERROR_CONTAINS(log.note_task("x", {"t", std::string(70000, 'a')}),
+                          "the workload of task 'x' must be non-empty, hold no NUL character and "
+                          "be at most 65536 bytes (it has 70000)");
+    log.put_shelf("cost-model", std::string("\0bytes\xff", 7));
+    EXPECT_ERROR_CONTAINS(log.put_shelf("", "x"), "shelf name must be non-empty");
+  }
+  RecordLog log = RecordLog::open(dir);
+  EXPECT_EQ(log.task_source("dense"), (TaskSource{"dense_x86", R"({"n":1})"}));
+  EXPECT_FALSE(log.task_source("pool").has_value());
+  EXPECT_EQ(log.count_target(kTarget), 4u);
+  EXPECT_EQ(log.count_target(kArm), 1u);
+  EXPECT_EQ(log.count_target("llvm"), 0u);
+  std::vector<TaskHistory> h = log.history(kTarget);
+  ASSERT_EQ(h.size(), 2u);  // in order of first record; pool has no source
+  EXPECT_EQ(h[0].task_key, "dense");
+  EXPECT_EQ(h[0].source.template_name, "dense_x86");
+  ASSERT_EQ(h[0].records.size(), 2u);
+  EXPECT_EQ(h[0].records[1].config_index, 4u);
+  EXPECT_EQ(h[1].task_key, "conv");
+  EXPECT_EQ(h[1].records.size(), 1u);
+  EXPECT_EQ(log.history(kArm).size(), 1u);
+  EXPECT_EQ(log.shelf("cost-model"), std::string("\0bytes\xff", 7));
+  EXPECT_FALSE(log.shelf("other").has_value());
+}
+
 // Records measured under emulation live in their own lane: the device lane (RecordStore's view,
 // the tuner's) never sees them, and the emulated lane never sees a real board's.
 TEST(RecordLog, EmulatedRecordsLiveInTheirOwnLane) {
