@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "base/error.h"
 #include "client/cli.h"
 #include "client/commands.h"
+#include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_quantize.h"
 #include "compiler/graph/ops/registry.h"
@@ -31,6 +33,7 @@
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/run_bundle.h"
 #include "deploy/runtime/thread_pool.h"
+#include "records/record_log.h"
 
 // Defined before the commands below, which copy it while this file is initialized.
 const kiln::cli::Flag kInputShapeFlag{
@@ -129,6 +132,9 @@ int compile_main(const kiln::cli::Args& args) {
   options.alter_layout = !args.has("--no-layout");
   kiln::graph::OnnxImportOptions import;
   import.input_shapes = input_shapes(args);
+  // --records: each task's best measured config, or the log's cost model's zero-shot pick.
+  std::optional<kiln::records::RecordLog> log;
+  std::optional<kiln::autotune::LogConfigSource> configs;
   bool drawn = false;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   options.progress = [&](size_t index, size_t total, const std::string& what) {
@@ -144,6 +150,11 @@ int compile_main(const kiln::cli::Args& args) {
   auto t0 = Clock::now();
   kiln::graph::BuildReport build;
   try {
+    if (args.has("--records")) {
+      log.emplace(kiln::records::RecordLog::open_existing(args.get("--records")));
+      configs.emplace(kiln::autotune::LogConfigSource::with_kept_model(*log, target));
+      options.configs = &*configs;
+    }
     if (quantize) {
       kiln::graph::QuantizeReport qrep;
       const std::string qdq = kiln::graph::quantize_onnx(qopts, &qrep);
@@ -167,6 +178,11 @@ int compile_main(const kiln::cli::Args& args) {
             << build.layout_conversions << " layout conversions), intermediates in "
             << build.intermediate_bytes << " bytes (" << build.intermediate_bytes_without_reuse
             << " without memory reuse)\n";
+  if (configs) {
+    std::cerr << "configs from " << args.get("--records") << ": " << configs->tuned()
+              << " measured, " << configs->predicted() << " predicted by its cost model, "
+              << configs->defaults() << " default\n";
+  }
   if (build.qconvs_realized > 0 || !build.qconvs_kept_float.empty()) {
     std::cerr << build.qconvs_realized << " quantized convolutions as integer QConv kernels\n";
     for (const std::string& line : build.qconvs_kept_float) std::cerr << line << "\n";
@@ -189,6 +205,9 @@ const kiln::cli::Command kCompile{
               {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
               {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
               {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"},
+              {"--records", "DIR",
+               "build with a record log's configs: each task's best measured one, else the one "
+               "its cost model predicts best (default: the templates' defaults)"},
               {"--quantize", "int8", "quantize first, as kiln quantize does (default: float)"},
               {"--calibrate", "X.npy",
                "a calibration input (required with --quantize; as quantize)"},

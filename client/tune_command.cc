@@ -69,6 +69,14 @@ int tune_main(const kiln::cli::Args& args) {
     tuning.patience =
         static_cast<int>(cli::number_at_least(args.get("--early-stop"), "--early-stop", 0));
   }
+  tune.pretrained = !args.has("--no-transfer");
+  tune.on_model = [&](const autotune::LogModelReport& r) {
+    std::cerr << "cost model: " << r.why;
+    if (r.trained_now) std::cerr << " in " << duration(r.seconds);
+    if (r.skipped_tasks > 0)
+      std::cerr << " (" << r.skipped_tasks << " tasks of the log skipped: their templates changed)";
+    std::cerr << "\n";
+  };
   size_t total = 0;  // tasks, once they are known
   auto head = [&](size_t i, const autotune::Task& task) {
     return "[task " + std::to_string(i + 1) + "/" + std::to_string(total) + "] " + task.key;
@@ -157,8 +165,9 @@ int tune_main(const kiln::cli::Args& args) {
     std::cerr << "tuning ended (" << report.tuning.ended << "): " << s.measurements
               << " measurements in the log (" << s.measured_now << " now)" << model_latency(s)
               << "\n";
-    std::cerr << "wrote " << out << ": " << report.tuned << " tuned operators, " << report.defaults
-              << " with default configs\n";
+    std::cerr << "wrote " << out << ": " << report.tuned << " tuned operators, ";
+    if (report.predicted > 0) std::cerr << report.predicted << " with the model's configs, ";
+    std::cerr << report.defaults << " with default configs\n";
   } catch (const std::exception& e) {
     return cli::report(e);
   }
@@ -183,6 +192,9 @@ const kiln::cli::Command& tune_command() {
         {"--time", "D", "tune for at most D: 90s, 10m, 1h (default: no limit)"},
         {"--early-stop", "K", "stop a task after K trials without a 1% gain (default: 32)"},
         {"--records", "DIR", "the record log, created or resumed (default: kiln-records)"},
+        {"--no-transfer", "",
+         "learn from this model's records only, not from the cost model the log's records "
+         "pre-trained"},
         {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
         {"--explorer", "E",
          "xgb (a cost model guides the search), random, grid or ga (default: " + defaults.explorer +
@@ -206,7 +218,10 @@ const kiln::cli::Command& tune_command() {
         "largest; a task whose best gained no more than 1% over its last K trials "
         "(--early-stop K, 0: never) gets no more, and --trials caps each task. The progress "
         "shows the model's estimated latency. An opencl or cuda target is measured on this "
-        "machine's GPU of that kind.";
+        "machine's GPU of that kind. The search starts from a cost model pre-trained on every "
+        "record the log holds for the target (other models' and earlier runs' too), kept in the "
+        "log and trained again as records arrive; the bundle's tasks with no successful "
+        "measurement get the config that model ranks best.";
     c.main = tune_main;
     return c;
   }();

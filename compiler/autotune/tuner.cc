@@ -330,6 +330,14 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
   return finish();
 }
 
+LogConfigSource LogConfigSource::with_kept_model(const records::RecordStore& log,
+                                                 const std::string& target) {
+  std::shared_ptr<const CostModel> model = kept_model(log, target);
+  LogConfigSource source(log, model.get());
+  source.owned_ = std::move(model);
+  return source;
+}
+
 space::Config LogConfigSource::choose(const Task& task) {
   if (auto best = log_.best(task.key, task.target);
       best && best->config_index < task.space.size()) {

@@ -128,6 +128,10 @@ class LogConfigSource : public ConfigSource {
  public:
   explicit LogConfigSource(const records::RecordStore& log, const CostModel* model = nullptr)
       : log_(log), model_(model) {}
+  /// With the model of `target` kept on the log's shelf (log_model.h's kept_model), when there is
+  /// one: what `kiln compile --records DIR` builds with.
+  static LogConfigSource with_kept_model(const records::RecordStore& log,
+                                         const std::string& target);
   space::Config choose(const Task& task) override;
   int tuned() const { return tuned_; }          ///< tasks that got a measured config
   int predicted() const { return predicted_; }  ///< tasks that got the model's choice
@@ -135,6 +139,7 @@ class LogConfigSource : public ConfigSource {
 
  private:
   const records::RecordStore& log_;
+  std::shared_ptr<const CostModel> owned_;  ///< with_kept_model's
   const CostModel* model_;
   int tuned_ = 0, predicted_ = 0, defaults_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "compiler/graph/tune_model.h"
 
+#include <memory>
 #include <vector>
 
 #include "compiler/autotune/local_measurer.h"
@@ -17,13 +18,27 @@ runtime::Bundle tune_model(const Graph& g, const ModelTuneOptions& options,
   if (options.on_tasks) options.on_tasks(tasks, calls);
   ModelTuneReport local;
   ModelTuneReport& rep = report != nullptr ? *report : local;
+  autotune::LogModelOptions model_options;
+  model_options.kind = tuning.tune.cost_model;
+  std::unique_ptr<autotune::CostModel> prior;
+  if (options.pretrained) {
+    prior = autotune::pretrained_model(log, options.target, model_options, &rep.model);
+    if (options.on_model) options.on_model(rep.model);
+  }
+  tuning.tune.prior = prior.get();
   rep.tuning = autotune::tune_tasks(tasks, calls, log, tuning);
-  autotune::LogConfigSource source(log);
+  // What this run measured trains the kept model (once past the growth threshold), for the next
+  // run and for the zero-shot configs of tasks with no successful measurement.
+  if (options.pretrained) {
+    prior = autotune::pretrained_model(log, options.target, model_options, &rep.after);
+  }
+  autotune::LogConfigSource source(log, prior.get());
   BuildOptions build = options.build;
   build.configs = &source;
   runtime::Bundle bundle = build_graph(g, options.target, build, &rep.build);
   rep.tasks = tasks.size();
   rep.tuned = source.tuned();
+  rep.predicted = source.predicted();
   rep.defaults = source.defaults();
   return bundle;
 }

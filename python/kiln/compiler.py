@@ -92,7 +92,8 @@ def compile(model: Any, target: str = DEFAULT_TARGET, *,
     `example_inputs`) for `target` and returns the Bundle, ready to run (and written to `output`
     when given). `input_shapes` binds symbolic dimensions ({"input": (1, 3, 224, 224)}).
     With `records` (a record log's folder, as kiln tune writes), every tunable operator gets the
-    log's best config; `bundle.report` says how many did ("tuned") and how many kept the default.
+    log's best config, or, never measured, the config the log's cost model predicts best;
+    `bundle.report` says how many did ("tuned", "predicted") and how many kept the default.
     Targets: "llvm -mcpu=native" (this CPU), "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53",
     "opencl", "cuda -arch=sm_90", "vdla"."""
     src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)

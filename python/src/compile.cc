@@ -77,7 +77,7 @@ py::tuple compile(const std::string& path, const std::optional<py::bytes>& data,
                   const std::string& records, bool fuse, bool layout, const Progress& progress) {
   std::string bundle;
   graph::BuildReport rep;
-  int tuned = 0, defaults = 0;
+  int tuned = 0, predicted = 0, defaults = 0;
   {
     py::gil_scoped_release release;
     const graph::Graph g = import_model(path, data, origin, shapes);
@@ -86,14 +86,17 @@ py::tuple compile(const std::string& path, const std::optional<py::bytes>& data,
     std::optional<autotune::LogConfigSource> source;
     if (!records.empty()) {
       log.emplace(records::RecordLog::open(records));
-      source.emplace(*log);
+      source.emplace(autotune::LogConfigSource::with_kept_model(*log, target));
       o.configs = &*source;
     }
     bundle = runtime::serialize_bundle(graph::build_graph(g, target, o, &rep));
-    if (source) tuned = source->tuned(), defaults = source->defaults();
+    if (source) {
+      tuned = source->tuned(), predicted = source->predicted(), defaults = source->defaults();
+    }
   }
   py::dict r = build_report(rep);
   r["tuned"] = tuned;
+  r["predicted"] = predicted;
   r["defaults"] = defaults;
   return py::make_tuple(py::bytes(bundle), r);
 }
@@ -163,7 +166,9 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
   py::dict r = build_report(rep.build);
   r["tasks"] = rep.tasks;
   r["tuned"] = rep.tuned;
+  r["predicted"] = rep.predicted;
   r["defaults"] = rep.defaults;
+  r["cost_model"] = rep.after.why;
   r["measurements"] = rep.tuning.status.measurements;
   r["measured_now"] = rep.tuning.status.measured_now;
   r["estimated_latency_ms"] = rep.tuning.status.estimated_latency_s * 1e3;

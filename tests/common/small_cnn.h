@@ -1,5 +1,6 @@
 // A small CNN for tests of tuning and of the farm, built with libonnx (no files in git):
-// x [1, 8, 12, 12] -> Conv 3x3 (16) -> Relu -> Conv 3x3 (16) -> GlobalAveragePool -> Flatten
+// x [1, 8, 12, 12] (or another height and width) -> Conv 3x3 (16) -> Relu -> Conv 3x3 (16) ->
+// GlobalAveragePool -> Flatten
 // -> Gemm (10): four tuning tasks (two convolutions, the pooling, the dense layer); the last two
 // have spaces smaller than a budget of 12, which they exhaust.
 #pragma once
@@ -11,9 +12,9 @@
 
 namespace kiln::testing {
 
-inline std::string small_cnn_model() {
+inline std::string small_cnn_model(int64_t hw = 12) {
   OnnxModelBuilder m;
-  m.input("x", {1, 8, 12, 12});
+  m.input("x", {1, 8, hw, hw});
   auto init = [&](const std::string& name, std::vector<int64_t> shape, uint32_t seed) {
     runtime::NDArray a = random_array(shape, seed, -0.3f, 0.3f);
     m.init_values(name, shape, a.to_vector<float>());

@@ -2,7 +2,9 @@
 // again continues from the record log — every measurement the killed run reported is still there,
 // no config of any task is measured twice, each task ends with exactly its trial budget — and the
 // tuned bundle computes what the untuned one does. The same with --budget: the second run spends
-// exactly the rest of the budget. Then bad arguments.
+// exactly the rest of the budget. The log's cost model, trained by one model's tuning, carries to
+// another model: kiln compile --records builds its never-measured operators with the model's
+// configs, and its tuning starts from the kept model. Then bad arguments.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -190,6 +192,54 @@ TEST_F(TuneCliTest, KilledBudgetRunSpendsExactlyTheRestOfItsBudget) {
   }
   EXPECT_EQ(total, static_cast<size_t>(kBudget));
   EXPECT_NO_THROW(runtime::GraphExecutor::load(path("tuned.kiln")));
+}
+
+TEST_F(TuneCliTest, TheLogsCostModelCarriesToAnotherModelAndItsBuild) {
+  const std::string err1 = path("tune1.txt");
+  ASSERT_EQ(wait(start(tune_args(8), err1)), 0) << read(err1);
+  EXPECT_NE(read(err1).find("cost model: no records to learn from"), std::string::npos)
+      << read(err1);
+  {
+    records::RecordLog log = records::RecordLog::open(path("records"));
+    EXPECT_TRUE(log.shelf("cost-model/xgb/llvm").has_value());  // trained after the run
+  }
+  // Another model, never measured but for its dense layer (the same as the first one's): the
+  // others get the model's zero-shot configs.
+  std::ofstream(path("wide.onnx"), std::ios::binary) << testing::small_cnn_model(20);
+  const std::string err2 = path("compile.txt");
+  ASSERT_EQ(wait(start({"compile", path("wide.onnx"), "--target", "llvm", "--records",
+                        path("records"), "-o", path("zero.kiln")},
+                       err2)),
+            0)
+      << read(err2);
+  EXPECT_NE(read(err2).find("configs from " + path("records") +
+                            ": 1 measured, 3 predicted by its cost model, 0 default"),
+            std::string::npos)
+      << read(err2);
+  ASSERT_EQ(wait(start({"compile", path("wide.onnx"), "--target", "llvm", "-o", path("plain.kiln")},
+                       path("plain.txt"))),
+            0);
+  runtime::GraphExecutor zero = runtime::GraphExecutor::load(path("zero.kiln"));
+  runtime::GraphExecutor plain = runtime::GraphExecutor::load(path("plain.kiln"));
+  runtime::NDArray x = testing::random_array({1, 8, 20, 20}, 7);
+  zero.set_input("x", x);
+  plain.set_input("x", x);
+  zero.run();
+  plain.run();
+  EXPECT_TRUE(testing::all_close(zero.output(0), plain.output(0).to_vector<float>(), 1e-4, 1e-5));
+  // Tuning the other model starts from the kept model.
+  const std::string err3 = path("tune2.txt");
+  ASSERT_EQ(wait(start({"tune", path("wide.onnx"), "--target", "llvm", "--trials", "4", "--batch",
+                        "4", "--records", path("records"), "-o", path("wide.kiln")},
+                       err3)),
+            0)
+      << read(err3);
+  EXPECT_NE(read(err3).find("cost model: kept model, learned from "), std::string::npos)
+      << read(err3);
+  // A record log that is not there is named.
+  const std::string err4 = path("missing.txt");
+  EXPECT_EQ(wait(start({"compile", path("wide.onnx"), "--records", path("nolog")}, err4)), 1);
+  EXPECT_NE(read(err4).find(path("nolog") + "': no such folder"), std::string::npos) << read(err4);
 }
 
 TEST_F(TuneCliTest, BadArgumentsAreNamed) {
