@@ -654,6 +654,42 @@ Outcome run(Fixture& f, Method method, uint8_t flags, const std::string& rest) {
       });
       return out;
     }
+    case kGetTargetHistory: {  // the handler's checks and what it would stream
+      v1::DriverJobRequest req;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      out.status = call([&] {
+        f.farm->driver_history(req.auth(), [](const v1::TaskHistory& h) {
+          KILN_FUZZ_CHECK(!h.task_key().empty() && !h.template_name().empty());
+        });
+        return Status::OK;
+      });
+      return out;
+    }
+    case kGetShelf: {
+      v1::ShelfRequest req;
+      v1::ShelfEntry resp;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      out.status = f.driver_service->GetShelf(&ctx, &req, &resp);
+      return out;
+    }
+    case kPutShelf: {
+      v1::PutShelfRequest req;
+      v1::PutShelfResponse resp;
+      if (!parsed(req)) return out;
+      f.authorize(req.mutable_auth(), flags);
+      out.status = f.driver_service->PutShelf(&ctx, &req, &resp);
+      // What a driver kept, another call reads back.
+      if (out.status->ok()) {
+        v1::ShelfRequest get;
+        *get.mutable_auth() = req.auth();
+        get.set_name(req.name());
+        KILN_FUZZ_CHECK(f.farm->driver_shelf(get).data() == req.data());
+      }
+      out.changes = true;
+      return out;
+    }
     case kNumMethods:
       break;
   }

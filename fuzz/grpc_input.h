@@ -55,6 +55,9 @@ enum Method : uint8_t {
   kMeasureBatch,
   kUploadBundle,
   kFetchModel,
+  kGetTargetHistory,
+  kGetShelf,
+  kPutShelf,
   kNumMethods
 };
 

@@ -232,6 +232,22 @@ void write_grpc_seeds(const fs::path& folder) {
   r->set_error(v1::ERROR_KIND_UNSPECIFIED);
   msg("append-records-unspecified-kind", kAppendRecords, authorized, append);
 
+  v1::DriverJobRequest history;
+  *history.mutable_auth() = fake;
+  msg("get-target-history", kGetTargetHistory, authorized, history);
+  v1::ShelfRequest shelf;
+  *shelf.mutable_auth() = fake;
+  msg("get-shelf-count", kGetShelf, authorized, shelf);
+  shelf.set_name(std::string("cost-model/xgb/") + kTarget);
+  msg("get-shelf", kGetShelf, authorized, shelf);
+  v1::PutShelfRequest put;
+  *put.mutable_auth() = fake;
+  put.set_name(std::string("cost-model/xgb/") + kTarget);
+  put.set_data("{\"kind\":\"xgb\"}\nmodel");
+  msg("put-shelf", kPutShelf, authorized, put);
+  put.set_name("cost-model/xgb/another target");
+  msg("put-shelf-other-target", kPutShelf, authorized, put);
+
   v1::MeasureBatchRequest batch;
   *batch.mutable_auth() = fake;
   v1::TaskRef* task = batch.mutable_task();

@@ -415,20 +415,20 @@ std::optional<TaskSource> RecordLog::task_source(const std::string& task_key) co
                     j.at("workload", what).as_string(what + ": workload")};
 }
 
-size_t RecordLog::count_target(const std::string& target) const {
+size_t RecordLog::count_target(const std::string& target, Lane lane) const {
   size_t n = 0;
-  impl_->scan("n" + target_part(target, Lane::kDevice),
+  impl_->scan("n" + target_part(target, lane),
               [&](const rocksdb::Slice&, const rocksdb::Slice& value) {
                 if (value.size() == 8) n += static_cast<size_t>(from_be64(value.data()));
               });
   return n;
 }
 
-std::vector<TaskHistory> RecordLog::history(const std::string& target) const {
+std::vector<TaskHistory> RecordLog::history(const std::string& target, Lane lane) const {
   std::vector<TaskHistory> out;
   std::unordered_map<std::string, size_t> at;  // task key -> its place in out
   std::unordered_set<std::string> unknown;     // tasks with no source
-  for (MeasureRecord& r : impl_->records_of(target, Lane::kDevice)) {
+  for (MeasureRecord& r : impl_->records_of(target, lane)) {
     auto it = at.find(r.task_key);
     if (it == at.end()) {
       if (unknown.count(r.task_key)) continue;

@@ -114,8 +114,14 @@ class RecordLog final : public RecordStore {
   void note_task(const std::string& task_key, const TaskSource& source) override;
   /// The source noted for `task_key`; nullopt when none was.
   std::optional<TaskSource> task_source(const std::string& task_key) const;
-  size_t count_target(const std::string& target) const override;
-  std::vector<TaskHistory> history(const std::string& target) const override;
+  size_t count_target(const std::string& target) const override {
+    return count_target(target, Lane::kDevice);
+  }
+  std::vector<TaskHistory> history(const std::string& target) const override {
+    return history(target, Lane::kDevice);
+  }
+  size_t count_target(const std::string& target, Lane lane) const;
+  std::vector<TaskHistory> history(const std::string& target, Lane lane) const;
   std::optional<std::string> shelf(const std::string& name) const override;
   /// kiln::Error for an empty name or one holding a NUL, or bytes over 256 MiB.
   void put_shelf(const std::string& name, const std::string& bytes) override;

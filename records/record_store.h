@@ -22,6 +22,11 @@ struct TaskHistory {
   std::vector<MeasureRecord> records;  ///< in append order
 };
 
+/// The shelf entry of `kind`'s cost model of `target` (autotune/log_model.h keeps it there).
+inline std::string cost_model_shelf(const std::string& target, const std::string& kind) {
+  return "cost-model/" + kind + "/" + target;
+}
+
 class RecordStore {
  public:
   virtual ~RecordStore() = default;

@@ -262,6 +262,15 @@ class Farm {
   /// stops meanwhile; kFailedPrecondition when no device took a request in time.
   std::vector<records::MeasureRecord> measure_batch(const v1::MeasureBatchRequest& request,
                                                     const std::function<bool()>& abandoned);
+  /// Every record of the job's target in its lane whose task's source the log knows, grouped by
+  /// task, each group (or run of at most 20,000 records) to `write`.
+  void driver_history(const v1::DriverAuth& auth,
+                      const std::function<void(const v1::TaskHistory&)>& write);
+  /// A shelf entry of the job's target (FarmError kInvalidArgument for a name that is not
+  /// "cost-model/<kind>/<the job's target>"), with the target's record count.
+  v1::ShelfEntry driver_shelf(const v1::ShelfRequest& request);
+  /// Keeps a shelf entry (names as driver_shelf; at most 32 MiB).
+  void driver_put_shelf(const v1::PutShelfRequest& request);
   /// Stores the job's bundle from `read_chunk` (called until it returns false or a chunk says
   /// last) and marks the job done. The first chunk carries the auth. FarmError
   /// kFailedPrecondition when the job is done already (its bundle is never replaced).

@@ -9,6 +9,7 @@
 // workers and the agents go on regardless.
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -361,6 +362,18 @@ void Farm::driver_progress(const v1::DriverProgress& p) {
       throw invalid_argument("ReportDriverProgress: task '" + t.task_key() +
                              "' needs a key (at most 1024 bytes) and the job's target");
     }
+    if (t.template_name().empty() && t.workload().empty()) continue;  // no source told
+    try {
+      records::check_task_source(t.task_key(), {t.template_name(), t.workload()},
+                                 "ReportDriverProgress");
+    } catch (const Error& e) {
+      throw invalid_argument(e.what());
+    }
+  }
+  // The log learns how to rebuild each task, so that a cost model trained on the whole log (by a
+  // later job's driver) reads the features of its records.
+  for (const v1::TaskRef& t : p.tasks()) {
+    if (!t.template_name().empty()) log_.note_task(t.task_key(), {t.template_name(), t.workload()});
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -404,6 +417,69 @@ v1::TaskRecords Farm::driver_records(const v1::TaskRecordsRequest& req) {
   }
   out.set_count(log_.count(req.task_key(), j.target, lane));
   return out;
+}
+
+namespace {
+
+/// The log's key of a driver's shelf entry: `name` checked to be "cost-model/<kind>/<target>"
+/// (the only entries drivers keep), an emulated lane's kept apart from the device lane's.
+std::string shelf_key(const std::string& name, const std::string& target, records::Lane lane,
+                      const char* who) {
+  const std::string prefix = "cost-model/";
+  const size_t slash = name.find('/', prefix.size());
+  const std::string kind =
+      slash == std::string::npos ? "" : name.substr(prefix.size(), slash - prefix.size());
+  const bool kind_ok =
+      !kind.empty() && kind.size() <= 16 && std::all_of(kind.begin(), kind.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+      });
+  if (name.rfind(prefix, 0) != 0 || !kind_ok || name != records::cost_model_shelf(target, kind)) {
+    throw invalid_argument(std::string(who) + ": shelf entry '" + name.substr(0, 200) +
+                           "' is not 'cost-model/<kind>/" + target + "'");
+  }
+  return lane == records::Lane::kEmulated ? "emulated/" + name : name;
+}
+
+}  // namespace
+
+void Farm::driver_history(const v1::DriverAuth& auth,
+                          const std::function<void(const v1::TaskHistory&)>& write) {
+  const JobRecord j = driver_job(auth);
+  constexpr size_t kRun = 20000;  // records per message, well under the message size limit
+  for (const records::TaskHistory& h : log_.history(j.target, job_lane(j))) {
+    for (size_t at = 0; at < h.records.size(); at += kRun) {
+      v1::TaskHistory m;
+      m.set_task_key(h.task_key);
+      m.set_template_name(h.source.template_name);
+      m.set_workload(h.source.workload);
+      for (size_t i = at; i < std::min(h.records.size(), at + kRun); ++i)
+        *m.add_records() = to_wire(h.records[i]);
+      write(m);
+    }
+  }
+}
+
+v1::ShelfEntry Farm::driver_shelf(const v1::ShelfRequest& req) {
+  const JobRecord j = driver_job(req.auth());
+  const records::Lane lane = job_lane(j);
+  v1::ShelfEntry out;
+  out.set_target_records(log_.count_target(j.target, lane));
+  if (req.name().empty()) return out;
+  if (auto bytes = log_.shelf(shelf_key(req.name(), j.target, lane, "GetShelf"))) {
+    out.set_found(true);
+    out.set_data(std::move(*bytes));
+  }
+  return out;
+}
+
+void Farm::driver_put_shelf(const v1::PutShelfRequest& req) {
+  const JobRecord j = driver_job(req.auth());
+  const std::string key = shelf_key(req.name(), j.target, job_lane(j), "PutShelf");
+  if (req.data().size() > (size_t{32} << 20)) {
+    throw invalid_argument("PutShelf: " + std::to_string(req.data().size()) +
+                           " bytes, over the 32 MiB a shelf entry holds");
+  }
+  log_.put_shelf(key, req.data());
 }
 
 std::vector<uint64_t> Farm::driver_append(const v1::AppendRecordsRequest& req) {

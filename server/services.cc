@@ -514,4 +514,31 @@ Status JobDriverService::UploadBundle(grpc::ServerContext* ctx,
   });
 }
 
+Status JobDriverService::GetTargetHistory(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
+                                          grpc::ServerWriter<v1::TaskHistory>* writer) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    farm_.driver_history(req->auth(), [&](const v1::TaskHistory& h) { writer->Write(h); });
+    return Status::OK;
+  });
+}
+
+Status JobDriverService::GetShelf(grpc::ServerContext* ctx, const v1::ShelfRequest* req,
+                                  v1::ShelfEntry* resp) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    *resp = farm_.driver_shelf(*req);
+    return Status::OK;
+  });
+}
+
+Status JobDriverService::PutShelf(grpc::ServerContext* ctx, const v1::PutShelfRequest* req,
+                                  v1::PutShelfResponse*) {
+  KILN_CHECK_TOKEN(ctx, token_);
+  return guarded([&] {
+    farm_.driver_put_shelf(*req);
+    return Status::OK;
+  });
+}
+
 }  // namespace kiln::server

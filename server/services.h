@@ -120,6 +120,12 @@ class JobDriverService final : public v1::JobDriver::Service {
                             v1::MeasureBatchResponse* resp) override;
   grpc::Status UploadBundle(grpc::ServerContext* ctx, grpc::ServerReader<v1::BundleUpload>* reader,
                             v1::UploadBundleResponse* resp) override;
+  grpc::Status GetTargetHistory(grpc::ServerContext* ctx, const v1::DriverJobRequest* req,
+                                grpc::ServerWriter<v1::TaskHistory>* writer) override;
+  grpc::Status GetShelf(grpc::ServerContext* ctx, const v1::ShelfRequest* req,
+                        v1::ShelfEntry* resp) override;
+  grpc::Status PutShelf(grpc::ServerContext* ctx, const v1::PutShelfRequest* req,
+                        v1::PutShelfResponse* resp) override;
 
  private:
   Farm& farm_;

@@ -136,6 +136,47 @@ v1::TaskRecords FarmClient::records(const std::string& task_key, bool best_only)
   return out;
 }
 
+std::vector<records::TaskHistory> FarmClient::history() {
+  v1::DriverJobRequest req;
+  *req.mutable_auth() = auth_;
+  auto ctx = impl_->context(true);  // a big log takes a while
+  auto reader = impl_->stub->GetTargetHistory(ctx.get(), req);
+  std::vector<records::TaskHistory> out;
+  v1::TaskHistory m;
+  while (reader->Read(&m)) {
+    if (out.empty() || out.back().task_key != m.task_key()) {
+      out.push_back({m.task_key(), {m.template_name(), m.workload()}, {}});
+    }
+    for (int i = 0; i < m.records_size(); ++i) {
+      out.back().records.push_back(
+          rpc::from_wire(m.records(i), "kilnd's record of task " + m.task_key()));
+    }
+  }
+  const grpc::Status st = reader->Finish();
+  if (!st.ok()) Impl::fail("GetTargetHistory", st);
+  return out;
+}
+
+v1::ShelfEntry FarmClient::shelf(const std::string& name) {
+  v1::ShelfRequest req;
+  *req.mutable_auth() = auth_;
+  req.set_name(name);
+  v1::ShelfEntry out;
+  impl_->short_call("GetShelf",
+                    [&](grpc::ClientContext* c) { return impl_->stub->GetShelf(c, req, &out); });
+  return out;
+}
+
+void FarmClient::put_shelf(const std::string& name, const std::string& data) {
+  v1::PutShelfRequest req;
+  *req.mutable_auth() = auth_;
+  req.set_name(name);
+  req.set_data(data);
+  v1::PutShelfResponse out;
+  impl_->short_call("PutShelf",
+                    [&](grpc::ClientContext* c) { return impl_->stub->PutShelf(c, req, &out); });
+}
+
 std::vector<uint64_t> FarmClient::append(const std::vector<records::MeasureRecord>& recs) {
   v1::AppendRecordsRequest req;
   *req.mutable_auth() = auth_;

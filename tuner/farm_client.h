@@ -13,6 +13,7 @@
 
 #include "proto/kiln/v1/driver.grpc.pb.h"
 #include "records/record.h"
+#include "records/record_store.h"
 
 namespace kiln::tuner {
 
@@ -37,6 +38,12 @@ class FarmClient {
   std::vector<uint64_t> append(const std::vector<records::MeasureRecord>& records);
   std::vector<records::MeasureRecord> measure(v1::MeasureBatchRequest request);
   void upload(const std::string& bundle);
+  /// Every record of the job's target whose task's source kilnd knows, by task (GetTargetHistory;
+  /// runs of one task joined).
+  std::vector<records::TaskHistory> history();
+  /// A shelf entry (empty name: only the target's record count).
+  v1::ShelfEntry shelf(const std::string& name);
+  void put_shelf(const std::string& name, const std::string& data);
 
  private:
   struct Impl;

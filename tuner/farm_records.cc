@@ -26,4 +26,22 @@ size_t FarmRecords::count(const std::string& task_key, const std::string&) const
 
 uint64_t FarmRecords::append(const records::MeasureRecord& r) { return client_.append({r}).at(0); }
 
+size_t FarmRecords::count_target(const std::string&) const {
+  return client_.shelf("").target_records();
+}
+
+std::vector<records::TaskHistory> FarmRecords::history(const std::string&) const {
+  return client_.history();
+}
+
+std::optional<std::string> FarmRecords::shelf(const std::string& name) const {
+  v1::ShelfEntry e = client_.shelf(name);
+  if (!e.found()) return std::nullopt;
+  return std::move(*e.mutable_data());
+}
+
+void FarmRecords::put_shelf(const std::string& name, const std::string& bytes) {
+  client_.put_shelf(name, bytes);
+}
+
 }  // namespace kiln::tuner

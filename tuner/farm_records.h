@@ -17,6 +17,12 @@ class FarmRecords final : public records::RecordStore {
                                              const std::string& target) const override;
   size_t count(const std::string& task_key, const std::string& target) const override;
   uint64_t append(const records::MeasureRecord& r) override;
+  // What a cost model trained on the farm's whole log needs (kilnd learns the tasks' sources from
+  // the tasks drivers report, so note_task is not needed here).
+  size_t count_target(const std::string& target) const override;
+  std::vector<records::TaskHistory> history(const std::string& target) const override;
+  std::optional<std::string> shelf(const std::string& name) const override;
+  void put_shelf(const std::string& name, const std::string& bytes) override;
 
  private:
   FarmClient& client_;

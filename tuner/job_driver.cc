@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/autotune/log_model.h"
 #include "compiler/autotune/tune_tasks.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/graph/graph_build.h"
@@ -59,13 +60,15 @@ void JobDriver::enter(const std::string& phase) {
 
 namespace {
 
-/// The bundle's configs: each of the job's tasks' best in kilnd's log (LogConfigSource), and for a
-/// task of another target (the host CPU's groups of a vdla job's heterogeneous build) its
-/// template's default: the job tunes its own target's tasks, and kilnd answers for those alone.
+/// The bundle's configs: each of the job's tasks' best in kilnd's log, or the zero-shot pick of
+/// the log's cost model (LogConfigSource), and for a task of another target (the host CPU's groups
+/// of a vdla job's heterogeneous build) its template's default: the job tunes its own target's
+/// tasks, and kilnd answers for those alone.
 class JobConfigSource : public autotune::ConfigSource {
  public:
-  JobConfigSource(records::RecordStore& records, std::string target)
-      : log_(records), target_(std::move(target)) {}
+  JobConfigSource(records::RecordStore& records, std::string target,
+                  const autotune::CostModel* model)
+      : log_(records, model), target_(std::move(target)) {}
   space::Config choose(const autotune::Task& task) override {
     return task.target == target_ ? log_.choose(task) : task.default_config;
   }
@@ -127,10 +130,23 @@ void JobDriver::run() {
   o.on_task_done = [&](size_t, const autotune::Task&, const autotune::TaskResult&,
                        const std::string&,
                        const autotune::ScheduleStatus& s) { report(s, ++tasks_done); };
+  // The search starts from the cost model pre-trained on every record of the target in the farm's
+  // log (other jobs' and models' too), kept in kilnd's log; trained again after the job once the
+  // records grew, for the next job and for the bundle's tasks with no successful measurement.
+  auto cost_model = [&](const char* when) {
+    enter("preparing the cost model (" + std::string(when) + ")");
+    autotune::LogModelReport r;
+    std::unique_ptr<autotune::CostModel> m = autotune::pretrained_model(records, target, {}, &r);
+    std::cerr << "kiln-tuner: job " << client_.job_id() << ": cost model: " << r.why << std::endl;
+    return m;
+  };
+  std::unique_ptr<autotune::CostModel> prior = cost_model("before tuning");
+  o.tune.prior = prior.get();
   autotune::tune_tasks(tasks, calls, records, o, &measurer);
   if (!tasks.empty()) announce_through(tasks.size() - 1);
+  prior = cost_model("after tuning");
 
-  JobConfigSource source(records, target);
+  JobConfigSource source(records, target, prior.get());
   graph::BuildOptions build;
   build.configs = &source;
   build.phase = [&](const std::string& p) { enter(p); };

@@ -66,13 +66,9 @@ std::string shelf_entry(const LogModelInfo& info, const std::string& model) {
 
 }  // namespace
 
-std::string shelf_name(const std::string& target, const std::string& kind) {
-  return "cost-model/" + kind + "/" + target;
-}
-
 std::unique_ptr<CostModel> kept_model(const records::RecordStore& store, const std::string& target,
                                       const std::string& kind, LogModelInfo* info) {
-  const std::string name = shelf_name(target, kind);
+  const std::string name = records::cost_model_shelf(target, kind);
   std::optional<std::string> entry = store.shelf(name);
   if (!entry) return nullptr;
   const std::string what = "the kept cost model '" + name + "'";
@@ -179,7 +175,7 @@ std::unique_ptr<CostModel> pretrained_model(records::RecordStore& store, const s
     if (kept) r.info = info;
     return kept;
   }
-  store.put_shelf(shelf_name(target, options.kind), shelf_entry(r.info, m->save()));
+  store.put_shelf(records::cost_model_shelf(target, options.kind), shelf_entry(r.info, m->save()));
   r.why = (kept ? "trained again on " : "trained on ") + std::to_string(r.info.rows) +
           " records of " + std::to_string(r.info.tasks) + " tasks";
   return m;

@@ -59,9 +59,6 @@ struct LogModelReport {
   std::string why;           ///< what happened, for a progress line
 };
 
-/// The name of `kind`'s model of `target` on a store's shelf.
-std::string shelf_name(const std::string& target, const std::string& kind);
-
 /// The model of `target` kept on the store's shelf, and what it learned from; null when none is
 /// kept. kiln::Error naming the shelf entry when it is not a model.
 std::unique_ptr<CostModel> kept_model(const records::RecordStore& store, const std::string& target,

@@ -17,10 +17,12 @@
 #include "base/fnv1a.h"
 #include "deploy/runtime/bundle.h"
 #include "records/record_log.h"
+#include "rpc/wire.h"
 #include "server/farm.h"
 #include "tests/common/model_stream.h"
 #include "tests/common/script_driver.h"
 #include "tests/common/temp_dir.h"
+#include "tests/common/test_record.h"
 
 namespace kiln {
 namespace {
@@ -240,6 +242,65 @@ TEST_F(FarmRequestsTest, ATaskKeyWithANulIsRefused) {
   EXPECT_FARM_ERROR(farm_->driver_progress(p), FarmError::Code::kInvalidArgument,
                     "the key of task 1 holds a NUL character");
   EXPECT_TRUE(farm_->job(driver_.job_id()).task_keys.empty());
+}
+
+// The log's shelf and the tasks' sources, as drivers use them for the cost model trained on the
+// farm's whole log: sources come with the tasks a driver reports (a bad one refused, naming it),
+// the history holds the tasks with a source, and the shelf keeps only the job target's cost-model
+// entries, within their size limit.
+TEST_F(FarmRequestsTest, TaskSourcesHistoryAndTheShelf) {
+  v1::DriverProgress p;
+  *p.mutable_auth() = driver_;
+  p.set_has_tasks(true);
+  v1::TaskRef* t = p.add_tasks();
+  t->set_task_key("dense:1x10:ab");
+  t->set_target("llvm");
+  t->set_template_name("dense_x86");
+  t->set_workload(std::string(70000, 'w'));
+  EXPECT_FARM_ERROR(farm_->driver_progress(p), FarmError::Code::kInvalidArgument,
+                    "the workload of task 'dense:1x10:ab' must be non-empty, hold no NUL character "
+                    "and be at most 65536 bytes (it has 70000)");
+  t->set_workload(R"({"op":"dense"})");
+  farm_->driver_progress(p);
+  EXPECT_EQ(farm_->records().task_source("dense:1x10:ab"),
+            (records::TaskSource{"dense_x86", R"({"op":"dense"})"}));
+  records::MeasureRecord r = testing::test_record("dense:1x10:ab", 3, {1e-3}, "llvm", "cpu");
+  v1::AppendRecordsRequest append;
+  *append.mutable_auth() = driver_;
+  *append.add_records() = rpc::to_wire(r);
+  farm_->driver_append(append);
+  std::vector<v1::TaskHistory> history;
+  farm_->driver_history(driver_, [&](const v1::TaskHistory& h) { history.push_back(h); });
+  ASSERT_EQ(history.size(), 1u);
+  EXPECT_EQ(history[0].template_name(), "dense_x86");
+  ASSERT_EQ(history[0].records_size(), 1);
+  EXPECT_EQ(history[0].records(0).config_index(), 3u);
+
+  v1::ShelfRequest get;
+  *get.mutable_auth() = driver_;
+  EXPECT_EQ(farm_->driver_shelf(get).target_records(), 1u);  // no name: the count alone
+  get.set_name("cost-model/xgb/llvm");
+  EXPECT_FALSE(farm_->driver_shelf(get).found());
+  v1::PutShelfRequest put;
+  *put.mutable_auth() = driver_;
+  put.set_name("cost-model/xgb/llvm");
+  put.set_data("model bytes");
+  farm_->driver_put_shelf(put);
+  const v1::ShelfEntry e = farm_->driver_shelf(get);
+  EXPECT_TRUE(e.found());
+  EXPECT_EQ(e.data(), "model bytes");
+  for (const std::string& name :
+       {std::string("cost-model/xgb/cuda"), std::string("records/xgb/llvm"),
+        std::string("cost-model/XGB/llvm"), std::string("cost-model//llvm"), std::string("x")}) {
+    put.set_name(name);
+    EXPECT_FARM_ERROR(farm_->driver_put_shelf(put), FarmError::Code::kInvalidArgument,
+                      "is not 'cost-model/<kind>/llvm'");
+  }
+  put.set_name("cost-model/xgb/llvm");
+  put.set_data(std::string((32u << 20) + 1, 'x'));
+  EXPECT_FARM_ERROR(farm_->driver_put_shelf(put), FarmError::Code::kInvalidArgument,
+                    "over the 32 MiB a shelf entry holds");
+  EXPECT_EQ(farm_->driver_shelf(get).data(), "model bytes");  // a refused put changed nothing
 }
 
 /// Collects what the farm sends a device.

@@ -5,7 +5,9 @@
 // job again. Through the real gRPC API of a real kilnd on 127.0.0.1. The compiler's faults are
 // injected with kiln-tuner's test hook KILN_DRIVER_FAULT (tuner/job_driver.h); the malformed
 // model is a real one, refused at the door. A model with a symbolic batch is refused at the door
-// without --input-shape bindings and tuned and built for the bound shape with them.
+// without --input-shape bindings and tuned and built for the bound shape with them. A job's
+// driver trains the cost model on the farm's whole log and kilnd keeps it; after a restart the
+// next job (of another model) starts from the kept model.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -14,6 +16,7 @@
 #include <sstream>
 
 #include "base/sanitizers.h"
+#include "records/record_log.h"
 #include "tests/common/kiln_test_util.h"
 #include "tests/common/onnx_model_builder.h"
 #include "tests/common/small_cnn.h"
@@ -270,6 +273,47 @@ TEST(JobDriverTest, SymbolicBatchIsBoundBySubmittedInputShapes) {
   EXPECT_EQ(fetched.output(0).shape(), (std::vector<int64_t>{3, 8}));
   EXPECT_TRUE(
       testing::all_close(fetched.output(0), local.output(0).to_vector<float>(), 1e-4, 1e-5));
+}
+
+TEST(JobDriverTest, TheFarmsCostModelIsKeptAndOutlivesARestart) {
+  TempDir dir("job_driver_model");
+  const std::vector<std::string> args = {
+      "--local-workers", "1", "--local-agent", "cpu", "--local-agent-target", "llvm",
+      "--batch",         "2", "--repeat",      "1"};
+  // A job driver's output: state/drivers/<job>.log.
+  auto driver_log = [&](uint64_t id) {
+    std::ifstream in(dir.file("state/drivers/" + std::to_string(id) + ".log"));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  uint64_t first = 0;
+  {
+    Kilnd kilnd(dir, args);
+    auto service = kilnd.service();
+    ASSERT_TRUE(testing::wait_for_devices(*service, 1));
+    first = submit(*service, "cnn12", testing::small_cnn_model(12));
+    const v1::Job job = wait_final(*service, first, std::chrono::seconds(400));
+    ASSERT_EQ(job.progress().state(), v1::JOB_STATE_DONE) << job.error();
+  }
+  {  // kilnd is down: its log holds the tasks' sources and the model the driver kept.
+    records::RecordLog log = records::RecordLog::open(dir.file("state/records"));
+    EXPECT_EQ(log.tasks("llvm").size(), 4u);
+    for (const std::string& t : log.tasks("llvm")) EXPECT_TRUE(log.task_source(t)) << t;
+    EXPECT_TRUE(log.shelf(records::cost_model_shelf("llvm", "xgb")).has_value());
+  }
+  const std::string log1 = driver_log(first);
+  EXPECT_NE(log1.find("cost model: no records to learn from"), std::string::npos) << log1;
+  EXPECT_NE(log1.find("cost model: trained on "), std::string::npos) << log1;
+
+  Kilnd kilnd(dir, args);
+  auto service = kilnd.service();
+  ASSERT_TRUE(testing::wait_for_devices(*service, 1));
+  const uint64_t id = submit(*service, "cnn20", testing::small_cnn_model(20));
+  const v1::Job job = wait_final(*service, id, std::chrono::seconds(400));
+  ASSERT_EQ(job.progress().state(), v1::JOB_STATE_DONE) << job.error();
+  const std::string log2 = driver_log(id);
+  EXPECT_NE(log2.find("cost model: kept model, learned from "), std::string::npos) << log2;
 }
 
 }  // namespace

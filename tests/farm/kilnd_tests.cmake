@@ -37,8 +37,8 @@ set_tests_properties(kilnd_links_no_compiler PROPERTIES LABELS farm)
 # Models that break the compiler (crash, hang, memory) and a driver killed mid-job fail at most
 # their job; kilnd, the other jobs, the worker and the agent go on, also after a restart.
 add_executable(job_driver_test job_driver_test.cc)
-target_link_libraries(job_driver_test PRIVATE kiln_proto kiln_rpc kiln_graph kiln_runtime onnx_proto
-  GTest::gtest GTest::gtest_main kiln_warnings)
+target_link_libraries(job_driver_test PRIVATE kiln_proto kiln_rpc kiln_graph kiln_runtime
+  kiln_record_log onnx_proto GTest::gtest GTest::gtest_main kiln_warnings)
 target_compile_definitions(job_driver_test PRIVATE KILND_BINARY="$<TARGET_FILE:kilnd>")
 add_dependencies(job_driver_test kilnd)
 add_test(NAME job_driver_test COMMAND job_driver_test)

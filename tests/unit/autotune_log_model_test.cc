@@ -152,7 +152,7 @@ TEST(LogModel, TrainedOnTheWholeLogKeptAndRetrainedAsRecordsArrive) {
   EXPECT_EQ(grown.info.records, 141u);
   // Another target has no model; a shelf entry that is not a model is refused by name.
   EXPECT_EQ(kept_model(log, "llvm -mcpu=znver4"), nullptr);
-  log.put_shelf(shelf_name(kTarget, "xgb"), "garbage");
+  log.put_shelf(records::cost_model_shelf(kTarget, "xgb"), "garbage");
   EXPECT_ERROR_CONTAINS(kept_model(log, kTarget), "the kept cost model 'cost-model/xgb/llvm'");
 }
 
