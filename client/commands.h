@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,22 @@ std::map<std::string, std::vector<int64_t>> input_shapes(const kiln::cli::Args& 
 
 /// The help line of `--input-shape`, the same for compile, tune and submit.
 extern const kiln::cli::Flag kInputShapeFlag;
+
+/// How much `kiln tune` and `kiln submit` measure besides --trials: --budget N (measurements over
+/// all tasks), --time D, and --early-stop K, which only these two allow (tune_command.cc).
+struct TuningBudget {
+  int budget = 0;     ///< 0: none
+  double time_s = 0;  ///< 0: none
+  std::optional<int> early_stop;
+  /// Whether the task scheduler spreads them (else each task gets --trials in turn).
+  bool scheduled() const { return budget > 0 || time_s > 0; }
+};
+/// UsageError for a value that does not parse, or --early-stop without --budget or --time.
+TuningBudget tuning_budget(const kiln::cli::Args& args);
+/// The help lines of --budget, --time and --early-stop, the same for tune and submit.
+extern const kiln::cli::Flag kBudgetFlag, kTimeFlag, kEarlyStopFlag;
+/// Seconds as people read them: "45s", "10m00s", "2h05m".
+std::string duration_text(double seconds);
 
 /// Prints rows on stdout as left-aligned columns, the first row the heading; an empty cell shows
 /// as "-" (farm_commands.cc).

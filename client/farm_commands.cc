@@ -2,9 +2,9 @@
 // (proto/kiln/v1/service.proto).
 //
 //   kiln submit resnet18.onnx --target "llvm -mcpu=znver4" --device-key epyc --trials 512 --watch
-//   kiln jobs --state running
-//   kiln watch 7          # live progress; exit 0 when the job ends DONE
-//   kiln fetch 7 -o resnet18.kiln
+//   kiln submit resnet18.onnx --target "llvm -mcpu=znver4" --device-key epyc --budget 2000 --time
+//   1h kiln jobs --state running kiln watch 7          # live progress; exit 0 when the job ends
+//   DONE kiln fetch 7 -o resnet18.kiln
 //
 // Every command takes --server HOST:PORT ($KILN_SERVER, else 127.0.0.1:7070), --token-file F
 // (else $KILN_TOKEN) and --tls-ca F. A failed call prints "error: <server's message> (<CODE>)"
@@ -35,6 +35,7 @@
 #include "proto/kiln/v1/common.pb.h"
 #include "proto/kiln/v1/service.grpc.pb.h"
 #include "rpc/channel.h"
+#include "rpc/job_progress.h"
 #include "rpc/model_upload.h"
 
 namespace {
@@ -143,12 +144,14 @@ bool finished(v1::JobState s) {
   return s == v1::JOB_STATE_DONE || s == v1::JOB_STATE_FAILED || s == v1::JOB_STATE_CANCELLED;
 }
 
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
 std::string age(int64_t since_ms) {
   if (since_ms <= 0) return "-";
-  const int64_t now_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
-          .count();
-  const int64_t s = std::max<int64_t>(0, (now_ms - since_ms) / 1000);
+  const int64_t s = std::max<int64_t>(0, (now_ms() - since_ms) / 1000);
   char buf[32];
   if (s >= 86400) {
     std::snprintf(buf, sizeof buf, "%lldd%02lldh", static_cast<long long>(s / 86400),
@@ -176,6 +179,19 @@ std::string mib(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
   return buf;
+}
+
+/// How much the job measures: "64/task" (the fixed split), or its budget and / or time limit
+/// with the cap per task and the early stop when given ("400, 10m00s, max 50/task, stop 8").
+std::string budget_text(const v1::Job& j) {
+  if (!kiln::rpc::is_scheduled(j)) return std::to_string(j.trials()) + "/task";
+  std::string t;
+  auto add = [&](const std::string& part) { t += (t.empty() ? "" : ", ") + part; };
+  if (j.budget() > 0) add(std::to_string(j.budget()));
+  if (j.time_limit_s() > 0) add(duration_text(j.time_limit_s()));
+  if (j.trials() > 0) add("max " + std::to_string(j.trials()) + "/task");
+  if (j.has_early_stop()) add("stop " + std::to_string(j.early_stop()));
+  return t;
 }
 
 std::string bar(double fraction, int width) {
@@ -266,16 +282,23 @@ int watch_job(Farm& farm, uint64_t id) {
   std::string last_line;
   v1::JobProgress last = job.progress();
   auto show = [&](const v1::JobProgress& p) {
-    const uint64_t budget = uint64_t{p.tasks_total()} * job.trials();
-    const double fraction =
-        std::max(p.tasks_total() ? double(p.tasks_done()) / p.tasks_total() : 0.0,
-                 budget ? double(p.trials_done()) / double(budget) : 0.0);
+    // A time limit counts from the job's start, which a job queued when the watch began lacks.
+    if (job.time_limit_s() > 0 && job.started_ms() == 0 && p.state() != v1::JOB_STATE_QUEUED) {
+      v1::Job now;
+      if (farm.stub().GetJob(farm.context().get(), get, &now).ok()) job = now;
+    }
+    *job.mutable_progress() = p;
     std::ostringstream line;
     line << "job " << id << " " << state_name(p.state()) << "  tasks " << p.tasks_done() << "/"
-         << p.tasks_total() << "  trials " << p.trials_done() << " (" << p.trials_failed()
-         << " failed)  best "
-         << (p.best_latency_s() > 0 ? best_ms(p.best_latency_s()) + " ms" : "-") << "  "
-         << bar(p.state() == v1::JOB_STATE_DONE ? 1.0 : fraction, 20);
+         << p.tasks_total() << "  trials " << p.trials_done();
+    if (job.budget() > 0) line << "/" << job.budget();
+    line << " (" << p.trials_failed() << " failed)";
+    if (job.time_limit_s() > 0) {
+      line << "  time " << duration_text(kiln::rpc::limited_seconds_elapsed(job, now_ms())) << "/"
+           << duration_text(job.time_limit_s());
+    }
+    line << "  best " << (p.best_latency_s() > 0 ? best_ms(p.best_latency_s()) + " ms" : "-")
+         << "  " << bar(kiln::rpc::job_progress(job, now_ms()), 20);
     // What the job's driver is doing, cut to keep the line on one terminal row.
     if (p.state() == v1::JOB_STATE_RUNNING && !p.phase().empty())
       line << "  " << (p.phase().size() > 40 ? p.phase().substr(0, 37) + "..." : p.phase());
@@ -443,13 +466,15 @@ int fetch_job(Farm& farm, uint64_t id, const std::string& out) {
 
 int submit_main(const Args& a) {
   const std::string& model = a.only_operand("MODEL.onnx");
-  for (const char* flag : {"--target", "--device-key", "--trials"}) {
+  for (const char* flag : {"--target", "--device-key"}) {
     if (a.get(flag).empty()) throw UsageError(std::string("kiln submit needs ") + flag);
   }
-  const long long trials = kiln::cli::whole_number(a.get("--trials"), "--trials");
-  if (trials <= 0 || trials > 0xffffffffLL) {
-    throw UsageError("--trials needs a positive number, got '" + a.get("--trials") + "'");
+  const TuningBudget budget = tuning_budget(a);
+  if (!a.has("--trials") && !budget.scheduled()) {
+    throw UsageError("kiln submit needs --trials (per task), --budget or --time");
   }
+  const int trials =
+      a.has("--trials") ? kiln::cli::positive_number(a.get("--trials"), "--trials") : 0;
   const long long priority = kiln::cli::whole_number(a.get("--priority", "0"), "--priority");
   if (priority < INT32_MIN || priority > INT32_MAX) {
     throw UsageError("--priority is out of range: '" + a.get("--priority") + "'");
@@ -464,6 +489,9 @@ int submit_main(const Args& a) {
   req.set_target(a.get("--target"));
   req.set_device_key(a.get("--device-key"));
   req.set_trials(static_cast<uint32_t>(trials));
+  req.set_budget(static_cast<uint32_t>(budget.budget));
+  req.set_time_limit_s(budget.time_s);
+  if (budget.early_stop) req.set_early_stop(static_cast<uint32_t>(*budget.early_stop));
   req.set_priority(static_cast<int32_t>(priority));
   for (const auto& [name, dims] : input_shapes(a)) {
     v1::InputShape* shape = req.add_input_shapes();
@@ -502,11 +530,12 @@ int jobs_main(const Args& a) {
   v1::ListJobsResponse resp;
   farm->check(farm->stub().ListJobs(farm->context().get(), req, &resp));
   std::vector<std::vector<std::string>> rows = {{"ID", "STATE", "OWNER", "MODEL", "TARGET", "KEY",
-                                                 "TASKS", "TRIALS", "FAILED", "BEST(ms)", "AGE"}};
+                                                 "BUDGET", "TASKS", "TRIALS", "FAILED", "BEST(ms)",
+                                                 "AGE"}};
   for (const v1::Job& j : resp.jobs()) {
     const v1::JobProgress& p = j.progress();
     rows.push_back({std::to_string(j.id()), state_name(p.state()), j.owner(), j.model_name(),
-                    j.target(), j.device_key(),
+                    j.target(), j.device_key(), budget_text(j),
                     std::to_string(p.tasks_done()) + "/" + std::to_string(p.tasks_total()),
                     std::to_string(p.trials_done()), std::to_string(p.trials_failed()),
                     best_ms(p.best_latency_s()), age(j.created_ms())});
@@ -600,7 +629,11 @@ const kiln::cli::Command& submit_command() {
           {{"--target", "T", "what to tune for, e.g. 'llvm -mcpu=znver4' (required)"},
            {"--device-key", "KEY",
             "the devices that measure it (required; kiln devices lists them)"},
-           {"--trials", "N", "configs measured per task (required)"},
+           {"--trials", "N",
+            "configs per task (required without --budget/--time; with them, a cap)"},
+           kBudgetFlag,
+           kTimeFlag,
+           kEarlyStopFlag,
            {"--name", "NAME", "the job's name (default: the model's file name)"},
            {"--priority", "P", "higher runs first (default: 0)"},
            {"--owner", "O", "whose job it is (default: $USER)"},
@@ -610,7 +643,13 @@ const kiln::cli::Command& submit_command() {
                            "from the file as they go (any size up to the farm's "
                            "--max-model-bytes), with progress on a terminal for big ones. The "
                            "farm checks that the model imports (with its --input-shape bindings) "
-                           "before it takes the job. ") +
+                           "before it takes the job. With --budget or --time the farm tunes as "
+                           "kiln tune does: every task gets a first round, then each round goes "
+                           "where the model's estimated latency drops most (a task gets none "
+                           "after --early-stop K trials without a 1% gain, nor past --trials); "
+                           "the budget counts "
+                           "the farm's record log (what earlier jobs measured of the same tasks), "
+                           "the time runs from the job's start (retries included). ") +
                kFarmNotes,
       .main = submit_main,
       .group = kFarmGroup,

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,9 +15,30 @@
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/tune_model.h"
 
-namespace {
+const kiln::cli::Flag kBudgetFlag{"--budget", "N",
+                                  "measurements over all tasks (default: none, --trials per task)"};
+const kiln::cli::Flag kTimeFlag{"--time", "D",
+                                "tune for at most D: 90s, 10m, 1h (default: no limit)"};
+const kiln::cli::Flag kEarlyStopFlag{
+    "--early-stop", "K", "stop a task after K trials without a 1% gain; 0: never (default: 32)"};
 
-std::string duration(double s) {
+TuningBudget tuning_budget(const kiln::cli::Args& args) {
+  using kiln::cli::UsageError;
+  TuningBudget b;
+  if (args.has("--budget")) b.budget = kiln::cli::positive_number(args.get("--budget"), "--budget");
+  if (args.has("--time")) b.time_s = kiln::cli::duration_seconds(args.get("--time"), "--time");
+  if (args.has("--early-stop")) {
+    if (!b.scheduled()) throw UsageError("--early-stop needs --budget or --time");
+    const long long k = kiln::cli::number_at_least(args.get("--early-stop"), "--early-stop", 0);
+    if (k > std::numeric_limits<int>::max()) {
+      throw UsageError("--early-stop is out of range: '" + args.get("--early-stop") + "'");
+    }
+    b.early_stop = static_cast<int>(k);
+  }
+  return b;
+}
+
+std::string duration_text(double s) {
   char buf[32];
   if (s >= 3600) {
     std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s / 3600),
@@ -28,6 +50,8 @@ std::string duration(double s) {
   }
   return buf;
 }
+
+namespace {
 
 int tune_main(const kiln::cli::Args& args) {
   using namespace kiln;
@@ -60,19 +84,20 @@ int tune_main(const kiln::cli::Args& args) {
   tune.records = records;
   autotune::TasksTuneOptions& tuning = tune.tuning;
   tuning.tune = options;
-  if (args.has("--budget")) tuning.budget = cli::positive_number(args.get("--budget"), "--budget");
-  if (args.has("--time")) tuning.time_s = cli::duration_seconds(args.get("--time"), "--time");
-  const bool scheduled = tuning.budget > 0 || tuning.time_s > 0;
+  const TuningBudget budget = tuning_budget(args);
+  tuning.budget = budget.budget;
+  tuning.time_s = budget.time_s;
+  const bool scheduled = budget.scheduled();
   if (scheduled && args.has("--trials")) tuning.max_trials = options.trials;
-  if (args.has("--early-stop")) {
-    if (!scheduled) throw UsageError("--early-stop needs --budget or --time");
-    tuning.patience =
-        static_cast<int>(cli::number_at_least(args.get("--early-stop"), "--early-stop", 0));
-  }
+  if (budget.early_stop) tuning.patience = *budget.early_stop;
   tune.pretrained = !args.has("--no-transfer");
   tune.on_model = [&](const autotune::LogModelReport& r) {
     std::cerr << "cost model: " << r.why;
-    if (r.trained_now) std::cerr << " in " << duration(r.seconds);
+    if (r.trained_now) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, " in %.1f s", r.seconds);
+      std::cerr << buf;
+    }
     if (r.skipped_tasks > 0)
       std::cerr << " (" << r.skipped_tasks << " tasks of the log skipped: their templates changed)";
     std::cerr << "\n";
@@ -104,7 +129,7 @@ int tune_main(const kiln::cli::Args& args) {
     } else {
       if (tuning.budget > 0) std::cerr << "a budget of " << tuning.budget << " measurements";
       if (tuning.budget > 0 && tuning.time_s > 0) std::cerr << " and ";
-      if (tuning.time_s > 0) std::cerr << duration(tuning.time_s) << " of tuning";
+      if (tuning.time_s > 0) std::cerr << duration_text(tuning.time_s) << " of tuning";
       std::cerr << " given where the model gains most";
     }
     std::cerr << ", records in " << records << "\n";
@@ -124,15 +149,15 @@ int tune_main(const kiln::cli::Args& args) {
         eta = eta > 0 ? std::min(eta, tuning.time_s - s.elapsed_s) : tuning.time_s - s.elapsed_s;
       std::fprintf(stderr, "%s[%s measured] %s: %d trials, best %.1f GFLOP/s%s, %s left%s",
                    tty ? "\r\033[K" : "", budget.c_str(), head(i, task).c_str(), p.trials_done,
-                   p.best_gflops, model_latency(s).c_str(), duration(std::max(0.0, eta)).c_str(),
-                   tty ? "" : "\n");
+                   p.best_gflops, model_latency(s).c_str(),
+                   duration_text(std::max(0.0, eta)).c_str(), tty ? "" : "\n");
     } else {
       constexpr int kWidth = 20;
       const int filled = p.trials_total > 0 ? p.trials_done * kWidth / p.trials_total : kWidth;
       std::fprintf(stderr, "%s%s [%s%s] %d/%d best %.1f GFLOP/s%s, %s left%s",
                    tty ? "\r\033[K" : "", head(i, task).c_str(), std::string(filled, '#').c_str(),
                    std::string(kWidth - filled, ' ').c_str(), p.trials_done, p.trials_total,
-                   p.best_gflops, model_latency(s).c_str(), duration(p.eta_s).c_str(),
+                   p.best_gflops, model_latency(s).c_str(), duration_text(p.eta_s).c_str(),
                    tty ? "" : "\n");
     }
     std::fflush(stderr);
@@ -188,9 +213,9 @@ const kiln::cli::Command& tune_command() {
         {"--trials", "N",
          "configs measured per task, earlier runs' included (default: " +
              std::to_string(defaults.trials) + "); with --budget or --time, the most per task"},
-        {"--budget", "N", "measurements over all tasks (default: none, --trials per task)"},
-        {"--time", "D", "tune for at most D: 90s, 10m, 1h (default: no limit)"},
-        {"--early-stop", "K", "stop a task after K trials without a 1% gain (default: 32)"},
+        kBudgetFlag,
+        kTimeFlag,
+        kEarlyStopFlag,
         {"--records", "DIR", "the record log, created or resumed (default: kiln-records)"},
         {"--no-transfer", "",
          "learn from this model's records only, not from the cost model the log's records "

@@ -1,6 +1,7 @@
 // The grpc fuzz target's seeds (fuzz/corpus/grpc/seed-*): a valid request of every method and a
 // few bad ones, in the target's input format (grpc_input.h). Written by the target itself, which
 // links the protos: python3 fuzz/make_seeds.py runs it with KILN_FUZZ_WRITE_SEEDS=FOLDER.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,25 @@ void write_grpc_seeds(const fs::path& folder) {
   submit.set_trials(1000000);
   submit_seed("submit-model-too-many-trials");
   submit.set_trials(16);
+  {  // under a budget and time limit (trials caps each task), then values kilnd refuses
+    submit.set_budget(600);
+    submit.set_time_limit_s(600);
+    submit.set_early_stop(8);
+    submit_seed("submit-model-budget");
+    submit.set_time_limit_s(std::nan(""));
+    submit_seed("submit-model-nan-time-limit");
+    submit.set_time_limit_s(-1);
+    submit_seed("submit-model-negative-time-limit");
+    submit.set_time_limit_s(0);
+    submit.set_budget(0);
+    submit_seed("submit-model-early-stop-without-budget");
+    submit.set_trials(0);
+    submit.set_budget(4000000000u);
+    submit_seed("submit-model-too-big-budget");
+    submit.set_trials(16);
+    submit.set_budget(0);
+    submit.clear_early_stop();
+  }
   {  // --input-shape bindings: a good one, then a zero size and a name given twice
     v1::InputShape* x = submit.add_input_shapes();
     x->set_name("x");
@@ -191,7 +211,8 @@ void write_grpc_seeds(const fs::path& folder) {
     t->set_task_key(key);
     t->set_target(kTarget);
   }
-  progress.set_tasks_done(1);
+  progress.add_done_tasks(1);
+  progress.set_tuning_task(0);
   progress.set_trials_done(40);
   progress.set_best_latency_s(2.5e-3);
   msg("report-progress", kReportDriverProgress, kRealAuth, progress);

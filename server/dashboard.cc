@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
+#include "rpc/job_progress.h"
+#include "server/wire.h"
 #include "tracker/job_store.h"
 
 namespace kiln::server {
@@ -178,7 +181,10 @@ bool parse_id(const std::string& s, tracker::JobId* out) {
 // (O(1) per task). `latency_tasks` counts the tasks with a measured best.
 void write_job(JsonOut& j, const tracker::JobRecord& r, const records::RecordLog& log,
                int64_t now) {
-  const uint64_t total = uint64_t{r.trials} * r.tasks_total;
+  const v1::Job wire = to_wire(r);
+  // Measurements planned in all: the budget, or tasks x trials in the fixed split; 0 when only a
+  // time limit bounds the job.
+  const uint64_t total = rpc::planned_measurements(wire);
   double logged_s = 0;
   uint32_t tasks_with_best = 0;
   for (const auto& key : r.task_keys) {
@@ -196,35 +202,45 @@ void write_job(JsonOut& j, const tracker::JobRecord& r, const records::RecordLog
       .field("device_key", r.device_key)
       .field("priority", int64_t{r.priority})
       .field("trials_per_task", r.trials)
-      .field("tasks_total", r.tasks_total)
-      .field("tasks_done", r.tasks_done)
+      .field("budget", r.budget)
+      .field("time_limit_s", r.time_limit_s);
+  j.key("early_stop");
+  if (r.early_stop)
+    j.value(*r.early_stop);
+  else
+    j.null();
+  j.field("tasks_total", r.tasks_total)
+      .field("tasks_done", r.tasks_done())
       .field("trials_total", total)
       .field("trials_done", r.trials_done)
-      .field("trials_failed", r.trials_failed);
-  double progress = 0;
-  if (r.state == tracker::JobState::kDone)
-    progress = 1;
-  else if (total > 0)
-    progress = std::min(1.0, static_cast<double>(r.trials_done) / static_cast<double>(total));
-  j.field("progress", progress);
+      .field("trials_failed", r.trials_failed)
+      .field("progress", rpc::job_progress(wire, now));
   j.key("best_latency_ms");
   if (latency_s > 0)
     j.value(latency_s * 1e3);
   else
     j.null();
   j.field("latency_tasks", tasks_with_best);
-  // ETA from the pace since the job started: trials left / (trials done per second).
+  // ETA from the pace since the job started: trials left / (trials done per second), and at
+  // most what is left of a time limit.
   j.key("eta_s");
   const int64_t elapsed_ms = (r.finished_ms > 0 ? r.finished_ms : now) - r.started_ms;
+  std::optional<double> eta_s;
   if (r.state == tracker::JobState::kRunning && r.started_ms > 0 && r.trials_done > 0 &&
       total > r.trials_done && elapsed_ms > 0) {
     const double per_s = static_cast<double>(r.trials_done) * 1e3 / static_cast<double>(elapsed_ms);
-    j.value(static_cast<double>(total - r.trials_done) / per_s);
+    eta_s = static_cast<double>(total - r.trials_done) / per_s;
   } else if (r.state == tracker::JobState::kRunning && total > 0 && r.trials_done >= total) {
-    j.value(0.0);
-  } else {
-    j.null();
+    eta_s = 0.0;
   }
+  if (r.state == tracker::JobState::kRunning && r.started_ms > 0 && r.time_limit_s > 0) {
+    const double left_s = std::max(0.0, r.time_limit_s - rpc::limited_seconds_elapsed(wire, now));
+    eta_s = eta_s ? std::min(*eta_s, left_s) : left_s;
+  }
+  if (eta_s)
+    j.value(*eta_s);
+  else
+    j.null();
   j.key("trials_per_minute");
   if (r.started_ms > 0 && elapsed_ms > 0) {
     j.value(static_cast<double>(r.trials_done) * 60e3 / static_cast<double>(elapsed_ms));
@@ -460,8 +476,9 @@ std::string Dashboard::job_json(tracker::JobId id) const {
         kept.push_back(curve[k * (curve.size() - 1) / (kCurvePoints - 1)]);
       curve = std::move(kept);
     }
-    const char* status = t < r.tasks_done ? "done"
-                         : (t == r.tasks_done && r.state == tracker::JobState::kRunning)
+    const bool done = std::find(r.done_tasks.begin(), r.done_tasks.end(), t) != r.done_tasks.end();
+    const char* status = done ? "done"
+                         : (r.tuning_task == t && r.state == tracker::JobState::kRunning)
                              ? "tuning"
                              : "waiting";
     j.begin_object()

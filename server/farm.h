@@ -96,8 +96,9 @@ struct FarmOptions {
   /// Larger models are refused (RESOURCE_EXHAUSTED) as soon as their upload goes past it. The
   /// upload goes to disk as it arrives, so the default is ONNX's own limit (a protobuf of 2 GiB).
   uint64_t max_model_bytes = uint64_t{2} << 30;
-  uint32_t max_trials = 10000;  ///< per task
-  int max_running_jobs = 2;     ///< jobs tuned at once; the others wait queued
+  uint32_t max_trials = 10000;    ///< per task
+  uint32_t max_budget = 1000000;  ///< measurements of one job under a budget
+  int max_running_jobs = 2;       ///< jobs tuned at once; the others wait queued
   // How each job is tuned and measured.
   int batch = 16;
   std::string explorer = "xgb";
@@ -129,7 +130,12 @@ class WorkSink {
 struct Submission {
   std::string name, target, device_key, owner;
   uint64_t model_size = 0;  ///< the model's size as announced; 0: not announced
+  /// How much to measure, as SubmitModelRequest says (trials per task or each task's cap, a
+  /// budget over all tasks, a time limit, the scheduler's patience); checked by submit.
   uint32_t trials = 0;
+  uint32_t budget = 0;
+  double time_limit_s = 0;
+  std::optional<uint32_t> early_stop;
   int32_t priority = 0;
   /// `--input-shape`s as sent (SubmitModelRequest.input_shapes): checked by submit (names
   /// non-empty and distinct, sizes positive, limits), then by the model's --check.

@@ -10,10 +10,12 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "base/error.h"
 #include "base/fnv1a.h"
@@ -331,6 +333,17 @@ v1::DriverJob Farm::driver_job_spec(const v1::DriverAuth& auth) {
   out.set_name(j.model_name);
   out.set_target(j.target);
   out.set_trials(j.trials);
+  out.set_budget(j.budget);
+  if (j.time_limit_s > 0) {
+    // The job's limit counts from when it started running: a retried or resumed driver gets
+    // what is left (the job store's clock, which set started_ms).
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    const int64_t started_ms = j.started_ms > 0 ? j.started_ms : now_ms;
+    out.set_time_left_s(j.time_limit_s - static_cast<double>(now_ms - started_ms) / 1e3);
+  }
+  if (j.early_stop) out.set_early_stop(*j.early_stop);
   out.set_batch(static_cast<uint32_t>(options_.batch));
   out.set_explorer(options_.explorer);
   out.set_seed(j.id);  // a job's search replays from its id
@@ -351,6 +364,22 @@ void Farm::driver_progress(const v1::DriverProgress& p) {
     throw invalid_argument("ReportDriverProgress: best_latency_s is " +
                            std::to_string(p.best_latency_s()) +
                            "; it must be finite and non-negative");
+  }
+  // The task indices refer to the tasks this message sets, or else to the job's.
+  const size_t tasks = p.has_tasks() ? static_cast<size_t>(p.tasks_size()) : j.task_keys.size();
+  std::vector<bool> seen(tasks, false);
+  for (uint32_t t : p.done_tasks()) {
+    if (t >= tasks || seen[t]) {
+      throw invalid_argument("ReportDriverProgress: done_tasks holds " + std::to_string(t) +
+                             (t >= tasks ? ", not a task of the " + std::to_string(tasks)
+                                         : " twice; each of the " + std::to_string(tasks)) +
+                             " the job has");
+    }
+    seen[t] = true;
+  }
+  if (p.has_tuning_task() && p.tuning_task() >= tasks) {
+    throw invalid_argument("ReportDriverProgress: tuning_task " + std::to_string(p.tuning_task()) +
+                           " is not a task of the " + std::to_string(tasks) + " the job has");
   }
   for (int i = 0; i < p.tasks_size(); ++i) {
     const v1::TaskRef& t = p.tasks(i);
@@ -387,8 +416,11 @@ void Farm::driver_progress(const v1::DriverProgress& p) {
       r.task_keys.clear();
       for (const v1::TaskRef& t : p.tasks()) r.task_keys.push_back(t.task_key());
       r.tasks_total = static_cast<uint32_t>(r.task_keys.size());
+      r.done_tasks.clear();
+      r.tuning_task.reset();
     }
-    if (p.has_tasks_done()) r.tasks_done = std::min(p.tasks_done(), r.tasks_total);
+    if (p.done_tasks_size() > 0) r.done_tasks.assign(p.done_tasks().begin(), p.done_tasks().end());
+    if (p.has_tuning_task()) r.tuning_task = p.tuning_task();
     if (p.has_trials_done()) r.trials_done = p.trials_done();
     if (p.has_best_latency_s()) r.best_latency_s = p.best_latency_s();
   });

@@ -1,9 +1,11 @@
 // The Farm's jobs as the public API sees them: submission (the model checked by a kiln-tuner
 // --check process), state, cancellation, watching, and the bundle of a done job.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "base/error.h"
 #include "base/fnv1a.h"
@@ -25,6 +27,54 @@ constexpr size_t kMaxInputShapes = 256;
 constexpr size_t kMaxInputShapeDims = 64;
 constexpr size_t kMaxInputNameBytes = 1024;
 constexpr int64_t kMaxInputDimSize = int64_t{1} << 31;
+constexpr int kMaxTimeLimitS = 30 * 24 * 3600;  // a job's time limit: 30 days
+
+/// A number as a message shows it: "90", "0.5", "nan", "-inf", "1e+09".
+std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+/// Refuses (kInvalidArgument, naming the field and its value) how much a submission asks to
+/// measure when it makes no sense or is past the farm's limits.
+void check_amounts(const Submission& s, const FarmOptions& options) {
+  if (!(std::isfinite(s.time_limit_s) && s.time_limit_s >= 0)) {
+    throw invalid_argument("SubmitModel: time_limit_s is " + number_text(s.time_limit_s) +
+                           "; it must be a finite number of seconds (0: no time limit)");
+  }
+  if (s.time_limit_s > kMaxTimeLimitS) {
+    throw invalid_argument("SubmitModel: time_limit_s " + number_text(s.time_limit_s) +
+                           " is over the limit of " + std::to_string(kMaxTimeLimitS) +
+                           " seconds (30 days)");
+  }
+  const bool scheduled = s.budget > 0 || s.time_limit_s > 0;
+  if (s.trials == 0 && !scheduled) {
+    throw invalid_argument(
+        "SubmitModel: trials is missing: give trials (per task), or a budget "
+        "or time_limit_s for the whole model");
+  }
+  if (s.trials > options.max_trials) {
+    throw invalid_argument("SubmitModel: trials " + std::to_string(s.trials) +
+                           " is over this farm's limit of " + std::to_string(options.max_trials) +
+                           " per task");
+  }
+  if (s.budget > options.max_budget) {
+    throw invalid_argument("SubmitModel: budget " + std::to_string(s.budget) +
+                           " is over this farm's limit of " + std::to_string(options.max_budget) +
+                           " measurements per job");
+  }
+  if (s.early_stop && !scheduled) {
+    throw invalid_argument("SubmitModel: early_stop " + std::to_string(*s.early_stop) +
+                           " needs a budget or a time_limit_s (without them each task is tuned "
+                           "to its trials, with no early stopping)");
+  }
+  if (s.early_stop && *s.early_stop > options.max_trials) {
+    throw invalid_argument("SubmitModel: early_stop " + std::to_string(*s.early_stop) +
+                           " is over this farm's limit of " + std::to_string(options.max_trials) +
+                           " trials per task (0: never stop a task early)");
+  }
+}
 
 /// "0x" and 16 hex digits.
 std::string hex64(uint64_t v) {
@@ -124,12 +174,7 @@ JobId Farm::submit(const Submission& s, const std::function<bool(v1::ModelUpload
   }
   if (s.target.empty()) throw invalid_argument("SubmitModel: the target is empty");
   if (s.device_key.empty()) throw invalid_argument("SubmitModel: the device key is empty");
-  if (s.trials == 0) throw invalid_argument("SubmitModel: trials must be positive");
-  if (s.trials > options_.max_trials) {
-    throw invalid_argument("SubmitModel: trials " + std::to_string(s.trials) +
-                           " is over this farm's limit of " + std::to_string(options_.max_trials) +
-                           " per task");
-  }
+  check_amounts(s, options_);
   std::map<std::string, std::vector<int64_t>> input_shapes;
   if (s.input_shapes.size() > kMaxInputShapes) {
     throw invalid_argument("SubmitModel: input_shapes has " +
@@ -201,6 +246,9 @@ JobId Farm::submit(const Submission& s, const std::function<bool(v1::ModelUpload
   j.target = s.target;
   j.device_key = s.device_key;
   j.trials = s.trials;
+  j.budget = s.budget;
+  j.time_limit_s = s.time_limit_s;
+  j.early_stop = s.early_stop;
   j.priority = s.priority;
   j.input_shapes = std::move(input_shapes);
   const JobId id = store_.create(j);

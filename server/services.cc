@@ -336,7 +336,6 @@ Status KilnService::submit_model(grpc::ServerContext* ctx,
   const v1::SubmitModelRequest& req = first.job();
   if (req.target().empty()) return missing("SubmitModel", "target");
   if (req.device_key().empty()) return missing("SubmitModel", "device_key");
-  if (req.trials() == 0) return missing("SubmitModel", "trials");
   if (!admit_submit(ctx->peer())) {
     return Status(StatusCode::RESOURCE_EXHAUSTED,
                   "SubmitModel: more than " + std::to_string(options_.submits_per_minute) +
@@ -349,6 +348,9 @@ Status KilnService::submit_model(grpc::ServerContext* ctx,
     s.device_key = req.device_key();
     s.owner = req.owner();
     s.trials = req.trials();
+    s.budget = req.budget();
+    s.time_limit_s = req.time_limit_s();
+    if (req.has_early_stop()) s.early_stop = req.early_stop();
     s.priority = req.priority();
     s.model_size = req.model_size();
     for (const v1::InputShape& shape : req.input_shapes()) {

@@ -40,7 +40,7 @@ v1::JobProgress progress_of(const tracker::JobRecord& job) {
   p.set_job_id(job.id);
   p.set_state(to_wire(job.state));
   p.set_tasks_total(job.tasks_total);
-  p.set_tasks_done(job.tasks_done);
+  p.set_tasks_done(job.tasks_done());
   p.set_trials_done(job.trials_done);
   p.set_trials_failed(job.trials_failed);
   p.set_best_latency_s(job.best_latency_s);
@@ -57,6 +57,9 @@ v1::Job to_wire(const tracker::JobRecord& job) {
   j.set_target(job.target);
   j.set_device_key(job.device_key);
   j.set_trials(job.trials);
+  j.set_budget(job.budget);
+  j.set_time_limit_s(job.time_limit_s);
+  if (job.early_stop) j.set_early_stop(*job.early_stop);
   j.set_priority(job.priority);
   *j.mutable_progress() = progress_of(job);
   j.set_error(job.error);

@@ -46,6 +46,9 @@ Json to_json(const JobRecord& j) {
   o["target"] = j.target;
   o["device_key"] = j.device_key;
   o["trials"] = static_cast<int64_t>(j.trials);
+  if (j.budget > 0) o["budget"] = static_cast<int64_t>(j.budget);
+  if (j.time_limit_s > 0) o["time_limit_s"] = j.time_limit_s;
+  if (j.early_stop) o["early_stop"] = static_cast<int64_t>(*j.early_stop);
   o["priority"] = static_cast<int64_t>(j.priority);
   if (!j.input_shapes.empty()) {
     Json::Object shapes;
@@ -58,10 +61,13 @@ Json to_json(const JobRecord& j) {
   }
   o["state"] = job_state_name(j.state);
   o["tasks_total"] = static_cast<int64_t>(j.tasks_total);
-  o["tasks_done"] = static_cast<int64_t>(j.tasks_done);
   Json::Array keys;
   for (const std::string& k : j.task_keys) keys.emplace_back(k);
   o["task_keys"] = Json(std::move(keys));
+  Json::Array done;
+  for (uint32_t t : j.done_tasks) done.emplace_back(static_cast<int64_t>(t));
+  o["done_tasks"] = Json(std::move(done));
+  if (j.tuning_task) o["tuning_task"] = static_cast<int64_t>(*j.tuning_task);
   o["trials_done"] = static_cast<int64_t>(j.trials_done);
   o["trials_failed"] = static_cast<int64_t>(j.trials_failed);
   o["best_latency_s"] = j.best_latency_s;
@@ -86,6 +92,11 @@ JobRecord from_json(const Json& j, const std::string& origin) {
   r.target = str("target");
   r.device_key = str("device_key");
   r.trials = static_cast<uint32_t>(i64("trials"));
+  // Absent in jobs without them (and in those stored before they existed).
+  if (j.has("budget")) r.budget = static_cast<uint32_t>(i64("budget"));
+  if (j.has("time_limit_s"))
+    r.time_limit_s = j.at("time_limit_s", origin).as_double(origin + ": time_limit_s");
+  if (j.has("early_stop")) r.early_stop = static_cast<uint32_t>(i64("early_stop"));
   r.priority = static_cast<int32_t>(i64("priority"));
   if (j.has("input_shapes")) {  // absent in jobs without (or stored before) input shapes
     const std::string what = origin + ": input_shapes";
@@ -97,11 +108,18 @@ JobRecord from_json(const Json& j, const std::string& origin) {
   }
   r.state = job_state_from_name(str("state"));
   r.tasks_total = static_cast<uint32_t>(i64("tasks_total"));
-  r.tasks_done = static_cast<uint32_t>(i64("tasks_done"));
   if (j.has("task_keys")) {  // absent in jobs stored before it existed
     for (const Json& k : j.at("task_keys", origin).as_array(origin + ": task_keys"))
       r.task_keys.push_back(k.as_string(origin + ": task_keys[]"));
   }
+  if (j.has("done_tasks")) {
+    for (const Json& t : j.at("done_tasks", origin).as_array(origin + ": done_tasks"))
+      r.done_tasks.push_back(static_cast<uint32_t>(t.as_int(origin + ": done_tasks[]")));
+  } else {  // stored before it existed, as a count: the fixed split ends tasks in order
+    const auto n = static_cast<uint32_t>(i64("tasks_done"));
+    for (uint32_t t = 0; t < n; ++t) r.done_tasks.push_back(t);
+  }
+  if (j.has("tuning_task")) r.tuning_task = static_cast<uint32_t>(i64("tuning_task"));
   r.trials_done = static_cast<uint64_t>(i64("trials_done"));
   r.trials_failed = static_cast<uint64_t>(i64("trials_failed"));
   r.best_latency_s = j.at("best_latency_s", origin).as_double(origin + ": best_latency_s");
@@ -263,8 +281,8 @@ JobId JobStore::create(JobRecord job) {
   KILN_USER_CHECK(!job.target.empty()) << "new job '" << job.model_name << "': the target is empty";
   KILN_USER_CHECK(!job.device_key.empty())
       << "new job '" << job.model_name << "': the device key is empty";
-  KILN_USER_CHECK(job.trials > 0) << "new job '" << job.model_name
-                                  << "': trials must be at least 1";
+  KILN_USER_CHECK(job.trials > 0 || job.scheduled())
+      << "new job '" << job.model_name << "': it needs trials (per task), a budget or a time limit";
   std::lock_guard lock(impl_->mu);
   int64_t now = impl_->now_ms();
   job.id = impl_->next_id++;

@@ -42,25 +42,37 @@ struct JobRecord {
   std::string model_name;
   std::string target;
   std::string device_key;
-  uint32_t trials = 0;  ///< budget per task
+  /// How much to measure (SubmitModelRequest's fields): without a budget or time limit, each
+  /// task in turn to `trials` (the fixed split); with them, the task scheduler, `trials` capping
+  /// each task (0: no cap).
+  uint32_t trials = 0;
+  uint32_t budget = 0;                 ///< measurements over all tasks; 0: none
+  double time_limit_s = 0;             ///< seconds of tuning from started_ms on; 0: none
+  std::optional<uint32_t> early_stop;  ///< the scheduler's patience; unset: its default
   int32_t priority = 0;
   /// The shapes its model's inputs are compiled for (`--input-shape`), by name.
   std::map<std::string, std::vector<int64_t>> input_shapes;
   JobState state = JobState::kQueued;
   uint32_t tasks_total = 0;
-  uint32_t tasks_done = 0;
   std::vector<std::string> task_keys;  ///< the model's tuning tasks, in tuning order
-  uint64_t trials_done = 0;            ///< measurements finished, errors included
-  uint64_t trials_failed = 0;          ///< of those, with an error
-  double best_latency_s = 0;           ///< best end-to-end estimate; 0 when none yet
-  std::string error;                   ///< why it failed or was cancelled
-  std::string phase;                   ///< what its driver is doing ("folding constants", ...)
+  /// The tasks (indices into task_keys) that get no more trials, in the order they ended.
+  std::vector<uint32_t> done_tasks;
+  std::optional<uint32_t> tuning_task;  ///< the task whose round runs now, while tuning
+  uint64_t trials_done = 0;             ///< measurements finished, errors included
+  uint64_t trials_failed = 0;           ///< of those, with an error
+  double best_latency_s = 0;            ///< best end-to-end estimate; 0 when none yet
+  std::string error;                    ///< why it failed or was cancelled
+  std::string phase;                    ///< what its driver is doing ("folding constants", ...)
   uint32_t driver_failures = 0;  ///< tries of its driver that crashed, hung or ran out of memory
   std::string driver_failure;    ///< why the last of those failed
   int64_t created_ms = 0;        ///< Unix ms, set by create() when 0
   int64_t started_ms = 0;        ///< set on the move to running
   int64_t finished_ms = 0;       ///< set on the move to a final state
   int64_t updated_ms = 0;        ///< set on every change
+
+  /// Whether tuning is scheduled by a budget or time limit rather than the fixed split.
+  bool scheduled() const { return budget > 0 || time_limit_s > 0; }
+  uint32_t tasks_done() const { return static_cast<uint32_t>(done_tasks.size()); }
 
   bool operator==(const JobRecord&) const = default;
 };
@@ -77,7 +89,8 @@ class JobStore {
   ~JobStore();
 
   /// Stores a new job in state queued and returns its id (1, 2, ...; never reused, also across
-  /// reopen). kiln::Error when target or device key is empty or trials is 0.
+  /// reopen). kiln::Error when target or device key is empty, or when trials, budget and time
+  /// limit are all 0.
   JobId create(JobRecord job);
   /// The job, or nullopt when unknown.
   std::optional<JobRecord> get(JobId id) const;

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -53,7 +54,12 @@ void maybe_inject_fault(const std::string& model_name, const std::string& phase)
 void JobDriver::enter(const std::string& phase) {
   v1::DriverProgress p;
   p.set_phase(phase);
-  client_.progress(std::move(p));
+  enter(std::move(p));
+}
+
+void JobDriver::enter(v1::DriverProgress progress) {
+  const std::string phase = progress.phase();
+  client_.progress(std::move(progress));
   std::cerr << "kiln-tuner: job " << client_.job_id() << ": " << phase << std::endl;
   maybe_inject_fault(name_, phase);
 }
@@ -82,6 +88,7 @@ class JobConfigSource : public autotune::ConfigSource {
 
 void JobDriver::run() {
   const v1::DriverJob job = client_.job();
+  const auto received = std::chrono::steady_clock::now();  // when its time left was told
   name_ = job.name();
   const std::string& target = job.target();
   enter("importing the model");
@@ -100,36 +107,48 @@ void JobDriver::run() {
 
   FarmRecords records(client_);
   FarmMeasurer measurer(client_);
-  autotune::TasksTuneOptions o;  // the fixed split: each task in turn, to the job's trials
-  o.tune.trials = static_cast<int>(job.trials());
-  o.tune.batch = static_cast<int>(job.batch());
-  o.tune.explorer = job.explorer();
-  o.tune.seed = job.seed();
-  // Each task's turn is a phase, in order, also for a task the shared log already holds in full
-  // (a crash or a hang is reported with the task it happened at).
+  autotune::TasksTuneOptions o = tuning_options(
+      job, std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
+  const bool scheduled = o.budget > 0 || o.time_s > 0;
+  // Each step of a task is a phase ("tuning task 3/9 (KEY)"), so a crash or a hang is reported
+  // with the task it happened at. The fixed split tunes the tasks in order, each in one step, and
+  // announces a task the shared log already holds in full too; the scheduler's steps go to any
+  // task, each announced as it starts.
   size_t announced = 0;
-  auto announce_through = [&](size_t last) {
-    for (; announced <= last && announced < tasks.size(); ++announced) {
-      enter("tuning task " + std::to_string(announced + 1) + "/" + std::to_string(tasks.size()) +
-            " (" + tasks[announced].key + ")");
-    }
-  };
-  o.on_step = [&](size_t i, const autotune::Task&) { announce_through(i); };
-  // The job's latency is the model's estimate (every task's best, or a prediction from similar
-  // tasks while one is unmeasured, times its calls), not a sum over the tasks tuned so far.
-  auto report = [&](const autotune::ScheduleStatus& s, uint32_t tasks_done) {
+  auto announce = [&](size_t i) {
     v1::DriverProgress p;
-    if (tasks_done > 0) p.set_tasks_done(tasks_done);
+    p.set_phase("tuning task " + std::to_string(i + 1) + "/" + std::to_string(tasks.size()) + " (" +
+                tasks[i].key + ")");
+    p.set_tuning_task(static_cast<uint32_t>(i));
+    enter(std::move(p));
+  };
+  auto announce_through = [&](size_t last) {
+    for (; announced <= last && announced < tasks.size(); ++announced) announce(announced);
+  };
+  o.on_step = [&](size_t i, const autotune::Task&) {
+    if (scheduled)
+      announce(i);
+    else
+      announce_through(i);
+  };
+  // The job's latency is the model's estimate (every task's best, or a prediction from similar
+  // tasks while one is unmeasured, times its calls), not a sum over the tasks tuned so far; its
+  // trials are the log's measurements of its tasks, what a budget counts.
+  std::vector<uint32_t> done_tasks;  // in the order they got no more trials
+  auto report = [&](const autotune::ScheduleStatus& s, bool with_done) {
+    v1::DriverProgress p;
+    if (with_done) p.mutable_done_tasks()->Add(done_tasks.begin(), done_tasks.end());
     p.set_trials_done(static_cast<uint64_t>(s.measurements));
     if (s.estimated_latency_s > 0) p.set_best_latency_s(s.estimated_latency_s);
     client_.progress(std::move(p));
   };
   o.on_progress = [&](size_t, const autotune::Task&, const autotune::TuneProgress&,
-                      const autotune::ScheduleStatus& s) { report(s, 0); };
-  uint32_t tasks_done = 0;
-  o.on_task_done = [&](size_t, const autotune::Task&, const autotune::TaskResult&,
-                       const std::string&,
-                       const autotune::ScheduleStatus& s) { report(s, ++tasks_done); };
+                      const autotune::ScheduleStatus& s) { report(s, false); };
+  o.on_task_done = [&](size_t i, const autotune::Task&, const autotune::TaskResult&,
+                       const std::string&, const autotune::ScheduleStatus& s) {
+    done_tasks.push_back(static_cast<uint32_t>(i));
+    report(s, true);
+  };
   // The search starts from the cost model pre-trained on every record of the target in the farm's
   // log (other jobs' and models' too), kept in kilnd's log; trained again after the job once the
   // records grew, for the next job and for the bundle's tasks with no successful measurement.
@@ -140,10 +159,20 @@ void JobDriver::run() {
     std::cerr << "kiln-tuner: job " << client_.job_id() << ": cost model: " << r.why << std::endl;
     return m;
   };
+  const auto model_start = std::chrono::steady_clock::now();
   std::unique_ptr<autotune::CostModel> prior = cost_model("before tuning");
   o.tune.prior = prior.get();
-  autotune::tune_tasks(tasks, calls, records, o, &measurer);
-  if (!tasks.empty()) announce_through(tasks.size() - 1);
+  if (o.time_s > 0) {  // the job's time limit counts the training too (never 0: no limit)
+    o.time_s = std::max(
+        1e-3,
+        o.time_s -
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - model_start).count());
+  }
+  const autotune::TasksTuneReport tuned = autotune::tune_tasks(tasks, calls, records, o, &measurer);
+  if (!scheduled && !tasks.empty()) announce_through(tasks.size() - 1);
+  std::cerr << "kiln-tuner: job " << client_.job_id() << ": tuning ended (" << tuned.ended
+            << "): " << tuned.status.measurements << " measurements in the log ("
+            << tuned.status.measured_now << " now)" << std::endl;
   prior = cost_model("after tuning");
 
   JobConfigSource source(records, target, prior.get());
@@ -158,6 +187,25 @@ void JobDriver::run() {
   const std::string bundle = runtime::serialize_bundle(graph::build_graph(g, target, build));
   enter("uploading the bundle");
   client_.upload(bundle);
+}
+
+autotune::TasksTuneOptions tuning_options(const v1::DriverJob& job, double spent_s) {
+  autotune::TasksTuneOptions o;
+  if (job.trials() > 0) o.tune.trials = static_cast<int>(job.trials());  // 0: a schedule's, no cap
+  o.tune.batch = static_cast<int>(job.batch());
+  o.tune.explorer = job.explorer();
+  o.tune.seed = job.seed();
+  o.budget = static_cast<int>(job.budget());
+  if (job.has_time_left_s()) {
+    // A limit already spent still schedules: no round starts, and the log's best are built.
+    constexpr double kSpent = 1e-3;
+    o.time_s = std::max(job.time_left_s() - spent_s, kSpent);
+  }
+  if (o.budget > 0 || o.time_s > 0) {
+    o.max_trials = static_cast<int>(job.trials());
+    if (job.has_early_stop()) o.patience = static_cast<int>(job.early_stop());
+  }
+  return o;
 }
 
 v1::DriverProgress tuning_progress(const std::vector<autotune::Task>& tasks) {

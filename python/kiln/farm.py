@@ -3,6 +3,8 @@ as the `kiln submit / jobs / watch / fetch / devices / cancel` commands talk to 
 
     farm = kiln.Farm("farm.example.org:7070", token="...")
     job = farm.submit("resnet18.onnx", target="llvm -mcpu=znver4", device_key="epyc", trials=512)
+    job = farm.submit("resnet18.onnx", target="llvm -mcpu=znver4", device_key="epyc",
+                      budget=2000, time=3600)   # spread where the model gains most, as kiln tune
     job.watch()                    # a progress bar, in a terminal or a notebook
     bundle = job.result()          # the tuned bundle
 
@@ -89,11 +91,14 @@ class JobInfo:
     owner: str
     target: str
     device_key: str
-    trials: int  # the measurement budget per task
+    trials: int  # configs per task (fixed split); under a budget or time, each one's cap (0: none)
+    budget: Optional[int]  # measurements over all tasks; None: none (fixed split, or time only)
+    time_limit_s: Optional[float]  # seconds of tuning from its start; None: no time limit
+    early_stop: Optional[int]  # the scheduler's patience in trials as submitted; None: its default
     priority: int
     tasks_total: int  # tuning tasks extracted from the model (0 until the driver has them)
-    tasks_done: int  # tasks whose budget is spent
-    trials_done: int  # measurements finished, errors included
+    tasks_done: int  # tasks that get no more trials
+    trials_done: int  # measurements of its tasks in the farm's record log, errors included
     trials_failed: int  # of those, measurements with an error
     best_latency_s: Optional[float]  # the best end-to-end estimate so far; None before any
     phase: str  # what the job's driver is doing ("folding constants", ...)
@@ -108,6 +113,8 @@ class JobInfo:
         p = j.progress
         return cls(id=j.id, state=_state_name(p.state), model_name=j.model_name, owner=j.owner,
                    target=j.target, device_key=j.device_key, trials=j.trials,
+                   budget=j.budget or None, time_limit_s=j.time_limit_s or None,
+                   early_stop=j.early_stop if j.HasField("early_stop") else None,
                    priority=j.priority, tasks_total=p.tasks_total, tasks_done=p.tasks_done,
                    trials_done=p.trials_done, trials_failed=p.trials_failed,
                    best_latency_s=p.best_latency_s or None, phase=p.phase, error=j.error,
@@ -118,6 +125,48 @@ class JobInfo:
     def is_final(self) -> bool:
         """Whether the job has ended (DONE, FAILED or CANCELLED)."""
         return self.state in _FINAL_STATES
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether the task scheduler spreads a budget or time limit (else the fixed split)."""
+        return self.budget is not None or self.time_limit_s is not None
+
+    @property
+    def planned_trials(self) -> Optional[int]:
+        """The measurements the job is to make in all: its budget, or tasks x trials in the
+        fixed split; None when not known (tasks not extracted yet, or only a time limit)."""
+        if self.budget is not None:
+            return self.budget
+        if self.scheduled or not self.tasks_total:
+            return None
+        return self.tasks_total * self.trials
+
+    @property
+    def time_elapsed_s(self) -> float:
+        """Seconds of its time limit that have passed (up to its end once finished); 0 before
+        it started or without a time limit."""
+        if self.time_limit_s is None or self.started_at is None:
+            return 0.0
+        end = self.finished_at or datetime.datetime.now(datetime.timezone.utc)
+        return max(0.0, (end - self.started_at).total_seconds())
+
+    @property
+    def progress(self) -> float:
+        """How far the job has got, from 0 to 1, as `kiln watch` and the dashboard draw it: in
+        the fixed split the larger of trials_done / (tasks_total x trials) and tasks_done /
+        tasks_total; under a budget or time limit the larger of trials_done / budget and the
+        time since it started / time_limit_s; 1 once DONE."""
+        if self.state == "DONE":
+            return 1.0
+        fraction = 0.0
+        planned = self.planned_trials
+        if planned:
+            fraction = self.trials_done / planned
+        if self.time_limit_s is not None:
+            fraction = max(fraction, self.time_elapsed_s / self.time_limit_s)
+        if not self.scheduled and self.tasks_total:
+            fraction = max(fraction, self.tasks_done / self.tasks_total)
+        return min(1.0, max(0.0, fraction))
 
 
 @dataclass(frozen=True)
@@ -294,7 +343,9 @@ class Farm:
 
     # -- the calls --
 
-    def submit(self, model: Any, *, target: str, device_key: str, trials: int,
+    def submit(self, model: Any, *, target: str, device_key: str, trials: Optional[int] = None,
+               budget: Optional[int] = None, time: Optional[float] = None,
+               early_stop: Optional[int] = None,
                input_shapes: Optional[Dict[str, Sequence[int]]] = None,
                name: Optional[str] = None, priority: int = 0, owner: Optional[str] = None,
                example_inputs: Any = None, input_names: Optional[Sequence[str]] = None,
@@ -304,9 +355,18 @@ class Farm:
         `model` is a path to an .onnx file, its bytes, an onnx.ModelProto, or a torch.nn.Module
         with `example_inputs` (exported here with every shape bound from them; `input_names`
         names its inputs). `target` is what to tune for ("llvm -mcpu=znver4", "cuda
-        -arch=sm_90", ...), `trials` the configs measured per task, `input_shapes` the sizes of
-        the model's symbolic dimensions ({"input": (1, 3, 224, 224)}), `name` the job's name
-        (default: the file's or graph's name), `owner` whose job it is (default: $USER).
+        -arch=sm_90", ...), `input_shapes` the sizes of the model's symbolic dimensions
+        ({"input": (1, 3, 224, 224)}), `name` the job's name (default: the file's or graph's
+        name), `owner` whose job it is (default: $USER).
+
+        How much to measure, as `kiln tune` (give `trials`, `budget` or `time`):
+        `trials` alone: each task in turn gets that many measured configs. With `budget`
+        (measurements over all the model's tasks) and / or `time` (seconds, counted from when the
+        job starts running, retries included), the farm's task scheduler gives every task a first
+        round and then each round to the task where the model's estimated latency drops most;
+        `trials` then caps each task, and `early_stop` (trials without a 1% gain before a task gets
+        no more; 0: never; default 32) applies. Measurements count from the farm's record log:
+        what earlier jobs measured of the same tasks counts as trials and against the budget.
 
         The model goes up in 1 MiB chunks, read from its file as they are sent (any size up to
         the farm's --max-model-bytes; never the whole file in memory), with its size announced
@@ -321,8 +381,24 @@ class Farm:
         if not isinstance(device_key, str) or not device_key:
             raise InvalidInputError(f"device_key must name the farm's devices (farm.devices() "
                                     f"lists them), got {device_key!r}")
-        if not _is_int(trials) or not 0 < trials < 1 << 32:
+        if trials is not None and (not _is_int(trials) or not 0 < trials < 1 << 32):
             raise InvalidInputError(f"trials must be a positive int, got {trials!r}")
+        if budget is not None and (not _is_int(budget) or not 0 < budget < 1 << 32):
+            raise InvalidInputError(f"budget must be a positive int (measurements over all "
+                                    f"tasks), got {budget!r}")
+        if time is not None and (isinstance(time, bool) or not isinstance(time, numbers.Real)
+                                 or not 0 < time < float("inf")):
+            raise InvalidInputError(f"time must be a positive number of seconds, got {time!r}")
+        scheduled = budget is not None or time is not None
+        if trials is None and not scheduled:
+            raise InvalidInputError("submit needs trials (per task), a budget or a time limit")
+        if early_stop is not None:
+            if not scheduled:
+                raise InvalidInputError(f"early_stop ({early_stop!r}) needs a budget or a time "
+                                        f"limit: without them each task gets its trials")
+            if not _is_int(early_stop) or not 0 <= early_stop < 1 << 32:
+                raise InvalidInputError(f"early_stop must be an int >= 0 (trials; 0: never stop "
+                                        f"a task early), got {early_stop!r}")
         if not _is_int(priority) or not -(1 << 31) <= priority < 1 << 31:
             raise InvalidInputError(f"priority must be a 32-bit int, got {priority!r}")
         src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs,
@@ -331,9 +407,12 @@ class Farm:
         if size == 0:
             raise InvalidInputError(f"the model {src.path or src.name!r} is empty")
         job = service_pb2.SubmitModelRequest(
-            name=src.name, target=target, device_key=device_key, trials=int(trials),
+            name=src.name, target=target, device_key=device_key, trials=int(trials or 0),
+            budget=int(budget or 0), time_limit_s=float(time or 0),
             priority=int(priority), owner=os.environ.get("USER", "") if owner is None else owner,
             model_size=size)
+        if early_stop is not None:
+            job.early_stop = int(early_stop)
         for input_name, dims in src.input_shapes.items():
             job.input_shapes.add(name=input_name, dims=list(dims))
 
@@ -565,28 +644,36 @@ def _latency(seconds: float) -> str:
 
 
 class _ProgressBar:
-    """A tqdm bar over a job's measurement budget (tasks x trials), in a terminal or a notebook
-    (tqdm.auto), with the state, tasks, failures, best latency and phase beside it."""
+    """A tqdm bar over a job's progress (JobInfo.progress), in a terminal or a notebook
+    (tqdm.auto): over its measurements (the budget, or tasks x trials) or, when only a time
+    limit bounds it, over the limit's seconds; the state, tasks, failures, best latency and phase
+    beside it."""
 
-    def __init__(self, job_id: int, trials: int) -> None:
+    def __init__(self, job_id: int) -> None:
         from tqdm.auto import tqdm
 
-        self._trials = trials
         self._bar = tqdm(total=None, desc=f"job {job_id}", unit="trial", dynamic_ncols=True)
 
-    def show(self, p: service_pb2.JobProgress) -> None:
-        budget = p.tasks_total * self._trials
-        if budget:
-            self._bar.total = budget
-            done = max(p.trials_done, p.tasks_done * self._trials)
-            n = budget if p.state == common_pb2.JOB_STATE_DONE else min(budget, done)
+    def show(self, info: JobInfo) -> None:
+        planned = info.planned_trials
+        if planned:
+            total = planned
+        elif info.time_limit_s is not None:
+            total = max(1, round(info.time_limit_s))
+            self._bar.unit = "s"
         else:
-            n = p.trials_done
-        best = _latency(p.best_latency_s)
-        text = (f"{_state_name(p.state)} tasks {p.tasks_done}/{p.tasks_total} "
-                f"failed {p.trials_failed} best {best}")
-        if p.state == common_pb2.JOB_STATE_RUNNING and p.phase:
-            text += f" {p.phase[:37] + '...' if len(p.phase) > 40 else p.phase}"
+            total = None
+        if total:
+            self._bar.total = total
+            n = round(info.progress * total)
+        else:
+            n = info.trials_done
+        text = (f"{info.state} tasks {info.tasks_done}/{info.tasks_total} "
+                f"trials {info.trials_done} failed {info.trials_failed} "
+                f"best {_latency(info.best_latency_s or 0)}")
+        if info.state == "RUNNING" and info.phase:
+            phase = info.phase
+            text += f" {phase[:37] + '...' if len(phase) > 40 else phase}"
         self._bar.set_postfix_str(text, refresh=False)
         if n > self._bar.n:
             self._bar.update(n - self._bar.n)  # keeps tqdm's rate
@@ -619,22 +706,25 @@ class Job:
 
     def info(self) -> JobInfo:
         """The job's state and progress now."""
-        return JobInfo.from_wire(
-            self.farm._unary("GetJob", service_pb2.GetJobRequest(job_id=self.id)))
+        return JobInfo.from_wire(self._wire())
+
+    def _wire(self) -> service_pb2.Job:
+        return self.farm._unary("GetJob", service_pb2.GetJobRequest(job_id=self.id))
 
     def watch(self, progress: bool = True, timeout: Optional[float] = None) -> JobInfo:
         """Follows the job until it ends and returns its final JobInfo when it is DONE.
 
-        With `progress`, a tqdm bar (terminal or notebook) shows the measurements against the
-        budget, the tasks done, failures, the best latency so far and what the job's driver is
-        doing. Raises JobFailedError with kilnd's reason if the job FAILED, JobCancelledError if
-        it was cancelled, FarmTimeoutError when `timeout` seconds pass first. A progress stream
-        that breaks (kilnd restarting) is opened again, with a pause growing up to 4 s.
+        With `progress`, a tqdm bar (terminal or notebook) shows JobInfo.progress (the
+        measurements against the budget, or the time against the time limit), the tasks done,
+        failures, the best latency so far and what the job's driver is doing. Raises
+        JobFailedError with kilnd's reason if the job FAILED, JobCancelledError if it was
+        cancelled, FarmTimeoutError when `timeout` seconds pass first. A progress stream that
+        breaks (kilnd restarting) is opened again, with a pause growing up to 4 s.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        info = self.info()
-        state = info.state
-        bar = _ProgressBar(self.id, info.trials) if progress else None
+        job = self._wire()
+        state = _state_name(job.progress.state)
+        bar = _ProgressBar(self.id) if progress else None
         try:
             retries = 0
             while state not in _FINAL_STATES:
@@ -650,7 +740,12 @@ class Job:
                     for p in stream:
                         got, state = True, _state_name(p.state)
                         if bar is not None:
-                            bar.show(p)
+                            # A time limit counts from the job's start, which a job queued when
+                            # the watch began lacks.
+                            if job.time_limit_s and not job.started_ms and state != "QUEUED":
+                                job = self._wire()
+                            job.progress.CopyFrom(p)
+                            bar.show(JobInfo.from_wire(job))
                 except grpc.RpcError as e:
                     if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and deadline is not None:
                         continue  # the loop's check says so

@@ -176,14 +176,35 @@ function renderFarm(farm) {
 
 // --- rendering: jobs -------------------------------------------------------------------------
 
+// How much the job measures: "200 per task" (the fixed split), or its budget and / or time limit
+// spread by the task scheduler, with the cap per task and the early stop when given.
+function budgetText(j) {
+  if (!j.budget && !j.time_limit_s) return fmtNum(j.trials_per_task) + " per task";
+  const parts = [];
+  if (j.budget) parts.push(fmtNum(j.budget) + " trials");
+  if (j.time_limit_s) parts.push(fmtDuration(j.time_limit_s));
+  if (j.trials_per_task) parts.push("at most " + fmtNum(j.trials_per_task) + " per task");
+  if (j.early_stop !== null) parts.push(j.early_stop ? "early stop " + j.early_stop : "no early stop");
+  return parts.join(", ");
+}
+
+// Seconds of a running job's time limit that have passed.
+function limitElapsed(j) {
+  return j.time_limit_s && j.started_ms ? ((j.finished_ms || Date.now()) - j.started_ms) / 1000 : 0;
+}
+
+// The bar is the API's `progress`: measurements of the budget (tasks x trials in the fixed
+// split) or time of the time limit, whichever is further.
 function progressBar(job) {
   const pct = Math.round(job.progress * 1000) / 10;
   const bar = h("div", { class: "bar " + job.state }, h("span", {}));
   bar.firstChild.style.width = pct + "%";
-  const label = job.trials_total
+  let label = job.trials_total
     ? fmtNum(job.trials_done) + " / " + fmtNum(job.trials_total)
     : job.state === "queued" ? "waiting" : fmtNum(job.trials_done) + " trials";
-  return h("div", { class: "progress", title: pct + "%" }, bar, h("span", { class: "label", text: label }));
+  if (job.time_limit_s && job.state === "running")
+    label += " · " + fmtDuration(limitElapsed(job)) + " of " + fmtDuration(job.time_limit_s);
+  return h("div", { class: "progress", title: pct + "% of " + budgetText(job) }, bar, h("span", { class: "label", text: label }));
 }
 
 function renderJobs(jobs) {
@@ -302,6 +323,7 @@ function renderJob(detail) {
     ["Phase", j.state === "running" && j.phase ? j.phase : "–", "wide"],
     ["Progress", Math.round(j.progress * 100) + "%"],
     ["Trials", fmtNum(j.trials_done) + (j.trials_total ? " / " + fmtNum(j.trials_total) : "")],
+    ["Budget", budgetText(j), "wide"],
     ["Failed", fmtNum(j.trials_failed)],
     ["Best latency", fmtLatency(j.best_latency_ms) + partialTasks(j)],
     ["Pace", j.trials_per_minute === null ? "–" : fmtNum(j.trials_per_minute) + " /min"],
@@ -320,7 +342,7 @@ function renderJob(detail) {
     h("div", { class: "task-best" },
       h("span", {}, h("b", { text: t.best ? fmtNum(t.best.gflops) : "–" }), " GFLOP/s"),
       h("span", {}, h("b", { text: t.best ? fmtUs(t.best.latency_us) : "–" }), " best"),
-      h("span", {}, h("b", { text: t.trials }), " / " + t.trials_budget + " trials")),
+      h("span", {}, h("b", { text: t.trials }), (t.trials_budget ? " / " + t.trials_budget : "") + " trials")),
     curve(t),
     histogram(t),
     configsTable(t, openKeys)));

@@ -340,6 +340,30 @@ TEST_F(ClientTest, SubmitTakesNameOwnerAndTheTokenFromTheEnvironment) {
   EXPECT_EQ(fake_.authorization, "Bearer t0k");
 }
 
+TEST_F(ClientTest, SubmitSendsABudgetATimeLimitAndTheEarlyStop) {
+  write(path("m.onnx"), "model");
+  Result r = kiln("submit '" + path("m.onnx") +
+                  "' --target llvm --device-key epyc --budget 400 --time 10m --early-stop 8");
+  ASSERT_EQ(r.code, 0) << r.err;
+  {
+    std::lock_guard<std::mutex> lock(fake_.mu);
+    EXPECT_EQ(fake_.submitted.trials(), 0u);  // no cap per task
+    EXPECT_EQ(fake_.submitted.budget(), 400u);
+    EXPECT_EQ(fake_.submitted.time_limit_s(), 600.0);
+    ASSERT_TRUE(fake_.submitted.has_early_stop());
+    EXPECT_EQ(fake_.submitted.early_stop(), 8u);
+  }
+  // --trials caps each task under a budget; no --early-stop: the farm's default (unset).
+  r = kiln("submit '" + path("m.onnx") +
+           "' --target llvm --device-key epyc --budget 90 --trials 30");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::lock_guard<std::mutex> lock(fake_.mu);
+  EXPECT_EQ(fake_.submitted.trials(), 30u);
+  EXPECT_EQ(fake_.submitted.budget(), 90u);
+  EXPECT_EQ(fake_.submitted.time_limit_s(), 0.0);
+  EXPECT_FALSE(fake_.submitted.has_early_stop());
+}
+
 TEST_F(ClientTest, SubmitWithWatchFollowsTheNewJob) {
   write(path("m.onnx"), "model");
   add_job(7, "m").mutable_progress()->set_state(v1::JOB_STATE_QUEUED);
@@ -356,6 +380,10 @@ TEST_F(ClientTest, JobsPrintsATable) {
   add_job(3, "resnet18");
   v1::Job& done = add_job(4, "mobilenet");
   *done.mutable_progress() = progress(4, v1::JOB_STATE_DONE, 5, 5, 500, 0, 0.0125);
+  done.set_trials(50);  // under a budget and a time limit: each task's cap
+  done.set_budget(400);
+  done.set_time_limit_s(600);
+  done.set_early_stop(8);
   Result r = kiln("jobs --owner alice --state running --state DONE");
   ASSERT_EQ(r.code, 0) << r.err;
   std::istringstream lines(r.out);
@@ -363,16 +391,17 @@ TEST_F(ClientTest, JobsPrintsATable) {
   std::getline(lines, header);
   std::getline(lines, row3);
   std::getline(lines, row4);
-  for (const char* col : {"ID", "STATE", "OWNER", "MODEL", "TARGET", "KEY", "TASKS", "TRIALS",
-                          "FAILED", "BEST(ms)", "AGE"}) {
+  for (const char* col : {"ID", "STATE", "OWNER", "MODEL", "TARGET", "KEY", "BUDGET", "TASKS",
+                          "TRIALS", "FAILED", "BEST(ms)", "AGE"}) {
     EXPECT_NE(header.find(col), std::string::npos) << col << " in " << header;
   }
-  for (const char* cell : {"3", "RUNNING", "alice", "resnet18", "llvm -mcpu=znver4", "epyc", "3/10",
-                           "312", "4.213", "1m3"}) {
+  for (const char* cell : {"3", "RUNNING", "alice", "resnet18", "llvm -mcpu=znver4", "epyc",
+                           "100/task", "3/10", "312", "4.213", "1m3"}) {
     EXPECT_NE(row3.find(cell), std::string::npos) << cell << " in " << row3;
   }
   EXPECT_EQ(row3.rfind("3 ", 0), 0u) << row3;
-  for (const char* cell : {"DONE", "mobilenet", "5/5", "500", "12.500"}) {
+  for (const char* cell :
+       {"DONE", "mobilenet", "400, 10m00s, max 50/task, stop 8", "5/5", "500", "12.500"}) {
     EXPECT_NE(row4.find(cell), std::string::npos) << cell << " in " << row4;
   }
   std::lock_guard<std::mutex> lock(fake_.mu);
@@ -450,6 +479,43 @@ TEST_F(ClientTest, WatchFollowsAJobToDone) {
   EXPECT_NE(r.out.find("job 5 DONE  tasks 2/2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("job 5 done: best 12.500 ms"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+}
+
+TEST_F(ClientTest, WatchUnderABudgetDrawsTheMeasurementsOfTheBudget) {
+  v1::Job& j = add_job(5, "resnet18");
+  j.set_trials(0);
+  j.set_budget(40);
+  // Three tasks of four done say little under a budget: the bar is 10 of 40 measurements.
+  fake_.updates[5] = {progress(5, v1::JOB_STATE_RUNNING, 3, 4, 10, 0, 0.02),
+                      progress(5, v1::JOB_STATE_DONE, 4, 4, 40, 0, 0.0125)};
+  Result r = kiln("watch 5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("job 5 RUNNING  tasks 3/4  trials 10/40 (0 failed)  best 20.000 ms  "
+                       "[#####               ]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("trials 40/40 (0 failed)  best 12.500 ms  [####################]"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(ClientTest, WatchUnderATimeLimitDrawsTheTimeSinceTheJobStarted) {
+  v1::Job& j = add_job(5, "resnet18");
+  j.set_trials(0);
+  j.set_time_limit_s(120);
+  j.set_started_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count() -
+                   60'000);
+  fake_.updates[5] = {progress(5, v1::JOB_STATE_RUNNING, 0, 4, 3, 0, 0.02),
+                      progress(5, v1::JOB_STATE_DONE, 4, 4, 50, 0, 0.0125)};
+  Result r = kiln("watch 5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // A minute of two: half the bar (a second more on a slow machine does not fill another cell).
+  EXPECT_NE(r.out.find("trials 3 (0 failed)  time 1m00s/2m00s  best 20.000 ms  "
+                       "[##########          ]"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(ClientTest, WatchOnATerminalRedrawsOneLine) {
@@ -613,10 +679,28 @@ TEST_F(ClientTest, CommandLineMistakesAreClearErrors) {
   write(path("m.onnx"), "model");
   r = kiln("submit '" + path("m.onnx") + "' --target cuda --device-key k --trials many");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--trials needs a whole number, got 'many'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--trials needs a positive number, got 'many'"), std::string::npos) << r.err;
   r = kiln("submit '" + path("m.onnx") + "' --target cuda --trials 3");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--device-key"), std::string::npos) << r.err;
+  // How much to measure: one of --trials, --budget, --time; --early-stop only with a budget.
+  r = kiln("submit '" + path("m.onnx") + "' --target cuda --device-key k");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("kiln submit needs --trials (per task), --budget or --time"),
+            std::string::npos)
+      << r.err;
+  r = kiln("submit '" + path("m.onnx") + "' --target cuda --device-key k --budget -1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--budget needs a positive number, got '-1'"), std::string::npos) << r.err;
+  r = kiln("submit '" + path("m.onnx") + "' --target cuda --device-key k --time soon");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--time needs a duration such as 90s, 10m or 1h, got 'soon'"),
+            std::string::npos)
+      << r.err;
+  r = kiln("submit '" + path("m.onnx") +
+           "' --target cuda --device-key k --trials 8 --early-stop 4");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--early-stop needs --budget or --time"), std::string::npos) << r.err;
   r = kiln("jobs --state sleeping");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--state"), std::string::npos) << r.err;

@@ -1,13 +1,18 @@
 // kilnd as a process on 127.0.0.1: bad requests answered with the right gRPC status and a message
 // naming the problem, the token, TLS, /metrics in Prometheus text format, and the embedded
 // default (a worker and a CPU agent started by kilnd) tuning a small CNN whose fetched bundle
-// computes what a local compile computes.
+// computes what a local compile computes: per task, under a budget (spent exactly, the rounds
+// after the first where the model gains most) and under a time limit (no round started after it).
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cmath>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
 
+#include "base/json.h"
 #include "compiler/graph/graph_build.h"
 #include "deploy/runtime/graph_executor.h"
 #include "server/metrics.h"
@@ -21,6 +26,7 @@ namespace kiln {
 namespace {
 
 using grpc::StatusCode;
+using kiln::Json;
 using testing::context;
 using testing::Kilnd;
 using testing::TempDir;
@@ -93,6 +99,38 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
     EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT,
                   std::string(field) + " is missing");
   }
+  // How much to measure: each value refused names its field and the value.
+  auto refused = [&](const std::function<void(v1::SubmitModelRequest&)>& change,
+                     const std::string& text) {
+    v1::SubmitModelRequest r = good_submission();
+    change(r);
+    EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT, text);
+  };
+  refused(
+      [](auto& r) {
+        r.set_budget(12);
+        r.set_time_limit_s(std::nan(""));
+      },
+      "time_limit_s is nan; it must be a finite number of seconds");
+  refused([](auto& r) { r.set_time_limit_s(-5); }, "time_limit_s is -5");
+  refused([](auto& r) { r.set_time_limit_s(INFINITY); }, "time_limit_s is inf");
+  refused([](auto& r) { r.set_time_limit_s(1e9); },
+          "time_limit_s 1e+09 is over the limit of 2592000 seconds (30 days)");
+  refused([](auto& r) { r.set_budget(2000000); },
+          "budget 2000000 is over this farm's limit of 1000000 measurements per job");
+  refused([](auto& r) { r.set_early_stop(8); }, "early_stop 8 needs a budget or a time_limit_s");
+  refused(
+      [](auto& r) {
+        r.set_budget(100);
+        r.set_early_stop(20000);
+      },
+      "early_stop 20000 is over this farm's limit of 10000 trials per task");
+  refused(
+      [](auto& r) {
+        r.set_budget(100);
+        r.set_trials(20000);
+      },
+      "trials 20000 is over this farm's limit of 10000 per task");
   v1::SubmitModelRequest r = good_submission();
   r.set_target("verilog");
   EXPECT_STATUS(submit(*service, r), StatusCode::INVALID_ARGUMENT, "unknown target 'verilog'");
@@ -105,6 +143,29 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
                 StatusCode::INVALID_ARGUMENT, "does not import");
   EXPECT_STATUS(submit(*service, r, nullptr, "", std::string(30000, 'x')),
                 StatusCode::RESOURCE_EXHAUSTED, "limit of 20000 bytes");
+
+  // A budget or a time limit stands for trials, which then caps each task; the job says so.
+  {
+    v1::SubmitModelRequest budgeted = good_submission();
+    budgeted.clear_trials();
+    budgeted.set_budget(40);
+    budgeted.set_time_limit_s(90);
+    budgeted.set_early_stop(0);
+    uint64_t id = 0;
+    ASSERT_TRUE(submit(*service, budgeted, &id).ok());
+    v1::GetJobRequest get;
+    get.set_job_id(id);
+    v1::Job job;
+    ASSERT_TRUE(service->GetJob(context().get(), get, &job).ok());
+    EXPECT_EQ(job.trials(), 0u);
+    EXPECT_EQ(job.budget(), 40u);
+    EXPECT_EQ(job.time_limit_s(), 90.0);
+    ASSERT_TRUE(job.has_early_stop());
+    EXPECT_EQ(job.early_stop(), 0u);
+    v1::CancelJobRequest cancel;
+    cancel.set_job_id(id);
+    ASSERT_TRUE(service->CancelJob(context().get(), cancel, &job).ok());
+  }
 
   // Jobs: unknown ids, a bundle before the job is done, cancelling twice.
   v1::Job job;
@@ -190,7 +251,7 @@ TEST(KilndTest, BadRequestsGetTheRightStatusAndName) {
   // None of this hurt kilnd.
   v1::ListJobsResponse list;
   ASSERT_TRUE(service->ListJobs(context().get(), {}, &list).ok());
-  EXPECT_EQ(list.jobs_size(), 1);
+  EXPECT_EQ(list.jobs_size(), 2);
 }
 
 TEST(KilndTest, SubmissionsPastTheRateLimitAreRefused) {
@@ -337,6 +398,135 @@ TEST(KilndTest, EmbeddedFarmTunesAModelAndTheFetchedBundleMatchesALocalCompile) 
   ASSERT_TRUE(kilnd.process().wait_for_exit(std::chrono::seconds(20)));
   EXPECT_TRUE(WIFEXITED(kilnd.process().wait()) && WEXITSTATUS(kilnd.process().wait()) == 0);
   (void)read;
+}
+
+TEST(KilndTest, EmbeddedFarmSpendsABudgetWhereTheModelGainsMost) {
+  TempDir dir("kilnd_budget");
+  Kilnd kilnd(dir, {"--local-workers", "1", "--local-agent", "cpu", "--local-agent-target", "llvm",
+                    "--batch", "4", "--repeat", "1"});
+  auto service = kilnd.service();
+  ASSERT_TRUE(testing::wait_for_devices(*service, 1));
+  // 14 measurements over the small CNN's 4 tasks, no cap per task: a first round of 3 each (the
+  // budget's share), then 2 more where the model's estimated latency drops most.
+  constexpr uint64_t kBudget = 14;
+  v1::SubmitModelRequest r = good_submission();
+  r.clear_trials();
+  r.set_budget(kBudget);
+  r.set_early_stop(0);
+  uint64_t id = 0;
+  ASSERT_TRUE(submit(*service, r, &id).ok());
+
+  v1::WatchJobRequest watch;
+  watch.set_job_id(id);
+  auto ctx = context("", std::chrono::seconds(300));
+  auto reader = service->WatchJob(ctx.get(), watch);
+  v1::JobProgress p;
+  std::set<std::string> phases;
+  uint64_t most = 0;
+  while (reader->Read(&p)) {
+    most = std::max<uint64_t>(most, p.trials_done());
+    if (p.phase().rfind("tuning task ", 0) == 0) phases.insert(p.phase());
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  v1::GetJobRequest get;
+  get.set_job_id(id);
+  v1::Job job;
+  ASSERT_TRUE(service->GetJob(context().get(), get, &job).ok());
+  ASSERT_EQ(p.state(), v1::JOB_STATE_DONE) << job.error() << "\n" << kilnd.process().stderr_text();
+  EXPECT_EQ(job.budget(), kBudget);
+  EXPECT_EQ(job.trials(), 0u);
+  EXPECT_EQ(p.tasks_total(), 4u);
+  EXPECT_EQ(p.tasks_done(), 4u);
+  EXPECT_EQ(p.trials_done(), kBudget);  // the budget, spent exactly
+  EXPECT_EQ(most, kBudget);             // and never past it
+  EXPECT_EQ(phases.size(), 4u) << "each task's rounds were announced";
+
+  // The record log holds exactly the budget's records: every task its first round, some more.
+  const Json detail = Json::parse(
+      testing::http_get(kilnd.http_address(), "/api/v1/jobs/" + std::to_string(id)).body, "job");
+  const Json& dj = detail.at("job", "detail");
+  EXPECT_EQ(dj.at("budget", "job").as_int("budget"), static_cast<int64_t>(kBudget));
+  EXPECT_EQ(dj.at("trials_total", "job").as_int("trials_total"), static_cast<int64_t>(kBudget));
+  EXPECT_EQ(dj.at("progress", "job").as_double("progress"), 1.0);
+  int64_t records = 0, most_of_a_task = 0;
+  for (const Json& task : dj.at("tasks", "job").as_array("tasks")) {
+    const int64_t n = task.at("trials", "task").as_int("trials");
+    EXPECT_GE(n, 3) << detail.dump();
+    EXPECT_EQ(task.at("status", "task").as_string("status"), "done");
+    records += n;
+    most_of_a_task = std::max(most_of_a_task, n);
+  }
+  EXPECT_EQ(records, static_cast<int64_t>(kBudget)) << detail.dump();
+  EXPECT_GT(most_of_a_task, 3) << "the rounds after the first went where the model gains most";
+
+  // Its bundle computes what a local compile of the same model computes.
+  v1::FetchBundleRequest fetch;
+  fetch.set_job_id(id);
+  auto fctx = context();
+  auto chunks = service->FetchBundle(fctx.get(), fetch);
+  std::string bytes;
+  v1::BundleChunk c;
+  while (chunks->Read(&c)) bytes += c.data();
+  ASSERT_TRUE(chunks->Finish().ok());
+  std::ofstream(dir.file("budget.kiln"), std::ios::binary) << bytes;
+  EXPECT_TRUE(testing::small_cnn_bundle_matches_local(dir, dir.file("budget.kiln"), 7));
+}
+
+TEST(KilndTest, EmbeddedFarmStartsNoRoundAfterTheTimeLimit) {
+  TempDir dir("kilnd_time");
+  Kilnd kilnd(dir, {"--local-workers", "1", "--local-agent", "cpu", "--local-agent-target", "llvm",
+                    "--batch", "4", "--repeat", "1"});
+  auto service = kilnd.service();
+  ASSERT_TRUE(testing::wait_for_devices(*service, 1));
+  constexpr double kLimitS = 3;
+  v1::SubmitModelRequest r = good_submission();
+  r.clear_trials();
+  r.set_time_limit_s(kLimitS);
+  uint64_t id = 0;
+  ASSERT_TRUE(submit(*service, r, &id).ok());
+
+  // Each round is announced as a phase when it starts: when kilnd recorded it.
+  v1::WatchJobRequest watch;
+  watch.set_job_id(id);
+  auto ctx = context("", std::chrono::seconds(300));
+  auto reader = service->WatchJob(ctx.get(), watch);
+  v1::JobProgress p;
+  std::vector<int64_t> round_starts_ms;
+  std::string last_phase;
+  while (reader->Read(&p)) {
+    if (p.phase() != last_phase && p.phase().rfind("tuning task ", 0) == 0)
+      round_starts_ms.push_back(p.updated_ms());
+    last_phase = p.phase();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  v1::GetJobRequest get;
+  get.set_job_id(id);
+  v1::Job job;
+  ASSERT_TRUE(service->GetJob(context().get(), get, &job).ok());
+  ASSERT_EQ(p.state(), v1::JOB_STATE_DONE) << job.error() << "\n" << kilnd.process().stderr_text();
+  EXPECT_EQ(job.time_limit_s(), kLimitS);
+  EXPECT_EQ(job.budget(), 0u);
+  // The limit counts from the job's start (its import included): no round started after it, and
+  // the one running then finished before the bundle was built.
+  for (int64_t t : round_starts_ms)
+    EXPECT_LE(t, job.started_ms() + static_cast<int64_t>(kLimitS * 1e3)) << "a round started late";
+  EXPECT_EQ(p.tasks_done(), 4u);  // every task done once tuning ends
+  const std::string path = "/api/v1/jobs/" + std::to_string(id);
+  const Json detail = Json::parse(testing::http_get(kilnd.http_address(), path).body, "job");
+  EXPECT_EQ(detail.at("job", "d").at("time_limit_s", "job").as_double("time_limit_s"), kLimitS);
+  EXPECT_EQ(detail.at("job", "d").at("trials_total", "job").as_int("trials_total"), 0)
+      << "only the time bounds it";
+
+  v1::FetchBundleRequest fetch;
+  fetch.set_job_id(id);
+  auto fctx = context();
+  auto chunks = service->FetchBundle(fctx.get(), fetch);
+  std::string bytes;
+  v1::BundleChunk c;
+  while (chunks->Read(&c)) bytes += c.data();
+  ASSERT_TRUE(chunks->Finish().ok());
+  std::ofstream(dir.file("timed.kiln"), std::ios::binary) << bytes;
+  EXPECT_TRUE(testing::small_cnn_bundle_matches_local(dir, dir.file("timed.kiln"), 7));
 }
 
 }  // namespace

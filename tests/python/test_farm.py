@@ -2,7 +2,8 @@
 path, an onnx.ModelProto and a torch.nn.Module, watch them to DONE, fetch the bundle (equal to
 `kiln fetch`'s), list jobs and devices, cancel; and every refusal as its exception with kilnd's
 message: a wrong token, a closed farm, a model that is not ONNX, an unknown job or device key, a
-model over the farm's --max-model-bytes."""
+model over the farm's --max-model-bytes; a budget spent exactly, and budgets, time limits and
+early stops refused by the client or by kilnd with their messages."""
 
 import dataclasses
 import datetime
@@ -13,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import TINY_IN, make_tiny_model
+from conftest import TINY_IN, TINY_OUT, make_tiny_model
 
 import kiln
 from kiln.errors import InvalidInputError
@@ -121,6 +122,33 @@ def test_a_torch_module_is_exported_and_tuned(local_farm, tmp_path):
     assert info.state == "DONE" and info.model_name == "sequential"
     assert info.tasks_total >= 1
     assert os.path.getsize(job.fetch(tmp_path)) > 0
+
+
+def test_a_budget_is_spent_exactly_and_shown(local_farm):
+    # A model of its own (the tiny model's task with another width): the session's shared record
+    # log holds none of its records, which would count against the budget.
+    model = make_tiny_model("tiny-budget", n=TINY_OUT * 2)
+    job = submit(local_farm, model, trials=None, budget=5, early_stop=0)
+    info = job.watch(progress=True, timeout=120)
+    assert info.state == "DONE" and info.scheduled
+    assert info.budget == 5 and info.trials == 0 and info.early_stop == 0
+    assert info.time_limit_s is None
+    assert info.trials_done == 5  # the measurements of its task in the log: the budget
+    assert info.planned_trials == 5 and info.progress == 1.0
+    assert info.tasks_total == 1 and info.tasks_done == 1
+
+
+def test_a_time_limit_is_sent_and_shown(local_farm):
+    # (kilnd_test runs a time-limited job to its end; this one is cancelled once it shows.)
+    model = make_tiny_model("tiny-time", n=TINY_OUT * 3)
+    job = submit(local_farm, model, trials=None, time=600, early_stop=4)
+    try:
+        info = job.info()
+        assert info.time_limit_s == 600 and info.early_stop == 4 and info.scheduled
+        assert info.budget is None and info.trials == 0 and info.planned_trials is None
+        assert 0 <= info.progress < 1
+    finally:
+        job.cancel("only its fields were wanted")
 
 
 # ---- jobs and devices ----------------------------------------------------------------------
@@ -303,6 +331,17 @@ def test_an_unknown_job_is_not_found(local_farm, tmp_path):
             call()
 
 
+def test_amounts_past_the_farms_limits_are_refused_by_kilnd(local_farm, tiny_model):
+    with pytest.raises(kiln.FarmInvalidArgumentError,
+                       match="budget 2000000 is over this farm's limit of 1000000") as e:
+        submit(local_farm, tiny_model, trials=None, budget=2_000_000)
+    assert isinstance(e.value, InvalidInputError)
+    with pytest.raises(kiln.FarmInvalidArgumentError, match="early_stop 50000 is over"):
+        submit(local_farm, tiny_model, budget=100, early_stop=50_000)
+    with pytest.raises(kiln.FarmInvalidArgumentError, match="time_limit_s 1e\\+08 is over"):
+        submit(local_farm, tiny_model, trials=None, time=1e8)
+
+
 def test_an_unknown_device_key_is_not_found(local_farm, tiny_model):
     with pytest.raises(kiln.FarmNotFoundError, match="no device of key 'gpu-rack'.*cpu"):
         submit(local_farm, tiny_model, device_key="gpu-rack")
@@ -311,6 +350,17 @@ def test_an_unknown_device_key_is_not_found(local_farm, tiny_model):
 def test_bad_arguments_are_refused_before_any_call(local_farm, tiny_model, tmp_path):
     with pytest.raises(InvalidInputError, match="trials must be a positive int"):
         submit(local_farm, tiny_model, trials=0)
+    with pytest.raises(InvalidInputError, match=r"budget must be a positive int .*got -1"):
+        submit(local_farm, tiny_model, budget=-1)
+    with pytest.raises(InvalidInputError, match="time must be a positive number of seconds, got "
+                                                "nan"):
+        submit(local_farm, tiny_model, budget=10, time=float("nan"))
+    with pytest.raises(InvalidInputError, match="submit needs trials"):
+        submit(local_farm, tiny_model, trials=None)
+    with pytest.raises(InvalidInputError, match=r"early_stop \(8\) needs a budget or a time"):
+        submit(local_farm, tiny_model, early_stop=8)
+    with pytest.raises(InvalidInputError, match="early_stop must be an int >= 0"):
+        submit(local_farm, tiny_model, budget=10, early_stop=-2)
     with pytest.raises(InvalidInputError, match="target must be"):
         submit(local_farm, tiny_model, target="")
     with pytest.raises(InvalidInputError, match="no such model file"):

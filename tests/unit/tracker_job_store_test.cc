@@ -32,14 +32,20 @@ TEST(TrackerJobStore, PersistsAcrossReopenAndResumesUnfinished) {
     a = s.create(shaped);
     b = s.create(job("mobilenet"));
     c = s.create(job("dqn"));
-    d = s.create(job("lstm"));
+    JobRecord budgeted = job("lstm", 0);  // the task scheduler's: a budget and a time limit
+    budgeted.budget = 600;
+    budgeted.time_limit_s = 90.5;
+    budgeted.early_stop = 0;
+    d = s.create(budgeted);
     EXPECT_EQ(a, 1u);
     EXPECT_EQ(d, 4u);
     now = 2000;
     s.transition(a, JobState::kRunning);
     s.update_progress(a, [](JobRecord& j) {
       j.tasks_total = 12;
-      j.tasks_done = 3;
+      j.task_keys = {"t0", "t1", "t2", "t3"};
+      j.done_tasks = {2, 0, 3};  // under a budget, in the order they ended
+      j.tuning_task = 1;
       j.trials_done = 310;
       j.trials_failed = 7;
       j.best_latency_s = 0.0123;
@@ -56,7 +62,12 @@ TEST(TrackerJobStore, PersistsAcrossReopenAndResumesUnfinished) {
   ASSERT_EQ(open.size(), 2u);
   EXPECT_EQ(open[0].id, a);
   EXPECT_EQ(open[0].state, JobState::kRunning);
-  EXPECT_EQ(open[0].tasks_done, 3u);
+  EXPECT_EQ(open[0].tasks_done(), 3u);
+  EXPECT_EQ(open[0].done_tasks, (std::vector<uint32_t>{2, 0, 3}));
+  EXPECT_EQ(open[0].tuning_task, 1u);
+  EXPECT_FALSE(open[0].scheduled());
+  EXPECT_EQ(open[0].budget, 0u);
+  EXPECT_FALSE(open[0].early_stop);
   EXPECT_EQ(open[0].trials_done, 310u);
   EXPECT_DOUBLE_EQ(open[0].best_latency_s, 0.0123);
   EXPECT_EQ(open[0].created_ms, 1000);
@@ -70,6 +81,12 @@ TEST(TrackerJobStore, PersistsAcrossReopenAndResumesUnfinished) {
   EXPECT_TRUE(open[1].input_shapes.empty());
   EXPECT_EQ(open[1].id, d);
   EXPECT_EQ(open[1].state, JobState::kQueued);
+  EXPECT_TRUE(open[1].scheduled());
+  EXPECT_EQ(open[1].trials, 0u);
+  EXPECT_EQ(open[1].budget, 600u);
+  EXPECT_DOUBLE_EQ(open[1].time_limit_s, 90.5);
+  EXPECT_EQ(open[1].early_stop, 0u);
+  EXPECT_FALSE(open[1].tuning_task);
   auto done = s.get(b);
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state, JobState::kDone);
@@ -123,7 +140,7 @@ TEST(TrackerJobStore, RejectsBadJobsAndSecondOpen) {
   JobRecord bad = job("x");
   bad.device_key = "";
   EXPECT_ERROR_CONTAINS(s.create(bad), "device key is empty");
-  EXPECT_ERROR_CONTAINS(s.create(job("y", 0)), "trials must be at least 1");
+  EXPECT_ERROR_CONTAINS(s.create(job("y", 0)), "needs trials (per task), a budget or a time limit");
   EXPECT_ERROR_CONTAINS(JobStore::open(dir.file("jobs")), "in use");
   EXPECT_TRUE(s.list().empty());
 }
