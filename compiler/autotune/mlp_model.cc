@@ -17,7 +17,6 @@ static_assert(std::endian::native == std::endian::little, "the saved model is li
 
 constexpr int H1 = kMlpHidden1;
 constexpr int H2 = kMlpHidden2;
-constexpr float kClip = 8.0f;  // standardized inputs are clipped to [-kClip, kClip]
 constexpr char kMagic[8] = {'k', 'i', 'l', 'n', '-', 'm', 'l', 'p'};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxInputs = 1u << 20;  // far above any feature vector; bounds a file's sizes
@@ -188,7 +187,7 @@ std::vector<float> MlpModel::standardize(const std::vector<std::vector<float>>& 
     for (size_t f = 0; f < inputs_; ++f)
       KILN_USER_CHECK(std::isfinite(x[i][f]))
           << "cost model " << who << ": feature " << f << " of row " << i << " is not finite";
-    for (int f : used_) xs.push_back(std::clamp((x[i][f] - mean_[f]) * scale_[f], -kClip, kClip));
+    for (int f : used_) xs.push_back((std::clamp(x[i][f], lo_[f], hi_[f]) - mean_[f]) * scale_[f]);
   }
   return xs;
 }
@@ -202,10 +201,16 @@ void MlpModel::fit(const std::vector<std::vector<float>>& x, const std::vector<d
   for (size_t i = 0; i < x.size(); ++i)
     KILN_USER_CHECK(x[i].size() == n)
         << "cost model fit: row " << i << " has " << x[i].size() << " features, expected " << n;
-  // The standardization: each feature's mean and 1 / standard deviation over these rows.
+  // The standardization: each feature's range, mean and 1 / standard deviation over these rows.
   std::vector<double> sum(n, 0.0), sq(n, 0.0);
-  for (const auto& r : x)
-    for (size_t f = 0; f < n; ++f) sum[f] += r[f];
+  std::vector<float> lo = x[0], hi = x[0];
+  for (const auto& r : x) {
+    for (size_t f = 0; f < n; ++f) {
+      sum[f] += r[f];
+      lo[f] = std::min(lo[f], r[f]);
+      hi[f] = std::max(hi[f], r[f]);
+    }
+  }
   const double rows = static_cast<double>(x.size());
   for (const auto& r : x)
     for (size_t f = 0; f < n; ++f) sq[f] += (r[f] - sum[f] / rows) * (r[f] - sum[f] / rows);
@@ -220,6 +225,8 @@ void MlpModel::fit(const std::vector<std::vector<float>>& x, const std::vector<d
   next.inputs_ = n;
   next.mean_ = std::move(mean);
   next.scale_ = std::move(scale);
+  next.lo_ = std::move(lo);
+  next.hi_ = std::move(hi);
   next.find_used();
 
   // He-uniform initial weights (fan-in: the used features), zero biases.
@@ -356,6 +363,8 @@ std::string MlpModel::save() const {
   append(out, header, sizeof header);
   append(out, mean_.data(), mean_.size() * sizeof(float));
   append(out, scale_.data(), scale_.size() * sizeof(float));
+  append(out, lo_.data(), lo_.size() * sizeof(float));
+  append(out, hi_.data(), hi_.size() * sizeof(float));
   append(out, params_.data(), params_.size() * sizeof(float));
   return out;
 }
@@ -379,7 +388,7 @@ MlpModel MlpModel::load(const std::string& bytes, MlpModelOptions options) {
   KILN_USER_CHECK(h1 == H1 && h2 == H2) << "cost model load: the mlp model's hidden layers are "
                                         << h1 << "x" << h2 << ", this build's " << H1 << "x" << H2;
   const Layout l(n);
-  const size_t expected = (2 * size_t{n} + l.total) * sizeof(float);
+  const size_t expected = (4 * size_t{n} + l.total) * sizeof(float);
   KILN_USER_CHECK(in.left() == expected)
       << "cost model load: the mlp model of " << n << " inputs needs " << expected
       << " bytes of weights after its header, it has " << in.left();
@@ -389,6 +398,11 @@ MlpModel MlpModel::load(const std::string& bytes, MlpModelOptions options) {
   for (size_t f = 0; f < n; ++f)
     KILN_USER_CHECK(m.scale_[f] >= 0)
         << "cost model load: the mlp model's scale[" << f << "] is negative";
+  m.lo_ = in.floats(n, "lo");
+  m.hi_ = in.floats(n, "hi");
+  for (size_t f = 0; f < n; ++f)
+    KILN_USER_CHECK(m.lo_[f] <= m.hi_[f]) << "cost model load: the mlp model's lo[" << f << "] ("
+                                          << m.lo_[f] << ") is above its hi (" << m.hi_[f] << ")";
   m.params_ = in.floats(l.total, "weights");
   m.inputs_ = n;
   m.find_used();

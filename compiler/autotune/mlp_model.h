@@ -2,10 +2,11 @@
 // from their features (features.h), trained to rank them inside each task, as xgb_model.h's trees
 // are (higher score = faster; only the order within one task means something).
 //
-// The network: inputs standardized by the training rows' mean and standard deviation (kept in the
-// model; a feature constant over the training rows is ignored, so one that only varies in a new
-// task cannot inject untrained weights; standardized values are clipped to +-8), two hidden layers
-// of kMlpHidden1 and kMlpHidden2 ReLU units, one linear output. Training: RankNet's pairwise
+// The network: each input clamped to its feature's range over the training rows (outside it the
+// network is flat, as trees are, so the search does not chase a linear extrapolation into configs
+// unlike any measured) and standardized by their mean and standard deviation (a feature constant
+// there is ignored, so one that varies only in a new task meets no untrained weights); two hidden
+// layers of kMlpHidden1 and kMlpHidden2 ReLU units, one linear output. Training: RankNet's pairwise
 // logistic loss over the pairs of each minibatch, a minibatch being up to `batch` rows of one group
 // (a group's rows shuffled each epoch), each pair weighted by its throughput difference over the
 // group's range (max - min), so near-ties count little and failed candidates (throughput 0) are
@@ -15,8 +16,8 @@
 // fit() trains `epochs` passes over the rows (more for a small set: at least `min_steps` Adam
 // steps), from fresh weights; about 0.4 s for 5,000 rows of loop features on one core. adapt()
 // trains `adapt_epochs` (at least `min_steps` steps) more from the current weights on the new rows,
-// keeping the old standardization (so a prior pre-trained on a whole log is turned towards one
-// task).
+// keeping the old ranges and standardization (so a prior pre-trained on a whole log is turned
+// towards one task).
 //
 //   MlpModel m;
 //   m.fit(x, gflops, task_ids);
@@ -26,9 +27,9 @@
 //
 // The saved bytes (little-endian): the magic "kiln-mlp", uint32 version (1), uint32 inputs n,
 // uint32 hidden1, uint32 hidden2, then float32 arrays: mean[n], scale[n] (1/std, 0 for an ignored
-// feature), w1[n][hidden1], b1[hidden1], w2[hidden1][hidden2], b2[hidden2], w3[hidden2], b3. load()
-// checks every part (magic, version, sizes against this build's, length, finite values) and names
-// what is wrong: a model file may come from disk.
+// feature), lo[n], hi[n] (the range), w1[n][hidden1], b1[hidden1], w2[hidden1][hidden2],
+// b2[hidden2], w3[hidden2], b3. load() checks every part (magic, version, sizes against this
+// build's, length, finite values) and names what is wrong: a model file may come from disk.
 #pragma once
 
 #include <memory>
@@ -79,10 +80,11 @@ class MlpModel final : public CostModel {
   void find_used();
 
   MlpModelOptions options_;
-  size_t inputs_ = 0;         ///< features per row; 0 = untrained
-  std::vector<float> mean_;   ///< per feature
-  std::vector<float> scale_;  ///< per feature: 1 / std, 0 for a feature ignored
-  std::vector<int> used_;     ///< features whose scale is not 0
+  size_t inputs_ = 0;           ///< features per row; 0 = untrained
+  std::vector<float> mean_;     ///< per feature
+  std::vector<float> scale_;    ///< per feature: 1 / std, 0 for a feature ignored
+  std::vector<float> lo_, hi_;  ///< per feature: the training rows' range, where inputs are clamped
+  std::vector<int> used_;       ///< features whose scale is not 0
   /// Weights, one array: w1 [inputs][h1], b1 [h1], w2 [h1][h2], b2 [h2], w3 [h2], b3.
   std::vector<float> params_;
 };

@@ -272,7 +272,7 @@ TEST(AutotuneCostModel, MlpLoadRefusesJunk) {
   EXPECT_ERROR_CONTAINS(MlpModel::load(patched(12, 0)), "has 0 inputs");
   EXPECT_ERROR_CONTAINS(
       MlpModel::load(patched(12, 13)),
-      "needs " + std::to_string(floats + 4 * (2 + autotune::kMlpHidden1)) + " bytes");
+      "needs " + std::to_string(floats + 4 * (4 + autotune::kMlpHidden1)) + " bytes");
   EXPECT_ERROR_CONTAINS(MlpModel::load(patched(16, 128)), "hidden layers are 128x32");
   EXPECT_ERROR_CONTAINS(MlpModel::load(good.substr(0, 20)), "ends inside its hidden sizes");
   EXPECT_ERROR_CONTAINS(MlpModel::load(good.substr(0, good.size() - 4)),
@@ -286,8 +286,12 @@ TEST(AutotuneCostModel, MlpLoadRefusesJunk) {
   std::memcpy(b.data() + header + 4 * (12 + 5), &negative, 4);  // scale[5]
   EXPECT_ERROR_CONTAINS(MlpModel::load(b), "scale[5] is negative");
   b = good;
+  const float huge = 1e30f;
+  std::memcpy(b.data() + header + 4 * (24 + 2), &huge, 4);  // lo[2]
+  EXPECT_ERROR_CONTAINS(MlpModel::load(b), "lo[2] (1e+30) is above its hi");
+  b = good;
   std::memcpy(b.data() + good.size() - 4, &nan, 4);  // the output bias
-  EXPECT_ERROR_CONTAINS(MlpModel::load(b), "weights[" + std::to_string(floats / 4 - 25) + "]");
+  EXPECT_ERROR_CONTAINS(MlpModel::load(b), "weights[" + std::to_string(floats / 4 - 49) + "]");
   EXPECT_EQ(MlpModel::load(good).predict(x), m.predict(x));
 }
 
