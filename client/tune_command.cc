@@ -53,6 +53,14 @@ std::string duration_text(double s) {
 
 namespace {
 
+/// The cost model kinds, comma-separated.
+std::string cost_model_kinds() {
+  std::string s;
+  for (const char* k : kiln::autotune::kCostModelKinds)
+    s += (s.empty() ? "" : ", ") + std::string(k);
+  return s;
+}
+
 int tune_main(const kiln::cli::Args& args) {
   using namespace kiln;
   using cli::UsageError;
@@ -63,6 +71,13 @@ int tune_main(const kiln::cli::Args& args) {
   autotune::TuneOptions options;
   if (args.has("--trials")) options.trials = cli::positive_number(args.get("--trials"), "--trials");
   if (args.has("--explorer")) options.explorer = args.get("--explorer");
+  if (args.has("--cost-model")) {
+    options.cost_model = args.get("--cost-model");
+    const auto& kinds = autotune::kCostModelKinds;
+    if (std::find(std::begin(kinds), std::end(kinds), options.cost_model) == std::end(kinds))
+      throw UsageError("--cost-model: unknown cost model '" + options.cost_model +
+                       "' (known: " + cost_model_kinds() + ")");
+  }
   if (args.has("--batch")) options.batch = cli::positive_number(args.get("--batch"), "--batch");
   if (args.has("--seed")) {
     const long long seed = cli::whole_number(args.get("--seed"), "--seed");
@@ -223,6 +238,9 @@ const kiln::cli::Command& tune_command() {
         {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
         {"--explorer", "E",
          "xgb (a cost model guides the search), random, grid or ga (default: " + defaults.explorer +
+             ")"},
+        {"--cost-model", "M",
+         "the xgb explorer's model: " + cost_model_kinds() + " (default: " + defaults.cost_model +
              ")"},
         {"--batch", "B",
          "configs measured per round; the model is refit after each (default: " +

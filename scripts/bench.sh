@@ -15,16 +15,18 @@
 # python (kiln.Bundle.run from Python against GraphExecutor::run from C++ on the DQN: the Python
 # package's call overhead), search-cost (what scoring a candidate costs the tuner's search on the CPU
 # and OpenCL templates, against a full lowering; ARGS: --layers, --candidates N, --records DIR to
-# compare the model's ranking on bench_opencl's or bench_tuning's records), tuning-cost (the
-# tuning measurements saved by a cost model pre-trained on other models' records on the CPU, by
-# the task scheduler on OpenCL, and zero-shot configs on OpenCL; ARGS: --cases transfer,scheduler,
-# zeroshot, --trials N, --models LIST).
+# compare the model's ranking on bench_opencl's or bench_tuning's records), cost-models (the cost
+# model kinds, xgb and mlp, on the same ResNet-18 records: Spearman on held-out layers, trials to
+# 95% when guiding the search, fit and predict times; ARGS: --layers C2,C6,..., --trials N,
+# --reuse-records), tuning-cost (the tuning measurements saved by a cost model pre-trained on
+# other models' records on the CPU, by the task scheduler on OpenCL, and zero-shot configs on
+# OpenCL; ARGS: --cases transfer,scheduler,zeroshot, --trials N, --models LIST).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, tuning-cost)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2
   exit 2
 fi
 shift
@@ -46,12 +48,13 @@ case "$name" in
   opencl) target=bench_opencl ;;
   vdla) target=bench_vdla ;;
   search-cost) target=bench_search_cost ;;
+  cost-models) target=bench_cost_models ;;
   tuning-cost) target=bench_tuning_cost ;;
   python)
     cmake --preset release >/dev/null
     cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
     exec python3 bench/python_overhead.py build/release ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, tuning-cost)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

@@ -54,7 +54,7 @@ class CostModel {
 };
 
 /// The cost model kinds, the default first.
-inline constexpr const char* kCostModelKinds[] = {"xgb"};
+inline constexpr const char* kCostModelKinds[] = {"xgb", "mlp"};
 
 /// An untrained model of `kind`; kiln::Error naming the known kinds for another.
 std::unique_ptr<CostModel> make_cost_model(std::string_view kind);

@@ -94,10 +94,7 @@ void XgbModel::set_params(void* booster) const {
 
 void XgbModel::fit(const std::vector<std::vector<float>>& x, const std::vector<double>& throughput,
                    const std::vector<int>& group) {
-  if (booster_) XGBoosterFree(static_cast<BoosterHandle>(booster_));
-  booster_ = nullptr;
-  num_features_ = 0;
-  boost(x, throughput, group, options_.rounds, "fit");
+  boost(x, throughput, group, options_.rounds, /*from_scratch=*/true, "fit");
 }
 
 void XgbModel::adapt(const std::vector<std::vector<float>>& x,
@@ -106,12 +103,12 @@ void XgbModel::adapt(const std::vector<std::vector<float>>& x,
   KILN_USER_CHECK(!x.empty() && x[0].size() == num_features_)
       << "cost model adapt: rows have " << (x.empty() ? 0 : x[0].size()) << " features, the model "
       << num_features_;
-  boost(x, throughput, group, options_.adapt_rounds, "adapt");
+  boost(x, throughput, group, options_.adapt_rounds, /*from_scratch=*/false, "adapt");
 }
 
 void XgbModel::boost(const std::vector<std::vector<float>>& x,
                      const std::vector<double>& throughput, const std::vector<int>& group,
-                     int rounds, const char* who) {
+                     int rounds, bool from_scratch, const char* who) {
   KILN_USER_CHECK(!x.empty()) << "cost model " << who
                               << ": no training records (at least one measured config is needed)";
   KILN_USER_CHECK(x.size() == throughput.size())
@@ -151,8 +148,9 @@ void XgbModel::boost(const std::vector<std::vector<float>>& x,
   check(XGDMatrixSetUIntInfo(d.h, "group", sizes.data(), sizes.size()),
         "DMatrixSetUIntInfo(group)");
 
-  // Continuation: a booster over the new rows that starts from the current model's trees.
-  const std::string start = booster_ ? save() : std::string();
+  // Continuation: a booster over the new rows that starts from the current model's trees. Either
+  // way the new booster replaces the current one only once trained.
+  const std::string start = booster_ && !from_scratch ? save() : std::string();
   BoosterHandle h = nullptr;
   check(XGBoosterCreate(&d.h, 1, &h), "BoosterCreate");
   int first_round = 0;

@@ -68,9 +68,10 @@ class XgbModel final : public CostModel {
 
  private:
   void set_params(void* booster) const;
-  /// Boosts `rounds` more trees on the rows (on a new booster when there is none).
+  /// Boosts `rounds` trees on the rows: more on the current booster's, or on a new booster when
+  /// there is none or `from_scratch`; the current booster is replaced only on success.
   void boost(const std::vector<std::vector<float>>& x, const std::vector<double>& throughput,
-             const std::vector<int>& group, int rounds, const char* who);
+             const std::vector<int>& group, int rounds, bool from_scratch, const char* who);
   void* booster_ = nullptr;  // BoosterHandle
   size_t num_features_ = 0;
   XgbModelOptions options_;

@@ -108,7 +108,8 @@ def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = No
          budget: Optional[int] = None, time: Optional[float] = None,
          records: Union[str, os.PathLike] = "kiln-records",
          input_shapes: Optional[Dict[str, Sequence[int]]] = None, example_inputs=None,
-         explorer: str = "xgb", batch: int = 16, seed: int = 1, threads: Optional[int] = None,
+         explorer: str = "xgb", cost_model: str = "xgb", batch: int = 16, seed: int = 1,
+         threads: Optional[int] = None,
          output: Optional[Union[str, os.PathLike]] = None,
          progress: Progress = True) -> Bundle:
     """Tunes the model's operators on this machine (`trials` measured configs per task, 200
@@ -119,7 +120,9 @@ def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = No
     the task scheduler spreads them where the model's estimated latency drops most, each task
     getting at most `trials` (when given) and none after it stopped improving; the progress
     events carry "estimated_latency_ms".
-    `explorer`: "xgb" (the cost model guides the search), "random", "grid" or "ga"."""
+    `explorer`: "xgb" (the cost model guides the search), "random", "grid" or "ga";
+    `cost_model`, the model of the "xgb" explorer: "xgb" (gradient-boosted trees) or "mlp" (a
+    small neural network)."""
     src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
     for name, value in (("trials", 200 if trials is None else trials), ("batch", batch)):
         if not isinstance(value, int) or value < 1:
@@ -132,7 +135,8 @@ def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = No
         raise InvalidInputError(f"seed must be >= 0, got {seed}")
     return _build(progress, src.name, target, output, lambda bars: _kiln.tune(
         src.path or "", src.data, src.name, target, src.input_shapes, os.fspath(records),
-        trials or 0, budget or 0, float(time or 0), explorer, batch, seed, threads or 0, bars))
+        trials or 0, budget or 0, float(time or 0), explorer, cost_model, batch, seed,
+        threads or 0, bars))
 
 
 def quantize(model: Any, calibration: Sequence[Any], *,

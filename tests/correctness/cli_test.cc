@@ -181,7 +181,7 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
       {"run", {"--input", "-o", "--profile", "--threads", "--device"}},
       {"tune",
        {"--target", "--trials", "--budget", "--time", "--early-stop", "--records", "-o",
-        "--explorer", "--batch", "--seed", "--threads", "--repeat", "--flush-cache",
+        "--explorer", "--cost-model", "--batch", "--seed", "--threads", "--repeat", "--flush-cache",
         "--input-shape"}},
       {"example", {"--n", "--threads", "--target"}},
       {"ops", {}},

@@ -250,6 +250,10 @@ TEST_F(TuneCliTest, BadArgumentsAreNamed) {
                        err)),
             1);
   EXPECT_NE(read(err).find("unknown explorer 'magic'"), std::string::npos) << read(err);
+  EXPECT_EQ(wait(start({"tune", path("model.onnx"), "--cost-model", "forest"}, err)), 2);
+  EXPECT_NE(read(err).find("--cost-model: unknown cost model 'forest' (known: xgb, mlp)"),
+            std::string::npos)
+      << read(err);
   EXPECT_EQ(wait(start({"tune", path("missing.onnx"), "--records", path("r3")}, err)), 1);
   EXPECT_NE(read(err).find("missing.onnx"), std::string::npos) << read(err);
   std::ofstream(path("afile")) << "x";

@@ -80,6 +80,16 @@ def test_tune_fills_the_record_log_and_resumes_it(tmp_path):
     assert c.report["tuned"] == b.report["tuned"] and c.report["defaults"] == 0
 
 
+def test_tune_with_the_mlp_cost_model(tmp_path):
+    # Two rounds per task: the second is chosen by the MLP fitted on the first.
+    events = []
+    b = kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, trials=8, batch=4,
+                  cost_model="mlp", records=tmp_path / "records", progress=events.append)
+    done = [e for e in events if e["stage"] == "task_done"]
+    assert done and all(0 < e["measured_now"] <= 8 for e in done)  # a small space: all of it
+    assert max(e["measured_now"] for e in done) == 8 and b.report["tuned"] == len(done)
+
+
 def test_tune_with_a_budget_spends_it_and_reports_the_models_latency(tmp_path):
     records = tmp_path / "records"
     events = []
@@ -133,6 +143,9 @@ def test_quantize_then_compile(tmp_path):
      kiln.InvalidInputError, "budget must be a positive int, got 0"),
     (lambda p: kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, time=-1),
      kiln.InvalidInputError, "time must be a positive number of seconds, got -1"),
+    (lambda p: kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, cost_model="forest",
+                         records=p / "records", progress=False),
+     kiln.InvalidInputError, "unknown cost model 'forest' (known: xgb, mlp)"),
     (lambda p: kiln.quantize(conv_relu(), [], input_shapes={"x": (1, 3, 16, 16)}),
      kiln.InvalidInputError, "calibration"),
     (lambda p: kiln.quantize(conv_relu(), [np.zeros((1, 3, 8, 8), np.float32)],

@@ -109,6 +109,10 @@ TEST(Tuner, EveryExplorerAndTheKnobFeatures) {
   TuneOptions o = quick("xgb", 24);
   o.features = "knob";
   EXPECT_EQ(Tuner(log, o).tune(task).trials, 24);
+  // The model-guided search with the other kind of cost model, on the loop features.
+  o = quick("xgb", 32);
+  o.cost_model = "mlp";
+  EXPECT_EQ(Tuner(log, o).tune(task).trials, 32);
   // Programs equal to one measured before are not run again, but are recorded.
   for (const records::MeasureRecord& r : log.records(task.key, "llvm"))
     EXPECT_EQ(r.error, ErrorKind::kNone);
@@ -143,6 +147,9 @@ TEST(Tuner, BadOptionsNameTheOption) {
   o = quick("xgb", 8);
   o.features = "pixels";
   EXPECT_ERROR_CONTAINS(Tuner(log, o), "unknown features 'pixels'");
+  o = quick("xgb", 8);
+  o.cost_model = "forest";
+  EXPECT_ERROR_CONTAINS(Tuner(log, o), "unknown cost model 'forest' (known: xgb, mlp)");
 }
 
 /// A Measurer that measures nothing: each candidate "runs" in a time derived from its config, and
