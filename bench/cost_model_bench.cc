@@ -42,12 +42,18 @@
 
 #include "base/cli.h"
 #include "bench/resnet_layers.h"
+#include "bench/tuning_curve.h"
 #include "compiler/autotune/cost_model.h"
 #include "compiler/autotune/features.h"
 #include "compiler/autotune/tuner.h"
 #include "records/record_log.h"
+#include "tests/common/rank_correlation.h"
 
 namespace {
+
+using kiln::bench::trials_to;
+
+using kiln::testing::spearman;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -72,36 +78,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/// Ranks with ties averaged (1-based).
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> idx(v.size());
-  std::iota(idx.begin(), idx.end(), size_t{0});
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < idx.size();) {
-    size_t j = i;
-    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) r[idx[k]] = (static_cast<double>(i + j)) / 2 + 1;
-    i = j + 1;
-  }
-  return r;
-}
-
-/// Spearman's rank correlation (Pearson's of the ranks); 0 when either side is constant.
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  const std::vector<double> ra = ranks(a), rb = ranks(b);
-  const double n = static_cast<double>(ra.size());
-  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
-  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
-  double sab = 0, saa = 0, sbb = 0;
-  for (size_t i = 0; i < ra.size(); ++i) {
-    sab += (ra[i] - ma) * (rb[i] - mb);
-    saa += (ra[i] - ma) * (ra[i] - ma);
-    sbb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
-}
-
 /// The loop features of one config, as the Tuner computes them (zeros for one that does not
 /// lower).
 std::vector<float> features_of(const Task& task, uint64_t index) {
@@ -117,13 +93,6 @@ struct LayerRows {
   Rows x;
   std::vector<double> gflops;
 };
-
-/// First 1-based trial at which curve reaches `target`; `never` when it does not.
-int trials_to(const std::vector<double>& curve, double target, int never) {
-  for (size_t i = 0; i < curve.size(); ++i)
-    if (curve[i] >= target) return static_cast<int>(i) + 1;
-  return never;
-}
 
 kiln::autotune::TuneOptions tune_options(int trials, int batch, uint64_t seed) {
   kiln::autotune::TuneOptions o;

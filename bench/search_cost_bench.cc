@@ -33,8 +33,11 @@
 #include "compiler/autotune/features.h"
 #include "compiler/autotune/xgb_model.h"
 #include "records/record_log.h"
+#include "tests/common/rank_correlation.h"
 
 namespace {
+
+using kiln::testing::spearman;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -53,35 +56,6 @@ std::vector<float> features_of(Lower program) {
   } catch (const std::exception&) {
     return std::vector<float>(kiln::autotune::kLoopFeatureLength, 0.0f);
   }
-}
-
-/// Ranks (0-based, ties averaged) of `v`.
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) r[order[k]] = 0.5 * double(i + j);
-    i = j + 1;
-  }
-  return r;
-}
-
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  const std::vector<double> ra = ranks(a), rb = ranks(b);
-  const double n = double(a.size());
-  const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
-  const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
-  double sab = 0, saa = 0, sbb = 0;
-  for (size_t i = 0; i < ra.size(); ++i) {
-    sab += (ra[i] - ma) * (rb[i] - mb);
-    saa += (ra[i] - ma) * (ra[i] - ma);
-    sbb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
 }
 
 /// The mean Spearman correlation over 4 folds of a model fit on `x` (measured `y`).

@@ -39,12 +39,15 @@
 
 #include "base/cli.h"
 #include "bench/resnet_layers.h"
+#include "bench/tuning_curve.h"
 #include "compiler/autotune/features.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/autotune/xgb_model.h"
 #include "records/record_log.h"
 
 namespace {
+
+using kiln::bench::trials_to;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -58,13 +61,6 @@ const std::vector<std::string> kExplorers = {"xgb", "random", "ga"};
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-/// First 1-based trial at which curve reaches `target`; `never` when it does not.
-int trials_to(const std::vector<double>& curve, double target, int never) {
-  for (size_t i = 0; i < curve.size(); ++i)
-    if (curve[i] >= target) return static_cast<int>(i) + 1;
-  return never;
 }
 
 /// The predict_cost case: a model trained on `records` of `task`, scoring 1000 candidates.

@@ -78,6 +78,7 @@ class JobConfigSource : public autotune::ConfigSource {
   space::Config choose(const autotune::Task& task) override {
     return task.target == target_ ? log_.choose(task) : task.default_config;
   }
+  const autotune::LogConfigSource& log() const { return log_; }
 
  private:
   autotune::LogConfigSource log_;
@@ -185,6 +186,9 @@ void JobDriver::run() {
                     : what);
   };
   const std::string bundle = runtime::serialize_bundle(graph::build_graph(g, target, build));
+  std::cerr << "kiln-tuner: job " << client_.job_id() << ": configs: " << source.log().tuned()
+            << " measured, " << source.log().predicted() << " predicted by the cost model, "
+            << source.log().defaults() << " default" << std::endl;
   enter("uploading the bundle");
   client_.upload(bundle);
 }

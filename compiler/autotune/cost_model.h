@@ -56,6 +56,12 @@ class CostModel {
 /// The cost model kinds, the default first.
 inline constexpr const char* kCostModelKinds[] = {"xgb", "mlp"};
 
+/// What fit and adapt check of their rows, for every kind: kiln::Error ("cost model WHO: ...")
+/// on no rows, sizes that differ, rows without features, or a throughput that is not finite.
+void check_training_rows(const std::vector<std::vector<float>>& x,
+                         const std::vector<double>& throughput, const std::vector<int>& group,
+                         const char* who);
+
 /// An untrained model of `kind`; kiln::Error naming the known kinds for another.
 std::unique_ptr<CostModel> make_cost_model(std::string_view kind);
 /// A model of `kind` saved by save(); kiln::Error naming the kind when the bytes are not one.

@@ -111,22 +111,6 @@ void backward(const float* p, const Layout& l, const std::vector<int>& used, con
   }
 }
 
-/// Checks what fit and adapt are given (as XgbModel does).
-void check_rows(const std::vector<std::vector<float>>& x, const std::vector<double>& throughput,
-                const std::vector<int>& group, const char* who) {
-  KILN_USER_CHECK(!x.empty()) << "cost model " << who
-                              << ": no training records (at least one measured config is needed)";
-  KILN_USER_CHECK(x.size() == throughput.size())
-      << "cost model " << who << ": " << x.size() << " rows but " << throughput.size()
-      << " throughputs";
-  KILN_USER_CHECK(group.empty() || group.size() == x.size())
-      << "cost model " << who << ": " << x.size() << " rows but " << group.size() << " group ids";
-  KILN_USER_CHECK(!x[0].empty()) << "cost model " << who << ": rows have no features";
-  for (size_t i = 0; i < throughput.size(); ++i)
-    KILN_USER_CHECK(std::isfinite(throughput[i]))
-        << "cost model " << who << ": throughput of row " << i << " is not finite";
-}
-
 /// Reads the saved model's parts in order, naming the one that is missing.
 class Reader {
  public:
@@ -194,7 +178,7 @@ std::vector<float> MlpModel::standardize(const std::vector<std::vector<float>>& 
 
 void MlpModel::fit(const std::vector<std::vector<float>>& x, const std::vector<double>& throughput,
                    const std::vector<int>& group) {
-  check_rows(x, throughput, group, "fit");
+  check_training_rows(x, throughput, group, "fit");
   const size_t n = x[0].size();
   KILN_USER_CHECK(n <= kMaxInputs)
       << "cost model fit: rows have " << n << " features, at most " << kMaxInputs;
@@ -247,7 +231,7 @@ void MlpModel::fit(const std::vector<std::vector<float>>& x, const std::vector<d
 void MlpModel::adapt(const std::vector<std::vector<float>>& x,
                      const std::vector<double>& throughput, const std::vector<int>& group) {
   if (!trained()) return fit(x, throughput, group);
-  check_rows(x, throughput, group, "adapt");
+  check_training_rows(x, throughput, group, "adapt");
   KILN_USER_CHECK(x[0].size() == inputs_)
       << "cost model adapt: rows have " << x[0].size() << " features, the model " << inputs_;
   MlpModel next = *this;

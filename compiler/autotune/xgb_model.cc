@@ -109,16 +109,9 @@ void XgbModel::adapt(const std::vector<std::vector<float>>& x,
 void XgbModel::boost(const std::vector<std::vector<float>>& x,
                      const std::vector<double>& throughput, const std::vector<int>& group,
                      int rounds, bool from_scratch, const char* who) {
-  KILN_USER_CHECK(!x.empty()) << "cost model " << who
-                              << ": no training records (at least one measured config is needed)";
-  KILN_USER_CHECK(x.size() == throughput.size())
-      << "cost model " << who << ": " << x.size() << " rows but " << throughput.size()
-      << " throughputs";
-  KILN_USER_CHECK(group.empty() || group.size() == x.size())
-      << "cost model " << who << ": " << x.size() << " rows but " << group.size() << " group ids";
+  check_training_rows(x, throughput, group, who);
   KILN_USER_CHECK(rounds > 0) << "cost model " << who << ": rounds must be positive";
   const size_t cols = x[0].size();
-  KILN_USER_CHECK(cols > 0) << "cost model " << who << ": rows have no features";
 
   // XGBoost wants each group's rows together: order the rows by group id (stably).
   std::vector<size_t> order(x.size());
@@ -131,10 +124,7 @@ void XgbModel::boost(const std::vector<std::vector<float>>& x,
   std::vector<unsigned> sizes;
   labels.reserve(x.size());
   for (size_t k = 0; k < order.size(); ++k) {
-    double t = throughput[order[k]];
-    KILN_USER_CHECK(std::isfinite(t))
-        << "cost model " << who << ": throughput of row " << order[k] << " is not finite";
-    labels.push_back(static_cast<float>(t));
+    labels.push_back(static_cast<float>(throughput[order[k]]));
     if (k == 0 || (!group.empty() && group[order[k]] != group[order[k - 1]])) sizes.push_back(0);
     ++sizes.back();
   }

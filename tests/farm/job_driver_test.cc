@@ -305,6 +305,9 @@ TEST(JobDriverTest, TheFarmsCostModelIsKeptAndOutlivesARestart) {
   const std::string log1 = driver_log(first);
   EXPECT_NE(log1.find("cost model: no records to learn from"), std::string::npos) << log1;
   EXPECT_NE(log1.find("cost model: trained on "), std::string::npos) << log1;
+  EXPECT_NE(log1.find("configs: 4 measured, 0 predicted by the cost model, 0 default"),
+            std::string::npos)
+      << log1;
 
   Kilnd kilnd(dir, args);
   auto service = kilnd.service();

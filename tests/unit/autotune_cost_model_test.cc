@@ -24,41 +24,16 @@
 #include "compiler/topi/matmul.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/kiln_test_util.h"
+#include "tests/common/rank_correlation.h"
 
 namespace kiln {
 namespace {
 
+using testing::spearman;
+
 using autotune::MlpModel;
 using autotune::XgbModel;
 using Rows = std::vector<std::vector<float>>;
-
-/// Ranks with ties averaged (1-based).
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> idx(v.size());
-  std::iota(idx.begin(), idx.end(), size_t{0});
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < idx.size();) {
-    size_t j = i;
-    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) r[idx[k]] = (double(i) + double(j)) / 2 + 1;
-    i = j + 1;
-  }
-  return r;
-}
-
-double spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  auto ra = ranks(a), rb = ranks(b);
-  double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / double(ra.size());
-  double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / double(rb.size());
-  double sab = 0, saa = 0, sbb = 0;
-  for (size_t i = 0; i < ra.size(); ++i) {
-    sab += (ra[i] - ma) * (rb[i] - mb);
-    saa += (ra[i] - ma) * (ra[i] - ma);
-    sbb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
-}
 
 std::vector<double> as_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 

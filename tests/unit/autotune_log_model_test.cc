@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <set>
 
 #include "compiler/autotune/features.h"
@@ -18,6 +17,7 @@
 #include "compiler/topi/dense.h"
 #include "records/record_log.h"
 #include "tests/common/expect_error.h"
+#include "tests/common/rank_correlation.h"
 #include "tests/common/temp_dir.h"
 
 namespace kiln::autotune {
@@ -61,31 +61,6 @@ void measure(records::RecordLog& log, const Task& task, size_t n) {
   for (size_t i = 0; i < n; ++i) log.append(record(task, i * task.space.size() / n));
 }
 
-double spearman(std::vector<double> a, std::vector<double> b) {
-  auto ranks = [](const std::vector<double>& v) {
-    std::vector<size_t> idx(v.size());
-    std::iota(idx.begin(), idx.end(), size_t{0});
-    std::sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
-    std::vector<double> r(v.size());
-    for (size_t i = 0; i < idx.size();) {
-      size_t j = i;
-      while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-      for (size_t k = i; k <= j; ++k) r[idx[k]] = (double(i) + double(j)) / 2;
-      i = j + 1;
-    }
-    return r;
-  };
-  a = ranks(a), b = ranks(b);
-  const double n = double(a.size()), mean = (n - 1) / 2;
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += (a[i] - mean) * (b[i] - mean);
-    aa += (a[i] - mean) * (a[i] - mean);
-    bb += (b[i] - mean) * (b[i] - mean);
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
 /// How well `model` ranks every config of `task` against the truth.
 double rank_quality(const CostModel& model, const Task& task) {
   std::vector<std::vector<float>> x;
@@ -95,7 +70,7 @@ double rank_quality(const CostModel& model, const Task& task) {
     t.push_back(truth(task, i));
   }
   const std::vector<float> s = model.predict(x);
-  return spearman({s.begin(), s.end()}, t);
+  return testing::spearman({s.begin(), s.end()}, t);
 }
 
 TEST(LogModel, TrainedOnTheWholeLogKeptAndRetrainedAsRecordsArrive) {
