@@ -219,6 +219,13 @@ def pack_line(record):
     return text[:-1] + ',"fnv1a":"%016x"}' % fnv1a64(text.encode())
 
 
+def source_line(source):
+    """A pack's task source line: {"source":{...},"fnv1a":...}, the checksum of the source object's
+    canonical JSON. ensure_ascii=False: Kiln writes UTF-8 as it is."""
+    text = json.dumps(source, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return '{"source":%s,"fnv1a":"%016x"}' % (text, fnv1a64(text.encode()))
+
+
 def pack_seeds():
     d = clear_seeds("pack")
     rec = {"version": 1, "target": "llvm -mcpu=znver4", "device": "AMD EPYC 9R14 x2",
@@ -230,26 +237,48 @@ def pack_seeds():
     failed = dict(rec, config_index=9, config="tile=[9, 1]", costs=[], error="compile_error",
                   error_msg="does not lower", gflops=0)
     records = [rec, other, failed]
+    # Sources as a log notes them: the template and the workload's canonical JSON (a string).
+    dense = {"task": rec["task"], "template": "dense_x86",
+             "workload": '{"inputs":[[1,512],[1000,512]],"op":"dense","out_dtype":"float32"}'}
+    conv = {"task": other["task"], "template": "conv2d_nchwc_x86",
+            "workload": '{"inputs":[[1,4,7,7,16]],"op":"conv2d_nchwc"}'}
+    sources = [dense, conv]
 
-    def header(recs, **kw):
+    def header(recs, srcs, version=2, **kw):
         h = {"count": len(recs), "created_ms": 1700000000000,
              "devices": sorted({r["device"] for r in recs}), "format": "kiln.records",
              "lane": "device", "target": "llvm -mcpu=znver4",
-             "tasks": len({r["task"] for r in recs}), "version": 1}
+             "tasks": len({r["task"] for r in recs}), "version": version}
+        if version >= 2:
+            h["sources"] = len(srcs)
         h.update(kw)
         return json.dumps(h, sort_keys=True, separators=(",", ":"))
 
-    def pack(recs, **kw):
-        return "\n".join([header(recs, **kw)] + [pack_line(r) for r in recs]) + "\n"
+    def pack(recs, srcs=(), **kw):
+        return "\n".join([header(recs, srcs, **kw)] + [source_line(s) for s in srcs] +
+                         [pack_line(r) for r in recs]) + "\n"
 
-    write(d, "ok.jsonl", pack(records))
+    write(d, "ok.jsonl", pack(records, sources))
+    write(d, "ok-no-sources.jsonl", pack(records))
     write(d, "ok-empty.jsonl", pack([]))
-    write(d, "bad-tampered.jsonl", pack(records).replace('"costs":[0.5]', '"costs":[0.4]'))
-    write(d, "bad-count.jsonl", pack(records, count=2))
-    write(d, "bad-target.jsonl", pack(records, target="opencl"))
-    write(d, "bad-version.jsonl", pack(records, version=2))
+    write(d, "ok-v1.jsonl", pack(records, version=1))
+    # The two kinds of line in any order.
+    write(d, "ok-interleaved.jsonl", "\n".join(
+        [header(records, sources), pack_line(rec), source_line(conv), pack_line(other),
+         source_line(dense), pack_line(failed)]) + "\n")
+    write(d, "bad-tampered.jsonl", pack(records, sources).replace('"costs":[0.5]', '"costs":[0.4]'))
+    write(d, "bad-tampered-source.jsonl",
+          pack(records, sources).replace('"template":"dense_x86"', '"template":"dense_cuda"'))
+    write(d, "bad-count.jsonl", pack(records, sources, count=2))
+    write(d, "bad-source-count.jsonl", pack(records, sources, sources=1))
+    write(d, "bad-source-twice.jsonl", pack(records, [dense, dense], sources=1))
+    write(d, "bad-source-no-record.jsonl", pack([rec, failed], sources, tasks=1))
+    write(d, "bad-source-in-v1.jsonl", pack(records, sources, version=1))
+    write(d, "bad-source-empty-template.jsonl", pack(records, [dict(dense, template="")]))
+    write(d, "bad-target.jsonl", pack(records, sources, target="opencl"))
+    write(d, "bad-version.jsonl", pack(records, sources, version=3))
     write(d, "bad-no-header.jsonl", "\n".join(pack_line(r) for r in records) + "\n")
-    write(d, "bad-truncated.jsonl", pack(records)[:-40])
+    write(d, "bad-truncated.jsonl", pack(records, sources)[:-40])
 
 
 # ---- dashboard ---------------------------------------------------------------------------------

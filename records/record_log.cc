@@ -75,6 +75,15 @@ std::string best_key(const std::string& target, const std::string& task, Lane la
   return "b" + task_part(target, task, lane);
 }
 constexpr const char* kVersionKey = "v";
+std::string source_key(const std::string& task) { return "t" + task; }
+
+/// A task's source as the log keeps it: {"template":..,"workload":..}.
+std::string source_value(const TaskSource& source) {
+  Json::Object o;
+  o["template"] = Json(source.template_name);
+  o["workload"] = Json(source.workload);
+  return Json(std::move(o)).dump();
+}
 
 bool starts_with(const rocksdb::Slice& s, const std::string& prefix) {
   return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
@@ -397,17 +406,14 @@ std::vector<std::string> RecordLog::tasks(const std::string& target, Lane lane) 
 void RecordLog::note_task(const std::string& task_key, const TaskSource& source) {
   check_task_source(task_key, source, "record log '" + impl_->dir + "'");
   if (task_source(task_key) == source) return;
-  Json::Object o;
-  o["template"] = Json(source.template_name);
-  o["workload"] = Json(source.workload);
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  rocksdb::Status s = impl_->db->Put(wo, "t" + task_key, Json(std::move(o)).dump());
+  rocksdb::Status s = impl_->db->Put(wo, source_key(task_key), source_value(source));
   if (!s.ok()) impl_->fail("write the source of task " + task_key, s);
 }
 
 std::optional<TaskSource> RecordLog::task_source(const std::string& task_key) const {
-  auto text = impl_->get("t" + task_key);
+  auto text = impl_->get(source_key(task_key));
   if (!text) return std::nullopt;
   const std::string what = "record log '" + impl_->dir + "' source of task " + task_key;
   const Json j = Json::parse(*text, what);
@@ -510,6 +516,11 @@ std::vector<RecordLog::Key> RecordLog::keys() const {
     }
     out.back().tasks += 1;
     out.back().records += static_cast<size_t>(from_be64(value.data()));
+    // target part, then task \0
+    const size_t task_at = end + (lane == Lane::kEmulated ? 3 : 1);
+    if (k.size() > task_at && impl_->get(source_key(k.substr(task_at, k.size() - task_at - 1)))) {
+      out.back().sources += 1;
+    }
   });
   return out;
 }
@@ -555,7 +566,15 @@ PackHeader RecordLog::export_pack(const std::string& path, const std::string& ta
   KILN_USER_CHECK(!recs.empty()) << "record log '" << impl_->dir << "' holds no records of target '"
                                  << target << "' in the " << lane_name(lane) << " lane; it holds "
                                  << describe(keys());
-  return write_pack(path, target, lane, recs);
+  PackSources sources;
+  std::set<std::string> tasks;
+  for (const MeasureRecord& r : recs) {
+    if (!tasks.insert(r.task_key).second) continue;
+    if (std::optional<TaskSource> source = task_source(r.task_key)) {
+      sources.emplace(r.task_key, std::move(*source));
+    }
+  }
+  return write_pack(path, target, lane, recs, sources);
 }
 
 RecordLog::ImportReport RecordLog::import_pack(const std::string& path) {
@@ -580,6 +599,19 @@ RecordLog::ImportReport RecordLog::import_pack(const std::string& path) {
   }
   report.log_devices.assign(log_devices.begin(), log_devices.end());
   report.pack_devices.assign(pack_devices.begin(), pack_devices.end());
+  // The sources the log lacks, in one synced batch (read_pack checked them: check_task_source).
+  rocksdb::WriteBatch sources;
+  for (const auto& [task, source] : pack.sources) {
+    if (impl_->get(source_key(task))) continue;
+    sources.Put(source_key(task), source_value(source));
+    ++report.sources;
+  }
+  if (report.sources > 0) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    rocksdb::Status s = impl_->db->Write(wo, &sources);
+    if (!s.ok()) impl_->fail("write " + std::to_string(report.sources) + " task sources", s);
+  }
   append_all(fresh);
   report.imported = fresh.size();
   return report;

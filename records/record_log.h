@@ -39,8 +39,10 @@
 // (RocksDB's LOCK file): opening a log kilnd or `kiln tune` holds fails at once, naming it.
 //
 // Packs: export_pack writes one key of the log (a target in one lane) as a record pack
-// (record_pack.h), import_pack adds one, all or nothing, dropping records already present; that
-// is how one farm's measurements reach another's log (`kiln records export / import`).
+// (record_pack.h) with the sources the log knows of its tasks, import_pack adds one, all or
+// nothing, dropping records already present and noting the sources the log lacks; that is how one
+// farm's measurements reach another's log and train its cost model (`kiln records export /
+// import`).
 #pragma once
 
 #include <cstdint>
@@ -142,13 +144,15 @@ class RecordLog final : public RecordStore {
     Lane lane = Lane::kDevice;
     size_t tasks = 0;    ///< task keys with records
     size_t records = 0;  ///< errors included
+    size_t sources = 0;  ///< of those tasks, the ones whose source the log knows (note_task)
   };
   /// Every key with records, by target then lane (device first).
   std::vector<Key> keys() const;
 
-  /// Writes the records of `target` in `lane`, in append order, as a record pack at `path`
-  /// (record_pack.h; written whole or not at all) and returns its header. kiln::Error when the
-  /// log holds none (naming the keys it does hold), or naming `path` when it cannot be written.
+  /// Writes the records of `target` in `lane`, in append order, and the sources the log knows of
+  /// their tasks as a record pack at `path` (record_pack.h; written whole or not at all) and
+  /// returns its header. kiln::Error when the log holds none (naming the keys it does hold), or
+  /// naming `path` when it cannot be written.
   PackHeader export_pack(const std::string& path, const std::string& target,
                          Lane lane = Lane::kDevice) const;
 
@@ -157,6 +161,7 @@ class RecordLog final : public RecordStore {
     PackHeader header;    ///< the pack's
     size_t imported = 0;  ///< records appended
     size_t skipped = 0;   ///< records already in the log (or earlier in the pack): dropped
+    size_t sources = 0;   ///< task sources noted that the log did not know
     /// The device fingerprints of the key's timed (error-free) records in the log before the
     /// import and in the pack, sorted: another machine's timings under the same target string
     /// show as a difference.
@@ -164,8 +169,10 @@ class RecordLog final : public RecordStore {
   };
   /// Adds a record pack's records to the log. The whole pack is read and checked first
   /// (read_pack: a bad line gives kiln::Error naming the file, the line number and the field, and
-  /// nothing is written). A record equal in every field to one the log holds, or to an earlier
-  /// one of the pack, is skipped; the rest are appended in the pack's order as one batch
+  /// nothing is written). The pack's task sources that the log lacks are noted (one synced
+  /// batch, before the records: a source alone is harmless; where the log knows another source
+  /// for a task, its own stays). A record equal in every field to one the log holds, or to an
+  /// earlier one of the pack, is skipped; the rest are appended in the pack's order as one batch
   /// (append_all).
   ImportReport import_pack(const std::string& path);
 

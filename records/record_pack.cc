@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "base/error.h"
 #include "base/fnv1a.h"
@@ -20,6 +22,7 @@ using kiln::Json;
 namespace {
 
 constexpr const char* kChecksumField = "fnv1a";
+constexpr const char* kSourceField = "source";
 
 /// The fields a record's line may hold: record_to_json's and the checksum.
 const std::set<std::string>& record_fields() {
@@ -30,9 +33,21 @@ const std::set<std::string>& record_fields() {
   return fields;
 }
 
-const std::set<std::string>& header_fields() {
-  static const std::set<std::string> fields = {"format", "version", "target",  "lane",
-                                               "count",  "tasks",   "devices", "created_ms"};
+/// The fields a header of `version` may hold (version 2 added "sources").
+std::set<std::string> header_fields(int64_t version) {
+  std::set<std::string> fields = {"format", "version", "target",  "lane",
+                                  "count",  "tasks",   "devices", "created_ms"};
+  if (version >= 2) fields.insert("sources");
+  return fields;
+}
+
+/// A source line's fields, and its "source" object's.
+const std::set<std::string>& source_line_fields() {
+  static const std::set<std::string> fields = {kSourceField, kChecksumField};
+  return fields;
+}
+const std::set<std::string>& source_fields() {
+  static const std::set<std::string> fields = {"task", "template", "workload"};
   return fields;
 }
 
@@ -48,11 +63,20 @@ uint64_t checksum(const std::string& canonical) {
 
 /// Every member of `o` is one of `known`; kiln::Error naming the first that is not.
 void check_known(const Json::Object& o, const std::set<std::string>& known,
-                 const std::string& origin, const char* what) {
+                 const std::string& origin, const char* what, int64_t version) {
   for (const auto& [key, value] : o) {
     KILN_USER_CHECK(known.count(key)) << origin << ": unknown " << what << " field '" << key
-                                      << "' (a pack of version " << kPackVersion << " has none)";
+                                      << "' (a pack of version " << version << " has none)";
   }
+}
+
+/// The canonical JSON text of a task's source, which its line's checksum covers.
+std::string source_text(const std::string& task_key, const TaskSource& source) {
+  Json::Object o;
+  o["task"] = Json(task_key);
+  o["template"] = Json(source.template_name);
+  o["workload"] = Json(source.workload);
+  return Json(std::move(o)).dump();
 }
 
 const Json& header_field(const Json& j, const std::string& key, const std::string& origin) {
@@ -66,7 +90,8 @@ uint64_t non_negative(const Json& j, const std::string& what) {
   return static_cast<uint64_t>(v);
 }
 
-PackHeader header_from_line(const std::string& line, const std::string& origin) {
+/// The header, and the version it was written in (`*version`: 1 or 2).
+PackHeader header_from_line(const std::string& line, const std::string& origin, int64_t* version) {
   const std::string not_a_pack =
       origin + ": not a record pack: its first line must be the header {\"format\":\"" +
       kPackFormat + "\",\"version\":" + std::to_string(kPackVersion) + ",...}";
@@ -87,11 +112,11 @@ PackHeader header_from_line(const std::string& line, const std::string& origin) 
   const std::string& format = j.at("format", origin).as_string(origin + ": header field 'format'");
   KILN_USER_CHECK(format == kPackFormat)
       << not_a_pack << "; its format is \"" << format << "\", not \"" << kPackFormat << "\"";
-  const int64_t version =
-      header_field(j, "version", origin).as_int(origin + ": header field 'version'");
-  KILN_USER_CHECK(version == kPackVersion) << origin << ": a pack of version " << version
-                                           << "; this Kiln reads version " << kPackVersion;
-  check_known(j.as_object(origin), header_fields(), origin, "header");
+  *version = header_field(j, "version", origin).as_int(origin + ": header field 'version'");
+  KILN_USER_CHECK(*version >= 1 && *version <= kPackVersion)
+      << origin << ": a pack of version " << *version << "; this Kiln reads versions 1 to "
+      << kPackVersion;
+  check_known(j.as_object(origin), header_fields(*version), origin, "header", *version);
 
   auto what = [&](const char* key) { return origin + ": header field '" + key + "'"; };
   PackHeader h;
@@ -108,6 +133,7 @@ PackHeader header_from_line(const std::string& line, const std::string& origin) 
   }
   h.count = non_negative(header_field(j, "count", origin), what("count"));
   h.tasks = non_negative(header_field(j, "tasks", origin), what("tasks"));
+  if (*version >= 2) h.sources = non_negative(header_field(j, "sources", origin), what("sources"));
   const Json::Array& devices = header_field(j, "devices", origin).as_array(what("devices"));
   for (size_t i = 0; i < devices.size(); ++i) {
     h.devices.push_back(devices[i].as_string(what("devices") + "[" + std::to_string(i) + "]"));
@@ -116,12 +142,9 @@ PackHeader header_from_line(const std::string& line, const std::string& origin) 
   return h;
 }
 
-MeasureRecord record_from_line(const std::string& line, const std::string& origin,
-                               const PackHeader& header) {
-  Json j = Json::parse(line, origin);
-  KILN_USER_CHECK(j.is_object()) << origin << ": a record must be a JSON object";
-  Json::Object o = j.as_object(origin);
-  check_known(o, record_fields(), origin, "record");
+MeasureRecord record_from_line(Json::Object o, const std::string& origin, const PackHeader& header,
+                               int64_t version) {
+  check_known(o, record_fields(), origin, "record", version);
   auto sum = o.find(kChecksumField);
   KILN_USER_CHECK(sum != o.end())
       << origin << ": field '" << kChecksumField
@@ -143,10 +166,39 @@ MeasureRecord record_from_line(const std::string& line, const std::string& origi
   return r;
 }
 
+/// A task source's line: its task key and source.
+std::pair<std::string, TaskSource> source_from_line(const Json::Object& o,
+                                                    const std::string& origin, int64_t version) {
+  KILN_USER_CHECK(version >= 2) << origin << ": a task source in a pack of version " << version
+                                << " (sources came with version 2)";
+  check_known(o, source_line_fields(), origin, "source line", version);
+  const Json::Object& s = o.at(kSourceField).as_object(origin + ": field '" + kSourceField + "'");
+  check_known(s, source_fields(), origin, "source", version);
+  auto field = [&](const char* key) -> const std::string& {
+    const std::string what = origin + ": field 'source." + key + "'";
+    auto it = s.find(key);
+    KILN_USER_CHECK(it != s.end()) << what << " is missing";
+    return it->second.as_string(what);
+  };
+  std::pair<std::string, TaskSource> out{field("task"), {field("template"), field("workload")}};
+  auto sum = o.find(kChecksumField);
+  KILN_USER_CHECK(sum != o.end())
+      << origin << ": field '" << kChecksumField
+      << "' is missing (every task source of a pack carries the FNV-1a of its JSON text)";
+  const std::string& written = sum->second.as_string(origin + ": field 'fnv1a'");
+  check_task_source(out.first, out.second, origin);
+  const std::string computed = hex64(checksum(source_text(out.first, out.second)));
+  KILN_USER_CHECK(written == computed)
+      << origin << ": the task source's checksum does not match its fields (fnv1a \"" << written
+      << "\" written, \"" << computed << "\" computed): the line was changed after export";
+  return out;
+}
+
 }  // namespace
 
 PackHeader pack_header(const std::string& target, Lane lane,
-                       const std::vector<MeasureRecord>& records, int64_t created_ms) {
+                       const std::vector<MeasureRecord>& records, const PackSources& sources,
+                       int64_t created_ms) {
   PackHeader h;
   h.target = target;
   h.lane = lane;
@@ -160,7 +212,12 @@ PackHeader pack_header(const std::string& target, Lane lane,
     tasks.insert(r.task_key);
     devices.insert(r.device);
   }
+  for (const auto& [task, source] : sources) {
+    KILN_ICHECK(tasks.count(task))
+        << "the source of task '" << task << "' for a pack none of whose records is of that task";
+  }
   h.tasks = tasks.size();
+  h.sources = sources.size();
   h.devices.assign(devices.begin(), devices.end());
   return h;
 }
@@ -175,6 +232,7 @@ std::string pack_header_line(const PackHeader& h) {
   o["lane"] = Json(lane_name(h.lane));
   o["count"] = Json(static_cast<int64_t>(h.count));
   o["tasks"] = Json(static_cast<int64_t>(h.tasks));
+  o["sources"] = Json(static_cast<int64_t>(h.sources));
   o["devices"] = Json(std::move(devices));
   o["created_ms"] = Json(h.created_ms);
   return Json(std::move(o)).dump();
@@ -191,18 +249,25 @@ std::string pack_record_line(const MeasureRecord& r) {
   return text;
 }
 
+std::string pack_source_line(const std::string& task_key, const TaskSource& source) {
+  const std::string text = source_text(task_key, source);
+  return std::string("{\"") + kSourceField + "\":" + text + ",\"" + kChecksumField + "\":\"" +
+         hex64(checksum(text)) + "\"}";
+}
+
 PackHeader write_pack(const std::string& path, const std::string& target, Lane lane,
-                      const std::vector<MeasureRecord>& records) {
+                      const std::vector<MeasureRecord>& records, const PackSources& sources) {
   namespace fs = std::filesystem;
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  const PackHeader header = pack_header(target, lane, records, now_ms);
+  const PackHeader header = pack_header(target, lane, records, sources, now_ms);
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     KILN_USER_CHECK(f.is_open()) << "record pack: cannot write '" << path << "'";
     f << pack_header_line(header) << '\n';
+    for (const auto& [task, source] : sources) f << pack_source_line(task, source) << '\n';
     for (const MeasureRecord& r : records) f << pack_record_line(r) << '\n';
     f.close();
     if (f.fail()) {
@@ -224,8 +289,10 @@ PackHeader write_pack(const std::string& path, const std::string& target, Lane l
 RecordPack read_pack(std::istream& in, const std::string& origin) {
   RecordPack pack;
   bool have_header = false;
+  int64_t version = 0;
   size_t header_line = 0;
   std::set<std::string> tasks, devices;
+  std::map<std::string, size_t> source_lines;  // task key -> the line of its source
   std::string line;
   size_t n = 0;
   while (std::getline(in, line)) {
@@ -234,12 +301,24 @@ RecordPack read_pack(std::istream& in, const std::string& origin) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const std::string where = origin + ":" + std::to_string(n);
     if (!have_header) {
-      pack.header = header_from_line(line, where);
+      pack.header = header_from_line(line, where, &version);
       have_header = true;
       header_line = n;
       continue;
     }
-    pack.records.push_back(record_from_line(line, where, pack.header));
+    Json j = Json::parse(line, where);
+    KILN_USER_CHECK(j.is_object())
+        << where << ": a line after the header must be a JSON object (a record or a task source)";
+    Json::Object o = j.as_object(where);
+    if (o.count(kSourceField)) {
+      auto [task, source] = source_from_line(o, where, version);
+      auto [first, fresh] = source_lines.emplace(task, n);
+      KILN_USER_CHECK(fresh) << where << ": a second source of task '" << task
+                             << "' (the first is on line " << first->second << ")";
+      pack.sources.emplace(std::move(task), std::move(source));
+      continue;
+    }
+    pack.records.push_back(record_from_line(std::move(o), where, pack.header, version));
     tasks.insert(pack.records.back().task_key);
     devices.insert(pack.records.back().device);
   }
@@ -252,10 +331,17 @@ RecordPack read_pack(std::istream& in, const std::string& origin) {
   KILN_USER_CHECK(pack.records.size() == h.count)
       << at << ": the header says " << h.count << " records, the file holds " << pack.records.size()
       << " (cut short, or lines removed or added)";
+  KILN_USER_CHECK(pack.sources.size() == h.sources)
+      << at << ": the header says " << h.sources << " task sources, the file holds "
+      << pack.sources.size() << " (cut short, or lines removed or added)";
   KILN_USER_CHECK(tasks.size() == h.tasks)
       << at << ": the header says " << h.tasks << " tasks, the records hold " << tasks.size();
   KILN_USER_CHECK(std::vector<std::string>(devices.begin(), devices.end()) == h.devices)
       << at << ": header field 'devices' does not list the records' devices";
+  for (const auto& [task, line_of_source] : source_lines) {
+    KILN_USER_CHECK(tasks.count(task)) << origin << ":" << line_of_source << ": a source of task '"
+                                       << task << "', but no record of the pack is of that task";
+  }
   return pack;
 }
 

@@ -1,8 +1,9 @@
 // `kiln records list / export / import` as a user runs them: exit codes (0 done, 1 a failure,
 // 2 a mistake on the command line) and messages, a pack carried from one log into another and
-// again (duplicates skipped), a tampered pack refused by its line with nothing written, exporting
-// a key the log does not hold, a log another process holds (refused at once, not waited for),
-// and the note when a pack's timings come from another machine than the log's.
+// again (duplicates skipped) with its task sources, a tampered pack refused by its line with
+// nothing written, exporting a key the log does not hold, a log another process holds (refused at
+// once, not waited for), and the note when a pack's timings come from another machine than the
+// log's.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -38,6 +39,7 @@ class RecordsCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     RecordLog log = RecordLog::open(farm_);
+    log.note_task("conv", {"conv2d_nchwc_x86", R"({"c":2})"});
     log.append(make("conv", 1, 2e-3));
     log.append(make("pool", 2, 1e-4));
     log.append(make("conv", 3, 1e-3));
@@ -60,36 +62,51 @@ TEST_F(RecordsCliTest, ExportThenImportTwice) {
   Result r = kiln("records list '" + farm_ + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("TARGET"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("llvm -mcpu=znver4  device  2      3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TARGET             LANE    TASKS  RECORDS  SOURCES\n"
+                       "llvm -mcpu=znver4  device  2      3        1\n"),
+            std::string::npos)
+      << r.out;
 
   r = kiln("records export '" + farm_ + "' --key '" + kTarget + "' -o '" + pack_ + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "wrote " + pack_ +
-                       ": 3 records of 2 tasks, target 'llvm -mcpu=znver4' (device lane), "
+                       ": 3 records of 2 tasks (1 with its source), target 'llvm -mcpu=znver4' "
+                       "(device lane), "
                        "measured on AMD EPYC 9R14 (2 cores)\n");
   EXPECT_EQ(read_pack(pack_).records.size(), 3u);
+  EXPECT_EQ(read_pack(pack_).sources.size(), 1u);
 
   const std::string other = path("other");
   r = kiln("records import '" + pack_ + "' --records '" + other + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out,
-            "imported 3, skipped 0 already present: target 'llvm -mcpu=znver4' (device "
-            "lane) into " +
+            "imported 3, skipped 0 already present, 1 new task source: target 'llvm -mcpu=znver4' "
+            "(device lane) into " +
                 other + "\n");
   EXPECT_EQ(r.err, "");
   r = kiln("records import '" + pack_ + "' --records '" + other + "'");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("imported 0, skipped 3 already present"), std::string::npos) << r.out;
-  RecordLog log = RecordLog::open_existing(other);
-  EXPECT_EQ(log.size(), 3u);
-  EXPECT_EQ(log.best("conv", kTarget)->config_index, 3u);
+  EXPECT_NE(r.out.find("imported 0, skipped 3 already present, 0 new task sources"),
+            std::string::npos)
+      << r.out;
+  {
+    RecordLog log = RecordLog::open_existing(other);
+    EXPECT_EQ(log.size(), 3u);
+    EXPECT_EQ(log.best("conv", kTarget)->config_index, 3u);
+    EXPECT_EQ(log.task_source("conv"), (TaskSource{"conv2d_nchwc_x86", R"({"c":2})"}));
+  }
+  r = kiln("records list '" + other + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("llvm -mcpu=znver4  device  2      3        1\n"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(RecordsCliTest, ATamperedPackIsRefusedByItsLineAndNothingIsWritten) {
   ASSERT_EQ(kiln("records export '" + farm_ + "' --key '" + kTarget + "' -o '" + pack_ + "'").code,
             0);
   std::string text = read(pack_);
-  const size_t at = text.find("\"costs\":[0.0001]");  // the pool record, line 3
+  // The pool record, line 4 (after the header and conv's source).
+  const size_t at = text.find("\"costs\":[0.0001]");
   ASSERT_NE(at, std::string::npos) << text;
   text.replace(at, 16, "\"costs\":[1e-05]");
   std::ofstream(pack_, std::ios::binary | std::ios::trunc) << text;
@@ -99,10 +116,11 @@ TEST_F(RecordsCliTest, ATamperedPackIsRefusedByItsLineAndNothingIsWritten) {
   const Result r = kiln("records import '" + pack_ + "' --records '" + other + "'");
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find("error: " + pack_ + ":3: the record's checksum does not match its fields"),
+  EXPECT_NE(r.err.find("error: " + pack_ + ":4: the record's checksum does not match its fields"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(RecordLog::open_existing(other).size(), 1u) << "nothing is written";
+  EXPECT_FALSE(RecordLog::open_existing(other).task_source("conv").has_value()) << "no source";
 }
 
 TEST_F(RecordsCliTest, ExportingAKeyTheLogDoesNotHold) {

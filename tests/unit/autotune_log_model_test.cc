@@ -1,7 +1,8 @@
 // The cost model of a whole record log (compiler/autotune/log_model.h): trained on every task of a
 // target whose source the log knows, kept on the log's shelf and reloaded after a restart, trained
-// again once the records grew, ranking a task it never saw (transfer), guiding a Tuner's first
-// round, and choosing zero-shot configs for the graph build's LogConfigSource. Throughputs come
+// again once the records grew, ranking a task it never saw (transfer), trained on records imported
+// from another farm's pack (which carries its tasks' sources), guiding a Tuner's first round, and
+// choosing zero-shot configs for the graph build's LogConfigSource. Throughputs come
 // from a hidden function of each config's loop program, the same for every task, so what the
 // model learns on some tasks holds on others.
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "compiler/autotune/tuner.h"
 #include "compiler/topi/dense.h"
 #include "records/record_log.h"
+#include "records/record_pack.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/rank_correlation.h"
 #include "tests/common/temp_dir.h"
@@ -129,6 +131,41 @@ TEST(LogModel, TrainedOnTheWholeLogKeptAndRetrainedAsRecordsArrive) {
   EXPECT_EQ(kept_model(log, "llvm -mcpu=znver4"), nullptr);
   log.put_shelf(records::cost_model_shelf(kTarget, "xgb"), "garbage");
   EXPECT_ERROR_CONTAINS(kept_model(log, kTarget), "the kept cost model 'cost-model/xgb/llvm'");
+}
+
+TEST(LogModel, RecordsImportedFromAnotherFarmsPackTrainTheModel) {
+  testing::TempDir dir("kiln_log_model_test");
+  const std::string pack = (dir.path() / "farm.jsonl").string();
+  {
+    records::RecordLog farm = records::RecordLog::open((dir.path() / "farm").string());
+    for (const Task& t : {dense(8, 32, 16), dense(16, 64, 32), dense(32, 32, 64)})
+      measure(farm, t, 40);
+    EXPECT_EQ(farm.export_pack(pack, kTarget).sources, 3u);
+  }
+  // Another team's log, which never tuned these tasks: the pack is all it knows.
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
+  const records::RecordLog::ImportReport imported = log.import_pack(pack);
+  EXPECT_EQ(imported.imported, 120u);
+  EXPECT_EQ(imported.sources, 3u);
+  LogModelReport r;
+  std::unique_ptr<CostModel> m = pretrained_model(log, kTarget, {}, &r);
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(r.trained_now);
+  EXPECT_EQ(r.info.tasks, 3u);
+  EXPECT_EQ(r.info.rows, 120u);
+  EXPECT_EQ(r.skipped_tasks, 0u) << "every source rebuilt its task's key";
+  const double rho = rank_quality(*m, dense(24, 48, 40));
+  std::cout << "case=log_model_imported_pack tasks=" << r.info.tasks << " rows=" << r.info.rows
+            << " spearman_heldout=" << rho << "\n";
+  EXPECT_GT(rho, 0.6);
+
+  // The same records without their sources, as a version 1 pack carried them: the log holds
+  // them (bests, resuming) but its model has nothing it can read.
+  const std::string bare = (dir.path() / "bare.jsonl").string();
+  records::write_pack(bare, kTarget, records::Lane::kDevice, records::read_pack(pack).records, {});
+  records::RecordLog without = records::RecordLog::open((dir.path() / "without").string());
+  EXPECT_EQ(without.import_pack(bare).imported, 120u);
+  EXPECT_EQ(pretrained_model(without, kTarget), nullptr);
 }
 
 /// Measures with the hidden truth, appending to the log as a Measurer must.

@@ -1,9 +1,11 @@
 // Record packs (records/record_pack.h) and the record log's side of them: a round trip from one
-// log into an empty one (the same records, in order, and the same bests), duplicates dropped,
-// every kind of bad line refused by its number with nothing written, exporting nothing, the
-// log's keys, append_all's one batch, and opening a log that is missing or in use.
+// log into an empty one (the same records, in order, the same bests, and the task sources the
+// log knew), duplicates dropped, every kind of bad line refused by its number with nothing
+// written, a version 1 pack (records only) still read, exporting nothing, the log's keys,
+// append_all's one batch, and opening a log that is missing or in use.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fnv1a.h"
 #include "base/json.h"
 #include "records/record_log.h"
 #include "records/record_pack.h"
@@ -27,6 +30,7 @@ using kiln::testing::TempDir;
 const char* kTarget = "llvm -mcpu=znver4";
 const char* kOther = "opencl";
 const char* kEpyc = "AMD EPYC 9R14 (2 cores)";
+const TaskSource kConvSource{"conv2d_nchwc_x86", R"({"c":2,"op":"conv2d"})"};
 
 MeasureRecord make(const std::string& task, uint64_t config, std::vector<double> costs,
                    const std::string& target = kTarget, const std::string& device = kEpyc) {
@@ -69,13 +73,16 @@ std::string replaced(std::string text, const std::string& from, const std::strin
 }
 
 /// A log of target kTarget's two tasks (records of both interleaved, one an error, one
-/// contended), two of its emulated lane and two of another target.
+/// contended), two of its emulated lane and two of another target; it knows the sources of
+/// "conv" and of the other target's "matmul", not of "pool".
 struct Farm {
   TempDir tmp;
   RecordLog log = RecordLog::open(tmp.file("farm"));
   std::vector<MeasureRecord> device;  ///< kTarget's device lane, in append order
 
   Farm() {
+    log.note_task("conv", kConvSource);
+    log.note_task("matmul", {"matmul_gpu", R"({"m":64})"});
     for (uint64_t i = 0; i < 8; ++i) {
       MeasureRecord r = i == 5  ? failed("conv", i)
                         : i % 3 ? make("conv", i, {1e-3 * (9 - i), 1.1e-3 * (9 - i)})
@@ -102,26 +109,41 @@ TEST(RecordPack, RoundTripKeepsTheRecordsTheirOrderAndTheBests) {
   EXPECT_EQ(h.lane, Lane::kDevice);
   EXPECT_EQ(h.count, 8u);
   EXPECT_EQ(h.tasks, 2u);
+  EXPECT_EQ(h.sources, 1u) << "the log knows conv's source, not pool's";
   EXPECT_EQ(h.devices, (std::vector<std::string>{kEpyc, "worker"}));
   EXPECT_GT(h.created_ms, 1700000000000);
 
-  // The file: the header, then one line per record ending with its checksum.
+  // The file: the header, the task source, then one line per record; each line ends with its
+  // checksum.
   const std::vector<std::string> lines = lines_of(read(pack));
-  ASSERT_EQ(lines.size(), 9u);
+  ASSERT_EQ(lines.size(), 10u);
   EXPECT_EQ(lines[0], pack_header_line(h));
   const Json first = Json::parse(lines[0]);
   EXPECT_EQ(first.at("format", "").as_string(""), "kiln.records");
-  EXPECT_EQ(first.at("version", "").as_int(""), 1);
+  EXPECT_EQ(first.at("version", "").as_int(""), 2);
   EXPECT_EQ(first.at("count", "").as_int(""), 8);
-  for (size_t i = 1; i < lines.size(); ++i) {
-    EXPECT_EQ(lines[i], pack_record_line(farm.device[i - 1]));
+  EXPECT_EQ(first.at("sources", "").as_int(""), 1);
+  EXPECT_EQ(lines[1], pack_source_line("conv", kConvSource));
+  EXPECT_EQ(lines[1].substr(0, 30), R"({"source":{"task":"conv","temp)");
+  for (size_t i = 2; i < lines.size(); ++i) {
+    EXPECT_EQ(lines[i], pack_record_line(farm.device[i - 2]));
     EXPECT_NE(lines[i].rfind(",\"fnv1a\":\""), std::string::npos) << lines[i];
   }
+  // The source's checksum is the FNV-1a of its object's canonical text, as a record's is of its.
+  const Json source = Json::parse(lines[1]);
+  EXPECT_EQ(source.at("fnv1a", "").as_string(""), [&] {
+    char hex[17];
+    const std::string text = source.at("source", "").dump();
+    std::snprintf(hex, sizeof hex, "%016llx",
+                  static_cast<unsigned long long>(fnv1a64(text.data(), text.size())));
+    return std::string(hex);
+  }());
 
   // What a cost model reads.
   const RecordPack read = read_pack(pack);
   EXPECT_EQ(read.header, h);
   EXPECT_EQ(read.records, farm.device);
+  EXPECT_EQ(read.sources, (PackSources{{"conv", kConvSource}}));
 
   // Into an empty log: the same records in the same order, the same bests and counts.
   TempDir other;
@@ -129,6 +151,7 @@ TEST(RecordPack, RoundTripKeepsTheRecordsTheirOrderAndTheBests) {
   const RecordLog::ImportReport r = b.import_pack(pack);
   EXPECT_EQ(r.imported, 8u);
   EXPECT_EQ(r.skipped, 0u);
+  EXPECT_EQ(r.sources, 1u);
   EXPECT_EQ(r.header, h);
   EXPECT_TRUE(r.log_devices.empty());
   EXPECT_EQ(r.pack_devices, (std::vector<std::string>{kEpyc}));
@@ -140,6 +163,14 @@ TEST(RecordPack, RoundTripKeepsTheRecordsTheirOrderAndTheBests) {
     EXPECT_EQ(b.records(task, kTarget), farm.log.records(task, kTarget)) << task;
   }
   EXPECT_TRUE(b.measured("conv", kTarget, 5)) << "an error record is knowledge too";
+  // The sources travelled: the importing log can rebuild conv (and read its records' features).
+  EXPECT_EQ(b.task_source("conv"), kConvSource);
+  EXPECT_FALSE(b.task_source("pool").has_value());
+  EXPECT_FALSE(b.task_source("matmul").has_value()) << "another target's task stays out";
+  ASSERT_EQ(b.history(kTarget).size(), 1u);
+  EXPECT_EQ(b.history(kTarget)[0].records.size(), 5u) << "conv's records, error included";
+  ASSERT_EQ(b.keys().size(), 1u);
+  EXPECT_EQ(b.keys()[0].sources, 1u);
   EXPECT_TRUE(b.tasks(kTarget, Lane::kEmulated).empty()) << "the other lane stays out";
   EXPECT_TRUE(b.tasks(kOther).empty()) << "the other target stays out";
 
@@ -148,7 +179,10 @@ TEST(RecordPack, RoundTripKeepsTheRecordsTheirOrderAndTheBests) {
       farm.log.export_pack(farm.tmp.file("emulated.jsonl"), kTarget, Lane::kEmulated);
   EXPECT_EQ(e.lane, Lane::kEmulated);
   EXPECT_EQ(e.count, 2u);
-  EXPECT_EQ(b.import_pack(farm.tmp.file("emulated.jsonl")).imported, 2u);
+  EXPECT_EQ(e.sources, 1u);
+  const RecordLog::ImportReport er = b.import_pack(farm.tmp.file("emulated.jsonl"));
+  EXPECT_EQ(er.imported, 2u);
+  EXPECT_EQ(er.sources, 0u) << "conv's source is known already";
   EXPECT_EQ(*b.best("conv", kTarget, Lane::kEmulated),
             *farm.log.best("conv", kTarget, Lane::kEmulated));
   EXPECT_EQ(*b.best("conv", kTarget), *farm.log.best("conv", kTarget)) << "the lanes never mix";
@@ -162,11 +196,18 @@ TEST(RecordPack, RecordsAlreadyPresentAreSkipped) {
   RecordLog::ImportReport r = farm.log.import_pack(pack);
   EXPECT_EQ(r.imported, 0u);
   EXPECT_EQ(r.skipped, 8u);
+  EXPECT_EQ(r.sources, 0u);
   EXPECT_EQ(farm.log.size(), 12u);
 
   TempDir other;
   RecordLog b = RecordLog::open(other.file("b"));
-  EXPECT_EQ(b.import_pack(pack).imported, 8u);
+  // A log that knows another source of conv keeps its own.
+  const TaskSource own{"conv2d_nchwc_x86", R"({"c":2,"op":"conv2d","layout":"NCHW16c"})"};
+  b.note_task("conv", own);
+  r = b.import_pack(pack);
+  EXPECT_EQ(r.imported, 8u);
+  EXPECT_EQ(r.sources, 0u);
+  EXPECT_EQ(b.task_source("conv"), own);
   r = b.import_pack(pack);
   EXPECT_EQ(r.imported, 0u);
   EXPECT_EQ(r.skipped, 8u);
@@ -175,10 +216,13 @@ TEST(RecordPack, RecordsAlreadyPresentAreSkipped) {
 
   // The farm measures more; its next pack adds only that.
   farm.log.append(make("conv", 100, {1e-5}));
+  farm.log.note_task("pool", {"pool2d_x86", R"({"k":2})"});
   farm.log.export_pack(pack, kTarget);
   r = b.import_pack(pack);
   EXPECT_EQ(r.imported, 1u);
   EXPECT_EQ(r.skipped, 8u);
+  EXPECT_EQ(r.sources, 1u) << "pool's source is new; the records are not";
+  EXPECT_EQ(b.task_source("pool"), (TaskSource{"pool2d_x86", R"({"k":2})"}));
   EXPECT_EQ(b.best("conv", kTarget)->config_index, 100u);
 
   // The same config measured again (another time) is another record, not a duplicate; the same
@@ -187,16 +231,16 @@ TEST(RecordPack, RecordsAlreadyPresentAreSkipped) {
   again.timestamp_ms += 1000;
   const std::vector<MeasureRecord> recs = {again, again};
   write(farm.tmp.file("twice.jsonl"),
-        {pack_header_line(pack_header(kTarget, Lane::kDevice, recs, 1)), pack_record_line(again),
-         pack_record_line(again)});
+        {pack_header_line(pack_header(kTarget, Lane::kDevice, recs, {}, 1)),
+         pack_record_line(again), pack_record_line(again)});
   r = b.import_pack(farm.tmp.file("twice.jsonl"));
   EXPECT_EQ(r.imported, 1u);
   EXPECT_EQ(r.skipped, 1u);
   EXPECT_EQ(b.count("conv", kTarget), 7u);
 }
 
-/// A good pack of three records of kTarget, as lines (the header first), and the way to make a
-/// bad one from it.
+/// A good pack of three records of kTarget and the source of "conv", as lines (the header first,
+/// the source last), and the way to make a bad one from it.
 struct BadCase {
   std::string name;
   std::function<std::vector<std::string>(std::vector<std::string>)> spoil;
@@ -206,8 +250,11 @@ struct BadCase {
 TEST(RecordPack, BadLinesAreRefusedByNumberAndNothingIsWritten) {
   const std::vector<MeasureRecord> recs = {make("conv", 1, {1e-3}), make("conv", 2, {2e-3}),
                                            make("pool", 3, {3e-4})};
-  std::vector<std::string> good = {pack_header_line(pack_header(kTarget, Lane::kDevice, recs, 1))};
+  const PackSources sources = {{"conv", kConvSource}};
+  std::vector<std::string> good = {
+      pack_header_line(pack_header(kTarget, Lane::kDevice, recs, sources, 1))};
   for (const MeasureRecord& r : recs) good.push_back(pack_record_line(r));
+  good.push_back(pack_source_line("conv", kConvSource));  // line 5: any order reads
 
   auto line = [](size_t i, std::function<std::string(const std::string&)> f) {
     return [i, f](std::vector<std::string> l) {
@@ -227,10 +274,23 @@ TEST(RecordPack, BadLinesAreRefusedByNumberAndNothingIsWritten) {
   MeasureRecord negative = recs[2];
   negative.costs_s = {-1};
   const std::string header = good[0];
+  auto append = [](std::string text) {
+    return [text](std::vector<std::string> l) {
+      l.push_back(text);
+      return l;
+    };
+  };
+  auto source_with = [](std::string from, std::string to) {
+    return [from, to](std::vector<std::string> l) {
+      l[4] = replaced(l[4], from, to);
+      return l;
+    };
+  };
 
   const std::vector<BadCase> cases = {
       {"not JSON", with(2, "{\"version\":1,"), "bad.jsonl:3: "},
-      {"not an object", with(2, "[1, 2]"), "bad.jsonl:3: a record must be a JSON object"},
+      {"not an object", with(2, "[1, 2]"),
+       "bad.jsonl:3: a line after the header must be a JSON object (a record or a task source)"},
       {"a missing field",
        line(2, [](const std::string& s) { return replaced(s, "\"gflops\":500,", ""); }),
        "bad.jsonl:3: field 'gflops' is missing"},
@@ -268,8 +328,8 @@ TEST(RecordPack, BadLinesAreRefusedByNumberAndNothingIsWritten) {
        },
        "bad.jsonl:1: not a record pack: its first line must be the header"},
       {"a header of another version",
-       line(0, [](const std::string& s) { return replaced(s, "\"version\":1", "\"version\":2"); }),
-       "bad.jsonl:1: a pack of version 2; this Kiln reads version 1"},
+       line(0, [](const std::string& s) { return replaced(s, "\"version\":2", "\"version\":3"); }),
+       "bad.jsonl:1: a pack of version 3; this Kiln reads versions 1 to 2"},
       {"a header of another format",
        line(0, [](const std::string& s) { return replaced(s, "kiln.records", "tvm.log"); }),
        "its format is \"tvm.log\""},
@@ -284,7 +344,7 @@ TEST(RecordPack, BadLinesAreRefusedByNumberAndNothingIsWritten) {
        "header field 'lane' must be \"device\" or \"emulated\""},
       {"a line removed",
        [](std::vector<std::string> l) {
-         l.pop_back();
+         l.erase(l.begin() + 3);
          return l;
        },
        "bad.jsonl:1: the header says 3 records, the file holds 2"},
@@ -300,6 +360,52 @@ TEST(RecordPack, BadLinesAreRefusedByNumberAndNothingIsWritten) {
        "bad.jsonl:4: "},
       {"an empty file", [](std::vector<std::string>) { return std::vector<std::string>{}; },
        "bad.jsonl: empty; a record pack starts with its header"},
+      // Task sources, line 5.
+      {"a source that is not an object", with(4, R"({"source":"conv","fnv1a":"0000000000000000"})"),
+       "bad.jsonl:5: field 'source' must be an object"},
+      {"an unknown field of a source line", source_with("{", R"({"by":"me",)"),
+       "bad.jsonl:5: unknown source line field 'by'"},
+      {"an unknown field of a source", source_with(R"("task":)", R"("shape":[1],"task":)"),
+       "bad.jsonl:5: unknown source field 'shape'"},
+      {"a source without its template", source_with(R"("template":"conv2d_nchwc_x86",)", ""),
+       "bad.jsonl:5: field 'source.template' is missing"},
+      {"a source of the wrong type",
+       source_with(R"("workload":"{\"c\":2,\"op\":\"conv2d\"}")", R"("workload":{"c":2})"),
+       "bad.jsonl:5: field 'source.workload' must be a string"},
+      {"a source without its checksum",
+       line(4, [](const std::string& s) { return s.substr(0, s.rfind(",\"fnv1a\"")) + "}"; }),
+       "bad.jsonl:5: field 'fnv1a' is missing (every task source of a pack carries"},
+      {"a tampered source", source_with("conv2d_nchwc_x86", "conv2d_nchw_x86"),
+       "bad.jsonl:5: the task source's checksum does not match its fields"},
+      {"a source with an empty template", with(4, pack_source_line("conv", {"", "{}"})),
+       "bad.jsonl:5: the template of task 'conv' must be non-empty"},
+      {"a source with an oversized workload",
+       with(4, pack_source_line("conv", {"conv2d_nchwc_x86", std::string(70000, 'w')})),
+       "bad.jsonl:5: the workload of task 'conv' must be non-empty, hold no NUL character and be "
+       "at most 65536 bytes (it has 70000)"},
+      {"a task's source twice", append(pack_source_line("conv", {"conv2d_nchwc_x86", "{}"})),
+       "bad.jsonl:6: a second source of task 'conv' (the first is on line 5)"},
+      {"a source of a task no record has",
+       with(4, pack_source_line("dense", {"dense_x86", R"({"n":1})"})),
+       "bad.jsonl:5: a source of task 'dense', but no record of the pack is of that task"},
+      {"a source line removed",
+       [](std::vector<std::string> l) {
+         l.pop_back();
+         return l;
+       },
+       "bad.jsonl:1: the header says 1 task sources, the file holds 0"},
+      {"a header without its sources",
+       line(0, [](const std::string& s) { return replaced(s, "\"sources\":1,", ""); }),
+       "bad.jsonl:1: header field 'sources' is missing"},
+      {"sources in a version 1 header",
+       line(0, [](const std::string& s) { return replaced(s, "\"version\":2", "\"version\":1"); }),
+       "bad.jsonl:1: unknown header field 'sources' (a pack of version 1 has none)"},
+      {"a source line in a version 1 pack",
+       line(0,
+            [](const std::string& s) {
+              return replaced(replaced(s, "\"sources\":1,", ""), "\"version\":2", "\"version\":1");
+            }),
+       "bad.jsonl:5: a task source in a pack of version 1 (sources came with version 2)"},
   };
 
   TempDir tmp;
@@ -314,12 +420,53 @@ TEST(RecordPack, BadLinesAreRefusedByNumberAndNothingIsWritten) {
     EXPECT_ERROR_CONTAINS(log.import_pack(path), c.error);
     EXPECT_EQ(log.size(), 1u) << "nothing is written when any line is bad";
     EXPECT_EQ(log.count("pool", kTarget), 0u);
+    EXPECT_FALSE(log.task_source("conv").has_value()) << "not even a source";
   }
   EXPECT_ERROR_CONTAINS(log.import_pack(tmp.file("missing.jsonl")),
                         "cannot read '" + tmp.file("missing.jsonl") + "'");
   // A JSON-lines file of bare records is not a pack, and says so.
   write(path, {record_to_string(recs[0])});
   EXPECT_ERROR_CONTAINS(log.import_pack(path), "it holds a record");
+}
+
+TEST(RecordPack, AVersionOnePackStillReadsWithNoSources) {
+  // As Kiln wrote packs before task sources (fuzz/corpus/pack/seed-ok.jsonl of that time).
+  const std::vector<std::string> v1 = {
+      R"({"count":3,"created_ms":1700000000000,"devices":["AMD EPYC 9R14 x2"],)"
+      R"("format":"kiln.records","lane":"device","target":"llvm -mcpu=znver4","tasks":2,)"
+      R"("version":1})",
+      R"({"config":"tile=[7, 1]","config_index":7,"costs":[0.5],"device":"AMD EPYC 9R14 x2",)"
+      R"("error":"none","error_msg":"","gflops":2,"search_seed":7,"target":"llvm -mcpu=znver4",)"
+      R"("task":"dense_x86:1x512:0123456789abcdef","timestamp_ms":1700000000007,"version":1,)"
+      R"("fnv1a":"14070cd0cac3390f"})",
+      R"({"config":"tile=[3, 1]","config_index":3,"costs":[0.25],"device":"AMD EPYC 9R14 x2",)"
+      R"("error":"none","error_msg":"","gflops":4,"search_seed":7,"target":"llvm -mcpu=znver4",)"
+      R"("task":"conv2d_nchwc_x86:1x4x7x7x16:fedcba9876543210","timestamp_ms":1700000000003,)"
+      R"("version":1,"fnv1a":"eb67ef0e3412fa8b"})",
+      R"({"config":"tile=[9, 1]","config_index":9,"costs":[],"device":"AMD EPYC 9R14 x2",)"
+      R"("error":"compile_error","error_msg":"does not lower","gflops":0,"search_seed":7,)"
+      R"("target":"llvm -mcpu=znver4","task":"dense_x86:1x512:0123456789abcdef",)"
+      R"("timestamp_ms":1700000000007,"version":1,"fnv1a":"16eb9bf4116e1e03"})",
+  };
+  TempDir tmp;
+  const std::string path = tmp.file("v1.jsonl");
+  write(path, v1);
+  const RecordPack pack = read_pack(path);
+  EXPECT_EQ(pack.header.target, kTarget);
+  EXPECT_EQ(pack.header.count, 3u);
+  EXPECT_EQ(pack.header.tasks, 2u);
+  EXPECT_EQ(pack.header.sources, 0u);
+  EXPECT_TRUE(pack.sources.empty());
+  ASSERT_EQ(pack.records.size(), 3u);
+  EXPECT_EQ(pack.records[1].config_index, 3u);
+  EXPECT_EQ(pack.records[2].error, ErrorKind::kCompileError);
+
+  RecordLog log = RecordLog::open(tmp.file("log"));
+  const RecordLog::ImportReport r = log.import_pack(path);
+  EXPECT_EQ(r.imported, 3u);
+  EXPECT_EQ(r.sources, 0u);
+  EXPECT_EQ(log.best("dense_x86:1x512:0123456789abcdef", kTarget)->config_index, 7u);
+  EXPECT_TRUE(log.history(kTarget).empty()) << "no source, nothing for a cost model";
 }
 
 TEST(RecordPack, ExportingNothingSaysWhatTheLogHolds) {
@@ -354,11 +501,14 @@ TEST(RecordLog, KeysAreTargetsInLanes) {
   EXPECT_EQ(keys[0].lane, Lane::kDevice);
   EXPECT_EQ(keys[0].tasks, 2u);
   EXPECT_EQ(keys[0].records, 8u);
+  EXPECT_EQ(keys[0].sources, 1u) << "conv's";
   EXPECT_EQ(keys[1].target, kTarget);
   EXPECT_EQ(keys[1].lane, Lane::kEmulated);
   EXPECT_EQ(keys[1].records, 2u);
+  EXPECT_EQ(keys[1].sources, 1u) << "a task's source serves both lanes";
   EXPECT_EQ(keys[2].target, kOther);
   EXPECT_EQ(keys[2].records, 2u);
+  EXPECT_EQ(keys[2].sources, 1u) << "matmul's";
   // A target that is a prefix of another is its own key.
   farm.log.append(make("conv", 1, {1.0}, "llvm"));
   const std::vector<RecordLog::Key> more = farm.log.keys();
