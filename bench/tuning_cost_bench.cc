@@ -166,11 +166,15 @@ void transfer(const std::string& models_dir, const std::vector<std::string>& nam
     const Run t = tune(tasks[held], log, kCpu, trials, s.measurements, prior.get(), s.final_s,
                        "transfer " + held);
     const int n = first_within(t, s.final_s, s.measurements + 1);
+    // (A scratch log an earlier run completed has no curve of this run: its k is unknown.)
+    const std::string k = s.curve.empty()
+                              ? "unknown"
+                              : std::to_string(first_within(s, s.final_s, s.measurements + 1));
     std::printf(
         "case=transfer_%s measurements=%d scratch_measurements=%d ratio=%.4f "
-        "scratch_to_95pct=%d est_ms=%.4f scratch_est_ms=%.4f\n",
-        held.c_str(), n, s.measurements, double(n) / s.measurements,
-        first_within(s, s.final_s, s.measurements + 1), t.final_s * 1e3, s.final_s * 1e3);
+        "scratch_to_95pct=%s est_ms=%.4f scratch_est_ms=%.4f\n",
+        held.c_str(), n, s.measurements, double(n) / s.measurements, k.c_str(), t.final_s * 1e3,
+        s.final_s * 1e3);
     std::fflush(stdout);
   }
 }

@@ -46,7 +46,7 @@ TaskScheduler::TaskScheduler(std::vector<ScheduledTask> tasks, ScheduleOptions o
   });
   // With a budget too small for a full round of every task, each gets an equal share (the first
   // `budget` tasks one trial, the default config, when it is smaller than the task count).
-  first_ = options_.round;
+  first_ = options_.first_round > 0 ? options_.first_round : options_.round;
   if (options_.budget > 0 && !tasks_.empty()) {
     first_ = std::min(first_, std::max(1, options_.budget / static_cast<int>(tasks_.size())));
   }

@@ -50,6 +50,8 @@ struct ScheduleOptions {
   /// by_gain: the most trials of one task (0: its space's size); fixed split: every task's.
   int trials = 0;
   int round = 16;  ///< trials per step and of each task's first round (the Tuner's batch)
+  /// Each task's first round when not `round` (0): smaller when a pre-trained model chooses it.
+  int first_round = 0;
   /// A task whose best time improved by at most `min_gain` (relative) over its last `patience`
   /// trials gets no more (0: never stop early).
   int patience = 32;

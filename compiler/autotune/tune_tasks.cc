@@ -1,6 +1,7 @@
 // The scheduled tuning loop: the log's records into the scheduler, then step after step.
 #include "compiler/autotune/tune_tasks.h"
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 
@@ -55,6 +56,9 @@ TasksTuneReport tune_tasks(const std::vector<Task>& tasks, const std::vector<int
   so.by_gain = by_gain;
   so.trials = by_gain ? options.max_trials : options.tune.trials;
   so.round = options.tune.batch;
+  so.first_round = options.first_round > 0 ? options.first_round
+                   : options.tune.prior    ? std::max(1, options.tune.batch / 4)
+                                           : 0;
   so.patience = options.patience;
   so.min_gain = options.min_gain;
   std::vector<ScheduledTask> st;

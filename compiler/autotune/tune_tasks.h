@@ -41,6 +41,10 @@ struct TasksTuneOptions {
   int budget = 0;      ///< measurements over all tasks, the log's included; 0: none
   double time_s = 0;   ///< no step starts after this many seconds of the run; 0: no limit
   int max_trials = 0;  ///< under a budget or time limit: the most trials of a task (0: its space)
+  /// Under a budget or time limit, each task's first round: 0 is the batch, or a quarter of it
+  /// (at least 1) when a pre-trained model (tune.prior) chooses it: its picks are good enough
+  /// that a few show where a task stands, and the scheduler's later rounds go where gains are.
+  int first_round = 0;
   /// Early stopping under a budget or time limit (ScheduleOptions::patience, min_gain).
   int patience = 32;
   double min_gain = 0.01;

@@ -116,6 +116,23 @@ TEST(TaskScheduler, TheBudgetIsSpentExactly) {
   }
 }
 
+TEST(TaskScheduler, AShorterFirstRoundThenFullRounds) {
+  // With a pre-trained model choosing it, each task's first round is first_round trials; the
+  // rounds after it are whole again.
+  ScheduleOptions o;
+  o.budget = 100;
+  o.round = 16;
+  o.first_round = 4;
+  std::vector<ScheduledTask> tasks;
+  for (int i = 0; i < 3; ++i) tasks.push_back(task("t" + std::to_string(i), 1, 1e9 * (i + 1)));
+  TaskScheduler s(tasks, o);
+  const std::vector<ScheduleStep> steps = run(s, [](size_t, int n) { return improving(n); });
+  ASSERT_GE(steps.size(), 4u);
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(steps[k].trials, 4) << "first round of task " << k;
+  EXPECT_EQ(steps[3].trials - 4, 16);  // a whole round
+  EXPECT_EQ(s.measurements(), 100);
+}
+
 TEST(TaskScheduler, ATaskWithMoreWeightGetsMore) {
   ScheduleOptions o;
   o.budget = 480;
