@@ -9,9 +9,11 @@
 //    model's estimated latency (every task measured: each task's best x its calls) is within 5%
 //    of the scratch run's final estimate:
 //      case=transfer_<model> measurements=<n> scratch_measurements=<m> ratio=<n/m>
-//           scratch_to_95pct=<k> est_ms=<t> scratch_est_ms=<s>
+//           scratch_to_95pct=<k> no_transfer_measurements=<c> est_ms=<t> scratch_est_ms=<s>
 //    (k: when the scratch run itself first got within 5% of its final estimate, every task
-//    measured; n = budget + 1 when the transfer run never gets there within m measurements).
+//    measured; c: the same scheduled run, first rounds as short, without the pre-trained model,
+//    the control that tells transfer from good defaults; n or c = budget + 1 when the run never
+//    gets there within m measurements).
 //  scheduler ("opencl", this machine's OpenCL device): ResNet-18 tuned with every task to
 //    --trials in turn against the task scheduler (no transfer in either; fresh logs), the
 //    measurements each needed to come within 5% of the fixed split's final estimate:
@@ -94,13 +96,16 @@ struct Run {
 };
 
 /// Tunes `m` into `log` (a fixed split to `trials` per task without a budget, else the scheduler
-/// under `budget`), from `prior` when given; stops early once the estimate is <= `goal_s`.
+/// under `budget`), from `prior` when given; stops early once the estimate is <= `goal_s` (every
+/// task measured).
 Run tune(const ModelTasks& m, records::RecordLog& log, const std::string& target, int trials,
-         int budget, const autotune::CostModel* prior, double goal_s, const std::string& label) {
+         int budget, const autotune::CostModel* prior, double goal_s, const std::string& label,
+         int first_round = 0) {
   autotune::TasksTuneOptions o;
   o.tune = tune_options(target, trials);
   o.tune.prior = prior;
   o.budget = budget;
+  o.first_round = first_round;
   if (budget > 0) o.max_trials = trials;
   Run run;
   const auto t0 = std::chrono::steady_clock::now();
@@ -163,18 +168,25 @@ void transfer(const std::string& models_dir, const std::vector<std::string>& nam
     fs::remove_all(dir);
     records::RecordLog log = records::RecordLog::open(dir);
     const Run& s = scratch[held];
-    const Run t = tune(tasks[held], log, kCpu, trials, s.measurements, prior.get(), s.final_s,
-                       "transfer " + held);
+    const Run t = tune(tasks[held], log, kCpu, trials, s.measurements, prior.get(),
+                       s.final_s / 0.95, "transfer " + held);
     const int n = first_within(t, s.final_s, s.measurements + 1);
+    // The control: the same run (scheduler, first rounds as short) without the pre-trained model.
+    const std::string control_dir = log_dir(out, "control-cpu", held, trials);
+    fs::remove_all(control_dir);
+    records::RecordLog control_log = records::RecordLog::open(control_dir);
+    const Run c = tune(tasks[held], control_log, kCpu, trials, s.measurements, nullptr,
+                       s.final_s / 0.95, "control " + held, autotune::TuneOptions{}.batch / 4);
+    const int without = first_within(c, s.final_s, s.measurements + 1);
     // (A scratch log an earlier run completed has no curve of this run: its k is unknown.)
     const std::string k = s.curve.empty()
                               ? "unknown"
                               : std::to_string(first_within(s, s.final_s, s.measurements + 1));
     std::printf(
         "case=transfer_%s measurements=%d scratch_measurements=%d ratio=%.4f "
-        "scratch_to_95pct=%s est_ms=%.4f scratch_est_ms=%.4f\n",
-        held.c_str(), n, s.measurements, double(n) / s.measurements, k.c_str(), t.final_s * 1e3,
-        s.final_s * 1e3);
+        "scratch_to_95pct=%s no_transfer_measurements=%d est_ms=%.4f scratch_est_ms=%.4f\n",
+        held.c_str(), n, s.measurements, double(n) / s.measurements, k.c_str(), without,
+        t.final_s * 1e3, s.final_s * 1e3);
     std::fflush(stdout);
   }
 }
@@ -187,7 +199,7 @@ void scheduler(const std::string& models_dir, const std::string& out, int trials
   const std::string dir = log_dir(out, "scheduled-opencl", "resnet18", trials);
   fs::remove_all(dir);
   records::RecordLog log = records::RecordLog::open(dir);
-  const Run with = tune(m, log, kOpenCl, trials, fixed.measurements, nullptr, fixed.final_s,
+  const Run with = tune(m, log, kOpenCl, trials, fixed.measurements, nullptr, fixed.final_s / 0.95,
                         "scheduled resnet18 opencl");
   const int n = first_within(with, fixed.final_s, fixed.measurements + 1);
   const int without = first_within(fixed, fixed.final_s, fixed.measurements + 1);
