@@ -25,8 +25,16 @@
 //      case=zeroshot_dqn_opencl speedup_over_default=<default_ms/zeroshot_ms>
 //           fraction_of_tuned=<tuned_ms/zeroshot_ms> predicted=<tasks>
 //
-//   bench_tuning_cost [--cases transfer,scheduler,zeroshot] [--trials N (64)]
-//                     [--models resnet18,mobilenetv2,dqn,dcgan,lstm] [--out DIR]
+//  curves ("opencl"): the ResNet-18 convolutions' large GPU spaces (conv2d_nchw_gpu), each tuned
+//    by the cost model (xgb) and by random search with the same budget (--trials) and seed,
+//    neither measuring the default first, each into a fresh log; a count is the first trial at
+//    which an explorer's best reaches 95% of the best either found (budget + 1: never):
+//      case=opencl_curve_<layer> space=<configs> trials_to_95pct_xgb=<a> trials_to_95pct_random=<b>
+//      case=opencl_curves median_xgb=<a> median_random=<b> ratio=<a/b> layers=<n>
+//
+//   bench_tuning_cost [--cases transfer,scheduler,zeroshot,curves] [--trials N (64)]
+//                     [--models resnet18,mobilenetv2,dqn,dcgan,lstm] [--layers C2,C6,C9,C12]
+//                     [--out DIR]
 //
 // Measurements are the tuner's own (LocalMeasurer, one thread per candidate); the logs stay under
 // DIR (default build/release/bench-results/tuning-cost) and are reused by a later run with the
@@ -46,6 +54,8 @@
 
 #include "base/cli.h"
 #include "bench/model_timing.h"
+#include "bench/resnet_layers.h"
+#include "bench/tuning_curve.h"
 #include "compiler/autotune/local_measurer.h"
 #include "compiler/autotune/log_model.h"
 #include "compiler/autotune/tune_tasks.h"
@@ -253,6 +263,50 @@ void zeroshot(const std::string& models_dir, const std::string& out, int trials)
   std::fflush(stdout);
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? NAN : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void curves(const std::vector<bench::ConvLayer>& layers, const std::string& out, int trials) {
+  std::vector<double> xgb_counts, random_counts;
+  for (const bench::ConvLayer& l : layers) {
+    const autotune::Task task = bench::opencl_layer_task(l);
+    std::map<std::string, std::vector<double>> curve;
+    for (const char* explorer : {"xgb", "random"}) {
+      const std::string dir = out + "/curves-opencl-t" + std::to_string(trials) + "/" +
+                              std::string(l.name) + "-" + explorer;
+      fs::remove_all(dir);
+      records::RecordLog log = records::RecordLog::open(dir);
+      autotune::TuneOptions o = tune_options(kOpenCl, trials);
+      o.explorer = explorer;
+      o.default_first = false;  // what each explorer finds by itself
+      o.progress = [&](const autotune::TuneProgress& p) {
+        std::fprintf(stderr, "\r\033[K%s %s: %d/%d, best %.1f GFLOP/s", l.name, explorer,
+                     p.trials_done, p.trials_total, p.best_gflops);
+      };
+      curve[explorer] = autotune::Tuner(log, o).tune(task).curve;
+      std::fprintf(stderr, "\n");
+    }
+    double best = 0;
+    for (const auto& [e, c] : curve)
+      if (!c.empty()) best = std::max(best, c.back());
+    const int a = bench::trials_to(curve["xgb"], 0.95 * best, trials + 1);
+    const int b = bench::trials_to(curve["random"], 0.95 * best, trials + 1);
+    xgb_counts.push_back(a);
+    random_counts.push_back(b);
+    std::printf(
+        "case=opencl_curve_%s space=%llu trials_to_95pct_xgb=%d trials_to_95pct_random=%d\n",
+        l.name, static_cast<unsigned long long>(task.space.size()), a, b);
+    std::fflush(stdout);
+  }
+  const double mx = median(xgb_counts), mr = median(random_counts);
+  std::printf("case=opencl_curves median_xgb=%.1f median_random=%.1f ratio=%.3f layers=%zu\n", mx,
+              mr, mx / mr, layers.size());
+  std::fflush(stdout);
+}
+
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -266,7 +320,8 @@ std::vector<std::string> split(const std::string& s) {
 const kiln::cli::Program kBench{
     .name = "bench_tuning_cost",
     .summary = "what tuning costs: transfer from other models, the task scheduler, zero-shot",
-    .flags = {{"--cases", "LIST", "transfer,scheduler,zeroshot (default: all three)"},
+    .flags = {{"--cases", "LIST", "transfer,scheduler,zeroshot,curves (default: all four)"},
+              {"--layers", "LIST", "the curves case's layers (default: C2,C6,C9,C12)"},
               {"--trials", "N", "trials per task of the fixed split (default: 64)"},
               {"--models", "LIST",
                "the transfer case's models (default: resnet18,mobilenetv2,dqn,dcgan,lstm)"},
@@ -274,12 +329,15 @@ const kiln::cli::Program kBench{
 };
 
 int run_bench(const kiln::cli::Args& args) {
-  const std::vector<std::string> cases = split(args.get("--cases", "transfer,scheduler,zeroshot"));
+  const std::vector<std::string> cases =
+      split(args.get("--cases", "transfer,scheduler,zeroshot,curves"));
   for (const std::string& c : cases) {
-    if (c != "transfer" && c != "scheduler" && c != "zeroshot")
+    if (c != "transfer" && c != "scheduler" && c != "zeroshot" && c != "curves")
       throw cli::UsageError("--cases: unknown case '" + c +
-                            "' (known: transfer, scheduler, zeroshot)");
+                            "' (known: transfer, scheduler, zeroshot, curves)");
   }
+  const std::vector<bench::ConvLayer> layers =
+      bench::select_layers(args.get("--layers", "C2,C6,C9,C12"));
   const int trials =
       args.has("--trials") ? cli::positive_number(args.get("--trials"), "--trials") : 64;
   const std::vector<std::string> names =
@@ -295,6 +353,7 @@ int run_bench(const kiln::cli::Args& args) {
       if (c == "transfer") transfer(d, names, out, trials);
       if (c == "scheduler") scheduler(d, out, trials);
       if (c == "zeroshot") zeroshot(d, out, trials);
+      if (c == "curves") curves(layers, out, trials);
     }
   } catch (const std::exception& e) {
     std::cerr << "bench_tuning_cost: " << e.what() << "\n";
