@@ -24,6 +24,9 @@
 //    and timed on the device:
 //      case=zeroshot_dqn_opencl speedup_over_default=<default_ms/zeroshot_ms>
 //           fraction_of_tuned=<tuned_ms/zeroshot_ms> predicted=<tasks>
+//    and, where the transfer case left its scratch logs, the same on the CPU for each model held
+//    out in turn (the model trained on the other models' records; tuned: its scratch log):
+//      case=zeroshot_<model>_cpu ...
 //
 //  curves ("opencl"): the ResNet-18 convolutions' large GPU spaces (conv2d_nchw_gpu), each tuned
 //    by the cost model (xgb) and by random search with the same budget (--trials) and seed,
@@ -219,7 +222,63 @@ void scheduler(const std::string& models_dir, const std::string& out, int trials
   std::fflush(stdout);
 }
 
-void zeroshot(const std::string& models_dir, const std::string& out, int trials) {
+/// Model `name` built with each config source and timed (checked against ONNX Runtime first);
+/// its milliseconds by label (NaN for a build that failed or is wrong).
+std::map<std::string, double> time_builds(
+    const std::string& models_dir, const std::string& name, const std::string& target,
+    TargetKind device,
+    const std::vector<std::pair<std::string, autotune::ConfigSource*>>& sources) {
+  std::map<std::string, double> ms;
+  for (const auto& [label, source] : sources) {
+    graph::BuildOptions o;
+    o.configs = source;
+    bench::BuiltModel b = bench::build_and_check(models_dir, name, target, o, {}, 1e-4, device);
+    if (!b.exec) {
+      std::cerr << "zeroshot: " << name << " " << label << ": " << b.error << "\n";
+      ms[label] = NAN;
+      continue;
+    }
+    ms[label] = bench::median_ms([&] { b.exec->run(); }, 2.0);
+    std::cerr << "zeroshot: " << name << " " << label << " " << ms[label] << " ms\n";
+  }
+  return ms;
+}
+
+void print_zeroshot(const std::string& name, std::map<std::string, double> ms, int predicted) {
+  std::printf(
+      "case=zeroshot_%s speedup_over_default=%.3f fraction_of_tuned=%.3f predicted=%d "
+      "default_ms=%.3f zeroshot_ms=%.3f tuned_ms=%.3f\n",
+      name.c_str(), ms["default"] / ms["zeroshot"], ms["tuned"] / ms["zeroshot"], predicted,
+      ms["default"], ms["zeroshot"], ms["tuned"]);
+  std::fflush(stdout);
+}
+
+void zeroshot(const std::string& models_dir, const std::vector<std::string>& names,
+              const std::string& out, int trials) {
+  testing::TempDir empty_dir("kiln_bench_zeroshot");
+  records::RecordLog empty = records::RecordLog::open(empty_dir.file("log"));
+  // The CPU, when the transfer case left its scratch logs: each model held out in turn, its
+  // zero-shot configs from a model trained on the other models' records.
+  for (const std::string& held : names) {
+    if (!fs::exists(log_dir(out, "scratch-cpu", held, trials))) continue;
+    std::vector<records::TaskHistory> others;
+    for (const std::string& n : names) {
+      const std::string dir = log_dir(out, "scratch-cpu", n, trials);
+      if (n == held || !fs::exists(dir)) continue;
+      records::RecordLog log = records::RecordLog::open(dir);
+      for (records::TaskHistory& h : log.history(kCpu)) others.push_back(std::move(h));
+    }
+    std::unique_ptr<autotune::CostModel> model = autotune::train_log_model(others, kCpu);
+    if (!model) continue;
+    records::RecordLog tuned_log =
+        records::RecordLog::open(log_dir(out, "scratch-cpu", held, trials));
+    autotune::LogConfigSource none(empty), zero(empty, model.get()), tuned(tuned_log);
+    print_zeroshot(held + "_cpu",
+                   time_builds(models_dir, held, kCpu, TargetKind::kCpu,
+                               {{"default", &none}, {"zeroshot", &zero}, {"tuned", &tuned}}),
+                   zero.predicted());
+  }
+  // OpenCL: the DQN with a model trained on ResNet-18's OpenCL records.
   const std::string source = log_dir(out, "fixed-opencl", "resnet18", trials);
   if (!fs::exists(source)) {
     std::cerr << "zeroshot: needs the scheduler case's ResNet-18 OpenCL log (" << source
@@ -237,30 +296,11 @@ void zeroshot(const std::string& models_dir, const std::string& out, int trials)
   records::RecordLog tuned_log =
       records::RecordLog::open(log_dir(out, "fixed-opencl", "dqn", trials));
   tune(m, tuned_log, kOpenCl, trials, 0, nullptr, 0, "tuned dqn opencl");
-  testing::TempDir empty_dir("kiln_bench_zeroshot");
-  records::RecordLog empty = records::RecordLog::open(empty_dir.file("log"));
   autotune::LogConfigSource none(empty), zero(empty, model.get()), tuned(tuned_log);
-  std::map<std::string, double> ms;
-  for (auto& [label, source] : std::vector<std::pair<std::string, autotune::ConfigSource*>>{
-           {"default", &none}, {"zeroshot", &zero}, {"tuned", &tuned}}) {
-    graph::BuildOptions o;
-    o.configs = source;
-    bench::BuiltModel b =
-        bench::build_and_check(models_dir, "dqn", kOpenCl, o, {}, 1e-4, TargetKind::kOpenCL);
-    if (!b.exec) {
-      std::cerr << "zeroshot: dqn " << label << ": " << b.error << "\n";
-      ms[label] = NAN;
-      continue;
-    }
-    ms[label] = bench::median_ms([&] { b.exec->run(); }, 2.0);
-    std::cerr << "zeroshot: dqn " << label << " " << ms[label] << " ms\n";
-  }
-  std::printf(
-      "case=zeroshot_dqn_opencl speedup_over_default=%.3f fraction_of_tuned=%.3f predicted=%d "
-      "default_ms=%.3f zeroshot_ms=%.3f tuned_ms=%.3f\n",
-      ms["default"] / ms["zeroshot"], ms["tuned"] / ms["zeroshot"], zero.predicted(), ms["default"],
-      ms["zeroshot"], ms["tuned"]);
-  std::fflush(stdout);
+  print_zeroshot("dqn_opencl",
+                 time_builds(models_dir, "dqn", kOpenCl, TargetKind::kOpenCL,
+                             {{"default", &none}, {"zeroshot", &zero}, {"tuned", &tuned}}),
+                 zero.predicted());
 }
 
 double median(std::vector<double> v) {
@@ -352,7 +392,7 @@ int run_bench(const kiln::cli::Args& args) {
     for (const std::string& c : cases) {
       if (c == "transfer") transfer(d, names, out, trials);
       if (c == "scheduler") scheduler(d, out, trials);
-      if (c == "zeroshot") zeroshot(d, out, trials);
+      if (c == "zeroshot") zeroshot(d, names, out, trials);
       if (c == "curves") curves(layers, out, trials);
     }
   } catch (const std::exception& e) {
