@@ -108,7 +108,8 @@ def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = No
          budget: Optional[int] = None, time: Optional[float] = None,
          records: Union[str, os.PathLike] = "kiln-records",
          input_shapes: Optional[Dict[str, Sequence[int]]] = None, example_inputs=None,
-         explorer: str = "xgb", cost_model: str = "xgb", batch: int = 16, seed: int = 1,
+         explorer: str = "xgb", cost_model: str = "xgb", transfer: bool = True,
+         batch: int = 16, seed: int = 1,
          threads: Optional[int] = None,
          output: Optional[Union[str, os.PathLike]] = None,
          progress: Progress = True) -> Bundle:
@@ -122,7 +123,11 @@ def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = No
     events carry "estimated_latency_ms".
     `explorer`: "xgb" (the cost model guides the search), "random", "grid" or "ga";
     `cost_model`, the model of the "xgb" explorer: "xgb" (gradient-boosted trees) or "mlp" (a
-    small neural network)."""
+    small neural network). With `transfer` (the default) the search starts from that model
+    pre-trained on every record `records` holds for the target (other models' too), kept in the
+    log and trained again after the run; `bundle.report["cost_model"]` says what it learned from.
+    Tasks left with no successful measurement get the config it predicts best
+    (`report["predicted"]`)."""
     src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
     for name, value in (("trials", 200 if trials is None else trials), ("batch", batch)):
         if not isinstance(value, int) or value < 1:
@@ -135,8 +140,8 @@ def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = No
         raise InvalidInputError(f"seed must be >= 0, got {seed}")
     return _build(progress, src.name, target, output, lambda bars: _kiln.tune(
         src.path or "", src.data, src.name, target, src.input_shapes, os.fspath(records),
-        trials or 0, budget or 0, float(time or 0), explorer, cost_model, batch, seed,
-        threads or 0, bars))
+        trials or 0, budget or 0, float(time or 0), explorer, cost_model, bool(transfer), batch,
+        seed, threads or 0, bars))
 
 
 def quantize(model: Any, calibration: Sequence[Any], *,

@@ -104,8 +104,8 @@ py::tuple compile(const std::string& path, const std::optional<py::bytes>& data,
 py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
                const std::string& origin, const std::string& target, const Shapes& shapes,
                const std::string& records, int trials, int budget, double time_s,
-               const std::string& explorer, const std::string& cost_model, int batch, uint64_t seed,
-               int threads, const Progress& progress) {
+               const std::string& explorer, const std::string& cost_model, bool transfer, int batch,
+               uint64_t seed, int threads, const Progress& progress) {
   std::string bundle;
   graph::ModelTuneReport rep;
   {
@@ -122,6 +122,7 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
     if (budget > 0 || time_s > 0) tuning.max_trials = trials;
     tuning.tune.explorer = explorer;
     tuning.tune.cost_model = cost_model;
+    o.pretrained = transfer;
     tuning.tune.batch = batch;
     tuning.tune.seed = seed;
     if (threads > 0) tuning.tune.local.threads = threads;
@@ -210,8 +211,8 @@ void register_compile(py::module_& m) {
         "Compiles a model (a file, or a ModelProto's bytes) into a bundle: (bytes, report).");
   m.def("tune", &tune, py::arg("path"), py::arg("data"), py::arg("origin"), py::arg("target"),
         py::arg("input_shapes"), py::arg("records"), py::arg("trials"), py::arg("budget"),
-        py::arg("time_s"), py::arg("explorer"), py::arg("cost_model"), py::arg("batch"),
-        py::arg("seed"), py::arg("threads"), py::arg("progress"),
+        py::arg("time_s"), py::arg("explorer"), py::arg("cost_model"), py::arg("transfer"),
+        py::arg("batch"), py::arg("seed"), py::arg("threads"), py::arg("progress"),
         "Tunes a model's operators into a record log, then builds it: (bytes, report).");
   m.def("quantize", &quantize, py::arg("path"), py::arg("calibration"), py::arg("input_shapes"),
         py::arg("progress"),

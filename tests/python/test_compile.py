@@ -78,6 +78,25 @@ def test_tune_fills_the_record_log_and_resumes_it(tmp_path):
     c = kiln.compile(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, records=records,
                      progress=False)
     assert c.report["tuned"] == b.report["tuned"] and c.report["defaults"] == 0
+    # The log's cost model was trained after the first run and is current: kept.
+    assert b.report["cost_model"].startswith("trained on ")
+    assert c.report["predicted"] == 0
+
+
+def test_a_second_model_starts_from_the_logs_cost_model_and_builds_zero_shot(tmp_path):
+    records = tmp_path / "records"
+    kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, trials=8, batch=4,
+              records=records, progress=False)
+    # Another shape: new tasks, never measured; the log's model picks their configs.
+    shapes = {"x": (1, 3, 24, 24)}
+    c = kiln.compile(conv_relu(size=24), input_shapes=shapes, records=records, progress=False)
+    assert c.report["predicted"] >= 1 and c.report["tuned"] + c.report["predicted"] >= 1
+    x = np.random.default_rng(9).uniform(-1, 1, (1, 3, 24, 24)).astype(np.float32)
+    np.testing.assert_allclose(c.run(x)[0], reference(conv_relu(size=24), {"x": x})[0],
+                               rtol=1e-4, atol=1e-4)
+    off = kiln.tune(conv_relu(size=24), input_shapes=shapes, trials=4, batch=4, records=records,
+                    transfer=False, progress=False)
+    assert off.report["cost_model"] == ""  # --no-transfer: no model kept or trained
 
 
 def test_tune_with_the_mlp_cost_model(tmp_path):
