@@ -109,8 +109,8 @@ struct Run {
 };
 
 /// Tunes `m` into `log` (a fixed split to `trials` per task without a budget, else the scheduler
-/// under `budget`), from `prior` when given; stops early once the estimate is <= `goal_s` (every
-/// task measured).
+/// under `budget`, free to give one task more than `trials`), from `prior` when given; stops early
+/// once the estimate is <= `goal_s` (every task measured).
 Run tune(const ModelTasks& m, records::RecordLog& log, const std::string& target, int trials,
          int budget, const autotune::CostModel* prior, double goal_s, const std::string& label,
          int first_round = 0) {
@@ -118,8 +118,7 @@ Run tune(const ModelTasks& m, records::RecordLog& log, const std::string& target
   o.tune = tune_options(target, trials);
   o.tune.prior = prior;
   o.budget = budget;
-  o.first_round = first_round;
-  if (budget > 0) o.max_trials = trials;
+  o.first_round = first_round;  // (under a budget no task is capped but by its space)
   Run run;
   const auto t0 = std::chrono::steady_clock::now();
   o.on_progress = [&](size_t, const autotune::Task&, const autotune::TuneProgress&,
