@@ -20,7 +20,8 @@
 # 95% when guiding the search, fit and predict times; ARGS: --layers C2,C6,..., --trials N,
 # --reuse-records), tuning-cost (the tuning measurements saved by a cost model pre-trained on
 # other models' records on the CPU, by the task scheduler on OpenCL, and zero-shot configs on
-# OpenCL; ARGS: --cases transfer,scheduler,zeroshot, --trials N, --models LIST).
+# OpenCL, the cost model against random search on OpenCL spaces; ARGS: --cases transfer,scheduler,
+# zeroshot,curves, --trials N, --models LIST, --layers LIST).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
