@@ -214,10 +214,16 @@ void scheduler(const std::string& models_dir, const std::string& out, int trials
   const Run with = tune(m, log, kOpenCl, trials, fixed.measurements, nullptr, fixed.final_s / 0.95,
                         "scheduled resnet18 opencl");
   const int n = first_within(with, fixed.final_s, fixed.measurements + 1);
-  const int without = first_within(fixed, fixed.final_s, fixed.measurements + 1);
-  std::printf(
-      "case=scheduler_resnet18_opencl with=%d without=%d ratio=%.4f fixed_measurements=%d\n", n,
-      without, double(n) / without, fixed.measurements);
+  // A fixed log an earlier run completed has no curve of this run: run with a fresh --out.
+  if (fixed.curve.empty()) {
+    std::printf("case=scheduler_resnet18_opencl with=%d without=unknown fixed_measurements=%d\n", n,
+                fixed.measurements);
+  } else {
+    const int without = first_within(fixed, fixed.final_s, fixed.measurements + 1);
+    std::printf(
+        "case=scheduler_resnet18_opencl with=%d without=%d ratio=%.4f fixed_measurements=%d\n", n,
+        without, double(n) / without, fixed.measurements);
+  }
   std::fflush(stdout);
 }
 
@@ -272,10 +278,10 @@ void zeroshot(const std::string& models_dir, const std::vector<std::string>& nam
     records::RecordLog tuned_log =
         records::RecordLog::open(log_dir(out, "scratch-cpu", held, trials));
     autotune::LogConfigSource none(empty), zero(empty, model.get()), tuned(tuned_log);
-    print_zeroshot(held + "_cpu",
-                   time_builds(models_dir, held, kCpu, TargetKind::kCpu,
-                               {{"default", &none}, {"zeroshot", &zero}, {"tuned", &tuned}}),
-                   zero.predicted());
+    const std::map<std::string, double> ms =
+        time_builds(models_dir, held, kCpu, TargetKind::kCpu,
+                    {{"default", &none}, {"zeroshot", &zero}, {"tuned", &tuned}});
+    print_zeroshot(held + "_cpu", ms, zero.predicted());  // (predicted: once built)
   }
   // OpenCL: the DQN with a model trained on ResNet-18's OpenCL records.
   const std::string source = log_dir(out, "fixed-opencl", "resnet18", trials);
@@ -296,10 +302,10 @@ void zeroshot(const std::string& models_dir, const std::vector<std::string>& nam
       records::RecordLog::open(log_dir(out, "fixed-opencl", "dqn", trials));
   tune(m, tuned_log, kOpenCl, trials, 0, nullptr, 0, "tuned dqn opencl");
   autotune::LogConfigSource none(empty), zero(empty, model.get()), tuned(tuned_log);
-  print_zeroshot("dqn_opencl",
-                 time_builds(models_dir, "dqn", kOpenCl, TargetKind::kOpenCL,
-                             {{"default", &none}, {"zeroshot", &zero}, {"tuned", &tuned}}),
-                 zero.predicted());
+  const std::map<std::string, double> ms =
+      time_builds(models_dir, "dqn", kOpenCl, TargetKind::kOpenCL,
+                  {{"default", &none}, {"zeroshot", &zero}, {"tuned", &tuned}});
+  print_zeroshot("dqn_opencl", ms, zero.predicted());
 }
 
 double median(std::vector<double> v) {
