@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -73,8 +74,8 @@ namespace {
 class JobConfigSource : public autotune::ConfigSource {
  public:
   JobConfigSource(records::RecordStore& records, std::string target,
-                  const autotune::CostModel* model)
-      : log_(records, model), target_(std::move(target)) {}
+                  const autotune::CostModel* model, std::map<std::string, double> template_gains)
+      : log_(records, model, std::move(template_gains)), target_(std::move(target)) {}
   space::Config choose(const autotune::Task& task) override {
     return task.target == target_ ? log_.choose(task) : task.default_config;
   }
@@ -153,9 +154,9 @@ void JobDriver::run() {
   // The search starts from the cost model pre-trained on every record of the target in the farm's
   // log (other jobs' and models' too), kept in kilnd's log; trained again after the job once the
   // records grew, for the next job and for the bundle's tasks with no successful measurement.
+  autotune::LogModelReport r;  // the latest model's
   auto cost_model = [&](const char* when) {
     enter("preparing the cost model (" + std::string(when) + ")");
-    autotune::LogModelReport r;
     std::unique_ptr<autotune::CostModel> m = autotune::pretrained_model(records, target, {}, &r);
     std::cerr << "kiln-tuner: job " << client_.job_id() << ": cost model: " << r.why << std::endl;
     return m;
@@ -176,7 +177,7 @@ void JobDriver::run() {
             << tuned.status.measured_now << " now)" << std::endl;
   prior = cost_model("after tuning");
 
-  JobConfigSource source(records, target, prior.get());
+  JobConfigSource source(records, target, prior.get(), r.info.template_gains);
   graph::BuildOptions build;
   build.configs = &source;
   build.phase = [&](const std::string& p) { enter(p); };

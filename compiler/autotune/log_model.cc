@@ -60,6 +60,9 @@ std::string shelf_entry(const LogModelInfo& info, const std::string& model) {
   o["rows"] = Json(static_cast<int64_t>(info.rows));
   o["tasks"] = Json(static_cast<int64_t>(info.tasks));
   o["trained_at_ms"] = Json(info.trained_at_ms);
+  Json::Object gains;
+  for (const auto& [name, gain] : info.template_gains) gains[name] = Json(gain);
+  o["template_gains"] = Json(std::move(gains));
   o["features"] = Json(static_cast<int64_t>(kLoopFeatureLength));
   return Json(std::move(o)).dump() + "\n" + model;
 }
@@ -82,6 +85,12 @@ std::unique_ptr<CostModel> kept_model(const records::RecordStore& store, const s
   got.rows = static_cast<size_t>(h.at("rows", what).as_int(what + ": rows"));
   got.tasks = static_cast<size_t>(h.at("tasks", what).as_int(what + ": tasks"));
   got.trained_at_ms = h.at("trained_at_ms", what).as_int(what + ": trained_at_ms");
+  if (h.has("template_gains")) {
+    for (const auto& [name, gain] :
+         h.at("template_gains", what).as_object(what + ": template_gains")) {
+      got.template_gains[name] = gain.as_double(what + ": template_gains." + name);
+    }
+  }
   const int64_t features = h.at("features", what).as_int(what + ": features");
   KILN_USER_CHECK(got.kind == kind && got.target == target)
       << what << " is a " << got.kind << " model of '" << got.target << "'";
@@ -109,6 +118,7 @@ std::unique_ptr<CostModel> train_log_model(const std::vector<records::TaskHistor
   std::vector<double> y;
   std::vector<int> group;
   size_t tasks = 0, records = 0;
+  std::map<std::string, std::vector<double>> gains;  // template -> default time / best time
   for (const records::TaskHistory& h : history) {
     records += h.records.size();
     std::optional<Task> task;
@@ -121,6 +131,14 @@ std::unique_ptr<CostModel> train_log_model(const std::vector<records::TaskHistor
       done += std::min(h.records.size(), options.max_rows_per_task);
       continue;
     }
+    double default_cost = 0, best_cost = std::numeric_limits<double>::infinity();
+    for (const records::MeasureRecord& rec : h.records) {
+      if (rec.error != ErrorKind::kNone || rec.costs_s.empty()) continue;
+      best_cost = std::min(best_cost, rec.cost());
+      if (rec.config_index == task->default_config.index()) default_cost = rec.cost();
+    }
+    if (default_cost > 0 && std::isfinite(best_cost) && best_cost > 0)
+      gains[task->template_name].push_back(default_cost / best_cost);
     size_t rows = 0;
     for (const records::MeasureRecord* rec : pick_rows(h.records, options.max_rows_per_task)) {
       ++done;
@@ -143,7 +161,12 @@ std::unique_ptr<CostModel> train_log_model(const std::vector<records::TaskHistor
   if (x.size() < 2) return nullptr;
   std::unique_ptr<CostModel> m = make_cost_model(options.kind);
   m->fit(x, y, group);
-  r.info = {options.kind, target, records, x.size(), tasks, now_ms()};
+  r.info = {options.kind, target, records, x.size(), tasks, now_ms(), {}};
+  for (auto& [name, g] : gains) {
+    std::sort(g.begin(), g.end());
+    r.info.template_gains[name] =
+        g.size() % 2 ? g[g.size() / 2] : (g[g.size() / 2 - 1] + g[g.size() / 2]) / 2;
+  }
   r.trained_now = true;
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return m;

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,7 +50,17 @@ struct LogModelInfo {
   size_t rows = 0;            ///< of those, the ones it learned from
   size_t tasks = 0;           ///< tasks it learned from
   int64_t trained_at_ms = 0;  ///< milliseconds since the Unix epoch
+  /// Per template, what tuning gained over its default config in the log: the median over its
+  /// tasks (those with the default's record and a best) of default time / best time. Where it is
+  /// small (the CPU templates' defaults are near their tuned configs) a zero-shot pick risks more
+  /// than it can win; see kZeroShotMinGain.
+  std::map<std::string, double> template_gains;
 };
+
+/// Zero-shot configs are chosen only for templates whose tuning gained at least this much over
+/// their defaults in the log the model learned from (LogModelInfo::template_gains); elsewhere, and
+/// for templates it never saw, the default stays.
+inline constexpr double kZeroShotMinGain = 1.25;
 
 struct LogModelReport {
   LogModelInfo info;         ///< the model returned (empty when none)

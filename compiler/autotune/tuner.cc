@@ -332,8 +332,9 @@ TaskResult Tuner::tune(const Task& task, const std::vector<const Task*>& history
 
 LogConfigSource LogConfigSource::with_kept_model(const records::RecordStore& log,
                                                  const std::string& target) {
-  std::shared_ptr<const CostModel> model = kept_model(log, target);
-  LogConfigSource source(log, model.get());
+  LogModelInfo info;
+  std::shared_ptr<const CostModel> model = kept_model(log, target, "xgb", &info);
+  LogConfigSource source(log, model.get(), info.template_gains);
   source.owned_ = std::move(model);
   return source;
 }
@@ -344,7 +345,8 @@ space::Config LogConfigSource::choose(const Task& task) {
     ++tuned_;
     return task.space.get(best->config_index);
   }
-  if (model_) {
+  auto gain = gains_.find(task.template_name);
+  if (model_ && gain != gains_.end() && gain->second >= kZeroShotMinGain) {
     if (std::optional<space::Config> cfg = predict_best_config(task, *model_)) {
       ++predicted_;
       return *cfg;

@@ -122,12 +122,15 @@ class Tuner {
 
 /// The graph build's ConfigSource from a record log: each task's best measured config for the
 /// target; for a task never measured (or measured only with errors) the config `model` (a model
-/// pre-trained on the log, log_model.h; null: none) predicts best (zero-shot), or the template's
-/// default when there is no model or none of its picks lowers.
+/// pre-trained on the log, log_model.h; null: none) predicts best (zero-shot) where the log shows
+/// tuning gains much over the template's defaults (`template_gains`, the model's
+/// LogModelInfo's, at least kZeroShotMinGain), else the template's default (also when none of the
+/// model's picks lowers).
 class LogConfigSource : public ConfigSource {
  public:
-  explicit LogConfigSource(const records::RecordStore& log, const CostModel* model = nullptr)
-      : log_(log), model_(model) {}
+  explicit LogConfigSource(const records::RecordStore& log, const CostModel* model = nullptr,
+                           std::map<std::string, double> template_gains = {})
+      : log_(log), model_(model), gains_(std::move(template_gains)) {}
   /// With the model of `target` kept on the log's shelf (log_model.h's kept_model), when there is
   /// one: what `kiln compile --records DIR` builds with.
   static LogConfigSource with_kept_model(const records::RecordStore& log,
@@ -141,6 +144,7 @@ class LogConfigSource : public ConfigSource {
   const records::RecordStore& log_;
   std::shared_ptr<const CostModel> owned_;  ///< with_kept_model's
   const CostModel* model_;
+  std::map<std::string, double> gains_;
   int tuned_ = 0, predicted_ = 0, defaults_ = 0;
 };
 

@@ -32,7 +32,7 @@ runtime::Bundle tune_model(const Graph& g, const ModelTuneOptions& options,
   if (options.pretrained) {
     prior = autotune::pretrained_model(log, options.target, model_options, &rep.after);
   }
-  autotune::LogConfigSource source(log, prior.get());
+  autotune::LogConfigSource source(log, prior.get(), rep.after.info.template_gains);
   BuildOptions build = options.build;
   build.configs = &source;
   runtime::Bundle bundle = build_graph(g, options.target, build, &rep.build);

@@ -87,10 +87,11 @@ def test_a_second_model_starts_from_the_logs_cost_model_and_builds_zero_shot(tmp
     records = tmp_path / "records"
     kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, trials=8, batch=4,
               records=records, progress=False)
-    # Another shape: new tasks, never measured; the log's model picks their configs.
+    # Another shape: a new task, never measured: the log's model picks its config where the log
+    # shows tuning gains much over the template's default, else the default stays.
     shapes = {"x": (1, 3, 24, 24)}
     c = kiln.compile(conv_relu(size=24), input_shapes=shapes, records=records, progress=False)
-    assert c.report["predicted"] >= 1 and c.report["tuned"] + c.report["predicted"] >= 1
+    assert c.report["tuned"] == 0 and c.report["predicted"] + c.report["defaults"] == 1
     x = np.random.default_rng(9).uniform(-1, 1, (1, 3, 24, 24)).astype(np.float32)
     np.testing.assert_allclose(c.run(x)[0], reference(conv_relu(size=24), {"x": x})[0],
                                rtol=1e-4, atol=1e-4)

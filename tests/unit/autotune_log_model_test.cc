@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "compiler/autotune/features.h"
@@ -190,10 +191,21 @@ class TruthMeasurer : public Measurer {
 TEST(LogModel, APretrainedModelGuidesTheFirstRoundAndChoosesZeroShotConfigs) {
   testing::TempDir dir("kiln_log_model_test");
   records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
-  for (const Task& t : {dense(8, 32, 16), dense(16, 64, 32), dense(32, 32, 64)})
+  std::vector<double> gains;  // default time / best time of each task
+  for (const Task& t : {dense(8, 32, 16), dense(16, 64, 32), dense(32, 32, 64)}) {
     measure(log, t, 40);
-  std::unique_ptr<CostModel> prior = pretrained_model(log, kTarget);
+    log.append(record(t, t.default_config.index()));
+    double best = 0;
+    for (const auto& r : log.records(t.key, kTarget)) best = std::max(best, r.gflops);
+    gains.push_back(best / truth(t, t.default_config.index()));
+  }
+  LogModelReport report;
+  std::unique_ptr<CostModel> prior = pretrained_model(log, kTarget, {}, &report);
   ASSERT_NE(prior, nullptr);
+  // What tuning gained over each template's default, the median over its tasks, is kept with it.
+  std::sort(gains.begin(), gains.end());
+  ASSERT_EQ(report.info.template_gains.count("dense_x86"), 1u);
+  EXPECT_NEAR(report.info.template_gains.at("dense_x86"), gains[1], 1e-6);
   const Task task = dense(24, 48, 40);
   std::vector<double> all;
   for (uint64_t i = 0; i < task.space.size(); ++i) all.push_back(truth(task, i));
@@ -225,10 +237,19 @@ TEST(LogModel, APretrainedModelGuidesTheFirstRoundAndChoosesZeroShotConfigs) {
   const std::optional<space::Config> cfg = predict_best_config(task, *prior);
   ASSERT_TRUE(cfg.has_value());
   EXPECT_GE(truth(task, cfg->index()), top_quarter);
-  LogConfigSource source(log, prior.get());
+  // The build takes it where the log shows tuning gains much over the template's defaults.
+  LogConfigSource source(log, prior.get(), {{"dense_x86", 2.0}});
   EXPECT_EQ(source.choose(task).index(), cfg->index());
   EXPECT_EQ(source.predicted(), 1);
   EXPECT_EQ(source.defaults(), 0);
+  // Where tuning gained little over the defaults (a CPU template's), or for a template the model
+  // never saw, the default stays.
+  for (const std::map<std::string, double>& gains :
+       {std::map<std::string, double>{{"dense_x86", 1.1}}, std::map<std::string, double>{}}) {
+    LogConfigSource cautious(log, prior.get(), gains);
+    EXPECT_EQ(cautious.choose(task).index(), task.default_config.index());
+    EXPECT_EQ(cautious.defaults(), 1);
+  }
   // A measured task gets its best record; without a model, an unmeasured task its default.
   const Task measured = dense(8, 32, 16);
   EXPECT_EQ(source.choose(measured).index(), log.best(measured.key, kTarget)->config_index);
