@@ -206,8 +206,8 @@ const kiln::cli::Command kCompile{
               {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
               {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"},
               {"--records", "DIR",
-               "build with a record log's configs: each task's best measured one, else the one "
-               "its cost model predicts best (default: the templates' defaults)"},
+               "use a record log's configs (default: none): each task's best measured one, else "
+               "its cost model's pick where that pays"},
               {"--quantize", "int8", "quantize first, as kiln quantize does (default: float)"},
               {"--calibrate", "X.npy",
                "a calibration input (required with --quantize; as quantize)"},

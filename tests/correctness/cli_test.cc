@@ -175,14 +175,14 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   // The commands and the flags each one's --help must list (and nothing it does not take).
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"compile",
-       {"--target", "-o", "--no-fuse", "--no-layout", "--quantize", "--calibrate",
+       {"--target", "-o", "--no-fuse", "--no-layout", "--records", "--quantize", "--calibrate",
         "--input-shape"}},
       {"quantize", {"--calibrate", "-o", "--input-shape"}},
       {"run", {"--input", "-o", "--profile", "--threads", "--device"}},
       {"tune",
-       {"--target", "--trials", "--budget", "--time", "--early-stop", "--records", "-o",
-        "--explorer", "--cost-model", "--batch", "--seed", "--threads", "--repeat", "--flush-cache",
-        "--input-shape"}},
+       {"--target", "--trials", "--budget", "--time", "--early-stop", "--records", "--no-transfer",
+        "-o", "--explorer", "--cost-model", "--batch", "--seed", "--threads", "--repeat",
+        "--flush-cache", "--input-shape"}},
       {"example", {"--n", "--threads", "--target"}},
       {"ops", {}},
       {"submit",
