@@ -326,10 +326,18 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
       continue;
     }
     LoweredOp op = lower_group(g, group, options.configs, target);
-    if (gpu) {
-      bundle.device_programs.push_back(compiler::build_gpu(op.schedule, op.args, tgt, fname));
-    } else {
-      funcs.push_back(compiler::lower(op.schedule, op.args, fname));
+    try {
+      if (gpu) {
+        bundle.device_programs.push_back(compiler::build_gpu(op.schedule, op.args, tgt, fname));
+      } else {
+        funcs.push_back(compiler::lower(op.schedule, op.args, fname));
+      }
+    } catch (const kiln::Error& e) {
+      // The loop compiler names stages; the user knows the node.
+      const std::string msg = e.what();
+      const std::string what = msg.rfind("error: ", 0) == 0 ? msg.substr(7) : msg;
+      KILN_USER_ERROR() << "graph build: kernel '" << fname << "' (node '" << n.name << "', "
+                        << n.op << "): " << what;
     }
     Json::Array args;
     for (ValueId v : op.values) args.emplace_back(table.index(v, &bundle));
