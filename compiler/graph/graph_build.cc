@@ -25,6 +25,7 @@
 #include "compiler/graph/op_lowering.h"
 #include "compiler/graph/pack_weights.h"
 #include "compiler/graph/realize_qconv.h"
+#include "compiler/graph/tensor_limits.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "compiler/vdla/conv2d_schedule.h"
@@ -161,6 +162,7 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   const std::string target = vdla ? kVdlaHost : target_name;
   const target::Target tgt = target::Target::parse(target);
   input.verify();
+  check_tensor_sizes(input);  // before constant folding allocates any of them
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
   enter("folding constants");
