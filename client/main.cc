@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/stack_overflow.h"
 #include "client/cli.h"
 #include "client/commands.h"
 #include "compiler/autotune/tuner.h"
@@ -413,6 +414,11 @@ std::string default_bundle_path(const std::string& onnx_path) {
 }
 
 int main(int argc, char** argv) {
+  // A compiler bug that recurses too deep says so rather than "Segmentation fault".
+  kiln::report_stack_overflow(
+      {"error: stack overflow: the compiler recursed too deep (a bug in Kiln: please report it "
+       "with the model)\n",
+       1, "error: out of memory (the stack could not grow)\n", 1});
   const std::vector<const kiln::cli::Command*> commands = {
       // compiling and running, on this machine
       &kCompile,

@@ -339,8 +339,9 @@ class Farm {
                          const std::function<bool(v1::ModelUpload&)>& read);
   std::string driver_log_path(tracker::JobId id) const;
   /// Runs kiln-tuner --check on `model_file` with its inputs bound to `input_shapes`
-  /// (--input-shape each): "" when it imports, else why not.
-  std::string check_model(const std::string& model_file,
+  /// (--input-shape each): "" when it imports, else why not, naming the model `name` (as the
+  /// client named it: the reason goes back to the client, who never saw the file's path here).
+  std::string check_model(const std::string& model_file, const std::string& name,
                           const std::map<std::string, std::vector<int64_t>>& input_shapes);
 
   FarmOptions options_;

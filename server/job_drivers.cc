@@ -58,9 +58,18 @@ std::vector<std::string> driver_environment(const DriverOptions& d) {
   return env;
 }
 
-bool mentions_out_of_memory(const std::string& log_tail) {
-  return log_tail.find("out of memory") != std::string::npos ||
-         log_tail.find("std::bad_alloc") != std::string::npos;
+/// Whether a driver killed by `status`'s signal died of memory exhaustion: an allocation that
+/// failed where nothing caught it ends in std::terminate's SIGABRT, its log saying so. A SIGSEGV
+/// never is (a stack stopped by the memory limit exits kDriverOutOfMemory, base/stack_overflow.h).
+bool died_out_of_memory(const ExitStatus& status, const std::string& log_tail) {
+  return status.signo == SIGABRT && (log_tail.find("out of memory") != std::string::npos ||
+                                     log_tail.find("std::bad_alloc") != std::string::npos);
+}
+
+/// Why a driver that overflowed its stack failed (rpc::kDriverStackOverflow), `where` the phase.
+std::string stack_overflow_reason(const std::string& where) {
+  return "the compiler overflowed its stack on this model" + where +
+         " (a recursion as deep as the model: a compiler bug, not retried)";
 }
 
 }  // namespace
@@ -206,7 +215,7 @@ Farm::TryOutcome Farm::run_driver_once(JobId id) {
                 " (time limit; killed)"};
   }
   if (status->signaled) {
-    if (mentions_out_of_memory(tail))
+    if (died_out_of_memory(*status, tail))
       return {false, true, "the compiler ran out of memory (limit " + limit + ")" + where};
     return {
         false, true,
@@ -219,6 +228,8 @@ Farm::TryOutcome Farm::run_driver_once(JobId id) {
       return {false, false, "the compiler failed on this model" + where + ": " + told};
     case rpc::kDriverOutOfMemory:
       return {false, true, "the compiler ran out of memory (limit " + limit + ")" + where};
+    case rpc::kDriverStackOverflow:
+      return {false, false, stack_overflow_reason(where)};
     case rpc::kDriverDone:
       return {false, true, "the job driver exited without uploading a bundle" + where};
     default:
@@ -245,10 +256,10 @@ void Farm::fail_job(JobId id, const std::string& reason) {
   refresh_gauges_locked();
 }
 
-std::string Farm::check_model(const std::string& model_file,
+std::string Farm::check_model(const std::string& model_file, const std::string& name,
                               const std::map<std::string, std::vector<int64_t>>& input_shapes) {
   const DriverOptions& d = options_.driver;
-  std::vector<std::string> argv = {driver_program_, "--check", model_file};
+  std::vector<std::string> argv = {driver_program_, "--check", model_file, "--name=" + name};
   for (const auto& [name, dims] : input_shapes) {
     std::string value = name + "=";
     for (size_t i = 0; i < dims.size(); ++i) value += (i ? "," : "") + std::to_string(dims[i]);
@@ -274,7 +285,7 @@ std::string Farm::check_model(const std::string& model_file,
   const std::string tail = file_tail(log_path, 8192);
   if (status->exited(rpc::kDriverDone)) return "";
   if (status->signaled) {
-    if (mentions_out_of_memory(tail))
+    if (died_out_of_memory(*status, tail))
       return "the compiler ran out of memory (limit " + std::to_string(d.memory_limit_mb) +
              " MiB) while importing it";
     return "the compiler crashed on this model (" + runtime::signal_name(status->signo) +
@@ -292,6 +303,8 @@ std::string Farm::check_model(const std::string& model_file,
   if (status->exited(rpc::kDriverOutOfMemory))
     return "the compiler ran out of memory (limit " + std::to_string(d.memory_limit_mb) +
            " MiB) while importing it";
+  if (status->exited(rpc::kDriverStackOverflow))
+    return stack_overflow_reason(" while importing it");
   KILN_SYSTEM_ERROR() << "kilnd: the model check (" << driver_program_ << " --check) "
                       << status->describe() << ": " << last_line(tail);
   return "";

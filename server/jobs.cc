@@ -26,6 +26,7 @@ using tracker::JobState;
 constexpr size_t kMaxInputShapes = 256;
 constexpr size_t kMaxInputShapeDims = 64;
 constexpr size_t kMaxInputNameBytes = 1024;
+constexpr size_t kMaxModelNameBytes = 1024;
 constexpr int64_t kMaxInputDimSize = int64_t{1} << 31;
 constexpr int kMaxTimeLimitS = 30 * 24 * 3600;  // a job's time limit: 30 days
 
@@ -174,6 +175,12 @@ JobId Farm::submit(const Submission& s, const std::function<bool(v1::ModelUpload
   }
   if (s.target.empty()) throw invalid_argument("SubmitModel: the target is empty");
   if (s.device_key.empty()) throw invalid_argument("SubmitModel: the device key is empty");
+  // The name goes into messages and onto kiln-tuner's command line.
+  if (s.name.size() > kMaxModelNameBytes || s.name.find('\0') != std::string::npos) {
+    throw invalid_argument("SubmitModel: name is not a model's name (" +
+                           std::to_string(s.name.size()) + " bytes, at most " +
+                           std::to_string(kMaxModelNameBytes) + ", no NUL)");
+  }
   check_amounts(s, options_);
   std::map<std::string, std::vector<int64_t>> input_shapes;
   if (s.input_shapes.size() > kMaxInputShapes) {
@@ -238,7 +245,7 @@ JobId Farm::submit(const Submission& s, const std::function<bool(v1::ModelUpload
     }
   } remove_tmp{tmp};
   receive_model(tmp, s.model_size, read);
-  if (const std::string why = check_model(tmp, input_shapes); !why.empty())
+  if (const std::string why = check_model(tmp, s.name, input_shapes); !why.empty())
     throw invalid_argument("SubmitModel: the model does not import: " + why);
   JobRecord j;
   j.owner = s.owner;

@@ -24,6 +24,19 @@
 #include "tuner/farm_records.h"
 
 namespace kiln::tuner {
+namespace {
+
+volatile bool never = false;  // read at each level, so the recursion is not made a loop
+
+/// Recursion without end, as a pass recursing as deep as a huge graph would.
+[[gnu::noinline]] int recurse(int depth) {
+  volatile char frame[512];
+  frame[0] = static_cast<char>(depth);
+  if (never) return frame[0];
+  return recurse(depth + 1) + frame[0];
+}
+
+}  // namespace
 
 void maybe_inject_fault(const std::string& model_name, const std::string& phase) {
   const char* env = std::getenv("KILN_DRIVER_FAULT");
@@ -48,6 +61,8 @@ void maybe_inject_fault(const std::string& model_name, const std::string& phase)
       KILN_ICHECK(limit.rlim_cur != RLIM_INFINITY) << "KILN_DRIVER_FAULT oom needs a memory limit";
       std::vector<std::unique_ptr<char[]>> hog;
       for (;;) hog.emplace_back(new char[64u << 20]);
+    } else if (action == "recurse") {
+      recurse(0);
     }
   }
 }
@@ -99,8 +114,8 @@ void JobDriver::run() {
     import.input_shapes[shape.name()] =
         std::vector<int64_t>(shape.dims().begin(), shape.dims().end());
   }
-  const graph::Graph g = graph::import_onnx_bytes(
-      client_.model(), "job " + std::to_string(job.job_id()) + "'s model", import);
+  // Messages name the model as the client named it.
+  const graph::Graph g = graph::import_onnx_bytes(client_.model(), job.name(), import);
   graph::BuildOptions extract;
   extract.phase = [&](const std::string& p) { enter(p + " (extracting tasks)"); };
   std::vector<int> calls;  // how many times one run of the model runs each task

@@ -47,8 +47,9 @@ v1::DriverProgress tuning_progress(const std::vector<autotune::Task>& tasks);
 
 /// A test hook: KILN_DRIVER_FAULT="MODEL_NAME:ACTION:PHASE[;...]" makes the driver of the job whose
 /// model is called MODEL_NAME, on entering a phase that starts with PHASE, "crash" (SIGSEGV),
-/// "hang" (sleep until killed) or "oom" (allocate until the memory limit). Lets the farm's tests
-/// show what kilnd does when the compiler crashes, hangs or runs out of memory on a model.
+/// "hang" (sleep until killed), "oom" (allocate until the memory limit) or "recurse" (recurse until
+/// the stack overflows). Lets the farm's tests show what kilnd does when the compiler crashes,
+/// hangs, runs out of memory or out of stack on a model.
 void maybe_inject_fault(const std::string& model_name, const std::string& phase);
 
 }  // namespace kiln::tuner

@@ -4,19 +4,23 @@
 //
 //   kiln-tuner --server 127.0.0.1:7070 --job 7 [--tls-ca F] [--memory-limit-mb N]
 //       (environment: KILN_DRIVER_SECRET from kilnd, KILN_TOKEN when the farm has a token)
-//   kiln-tuner --check MODEL.onnx [--input-shape NAME=D0,D1,...]... [--memory-limit-mb N]
+//   kiln-tuner --check MODEL.onnx [--name NAME] [--input-shape NAME=D0,D1,...]...
+//              [--memory-limit-mb N]
 // A mistake on the command line exits 64, not 2: 2 says the model cannot be compiled.
 #include <sys/resource.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <new>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/cli.h"
 #include "base/error.h"
 #include "base/parent_death.h"
+#include "base/stack_overflow.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "rpc/channel.h"
 #include "rpc/driver_contract.h"
@@ -36,17 +40,21 @@ const cli::Program kTuner{
               {"--tls-ca", "FILE", "reach kilnd over TLS, trusting this CA (default: plaintext)"},
               {"--check", "MODEL.onnx",
                "only import and validate this model (default: drive a job)"},
+              {"--name", "NAME",
+               "with --check: the model as its messages name it (kilnd: as the client named it, "
+               "never the file's path on the server; default: the file's path)"},
               {"--input-shape", "NAME=D0,D1,...",
                "with --check: the shape of a symbolic input; once per input (default: none)"},
               {"--memory-limit-mb", "N", "this process's address space, 0 no limit (default: 0)"}},
     .notes =
         "Exit status: 0 done, 1 failed (try again), 2 the model cannot be compiled, 3 a "
-        "compiler bug on this model, 4 out of memory, 5 stopped, 64 a mistake on the command "
-        "line.",
+        "compiler bug on this model, 4 out of memory, 5 stopped, 6 the compiler overflowed its "
+        "stack on this model, 64 a mistake on the command line.",
 };
 
 /// Reports the model's fault or a compiler bug to kilnd (best effort) before exiting with it.
-int report(tuner::FarmClient* client, int code, const std::string& message) {
+int report(tuner::FarmClient* client, int code, std::string message) {
+  if (message.rfind("error: ", 0) == 0) message.erase(0, 7);  // kiln::Error's own prefix
   std::cerr << "error: " << message << std::endl;
   if (client != nullptr) {
     try {
@@ -62,7 +70,7 @@ int report(tuner::FarmClient* client, int code, const std::string& message) {
 
 int drive(const cli::Args& args) {
   const std::string server = args.get("--server"), tls_ca = args.get("--tls-ca"),
-                    check = args.get("--check");
+                    check = args.get("--check"), name = args.get("--name", check);
   graph::OnnxImportOptions import;  // --input-shape, for --check (a job's come with the job)
   for (const std::string& v : args.all("--input-shape")) {
     std::pair<std::string, std::vector<int64_t>> shape;
@@ -93,12 +101,22 @@ int drive(const cli::Args& args) {
       return rpc::kDriverFailed;
     }
   }
+  // A stack overflow is reported as one (exit 6), not as a bare SIGSEGV; the stack stopped short
+  // by the address-space limit as running out of memory (exit 4).
+  report_stack_overflow({"error: stack overflow: the compiler recursed too deep on this model\n",
+                         rpc::kDriverStackOverflow,
+                         "error: out of memory (the memory limit stopped the stack from growing)\n",
+                         rpc::kDriverOutOfMemory});
 
   std::unique_ptr<tuner::FarmClient> client;
   try {
     if (!check.empty()) {
-      tuner::maybe_inject_fault(check, "importing the model");
-      const graph::Graph g = graph::import_onnx(check, import);
+      tuner::maybe_inject_fault(check, "importing the model");  // the path: jobs' hooks miss it
+      std::ifstream in(check, std::ios::binary);
+      std::ostringstream bytes;
+      bytes << in.rdbuf();
+      KILN_SYSTEM_CHECK(in.good() || in.eof()) << "kiln-tuner: cannot read '" << check << "'";
+      const graph::Graph g = graph::import_onnx_bytes(bytes.str(), name, import);
       std::cout << "ok: " << g.nodes().size() << " nodes\n";
       return rpc::kDriverDone;
     }

@@ -18,7 +18,7 @@ bool at_most(OpPattern p, OpPattern bound) {
 /// The state of one fusion: each node's group, by its representative node.
 class Fuser {
  public:
-  explicit Fuser(const Graph& g) : g_(g), parent_(g.nodes().size()) {
+  explicit Fuser(const Graph& g) : g_(g), parent_(g.nodes().size()), ops_(g.nodes().size(), 1) {
     std::iota(parent_.begin(), parent_.end(), size_t{0});
     for (const Node& n : g.nodes()) {
       pattern_.push_back(op_pattern(n));
@@ -31,6 +31,7 @@ class Fuser {
     // Phase 1: out-ewise-fusable nodes absorb their elementwise epilogues.
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (pattern_[i] != OpPattern::kOutEWiseFusable || find(i) != i) continue;
+      size_t prev = i;  // the chain's last node, which the next one reads
       for (int64_t c = linked_reader(i); c >= 0; c = linked_reader(static_cast<size_t>(c))) {
         const size_t cu = static_cast<size_t>(c);
         if (find(cu) != cu || !at_most(op_pattern(nodes[cu]), OpPattern::kBroadcast)) break;
@@ -38,7 +39,11 @@ class Fuser {
         // the master's output: a broadcast that grows the shape (an SE block's [N,C,1,1] scale
         // times [N,C,H,W]) has more elements than the tile and stays outside the group.
         if (!same_shape_output(cu, i)) break;
+        const int64_t ops = 1 + reads(cu, prev) * ops_[prev];
+        if (ops > kMaxGroupOps) break;
+        ops_[cu] = ops;
         parent_[cu] = i;
+        prev = cu;
       }
     }
     // Phase 2: elementwise, broadcast and injective groups merge into injective groups and
@@ -48,11 +53,17 @@ class Fuser {
       if (c < 0) continue;
       const size_t p = find(i), q = find(static_cast<size_t>(c));
       if (p == q || !at_most(pattern_[p], OpPattern::kInjective)) continue;
-      if (at_most(pattern_[q], OpPattern::kInjective)) {  // rule 1
+      const bool rule1 = at_most(pattern_[q], OpPattern::kInjective);
+      if (!rule1 && pattern_[q] != OpPattern::kCommReduce) continue;  // rule 2 is the only other
+      // Every producer of node i merged into its group before i (they come first in nodes()), and
+      // c is the last node of its group, so both counts are final up to here.
+      const size_t cu = static_cast<size_t>(c);
+      const int64_t ops = ops_[cu] + reads(cu, i) * ops_[i];
+      if (ops > kMaxGroupOps) continue;
+      ops_[cu] = ops;
+      if (rule1) {
         pattern_[q] = std::max(pattern_[p], pattern_[q]);
-        master_[q] = static_cast<size_t>(c);
-      } else if (pattern_[q] != OpPattern::kCommReduce) {  // rule 2 is the only other one
-        continue;
+        master_[q] = cu;
       }
       parent_[p] = q;
     }
@@ -73,6 +84,15 @@ class Fuser {
     if (cn.outputs.empty() || mn.outputs.empty()) return false;
     if (cn.outputs[0] == kNoValue || mn.outputs[0] == kNoValue) return false;
     return g_.value(cn.outputs[0]).shape == g_.value(mn.outputs[0]).shape;
+  }
+
+  /// How many places of node p's output one element of its reader c's output reads.
+  int64_t reads(size_t c, size_t p) const {
+    const Node& cn = g_.nodes()[c];
+    const Node& pn = g_.nodes()[p];
+    const bool first = !cn.inputs.empty() && std::find(pn.outputs.begin(), pn.outputs.end(),
+                                                       cn.inputs[0]) != pn.outputs.end();
+    return first ? input_reads(g_, cn) : 1;
   }
 
   /// The one reader of node i's one output, or -1 when the output is not a link (see fuse.h).
@@ -96,6 +116,8 @@ class Fuser {
   std::vector<size_t> parent_;
   std::vector<OpPattern> pattern_;  // valid at representatives
   std::vector<size_t> master_;      // valid at representatives
+  /// Per node: the operators of the expression its group computes up to it (fuse.h's count).
+  std::vector<int64_t> ops_;
 };
 
 /// Fills in output(s) and inputs of a group whose nodes are set.

@@ -24,6 +24,7 @@
 //        the merged pattern is the least fusable of the two and the master the last node;
 //     2. P elementwise, broadcast or injective and Q a reduction (pooling): P is inlined into the
 //        reduction's input; the merged group is a reduction whose master is the pooling node.
+// Both phases stop where the group's expression would grow past kMaxGroupOps operators (below).
 // Nothing else merges: two out-ewise-fusable ops never share a group, nothing is fused into an
 // out-ewise-fusable group's inputs, a reduction is never fused into what follows it, opaque ops
 // (Softmax, LSTM) stay alone, and a value read by two nodes or returned by the graph ends its
@@ -35,6 +36,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,14 @@
 #include "compiler/graph/op_pattern.h"
 
 namespace kiln::graph {
+
+/// The most operators one fused group's output expression may apply, its inner values inlined: a
+/// value read at k places (a linear Resize reads 4 per output element in 2-D) counts k times, one
+/// read twice at the same place (Add(t, t), LeakyRelu's select) once (the lowering binds it to a
+/// let). The passes over the loop IR recurse as deep as an expression, so this bounds their stack:
+/// a chain of 20,000 elementwise operators becomes kernels of 256, not one expression 20,000 deep,
+/// and a chain of resizes does not grow as 4^n. A real network's groups hold fewer than 20.
+inline constexpr int64_t kMaxGroupOps = 256;
 
 /// One fused kernel.
 struct FusedGroup {

@@ -25,6 +25,7 @@
 #include "compiler/graph/op_lowering.h"
 #include "compiler/graph/pack_weights.h"
 #include "compiler/graph/realize_qconv.h"
+#include "compiler/graph/tensor_limits.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "compiler/vdla/conv2d_schedule.h"
@@ -161,6 +162,7 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   const std::string target = vdla ? kVdlaHost : target_name;
   const target::Target tgt = target::Target::parse(target);
   input.verify();
+  check_tensor_sizes(input);  // before constant folding allocates any of them
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
   enter("folding constants");
@@ -326,10 +328,18 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
       continue;
     }
     LoweredOp op = lower_group(g, group, options.configs, target);
-    if (gpu) {
-      bundle.device_programs.push_back(compiler::build_gpu(op.schedule, op.args, tgt, fname));
-    } else {
-      funcs.push_back(compiler::lower(op.schedule, op.args, fname));
+    try {
+      if (gpu) {
+        bundle.device_programs.push_back(compiler::build_gpu(op.schedule, op.args, tgt, fname));
+      } else {
+        funcs.push_back(compiler::lower(op.schedule, op.args, fname));
+      }
+    } catch (const kiln::Error& e) {
+      // The loop compiler names stages; the user knows the node.
+      const std::string msg = e.what();
+      const std::string what = msg.rfind("error: ", 0) == 0 ? msg.substr(7) : msg;
+      KILN_USER_ERROR() << "graph build: kernel '" << fname << "' (node '" << n.name << "', "
+                        << n.op << "): " << what;
     }
     Json::Array args;
     for (ValueId v : op.values) args.emplace_back(table.index(v, &bundle));

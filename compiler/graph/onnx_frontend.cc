@@ -30,6 +30,7 @@
 #include "compiler/graph/onnx_detail.h"
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/registry.h"
+#include "compiler/graph/tensor_limits.h"
 
 namespace kiln::graph {
 namespace {
@@ -105,6 +106,9 @@ void Importer::set_type(ValueId v, const std::string& name, const std::string& w
         << "; Kiln needs static shapes";
     val.shape.push_back(dim.dim_value());
   }
+  const std::string too_large = tensor_size_problem(val.shape, val.dtype);
+  KILN_USER_CHECK(too_large.empty())
+      << "'" << origin_ << "': '" << name << "' (" << where << ") " << too_large;
   val.typed = true;
 }
 

@@ -10,6 +10,11 @@ OpPattern op_pattern(const Node& node) {
   return def != nullptr && def->pattern ? *def->pattern : OpPattern::kOpaque;
 }
 
+int64_t input_reads(const Graph& g, const Node& node) {
+  const ops::OpDef* def = ops::find_op(node.op);
+  return def != nullptr && def->input_reads ? def->input_reads(g, node) : 1;
+}
+
 const char* op_pattern_name(OpPattern pattern) {
   switch (pattern) {
     case OpPattern::kElemWise:

@@ -16,6 +16,7 @@
 // of kCommReduce (that inlines producers into a single reduction) nor an elementwise epilogue.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "compiler/graph/graph.h"
@@ -26,6 +27,10 @@ enum class OpPattern { kElemWise, kBroadcast, kInjective, kCommReduce, kOutEWise
 
 /// The pattern of `node`'s operator (its registry entry's); kOpaque for an operator without one.
 OpPattern op_pattern(const Node& node);
+
+/// How many places of its first input one element of `node`'s output reads (its registry entry's
+/// input_reads; 1 without one).
+int64_t input_reads(const Graph& g, const Node& node);
 
 /// "elemwise", "broadcast", "injective", "comm_reduce", "out_ewise_fusable", "opaque".
 const char* op_pattern_name(OpPattern pattern);

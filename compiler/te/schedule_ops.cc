@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "compiler/ir/equal.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/printer.h"
@@ -352,6 +353,88 @@ class NestBuilder {
   std::unordered_map<const StageNode*, std::vector<Stage>> attached_;
 };
 
+/// The most IR nodes inlining may add to one stage's expression. The fuser keeps its groups far
+/// below (graph/fuse.h); this refuses, with a reason, what it could not foresee (producers read at
+/// many places each) rather than building an expression that grows exponentially with the chain.
+constexpr int64_t kMaxInlinedNodes = int64_t{1} << 16;
+
+/// Whether `e` uses only the variables in `allowed`.
+bool uses_only(const Expr& e, const std::unordered_set<const ir::VarNode*>& allowed) {
+  bool ok = true;
+  ir::post_order_visit(e, [&](const ir::Object* n) {
+    if (auto v = dynamic_cast<const ir::VarNode*>(n); v != nullptr && !allowed.count(v)) ok = false;
+  });
+  return ok;
+}
+
+/// `t`'s body with each read of an inlined stage that it makes more than once at the same indices
+/// bound to a let around the body, so that inlining copies the stage's expression once:
+/// LeakyRelu's select(x > 0, x, a * x) reads x three times, and a chain of n of them would
+/// otherwise grow as 3^n. Reads whose indices use more than the axes (a reduction's, a let's) or
+/// read a tensor themselves are left as they are.
+Expr share_repeated_reads(const Tensor& t, const std::function<bool(const TensorNode*)>& inlined) {
+  bool reduces = false;
+  std::vector<const ir::ProducerLoadNode*> reads;
+  ir::post_order_visit(t->body, [&](const ir::Object* n) {
+    if (dynamic_cast<const ir::ReduceNode*>(n) != nullptr) reduces = true;
+    auto load = dynamic_cast<const ir::ProducerLoadNode*>(n);
+    if (load != nullptr && inlined(static_cast<const TensorNode*>(load->producer.get()))) {
+      reads.push_back(load);
+    }
+  });
+  if (reduces || reads.size() < 2) return t->body;
+  std::unordered_set<const ir::VarNode*> axes;
+  for (const IterVar& iv : t->axis) axes.insert(iv.var().get());
+  auto same = [](const ir::ProducerLoadNode* a, const ir::ProducerLoadNode* b) {
+    if (a->producer != b->producer || a->indices.size() != b->indices.size()) return false;
+    for (size_t k = 0; k < a->indices.size(); ++k) {
+      if (!ir::expr_deep_equal(a->indices[k], b->indices[k])) return false;
+    }
+    return true;
+  };
+  std::vector<const ir::ProducerLoadNode*> shared;
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const ir::ProducerLoadNode* r = reads[i];
+    bool plain = true;
+    for (const Expr& idx : r->indices) {
+      plain = plain && uses_only(idx, axes);
+      ir::post_order_visit(idx, [&](const ir::Object* n) {
+        if (dynamic_cast<const ir::ProducerLoadNode*>(n) != nullptr) plain = false;
+      });
+    }
+    if (!plain || std::any_of(shared.begin(), shared.end(), [&](auto* s) { return same(s, r); })) {
+      continue;
+    }
+    if (std::any_of(reads.begin() + static_cast<std::ptrdiff_t>(i) + 1, reads.end(),
+                    [&](auto* o) { return same(o, r); })) {
+      shared.push_back(r);
+    }
+  }
+  if (shared.empty()) return t->body;
+  std::vector<Var> vars;
+  for (const ir::ProducerLoadNode* r : shared) {
+    vars.emplace_back(r->producer->name() + "_v" + std::to_string(vars.size()), r->dtype);
+  }
+  Expr body = rewrite_reads(t->body, [&](const TensorNode* p, const std::vector<Expr>& idx) {
+    for (size_t k = 0; k < shared.size(); ++k) {
+      if (shared[k]->producer.get() != p) continue;
+      bool eq = true;
+      for (size_t d = 0; d < idx.size() && eq; ++d) {
+        eq = ir::expr_deep_equal(idx[d], shared[k]->indices[d]);
+      }
+      if (eq) return Expr(vars[k]);
+    }
+    return Expr();
+  });
+  for (size_t k = shared.size(); k-- > 0;) {
+    body = ir::let(vars[k],
+                   Expr(std::make_shared<ir::ProducerLoadNode>(
+                       shared[k]->dtype, shared[k]->producer, shared[k]->indices)),
+                   body);
+  }
+  return body;
+}
+
 }  // namespace
 
 Schedule normalize(const Schedule& sch) {
@@ -370,16 +453,41 @@ Schedule normalize(const Schedule& sch) {
     }
     return r != replaced.end() ? r->second(idx) : Expr();
   };
+  auto is_inlined = [&](const TensorNode* t) {
+    auto r = replaced.find(t);
+    return inlined.count(r != replaced.end() ? r->second.get() : t) != 0;
+  };
+  std::unordered_map<const TensorNode*, int64_t> inlined_nodes;  // IR nodes of inlined bodies
   for (auto& s : n->stages) {
     if (s->is_placeholder()) continue;
     const Tensor& t = s->op;
-    Expr body = rewrite_reads(t->body, rewrite);
+    Expr shared = share_repeated_reads(t, is_inlined);
+    // The body's size once inlined, counted before it is built.
+    int64_t own = 0, added = 0;
+    ir::post_order_visit(shared, [&](const ir::Object* o) {
+      ++own;
+      auto load = dynamic_cast<const ir::ProducerLoadNode*>(o);
+      if (load == nullptr) return;
+      const TensorNode* p = static_cast<const TensorNode*>(load->producer.get());
+      if (auto r = replaced.find(p); r != replaced.end()) p = r->second.get();
+      if (auto it = inlined_nodes.find(p); it != inlined_nodes.end()) added += it->second;
+    });
+    KILN_USER_CHECK(added <= kMaxInlinedNodes)
+        << "stage '" << t->name() << "': inlining the stages it reads would add " << added
+        << " operations to its expression, more than " << kMaxInlinedNodes
+        << " (they are read at many places each); build them as kernels of their own (kiln "
+           "compile --no-fuse)";
+    const int64_t nodes = own + added;
+    Expr body = rewrite_reads(shared, rewrite);
     if (!body.same_as(t->body)) {
       Tensor nt = make_compute(t->name(), t->axis, t->reduce_axis, body);
       replaced[t.get()] = nt;
       s->op = nt;
     }
-    if (s->attach_type == AttachType::kInline) inlined[s->op.get()] = s->op;
+    if (s->attach_type == AttachType::kInline) {
+      inlined[s->op.get()] = s->op;
+      inlined_nodes[s->op.get()] = nodes;
+    }
   }
   for (auto& o : n->outputs) {
     auto it = replaced.find(o.get());

@@ -2,6 +2,7 @@
 #include "compiler/topi/transform.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "base/error.h"
 #include "base/shape_string.h"
@@ -283,17 +284,20 @@ te::Tensor concat(const std::vector<te::Tensor>& inputs, int64_t axis, const std
   return te::compute(
       shape,
       [&](const std::vector<Var>& i) {
-        // Nested selects from the last input backwards; every read is clamped into its input, since
-        // a select evaluates both sides.
-        Expr value;
-        for (size_t k = inputs.size(); k-- > 0;) {
-          const int64_t len = (k + 1 < inputs.size() ? offsets[k + 1] : total) - offsets[k];
-          std::vector<Expr> idx(i.begin(), i.end());
-          idx[ax] = ir::min(ir::max(i[ax] - int_expr(offsets[k]), 0), int_expr(len - 1));
-          Expr v = inputs[k](idx);
-          value = value.defined() ? ir::select(i[ax] < int_expr(offsets[k] + len), v, value) : v;
-        }
-        return value;
+        // Selects as a balanced tree over the inputs (a concat of thousands of inputs is an
+        // expression log2(n) deep, as deep as the loop IR's passes recurse); every read is
+        // clamped into its input, since a select evaluates both sides.
+        std::function<Expr(size_t, size_t)> pick = [&](size_t lo, size_t hi) -> Expr {
+          if (hi - lo == 1) {
+            const int64_t len = (lo + 1 < inputs.size() ? offsets[lo + 1] : total) - offsets[lo];
+            std::vector<Expr> idx(i.begin(), i.end());
+            idx[ax] = ir::min(ir::max(i[ax] - int_expr(offsets[lo]), 0), int_expr(len - 1));
+            return inputs[lo](idx);
+          }
+          const size_t mid = lo + (hi - lo) / 2;
+          return ir::select(i[ax] < int_expr(offsets[mid]), pick(lo, mid), pick(mid, hi));
+        };
+        return pick(0, inputs.size());
       },
       name);
 }

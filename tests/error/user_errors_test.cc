@@ -180,5 +180,39 @@ TEST(UserErrors, ReductionInsideAnExpression) {
       {"compute 'S'", "reduction"});
 }
 
+// Inlining a chain of stages that each read the previous one at two places doubles the inlined
+// expression per stage (2^24 copies of the first here): refused with a reason, not built until
+// the memory runs out. Reads at the same place are shared (a let) and cost nothing.
+TEST(UserErrors, InliningThatGrowsExponentiallyIsRefused) {
+  const int n = 16;
+  te::Tensor A = te::placeholder({n}, ir::kFloat32, "A");
+  std::vector<te::Tensor> stages{A};
+  for (int k = 0; k < 24; ++k) {
+    const te::Tensor& prev = stages.back();
+    stages.push_back(te::compute(
+        {n}, [&](Var i) { return prev(i) + prev(ir::min(i + 1, n - 1)); },
+        "S" + std::to_string(k)));
+  }
+  auto s = te::create_schedule({stages.back()});
+  for (size_t k = 1; k + 1 < stages.size(); ++k) s[stages[k]].compute_inline();
+  expect_user_error(
+      [&] {
+        compiler::lower(s, {A, stages.back()}, "f");
+      },
+      {"stage 'S", "inlining the stages it reads would add",
+       "operations to its expression, more than 65536"});
+
+  // The same chain reading its predecessor twice at one place lowers.
+  std::vector<te::Tensor> same{A};
+  for (int k = 0; k < 24; ++k) {
+    const te::Tensor& prev = same.back();
+    same.push_back(te::compute(
+        {n}, [&](Var i) { return prev(i) * prev(i); }, "T" + std::to_string(k)));
+  }
+  auto t = te::create_schedule({same.back()});
+  for (size_t k = 1; k + 1 < same.size(); ++k) t[same[k]].compute_inline();
+  EXPECT_NO_THROW(compiler::lower(t, {A, same.back()}, "g"));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -316,8 +316,12 @@ def test_a_model_that_is_not_onnx_is_refused(local_farm, tmp_path):
         submit(local_farm, str(notes))
     assert isinstance(e.value, InvalidInputError)  # a ValueError too
     assert e.value.code.name == "INVALID_ARGUMENT" and e.value.details in str(e.value)
-    with pytest.raises(kiln.FarmInvalidArgumentError, match="the model does not import"):
-        submit(local_farm, b"\x00\x01 not a protobuf either")
+    # Named as the client named it (the file's name), never by its path on the server.
+    assert "cannot parse ONNX model 'notes': not a valid ModelProto" in str(e.value)
+    assert "upload-" not in str(e.value)
+    with pytest.raises(kiln.FarmInvalidArgumentError, match="the model does not import") as e:
+        submit(local_farm, b"\x00\x01 not a protobuf either", name="scrap")
+    assert "cannot parse ONNX model 'scrap'" in str(e.value)
 
 
 def test_an_unknown_job_is_not_found(local_farm, tmp_path):

@@ -358,5 +358,43 @@ TEST(FuseTest, OpaqueMultiOutputNodeStaysAlone) {
   EXPECT_EQ(groups[0].outputs, (std::vector<ValueId>{y, yh}));
 }
 
+// A group stops growing at kMaxGroupOps operators: a chain of 600 elementwise nodes (an epilogue
+// of a conv, then a chain of its own) becomes groups of at most 256, so that no kernel's
+// expression is as deep as the graph; a linear Resize reads 4 places of its input (2-D), so a
+// chain of them counts 1, 5, 21, 85, then 341 operators: groups of 4.
+TEST(FuseTest, GroupsStopAtTheirOperatorLimit) {
+  Builder b;
+  const ValueId x = b.g.add_input("x", kFloat32, {1, 4, 8, 8});
+  ValueId h = b.conv(x, 4);
+  for (int i = 0; i < 600; ++i) h = i % 2 ? b.binary("Add", h, x) : b.unary("Relu", h);
+  b.g.add_output(h);
+  b.g.verify();
+  auto groups = fuse_ops(b.g);
+  check_partition(b.g, groups);
+  std::vector<size_t> sizes;
+  for (const FusedGroup& grp : groups) sizes.push_back(grp.nodes.size());
+  // The conv and 255 epilogue nodes; then chains of 256 and the last 89.
+  EXPECT_EQ(sizes, (std::vector<size_t>{256, 256, 89}));
+  EXPECT_EQ(groups[0].pattern, OpPattern::kOutEWiseFusable);
+
+  Builder r;
+  ValueId y = r.g.add_input("y", kFloat32, {1, 1, 8, 8});
+  for (int i = 0; i < 10; ++i) {
+    const int64_t side = 8 + i + 1;
+    y = r.g.add_op(
+        "Resize", r.fresh("resize"), {y},
+        {{"mode", std::string("linear")},
+         {"scales", std::vector<float>{1.0f, 1.0f, side / (side - 1.0f), side / (side - 1.0f)}}},
+        kFloat32, {1, 1, side, side});
+  }
+  r.g.add_output(y);
+  r.g.verify();
+  groups = fuse_ops(r.g);
+  check_partition(r.g, groups);
+  sizes.clear();
+  for (const FusedGroup& grp : groups) sizes.push_back(grp.nodes.size());
+  EXPECT_EQ(sizes, (std::vector<size_t>{4, 4, 2}));
+}
+
 }  // namespace
 }  // namespace kiln::graph

@@ -29,6 +29,20 @@ LowerResult lower_resize(const LowerCtx& c) {
           }};
 }
 
+/// Linear mode reads 2 neighbours along each resized axis, cubic 4; nearest one place.
+int64_t resize_reads(const Graph& g, const Node& n) {
+  const std::string mode = n.s("mode");
+  if (mode == "nearest") return 1;
+  const std::vector<int64_t>& in = g.value(n.inputs.at(0)).shape;
+  const std::vector<int64_t>& out = g.value(n.outputs.at(0)).shape;
+  const std::vector<float>& scales = n.floats("scales");
+  int64_t reads = 1;
+  for (size_t d = 0; d < in.size() && d < out.size() && d < scales.size(); ++d) {
+    if (in[d] != out[d] || scales[d] != 1.0f) reads *= mode == "cubic" ? 4 : 2;
+  }
+  return reads;
+}
+
 // --- validation (beyond the schema checks every node gets) ---------------------------------
 
 /// Resize: the modes Kiln does (nearest, linear, cubic; not tf_crop_and_resize, not
@@ -188,6 +202,7 @@ void register_image(Registry& r) {
   r.add({.name = "Resize",
          .family = "image",
          .pattern = OpPattern::kInjective,
+         .input_reads = resize_reads,
          .check = check_resize,
          .opset18 = Opset18Form{.extra_attributes = {{"antialias", onnx::AttributeProto::INT},
                                                      {"axes", onnx::AttributeProto::INTS},

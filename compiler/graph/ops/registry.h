@@ -105,6 +105,10 @@ struct LowerResult;
 /// A node's topi compute and its default CPU schedule (ops/lowering.h).
 using LowerFn = LowerResult (*)(const LowerCtx& c);
 
+/// How many places of its first input one element of the node's output reads, where more than one
+/// (a linear Resize: 2 along each resized axis).
+using InputReadsFn = int64_t (*)(const Graph& g, const Node& node);
+
 /// The GPU template for a node, given the rank of the lowering's anchor; "" for none.
 using GpuTemplateFn = std::string (*)(const Node& node, size_t anchor_rank);
 
@@ -122,6 +126,8 @@ struct OpDef {
 
   // --- fusion (fuse.h) ---------------------------------------------------------------------------
   std::optional<OpPattern> pattern = std::nullopt;
+  /// Null: one place. fuse_ops counts an inlined producer's expression once per place read.
+  InputReadsFn input_reads = nullptr;
 
   // --- validation (onnx_validate.cc runs the schema checks, then this) ---------------------------
   CheckFn check = nullptr;

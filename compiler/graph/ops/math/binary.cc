@@ -1,5 +1,7 @@
 // The broadcasting operators: arithmetic, comparisons, logic, Sum / Mean, PRelu, Where, Mod.
+#include <functional>
 #include <map>
+#include <vector>
 
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/lowering.h"
@@ -26,7 +28,42 @@ const std::map<std::string, Binary>& binaries() {
   return m;
 }
 
-/// Add, Sub, Mul, Div, Pow, Max, Min: one input or more, folded left to right.
+/// `f` over `ts` (at least one) as a balanced tree, f(f(a, b), f(c, d)): a Sum or Max of thousands
+/// of inputs becomes an expression log2(n) deep, not n (the loop IR's passes recurse as deep).
+/// Three inputs fold as f(f(a, b), c), left to right.
+/// The tensors it makes go to `made`, the last one the result.
+Tensor fold_balanced(std::vector<Tensor> ts, const std::function<Tensor(Tensor, Tensor)>& f,
+                     std::vector<Tensor>* made) {
+  while (ts.size() > 1) {
+    std::vector<Tensor> next;
+    for (size_t i = 0; i + 1 < ts.size(); i += 2) {
+      next.push_back(f(ts[i], ts[i + 1]));
+      made->push_back(next.back());
+    }
+    if (ts.size() % 2 != 0) next.push_back(ts.back());
+    ts = std::move(next);
+  }
+  return ts.at(0);
+}
+
+/// `t`, the last of the stages `made`, scheduled as one injective kernel: the others inlined.
+LowerResult folded_result(const Tensor& t, const std::vector<Tensor>& made) {
+  return {{t}, [=](te::Schedule& s, const Tensor& output) {
+            for (const Tensor& m : made) {
+              if (m != output) s[m].compute_inline();
+            }
+            injective(s, output);
+          }};
+}
+
+/// The node's inputs as tensors.
+std::vector<Tensor> inputs_of(const LowerCtx& c) {
+  std::vector<Tensor> ts;
+  for (size_t i = 0; i < c.node.inputs.size(); ++i) ts.push_back(c.input(i));
+  return ts;
+}
+
+/// Add, Sub, Mul, Div, Pow: two inputs; Max, Min: one input or more, folded as a balanced tree.
 LowerResult lower_binary(const LowerCtx& c) {
   const Node& n = c.node;
   const std::string& op = n.op;
@@ -44,13 +81,15 @@ LowerResult lower_binary(const LowerCtx& c) {
   }
   const Binary f = binaries().at(op);
   if (n.inputs.empty()) c.fail("at least one input is required");
-  Tensor t = c.input(0);
   if (n.inputs.size() == 1) {
     return injective_result(topi::elementwise(
-        t, [](Expr e) { return e; }, "copy"));
+        c.input(0), [](Expr e) { return e; }, "copy"));
   }
-  for (size_t i = 1; i < n.inputs.size(); ++i) t = f(t, c.input(i), sanitize(op));
-  return injective_result(t);
+  const std::string name = sanitize(op);
+  std::vector<Tensor> made;
+  const Tensor t = fold_balanced(
+      inputs_of(c), [&](Tensor a, Tensor b) { return f(a, b, name); }, &made);
+  return folded_result(t, made);
 }
 
 /// Comparisons (bool results), logic on bools, PRelu, Where, Sum and Mean: ONNX broadcasting.
@@ -83,18 +122,24 @@ LowerResult lower_broadcast_other(const LowerCtx& c) {
     return injective_result(topi::where(c.input(0), c.input(1), c.input(2), "where"));
   }
   if (op == "Sum" || op == "Mean") {
+    std::vector<Tensor> made;
     Tensor t = c.input(0);
-    if (n.inputs.size() == 1)
+    if (n.inputs.size() == 1) {
       t = topi::elementwise(
           t, [](Expr e) { return e; }, "copy");
-    for (size_t i = 1; i < n.inputs.size(); ++i) t = topi::add(t, c.input(i), "sum");
+      made.push_back(t);
+    } else {
+      t = fold_balanced(
+          inputs_of(c), [](Tensor a, Tensor b) { return topi::add(a, b, "sum"); }, &made);
+    }
     if (op == "Mean") {
       const ir::DataType dt = t->dtype();
       const double count = static_cast<double>(n.inputs.size());
       t = topi::elementwise(
           t, [=](Expr e) { return e / ir::make_const(dt, count); }, "mean");
+      made.push_back(t);
     }
-    return injective_result(t);
+    return folded_result(t, made);
   }
   c.fail("operator '" + op + "' has no lowering");
 }

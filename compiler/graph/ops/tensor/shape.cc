@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <sstream>
 
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/lowering.h"
 #include "compiler/graph/ops/node_check.h"
 #include "compiler/graph/ops/registry.h"
+#include "compiler/graph/tensor_limits.h"
 #include "compiler/topi/elementwise.h"
 #include "compiler/topi/nn.h"
 #include "compiler/topi/transform.h"
@@ -351,6 +353,9 @@ bool evaluate_constant_of_shape(ImportCtx& c, ImportSink& sink) {
   if (const onnx::AttributeProto* v = c.attr("value")) {
     value = tensor_to_ndarray(v->t(), "'" + c.origin() + "': " + c.where() + " attribute 'value'");
   }
+  if (std::string why = tensor_size_problem(shape, value.dtype()); !why.empty()) {
+    c.fail("output '" + c.proto().output(0) + "' " + why);
+  }
   runtime::NDArray data = runtime::NDArray::empty(shape, value.dtype());
   const int64_t elem = runtime::dtype_bytes(value.dtype());
   auto* dst = static_cast<char*>(data.data());
@@ -373,8 +378,17 @@ bool evaluate_range(ImportCtx& c, ImportSink& sink) {
     t = a.dtype();
   }
   if (v[2] == 0.0) c.fail("input 'delta' is 0");
-  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])));
-  if (n > (int64_t{1} << 31)) c.fail("the range has " + std::to_string(n) + " elements");
+  // The count as a double first: a cast of one beyond int64's range would be undefined.
+  const double count = std::max(0.0, std::ceil((v[1] - v[0]) / v[2]));
+  if (!(count <= static_cast<double>(kMaxTensorElements))) {
+    std::ostringstream os;
+    os << "output '" << c.proto().output(0) << "' would hold " << count << " elements (from start "
+       << v[0] << ", limit " << v[1] << ", delta " << v[2] << "), more than the "
+       << kMaxTensorElements
+       << " (2^31 - 1) a tensor may hold (kernels index with 32-bit integers)";
+    c.fail(os.str());
+  }
+  const auto n = static_cast<int64_t>(count);
   runtime::NDArray data = runtime::NDArray::empty({n}, t);
   const int64_t elem = runtime::dtype_bytes(t);
   auto* dst = static_cast<char*>(data.data());
