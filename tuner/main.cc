@@ -41,8 +41,8 @@ const cli::Program kTuner{
               {"--check", "MODEL.onnx",
                "only import and validate this model (default: drive a job)"},
               {"--name", "NAME",
-               "with --check: the model as its messages name it (kilnd: as the client named it, "
-               "never the file's path on the server; default: the file's path)"},
+               "with --check, the model as its messages name it (default: the file's path; kilnd "
+               "gives the name the client sent, never a path on the server)"},
               {"--input-shape", "NAME=D0,D1,...",
                "with --check: the shape of a symbolic input; once per input (default: none)"},
               {"--memory-limit-mb", "N", "this process's address space, 0 no limit (default: 0)"}},

@@ -69,7 +69,7 @@ const std::vector<Program>& programs() {
        "--batch"},
       {"kiln-tuner",
        KILN_TUNER_BINARY,
-       {"--server", "--job", "--tls-ca", "--check", "--input-shape", "--memory-limit-mb"},
+       {"--server", "--job", "--tls-ca", "--check", "--name", "--input-shape", "--memory-limit-mb"},
        64,
        {"--check", "model.onnx"},
        "--memory-limit-mb"},
