@@ -51,6 +51,7 @@
 
 namespace {
 
+using kiln::bench::median;
 using kiln::bench::trials_to;
 
 using kiln::testing::spearman;
@@ -68,14 +69,6 @@ constexpr const char* kDefaultLayers = "C2,C3,C6,C8,C9,C11";
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-/// The median; of an even count, the mean of the middle two.
-double median(std::vector<double> v) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /// The loop features of one config, as the Tuner computes them (zeros for one that does not

@@ -323,12 +323,6 @@ void zeroshot(const std::string& models_dir, const std::vector<std::string>& nam
   print_zeroshot("dqn_opencl", ms, zero.predicted());
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? NAN : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 void curves(const std::vector<bench::ConvLayer>& layers, const std::string& out, int trials) {
   std::vector<double> xgb_counts, random_counts;
   for (const bench::ConvLayer& l : layers) {
@@ -361,7 +355,7 @@ void curves(const std::vector<bench::ConvLayer>& layers, const std::string& out,
         l.name, static_cast<unsigned long long>(task.space.size()), a, b);
     std::fflush(stdout);
   }
-  const double mx = median(xgb_counts), mr = median(random_counts);
+  const double mx = bench::median(xgb_counts), mr = bench::median(random_counts);
   std::printf("case=opencl_curves median_xgb=%.1f median_random=%.1f ratio=%.3f layers=%zu\n", mx,
               mr, mx / mr, layers.size());
   std::fflush(stdout);

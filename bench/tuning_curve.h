@@ -1,6 +1,8 @@
-// Reading a tuning curve (the best throughput after each measurement, in order).
+// Reading tuning curves (the best throughput after each measurement, in order) and their counts.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace kiln::bench {
@@ -10,6 +12,14 @@ inline int trials_to(const std::vector<double>& curve, double target, int never)
   for (size_t i = 0; i < curve.size(); ++i)
     if (curve[i] >= target) return static_cast<int>(i) + 1;
   return never;
+}
+
+/// The median (of an even count, the mean of the middle two); NaN for none.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace kiln::bench
