@@ -21,7 +21,9 @@ namespace kiln::te {
 /// mul, div, mod, min, max and shifts count 1, fma() 2, any other math call (exp, tanh, sqrt, ...)
 /// 1; casts, selects' conditions, comparisons, constants and the index arithmetic of reads count
 /// nothing (nor does a reduction's `where`). Both sides of a select count (both are evaluated).
-/// Integer value arithmetic (an int8 convolution's) counts as float arithmetic does.
+/// Integer value arithmetic (an int8 convolution's) counts as float arithmetic does. Work a layout
+/// adds to the definition (channels padded to a whole block, groups merged block-diagonally)
+/// counts as the kernel does it.
 /// std::nullopt when a stage's shape or a reduction's extent is not a constant.
 std::optional<double> count_flops(const std::vector<Tensor>& outputs);
 
