@@ -57,6 +57,11 @@ std::vector<KernelEfficiency> kernel_efficiency(const std::vector<GraphExecutor:
   return out;
 }
 
+bool loses_more(const KernelEfficiency& a, const KernelEfficiency& b) {
+  if (!a.lost_ms || !b.lost_ms) return a.lost_ms.has_value() && !b.lost_ms.has_value();
+  return *a.lost_ms > *b.lost_ms;
+}
+
 std::string shapes_text(const KernelEfficiency& k) {
   std::string s;
   for (const auto& shape : k.shapes) s += (s.empty() ? "" : " ") + shape_string(shape);

@@ -7,7 +7,7 @@
 //
 //   std::vector<GraphExecutor::NodeTime> times = graph.profile(20);
 //   auto rows = kernel_efficiency(times, machine_peak());
-//   std::sort(rows.begin(), rows.end(), by_lost_time);  // the least efficient by what they cost
+//   std::sort(rows.begin(), rows.end(), loses_more);  // the least efficient by what they cost
 //
 // A kernel whose data stays in cache can beat the memory roof (efficiency above 1, negative lost
 // time): the roof is DRAM's bandwidth, the honest floor for a kernel that streams.
@@ -51,6 +51,10 @@ struct KernelEfficiency {
 /// bound, roof, efficiency and lost time; GFLOP/s and GB/s each need their own figure.
 std::vector<KernelEfficiency> kernel_efficiency(const std::vector<GraphExecutor::NodeTime>& times,
                                                 const MachinePeak& peak);
+
+/// Orders kernels by the time they lose above their roofs, most first; those whose work is unknown
+/// last (in their order: sort with std::stable_sort to keep it).
+bool loses_more(const KernelEfficiency& a, const KernelEfficiency& b);
 
 /// A kernel's tensors' shapes in argument order, space-separated: "[1, 64, 56, 56] [64] ...".
 std::string shapes_text(const KernelEfficiency& k);

@@ -2,6 +2,7 @@
 // the machine's measured peak (machine_peak.h): positive, plausible, measured once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -77,6 +78,17 @@ TEST(KernelEfficiency, RooflineFiguresByHand) {
   EXPECT_EQ(k[3].bound, Bound::kUnknown);
   EXPECT_STREQ(bound_name(k[3].bound), "-");
   EXPECT_FALSE(k[3].gflops || k[3].gbytes_per_s || k[3].efficiency || k[3].lost_ms);
+}
+
+TEST(KernelEfficiency, RankedByTheTimeTheyLose) {
+  std::vector<KernelEfficiency> k = kernel_efficiency(
+      {kernel("unknown", 50, std::nullopt, std::nullopt), kernel("loses_1ms", 11, 1e9, 1e6),
+       kernel("loses_10ms", 20, 1e9, 1e6), kernel("beats_roof", 0.05, 1e3, 1e6)},
+      machine());
+  std::stable_sort(k.begin(), k.end(), loses_more);
+  std::vector<std::string> order;
+  for (const auto& r : k) order.push_back(r.func);
+  EXPECT_EQ(order, (std::vector<std::string>{"loses_10ms", "loses_1ms", "beats_roof", "unknown"}));
 }
 
 TEST(KernelEfficiency, OnlyBytesGivesBandwidthButNoBound) {
