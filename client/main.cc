@@ -261,7 +261,7 @@ const kiln::cli::Command kRun{
               {"-o", "DIR",
                "write each output to DIR/<output name>.npy, creating DIR (default: print)"},
               {"--profile", "RUNS",
-               "time RUNS runs and print each kernel's median time (default: run once)"},
+               "time RUNS runs, print each kernel's time and efficiency (default: run once)"},
               {"--threads", "T", "threads the kernels run on (default: all CPUs)"},
               {"--device", "KIND",
                "cpu, the GPU of a cuda / opencl bundle, or vdla (default: cpu)"}},

@@ -6,6 +6,7 @@
 #include "compiler/graph/graph_build.h"
 
 #include <cctype>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "compiler/graph/tensor_limits.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
+#include "compiler/te/flop_count.h"
 #include "compiler/vdla/conv2d_schedule.h"
 #include "compiler/vdla/program.h"
 #include "deploy/runtime/dtype.h"
@@ -43,6 +45,22 @@ std::string function_name(const std::string& node_name, size_t index) {
   for (char c : node_name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "node_" + s;
   return s + "_" + std::to_string(index);
+}
+
+/// A kernel's work, for the runtime's efficiency report (kernel_efficiency.h): "flops", the
+/// operations of its definition (te::count_flops; left out when it cannot be counted), "bytes",
+/// what it must move at least (each tensor it reads or writes once, weights included), and "ops",
+/// the group's operators in order ("Conv+Add+Relu").
+void add_work(Json::Object& node, std::optional<double> flops, const Graph& g,
+              const std::vector<ValueId>& values, const std::vector<std::string>& ops) {
+  if (flops) node["flops"] = static_cast<int64_t>(std::llround(*flops));
+  int64_t bytes = 0;
+  for (ValueId v : std::set<ValueId>(values.begin(), values.end()))
+    bytes += runtime::NDArray::nbytes_for(g.value(v).shape, g.value(v).dtype);
+  node["bytes"] = bytes;
+  std::string text;
+  for (const std::string& op : ops) text += (text.empty() ? "" : "+") + op;
+  node["ops"] = text;
 }
 
 Json shape_json(const std::vector<int64_t>& shape) {
@@ -347,6 +365,9 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
     node["name"] = n.name;
     node["func"] = fname;
     node["args"] = std::move(args);
+    std::vector<std::string> ops;
+    for (size_t ni : group.nodes) ops.push_back(g.nodes()[ni].op);
+    add_work(node, te::count_flops(op.args), g, op.values, ops);
     nodes.emplace_back(std::move(node));
   }
   for (ValueId v : g.outputs()) outputs.emplace_back(table.index(v, &bundle));

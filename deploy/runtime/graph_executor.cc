@@ -29,6 +29,21 @@ size_t tensor_index(const Json& j, size_t count, const std::string& what) {
   return static_cast<size_t>(i);
 }
 
+/// A node's "flops", "bytes" and "ops" (graph_executor.h), each optional; kiln::Error naming the
+/// node and the field when one is there but not an integer >= 0 (or, "ops", not a string).
+GraphExecutor::NodeWork node_work(const Json& n, const std::string& what) {
+  GraphExecutor::NodeWork work;
+  for (const char* field : {"flops", "bytes"}) {
+    if (!n.has(field)) continue;
+    const std::string name = what + " " + field;
+    const int64_t v = n.at(field, what).as_int(name);
+    KILN_USER_CHECK(v >= 0) << name << " must be at least 0, got " << v;
+    (field[0] == 'f' ? work.flops : work.bytes) = static_cast<double>(v);
+  }
+  if (n.has("ops")) work.ops = n.at("ops", what).as_string(what + " ops");
+  return work;
+}
+
 /// Every tensor of a graph with VDLA nodes starts at this boundary (a WGT row, the largest DMA
 /// row).
 constexpr uint64_t kDramAlign = 256;
@@ -274,6 +289,15 @@ void GraphExecutor::build(const std::string& graph_json, std::map<std::string, N
     for (auto& a : n.at("args", what).as_array(what + " args")) {
       node.args.push_back(tensor_index(a, tensors_.size(), what + " args"));
     }
+    node.work = node_work(n, what);
+    if (node.work.bytes) {
+      // A kernel moves at most its tensors: a larger claim would inflate its GB/s.
+      int64_t held = 0;
+      for (size_t a : node.args) held += NDArray::nbytes_for(tensors_[a].shape, tensors_[a].dtype);
+      KILN_USER_CHECK(*node.work.bytes <= static_cast<double>(held))
+          << what << " bytes is " << static_cast<int64_t>(*node.work.bytes)
+          << ", more than its tensors hold (" << held << ")";
+    }
     if (n.has("target")) {
       const std::string target = n.at("target", what).as_string(what + " target");
       KILN_USER_CHECK(find_target_kind(target) == TargetKind::kVdla)
@@ -505,7 +529,9 @@ std::vector<GraphExecutor::NodeTime> GraphExecutor::profile(int runs, std::vecto
   for (size_t i = 0; i < nodes_.size(); ++i) {
     std::vector<double>& v = ms[i];
     std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
-    out.push_back({nodes_[i].name, nodes_[i].func, v[v.size() / 2]});
+    NodeTime t{nodes_[i].name, nodes_[i].func, v[v.size() / 2], nodes_[i].work};
+    for (size_t a : nodes_[i].args) t.work.shapes.push_back(tensors_[a].shape);
+    out.push_back(std::move(t));
   }
   return out;
 }

@@ -29,10 +29,15 @@
 //                 "kind": "input" | "param" | "intermediate" | "output",
 //                 "storage": 0, "offset": 0,                       // intermediates
 //                 "default": "x_default"}, ...],                   // inputs, version 2
-//    "nodes": [{"name": "conv0", "func": "fused_conv2d_relu_0", "args": [0, 1, 2, 3]},
+//    "nodes": [{"name": "conv0", "func": "fused_conv2d_relu_0", "args": [0, 1, 2, 3],
+//               "flops": 231211008, "bytes": 1806336, "ops": "Conv+Relu"},
 //              {"name": "conv1", "func": "vdla_conv1", "args": [...], "target": "vdla"}, ...],
 //    "inputs": [0], "outputs": [7]}
-// A node calls `func` with the tensors `args` in order (its inputs, then its outputs). An input
+// A node calls `func` with the tensors `args` in order (its inputs, then its outputs). Its work,
+// for the efficiency report (kernel_efficiency.h), is optional in every version (older bundles
+// lack it; older runtimes ignore it): "flops", the operations of one call by the kernel's
+// definition (te::count_flops), "bytes", what one call must move at least (each of its tensors
+// once), both integers >= 0, and "ops", the fused operators. An input
 // with a "default" (a parameter of the bundle, of the input's dtype and shape) holds that value
 // until set_input replaces it; such graphs have version 2, which runtimes that read only version 1
 // refuse by their version check rather than run without the default.
@@ -40,6 +45,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,11 +107,19 @@ class GraphExecutor {
   /// Runs every node in order (on a device: then copies the outputs out, and returns when done).
   void run();
 
+  /// What one call of a node does, as the graph says (see above); unknown in older bundles.
+  struct NodeWork {
+    std::optional<double> flops;  ///< operations (a multiply-add counts 2)
+    std::optional<double> bytes;  ///< bytes moved at least: its tensors' sizes, each once
+    std::string ops;              ///< the fused operators ("Conv+Add+Relu"); empty if not given
+    std::vector<std::vector<int64_t>> shapes;  ///< its tensors' shapes, in argument order
+  };
   /// Where the time of a run goes: one entry per node, in graph order.
   struct NodeTime {
     std::string name;  ///< the node (for a fused kernel, its master's name)
     std::string func;  ///< the compiled function
     double median_ms;  ///< median over the runs
+    NodeWork work;
   };
   /// Runs the graph `runs` times (after one warm-up run), timing every node (on a device, by its
   /// events); the outputs are those of the last run. With `run_ms`, also each run's whole time
@@ -146,6 +160,7 @@ class GraphExecutor {
     const vdla::VdlaProgram* vdla = nullptr;  ///< on the VDLA (one of vdla_programs_)
     std::vector<uint64_t> vdla_addrs;         ///< its tensors' DRAM addresses
     std::vector<size_t> args;
+    NodeWork work;  ///< shapes left empty (profile fills them from args)
   };
 
   /// Reads the graph: the host's tensors and functions, or (with device_ set) the device's

@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "base/error.h"
 #include "base/shape_string.h"
 #include "deploy/runtime/dtype.h"
+#include "deploy/runtime/kernel_efficiency.h"
+#include "deploy/runtime/machine_peak.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/thread_pool.h"
 
@@ -65,22 +68,51 @@ void print_run_times(std::ostream& out, std::vector<double> ms, bool after_warm_
   out << "\n";
 }
 
-/// The nodes by time, slowest first, with their share of the whole run.
-void print_profile(std::ostream& out, std::vector<GraphExecutor::NodeTime> times, int runs) {
+/// A figure of the profile's table, or "-" when the bundle does not give what it needs.
+std::string figure(const std::optional<double>& v, const char* format, double scale = 1) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, *v * scale);
+  return buf;
+}
+
+/// The nodes by time, slowest first, with their share of the whole run; on the host CPU also each
+/// kernel against the machine's measured roofs (kernel_efficiency.h), after a header that states
+/// them.
+void print_profile(std::ostream& out, const GraphExecutor& g,
+                   std::vector<GraphExecutor::NodeTime> times, int runs) {
   double total = 0;
   for (const auto& t : times) total += t.median_ms;
   std::stable_sort(times.begin(), times.end(),
                    [](const auto& a, const auto& b) { return a.median_ms > b.median_ms; });
   char line[512];
+  // On a device the machine's CPU roofs say nothing of the kernels.
+  const bool host = g.device() == nullptr;
+  const MachinePeak peak = host ? machine_peak() : MachinePeak{};
+  if (host) out << "machine: " << describe(peak) << "\n";
   std::snprintf(line, sizeof line, "%zu kernels, %.3f ms in all (sum of medians over %d runs)\n",
                 times.size(), total, runs);
   out << line;
-  std::snprintf(line, sizeof line, "%10s %6s  %s\n", "ms", "share", "function");
+  if (!host) {
+    std::snprintf(line, sizeof line, "%10s %6s  %s\n", "ms", "share", "function");
+    out << line;
+    for (const auto& t : times) {
+      std::snprintf(line, sizeof line, "%10.3f %5.1f%%  ", t.median_ms,
+                    total > 0 ? 100 * t.median_ms / total : 0.0);
+      out << line << t.func << "\n";
+    }
+    return;
+  }
+  std::snprintf(line, sizeof line, "%10s %6s %8s %6s %8s %6s %8s %9s  %s\n", "ms", "share",
+                "GFLOP/s", "%peak", "GB/s", "%bw", "bound", "lost_ms", "function");
   out << line;
-  for (const auto& t : times) {
-    std::snprintf(line, sizeof line, "%10.3f %5.1f%%  ", t.median_ms,
-                  total > 0 ? 100 * t.median_ms / total : 0.0);
-    out << line << t.func << "\n";
+  for (const KernelEfficiency& k : kernel_efficiency(times, peak)) {
+    std::snprintf(
+        line, sizeof line, "%10.3f %5.1f%% %8s %6s %8s %6s %8s %9s  ", k.ms, 100 * k.share,
+        figure(k.gflops, "%.1f").c_str(), figure(k.peak_fraction, "%.1f%%", 100).c_str(),
+        figure(k.gbytes_per_s, "%.1f").c_str(), figure(k.bandwidth_fraction, "%.1f%%", 100).c_str(),
+        bound_name(k.bound), figure(k.lost_ms, "%.3f").c_str());
+    out << line << k.func << "\n";
   }
 }
 
@@ -194,7 +226,7 @@ void execute_run(PreparedRun& p, const RunOptions& o, std::ostream& out) {
   if (g.device() != nullptr) out << "running on " << g.device()->description() << "\n";
   if (o.profile) {
     std::vector<double> run_ms;
-    print_profile(out, g.profile(o.runs, &run_ms), o.runs);
+    print_profile(out, g, g.profile(o.runs, &run_ms), o.runs);
     print_run_times(out, run_ms, /*after_warm_up=*/true);
     if (g.has_vdla()) print_vdla_stats(out, g);
   } else {

@@ -55,7 +55,10 @@ PreparedRun prepare_run(const RunOptions& options);
 
 /// Runs the graph options.runs times and prints to `out`: on a GPU, the device first; with
 /// options.profile, every node's
-/// median time (slowest first) and the time of each run; without, the time of each run when there
+/// median time (slowest first) and the time of each run, on the CPU also a header with the
+/// machine's measured peak and bandwidth (machine_peak.h) and each kernel's GFLOP/s, GB/s, the
+/// roof that bounds it and the time it loses there (kernel_efficiency.h; "-" where the bundle
+/// does not give its work); without, the time of each run when there
 /// is more than one; then one line per output, "output 'NAME': DTYPE[SHAPE]", with " -> FILE"
 /// after writing it when there is an output folder, else its first values.
 void execute_run(PreparedRun& run, const RunOptions& options, std::ostream& out);

@@ -32,7 +32,9 @@ const kiln::cli::Program kRun{
          {"-o", "DIR",
           "write each output to DIR/<output name>.npy, creating DIR (default: print each "
           "output's first values)"},
-         {"--profile", "", "print every kernel's median time over the runs, and the time of a run"},
+         {"--profile", "",
+          "print every kernel's median time over the runs, its GFLOP/s and GB/s against the "
+          "machine's measured peak and bandwidth, and the time of a run"},
          {"--threads", "N",
           "threads the kernels run on (default: KILN_NUM_THREADS, else all CPUs)"},
          {"--repeat", "N",

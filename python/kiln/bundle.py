@@ -151,15 +151,21 @@ class Bundle:
 
     def profile(self, *args: Any, runs: int = 10, **kwargs: Any) -> List[Dict[str, Any]]:
         """Runs the model `runs` times (after one warm-up) and returns one row per kernel,
-        slowest first: {"node", "function", "median_ms", "share"} (share of the kernels' sum).
-        `self.last_runs_ms` holds each run's whole time."""
+        slowest first: "node", "function", "median_ms", "share" (of the kernels' sum), "ops"
+        (the fused operators, "Conv+Add+Relu"), "shapes" (its tensors'), "flops" and "bytes"
+        (one call's work, from the bundle), "gflops", "gbytes_per_s", and on the CPU, against
+        the machine's measured peak and bandwidth (`self.last_machine`): "peak_fraction",
+        "bandwidth_fraction", "bound" ("compute" or "memory"), "efficiency" (the fraction of
+        that roof reached) and "lost_ms" (time above the roof). A figure the bundle cannot give
+        (an older bundle without the kernels' work) is None. `self.last_runs_ms` holds each
+        run's whole time."""
         if runs < 1:
             raise InvalidInputError(f"runs must be at least 1, got {runs}")
         self._bind(args, kwargs)
-        rows, run_ms = self._exec.profile(runs)
+        rows, run_ms, machine = self._exec.profile(runs)
         self.last_runs_ms: List[float] = list(run_ms)
-        total = sum(ms for _, _, ms in rows) or 1.0
-        out = [{"node": n, "function": f, "median_ms": ms, "share": ms / total} for n, f, ms in rows]
+        self.last_machine: Optional[Dict[str, Any]] = machine
+        out = [dict(r) for r in rows]
         out.sort(key=lambda r: -r["median_ms"])
         return out
 

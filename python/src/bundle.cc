@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@
 #include "base/target_kind.h"
 #include "deploy/runtime/dtype.h"
 #include "deploy/runtime/graph_executor.h"
+#include "deploy/runtime/kernel_efficiency.h"
+#include "deploy/runtime/machine_peak.h"
 #include "python/src/bindings.h"
 
 namespace py = pybind11;
@@ -123,17 +126,57 @@ class Executor {
     return out;
   }
 
-  /// (node, function, median ms) per node, and each run's ms.
+  /// One dict per node (graph order) with its time and, on the CPU, its efficiency against the
+  /// machine's measured roofs (kernel_efficiency.h; None where the bundle does not give its work),
+  /// each run's ms, and the machine's peak as a dict (None on a device).
   py::tuple profile(int runs) {
     std::vector<GraphExecutor::NodeTime> nodes;
     std::vector<double> run_ms;
+    std::optional<runtime::MachinePeak> peak;
     {
       py::gil_scoped_release release;
       nodes = graph_->profile(runs, &run_ms);
+      if (graph_->device() == nullptr) peak = runtime::machine_peak();
     }
+    auto opt = [](const std::optional<double>& v) -> py::object {
+      return v ? py::object(py::float_(*v)) : py::object(py::none());
+    };
     py::list rows;
-    for (const auto& n : nodes) rows.append(py::make_tuple(n.name, n.func, n.median_ms));
-    return py::make_tuple(rows, run_ms);
+    const runtime::MachinePeak roofs = peak.value_or(runtime::MachinePeak{});
+    for (const runtime::KernelEfficiency& k : runtime::kernel_efficiency(nodes, roofs)) {
+      py::dict row;
+      row["node"] = k.node;
+      row["function"] = k.func;
+      row["median_ms"] = k.ms;
+      row["share"] = k.share;
+      row["ops"] = k.ops;
+      row["shapes"] = k.shapes;
+      row["flops"] = opt(k.flops);
+      row["bytes"] = opt(k.bytes);
+      const bool host = peak.has_value();
+      row["gflops"] = opt(k.gflops);
+      row["gbytes_per_s"] = opt(k.gbytes_per_s);
+      row["peak_fraction"] = host ? opt(k.peak_fraction) : py::none();
+      row["bandwidth_fraction"] = host ? opt(k.bandwidth_fraction) : py::none();
+      row["bound"] = host && k.bound != runtime::Bound::kUnknown
+                         ? py::object(py::str(runtime::bound_name(k.bound)))
+                         : py::object(py::none());
+      row["efficiency"] = host ? opt(k.efficiency) : py::none();
+      row["lost_ms"] = host ? opt(k.lost_ms) : py::none();
+      rows.append(std::move(row));
+    }
+    py::object machine = py::none();
+    if (peak) {
+      py::dict m;
+      m["vector_isa"] = peak->vector_isa;
+      m["core_flops"] = peak->core_flops;
+      m["threads"] = peak->threads;
+      m["flops"] = peak->flops;
+      m["bytes_per_s"] = peak->bytes_per_s;
+      m["balance"] = peak->balance();
+      machine = std::move(m);
+    }
+    return py::make_tuple(rows, run_ms, machine);
   }
 
   std::string device() const {

@@ -129,7 +129,9 @@ TEST_F(KilnRunTest, ProfileRepeatAndThreads) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("1 kernels"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("over 3 runs"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("%  Relu_"), std::string::npos) << r.out;  // the kernel's function
+  EXPECT_NE(r.out.find("machine: peak "), std::string::npos) << r.out;  // the measured roofs
+  EXPECT_NE(r.out.find("lost_ms  function\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  Relu_"), std::string::npos) << r.out;  // the kernel's function
   EXPECT_NE(r.out.find("3 runs after a warm-up run, time per run: median "), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("output 'y'"), std::string::npos) << r.out;

@@ -85,6 +85,47 @@ TEST(GraphExecutor, ProfileTimesEveryNodeAndRuns) {
   EXPECT_ERROR_CONTAINS(g.profile(0), "number of runs");
 }
 
+// A kernel's work ("flops", "bytes", "ops") is optional: a bundle without it (make_bundle's) runs
+// and its profile says nothing of it; given, the profile carries it with the tensors' shapes; a bad
+// value is refused at load, naming the node and the field.
+TEST(GraphExecutor, KernelWorkIsOptionalAndChecked) {
+  auto plain = runtime::GraphExecutor::from_bundle(make_bundle(), "plain");
+  plain.set_input("x", testing::random_array({37}, 5));
+  for (const auto& t : plain.profile(2)) {
+    EXPECT_FALSE(t.work.flops || t.work.bytes) << t.func;
+    EXPECT_EQ(t.work.ops, "");
+  }
+
+  auto with_work = [](const std::string& work) {
+    runtime::Bundle b = make_bundle();
+    const std::string from = R"("args": [0, 1, 2]})";
+    b.graph_json.replace(b.graph_json.find(from), from.size(),
+                         R"("args": [0, 1, 2], )" + work + "}");
+    return b;
+  };
+  auto g = runtime::GraphExecutor::from_bundle(
+      with_work(R"("flops": 37, "bytes": 444, "ops": "Mul")"), "worked");
+  g.set_input("x", testing::random_array({37}, 6));
+  const auto times = g.profile(2);
+  EXPECT_EQ(times[0].work.flops, 37.0);
+  EXPECT_EQ(times[0].work.bytes, 444.0);
+  EXPECT_EQ(times[0].work.ops, "Mul");
+  EXPECT_EQ(times[0].work.shapes, (std::vector<std::vector<int64_t>>{{37}, {37}, {37}}));
+  EXPECT_FALSE(times[1].work.flops);  // n1 says nothing
+  EXPECT_EQ(times[1].work.shapes, (std::vector<std::vector<int64_t>>{{37}, {37}}));
+
+  EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(with_work(R"("flops": -1)"), "m"),
+                        "node 'n0' flops must be at least 0, got -1");
+  EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(with_work(R"("flops": 1.5)"), "m"),
+                        "node 'n0' flops must be an integer");
+  EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(with_work(R"("bytes": "many")"), "m"),
+                        "node 'n0' bytes must be an integer");
+  EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(with_work(R"("bytes": 445)"), "m"),
+                        "node 'n0' bytes is 445, more than its tensors hold (444)");
+  EXPECT_ERROR_CONTAINS(runtime::GraphExecutor::from_bundle(with_work(R"("ops": 3)"), "m"),
+                        "node 'n0' ops must be a string");
+}
+
 TEST(GraphExecutor, DamagedBundlesAreReported) {
   TempDir dir;
   std::string bytes = runtime::serialize_bundle(make_bundle());

@@ -111,9 +111,25 @@ def test_save_and_load_give_the_same_bundle(conv_bundle, tmp_path):
 def test_profile_rows(conv_bundle):
     x = np.zeros((2, 3, 16, 16), np.float32)
     rows = conv_bundle.profile(x, runs=5)
-    assert rows and all(set(r) == {"node", "function", "median_ms", "share"} for r in rows)
+    fields = {"node", "function", "median_ms", "share", "ops", "shapes", "flops", "bytes",
+              "gflops", "gbytes_per_s", "peak_fraction", "bandwidth_fraction", "bound",
+              "efficiency", "lost_ms"}
+    assert rows and all(set(r) == fields for r in rows)
     assert [r["median_ms"] for r in rows] == sorted((r["median_ms"] for r in rows), reverse=True)
     assert abs(sum(r["share"] for r in rows) - 1) < 1e-6
+    machine = conv_bundle.last_machine
+    assert machine["flops"] > 1e9 and machine["bytes_per_s"] > 1e8
+    assert machine["threads"] == kiln.num_threads()
+    conv = next(r for r in rows if r["ops"].startswith("Conv"))
+    assert conv["flops"] > 0 and conv["bytes"] > 0 and conv["shapes"][0]
+    seconds = conv["median_ms"] / 1e3
+    if seconds > 0:
+        assert conv["gflops"] == pytest.approx(conv["flops"] / seconds / 1e9)
+        assert conv["peak_fraction"] == pytest.approx(conv["flops"] / seconds / machine["flops"])
+        roof_ms = 1e3 * max(conv["flops"] / machine["flops"], conv["bytes"] / machine["bytes_per_s"])
+        assert conv["lost_ms"] == pytest.approx(conv["median_ms"] - roof_ms)
+        assert conv["bound"] == ("compute" if conv["flops"] / conv["bytes"] >= machine["balance"]
+                                 else "memory")
     assert len(conv_bundle.last_runs_ms) == 5 and all(ms > 0 for ms in conv_bundle.last_runs_ms)
 
 
