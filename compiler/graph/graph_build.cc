@@ -26,6 +26,7 @@
 #include "compiler/graph/pack_weights.h"
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/graph/tensor_limits.h"
+#include "compiler/graph/trim_conv_taps.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "compiler/vdla/conv2d_schedule.h"
@@ -181,6 +182,9 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
     g.remove_dead_nodes();
     g.verify();
   }
+  // Taps that read only padding (dilated convolutions on small maps), after batch norms scaled
+  // the weights.
+  rep.convolutions_trimmed = trim_conv_taps(g);
   // The GPU templates read NCHW data and the products' weights as the model gives them; an LSTM's
   // are packed for them too, once here rather than on every run.
   if (options.pack_weights) {
