@@ -19,6 +19,7 @@
 #include "compiler/graph/fold_batch_norm.h"
 #include "compiler/graph/fold_constants.h"
 #include "compiler/graph/fuse.h"
+#include "compiler/graph/lift_conv1d.h"
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/offload_vdla.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -193,6 +194,7 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   }
   if (options.alter_layout && !tgt.is_gpu()) {
     enter("changing layouts");
+    lift_conv1d(g);  // 1-D convolutions as 2-D ones of height 1, to be blocked like them
     // Padded blocks where the target's vectors hold 16 floats (AVX-512): a full vector for a
     // channel count like RegNet's 440 rather than half ones.
     const int pad_to = options.pad_channels_to >= 0 ? options.pad_channels_to
