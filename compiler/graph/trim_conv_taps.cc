@@ -1,28 +1,27 @@
 // trim_conv_taps: kernel taps that read only padding dropped from constant Conv weights.
 #include "compiler/graph/trim_conv_taps.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include "compiler/topi/conv_taps.h"
 
 namespace kiln::graph {
 namespace {
 
-/// The live taps [lo, hi] of one spatial axis, or lo > hi when none reads the input.
+/// The taps [lo, hi] some output of the axis reads inside the input (lo > hi: none).
 struct TapRange {
   int64_t lo = 0, hi = -1;
 };
 
-/// Tap k of an axis of `in` input positions reads o * stride + k * dil - pad for o in [0, out).
 TapRange live_taps(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t dil,
                    int64_t pad) {
   TapRange r{kernel, -1};
-  for (int64_t k = 0; k < kernel; ++k) {
-    const int64_t first = k * dil - pad;  // the position output 0 reads
-    // The first output reading a position >= 0, then whether its position is inside the input.
-    const int64_t o = first >= 0 ? 0 : (-first + stride - 1) / stride;
-    if (o >= out || o * stride + first >= in) continue;
-    r.lo = std::min(r.lo, k);
-    r.hi = std::max(r.hi, k);
+  for (const topi::TapRegion& region : topi::tap_regions(in, out, kernel, stride, dil, pad)) {
+    if (region.taps() == 0) continue;
+    r.lo = std::min(r.lo, region.tap_lo);
+    r.hi = std::max(r.hi, region.tap_hi);
   }
   return r;
 }

@@ -1,6 +1,7 @@
 // The layers bench_layers times (tests/models/make_layers.py), at test sizes, through the whole
 // graph build (taps trimmed, weights packed, layouts changed, fused) against naive loops:
-// dilated 3x3 convolutions whose taps land partly or wholly in the padding, 1-D convolutions
+// dilated 3x3 convolutions whose taps land partly (computed region by region) or wholly in the
+// padding, 1-D convolutions
 // (plain, strided, a long kernel over one channel, pointwise, depthwise, dilated) and MatMul
 // against a constant 2-D weight with a left operand of rank 1 to 4. Each at 1 and 2 threads;
 // tolerance 1e-4 relative + 1e-4 absolute (the sums run in another order).
@@ -103,7 +104,11 @@ TEST(Layers, DilatedConvolutions) {
   for (int64_t rate : {1, 2, 4, 12, 24, 36})
     check_conv({"rate" + std::to_string(rate), 32, 16, 16, 16, 3, 1, rate});
   check_conv({"rate2_stride2", 16, 16, 15, 15, 3, 2, 2});
+  // Computed region by region (a quarter or more of the taps in the padding): strided, not
+  // square, and with border regions that read only padding (the bias alone).
+  check_conv({"rate8_stride2", 16, 16, 16, 16, 3, 2, 8});
   check_conv({"rate6_nonsquare", 16, 24, 9, 20, 3, 1, 6});
+  check_conv({"pad_beyond_kernel", 16, 16, 8, 8, 1, 1, 1, 2});
 }
 
 TEST(Layers, OneDimensionalConvolutions) {
