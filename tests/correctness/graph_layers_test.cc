@@ -2,7 +2,8 @@
 // graph build (taps trimmed, weights packed, layouts changed, fused) against naive loops:
 // dilated 3x3 convolutions whose taps land partly (computed region by region) or wholly in the
 // padding, 1-D convolutions
-// (plain, strided, a long kernel over one channel, pointwise, depthwise, dilated) and MatMul
+// (plain, strided, a long kernel over one channel, pointwise, depthwise, dilated; and a chain of
+// 1-D layers against the build without layouts) and MatMul
 // against a constant 2-D weight with a left operand of rank 1 to 4. Each at 1 and 2 threads;
 // tolerance 1e-4 relative + 1e-4 absolute (the sums run in another order).
 #include <gtest/gtest.h>
@@ -126,6 +127,62 @@ TEST(Layers, OneDimensionalConvolutions) {
   check_conv(one_d({"grouped", 32, 64, 1, 60, 5, 1, 1, -1, 4}));
   check_conv(one_d({"dilated", 16, 16, 1, 40, 3, 1, 8}));
   check_conv(one_d({"dilated_dead_taps", 16, 16, 1, 6, 3, 1, 8}));
+}
+
+TEST(Layers, OneDimensionalChain) {
+  // An audio block: Conv -> Relu -> MaxPool -> Conv -> Add(residual) -> GlobalAveragePool, with
+  // the Relu's output a graph output too. lift_conv1d keeps the chain 4-D and blocked; the build
+  // without layouts (the 1-D convolutions and pooling lowered as they are) is the reference.
+  const Shape pool_attrs_k{2};
+  Graph g;
+  ValueId x = g.add_input("x", kFloat32, {1, 24, 60});
+  auto conv = [&](ValueId in, int64_t cin, int64_t t, uint32_t seed, const char* name) {
+    ValueId w = g.add_constant(std::string(name) + "_w",
+                               testing::random_array({32, cin, 3}, seed, -0.3f, 0.3f));
+    ValueId b = g.add_constant(std::string(name) + "_b", testing::random_array({32}, seed + 1));
+    return g.add_op("Conv", name, {in, w, b},
+                    {{"kernel_shape", Shape{3}},
+                     {"strides", Shape{1}},
+                     {"dilations", Shape{1}},
+                     {"pads", Shape{1, 1}},
+                     {"group", int64_t{1}}},
+                    kFloat32, {1, 32, t});
+  };
+  ValueId r = g.add_op("Relu", "relu", {conv(x, 24, 60, 31, "c1")}, {}, kFloat32, {1, 32, 60});
+  ValueId p = g.add_op("MaxPool", "pool", {r},
+                       {{"kernel_shape", pool_attrs_k},
+                        {"strides", pool_attrs_k},
+                        {"dilations", Shape{1}},
+                        {"pads", Shape{0, 0}},
+                        {"ceil_mode", int64_t{0}}},
+                       kFloat32, {1, 32, 30});
+  ValueId a =
+      g.add_op("Add", "residual", {conv(p, 32, 30, 33, "c2"), p}, {}, kFloat32, {1, 32, 30});
+  g.add_output(g.add_op("GlobalAveragePool", "gap", {a}, {}, kFloat32, {1, 32, 1}));
+  g.add_output(r);
+  NDArray xs = testing::random_array({1, 24, 60}, 34);
+  std::vector<std::vector<float>> outs[2];
+  for (bool layout : {true, false}) {
+    BuildOptions options;
+    options.alter_layout = layout;
+    BuildReport report;
+    runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(
+        build_graph(g, "llvm -mcpu=native", options, &report), "chain");
+    if (layout) {  // blocked from the first convolution to the pooling, the Relu's output apart
+      EXPECT_EQ(report.convolutions_blocked, 2u);
+      EXPECT_EQ(report.layout_conversions, 3u);
+    }
+    exec.set_input(0, xs);
+    exec.run();
+    for (size_t i = 0; i < exec.num_outputs(); ++i)
+      outs[layout ? 0 : 1].push_back(exec.output(i).to_vector<float>());
+  }
+  ASSERT_EQ(outs[0].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(testing::all_close(outs[0][i].data(), outs[1][i].data(),
+                                   static_cast<int64_t>(outs[1][i].size()), 1e-4, 1e-4))
+        << "output " << i;
+  }
 }
 
 /// MatMul of an input [..., K] by a constant [K, N].

@@ -3,6 +3,7 @@
 // (The numerics through the build are in tests/correctness/graph_layers_test.cc.)
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "compiler/graph/alter_layout.h"
@@ -30,8 +31,8 @@ TEST(LiftConv1d, ConvBetweenReshapesThenBlocked) {
   ValueId b = g.add_constant("b", testing::random_array({32}, 2));
   ValueId y =
       g.add_op("Conv", "c", {x, w, b}, conv1d_attrs(5, 2, 3, {6, 5}), kFloat32, {1, 32, 20});
-  ValueId r = g.add_op("Relu", "relu", {y}, {}, kFloat32, {1, 32, 20});
-  g.add_output(r);
+  ValueId s = g.add_op("Softmax", "softmax", {y}, {{"axis", int64_t{1}}}, kFloat32, {1, 32, 20});
+  g.add_output(s);
   EXPECT_EQ(lift_conv1d(g), 1u);
   g.verify();
   ASSERT_EQ(g.nodes().size(), 4u);
@@ -51,9 +52,51 @@ TEST(LiftConv1d, ConvBetweenReshapesThenBlocked) {
   EXPECT_EQ(w2.data->to_vector<float>(), g.value(w).data->to_vector<float>());
   EXPECT_EQ(g.value(conv.outputs[0]).shape, (Shape{1, 32, 1, 20}));
   EXPECT_EQ(to_1d.op, "Reshape");
-  EXPECT_EQ(to_1d.outputs, std::vector<ValueId>{y});  // the Relu still reads y
+  EXPECT_EQ(to_1d.outputs, std::vector<ValueId>{y});  // the Softmax (not lifted) still reads y
   EXPECT_EQ(g.nodes()[3].inputs, std::vector<ValueId>{y});
   EXPECT_EQ(alter_layout(g).convolutions_blocked, 1u);
+  g.verify();
+}
+
+TEST(LiftConv1d, AChainOfLayersStaysFourD) {
+  // Conv -> Relu -> MaxPool -> Conv -> Add(residual: the pool) -> GlobalAveragePool.
+  Graph g;
+  ValueId x = g.add_input("x", kFloat32, {1, 16, 40});
+  ValueId w1 = g.add_constant("w1", testing::random_array({16, 16, 3}, 1));
+  ValueId w2 = g.add_constant("w2", testing::random_array({16, 16, 3}, 2));
+  ValueId c1 =
+      g.add_op("Conv", "c1", {x, w1}, conv1d_attrs(3, 1, 1, {1, 1}), kFloat32, {1, 16, 40});
+  ValueId r = g.add_op("Relu", "relu", {c1}, {}, kFloat32, {1, 16, 40});
+  ValueId p = g.add_op("MaxPool", "pool", {r},
+                       {{"kernel_shape", Shape{2}},
+                        {"strides", Shape{2}},
+                        {"dilations", Shape{1}},
+                        {"pads", Shape{0, 0}},
+                        {"ceil_mode", int64_t{0}}},
+                       kFloat32, {1, 16, 20});
+  ValueId c2 =
+      g.add_op("Conv", "c2", {p, w2}, conv1d_attrs(3, 1, 1, {1, 1}), kFloat32, {1, 16, 20});
+  ValueId a = g.add_op("Add", "residual", {c2, p}, {}, kFloat32, {1, 16, 20});
+  ValueId gap = g.add_op("GlobalAveragePool", "gap", {a}, {}, kFloat32, {1, 16, 1});
+  g.add_output(gap);
+  EXPECT_EQ(lift_conv1d(g), 2u);
+  g.verify();
+  // One Reshape in, one out; everything between is 4-D.
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes()) {
+    ops.push_back(n.op);
+    if (n.op == "Reshape") continue;
+    for (ValueId v : n.outputs) EXPECT_EQ(g.value(v).shape.size(), 4u) << n.name;
+  }
+  EXPECT_EQ(ops, (std::vector<std::string>{"Reshape", "Conv", "Relu", "MaxPool", "Conv", "Add",
+                                           "GlobalAveragePool", "Reshape"}));
+  EXPECT_EQ(g.nodes()[3].ints("kernel_shape"), (Shape{1, 2}));
+  EXPECT_EQ(g.nodes()[3].ints("pads"), (Shape{0, 0, 0, 0}));
+  EXPECT_EQ(g.nodes().back().outputs, std::vector<ValueId>{gap});
+  // Blocked from the first convolution to the pooling: one conversion in, one out.
+  const AlterLayoutReport layout = alter_layout(g);
+  EXPECT_EQ(layout.convolutions_blocked, 2u);
+  EXPECT_EQ(layout.conversions, 2u);
   g.verify();
 }
 
