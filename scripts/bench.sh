@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Kiln in release mode and runs one benchmark: scripts/bench.sh NAME [ARGS...]
 # Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
-# and numpy), zoo (the torchvision model zoo against ONNX Runtime; also Debian's python3-torchvision),
+# and numpy), layers (single layers: dilated and 1-D convolutions, MatMul against a constant weight,
+# against ONNX Runtime; ARGS: --rounds R, --min-time S, layer names), zoo (the torchvision model zoo against ONNX Runtime; also Debian's python3-torchvision),
 # tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
@@ -27,13 +28,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, layers, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2
   exit 2
 fi
 shift
 case "$name" in
   matmul) target=bench_matmul ;;
   models) target=bench_models ;;
+  layers) target=bench_layers ;;
   zoo) target=bench_zoo ;;
   tuning) target=bench_tuning ;;
   conv) target=bench_conv ;;
@@ -55,7 +57,7 @@ case "$name" in
     cmake --preset release >/dev/null
     cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
     exec python3 bench/python_overhead.py build/release ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, layers, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

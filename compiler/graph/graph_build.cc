@@ -20,6 +20,7 @@
 #include "compiler/graph/fold_batch_norm.h"
 #include "compiler/graph/fold_constants.h"
 #include "compiler/graph/fuse.h"
+#include "compiler/graph/lift_conv1d.h"
 #include "compiler/graph/memory_plan.h"
 #include "compiler/graph/offload_vdla.h"
 #include "compiler/graph/onnx_frontend.h"
@@ -27,6 +28,7 @@
 #include "compiler/graph/pack_weights.h"
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/graph/tensor_limits.h"
+#include "compiler/graph/trim_conv_taps.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "compiler/te/flop_count.h"
@@ -199,6 +201,9 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
     g.remove_dead_nodes();
     g.verify();
   }
+  // Taps that read only padding (dilated convolutions on small maps), after batch norms scaled
+  // the weights.
+  rep.convolutions_trimmed = trim_conv_taps(g);
   // The GPU templates read NCHW data and the products' weights as the model gives them; an LSTM's
   // are packed for them too, once here rather than on every run.
   if (options.pack_weights) {
@@ -207,6 +212,7 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   }
   if (options.alter_layout && !tgt.is_gpu()) {
     enter("changing layouts");
+    lift_conv1d(g);  // 1-D convolutions as 2-D ones of height 1, to be blocked like them
     // Padded blocks where the target's vectors hold 16 floats (AVX-512): a full vector for a
     // channel count like RegNet's 440 rather than half ones.
     const int pad_to = options.pad_channels_to >= 0 ? options.pad_channels_to

@@ -59,8 +59,9 @@ struct BuildReport {
   size_t qconvs_realized = 0;  ///< quantized convolutions made integer QConv nodes
   /// Why each quantized convolution that was not realized stays float (realize_qconv.h).
   std::vector<std::string> qconvs_kept_float;
-  size_t convolutions_blocked = 0;               ///< moved to NCHW[x]c by alter_layout
-  size_t layout_conversions = 0;                 ///< LayoutTransform nodes it inserted
+  size_t convolutions_trimmed = 0;  ///< taps reading only padding dropped (trim_conv_taps.h)
+  size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
+  size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
   int64_t intermediate_bytes_without_reuse = 0;  ///< one buffer per intermediate tensor
   int64_t intermediate_bytes = 0;                ///< what the bundle's pools hold
   /// Target vdla (offload_vdla.h): QConv nodes seen and offloaded, where each went and why a

@@ -67,8 +67,8 @@ class Packer {
     const bool trans_b = gemm && n.i("transB", 0) != 0;
     const int64_t k = trans_b ? b.shape[1] : b.shape[0], cols = trans_b ? b.shape[0] : b.shape[1];
     if (a.shape.back() != k || k <= 0 || cols <= 0) return false;
-    const ValueId nb = packed(n.inputs[1], trans_b, dense_panel_width(cols));
     const int64_t bn = dense_panel_width(cols);
+    const ValueId nb = packed(n.inputs[1], trans_b, bn);
     Node& node = g_.nodes()[ni];
     node.inputs[1] = nb;
     node.attrs["packed_bn"] = bn;
@@ -115,12 +115,21 @@ class Packer {
 }  // namespace
 
 int64_t dense_panel_width(int64_t n) {
-  for (int64_t step : {16, 8}) {
-    for (int64_t bn = 80; bn >= step; bn -= step) {
-      if (n % bn == 0) return bn;
+  for (int64_t bn = 80; bn >= 16; bn -= 16) {
+    if (n % bn == 0) return bn;
+  }
+  if (n <= 16) return 16;
+  // The widest whole-vector panel padding N by at most a 32nd, else the one padding it least.
+  int64_t least = 64, least_pad = -1;
+  for (int64_t bn : {64, 48, 32}) {
+    const int64_t pad = (n + bn - 1) / bn * bn - n;
+    if (pad * 32 <= n) return bn;
+    if (least_pad < 0 || pad < least_pad) {
+      least = bn;
+      least_pad = pad;
     }
   }
-  return 16;
+  return least;
 }
 
 size_t pack_weights(Graph& graph, bool dense) {

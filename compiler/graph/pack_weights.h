@@ -30,9 +30,11 @@
 
 namespace kiln::graph {
 
-/// The panel width used for a dense output of N columns: the largest multiple of 16 up to 80
-/// dividing N (so that a register tile is one whole panel and no output tile is ragged), else the
-/// largest multiple of 8 up to 80 dividing N, else 16 (the last panel zero-padded).
+/// The panel width used for a dense output of N columns, always whole AVX-512 vectors (a width
+/// such as 40 would leave the register tile in half vectors): the largest multiple of 16 up to 80
+/// dividing N (so that a register tile is one whole panel), else 16 for N <= 16, else the widest
+/// of 64, 48 and 32 that pads N by at most a 32nd, else the one that pads it least (the product is
+/// computed over whole panels and cropped: a language model's 5000 words are 79 panels of 64).
 int64_t dense_panel_width(int64_t n);
 
 /// Rewrites every node that meets the conditions above; returns how many it rewrote. With `dense`

@@ -400,8 +400,17 @@ void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int 
     ow = split_position(space, "tile_ow", width_budget);
   (*pos)[knob_index(space, "tile_ow")] = ow;
   const int64_t tile_ow = cands[ow].back();
-  (*pos)[knob_index(space, "tile_oh")] = split_position(space, "tile_oh", 1);
-  (*pos)[knob_index(space, "tile_ob")] = split_position(space, "tile_ob", budget / tile_ow);
+  // A narrow output (4 columns or fewer: a tiny map, or a region of one, lower_conv_by_regions)
+  // takes rows rather than more than a pair of channel blocks: a task's weights (all input
+  // channels and taps of its blocks) then stay in L2 for every row it computes.
+  const int64_t rows = tile_ow * paired < budget && width <= 4
+                           ? std::min<int64_t>(4, budget / (tile_ow * paired))
+                           : 1;
+  const int oh = split_position(space, "tile_oh", rows);
+  (*pos)[knob_index(space, "tile_oh")] = oh;
+  const int64_t tile_oh = space.knob("tile_oh").candidates[oh].back();
+  (*pos)[knob_index(space, "tile_ob")] =
+      split_position(space, "tile_ob", budget / (tile_ow * tile_oh));
 }
 
 /// The space of conv2d_nchwc and group_conv2d_nchwc; `blocks` as for define_register_tile (a

@@ -55,9 +55,12 @@ void expect_packed(const Graph& g, ValueId packed, ValueId orig, bool trans_b, i
 TEST(PackWeights, PanelWidthDividesN) {
   EXPECT_EQ(dense_panel_width(512), 64);
   EXPECT_EQ(dense_panel_width(10000), 80);
-  EXPECT_EQ(dense_panel_width(1000), 40);
-  EXPECT_EQ(dense_panel_width(18), 16);  // nothing divides: padded panels of 16
-  EXPECT_EQ(dense_panel_width(37), 16);
+  // Nothing divides: whole vectors (40 would be half ones), the widest padding by a 32nd at most.
+  EXPECT_EQ(dense_panel_width(1000), 64);
+  EXPECT_EQ(dense_panel_width(5000), 64);
+  EXPECT_EQ(dense_panel_width(18), 32);
+  EXPECT_EQ(dense_panel_width(37), 48);
+  EXPECT_EQ(dense_panel_width(12), 16);
   EXPECT_EQ(topi::lstm_panel_width(2600), 64);  // padded
   EXPECT_EQ(topi::lstm_panel_width(96), 32);
   EXPECT_EQ(topi::lstm_panel_width(20), 16);
@@ -66,23 +69,23 @@ TEST(PackWeights, PanelWidthDividesN) {
 TEST(PackWeights, GemmTransBAndNot) {
   Graph g;
   ValueId x = g.add_input("x", kFloat32, {1, 48});
-  ValueId w1 = add_random(g, "w1", {40, 48}, 1);  // transB: [N, K]
+  ValueId w1 = add_random(g, "w1", {40, 48}, 1);  // transB: [N, K], N = 40: a panel of 48
   ValueId b1 = add_random(g, "b1", {40}, 2);
   ValueId y1 = g.add_op("Gemm", "fc1", {x, w1, b1}, gemm_attrs(0, 1), kFloat32, {1, 40});
-  ValueId w2 = add_random(g, "w2", {40, 18}, 3);  // [K, N], N = 18: padded panels of 16
+  ValueId w2 = add_random(g, "w2", {40, 18}, 3);  // [K, N], N = 18: a panel of 32
   ValueId y2 = g.add_op("Gemm", "fc2", {y1, w2}, gemm_attrs(0, 0), kFloat32, {1, 18});
   g.add_output(y2);
   EXPECT_EQ(pack_weights(g), 2u);
   g.verify();
   const Node& fc1 = g.nodes()[0];
   const Node& fc2 = g.nodes()[1];
-  EXPECT_EQ(fc1.i("packed_bn"), 40);
-  EXPECT_EQ(fc2.i("packed_bn"), 16);
+  EXPECT_EQ(fc1.i("packed_bn"), 48);
+  EXPECT_EQ(fc2.i("packed_bn"), 32);
   EXPECT_EQ(fc1.inputs[2], b1);  // the bias is left alone
   EXPECT_EQ(g.value(fc1.inputs[1]).name, "w1.packed");
-  expect_packed(g, fc1.inputs[1], w1, true, 40);
-  expect_packed(g, fc2.inputs[1], w2, false, 16);
-  EXPECT_EQ(g.value(fc2.inputs[1]).shape, (Shape{2, 40, 16}));
+  expect_packed(g, fc1.inputs[1], w1, true, 48);
+  expect_packed(g, fc2.inputs[1], w2, false, 32);
+  EXPECT_EQ(g.value(fc2.inputs[1]).shape, (Shape{1, 40, 32}));
   // Running it again changes nothing.
   EXPECT_EQ(pack_weights(g), 0u);
 }

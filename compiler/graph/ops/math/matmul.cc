@@ -21,24 +21,28 @@ using te::Tensor;
 
 /// [M, K] rows `a2` (the node's input 0, or a view of it) times the panels pack_weights made of
 /// input 1, then `epilogue` on the [M, N] product. M is padded to rows the register tile divides
-/// (a transformer's 197 tokens would leave it one row high): A zero-padded, the product computed
-/// apart, cropped in the output stage.
+/// (a transformer's 197 tokens would leave it one row high), N to whole panels (a last panel of
+/// zero columns: the register tile stays a panel wide): A zero-padded, the product computed apart,
+/// cropped in the output stage.
 LowerResult packed_product(const LowerCtx& c, const Tensor& a2, int64_t n, const std::string& name,
                            const std::function<Tensor(const Tensor&)>& epilogue) {
   const Tensor& a = c.input(0);
+  const Tensor& packed = c.input(1);
   const int64_t m = *ir::as_const_int(a2->shape()[0]);
   const int64_t mp = topi::batch_matmul_padded_rows(m);
+  const int64_t np = *ir::as_const_int(packed->shape()[0]) * *ir::as_const_int(packed->shape()[2]);
   Tensor ap =
       mp == m ? a2
               : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant, name + "_a_pad");
-  Tensor y = topi::dense_packed(ap, c.input(1), n, name);
+  Tensor y = topi::dense_packed(ap, packed, np, name);
   auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
     if (a2 != a) s[a2].compute_inline();
     if (ap != a2) injective(s, ap);
     tuning.schedule("dense_x86", s, t, output);
   };
-  if (a2 == a && mp == m) return with_epilogue(y, base, epilogue(y));
-  Tensor yc = mp == m ? y : topi::slice(y, {0, 0}, {m, n}, {}, {}, name + "_crop");
+  const bool padded = mp != m || np != n;
+  if (a2 == a && !padded) return with_epilogue(y, base, epilogue(y));
+  Tensor yc = padded ? topi::slice(y, {0, 0}, {m, n}, {}, {}, name + "_crop") : y;
   Tensor out = epilogue(yc);
   return {{out}, [=](te::Schedule& s, const Tensor& output) {
             base(s, y, y);
