@@ -14,6 +14,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/graph/graph_build.h"
@@ -40,6 +41,33 @@ inline double median_ms(const std::function<void()>& f, double min_time) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+/// The median milliseconds of one call of f and of g, timed in alternation (f, g, f, g, ...: two
+/// warm-ups each, then pairs until at least min_time seconds and 10 pairs have passed), so that
+/// a change of load or clock during the measurement reaches both alike: for comparing two builds
+/// of one model, where timing one after the other let a busy neighbour decide the ratio.
+inline std::pair<double, double> paired_median_ms(const std::function<void()>& f,
+                                                  const std::function<void()>& g, double min_time) {
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < 2; ++i) {
+    f();
+    g();
+  }
+  std::vector<double> tf, tg;
+  auto start = Clock::now();
+  while (tf.size() < 10 || std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
+    auto t0 = Clock::now();
+    f();
+    auto t1 = Clock::now();
+    g();
+    auto t2 = Clock::now();
+    tf.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    tg.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+  }
+  std::sort(tf.begin(), tf.end());
+  std::sort(tg.begin(), tg.end());
+  return {tf[tf.size() / 2], tg[tg.size() / 2]};
 }
 
 /// 'text', for a shell command line.
