@@ -49,7 +49,8 @@ te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor
 
 /// Knobs: tile_f (the GEMM's weight tile, vectorized), tile_h x tile_w (its input points), f_outer
 /// (weight tiles outside input rows or inside), vec_ow (the gather's vector width along the output
-/// row). The default: 16 weights x (up to 2 x 8) input points, 16 accumulators.
+/// row). The default: 64 weights x 2 x 2 input points where 64 divides the columns, else 16 weights
+/// x (up to 2 x 8) input points; 16 accumulators either way.
 space::ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out);
 space::Config conv2d_transpose_nchw_x86_default(const space::ConfigSpace& space);
 /// `output`: an elementwise epilogue, computed over each gathered row (a row buffer) before it is
