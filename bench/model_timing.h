@@ -43,27 +43,33 @@ inline double median_ms(const std::function<void()>& f, double min_time) {
   return times[times.size() / 2];
 }
 
-/// The median milliseconds of one call of f and of g, timed in alternation (f, g, f, g, ...: two
-/// warm-ups each, then pairs until at least min_time seconds and 10 pairs have passed), so that
-/// a change of load or clock during the measurement reaches both alike: for comparing two builds
-/// of one model, where timing one after the other let a busy neighbour decide the ratio.
+/// The median milliseconds of one call of f and of g, timed in alternation (two warm-ups each,
+/// then pairs, f first in one pair and g first in the next, until at least min_time seconds and
+/// 20 pairs have passed), so that a change of load or clock during the measurement reaches both
+/// alike: for comparing two builds of one model, where timing one after the other let a busy
+/// neighbour decide the ratio.
 inline std::pair<double, double> paired_median_ms(const std::function<void()>& f,
                                                   const std::function<void()>& g, double min_time) {
   using Clock = std::chrono::steady_clock;
+  auto time = [](const std::function<void()>& h, std::vector<double>* out) {
+    auto t0 = Clock::now();
+    h();
+    out->push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  };
   for (int i = 0; i < 2; ++i) {
     f();
     g();
   }
   std::vector<double> tf, tg;
   auto start = Clock::now();
-  while (tf.size() < 10 || std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
-    auto t0 = Clock::now();
-    f();
-    auto t1 = Clock::now();
-    g();
-    auto t2 = Clock::now();
-    tf.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    tg.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+  while (tf.size() < 20 || std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
+    if (tf.size() % 2 == 0) {
+      time(f, &tf);
+      time(g, &tg);
+    } else {
+      time(g, &tg);
+      time(f, &tf);
+    }
   }
   std::sort(tf.begin(), tf.end());
   std::sort(tg.begin(), tg.end());
