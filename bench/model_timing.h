@@ -43,13 +43,20 @@ inline double median_ms(const std::function<void()>& f, double min_time) {
   return times[times.size() / 2];
 }
 
-/// The median milliseconds of one call of f and of g, timed in alternation (two warm-ups each,
-/// then pairs, f first in one pair and g first in the next, until at least min_time seconds and
-/// 20 pairs have passed), so that a change of load or clock during the measurement reaches both
-/// alike: for comparing two builds of one model, where timing one after the other let a busy
-/// neighbour decide the ratio.
-inline std::pair<double, double> paired_median_ms(const std::function<void()>& f,
-                                                  const std::function<void()>& g, double min_time) {
+/// Two callables timed in alternation (paired_times).
+struct PairedTimes {
+  double f_ms = 0, g_ms = 0;  ///< the median milliseconds of one call of each
+  double g_over_f = 0;        ///< the median over pairs of g's time / f's time in the same pair
+};
+
+/// f and g timed in alternation (two warm-ups each, then pairs, f first in one pair and g first in
+/// the next, until at least min_time seconds and 20 pairs have passed), so that a change of load
+/// or clock during the measurement reaches both alike: for comparing two builds of one model,
+/// where timing one after the other let a busy neighbour decide the ratio. The ratio is the median
+/// of the pairs' own ratios: two threads on a shared machine swing by 2x between pairs of runs as
+/// the other core comes and goes, and a pair sees one state of it.
+inline PairedTimes paired_times(const std::function<void()>& f, const std::function<void()>& g,
+                                double min_time) {
   using Clock = std::chrono::steady_clock;
   auto time = [](const std::function<void()>& h, std::vector<double>* out) {
     auto t0 = Clock::now();
@@ -60,7 +67,7 @@ inline std::pair<double, double> paired_median_ms(const std::function<void()>& f
     f();
     g();
   }
-  std::vector<double> tf, tg;
+  std::vector<double> tf, tg, ratios;
   auto start = Clock::now();
   while (tf.size() < 20 || std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
     if (tf.size() % 2 == 0) {
@@ -70,10 +77,13 @@ inline std::pair<double, double> paired_median_ms(const std::function<void()>& f
       time(g, &tg);
       time(f, &tf);
     }
+    ratios.push_back(tg.back() / tf.back());
   }
-  std::sort(tf.begin(), tf.end());
-  std::sort(tg.begin(), tg.end());
-  return {tf[tf.size() / 2], tg[tg.size() / 2]};
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(tf), median(tg), median(ratios)};
 }
 
 /// 'text', for a shell command line.

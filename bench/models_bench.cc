@@ -1,8 +1,8 @@
 // Whole models (tests/models/make_models.py: ResNet-18, MobileNetV2, the Nature DQN, a DCGAN
 // generator, an LSTM language model) at batch 1, Kiln against ONNX Runtime in the same run:
 //   case=model_<name>_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x>     threads 1 and 2
-//   case=fusion_<name> speedup=<unfused_ms/fused_ms> fused_ms= unfused_ms= 2 threads, the two
-//                                                   builds run in turns for 3 x --min-time
+//   case=fusion_<name> speedup=<unfused/fused> fused_ms= unfused_ms=     2 threads, the two
+//       builds run in turns for 3 x --min-time; speedup is the median of each pair's ratio
 //   case=memplan_<name> bytes_before=<a> bytes_after=<b>                 intermediate bytes
 // With --records DIR (a record log `kiln tune` wrote), also each model built with the best
 // configs of that log against the same reference:
@@ -30,7 +30,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "base/cli.h"
@@ -171,9 +170,11 @@ int run_bench(const kiln::cli::Args& args) {
       Built off = build_and_check(d, name, unfused);
       if (off.exec) {
         kiln::runtime::set_num_threads(kFusionThreads);
-        std::tie(fused_ms, unfused_ms) = kiln::bench::paired_median_ms(
+        const kiln::bench::PairedTimes t = kiln::bench::paired_times(
             [&] { on.exec->run(); }, [&] { off.exec->run(); }, kFusionTimeFactor * min_time);
-        speedup = unfused_ms / fused_ms;
+        fused_ms = t.f_ms;
+        unfused_ms = t.g_ms;
+        speedup = t.g_over_f;
       } else {
         std::fprintf(stderr, "bench_models: %s (fuse=false): %s\n", name.c_str(),
                      off.error.c_str());
