@@ -14,6 +14,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/graph/graph_build.h"
@@ -40,6 +41,49 @@ inline double median_ms(const std::function<void()>& f, double min_time) {
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+/// Two callables timed in alternation (paired_times).
+struct PairedTimes {
+  double f_ms = 0, g_ms = 0;  ///< the median milliseconds of one call of each
+  double g_over_f = 0;        ///< the median over pairs of g's time / f's time in the same pair
+};
+
+/// f and g timed in alternation (two warm-ups each, then pairs, f first in one pair and g first in
+/// the next, until at least min_time seconds and 20 pairs have passed), so that a change of load
+/// or clock during the measurement reaches both alike: for comparing two builds of one model,
+/// where timing one after the other let a busy neighbour decide the ratio. The ratio is the median
+/// of the pairs' own ratios: two threads on a shared machine swing by 2x between pairs of runs as
+/// the other core comes and goes, and a pair sees one state of it.
+inline PairedTimes paired_times(const std::function<void()>& f, const std::function<void()>& g,
+                                double min_time) {
+  using Clock = std::chrono::steady_clock;
+  auto time = [](const std::function<void()>& h, std::vector<double>* out) {
+    auto t0 = Clock::now();
+    h();
+    out->push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  };
+  for (int i = 0; i < 2; ++i) {
+    f();
+    g();
+  }
+  std::vector<double> tf, tg, ratios;
+  auto start = Clock::now();
+  while (tf.size() < 20 || std::chrono::duration<double>(Clock::now() - start).count() < min_time) {
+    if (tf.size() % 2 == 0) {
+      time(f, &tf);
+      time(g, &tg);
+    } else {
+      time(g, &tg);
+      time(f, &tf);
+    }
+    ratios.push_back(tg.back() / tf.back());
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  return {median(tf), median(tg), median(ratios)};
 }
 
 /// 'text', for a shell command line.

@@ -1,4 +1,5 @@
-// fold_batch_norm: batch norms after Conv, Gemm and MatMul folded into their weights.
+// fold_batch_norm: batch norms after Conv, ConvTranspose, Gemm and MatMul folded into their
+// weights.
 #include "compiler/graph/fold_batch_norm.h"
 
 #include <cmath>
@@ -74,6 +75,48 @@ bool fold_into_conv(Graph& g, size_t pi, const BnParams& bn) {
                                                 : conv.name + ".bias.bn_folded";
   const ValueId nw = add_f32_constant(g, w_name, *w, w_shape);
   const ValueId nb = add_f32_constant(g, b_name, b, {static_cast<int64_t>(channels)});
+  Node& n = g.nodes()[pi];
+  n.inputs.resize(3);
+  n.inputs[1] = nw;
+  n.inputs[2] = nb;
+  return true;
+}
+
+/// Folds into a ConvTranspose: its weight is [C, M / group, k...], so output channel
+/// g * M/group + m is dim 1's m of the input channels of group g.
+bool fold_into_conv_transpose(Graph& g, size_t pi, const BnParams& bn) {
+  const Node& conv = g.nodes()[pi];
+  const int64_t channels = static_cast<int64_t>(bn.scale.size());
+  auto w = constant_f32(g, conv.inputs.size() > 1 ? conv.inputs[1] : kNoValue);
+  if (!w) return false;
+  const Value& wv = g.value(conv.inputs[1]);
+  const int64_t groups = conv.i("group", 1);
+  if (wv.shape.size() < 3 || groups < 1 || wv.shape[0] % groups != 0 ||
+      wv.shape[1] * groups != channels) {
+    return false;
+  }
+  std::vector<double> b(static_cast<size_t>(channels), 0.0);
+  if (has_input(conv, 2)) {
+    auto given = constant_f32(g, conv.inputs[2]);
+    if (!given || given->size() != static_cast<size_t>(channels)) return false;
+    b = std::move(*given);
+  }
+  const int64_t in_per_group = wv.shape[0] / groups, mg = wv.shape[1];
+  const size_t taps = w->size() / static_cast<size_t>(wv.shape[0] * mg);
+  for (int64_t c = 0; c < wv.shape[0]; ++c) {
+    for (int64_t m = 0; m < mg; ++m) {
+      const double s = bn.scale[static_cast<size_t>(c / in_per_group * mg + m)];
+      double* filter = w->data() + static_cast<size_t>(c * mg + m) * taps;
+      for (size_t k = 0; k < taps; ++k) filter[k] *= s;
+    }
+  }
+  for (size_t o = 0; o < b.size(); ++o) b[o] = (b[o] - bn.mean[o]) * bn.scale[o] + bn.beta[o];
+  const std::string w_name = wv.name + ".bn_folded";
+  const std::vector<int64_t> w_shape = wv.shape;
+  const std::string b_name = has_input(conv, 2) ? g.value(conv.inputs[2]).name + ".bn_folded"
+                                                : conv.name + ".bias.bn_folded";
+  const ValueId nw = add_f32_constant(g, w_name, *w, w_shape);
+  const ValueId nb = add_f32_constant(g, b_name, b, {channels});
   Node& n = g.nodes()[pi];
   n.inputs.resize(3);
   n.inputs[1] = nw;
@@ -188,6 +231,9 @@ size_t fold_batch_norm(Graph& graph) {
       if (prod.op == "Conv" && xs.size() >= 3 &&
           xs[1] == static_cast<int64_t>(params->scale.size())) {
         ok = fold_into_conv(graph, pi, *params);
+      } else if (prod.op == "ConvTranspose" && xs.size() >= 3 &&
+                 xs[1] == static_cast<int64_t>(params->scale.size())) {
+        ok = fold_into_conv_transpose(graph, pi, *params);
       } else if (prod.op == "Gemm" || prod.op == "MatMul") {
         ok = fold_into_dense(graph, pi, *params);
       }

@@ -1,12 +1,14 @@
-// Batch-norm folding: an inference BatchNormalization right after a Conv, Gemm or MatMul with
-// constant weights becomes part of that op's weight and bias, so the network runs one op fewer
-// and the conv's epilogue shrinks.
+// Batch-norm folding: an inference BatchNormalization right after a Conv, ConvTranspose, Gemm or
+// MatMul with constant weights becomes part of that op's weight and bias, so the network runs one
+// op fewer and the conv's epilogue shrinks.
 //
 //   %c = Conv(%x, %w, %b)                               %y = Conv(%x, %w', %b')
 //   %y = BatchNormalization(%c, %g, %beta, %m, %v)  =>
 //
 //   s  = g / sqrt(v + epsilon)          (per output channel, computed in double)
-//   w' = w * s                          (each output channel's filter; dim 0 of a Conv weight)
+//   w' = w * s                          (each output channel's filter; dim 0 of a Conv weight,
+//                                        dim 1 of a ConvTranspose's [C, M/group, k...] within
+//                                        each group's rows)
 //   b' = (b - m) * s + beta             (b = 0 when the conv has no bias)
 //
 // Conditions: all of the batch norm's parameters are float32 constants; the op's weight (and

@@ -1,4 +1,5 @@
-// pack_weights: Gemm / MatMul weights into dense_packed panels, LSTM weights transposed.
+// pack_weights: Gemm / MatMul weights into dense_packed panels, LSTM weights transposed,
+// ConvTranspose weights into the panels of its GEMM.
 #include "compiler/graph/pack_weights.h"
 
 #include <map>
@@ -44,6 +45,26 @@ runtime::NDArray pack_dense(const Value& b, bool trans_b, int64_t bn) {
   return out;
 }
 
+/// A ConvTranspose weight [C, M/G, k...] packed into [M * K / bf, C/G, bf] (K the kernel's taps,
+/// topi::pack_conv2d_transpose_weight's layout): element [p, c, j] is GEMM column f = p * bf + j
+/// of group f / (M/G * K), whose input channel is group * C/G + c.
+runtime::NDArray pack_conv_transpose(const Value& w, int64_t groups, int64_t bf) {
+  const int64_t c = w.shape[0], cg = c / groups, cols = w.data->num_elements() / c;
+  const int64_t panels = groups * cols / bf;
+  runtime::NDArray out = runtime::NDArray::empty({panels, cg, bf}, kFloat32);
+  const float* src = w.data->data<float>();
+  float* dst = out.data<float>();
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t rc = 0; rc < cg; ++rc) {
+      for (int64_t j = 0; j < bf; ++j) {
+        const int64_t f = p * bf + j, gi = f / cols;
+        dst[(p * cg + rc) * bf + j] = src[(gi * cg + rc) * cols + f % cols];
+      }
+    }
+  }
+  return out;
+}
+
 class Packer {
  public:
   explicit Packer(Graph& g) : g_(g) {}
@@ -72,6 +93,36 @@ class Packer {
     Node& node = g_.nodes()[ni];
     node.inputs[1] = nb;
     node.attrs["packed_bn"] = bn;
+    return true;
+  }
+
+  bool conv_transpose(size_t ni) {
+    const Node& n = g_.nodes()[ni];
+    if (n.op != "ConvTranspose" || n.has_attr("packed_bf") || n.inputs.size() < 2 ||
+        !has_input(n, 0) || !is_f32_constant(g_, n.inputs[1])) {
+      return false;
+    }
+    const Value& x = g_.value(n.inputs[0]);
+    const Value& w = g_.value(n.inputs[1]);
+    const int64_t groups = n.i("group", 1);
+    if (!x.typed || !runtime::dtype_equal(x.dtype, kFloat32) || w.shape.size() < 3 ||
+        w.shape.size() > 4 || groups < 1 || w.shape[0] % groups != 0) {
+      return false;
+    }
+    const int64_t cols = w.data->num_elements() / w.shape[0];  // M/G * K per group
+    const int64_t bf = conv_transpose_panel_width(cols);
+    const auto key = std::make_tuple(n.inputs[1], groups, bf);
+    auto it = conv_transpose_packed_.find(key);
+    if (it == conv_transpose_packed_.end()) {
+      it =
+          conv_transpose_packed_
+              .emplace(key, g_.add_constant(w.name + ".packed", pack_conv_transpose(w, groups, bf)))
+              .first;
+    }
+    const ValueId p = it->second;
+    Node& node = g_.nodes()[ni];
+    node.inputs[1] = p;
+    node.attrs["packed_bf"] = bf;
     return true;
   }
 
@@ -110,6 +161,8 @@ class Packer {
 
   Graph& g_;
   std::map<std::tuple<ValueId, int, int64_t>, ValueId> packed_;
+  /// ConvTranspose weights by (value, groups, bf).
+  std::map<std::tuple<ValueId, int64_t, int64_t>, ValueId> conv_transpose_packed_;
 };
 
 }  // namespace
@@ -132,11 +185,18 @@ int64_t dense_panel_width(int64_t n) {
   return least;
 }
 
+int64_t conv_transpose_panel_width(int64_t cols) {
+  for (int64_t bf : {16, 8, 4, 2}) {
+    if (cols % bf == 0) return bf;
+  }
+  return 1;
+}
+
 size_t pack_weights(Graph& graph, bool dense) {
   Packer packer(graph);
   size_t rewritten = 0;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    if ((dense && packer.dense(i)) || packer.lstm(i)) ++rewritten;
+    if ((dense && (packer.dense(i) || packer.conv_transpose(i))) || packer.lstm(i)) ++rewritten;
   }
   return rewritten;
 }

@@ -4,6 +4,7 @@
 //   Gemm(%x, %w) {transA=0, transB=1}       Gemm(%x, %w.packed) {packed_bn=64, ...}
 //   MatMul(%a, %b)  (b constant [K, N])  =>  MatMul(%a, %b.packed) {packed_bn=80}
 //   LSTM(%x, %W, %R, ...)                    LSTM(%x, %W.packed, %R.packed, ...) {packed_bn=64}
+//   ConvTranspose(%x, %w)                    ConvTranspose(%x, %w.packed) {packed_bf=16}
 //
 // Gemm (transA = 0) and MatMul whose B is a float32 constant 2-D matrix (A of rank >= 2; an N-D A
 // is flattened to [M, K] by the lowering): B becomes a new constant "<name>.packed" of shape
@@ -17,6 +18,15 @@
 // topi::lstm reads: the input projection and each step's recurrent GEMV then stream one contiguous
 // block of the weight per tile of gates. (The [k, gate] transposed layout reads bn-wide pieces of
 // rows 10 KiB apart, which the panels avoid: `scripts/bench.sh models` times the LSTM LM.)
+//
+// ConvTranspose (1-D or 2-D) with a float32 constant weight W [C, M/G, k...] (G = group): W
+// becomes "<name>.packed" of shape [M * K / bf, C/G, bf] (K the kernel's taps;
+// topi::pack_conv2d_transpose_weight's layout: element [p, c, j] is column f = p * bf + j of the
+// transposed convolution's GEMM, of group f / (M/G * K), for input channel group * C/G + c), and
+// the node gets packed_bf = bf, which its lowering reads to use topi::conv2d_transpose_nchw_packed:
+// each register tile of the GEMM streams one contiguous panel, where W read as [C, M/G * K] gives
+// bf-wide pieces of rows M/G * K floats apart (the DCGAN generator's 512 -> 256 layer: 16 KiB).
+// bf is conv_transpose_panel_width(M/G * K).
 //
 // New constants are new values; the old ones stay in the arena (shared with the input graph) and
 // are left out of the bundle when nothing reads them. A weight shared by several nodes is packed
@@ -36,6 +46,10 @@ namespace kiln::graph {
 /// of 64, 48 and 32 that pads N by at most a 32nd, else the one that pads it least (the product is
 /// computed over whole panels and cropped: a language model's 5000 words are 79 panels of 64).
 int64_t dense_panel_width(int64_t n);
+
+/// The panel width of a ConvTranspose weight with `cols` = M/G * K GEMM columns per group: the
+/// largest of 16, 8, 4, 2 dividing it, else 1 (a panel never spans two groups).
+int64_t conv_transpose_panel_width(int64_t cols);
 
 /// Rewrites every node that meets the conditions above; returns how many it rewrote. With `dense`
 /// false only the LSTMs (a GPU target: its products read a weight's rows as the model gives them,

@@ -2,7 +2,8 @@
 // input with the kernel read as [C, M/groups * KH * KW] ("<name>.col", [N, H, W, M*KH*KW]: no
 // product with the zeros of a dilated input, no weight rearranging), then a gather that adds up,
 // for each output point, the column entries that land on it (ceil(KH/sh) * ceil(KW/sw) terms at
-// dilation 1, or H * W for tiny inputs). The gather is injective, so an epilogue inlines it.
+// dilation 1, or H * W for tiny inputs). An elementwise epilogue runs over each gathered output row
+// (a buffer of one row, in the same kernel).
 //
 //   te::Tensor y = conv2d_transpose_nchw(x, w, {2, 2}, {1, 1, 1, 1}, {1, 1});
 //   space::ConfigSpace space = conv2d_transpose_nchw_x86_space(y);
@@ -48,10 +49,13 @@ te::Tensor conv2d_transpose_nchw_packed(const te::Tensor& data, const te::Tensor
 
 /// Knobs: tile_f (the GEMM's weight tile, vectorized), tile_h x tile_w (its input points), f_outer
 /// (weight tiles outside input rows or inside), vec_ow (the gather's vector width along the output
-/// row). The default: 16 weights x (up to 2 x 8) input points, 16 accumulators.
+/// row). The default: 64 weights x 2 x 2 input points where 64 divides the columns, else 16 weights
+/// x (up to 2 x 8) input points; 16 accumulators either way.
 space::ConfigSpace conv2d_transpose_nchw_x86_space(const te::Tensor& out);
 space::Config conv2d_transpose_nchw_x86_default(const space::ConfigSpace& space);
-/// `output`: an elementwise epilogue, computed on the gathered values before they are stored.
+/// `output`: an elementwise epilogue, computed over each gathered row (a row buffer) before it is
+/// stored: inlined into the gather's expression, an expensive one (tanh) stretched the gather's
+/// load latencies, and the fused kernel was slower than the two kernels unfused.
 void schedule_conv2d_transpose_nchw_x86(te::Schedule& s, const te::Tensor& out,
                                         const space::Config& cfg, const te::Tensor& output = {});
 

@@ -57,8 +57,9 @@ typedef int32_t (*KilnFunc)(const KilnArg* args, int32_t num_args, const char** 
 typedef int32_t (*KilnParallelBody)(int32_t task_id, int32_t num_tasks, void* closure);
 
 /* Runs body(i, n, closure) for i in [0, n) on the thread pool, where n is the pool's size, and
- * waits for all; returns the first non-zero code. Called from inside a parallel body, it runs the
- * tasks inline on the calling thread. */
+ * waits for all; returns the first non-zero code. Task 0 runs on the calling thread, the others on
+ * whichever thread of the pool (the caller included) takes them first. Called from inside a
+ * parallel body, it runs the tasks inline on the calling thread. */
 typedef int32_t (*KilnParallelLaunch)(KilnParallelBody body, void* closure);
 
 /* The runtime's implementation, for loaders that fill in `__kiln_parallel_launch`. */

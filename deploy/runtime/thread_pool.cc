@@ -1,13 +1,21 @@
 // The global thread pool behind kiln_parallel_launch.
 //
-// Protocol. A launch publishes the job (body, closure, task count) in plain fields, then bumps
-// `generation_` (seq_cst, so it also releases the job). A worker waits for the generation to
-// change: it spins for kSpinTime, then sleeps on `work_cv_` after announcing itself in
-// `sleeping_workers_`. The launcher wakes sleepers only when that count is non-zero; seq_cst on
-// both sides (store generation / load count vs. store count / load generation) guarantees that one
-// of them sees the other. Completion mirrors it: each worker writes its result slot and decrements
-// `pending_`; the launcher spins, then sleeps on `done_cv_` behind `launcher_sleeping_`. The
-// launcher writes the next job only after it has seen pending_ == 0, so job fields never race.
+// Protocol. A launch publishes the job (body, closure) in plain fields and the task count with the
+// next unclaimed task in `next_` (seq_cst, so it also releases the job), then bumps `generation_`
+// to wake the workers. Task 0 is the launcher's; tasks 1..n-1 go to whoever claims them first
+// (a compare-and-swap on `next_`): the workers, and the launcher once it has run task 0. A claimed
+// task keeps the job's fields valid (the launcher waits for every task), so a claimer reads them
+// after its claim. A worker waits for the generation to change: it spins for kSpinTime, then
+// sleeps on `work_cv_` after announcing itself in `sleeping_workers_`. The launcher wakes sleepers
+// only when that count is non-zero; seq_cst on both sides (store generation / load count vs. store
+// count / load generation) guarantees that one of them sees the other. Completion: each task
+// writes its result slot and increments `done_`; the launcher spins, then sleeps on `done_cv_`
+// behind `launcher_sleeping_`, until done_ == n. The launcher writes the next job only after it
+// has seen every task done, so job fields never race. Why claiming: with a task per thread fixed
+// in advance, a worker that the OS had not scheduled (another process on its core) held the whole
+// launch up, and two threads ran a model twice as slowly as one; now the launcher runs the tasks
+// nobody has taken.
+
 #include "deploy/runtime/thread_pool.h"
 
 #include <sched.h>
@@ -118,7 +126,9 @@ class ThreadPool {
   // Both require launch_mu_ (or construction).
   void start(int n);
   void stop();
-  void worker_main(int32_t id, uint64_t generation);
+  void worker_main(uint64_t generation);
+  /// Claims and runs tasks of the current job until none is left unclaimed.
+  void run_claimed_tasks();
 
   static std::atomic<ThreadPool*> created_;
 
@@ -127,14 +137,16 @@ class ThreadPool {
   std::vector<std::thread> workers_;  // guarded by launch_mu_
   std::vector<TaskResult> results_;   // slot i written by task i during a launch
 
-  // The current job; written by the launcher (holding launch_mu_) before it bumps generation_.
+  // The current job; written by the launcher (holding launch_mu_) before it publishes next_.
   KilnParallelBody body_ = nullptr;
   void* closure_ = nullptr;
-  int32_t num_tasks_ = 0;
   bool stopping_ = false;
 
   alignas(64) std::atomic<uint64_t> generation_{0};
-  alignas(64) std::atomic<int32_t> pending_{0};
+  /// The current job's task count (bits 16..31) and its next unclaimed task (bits 0..15).
+  alignas(64) std::atomic<uint64_t> next_{0};
+  /// Tasks of the current job that have finished.
+  alignas(64) std::atomic<int32_t> done_{0};
   alignas(64) std::atomic<int32_t> sleeping_workers_{0};
   std::atomic<bool> launcher_sleeping_{false};
   std::mutex sleep_mu_;
@@ -160,7 +172,7 @@ void ThreadPool::start(int n) {
   workers_.reserve(static_cast<size_t>(n - 1));
   for (int32_t id = 1; id < n; ++id) {
     try {
-      workers_.emplace_back(&ThreadPool::worker_main, this, id, generation);
+      workers_.emplace_back(&ThreadPool::worker_main, this, generation);
     } catch (const std::system_error& e) {
       std::fprintf(stderr, "kiln: could only start %d of %d pool threads: %s\n", id, n, e.what());
       break;
@@ -180,7 +192,7 @@ void ThreadPool::stop() {
   size_.store(1, std::memory_order_relaxed);
 }
 
-void ThreadPool::worker_main(int32_t id, uint64_t seen) {
+void ThreadPool::worker_main(uint64_t seen) {
   t_in_parallel = true;
   for (;;) {
     auto changed = [&] { return generation_.load() != seen; };
@@ -192,8 +204,19 @@ void ThreadPool::worker_main(int32_t id, uint64_t seen) {
     }
     seen = generation_.load();
     if (stopping_) return;
-    results_[static_cast<size_t>(id)] = run_task(body_, closure_, id, num_tasks_);
-    if (pending_.fetch_sub(1) == 1 && launcher_sleeping_.load()) {
+    run_claimed_tasks();
+  }
+}
+
+void ThreadPool::run_claimed_tasks() {
+  for (;;) {
+    uint64_t c = next_.load();
+    const auto n = static_cast<int32_t>((c >> 16) & 0xffff);
+    const auto task = static_cast<int32_t>(c & 0xffff);
+    if (task >= n) return;
+    if (!next_.compare_exchange_weak(c, c + 1)) continue;
+    results_[static_cast<size_t>(task)] = run_task(body_, closure_, task, n);
+    if (done_.fetch_add(1) + 1 == n && launcher_sleeping_.load()) {
       { std::lock_guard<std::mutex> lock(sleep_mu_); }
       done_cv_.notify_one();
     }
@@ -209,12 +232,11 @@ TaskResult ThreadPool::launch(KilnParallelBody body, void* closure) {
     InParallelScope scope;
     return run_task(body, closure, 0, 1);
   }
-
   body_ = body;
   closure_ = closure;
-  num_tasks_ = n;
-  pending_.store(n - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1);  // publishes the job
+  done_.store(0, std::memory_order_relaxed);
+  next_.store(static_cast<uint64_t>(n) << 16 | 1);  // publishes the job; task 0 is ours
+  generation_.fetch_add(1);
   if (sleeping_workers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(sleep_mu_); }
     work_cv_.notify_all();
@@ -222,16 +244,16 @@ TaskResult ThreadPool::launch(KilnParallelBody body, void* closure) {
   {
     InParallelScope scope;
     results_[0] = run_task(body, closure, 0, n);
+    done_.fetch_add(1);
+    run_claimed_tasks();  // the tasks no worker has taken yet
   }
-
-  auto done = [&] { return pending_.load() == 0; };
+  auto done = [&] { return done_.load() == n; };
   if (!spin_until(done)) {
     std::unique_lock<std::mutex> lock(sleep_mu_);
     launcher_sleeping_.store(true);
     done_cv_.wait(lock, done);
     launcher_sleeping_.store(false);
   }
-
   for (TaskResult& r : results_) {
     if (r.code != 0) {
       TaskResult first = std::move(r);
@@ -243,7 +265,8 @@ TaskResult ThreadPool::launch(KilnParallelBody body, void* closure) {
 }
 
 void ThreadPool::resize(int n) {
-  KILN_USER_CHECK(n >= 0) << "set_num_threads: thread count must be non-negative, got " << n;
+  KILN_USER_CHECK(n >= 0 && n <= 4096)
+      << "set_num_threads: thread count must be in [0, 4096], got " << n;
   KILN_USER_CHECK(!t_in_parallel) << "set_num_threads: cannot resize the thread pool from inside "
                                      "a parallel task";
   if (n == 0) n = default_num_threads();

@@ -2,7 +2,9 @@
 // function kiln_parallel_launch (c_abi.h) through the module's `__kiln_parallel_launch` pointer;
 // this header is the C++ side: the pool size and a launch that takes a C++ callable.
 //
-// One global pool of num_threads() - 1 persistent workers; the launching thread runs task 0 itself.
+// One global pool of num_threads() - 1 persistent workers; the launching thread runs task 0 itself,
+// and the other tasks go to whichever thread claims them first, the launcher included once it is
+// done with task 0 (a worker the OS has not scheduled delays nothing).
 // A launch costs a few microseconds when workers are awake: after a task they spin on an atomic
 // for a few tens of microseconds before sleeping on a condition variable. A launch from inside a
 // parallel body (or while another thread holds the pool) runs inline on the calling thread as a
@@ -20,7 +22,8 @@ namespace kiln::runtime {
 /// variable KILN_NUM_THREADS if set, else the number of CPUs this process may run on.
 int num_threads();
 
-/// Resizes the pool to `n` tasks (1 = run everything on the caller); 0 restores the default.
+/// Resizes the pool to `n` tasks (1 = run everything on the caller, at most 4096); 0 restores the
+/// default.
 /// Waits for a launch in progress on another thread. Throws kiln::Error if n < 0 or if called from
 /// inside a parallel body.
 void set_num_threads(int n);

@@ -4,8 +4,8 @@
     python3 make_models.py OUT_DIR [--only NAME]
 
 The models follow the paper's evaluation (ResNet-18, MobileNetV2, the Nature DQN, a DCGAN generator,
-an LSTM language model), written with onnx.helper the way PyTorch's exporter emits them (opset 13,
-float32). Weights are random with fixed seeds and He-like scales, and batch norms get random
+an LSTM language model), plus convt_odd (transposed convolutions of odd shapes), written with
+onnx.helper the way PyTorch's exporter emits them (opset 13, float32). Weights are random with fixed seeds and He-like scales, and batch norms get random
 positive variances, so activations stay O(1) through the depth and the comparison is meaningful.
 The expected output is ONNX Runtime's (CPUExecutionProvider, graph optimizations disabled).
 """
@@ -173,6 +173,33 @@ def dcgan():
     return b.model(x, [1, 100], y, [1, 3, 64, 64]), [1, 100]
 
 
+def convt_odd():
+    """Transposed convolutions of the shapes a DCGAN lacks, each with a batch norm (folded into its
+    weight) and an activation: stride 3 with output_padding and uneven pads, two groups with
+    dilation 2 and a bias, a 1-D stride-2 layer, a stride-1 3x3 with a channel count no panel of 16
+    divides (4 * 9 GEMM columns per group)."""
+    b = Builder("convt_odd", 77)
+
+    def convt(y, cin, cout, k, group=1, bias=False, **attrs):
+        fan_in = cin * int(np.prod(k)) // group
+        w = b.const("convt_w", b.weight((cin, cout // group, *k), fan_in))
+        inputs = [y, w]
+        if bias:
+            inputs.append(b.const("convt_b", (b.rng.standard_normal(cout) * 0.1).astype(np.float32)))
+        return b.node("ConvTranspose", inputs, "convt", kernel_shape=list(k), group=group, **attrs)
+
+    x = "input"  # [1, 6, 5, 7]
+    y = b.relu(b.bn(convt(x, 6, 16, (4, 5), strides=[3, 3], pads=[2, 1, 1, 2],
+                          output_padding=[1, 2]), 16))  # -> [1, 16, 14, 22]
+    y = b.relu(b.bn(convt(y, 16, 12, (3, 3), group=2, bias=True, strides=[2, 2], pads=[1, 1, 1, 1],
+                          dilations=[2, 2], output_padding=[1, 0]), 12))  # -> [1, 12, 30, 45]
+    y = b.node("Tanh", [b.bn(convt(y, 12, 4, (3, 3), pads=[1, 1, 1, 1]), 4)], "tanh")  # same size
+    shape = b.const("shape", np.array([1, 4, 30 * 45], np.int64))
+    y = b.node("Reshape", [y, shape], "reshape")
+    y = b.relu(b.bn(convt(y, 4, 8, (4,), strides=[2], pads=[1, 2]), 8))  # -> [1, 8, 2699]
+    return b.model(x, [1, 6, 5, 7], y, [1, 8, 2699]), [1, 6, 5, 7]
+
+
 def lstm():
     b = Builder("lstm", 35)
     seq, vocab, hid = 35, 10000, 650
@@ -194,11 +221,14 @@ def lstm():
     return b.model(x, [seq, 1], y, [seq, 1, vocab], TensorProto.INT64), None
 
 
-MODELS = {"resnet18": resnet18, "mobilenetv2": mobilenetv2, "dqn": dqn, "dcgan": dcgan, "lstm": lstm}
+MODELS = {"resnet18": resnet18, "mobilenetv2": mobilenetv2, "dqn": dqn, "dcgan": dcgan, "lstm": lstm,
+          "convt_odd": convt_odd}
+# Each model's input seed is its place here: new models go at the end, so the others keep theirs.
+INPUT_SEED_ORDER = ["dcgan", "dqn", "lstm", "mobilenetv2", "resnet18", "convt_odd"]
 
 
 def make_input(name, shape):
-    rng = np.random.default_rng(1000 + sorted(MODELS).index(name))
+    rng = np.random.default_rng(1000 + INPUT_SEED_ORDER.index(name))
     if name == "lstm":
         return rng.integers(0, 10000, size=(35, 1), dtype=np.int64)
     return rng.standard_normal(shape).astype(np.float32)

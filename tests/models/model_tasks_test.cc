@@ -56,6 +56,7 @@ TEST(ModelTasks, mobilenetv2) { check_model("mobilenetv2"); }
 TEST(ModelTasks, dqn) { check_model("dqn"); }
 TEST(ModelTasks, dcgan) { check_model("dcgan"); }
 TEST(ModelTasks, lstm) { check_model("lstm"); }
+TEST(ModelTasks, convt_odd) { check_model("convt_odd"); }
 
 }  // namespace
 }  // namespace kiln::autotune

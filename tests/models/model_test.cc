@@ -1,5 +1,6 @@
 // Whole models in the style of the paper's evaluation (ResNet-18, MobileNetV2, the Nature DQN, a
-// DCGAN generator, an LSTM language model): imported from ONNX, built for the host, run by the
+// DCGAN generator, an LSTM language model, and convt_odd: transposed convolutions at stride 3 with
+// output_padding, grouped and dilated, 1-D): imported from ONNX, built for the host, run by the
 // graph executor and compared with ONNX Runtime's output on the same input. The models, inputs and
 // expected outputs are written by make_models.py (the CTest fixture models_generate) into
 // KILN_MODELS_DATA_DIR; each model is its own test (ctest -R model_<name>).
@@ -121,6 +122,7 @@ TEST(Models, mobilenetv2) { check_model("mobilenetv2"); }
 TEST(Models, dqn) { check_model("dqn", /*round_trip=*/true); }
 TEST(Models, dcgan) { check_model("dcgan"); }
 TEST(Models, lstm) { check_model("lstm"); }
+TEST(Models, convt_odd) { check_model("convt_odd"); }
 TEST(Models, resnet18_opencl) { check_model_on_opencl("resnet18"); }
 TEST(Models, mobilenetv2_opencl) { check_model_on_opencl("mobilenetv2"); }
 TEST(Models, dqn_opencl) { check_model_on_opencl("dqn"); }

@@ -56,17 +56,39 @@ TEST_F(ThreadPoolTest, EveryTaskRunsOnceThroughTheCApi) {
   }
 }
 
-TEST_F(ThreadPoolTest, TasksRunOnDistinctThreadsAndTaskZeroOnTheCaller) {
+TEST_F(ThreadPoolTest, TaskZeroRunsOnTheCallerAndLongTasksOnWorkers) {
   set_num_threads(4);
   std::vector<std::thread::id> ids(4);
   ASSERT_EQ(parallel_launch([&](int32_t id, int32_t) {
               ids[static_cast<size_t>(id)] = std::this_thread::get_id();
+              // Long tasks: each worker claims one before any is done, and the caller is busy.
+              std::this_thread::sleep_for(std::chrono::milliseconds(20));
               return 0;
             }),
             0);
   EXPECT_EQ(ids[0], std::this_thread::get_id());
   std::sort(ids.begin(), ids.end());
   EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end());
+}
+
+// A task no worker has claimed when the caller is done with task 0 runs on the caller: a worker
+// that is asleep (or that the OS has not scheduled) does not hold the launch up. Workers fall
+// asleep after 50 us idle; over many launches from idle, the caller takes task 1 at least once
+// (the old pool, a task per thread, never ran it there).
+TEST_F(ThreadPoolTest, TheCallerRunsTasksNoWorkerHasTaken) {
+  set_num_threads(2);
+  int on_caller = 0;
+  for (int i = 0; i < 100 && on_caller == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the worker falls asleep
+    std::thread::id ran_task1;
+    ASSERT_EQ(parallel_launch([&](int32_t id, int32_t) {
+                if (id == 1) ran_task1 = std::this_thread::get_id();
+                return 0;
+              }),
+              0);
+    on_caller += ran_task1 == std::this_thread::get_id();
+  }
+  EXPECT_GT(on_caller, 0);
 }
 
 TEST_F(ThreadPoolTest, ReturnsTheFirstErrorByTaskId) {

@@ -186,13 +186,25 @@ LowerResult lower_conv(const LowerCtx& c, bool transpose) {
     return topi::reshape(t, shape, name);
   };
   const Tensor x = lift_tensor(c.input(0), c.in_shape(0), "data_2d");
-  const Tensor w = lift_tensor(c.input(1), c.in_shape(1), "kernel_2d");
+  // A ConvTranspose weight packed by pack_weights (packed_bf) is 3-D whatever the rank.
+  const bool packed = transpose && n.has_attr("packed_bf");
+  const Tensor w = packed ? c.input(1) : lift_tensor(c.input(1), c.in_shape(1), "kernel_2d");
   const int groups = static_cast<int>(n.i("group"));
   const auto stride = ints2(lift(n.ints("strides"), 1)), dil = ints2(lift(n.ints("dilations"), 1));
   const auto pads = ints4(lift_pads(n.ints("pads")));
   Tensor y;
   Template base;
-  if (transpose) {
+  if (packed) {
+    const auto kernel = lift(n.ints("kernel_shape"), 1);
+    const int64_t channels = c.in_shape(0).at(1), taps = kernel[0] * kernel[1];
+    const int64_t per_group = c.in_shape(1).at(0) * c.in_shape(1).at(2) / groups / taps;
+    y = topi::conv2d_transpose_nchw_packed(
+        x, w,
+        {static_cast<int>(channels), static_cast<int>(per_group), static_cast<int>(kernel[0]),
+         static_cast<int>(kernel[1])},
+        stride, pads, ints2(lift(n.ints("output_padding"), 0)), dil, groups, "conv2d_transpose");
+    base = c.tuning.of("conv2d_transpose_nchw_x86");
+  } else if (transpose) {
     y = topi::conv2d_transpose_nchw(x, w, stride, pads, ints2(lift(n.ints("output_padding"), 0)),
                                     dil, groups, "conv2d_transpose");
     base = c.tuning.of("conv2d_transpose_nchw_x86");
@@ -208,7 +220,7 @@ LowerResult lower_conv(const LowerCtx& c, bool transpose) {
   Tensor out = topi::reshape(biased, c.out_value().shape, "conv1d");
   return {{out}, [=](te::Schedule& s, const Tensor& output) {
             s[x].compute_inline();
-            s[w].compute_inline();
+            if (!packed) s[w].compute_inline();
             base(s, y, biased);
             if (out != output) s[out].compute_inline();
             injective(s, output);
