@@ -87,6 +87,12 @@ class ImportSink {
   /// The node's output i as a new value of the type inference gave it.
   virtual ValueId add_output(const ImportCtx& c, int i) = 0;
   virtual Value& value(ValueId v) = 0;
+  /// A new intermediate value, typed, for a node a rewrite makes (`name`: the rewritten node's
+  /// and a suffix, unique in the graph).
+  virtual ValueId add_value(const std::string& name, KilnDType dtype,
+                            std::vector<int64_t> shape) = 0;
+  /// A new constant holding `data`, for a node a rewrite makes (`name` as add_value's).
+  virtual ValueId add_constant(const std::string& name, runtime::NDArray data) = 0;
   /// Appends a graph node (its inputs defined, its outputs the node's, typed).
   virtual void add_node(Node node) = 0;
 
