@@ -104,6 +104,16 @@ class ImportSink {
 /// fold checks before it copies any byte.
 void check_folded(const ImportCtx& c, const Value& out, bool ok);
 
+/// A constant's strided view copied at import (Slice, Transpose of constants: a window's padding
+/// computed by the exporter from shapes): output element i reads `x` at
+/// sum_d (start[d] + i[d] * step[d]) * stride of x's axis axis_of[d]. False (nothing folded) when
+/// the output holds more than kImportFoldMaxElements (data that large is left to fold_constants)
+/// or none.
+constexpr int64_t kImportFoldMaxElements = int64_t{1} << 16;
+bool fold_strided_view(const ImportCtx& c, const Value& out, const std::vector<int64_t>& axis_of,
+                       const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                       runtime::NDArray* result);
+
 /// The pads of a window (Conv, ConvTranspose, the poolings) with auto_pad SAME_UPPER, SAME_LOWER or
 /// VALID resolved for input 0's spatial sizes `in_sizes`; the explicit pads (default 0) otherwise.
 std::vector<int64_t> resolve_pads(const ImportCtx& c, const std::vector<int64_t>& in_sizes,

@@ -578,6 +578,16 @@ void need_split(const ImportCtx& c) {
 
 // --- folded at import (all inputs constant) ---------------------------------------------------
 
+/// Slice of a constant: the normalized starts and steps (import_slice's) as a strided view.
+bool fold_slice(const ImportCtx& c, const Value& ov, runtime::NDArray* result) {
+  ImportCtx copy = c;
+  const Attrs a = import_slice(copy);
+  std::vector<int64_t> axes(ov.shape.size());
+  for (size_t d = 0; d < axes.size(); ++d) axes[d] = static_cast<int64_t>(d);
+  return fold_strided_view(c, ov, axes, std::get<std::vector<int64_t>>(a.at("starts")),
+                           std::get<std::vector<int64_t>>(a.at("steps")), result);
+}
+
 /// Gather and Concat: every array viewed as [outer, axis, inner], rows of `inner` elements copied.
 bool fold_gather_concat(const ImportCtx& c, const Value& ov, runtime::NDArray* result) {
   const std::string& op = c.op();
@@ -723,7 +733,7 @@ void register_index(Registry& r) {
       nullptr);
   add("Pad", check_pad, import_pad, lower_pad, nullptr, nullptr,
       Opset18Form{.extra_inputs = {"axes"}}, pad_inference);
-  add("Slice", check_slice, import_slice, lower_slice, nullptr);
+  add("Slice", check_slice, import_slice, lower_slice, fold_slice);
   add("Trilu", check_trilu, import_trilu, lower_trilu, nullptr, need_k);
   add("GatherND", check_gather_nd, import_gather_nd, lower_gather_nd, nullptr);
   // The scatters run their own loop over the indices (topi/scatter.h): nothing fuses into them.
