@@ -67,11 +67,15 @@ class Spec:
     axis follows the first input's axis 0 when that is symbolic.
     """
 
-    def __init__(self, make, opset, inputs=None, dynamic=None):
+    def __init__(self, make, opset, inputs=None, dynamic=None, trace_with_grad=False):
         self.make = make
         self.opset = opset
         self.inputs = inputs or [("input", "randn", (1, 3, 224, 224))]
         self.dynamic = dynamic or {}
+        # Traced with autograd on: under no_grad, nn.MultiheadAttention with an even head count
+        # takes its fused inference path, aten::_native_multi_head_attention, which torch 1.13
+        # cannot export.
+        self.trace_with_grad = trace_with_grad
 
 
 def image(n=1, size=224):
@@ -119,7 +123,8 @@ def classification(name):
     opset = 17 if name.startswith(LAYER_NORM_PREFIXES) else 13
     if name.startswith("efficientnet_v2"):
         opset = 15  # a few at the opsets between
-    return Spec(make, opset, image(1, 299 if name == "inception_v3" else 224))
+    return Spec(make, opset, image(1, 299 if name == "inception_v3" else 224),
+                trace_with_grad=name.startswith("vit_"))
 
 
 class FirstTensor(torch.nn.Module):
@@ -297,7 +302,7 @@ def export(name, spec, out_dir, opset_override=None):
     if 0 in dynamic.get(names[0], {}):
         dynamic["output"] = {0: dynamic[names[0]][0]}
     path = os.path.join(out_dir, name + ".onnx")
-    with torch.no_grad():
+    with torch.set_grad_enabled(spec.trace_with_grad):
         torch.onnx.export(model, tuple(xs), path, opset_version=opset_override or spec.opset,
                           input_names=names, output_names=["output"],
                           dynamic_axes=dynamic or None, do_constant_folding=True)
