@@ -538,8 +538,8 @@ TEST(OnnxFrontendOps, SupportedListIsSorted) {
   const auto& ops = supported_onnx_ops();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
   // With Einsum, GRU, QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul, GatherND,
-  // ScatterElements and ScatterND.
-  EXPECT_EQ(ops.size(), 119u);
+  // ScatterElements, ScatterND and GridSample.
+  EXPECT_EQ(ops.size(), 120u);
 }
 
 TEST_F(OnnxFrontendTest, BadFiles) {

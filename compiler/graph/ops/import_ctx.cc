@@ -94,9 +94,7 @@ bool fold_strided_view(const ImportCtx& c, const Value& out, const std::vector<i
                        const std::vector<int64_t>& start, const std::vector<int64_t>& step,
                        runtime::NDArray* result) {
   const runtime::NDArray& x = *c.const_input(0);
-  // An empty result (the expanded LayerNorm's Slice of a shape's empty prefix) is left to the
-  // graph, as fold_shape_arithmetic leaves it: an empty constant would stop Concat's inference.
-  if (out.num_elements() > kImportFoldMaxElements || out.num_elements() == 0) return false;
+  if (out.num_elements() > kImportFoldMaxElements) return false;
   const size_t rank = out.shape.size();
   check_folded(c, out,
                runtime::dtype_equal(x.dtype(), out.dtype) && x.shape().size() == rank &&

@@ -107,8 +107,8 @@ void check_folded(const ImportCtx& c, const Value& out, bool ok);
 /// A constant's strided view copied at import (Slice, Transpose of constants: a window's padding
 /// computed by the exporter from shapes): output element i reads `x` at
 /// sum_d (start[d] + i[d] * step[d]) * stride of x's axis axis_of[d]. False (nothing folded) when
-/// the output holds more than kImportFoldMaxElements (data that large is left to fold_constants)
-/// or none.
+/// the output holds more than kImportFoldMaxElements: data that large is left to fold_constants.
+/// An empty result is folded too (Concat drops empty inputs: concat_inference, import_concat).
 constexpr int64_t kImportFoldMaxElements = int64_t{1} << 16;
 bool fold_strided_view(const ImportCtx& c, const Value& out, const std::vector<int64_t>& axis_of,
                        const std::vector<int64_t>& start, const std::vector<int64_t>& step,

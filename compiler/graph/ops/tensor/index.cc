@@ -447,9 +447,17 @@ void check_trilu(const NodeCheck& nc) {
 
 // --- import (attributes with their defaults) ------------------------------------------------
 
+/// Whether Concat's input `v` is an empty constant (a Slice of a shape's empty tail, folded).
+bool empty_constant(const Value* v) { return v != nullptr && v->num_elements() == 0; }
+
 Attrs import_concat(ImportCtx& c) {
   Attrs a;
   a["axis"] = norm_axis(c.attr_i("axis", 0), c.in_rank(0));
+  // Empty inputs add nothing; the graph node reads the others (at least one).
+  std::vector<ValueId> kept;
+  for (ValueId v : c.inputs)
+    if (!empty_constant(&c.graph().value(v))) kept.push_back(v);
+  if (!kept.empty()) c.inputs = kept;
   return a;
 }
 
@@ -649,6 +657,19 @@ bool fold_gather_concat(const ImportCtx& c, const Value& ov, runtime::NDArray* r
 
 // --- libonnx shape inference ------------------------------------------------------------------
 
+/// libonnx 1.12's Concat inference fails ("axis must be in [-rank, rank-1]") when its first input
+/// is an empty initializer (Swin's Concat(Slice(Shape(m))[2:], ...)); the node it reads drops
+/// the empty constant inputs, which add nothing.
+bool concat_inference(const InferenceForm& f, std::vector<onnx::TypeProto>*) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    if (!empty_constant(f.inputs[i])) kept.push_back(f.node.input(static_cast<int>(i)));
+  if (kept.empty() || kept.size() == f.inputs.size()) return false;
+  f.n->clear_input();
+  for (const std::string& name : kept) f.n->add_input(name);
+  return false;
+}
+
 bool pad_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* types) {
   if (f.node.input_size() < 4 || f.node.input(3).empty()) return false;
   // Opset 18's axes input, which libonnx 1.12 does not know: the opset-13 form, pads for
@@ -727,7 +748,8 @@ void register_index(Registry& r) {
            .lower = lower,
            .gpu = GpuStrategy::kInjective});
   };
-  add("Concat", check_concat, import_concat, lower_concat, fold_gather_concat);
+  add("Concat", check_concat, import_concat, lower_concat, fold_gather_concat, nullptr,
+      std::nullopt, concat_inference);
   add("Gather", check_gather, import_gather, lower_gather, fold_gather_concat);
   add("GatherElements", check_gather_elements, import_gather_elements, lower_gather_elements,
       nullptr);
