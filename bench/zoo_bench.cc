@@ -151,7 +151,7 @@ const kiln::cli::Program kBench{
     .summary =
         "A model zoo (default: every model of the set) compiled by Kiln against ONNX Runtime.",
     .flags = {{"--set", "SET",
-               "zoo (the ten torchvision networks) or wide (about 120 networks of every kind) "
+               "zoo (the ten torchvision networks) or wide (116 networks of every kind) "
                "(default: zoo)"},
               {"--min-time", "S",
                "seconds of timing per model and round (default: 1 for zoo, 0.3 for wide)"},

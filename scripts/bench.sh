@@ -2,7 +2,7 @@
 # Builds Kiln in release mode and runs one benchmark: scripts/bench.sh NAME [ARGS...]
 # Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
 # and numpy), zoo (the torchvision model zoo against ONNX Runtime; also Debian's python3-torchvision),
-# wide (the wide zoo, about 120 networks of every kind, against ONNX Runtime: bench_zoo --set wide,
+# wide (the wide zoo, 116 networks of every kind, against ONNX Runtime: bench_zoo --set wide,
 # at --min-time 0.3 --rounds 1 unless given; ARGS: NAMES, --check-only to compile and match only,
 # --dir DIR to keep the exports between runs),
 # tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
