@@ -22,6 +22,7 @@
 #include "deploy/runtime/graph_executor.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/npy.h"
+#include "tests/models/model_inputs.h"
 
 namespace kiln::bench {
 
@@ -121,8 +122,9 @@ inline double relative_error(const runtime::NDArray& a, const runtime::NDArray& 
   return ref > 0 ? diff / ref : diff;
 }
 
-/// A model built for `target`, run once on `device` on DIR/NAME.input.npy and checked against
-/// DIR/NAME.expected.npy (ONNX Runtime's output): its executor, or the error that stopped it.
+/// A model built for `target`, run once on `device` on its inputs (DIR/NAME.<input>.npy,
+/// tests/models/model_inputs.h) and checked against DIR/NAME.expected.npy (ONNX Runtime's first
+/// output): its executor, or the error that stopped it.
 struct BuiltModel {
   std::unique_ptr<runtime::GraphExecutor> exec;
   graph::BuildReport report;
@@ -142,7 +144,8 @@ inline BuiltModel build_and_check(const std::string& dir, const std::string& nam
     b.build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     b.exec = std::make_unique<runtime::GraphExecutor>(
         runtime::GraphExecutor::from_bundle(std::move(bundle), name, device));
-    b.exec->set_input(0, runtime::load_npy(dir + "/" + name + ".input.npy"));
+    for (const auto& [input, value] : model_inputs::load(dir, name))
+      b.exec->set_input(input, value);
     b.exec->run();
     const double err =
         relative_error(b.exec->output(0), runtime::load_npy(dir + "/" + name + ".expected.npy"));

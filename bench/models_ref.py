@@ -3,9 +3,10 @@
 
     python3 models_ref.py DIR --threads 1 2 [--min-time 1.0] [--only NAME ...]
 
-For each DIR/NAME.onnx (with DIR/NAME.input.npy, as tests/models/make_models.py writes them) and
-each thread count, one line `NAME THREADS MS` on stdout: the median latency of one run, measured
-like Kiln's (two warm-up runs, then single runs until at least --min-time seconds and 10 runs).
+For each DIR/NAME.onnx (with DIR/NAME.<input>.npy for each graph input, as
+tests/models/make_models.py and make_zoo.py write them) and each thread count, one line
+`NAME THREADS MS` on stdout: the median latency of one run, measured like Kiln's (two warm-up
+runs, then single runs until at least --min-time seconds and 10 runs).
 Sessions use the CPU execution provider, intra_op_num_threads=THREADS, inter_op_num_threads=1,
 sequential execution and the default graph optimizations (ORT_ENABLE_ALL).
 """
@@ -42,7 +43,6 @@ def main():
     args = ap.parse_args()
     for name in args.only:
         path = os.path.join(args.dir, name + ".onnx")
-        x = np.load(os.path.join(args.dir, name + ".input.npy"))
         for t in args.threads:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = t
@@ -50,7 +50,8 @@ def main():
             opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-            feeds = {sess.get_inputs()[0].name: x}
+            feeds = {i.name: np.load(os.path.join(args.dir, "%s.%s.npy" % (name, i.name)))
+                     for i in sess.get_inputs()}
             ms = median_ms(lambda: sess.run(None, feeds), args.min_time)
             print("%s %d %.6f" % (name, t, ms), flush=True)
             del sess

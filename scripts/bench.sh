@@ -2,7 +2,11 @@
 # Builds Kiln in release mode and runs one benchmark: scripts/bench.sh NAME [ARGS...]
 # Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
 # and numpy), layers (single layers: dilated and 1-D convolutions, MatMul against a constant weight,
-# against ONNX Runtime; ARGS: --rounds R, --min-time S, layer names), zoo (the torchvision model zoo against ONNX Runtime; also Debian's python3-torchvision),
+# against ONNX Runtime; ARGS: --rounds R, --min-time S, layer names), zoo (the torchvision model
+# zoo against ONNX Runtime; also Debian's python3-torchvision),
+# wide (the wide zoo, 116 networks of every kind, against ONNX Runtime: bench_zoo --set wide,
+# at --min-time 0.3 --rounds 1 unless given; ARGS: NAMES, --check-only to compile and match only,
+# --dir DIR to keep the exports between runs),
 # tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
@@ -28,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, layers, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2
   exit 2
 fi
 shift
@@ -37,6 +41,7 @@ case "$name" in
   models) target=bench_models ;;
   layers) target=bench_layers ;;
   zoo) target=bench_zoo ;;
+  wide) target=bench_zoo; set -- --set wide "$@" ;;
   tuning) target=bench_tuning ;;
   conv) target=bench_conv ;;
   farm) target=bench_farm ;;
@@ -57,7 +62,7 @@ case "$name" in
     cmake --preset release >/dev/null
     cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
     exec python3 bench/python_overhead.py build/release ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, layers, zoo, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

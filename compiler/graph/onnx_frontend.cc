@@ -60,6 +60,12 @@ class Importer : public ops::ImportSink {
   }
   ValueId add_output(const ops::ImportCtx& c, int i) override { return output_value(c.proto(), i); }
   Value& value(ValueId v) override { return g_.value(v); }
+  ValueId add_value(const std::string& name, KilnDType dtype, std::vector<int64_t> shape) override {
+    return g_.add_value(name, dtype, std::move(shape));
+  }
+  ValueId add_constant(const std::string& name, runtime::NDArray data) override {
+    return g_.add_constant(name, std::move(data));
+  }
   void add_node(Node node) override { g_.add_node(std::move(node)); }
 
  private:

@@ -3,7 +3,8 @@
 // Reshape in a vision transformer's patch embedding, Shape -> Slice -> Concat -> Resize's sizes in
 // a segmentation head, ConstantOfShape -> Mul -> Equal -> Where -> Expand for a class token. Kiln
 // needs those shapes as constants when the consumer is imported, so the small integer vectors on
-// the way are evaluated here, exactly, on int64 (ONNX's Div on integers truncates, as C++ does).
+// the way are evaluated here, exactly, on int64 (ONNX's Div on integers truncates, as C++ does;
+// Mod takes the divisor's sign unless fmod = 1).
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -63,9 +64,9 @@ bool slice_1d(const std::vector<const runtime::NDArray*>& in, std::vector<int64_
 bool fold_shape_arithmetic(const onnx::NodeProto& n,
                            const std::vector<const runtime::NDArray*>& inputs, const Value& out,
                            runtime::NDArray* result) {
-  static const std::set<std::string> kOps = {"Neg", "Add",   "Sub",   "Mul",  "Div",
-                                             "Max", "Min",   "Equal", "Less", "Greater",
-                                             "Not", "Where", "Slice"};
+  static const std::set<std::string> kOps = {"Neg",     "Add", "Sub",   "Mul",   "Div",
+                                             "Mod",     "Max", "Min",   "Equal", "Less",
+                                             "Greater", "Not", "Where", "Slice"};
   const std::string& op = n.op_type();
   // An empty result (a Slice [0:0] of a shape, as the expanded LayerNorm takes its prefix) is left
   // to the graph: ONNX's data propagation carries it, where an empty constant would stop Concat's
@@ -115,6 +116,14 @@ bool fold_shape_arithmetic(const onnx::NodeProto& n,
       } else if (op == "Div") {
         if (at(1) == 0) return false;  // left to the graph, which defines what it does
         v = at(0) / at(1);
+      } else if (op == "Mod") {  // a window's padding: (window - size % window) % window
+        const int64_t a = at(0), b = at(1);
+        if (b == 0) return false;
+        v = a % b;  // fmod = 1: the sign of the dividend, as C++'s %
+        bool fmod = false;
+        for (const auto& attr : n.attribute())
+          if (attr.name() == "fmod") fmod = attr.i() != 0;
+        if (!fmod && v != 0 && (v < 0) != (b < 0)) v += b;  // fmod = 0: the divisor's sign
       } else {
         const int64_t a = at(0), b = at(1);
         v = op == "Add"     ? a + b

@@ -268,6 +268,61 @@ TEST_F(OnnxFrontendTest, ExportedShapeArithmeticIsFolded) {
   EXPECT_EQ(find_node(g, "Resize").floats("scales"), (std::vector<float>{1, 1, 2, 2}));
 }
 
+TEST_F(OnnxFrontendTest, WindowPaddingArithmeticIsFolded) {
+  // torchvision's Swin pads each feature map to whole windows: the pads are computed as
+  // (window - size % window) % window with Mod, concatenated, then reshaped to [k, 2], reversed
+  // with a Slice of step -1, transposed and flattened (F.pad's order into ONNX's). All of it
+  // folds at import, so the Pad has constant pads and a static output.
+  ModelBuilder m(13);
+  m.input("x", {1, 5, 7, 3});
+  m.init_int64("h", {5}, /*scalar=*/true);
+  m.init_int64("w", {7}, /*scalar=*/true);
+  m.init_int64("win", {4}, /*scalar=*/true);
+  m.init_int64("neg", {-3}, /*scalar=*/true);
+  m.node("Mod", "h_mod", {"h", "win"}, {"hm"});               // 1
+  m.node("Sub", "h_rest", {"win", "hm"}, {"hr"});             // 3
+  m.node("Mod", "h_pad", {"hr", "win"}, {"hp"});              // 3
+  m.node("Mod", "w_mod", {"w", "win"}, {"wm"});               // 3
+  m.node("Sub", "w_rest", {"win", "wm"}, {"wr"});             // 1
+  m.node("Mod", "w_pad", {"wr", "win"}, {"wp"});              // 1
+  m.node("Mod", "floor_mod", {"neg", "win"}, {"nm"});         // -3 mod 4 = 1 (the divisor's sign)
+  auto* fm = m.node("Mod", "c_mod", {"neg", "win"}, {"cm"});  // fmod: -3
+  ModelBuilder::attr(fm, "fmod", int64_t{1});
+  m.init_int64("ax0", {0});
+  m.init_int64("zero", {0});
+  for (const char* v : {"hp", "wp", "nm", "cm"})
+    m.node("Unsqueeze", std::string("u_") + v, {v, "ax0"}, {std::string(v) + "1"});
+  // F.pad(x, (0, 0, 0, wp, 0, hp)) in torch's last-axis-first pairs, padded to rank 4.
+  auto* cat =
+      m.node("Concat", "pairs", {"zero", "zero", "zero", "wp1", "zero", "hp1", "zero", "zero"},
+             {"torch_pads"});
+  ModelBuilder::attr(cat, "axis", int64_t{0});
+  m.init_int64("pairs_shape", {-1, 2});
+  m.node("Reshape", "as_pairs", {"torch_pads", "pairs_shape"}, {"p2"});  // [4, 2]
+  m.init_int64("minus1", {-1});
+  m.init_int64("big_neg", {-9223372036854775807});
+  m.node("Slice", "reverse", {"p2", "minus1", "big_neg", "ax0", "minus1"}, {"rev"});
+  auto* tr = m.node("Transpose", "begins_ends", {"rev"}, {"t"});
+  ModelBuilder::attr(tr, "perm", std::vector<int64_t>{1, 0});
+  m.init_int64("flat", {-1});
+  m.node("Reshape", "flatten", {"t", "flat"}, {"pads"});
+  m.node("Pad", "pad", {"x", "pads"}, {"y"});
+  auto* cat2 = m.node("Concat", "mods", {"nm1", "cm1"}, {"mods"});
+  ModelBuilder::attr(cat2, "axis", int64_t{0});
+  m.output("y");
+  m.output("mods");
+  Graph g = import_onnx_bytes(m.bytes(), "<window padding>");
+  SCOPED_TRACE(g.to_string());
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes()) ops.push_back(n.op);
+  // (A constant graph output is given through an Identity.)
+  EXPECT_EQ(ops, (std::vector<std::string>{"Pad", "Identity"}));
+  EXPECT_EQ(find_node(g, "Pad").ints("pads"), (std::vector<int64_t>{0, 0, 0, 0, 0, 3, 1, 0}));
+  EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[1,8,8,3]");
+  EXPECT_EQ(g.value(g.find_value("mods")).data->to_vector<int64_t>(),
+            (std::vector<int64_t>{1, -3}));
+}
+
 TEST_F(OnnxFrontendTest, PowByAConstantTwoIsAProduct) {
   // A decomposed LayerNorm's variance squares with Pow(d, 2): imported as Mul(d, d). Another
   // exponent, or one that broadcasts the output to a larger shape, stays a Pow.
@@ -483,8 +538,8 @@ TEST(OnnxFrontendOps, SupportedListIsSorted) {
   const auto& ops = supported_onnx_ops();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
   // With Einsum, GRU, QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul, GatherND,
-  // ScatterElements and ScatterND.
-  EXPECT_EQ(ops.size(), 119u);
+  // ScatterElements, ScatterND and GridSample.
+  EXPECT_EQ(ops.size(), 120u);
 }
 
 TEST_F(OnnxFrontendTest, BadFiles) {
@@ -743,17 +798,28 @@ TEST_F(OnnxFrontendTest, DropoutMaskAndConvTransposeOutputShape) {
   EXPECT_EQ(mask.type_string(), "bool[1,1,3,3]");
   EXPECT_EQ(mask.data->to_vector<uint8_t>(), std::vector<uint8_t>(9, 1));
 
-  ModelBuilder t(13);
-  t.input("x", {2});
-  t.init_float("ratio", {});
-  auto* train = t.graph()->add_initializer();
-  train->set_name("train");
-  train->set_data_type(onnx::TensorProto::BOOL);
-  train->add_int32_data(1);
-  t.node("Dropout", "drop_train", {"x", "ratio", "train"}, {"y"});
-  t.output("y");
-  EXPECT_ERROR_CONTAINS(import_onnx_bytes(t.bytes(), "<train>"),
-                        "node 'drop_train' (Dropout): training-mode Dropout is not supported");
+  // Training mode drops and rescales, except with a ratio of 0 (torchvision's Swin exports its
+  // attention dropout so): then it is its input.
+  for (float ratio : {0.5f, 0.0f}) {
+    ModelBuilder t(13);
+    t.input("x", {2});
+    t.init_scalar("ratio", ratio);
+    auto* train = t.graph()->add_initializer();
+    train->set_name("train");
+    train->set_data_type(onnx::TensorProto::BOOL);
+    train->add_int32_data(1);
+    t.node("Dropout", "drop_train", {"x", "ratio", "train"}, {"y"});
+    t.node("Relu", "relu", {"y"}, {"z"});
+    t.output("z");
+    if (ratio != 0.0f) {
+      EXPECT_ERROR_CONTAINS(import_onnx_bytes(t.bytes(), "<train>"),
+                            "node 'drop_train' (Dropout): training-mode Dropout is not supported");
+      continue;
+    }
+    Graph tg = import_onnx_bytes(t.bytes(), "<train, ratio 0>");
+    ASSERT_EQ(tg.nodes().size(), 1u);
+    EXPECT_EQ(tg.nodes()[0].inputs, std::vector<ValueId>{tg.inputs()[0]});
+  }
 }
 
 TEST_F(OnnxFrontendTest, OmittedLeadingOutput) {

@@ -1,5 +1,5 @@
-// Resize (nearest, linear, cubic, from constant scales or sizes) and the opset-9 Upsample, read as
-// the Resize it became.
+// Resize (nearest, linear, cubic, from constant scales or sizes), the opset-9 Upsample, read as
+// the Resize it became, and GridSample (an optical-flow network's warping and correlation lookup).
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/lowering.h"
 #include "compiler/graph/ops/node_check.h"
@@ -27,6 +27,85 @@ LowerResult lower_resize(const LowerCtx& c) {
             if (y != output) s[y].compute_inline();
             injective(s, output);
           }};
+}
+
+/// GridSample (opset 16) of x [N, C, H, W] at grid [N, HO, WO, 2] (x then y, in [-1, 1]):
+///   ix = (gx + 1) / 2 * (W - 1)          align_corners = 1 (the corners' centres at -1 and 1)
+///   ix = ((gx + 1) * W - 1) / 2          align_corners = 0 (the corners' edges at -1 and 1)
+/// then bilinear over the four neighbours, or the nearest (halves to even); a neighbour outside
+/// the image reads 0 (padding_mode zeros), or the coordinate is first clamped into it (border).
+LowerResult lower_grid_sample(const LowerCtx& c) {
+  const Node& n = c.node;
+  const Tensor x = c.input(0), grid = c.input(1);
+  const std::vector<int64_t> xs = c.in_shape(0);
+  const int64_t h = xs[2], w = xs[3];
+  const bool align = n.i("align_corners") != 0, nearest = n.s("mode") == "nearest";
+  const bool border = n.s("padding_mode") == "border";
+  const ir::DataType t = x->dtype();
+  auto k = [t](double v) { return ir::make_const(t, v); };
+  std::vector<ir::Expr> shape;
+  for (int64_t d : c.out_value().shape) shape.push_back(ir::Expr(d));
+  Tensor y = te::compute(
+      shape,
+      [&](const std::vector<ir::Var>& i) {
+        auto coord = [&](int axis, int64_t size) {
+          ir::Expr g = grid({i[0], i[2], i[3], ir::Expr(axis)});
+          ir::Expr v = align ? (g + k(1.0)) * k(0.5 * double(size - 1))
+                             : ((g + k(1.0)) * k(double(size)) - k(1.0)) * k(0.5);
+          return border ? ir::min(ir::max(v, k(0.0)), k(double(size - 1))) : v;
+        };
+        const ir::Expr ix = coord(0, w), iy = coord(1, h);
+        auto tap = [&](ir::Expr yi, ir::Expr xi) {
+          const ir::Expr inside = yi >= 0 && yi < ir::Expr(h) && xi >= 0 && xi < ir::Expr(w);
+          const ir::Expr yc = ir::min(ir::max(yi, 0), ir::Expr(h - 1));
+          const ir::Expr xc = ir::min(ir::max(xi, 0), ir::Expr(w - 1));
+          return ir::select(inside, x({i[0], i[1], yc, xc}), ir::make_zero(t));
+        };
+        auto to_int = [](ir::Expr v) { return ir::cast(ir::kInt32, v); };
+        if (nearest) {
+          auto round = [t](ir::Expr v) {
+            return ir::call(t, "roundeven", {v}, ir::CallKind::kPureIntrinsic);
+          };
+          return tap(to_int(round(iy)), to_int(round(ix)));
+        }
+        const ir::Expr x0 = ir::floor(ix), y0 = ir::floor(iy);
+        const ir::Expr wx = ix - x0, wy = iy - y0;
+        const ir::Expr xi = to_int(x0), yi = to_int(y0);
+        return (tap(yi, xi) * (k(1.0) - wx) + tap(yi, xi + 1) * wx) * (k(1.0) - wy) +
+               (tap(yi + 1, xi) * (k(1.0) - wx) + tap(yi + 1, xi + 1) * wx) * wy;
+      },
+      "grid_sample");
+  return injective_result(y);
+}
+
+void check_grid_sample(const NodeCheck& nc) {
+  const std::vector<int64_t>& x = nc.shape(0);
+  const std::vector<int64_t>& g = nc.shape(1);
+  if (x.size() != 4) {
+    nc.fail(nc.input_shaped(0) + " has rank " + str(nc.rank(0)) +
+            "; Kiln's GridSample takes N x C x H x W");
+  }
+  if (g.size() != 4 || g[3] != 2 || g[0] != x[0]) {
+    nc.fail(nc.input_shaped(1) + " must be N x H_out x W_out x 2 with N = " + str(x[0]) +
+            " (that of " + nc.input(0) + ")");
+  }
+}
+
+Attrs import_grid_sample(ImportCtx& c) {
+  Attrs a;
+  const std::string mode = c.attr_s("mode", "bilinear");
+  const std::string padding = c.attr_s("padding_mode", "zeros");
+  if (mode != "bilinear" && mode != "nearest") {
+    c.fail("attribute 'mode' is '" + mode + "', which Kiln does not support (bilinear, nearest)");
+  }
+  if (padding != "zeros" && padding != "border") {
+    c.fail("attribute 'padding_mode' is '" + padding +
+           "', which Kiln does not support (zeros, border)");
+  }
+  a["mode"] = mode;
+  a["padding_mode"] = padding;
+  a["align_corners"] = c.attr_i("align_corners", 0);
+  return a;
 }
 
 /// Linear mode reads 2 neighbours along each resized axis, cubic 4; nearest one place.
@@ -211,6 +290,16 @@ void register_image(Registry& r) {
          .import = import_resize,
          .inference_form = resize_inference,
          .lower = lower_resize,
+         .gpu = GpuStrategy::kInjective});
+  r.add({.name = "GridSample",
+         .family = "image",
+         .pattern = OpPattern::kInjective,
+         .input_reads = [](const Graph&, const Node& n) -> int64_t {
+           return n.s("mode") == "nearest" ? 1 : 4;
+         },
+         .check = check_grid_sample,
+         .import = import_grid_sample,
+         .lower = lower_grid_sample,
          .gpu = GpuStrategy::kInjective});
   r.add({.name = "Upsample",
          .family = "image",

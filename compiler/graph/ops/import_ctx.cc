@@ -1,6 +1,8 @@
 // The accessors of ImportCtx (import_ctx.h).
 #include "compiler/graph/ops/import_ctx.h"
 
+#include <cstring>
+
 #include "base/error.h"
 #include "compiler/graph/onnx_detail.h"
 
@@ -86,6 +88,39 @@ std::vector<int64_t> ImportCtx::attr_ints(const char* name, std::vector<int64_t>
 
 void check_folded(const ImportCtx& c, const Value& out, bool ok) {
   if (!ok) c.fail("the inferred output " + out.type_string() + " does not match the inputs");
+}
+
+bool fold_strided_view(const ImportCtx& c, const Value& out, const std::vector<int64_t>& axis_of,
+                       const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                       runtime::NDArray* result) {
+  const runtime::NDArray& x = *c.const_input(0);
+  if (out.num_elements() > kImportFoldMaxElements) return false;
+  const size_t rank = out.shape.size();
+  check_folded(c, out,
+               runtime::dtype_equal(x.dtype(), out.dtype) && x.shape().size() == rank &&
+                   axis_of.size() == rank && start.size() == rank && step.size() == rank);
+  std::vector<int64_t> x_stride(rank, 1);
+  for (size_t d = rank; d-- > 1;) x_stride[d - 1] = x_stride[d] * x.shape()[d];
+  *result = runtime::NDArray::empty(out.shape, out.dtype);
+  const int64_t elem = runtime::dtype_bytes(out.dtype);
+  const auto* src = static_cast<const char*>(x.data());
+  auto* dst = static_cast<char*>(result->data());
+  std::vector<int64_t> i(rank, 0);
+  for (int64_t k = 0; k < out.num_elements(); ++k) {
+    int64_t at = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t xi = start[d] + i[d] * step[d];
+      const size_t ax = static_cast<size_t>(axis_of[d]);
+      check_folded(c, out, xi >= 0 && xi < x.shape()[ax]);
+      at += xi * x_stride[ax];
+    }
+    std::memcpy(dst + k * elem, src + at * elem, static_cast<size_t>(elem));
+    for (size_t d = rank; d-- > 0;) {  // the next output index, last axis fastest
+      if (++i[d] < out.shape[d]) break;
+      i[d] = 0;
+    }
+  }
+  return true;
 }
 
 std::vector<int64_t> resolve_pads(const ImportCtx& c, const std::vector<int64_t>& in_sizes,

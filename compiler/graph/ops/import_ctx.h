@@ -87,6 +87,12 @@ class ImportSink {
   /// The node's output i as a new value of the type inference gave it.
   virtual ValueId add_output(const ImportCtx& c, int i) = 0;
   virtual Value& value(ValueId v) = 0;
+  /// A new intermediate value, typed, for a node a rewrite makes (`name`: the rewritten node's
+  /// and a suffix, unique in the graph).
+  virtual ValueId add_value(const std::string& name, KilnDType dtype,
+                            std::vector<int64_t> shape) = 0;
+  /// A new constant holding `data`, for a node a rewrite makes (`name` as add_value's).
+  virtual ValueId add_constant(const std::string& name, runtime::NDArray data) = 0;
   /// Appends a graph node (its inputs defined, its outputs the node's, typed).
   virtual void add_node(Node node) = 0;
 
@@ -97,6 +103,16 @@ class ImportSink {
 /// kiln::Error "the inferred output float32[2,3] does not match the inputs" unless `ok`: what a
 /// fold checks before it copies any byte.
 void check_folded(const ImportCtx& c, const Value& out, bool ok);
+
+/// A constant's strided view copied at import (Slice, Transpose of constants: a window's padding
+/// computed by the exporter from shapes): output element i reads `x` at
+/// sum_d (start[d] + i[d] * step[d]) * stride of x's axis axis_of[d]. False (nothing folded) when
+/// the output holds more than kImportFoldMaxElements: data that large is left to fold_constants.
+/// An empty result is folded too (Concat drops empty inputs: concat_inference, import_concat).
+constexpr int64_t kImportFoldMaxElements = int64_t{1} << 16;
+bool fold_strided_view(const ImportCtx& c, const Value& out, const std::vector<int64_t>& axis_of,
+                       const std::vector<int64_t>& start, const std::vector<int64_t>& step,
+                       runtime::NDArray* result);
 
 /// The pads of a window (Conv, ConvTranspose, the poolings) with auto_pad SAME_UPPER, SAME_LOWER or
 /// VALID resolved for input 0's spatial sizes `in_sizes`; the explicit pads (default 0) otherwise.

@@ -281,14 +281,20 @@ bool evaluate_identity(ImportCtx& c, ImportSink& sink) {
   return true;
 }
 
-/// Dropout in inference: its input; the mask, when asked for, a constant of trues.
+/// Dropout in inference: its input; the mask, when asked for, a constant of trues. Also in
+/// training mode with a constant ratio of 0 (torchvision's Swin passes `training` through with
+/// p = 0): it drops nothing and scales by 1 / (1 - 0).
 bool evaluate_dropout(ImportCtx& c, ImportSink& sink) {
   const onnx::NodeProto& n = c.proto();
   if (c.in(2) != kNoValue) {
     const runtime::NDArray* training = c.const_input(2);
     if (training == nullptr) c.fail("input 'training_mode' must be a constant");
-    if (training->num_elements() != 1 || element_as_double(*training, 0) != 0.0) {
-      c.fail("training-mode Dropout is not supported");
+    const runtime::NDArray* ratio = c.const_input(1);
+    const bool drops_nothing =
+        ratio != nullptr && ratio->num_elements() == 1 && element_as_double(*ratio, 0) == 0.0;
+    if ((training->num_elements() != 1 || element_as_double(*training, 0) != 0.0) &&
+        !drops_nothing) {
+      c.fail("training-mode Dropout is not supported (only with a constant ratio of 0)");
     }
   }
   sink.define_alias(n.output(0), c.in(0));

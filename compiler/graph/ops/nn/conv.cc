@@ -1,5 +1,6 @@
 // The convolutions: Conv and ConvTranspose (1-D as 2-D with a height of 1; NCHW[x]c after
-// alter_layout), lowered to topi's conv2d computes and their x86 templates.
+// alter_layout), lowered to topi's conv2d computes and their x86 templates; a 3-D Conv is
+// rewritten at import into a 2-D one between reshapes (rewrite_conv3d).
 #include <optional>
 #include <string>
 #include <vector>
@@ -373,6 +374,87 @@ Attrs import_conv(ImportCtx& c, bool transpose) {
 Attrs import_conv2d(ImportCtx& c) { return import_conv(c, false); }
 Attrs import_conv2d_transpose(ImportCtx& c) { return import_conv(c, true); }
 
+// --- rewritten at import -----------------------------------------------------------------------
+
+/// A 3-D convolution (video networks: x [N, C, D, H, W], w [O, C/g, KD, KH, KW]) as a 2-D one,
+/// exactly: the depth window unfolded into the channels and the output depths into the batch,
+///
+///   xp = Pad(x) along D                          (the depth pads, when there are any)
+///   u  = Gather(xp, idx, axis 2)                 [N, C, OD, KD, H, W], idx[od][kd] = od*sd + kd*dd
+///   u2 = Reshape(Transpose(u, 0 2 1 3 4 5))      [N*OD, C*KD, H, W]
+///   y2 = Conv(u2, Reshape(w) [O, C/g*KD, KH, KW], b)   2-D: strides, dilations, pads of H and W
+///   y  = Transpose(Reshape(y2) [N, OD, O, OH, OW], 0 2 1 3 4)
+///
+/// so that it runs on the 2-D convolution's blocked layout, packed weights, fusion and tuning.
+/// The channel index c * KD + kd is the kernel's own order, so groups stay whole. The input is
+/// read KD / sd times over (3x for the usual 3x3x3), small against the convolution's work.
+bool rewrite_conv3d(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink) {
+  const Value& x0 = c.in_value(0);
+  const Value& w0 = c.in_value(1);
+  if (w0.shape.size() != 5 || outs.empty() || outs[0] == kNoValue) return false;
+  ImportCtx copy = c;
+  const Attrs a = import_conv(copy, false);
+  const auto& stride = std::get<std::vector<int64_t>>(a.at("strides"));
+  const auto& dil = std::get<std::vector<int64_t>>(a.at("dilations"));
+  const auto& pads = std::get<std::vector<int64_t>>(a.at("pads"));  // d0 h0 w0 d1 h1 w1
+  const int64_t group = std::get<int64_t>(a.at("group"));
+  const KilnDType dtype = x0.dtype;
+  const std::vector<int64_t> xs = x0.shape, ws = w0.shape, ys = c.first_output().shape;
+  const int64_t n = xs[0], ch = xs[1], h = xs[3], w = xs[4];
+  const int64_t o = ws[0], kd = ws[2], od = ys[2], oh = ys[3], ow = ys[4];
+  const std::string base = c.proto().name().empty()
+                               ? "Conv_" + std::to_string(c.graph().nodes().size())
+                               : c.proto().name();
+  auto node = [&](const std::string& op, const std::string& suffix, std::vector<ValueId> in,
+                  Attrs attrs, std::vector<int64_t> shape, KilnDType type) {
+    const ValueId out = sink.add_value(base + "/" + suffix, type, std::move(shape));
+    sink.add_node(Node{op, base + "/" + suffix, std::move(in), {out}, std::move(attrs)});
+    return out;
+  };
+  ValueId x = c.inputs[0];
+  if (pads[0] != 0 || pads[3] != 0) {
+    Attrs pa;
+    pa["mode"] = std::string("constant");
+    pa["pads"] = std::vector<int64_t>{0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0};
+    pa["value"] = 0.0f;
+    x = node("Pad", "pad_depth", {x}, pa, {n, ch, xs[2] + pads[0] + pads[3], h, w}, dtype);
+  }
+  std::vector<int64_t> idx;
+  for (int64_t i = 0; i < od; ++i)
+    for (int64_t k = 0; k < kd; ++k) idx.push_back(i * stride[0] + k * dil[0]);
+  const ValueId windows =
+      sink.add_constant(base + "/depth_windows", runtime::NDArray::from_vector(idx, {od, kd}));
+  Attrs ga;
+  ga["axis"] = int64_t{2};
+  const ValueId u = node("Gather", "unfold_depth", {x, windows}, ga, {n, ch, od, kd, h, w}, dtype);
+  Attrs ta;
+  ta["perm"] = std::vector<int64_t>{0, 2, 1, 3, 4, 5};
+  const ValueId ut = node("Transpose", "depth_to_batch", {u}, ta, {n, od, ch, kd, h, w}, dtype);
+  Attrs ra;
+  ra["shape"] = std::vector<int64_t>{n * od, ch * kd, h, w};
+  const ValueId u2 = node("Reshape", "as_2d", {ut}, ra, {n * od, ch * kd, h, w}, dtype);
+  Attrs wa;
+  const std::vector<int64_t> w2s{o, ws[1] * kd, ws[3], ws[4]};
+  wa["shape"] = w2s;
+  const ValueId w2 = node("Reshape", "kernel_2d", {c.inputs[1]}, wa, w2s, w0.dtype);
+  Attrs ca;
+  ca["kernel_shape"] = std::vector<int64_t>{ws[3], ws[4]};
+  ca["strides"] = std::vector<int64_t>{stride[1], stride[2]};
+  ca["dilations"] = std::vector<int64_t>{dil[1], dil[2]};
+  ca["pads"] = std::vector<int64_t>{pads[1], pads[2], pads[4], pads[5]};
+  ca["group"] = group;
+  std::vector<ValueId> conv_in{u2, w2};
+  if (c.in(2) != kNoValue) conv_in.push_back(c.inputs[2]);
+  const ValueId y2 = node("Conv", "conv_2d", conv_in, ca, {n * od, o, oh, ow}, dtype);
+  Attrs ya;
+  ya["shape"] = std::vector<int64_t>{n, od, o, oh, ow};
+  const ValueId y5 = node("Reshape", "batch_to_depth", {y2}, ya, {n, od, o, oh, ow}, dtype);
+  Attrs yt;
+  yt["perm"] = std::vector<int64_t>{0, 2, 1, 3, 4};
+  sink.add_node(Node{"Transpose", base, {y5}, {outs[0]}, yt});
+  return true;
+}
+
 }  // namespace
 
 void register_conv(Registry& r) {
@@ -381,6 +463,7 @@ void register_conv(Registry& r) {
          .pattern = OpPattern::kOutEWiseFusable,
          .check = check_conv2d,
          .import = import_conv2d,
+         .rewrite = rewrite_conv3d,
          .lower = lower_conv2d,
          .gpu = GpuStrategy::kTemplate,
          .gpu_template = conv_gpu,

@@ -1,5 +1,6 @@
 // The poolings: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (1-D as 2-D with a height
-// of 1, as convolutions are; NCHW[x]c after alter_layout), lowered to topi's pooling computes.
+// of 1, as convolutions are; 3-D as two 2-D poolings; NCHW[x]c after alter_layout), lowered to
+// topi's pooling computes.
 #include "compiler/graph/ops/import_ctx.h"
 #include "compiler/graph/ops/lowering.h"
 #include "compiler/graph/ops/node_check.h"
@@ -14,14 +15,68 @@ using namespace onnx_detail;  // NOLINT(google-build-using-namespace)
 
 using te::Tensor;
 
-/// Pooling, 2-D, or 1-D as 2-D with a height of 1 (as convolutions are).
+/// A 3-D pooling (x [N, C, D, H, W]) as two 2-D ones, which is exact because its window is a box:
+/// over H and W with D folded into the channels, then over D with H and W folded into one axis:
+///   y1 = pool2d(x as [N, C*D, H, W], KH x KW)            [N, C*D, OH, OW]
+///   y  = pool2d(y1 as [N, C, D, OH*OW], KD x 1) as [N, C, OD, OH, OW]
+/// A max of maxima is the max; a clipped window's size is the product of its clipped extents, so a
+/// mean of means (either count_include_pad) is the mean. Global poolings: over [N, C, D*H, W].
+LowerResult lower_pool3d(const LowerCtx& c) {
+  const Node& n = c.node;
+  const std::string& op = n.op;
+  const std::vector<int64_t> xs = c.in_shape(0);
+  const int64_t batch = xs[0], ch = xs[1], d = xs[2], h = xs[3], w = xs[4];
+  const Tensor x = c.input(0);
+  auto base = [tuning = c.tuning](te::Schedule& s, const Tensor& t) {
+    tuning.schedule("pool2d_x86", s, t, t);
+  };
+  Tensor flat, y1, flat2, y;
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    flat = topi::reshape(x, {batch, ch, d * h, w}, "data_2d");
+    y = op == "GlobalMaxPool" ? topi::global_max_pool2d(flat) : topi::global_avg_pool2d(flat);
+  } else {
+    for (int64_t dl : n.ints("dilations")) {
+      if (dl != 1) c.fail("dilated pooling is not supported");
+    }
+    const auto& k = n.ints("kernel_shape");
+    const auto& st = n.ints("strides");
+    const auto& p = n.ints("pads");  // d0 h0 w0 d1 h1 w1
+    const bool ceil = n.i("ceil_mode") != 0, is_max = op == "MaxPool";
+    const bool include_pad = !is_max && n.i("count_include_pad") != 0;
+    auto pool = [&](const Tensor& t, topi::Ints2 kernel, topi::Ints2 stride, topi::Ints4 pads,
+                    const char* name) {
+      return is_max ? topi::max_pool2d(t, kernel, stride, pads, ceil, name)
+                    : topi::avg_pool2d(t, kernel, stride, pads, ceil, include_pad, name);
+    };
+    flat = topi::reshape(x, {batch, ch * d, h, w}, "data_hw");
+    y1 = pool(flat, ints2({k[1], k[2]}), ints2({st[1], st[2]}), ints4({p[1], p[2], p[4], p[5]}),
+              "pool_hw");
+    const int64_t oh = *ir::as_const_int(y1->shape()[2]), ow = *ir::as_const_int(y1->shape()[3]);
+    flat2 = topi::reshape(y1, {batch, ch, d, oh * ow}, "data_d");
+    y = pool(flat2, ints2({k[0], 1}), ints2({st[0], 1}), ints4({p[0], 0, p[3], 0}), "pool_d");
+  }
+  Tensor out = topi::reshape(y, c.out_value().shape, "pool3d");
+  return {{out}, [=](te::Schedule& s, const Tensor& output) {
+            s[flat].compute_inline();
+            if (y1.defined()) {
+              base(s, y1);
+              s[flat2].compute_inline();
+            }
+            base(s, y);
+            if (out != output) s[out].compute_inline();
+            injective(s, output);
+          }};
+}
+
+/// Pooling, 2-D, or 1-D as 2-D with a height of 1 (as convolutions are); 3-D: lower_pool3d.
 LowerResult lower_pool(const LowerCtx& c) {
   const Node& n = c.node;
   const std::string& op = n.op;
   const size_t rank = c.in_shape(0).size();
   const bool blocked = rank == 5 && n.has_attr("data_block");  // NCHW[x]c, from alter_layout
+  if (rank == 5 && !blocked) return lower_pool3d(c);
   if (rank != 4 && rank != 3 && !blocked) {
-    c.fail("only 1-D and 2-D pooling (NCW / NCHW input) is supported");
+    c.fail("only 1-D, 2-D and 3-D pooling (NCW, NCHW, NCDHW input) is supported");
   }
   const bool one_d = rank == 3;
   auto lift = [&](const std::vector<int64_t>& v, int64_t fill) {

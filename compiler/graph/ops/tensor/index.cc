@@ -447,9 +447,17 @@ void check_trilu(const NodeCheck& nc) {
 
 // --- import (attributes with their defaults) ------------------------------------------------
 
+/// Whether Concat's input `v` is an empty constant (a Slice of a shape's empty tail, folded).
+bool empty_constant(const Value* v) { return v != nullptr && v->num_elements() == 0; }
+
 Attrs import_concat(ImportCtx& c) {
   Attrs a;
   a["axis"] = norm_axis(c.attr_i("axis", 0), c.in_rank(0));
+  // Empty inputs add nothing; the graph node reads the others (at least one).
+  std::vector<ValueId> kept;
+  for (ValueId v : c.inputs)
+    if (!empty_constant(&c.graph().value(v))) kept.push_back(v);
+  if (!kept.empty()) c.inputs = kept;
   return a;
 }
 
@@ -578,6 +586,16 @@ void need_split(const ImportCtx& c) {
 
 // --- folded at import (all inputs constant) ---------------------------------------------------
 
+/// Slice of a constant: the normalized starts and steps (import_slice's) as a strided view.
+bool fold_slice(const ImportCtx& c, const Value& ov, runtime::NDArray* result) {
+  ImportCtx copy = c;
+  const Attrs a = import_slice(copy);
+  std::vector<int64_t> axes(ov.shape.size());
+  for (size_t d = 0; d < axes.size(); ++d) axes[d] = static_cast<int64_t>(d);
+  return fold_strided_view(c, ov, axes, std::get<std::vector<int64_t>>(a.at("starts")),
+                           std::get<std::vector<int64_t>>(a.at("steps")), result);
+}
+
 /// Gather and Concat: every array viewed as [outer, axis, inner], rows of `inner` elements copied.
 bool fold_gather_concat(const ImportCtx& c, const Value& ov, runtime::NDArray* result) {
   const std::string& op = c.op();
@@ -638,6 +656,19 @@ bool fold_gather_concat(const ImportCtx& c, const Value& ov, runtime::NDArray* r
 }
 
 // --- libonnx shape inference ------------------------------------------------------------------
+
+/// libonnx 1.12's Concat inference fails ("axis must be in [-rank, rank-1]") when its first input
+/// is an empty initializer (Swin's Concat(Slice(Shape(m))[2:], ...)); the node it reads drops
+/// the empty constant inputs, which add nothing.
+bool concat_inference(const InferenceForm& f, std::vector<onnx::TypeProto>*) {
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < f.inputs.size(); ++i)
+    if (!empty_constant(f.inputs[i])) kept.push_back(f.node.input(static_cast<int>(i)));
+  if (kept.empty() || kept.size() == f.inputs.size()) return false;
+  f.n->clear_input();
+  for (const std::string& name : kept) f.n->add_input(name);
+  return false;
+}
 
 bool pad_inference(const InferenceForm& f, std::vector<onnx::TypeProto>* types) {
   if (f.node.input_size() < 4 || f.node.input(3).empty()) return false;
@@ -717,13 +748,14 @@ void register_index(Registry& r) {
            .lower = lower,
            .gpu = GpuStrategy::kInjective});
   };
-  add("Concat", check_concat, import_concat, lower_concat, fold_gather_concat);
+  add("Concat", check_concat, import_concat, lower_concat, fold_gather_concat, nullptr,
+      std::nullopt, concat_inference);
   add("Gather", check_gather, import_gather, lower_gather, fold_gather_concat);
   add("GatherElements", check_gather_elements, import_gather_elements, lower_gather_elements,
       nullptr);
   add("Pad", check_pad, import_pad, lower_pad, nullptr, nullptr,
       Opset18Form{.extra_inputs = {"axes"}}, pad_inference);
-  add("Slice", check_slice, import_slice, lower_slice, nullptr);
+  add("Slice", check_slice, import_slice, lower_slice, fold_slice);
   add("Trilu", check_trilu, import_trilu, lower_trilu, nullptr, need_k);
   add("GatherND", check_gather_nd, import_gather_nd, lower_gather_nd, nullptr);
   // The scatters run their own loop over the indices (topi/scatter.h): nothing fuses into them.

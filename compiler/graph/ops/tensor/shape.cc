@@ -423,6 +423,14 @@ bool fold_reshape(const ImportCtx& c, const Value& ov, runtime::NDArray* result)
   return true;
 }
 
+/// Transpose of a constant: output axis d reads input axis perm[d].
+bool fold_transpose(const ImportCtx& c, const Value& ov, runtime::NDArray* result) {
+  ImportCtx copy = c;
+  const auto perm = std::get<std::vector<int64_t>>(import_transpose(copy).at("perm"));
+  return fold_strided_view(c, ov, perm, std::vector<int64_t>(perm.size(), 0),
+                           std::vector<int64_t>(perm.size(), 1), result);
+}
+
 }  // namespace
 
 void register_shape(Registry& r) {
@@ -458,6 +466,7 @@ void register_shape(Registry& r) {
          .pattern = OpPattern::kInjective,
          .check = check_transpose,
          .import = import_transpose,
+         .import_fold = fold_transpose,
          .lower = lower_transpose,
          .gpu = GpuStrategy::kInjective});
   r.add({.name = "Expand",

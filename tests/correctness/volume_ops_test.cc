@@ -1,0 +1,86 @@
+// 3-D convolutions and poolings (video networks, [N, C, D, H, W]) end to end against ONNX Runtime:
+// Conv is rewritten at import into a 2-D convolution between a depth unfold and reshapes
+// (rewrite_conv3d in compiler/graph/ops/nn/conv.cc), the poolings lower as a 2-D pool over H and
+// W then one over D (lower_pool3d in ops/nn/pool.cc). Each case is built fused and not, with and
+// without the blocked layout, and compared with ONNX Runtime (tests/common/graph_build_check.h).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/graph/onnx_frontend.h"
+#include "tests/common/graph_build_check.h"
+
+namespace kiln::graph {
+namespace {
+
+using MB = ModelBuilder;
+using Ints = std::vector<int64_t>;
+
+// Strides, pads and dilations that differ per axis (the depth's own among them), a bias, then a
+// batch norm and Relu after the rewritten convolution.
+TEST_F(GraphBuildTest, Conv3dStridesPadsDilations) {
+  MB m;
+  m.input("x", {2, 3, 9, 10, 11});
+  m.init("w", {8, 3, 3, 3, 2});
+  m.init("b", {8});
+  for (const char* p : {"g", "beta", "mean"}) m.init(p, {8});
+  m.init("var", {8}, 0.5f, 1.5f);
+  auto* conv = m.node("Conv", {"x", "w", "b"}, {"c"});
+  MB::attr(conv, "strides", Ints{2, 1, 2});
+  MB::attr(conv, "pads", Ints{1, 0, 1, 2, 1, 0});
+  MB::attr(conv, "dilations", Ints{2, 1, 1});
+  m.node("BatchNormalization", {"c", "g", "beta", "mean", "var"}, {"bn"});
+  m.node("Relu", {"bn"}, {"y"});
+  m.output("y");
+  check(m, "conv3d", /*layouts=*/true);
+}
+
+// Grouped (and depthwise) 3-D convolutions without a bias, (2+1)-D style kernels of depth 1 and
+// of spatial size 1, and auto_pad SAME_UPPER.
+TEST_F(GraphBuildTest, Conv3dGroupsAndSeparableKernels) {
+  MB m;
+  m.input("x", {1, 8, 6, 7, 7});
+  m.init("wg", {8, 4, 3, 3, 3});  // group 2
+  m.init("wd", {8, 1, 3, 1, 1});  // depthwise, temporal only
+  m.init("ws", {16, 8, 1, 3, 3});
+  auto* g = m.node("Conv", {"x", "wg"}, {"a"});
+  MB::attr(g, "group", int64_t{2});
+  MB::attr(g, "pads", Ints{1, 1, 1, 1, 1, 1});
+  auto* d = m.node("Conv", {"a", "wd"}, {"bb"});
+  MB::attr(d, "group", int64_t{8});
+  MB::attr(d, "auto_pad", std::string("SAME_UPPER"));
+  auto* s = m.node("Conv", {"bb", "ws"}, {"y"});
+  MB::attr(s, "strides", Ints{1, 2, 2});
+  m.output("y");
+  check(m, "conv3d_groups", /*layouts=*/true);
+}
+
+// Max and average 3-D pooling with pads, strides and ceil_mode (windows clipped at the end), the
+// average counting the padding and not, and the global poolings of a 3-D map.
+TEST_F(GraphBuildTest, Pool3d) {
+  MB m;
+  m.input("x", {1, 4, 7, 9, 8});
+  auto* mp = m.node("MaxPool", {"x"}, {"mp"});
+  MB::attr(mp, "kernel_shape", Ints{3, 3, 2});
+  MB::attr(mp, "strides", Ints{2, 2, 2});
+  MB::attr(mp, "pads", Ints{1, 1, 0, 1, 1, 0});
+  MB::attr(mp, "ceil_mode", int64_t{1});
+  auto* ap = m.node("AveragePool", {"x"}, {"ap"});
+  MB::attr(ap, "kernel_shape", Ints{2, 3, 3});
+  MB::attr(ap, "strides", Ints{2, 2, 1});
+  MB::attr(ap, "pads", Ints{0, 1, 1, 1, 1, 1});
+  MB::attr(ap, "ceil_mode", int64_t{1});
+  auto* ai = m.node("AveragePool", {"x"}, {"ai"});
+  MB::attr(ai, "kernel_shape", Ints{3, 2, 2});
+  MB::attr(ai, "pads", Ints{1, 1, 1, 1, 1, 1});
+  MB::attr(ai, "count_include_pad", int64_t{1});
+  m.node("GlobalAveragePool", {"x"}, {"ga"});
+  m.node("GlobalMaxPool", {"x"}, {"gm"});
+  for (const char* y : {"mp", "ap", "ai", "ga", "gm"}) m.output(y);
+  check(m, "pool3d");
+}
+
+}  // namespace
+}  // namespace kiln::graph
