@@ -453,9 +453,11 @@ namespace {
 /// 2048 channels at a 32x32 map ran at 11-20% of peak, its input channel blocks 64 KiB apart):
 /// the reduction then goes in chunks whose weights and input columns fit in a quarter of L1, each
 /// chunk over all of the task's column tiles, its partial sums kept in local memory in between.
-/// Only where such a chunk holds two blocks or more: a 3x3 kernel's block alone fills that
-/// quarter, and chunks of one block (ResNet-18's 3x3s, DeepLabV3's atrous 3x3s) measured 1-15%
-/// slower than the whole reduction, the sums reloaded too often for what stays in L1.
+/// Only where the rows take four column tiles or more (at two, ResNet-50's 1x1s over 1024
+/// channels at 14x14 measured 3-4% slower chunked) and such a chunk holds two blocks or more: a 3x3
+/// kernel's block alone fills that quarter, and chunks of one block (ResNet-18's 3x3s, DeepLabV3's
+/// atrous 3x3s) measured 1-15% slower than the whole reduction, the sums reloaded too often for
+/// what stays in L1.
 int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std::vector<int>& pos,
                      const target::Target& target) {
   const int64_t blocks = split_extent(space, "tile_ic");
@@ -478,7 +480,7 @@ int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std:
   // Per input channel block: the task's weights, and the input one column tile reads.
   const int64_t weights = tile_ob * kh * kw * ic * oc * bytes;
   const int64_t input = (tile_ow + kw - 1) * (tile_oh + kh - 1) * ic * bytes;
-  if (width <= tile_ow || blocks * weights * 16 <= target.l2_bytes) return whole;
+  if (width <= 3 * tile_ow || blocks * weights * 16 <= target.l2_bytes) return whole;
   const int chunk = split_position(space, "tile_ic", target.l1d_bytes / 4 / (weights + input));
   return space.knob("tile_ic").candidates[chunk].back() >= 2 ? chunk : whole;
 }

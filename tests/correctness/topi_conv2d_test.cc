@@ -422,8 +422,9 @@ TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
 
 // The reduction over input channel blocks goes in chunks where a task's weights would leave L2
 // between its column tiles: the 1x1 convolutions over 1024 and 2048 channels of DeepLabV3's
-// ResNet-50 at a 32x32 map (11-20% of peak unchunked), not ResNet-50's at 7x7 (one column tile a
-// row), 3x3s (a chunk would hold one block) or a 1x1 over 256 channels (weights stay in L2).
+// ResNet-50 at a 32x32 map (11-20% of peak unchunked); not ResNet-50's at 7x7 and 14x14 (one or
+// two column tiles a row), 3x3s (a chunk would hold one block) or a 1x1 over 256 channels (its
+// weights stay in L2).
 TEST(TopiConv2dVector, DefaultChunksTheReductionWhereWeightsLeaveL2) {
   // "chunks x blocks" of tile_ic for a (k x k, ic -> oc) convolution at `size` x `size`, in
   // blocks of `block` channels.
@@ -444,6 +445,7 @@ TEST(TopiConv2dVector, DefaultChunksTheReductionWhereWeightsLeaveL2) {
   EXPECT_EQ(chunks(32, 512, 512, 3, 1, 512), "1x32");   // 3x3: a block alone fills the quarter
   EXPECT_EQ(chunks(32, 256, 1024, 1, 1, 512), "1x16");  // 32 KiB of weights stay in L2
   EXPECT_EQ(chunks(7, 2048, 512, 1, 1, 512), "1x128");  // ResNet-50 layer4: one tile a row
+  EXPECT_EQ(chunks(14, 1024, 256, 1, 1, 512), "1x64");  // its layer3: two tiles a row
   EXPECT_EQ(chunks(7, 512, 512, 3, 1, 512), "1x32");    // ResNet-18 C12
   EXPECT_EQ(chunks(14, 256, 512, 3, 2, 512), "1x16");   // ResNet-18 C10: 7 wide out
   // Zen 3 (AVX2, blocks of 8, 32 KiB L1, 512 KiB L2): the same rule on its smaller caches.
