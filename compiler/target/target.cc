@@ -1,6 +1,8 @@
 // Parsing and printing of target strings, and the device limits each kind of target implies.
 #include "compiler/target/target.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -8,6 +10,8 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -131,6 +135,18 @@ int llvm_vector_bits(const Target& t) {
   return bits;
 }
 
+/// One core's L1 data and L2 cache of an llvm target: the host's where the code is for this
+/// machine's CPU, else typical sizes (AVX-512 server cores: 32 KiB and 1 MiB or more; AVX2 cores
+/// and ARM boards: 32 KiB and 256-512 KiB, the lower taken).
+std::pair<int64_t, int64_t> llvm_cache_bytes(const Target& t) {
+  if (t.is_host() && (t.cpu.empty() || t.cpu == "native")) {
+    const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (l1 > 0 && l2 > 0) return {l1, l2};
+  }
+  if (t.vector_bits >= 512) return {32 << 10, 1 << 20};
+  return {32 << 10, 256 << 10};
+}
+
 int parse_positive(const std::string& value, const std::string& option, const std::string& s) {
   int v = 0;
   auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
@@ -210,6 +226,7 @@ Target Target::parse(const std::string& s) {
           << "' must start with '+' or '-' (e.g. -mattr=+avx2,-avx512f)";
     }
     t.vector_bits = llvm_vector_bits(t);
+    std::tie(t.l1d_bytes, t.l2_bytes) = llvm_cache_bytes(t);
   } else if (t.kind == TargetKind::kCuda) {
     const bool arch_ok = t.arch.empty() || (t.arch.size() > 3 && t.arch.rfind("sm_", 0) == 0 &&
                                             std::isdigit(static_cast<unsigned char>(t.arch[3])));

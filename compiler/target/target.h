@@ -5,6 +5,7 @@
 // feature list is code generation's job; this file only knows whether the host has AVX-512 / AVX2.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/target_kind.h"
@@ -30,6 +31,11 @@ struct Target {
   /// Widest SIMD register in bits that schedules should vectorize for (llvm: 128, 256 or 512;
   /// GPUs and vdla: 0, not applicable).
   int vector_bits = 0;
+  /// llvm: one core's level-1 data cache and level-2 cache in bytes, which CPU schedules size
+  /// their blocking by: this machine's (sysconf) for a host target without a named CPU or with
+  /// -mcpu=native, else a typical size for the CPU's kind (0 for other kinds).
+  int64_t l1d_bytes = 0;
+  int64_t l2_bytes = 0;
   /// GPUs: most threads per block / work-group (0 elsewhere).
   int max_num_threads = 0;
   /// GPUs: most threads of a block along x, y and z (CUDA 1024, 1024, 64; 0 elsewhere).

@@ -430,6 +430,8 @@ ConfigSpace nchwc_space(const te::Tensor& out, int64_t blocks) {
   // unrolled, its grouped 3x3s are faster than padded first (RegNet-Y-400MF, ResNeXt-50).
   space.define_knob("pad_at",
                     blocks > 0 ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 1, 0});
+  // The input channel blocks of the reduction in chunks (outer part: the number of chunks).
+  space.define_split("tile_ic", *ir::as_const_int(out->reduce_axis[0]->dom.extent), 2);
   return space;
 }
 
@@ -442,21 +444,65 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
 }
 
 namespace {
+
+/// The default chunking of the reduction over input channel blocks (tile_ic; `pos` holds the
+/// register tile already). Unchunked, every register tile reads all its task's weights (tile_ob
+/// output blocks by every input channel and tap) once, so a task whose rows take several column
+/// tiles reads them again for each. Where they are more than a sixteenth of L2, the input
+/// streaming past evicts them between tiles (DeepLabV3-ResNet50's 1x1 convolutions over 1024 and
+/// 2048 channels at a 32x32 map ran at 11-20% of peak, its input channel blocks 64 KiB apart):
+/// the reduction then goes in chunks whose weights and input columns fit in a quarter of L1, each
+/// chunk over all of the task's column tiles, its partial sums kept in local memory in between.
+/// Only where the rows take four column tiles or more (at two, ResNet-50's 1x1s over 1024
+/// channels at 14x14 measured 3-4% slower chunked) and such a chunk holds two blocks or more: a 3x3
+/// kernel's block alone fills that quarter, and chunks of one block (ResNet-18's 3x3s, DeepLabV3's
+/// atrous 3x3s) measured 1-15% slower than the whole reduction, the sums reloaded too often for
+/// what stays in L1.
+int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std::vector<int>& pos,
+                     const target::Target& target) {
+  const int64_t blocks = split_extent(space, "tile_ic");
+  const int whole = split_position(space, "tile_ic", blocks);
+  te::Tensor kernel;
+  for (const te::Tensor& t : out->inputs()) {
+    if (t.ndim() == 6) kernel = t;
+  }
+  if (!kernel.defined() || target.l1d_bytes <= 0 || target.l2_bytes <= 0) return whole;
+  auto at = [&](const char* knob) {
+    return space.knob(knob).candidates[pos[knob_index(space, knob)]].back();
+  };
+  const int64_t tile_ob = at("tile_ob"), tile_oh = at("tile_oh"), tile_ow = at("tile_ow");
+  const int64_t width = const_dim(out, 3, "conv2d_nchwc");
+  const int64_t kh = const_dim(kernel, 2, "conv2d_nchwc"),
+                kw = const_dim(kernel, 3, "conv2d_nchwc"),
+                ic = const_dim(kernel, 4, "conv2d_nchwc"),
+                oc = const_dim(kernel, 5, "conv2d_nchwc");
+  const int64_t bytes = kernel->dtype().bytes();
+  // Per input channel block: the task's weights, and the input one column tile reads.
+  const int64_t weights = tile_ob * kh * kw * ic * oc * bytes;
+  const int64_t input = (tile_ow + kw - 1) * (tile_oh + kh - 1) * ic * bytes;
+  if (width <= 3 * tile_ow || blocks * weights * 16 <= target.l2_bytes) return whole;
+  const int chunk = split_position(space, "tile_ic", target.l1d_bytes / 4 / (weights + input));
+  return space.knob("tile_ic").candidates[chunk].back() >= 2 ? chunk : whole;
+}
+
 /// The blocked convolutions' default: the register tile for the vector width, the reduction in
-/// its first order, the kernel's columns unrolled or not, the padding where the space prefers it.
-Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits,
+/// its first order and in chunks where the weights would not stay in cache, the kernel's columns
+/// unrolled or not, the padding where the space prefers it.
+Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, const target::Target& target,
                      int64_t unroll_kw) {
   std::vector<int> pos(space.knobs().size(), 0);
-  default_register_tile(out, space, vector_bits, /*pair_blocks=*/true, &pos);
+  default_register_tile(out, space, target.vector_bits, /*pair_blocks=*/true, &pos);
   pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
   pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", unroll_kw);
   pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
+  pos[knob_index(space, "tile_ic")] = default_ic_chunk(out, space, pos, target);
   return space.from_positions(pos);
 }
 }  // namespace
 
-Config conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space, int vector_bits) {
-  return nchwc_default(out, space, vector_bits, 0);
+Config conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space,
+                                const target::Target& target) {
+  return nchwc_default(out, space, target, 0);
 }
 
 void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
@@ -478,21 +524,41 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
   so.vectorize(oc);
 
   te::Stage sl = s[cl];
-  sl.compute_at(so, owo);
+  const bool depthwise = cl->reduce_axis.size() == 2;
+  // tile_ic's outer part: chunks of the input channel blocks, each reduced over every column
+  // tile of the task before the next (1: the whole reduction inside each register tile).
+  const int64_t ic_chunks = depthwise ? 1 : cfg.split("tile_ic")[0];
   IterVar ln = sl.axis(0), lob = sl.axis(1), loh = sl.axis(2), low = sl.axis(3), loc = sl.axis(4);
-  if (cl->reduce_axis.size() == 2) {  // depthwise: the kernel window only
+  IterVar rw_unrolled = sl.reduce_axis(depthwise ? 1 : 2);
+  if (depthwise) {  // the kernel window only
+    sl.compute_at(so, owo);
     sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(1), lob, loh, low, loc});
-  } else if (cfg.knob("reduce_order") == 0) {
-    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(1), sl.reduce_axis(2), sl.reduce_axis(3), lob,
-                loh, low, loc});
   } else {
-    sl.reorder({ln, sl.reduce_axis(0), sl.reduce_axis(3), sl.reduce_axis(1), sl.reduce_axis(2), lob,
-                loh, low, loc});
+    IterVar rco = sl.reduce_axis(0), rh = sl.reduce_axis(1), rw = sl.reduce_axis(2),
+            rci = sl.reduce_axis(3);
+    std::vector<IterVar> window = cfg.knob("reduce_order") == 0 ? std::vector<IterVar>{rh, rw, rci}
+                                                                : std::vector<IterVar>{rci, rh, rw};
+    std::vector<IterVar> order{ln};
+    if (ic_chunks == 1) {
+      sl.compute_at(so, owo);
+      order.push_back(rco);
+    } else {
+      // The accumulators of the task's whole rows live in local memory; a chunk's weights stay
+      // in cache over all its column tiles, instead of all the weights streaming through each.
+      sl.compute_at(so, par);
+      auto [lowo, lowi] = sl.split(low, cfg.split("tile_ow").back());
+      auto [rcoo, rcoi] = sl.split(rco, cfg.split("tile_ic").back());
+      order.insert(order.end(), {rcoo, lowo, rcoi});
+      low = lowi;
+    }
+    order.insert(order.end(), window.begin(), window.end());
+    order.insert(order.end(), {lob, loh, low, loc});
+    sl.reorder(order);
   }
   sl.unroll(lob);
   sl.unroll(loh);
   sl.unroll(low);
-  if (cfg.knob("unroll_kw") != 0) sl.unroll(sl.reduce_axis(cl->reduce_axis.size() == 2 ? 1 : 2));
+  if (cfg.knob("unroll_kw") != 0) sl.unroll(rw_unrolled);
   sl.vectorize(loc);
   schedule_pad(s, pad, sl, ln, cfg.knob("pad_at"));
 }
@@ -514,8 +580,8 @@ ConfigSpace group_conv2d_nchwc_x86_space(const te::Tensor& out) {
 }
 
 Config group_conv2d_nchwc_x86_default(const te::Tensor& out, const ConfigSpace& space,
-                                      int vector_bits) {
-  return nchwc_default(out, space, vector_bits, 1);  // as the depthwise template: columns unrolled
+                                      const target::Target& target) {
+  return nchwc_default(out, space, target, 1);  // as the depthwise template: columns unrolled
 }
 
 void schedule_group_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "compiler/space/space.h"
+#include "compiler/target/target.h"
 #include "compiler/te/schedule.h"
 
 namespace kiln::topi {
@@ -68,14 +69,19 @@ te::Tensor conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, Ints2 
 /// Knobs: the register tile tile_ob (output channel blocks) x tile_oh (rows) x tile_ow (columns;
 /// the width's factors and powers of two, whose partial last tile pass::partition_loops peels),
 /// all unrolled, oc vectorized; reduce_order (0: ic innermost of the reduction; 1: ic outside the
-/// kernel window), unroll_kw, pad_at (as for NCHW; the space lists the default's choice first).
-/// (n, channel-block tiles, row tiles) run in parallel.
+/// kernel window), unroll_kw, pad_at (as for NCHW; the space lists the default's choice first),
+/// tile_ic (the input channel blocks split into chunks x blocks: with one chunk each register
+/// tile reduces over all of them; with more, the task's rows keep their sums in local memory and
+/// each chunk runs over all the column tiles before the next). (n, channel-block tiles, row
+/// tiles) run in parallel.
 space::ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out);
-/// The default register tile fills about 8 vector registers of `vector_bits` (target::Target's), 16
+/// The default register tile fills about 8 vector registers of the target's `vector_bits`, 16
 /// on AVX-512 (32 registers): columns first, then channel blocks (on AVX-512 two channel blocks
-/// where they split so).
+/// where they split so). The reduction over input channel blocks goes in chunks (tile_ic) sized
+/// by the target's L1 where a task's weights are too many for its L2 to keep them between column
+/// tiles.
 space::Config conv2d_nchwc_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
-                                       int vector_bits);
+                                       const target::Target& target);
 void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                                const te::Tensor& output = {});
 
@@ -97,7 +103,7 @@ space::ConfigSpace group_conv2d_nchwc_x86_space(const te::Tensor& out);
 /// The default register tile as for conv2d_nchwc_x86_default; the padding inlined and the
 /// kernel's columns unrolled (as the depthwise template's default: little work per input).
 space::Config group_conv2d_nchwc_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
-                                             int vector_bits);
+                                             const target::Target& target);
 /// schedule_conv2d_nchwc_x86's loop nest.
 void schedule_group_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out,
                                      const space::Config& cfg, const te::Tensor& output = {});

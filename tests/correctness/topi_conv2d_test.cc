@@ -89,6 +89,32 @@ std::vector<Config> partial_tile_configs(const ConfigSpace& space, const Config&
   return cfgs;
 }
 
+/// The position of knob `name` in `space`.
+size_t knob_position_of(const ConfigSpace& space, const std::string& name) {
+  for (size_t k = 0; k < space.knobs().size(); ++k) {
+    if (space.knobs()[k].name == name) return k;
+  }
+  ADD_FAILURE() << "no knob " << name;
+  return 0;
+}
+
+/// `base` with knob `k` at candidate `c`.
+Config with_knob(const ConfigSpace& space, const Config& base, size_t k, int c) {
+  std::vector<int> pos = base.positions();
+  pos[k] = c;
+  return space.from_positions(pos);
+}
+
+/// The candidate of split knob `k` with the most parts outside (the finest chunks).
+int first_chunked(const ConfigSpace& space, size_t k) {
+  const auto& cands = space.knobs()[k].candidates;
+  int best = 0;
+  for (size_t c = 0; c < cands.size(); ++c) {
+    if (cands[c][0] > cands[best][0]) best = static_cast<int>(c);
+  }
+  return best;
+}
+
 enum class Template { kNchw, kDepthwise };
 
 void check_conv2d_nchw(const ConvCase& p, Template tmpl) {
@@ -191,12 +217,23 @@ void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
 
   ConfigSpace space =
       grouped ? topi::group_conv2d_nchwc_x86_space(y) : topi::conv2d_nchwc_x86_space(y);
-  auto default_for = [&](int vector_bits) {
-    return grouped ? topi::group_conv2d_nchwc_x86_default(y, space, vector_bits)
-                   : topi::conv2d_nchwc_x86_default(y, space, vector_bits);
+  auto default_for = [&](const char* cpu) {
+    const target::Target t = target::Target::parse(std::string("llvm -mcpu=") + cpu);
+    return grouped ? topi::group_conv2d_nchwc_x86_default(y, space, t)
+                   : topi::conv2d_nchwc_x86_default(y, space, t);
   };
-  std::vector<Config> cfgs = configs_to_test(space, default_for(512));
-  cfgs.push_back(default_for(256));  // the AVX2 default tile
+  std::vector<Config> cfgs = configs_to_test(space, default_for("skylake-avx512"));
+  cfgs.push_back(default_for("haswell"));  // the AVX2 default tile
+  // The reduction over input channel blocks in chunks: every chunking with the default tile,
+  // and the finest with partial column tiles, the other reduction order and padding per task.
+  const size_t ic_knob = knob_position_of(space, "tile_ic");
+  const int chunk_count = static_cast<int>(space.knobs()[ic_knob].candidates.size());
+  for (int c = 0; c < chunk_count; ++c) cfgs.push_back(with_knob(space, cfgs[0], ic_knob, c));
+  const Config finest = with_knob(space, cfgs[0], ic_knob, first_chunked(space, ic_knob));
+  cfgs.push_back(with_knob(space, finest, knob_position_of(space, "reduce_order"), 1));
+  cfgs.push_back(with_knob(space, finest, knob_position_of(space, "pad_at"), 1));
+  cfgs.push_back(with_knob(space, finest, knob_position_of(space, "pad_at"), 2));
+  for (const Config& c : partial_tile_configs(space, finest, nshape[3])) cfgs.push_back(c);
   // Inlined padding with the largest register tiles, in both reduction orders, the kernel's
   // columns unrolled or not: the tile's border rows and columns have guards of their own, which
   // unswitch_guards turns into copies of the innermost loop that leave the padded taps out.
@@ -235,6 +272,12 @@ TEST(TopiConv2dNchwc, Stride1Pad1) {
 
 TEST(TopiConv2dNchwc, Stride2AsymmetricPadDilation) {
   check_conv2d_nchwc({1, 8, 13, 11, 8, 3, 3, {2, 2}, {1, 0, 2, 1}, {2, 1}, 1}, 8, 8);
+}
+
+TEST(TopiConv2dNchwc, ManyInputBlocksPartialColumnTiles) {
+  // 8 input channel blocks to chunk, a 10-wide output (tiles of 4 leave a partial one).
+  check_conv2d_nchwc({1, 32, 9, 10, 16, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1}, 4, 8);
+  check_conv2d_nchwc({1, 32, 6, 10, 8, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1}, 4, 8);
 }
 
 TEST(TopiConv2dNchwc, OneByOne) {
@@ -331,6 +374,15 @@ TEST(TopiConv2dVector, PadPlacementFollowsStride) {
   EXPECT_EQ(topi::conv2d_nchw_x86_default(topi::conv2d_nchw_x86_space(y2)).knob("pad_at"), 0);
 }
 
+/// An x86 target of `vector_bits` (512: AVX-512, 256: AVX2) with Zen 5's caches, or Zen 3's.
+target::Target cpu(int vector_bits) {
+  target::Target t =
+      target::Target::parse(vector_bits >= 512 ? "llvm -mcpu=znver5" : "llvm -mcpu=znver3");
+  t.l1d_bytes = vector_bits >= 512 ? 48 << 10 : 32 << 10;
+  t.l2_bytes = vector_bits >= 512 ? 1 << 20 : 512 << 10;
+  return t;
+}
+
 // The default register tile holds about 8 vectors: a 16-channel block is one AVX-512 vector and
 // two AVX2 ones, so AVX2 takes half the columns; a 7-wide output takes tiles of 4 and 3 columns.
 TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
@@ -339,7 +391,7 @@ TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
     te::Tensor wb = te::placeholder({out_blocks, 4, 3, 3, 16, 16}, ir::kFloat32, "wb");
     te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1});
     const Config c =
-        topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), vector_bits);
+        topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(vector_bits));
     return std::to_string(c.split("tile_ow").back()) + "x" +
            std::to_string(c.split("tile_oh").back()) + "x" +
            std::to_string(c.split("tile_ob").back());
@@ -366,6 +418,48 @@ TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
   EXPECT_EQ(depthwise_tile(14, 512), "14x1");
   EXPECT_EQ(depthwise_tile(7, 512), "7x2");
   EXPECT_EQ(depthwise_tile(14, 256), "2x2");  // 4 AVX2 vectors of two a block
+}
+
+// The reduction over input channel blocks goes in chunks where a task's weights would leave L2
+// between its column tiles: the 1x1 convolutions over 1024 and 2048 channels of DeepLabV3's
+// ResNet-50 at a 32x32 map (11-20% of peak unchunked); not ResNet-50's at 7x7 and 14x14 (one or
+// two column tiles a row), 3x3s (a chunk would hold one block) or a 1x1 over 256 channels (its
+// weights stay in L2).
+TEST(TopiConv2dVector, DefaultChunksTheReductionWhereWeightsLeaveL2) {
+  // "chunks x blocks" of tile_ic for a (k x k, ic -> oc) convolution at `size` x `size`, in
+  // blocks of `block` channels.
+  auto chunks = [](int64_t size, int64_t ic, int64_t oc, int64_t k, int stride, int vector_bits,
+                   int64_t block = 16) {
+    te::Tensor xb = te::placeholder({1, ic / block, size, size, block}, ir::kFloat32, "xb");
+    te::Tensor wb =
+        te::placeholder({oc / block, ic / block, k, k, block, block}, ir::kFloat32, "wb");
+    const int p = static_cast<int>(k / 2);
+    te::Tensor yb = topi::conv2d_nchwc(xb, wb, {stride, stride}, {p, p, p, p});
+    const Config c =
+        topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(vector_bits));
+    return std::to_string(c.split("tile_ic")[0]) + "x" + std::to_string(c.split("tile_ic")[1]);
+  };
+  // Zen 5 (48 KiB L1, 1 MiB L2): a chunk's weights and input columns within a quarter of L1.
+  EXPECT_EQ(chunks(32, 2048, 512, 1, 1, 512), "32x4");  // DeepLabV3 layer4 conv1, 2 blocks x 8 px
+  EXPECT_EQ(chunks(32, 1024, 256, 1, 1, 512), "16x4");  // its layer3 conv1
+  EXPECT_EQ(chunks(32, 512, 512, 3, 1, 512), "1x32");   // 3x3: a block alone fills the quarter
+  EXPECT_EQ(chunks(32, 256, 1024, 1, 1, 512), "1x16");  // 32 KiB of weights stay in L2
+  EXPECT_EQ(chunks(7, 2048, 512, 1, 1, 512), "1x128");  // ResNet-50 layer4: one tile a row
+  EXPECT_EQ(chunks(14, 1024, 256, 1, 1, 512), "1x64");  // its layer3: two tiles a row
+  EXPECT_EQ(chunks(7, 512, 512, 3, 1, 512), "1x32");    // ResNet-18 C12
+  EXPECT_EQ(chunks(14, 256, 512, 3, 2, 512), "1x16");   // ResNet-18 C10: 7 wide out
+  // Zen 3 (AVX2, blocks of 8, 32 KiB L1, 512 KiB L2): the same rule on its smaller caches.
+  EXPECT_EQ(chunks(32, 2048, 512, 1, 1, 256, 8), "16x16");
+  EXPECT_EQ(chunks(7, 2048, 512, 1, 1, 256, 8), "1x256");
+  // A target without cache sizes (none of the CPU kinds) keeps the whole reduction.
+  te::Tensor xb = te::placeholder({1, 128, 32, 32, 16}, ir::kFloat32, "xb");
+  te::Tensor wb = te::placeholder({32, 128, 1, 1, 16, 16}, ir::kFloat32, "wb");
+  te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {0, 0, 0, 0});
+  target::Target none = cpu(512);
+  none.l1d_bytes = none.l2_bytes = 0;
+  EXPECT_EQ(topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), none)
+                .split("tile_ic")[0],
+            1);
 }
 
 TEST(TopiConv2dVector, DefaultSchedulesVectorizeAndParallelize) {
@@ -395,7 +489,7 @@ TEST(TopiConv2dVector, DefaultSchedulesVectorizeAndParallelize) {
   te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1});
   te::Schedule sb = te::create_schedule({yb});
   topi::schedule_conv2d_nchwc_x86(
-      sb, yb, topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), 512));
+      sb, yb, topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(512)));
   text = final_ir(sb, {xb, wb, yb});
   EXPECT_NE(text.find("ramp("), std::string::npos) << text;
   EXPECT_NE(text.find("parallel"), std::string::npos) << text;

@@ -3,6 +3,7 @@
 #include "compiler/target/target.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -46,6 +47,28 @@ TEST(Target, NativeAndNamedCpus) {
   EXPECT_EQ(zen4.vector_bits, 512);
   EXPECT_EQ(Target::parse("llvm -mcpu=haswell").vector_bits, 256);
   EXPECT_EQ(Target::parse("llvm").vector_bits, 128);
+}
+
+// CPU schedules block for one core's caches: this machine's where the code runs here, typical
+// sizes by vector width for a named CPU or another machine.
+TEST(Target, CacheSizes) {
+  const Target native = Target::parse("llvm -mcpu=native");
+  const long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (l1 > 0 && l2 > 0) {
+    EXPECT_EQ(native.l1d_bytes, l1);
+    EXPECT_EQ(native.l2_bytes, l2);
+  }
+  EXPECT_GT(native.l1d_bytes, 0);
+  EXPECT_GT(native.l2_bytes, native.l1d_bytes);
+  const Target zen4 = Target::parse("llvm -mcpu=znver4");
+  EXPECT_EQ(zen4.l1d_bytes, 32 << 10);
+  EXPECT_EQ(zen4.l2_bytes, 1 << 20);
+  const Target haswell = Target::parse("llvm -mcpu=haswell");
+  EXPECT_EQ(haswell.l1d_bytes, 32 << 10);
+  EXPECT_EQ(haswell.l2_bytes, 256 << 10);
+  EXPECT_EQ(Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53").l2_bytes, 256 << 10);
+  EXPECT_EQ(Target::parse("opencl").l1d_bytes, 0);
+  EXPECT_EQ(Target::parse("cuda").l2_bytes, 0);
 }
 
 TEST(Target, AArch64CrossTarget) {
