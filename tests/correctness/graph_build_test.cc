@@ -144,7 +144,17 @@ TEST_F(GraphBuildTest, BroadcastingElementwise) {
   m.node("Pow", {"mn", "two"}, {"pw"});
   m.node("Abs", {"s"}, {"ab"});
   m.node("Add", {"ab", "two"}, {"ab2"});
-  m.node("Div", {"pw", "ab2"}, {"dv"});
+  // Pow by whole constants becomes products at import (3: the tanh GELU's cube; 5: square and
+  // multiply twice); by 2.5 it stays a pow.
+  m.init_scalar("three", 3.0f);
+  m.init_scalar("five", 5.0f);
+  m.init_scalar("two_and_half", 2.5f);
+  m.node("Pow", {"s", "three"}, {"cube"});
+  m.node("Pow", {"c", "five"}, {"fifth"});
+  m.node("Pow", {"ab2", "two_and_half"}, {"frac"});
+  m.node("Add", {"pw", "cube"}, {"pw3"});
+  m.node("Mul", {"pw3", "fifth"}, {"pw5"});
+  m.node("Div", {"pw5", "frac"}, {"dv"});
   m.node("Sqrt", {"ab2"}, {"sq"});
   m.node("Log", {"sq"}, {"lg"});
   auto* lr = m.node("LeakyRelu", {"s"}, {"lr"});
@@ -156,6 +166,7 @@ TEST_F(GraphBuildTest, BroadcastingElementwise) {
   m.node("Add", {"ex", "sg"}, {"e1"});
   m.node("Add", {"e1", "lg"}, {"y"});
   m.output("y");
+  m.output("pw5");  // before the saturating Tanh
   check(m, "elementwise");
 }
 

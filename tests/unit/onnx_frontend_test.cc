@@ -323,27 +323,40 @@ TEST_F(OnnxFrontendTest, WindowPaddingArithmeticIsFolded) {
             (std::vector<int64_t>{1, -3}));
 }
 
-TEST_F(OnnxFrontendTest, PowByAConstantTwoIsAProduct) {
-  // A decomposed LayerNorm's variance squares with Pow(d, 2): imported as Mul(d, d). Another
-  // exponent, or one that broadcasts the output to a larger shape, stays a Pow.
+TEST_F(OnnxFrontendTest, PowByASmallWholeConstantIsProducts) {
+  // A decomposed LayerNorm's variance squares with Pow(d, 2): imported as Mul(d, d); the tanh
+  // GELU's Pow(x, 3) as (x * x) * x, Pow(x, 6) as ((x * x) * x)^2. A fractional exponent, one
+  // above 16, or one that broadcasts the output to a larger shape stays a Pow.
   ModelBuilder m(13);
   m.input("x", {2, 8});
   m.init_values("two", {}, {2.0f});
   m.init_values("three", {}, {3.0f});
+  m.init_values("six", {}, {6.0f});
+  m.init_values("half", {}, {2.5f});
+  m.init_values("big", {}, {17.0f});
   m.init_values("two_3d", {1, 1, 1}, {2.0f});
   m.node("Pow", "square", {"x", "two"}, {"sq"});
   m.node("Pow", "cube", {"sq", "three"}, {"cu"});
-  m.node("Pow", "lifted", {"cu", "two_3d"}, {"y"});
+  m.node("Pow", "sixth", {"cu", "six"}, {"s6"});
+  m.node("Pow", "fractional", {"s6", "half"}, {"fr"});
+  m.node("Pow", "large", {"fr", "big"}, {"lg"});
+  m.node("Pow", "lifted", {"lg", "two_3d"}, {"y"});
   m.output("y");
   Graph g = import_onnx_bytes(m.bytes(), "<pow>");
   SCOPED_TRACE(g.to_string());
-  ASSERT_EQ(g.nodes().size(), 3u);
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes()) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"Mul", "Mul", "Mul", "Mul", "Mul", "Mul", "Pow", "Pow",
+                                           "Pow"}));
   const Node& square = g.nodes()[0];
-  EXPECT_EQ(square.op, "Mul");
   EXPECT_EQ(square.name, "square");
   EXPECT_EQ(square.inputs, (std::vector<ValueId>{g.inputs()[0], g.inputs()[0]}));
-  EXPECT_EQ(g.nodes()[1].op, "Pow");
-  EXPECT_EQ(g.nodes()[2].op, "Pow");
+  // The cube: sq * sq, then that times sq, into the node's own output.
+  const ValueId sq = square.outputs[0];
+  EXPECT_EQ(g.nodes()[1].inputs, (std::vector<ValueId>{sq, sq}));
+  EXPECT_EQ(g.nodes()[2].name, "cube");
+  EXPECT_EQ(g.nodes()[2].inputs, (std::vector<ValueId>{g.nodes()[1].outputs[0], sq}));
+  EXPECT_EQ(g.nodes()[2].outputs[0], g.find_value("cu"));
   EXPECT_EQ(g.value(g.outputs()[0]).type_string(), "float32[1,2,8]");
 }
 

@@ -1,4 +1,6 @@
 // The broadcasting operators: arithmetic, comparisons, logic, Sum / Mean, PRelu, Where, Mod.
+#include <bit>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <vector>
@@ -201,23 +203,44 @@ Attrs import_mod(ImportCtx& c) {
 
 // --- rewritten at import -----------------------------------------------------------------------
 
-/// Pow(x, 2) with a constant float32 scalar exponent and x's shape and dtype as its output's:
-/// x * x (the variance of a LayerNorm exported decomposed, Pow(x - mean, 2), where pow would be a
-/// libm call per element).
+/// The largest whole exponent rewrite_pow turns into products (at most 2 * log2 of it multiplies).
+constexpr float kMaxProductPower = 16.0f;
+
+/// Pow(x, n) with a constant float32 scalar exponent n, a whole number from 2 to
+/// kMaxProductPower, and x's shape and dtype as its output's: products of x by square-and-multiply,
+/// where pow would be a libm call per element (a decomposed LayerNorm's variance Pow(x - mean, 2)
+/// becomes x * x; the tanh GELU's Pow(x, 3) of GPT-2 and BERT exports, x * x * x).
 bool rewrite_pow(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink) {
   if (c.inputs.size() != 2 || c.inputs[1] == kNoValue) return false;
   const Value& x = c.graph().value(c.inputs[0]);
   const Value& e = c.graph().value(c.inputs[1]);
   const Value& y = c.first_output();
   if (!(e.is_constant() && e.num_elements() == 1 &&
-        runtime::dtype_equal(e.dtype, runtime::kFloat32) && e.data->data<float>()[0] == 2.0f &&
+        runtime::dtype_equal(e.dtype, runtime::kFloat32) &&
         runtime::dtype_equal(x.dtype, runtime::kFloat32) && y.shape == x.shape)) {
     return false;
   }
+  const float f = e.data->data<float>()[0];
+  if (!(f >= 2.0f && f <= kMaxProductPower && f == std::floor(f))) return false;
+  const auto n = static_cast<unsigned>(f);
   const std::string name = c.proto().name().empty()
                                ? "Pow_" + std::to_string(c.graph().nodes().size())
                                : c.proto().name();
-  sink.add_node(Node{"Mul", name, {c.inputs[0], c.inputs[0]}, {outs[0]}, {}});
+  // The steps from n's second-highest bit down: square, then times x where the bit is set.
+  std::vector<bool> times_x;
+  for (int bit = static_cast<int>(std::bit_width(n)) - 2; bit >= 0; --bit) {
+    times_x.push_back(false);
+    if ((n >> bit) & 1u) times_x.push_back(true);
+  }
+  const ValueId base = c.inputs[0];
+  ValueId acc = base;
+  for (size_t i = 0; i < times_x.size(); ++i) {
+    const bool last = i + 1 == times_x.size();
+    const std::string step = last ? name : name + "/product_" + std::to_string(i);
+    const ValueId out = last ? outs[0] : sink.add_value(step, x.dtype, x.shape);
+    sink.add_node(Node{"Mul", step, {acc, times_x[i] ? base : acc}, {out}, {}});
+    acc = out;
+  }
   return true;
 }
 
