@@ -6,6 +6,10 @@
 //   case=<set>_<name>_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x> compile_s=<s>   threads 1, 2
 // then
 //   case=<set>_geomean_t2 ratio=<g> models=<n> ok=<k> worst=<name>:<ratio>
+// and the 20 kernels across the set that lose the most time against their roofs (each model
+// profiled at 1 thread after its timing; deploy/runtime/kernel_efficiency.h), the work list:
+//   case=<set>_kernel_<rank> model= function= ops= ms= gflops= gbytes_per_s= bound= efficiency=
+//   lost_ms= shapes=<d0xd1x...,...>
 // and with --records DIR (a record log from `kiln tune` of these models, scripts/tune_zoo.sh),
 // each model again built with the log's best configs (LogConfigSource; tasks never tuned keep
 // their defaults):
@@ -51,6 +55,8 @@
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
 #include "deploy/runtime/graph_executor.h"
+#include "deploy/runtime/kernel_efficiency.h"
+#include "deploy/runtime/machine_peak.h"
 #include "deploy/runtime/npy.h"
 #include "deploy/runtime/thread_pool.h"
 #include "tests/common/temp_dir.h"
@@ -190,6 +196,56 @@ void export_models(const std::string& set, const std::vector<std::string>& model
                 " >/dev/null");
 }
 
+/// The kernels of every timed model that lose the most time against their roofs (the measured
+/// FMA peak or memory bandwidth of one core, kernel_efficiency.h), profiled at 1 thread after the
+/// model's timing: the work list of the set.
+class WorstKernels {
+ public:
+  static constexpr size_t kListed = 20;
+  void add(const std::string& model, GraphExecutor& exec) {
+    kiln::runtime::set_num_threads(1);
+    const auto peak = kiln::runtime::machine_peak(1);
+    // Enough runs for a median of the short kernels, without doubling a long model's time.
+    std::vector<double> run_ms;
+    exec.profile(1, &run_ms);
+    const int runs = std::clamp(static_cast<int>(300 / std::max(run_ms.front(), 1e-3)), 3, 50);
+    for (auto& k : kiln::runtime::kernel_efficiency(exec.profile(runs), peak))
+      if (k.lost_ms) rows_.push_back({model, std::move(k)});
+    kiln::runtime::set_num_threads(0);
+  }
+  void print(const std::string& set) {
+    std::stable_sort(rows_.begin(), rows_.end(),
+                     [](const Row& a, const Row& b) { return loses_more(a.kernel, b.kernel); });
+    for (size_t i = 0; i < rows_.size() && i < kListed; ++i) {
+      const auto& k = rows_[i].kernel;
+      std::printf(
+          "case=%s_kernel_%zu model=%s function=%s ops=%s ms=%.3f gflops=%.1f gbytes_per_s=%.1f "
+          "bound=%s efficiency=%.3f lost_ms=%.3f shapes=%s\n",
+          set.c_str(), i + 1, rows_[i].model.c_str(), k.func.c_str(),
+          k.ops.empty() ? "-" : k.ops.c_str(), k.ms, k.gflops.value_or(NAN),
+          k.gbytes_per_s.value_or(NAN), kiln::runtime::bound_name(k.bound),
+          k.efficiency.value_or(NAN), k.lost_ms.value_or(NAN), compact_shapes(k).c_str());
+    }
+    std::fflush(stdout);
+  }
+
+ private:
+  struct Row {
+    std::string model;
+    kiln::runtime::KernelEfficiency kernel;
+  };
+  /// "1x64x56x56,64x64x3x3,..." : one token for a key=value line.
+  static std::string compact_shapes(const kiln::runtime::KernelEfficiency& k) {
+    std::string out;
+    for (const auto& shape : k.shapes) {
+      if (!out.empty()) out += ',';
+      for (size_t d = 0; d < shape.size(); ++d) out += (d ? "x" : "") + std::to_string(shape[d]);
+    }
+    return out.empty() ? "-" : out;
+  }
+  std::vector<Row> rows_;
+};
+
 int run_bench(const kiln::cli::Args& args) {
   const std::string set = args.has("--set") ? args.get("--set") : "zoo";
   if (set != "zoo" && set != "wide")
@@ -232,6 +288,7 @@ int run_bench(const kiln::cli::Args& args) {
   if (!records.empty())
     log = std::make_unique<kiln::records::RecordLog>(kiln::records::RecordLog::open(records));
   Geomean untuned, tuned;
+  WorstKernels worst_kernels;
   int checked_ok = 0;
   for (const auto& name : models) {
     kiln::bench::BuiltModel b = build_and_check(d, name);
@@ -286,8 +343,7 @@ int run_bench(const kiln::cli::Args& args) {
     }
     untuned.add(name, print_cases(set, timed[0], ref_ms));
     if (log) tuned.add(name, print_cases(set, timed[1], ref_ms));
-    // (The list of the least efficient kernels across the set, ranked by the time they lose,
-    // is to be gathered here from each model's profile and printed after the geomeans.)
+    if (b.exec) worst_kernels.add(name, *b.exec);
   }
   if (check_only) {
     std::printf("case=%s_check models=%zu ok=%d\n", set.c_str(), models.size(), checked_ok);
@@ -295,6 +351,7 @@ int run_bench(const kiln::cli::Args& args) {
   }
   untuned.print(set + "_geomean", models.size());
   if (log) tuned.print(set + "_tuned_geomean", models.size());
+  worst_kernels.print(set);
   return 0;
 }
 
