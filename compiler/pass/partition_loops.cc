@@ -27,6 +27,22 @@ int variable_tiles(const Stmt& s, const Var& var) {
   return n;
 }
 
+/// The guards inside vectorized loops in `s` (a split that does not divide its extent: a vector
+/// predicated on every iteration of the loop outside it); with `var` defined, only those whose
+/// condition uses `var`.
+int vector_guards(const Stmt& s, const Var& var) {
+  int n = 0;
+  post_order_visit(s, [&](const Object* o) {
+    auto f = dynamic_cast<const ForNode*>(o);
+    if (f == nullptr || f->for_kind != ForKind::kVectorized) return;
+    post_order_visit(f->body, [&](const Object* g) {
+      auto i = dynamic_cast<const IfThenElseNode*>(g);
+      if (i != nullptr && (!var.defined() || uses_var(i->condition, var))) ++n;
+    });
+  });
+  return n;
+}
+
 class LoopPartitioner : public IRMutator {
  public:
   using IRMutator::mutate;
@@ -40,8 +56,10 @@ class LoopPartitioner : public IRMutator {
     auto extent = as_const_int(f->extent);
     if (!min || !extent || *extent < 2) return s;
     const int mine = variable_tiles(f->body, f->loop_var);
-    if (mine == 0) return s;
+    const int guards = vector_guards(f->body, f->loop_var);
+    if (mine == 0 && guards == 0) return s;
     const int others = variable_tiles(f->body, Var()) - mine;
+    const int other_guards = vector_guards(f->body, Var()) - guards;
 
     // The full iterations [min, min + extent - 1) and the last one, each simplified with the
     // loop variable's range known.
@@ -49,8 +67,11 @@ class LoopPartitioner : public IRMutator {
                                   f->for_kind, f->body));
     VarMap last{{f->loop_var.get(), make_const(f->loop_var.dtype(), *min + *extent - 1)}};
     Stmt tail = simplify(substitute(f->body, last));
-    // Worth it only when both parts lost every variable tile this loop bounded.
-    if (variable_tiles(full, Var()) > others || variable_tiles(tail, Var()) > others) return s;
+    // Worth it only when both parts lost every variable tile this loop bounded, and the full
+    // iterations every vector guard on it (the last vector of a row, predicated in the tail only).
+    if (mine > 0 && (variable_tiles(full, Var()) > others || variable_tiles(tail, Var()) > others))
+      return s;
+    if (guards > 0 && vector_guards(full, Var()) > other_guards) return s;
     return seq({full, tail});
   }
 };

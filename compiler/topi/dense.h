@@ -55,8 +55,14 @@ te::Tensor batch_matmul(const te::Tensor& a, const te::Tensor& b, bool trans_a =
 space::ConfigSpace batch_matmul_x86_space(const te::Tensor& out);
 space::Config batch_matmul_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
                                        int vector_bits);
+/// `output`: the stage that stores the tile, where batch_matmul_epilogue_fits (the stages between
+/// `out` and it inlined by the caller).
 void schedule_batch_matmul_x86(te::Schedule& s, const te::Tensor& out, const space::Config& cfg,
                                const te::Tensor& output = {});
+/// Whether `output` can store batched product `out`'s register tile: its batch axes are out's or
+/// a reshape of them (ONNX's [1, H, M, N] for out's [H, M, N]), its rows and columns at most out's
+/// (a crop of the rows and columns the caller padded); the stages between them elementwise.
+bool batch_matmul_epilogue_fits(const te::Tensor& out, const te::Tensor& output);
 
 /// The row and column counts to compute a [.., M, N] batched product on, so that the register
 /// tile has a good shape: tile_y and tile_x are factors of the extents, so a prime M or N (an

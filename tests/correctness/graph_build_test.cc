@@ -230,6 +230,28 @@ TEST_F(GraphBuildTest, MatMulWithPrimeRowsAndColumnsIsPaddedAndCropped) {
   check(m, "matmul_padded");
 }
 
+TEST_F(GraphBuildTest, MatMulOfHeadsStoresThroughReshapeCropAndScale) {
+  // The speech encoder's attention in small: queries and keys [1, T, H, D] split into heads by
+  // Transposes, their [1, H, T, T] scores (T = 13: padded to 16 rows and columns, and cropped)
+  // divided by a constant and normalized. The crop, the view of the 3 heads as [1, 3, ..] and the
+  // Div are stored from the product's register tile.
+  MB m;
+  m.input("q", {1, 13, 3, 8});
+  m.input("k", {1, 13, 3, 8});
+  m.init("scale", {1});
+  auto* tq = m.node("Transpose", {"q"}, {"qh"});
+  MB::attr(tq, "perm", std::vector<int64_t>{0, 2, 1, 3});
+  auto* tk = m.node("Transpose", {"k"}, {"kh"});
+  MB::attr(tk, "perm", std::vector<int64_t>{0, 2, 3, 1});
+  m.node("MatMul", {"qh", "kh"}, {"scores"});
+  m.node("Div", {"scores", "scale"}, {"scaled"});
+  auto* sm = m.node("Softmax", {"scaled"}, {"y"});
+  MB::attr(sm, "axis", int64_t{-1});
+  m.output("y");
+  m.output("scaled");
+  check(m, "matmul_heads");
+}
+
 TEST_F(GraphBuildTest, Lstm) {
   MB m;
   const int64_t T = 3, B = 2, I = 4, H = 5;

@@ -9,6 +9,8 @@
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/elementwise.h"
+#include "compiler/topi/transform.h"
 #include "tests/common/kiln_test_util.h"
 
 namespace kiln {
@@ -138,6 +140,51 @@ TEST(TopiBatchMatmul, SameBatch) { check_bmm(3, 3, 8, 32, 16, false, false); }
 TEST(TopiBatchMatmul, BroadcastA) { check_bmm(1, 4, 5, 24, 12, false, false); }
 TEST(TopiBatchMatmul, BroadcastBTransB) { check_bmm(2, 1, 7, 13, 10, false, true); }
 TEST(TopiBatchMatmul, TransA) { check_bmm(2, 2, 6, 16, 8, true, false); }
+
+// An attention's scores in small, as the MatMul lowering builds them: the product of operands
+// padded to 16 x 32, stored through the crop to 13 x 30, the reshape of its 6 heads to [2, 3, ..]
+// and a scale, all on the register tile (the last row and column blocks guarded), at every tested
+// config.
+TEST(TopiBatchMatmul, StoresThroughCropReshapeAndScale) {
+  const int batch = 6, m = 13, n = 30, mp = 16, np = 32, k = 8;
+  te::Tensor a = te::placeholder({batch, mp, k}, ir::kFloat32, "a");
+  te::Tensor b = te::placeholder({batch, k, np}, ir::kFloat32, "b");
+  te::Tensor y = topi::batch_matmul(a, b);
+  te::Tensor crop = topi::slice(y, {0, 0, 0}, {batch, m, n}, {}, {}, "crop");
+  te::Tensor heads = topi::reshape(crop, {2, 3, m, n}, "heads");
+  te::Tensor out = topi::elementwise(
+      heads, [](ir::Expr v) { return v * ir::Expr(0.5f); }, "scale");
+  ASSERT_TRUE(topi::batch_matmul_epilogue_fits(y, out));
+  NDArray aa = random_array({batch, mp, k}, 7), bba = random_array({batch, k, np}, 8);
+  std::vector<float> full =
+      naive_bmm(aa.data<float>(), bba.data<float>(), batch, batch, mp, np, k, false, false);
+  std::vector<float> ref;
+  for (int p = 0; p < batch; ++p)
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) ref.push_back(0.5f * full[(size_t(p) * mp + i) * np + j]);
+  ConfigSpace space = topi::batch_matmul_x86_space(y);
+  for (const Config& cfg : configs_to_test(space, topi::batch_matmul_x86_default(y, space, 512))) {
+    SCOPED_TRACE(cfg.str());
+    te::Schedule s = te::create_schedule({out});
+    s[crop].compute_inline();
+    s[heads].compute_inline();
+    topi::schedule_batch_matmul_x86(s, y, cfg, out);
+    std::string text = ir::to_string(compiler::lower(s, {a, b, out}, "f").body);
+    // One loop nest: no stage of the whole product is stored apart.
+    EXPECT_EQ(text.find("allocate batch_matmul:"), std::string::npos) << text;
+    NDArray got = zeros({2, 3, m, n});
+    build_host(s, {a, b, out})(aa, bba, got);
+    EXPECT_TRUE(all_close(got, ref, 1e-4, 1e-5));
+  }
+}
+
+TEST(TopiBatchMatmul, EpilogueFits) {
+  te::Tensor y = topi::batch_matmul(te::placeholder({6, 16, 8}, ir::kFloat32, "a"),
+                                    te::placeholder({6, 8, 32}, ir::kFloat32, "b"));
+  EXPECT_TRUE(topi::batch_matmul_epilogue_fits(y, te::placeholder({1, 6, 13, 30}, ir::kFloat32)));
+  EXPECT_FALSE(topi::batch_matmul_epilogue_fits(y, te::placeholder({6, 16, 33}, ir::kFloat32)));
+  EXPECT_FALSE(topi::batch_matmul_epilogue_fits(y, te::placeholder({4, 16, 32}, ir::kFloat32)));
+}
 
 TEST(TopiDense, PackedDefaultTilesWholePanels) {
   te::Tensor x = te::placeholder({2, 32}, ir::kFloat32, "x");

@@ -149,6 +149,29 @@ TEST(TopiNN, SoftmaxFoldsRowsInVectorLanes) {
   EXPECT_NE(text.find("softmax.exp: float32[197"), std::string::npos) << text;
 }
 
+TEST(TopiNN, SoftmaxPredicatesOnlyTheLastVectorOfARow) {
+  // An attention's rows of 1500 (93 vectors of 16 and 12 more): the loops over a row's vectors
+  // run unpredicated, the last vector alone is masked (pass::partition_loops), in the
+  // exponentials and in the output, where every vector of the row was masked before.
+  for (bool log : {false, true}) check_softmax({3, 1500}, -1, log, topi::RowFold::kVectorLanes);
+  te::Tensor x = te::placeholder({4, 1500}, ir::kFloat32, "x");
+  te::Tensor y = topi::softmax(x, 1, "softmax", topi::RowFold::kVectorLanes);
+  te::Schedule s = te::create_schedule({y});
+  topi::schedule_softmax_x86(s, y);
+  const std::string text = ir::to_string(compiler::lower(s, {x, y}, "f").body);
+  // Each masked access (`[ramp(...) if mask]`) sits in the row's loop, 2 spaces deep, not in
+  // a loop over the row's vectors.
+  size_t masked = 0;
+  for (size_t at = text.find(" if ramp("); at != std::string::npos;
+       at = text.find(" if ramp(", at + 1)) {
+    const size_t line = text.rfind('\n', at) + 1;
+    const size_t indent = text.find_first_not_of(' ', line) - line;
+    EXPECT_EQ(indent, 2u) << text.substr(line, text.find('\n', at) - line);
+    ++masked;
+  }
+  EXPECT_GT(masked, 0u) << text;
+}
+
 TEST(TopiNN, LogSoftmax) {
   check_softmax({37}, -1, true);
   check_softmax({5, 67}, -1, true);

@@ -44,6 +44,26 @@ TEST_F(PartitionLoops, ManyFullTilesStayALoop) {
             "  B[i + 12] = A[i + 12]\n");
 }
 
+TEST_F(PartitionLoops, PeelsTheGuardedLastVector) {
+  // 14 columns in vectors of 4: the guard stays in the last vector only.
+  Stmt guarded =
+      for_loop(o, 0, 4, ForKind::kSerial,
+               for_loop(i, 0, 4, ForKind::kVectorized,
+                        if_then_else(o * 4 + i < 14, store(b, A(o * 4 + i), o * 4 + i))));
+  EXPECT_EQ(to_string(partition_loops(guarded)),
+            "for o in range(3):\n"
+            "  vectorized for i in range(4):\n"
+            "    B[o*4 + i] = A[o*4 + i]\n"
+            "vectorized for i in range(4):\n"
+            "  if i < 2:\n"
+            "    B[i + 12] = A[i + 12]\n");
+  // A guard the full iterations do not lose (a bound not known here): left as it was.
+  Stmt unknown = for_loop(o, 0, 4, ForKind::kSerial,
+                          for_loop(i, 0, 4, ForKind::kVectorized,
+                                   if_then_else(o * 4 + i < n, store(b, A(o * 4 + i), o * 4 + i))));
+  EXPECT_TRUE(partition_loops(unknown).same_as(unknown));
+}
+
 TEST_F(PartitionLoops, LeavesOtherLoopsAlone) {
   // A serial inner loop gains nothing from a constant extent.
   Stmt serial = tiles(2, 6, ForKind::kSerial);

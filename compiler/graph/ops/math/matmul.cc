@@ -134,9 +134,15 @@ LowerResult lower_matmul(const LowerCtx& c) {
             if (br != b) s[br].compute_inline();
             if (ap != ar) injective(s, ap);
             if (bp != br) injective(s, bp);
-            tuning.schedule("batch_matmul_x86", s, y, y);
             if (yc != y && yc != output) s[yc].compute_inline();
             if (out != output) s[out].compute_inline();
+            // The crop, the reshape to the node's rank and any elementwise epilogue are stored
+            // from the register tile: a separate pass would read and write the whole product.
+            if (topi::batch_matmul_epilogue_fits(y, output)) {
+              tuning.schedule("batch_matmul_x86", s, y, output);
+              return;
+            }
+            tuning.schedule("batch_matmul_x86", s, y, y);
             injective(s, output);
           },
           same_shape ? y : Tensor()};
