@@ -80,6 +80,7 @@ int run_lld(const std::vector<const char*>& argv, std::string* log) {
   const lld::Result r = lld::lldMain(argv, out, out, {{lld::Gnu, &lld::elf::link}});
   out.flush();
   if (!r.canRunAgain) g_lld_broken = log->empty() ? "(lld said nothing)" : *log;
+  apply_llvm_options();  // lld has reset them to LLVM's defaults
   return r.retCode;
 }
 
