@@ -172,13 +172,13 @@ int compile_main(const kiln::cli::Args& args) {
   }
   if (drawn) std::fprintf(stderr, "\n");
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  std::cerr << "wrote " << out << " (" << secs << " s): " << build.num_functions << " kernels from "
-            << build.num_operators << " operators, " << build.constants_folded
-            << " constant nodes and " << build.batch_norms_folded << " batch norms folded, "
-            << build.convolutions_blocked << " convolutions in NCHW[x]c ("
-            << build.layout_conversions << " layout conversions), intermediates in "
-            << build.intermediate_bytes << " bytes (" << build.intermediate_bytes_without_reuse
-            << " without memory reuse)\n";
+  std::cerr << "wrote " << out << " (" << secs << " s): " << build.num_functions << " kernels ("
+            << build.num_distinct_functions << " distinct) from " << build.num_operators
+            << " operators, " << build.constants_folded << " constant nodes and "
+            << build.batch_norms_folded << " batch norms folded, " << build.convolutions_blocked
+            << " convolutions in NCHW[x]c (" << build.layout_conversions
+            << " layout conversions), intermediates in " << build.intermediate_bytes << " bytes ("
+            << build.intermediate_bytes_without_reuse << " without memory reuse)\n";
   if (configs) {
     std::cerr << "configs from " << args.get("--records") << ": " << configs->tuned()
               << " measured, " << configs->predicted() << " predicted by its cost model, "

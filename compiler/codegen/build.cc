@@ -12,6 +12,9 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/GlobalVariable.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -20,10 +23,13 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "base/error.h"
 #include "compiler/codegen/codegen_llvm.h"
@@ -136,12 +142,29 @@ std::unique_ptr<llvm::Module> compile_module(const std::vector<ir::PrimFunc>& fu
   return m;
 }
 
+/// How a module's `__kiln_parallel_launch` is emitted when its functions are split between
+/// objects: defined in one of them, referred to by the others.
+enum class LaunchPointer { kAsGenerated, kDefine, kDeclare };
+
 std::string emit_file(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
-                      llvm::CodeGenFileType type) {
+                      llvm::CodeGenFileType type,
+                      LaunchPointer launch = LaunchPointer::kAsGenerated) {
   const LLVMTarget lt = resolve_llvm_target(target);
   llvm::TargetMachine* tm = thread_target_machine(lt);
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = compile_module(funcs, lt, tm, &ctx, true, nullptr);
+  if (launch != LaunchPointer::kAsGenerated) {
+    llvm::GlobalVariable* gv = m->getGlobalVariable("__kiln_parallel_launch");
+    if (launch == LaunchPointer::kDeclare && gv != nullptr) {
+      gv->setInitializer(nullptr);  // a declaration: the first object defines it
+    } else if (launch == LaunchPointer::kDefine && gv == nullptr) {
+      llvm::PointerType* ptr = llvm::PointerType::get(ctx, 0);
+      gv = new llvm::GlobalVariable(*m, ptr, /*isConstant=*/false,
+                                    llvm::GlobalValue::ExternalLinkage,
+                                    llvm::ConstantPointerNull::get(ptr), "__kiln_parallel_launch");
+      gv->setAlignment(llvm::Align(8));
+    }
+  }
   llvm::SmallVector<char, 0> buf;
   llvm::raw_svector_ostream os(buf);
   llvm::legacy::PassManager pm;
@@ -206,6 +229,42 @@ std::vector<uint8_t> emit_object(const std::vector<ir::PrimFunc>& funcs,
                                  const target::Target& target) {
   const std::string bytes = emit_file(funcs, target, llvm::CodeGenFileType::ObjectFile);
   return std::vector<uint8_t>(bytes.begin(), bytes.end());
+}
+
+std::vector<std::vector<uint8_t>> emit_objects(const std::vector<ir::PrimFunc>& funcs,
+                                               const target::Target& target) {
+  resolve_llvm_target(target);  // a bad target fails here, not in a worker thread
+  const size_t threads =
+      std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), funcs.size());
+  if (threads <= 1) return {emit_object(funcs, target)};
+  // Four parts per thread, taken in turn, so that one part of large kernels does not leave the
+  // other threads idle at the end.
+  const size_t parts = std::min(funcs.size(), threads * 4);
+  std::vector<std::vector<ir::PrimFunc>> part(parts);
+  for (size_t i = 0; i < funcs.size(); ++i) part[i * parts / funcs.size()].push_back(funcs[i]);
+  std::vector<std::vector<uint8_t>> objects(parts);
+  std::vector<std::exception_ptr> errors(parts);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next++) < parts;) {
+      try {
+        const std::string bytes =
+            emit_file(part[k], target, llvm::CodeGenFileType::ObjectFile,
+                      k == 0 ? LaunchPointer::kDefine : LaunchPointer::kDeclare);
+        objects[k].assign(bytes.begin(), bytes.end());
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);  // the first part's error, as one module would report it
+  }
+  return objects;
 }
 
 std::string emit_assembly(const std::vector<ir::PrimFunc>& funcs, const target::Target& target) {

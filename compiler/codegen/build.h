@@ -37,8 +37,15 @@ runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Targ
 std::vector<uint8_t> emit_object(const std::vector<ir::PrimFunc>& funcs,
                                  const target::Target& target);
 
-/// The ELF shared object of `funcs` for any llvm target, as bytes: their object linked by lld
-/// inside this process, with no file written (link.cc). When the target is the host,
+/// The objects of `funcs` split into parts compiled side by side, one thread per hardware thread:
+/// each function (with its parallel bodies) in one part, the parts' objects together define every
+/// function once and `__kiln_parallel_launch` once (in the first). For link_shared_object: LLVM
+/// optimizes and emits one module on one core, and a network's hundreds of kernels are many.
+std::vector<std::vector<uint8_t>> emit_objects(const std::vector<ir::PrimFunc>& funcs,
+                                               const target::Target& target);
+
+/// The ELF shared object of `funcs` for any llvm target, as bytes: their objects (emit_objects)
+/// linked by lld inside this process, with no file written (link.cc). When the target is the host,
 /// runtime::Module::load_library_bytes loads it. libc / libm symbols (aligned_alloc, expf, ...) are
 /// left to the loading process. Raises kiln::Error for a mistake in the functions or the target,
 /// kiln::InternalError if lld fails.

@@ -59,6 +59,9 @@ LLVMTarget resolve_llvm_target(const target::Target& t);
 
 /// Initializes LLVM's X86 and AArch64 back-ends (and the host's) once per process.
 void initialize_llvm();
+/// Sets the LLVM options Kiln compiles with (tail merging off). initialize_llvm applies them;
+/// lld resets every LLVM option to its default when it links, so each link applies them again.
+void apply_llvm_options();
 
 /// A new target machine for `t` (PIC, aggressive codegen optimization, FMA contraction allowed).
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const LLVMTarget& t);

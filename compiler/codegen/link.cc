@@ -1,11 +1,11 @@
-// Linking the object of a set of functions into an ELF shared object with lld running inside this
-// process, from memory to memory: no file is created anywhere.
+// Linking the objects of a set of functions (emit_objects: compiled side by side) into an ELF
+// shared object with lld running inside this process, from memory to memory: no file is created
+// anywhere.
 //
-// lld only reads and writes paths, so it is given /proc/self/fd paths. The object goes in as a
-// memfd. The shared object comes out through a pipe that a thread drains while lld writes: for a
-// regular output file (which a memfd is) lld first checks that it can create a temporary file
-// beside it and renames that into place, which /proc/self/fd cannot hold; a pipe it writes in
-// place.
+// lld only reads and writes paths, so it is given /proc/self/fd paths. The objects go in as memfds.
+// The shared object comes out through a pipe that a thread drains while lld writes: for a regular
+// output file (which a memfd is) lld first checks that it can create a temporary file beside it and
+// renames that into place, which /proc/self/fd cannot hold; a pipe it writes in place.
 //
 // lld keeps its state in globals (lld::CommonLinkerContext, the ELF driver's context), so one
 // mutex serializes every link in the process; a link is a few milliseconds. After a link that
@@ -19,6 +19,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -79,6 +80,7 @@ int run_lld(const std::vector<const char*>& argv, std::string* log) {
   const lld::Result r = lld::lldMain(argv, out, out, {{lld::Gnu, &lld::elf::link}});
   out.flush();
   if (!r.canRunAgain) g_lld_broken = log->empty() ? "(lld said nothing)" : *log;
+  apply_llvm_options();  // lld has reset them to LLVM's defaults
   return r.retCode;
 }
 
@@ -87,32 +89,31 @@ int run_lld(const std::vector<const char*>& argv, std::string* log) {
 std::string link_shared_object(const std::vector<ir::PrimFunc>& funcs,
                                const target::Target& target) {
   const LLVMTarget lt = resolve_llvm_target(target);
-  const std::vector<uint8_t> obj = emit_object(funcs, target);
+  const std::vector<std::vector<uint8_t>> objs = emit_objects(funcs, target);
   std::string names;
   for (const ir::PrimFunc& f : funcs) names += (names.empty() ? "'" : ", '") + f.name + "'";
 
-  Fd object(memfd_create("kiln-object", MFD_CLOEXEC));
-  KILN_ICHECK(object.get() >= 0) << "link_shared_object: memfd_create failed: "
-                                 << std::strerror(errno);
-  KILN_ICHECK(write_all(object.get(), reinterpret_cast<const char*>(obj.data()), obj.size()))
-      << "link_shared_object: cannot write the object to its memfd: " << std::strerror(errno);
+  std::deque<Fd> objects;  // Fd does not move: a deque keeps each in place
+  std::vector<std::string> object_paths;
+  for (const std::vector<uint8_t>& obj : objs) {
+    const Fd& object = objects.emplace_back(memfd_create("kiln-object", MFD_CLOEXEC));
+    KILN_ICHECK(object.get() >= 0)
+        << "link_shared_object: memfd_create failed: " << std::strerror(errno);
+    KILN_ICHECK(write_all(object.get(), reinterpret_cast<const char*>(obj.data()), obj.size()))
+        << "link_shared_object: cannot write an object to its memfd: " << std::strerror(errno);
+    object_paths.push_back(object.proc_path());
+  }
 
   const std::string emulation = lt.is_aarch64 ? "aarch64linux" : "elf_x86_64";
-  const std::string object_path = object.proc_path();
   int pipe_fds[2];
   KILN_ICHECK(::pipe2(pipe_fds, O_CLOEXEC) == 0)
       << "link_shared_object: pipe2 failed: " << std::strerror(errno);
   Fd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
   const std::string output_path = write_end.proc_path();
-  const std::vector<const char*> argv{"ld.lld",
-                                      "-shared",
-                                      "-m",
-                                      emulation.c_str(),
-                                      "--hash-style=both",
-                                      "--threads=1",
-                                      "-o",
-                                      output_path.c_str(),
-                                      object_path.c_str()};
+  std::vector<const char*> argv{
+      "ld.lld", "-shared",          "-m", emulation.c_str(), "--hash-style=both", "--threads=1",
+      "-o",     output_path.c_str()};
+  for (const std::string& p : object_paths) argv.push_back(p.c_str());
   std::string library;
   int read_errno = 0;
   std::thread drain([&] {

@@ -29,6 +29,7 @@
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/graph/tensor_limits.h"
 #include "compiler/graph/trim_conv_taps.h"
+#include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/target/target.h"
 #include "compiler/te/flop_count.h"
@@ -318,6 +319,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
 
   std::vector<ir::PrimFunc> funcs;
   std::set<std::string> func_names;
+  std::map<std::vector<uint64_t>, std::string> kernel_by_program;
   const size_t total = groups.size();
   for (size_t i = 0; i < total; ++i) {
     const FusedGroup& group = groups[i];
@@ -356,7 +358,16 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
       if (gpu) {
         bundle.device_programs.push_back(compiler::build_gpu(op.schedule, op.args, tgt, fname));
       } else {
-        funcs.push_back(compiler::lower(op.schedule, op.args, fname));
+        ir::PrimFunc f = compiler::lower(op.schedule, op.args, fname);
+        // Groups that lower to the same program up to renaming (the repeated blocks of a
+        // network) share one function: LLVM optimizes and emits each distinct kernel once.
+        auto [it, fresh] = kernel_by_program.emplace(ir::structural_encoding(f), fname);
+        if (fresh) {
+          funcs.push_back(std::move(f));
+        } else {
+          func_names.erase(fname);
+          fname = it->second;
+        }
       }
     } catch (const kiln::Error& e) {
       // The loop compiler names stages; the user knows the node.
@@ -387,6 +398,7 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
   }
 
   rep.num_functions = total;
+  rep.num_distinct_functions = gpu ? total : funcs.size();
   Json::Array storage = table.take_storage();
   for (const Json& pool : storage)
     rep.intermediate_bytes += pool.at("bytes", "pool").as_int("bytes");

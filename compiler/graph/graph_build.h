@@ -52,8 +52,10 @@ struct BuildOptions {
 
 /// What a build did, for reports and benchmarks.
 struct BuildReport {
-  size_t num_operators = 0;     ///< nodes of the graph given to the build
-  size_t num_functions = 0;     ///< kernels in the bundle (fused groups)
+  size_t num_operators = 0;  ///< nodes of the graph given to the build
+  size_t num_functions = 0;  ///< kernels in the bundle (fused groups)
+  /// Distinct kernels compiled: groups whose lowered programs are equal up to renaming share one.
+  size_t num_distinct_functions = 0;
   size_t constants_folded = 0;  ///< nodes computed at build time (fold_constants.h)
   size_t batch_norms_folded = 0;
   size_t qconvs_realized = 0;  ///< quantized convolutions made integer QConv nodes

@@ -72,6 +72,12 @@ class Reader {
 
 std::string serialize_params(const std::map<std::string, NDArray>& params) {
   Writer w;
+  // Reserved up front: a model's weights can be most of a gigabyte, and growing the string by
+  // doubling copies them again and again.
+  size_t size = 8;
+  for (const auto& [name, a] : params)
+    size += 28 + name.size() + 8 * a.shape().size() + static_cast<size_t>(a.nbytes());
+  w.out.reserve(size);
   w.bytes(kParamsMagic, 4);
   w.put<uint32_t>(static_cast<uint32_t>(params.size()));
   for (const auto& [name, a] : params) {
@@ -206,7 +212,12 @@ std::string serialize_bundle(const Bundle& b) {
       << "a bundle holds device programs or a host library, not both";
   KILN_USER_CHECK(!on_device || !vdla)
       << "a bundle holds GPU device programs or VDLA programs, not both";
+  const std::string params = serialize_params(b.params);
+  const std::string device = on_device ? serialize_device_programs(b.device_programs) : "";
+  const std::string vdla_programs = vdla ? serialize_vdla_programs(b.vdla_programs) : "";
   Writer w;
+  w.out.reserve(16 + 5 * 16 + b.graph_json.size() + b.library.size() + params.size() +
+                device.size() + vdla_programs.size() + 16);
   w.bytes(kMagic, 8);
   w.put<uint32_t>(on_device ? kDeviceVersion : vdla ? kVdlaVersion : kCpuVersion);
   w.put<uint32_t>(on_device || vdla ? 4 : 3);
@@ -218,9 +229,9 @@ std::string serialize_bundle(const Bundle& b) {
   };
   section(kGraph, b.graph_json);
   section(kLibrary, b.library);
-  section(kParams, serialize_params(b.params));
-  if (on_device) section(kDevice, serialize_device_programs(b.device_programs));
-  if (vdla) section(kVdla, serialize_vdla_programs(b.vdla_programs));
+  section(kParams, params);
+  if (on_device) section(kDevice, device);
+  if (vdla) section(kVdla, vdla_programs);
   w.put<uint64_t>(fnv1a64(w.out.data(), w.out.size()));
   w.bytes(kEnd, 8);
   return w.out;

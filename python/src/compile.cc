@@ -62,14 +62,15 @@ graph::BuildOptions build_options(bool fuse, bool layout, const Progress& progre
 }
 
 py::dict build_report(const graph::BuildReport& r) {
-  return py::dict(py::arg("kernels") = r.num_functions, py::arg("operators") = r.num_operators,
-                  py::arg("constants_folded") = r.constants_folded,
-                  py::arg("batch_norms_folded") = r.batch_norms_folded,
-                  py::arg("convolutions_blocked") = r.convolutions_blocked,
-                  py::arg("layout_conversions") = r.layout_conversions,
-                  py::arg("intermediate_bytes") = r.intermediate_bytes,
-                  py::arg("qconvs_realized") = r.qconvs_realized,
-                  py::arg("qconvs_kept_float") = r.qconvs_kept_float);
+  return py::dict(
+      py::arg("kernels") = r.num_functions, py::arg("distinct_kernels") = r.num_distinct_functions,
+      py::arg("operators") = r.num_operators, py::arg("constants_folded") = r.constants_folded,
+      py::arg("batch_norms_folded") = r.batch_norms_folded,
+      py::arg("convolutions_blocked") = r.convolutions_blocked,
+      py::arg("layout_conversions") = r.layout_conversions,
+      py::arg("intermediate_bytes") = r.intermediate_bytes,
+      py::arg("qconvs_realized") = r.qconvs_realized,
+      py::arg("qconvs_kept_float") = r.qconvs_kept_float);
 }
 
 py::tuple compile(const std::string& path, const std::optional<py::bytes>& data,

@@ -294,9 +294,10 @@ TEST_F(CliTest, CompileShowsProgress) {
 TEST_F(CliTest, CompileWithoutFusionKeepsOneKernelPerOperator) {
   Result r = kiln("compile '" + model_ + "' --no-fuse --no-layout -o '" + path("nf.kiln") + "'");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("2 kernels from 2 operators"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2 kernels (2 distinct) from 2 operators"), std::string::npos) << r.err;
   Result fused = kiln("compile '" + model_ + "' -o '" + path("f.kiln") + "'");
-  EXPECT_NE(fused.err.find("1 kernels from 2 operators"), std::string::npos) << fused.err;
+  EXPECT_NE(fused.err.find("1 kernels (1 distinct) from 2 operators"), std::string::npos)
+      << fused.err;
 }
 
 TEST_F(CliTest, MissingModelFile) {

@@ -883,6 +883,8 @@ TEST(GraphBuild, ChainFusesIntoOneFunctionOrReusesStorageUnfused) {
     options.fuse = fuse;
     runtime::Bundle bundle = build_graph(g, "llvm", options, &report);
     EXPECT_EQ(report.num_functions, fuse ? 1u : 8u);
+    // Unfused, the four Negs lower to one program up to renaming, and so do the four Abs.
+    EXPECT_EQ(report.num_distinct_functions, fuse ? 1u : 2u);
     EXPECT_EQ(report.intermediate_bytes_without_reuse, fuse ? 0 : 7 * 4096);
     EXPECT_EQ(report.intermediate_bytes, fuse ? 0 : 2 * 4096);
     runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "chain");
@@ -892,6 +894,40 @@ TEST(GraphBuild, ChainFusesIntoOneFunctionOrReusesStorageUnfused) {
     std::vector<float> ref(1024);
     for (int i = 0; i < 1024; ++i) ref[i] = std::fabs(in.data<float>()[i]);
     EXPECT_TRUE(testing::all_close(exec.output(0), ref));
+  }
+}
+
+TEST(GraphBuild, IdenticalGroupsShareOneKernelAndOthersKeepTheirOwn) {
+  // Two branches of the same Sigmoid on [64] share one kernel; a third on [32] has its own.
+  Graph g;
+  ValueId x = g.add_input("x", runtime::kFloat32, {64});
+  ValueId y = g.add_input("y", runtime::kFloat32, {64});
+  ValueId z = g.add_input("z", runtime::kFloat32, {32});
+  g.add_output(g.add_op("Sigmoid", "sx", {x}, {}, runtime::kFloat32, {64}));
+  g.add_output(g.add_op("Sigmoid", "sy", {y}, {}, runtime::kFloat32, {64}));
+  g.add_output(g.add_op("Sigmoid", "sz", {z}, {}, runtime::kFloat32, {32}));
+  BuildReport report;
+  runtime::Bundle bundle = build_graph(g, "llvm", BuildOptions(), &report);
+  EXPECT_EQ(report.num_functions, 3u);
+  EXPECT_EQ(report.num_distinct_functions, 2u);
+  const kiln::Json json = kiln::Json::parse(bundle.graph_json);
+  std::vector<std::string> funcs;
+  for (const kiln::Json& n : json.at("nodes", "graph").as_array("nodes"))
+    funcs.push_back(n.at("func", "node").as_string("func"));
+  ASSERT_EQ(funcs.size(), 3u);
+  EXPECT_EQ(funcs[0], funcs[1]);
+  EXPECT_NE(funcs[0], funcs[2]);
+  runtime::GraphExecutor exec = runtime::GraphExecutor::from_bundle(std::move(bundle), "shared");
+  const NDArray in[3] = {testing::random_array({64}, 1), testing::random_array({64}, 2),
+                         testing::random_array({32}, 3)};
+  exec.set_input("x", in[0]);
+  exec.set_input("y", in[1]);
+  exec.set_input("z", in[2]);
+  exec.run();
+  for (int k = 0; k < 3; ++k) {
+    std::vector<float> ref(in[k].shape()[0]);
+    for (size_t i = 0; i < ref.size(); ++i) ref[i] = 1 / (1 + std::exp(-in[k].data<float>()[i]));
+    EXPECT_TRUE(testing::all_close(exec.output(k), ref)) << "output " << k;
   }
 }
 

@@ -879,6 +879,26 @@ TEST(CodegenLLVM, Avx512RegistersOnThisHost) {
 #endif
 }
 
+TEST(CodegenLLVM, ObjectsCompiledSideBySideShareOneLaunchPointer) {
+  // The parallel function in a later part: the first part defines the launch pointer, the
+  // runtime sets it once, and the parallel loop of the other object goes through it.
+  ThreadCountGuard guard;
+  const std::vector<ir::PrimFunc> funcs = {add_2d(), parallel_func()};
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(emit_objects(funcs, host()).size(), std::min<size_t>(threads, 2));
+  runtime::Module m =
+      runtime::Module::load_library_bytes(link_shared_object(funcs, host()), "test 'parts'");
+  void* launch = m.symbol("__kiln_parallel_launch");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_NE(*static_cast<void**>(launch), nullptr);  // set by the runtime when loaded
+  runtime::set_num_threads(2);
+  NDArray A = NDArray::from_vector(iota_floats(5 * 64), {5, 64});
+  NDArray B = NDArray::empty({5, 64}, runtime::kFloat32);
+  m.function("par")(A, B);
+  std::vector<float> out = B.to_vector<float>();
+  for (int k = 0; k < 5 * 64; ++k) ASSERT_FLOAT_EQ(out[k], 3.0f * k + static_cast<float>(k / 64));
+}
+
 TEST(CodegenLLVM, LinkedLibraryLoadsAndRuns) {
   ThreadCountGuard guard;
   runtime::Module m = runtime::Module::load_library_bytes(
