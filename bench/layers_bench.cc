@@ -49,23 +49,6 @@ std::vector<std::pair<std::string, double>> layer_list() {
   return layers;
 }
 
-/// The geomean of the finite ratios, and the worst of them.
-struct Summary {
-  double log_sum = 0;
-  int ok = 0;
-  std::string worst;
-  double worst_ratio = INFINITY;
-  void add(const std::string& name, double r) {
-    if (!std::isfinite(r)) return;
-    log_sum += std::log(r);
-    ++ok;
-    if (r < worst_ratio) {
-      worst_ratio = r;
-      worst = name;
-    }
-  }
-};
-
 const kiln::cli::Program kBench{
     .name = "bench_layers",
     .operands = "[NAME...]",
@@ -106,7 +89,7 @@ int run_bench(const kiln::cli::Args& args) {
   for (const auto& l : layers) make_cmd += " --only " + l.first;
   run_command(make_cmd + " >/dev/null");
 
-  std::map<int, Summary> summary;
+  std::map<int, kiln::bench::RatioGeomean> summary;
   for (const auto& [name, flops] : layers) {
     kiln::bench::BuiltModel b = kiln::bench::build_and_check(d, name, kTarget, {}, {}, kTolerance);
     if (!b.error.empty())
@@ -139,10 +122,7 @@ int run_bench(const kiln::cli::Args& args) {
     }
   }
   for (int t : kThreads) {
-    const Summary& s = summary[t];
-    std::printf("case=layer_geomean_t%d ratio=%.3f layers=%zu ok=%d worst=%s:%.3f\n", t,
-                s.ok ? std::exp(s.log_sum / s.ok) : NAN, layers.size(), s.ok, s.worst.c_str(),
-                s.worst_ratio);
+    std::printf("case=layer_geomean_t%d %s\n", t, summary[t].text("layers", layers.size()).c_str());
   }
   return 0;
 }

@@ -88,6 +88,29 @@ inline PairedTimes paired_times(const std::function<void()>& f, const std::funct
 }
 
 /// 'text', for a shell command line.
+/// The geomean of a bench's finite ratios (Kiln against its reference; nan ones are the cases that
+/// did not build or match) and the lowest of them, with its name.
+struct RatioGeomean {
+  double log_sum = 0;
+  int ok = 0;
+  std::string worst;
+  double worst_ratio = INFINITY;
+  void add(const std::string& name, double r) {
+    if (!std::isfinite(r)) return;
+    log_sum += std::log(r);
+    ++ok;
+    if (r < worst_ratio) worst_ratio = r, worst = name;
+  }
+  double value() const { return ok ? std::exp(log_sum / ok) : NAN; }
+  /// "ratio=<g> <what>=<n> ok=<k> worst=<name>:<ratio>", the tail of a geomean case line.
+  std::string text(const char* what, size_t n) const {
+    char line[256];
+    std::snprintf(line, sizeof line, "ratio=%.3f %s=%zu ok=%d worst=%s:%.3f", value(), what, n, ok,
+                  ok ? worst.c_str() : "none", ok ? worst_ratio : NAN);
+    return line;
+  }
+};
+
 inline std::string quote(const std::string& s) { return "'" + s + "'"; }
 
 /// Runs a shell command, returning its stdout; exits the benchmark (naming `who` and the command)

@@ -131,26 +131,6 @@ double print_cases(const std::string& set, const Timed& k,
   return at_geomean;
 }
 
-/// Accumulates a geomean over the finite ratios, and the lowest.
-struct Geomean {
-  double log_sum = 0;
-  int ok = 0;
-  std::string worst;
-  double worst_ratio = INFINITY;
-  void add(const std::string& name, double r) {
-    if (!std::isfinite(r)) return;
-    log_sum += std::log(r);
-    ++ok;
-    if (r < worst_ratio) worst_ratio = r, worst = name;
-  }
-  double value() const { return ok ? std::exp(log_sum / ok) : NAN; }
-  void print(const std::string& label, size_t models) const {
-    std::printf("case=%s_t%d ratio=%.3f models=%zu ok=%d worst=%s:%.3f\n", label.c_str(),
-                kGeomeanThreads, value(), models, ok, ok ? worst.c_str() : "none",
-                ok ? worst_ratio : NAN);
-  }
-};
-
 const kiln::cli::Program kBench{
     .name = "bench_zoo",
     .operands = "[NAME...]",
@@ -287,7 +267,7 @@ int run_bench(const kiln::cli::Args& args) {
   std::unique_ptr<kiln::records::RecordLog> log;
   if (!records.empty())
     log = std::make_unique<kiln::records::RecordLog>(kiln::records::RecordLog::open(records));
-  Geomean untuned, tuned;
+  kiln::bench::RatioGeomean untuned, tuned;
   WorstKernels worst_kernels;
   int checked_ok = 0;
   for (const auto& name : models) {
@@ -349,8 +329,11 @@ int run_bench(const kiln::cli::Args& args) {
     std::printf("case=%s_check models=%zu ok=%d\n", set.c_str(), models.size(), checked_ok);
     return 0;
   }
-  untuned.print(set + "_geomean", models.size());
-  if (log) tuned.print(set + "_tuned_geomean", models.size());
+  std::printf("case=%s_geomean_t%d %s\n", set.c_str(), kGeomeanThreads,
+              untuned.text("models", models.size()).c_str());
+  if (log)
+    std::printf("case=%s_tuned_geomean_t%d %s\n", set.c_str(), kGeomeanThreads,
+                tuned.text("models", models.size()).c_str());
   worst_kernels.print(set);
   return 0;
 }
