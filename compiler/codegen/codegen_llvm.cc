@@ -474,8 +474,7 @@ void CodeGenLLVM::emit(const Stmt& s) {
     case StmtKind::kIfThenElse:
       return emit_if(s.as<ir::IfThenElseNode>());
     case StmtKind::kSeq:
-      for (const Stmt& st : s.as<ir::SeqNode>()->seq) emit(st);
-      return;
+      return emit_seq(s);
     case StmtKind::kEvaluate: {
       const Expr& v = s.as<ir::EvaluateNode>()->value;
       if (v.as<ir::IntImmNode>() == nullptr) emit(v);
@@ -487,6 +486,78 @@ void CodeGenLLVM::emit(const Stmt& s) {
                         << "' still contains tensor-level statements (ProducerStore / "
                            "ProducerRealize); lower the schedule (storage flattening) first";
   }
+}
+
+namespace {
+
+/// How many stores `s` holds, its loops' bodies counted once (unrolled loops are copies by
+/// now): the size of the machine code it becomes, without walking its expressions.
+size_t store_count(const ir::Stmt& s) {
+  if (!s.defined()) return 0;
+  switch (s.kind()) {
+    case StmtKind::kStore:
+      return 1;
+    case StmtKind::kSeq: {
+      size_t n = 0;
+      for (const Stmt& st : s.as<ir::SeqNode>()->seq) n += store_count(st);
+      return n;
+    }
+    case StmtKind::kFor:
+      return store_count(s.as<ir::ForNode>()->body);
+    case StmtKind::kLetStmt:
+      return store_count(s.as<ir::LetStmtNode>()->body);
+    case StmtKind::kAttrStmt:
+      return store_count(s.as<ir::AttrStmtNode>()->body);
+    case StmtKind::kAssertStmt:
+      return store_count(s.as<ir::AssertStmtNode>()->body);
+    case StmtKind::kAllocate:
+      return store_count(s.as<ir::AllocateNode>()->body);
+    case StmtKind::kIfThenElse: {
+      auto* op = s.as<ir::IfThenElseNode>();
+      return store_count(op->then_case) + store_count(op->else_case);
+    }
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+void CodeGenLLVM::emit_seq(const ir::Stmt& s) {
+  const auto* op = s.as<ir::SeqNode>();
+  // A sequence this large (a recurrent network's time steps, unrolled) would be one function
+  // whose register allocation grows faster than its size: most of a build's time. Its large
+  // statements become functions of their own (noinline), each called once, as parallel bodies
+  // are; a kernel of ordinary size is emitted as it is.
+  constexpr size_t kOutlineAbove = 4096, kOutlineEach = 32;
+  const bool outline = !target_.is_nvptx && op->seq.size() > 1 && store_count(s) > kOutlineAbove;
+  for (const Stmt& st : op->seq) {
+    if (outline && store_count(st) >= kOutlineEach) {
+      emit_outlined_call(st);
+    } else {
+      emit(st);
+    }
+  }
+}
+
+void CodeGenLLVM::emit_outlined_call(const ir::Stmt& s) {
+  const std::vector<const ir::VarNode*> captures = captured_vars(s);
+  std::vector<llvm::Value*> args{fs_.error};
+  for (const ir::VarNode* v : captures) args.push_back(fs_.vars.at(v));
+  SavedState saved;
+  llvm::Function* fn = begin_outlined(func_name_ + "_part_" + std::to_string(outlined_count_++), {},
+                                      captures, fs_.in_parallel, &saved);
+  fn->addFnAttr(llvm::Attribute::NoInline);
+  emit(s);
+  builder_.CreateRet(builder_.getInt32(0));
+  end_outlined(&saved);
+  llvm::Value* rc = builder_.CreateCall(fn, args);
+  llvm::BasicBlock* ok_bb = llvm::BasicBlock::Create(*ctx_, "part.ok", fs_.function);
+  llvm::BasicBlock* fail_bb = llvm::BasicBlock::Create(*ctx_, "part.fail", fs_.function);
+  builder_.CreateCondBr(builder_.CreateICmpEQ(rc, builder_.getInt32(0)), ok_bb, fail_bb);
+  builder_.SetInsertPoint(fail_bb);
+  emit_error_return(rc);  // the part stored the message
+  builder_.SetInsertPoint(ok_bb);
 }
 
 void CodeGenLLVM::emit_for(const ir::ForNode* op) {

@@ -144,6 +144,7 @@ void CodeGenLLVM::add_function(const ir::PrimFunc& f) {
   KILN_USER_CHECK(f.body.defined()) << "codegen llvm: function '" << f.name << "' has no body";
   func_name_ = f.name;
   parallel_count_ = 0;
+  outlined_count_ = 0;
 
   // The signature string the runtime checks calls against.
   std::string sig;

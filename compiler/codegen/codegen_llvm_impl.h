@@ -108,6 +108,10 @@ class CodeGenLLVM {
 
   // ---- statements (codegen_llvm.cc; stores, allocation in codegen_llvm_memory.cc) ----
   void emit(const ir::Stmt& s);
+  /// A sequence; a very large one with its large statements outlined (emit_outlined_call).
+  void emit_seq(const ir::Stmt& s);
+  /// `s` as a noinline function of the values it uses, called here; its failure returns.
+  void emit_outlined_call(const ir::Stmt& s);
   void emit_store(const ir::StoreNode* op);
   void emit_for(const ir::ForNode* op);
   /// for (var = begin; var < end; ++var) body, in the current function.
@@ -179,6 +183,7 @@ class CodeGenLLVM {
   FunctionState fs_;
   std::string func_name_;  ///< name of the PrimFunc being emitted (for outlined names)
   int parallel_count_ = 0;
+  int outlined_count_ = 0;  ///< parts of the current function outlined by emit_seq
   std::map<std::string, llvm::Constant*> strings_;
   llvm::GlobalVariable* parallel_launch_ = nullptr;
   /// The kernel's constant threadIdx.{x,y,z} extents seen so far (-1: not constant).
