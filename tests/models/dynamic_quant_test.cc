@@ -5,12 +5,15 @@
 // tables and dequantized), built for the host, run on their inputs and compared with ONNX
 // Runtime's outputs.
 //
-// Tolerance: max|kiln - ort| / max|ort| <= kTolerance (1e-3). The integer products are exact on
-// both sides and the scale and bias arithmetic is the same float operations, so a MatMulInteger
-// chain alone agrees to float rounding; but the float layers between them (LayerNormalization,
-// Softmax, Erf, Tanh) differ from ORT's in the last bits, and a value that lands on the other side
-// of a rounding boundary of DynamicQuantizeLinear moves by one quantization step (about 1/255 of
-// that tensor's range), which the next products carry on. The measured errors are printed.
+// Tolerance: max|kiln - ort| / max|ort| <= 1e-4, the zoo's (model_compare::kTolerance). The
+// integer products are exact on both sides and the scales and biases are the same float operations,
+// so the outputs agree to float rounding: measured 9.6e-8 (bert_tiny) and 6.6e-8
+// (lstm_classifier_small). What is left comes from the float layers between the products
+// (LayerNormalization, Softmax, Erf, Tanh), whose last bits differ from ORT's; should one of those
+// differences carry a value across a rounding boundary of DynamicQuantizeLinear, it moves by one
+// quantization step (1/255 of its tensor's range) and the error jumps to about 1e-3: a wrong
+// rounding mode or zero point shows the same way, so the tolerance is kept at float rounding's
+// scale rather than widened to hide it.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -26,8 +29,6 @@
 
 namespace kiln::graph {
 namespace {
-
-constexpr double kTolerance = 1e-3;
 
 /// Builds DATA/NAME.onnx, checks that it holds `integer_products` MatMulInteger nodes, each fed by
 /// a DynamicQuantizeLinear, and compares its output with ONNX Runtime's.
@@ -49,7 +50,7 @@ void check_dynamic(const std::string& model, int integer_products) {
   std::printf("%s: relative error %.3g (max |diff| %.3g) against ONNX Runtime's dynamic int8\n",
               model.c_str(), e.relative, e.max_abs_diff);
   std::fflush(stdout);
-  EXPECT_LE(e.relative, kTolerance) << model << ": max|kiln - ort| / max|ort|";
+  EXPECT_LE(e.relative, model_compare::kTolerance) << model << ": max|kiln - ort| / max|ort|";
 }
 
 TEST(DynamicQuant, bert_tiny) { check_dynamic("bert_tiny_dynamic", 9); }
