@@ -3,12 +3,17 @@
 // Kiln against ONNX Runtime at the same threads in the same run, and the float model each came
 // from beside it:
 //   case=int8_<model>_dynamic kiln_ms=<x> ort_ms=<y> ratio=<y/x> kiln_fp32_ms=<a> ort_fp32_ms=<b>
-//   threads=<t>
+//   err=<e> ort_quant_err=<q> threads=<t>
 // Models: bert (wide_families.py's BERT-base-like encoder, sequence 128) and lstm (its recurrent
-// classifier, the LSTM left in float). Each build is checked against ONNX Runtime's output first
-// (max|diff| / max|ref| within --tolerance, default 1e-3: the integer products agree exactly, but
-// a float difference upstream can move an activation across a quantization step); one that does
-// not build or match prints nan with its error on stderr.
+// classifier, the LSTM left in float). Each build is checked against ONNX Runtime's output first:
+// err = max|kiln - ort| / max|ort| within --tolerance (default 0.05), printed beside ort_quant_err,
+// ONNX Runtime's own int8 output against its float one. The integer products agree exactly, but
+// where the float layers between them (LayerNormalization, GELU) differ from ORT's in the last bit,
+// a value within that bit of a rounding boundary of DynamicQuantizeLinear lands on the other side
+// (seen: x / scale = 14.500004 in ORT, 29 against 30), and over BERT-base's 12 layers such steps
+// spread: err 0.027 with ort_quant_err 0.031, Kiln's int8 output as close to the float one as
+// ORT's (0.034). The tiny encoder of the tests, two layers, stays at 1e-7. A model that does not
+// build or match prints nan with its error on stderr.
 //
 // The models are made into a temporary folder (make_dynamic_quant.py: torch under
 // KILN_TORCH_PYTHON, the quantization and ONNX Runtime in its virtual environment, --venv), or into
@@ -96,7 +101,7 @@ const kiln::cli::Program kBench{
               {"--min-time", "S", "seconds of timing per model, side and round (default: 1)"},
               {"--rounds", "R", "rounds of each side, timed in turn (default: 3)"},
               {"--tolerance", "E",
-               "max|diff| / max|ref| allowed against ONNX Runtime (default: 0.001)"}},
+               "max|diff| / max|ref| allowed against ONNX Runtime's int8 output (default: 0.05)"}},
 };
 
 int run_bench(const kiln::cli::Args& args) {
@@ -109,7 +114,7 @@ int run_bench(const kiln::cli::Args& args) {
       args.has("--rounds") ? kiln::cli::positive_number(args.get("--rounds"), "--rounds") : 3;
   const double tolerance = args.has("--tolerance")
                                ? kiln::cli::real_at_least(args.get("--tolerance"), "--tolerance", 0)
-                               : 1e-3;
+                               : 0.05;
   std::vector<Case> cases;
   for (const std::string& a : args.operands) {
     auto it = std::find_if(std::begin(kCases), std::end(kCases),
@@ -168,10 +173,15 @@ int run_bench(const kiln::cli::Args& args) {
       }
     }
     const double k = median(q.kiln_ms), o = median(q.ort_ms);
+    const auto ref = kiln::runtime::load_npy(dir + "/" + c.dynamic + ".expected.npy");
+    const double err =
+        q.built.exec ? kiln::bench::relative_error(q.built.exec->output(0), ref) : NAN;
+    const double quant_err = kiln::bench::relative_error(
+        ref, kiln::runtime::load_npy(float_dir + "/" + c.fp32 + ".expected.npy"));
     std::printf(
         "case=int8_%s_dynamic kiln_ms=%.3f ort_ms=%.3f ratio=%.3f kiln_fp32_ms=%.3f "
-        "ort_fp32_ms=%.3f threads=%d\n",
-        c.label, k, o, o / k, median(f.kiln_ms), median(f.ort_ms), threads);
+        "ort_fp32_ms=%.3f err=%.3g ort_quant_err=%.3g threads=%d\n",
+        c.label, k, o, o / k, median(f.kiln_ms), median(f.ort_ms), err, quant_err, threads);
     std::fflush(stdout);
   }
   return 0;
