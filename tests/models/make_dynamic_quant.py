@@ -15,7 +15,8 @@ them), and the float model's to OUT_DIR/float/<float name>.expected.npy.
 
 The models: bert_base_dynamic (wide_families.py's BERT-base-like encoder, sequence 128: the
 bench), bert_tiny_dynamic (its tiny version, for the test), lstm_classifier_dynamic and
-lstm_classifier_small_dynamic (the recurrent classifier). quantize_dynamic turns an LSTM into
+lstm_classifier_small_dynamic (the recurrent classifier), unet_small_dynamic and
+audio_cnn_m5_small_dynamic (convolutions as ConvInteger, 2-D and 1-D). quantize_dynamic turns an LSTM into
 com.microsoft's DynamicQuantizeLSTM, an operator of ONNX Runtime's own domain; the LSTM
 classifiers are quantized without it (op_types_to_quantize leaves LSTM out), so they keep the
 standard LSTM in float and quantize their embedding and classifier.
@@ -44,6 +45,10 @@ MODELS = {
     # Without LSTM, which would become com.microsoft's DynamicQuantizeLSTM.
     "lstm_classifier_dynamic": ("lstm_classifier", ["MatMul", "Gemm", "Gather"]),
     "lstm_classifier_small_dynamic": ("lstm_classifier_small", ["MatMul", "Gemm", "Gather"]),
+    # Convolutions become ConvInteger: a 2-D UNet (its transposed convolutions stay float) and a
+    # 1-D audio CNN.
+    "unet_small_dynamic": ("unet_small", None),
+    "audio_cnn_m5_small_dynamic": ("audio_cnn_m5_small", None),
 }
 
 
