@@ -26,13 +26,16 @@
 # --reuse-records), tuning-cost (the tuning measurements saved by a cost model pre-trained on
 # other models' records on the CPU, by the task scheduler on OpenCL, and zero-shot configs on
 # OpenCL, the cost model against random search on OpenCL spaces; ARGS: --cases transfer,scheduler,
-# zeroshot,curves, --trials N, --models LIST, --layers LIST).
+# zeroshot,curves, --trials N, --models LIST, --layers LIST), int8-dynamic (models quantized by
+# onnxruntime's quantize_dynamic, a BERT-base-like encoder and an LSTM classifier, against ONNX
+# Runtime at 2 threads, with their float originals; the quantization tools in a virtual
+# environment, build/quant-venv, made on first use; ARGS: bert, lstm, --dir DIR, --threads T).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic)" >&2
   exit 2
 fi
 shift
@@ -58,11 +61,12 @@ case "$name" in
   search-cost) target=bench_search_cost ;;
   cost-models) target=bench_cost_models ;;
   tuning-cost) target=bench_tuning_cost ;;
+  int8-dynamic) target=bench_int8_dynamic ;;
   python)
     cmake --preset release >/dev/null
     cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
     exec python3 bench/python_overhead.py build/release ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

@@ -23,6 +23,14 @@ std::string join(const std::vector<std::string>& items) {
   return s;
 }
 
+/// For an operator of ONNX Runtime's domain that its quantization tools write in place of a
+/// standard one Kiln takes: how to keep the standard one.
+std::string contrib_hint(const std::string& op) {
+  if (op != "DynamicQuantizeLSTM") return "";
+  return " (onnxruntime.quantization.quantize_dynamic writes it for LSTM: leave LSTM out of "
+         "op_types_to_quantize to keep the standard LSTM)";
+}
+
 /// Checks what does not need shapes: a graph, the opset, supported operators, static input shapes.
 /// Returns the opset of the default domain (11 for an older model whose operators did not change
 /// since: it reads as opset 11).
@@ -41,6 +49,11 @@ int64_t check_model(const onnx::ModelProto& model, const std::string& origin) {
   // Operators first, so that an unsupported one is reported as such, not as a failed inference.
   for (const NodeProto& n : graph.node()) {
     const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    KILN_USER_CHECK(default_domain || n.domain() != "com.microsoft")
+        << "'" << origin << "': unsupported operator '" << n.op_type() << "' of domain '"
+        << n.domain() << "' (ONNX Runtime's own operators, outside the ONNX standard) at node '"
+        << n.name() << "'; Kiln takes the default ONNX domain's operators only"
+        << contrib_hint(n.op_type());
     KILN_USER_CHECK(default_domain && std::binary_search(supported_onnx_ops().begin(),
                                                          supported_onnx_ops().end(), n.op_type()))
         << "'" << origin << "': unsupported operator '"

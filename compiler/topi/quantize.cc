@@ -27,6 +27,63 @@ void check_params(const te::Tensor& x, const te::Tensor& scale, const te::Tensor
       << op << ": the zero point '" << zero_point->name() << "' must have the scale's rank";
 }
 
+constexpr int64_t kLanes = 16;  // fp32 lanes of an AVX-512 vector
+
+/// The minimum or maximum (`kind`) of every element of x, rank 0; with `lanes`, x's elements first
+/// folded into 16 lanes, lane l holding those whose last index is l modulo 16 (`*lanes_out`).
+te::Tensor range_end(const te::Tensor& x, ir::ReduceKind kind, bool lanes, const std::string& name,
+                     te::Tensor* lanes_out) {
+  const size_t n = x.ndim();
+  auto fold = [&](const Expr& v, const std::vector<ir::IterVar>& ks) {
+    return kind == ir::ReduceKind::kMin ? te::min(v, ks) : te::max(v, ks);
+  };
+  if (n == 0) {
+    return te::compute(
+        {}, [&](const std::vector<ir::Var>&) { return x(std::vector<Expr>{}); }, name);
+  }
+  std::vector<ir::IterVar> ks;
+  for (size_t d = 0; d + 1 < n; ++d) {
+    ks.push_back(te::reduce_axis({0, x->shape()[d]}, "k" + std::to_string(d)));
+  }
+  auto last = ir::as_const_int(x->shape()[n - 1]);
+  if (lanes && last && *last % kLanes == 0) {
+    ks.push_back(te::reduce_axis({0, *last / kLanes}, "ko"));
+    *lanes_out = te::compute(
+        {Expr(kLanes)},
+        [&](const std::vector<ir::Var>& l) {
+          std::vector<Expr> at;
+          for (size_t d = 0; d + 1 < n; ++d) at.push_back(ks[d]->var);
+          at.push_back(ks.back()->var * Expr(kLanes) + l[0]);
+          return fold(x(at), ks);
+        },
+        name + ".lanes");
+    ir::IterVar l = te::reduce_axis({0, kLanes}, "l");
+    const te::Tensor& folded = *lanes_out;
+    return te::compute(
+        {}, [&](const std::vector<ir::Var>&) { return fold(folded({Expr(l->var)}), {l}); }, name);
+  }
+  ks.push_back(te::reduce_axis({0, x->shape()[n - 1]}, "k" + std::to_string(n - 1)));
+  return te::compute(
+      {},
+      [&](const std::vector<ir::Var>&) {
+        std::vector<Expr> at;
+        for (const ir::IterVar& k : ks) at.push_back(k->var);
+        return fold(x(at), ks);
+      },
+      name);
+}
+
+void schedule_lanes(te::Schedule& s, const te::Tensor& lanes) {
+  if (!lanes.defined()) return;
+  te::Stage st = s[lanes];
+  std::vector<ir::IterVar> order;
+  for (size_t k = 0; k < lanes->reduce_axis.size(); ++k) order.push_back(st.reduce_axis(k));
+  ir::IterVar lane = st.axis(0);
+  order.push_back(lane);
+  st.reorder(order);
+  st.vectorize(lane);
+}
+
 }  // namespace
 
 te::Tensor quantize_linear(const te::Tensor& x, const te::Tensor& scale,
@@ -92,6 +149,52 @@ te::Tensor integer_operand(const te::Tensor& x, const te::Tensor& zero_point, in
                ir::cast(ir::kInt32, zero_point(at));
       },
       name);
+}
+
+DynamicQuantized dynamic_quantize_linear(const te::Tensor& x, bool vector_lanes,
+                                         const std::string& name) {
+  KILN_USER_CHECK(x->dtype() == ir::kFloat32)
+      << name << ": '" << x->name() << "' must be float32, got " << x->dtype().str();
+  DynamicQuantized q;
+  q.min = range_end(x, ir::ReduceKind::kMin, vector_lanes, name + ".min", &q.min_lanes);
+  q.max = range_end(x, ir::ReduceKind::kMax, vector_lanes, name + ".max", &q.max_lanes);
+  const Expr zero = ir::make_const(ir::kFloat32, 0.0), qmax = ir::make_const(ir::kFloat32, 255.0);
+  auto lo = [&] { return ir::min(q.min(std::vector<Expr>{}), zero); };
+  auto hi = [&] { return ir::max(q.max(std::vector<Expr>{}), zero); };
+  q.scale = te::compute(
+      {},
+      [&](const std::vector<ir::Var>&) {
+        // ONNX Runtime's choice where the range is empty (an all-zero x); ONNX divides by 0.
+        return ir::select(hi() == lo(), ir::make_const(ir::kFloat32, 1.0), (hi() - lo()) / qmax);
+      },
+      name + ".scale");
+  const ir::DataType u8 = ir::DataType::UInt(8);
+  auto saturate = [&](const Expr& v) { return ir::min(ir::max(v, zero), qmax); };
+  auto roundeven = [](const Expr& v) {
+    return ir::call(ir::kFloat32, "roundeven", {v}, ir::CallKind::kPureIntrinsic);
+  };
+  q.zero_point = te::compute(
+      {},
+      [&](const std::vector<ir::Var>&) {
+        return ir::cast(u8, roundeven(saturate(zero - lo() / q.scale(std::vector<Expr>{}))));
+      },
+      name + ".zero_point");
+  q.y = te::compute(
+      x->shape(),
+      [&](const std::vector<ir::Var>& i) {
+        Expr v = x(std::vector<Expr>(i.begin(), i.end())) / q.scale(std::vector<Expr>{});
+        Expr zp = ir::cast(ir::kFloat32, q.zero_point(std::vector<Expr>{}));
+        // Saturated in float, where every value of uint8 is exact.
+        return ir::cast(u8, saturate(roundeven(v) + zp));
+      },
+      name);
+  return q;
+}
+
+void schedule_dynamic_quantize_linear_x86(te::Schedule& s, const DynamicQuantized& q) {
+  schedule_lanes(s, q.min_lanes);
+  schedule_lanes(s, q.max_lanes);
+  schedule_injective_x86(s, q.y);
 }
 
 }  // namespace kiln::topi

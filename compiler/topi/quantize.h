@@ -9,10 +9,21 @@
 //
 // Each is one stage, scheduled (and fused) as any elementwise stage; integer_operand is the
 // widened operand of ConvInteger and MatMulInteger, inlined into their products.
+//
+// DynamicQuantizeLinear quantizes x to uint8 with a scale and zero point taken from x's own range,
+// widened to hold 0 (as ONNX and ONNX Runtime define it; ORT's scale 1 for an all-zero x):
+//
+//   lo = min(0, min(x)), hi = max(0, max(x))
+//   scale = hi == lo ? 1 : (hi - lo) / 255
+//   zero_point = round_half_to_even(saturate(0 - lo / scale))
+//   y = saturate(round_half_to_even(x / scale) + zero_point)
+//
+// Two reductions over the whole tensor (min and max), then rank-0 stages and one elementwise one.
 #pragma once
 
 #include <string>
 
+#include "compiler/te/schedule.h"
 #include "compiler/te/tensor.h"
 
 namespace kiln::topi {
@@ -35,5 +46,25 @@ te::Tensor dequantize_linear(const te::Tensor& x, const te::Tensor& scale,
 /// or of x's rank broadcasting against it (ONNX's [D1, D2, M, 1] for MatMulInteger's A).
 te::Tensor integer_operand(const te::Tensor& x, const te::Tensor& zero_point, int axis,
                            const std::string& name);
+
+/// DynamicQuantizeLinear's outputs and the stages the schedule needs.
+struct DynamicQuantized {
+  te::Tensor y;           ///< uint8, x's shape
+  te::Tensor scale;       ///< float32, rank 0
+  te::Tensor zero_point;  ///< uint8, rank 0
+  te::Tensor min, max;    ///< x's minimum and maximum, rank 0
+  /// With `vector_lanes`: the stages folding x into 16 lanes before min and max (else undefined).
+  te::Tensor min_lanes, max_lanes;
+};
+
+/// x float32 -> DynamicQuantizeLinear's three outputs, stages `name.min`, `name.max`,
+/// `name.scale`, `name.zero_point` and `name`. With `vector_lanes` (CPUs) and x's last dimension a
+/// multiple of 16, min and max first fold x into 16 lanes (`name.min.lanes`, `name.max.lanes`: one
+/// vector each) and then the lanes; else each is one reduction over every axis.
+DynamicQuantized dynamic_quantize_linear(const te::Tensor& x, bool vector_lanes,
+                                         const std::string& name = "dynamic_quantize_linear");
+
+/// Its x86 schedule: the lanes vectorized inside the reduction loops, y by schedule_injective_x86.
+void schedule_dynamic_quantize_linear_x86(te::Schedule& s, const DynamicQuantized& q);
 
 }  // namespace kiln::topi

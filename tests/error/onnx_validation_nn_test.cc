@@ -9,6 +9,7 @@
 
 #include "compiler/graph/graph_build.h"
 #include "compiler/graph/onnx_frontend.h"
+#include "tests/common/expect_error.h"
 #include "tests/error/onnx_validation_util.h"
 
 namespace kiln::graph {
@@ -427,6 +428,35 @@ TEST(OnnxValidation, QuantizeLinearScalesAndZeroPoints) {
     m.output("q2");
     m.output("y");
     imports(m);
+  }
+}
+
+TEST(OnnxValidation, DynamicQuantization) {
+  {  // DynamicQuantizeLinear quantizes float only
+    Model m;
+    m.input("x", {2, 3}, TensorProto::INT8);
+    m.node("DynamicQuantizeLinear", "dql", {"x"}, {"y", "s", "z"});
+    for (const char* o : {"y", "s", "z"}) m.output(o);
+    expect_refused(m, "dql", "DynamicQuantizeLinear", {"input 0", "int8"});
+  }
+  {  // an LSTM that quantize_dynamic made ONNX Runtime's DynamicQuantizeLSTM
+    Model m;
+    m.graph()->add_node()->CopyFrom([] {
+      onnx::NodeProto n;
+      n.set_op_type("DynamicQuantizeLSTM");
+      n.set_domain("com.microsoft");
+      n.set_name("lstm_quant");
+      n.add_input("x");
+      n.add_output("y");
+      return n;
+    }());
+    m.input("x", {4, 1, 8});
+    m.output("y");
+    EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<contrib>"),
+                          "unsupported operator 'DynamicQuantizeLSTM' of domain 'com.microsoft'");
+    EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<contrib>"), "at node 'lstm_quant'");
+    EXPECT_ERROR_CONTAINS(import_onnx_bytes(m.bytes(), "<contrib>"),
+                          "leave LSTM out of op_types_to_quantize");
   }
 }
 

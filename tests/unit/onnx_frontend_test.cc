@@ -551,8 +551,8 @@ TEST(OnnxFrontendOps, SupportedListIsSorted) {
   const auto& ops = supported_onnx_ops();
   EXPECT_TRUE(std::is_sorted(ops.begin(), ops.end()));
   // With Einsum, GRU, QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul, GatherND,
-  // ScatterElements, ScatterND and GridSample.
-  EXPECT_EQ(ops.size(), 120u);
+  // ScatterElements, ScatterND, GridSample, ConvInteger, MatMulInteger and DynamicQuantizeLinear.
+  EXPECT_EQ(ops.size(), 123u);
 }
 
 TEST_F(OnnxFrontendTest, BadFiles) {

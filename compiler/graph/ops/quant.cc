@@ -1,6 +1,6 @@
-// Quantization: QuantizeLinear and DequantizeLinear; QLinearConv and QLinearMatMul (rewritten into
-// their QDQ form before import, onnx_qlinear.cc); QConv (realize_qconv) and VdlaQConv
-// (offload_vdla), the integer convolutions the passes make.
+// Quantization: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear; QLinearConv and
+// QLinearMatMul (rewritten into their QDQ form before import, onnx_qlinear.cc); QConv
+// (realize_qconv) and VdlaQConv (offload_vdla), the integer convolutions the passes make.
 #include <cmath>
 
 #include "compiler/graph/ops/import_ctx.h"
@@ -27,6 +27,19 @@ LowerResult lower_quantize(const LowerCtx& c) {
   }
   return injective_result(
       topi::quantize_linear(c.input(0), c.input(1), zp, axis, c.out_value().ir_dtype()));
+}
+
+/// DynamicQuantizeLinear: y, its scale and zero point from x's range, an opaque node of its own
+/// (two reductions over the whole of x, then the quantization).
+LowerResult lower_dynamic_quantize(const LowerCtx& c) {
+  const topi::DynamicQuantized q =
+      topi::dynamic_quantize_linear(c.input(0), row_fold(c) == topi::RowFold::kVectorLanes);
+  LowerResult r;
+  r.outs = {q.y, q.scale, q.zero_point};
+  r.schedule = [=](te::Schedule& s, const Tensor&) {
+    topi::schedule_dynamic_quantize_linear_x86(s, q);
+  };
+  return r;
 }
 
 /// QConv (realize_qconv.h): the integer convolution, its bias, shift and clip on the register
@@ -111,6 +124,16 @@ void register_quant(Registry& r) {
            .lower = lower_quantize,
            .gpu = GpuStrategy::kInjective});
   }
+  // Its two reductions and the quantization they feed fit neither a reduction's schedule nor an
+  // epilogue; x float32 of any shape is all the schema asks.
+  r.add({.name = "DynamicQuantizeLinear",
+         .family = "quant",
+         .pattern = OpPattern::kOpaque,
+         .schema_checks_suffice = true,
+         .no_attributes = true,
+         .lower = lower_dynamic_quantize,
+         .gpu = GpuStrategy::kRefused,
+         .gpu_note = "no GPU schedule yet (reduce_gpu gives a scalar's reduction no threads)"});
   for (const char* op : {"QLinearConv", "QLinearMatMul"}) {
     r.add({.name = op,
            .family = "quant",
