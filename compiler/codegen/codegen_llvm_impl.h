@@ -103,6 +103,9 @@ class CodeGenLLVM {
   // llvm_bf16.cc: bf16x2_pack, and bf16x2_dot added to `acc` (null: to zero).
   static bool is_bf16_intrinsic(const ir::CallNode* op);
   llvm::Value* emit_bf16_intrinsic(const ir::CallNode* op, llvm::Value* acc);
+  /// bf16x2_pack of the even and odd elements of 2n contiguous floats (a layout's pairs) as one
+  /// read and one conversion; null for any other operands.
+  llvm::Value* emit_bf16_pack_contiguous(const ir::CallNode* op);
   // llvm_fast_math.cc: float32 exp/log/tanh/erf as vector-friendly polynomials.
   bool has_fast_math(llvm::Type* t) const;
   llvm::Value* fast_exp(llvm::Value* x);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -120,9 +121,23 @@ TEST(Bf16Build, RefusedWithoutAvx512Bf16) {
   EXPECT_ERROR_CONTAINS(build_graph(g, "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53", bf16),
                         "needs avx512_bf16");
   EXPECT_ERROR_CONTAINS(build_graph(g, "opencl", bf16), "target 'opencl' is not a CPU");
-  // Named CPUs with it pass the check (built, not run).
-  EXPECT_NO_THROW(extract_tasks(g, "llvm -mcpu=sapphirerapids", bf16));
   EXPECT_ERROR_CONTAINS(parse_precision("fp16"), "unknown precision 'fp16' (known: fp32, bf16)");
+}
+
+TEST(Bf16Build, TunedAsTheirFloat32Templates) {
+  // The bf16 kernels are tasks of the float32 templates with their own workloads (kiln tune
+  // --precision bf16 tunes them); extracted for a CPU with avx512_bf16, nothing run.
+  BuildOptions bf16;
+  bf16.precision = Precision::kBf16;
+  std::map<std::string, int> computes;
+  for (const autotune::Task& t : extract_tasks(small_net(), "llvm -mcpu=sapphirerapids", bf16)) {
+    const std::string compute = Json::parse(t.workload).at("compute", "workload").as_string("c");
+    ++computes[t.template_name + " " + compute];
+  }
+  EXPECT_EQ(computes["conv2d_nchwc_x86 conv2d_nchwc_bf16"], 3);  // c1, c2 and c3 differ
+  EXPECT_EQ(computes["dense_x86 dense_packed_bf16"], 1);
+  EXPECT_EQ(computes["depthwise_conv2d_nchwc_x86 depthwise_conv2d_nchwc"], 1);
+  EXPECT_EQ(computes["conv2d_nchwc_x86 conv2d_nchwc"], 0);
 }
 
 }  // namespace

@@ -156,6 +156,25 @@ TEST(Bf16, Vdpbf16psOnlyWhereTheTargetHasIt) {
             std::string::npos);
 }
 
+TEST(Bf16, BlockedPairsConvertInOneVector) {
+  // The convolution's padding stage reads a block's 16 floats as its 8 pairs: one vector read
+  // and, on avx512bf16, one vcvtneps2bf16; never a gather of the even and odd channels.
+  te::Tensor xb = te::placeholder({1, 2, 6, 6, 16}, ir::kFloat32, "xb");
+  te::Tensor wb = te::placeholder({1, 2, 3, 3, 8, 16}, ir::kInt32, "wb");
+  te::Tensor pairs = topi::conv2d_nchwc_bf16(xb, wb, {1, 1}, {1, 1, 1, 1})->inputs()[0];
+  te::Schedule s = te::create_schedule({pairs});
+  topi::schedule_layout_transform_x86(s, pairs);
+  auto assembly = [&](const char* t) {
+    return codegen::emit_assembly({compiler::lower(s, {xb, pairs}, "f")}, target::Target::parse(t));
+  };
+  const std::string with = assembly("llvm -mcpu=sapphirerapids");
+  EXPECT_NE(with.find("vcvtneps2bf16"), std::string::npos);
+  EXPECT_EQ(with.find("gather"), std::string::npos);
+  const std::string without = assembly("llvm -mcpu=skylake-avx512");
+  EXPECT_EQ(without.find("vcvtneps2bf16"), std::string::npos);
+  EXPECT_EQ(without.find("gather"), std::string::npos);
+}
+
 /// |got - ref| <= 1e-2 * max(|ref|, rms(ref)) everywhere, and some error (bf16, not float32).
 ::testing::AssertionResult bf16_close(const NDArray& got, const std::vector<float>& ref) {
   double ss = 0;
