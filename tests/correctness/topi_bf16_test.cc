@@ -225,7 +225,7 @@ std::vector<float> naive_conv(const Case& p, const float* x, const float* wt, in
   return out;
 }
 
-void check_conv(const Case& p, int ib, int ob) {
+void check_conv(const Case& p, int ib, int ob, int64_t default_pad_at = 2) {
   te::Tensor x = te::placeholder({p.n, p.c, p.h, p.w}, ir::kFloat32, "x");
   te::Tensor w = te::placeholder({p.o, p.c, p.kh, p.kw}, ir::kFloat32, "w");
   te::Tensor xb = topi::nchw_to_nchwc(x, ib);
@@ -239,6 +239,8 @@ void check_conv(const Case& p, int ib, int ob) {
   space::ConfigSpace space = topi::conv2d_nchwc_x86_space(y);
   std::vector<space::Config> cfgs{
       topi::conv2d_nchwc_x86_default(y, space, target::Target::parse("llvm -mcpu=native"))};
+  // Where the default converts the input to pairs: first (2), or per register tile (1).
+  EXPECT_EQ(cfgs[0].knob("pad_at"), default_pad_at) << cfgs[0].str();
   const uint64_t size = space.size();
   for (uint64_t i = 0; i < 4; ++i) cfgs.push_back(space.get(i * (size - 1) / 3));
   for (const char* target : kTargets) {
@@ -262,6 +264,11 @@ TEST(Bf16Conv2dNchwc, Pad1Stride1) {
 
 TEST(Bf16Conv2dNchwc, Pointwise1x1Stride2) {
   check_conv({2, 64, 8, 8, 32, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}}, 16, 16);
+}
+
+TEST(Bf16Conv2dNchwc, Pointwise1x1PairsPerRegisterTile) {
+  // Two output channel blocks read the input: converted per register tile by default.
+  check_conv({1, 64, 7, 9, 32, 1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}}, 16, 16, 1);
 }
 
 TEST(Bf16Conv2dNchwc, AsymmetricPadDilatedSmallBlocks) {
