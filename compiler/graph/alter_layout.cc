@@ -122,8 +122,12 @@ ConvBlocks conv_blocks(const Graph& g, const Node& n, const AlterLayoutOptions& 
                        (g.value(n.inputs[2]).is_constant() && is_f32(g.value(n.inputs[2])));
   const AlterLayoutOptions plain_blocks{};
   const AlterLayoutOptions& o_opt = bias_ok ? opt : plain_blocks;
-  const int ib = block_of(c, opt), ob = block_of(o, o_opt);
+  int ib = block_of(c, opt);
+  const int ob = block_of(o, o_opt);
   if (ib == 0 || ob == 0) return {};
+  // bf16 pairs need an even block: an odd one (a single block, an image's 3 colours) gets a zero
+  // channel.
+  if (opt.bf16 && groups == 1 && ib % 2 == 1) ++ib;
   ConvBlocks b{ib, ob, 1, 1, false, round_up(c, ib), round_up(o, ob), 0};
   if (groups == 1) return b;
   if (groups == c && o == c && w.shape[1] == 1) {

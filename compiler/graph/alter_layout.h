@@ -49,10 +49,11 @@ struct AlterLayoutOptions {
   /// Blocks of this many channels (the target's vector lanes; 0: none) where they need a padded
   /// last block; see "Padded blocks" above.
   int pad_to = 0;
-  /// bf16 products (BuildOptions::precision): a plain blocked Conv (groups 1, an even input
-  /// block) gets its kernel as bf16 pairs along the input channels, int32 [O/ob, C/ib, KH, KW,
-  /// ib/2, ob] (round to nearest even; topi/conv2d_bf16.h), and the attribute bf16 = 1; its data
-  /// and output stay float32. Grouped and depthwise ones stay float32.
+  /// bf16 products (BuildOptions::precision): a plain blocked Conv (groups 1) gets its kernel as
+  /// bf16 pairs along the input channels, int32 [O/ob, C/ib, KH, KW, ib/2, ob] (round to nearest
+  /// even; topi/conv2d_bf16.h), and the attribute bf16 = 1; its data and output stay float32. An
+  /// odd input block (the count itself: an image's 3 colours) becomes a padded even one (4, a
+  /// zero channel). Grouped and depthwise ones stay float32.
   bool bf16 = false;
 };
 
