@@ -488,10 +488,11 @@ int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std:
 }
 
 /// Whether a bf16 convolution (conv2d_bf16.h) converts its input to pairs best per register tile
-/// (pad_at 1) rather than in a pass over memory first: a 1x1 one of stride 1 whose input at most
-/// 4 tiles of output channel blocks read (each converts it again, in cache). ResNet-50's
-/// 256->64 and 512->128 1x1s ran 10-28% faster so; at 8 tiles and more (1024->256), or with a
-/// kernel window or a stride, the pass first was as fast or faster.
+/// (pad_at 1) rather than in a pass over memory first: a 1x1 one whose pairs stage is its output's
+/// size (stride 1, or a strided one's subsampled input) and which at most 4 tiles of output
+/// channel blocks read (each converts it again, in cache). ResNet-50's 256->64 and 512->128 1x1s
+/// ran 10-28% faster so; at 8 tiles and more (1024->256), or with a kernel window, the pass first
+/// was as fast or faster.
 bool pairs_per_tile(const te::Tensor& out, const ConfigSpace& space, const std::vector<int>& pos) {
   const te::Tensor pad = pad_stage_of(out);
   if (!pad.defined() || pad->dtype() != ir::kInt32) return false;

@@ -38,12 +38,18 @@ te::Tensor conv2d_nchwc_bf16(const te::Tensor& data, const te::Tensor& kernel, I
       << op << ": the kernel is larger than the padded input";
   const int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
   const int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
-  // The padded input as bf16 pairs: the template's padding stage (its name ends in "pad").
+  // The padded input as bf16 pairs: the template's padding stage (its name ends in "pad"). A
+  // strided 1x1 without padding (a residual block's downsampling) reads every stride-th pixel
+  // only: the stage holds just those, so a pass converting it first converts no others.
+  const bool subsample =
+      kh == 1 && kw == 1 && (stride[0] > 1 || stride[1] > 1) && padding == Ints4{0, 0, 0, 0};
   const auto& sh = data->shape();
+  const Ints2 step = subsample ? stride : Ints2{1, 1};
   te::Tensor pairs = te::compute(
-      {sh[0], cb, h + padding[0] + padding[2], w + padding[1] + padding[3], ic / 2},
+      {sh[0], cb, subsample ? oh : h + padding[0] + padding[2],
+       subsample ? ow : w + padding[1] + padding[3], ic / 2},
       [&](Var n, Var c, Var y, Var x, Var k) {
-        Expr yy = y - padding[0], xx = x - padding[1];
+        Expr yy = y * step[0] - padding[0], xx = x * step[1] - padding[1];
         Expr cy = ir::min(ir::max(yy, 0), Expr(h - 1)), cx = ir::min(ir::max(xx, 0), Expr(w - 1));
         Expr v = ir::bf16x2_pack(data(n, c, cy, cx, k * 2), data(n, c, cy, cx, k * 2 + 1));
         Expr inside = yy >= 0 && yy < Expr(h) && xx >= 0 && xx < Expr(w);
@@ -59,10 +65,11 @@ te::Tensor conv2d_nchwc_bf16(const te::Tensor& data, const te::Tensor& kernel, I
   return with_workload(
       te::compute({sh[0], ob, oh, ow, oc},
                   [&](Var n, Var f, Var y, Var x, Var fi) {
-                    return te::sum(ir::bf16x2_dot(pairs(n, rco, y * stride[0] + rh * dilation[0],
-                                                        x * stride[1] + rw * dilation[1], rci),
-                                                  kernel(f, rco, rh, rw, rci, fi)),
-                                   {rco, rh, rw, rci});
+                    Expr py = subsample ? Expr(y) : y * stride[0] + rh * dilation[0];
+                    Expr px = subsample ? Expr(x) : x * stride[1] + rw * dilation[1];
+                    return te::sum(
+                        ir::bf16x2_dot(pairs(n, rco, py, px, rci), kernel(f, rco, rh, rw, rci, fi)),
+                        {rco, rh, rw, rci});
                   },
                   name, {"n", "ocb", "oh", "ow", "oc"}),
       wl);

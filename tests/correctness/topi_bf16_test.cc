@@ -263,7 +263,10 @@ TEST(Bf16Conv2dNchwc, Pad1Stride1) {
 }
 
 TEST(Bf16Conv2dNchwc, Pointwise1x1Stride2) {
-  check_conv({2, 64, 8, 8, 32, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}}, 16, 16);
+  // The pairs stage holds every other pixel only; two output channel blocks read it, so the
+  // default converts it per register tile.
+  check_conv({2, 64, 8, 8, 32, 1, 1, {2, 2}, {0, 0, 0, 0}, {1, 1}}, 16, 16, 1);
+  check_conv({1, 32, 9, 19, 256, 1, 1, {2, 3}, {0, 0, 0, 0}, {1, 1}}, 16, 16, 2);  // 8 tiles
 }
 
 TEST(Bf16Conv2dNchwc, Pointwise1x1PairsPerRegisterTile) {
