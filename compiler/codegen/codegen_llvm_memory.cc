@@ -195,11 +195,11 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::LoadNode* op) {
       result = builder_.CreateAlignedLoad(mem_type, p, align);
     }
   } else if (ramp != nullptr && ramp->lanes == lanes && !predicated &&
-             (ir::is_const_int(ramp->stride, 2) || ir::is_const_int(ramp->stride, 3) ||
-              ir::is_const_int(ramp->stride, 4))) {
-    // A small constant stride (the even or odd elements of bf16 pairs): one contiguous read of
-    // the span, no further than its last element, and a shuffle, where a gather reads each.
-    const int s = static_cast<int>(*ir::as_const_int(ramp->stride));
+             ir::is_const_int(ramp->stride, 2)) {
+    // Stride 2 (the even or odd elements of bf16 pairs, a stride-2 window's columns): one
+    // contiguous read of the span, no further than its last element, and a shuffle, where a
+    // gather reads each.
+    const int s = 2;
     llvm::Type* span = llvm::FixedVectorType::get(mem_elem, (lanes - 1) * s + 1);
     llvm::Value* p = builder_.CreateInBoundsGEP(
         mem_elem, base, index_value(builder_, emit(ramp->base), ramp->base.dtype()));

@@ -156,6 +156,26 @@ TEST(Bf16, Vdpbf16psOnlyWhereTheTargetHasIt) {
             std::string::npos);
 }
 
+TEST(Bf16, StrideTwoLoadsReadTheSpan) {
+  // y[i] = x[2i] + x[2i+1] over 16 lanes: two stride-2 reads of x, each one read of the 31 floats
+  // it spans (the last one is x's last element) and a shuffle, not a gather.
+  te::Tensor x = te::placeholder({32}, ir::kFloat32, "x");
+  te::Tensor y = te::compute(
+      {16}, [&](ir::Var i) { return x(i * 2) + x(i * 2 + 1); }, "y");
+  te::Schedule s = te::create_schedule({y});
+  s[y].vectorize(s[y].axis(0));
+  EXPECT_EQ(codegen::emit_assembly({compiler::lower(s, {x, y}, "f")},
+                                   target::Target::parse("llvm -mcpu=skylake-avx512"))
+                .find("gather"),
+            std::string::npos);
+  NDArray xa = random_array({32}, 9), out = zeros({16});
+  for (const char* target : kTargets) {
+    build_for(s, {x, y}, target)(xa, out);
+    for (int i = 0; i < 16; ++i)
+      ASSERT_EQ(out.data<float>()[i], xa.data<float>()[2 * i] + xa.data<float>()[2 * i + 1]) << i;
+  }
+}
+
 TEST(Bf16, BlockedPairsConvertInOneVector) {
   // The convolution's padding stage reads a block's 16 floats as its 8 pairs: one vector read
   // and, on avx512bf16, one vcvtneps2bf16; never a gather of the even and odd channels.
