@@ -131,6 +131,11 @@ int compile_main(const kiln::cli::Args& args) {
   kiln::graph::BuildOptions options;
   options.fuse = !args.has("--no-fuse");
   options.alter_layout = !args.has("--no-layout");
+  const std::string precision = args.get("--precision", "fp32");
+  if (precision != "fp32" && precision != "bf16") {
+    throw kiln::cli::UsageError("--precision takes fp32 or bf16, got '" + precision + "'");
+  }
+  options.precision = kiln::graph::parse_precision(precision);
   kiln::graph::OnnxImportOptions import;
   import.input_shapes = input_shapes(args);
   // --records: each task's best measured config, or the log's cost model's zero-shot pick.
@@ -179,6 +184,10 @@ int compile_main(const kiln::cli::Args& args) {
             << " convolutions in NCHW[x]c (" << build.layout_conversions
             << " layout conversions), intermediates in " << build.intermediate_bytes << " bytes ("
             << build.intermediate_bytes_without_reuse << " without memory reuse)\n";
+  if (options.precision == kiln::graph::Precision::kBf16) {
+    std::cerr << "bf16: " << build.bf16_convolutions << " convolutions and " << build.bf16_products
+              << " dense products with bf16 operands, the rest float32\n";
+  }
   if (configs) {
     std::cerr << "configs from " << args.get("--records") << ": " << configs->tuned()
               << " measured, " << configs->predicted() << " predicted by its cost model, "
@@ -209,6 +218,9 @@ const kiln::cli::Command kCompile{
               {"--records", "DIR",
                "use a record log's configs (default: none): each task's best measured one, else "
                "its cost model's pick where that pays"},
+              {"--precision", "fp32|bf16",
+               "the convolutions' and dense products' arithmetic (default: fp32); bf16: bf16 "
+               "operands, float32 sums (needs avx512_bf16)"},
               {"--quantize", "int8", "quantize first, as kiln quantize does (default: float)"},
               {"--calibrate", "X.npy",
                "a calibration input (required with --quantize; as quantize)"},
@@ -228,7 +240,11 @@ const kiln::cli::Command kCompile{
         "progress bar goes "
         "to stderr, then what the build did (kernels, folded nodes, memory). A QDQ model's "
         "power-of-two quantized convolutions become integer QConv kernels; each one that "
-        "stays float is listed with the reason.",
+        "stays float is listed with the reason. --precision bf16 (x86 with avx512_bf16, "
+        "such as Zen 4 and 5 or Sapphire Rapids, or the build is refused saying what the CPU "
+        "has) converts the weights of the blocked convolutions and the packed Gemm / MatMul "
+        "products to bf16 at build time and their activations on the way in; their sums, and "
+        "everything else, stay float32, and the outputs are float32.",
     .main = compile_main,
     .group = "",
 };

@@ -106,6 +106,11 @@ int tune_main(const kiln::cli::Args& args) {
   if (scheduled && args.has("--trials")) tuning.max_trials = options.trials;
   if (budget.early_stop) tuning.patience = *budget.early_stop;
   tune.pretrained = !args.has("--no-transfer");
+  const std::string precision = args.get("--precision", "fp32");
+  if (precision != "fp32" && precision != "bf16") {
+    throw cli::UsageError("--precision takes fp32 or bf16, got '" + precision + "'");
+  }
+  tune.build.precision = graph::parse_precision(precision);
   tune.on_model = [&](const autotune::LogModelReport& r) {
     std::cerr << "cost model: " << r.why;
     if (r.trained_now) {
@@ -236,6 +241,9 @@ const kiln::cli::Command& tune_command() {
          "learn from this model's records only, not from the cost model the log's records "
          "pre-trained"},
         {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
+        {"--precision", "fp32|bf16",
+         "the products' arithmetic (default: fp32); bf16 tunes the bf16 kernels, as kiln "
+         "compile's"},
         {"--explorer", "E",
          "xgb (a cost model guides the search), random, grid or ga (default: " + defaults.explorer +
              ")"},

@@ -29,13 +29,17 @@
 # zeroshot,curves, --trials N, --models LIST, --layers LIST), int8-dynamic (models quantized by
 # onnxruntime's quantize_dynamic, a BERT-base-like encoder and an LSTM classifier, against ONNX
 # Runtime at 2 threads, with their float originals; the quantization tools in a virtual
-# environment, build/quant-venv, made on first use; ARGS: bert, lstm, --dir DIR, --threads T).
+# environment, build/quant-venv, made on first use; ARGS: bert, lstm, --dir DIR, --threads T),
+# bf16 (ResNet-50 built with bf16 products against its float32 build on this CPU, which needs
+# avx512_bf16: speedup at 2 threads, max relative error and top-1 agreement over 200 random
+# inputs; also Debian's python3-torchvision; ARGS: --threads T, --inputs N, --min-time S, --dir DIR
+# to keep the export).
 # Each prints one `case=<name> key=value ...` line per case.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2
   exit 2
 fi
 shift
@@ -62,11 +66,12 @@ case "$name" in
   cost-models) target=bench_cost_models ;;
   tuning-cost) target=bench_tuning_cost ;;
   int8-dynamic) target=bench_int8_dynamic ;;
+  bf16) target=bench_bf16 ;;
   python)
     cmake --preset release >/dev/null
     cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
     exec python3 bench/python_overhead.py build/release ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

@@ -33,6 +33,11 @@ struct BuildTimings {
 runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
                       BuildTimings* timings = nullptr);
 
+/// The CPU features `t` enables (LLVM's names without the '+', sorted: "avx2", "avx512bf16",
+/// ...): its CPU's (the host's for -mcpu=native) with -mattr's changes applied; empty for targets
+/// other than x86-64 and AArch64 llvm ones.
+std::vector<std::string> enabled_cpu_features(const target::Target& t);
+
 /// An ELF relocatable object (position-independent) for any llvm target.
 std::vector<uint8_t> emit_object(const std::vector<ir::PrimFunc>& funcs,
                                  const target::Target& target);

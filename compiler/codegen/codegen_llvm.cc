@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "compiler/codegen/codegen_llvm_impl.h"
+#include "compiler/ir/bf16.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
 #include "compiler/ir/printer.h"
@@ -193,7 +194,17 @@ llvm::Value* CodeGenLLVM::emit(const Expr& e) {
     auto* op = e.as<ir::T##Node>();                                                 \
     return emit_binary(ExprKind::k##T, op->dtype, emit(op->a), emit(op->b), op->b); \
   }
-      KILN_BINARY(Add)
+    case ExprKind::kAdd: {
+      // acc + bf16x2_dot(a, b): one vdpbf16ps where the target has it (llvm_bf16.cc).
+      auto* op = e.as<ir::AddNode>();
+      for (auto [acc, call] : {std::pair{op->a, op->b}, std::pair{op->b, op->a}}) {
+        if (auto* c = call.as<ir::CallNode>();
+            c != nullptr && c->name == ir::kBf16x2Dot && is_bf16_intrinsic(c)) {
+          return emit_bf16_intrinsic(c, emit(acc));
+        }
+      }
+      return emit_binary(ExprKind::kAdd, op->dtype, emit(op->a), emit(op->b), op->b);
+    }
       KILN_BINARY(Sub)
       KILN_BINARY(Mul)
       KILN_BINARY(Div)

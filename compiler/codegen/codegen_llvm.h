@@ -49,6 +49,10 @@ struct LLVMTarget {
   bool is_x86 = false;
   bool is_aarch64 = false;
   bool is_nvptx = false;  ///< CUDA kernels (codegen_nvptx.h): cpu is "sm_XY", features "+ptxNN"
+  /// x86 with AVX-512 BF16 (vdpbf16ps) and AVX-512VL (its 128/256-bit forms), by the CPU's
+  /// features with -mattr's changes: bf16x2_dot's instruction (llvm_bf16.cc).
+  bool has_avx512bf16 = false;
+  bool has_avx512vl = false;
 
   /// A key for caches of target machines and JIT sessions.
   std::string key() const { return triple + "|" + cpu + "|" + features; }

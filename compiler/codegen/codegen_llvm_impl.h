@@ -4,6 +4,7 @@
 //   codegen_llvm_entry.cc     the entry function: argument checks, shape binding, signature
 //   codegen_llvm_parallel.cc  outlining of parallel loops into thread-pool closures
 //   llvm_intrinsics.cc        math intrinsics (exp, tanh, sigmoid, ...) and calls
+//   llvm_bf16.cc              the bf16 pair intrinsics (pack, dot product into an accumulator)
 //   codegen_nvptx.cc          GPU kernels for the NVPTX back-end (thread indices, shared memory,
 //                             barriers, libdevice math)
 // Private to compiler/codegen.
@@ -99,6 +100,12 @@ class CodeGenLLVM {
   llvm::Value* emit_pure_intrinsic(const ir::CallNode* op);
   /// Calls the C function `name` (one argument of element type of `x`) on every lane of x.
   llvm::Value* call_libm_per_lane(const std::string& name, llvm::Value* x);
+  // llvm_bf16.cc: bf16x2_pack, and bf16x2_dot added to `acc` (null: to zero).
+  static bool is_bf16_intrinsic(const ir::CallNode* op);
+  llvm::Value* emit_bf16_intrinsic(const ir::CallNode* op, llvm::Value* acc);
+  /// bf16x2_pack of the even and odd elements of 2n contiguous floats (a layout's pairs) as one
+  /// read and one conversion; null for any other operands.
+  llvm::Value* emit_bf16_pack_contiguous(const ir::CallNode* op);
   // llvm_fast_math.cc: float32 exp/log/tanh/erf as vector-friendly polynomials.
   bool has_fast_math(llvm::Type* t) const;
   llvm::Value* fast_exp(llvm::Value* x);

@@ -194,6 +194,19 @@ llvm::Value* CodeGenLLVM::emit_load(const ir::LoadNode* op) {
     } else {
       result = builder_.CreateAlignedLoad(mem_type, p, align);
     }
+  } else if (ramp != nullptr && ramp->lanes == lanes && !predicated &&
+             ir::is_const_int(ramp->stride, 2)) {
+    // Stride 2 (the even or odd elements of bf16 pairs, a stride-2 window's columns): one
+    // contiguous read of the span, no further than its last element, and a shuffle, where a
+    // gather reads each.
+    const int s = 2;
+    llvm::Type* span = llvm::FixedVectorType::get(mem_elem, (lanes - 1) * s + 1);
+    llvm::Value* p = builder_.CreateInBoundsGEP(
+        mem_elem, base, index_value(builder_, emit(ramp->base), ramp->base.dtype()));
+    llvm::Value* all = builder_.CreateAlignedLoad(span, p, align);
+    std::vector<int> pick(static_cast<size_t>(lanes));
+    for (int l = 0; l < lanes; ++l) pick[static_cast<size_t>(l)] = l * s;
+    result = builder_.CreateShuffleVector(all, pick);
   } else if (bcast != nullptr && !predicated) {
     llvm::Value* p = builder_.CreateInBoundsGEP(
         mem_elem, base, index_value(builder_, emit(bcast->value), bcast->value.dtype()));

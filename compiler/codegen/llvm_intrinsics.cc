@@ -138,6 +138,7 @@ llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
 llvm::Value* CodeGenLLVM::emit_call(const ir::CallNode* op) {
   switch (op->call_kind) {
     case ir::CallKind::kPureIntrinsic:
+      if (is_bf16_intrinsic(op) && !target_.is_nvptx) return emit_bf16_intrinsic(op, nullptr);
       return target_.is_nvptx ? emit_device_math(op) : emit_pure_intrinsic(op);
     case ir::CallKind::kIntrinsic:
       if (op->name == "likely" && op->args.size() == 1) return emit(op->args[0]);

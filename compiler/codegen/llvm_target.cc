@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/codegen/build.h"
 #include "compiler/codegen/codegen_llvm.h"
 
 extern "C" {
@@ -131,6 +133,11 @@ LLVMTarget resolve_llvm_target(const target::Target& t) {
                            << " -mattr=help`)";
   }
 
+  std::unique_ptr<llvm::MCSubtargetInfo> cpu_sti(
+      llvm_target->createMCSubtargetInfo(out.triple, out.cpu, out.features));
+  out.has_avx512bf16 = out.is_x86 && cpu_sti->checkFeatures("+avx512bf16");
+  out.has_avx512vl = out.is_x86 && cpu_sti->checkFeatures("+avx512vl");
+
   if (out.is_aarch64) {
     out.vector_bits = 128;
   } else if (t.cpu == "native") {
@@ -175,6 +182,22 @@ void optimize_module(llvm::Module* m, llvm::TargetMachine* tm) {
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(*m, mam);
+}
+
+std::vector<std::string> enabled_cpu_features(const target::Target& t) {
+  const LLVMTarget lt = resolve_llvm_target(t);
+  if (!lt.is_x86 && !lt.is_aarch64) return {};
+  std::string err;
+  const llvm::Target* llvm_target = llvm::TargetRegistry::lookupTarget(lt.triple, err);
+  KILN_ICHECK(llvm_target != nullptr) << err;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      llvm_target->createMCSubtargetInfo(lt.triple, lt.cpu, lt.features));
+  std::vector<std::string> on;
+  for (const llvm::SubtargetFeatureKV& kv : sti->getAllProcessorFeatures()) {
+    if (sti->checkFeatures("+" + std::string(kv.Key))) on.emplace_back(kv.Key);
+  }
+  std::sort(on.begin(), on.end());
+  return on;
 }
 
 }  // namespace kiln::codegen

@@ -13,11 +13,13 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/ir/bf16.h"
 
 namespace kiln::graph {
 namespace {
 
 using runtime::kFloat32;
+using runtime::kInt32;
 
 bool is_f32(const Value& v) { return runtime::dtype_equal(v.dtype, kFloat32); }
 
@@ -120,8 +122,12 @@ ConvBlocks conv_blocks(const Graph& g, const Node& n, const AlterLayoutOptions& 
                        (g.value(n.inputs[2]).is_constant() && is_f32(g.value(n.inputs[2])));
   const AlterLayoutOptions plain_blocks{};
   const AlterLayoutOptions& o_opt = bias_ok ? opt : plain_blocks;
-  const int ib = block_of(c, opt), ob = block_of(o, o_opt);
+  int ib = block_of(c, opt);
+  const int ob = block_of(o, o_opt);
   if (ib == 0 || ob == 0) return {};
+  // bf16 pairs need an even block: an odd one (a single block, an image's 3 colours) gets a zero
+  // channel.
+  if (opt.bf16 && groups == 1 && ib % 2 == 1) ++ib;
   ConvBlocks b{ib, ob, 1, 1, false, round_up(c, ib), round_up(o, ob), 0};
   if (groups == 1) return b;
   if (groups == c && o == c && w.shape[1] == 1) {
@@ -192,6 +198,29 @@ runtime::NDArray pack_kernel(const runtime::NDArray& w, int ib, int ob, int64_t 
               oo % ob;
           dst[to] = src[((oo * c + cc) * kh + y) * kw + x];
         }
+      }
+    }
+  }
+  return p;
+}
+
+/// pack_kernel's layout with the input channels of a block in bf16 pairs: int32
+/// [O_pad/ob, C_pad/ib, KH, KW, ib/2, ob], element [.., k, j] = bf16(w[.., 2k]) | bf16(w[.., 2k+1])
+/// << 16 of the block's channels (zeros past O and C), as topi::conv2d_nchwc_bf16 reads it.
+runtime::NDArray pack_kernel_bf16(const runtime::NDArray& w, int ib, int ob, int64_t o_pad,
+                                  int64_t c_pad) {
+  const runtime::NDArray f = pack_kernel(w, ib, ob, o_pad, c_pad);
+  const auto& s = f.shape();  // [O/ob, C/ib, KH, KW, ib, ob]
+  runtime::NDArray p = runtime::NDArray::empty({s[0], s[1], s[2], s[3], ib / 2, ob}, kInt32);
+  const float* src = f.data<float>();
+  int32_t* dst = p.data<int32_t>();
+  const int64_t taps = s[0] * s[1] * s[2] * s[3];
+  for (int64_t t = 0; t < taps; ++t) {
+    for (int64_t k = 0; k < ib / 2; ++k) {
+      for (int64_t j = 0; j < ob; ++j) {
+        const float* tap = src + t * ib * ob;
+        dst[(t * (ib / 2) + k) * ob + j] =
+            ir::pack_bf16x2(tap[2 * k * ob + j], tap[(2 * k + 1) * ob + j]);
       }
     }
   }
@@ -308,8 +337,11 @@ class LayoutRewriter {
     // A depthwise kernel [C, 1, ...] pads its channels as output channels; a grouped one's input
     // channels are a (merged) group's.
     const int64_t c_pad = b.depthwise || groups != 1 ? kernel->shape()[1] : b.c_pad;
-    ValueId packed = g_.add_constant(
-        w_name + "_packed", pack_kernel(*kernel, b.depthwise ? 1 : b.ib, b.ob, b.o_pad, c_pad));
+    const bool bf16 = opt_.bf16 && groups == 1 && b.ib % 2 == 0;
+    ValueId packed =
+        g_.add_constant(w_name + (bf16 ? "_packed_bf16" : "_packed"),
+                        bf16 ? pack_kernel_bf16(*kernel, b.ib, b.ob, b.o_pad, c_pad)
+                             : pack_kernel(*kernel, b.depthwise ? 1 : b.ib, b.ob, b.o_pad, c_pad));
     if (b.o_pad != o && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
       const Value& bias = g_.value(n.inputs[2]);
       runtime::NDArray padded_bias = zero_extend_rows(*bias.data, b.o_pad);
@@ -320,10 +352,12 @@ class LayoutRewriter {
     n.attrs["data_block"] = int64_t{b.ib};
     n.attrs["out_block"] = int64_t{b.ob};
     n.attrs["group"] = b.groups;
+    if (bf16) n.attrs["bf16"] = int64_t{1};
     make_blocked_output(n, b.ob);
     g_.nodes().push_back(std::move(n));
     ++report_.convolutions_blocked;
     if (padded) ++report_.padded;
+    if (bf16) ++report_.bf16;
     if (groups != 1 && !b.depthwise) ++report_.grouped_blocked;
   }
 

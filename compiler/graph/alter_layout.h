@@ -49,12 +49,19 @@ struct AlterLayoutOptions {
   /// Blocks of this many channels (the target's vector lanes; 0: none) where they need a padded
   /// last block; see "Padded blocks" above.
   int pad_to = 0;
+  /// bf16 products (BuildOptions::precision): a plain blocked Conv (groups 1) gets its kernel as
+  /// bf16 pairs along the input channels, int32 [O/ob, C/ib, KH, KW, ib/2, ob] (round to nearest
+  /// even; topi/conv2d_bf16.h), and the attribute bf16 = 1; its data and output stay float32. An
+  /// odd input block (the count itself: an image's 3 colours) becomes a padded even one (4, a
+  /// zero channel). Grouped and depthwise ones stay float32.
+  bool bf16 = false;
 };
 
 struct AlterLayoutReport {
   size_t convolutions_blocked = 0;
   size_t grouped_blocked = 0;  ///< of those, grouped ones (neither groups == 1 nor depthwise)
   size_t padded = 0;           ///< of those, ones with a padded block (input or output)
+  size_t bf16 = 0;             ///< of those, ones with bf16 operands (options.bf16)
   size_t conversions = 0;      ///< LayoutTransform nodes inserted
 };
 

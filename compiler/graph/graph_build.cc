@@ -5,6 +5,7 @@
 // appearance: the graph inputs, then each function's arguments.
 #include "compiler/graph/graph_build.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <iostream>
@@ -173,6 +174,37 @@ bool is_vdla(const std::string& target) {
 }
 constexpr const char* kVdlaHost = "llvm -mcpu=native";
 
+/// Refuses Precision::kBf16 for a target without vdpbf16ps, naming what its CPU has.
+void check_bf16_target(const target::Target& tgt) {
+  KILN_USER_CHECK(tgt.kind == TargetKind::kCpu)
+      << "--precision bf16 is for x86 CPUs with avx512_bf16; target '" << tgt.str()
+      << "' is not a CPU";
+  const std::vector<std::string> features = codegen::enabled_cpu_features(tgt);
+  auto has = [&](const char* f) {
+    return std::find(features.begin(), features.end(), f) != features.end();
+  };
+  if (tgt.arch_name() == "x86_64" && has("avx512bf16")) return;
+  std::string vector_features;
+  for (const char* f : {"sse4.2", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512vnni",
+                        "avxvnni", "neon", "bf16"}) {
+    if (has(f)) vector_features += std::string(vector_features.empty() ? "" : ", ") + f;
+  }
+  const std::string cpu = tgt.cpu.empty()       ? "the generic " + tgt.arch_name() + " CPU"
+                          : tgt.cpu == "native" ? "this machine's CPU"
+                                                : "CPU '" + tgt.cpu + "'";
+  KILN_USER_ERROR() << "--precision bf16 needs avx512_bf16 (vdpbf16ps); target '" << tgt.str()
+                    << "' (" << cpu << ") has "
+                    << (vector_features.empty() ? "none of the vector extensions" : vector_features)
+                    << " but not avx512_bf16";
+}
+
+/// How many nodes of `g` carry attribute `name`.
+size_t count_attr(const Graph& g, const char* name) {
+  size_t n = 0;
+  for (const Node& node : g.nodes()) n += node.has_attr(name) ? 1 : 0;
+  return n;
+}
+
 /// The graph passes of the build, in order, on a copy of `input`.
 Graph prepare_graph(const Graph& input, const std::string& target_name, const BuildOptions& options,
                     BuildReport& rep) {
@@ -207,9 +239,14 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   rep.convolutions_trimmed = trim_conv_taps(g);
   // The GPU templates read NCHW data and the products' weights as the model gives them; an LSTM's
   // are packed for them too, once here rather than on every run.
+  const bool bf16 = options.precision == Precision::kBf16;
+  if (bf16) check_bf16_target(tgt);
   if (options.pack_weights) {
     enter("packing weights");
-    pack_weights(g, /*dense=*/!tgt.is_gpu());  // constant weights into the kernels' layouts
+    // Constant weights into the kernels' layouts (bf16 pairs for the dense products with bf16).
+    const size_t before = count_attr(g, "packed_bf16");
+    pack_weights(g, /*dense=*/!tgt.is_gpu(), bf16);
+    rep.bf16_products = count_attr(g, "packed_bf16") - before;
   }
   if (options.alter_layout && !tgt.is_gpu()) {
     enter("changing layouts");
@@ -219,8 +256,9 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
     const int pad_to = options.pad_channels_to >= 0 ? options.pad_channels_to
                        : tgt.vector_bits >= 512     ? 16
                                                     : 0;
-    const AlterLayoutReport layout = alter_layout(g, {pad_to});
+    const AlterLayoutReport layout = alter_layout(g, {pad_to, bf16});
     rep.convolutions_blocked = layout.convolutions_blocked;
+    rep.bf16_convolutions = layout.bf16;
     rep.layout_conversions = layout.conversions;
   }
   if (vdla) {
@@ -411,11 +449,21 @@ runtime::Bundle build_graph(const Graph& input, const std::string& target_name,
   graph["version"] = table.has_defaults() ? 2 : 1;
   graph["storage"] = std::move(storage);
   graph["tensors"] = table.take_tensors();
+  if (options.precision != Precision::kFloat32)
+    graph["precision"] = precision_name(options.precision);
   graph["nodes"] = std::move(nodes);
   graph["inputs"] = std::move(inputs);
   graph["outputs"] = std::move(outputs);
   bundle.graph_json = Json(std::move(graph)).dump();
   return bundle;
+}
+
+const char* precision_name(Precision p) { return p == Precision::kBf16 ? "bf16" : "fp32"; }
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp32") return Precision::kFloat32;
+  if (s == "bf16") return Precision::kBf16;
+  KILN_USER_ERROR() << "unknown precision '" << s << "' (known: fp32, bf16)";
 }
 
 void compile_onnx(const std::string& onnx_path, const std::string& target,

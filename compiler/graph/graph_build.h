@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,6 +21,22 @@
 #include "deploy/runtime/bundle.h"
 
 namespace kiln::graph {
+
+/// The arithmetic of convolutions and dense layers (everything else is float32 either way).
+enum class Precision : uint8_t {
+  kFloat32,
+  /// bf16 operands, float32 sums and outputs: weights converted to bf16 at build time (round to
+  /// nearest even) and packed in pairs along the reduction, activations converted by the kernels
+  /// that read them (topi/conv2d_bf16.h); the plain blocked convolutions (alter_layout.h) and
+  /// the packed Gemm / MatMul products (pack_weights.h). Needs an x86 target with avx512bf16
+  /// (vdpbf16ps): any other is refused, naming what it has. The bundle's graph says
+  /// "precision": "bf16".
+  kBf16,
+};
+/// "fp32" or "bf16".
+const char* precision_name(Precision p);
+/// The precision named `s` ("fp32", "bf16"); kiln::Error naming `s` and the known names.
+Precision parse_precision(const std::string& s);
 
 struct BuildOptions {
   /// Called before function `index` (of `total`) is lowered, with its name; called
@@ -46,6 +63,8 @@ struct BuildOptions {
   /// alter_layout's padded blocks (AlterLayoutOptions::pad_to): -1 by the target (16 where its
   /// vectors hold 16 floats, else none), 0 none, else blocks of this many channels.
   int pad_channels_to = -1;
+  /// The products' arithmetic (see Precision).
+  Precision precision = Precision::kFloat32;
   /// Chooses the config of every tunable operator (the tuner's log); null: templates' defaults.
   autotune::ConfigSource* configs = nullptr;
 };
@@ -64,6 +83,9 @@ struct BuildReport {
   size_t convolutions_trimmed = 0;  ///< taps reading only padding dropped (trim_conv_taps.h)
   size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
   size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
+  /// Precision::kBf16: convolutions and dense products given bf16 operands.
+  size_t bf16_convolutions = 0;
+  size_t bf16_products = 0;
   int64_t intermediate_bytes_without_reuse = 0;  ///< one buffer per intermediate tensor
   int64_t intermediate_bytes = 0;                ///< what the bundle's pools hold
   /// Target vdla (offload_vdla.h): QConv nodes seen and offloaded, where each went and why a

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/ir/bf16.h"
 #include "compiler/topi/lstm.h"
 
 namespace kiln::graph {
@@ -45,6 +46,24 @@ runtime::NDArray pack_dense(const Value& b, bool trans_b, int64_t bn) {
   return out;
 }
 
+/// pack_dense's panels with K in bf16 pairs: int32 [ceil(N / bn), ceil(K / 2), bn].
+runtime::NDArray pack_dense_bf16(const Value& b, bool trans_b, int64_t bn) {
+  const runtime::NDArray f = pack_dense(b, trans_b, bn);
+  const int64_t panels = f.shape()[0], k = f.shape()[1], pairs = (k + 1) / 2;
+  runtime::NDArray out = runtime::NDArray::empty({panels, pairs, bn}, runtime::kInt32);
+  const float* src = f.data<float>();
+  int32_t* dst = out.data<int32_t>();
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t kk = 0; kk < pairs; ++kk) {
+      const float* lo = src + (p * k + 2 * kk) * bn;
+      const float* hi = 2 * kk + 1 < k ? lo + bn : nullptr;
+      for (int64_t j = 0; j < bn; ++j)
+        dst[(p * pairs + kk) * bn + j] = ir::pack_bf16x2(lo[j], hi != nullptr ? hi[j] : 0.0f);
+    }
+  }
+  return out;
+}
+
 /// A ConvTranspose weight [C, M/G, k...] packed into [M * K / bf, C/G, bf] (K the kernel's taps,
 /// topi::pack_conv2d_transpose_weight's layout): element [p, c, j] is GEMM column f = p * bf + j
 /// of group f / (M/G * K), whose input channel is group * C/G + c.
@@ -67,7 +86,7 @@ runtime::NDArray pack_conv_transpose(const Value& w, int64_t groups, int64_t bf)
 
 class Packer {
  public:
-  explicit Packer(Graph& g) : g_(g) {}
+  Packer(Graph& g, bool bf16) : g_(g), bf16_(bf16) {}
 
   bool dense(size_t ni) {
     const Node& n = g_.nodes()[ni];
@@ -89,10 +108,11 @@ class Packer {
     const int64_t k = trans_b ? b.shape[1] : b.shape[0], cols = trans_b ? b.shape[0] : b.shape[1];
     if (a.shape.back() != k || k <= 0 || cols <= 0) return false;
     const int64_t bn = dense_panel_width(cols);
-    const ValueId nb = packed(n.inputs[1], trans_b, bn);
+    const ValueId nb = packed(n.inputs[1], trans_b, bn, bf16_);
     Node& node = g_.nodes()[ni];
     node.inputs[1] = nb;
     node.attrs["packed_bn"] = bn;
+    if (bf16_) node.attrs["packed_bf16"] = int64_t{1};
     return true;
   }
 
@@ -148,18 +168,22 @@ class Packer {
   }
 
  private:
-  /// `v` packed (once per value and layout).
-  ValueId packed(ValueId v, bool trans_b, int64_t bn) {
-    const auto key = std::make_tuple(v, trans_b ? 1 : 0, bn);
+  /// `v` packed (once per value and layout), in bf16 pairs with `bf16`.
+  ValueId packed(ValueId v, bool trans_b, int64_t bn, bool bf16 = false) {
+    const auto key = std::make_tuple(v, (trans_b ? 1 : 0) + (bf16 ? 2 : 0), bn);
     auto it = packed_.find(key);
     if (it != packed_.end()) return it->second;
     const Value& val = g_.value(v);
-    const ValueId p = g_.add_constant(val.name + ".packed", pack_dense(val, trans_b, bn));
+    const ValueId p =
+        bf16 ? g_.add_constant(val.name + ".packed_bf16", pack_dense_bf16(val, trans_b, bn))
+             : g_.add_constant(val.name + ".packed", pack_dense(val, trans_b, bn));
     packed_[key] = p;
     return p;
   }
 
   Graph& g_;
+  const bool bf16_;
+  /// Packed weights by (value, trans_b + 2 * bf16, bn).
   std::map<std::tuple<ValueId, int, int64_t>, ValueId> packed_;
   /// ConvTranspose weights by (value, groups, bf).
   std::map<std::tuple<ValueId, int64_t, int64_t>, ValueId> conv_transpose_packed_;
@@ -192,8 +216,8 @@ int64_t conv_transpose_panel_width(int64_t cols) {
   return 1;
 }
 
-size_t pack_weights(Graph& graph, bool dense) {
-  Packer packer(graph);
+size_t pack_weights(Graph& graph, bool dense, bool bf16) {
+  Packer packer(graph, bf16);
   size_t rewritten = 0;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     if ((dense && (packer.dense(i) || packer.conv_transpose(i))) || packer.lstm(i)) ++rewritten;

@@ -54,6 +54,10 @@ int64_t conv_transpose_panel_width(int64_t cols);
 /// Rewrites every node that meets the conditions above; returns how many it rewrote. With `dense`
 /// false only the LSTMs (a GPU target: its products read a weight's rows as the model gives them,
 /// consecutive threads along a row, but an LSTM would otherwise pack its weights on every run).
-size_t pack_weights(Graph& graph, bool dense = true);
+/// With `bf16` (BuildOptions::precision), Gemm and MatMul weights are packed as bf16 pairs along
+/// K instead: int32 [ceil(N / bn), ceil(K / 2), bn] (round to nearest even, an odd K's last pair
+/// zero above; topi::dense_packed_bf16's layout), the node marked packed_bf16 = 1 beside
+/// packed_bn; ConvTranspose and LSTM weights stay float32.
+size_t pack_weights(Graph& graph, bool dense = true, bool bf16 = false);
 
 }  // namespace kiln::graph

@@ -3,6 +3,7 @@
 
 #include <unordered_set>
 
+#include "compiler/ir/bf16.h"
 #include "compiler/ir/op.h"
 
 namespace kiln::te {
@@ -51,6 +52,10 @@ struct OpCounter {
         double args = 0;
         for (const Expr& a : n->args) args += ops(a);
         if (n->call_kind != ir::CallKind::kPureIntrinsic) return args;
+        // A bf16 pair's dot product is two multiplies and their add (with a sum's combiner, the
+        // two multiply-adds it stands for); packing pairs is a conversion, like a cast.
+        if (n->name == ir::kBf16x2Dot) return args + 3.0 * lanes;
+        if (n->name == ir::kBf16x2Pack) return args;
         return args + (n->name == "fma" ? 2.0 : 1.0) * lanes;
       }
       case ExprKind::kReduce: {

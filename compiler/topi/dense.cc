@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "compiler/topi/conv2d.h"
 #include "compiler/topi/template_util.h"
 #include "compiler/topi/transform.h"
 #include "compiler/topi/workload.h"
@@ -236,6 +237,12 @@ Config dense_x86_default(const ConfigSpace& space) {
 
 void schedule_dense_x86(te::Schedule& s, const te::Tensor& out, const Config& cfg,
                         const te::Tensor& output) {
+  // dense_packed_bf16's input converted to bf16 pairs: once, before the product.
+  for (const te::Tensor& in : out->inputs()) {
+    const std::string& name = in->name();
+    if (in->is_compute() && name.size() > 6 && name.compare(name.size() - 6, 6, ".pairs") == 0)
+      schedule_layout_transform_x86(s, in);
+  }
   schedule_tile(s, out, cfg, 0, output);
 }
 

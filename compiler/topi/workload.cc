@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "base/shape_string.h"
 #include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_bf16.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/pooling.h"
@@ -159,6 +160,20 @@ void check_conv2d_nchwc(const Fields& f) {
   check_elements(f.workload(), {f.dim(0, 0), f.dim(1, 0), oh, ow, f.dim(1, 5)}, "the output");
 }
 
+/// conv2d_nchwc's geometry with the kernel's block of input channels in pairs.
+void check_conv2d_nchwc_bf16(const Fields& f) {
+  const Workload& w = f.workload();
+  expect_dim(f, 1, 1, f.dim(0, 1), shape_field(0, 1) + " (input channel blocks)");
+  KILN_USER_CHECK(f.dim(0, 4) % 2 == 0)
+      << where(w) << shape_field(0, 4) << " = " << f.dim(0, 4)
+      << " (input channels per block) must be even: the kernel packs them in pairs";
+  expect_dim(f, 1, 4, f.dim(0, 4) / 2, shape_field(0, 4) + " / 2 (input channel pairs per block)");
+  const int64_t oh = conv_out(f, 2, f.dim(1, 2), shape_field(1, 2));
+  const int64_t ow = conv_out(f, 3, f.dim(1, 3), shape_field(1, 3));
+  check_padded(f);
+  check_elements(w, {f.dim(0, 0), f.dim(1, 0), oh, ow, f.dim(1, 5)}, "the output");
+}
+
 void check_group_conv2d_nchwc(const Fields& f) {
   const Workload& w = f.workload();
   const int64_t cb = f.dim(0, 1), ob = f.dim(1, 0), g = f.i("groups");
@@ -258,6 +273,17 @@ void check_dense_packed(const Fields& f) {
   check_elements(w, {f.dim(0, 0), n}, "the output");
 }
 
+/// dense_packed's with the reduction in pairs (an odd K's last pair half zero).
+void check_dense_packed_bf16(const Fields& f) {
+  const Workload& w = f.workload();
+  expect_dim(f, 1, 1, (f.dim(0, 1) + 1) / 2, "(" + shape_field(0, 1) + " + 1) / 2 (the pairs)");
+  const int64_t n = f.i("n"), cover = f.dim(1, 0) * f.dim(1, 2);  // <= kMaxElements
+  KILN_USER_CHECK(cover >= n) << where(w) << "attrs.n = " << n << " columns are more than "
+                              << shape_field(1, 0) << " * " << shape_field(1, 2) << " = " << cover
+                              << " packed";
+  check_elements(w, {f.dim(0, 0), n}, "the output");
+}
+
 void check_batch_matmul(const Fields& f) {
   const Workload& w = f.workload();
   const bool ta = f.flag("trans_a"), tb = f.flag("trans_b");
@@ -346,6 +372,10 @@ const AttrDef kTransB{"trans_b", AttrKind::kBool};
 const AttrDef kPoolKernel{"kernel_shape", AttrKind::kInts, 2, 1};
 const AttrDef kCeilMode{"ceil_mode", AttrKind::kBool};
 
+/// Seeded bf16 pairs: both halves finite, the upper 0.5 and the lower in [0.5, 1) (random int32
+/// bits would hold NaNs, which no reference matches).
+const runtime::ValueRange kBf16Pairs{0x3f003f00, 0x3f003f7f};
+
 const std::vector<ComputeDef>& compute_defs() {
   static const std::vector<ComputeDef> defs = {
       {"conv2d_nchw",
@@ -363,6 +393,14 @@ const std::vector<ComputeDef>& compute_defs() {
        [](const std::vector<te::Tensor>& in, const Fields& f) {
          return conv2d_nchwc(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
                              f.ints2("dilations"));
+       }},
+      {"conv2d_nchwc_bf16",
+       {{"data", {5}, ir::kFloat32}, {"kernel", {6}, ir::kInt32, kBf16Pairs}},
+       {kDilations, kPads, kStrides},
+       check_conv2d_nchwc_bf16,
+       [](const std::vector<te::Tensor>& in, const Fields& f) {
+         return conv2d_nchwc_bf16(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
+                                  f.ints2("dilations"));
        }},
       {"group_conv2d_nchwc",
        {{"data", {5}}, {"kernel", {6}}},
@@ -416,6 +454,13 @@ const std::vector<ComputeDef>& compute_defs() {
        check_dense_packed,
        [](const std::vector<te::Tensor>& in, const Fields& f) {
          return dense_packed(in[0], in[1], f.i("n"));
+       }},
+      {"dense_packed_bf16",
+       {{"x", {2}, ir::kFloat32}, {"packed", {3}, ir::kInt32, kBf16Pairs}},
+       {{"n", AttrKind::kInt, 0, 1}},
+       check_dense_packed_bf16,
+       [](const std::vector<te::Tensor>& in, const Fields& f) {
+         return dense_packed_bf16(in[0], in[1], f.i("n"));
        }},
       {"batch_matmul",
        {{"a", {3}}, {"b", {3}}},

@@ -86,7 +86,8 @@ def _build(progress: Progress, name: str, target: str, output, call) -> Bundle:
 def compile(model: Any, target: str = DEFAULT_TARGET, *,
             input_shapes: Optional[Dict[str, Sequence[int]]] = None, example_inputs=None,
             records: Optional[Union[str, os.PathLike]] = None, fuse: bool = True,
-            layout: bool = True, output: Optional[Union[str, os.PathLike]] = None,
+            layout: bool = True, precision: str = "fp32",
+            output: Optional[Union[str, os.PathLike]] = None,
             progress: Progress = True) -> Bundle:
     """Compiles `model` (a path, ONNX bytes, an onnx.ModelProto, or a torch.nn.Module with
     `example_inputs`) for `target` and returns the Bundle, ready to run (and written to `output`
@@ -95,13 +96,18 @@ def compile(model: Any, target: str = DEFAULT_TARGET, *,
     log's best config, or, never measured, the config the log's cost model predicts best;
     `bundle.report` says how many did ("tuned", "predicted") and how many kept the default.
     Targets: "llvm -mcpu=native" (this CPU), "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53",
-    "opencl", "cuda -arch=sm_90", "vdla"."""
+    "opencl", "cuda -arch=sm_90", "vdla".
+    `precision` "bf16" gives the convolutions and dense products bf16 operands with float32 sums
+    (as kiln compile --precision bf16; an x86 target with avx512_bf16, else InvalidInputError);
+    `bundle.report` counts them ("bf16_convolutions", "bf16_products")."""
     src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
+    if precision not in ("fp32", "bf16"):
+        raise InvalidInputError(f"precision must be 'fp32' or 'bf16', got {precision!r}")
     if records is not None and not os.path.isdir(os.fspath(records)):
         raise InvalidInputError(f"{os.fspath(records)}: no such record log")
     return _build(progress, src.name, target, output, lambda bars: _kiln.compile(
         src.path or "", src.data, src.name, target, src.input_shapes,
-        os.fspath(records) if records is not None else "", fuse, layout, bars))
+        os.fspath(records) if records is not None else "", fuse, layout, precision, bars))
 
 
 def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = None,

@@ -68,6 +68,8 @@ py::dict build_report(const graph::BuildReport& r) {
       py::arg("batch_norms_folded") = r.batch_norms_folded,
       py::arg("convolutions_blocked") = r.convolutions_blocked,
       py::arg("layout_conversions") = r.layout_conversions,
+      py::arg("bf16_convolutions") = r.bf16_convolutions,
+      py::arg("bf16_products") = r.bf16_products,
       py::arg("intermediate_bytes") = r.intermediate_bytes,
       py::arg("qconvs_realized") = r.qconvs_realized,
       py::arg("qconvs_kept_float") = r.qconvs_kept_float);
@@ -75,7 +77,8 @@ py::dict build_report(const graph::BuildReport& r) {
 
 py::tuple compile(const std::string& path, const std::optional<py::bytes>& data,
                   const std::string& origin, const std::string& target, const Shapes& shapes,
-                  const std::string& records, bool fuse, bool layout, const Progress& progress) {
+                  const std::string& records, bool fuse, bool layout, const std::string& precision,
+                  const Progress& progress) {
   std::string bundle;
   graph::BuildReport rep;
   int tuned = 0, predicted = 0, defaults = 0;
@@ -83,6 +86,7 @@ py::tuple compile(const std::string& path, const std::optional<py::bytes>& data,
     py::gil_scoped_release release;
     const graph::Graph g = import_model(path, data, origin, shapes);
     graph::BuildOptions o = build_options(fuse, layout, progress);
+    o.precision = graph::parse_precision(precision);
     std::optional<records::RecordLog> log;
     std::optional<autotune::LogConfigSource> source;
     if (!records.empty()) {
@@ -208,7 +212,7 @@ py::tuple quantize(const std::string& path, const std::vector<std::string>& cali
 void register_compile(py::module_& m) {
   m.def("compile", &compile, py::arg("path"), py::arg("data"), py::arg("origin"), py::arg("target"),
         py::arg("input_shapes"), py::arg("records"), py::arg("fuse"), py::arg("layout"),
-        py::arg("progress"),
+        py::arg("precision"), py::arg("progress"),
         "Compiles a model (a file, or a ModelProto's bytes) into a bundle: (bytes, report).");
   m.def("tune", &tune, py::arg("path"), py::arg("data"), py::arg("origin"), py::arg("target"),
         py::arg("input_shapes"), py::arg("records"), py::arg("trials"), py::arg("budget"),

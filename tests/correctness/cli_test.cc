@@ -175,14 +175,14 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   // The commands and the flags each one's --help must list (and nothing it does not take).
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"compile",
-       {"--target", "-o", "--no-fuse", "--no-layout", "--records", "--quantize", "--calibrate",
-        "--input-shape"}},
+       {"--target", "-o", "--no-fuse", "--no-layout", "--records", "--precision", "--quantize",
+        "--calibrate", "--input-shape"}},
       {"quantize", {"--calibrate", "-o", "--input-shape"}},
       {"run", {"--input", "-o", "--profile", "--threads", "--device"}},
       {"tune",
        {"--target", "--trials", "--budget", "--time", "--early-stop", "--records", "--no-transfer",
-        "-o", "--explorer", "--cost-model", "--batch", "--seed", "--threads", "--repeat",
-        "--flush-cache", "--input-shape"}},
+        "-o", "--precision", "--explorer", "--cost-model", "--batch", "--seed", "--threads",
+        "--repeat", "--flush-cache", "--input-shape"}},
       {"example", {"--n", "--threads", "--target"}},
       {"ops", {}},
       {"submit",
@@ -265,6 +265,20 @@ TEST_F(CliTest, CommandLineMistakes) {
   r = kiln("compile '" + model_ + "' --target");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("error: --target needs a value (TARGET)"), std::string::npos) << r.err;
+
+  r = kiln("compile '" + model_ + "' --precision fp16");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("error: --precision takes fp32 or bf16, got 'fp16'"), std::string::npos)
+      << r.err;
+  // bf16 on a CPU without avx512_bf16 (named, so this needs no such machine): refused, saying
+  // what the CPU has.
+  r = kiln("compile '" + model_ + "' --precision bf16 --target 'llvm -mcpu=znver3' -o '" +
+           path("bf16.kiln") + "'");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("error: --precision bf16 needs avx512_bf16 (vdpbf16ps); target 'llvm "
+                       "-mcpu=znver3' (CPU 'znver3') has sse4.2, avx2, fma but not avx512_bf16"),
+            std::string::npos)
+      << r.err;
 
   r = kiln("jobs 7");
   EXPECT_EQ(r.code, 2);

@@ -61,6 +61,15 @@ TEST(KernelWork, ConvBiasReluCountedByHand) {
       EXPECT_EQ(field(to_blocked, "bytes"), 2 * 4096);
     }
   }
+  // bf16: the same work, the weights in bf16 pairs half the bytes (built for a CPU with
+  // avx512_bf16, not run).
+  BuildOptions bf16;
+  bf16.precision = Precision::kBf16;
+  const runtime::Bundle b =
+      build_graph(import_onnx_bytes(m.bytes(), "work.onnx"), "llvm -mcpu=sapphirerapids", bf16);
+  const Json conv_node = node_with_ops(b, "Conv+Relu");
+  EXPECT_EQ(field(conv_node, "flops"), 1024 * (2 * 144 + 2));
+  EXPECT_EQ(field(conv_node, "bytes"), 4096 + 9216 / 2 + 64 + 4096);
 }
 
 // Gemm of x [4, 32] by a constant w [32, 16] plus a bias [16]: 4*16 outputs of 32 multiply-adds and
@@ -80,6 +89,13 @@ TEST(KernelWork, DenseCountedByHand) {
     EXPECT_EQ(field(gemm, "flops"), 4 * 16 * (2 * 32 + 1));
     EXPECT_EQ(field(gemm, "bytes"), 512 + 2048 + 64 + 256);
   }
+  BuildOptions bf16;  // the weights in bf16 pairs: half the bytes, the same work
+  bf16.precision = Precision::kBf16;
+  const Json gemm = node_with_ops(
+      build_graph(import_onnx_bytes(m.bytes(), "work.onnx"), "llvm -mcpu=sapphirerapids", bf16),
+      "Gemm");
+  EXPECT_EQ(field(gemm, "flops"), 4 * 16 * (2 * 32 + 1));
+  EXPECT_EQ(field(gemm, "bytes"), 512 + 2048 / 2 + 64 + 256);
 }
 
 // An elementwise Add of two [2, 3, 4] inputs: 24 operations, three tensors of 96 bytes.

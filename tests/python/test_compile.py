@@ -26,6 +26,23 @@ def test_a_bundle_compiled_in_python_equals_the_clis(tmp_path, kiln_cli):
     assert b.report["kernels"] >= 1 and b.report["operators"] == 2
 
 
+def has_avx512_bf16() -> bool:
+    with open("/proc/cpuinfo") as f:
+        return " avx512_bf16" in f.read()
+
+
+@pytest.mark.skipif(not has_avx512_bf16(), reason="this CPU has no avx512_bf16")
+def test_bf16_precision_against_onnx_runtime():
+    x = np.random.default_rng(3).uniform(-1, 1, (1, 3, 16, 16)).astype(np.float32)
+    want = reference(two_convs(), {"x": x})[0]
+    b = kiln.compile(two_convs(), precision="bf16", progress=False)
+    # Both convolutions, the first's 3 input channels blocked as 4 (a zero one) to make pairs.
+    assert b.report["bf16_convolutions"] == 2
+    got = b.run(x=x)[0]
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert 1e-6 < err < 1e-2, err
+
+
 def test_progress_events_and_an_exception_from_the_callback(tmp_path):
     events = []
     kiln.compile(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, progress=events.append)
@@ -155,6 +172,11 @@ def test_quantize_then_compile(tmp_path):
     (lambda p: kiln.compile(conv_relu(), "tpu", input_shapes={"x": (1, 3, 16, 16)}, progress=False),
      kiln.InvalidInputError, "tpu"),
     (lambda p: kiln.compile(42), kiln.InvalidInputError, "got int"),
+    (lambda p: kiln.compile(two_convs(), precision="fp16", progress=False),
+     kiln.InvalidInputError, "precision must be 'fp32' or 'bf16', got 'fp16'"),
+    (lambda p: kiln.compile(two_convs(), "llvm -mcpu=znver3", precision="bf16", progress=False),
+     kiln.InvalidInputError, "--precision bf16 needs avx512_bf16 (vdpbf16ps); target 'llvm "
+     "-mcpu=znver3' (CPU 'znver3') has sse4.2, avx2, fma but not avx512_bf16"),
     (lambda p: kiln.compile(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, records=p / "nope"),
      kiln.InvalidInputError, "no such record log"),
     (lambda p: kiln.tune(conv_relu(), input_shapes={"x": (1, 3, 16, 16)}, trials=0),

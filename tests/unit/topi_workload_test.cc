@@ -14,6 +14,7 @@
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_bf16.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/pooling.h"
@@ -68,6 +69,12 @@ std::vector<Case> cases() {
        [] {
          return conv2d_nchwc(ph({1, 1, 9, 9, 4}), ph({2, 1, 1, 1, 4, 8}), {2, 2}, {0, 0, 0, 0});
        }},
+      {"conv2d_nchwc_bf16", "conv2d_nchwc_x86",
+       [] {
+         return conv2d_nchwc_bf16(ph({1, 2, 10, 10, 8}),
+                                  te::placeholder({3, 2, 3, 3, 4, 4}, ir::kInt32, "pairs"), {1, 1},
+                                  {1, 1, 1, 1});
+       }},
       {"group_conv2d_nchwc", "group_conv2d_nchwc_x86",
        [] {
          // 4 groups of 2 input and 2 output blocks of 4 channels.
@@ -105,6 +112,10 @@ std::vector<Case> cases() {
       {"dense_packed", "dense_x86",
        [] {
          return dense_packed(ph({4, 16}), ph({3, 16, 8}), 20);
+       }},
+      {"dense_packed_bf16", "dense_x86",
+       [] {
+         return dense_packed_bf16(ph({4, 15}), te::placeholder({3, 8, 8}, ir::kInt32, "pairs"), 20);
        }},
       {"batch_matmul", "batch_matmul_x86",
        [] {
@@ -379,6 +390,17 @@ TEST(WorkloadErrors, InconsistentShapes) {
   expect_bad(R"({"attrs":{"n":25},"compute":"dense_packed","inputs":[)"
              R"({"dtype":"float32","shape":[4,16]},{"dtype":"float32","shape":[3,16,8]}]})",
              "attrs.n = 25 columns are more than inputs[1].shape[0] * inputs[1].shape[2] = 24");
+  expect_bad(R"({"attrs":{"n":20},"compute":"dense_packed_bf16","inputs":[)"
+             R"({"dtype":"float32","shape":[4,16]},{"dtype":"int32","shape":[3,16,8]}]})",
+             "inputs[1].shape[1] = 16 must equal (inputs[0].shape[1] + 1) / 2 (the pairs) = 8");
+  expect_bad(R"({"attrs":{"n":20},"compute":"dense_packed_bf16","inputs":[)"
+             R"({"dtype":"float32","shape":[4,16]},{"dtype":"float32","shape":[3,8,8]}]})",
+             "inputs[1] (packed).dtype = float32 must be int32");
+  expect_bad(R"({"attrs":{"dilations":[1,1],"pads":[0,0,0,0],"strides":[1,1]},)"
+             R"("compute":"conv2d_nchwc_bf16","inputs":[{"dtype":"float32","shape":[1,2,8,8,8]},)"
+             R"({"dtype":"int32","shape":[2,2,3,3,8,8]}]})",
+             "inputs[1].shape[4] = 8 must equal inputs[0].shape[4] / 2 (input channel pairs per "
+             "block) = 4");
   expect_bad(R"({"attrs":{"trans_a":false,"trans_b":false},"compute":"batch_matmul","inputs":[)"
              R"({"dtype":"float32","shape":[2,4,6]},{"dtype":"float32","shape":[3,6,5]}]})",
              "the batches inputs[0].shape[0] = 2 and inputs[1].shape[0] = 3 do not broadcast");

@@ -7,6 +7,7 @@
 #include "compiler/graph/ops/lowering.h"
 #include "compiler/graph/ops/node_check.h"
 #include "compiler/graph/ops/registry.h"
+#include "compiler/topi/conv2d_bf16.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/einsum.h"
 #include "compiler/topi/elementwise.h"
@@ -36,7 +37,9 @@ LowerResult packed_product(const LowerCtx& c, const Tensor& a2, int64_t n, const
   Tensor ap =
       mp == m ? a2
               : topi::pad(a2, {0, 0}, {mp - m, 0}, 0.0, topi::PadMode::kConstant, name + "_a_pad");
-  Tensor y = topi::dense_packed(ap, packed, np, name);
+  // pack_weights packed B in bf16 pairs along K (BuildOptions::precision): bf16 operands.
+  Tensor y = c.node.has_attr("packed_bf16") ? topi::dense_packed_bf16(ap, packed, np, name)
+                                            : topi::dense_packed(ap, packed, np, name);
   auto base = [=, tuning = c.tuning](te::Schedule& s, const Tensor& t, const Tensor& output) {
     if (a2 != a) s[a2].compute_inline();
     if (ap != a2) injective(s, ap);

@@ -12,6 +12,7 @@
 #include "compiler/graph/ops/node_check.h"
 #include "compiler/graph/ops/registry.h"
 #include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_bf16.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/conv_taps.h"
 #include "compiler/topi/quantize.h"
@@ -153,6 +154,9 @@ LowerResult lower_conv_nchwc(const LowerCtx& c) {
   } else if (groups != 1) {
     y = topi::group_conv2d_nchwc(x, w, stride, pads, dil, groups, "conv2d_nchwc");
     tmpl = "group_conv2d_nchwc_x86";
+  } else if (n.has_attr("bf16")) {
+    // alter_layout packed the kernel in bf16 pairs (BuildOptions::precision); the same template.
+    y = topi::conv2d_nchwc_bf16(x, w, stride, pads, dil, "conv2d_nchwc_bf16");
   } else {
     if (auto regions = lower_conv_by_regions(c, x, w, stride, pads, dil, c.tuning.of(tmpl)))
       return *regions;
