@@ -72,6 +72,7 @@ void resnet18_case() {
   g::QuantizeOptions q;
   q.model = model;
   q.calibration = {x_path};
+  q.scales = g::QuantizeScales::kPowerOfTwo;  // the VDLA's QConv
   const g::Graph qdq = g::import_onnx_bytes(g::quantize_onnx(q), model + " (quantized)");
   g::BuildReport het_rep, cpu_rep;
   rt::Bundle het = g::build_graph(qdq, "vdla", {}, &het_rep);

@@ -7,7 +7,8 @@ weights, uint8 activations from MinMax calibration over a few seeded random inpu
 
 Models: resnet50 and mobilenet_v2 (torchvision, random weights and batch-norm statistics as
 make_zoo.py sets them) and `small_qdq`, a few convolutions with a residual Add, MaxPool,
-GlobalAveragePool and a Gemm, for a fast test. Per model NAME it writes
+GlobalAveragePool and a Gemm, for a fast test (two outputs: the last feature map, 2048 elements,
+and the logits). Per model NAME it writes
 
     NAME.onnx            the float model (torch.onnx.export, opset 13, batch 1)
     NAME.qdq.onnx        its QDQ model (quantize_static)
@@ -15,6 +16,7 @@ GlobalAveragePool and a Gemm, for a fast test. Per model NAME it writes
     NAME.ort_int8.npy    ONNX Runtime's output of the QDQ model on it (its int8 kernels: all
                          graph optimizations, so the QDQ groups run as QLinearConv and kin)
     NAME.ort_lsb.npy     the output's quantization step (the scale of its last DequantizeLinear)
+    NAME.ort_int8.K.npy, NAME.ort_lsb.K.npy   the same for output K >= 1 (small_qdq's second)
 
 Two Pythons: the export runs under Debian's torch (/usr/bin/python3, or --torch-python, or
 KILN_TORCH_PYTHON), the quantization in a virtual environment of its own (--venv, default
@@ -61,12 +63,11 @@ def export_stage(out_dir, names):
         def forward(self, x):
             x = self.pool(self.stem(x))
             x = torch.relu(x + self.a(x))
-            x = torch.relu(self.pw(torch.relu(self.dw(x))))
-            x = torch.nn.functional.adaptive_avg_pool2d(x, 1).flatten(1)
-            return self.fc(x)
+            f = torch.relu(self.pw(torch.relu(self.dw(x))))
+            return f, self.fc(torch.nn.functional.adaptive_avg_pool2d(f, 1).flatten(1))
 
     specs = {
-        "small_qdq": make_zoo.Spec(SmallQdq, 13, make_zoo.image(1, 32)),
+        "small_qdq": make_zoo.Spec(SmallQdq, 13, make_zoo.image(1, 64)),
         "resnet50": make_zoo.Spec(lambda: torchvision.models.resnet50(weights=None), 13),
         "mobilenet_v2": make_zoo.Spec(lambda: torchvision.models.mobilenet_v2(weights=None), 13),
     }
@@ -109,17 +110,19 @@ def quantize_stage(out_dir, names):
         so.log_severity_level = 3
         sess = ort.InferenceSession(qdq, so, providers=["CPUExecutionProvider"])
         x = np.load(os.path.join(out_dir, name + ".input.npy"))
-        out = sess.run(None, {input_name: x})[0]
-        np.save(os.path.join(out_dir, name + ".ort_int8.npy"), out)
-        # The output is DequantizeLinear(y_q, scale): one step of y_q is `scale`.
+        outs = sess.run(None, {input_name: x})
         model = onnx.load(qdq)
-        last = [n for n in model.graph.node if n.output[0] == model.graph.output[0].name][0]
-        if last.op_type != "DequantizeLinear":
-            raise SystemExit("make_quantized.py: %s: the QDQ model's output comes from %s, not a "
-                             "DequantizeLinear" % (name, last.op_type))
         inits = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
-        np.save(os.path.join(out_dir, name + ".ort_lsb.npy"),
-                np.asarray(inits[last.input[1]], np.float32))
+        for k, (out, info) in enumerate(zip(outs, model.graph.output)):
+            suffix = ".npy" if k == 0 else ".%d.npy" % k
+            np.save(os.path.join(out_dir, name + ".ort_int8" + suffix), out)
+            # The output is DequantizeLinear(y_q, scale): one step of y_q is `scale`.
+            last = [n for n in model.graph.node if n.output[0] == info.name][0]
+            if last.op_type != "DequantizeLinear":
+                raise SystemExit("make_quantized.py: %s: output %s comes from %s, not a "
+                                 "DequantizeLinear" % (name, info.name, last.op_type))
+            np.save(os.path.join(out_dir, name + ".ort_lsb" + suffix),
+                    np.asarray(inits[last.input[1]], np.float32))
         print("quantized", name, "ORT", ort.__version__, flush=True)
 
 
