@@ -188,7 +188,7 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
   enter("folding constants");
-  // DequantizeLinear of constants (quantized weights and biases) stay for realize_qconv.
+  // DequantizeLinear of constants (quantized weights and biases) stay for the realize passes.
   rep.constants_folded = fold_constants(g, kFoldMaxElements, /*keep_dequantize=*/true);
   enter("realizing integer convolutions");
   // The VDLA runs QConv (power-of-two scales) and takes those patterns first; on the CPU every

@@ -148,8 +148,8 @@ class Rewriter {
  public:
   Rewriter(Graph& g, std::string base) : g_(g), base_(std::move(base)) {}
 
-  /// The uint8 activation read through `a.x` (made so by activation()): an int8 one + 128
-  /// through int32.
+  /// Makes `a` unsigned: an int8 activation becomes x + 128 (through int32), its zero point
+  /// + 128, the same real values.
   void make_unsigned(Activation& a) {
     const Value& x = g_.value(a.x);
     if (dtype_equal(x.dtype, runtime::kUInt8)) return;
