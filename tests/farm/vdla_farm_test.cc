@@ -7,7 +7,8 @@
 // off) built by the worker into VDLA programs and measured by the agent against the reference
 // bit for bit: the farm at the kernel level.
 //
-// And a whole model: a float conv net quantized by `kiln quantize --scales pow2`, submitted with `kiln submit
+// And a whole model: a float conv net quantized by `kiln quantize --scales pow2`, submitted with
+// `kiln submit
 // --target vdla --device-key vdla`, whose driver (kiln-tuner) extracts a vdla_conv2d task per
 // convolution offload_vdla puts on the VDLA, tunes them through the worker and the vdla agent,
 // and builds the heterogeneous bundle; `kiln fetch` gets it, `kiln run` runs its VDLA nodes on
