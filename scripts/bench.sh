@@ -20,7 +20,7 @@
 # opencl (the ResNet-18 convolutions tuned on this machine's OpenCL device against their default
 # GPU configs; ARGS: --trials N, --layers C2,C6,...), vdla (the VDLA's cycle model on the offloaded
 # ResNet-18 convolutions compiled by Kiln, serial against two virtual threads, then the quantized
-# ResNet-18 with --target vdla against the all-CPU int8 build; ARGS: --layers C2,C6,..., --no-model),
+# ResNet-18 with --target vdla against the same build with every QConv on the CPU; ARGS: --layers C2,C6,..., --no-model),
 # python (kiln.Bundle.run from Python against GraphExecutor::run from C++ on the DQN: the Python
 # package's call overhead), search-cost (what scoring a candidate costs the tuner's search on the CPU
 # and OpenCL templates, against a full lowering; ARGS: --layers, --candidates N, --records DIR to
