@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -427,11 +428,54 @@ size_t make_activations_unsigned(Graph& g) {
   return retyped;
 }
 
+/// The same constant values (dtype and bytes), or both absent.
+bool same_constant(const Graph& g, ValueId a, ValueId b) {
+  if (a == b) return true;
+  if (a == kNoValue || b == kNoValue) return false;
+  const Value &va = g.value(a), &vb = g.value(b);
+  if (!va.is_constant() || !vb.is_constant() || !dtype_equal(va.dtype, vb.dtype) ||
+      va.data->nbytes() != vb.data->nbytes()) {
+    return false;
+  }
+  return std::memcmp(va.data->data(), vb.data->data(), static_cast<size_t>(va.data->nbytes())) == 0;
+}
+
+/// DequantizeLinear(x_q, s, z) -> MaxPool -> QuantizeLinear(s, z) (one reader each step, the same
+/// scale and zero point, as quantize_static writes it) becomes MaxPool(x_q) on the 8-bit values:
+/// dequantizing is increasing, so the max commutes with it, and requantizing at the same
+/// parameters returns the value exactly. Returns how many.
+size_t pool_quantized(Graph& g) {
+  size_t pooled = 0;
+  for (Node& q : g.nodes()) {
+    if (q.op != "QuantizeLinear") continue;
+    const Node* pool = producer_node(g, q.inputs[0]);
+    if (pool == nullptr || pool->op != "MaxPool" || pool->outputs.size() > 1 ||
+        !single_reader(g, pool->outputs[0])) {
+      continue;
+    }
+    const Node* dq = producer_node(g, pool->inputs[0]);
+    if (dq == nullptr || dq->op != "DequantizeLinear" || !single_reader(g, dq->outputs[0]) ||
+        !same_constant(g, dq->inputs[1], q.inputs[1]) ||
+        !same_constant(g, has_input(*dq, 2) ? dq->inputs[2] : kNoValue,
+                       has_input(q, 2) ? q.inputs[2] : kNoValue) ||
+        !dtype_equal(g.value(dq->inputs[0]).dtype, g.value(q.outputs[0]).dtype)) {
+      continue;
+    }
+    Node n = *pool;
+    n.inputs = {dq->inputs[0]};
+    n.outputs = {q.outputs[0]};
+    q = std::move(n);  // the Q's place, after the DequantizeLinear's input; the rest is dead
+    ++pooled;
+  }
+  return pooled;
+}
+
 }  // namespace
 
 RealizeQLinearReport realize_qlinear(Graph& g) {
   RealizeQLinearReport report;
   report.unsigned_activations = make_activations_unsigned(g);
+  report.pools = pool_quantized(g);
   std::set<std::string> seen;  // products realized or reported
   const size_t count = g.nodes().size();
   for (size_t i = 0; i < count; ++i) {

@@ -22,8 +22,10 @@
 // Integer products read uint8 activations: a QuantizeLinear writing int8 whose readers are all
 // DequantizeLinear is retyped first to uint8 with its zero points + 128 (the same real values);
 // an int8 x from anywhere else gets x + 128 through int32 (Cast, Add, Cast). What lies between
-// QDQ pairs (residual Add, MaxPool, GlobalAveragePool, Flatten) stays float in the dequantized
-// domain, within 1 LSB of ORT's float-in-the-middle QLinearAdd and kin (MaxPool exactly).
+// QDQ pairs (residual Add, GlobalAveragePool, Flatten) stays float in the dequantized domain,
+// within 1 LSB of ORT's float-in-the-middle QLinearAdd and kin; a MaxPool between a
+// DequantizeLinear and a QuantizeLinear of the same scale and zero point runs on the 8-bit values
+// (exactly, as ORT drops that pair).
 //
 // A pattern that does not qualify stays float and the report says why, one line per convolution
 // or product; a zero or non-finite scale, or per-channel weight scales of the wrong length, are
@@ -46,6 +48,7 @@ struct RealizeQLinearReport {
   size_t convolutions = 0;          ///< ConvInteger nodes made
   size_t products = 0;              ///< MatMulInteger nodes made (from Gemm and MatMul)
   size_t unsigned_activations = 0;  ///< int8 QuantizeLinear nodes retyped to uint8
+  size_t pools = 0;                 ///< MaxPool nodes moved onto 8-bit values
   /// "node 'conv3' (Conv): stays float: its output is not quantized ...", one per convolution or
   /// product that reads a DequantizeLinear but was not realized.
   std::vector<std::string> kept_float;

@@ -224,6 +224,41 @@ TEST(RealizeQLinear, GemmBecomesMatMulIntegerOverTheTransposedWeight) {
             (std::vector<float>{2, 4, 8, 16}));
 }
 
+/// DequantizeLinear -> MaxPool -> QuantizeLinear; the output's scale is `s_y`.
+Graph max_pool(float s_y) {
+  Graph g;
+  const std::vector<int64_t> xs{1, 2, 4, 4}, ys{1, 2, 2, 2};
+  const ValueId xq = g.add_input("x_q", runtime::kUInt8, xs);
+  const ValueId xd =
+      g.add_op("DequantizeLinear", "dq", {xq, scalar(g, "s", 0.5f), scalar(g, "z", uint8_t{7})},
+               {{"axis", int64_t{0}}}, runtime::kFloat32, xs);
+  const ValueId p = g.add_op("MaxPool", "pool", {xd},
+                             {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                              {"strides", std::vector<int64_t>{2, 2}},
+                              {"pads", std::vector<int64_t>{0, 0, 0, 0}}},
+                             runtime::kFloat32, ys);
+  g.add_output(g.add_op("QuantizeLinear", "q",
+                        {p, scalar(g, "s_y", s_y), scalar(g, "z_y", uint8_t{7})},
+                        {{"axis", int64_t{0}}}, runtime::kUInt8, ys));
+  return g;
+}
+
+TEST(RealizeQLinear, MaxPoolBetweenEqualQuantizationsRunsOnTheBytes) {
+  Graph g = max_pool(0.5f);
+  EXPECT_EQ(realize_qlinear(g).pools, 1u);
+  g.remove_dead_nodes();
+  g.verify();
+  ASSERT_EQ(ops_of(g), (std::vector<std::string>{"MaxPool"})) << g.to_string();
+  EXPECT_EQ(g.nodes()[0].inputs[0], g.inputs()[0]);
+  EXPECT_EQ(g.nodes()[0].outputs[0], g.outputs()[0]);
+  EXPECT_EQ(g.nodes()[0].ints("kernel_shape"), (std::vector<int64_t>{2, 2}));
+  // Another scale: requantizing changes the values, so the pool stays float.
+  Graph other = max_pool(0.25f);
+  EXPECT_EQ(realize_qlinear(other).pools, 0u);
+  EXPECT_EQ(ops_of(other),
+            (std::vector<std::string>{"DequantizeLinear", "MaxPool", "QuantizeLinear"}));
+}
+
 /// The pattern stays float and the one reason names the conv and holds `why`.
 void expect_float(const Pattern& p, const std::string& why) {
   Graph g = build(p);
