@@ -2,9 +2,11 @@
 """ONNX Runtime's batch-1 latency of the whole-model benchmarks, for bench_models to compare with.
 
     python3 models_ref.py DIR --threads 1 2 [--min-time 1.0] [--only NAME ...]
+                          [--model-suffix .qdq]
 
 For each DIR/NAME.onnx (with DIR/NAME.<input>.npy for each graph input, as
-tests/models/make_models.py and make_zoo.py write them) and each thread count, one line
+tests/models/make_models.py and make_zoo.py write them; with --model-suffix S the model is
+DIR/NAME<S>.onnx, the quantized one make_quantized.py writes beside NAME's inputs) and each thread count, one line
 `NAME THREADS MS` on stdout: the median latency of one run, measured like Kiln's (two warm-up
 runs, then single runs until at least --min-time seconds and 10 runs).
 Sessions use the CPU execution provider, intra_op_num_threads=THREADS, inter_op_num_threads=1,
@@ -40,15 +42,17 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--min-time", type=float, default=1.0)
     ap.add_argument("--only", nargs="+", default=NAMES)
+    ap.add_argument("--model-suffix", default="")
     args = ap.parse_args()
     for name in args.only:
-        path = os.path.join(args.dir, name + ".onnx")
+        path = os.path.join(args.dir, name + args.model_suffix + ".onnx")
         for t in args.threads:
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = t
             opts.inter_op_num_threads = 1
             opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            opts.log_severity_level = 3  # no warnings on stdout's neighbour
             sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
             feeds = {i.name: np.load(os.path.join(args.dir, "%s.%s.npy" % (name, i.name)))
                      for i in sess.get_inputs()}

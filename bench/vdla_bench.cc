@@ -11,7 +11,8 @@
 // gops is the two-thread stream's. Then the whole network, heterogeneously: ResNet-18
 // (tests/models/make_models.py) quantized by Kiln (kiln quantize: power-of-two int8, calibrated on
 // one random input), built with --target vdla (every QConv the VDLA supports offloaded, the rest on
-// this CPU) and with the CPU target (all int8 on the CPU), both run on the same input:
+// this CPU) and with every QConv on this CPU (BuildOptions::offload_vdla off: the VDLA's
+// contract computed by the host), both run on the same input:
 //
 //   case=vdla_resnet18 offloaded=<n> of=<m> vdla_ms=<cycles / 200 MHz of the offloaded convs>
 //   cpu_ms=<median time of the all-CPU int8 build> identical=<1: both builds' outputs equal>
@@ -72,10 +73,13 @@ void resnet18_case() {
   g::QuantizeOptions q;
   q.model = model;
   q.calibration = {x_path};
+  q.scales = g::QuantizeScales::kPowerOfTwo;  // the VDLA's QConv
   const g::Graph qdq = g::import_onnx_bytes(g::quantize_onnx(q), model + " (quantized)");
   g::BuildReport het_rep, cpu_rep;
   rt::Bundle het = g::build_graph(qdq, "vdla", {}, &het_rep);
-  rt::Bundle cpu = g::build_graph(qdq, "llvm -mcpu=native", {}, &cpu_rep);
+  g::BuildOptions on_host;
+  on_host.offload_vdla = false;
+  rt::Bundle cpu = g::build_graph(qdq, "vdla", on_host, &cpu_rep);
   for (const std::string& line : het_rep.vdla_kept_on_cpu)
     std::fprintf(stderr, "resnet18: %s\n", line.c_str());
   auto het_g = rt::GraphExecutor::from_bundle(std::move(het), "resnet18 (vdla)");

@@ -50,11 +50,24 @@ constexpr const char* kDefaultTarget = "llvm -mcpu=native";
 const kiln::cli::Flag kCalibrateFlag{
     "--calibrate", "X.npy", "a calibration input (required; once per file, one per model input)"};
 
-/// The quantizer's options from a command line: the model, --calibrate, --input-shape.
-kiln::graph::QuantizeOptions quantize_options(const kiln::cli::Args& args,
-                                              const std::string& model) {
+const kiln::cli::Flag kScalesFlag{
+    "--scales", "KIND",
+    "(default: float; pow2 with kiln compile --target vdla) float: per-channel symmetric int8 "
+    "weights, asymmetric uint8 activations, as ONNX Runtime's quantize_static; pow2: "
+    "power-of-two scales, the VDLA's QConv"};
+
+/// The quantizer's options from a command line: the model, --calibrate, --scales (`dflt` when
+/// not given), --input-shape.
+kiln::graph::QuantizeOptions quantize_options(const kiln::cli::Args& args, const std::string& model,
+                                              const std::string& dflt = "float") {
   kiln::graph::QuantizeOptions o;
   o.model = model;
+  const std::string scales = args.get("--scales", dflt);
+  if (scales != "float" && scales != "pow2") {
+    throw kiln::cli::UsageError("--scales takes float or pow2, got '" + scales + "'");
+  }
+  o.scales = scales == "pow2" ? kiln::graph::QuantizeScales::kPowerOfTwo
+                              : kiln::graph::QuantizeScales::kFloat;
   o.calibration = args.all("--calibrate");
   if (o.calibration.empty()) {
     throw kiln::cli::UsageError(args.program + " " + model +
@@ -98,17 +111,20 @@ int quantize_main(const kiln::cli::Args& args) {
 const kiln::cli::Command kQuantize{
     .name = "quantize",
     .operands = "MODEL.onnx",
-    .summary = "quantize a float ONNX model to int8 (power-of-two scales) as a QDQ ONNX model",
+    .summary = "quantize a float ONNX model to int8 as a QDQ ONNX model",
     .flags = {kCalibrateFlag,
               {"-o", "OUT.onnx", "the QDQ model to write (required)"},
+              kScalesFlag,
               kInputShapeFlag},
     .notes =
         "Batch norms after convolutions are folded first. Each convolution gets int8 weights with "
-        "a power-of-two scale per output channel, and its input and output (after its Relu) a "
-        "QuantizeLinear -> DequantizeLinear pair whose power-of-two scale comes from running the "
-        "model (compiled by Kiln) on the calibration inputs; everything else stays float. Each "
-        "--calibrate file is an .npy of its input's dtype and shape. kiln compile --quantize int8 "
-        "compiles the same quantized model, its convolutions as integer QConv kernels.",
+        "a scale per output channel, and its input and output (after its Relu) a "
+        "QuantizeLinear -> DequantizeLinear pair whose scale (and, with float scales, uint8 zero "
+        "point) comes from running the model (compiled by Kiln) on the calibration inputs; "
+        "everything else stays float. Each --calibrate file is an .npy of its input's dtype and "
+        "shape. kiln compile --quantize int8 compiles the same quantized model, its convolutions "
+        "as integer ConvInteger kernels with ONNX Runtime's requantization on the CPU, or, with "
+        "--scales pow2 and --target vdla, as the VDLA's QConv.",
     .main = quantize_main,
     .group = "",
 };
@@ -123,11 +139,15 @@ int compile_main(const kiln::cli::Args& args) {
   if (quantize && args.get("--quantize") != "int8") {
     throw kiln::cli::UsageError("--quantize takes int8, got '" + args.get("--quantize") + "'");
   }
-  if (!quantize && args.has("--calibrate")) {
-    throw kiln::cli::UsageError("--calibrate is for --quantize int8");
+  if (!quantize && (args.has("--calibrate") || args.has("--scales"))) {
+    throw kiln::cli::UsageError(std::string(args.has("--scales") ? "--scales" : "--calibrate") +
+                                " is for --quantize int8");
   }
   kiln::graph::QuantizeOptions qopts;
-  if (quantize) qopts = quantize_options(args, model);
+  if (quantize) {
+    const bool vdla = kiln::target::Target::parse(target).kind == kiln::TargetKind::kVdla;
+    qopts = quantize_options(args, model, vdla ? "pow2" : "float");
+  }
   kiln::graph::BuildOptions options;
   options.fuse = !args.has("--no-fuse");
   options.alter_layout = !args.has("--no-layout");
@@ -193,8 +213,13 @@ int compile_main(const kiln::cli::Args& args) {
               << " measured, " << configs->predicted() << " predicted by its cost model, "
               << configs->defaults() << " default\n";
   }
-  if (build.qconvs_realized > 0 || !build.qconvs_kept_float.empty()) {
+  if (build.qconvs_realized > 0) {
     std::cerr << build.qconvs_realized << " quantized convolutions as integer QConv kernels\n";
+  }
+  if (build.integer_convolutions + build.integer_products > 0 || !build.qconvs_kept_float.empty()) {
+    std::cerr << build.integer_convolutions << " quantized convolutions as ConvInteger and "
+              << build.integer_products
+              << " products as MatMulInteger, requantized as ONNX Runtime does\n";
     for (const std::string& line : build.qconvs_kept_float) std::cerr << line << "\n";
   }
   if (kiln::target::Target::parse(target).kind == kiln::TargetKind::kVdla) {
@@ -224,6 +249,7 @@ const kiln::cli::Command kCompile{
               {"--quantize", "int8", "quantize first, as kiln quantize does (default: float)"},
               {"--calibrate", "X.npy",
                "a calibration input (required with --quantize; as quantize)"},
+              kScalesFlag,
               kInputShapeFlag},
     .notes =
         "A model with symbolic input dimensions (an export's 'batch') needs --input-shape "
@@ -239,12 +265,13 @@ const kiln::cli::Command kCompile{
         "build says how many it offloaded and why each other one stays on the CPU. A "
         "progress bar goes "
         "to stderr, then what the build did (kernels, folded nodes, memory). A QDQ model's "
-        "power-of-two quantized convolutions become integer QConv kernels; each one that "
-        "stays float is listed with the reason. --precision bf16 (x86 with avx512_bf16, "
-        "such as Zen 4 and 5 or Sapphire Rapids, or the build is refused saying what the CPU "
-        "has) converts the weights of the blocked convolutions and the packed Gemm / MatMul "
-        "products to bf16 at build time and their activations on the way in; their sums, and "
-        "everything else, stay float32, and the outputs are float32.",
+        "quantized convolutions and products become integer ConvInteger / MatMulInteger kernels "
+        "with ONNX Runtime's requantization (on target vdla, power-of-two ones QConv kernels "
+        "first); each one that stays float is listed with the reason. --precision bf16 (x86 with "
+        "avx512_bf16, such as Zen 4 and 5 or Sapphire Rapids, or the build is refused saying what "
+        "the CPU has) converts the weights of the blocked convolutions and the packed Gemm / "
+        "MatMul products to bf16 at build time and their activations on the way in; their sums, "
+        "and everything else, stay float32, and the outputs are float32.",
     .main = compile_main,
     .group = "",
 };

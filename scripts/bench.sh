@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Builds Kiln in release mode and runs one benchmark: scripts/bench.sh NAME [ARGS...]
-# Known: matmul, models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
+# Known: matmul, int8 (ResNet-50 and MobileNetV2 quantized by onnxruntime's quantize_static, Kiln's
+# int8 build against ONNX Runtime's int8 and Kiln's fp32 at 2 threads, with the fraction of
+# outputs within 1 LSB of ORT's; the models are made on first use, tests/models/make_quantized.py,
+# in build/release/int8-models with a virtual environment from PyPI; ARGS: --rounds, --min-time,
+# names), models (whole models against ONNX Runtime; needs python3 with onnx, onnxruntime
 # and numpy), layers (single layers: dilated and 1-D convolutions, MatMul against a constant weight,
 # against ONNX Runtime; ARGS: --rounds R, --min-time S, layer names), zoo (the torchvision model
 # zoo against ONNX Runtime; also Debian's python3-torchvision),
@@ -16,7 +20,7 @@
 # opencl (the ResNet-18 convolutions tuned on this machine's OpenCL device against their default
 # GPU configs; ARGS: --trials N, --layers C2,C6,...), vdla (the VDLA's cycle model on the offloaded
 # ResNet-18 convolutions compiled by Kiln, serial against two virtual threads, then the quantized
-# ResNet-18 with --target vdla against the all-CPU int8 build; ARGS: --layers C2,C6,..., --no-model),
+# ResNet-18 with --target vdla against the same build with every QConv on the CPU; ARGS: --layers C2,C6,..., --no-model),
 # python (kiln.Bundle.run from Python against GraphExecutor::run from C++ on the DQN: the Python
 # package's call overhead), search-cost (what scoring a candidate costs the tuner's search on the CPU
 # and OpenCL templates, against a full lowering; ARGS: --layers, --candidates N, --records DIR to
@@ -39,12 +43,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, int8, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2
   exit 2
 fi
 shift
 case "$name" in
   matmul) target=bench_matmul ;;
+  int8) target=bench_int8 ;;
   models) target=bench_models ;;
   layers) target=bench_layers ;;
   zoo) target=bench_zoo ;;
@@ -71,7 +76,7 @@ case "$name" in
     cmake --preset release >/dev/null
     cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
     exec python3 bench/python_overhead.py build/release ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, int8, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

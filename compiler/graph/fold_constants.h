@@ -21,7 +21,8 @@ inline constexpr int64_t kFoldMaxElements = int64_t{1} << 26;
 /// least one input, all inputs constant, a lowering, and outputs of at most `max_elements`
 /// elements each that are not graph outputs. Returns how many nodes it folded; they are removed
 /// from the graph. `keep_dequantize` leaves DequantizeLinear nodes of constants (a quantized weight
-/// or bias) for realize_qconv to read; the build folds those it leaves in a second call.
+/// or bias) for realize_qconv and realize_qlinear to read; the build folds those it leaves in a
+/// second call.
 size_t fold_constants(Graph& g, int64_t max_elements = kFoldMaxElements,
                       bool keep_dequantize = false);
 

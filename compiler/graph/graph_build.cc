@@ -28,6 +28,7 @@
 #include "compiler/graph/op_lowering.h"
 #include "compiler/graph/pack_weights.h"
 #include "compiler/graph/realize_qconv.h"
+#include "compiler/graph/realize_qlinear.h"
 #include "compiler/graph/tensor_limits.h"
 #include "compiler/graph/trim_conv_taps.h"
 #include "compiler/ir/equal.h"
@@ -219,12 +220,20 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
   enter("folding constants");
-  // DequantizeLinear of constants (quantized weights and biases) stay for realize_qconv.
+  // DequantizeLinear of constants (quantized weights and biases) stay for the realize passes.
   rep.constants_folded = fold_constants(g, kFoldMaxElements, /*keep_dequantize=*/true);
   enter("realizing integer convolutions");
-  RealizeQConvReport qconv = realize_qconv(g);
-  rep.qconvs_realized = qconv.realized;
-  rep.qconvs_kept_float = std::move(qconv.kept_float);
+  // The VDLA runs QConv (power-of-two scales) and takes those patterns first; on the CPU every
+  // quantized convolution and product becomes ConvInteger / MatMulInteger with ORT's
+  // requantization. The report's reasons are the last pass's: what stays float.
+  if (vdla) {
+    rep.qconvs_realized = realize_qconv(g).realized;
+    g.remove_dead_nodes();
+  }
+  RealizeQLinearReport qlinear = realize_qlinear(g);
+  rep.integer_convolutions = qlinear.convolutions;
+  rep.integer_products = qlinear.products;
+  rep.qconvs_kept_float = std::move(qlinear.kept_float);
   g.remove_dead_nodes();
   rep.constants_folded += fold_constants(g);  // the weights of convolutions left in float
   g.verify();
@@ -261,7 +270,7 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
     rep.bf16_convolutions = layout.bf16;
     rep.layout_conversions = layout.conversions;
   }
-  if (vdla) {
+  if (vdla && options.offload_vdla) {
     enter("offloading to the VDLA");
     VdlaOffloadReport off = offload_vdla(g, options.configs);
     g.remove_dead_nodes();

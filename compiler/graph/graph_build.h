@@ -65,6 +65,10 @@ struct BuildOptions {
   int pad_channels_to = -1;
   /// The products' arithmetic (see Precision).
   Precision precision = Precision::kFloat32;
+  /// Target vdla: puts the QConv nodes the VDLA supports on it (offload_vdla.h); off, every
+  /// QConv runs on the host CPU: the offload ablation, and the bit-exact reference of the VDLA's
+  /// results (the CPU target itself computes quantized convolutions in ONNX Runtime's arithmetic).
+  bool offload_vdla = true;
   /// Chooses the config of every tunable operator (the tuner's log); null: templates' defaults.
   autotune::ConfigSource* configs = nullptr;
 };
@@ -77,8 +81,12 @@ struct BuildReport {
   size_t num_distinct_functions = 0;
   size_t constants_folded = 0;  ///< nodes computed at build time (fold_constants.h)
   size_t batch_norms_folded = 0;
-  size_t qconvs_realized = 0;  ///< quantized convolutions made integer QConv nodes
-  /// Why each quantized convolution that was not realized stays float (realize_qconv.h).
+  size_t qconvs_realized = 0;  ///< target vdla: power-of-two convolutions made QConv nodes
+  /// Quantized convolutions made ConvInteger, and Gemm / MatMul made MatMulInteger, each with
+  /// its requantization (realize_qlinear.h).
+  size_t integer_convolutions = 0;
+  size_t integer_products = 0;
+  /// Why each quantized convolution or product that was not realized stays float.
   std::vector<std::string> qconvs_kept_float;
   size_t convolutions_trimmed = 0;  ///< taps reading only padding dropped (trim_conv_taps.h)
   size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout

@@ -5,10 +5,11 @@
 //   QLinearMatMul(a, as, az, b, bs, bz, ys, yz) ->
 //     QuantizeLinear(MatMul(DequantizeLinear(a, ...), DequantizeLinear(b, ..., axis -1)), ys, yz)
 // which is what the operators compute, up to rounding: an integer implementation requantizes the
-// int32 sum once, the QDQ form rounds the float product (a tie can land one step apart). With
-// power-of-two scales and zero points 0, realize_qconv makes the convolution an integer QConv
-// again (and offload_vdla can put it on the VDLA). B's scale, xs * ws, is computed here: both
-// scales must be initializers.
+// int32 sum once, the QDQ form rounds the float product (a tie can land one step apart).
+// realize_qlinear makes them integer again, ConvInteger / MatMulInteger with ORT's
+// requantization; on target vdla, with power-of-two scales and zero points 0, realize_qconv
+// makes the convolution a QConv first (and offload_vdla can put it on the VDLA). B's scale, xs *
+// ws, is computed here: both scales must be initializers.
 #include <map>
 
 #include "base/error.h"

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "base/error.h"
 #include "compiler/graph/graph_build.h"
@@ -190,11 +191,26 @@ std::vector<std::map<std::string, NDArray>> load_samples(const QuantizeOptions& 
   return samples;
 }
 
-double max_abs(const NDArray& a) {
-  double m = 0.0;
-  const float* p = a.data<float>();
-  for (int64_t i = 0; i < a.num_elements(); ++i) m = std::max(m, std::fabs(double(p[i])));
-  return m;
+/// The range a tensor took over the calibration samples.
+struct Range {
+  double lo = 0.0, hi = 0.0;  ///< always holding 0, as an asymmetric zero point needs
+  void add(const NDArray& a) {
+    const float* p = a.data<float>();
+    for (int64_t i = 0; i < a.num_elements(); ++i) {
+      lo = std::min(lo, double(p[i]));
+      hi = std::max(hi, double(p[i]));
+    }
+  }
+  double max_abs() const { return std::max(-lo, hi); }
+};
+
+/// An activation's float scale and uint8 zero point from its range, as ONNX Runtime's
+/// quantize_static computes them (MinMax, asymmetric): s = (hi - lo) / 255, z = round(-lo / s).
+std::pair<float, uint8_t> asymmetric_uint8(const Range& r) {
+  if (!(r.hi > r.lo)) return {1.0f, 0};
+  const auto s = static_cast<float>((r.hi - r.lo) / 255.0);
+  const double z = std::nearbyint(-r.lo / double(s));
+  return {s, static_cast<uint8_t>(std::clamp(z, 0.0, 255.0))};
 }
 
 }  // namespace
@@ -271,13 +287,13 @@ std::string quantize_onnx(const QuantizeOptions& o, QuantizeReport* report) {
   import.input_shapes = o.input_shapes;
   Graph fg = import_onnx_bytes(folded, o.model, import);
   const std::vector<std::map<std::string, NDArray>> samples = load_samples(o, fg);
-  std::map<std::string, double> maxabs;
+  std::map<std::string, Range> range;
   std::vector<std::string> computed;  // the tensors calibration reads from outputs
   for (const std::string& t : tensors) {
     const ValueId v = fg.find_value(t);
     bool is_input = false;
     for (ValueId in : fg.inputs()) is_input = is_input || in == v;
-    maxabs[t] = 0.0;
+    range[t] = Range{};
     if (is_input) continue;
     KILN_USER_CHECK(v != kNoValue && fg.producer(v) >= 0)
         << "'" << o.model << "': tensor '" << t << "' is not computed by a node Kiln keeps; "
@@ -293,22 +309,25 @@ std::string quantize_onnx(const QuantizeOptions& o, QuantizeReport* report) {
     say("calibrating on sample " + std::to_string(k + 1) + "/" + std::to_string(samples.size()));
     for (const auto& [name, a] : samples[k]) {
       ex.set_input(name, a);
-      if (maxabs.count(name)) maxabs[name] = std::max(maxabs[name], max_abs(a));
+      if (range.count(name)) range[name].add(a);
     }
     ex.run();
     for (size_t i = 0; i < ex.num_outputs(); ++i) {
-      auto it = maxabs.find(ex.output_name(i));
-      if (it != maxabs.end()) it->second = std::max(it->second, max_abs(ex.output(i)));
+      auto it = range.find(ex.output_name(i));
+      if (it != range.end()) it->second.add(ex.output(i));
     }
   }
   rep.samples = samples.size();
 
-  // Scales: activations from calibration, weights per channel, output scales raised to bound
-  // every shift (in node order, so a tensor's scale is final before a later conv reads it).
+  // Scales: activations from calibration, weights per channel; with power-of-two scales, output
+  // scales raised to bound every shift (in node order, so a tensor's scale is final before a
+  // later conv reads it).
+  const bool pow2 = o.scales == QuantizeScales::kPowerOfTwo;
   std::map<std::string, int> e;  // tensor -> e, its scale 2^-e
-  for (const std::string& t : tensors) e[t] = scale_exponent(maxabs.at(t));
+  for (const std::string& t : tensors) e[t] = scale_exponent(range.at(t).max_abs());
   std::map<int, std::vector<int>> f;  // conv node -> per-channel weight exponents
   for (const QConvSite& s : sites) {
+    if (!pow2) break;
     const NodeProto& n = g->node(s.node);
     const TensorProto& w = *inits.at(n.input(1));
     const std::vector<float> wv = floats_of(w, o.model);
@@ -347,13 +366,22 @@ std::string quantize_onnx(const QuantizeOptions& o, QuantizeReport* report) {
     return n;
   };
   std::map<std::string, std::string> dq_of;  // tensor -> its DequantizeLinear's output
+  std::map<std::string, float> scale_of;     // tensor -> its activation scale
   auto qdq = [&](const std::string& t) {
     std::vector<NodeProto> out;
-    const float scale = static_cast<float>(std::ldexp(1.0, -e.at(t)));
+    std::string z;
+    float scale = 0.0f;
+    if (pow2) {
+      scale = static_cast<float>(std::ldexp(1.0, -e.at(t)));
+      z = add_init(t + "_zero_point", NDArray::from_vector(std::vector<int8_t>{0}, {}));
+    } else {
+      uint8_t zp = 0;
+      std::tie(scale, zp) = asymmetric_uint8(range.at(t));
+      z = add_init(t + "_zero_point", NDArray::from_vector(std::vector<uint8_t>{zp}, {}));
+    }
+    scale_of[t] = scale;
     const std::string s =
         add_init(t + "_scale", NDArray::from_vector(std::vector<float>{scale}, {}));
-    const std::string z =
-        add_init(t + "_zero_point", NDArray::from_vector(std::vector<int8_t>{0}, {}));
     out.push_back(node("QuantizeLinear", {t, s, z}, t + "_quantized", t + "_QuantizeLinear"));
     out.push_back(node("DequantizeLinear", {t + "_quantized", s, z}, t + "_dequantized",
                        t + "_DequantizeLinear"));
@@ -379,15 +407,21 @@ std::string quantize_onnx(const QuantizeOptions& o, QuantizeReport* report) {
       const QConvSite& s = *it->second;
       const TensorProto& w = *inits.at(g->node(i).input(1));
       const std::vector<float> wv = floats_of(w, o.model);
-      const std::vector<int>& fs = f.at(i);
-      const size_t oc = fs.size(), per = wv.size() / oc;
+      const size_t oc = static_cast<size_t>(w.dims(0)), per = wv.size() / oc;
       std::vector<int8_t> wq(wv.size());
       std::vector<float> ws(oc), bs(oc);
       for (size_t c = 0; c < oc; ++c) {
-        ws[c] = static_cast<float>(std::ldexp(1.0, -fs[c]));
-        bs[c] = static_cast<float>(std::ldexp(1.0, -(fs[c] + e.at(s.x))));
+        if (pow2) {
+          ws[c] = static_cast<float>(std::ldexp(1.0, -f.at(i)[c]));
+          bs[c] = static_cast<float>(std::ldexp(1.0, -(f.at(i)[c] + e.at(s.x))));
+        } else {  // symmetric: max |w| of the channel maps to 127
+          double m = 0.0;
+          for (size_t j = 0; j < per; ++j) m = std::max(m, std::fabs(double(wv[c * per + j])));
+          ws[c] = m > 0.0 ? static_cast<float>(m / 127.0) : 1.0f;
+          bs[c] = scale_of.at(s.x) * ws[c];
+        }
         for (size_t j = 0; j < per; ++j) {
-          const double q = std::nearbyint(std::ldexp(double(wv[c * per + j]), fs[c]));
+          const double q = std::nearbyint(double(wv[c * per + j]) / double(ws[c]));
           wq[c * per + j] = static_cast<int8_t>(std::clamp(q, -127.0, 127.0));
         }
       }
@@ -411,7 +445,7 @@ std::string quantize_onnx(const QuantizeOptions& o, QuantizeReport* report) {
         const std::vector<float> bv = floats_of(*inits.at(bn), o.model);
         std::vector<int32_t> bq(oc);
         for (size_t c = 0; c < oc; ++c) {
-          const double q = std::nearbyint(std::ldexp(double(bv[c]), fs[c] + e.at(s.x)));
+          const double q = std::nearbyint(double(bv[c]) / double(bs[c]));
           bq[c] = static_cast<int32_t>(std::clamp(q, -2147483648.0, 2147483647.0));
         }
         const std::string bqn =

@@ -152,12 +152,15 @@ def tune(model: Any, target: str = DEFAULT_TARGET, *, trials: Optional[int] = No
 
 def quantize(model: Any, calibration: Sequence[Any], *,
              input_shapes: Optional[Dict[str, Sequence[int]]] = None, example_inputs=None,
-             output: Optional[Union[str, os.PathLike]] = None,
+             output: Optional[Union[str, os.PathLike]] = None, scales: str = "float",
              progress: Progress = True) -> bytes:
-    """Quantizes a float model to int8 (power-of-two scales, as kiln quantize does) and returns
-    the QDQ model's bytes (also written to `output` when given); kiln.compile builds its
-    convolutions as integer kernels. `calibration` is a list of samples, each an array (a model
-    of one input) or a tuple of arrays in the model's input order."""
+    """Quantizes a float model to int8, as kiln quantize does, and returns the QDQ model's bytes
+    (also written to `output` when given); kiln.compile builds its convolutions as integer
+    kernels. `calibration` is a list of samples, each an array (a model of one input) or a tuple
+    of arrays in the model's input order. `scales`: "float" (per-channel symmetric int8 weights,
+    asymmetric uint8 activations) or "pow2" (power-of-two scales, the VDLA's QConv)."""
+    if scales not in ("float", "pow2"):
+        raise InvalidInputError(f"scales must be 'float' or 'pow2', got {scales!r}")
     src = model_source(model, input_shapes=input_shapes, example_inputs=example_inputs)
     if len(calibration) == 0:
         raise InvalidInputError("quantizing needs calibration data: at least one sample")
@@ -174,7 +177,7 @@ def quantize(model: Any, calibration: Sequence[Any], *,
             for j, a in enumerate(arrays):
                 files.append(os.path.join(tmp, f"sample{k}_input{j}.npy"))
                 np.save(files[-1], np.asarray(a))
-        data, report = _kiln.quantize(path, files, src.input_shapes, bars)
+        data, report = _kiln.quantize(path, files, src.input_shapes, scales, bars)
     if isinstance(bars, _Bars):
         bars.close()
     if output is not None:

@@ -72,6 +72,8 @@ py::dict build_report(const graph::BuildReport& r) {
       py::arg("bf16_products") = r.bf16_products,
       py::arg("intermediate_bytes") = r.intermediate_bytes,
       py::arg("qconvs_realized") = r.qconvs_realized,
+      py::arg("integer_convolutions") = r.integer_convolutions,
+      py::arg("integer_products") = r.integer_products,
       py::arg("qconvs_kept_float") = r.qconvs_kept_float);
 }
 
@@ -184,7 +186,7 @@ py::tuple tune(const std::string& path, const std::optional<py::bytes>& data,
 }
 
 py::tuple quantize(const std::string& path, const std::vector<std::string>& calibration,
-                   const Shapes& shapes, const Progress& progress) {
+                   const Shapes& shapes, const std::string& scales, const Progress& progress) {
   std::string qdq;
   graph::QuantizeReport rep;
   {
@@ -193,6 +195,8 @@ py::tuple quantize(const std::string& path, const std::vector<std::string>& cali
     o.model = path;
     o.calibration = calibration;
     o.input_shapes = shapes;
+    o.scales =
+        scales == "pow2" ? graph::QuantizeScales::kPowerOfTwo : graph::QuantizeScales::kFloat;
     o.target = "llvm -mcpu=native";
     o.progress = [&](const std::string& step) {
       report(progress,
@@ -220,7 +224,7 @@ void register_compile(py::module_& m) {
         py::arg("batch"), py::arg("seed"), py::arg("threads"), py::arg("progress"),
         "Tunes a model's operators into a record log, then builds it: (bytes, report).");
   m.def("quantize", &quantize, py::arg("path"), py::arg("calibration"), py::arg("input_shapes"),
-        py::arg("progress"),
+        py::arg("scales"), py::arg("progress"),
         "Quantizes a float model file to int8 with calibration .npy files: (QDQ bytes, report).");
 }
 

@@ -176,8 +176,8 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"compile",
        {"--target", "-o", "--no-fuse", "--no-layout", "--records", "--precision", "--quantize",
-        "--calibrate", "--input-shape"}},
-      {"quantize", {"--calibrate", "-o", "--input-shape"}},
+        "--calibrate", "--scales", "--input-shape"}},
+      {"quantize", {"--calibrate", "-o", "--scales", "--input-shape"}},
       {"run", {"--input", "-o", "--profile", "--threads", "--device"}},
       {"tune",
        {"--target", "--trials", "--budget", "--time", "--early-stop", "--records", "--no-transfer",

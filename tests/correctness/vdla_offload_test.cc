@@ -1,10 +1,11 @@
 // The heterogeneous build (`--target vdla`, compiler/graph/offload_vdla.h): a small QDQ network
 // built by hand through the graph IR (five power-of-two quantized convolutions that realize_qconv
 // makes QConv nodes, a residual add, relu and maxpool in the dequantized domain) compiled for the
-// VDLA beside the CPU and for the CPU alone gives IDENTICAL int8 outputs; the report says which
-// convolutions went to the VDLA and why the others stayed on the CPU; consecutive VDLA convolutions
-// stay in the blocked layout; a VDLA bundle runs its offloaded nodes on the simulator (their cycles
-// kept).
+// VDLA beside the CPU and for the host CPU alone (every QConv there, BuildOptions::offload_vdla
+// off) gives IDENTICAL int8 outputs, and the CPU target's ConvInteger form stays within a few LSB;
+// the report says which convolutions went to the VDLA and why the others stayed on the CPU;
+// consecutive VDLA convolutions stay in the blocked layout; a VDLA bundle runs its offloaded nodes
+// on the simulator (their cycles kept).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -128,14 +129,21 @@ NDArray run(const runtime::Bundle& b, const NDArray& x, TargetKind device = Targ
   return g.output(0).copy();
 }
 
-TEST(VdlaOffload, HeterogeneousBuildIsBitExactWithTheCpuBuild) {
+TEST(VdlaOffload, HeterogeneousBuildIsBitExactWithTheHostBuild) {
   const Graph g = network();
-  BuildReport cpu_rep, vdla_rep;
-  const runtime::Bundle cpu = build_graph(g, "llvm -mcpu=native", {}, &cpu_rep);
+  BuildReport host_rep, vdla_rep, cpu_rep;
+  BuildOptions on_host;
+  on_host.offload_vdla = false;
+  const runtime::Bundle cpu = build_graph(g, "vdla", on_host, &host_rep);
   const runtime::Bundle het = build_graph(g, "vdla", {}, &vdla_rep);
   EXPECT_TRUE(cpu.vdla_programs.empty());
-  EXPECT_EQ(cpu_rep.qconvs_realized, 5u);
+  EXPECT_EQ(host_rep.qconvs_realized, 5u);
   EXPECT_EQ(vdla_rep.qconvs_realized, 5u);
+  // The CPU target takes the same patterns as ConvInteger in ONNX Runtime's arithmetic (round
+  // half to even, not QConv's half up): within a few LSB of QConv's after five layers.
+  const runtime::Bundle ort_like = build_graph(g, "llvm -mcpu=native", {}, &cpu_rep);
+  EXPECT_EQ(cpu_rep.qconvs_realized, 0u);
+  EXPECT_EQ(cpu_rep.integer_convolutions, 5u);
   ASSERT_EQ(het.vdla_programs.size(), 3u);
   EXPECT_EQ(vdla_rep.vdla_convolutions, 5u);
   EXPECT_EQ(vdla_rep.vdla_offloaded, 3u);
@@ -161,6 +169,11 @@ TEST(VdlaOffload, HeterogeneousBuildIsBitExactWithTheCpuBuild) {
     const NDArray a = run(cpu, x), b = run(het, x);
     const auto va = a.to_vector<int8_t>(), vb = b.to_vector<int8_t>();
     ASSERT_EQ(va, vb) << "seed " << seed;
+    const auto vo = run(ort_like, x).to_vector<int8_t>();
+    ASSERT_EQ(vo.size(), va.size());
+    int worst = 0;
+    for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(vo[i] - va[i]));
+    EXPECT_LE(worst, 4) << "seed " << seed;
     // The comparison means something: outputs spread, few saturated.
     size_t sat = 0, zero = 0;
     for (int8_t v : va) {

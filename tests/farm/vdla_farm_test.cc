@@ -7,11 +7,12 @@
 // off) built by the worker into VDLA programs and measured by the agent against the reference
 // bit for bit: the farm at the kernel level.
 //
-// And a whole model: a float conv net quantized by `kiln quantize`, submitted with `kiln submit
+// And a whole model: a float conv net quantized by `kiln quantize --scales pow2`, submitted with
+// `kiln submit
 // --target vdla --device-key vdla`, whose driver (kiln-tuner) extracts a vdla_conv2d task per
 // convolution offload_vdla puts on the VDLA, tunes them through the worker and the vdla agent,
 // and builds the heterogeneous bundle; `kiln fetch` gets it, `kiln run` runs its VDLA nodes on
-// the simulator, and its output is identical to the all-CPU int8 build's.
+// the simulator, and its output matches the all-CPU int8 build's to the rounding.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -202,7 +203,7 @@ TEST(VdlaFarm, AQuantizedModelIsTunedForTheVdlaAndItsBundleMatchesTheCpuBuild) {
   runtime::save_npy(dir.file("x.npy"), testing::random_array({1, 16, 8, 8}, 7, -1.0f, 1.0f));
   runtime::save_npy(dir.file("cal.npy"), testing::random_array({1, 16, 8, 8}, 8, -1.0f, 1.0f));
   ASSERT_EQ(shell(kiln + " quantize '" + dir.file("m.onnx") + "' --calibrate '" +
-                      dir.file("cal.npy") + "' -o '" + dir.file("q.onnx") + "'",
+                      dir.file("cal.npy") + "' --scales pow2 -o '" + dir.file("q.onnx") + "'",
                   dir.file("quantize.log"), &out),
             0)
       << out;
@@ -231,7 +232,9 @@ TEST(VdlaFarm, AQuantizedModelIsTunedForTheVdlaAndItsBundleMatchesTheCpuBuild) {
       << out;
 
   // The bundle: both convolutions are VDLA programs; it runs (the VDLA nodes on the simulator)
-  // and gives exactly the all-CPU int8 build's output.
+  // and gives the all-CPU int8 build's output, to the rounding: the CPU computes the same
+  // convolutions as ConvInteger in ONNX Runtime's arithmetic (round half to even, QConv half up;
+  // the VDLA's bit-exactness with QConv on the host is vdla_offload_test's).
   EXPECT_EQ(runtime::read_bundle(dir.file("q.kiln")).vdla_programs.size(), 2u);
   ASSERT_EQ(shell(kiln + " run '" + dir.file("q.kiln") + "' --input '" + dir.file("x.npy") +
                       "' -o '" + dir.file("out") + "' --profile 1",
@@ -250,7 +253,13 @@ TEST(VdlaFarm, AQuantizedModelIsTunedForTheVdlaAndItsBundleMatchesTheCpuBuild) {
       << out;
   const std::vector<float> got = runtime::load_npy(dir.file("out/y.npy")).to_vector<float>();
   const std::vector<float> want = runtime::load_npy(dir.file("cpu/y.npy")).to_vector<float>();
-  EXPECT_EQ(got, want);
+  ASSERT_EQ(got.size(), want.size());
+  float diff = 0, range = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    diff = std::max(diff, std::fabs(got[i] - want[i]));
+    range = std::max(range, std::fabs(want[i]));
+  }
+  EXPECT_LE(diff, 0.02f * range) << "max |VDLA - CPU| " << diff << " of max |y| " << range;
   EXPECT_GT(std::count_if(want.begin(), want.end(), [](float v) { return v != 0; }), 0);
 
   // The records: the two vdla_conv2d tasks, at least kModelTrials each, measured by the vdla agent

@@ -5,19 +5,21 @@
 
 ops: QuantizeLinear / DequantizeLinear (per tensor and per axis, int8 and uint8, with and without
 zero points) imported and run by Kiln equal ORT's (quantized values exactly, dequantized ones to
-1e-6); a power-of-two QDQ convolution (groups, stride 2, per-channel weights, bias, relu or not)
-is realized as a QConv and stays within 1 LSB of ORT (ORT rounds the QDQ form half to even, QConv
-half up); a non-power-of-two one stays float, says why and still matches; a QuantizeLinear with an
-int16 zero point is refused naming the node and input.
+1e-6); a QDQ convolution (groups, stride 2, per-channel weights, bias, relu or not; power-of-two
+scales, shifts out of QConv's range, any float scale) is realized as ConvInteger with ONNX
+Runtime's requantization and stays within 1 LSB of ORT; QLinearConv and QLinearMatMul are
+realized as ConvInteger and MatMulInteger within 1 LSB; a QuantizeLinear with an int16 zero
+point is refused naming the node and input.
 
 resnet18 (slow): the test ResNet-18 (tests/models/make_models.py) quantized by `kiln quantize`
-with 4 seeded calibration inputs; the QDQ model passes onnx.checker and runs in ORT; Kiln's build
-of it (all 20 convolutions as QConv) matches ORT on it to 5% of the largest output with the same
-top-1, and ORT's float model to 10% with the same top-1; `kiln compile --quantize int8` builds the
-same bundle's outputs bit for bit; `kiln compile --target vdla` offloads 19 of its 20
-convolutions (the first has 3 input channels) and its output equals the all-CPU int8 build's bit
-for bit; one run on one thread takes under 2 s; a calibration file of the
-wrong shape and a missing --calibrate are refused. Prints the measured figures.
+with 4 seeded calibration inputs (float scales, the default); the QDQ model passes onnx.checker
+and runs in ORT; Kiln's build of it (all 20 convolutions as ConvInteger) matches ORT on it to 5%
+of the largest output with the same top-1, and ORT's float model to 10% with the same top-1;
+`kiln compile --quantize int8` builds the same bundle's outputs bit for bit; quantized again with
+`--scales pow2`, `kiln compile --target vdla` offloads 19 of its 20 convolutions (the first has 3
+input channels) and matches ORT on that model as closely (its bit-exactness with the host's QConv
+is vdla_offload_test's); one run on one thread takes under 2 s; a calibration file of the wrong
+shape and a missing --calibrate are refused. Prints the measured figures.
 """
 import os
 import re
@@ -156,12 +158,12 @@ def conv_cases():
     x = (rng.standard_normal((1, 8, 11, 10)) * 4).astype(np.float32)
     xp = os.path.join(WORK, "xc.npy")
     np.save(xp, x)
-    for name, s_x, s_w, s_y, group, stride, relu, realized in [
-            ("qconv_relu", 2 ** -4, 2 ** -7, 2 ** -1, 1, 1, True, True),
-            ("qconv_groups_stride2", 2 ** -4, 2 ** -6, 2 ** 0, 2, 2, False, True),
-            ("qconv_shift0", 2 ** -2, 2 ** -1, 2 ** -3, 1, 1, False, True),
-            ("qconv_negative_shift", 2 ** -4, 2 ** -7, 2 ** -12, 1, 1, False, False),
-            ("qconv_not_pow2", 0.3, 2 ** -7, 2 ** 2, 1, 1, True, False)]:
+    for name, s_x, s_w, s_y, group, stride, relu in [
+            ("qconv_relu", 2 ** -4, 2 ** -7, 2 ** -1, 1, 1, True),
+            ("qconv_groups_stride2", 2 ** -4, 2 ** -6, 2 ** 0, 2, 2, False),
+            ("qconv_shift0", 2 ** -2, 2 ** -1, 2 ** -3, 1, 1, False),
+            ("qconv_negative_shift", 2 ** -4, 2 ** -7, 2 ** -12, 1, 1, False),
+            ("qconv_not_pow2", 0.3, 2 ** -7, 2 ** 2, 1, 1, True)]:
         path = qdq_conv(name, s_x, s_w, s_y, group, stride, relu)
         want = ort_run(path, {"x": x})[0]
         got, log = kiln_run(path, [xp], name)
@@ -170,12 +172,9 @@ def conv_cases():
         print("     %s: max |Kiln - ORT| = %.0f LSB, %.2f%% of elements differ" %
               (name, lsb, 100 * frac))
         check(lsb <= 1.0 + 1e-6, "%s: within 1 LSB of ORT" % name)
-        if realized:
-            check("1 quantized convolutions as integer QConv kernels" in log,
-                  "%s: realized as QConv" % name)
-        else:
-            check("stays float" in log, "%s: stays float: %s" %
-                  (name, re.findall(r"stays float: (.*)", log)))
+        check("1 quantized convolutions as ConvInteger" in log and "stays float" not in log,
+              "%s: realized as ConvInteger: %s" % (name, re.findall(r".*(?:ConvInteger|float).*",
+                                                                     log)))
     # A bad zero point: int16 is no quantized type.
     m = onnx.load(os.path.join(WORK, "per_tensor_int8.onnx"))
     for t in m.graph.initializer:
@@ -188,8 +187,9 @@ def conv_cases():
 
 
 def qlinear_cases():
-    """The operator form: QLinearConv (per-channel power-of-two weights, int32 bias: realized as
-    a QConv) and QLinearMatMul, read as their QDQ form, within 1 LSB of ORT's integer kernels."""
+    """The operator form: QLinearConv (per-channel power-of-two weights, int32 bias) and
+    QLinearMatMul, read as their QDQ form and realized as ConvInteger and MatMulInteger, within 1
+    LSB of ORT's integer kernels."""
     rng = np.random.default_rng(5)
     x = rng.integers(-100, 100, (1, 8, 9, 9), dtype=np.int8)
     xp = os.path.join(WORK, "xq.npy")
@@ -218,7 +218,8 @@ def qlinear_cases():
         print("     %s: max |Kiln - ORT| = %d LSB, %.2f%% of elements differ" %
               (name, diff.max(), 100 * np.mean(diff != 0)))
         check(diff.max() <= 1, "QLinear %s within 1 LSB of ORT" % name)
-    check("1 quantized convolutions as integer QConv kernels" in log, "QLinearConv realized as QConv")
+    check("1 quantized convolutions as ConvInteger and 1 products as MatMulInteger" in log,
+          "QLinearConv and QLinearMatMul realized as ConvInteger and MatMulInteger")
     # A scale computed at run time: B's scale (x_scale * w_scale) cannot be made at build time.
     m = onnx.load(path)
     m.graph.input.append(helper.make_tensor_value_info("ws2", TensorProto.FLOAT, [16]))
@@ -250,12 +251,12 @@ def resnet18():
     f_ort = ort_run(fp, {"input": x})[0]
     got, clog = kiln_run(qp, [xp], "resnet18_qdq")
     k = next(iter(got.values()))
-    check("20 quantized convolutions as integer QConv kernels" in clog and "stays float" not in clog,
-          "all 20 convolutions realized as QConv")
+    check("20 quantized convolutions as ConvInteger" in clog and "stays float" not in clog,
+          "all 20 convolutions realized as ConvInteger")
     rel_k = np.abs(k - q_ort).max() / np.abs(q_ort).max()
     rel_q = np.abs(q_ort - f_ort).max() / np.abs(f_ort).max()
     rel_kf = np.abs(k - f_ort).max() / np.abs(f_ort).max()
-    print("     Kiln (QConv) vs ORT on the QDQ model: max abs %.4f, relative to max|y| %.4f, "
+    print("     Kiln (ConvInteger) vs ORT on the QDQ model: max abs %.4f, relative to max|y| %.4f, "
           "top-1 %d vs %d" % (np.abs(k - q_ort).max(), rel_k, k.argmax(), q_ort.argmax()))
     print("     ORT QDQ vs ORT float: relative max error %.4f, top-1 %d vs %d; Kiln int8 vs ORT "
           "float: %.4f" % (rel_q, q_ort.argmax(), f_ort.argmax(), rel_kf))
@@ -268,16 +269,13 @@ def resnet18():
     kiln("run", b2, "--input", xp, "-o", out2)
     k2 = np.load(os.path.join(out2, os.listdir(out2)[0]))
     check(np.array_equal(k, k2), "compile --quantize int8 equals quantize + compile")
-    # The heterogeneous build: the convolutions the VDLA supports on its simulator, the rest on
-    # the host CPU (llvm -mcpu=native); bit for bit the all-CPU int8 build for the same host
-    # target (the float tail, pooling and the classifier, rounds as its target's code does).
-    bn = os.path.join(WORK, "resnet18_native.kiln")
-    kiln("compile", qp, "-o", bn, "--target", "llvm -mcpu=native")
-    outn = os.path.join(WORK, "native.out")
-    kiln("run", bn, "--input", xp, "-o", outn)
-    kn = np.load(os.path.join(outn, os.listdir(outn)[0]))
+    # The heterogeneous build of the power-of-two model: the convolutions the VDLA supports on
+    # its simulator as QConv, the rest on the host CPU (llvm -mcpu=native).
+    qp2 = os.path.join(WORK, "resnet18.pow2.onnx")
+    kiln("quantize", fp, *cal, "--scales", "pow2", "-o", qp2)
+    q2_ort = ort_run(qp2, {"input": x})[0]
     bv = os.path.join(WORK, "resnet18_vdla.kiln")
-    vlog = kiln("compile", qp, "-o", bv, "--target", "vdla")
+    vlog = kiln("compile", qp2, "-o", bv, "--target", "vdla")
     off = re.search(r"offloaded (\d+) of (\d+) convolutions", vlog)
     print("     --target vdla: " + (off.group(0) if off else vlog.strip()))
     check(off is not None and off.group(1) == "19" and off.group(2) == "20",
@@ -287,7 +285,11 @@ def resnet18():
                            capture_output=True, text=True)
     check(vprof.returncode == 0, "the VDLA bundle runs: " + vprof.stderr[-300:])
     kv = np.load(os.path.join(outv, os.listdir(outv)[0]))
-    check(np.array_equal(kn, kv), "the VDLA build's output equals the all-CPU int8 build's, bit for bit")
+    rel_v = np.abs(kv - q2_ort).max() / np.abs(q2_ort).max()
+    print("     VDLA build vs ORT on the power-of-two QDQ model: relative to max|y| %.4f, top-1 %d "
+          "vs %d" % (rel_v, kv.argmax(), q2_ort.argmax()))
+    check(rel_v <= 0.05 and kv.argmax() == q2_ort.argmax(),
+          "the VDLA build matches ORT on the power-of-two QDQ model")
     total = re.search(r"^ *(\d+) +([0-9.]+) +([0-9.]+) +\d+ +all VDLA nodes", vprof.stdout + vprof.stderr, re.M)
     check(total is not None, "kiln run --profile prints the VDLA nodes' cycles")
     if total:
@@ -295,7 +297,7 @@ def resnet18():
     prof = subprocess.run([KILN, "run", os.path.join(WORK, "resnet18_qdq.kiln"), "--input", xp,
                            "--profile", "5", "--threads", "1"], capture_output=True, text=True)
     ms = float(re.search(r"median ([0-9.]+) ms", prof.stdout + prof.stderr).group(1))
-    print("     ResNet-18 int8 (QConv) on one thread: median %.1f ms" % ms)
+    print("     ResNet-18 int8 (ConvInteger) on one thread: median %.1f ms" % ms)
     check(ms < 2000, "one run on one thread under 2 s")
     # Bad calibration data.
     bad = os.path.join(WORK, "bad_cal.npy")

@@ -157,10 +157,15 @@ def test_quantize_then_compile(tmp_path):
     assert kiln.quantize.last_report["convolutions_quantized"] == 2
     assert kiln.quantize.last_report["samples"] == 3
     b = kiln.compile(qdq, progress=False)
-    assert b.report["qconvs_realized"] == 1, b.report["qconvs_kept_float"]
+    assert b.report["integer_convolutions"] == 1, b.report["qconvs_kept_float"]
     ref = reference(two_convs(), {"x": samples[0]})[0]
     err = np.abs(b.run(samples[0])[0] - ref).max()
-    assert err < 0.1 * np.abs(ref).max()  # int8 with power-of-two scales: within 10% of the range
+    assert err < 0.1 * np.abs(ref).max()  # int8: within 10% of the range
+    # Power-of-two scales, the VDLA's: the same convolution realized, as close.
+    pow2 = kiln.quantize(two_convs(), samples, scales="pow2", progress=False)
+    b2 = kiln.compile(pow2, progress=False)
+    assert b2.report["integer_convolutions"] == 1, b2.report["qconvs_kept_float"]
+    assert np.abs(b2.run(samples[0])[0] - ref).max() < 0.1 * np.abs(ref).max()
 
 
 @pytest.mark.parametrize("call, error, message", [
@@ -193,6 +198,9 @@ def test_quantize_then_compile(tmp_path):
     (lambda p: kiln.quantize(conv_relu(), [np.zeros((1, 3, 8, 8), np.float32)],
                              input_shapes={"x": (1, 3, 16, 16)}, progress=False),
      kiln.InvalidInputError, "x"),
+    (lambda p: kiln.quantize(conv_relu(), [np.zeros((1, 3, 16, 16), np.float32)],
+                             input_shapes={"x": (1, 3, 16, 16)}, scales="fp8"),
+     kiln.InvalidInputError, "scales must be 'float' or 'pow2', got 'fp8'"),
 ])
 def test_bad_models_shapes_and_targets(tmp_path, call, error, message):
     with pytest.raises(error) as e:
