@@ -12,8 +12,8 @@
 // rounds making the ratio, so a burst of load on a shared machine falls on all of them.
 //
 // The models are made into --dir (default build/<preset>/int8-models) by make_quantized.py when
-// missing: the export under KILN_TORCH_PYTHON, the quantization in DIR/quant-venv (made with pip
-// on first use).
+// missing: the export under KILN_TORCH_PYTHON, the quantization in build/quant-venv
+// (tests/models/quant_venv.py: made with pip on first use), where ONNX Runtime runs too.
 //
 //   bench_int8 [--dir DIR] [--min-time S] [--rounds R] [NAME ...]
 #include <algorithm>
@@ -110,7 +110,7 @@ int run_bench(const kiln::cli::Args& args) {
                  dir.c_str());
     run_command(cmd + " >&2");
   }
-  const std::string venv_python = dir + "/quant-venv/bin/python";
+  const std::string venv_python = std::string(KILN_QUANT_VENV) + "/bin/python3";
 
   for (const std::string& name : names) {
     const std::string base = dir + "/" + name;

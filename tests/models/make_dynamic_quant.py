@@ -22,8 +22,8 @@ classifiers are quantized without it (op_types_to_quantize leaves LSTM out), so 
 standard LSTM in float and quantize their embedding and classifier.
 
 ONNX Runtime's quantization tools need a newer onnx than the 1.13 the node tests pin, plus
-ml_dtypes and sympy: they run in a virtual environment of their own, --venv (default
-build/quant-venv under the repository root), made with `python3 -m venv` and pip on first use.
+ml_dtypes and sympy: they run in quant_venv.py's virtual environment, --venv (default
+build/quant-venv under the repository root), made with pip on first use.
 Never committed. Weights and inputs come from make_zoo.py's seeds, so the files are the same on
 every run.
 """
@@ -33,9 +33,9 @@ import shutil
 import subprocess
 import sys
 
+import quant_venv
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-VENV_PACKAGES = ["onnxruntime", "onnx", "numpy", "sympy", "ml_dtypes"]
 
 # name -> (the wide set's float model, the operator types quantize_dynamic may rewrite; None: its
 # defaults)
@@ -50,24 +50,6 @@ MODELS = {
     "unet_small_dynamic": ("unet_small", None),
     "audio_cnn_m5_small_dynamic": ("audio_cnn_m5_small", None),
 }
-
-
-def venv_python(venv):
-    return os.path.join(venv, "bin", "python3")
-
-
-def ensure_venv(venv):
-    """The venv's python, after making the venv and installing VENV_PACKAGES where it lacks them."""
-    py = venv_python(venv)
-    check = [py, "-c", "import onnxruntime.quantization, onnx, ml_dtypes, sympy"]
-    if os.path.exists(py) and subprocess.run(check, capture_output=True).returncode == 0:
-        return py
-    print("make_dynamic_quant.py: making %s (pip install %s)" % (venv, " ".join(VENV_PACKAGES)),
-          flush=True)
-    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    subprocess.run([py, "-m", "pip", "install", "-q"] + VENV_PACKAGES, check=True)
-    subprocess.run(check, check=True)
-    return py
 
 
 def export_float(out_dir, names):
@@ -130,7 +112,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir", nargs="?")
     ap.add_argument("--only", action="append", metavar="NAME")
-    ap.add_argument("--venv", default=os.path.join(ROOT, "build", "quant-venv"),
+    ap.add_argument("--venv", default=quant_venv.DEFAULT,
                     help="the virtual environment for onnxruntime's quantization tools")
     ap.add_argument("--list", action="store_true", help="print the model names and exit")
     ap.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
@@ -148,7 +130,7 @@ def main():
         quantize(args.out_dir, names)
         return 0
     os.makedirs(args.out_dir, exist_ok=True)
-    py = ensure_venv(os.path.abspath(args.venv))
+    py = quant_venv.ensure(args.venv)
     export_float(args.out_dir, names)
     cmd = [py, os.path.abspath(__file__), args.out_dir, "--in-venv"]
     for n in names:

@@ -19,9 +19,8 @@ and the logits). Per model NAME it writes
     NAME.ort_int8.K.npy, NAME.ort_lsb.K.npy   the same for output K >= 1 (small_qdq's second)
 
 Two Pythons: the export runs under Debian's torch (/usr/bin/python3, or --torch-python, or
-KILN_TORCH_PYTHON), the quantization in a virtual environment of its own (--venv, default
-OUT_DIR/quant-venv), because onnxruntime.quantization needs a newer onnx than the tests' 1.13 and
-ml_dtypes and sympy: it is made with `python -m venv` and pip on first use and reused after.
+KILN_TORCH_PYTHON), the quantization in quant_venv.py's virtual environment (--venv, default
+build/quant-venv).
 The script re-runs itself under each (its hidden --stage flag).
 """
 import argparse
@@ -29,9 +28,10 @@ import os
 import subprocess
 import sys
 
+import quant_venv
+
 MODELS = ("small_qdq", "resnet50", "mobilenet_v2")
 HERE = os.path.dirname(os.path.abspath(__file__))
-VENV_PACKAGES = ["onnxruntime", "onnx", "numpy", "sympy", "ml_dtypes"]
 CALIBRATION_SAMPLES = 4
 
 
@@ -126,27 +126,12 @@ def quantize_stage(out_dir, names):
         print("quantized", name, "ORT", ort.__version__, flush=True)
 
 
-def ensure_venv(venv):
-    py = os.path.join(venv, "bin", "python")
-    probe = "import onnxruntime.quantization, onnx, numpy, sympy, ml_dtypes"
-    if os.path.exists(py) and subprocess.run([py, "-c", probe],
-                                             capture_output=True).returncode == 0:
-        return py
-    print("make_quantized.py: making the virtual environment", venv, flush=True)
-    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-    r = subprocess.run([py, "-m", "pip", "install", "-q", *VENV_PACKAGES])
-    if r.returncode != 0:
-        raise SystemExit("make_quantized.py: pip install %s into %s failed (exit %d): it needs "
-                         "PyPI" % (" ".join(VENV_PACKAGES), venv, r.returncode))
-    return py
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir")
     ap.add_argument("--only", nargs="+", choices=MODELS, default=list(MODELS))
-    ap.add_argument("--venv", help="the quantization tools' virtual environment "
-                                   "(default OUT_DIR/quant-venv)")
+    ap.add_argument("--venv", default=quant_venv.DEFAULT,
+                    help="the quantization tools' virtual environment (default build/quant-venv)")
     ap.add_argument("--torch-python", default=os.environ.get("KILN_TORCH_PYTHON",
                                                              "/usr/bin/python3"))
     ap.add_argument("--stage", choices=("export", "quantize"), help=argparse.SUPPRESS)
@@ -159,7 +144,7 @@ def main():
     me = os.path.abspath(__file__)
     subprocess.run([a.torch_python, me, a.out_dir, "--stage", "export", "--only", *a.only],
                    check=True)
-    py = ensure_venv(os.path.abspath(a.venv or os.path.join(a.out_dir, "quant-venv")))
+    py = quant_venv.ensure(a.venv)
     subprocess.run([py, me, a.out_dir, "--stage", "quantize", "--only", *a.only], check=True)
 
 
