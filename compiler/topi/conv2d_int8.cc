@@ -21,10 +21,15 @@ namespace {
 
 constexpr const char* kOp = "conv2d_nchwc_int8";
 
-/// The padded data the convolution reads, where padding made a stage of it.
+/// The padded data the convolution reads, where padding made a stage of it ("<name>.pad").
 te::Tensor pad_stage(const te::Tensor& out) {
+  const std::string suffix = ".pad";
   for (const te::Tensor& t : out->inputs()) {
-    if (t.ndim() == 5 && t->is_compute()) return t;
+    const std::string& n = t->name();
+    if (t->is_compute() && n.size() > suffix.size() &&
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return t;
+    }
   }
   return {};
 }
