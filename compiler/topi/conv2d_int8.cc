@@ -10,6 +10,7 @@
 #include "compiler/ir/substitute.h"
 #include "compiler/topi/dot4_intrin.h"
 #include "compiler/topi/template_util.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::topi {
 
@@ -115,7 +116,12 @@ te::Tensor conv2d_nchwc_int8(const te::Tensor& data, const te::Tensor& kernel, I
   IterVar rco = te::reduce_axis({0, cb}, "rco"), rh = te::reduce_axis({0, kh}, "rh"),
           rw = te::reduce_axis({0, kw}, "rw"), rc4 = te::reduce_axis({0, ic / 4}, "rc4"),
           rci = te::reduce_axis({0, 4}, "rci");
-  return te::compute(
+  Workload wl{kOp, {spec_of(data, kOp), spec_of(kernel, kOp)}, {}};
+  wl.attrs = {{"dilations", ints_attr(dilation)},
+              {"pad_value", int64_t{pad_value}},
+              {"pads", ints_attr(padding)},
+              {"strides", ints_attr(stride)}};
+  const te::Tensor out = te::compute(
       {data->shape()[0], ob, oh, ow, kInt8OutBlock},
       [&](const std::vector<Var>& i) {
         const Expr x = p(i[0], rco, i[2] * stride[0] + rh * dilation[0],
@@ -124,6 +130,7 @@ te::Tensor conv2d_nchwc_int8(const te::Tensor& data, const te::Tensor& kernel, I
         return te::sum(ir::cast(ir::kInt32, x) * ir::cast(ir::kInt32, wt), {rco, rh, rw, rc4, rci});
       },
       name, {"n", "ocb", "oh", "ow", "oc"});
+  return with_workload(out, wl);
 }
 
 ConfigSpace conv2d_nchwc_int8_x86_space(const te::Tensor& out) {

@@ -9,6 +9,7 @@
 #include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/dot4_intrin.h"
 #include "compiler/topi/template_util.h"
+#include "compiler/topi/workload.h"
 
 namespace kiln::topi {
 
@@ -58,16 +59,18 @@ te::Tensor dense_int8(const te::Tensor& x, const te::Tensor& packed, const std::
   shape.push_back(Expr(int64_t{kInt8OutBlock}));
   std::vector<std::string> names = lead ? std::vector<std::string>{"b", "i", "jb", "ji"}
                                         : std::vector<std::string>{"i", "jb", "ji"};
-  return te::compute(
-      shape,
-      [&](const std::vector<Var>& v) {
-        std::vector<Expr> xi(v.begin(), v.begin() + static_cast<long>(lead) + 1);
-        xi.push_back(rk4 * 4 + rkc);
-        const Expr a = x(xi);
-        const Expr b = packed(v[lead + 1], rk4, v[lead + 2], rkc);
-        return te::sum(ir::cast(ir::kInt32, a) * ir::cast(ir::kInt32, b), {rk4, rkc});
-      },
-      name, names);
+  return with_workload(
+      te::compute(
+          shape,
+          [&](const std::vector<Var>& v) {
+            std::vector<Expr> xi(v.begin(), v.begin() + static_cast<long>(lead) + 1);
+            xi.push_back(rk4 * 4 + rkc);
+            const Expr a = x(xi);
+            const Expr b = packed(v[lead + 1], rk4, v[lead + 2], rkc);
+            return te::sum(ir::cast(ir::kInt32, a) * ir::cast(ir::kInt32, b), {rk4, rkc});
+          },
+          name, names),
+      {kOp, {spec_of(x, kOp), spec_of(packed, kOp)}, {}});
 }
 
 ConfigSpace dense_int8_x86_space(const te::Tensor& out) {

@@ -14,8 +14,10 @@
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/dense_int8.h"
 #include "compiler/topi/pooling.h"
 #include "compiler/topi/tunable.h"
 #include "compiler/topi/vdla_conv2d.h"
@@ -68,6 +70,12 @@ std::vector<Case> cases() {
        [] {
          return conv2d_nchwc(ph({1, 1, 9, 9, 4}), ph({2, 1, 1, 1, 4, 8}), {2, 2}, {0, 0, 0, 0});
        }},
+      {"conv2d_nchwc_int8", "conv2d_nchwc_int8_x86",
+       [] {
+         te::Tensor x = te::placeholder({1, 2, 10, 9, 8}, ir::DataType::UInt(8), "x8");
+         te::Tensor w = te::placeholder({2, 2, 3, 3, 2, 16, 4}, ir::kInt8, "w8");
+         return conv2d_nchwc_int8(x, w, {2, 1}, {1, 0, 1, 2}, {1, 1}, 128);
+       }},
       {"group_conv2d_nchwc", "group_conv2d_nchwc_x86",
        [] {
          // 4 groups of 2 input and 2 output blocks of 4 channels.
@@ -105,6 +113,11 @@ std::vector<Case> cases() {
       {"dense_packed", "dense_x86",
        [] {
          return dense_packed(ph({4, 16}), ph({3, 16, 8}), 20);
+       }},
+      {"dense_int8", "dense_int8_x86",
+       [] {
+         te::Tensor x = te::placeholder({2, 6, 12}, ir::DataType::UInt(8), "x8");
+         return dense_int8(x, te::placeholder({3, 3, 16, 4}, ir::kInt8, "w8"));
        }},
       {"batch_matmul", "batch_matmul_x86",
        [] {
