@@ -3,6 +3,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "compiler/ir/op.h"
+#include "compiler/topi/elementwise.h"
 
 namespace kiln::topi {
 namespace {
@@ -58,6 +60,36 @@ te::Tensor dequantize_linear(const te::Tensor& x, const te::Tensor& scale,
         Expr v = ir::cast(ir::kInt32, x(std::vector<Expr>(i.begin(), i.end())));
         if (zero_point.defined()) v = v - ir::cast(ir::kInt32, per_axis(zero_point, i, axis));
         return ir::cast(ir::kFloat32, v) * per_axis(scale, i, axis);
+      },
+      name);
+}
+
+te::Tensor integer_operand(const te::Tensor& x, const te::Tensor& zero_point, int axis,
+                           const std::string& name) {
+  if (!zero_point.defined()) return cast(x, ir::kInt32, name);
+  const size_t zr = zero_point.ndim();
+  auto dim = [](const te::Tensor& t, size_t d) { return ir::as_const_int(t->shape()[d]); };
+  const bool scalar = zr == 0 || (zr == 1 && dim(zero_point, 0) && *dim(zero_point, 0) == 1);
+  KILN_USER_CHECK(scalar || zr == 1 || zr == x.ndim())
+      << "integer_operand: the zero point '" << zero_point->name() << "' has rank " << zr
+      << "; it takes a scalar, a 1-D tensor or one of rank " << x.ndim() << " ('" << x->name()
+      << "')";
+  KILN_USER_CHECK(scalar || zr != 1 || (axis >= 0 && static_cast<size_t>(axis) < x.ndim()))
+      << "integer_operand: axis " << axis << " is out of range for '" << x->name() << "'";
+  return te::compute(
+      x->shape(),
+      [&](const std::vector<ir::Var>& i) {
+        std::vector<Expr> at;
+        if (zr == 1) {
+          at.push_back(scalar ? Expr(int64_t{0}) : Expr(i.at(static_cast<size_t>(axis))));
+        } else if (zr > 1) {
+          for (size_t d = 0; d < zr; ++d) {
+            const auto extent = dim(zero_point, d);
+            at.push_back(extent && *extent == 1 ? Expr(int64_t{0}) : Expr(i[d]));
+          }
+        }
+        return ir::cast(ir::kInt32, x(std::vector<Expr>(i.begin(), i.end()))) -
+               ir::cast(ir::kInt32, zero_point(at));
       },
       name);
 }

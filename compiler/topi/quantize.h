@@ -5,7 +5,10 @@
 //   y = saturate(round_half_to_even(x / scale) + zero_point)     quantize_linear
 //   y = (x - zero_point) * scale                                 dequantize_linear
 //
-// Both are one stage each, scheduled (and fused) as any elementwise stage.
+//   y = int32(x) - int32(zero_point)                             integer_operand
+//
+// Each is one stage, scheduled (and fused) as any elementwise stage; integer_operand is the
+// widened operand of ConvInteger and MatMulInteger, inlined into their products.
 #pragma once
 
 #include <string>
@@ -26,5 +29,11 @@ te::Tensor quantize_linear(const te::Tensor& x, const te::Tensor& scale,
 te::Tensor dequantize_linear(const te::Tensor& x, const te::Tensor& scale,
                              const te::Tensor& zero_point, int axis,
                              const std::string& name = "dequantize_linear");
+
+/// x int8 or uint8 -> int32 minus its zero point (undefined: 0), which has x's dtype and is a
+/// scalar, one element, a 1-D tensor of x's size along `axis` (per channel, per row or per column)
+/// or of x's rank broadcasting against it (ONNX's [D1, D2, M, 1] for MatMulInteger's A).
+te::Tensor integer_operand(const te::Tensor& x, const te::Tensor& zero_point, int axis,
+                           const std::string& name);
 
 }  // namespace kiln::topi

@@ -77,6 +77,18 @@ class OnnxModelBuilder {
     for (int64_t d : shape) t->add_dims(d);
     for (int64_t v : values) t->add_int64_data(v);
   }
+  /// An int8 or uint8 initializer (`elem` onnx::TensorProto::INT8 / UINT8) of any shape, its
+  /// values in raw_data.
+  void init_8bit(const std::string& name, const std::vector<int64_t>& shape, int elem,
+                 const std::vector<int>& values) {
+    auto* t = graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(elem);
+    for (int64_t d : shape) t->add_dims(d);
+    std::string raw;
+    for (int v : values) raw.push_back(static_cast<char>(v));
+    t->set_raw_data(raw);
+  }
   /// A float scalar initializer.
   void init_scalar(const std::string& name, float v) { init_values(name, {}, {v}); }
 

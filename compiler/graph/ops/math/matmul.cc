@@ -1,5 +1,6 @@
 // The products: Gemm, MatMul (2-D as dense, batched as batch_matmul, against weights pack_weights
-// packed as dense_packed) and Einsum.
+// packed as dense_packed), MatMulInteger (MatMul's computes over its 8-bit operands widened to
+// int32 less their zero points, topi::integer_operand) and Einsum.
 #include "compiler/topi/matmul.h"
 
 #include "compiler/graph/ops/import_ctx.h"
@@ -9,6 +10,7 @@
 #include "compiler/topi/dense.h"
 #include "compiler/topi/einsum.h"
 #include "compiler/topi/elementwise.h"
+#include "compiler/topi/quantize.h"
 #include "compiler/topi/transform.h"
 
 namespace kiln::graph::ops {
@@ -80,10 +82,12 @@ LowerResult lower_gemm(const LowerCtx& c) {
   return with_epilogue(y, c.tuning.of("dense_x86"), epilogue(y));
 }
 
-LowerResult lower_matmul(const LowerCtx& c) {
+/// The batched product of `a` and `b`, the node's inputs (or stages computed from them, which
+/// `inline_inputs` inlines).
+LowerResult lower_matmul(const LowerCtx& c, const Tensor& a, const Tensor& b,
+                         const std::function<void(te::Schedule&)>& inline_inputs) {
   auto as = c.in_shape(0), bs = c.in_shape(1);
   const auto& out_shape = c.out_value().shape;
-  const Tensor &a = c.input(0), &b = c.input(1);
   // Batched: view a as [Ba, M, K] and b as [Bb, K, N] (a batch of 1 broadcasts).
   auto prod = [](const std::vector<int64_t>& s, size_t end) {
     int64_t p = 1;
@@ -130,6 +134,7 @@ LowerResult lower_matmul(const LowerCtx& c) {
   const bool same_shape = yc == y && topi::const_shape(y, "MatMul") == out_shape;
   return {{out},
           [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
+            if (inline_inputs) inline_inputs(s);
             if (ar != a) s[ar].compute_inline();
             if (br != b) s[br].compute_inline();
             if (ap != ar) injective(s, ap);
@@ -165,7 +170,33 @@ LowerResult lower_matmul_node(const LowerCtx& c) {
     Tensor y = topi::dense(c.input(0), c.input(1), false, false, "matmul");
     return with_epilogue(y, c.tuning.of("dense_x86"), y);
   }
-  return lower_matmul(c);
+  return lower_matmul(c, c.input(0), c.input(1), nullptr);
+}
+
+/// MatMulInteger: A's zero point per row (axis -2), B's per column (axis -1).
+LowerResult lower_matmul_integer(const LowerCtx& c) {
+  const int ra = static_cast<int>(c.in_shape(0).size()),
+            rb = static_cast<int>(c.in_shape(1).size());
+  const Tensor a = topi::integer_operand(c.input(0), c.has(2) ? c.in[2] : Tensor(),
+                                         std::max(0, ra - 2), "a_int32");
+  const Tensor b =
+      topi::integer_operand(c.input(1), c.has(3) ? c.in[3] : Tensor(), rb - 1, "b_int32");
+  auto inline_inputs = [=](te::Schedule& s) {
+    s[a].compute_inline();
+    s[b].compute_inline();
+  };
+  if (ra == 2 && rb == 2) {
+    Tensor y = topi::dense(a, b, false, false, "matmul_integer");
+    const Template base = c.tuning.of("dense_x86");
+    return with_epilogue(
+        y,
+        [=](te::Schedule& s, const Tensor& t, const Tensor& output) {
+          inline_inputs(s);
+          base(s, t, output);
+        },
+        y);
+  }
+  return lower_matmul(c, a, b, inline_inputs);
 }
 
 LowerResult lower_einsum(const LowerCtx& c) {
@@ -232,6 +263,32 @@ void check_matmul(const NodeCheck& nc) {
   }
 }
 
+/// MatMulInteger: MatMul's shapes; A's zero point one value, one per row ([M] for a 2-D A) or of
+/// A's rank with a last dimension of 1; B's one value, one per column ([N] for a 2-D B) or of B's
+/// rank with a second-to-last dimension of 1; each broadcasting against its operand.
+void check_matmul_integer(const NodeCheck& nc) {
+  check_matmul(nc);
+  for (size_t i : {size_t{2}, size_t{3}}) {
+    if (!nc.has(i) || nc.rank(i) == 0) continue;
+    const std::vector<int64_t>& z = nc.shape(i);
+    const std::vector<int64_t>& x = nc.shape(i - 2);
+    if (z.size() == 1 && z[0] == 1) continue;
+    const bool a = i == 2;
+    const size_t along = a ? x.size() - std::min<size_t>(2, x.size()) : x.size() - 1;
+    if (z.size() == 1 && x.size() == 2 && z[0] == x[along]) continue;
+    bool ok =
+        z.size() == x.size() && z[a ? z.size() - 1 : z.size() - std::min<size_t>(2, z.size())] == 1;
+    for (size_t d = 0; ok && d < z.size(); ++d) ok = z[d] == 1 || z[d] == x[d];
+    if (!ok) {
+      nc.fail(nc.input_shaped(i) + " does not fit " + nc.input_shaped(i - 2) +
+              ": a zero point is " + "a scalar, [" + str(x.size() == 2 ? x[along] : int64_t{1}) +
+              "] (one per " + (a ? "row" : "column") +
+              " of a 2-D operand) or of the operand's rank with a " +
+              (a ? "last" : "second-to-last") + " dimension of 1");
+    }
+  }
+}
+
 /// Einsum: the equation parses for the operands' ranks and its axes' sizes agree
 /// (topi/einsum.h says what it accepts).
 void check_einsum(const NodeCheck& nc) {
@@ -290,6 +347,14 @@ void register_matmul(Registry& r) {
          .gpu = GpuStrategy::kTemplate,
          .gpu_template = product_gpu,
          .gpu_note = " of more than 3 dimensions"});
+  r.add({.name = "MatMulInteger",
+         .family = "math/matmul",
+         .pattern = OpPattern::kOutEWiseFusable,
+         .check = check_matmul_integer,
+         .no_attributes = true,
+         .lower = lower_matmul_integer,
+         .gpu = GpuStrategy::kRefused,
+         .gpu_note = "no GPU schedule yet"});
   r.add({.name = "Einsum",
          .family = "math/matmul",
          .pattern = OpPattern::kOpaque,

@@ -1,6 +1,8 @@
-// The convolutions: Conv and ConvTranspose (1-D as 2-D with a height of 1; NCHW[x]c after
-// alter_layout), lowered to topi's conv2d computes and their x86 templates; a 3-D Conv is
-// rewritten at import into a 2-D one between reshapes (rewrite_conv3d).
+// The convolutions: Conv, ConvTranspose and ConvInteger (1-D as 2-D with a height of 1; a Conv
+// in NCHW[x]c after alter_layout), lowered to topi's conv2d computes and their x86 templates; a
+// 3-D Conv is rewritten at import into a 2-D one between reshapes (rewrite_conv3d). ConvInteger
+// convolves its 8-bit operands widened to int32 less their zero points (topi::integer_operand):
+// padding reads the input's zero point, a real 0.
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/conv_taps.h"
+#include "compiler/topi/quantize.h"
 #include "compiler/topi/transform.h"
 
 namespace kiln::graph::ops {
@@ -186,10 +189,18 @@ LowerResult lower_conv(const LowerCtx& c, bool transpose) {
     shape.insert(shape.begin() + 2, 1);
     return topi::reshape(t, shape, name);
   };
-  const Tensor x = lift_tensor(c.input(0), c.in_shape(0), "data_2d");
+  // ConvInteger: the operands in int32 less their zero points (its inputs 2 and 3), inlined.
+  const bool integer = n.op == "ConvInteger";
+  const Tensor x0 =
+      integer ? topi::integer_operand(c.input(0), c.has(2) ? c.in[2] : Tensor(), 1, "data_int32")
+              : c.input(0);
+  const Tensor w0 =
+      integer ? topi::integer_operand(c.input(1), c.has(3) ? c.in[3] : Tensor(), 0, "kernel_int32")
+              : c.input(1);
+  const Tensor x = lift_tensor(x0, c.in_shape(0), "data_2d");
   // A ConvTranspose weight packed by pack_weights (packed_bf) is 3-D whatever the rank.
   const bool packed = transpose && n.has_attr("packed_bf");
-  const Tensor w = packed ? c.input(1) : lift_tensor(c.input(1), c.in_shape(1), "kernel_2d");
+  const Tensor w = packed ? c.input(1) : lift_tensor(w0, c.in_shape(1), "kernel_2d");
   const int groups = static_cast<int>(n.i("group"));
   const auto stride = ints2(lift(n.ints("strides"), 1)), dil = ints2(lift(n.ints("dilations"), 1));
   const auto pads = ints4(lift_pads(n.ints("pads")));
@@ -214,8 +225,15 @@ LowerResult lower_conv(const LowerCtx& c, bool transpose) {
     const auto xs = c.in_shape(0), ws = c.in_shape(1);
     const bool depthwise = groups > 1 && groups == xs[1] && ws[0] == xs[1] && ws[1] == 1;
     base = c.tuning.of(depthwise ? "depthwise_conv2d_nchw_x86" : "conv2d_nchw_x86");
+    if (integer) {
+      base = [=](te::Schedule& s, const Tensor& t, const Tensor& output) {
+        s[x0].compute_inline();
+        s[w0].compute_inline();
+        base(s, t, output);
+      };
+    }
   }
-  Tensor biased = c.has(2) ? add_channel_bias(y, c.in[2]) : y;
+  Tensor biased = c.has(2) && !integer ? add_channel_bias(y, c.in[2]) : y;
   if (!one_d) return with_epilogue(y, base, biased);
   // 1-D: the bias in the tile, the reshape back to 3-D (and any epilogue) a stage of its own.
   Tensor out = topi::reshape(biased, c.out_value().shape, "conv1d");
@@ -238,7 +256,7 @@ std::string conv_gpu(const Node& n, size_t) {
 
 // --- validation (beyond the schema checks every node gets) ---------------------------------
 
-void check_conv(const NodeCheck& nc, bool transpose) {
+void check_conv(const NodeCheck& nc, bool transpose, bool has_bias = true) {
   const std::vector<int64_t>& x = nc.shape(0);
   const std::vector<int64_t>& w = nc.shape(1);
   if (x.size() < 3) {
@@ -273,7 +291,7 @@ void check_conv(const NodeCheck& nc, bool transpose) {
     }
     out_channels = w[1] * group;
   }
-  if (nc.has(2) && nc.shape(2) != std::vector<int64_t>{out_channels}) {
+  if (has_bias && nc.has(2) && nc.shape(2) != std::vector<int64_t>{out_channels}) {
     nc.fail(nc.input_shaped(2) + " must be [" + str(out_channels) + "]: " + nc.input_shaped(1) +
             " with group " + str(group) + " makes " + str(out_channels) + " output channels");
   }
@@ -323,6 +341,23 @@ void check_conv(const NodeCheck& nc, bool transpose) {
 
 void check_conv2d(const NodeCheck& nc) { check_conv(nc, false); }
 void check_conv2d_transpose(const NodeCheck& nc) { check_conv(nc, true); }
+
+/// ConvInteger: a convolution's shapes; x's zero point one value (a scalar or [1]), w's one or one
+/// per output channel.
+void check_conv_integer(const NodeCheck& nc) {
+  check_conv(nc, false, /*has_bias=*/false);
+  auto one_value = [&](size_t i) {
+    return nc.rank(i) == 0 || (nc.rank(i) == 1 && nc.shape(i)[0] == 1);
+  };
+  if (nc.has(2) && !one_value(2)) {
+    nc.fail(nc.input_shaped(2) + " must be a scalar: ConvInteger's input has one zero point");
+  }
+  const int64_t m = nc.shape(1)[0];
+  if (nc.has(3) && !one_value(3) && nc.shape(3) != std::vector<int64_t>{m}) {
+    nc.fail(nc.input_shaped(3) + " must be a scalar or [" + str(m) +
+            "], one per output channel of " + nc.input_shaped(1));
+  }
+}
 
 // --- import (attributes with their defaults) ------------------------------------------------
 
@@ -468,6 +503,14 @@ void register_conv(Registry& r) {
          .gpu = GpuStrategy::kTemplate,
          .gpu_template = conv_gpu,
          .gpu_note = " in 1-D"});
+  r.add({.name = "ConvInteger",
+         .family = "nn/conv",
+         .pattern = OpPattern::kOutEWiseFusable,
+         .check = check_conv_integer,
+         .import = import_conv2d,
+         .lower = lower_conv2d,
+         .gpu = GpuStrategy::kRefused,
+         .gpu_note = "no GPU schedule yet"});
   r.add({.name = "ConvTranspose",
          .family = "nn/conv",
          .pattern = OpPattern::kOutEWiseFusable,

@@ -1,0 +1,214 @@
+// ONNX's integer products, ConvInteger and MatMulInteger (what quantize_dynamic writes), end to
+// end against ONNX Runtime: a float input quantized by QuantizeLinear, the integer product over
+// int8 / uint8 operands with zero points, and its int32 result cast to float. The products are
+// exact in int32, so Kiln and ONNX Runtime must agree exactly (the comparison's tolerance, 1e-4
+// relative, is far below one unit). The zero points ONNX allows and ONNX Runtime does not run
+// (one per output channel of ConvInteger's weight, one per row of MatMulInteger's A) are checked
+// against naive loops, exactly. Malformed zero points are refused naming the input and shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/graph/onnx_frontend.h"
+#include "tests/common/expect_error.h"
+#include "tests/common/graph_build_check.h"
+
+namespace kiln::graph {
+namespace {
+
+using MB = ModelBuilder;
+using Ints = std::vector<int64_t>;
+using onnx::TensorProto;
+
+/// `count` reproducible 8-bit values in [lo, hi].
+std::vector<int> values(size_t count, int lo, int hi, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<int> v(count);
+  for (int& x : v) x = d(gen);
+  return v;
+}
+
+/// x (float, in [-1, 1)) quantized to `elem` by a scale of 1/100 and zero point `zp`.
+void quantized_input(MB& m, const std::string& name, const Ints& shape, int elem, int zp) {
+  m.input(name + "_f", shape);
+  m.init_scalar(name + "_scale", 0.01f);
+  m.init_8bit(name + "_zp", {}, elem, {zp});
+  m.node("QuantizeLinear", {name + "_f", name + "_scale", name + "_zp"}, {name});
+}
+
+TEST_F(GraphBuildTest, ConvIntegerZeroPointsStridesPadsGroups) {
+  MB m;
+  quantized_input(m, "x", {1, 8, 9, 10}, TensorProto::UINT8, 131);
+  m.init_8bit("w", {12, 4, 3, 3}, TensorProto::INT8, values(12 * 4 * 9, -128, 127, 1));
+  m.init_8bit("wz", {}, TensorProto::INT8, {-4});
+  auto* conv = m.node("ConvInteger", {"x", "w", "x_zp", "wz"}, {"acc"});
+  MB::attr(conv, "group", int64_t{2});
+  MB::attr(conv, "strides", Ints{2, 1});
+  MB::attr(conv, "pads", Ints{1, 2, 0, 1});
+  MB::attr(conv, "dilations", Ints{1, 2});
+  auto* cast = m.node("Cast", {"acc"}, {"y"});
+  MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+  m.output("y");
+  check(m, "conv_integer");
+}
+
+// Signed data with a scalar weight zero point, a 1-D convolution, and a Relu after the cast that
+// fuses with it.
+TEST_F(GraphBuildTest, ConvIntegerSignedData1d) {
+  MB m;
+  quantized_input(m, "x", {2, 6, 17}, TensorProto::INT8, -7);
+  m.init_8bit("w", {5, 6, 4}, TensorProto::INT8, values(5 * 6 * 4, -100, 100, 3));
+  m.init_8bit("wz", {}, TensorProto::INT8, {3});
+  auto* conv = m.node("ConvInteger", {"x", "w", "x_zp", "wz"}, {"acc"});
+  MB::attr(conv, "auto_pad", std::string("SAME_UPPER"));
+  auto* cast = m.node("Cast", {"acc"}, {"f"});
+  MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+  m.node("Relu", {"f"}, {"y"});
+  m.output("y");
+  check(m, "conv_integer_1d");
+}
+
+// A 2-D product with B's zero point per column, as quantize_dynamic's linear layers compute
+// (then scaled), and a batched one.
+TEST_F(GraphBuildTest, MatMulIntegerPerColumn) {
+  MB m;
+  quantized_input(m, "a", {7, 33}, TensorProto::UINT8, 120);
+  m.init_8bit("b", {33, 20}, TensorProto::INT8, values(33 * 20, -128, 127, 5));
+  m.init_8bit("bz", {20}, TensorProto::INT8, values(20, -3, 3, 6));
+  m.node("MatMulInteger", {"a", "b", "a_zp", "bz"}, {"acc"});
+  auto* cast = m.node("Cast", {"acc"}, {"f"});
+  MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+  m.init_scalar("s", 0.5f);
+  m.node("Mul", {"f", "s"}, {"y"});
+  m.output("y");
+  check(m, "matmul_integer");
+}
+
+TEST_F(GraphBuildTest, MatMulIntegerBatched) {
+  MB m;
+  quantized_input(m, "a", {2, 3, 5, 16}, TensorProto::INT8, 9);
+  m.init_8bit("b", {16, 24}, TensorProto::INT8, values(16 * 24, -128, 127, 7));
+  m.node("MatMulInteger", {"a", "b", "a_zp"}, {"acc"});
+  auto* cast = m.node("Cast", {"acc"}, {"y"});
+  MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+  m.output("y");
+  check(m, "matmul_integer_batched");
+}
+
+/// Builds `m`, runs it on `x` (its one input) and returns its one output.
+std::vector<float> run_model(const MB& m, const fs::path& dir, const runtime::NDArray& x) {
+  const std::string path = (dir / "model.onnx").string();
+  EXPECT_TRUE(m.write(path));
+  runtime::GraphExecutor exec =
+      runtime::GraphExecutor::from_bundle(build_graph(import_onnx(path), "llvm -mcpu=native"), "m");
+  exec.set_input(0, x);
+  exec.run();
+  return exec.output(0).copy().to_vector<float>();
+}
+
+/// QuantizeLinear's value of `v` at scale 1/100 and zero point `zp`, in [lo, hi].
+int quantize(float v, int zp, int lo, int hi) {
+  return std::clamp(static_cast<int>(std::nearbyint(v / 0.01f)) + zp, lo, hi);
+}
+
+class IntegerOpsNaive : public GraphBuildTest {};
+
+TEST_F(IntegerOpsNaive, ConvIntegerZeroPointPerOutputChannel) {
+  const int64_t C = 6, H = 7, W = 8, M = 5, K = 3;
+  MB m;
+  quantized_input(m, "x", {1, C, H, W}, TensorProto::UINT8, 140);
+  const std::vector<int> w = values(M * C * K * K, -128, 127, 8), wz = values(M, -6, 6, 9);
+  m.init_8bit("w", {M, C, K, K}, TensorProto::INT8, w);
+  m.init_8bit("wz", {M}, TensorProto::INT8, wz);
+  auto* conv = m.node("ConvInteger", {"x", "w", "x_zp", "wz"}, {"acc"});
+  MB::attr(conv, "pads", Ints{1, 1, 1, 1});
+  auto* cast = m.node("Cast", {"acc"}, {"y"});
+  MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+  m.output("y");
+  const runtime::NDArray x = testing::random_array({1, C, H, W}, 1, -1.0f, 1.0f);
+  const std::vector<float> got = run_model(m, dir_.path(), x);
+  const std::vector<float> xf = x.to_vector<float>();
+  ASSERT_EQ(got.size(), static_cast<size_t>(M * H * W));
+  for (int64_t o = 0; o < M; ++o) {
+    for (int64_t y = 0; y < H; ++y) {
+      for (int64_t xx = 0; xx < W; ++xx) {
+        int64_t acc = 0;
+        for (int64_t c = 0; c < C; ++c) {
+          for (int64_t i = 0; i < K; ++i) {
+            for (int64_t j = 0; j < K; ++j) {
+              const int64_t r = y + i - 1, q = xx + j - 1;
+              if (r < 0 || r >= H || q < 0 || q >= W) continue;  // the zero point: a real 0
+              const int xq = quantize(xf[(c * H + r) * W + q], 140, 0, 255);
+              acc += (xq - 140) * (w[((o * C + c) * K + i) * K + j] - wz[o]);
+            }
+          }
+        }
+        ASSERT_EQ(got[(o * H + y) * W + xx], static_cast<float>(acc)) << o << " " << y << " " << xx;
+      }
+    }
+  }
+}
+
+TEST_F(IntegerOpsNaive, MatMulIntegerZeroPointPerRow) {
+  const int64_t M = 6, K = 40, N = 17;
+  MB m;
+  quantized_input(m, "a", {M, K}, TensorProto::INT8, 0);
+  const std::vector<int> az = values(M, -20, 20, 10), b = values(K * N, 0, 255, 11);
+  m.init_8bit("az", {M}, TensorProto::INT8, az);
+  m.init_8bit("b", {K, N}, TensorProto::UINT8, b);
+  m.init_8bit("bz", {}, TensorProto::UINT8, {128});
+  m.node("MatMulInteger", {"a", "b", "az", "bz"}, {"acc"});
+  auto* cast = m.node("Cast", {"acc"}, {"y"});
+  MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+  m.output("y");
+  const runtime::NDArray a = testing::random_array({M, K}, 2, -1.0f, 1.0f);
+  const std::vector<float> got = run_model(m, dir_.path(), a);
+  const std::vector<float> af = a.to_vector<float>();
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      int64_t acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += (quantize(af[i * K + k], 0, -128, 127) - az[i]) * (b[k * N + j] - 128);
+      ASSERT_EQ(got[i * N + j], static_cast<float>(acc)) << i << " " << j;
+    }
+  }
+}
+
+class IntegerOpsErrors : public GraphBuildTest {
+ protected:
+  void expect_refused(const MB& m, const std::string& tag, const std::string& what) {
+    const std::string path = (dir_.path() / (tag + ".onnx")).string();
+    ASSERT_TRUE(m.write(path));
+    EXPECT_ERROR_CONTAINS(import_onnx(path), what);
+  }
+};
+
+TEST_F(IntegerOpsErrors, ZeroPointsOfTheWrongShape) {
+  {
+    MB m;
+    quantized_input(m, "x", {1, 4, 5, 5}, TensorProto::UINT8, 0);
+    m.init_8bit("w", {6, 4, 1, 1}, TensorProto::UINT8, values(24, 0, 255, 1));
+    m.init_8bit("wz", {4}, TensorProto::UINT8, {1, 2, 3, 4});
+    m.node("ConvInteger", "conv", {"x", "w", "x_zp", "wz"}, {"y"});
+    m.output("y");
+    expect_refused(m, "conv_wz", "must be a scalar or [6], one per output channel");
+  }
+  {
+    MB m;
+    quantized_input(m, "a", {3, 8}, TensorProto::UINT8, 0);
+    m.init_8bit("b", {8, 5}, TensorProto::INT8, values(40, -9, 9, 2));
+    m.init_8bit("bz", {8}, TensorProto::INT8, values(8, -1, 1, 3));
+    m.node("MatMulInteger", "mm", {"a", "b", "a_zp", "bz"}, {"y"});
+    m.output("y");
+    expect_refused(m, "mm_bz", "one per column of a 2-D operand");
+  }
+}
+
+}  // namespace
+}  // namespace kiln::graph
