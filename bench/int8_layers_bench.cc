@@ -285,7 +285,7 @@ Kernel build_int8_dense(const Linear& p, int64_t* mismatches) {
     for (int j = 0; j < p.n; ++j)
       wp[((size_t(j / 16) * (p.k / 4) + kk / 4) * 16 + j % 16) * 4 + kk % 4] =
           p.w[size_t(kk) * p.n + j];
-  k.set(std::move(xa), std::move(wa), NDArray::empty({p.m, p.n / 16, 16}, runtime::kInt32));
+  k.set(std::move(xa), std::move(wa), NDArray::empty({p.m, p.n}, runtime::kInt32));
   k.run();
   const int32_t* r = k.arrays[2].data<int32_t>();
   *mismatches = 0;

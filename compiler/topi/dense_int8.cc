@@ -55,32 +55,33 @@ te::Tensor dense_int8(const te::Tensor& x, const te::Tensor& packed, const std::
                                << " (K padded to a multiple of 4)";
   IterVar rk4 = te::reduce_axis({0, k4}, "rk4"), rkc = te::reduce_axis({0, 4}, "rkc");
   std::vector<Expr> shape(x->shape().begin(), x->shape().end() - 1);
-  shape.push_back(packed->shape()[0]);
-  shape.push_back(Expr(int64_t{kInt8OutBlock}));
-  std::vector<std::string> names = lead ? std::vector<std::string>{"b", "i", "jb", "ji"}
-                                        : std::vector<std::string>{"i", "jb", "ji"};
-  return with_workload(
-      te::compute(
-          shape,
-          [&](const std::vector<Var>& v) {
-            std::vector<Expr> xi(v.begin(), v.begin() + static_cast<long>(lead) + 1);
-            xi.push_back(rk4 * 4 + rkc);
-            const Expr a = x(xi);
-            const Expr b = packed(v[lead + 1], rk4, v[lead + 2], rkc);
-            return te::sum(ir::cast(ir::kInt32, a) * ir::cast(ir::kInt32, b), {rk4, rkc});
-          },
-          name, names),
-      {kOp, {spec_of(x, kOp), spec_of(packed, kOp)}, {}});
+  const int64_t nb = kInt8OutBlock;
+  shape.push_back(Expr(const_dim(packed, 0, kOp) * nb));
+  std::vector<std::string> names =
+      lead ? std::vector<std::string>{"b", "i", "j"} : std::vector<std::string>{"i", "j"};
+  const te::Tensor out = te::compute(
+      shape,
+      [&](const std::vector<Var>& v) {
+        std::vector<Expr> xi(v.begin(), v.begin() + static_cast<long>(lead) + 1);
+        xi.push_back(rk4 * 4 + rkc);
+        const Expr j = v[lead + 1];
+        const Expr b = packed(ir::floordiv(j, Expr(nb)), rk4, ir::floormod(j, Expr(nb)), rkc);
+        return te::sum(ir::cast(ir::kInt32, x(xi)) * ir::cast(ir::kInt32, b), {rk4, rkc});
+      },
+      name, names);
+  return with_workload(out, {kOp, {spec_of(x, kOp), spec_of(packed, kOp)}, {}});
 }
 
 ConfigSpace dense_int8_x86_space(const te::Tensor& out) {
-  KILN_USER_CHECK((out.ndim() == 3 || out.ndim() == 4) && out->is_compute() &&
+  KILN_USER_CHECK((out.ndim() == 2 || out.ndim() == 3) && out->is_compute() &&
                   out->reduce_axis.size() == 2 && out->dtype() == ir::kInt32)
       << "dense_int8_x86_space: '" << out->name() << "' is not an int8 dense product";
-  const size_t lead = out.ndim() - 3;
+  const size_t lead = out.ndim() - 2;
   ConfigSpace space;
   space.define_split("tile_y", const_dim(out, lead, kOp), 2, space::SplitPolicy::kFactors, 32);
-  space.define_split("tile_x", const_dim(out, lead + 1, kOp), 2, space::SplitPolicy::kFactors, 8);
+  // Column blocks of 16, the intrinsic's.
+  space.define_split("tile_x", const_dim(out, lead + 1, kOp) / kInt8OutBlock, 2,
+                     space::SplitPolicy::kFactors, 8);
   space.define_split("tile_k", *ir::as_const_int(out->reduce_axis[0]->dom.extent), 2,
                      space::SplitPolicy::kFactors, 8);
   return space;
@@ -88,11 +89,11 @@ ConfigSpace dense_int8_x86_space(const te::Tensor& out) {
 
 Config dense_int8_x86_default(const te::Tensor& out, const ConfigSpace& space,
                               const target::Target& target) {
-  const size_t lead = out.ndim() - 3;
+  const size_t lead = out.ndim() - 2;
   const bool wide = target.vector_bits >= 512;
   const int64_t per_block = std::max<int64_t>(1, 512 / std::max(target.vector_bits, 128));
   const int64_t budget = std::max<int64_t>(1, (wide ? 24 : 12) / per_block);
-  const int64_t blocks = const_dim(out, lead + 1, kOp);
+  const int64_t blocks = const_dim(out, lead + 1, kOp) / kInt8OutBlock;
   int64_t tile_x = 1;
   for (int64_t f : {int64_t{3}, int64_t{2}}) {
     if (blocks % f == 0 && f * 4 <= budget) {
@@ -111,9 +112,10 @@ void schedule_dense_int8_x86(te::Schedule& s, const te::Tensor& out, const Confi
                              const te::Tensor& output) {
   te::Tensor cl = s.cache_write(out, "local");
   te::Stage so = epilogue_stage(s, out, output);
-  const size_t lead = out.ndim() - 3;
-  IterVar i = so.axis(lead), jb = so.axis(lead + 1), ji = so.axis(lead + 2);
+  const size_t lead = out.ndim() - 2;
+  IterVar i = so.axis(lead), j = so.axis(lead + 1);
   auto [io, ii] = so.split(i, cfg.split("tile_y").back());
+  auto [jb, ji] = so.split(j, kInt8OutBlock);
   auto [jo, jt] = so.split(jb, cfg.split("tile_x").back());
   std::vector<IterVar> order;
   if (lead) order.push_back(so.axis(0));
@@ -129,15 +131,15 @@ void schedule_dense_int8_x86(te::Schedule& s, const te::Tensor& out, const Confi
   te::Stage sl = s[cl];
   sl.compute_at(so, par);
   auto [ko, ki] = sl.split(sl.reduce_axis(0), cfg.split("tile_k").back());
+  auto [ljb, lji] = sl.split(sl.axis(lead + 1), kInt8OutBlock);
   std::vector<IterVar> lorder;
   for (size_t a = 0; a < lead; ++a) lorder.push_back(sl.axis(a));
-  lorder.insert(lorder.end(),
-                {ko, ki, sl.axis(lead), sl.axis(lead + 1), sl.axis(lead + 2), sl.reduce_axis(1)});
+  lorder.insert(lorder.end(), {ko, ki, sl.axis(lead), ljb, lji, sl.reduce_axis(1)});
   sl.reorder(lorder);
   sl.unroll(ki);
   sl.unroll(sl.axis(lead));
-  sl.unroll(sl.axis(lead + 1));
-  sl.tensorize(sl.axis(lead + 2), dot4_u8s8_intrin(kInt8OutBlock));
+  sl.unroll(ljb);
+  sl.tensorize(lji, dot4_u8s8_intrin(kInt8OutBlock));
 }
 
 }  // namespace kiln::topi

@@ -9,8 +9,9 @@
 //   te::create_schedule({y}); schedule_dense_int8_x86(s, y, dense_int8_x86_default(y, space,
 //   target));
 //
-// The output is int32 [.., M, N/16, 16]: row-major [.., M, N] in memory. A zero point's share and
-// any requantization are an elementwise epilogue (`output`) computed on the register tile.
+// The output is int32 [.., M, N] (N a multiple of 16: the packed weight's columns, zeros past the
+// weight's own). A zero point's share and any requantization are an elementwise epilogue
+// (`output`) computed on the register tile.
 #pragma once
 
 #include <string>
@@ -25,9 +26,9 @@ namespace kiln::topi {
 te::Tensor pack_dense_weight_int8(const te::Tensor& w, bool trans_b,
                                   const std::string& name = "weight_packed_int8");
 
-/// out[.., i, jb, ji] = sum_{k4, kc} int32(x[.., i, k4 * 4 + kc]) * int32(packed[jb, k4, ji, kc])
-/// for x uint8 [M, K] or [B, M, K] with K = 4 * packed's K/4 (pad K with zeros to a multiple
-/// of 4), packed int8 [N/16, K/4, 16, 4]; out int32 [.., M, N/16, 16].
+/// out[.., i, j] = sum_{k4, kc} int32(x[.., i, k4 * 4 + kc]) * int32(packed[j / 16, k4, j % 16,
+/// kc]) for x uint8 [M, K] or [B, M, K] with K = 4 * packed's K/4 (pad K with zeros to a multiple
+/// of 4), packed int8 [N/16, K/4, 16, 4]; out int32 [.., M, N].
 te::Tensor dense_int8(const te::Tensor& x, const te::Tensor& packed,
                       const std::string& name = "dense_int8");
 
