@@ -1,10 +1,12 @@
 // pack_weights: Gemm / MatMul weights into dense_packed panels, LSTM weights transposed,
-// ConvTranspose weights into the panels of its GEMM.
+// ConvTranspose weights into the panels of its GEMM, MatMulInteger's int8 weights into the VNNI
+// kernel's [N/16, K/4, 16, 4] with their column sums.
 #include "compiler/graph/pack_weights.h"
 
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -63,6 +65,37 @@ runtime::NDArray pack_conv_transpose(const Value& w, int64_t groups, int64_t bf)
     }
   }
   return out;
+}
+
+/// An int8 constant B [K, N] packed as topi::pack_dense_weight_int8 lays it out,
+/// [N/16, K/4, 16, 4] (K a multiple of 4, N of 16), and its column sums [N] int32.
+std::pair<runtime::NDArray, runtime::NDArray> pack_int8(const Value& b) {
+  const int64_t k = b.shape[0], n = b.shape[1];
+  runtime::NDArray packed = runtime::NDArray::empty({n / 16, k / 4, 16, 4}, runtime::kInt8);
+  runtime::NDArray sums = runtime::NDArray::empty({n}, runtime::kInt32);
+  const int8_t* src = b.data->data<int8_t>();
+  int8_t* dst = packed.data<int8_t>();
+  int32_t* sum = sums.data<int32_t>();
+  for (int64_t j = 0; j < n; ++j) sum[j] = 0;
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t j = 0; j < n; ++j) {
+      dst[((j / 16 * (k / 4) + kk / 4) * 16 + j % 16) * 4 + kk % 4] = src[kk * n + j];
+      sum[j] += src[kk * n + j];
+    }
+  }
+  return {std::move(packed), std::move(sums)};
+}
+
+/// Whether `v` is absent or a constant whose elements are all 0 (of any 8-bit type).
+bool absent_or_zero(const Graph& g, const Node& n, size_t i) {
+  if (!has_input(n, i)) return true;
+  const Value& z = g.value(n.inputs[i]);
+  if (!z.is_constant() || z.dtype.bits != 8) return false;
+  const auto* p = z.data->data<uint8_t>();
+  for (int64_t e = 0; e < z.data->num_elements(); ++e) {
+    if (p[e] != 0) return false;
+  }
+  return true;
 }
 
 class Packer {
@@ -126,6 +159,49 @@ class Packer {
     return true;
   }
 
+  bool matmul_integer(size_t ni) {
+    const Node& n = g_.nodes()[ni];
+    if (n.op != "MatMulInteger" || n.has_attr("packed_int8") || n.inputs.size() < 2 ||
+        !has_input(n, 0) || n.outputs.empty() || n.outputs[0] == kNoValue) {
+      return false;
+    }
+    const Value& a = g_.value(n.inputs[0]);
+    const Value& b = g_.value(n.inputs[1]);
+    if (!a.typed || !runtime::dtype_equal(a.dtype, runtime::kUInt8) || a.shape.size() < 2 ||
+        a.shape.size() > 3 || !b.is_constant() || !runtime::dtype_equal(b.dtype, runtime::kInt8) ||
+        b.shape.size() != 2) {
+      return false;
+    }
+    const int64_t k = b.shape[0], cols = b.shape[1];
+    if (a.shape.back() != k || k % 4 != 0 || cols % 16 != 0 || !absent_or_zero(g_, n, 3)) {
+      return false;
+    }
+    // A's zero point: one value (its share, za * the column sums, is subtracted in the epilogue).
+    const bool za = has_input(n, 2);
+    if (za) {
+      const Value& z = g_.value(n.inputs[2]);
+      if (!z.typed || !runtime::dtype_equal(z.dtype, runtime::kUInt8) || z.shape.size() > 1 ||
+          (z.shape.size() == 1 && z.shape[0] != 1)) {
+        return false;
+      }
+    }
+    auto it = int8_packed_.find(n.inputs[1]);
+    if (it == int8_packed_.end()) {
+      auto [packed, sums] = pack_int8(b);
+      it = int8_packed_
+               .emplace(n.inputs[1],
+                        std::make_pair(g_.add_constant(b.name + ".packed_int8", std::move(packed)),
+                                       g_.add_constant(b.name + ".column_sums", std::move(sums))))
+               .first;
+    }
+    Node& node = g_.nodes()[ni];
+    node.inputs.resize(4, kNoValue);
+    node.inputs[1] = it->second.first;
+    node.inputs[3] = za ? it->second.second : kNoValue;
+    node.attrs["packed_int8"] = int64_t{1};
+    return true;
+  }
+
   bool lstm(size_t ni) {
     const Node& n = g_.nodes()[ni];
     if (n.op != "LSTM" || n.has_attr("packed_bn") || n.inputs.size() < 3) return false;
@@ -161,6 +237,8 @@ class Packer {
 
   Graph& g_;
   std::map<std::tuple<ValueId, int, int64_t>, ValueId> packed_;
+  /// MatMulInteger's int8 weights: the packed constant and the column sums, by weight.
+  std::map<ValueId, std::pair<ValueId, ValueId>> int8_packed_;
   /// ConvTranspose weights by (value, groups, bf).
   std::map<std::tuple<ValueId, int64_t, int64_t>, ValueId> conv_transpose_packed_;
 };
@@ -196,7 +274,10 @@ size_t pack_weights(Graph& graph, bool dense) {
   Packer packer(graph);
   size_t rewritten = 0;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    if ((dense && (packer.dense(i) || packer.conv_transpose(i))) || packer.lstm(i)) ++rewritten;
+    if ((dense && (packer.dense(i) || packer.conv_transpose(i) || packer.matmul_integer(i))) ||
+        packer.lstm(i)) {
+      ++rewritten;
+    }
   }
   return rewritten;
 }

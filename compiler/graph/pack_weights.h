@@ -5,6 +5,8 @@
 //   MatMul(%a, %b)  (b constant [K, N])  =>  MatMul(%a, %b.packed) {packed_bn=80}
 //   LSTM(%x, %W, %R, ...)                    LSTM(%x, %W.packed, %R.packed, ...) {packed_bn=64}
 //   ConvTranspose(%x, %w)                    ConvTranspose(%x, %w.packed) {packed_bf=16}
+//   MatMulInteger(%a, %b, %az)               MatMulInteger(%a, %b.packed_int8, %az,
+//                                                          %b.column_sums) {packed_int8=1}
 //
 // Gemm (transA = 0) and MatMul whose B is a float32 constant 2-D matrix (A of rank >= 2; an N-D A
 // is flattened to [M, K] by the lowering): B becomes a new constant "<name>.packed" of shape
@@ -27,6 +29,14 @@
 // each register tile of the GEMM streams one contiguous panel, where W read as [C, M/G * K] gives
 // bf-wide pieces of rows M/G * K floats apart (the DCGAN generator's 512 -> 256 layer: 16 KiB).
 // bf is conv_transpose_panel_width(M/G * K).
+//
+// MatMulInteger (on CPUs) with A uint8 of rank 2 or 3 whose zero point is one value or absent, B
+// an int8 constant [K, N] (K a multiple of 4, N of 16) whose zero point is absent or 0: B becomes
+// "<name>.packed_int8" [N/16, K/4, 16, 4] (topi::pack_dense_weight_int8's layout, what one VNNI
+// vpdpbusd reads), input 3 (B's zero point) becomes "<name>.column_sums" [N] int32 when A has a
+// zero point (none otherwise), and the node gets packed_int8 = 1: its lowering computes
+// topi::dense_int8 over A's raw bytes and subtracts A's zero point times the column sums,
+// sum (a - za) * b = sum a * b - za * sum b, in the register tile.
 //
 // New constants are new values; the old ones stay in the arena (shared with the input graph) and
 // are left out of the bundle when nothing reads them. A weight shared by several nodes is packed
