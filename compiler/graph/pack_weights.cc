@@ -98,6 +98,44 @@ bool absent_or_zero(const Graph& g, const Node& n, size_t i) {
   return true;
 }
 
+/// An int8 constant OIHW kernel [O, C, KH, KW] packed as topi::pack_conv2d_kernel_int8 lays it out
+/// for blocks of `cb` input channels, [O/16, ceil(C/cb), KH, KW, cb/4, 16, 4] (zeros past C), and
+/// `zx` times each output channel's sum of weights [O] int32: the data zero point's share.
+std::pair<runtime::NDArray, runtime::NDArray> pack_conv_int8(const Value& w, int64_t cb,
+                                                             int64_t zx) {
+  const int64_t o = w.shape[0], c = w.shape[1], taps = w.shape[2] * w.shape[3];
+  const int64_t cblocks = (c + cb - 1) / cb;
+  runtime::NDArray packed = runtime::NDArray::empty(
+      {o / 16, cblocks, w.shape[2], w.shape[3], cb / 4, 16, 4}, runtime::kInt8);
+  runtime::NDArray share = runtime::NDArray::empty({o}, runtime::kInt32);
+  const int8_t* src = w.data->data<int8_t>();
+  int8_t* dst = packed.data<int8_t>();
+  int32_t* sh = share.data<int32_t>();
+  for (int64_t f = 0; f < o; ++f) {
+    int32_t sum = 0;
+    for (int64_t ch = 0; ch < cblocks * cb; ++ch) {
+      for (int64_t t = 0; t < taps; ++t) {
+        const int8_t v = ch < c ? src[(f * c + ch) * taps + t] : int8_t{0};
+        sum += v;
+        dst[((((f / 16 * cblocks + ch / cb) * taps + t) * (cb / 4) + ch % cb / 4) * 16 + f % 16) *
+                4 +
+            ch % 4] = v;
+      }
+    }
+    sh[f] = static_cast<int32_t>(zx) * sum;
+  }
+  return {std::move(packed), std::move(share)};
+}
+
+/// The input channels per block of an int8 convolution's data: 64 where they divide (the
+/// 3x3 layers of ResNet-18 ran 3-6% faster than with 16), else 16, else the channels rounded up
+/// to 4 (a few, as an image's 3).
+int64_t int8_channel_block(int64_t c) {
+  if (c % 64 == 0) return 64;
+  if (c % 16 == 0 || c > 16) return 16;
+  return (c + 3) / 4 * 4;
+}
+
 class Packer {
  public:
   explicit Packer(Graph& g) : g_(g) {}
@@ -202,6 +240,44 @@ class Packer {
     return true;
   }
 
+  bool conv_integer(size_t ni) {
+    const Node& n = g_.nodes()[ni];
+    if (n.op != "ConvInteger" || n.has_attr("packed_int8") || n.inputs.size() < 2 ||
+        !has_input(n, 0) || n.i("group", 1) != 1 || n.ints("kernel_shape").size() != 2) {
+      return false;
+    }
+    const Value& x = g_.value(n.inputs[0]);
+    const Value& w = g_.value(n.inputs[1]);
+    if (!x.typed || !runtime::dtype_equal(x.dtype, runtime::kUInt8) || x.shape.size() != 4 ||
+        !w.is_constant() || !runtime::dtype_equal(w.dtype, runtime::kInt8) || w.shape.size() != 4 ||
+        w.shape[0] % 16 != 0 || !absent_or_zero(g_, n, 3)) {
+      return false;
+    }
+    // The data zero point: a constant (the padding reads it), one value.
+    int64_t zx = 0;
+    if (has_input(n, 2)) {
+      const Value& z = g_.value(n.inputs[2]);
+      if (!z.is_constant() || !runtime::dtype_equal(z.dtype, runtime::kUInt8) ||
+          z.data->num_elements() != 1) {
+        return false;
+      }
+      zx = z.data->data<uint8_t>()[0];
+    }
+    const int64_t cb = int8_channel_block(w.shape[1]);
+    auto [packed, share] = pack_conv_int8(w, cb, zx);
+    const ValueId p = g_.add_constant(w.name + ".packed_int8", std::move(packed));
+    const ValueId sh =
+        zx != 0 ? g_.add_constant(w.name + ".zero_point_share", std::move(share)) : kNoValue;
+    Node& node = g_.nodes()[ni];
+    node.inputs.resize(4, kNoValue);
+    node.inputs[1] = p;
+    node.inputs[2] = kNoValue;
+    node.inputs[3] = sh;
+    node.attrs["packed_int8"] = cb;
+    node.attrs["data_zero_point"] = zx;
+    return true;
+  }
+
   bool lstm(size_t ni) {
     const Node& n = g_.nodes()[ni];
     if (n.op != "LSTM" || n.has_attr("packed_bn") || n.inputs.size() < 3) return false;
@@ -274,7 +350,8 @@ size_t pack_weights(Graph& graph, bool dense) {
   Packer packer(graph);
   size_t rewritten = 0;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    if ((dense && (packer.dense(i) || packer.conv_transpose(i) || packer.matmul_integer(i))) ||
+    if ((dense && (packer.dense(i) || packer.conv_transpose(i) || packer.matmul_integer(i) ||
+                   packer.conv_integer(i))) ||
         packer.lstm(i)) {
       ++rewritten;
     }
