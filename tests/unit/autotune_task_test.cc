@@ -279,7 +279,8 @@ std::vector<Task> model_tasks() {
   }
   for (Task& t : graph::extract_tasks(graph::import_onnx_bytes(gpu_model(), "gpu model"), "opencl"))
     all.push_back(std::move(t));
-  // The int8 templates, which the graph does not lower to yet: tasks of their computes.
+  // The int8 templates, which only quantized models (ConvInteger, MatMulInteger) lower to: tasks
+  // of their computes.
   te::Tensor x = te::placeholder({1, 2, 9, 9, 8}, ir::DataType::UInt(8), "data");
   te::Tensor w = te::placeholder({2, 2, 3, 3, 2, 16, 4}, ir::kInt8, "kernel");
   all.push_back(Task::make("conv2d_nchwc_int8_x86",
