@@ -3,7 +3,8 @@
 // not fill a block, a prime width, one row), strides, dilation, asymmetric padding that reads a
 // nonzero pad value (a data zero point); elementwise epilogues on the register tile; batched
 // rows; random configs of the templates' spaces; and the same programs on a target without VNNI
-// (the widening fallback). Where the host has VNNI, the kernels' assembly holds vpdpbusd.
+// (the widening fallback). Where the host has VNNI, the kernels' assembly holds vpdpbusd. Operands
+// of the wrong dtype or layout are refused, naming them.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/dense_int8.h"
 #include "compiler/topi/elementwise.h"
+#include "tests/common/expect_error.h"
 #include "tests/common/kiln_test_util.h"
 
 namespace kiln {
@@ -239,6 +241,32 @@ TEST(TopiInt8Dense, OddShapesAndBatches) {
 
 TEST(TopiInt8Dense, RandomConfigsOfTheSpace) {
   for (int64_t i : {1, 7, 33, 101}) check_dense({0, 12, 32, 48}, 5, kHost, i, i % 2 == 1);
+}
+
+TEST(TopiInt8Errors, OperandsOfTheWrongKindAreNamed) {
+  const ir::DataType u8 = ir::DataType::UInt(8);
+  te::Tensor x = te::placeholder({1, 2, 8, 8, 16}, u8, "x");
+  te::Tensor w = te::placeholder({1, 2, 3, 3, 4, 16, 4}, ir::kInt8, "w");
+  EXPECT_ERROR_CONTAINS(topi::conv2d_nchwc_int8(te::placeholder({1, 2, 8, 8, 16}, ir::kInt8, "xs"),
+                                                w, {1, 1}, {1, 1, 1, 1}),
+                        "data 'xs' must be 5-D uint8 [N, C/cb, H, W, cb], got 5-D int8");
+  EXPECT_ERROR_CONTAINS(
+      topi::conv2d_nchwc_int8(x, te::placeholder({1, 2, 3, 3, 2, 16, 4}, ir::kInt8, "w8"), {1, 1},
+                              {1, 1, 1, 1}),
+      "kernel 'w8' does not pack 2 blocks of 16 input channels of 'x' as [O/16, 2, KH, KW, 4, 16, "
+      "4]");
+  EXPECT_ERROR_CONTAINS(topi::conv2d_nchwc_int8(x, w, {1, 1}, {1, 1, 1, 1}, {1, 1}, 300),
+                        "the pad value must be a uint8, got 300");
+  EXPECT_ERROR_CONTAINS(
+      topi::pack_conv2d_kernel_int8(te::placeholder({16, 3, 3, 3}, ir::kInt8, "k"), 6),
+      "the input channel block must be a positive multiple of 4, got 6");
+  EXPECT_ERROR_CONTAINS(
+      topi::dense_int8(te::placeholder({4, 30}, u8, "rows"),
+                       te::placeholder({2, 8, 16, 4}, ir::kInt8, "wp")),
+      "dense_int8: 'rows' reduces over 30 but 'wp' packs 32 (K padded to a multiple of 4)");
+  EXPECT_ERROR_CONTAINS(
+      topi::pack_dense_weight_int8(te::placeholder({8, 8}, ir::kFloat32, "wf"), false),
+      "'wf' must be a 2-D int8 weight, got 2-D float32");
 }
 
 }  // namespace
