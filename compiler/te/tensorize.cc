@@ -210,7 +210,9 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
   // The loops' variables used as values (not as indices of a read: a scatter compares an index
   // it reads with its output's coordinate) are the intrinsic's axes too; a variable of a loop
   // outside the tensorized axis stays, and the intrinsic, which has none, does not match.
-  const Expr lhs = ir::simplify(ir::substitute(rewritten, to_decl)), rhs = ir::simplify(decl_src);
+  // Both sides with the axes' domains, as the reads' indices were.
+  const Expr lhs = ir::simplify(ir::substitute(rewritten, to_decl), decl_dom),
+             rhs = ir::simplify(decl_src, decl_dom);
   KILN_USER_CHECK(ir::expr_deep_equal(lhs, rhs))
       << where << "the loops compute " << ir::to_string(lhs) << " but the intrinsic computes "
       << ir::to_string(rhs);
