@@ -11,6 +11,9 @@
 # wide (the wide zoo, 116 networks of every kind, against ONNX Runtime: bench_zoo --set wide,
 # at --min-time 0.3 --rounds 1 unless given; ARGS: NAMES, --check-only to compile and match only,
 # --dir DIR to keep the exports between runs),
+# int8-layers (the int8 kernels, untuned, against oneDNN's u8s8s32 convolution on the ResNet-18
+# layers and matmul on BERT-base's linear shapes; needs libdnnl-dev; ARGS: --layers, --threads,
+# --min-time, --ic-block, --no-bert),
 # tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON
@@ -43,7 +46,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 name="${1:-}"
 if [ -z "$name" ]; then
-  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, int8, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2
+  echo "usage: scripts/bench.sh NAME [ARGS...]   (known: matmul, int8, models, layers, zoo, wide, tuning, conv, int8-layers, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2
   exit 2
 fi
 shift
@@ -56,6 +59,7 @@ case "$name" in
   wide) target=bench_zoo; set -- --set wide "$@" ;;
   tuning) target=bench_tuning ;;
   conv) target=bench_conv ;;
+  int8-layers) target=bench_int8_layers ;;
   farm) target=bench_farm ;;
   dashboard) target=bench_dashboard ;;
   cuda)
@@ -76,7 +80,7 @@ case "$name" in
     cmake --preset release >/dev/null
     cmake --build --preset release --target kiln_python bench_runtime_call >/dev/null
     exec python3 bench/python_overhead.py build/release ;;
-  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, int8, models, layers, zoo, wide, tuning, conv, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2; exit 2 ;;
+  *) echo "scripts/bench.sh: unknown benchmark '$name' (known: matmul, int8, models, layers, zoo, wide, tuning, conv, int8-layers, farm, dashboard, cuda, opencl, vdla, python, search-cost, cost-models, tuning-cost, int8-dynamic, bf16)" >&2; exit 2 ;;
 esac
 cmake --preset release >/dev/null
 cmake --build --preset release --target "$target" >/dev/null

@@ -92,6 +92,7 @@ CodeGenLLVM::CodeGenLLVM(const LLVMTarget& target, llvm::TargetMachine* tm, llvm
       builder_(*ctx) {
   module_->setTargetTriple(target.triple);
   if (tm != nullptr) module_->setDataLayout(tm->createDataLayout());
+  detect_dot_product_features(tm);
   i1_ = builder_.getInt1Ty();
   i8_ = builder_.getInt8Ty();
   i16_ = builder_.getInt16Ty();

@@ -98,6 +98,10 @@ class CodeGenLLVM {
   // ---- calls (llvm_intrinsics.cc) ----
   llvm::Value* emit_call(const ir::CallNode* op);
   llvm::Value* emit_pure_intrinsic(const ir::CallNode* op);
+  /// dot4_u8s8 (compiler/ir/op.h): vpdpbusd where the target has VNNI, else widening arithmetic.
+  llvm::Value* emit_dot4_u8s8(const ir::CallNode* op);
+  /// Sets vnni_512_ / vnni_256_ from the target machine's CPU and features.
+  void detect_dot_product_features(llvm::TargetMachine* tm);
   /// Calls the C function `name` (one argument of element type of `x`) on every lane of x.
   llvm::Value* call_libm_per_lane(const std::string& name, llvm::Value* x);
   // llvm_bf16.cc: bf16x2_pack, and bf16x2_dot added to `acc` (null: to zero).
@@ -193,6 +197,8 @@ class CodeGenLLVM {
   int outlined_count_ = 0;  ///< parts of the current function outlined by emit_seq
   std::map<std::string, llvm::Constant*> strings_;
   llvm::GlobalVariable* parallel_launch_ = nullptr;
+  bool vnni_512_ = false;  ///< llvm.x86.avx512.vpdpbusd.512 is available
+  bool vnni_256_ = false;  ///< llvm.x86.avx512.vpdpbusd.256 is available (AVX-VNNI or VNNI+VL)
   /// The kernel's constant threadIdx.{x,y,z} extents seen so far (-1: not constant).
   std::map<std::string, int64_t> thread_extents_;
 

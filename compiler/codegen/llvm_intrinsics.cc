@@ -6,9 +6,14 @@
 // vectors. Other math maps to LLVM intrinsics where LLVM has one (llvm.sqrt, llvm.floor, ...: the
 // back-end turns them into instructions or libm calls, lane by lane for vectors); tan, the
 // inverse and hyperbolic trigonometric functions, and tanh and erf in float64, call libm per lane.
+// dot4_u8s8, the int8 kernels' 4-deep byte dot product, is vpdpbusd where the target has VNNI and
+// widening integer arithmetic elsewhere (never vpmaddubsw, whose 16-bit pair sums saturate).
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/Target/TargetMachine.h>
 
 #include <array>
 #include <string_view>
@@ -16,6 +21,7 @@
 
 #include "base/error.h"
 #include "compiler/codegen/codegen_llvm_impl.h"
+#include "compiler/ir/op.h"
 
 namespace kiln::codegen::detail {
 namespace {
@@ -69,8 +75,83 @@ llvm::Value* CodeGenLLVM::call_libm_per_lane(const std::string& name, llvm::Valu
   return out;
 }
 
+void CodeGenLLVM::detect_dot_product_features(llvm::TargetMachine* tm) {
+  if (tm == nullptr || !target_.is_x86) return;
+  const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
+  vnni_512_ = sti->checkFeatures("+avx512vnni,+avx512bw");
+  // The 256-bit form: AVX-VNNI's VEX encoding, or AVX512-VNNI's with AVX512VL.
+  vnni_256_ = sti->checkFeatures("+avxvnni") || sti->checkFeatures("+avx512vnni,+avx512vl");
+}
+
+llvm::Value* CodeGenLLVM::emit_dot4_u8s8(const ir::CallNode* op) {
+  KILN_USER_CHECK(op->args.size() == 3)
+      << "codegen llvm: intrinsic 'dot4_u8s8' in function '" << func_name_
+      << "' takes 3 arguments, got " << op->args.size();
+  const int n = op->dtype.lanes();
+  llvm::Value* acc = emit(op->args[0]);
+  llvm::Value* a = emit(op->args[1]);
+  llvm::Value* b = emit(op->args[2]);
+  auto* bytes_t = llvm::FixedVectorType::get(i8_, 4 * n);
+  auto* words_t = llvm::FixedVectorType::get(i32_, n);
+  if (n == 1) acc = builder_.CreateBitCast(acc, words_t);  // i32 -> <1 x i32>
+  if (op->args[1].dtype().lanes() == 4 && n > 1) {
+    // The same four bytes for every lane: one 32-bit word, splat.
+    a = builder_.CreateBitCast(splat(builder_.CreateBitCast(a, i32_), n), bytes_t);
+  }
+  // The widest VNNI form whose lanes divide n, pieces of it concatenated.
+  const int piece = vnni_512_ && n % 16 == 0 ? 16 : vnni_256_ && n % 8 == 0 ? 8 : 0;
+  llvm::Value* out = nullptr;
+  if (piece > 0) {
+    const llvm::Intrinsic::ID id = piece == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                               : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+    llvm::Function* fn = llvm::Intrinsic::getDeclaration(module_.get(), id);
+    llvm::FunctionType* ft = fn->getFunctionType();
+    auto slice = [&](llvm::Value* v, int first, int count) {
+      const auto width = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements();
+      if (first == 0 && count == static_cast<int>(width)) return v;
+      std::vector<int> mask(count);
+      for (int i = 0; i < count; ++i) mask[i] = first + i;
+      return builder_.CreateShuffleVector(v, mask);
+    };
+    auto* piece_t = llvm::FixedVectorType::get(i32_, piece);
+    for (int p = 0; p < n; p += piece) {
+      llvm::Value* args[3] = {slice(acc, p, piece), slice(a, 4 * p, 4 * piece),
+                              slice(b, 4 * p, 4 * piece)};
+      // LLVM 19 types the byte operands as i32 vectors (later versions as i8): cast to its type.
+      for (unsigned k = 0; k < 3; ++k) {
+        args[k] = builder_.CreateBitCast(args[k], ft->getParamType(k));
+      }
+      llvm::Value* r = builder_.CreateBitCast(builder_.CreateCall(fn, args), piece_t);
+      if (piece == n) {
+        out = r;
+        break;
+      }
+      // Lanes [p, p + piece) of the result: r widened to n lanes, then blended in.
+      std::vector<int> widen(n, -1), blend(n);
+      for (int i = 0; i < piece; ++i) widen[i] = i;
+      r = builder_.CreateShuffleVector(r, widen);
+      for (int i = 0; i < n; ++i) blend[i] = i >= p && i < p + piece ? n + i - p : i;
+      out = builder_.CreateShuffleVector(out ? out : llvm::PoisonValue::get(words_t), r, blend);
+    }
+  } else {
+    // Exact everywhere: bytes widened to int32, products summed by groups of four.
+    auto* wide_t = llvm::FixedVectorType::get(i32_, 4 * n);
+    llvm::Value* prod =
+        builder_.CreateMul(builder_.CreateZExt(a, wide_t), builder_.CreateSExt(b, wide_t));
+    out = acc;
+    for (int j = 0; j < 4; ++j) {
+      std::vector<int> mask(n);
+      for (int i = 0; i < n; ++i) mask[i] = 4 * i + j;
+      out = builder_.CreateAdd(out, builder_.CreateShuffleVector(prod, mask));
+    }
+  }
+  if (n == 1) out = builder_.CreateExtractElement(out, uint64_t{0});
+  return out;
+}
+
 llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {
   const std::string& name = op->name;
+  if (name == ir::kDot4U8S8) return emit_dot4_u8s8(op);
   auto arity = [&](size_t n) {
     KILN_USER_CHECK(op->args.size() == n)
         << "codegen llvm: intrinsic '" << name << "' in function '" << func_name_ << "' takes " << n

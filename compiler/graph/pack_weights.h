@@ -5,6 +5,11 @@
 //   MatMul(%a, %b)  (b constant [K, N])  =>  MatMul(%a, %b.packed) {packed_bn=80}
 //   LSTM(%x, %W, %R, ...)                    LSTM(%x, %W.packed, %R.packed, ...) {packed_bn=64}
 //   ConvTranspose(%x, %w)                    ConvTranspose(%x, %w.packed) {packed_bf=16}
+//   MatMulInteger(%a, %b, %az)               MatMulInteger(%a, %b.packed_int8, %az,
+//                                                          %b.column_sums) {packed_int8=1}
+//   ConvInteger(%x, %w, %xz)                 ConvInteger(%x, %w.packed_int8, -,
+//                                                        %w.zero_point_share)
+//                                                        {packed_int8=64, data_zero_point=131}
 //
 // Gemm (transA = 0) and MatMul whose B is a float32 constant 2-D matrix (A of rank >= 2; an N-D A
 // is flattened to [M, K] by the lowering): B becomes a new constant "<name>.packed" of shape
@@ -27,6 +32,23 @@
 // each register tile of the GEMM streams one contiguous panel, where W read as [C, M/G * K] gives
 // bf-wide pieces of rows M/G * K floats apart (the DCGAN generator's 512 -> 256 layer: 16 KiB).
 // bf is conv_transpose_panel_width(M/G * K).
+//
+// MatMulInteger (on CPUs) with A uint8 of rank 2 or 3 whose zero point is one value or absent, B
+// an int8 constant [K, N] (K a multiple of 4, N of 16) whose zero point is absent or 0: B becomes
+// "<name>.packed_int8" [N/16, K/4, 16, 4] (topi::pack_dense_weight_int8's layout, what one VNNI
+// vpdpbusd reads), input 3 (B's zero point) becomes "<name>.column_sums" [N] int32 when A has a
+// zero point (none otherwise), and the node gets packed_int8 = 1: its lowering computes
+// topi::dense_int8 over A's raw bytes and subtracts A's zero point times the column sums,
+// sum (a - za) * b = sum a * b - za * sum b, in the register tile.
+//
+// ConvInteger (on CPUs; 2-D, one group) with x uint8 NCHW whose zero point is a constant value or
+// absent, w an int8 constant OIHW kernel (O a multiple of 16) whose zero point is absent or 0: w
+// becomes "<name>.packed_int8" [O/16, ceil(C/cb), KH, KW, cb/4, 16, 4]
+// (topi::pack_conv2d_kernel_int8's layout, zeros past C; cb = packed_int8, 64 where it divides C,
+// else 16, else C rounded up to 4), x's zero point moves to the attribute data_zero_point (what
+// the padding reads), and input 3 becomes "<name>.zero_point_share", zx * the sum of each output
+// channel's weights [O] int32 (none when zx is 0): the lowering runs topi::conv2d_nchwc_int8 on x
+// blocked by cb and subtracts the share.
 //
 // New constants are new values; the old ones stay in the arena (shared with the input graph) and
 // are left out of the bundle when nothing reads them. A weight shared by several nodes is packed

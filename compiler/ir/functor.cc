@@ -235,7 +235,9 @@ Expr IRMutator::mutate_(const CallNode* op, const Expr& self) {
   std::vector<Expr> args;
   if (!mutate_all(op->args, &args)) return self;
   DataType t = op->dtype;
-  if (op->call_kind == CallKind::kPureIntrinsic) {
+  if (op->call_kind == CallKind::kPureIntrinsic && op->name == kDot4U8S8) {
+    t = args[0].dtype();  // its operands are 4 times as wide as its result
+  } else if (op->call_kind == CallKind::kPureIntrinsic) {
     int lanes = 1;
     for (auto& a : args) lanes = std::max(lanes, a.dtype().lanes());
     t = t.with_lanes(lanes);

@@ -456,6 +456,21 @@ Expr fma(Expr a, Expr b, Expr c) {
   return call(a.dtype(), "fma", {a, b, c}, CallKind::kPureIntrinsic);
 }
 
+Expr dot4_u8s8(Expr acc, Expr a, Expr b) {
+  KILN_USER_CHECK(acc.defined() && a.defined() && b.defined()) << "dot4_u8s8: operand is undefined";
+  const int n = acc.dtype().lanes();
+  KILN_USER_CHECK(acc.dtype().element_of() == kInt32)
+      << "dot4_u8s8: the accumulator must be int32 lanes, got " << acc.dtype().str();
+  KILN_USER_CHECK(b.dtype() == DataType::Int(8, 4 * n))
+      << "dot4_u8s8: b must be int8x" << 4 * n << " for " << n << " accumulators, got "
+      << b.dtype().str();
+  KILN_USER_CHECK(a.dtype() == DataType::UInt(8, 4) || a.dtype() == DataType::UInt(8, 4 * n))
+      << "dot4_u8s8: a must be uint8x4 (broadcast) or uint8x" << 4 * n << ", got "
+      << a.dtype().str();
+  const DataType t = acc.dtype();
+  return call(t, kDot4U8S8, {std::move(acc), std::move(a), std::move(b)}, CallKind::kPureIntrinsic);
+}
+
 Expr call(DataType t, std::string name, std::vector<Expr> args, CallKind kind) {
   return make<CallNode>(t, std::move(name), std::move(args), kind);
 }

@@ -73,6 +73,13 @@ Expr abs(Expr x);
 Expr fma(Expr a, Expr b, Expr c);
 Expr floor(Expr x);
 Expr ceil(Expr x);
+/// The 4-deep dot product of unsigned and signed bytes, exact:
+///   dot4_u8s8(acc, a, b)[i] = acc[i] + sum_{j < 4} int32(a[4i + j]) * int32(b[4i + j])
+/// with acc int32xN, b int8x(4N), and a uint8x(4N) or uint8x4 (the same four bytes for every
+/// lane). x86 with AVX512-VNNI / AVX-VNNI computes it with vpdpbusd, other targets with widening
+/// multiplies and adds (llvm_intrinsics.cc).
+Expr dot4_u8s8(Expr acc, Expr a, Expr b);
+inline constexpr const char* kDot4U8S8 = "dot4_u8s8";
 /// A call of a pure intrinsic or an extern C function.
 Expr call(DataType t, std::string name, std::vector<Expr> args, CallKind kind);
 

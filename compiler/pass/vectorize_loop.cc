@@ -149,7 +149,8 @@ class Vectorizer : public IRMutator {
   Expr mutate_(const CallNode* op, const Expr& self) override {
     std::vector<Expr> args;
     if (!mutate_all(op->args, &args)) return self;
-    if (op->call_kind != CallKind::kPureIntrinsic) give_up();
+    // dot4_u8s8's operands are already vectors of four bytes a lane: it is not widened.
+    if (op->call_kind != CallKind::kPureIntrinsic || op->name == kDot4U8S8) give_up();
     for (auto& a : args) {
       if (!a.dtype().is_handle()) a = widen(a);
     }

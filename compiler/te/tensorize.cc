@@ -95,6 +95,15 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
       << ") and " << rd.size() << " reduction (" << names(rd) << "), but the intrinsic has "
       << decl.axis.size() << " axes and " << decl.reduce_axis.size() << " reduction axes";
   ir::VarMap to_decl, to_zero;
+  // The intrinsic's axes lie in their domains: a read's index relative to its region simplifies
+  // with them (floordiv(16 * b + j, 16) - b is 0 for j < 16, a packed operand's block). Not an
+  // axis of extent 1, which would simplify to 0 where the output's index must name it.
+  ir::VarIntervals decl_dom;
+  for (const auto* axes : {&decl.axis, &decl.reduce_axis}) {
+    for (const IterVar& iv : *axes) {
+      if (!ir::is_one(iv->dom.extent)) decl_dom[iv.var().get()] = ir::Interval::from_range(iv->dom);
+    }
+  }
   auto map_loops = [&](const std::vector<IterVar>& loops, const std::vector<IterVar>& axes) {
     for (size_t k = 0; k < loops.size(); ++k) {
       const Expr& ext = ranges.at(loops[k].get()).extent;
@@ -128,7 +137,7 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
   for (size_t d = 0; d < n; ++d) {
     const Expr& idx = values.at(t->axis[d].get());
     out_begin.push_back(ir::simplify(ir::substitute(idx, to_zero)));
-    const Expr rel = ir::simplify(ir::substitute(idx, to_decl) - out_begin.back());
+    const Expr rel = ir::simplify(ir::substitute(idx, to_decl) - out_begin.back(), decl_dom);
     const bool ok =
         d < n - m ? ir::is_zero(rel) : ir::expr_deep_equal(rel, decl.axis[d - (n - m)].var());
     KILN_USER_CHECK(ok) << where << "dimension " << d << " of the output moves by "
@@ -179,7 +188,7 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
         std::vector<Expr> begin, rel;
         for (const Expr& e : idx) {
           begin.push_back(ir::simplify(ir::substitute(e, to_zero)));
-          rel.push_back(ir::simplify(ir::substitute(e, to_decl) - begin.back()));
+          rel.push_back(ir::simplify(ir::substitute(e, to_decl) - begin.back(), decl_dom));
         }
         if (begins[k].empty()) {
           begins[k] = begin;
@@ -201,7 +210,9 @@ TensorizedCalls tensorize_calls(const StageNode& s, size_t pos, const RangeMap& 
   // The loops' variables used as values (not as indices of a read: a scatter compares an index
   // it reads with its output's coordinate) are the intrinsic's axes too; a variable of a loop
   // outside the tensorized axis stays, and the intrinsic, which has none, does not match.
-  const Expr lhs = ir::simplify(ir::substitute(rewritten, to_decl)), rhs = ir::simplify(decl_src);
+  // Both sides with the axes' domains, as the reads' indices were.
+  const Expr lhs = ir::simplify(ir::substitute(rewritten, to_decl), decl_dom),
+             rhs = ir::simplify(decl_src, decl_dom);
   KILN_USER_CHECK(ir::expr_deep_equal(lhs, rhs))
       << where << "the loops compute " << ir::to_string(lhs) << " but the intrinsic computes "
       << ir::to_string(rhs);

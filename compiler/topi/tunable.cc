@@ -6,8 +6,10 @@
 
 #include "base/error.h"
 #include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/dense_int8.h"
 #include "compiler/topi/gpu/conv2d_gpu.h"
 #include "compiler/topi/gpu/conv2d_transpose_gpu.h"
 #include "compiler/topi/gpu/depthwise_conv2d_gpu.h"
@@ -64,6 +66,8 @@ std::deque<TunableTemplate> builtin_templates() {
             any_target(depthwise_conv2d_nchw_x86_default), schedule_depthwise_conv2d_nchw_x86),
       entry("conv2d_nchwc_x86", {"conv2d_nchwc", "conv2d_nchwc_bf16"}, conv2d_nchwc_x86_space,
             conv2d_nchwc_x86_default, schedule_conv2d_nchwc_x86),
+      entry("conv2d_nchwc_int8_x86", {"conv2d_nchwc_int8"}, conv2d_nchwc_int8_x86_space,
+            conv2d_nchwc_int8_x86_default, schedule_conv2d_nchwc_int8_x86),
       entry("group_conv2d_nchwc_x86", {"group_conv2d_nchwc"}, group_conv2d_nchwc_x86_space,
             group_conv2d_nchwc_x86_default, schedule_group_conv2d_nchwc_x86),
       entry("depthwise_conv2d_nchwc_x86", {"depthwise_conv2d_nchwc"},
@@ -74,6 +78,8 @@ std::deque<TunableTemplate> builtin_templates() {
             schedule_conv2d_transpose_nchw_x86),
       entry("dense_x86", {"dense", "dense_packed", "dense_packed_bf16"}, dense_x86_space,
             any_target(dense_x86_default), schedule_dense_x86),
+      entry("dense_int8_x86", {"dense_int8"}, dense_int8_x86_space, dense_int8_x86_default,
+            schedule_dense_int8_x86),
       entry("batch_matmul_x86", {"batch_matmul"}, batch_matmul_x86_space,
             vector_width(batch_matmul_x86_default), schedule_batch_matmul_x86),
       {"pool2d_x86",

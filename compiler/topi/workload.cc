@@ -13,8 +13,10 @@
 #include "base/shape_string.h"
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_bf16.h"
+#include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/dense_int8.h"
 #include "compiler/topi/pooling.h"
 #include "compiler/topi/vdla_conv2d.h"
 
@@ -174,6 +176,23 @@ void check_conv2d_nchwc_bf16(const Fields& f) {
   check_elements(w, {f.dim(0, 0), f.dim(1, 0), oh, ow, f.dim(1, 5)}, "the output");
 }
 
+/// conv2d_nchwc_int8: kernel [OC/16, C/cb, KH, KW, cb/4, 16, 4] over data [N, C/cb, H, W, cb].
+void check_conv2d_nchwc_int8(const Fields& f) {
+  const Workload& w = f.workload();
+  expect_dim(f, 1, 1, f.dim(0, 1), shape_field(0, 1) + " (input channel blocks)");
+  KILN_USER_CHECK(f.dim(0, 4) % 4 == 0) << where(w) << shape_field(0, 4) << " = " << f.dim(0, 4)
+                                        << " (input channels per block) is not a multiple of 4";
+  expect_dim(f, 1, 4, f.dim(0, 4) / 4, shape_field(0, 4) + " / 4 (groups of 4 input channels)");
+  expect_dim(f, 1, 5, 16, "16 (output channels per block)");
+  expect_dim(f, 1, 6, 4, "4 (input channels per group)");
+  KILN_USER_CHECK(f.i("pad_value") <= 255)
+      << where(w) << "attrs.pad_value = " << f.i("pad_value") << " is not a uint8";
+  const int64_t oh = conv_out(f, 2, f.dim(1, 2), shape_field(1, 2));
+  const int64_t ow = conv_out(f, 3, f.dim(1, 3), shape_field(1, 3));
+  check_padded(f);
+  check_elements(w, {f.dim(0, 0), f.dim(1, 0), oh, ow, 16}, "the output");
+}
+
 void check_group_conv2d_nchwc(const Fields& f) {
   const Workload& w = f.workload();
   const int64_t cb = f.dim(0, 1), ob = f.dim(1, 0), g = f.i("groups");
@@ -282,6 +301,20 @@ void check_dense_packed_bf16(const Fields& f) {
                               << shape_field(1, 0) << " * " << shape_field(1, 2) << " = " << cover
                               << " packed";
   check_elements(w, {f.dim(0, 0), n}, "the output");
+}
+
+/// dense_int8: x [(B,) M, K] by a weight packed [N/16, K/4, 16, 4].
+void check_dense_int8(const Fields& f) {
+  const Workload& w = f.workload();
+  const size_t k_dim = w.inputs[0].shape.size() - 1;
+  expect_dim(f, 1, 2, 16, "16 (columns per block)");
+  expect_dim(f, 1, 3, 4, "4 (reduction steps per group)");
+  KILN_USER_CHECK(f.dim(0, k_dim) == 4 * f.dim(1, 1))
+      << where(w) << shape_field(0, k_dim) << " = " << f.dim(0, k_dim)
+      << " (the reduction) differs from 4 * " << shape_field(1, 1) << " = " << 4 * f.dim(1, 1);
+  std::vector<int64_t> out(w.inputs[0].shape.begin(), w.inputs[0].shape.end() - 1);
+  out.insert(out.end(), {f.dim(1, 0), 16});
+  check_elements(w, out, "the output");
 }
 
 void check_batch_matmul(const Fields& f) {
@@ -402,6 +435,14 @@ const std::vector<ComputeDef>& compute_defs() {
          return conv2d_nchwc_bf16(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
                                   f.ints2("dilations"));
        }},
+      {"conv2d_nchwc_int8",
+       {{"data", {5}, ir::DataType::UInt(8)}, {"kernel", {7}, ir::kInt8}},
+       {kDilations, {"pad_value", AttrKind::kInt, 0, 0}, kPads, kStrides},
+       check_conv2d_nchwc_int8,
+       [](const std::vector<te::Tensor>& in, const Fields& f) {
+         return conv2d_nchwc_int8(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
+                                  f.ints2("dilations"), int(f.i("pad_value")));
+       }},
       {"group_conv2d_nchwc",
        {{"data", {5}}, {"kernel", {6}}},
        {kDilations, kGroups, kPads, kStrides},
@@ -462,6 +503,11 @@ const std::vector<ComputeDef>& compute_defs() {
        [](const std::vector<te::Tensor>& in, const Fields& f) {
          return dense_packed_bf16(in[0], in[1], f.i("n"));
        }},
+      {"dense_int8",
+       {{"x", {2, 3}, ir::DataType::UInt(8)}, {"packed", {4}, ir::kInt8}},
+       {},
+       check_dense_int8,
+       [](const std::vector<te::Tensor>& in, const Fields&) { return dense_int8(in[0], in[1]); }},
       {"batch_matmul",
        {{"a", {3}}, {"b", {3}}},
        {kTransA, kTransB},

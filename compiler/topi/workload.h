@@ -42,17 +42,18 @@ struct TensorSpec {
 using AttrValue = std::variant<int64_t, bool, std::vector<int64_t>>;
 
 struct Workload {
-  /// The topi compute: conv2d_nchw, conv2d_nchwc, group_conv2d_nchwc,
+  /// The topi compute: conv2d_nchw, conv2d_nchwc, conv2d_nchwc_int8, group_conv2d_nchwc,
   /// depthwise_conv2d_nchwc, conv2d_transpose_nchw,
-  /// conv2d_transpose_nchw_packed, dense, dense_packed, batch_matmul, max_pool2d, avg_pool2d,
-  /// global_max_pool2d, global_avg_pool2d, vdla_conv2d (workload_computes()).
+  /// conv2d_transpose_nchw_packed, dense, dense_packed, dense_int8, batch_matmul, max_pool2d,
+  /// avg_pool2d, global_max_pool2d, global_avg_pool2d, vdla_conv2d (workload_computes()).
   std::string compute;
   /// Its tensor arguments in the order the compute takes them (data, then kernel; vdla_conv2d's
   /// then bias and shift, each of its own dtype).
   std::vector<TensorSpec> inputs;
   /// Its other arguments, named as in ONNX where ONNX has them: strides, pads (top, left, bottom,
   /// right), dilations, groups, output_padding, kernel_shape, ceil_mode, count_include_pad;
-  /// trans_a, trans_b; n (dense_packed's output columns); vdla_conv2d: stride, pad (every side),
+  /// trans_a, trans_b; n (dense_packed's output columns); pad_value (conv2d_nchwc_int8's data
+  /// zero point, which its padding reads); vdla_conv2d: stride, pad (every side),
   /// relu.
   std::map<std::string, AttrValue> attrs;
 

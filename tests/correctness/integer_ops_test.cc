@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compiler/graph/onnx_frontend.h"
+#include "compiler/graph/pack_weights.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/graph_build_check.h"
 
@@ -99,6 +100,99 @@ TEST_F(GraphBuildTest, MatMulIntegerBatched) {
   MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
   m.output("y");
   check(m, "matmul_integer_batched");
+}
+
+/// How many ConvInteger and MatMulInteger nodes of `m` pack_weights gives to the VNNI kernels
+/// (packed_int8).
+size_t packed_for_vnni(const MB& m, const fs::path& dir) {
+  const std::string path = (dir / "packed.onnx").string();
+  EXPECT_TRUE(m.write(path));
+  Graph g = import_onnx(path);
+  pack_weights(g, /*dense=*/true);
+  size_t packed = 0;
+  for (const Node& n : g.nodes()) packed += n.has_attr("packed_int8");
+  return packed;
+}
+
+// The VNNI kernel's path (pack_weights' packed_int8, topi::dense_int8): uint8 A with its zero
+// point, an int8 weight without one, as quantize_dynamic writes BERT's linear layers; 2-D and
+// batched, with a requantizing epilogue (scale, round half to even, clip) fused into the tile.
+TEST_F(GraphBuildTest, MatMulIntegerPackedForVnni) {
+  {
+    MB m;
+    quantized_input(m, "a", {9, 64}, TensorProto::UINT8, 131);
+    m.init_8bit("b", {64, 48}, TensorProto::INT8, values(64 * 48, -128, 127, 12));
+    m.node("MatMulInteger", {"a", "b", "a_zp"}, {"acc"});
+    auto* cast = m.node("Cast", {"acc"}, {"f"});
+    MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+    m.init_scalar("s", 0.0625f);
+    m.node("Mul", {"f", "s"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(packed_for_vnni(m, dir_.path()), 1u);
+    check(m, "matmul_integer_vnni");
+  }
+  {
+    MB m;
+    quantized_input(m, "a", {2, 7, 32}, TensorProto::UINT8, 7);
+    m.init_8bit("b", {32, 32}, TensorProto::INT8, values(32 * 32, -128, 127, 13));
+    m.init_8bit("bz", {}, TensorProto::INT8, {0});
+    m.node("MatMulInteger", {"a", "b", "a_zp", "bz"}, {"acc"});
+    auto* cast = m.node("Cast", {"acc"}, {"f"});
+    MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+    m.init_scalar("s", 0.01f);
+    m.init_scalar("yz", 100.0f);
+    m.node("Mul", {"f", "s"}, {"g"});
+    m.node("Round", {"g"}, {"r"});
+    m.node("Add", {"r", "yz"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(packed_for_vnni(m, dir_.path()), 1u);
+    check(m, "matmul_integer_vnni_batched");
+  }
+  {
+    // A nonzero weight zero point keeps the generic path.
+    MB m;
+    quantized_input(m, "a", {4, 16}, TensorProto::UINT8, 3);
+    m.init_8bit("b", {16, 16}, TensorProto::INT8, values(16 * 16, -128, 127, 14));
+    m.init_8bit("bz", {}, TensorProto::INT8, {2});
+    m.node("MatMulInteger", {"a", "b", "a_zp", "bz"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(packed_for_vnni(m, dir_.path()), 0u);
+  }
+}
+
+// The VNNI convolution's path (pack_weights' packed_int8, topi::conv2d_nchwc_int8): uint8 data
+// with a constant zero point that the padding reads, an int8 weight without one; channels in
+// blocks of 64, 16 and an image's 3 rounded up to 4; strides and asymmetric padding; a fused
+// requantizing epilogue.
+TEST_F(GraphBuildTest, ConvIntegerPackedForVnni) {
+  struct Case {
+    Ints x, w, strides, pads;
+    int zp;
+  };
+  const std::vector<Case> cases = {
+      {{1, 64, 9, 10}, {32, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}, 131},
+      {{1, 48, 8, 7}, {16, 48, 1, 1}, {2, 2}, {0, 0, 0, 0}, 0},
+      {{2, 3, 15, 13}, {16, 3, 7, 7}, {2, 2}, {3, 2, 3, 1}, 128},
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& cs = cases[k];
+    SCOPED_TRACE(k);
+    MB m;
+    quantized_input(m, "x", cs.x, TensorProto::UINT8, cs.zp);
+    const int64_t wn = cs.w[0] * cs.w[1] * cs.w[2] * cs.w[3];
+    m.init_8bit("w", cs.w, TensorProto::INT8, values(size_t(wn), -128, 127, uint32_t(20 + k)));
+    auto* conv = m.node("ConvInteger", {"x", "w", "x_zp"}, {"acc"});
+    MB::attr(conv, "strides", cs.strides);
+    MB::attr(conv, "pads", cs.pads);
+    auto* cast = m.node("Cast", {"acc"}, {"f"});
+    MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+    m.init_scalar("s", 0.001f);
+    m.node("Mul", {"f", "s"}, {"g"});
+    m.node("Round", {"g"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(packed_for_vnni(m, dir_.path()), 1u);
+    check(m, "conv_integer_vnni_" + std::to_string(k));
+  }
 }
 
 /// Builds `m`, runs it on `x` (its one input) and returns its one output.

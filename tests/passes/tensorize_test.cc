@@ -277,5 +277,39 @@ TEST(TensorizeErrors, TwoTensorizedAxesAreRefused) {
   EXPECT_ERROR_CONTAINS(st.tensorize(jo, gemv4()), "already tensorized at 'j.inner'");
 }
 
+// A packed operand: B's columns in panels of 4, read at floordiv(j, 4) / floormod(j, 4). Inside
+// the intrinsic's loops the panel does not move, which the matcher proves with the intrinsic's
+// axes' extents (j < 4).
+TEST(Tensorize, PackedOperandReadThroughFloorDivMatches) {
+  constexpr int M = 3, N = 8, K = 8;
+  te::Tensor A = te::placeholder({M, K}, ir::kFloat32, "A");
+  te::Tensor P = te::placeholder({N / 4, 4, K}, ir::kFloat32, "P");  // P[j / 4, j % 4, k]
+  te::IterVar k = te::reduce_axis({0, K}, "k");
+  te::Tensor C = te::compute(
+      {M, N},
+      [&](Var i, Var j) {
+        return te::sum(A(i, k) * P(ir::floordiv(j, 4), ir::floormod(j, 4), k), {k});
+      },
+      "C");
+  te::Schedule s = te::create_schedule({C});
+  te::Stage st = s[C];
+  auto [jo, ji] = st.split(st.axis(1), 4);
+  auto [ko, ki] = st.split(st.reduce_axis(0), 4);
+  st.reorder({st.axis(0), jo, ko, ji, ki});
+  st.tensorize(ji, gemv4());
+  runtime::Function f = testing::build_host(s, {A, P, C});
+  runtime::NDArray a = testing::random_array({M, K}, 11);
+  runtime::NDArray p = testing::random_array({N / 4, 4, K}, 12);
+  runtime::NDArray c = testing::zeros({M, N});
+  f(a, p, c);
+  std::vector<float> want(M * N, 0.0f);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int kk = 0; kk < K; ++kk)
+        want[i * N + j] +=
+            a.data<float>()[i * K + kk] * p.data<float>()[(j / 4 * 4 + j % 4) * K + kk];
+  EXPECT_TRUE(testing::all_close(c, want));
+}
+
 }  // namespace
 }  // namespace kiln

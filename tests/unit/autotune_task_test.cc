@@ -21,7 +21,9 @@
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/dense_int8.h"
 #include "compiler/topi/tunable.h"
 #include "compiler/topi/workload.h"
 #include "deploy/runtime/graph_executor.h"
@@ -277,6 +279,16 @@ std::vector<Task> model_tasks() {
   }
   for (Task& t : graph::extract_tasks(graph::import_onnx_bytes(gpu_model(), "gpu model"), "opencl"))
     all.push_back(std::move(t));
+  // The int8 templates, which only quantized models (ConvInteger, MatMulInteger) lower to: tasks
+  // of their computes.
+  te::Tensor x = te::placeholder({1, 2, 9, 9, 8}, ir::DataType::UInt(8), "data");
+  te::Tensor w = te::placeholder({2, 2, 3, 3, 2, 16, 4}, ir::kInt8, "kernel");
+  all.push_back(Task::make("conv2d_nchwc_int8_x86",
+                           topi::conv2d_nchwc_int8(x, w, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3), "llvm"));
+  te::Tensor rows = te::placeholder({12, 32}, ir::DataType::UInt(8), "x");
+  all.push_back(Task::make(
+      "dense_int8_x86", topi::dense_int8(rows, te::placeholder({2, 8, 16, 4}, ir::kInt8, "packed")),
+      "llvm"));
   return all;
 }
 

@@ -15,8 +15,10 @@
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_bf16.h"
+#include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/dense_int8.h"
 #include "compiler/topi/pooling.h"
 #include "compiler/topi/tunable.h"
 #include "compiler/topi/vdla_conv2d.h"
@@ -75,6 +77,12 @@ std::vector<Case> cases() {
                                   te::placeholder({3, 2, 3, 3, 4, 4}, ir::kInt32, "pairs"), {1, 1},
                                   {1, 1, 1, 1});
        }},
+      {"conv2d_nchwc_int8", "conv2d_nchwc_int8_x86",
+       [] {
+         te::Tensor x = te::placeholder({1, 2, 10, 9, 8}, ir::DataType::UInt(8), "x8");
+         te::Tensor w = te::placeholder({2, 2, 3, 3, 2, 16, 4}, ir::kInt8, "w8");
+         return conv2d_nchwc_int8(x, w, {2, 1}, {1, 0, 1, 2}, {1, 1}, 128);
+       }},
       {"group_conv2d_nchwc", "group_conv2d_nchwc_x86",
        [] {
          // 4 groups of 2 input and 2 output blocks of 4 channels.
@@ -116,6 +124,11 @@ std::vector<Case> cases() {
       {"dense_packed_bf16", "dense_x86",
        [] {
          return dense_packed_bf16(ph({4, 15}), te::placeholder({3, 8, 8}, ir::kInt32, "pairs"), 20);
+       }},
+      {"dense_int8", "dense_int8_x86",
+       [] {
+         te::Tensor x = te::placeholder({2, 6, 12}, ir::DataType::UInt(8), "x8");
+         return dense_int8(x, te::placeholder({3, 3, 16, 4}, ir::kInt8, "w8"));
        }},
       {"batch_matmul", "batch_matmul_x86",
        [] {

@@ -1,6 +1,7 @@
 // The products: Gemm, MatMul (2-D as dense, batched as batch_matmul, against weights pack_weights
 // packed as dense_packed), MatMulInteger (MatMul's computes over its 8-bit operands widened to
-// int32 less their zero points, topi::integer_operand) and Einsum.
+// int32 less their zero points, topi::integer_operand; topi::dense_int8, the VNNI kernel, where
+// pack_weights packed its int8 weight) and Einsum.
 #include "compiler/topi/matmul.h"
 
 #include "compiler/graph/ops/import_ctx.h"
@@ -9,6 +10,7 @@
 #include "compiler/graph/ops/registry.h"
 #include "compiler/topi/conv2d_bf16.h"
 #include "compiler/topi/dense.h"
+#include "compiler/topi/dense_int8.h"
 #include "compiler/topi/einsum.h"
 #include "compiler/topi/elementwise.h"
 #include "compiler/topi/quantize.h"
@@ -176,8 +178,31 @@ LowerResult lower_matmul_node(const LowerCtx& c) {
   return lower_matmul(c, c.input(0), c.input(1), nullptr);
 }
 
+/// MatMulInteger with its weight packed for the VNNI kernel (pack_weights: packed_int8):
+/// topi::dense_int8 over A's bytes, less A's zero point times B's column sums (input 3) in the
+/// register tile.
+LowerResult lower_matmul_integer_packed(const LowerCtx& c) {
+  const Tensor y = topi::dense_int8(c.input(0), c.input(1), "matmul_integer");
+  Tensor out = y;
+  if (c.has(2)) {
+    KILN_ICHECK(c.has(3)) << c.where() << ": a packed weight's column sums are missing";
+    const Tensor za = c.in[2], sums = c.in[3];
+    const bool scalar = za.ndim() == 0;
+    out = te::compute(
+        y->shape(),
+        [&](const std::vector<ir::Var>& i) {
+          const Expr z = scalar ? za() : za(Expr(int64_t{0}));
+          return y(std::vector<Expr>(i.begin(), i.end())) -
+                 ir::cast(ir::kInt32, z) * sums(i.back());
+        },
+        "matmul_integer_zero_point");
+  }
+  return with_epilogue(y, c.tuning.of("dense_int8_x86"), out);
+}
+
 /// MatMulInteger: A's zero point per row (axis -2), B's per column (axis -1).
 LowerResult lower_matmul_integer(const LowerCtx& c) {
+  if (c.node.has_attr("packed_int8")) return lower_matmul_integer_packed(c);
   const int ra = static_cast<int>(c.in_shape(0).size()),
             rb = static_cast<int>(c.in_shape(1).size());
   const Tensor a = topi::integer_operand(c.input(0), c.has(2) ? c.in[2] : Tensor(),

@@ -2,7 +2,8 @@
 // in NCHW[x]c after alter_layout), lowered to topi's conv2d computes and their x86 templates; a
 // 3-D Conv is rewritten at import into a 2-D one between reshapes (rewrite_conv3d). ConvInteger
 // convolves its 8-bit operands widened to int32 less their zero points (topi::integer_operand):
-// padding reads the input's zero point, a real 0.
+// padding reads the input's zero point, a real 0; where pack_weights packed its int8 weight, the
+// VNNI kernel topi::conv2d_nchwc_int8 computes it.
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "compiler/graph/ops/registry.h"
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_bf16.h"
+#include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/conv2d_transpose.h"
 #include "compiler/topi/conv_taps.h"
 #include "compiler/topi/quantize.h"
@@ -175,9 +177,38 @@ LowerResult lower_conv_nchwc(const LowerCtx& c) {
   return with_epilogue(y, c.tuning.of(tmpl), out);
 }
 
+/// ConvInteger with its weight packed for the VNNI kernel (pack_weights: packed_int8 = cb): x
+/// blocked by cb (its own stage), topi::conv2d_nchwc_int8 padding with the data zero point, and
+/// the NCHW result less the zero point's share (input 3), with the group's epilogue, as one
+/// injective stage reading the kernel's NCHW16c sums.
+LowerResult lower_conv_integer_packed(const LowerCtx& c) {
+  const Node& n = c.node;
+  const int cb = static_cast<int>(n.i("packed_int8"));
+  const Tensor xb = topi::nchw_to_nchwc(c.input(0), cb, "data_blocked");
+  const Tensor y =
+      topi::conv2d_nchwc_int8(xb, c.input(1), ints2(n.ints("strides")), ints4(n.ints("pads")),
+                              ints2(n.ints("dilations")), static_cast<int>(n.i("data_zero_point")));
+  const Tensor share = c.has(3) ? c.in[3] : Tensor();
+  const Tensor out = te::compute(
+      {y->shape()[0], Expr(c.out_value().shape.at(1)), y->shape()[2], y->shape()[3]},
+      [&](const std::vector<ir::Var>& i) {
+        const Expr o = i[1];
+        const Expr v = y(i[0], ir::floordiv(o, 16), i[2], i[3], ir::floormod(o, 16));
+        return share.defined() ? v - share(o) : v;
+      },
+      "conv_integer");
+  return {{out}, [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
+            topi::schedule_layout_transform_x86(s, xb);
+            tuning.schedule("conv2d_nchwc_int8_x86", s, y, y);
+            if (out != output) s[out].compute_inline();
+            injective(s, output);
+          }};
+}
+
 LowerResult lower_conv(const LowerCtx& c, bool transpose) {
   const Node& n = c.node;
   if (!transpose && n.has_attr("data_block")) return lower_conv_nchwc(c);
+  if (!transpose && n.has_attr("packed_int8")) return lower_conv_integer_packed(c);
   const size_t k = n.ints("kernel_shape").size();
   if (k != 1 && k != 2) c.fail("only 1-D and 2-D convolutions are supported");
   const bool one_d = k == 1;

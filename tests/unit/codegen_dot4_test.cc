@@ -1,0 +1,157 @@
+// dot4_u8s8, the int8 kernels' 4-deep byte dot product (compiler/ir/op.h), through the LLVM
+// back-end: random bytes over their whole ranges (255 * 127 * 4 sums, which a saturating
+// vpmaddubsw would get wrong) against plain C++, with both operand forms (a broadcast word and a
+// byte per lane), for 1, 4, 8, 16, 32 and 48 lanes, on the host target (vpdpbusd where it has
+// VNNI, checked in its assembly) and on targets without VNNI (the widening fallback).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/build.h"
+#include "compiler/ir/function.h"
+#include "compiler/ir/op.h"
+#include "compiler/target/target.h"
+#include "deploy/runtime/module.h"
+#include "deploy/runtime/ndarray.h"
+#include "tests/common/expect_error.h"
+
+namespace kiln::codegen {
+namespace {
+
+using ir::Buffer;
+using ir::DataType;
+using ir::Expr;
+using ir::Var;
+using runtime::NDArray;
+
+/// out[r, i] = acc[r, i] + sum_j a[r, 4i + j] * b[r, 4i + j] (a[r, j] with `broadcast`), for
+/// `rows` rows of `lanes` accumulators, one dot4_u8s8 a row.
+ir::PrimFunc dot4_func(int lanes, bool broadcast, int rows) {
+  const int a_width = broadcast ? 4 : 4 * lanes;
+  Buffer acc = ir::make_buffer("acc", ir::kInt32, {rows * lanes});
+  Buffer a = ir::make_buffer("a", DataType::UInt(8), {rows * a_width});
+  Buffer b = ir::make_buffer("b", ir::kInt8, {rows * 4 * lanes});
+  Buffer out = ir::make_buffer("out", ir::kInt32, {rows * lanes});
+  Var r("r");
+  auto vec = [&](const Buffer& buf, int width) {
+    return ir::load(buf.dtype.with_lanes(width), buf.data, ir::ramp(r * width, 1, width));
+  };
+  Expr acc_v = lanes == 1 ? ir::load(ir::kInt32, acc.data, r) : vec(acc, lanes);
+  Expr dot = ir::dot4_u8s8(acc_v, vec(a, a_width), vec(b, 4 * lanes));
+  Expr out_index = lanes == 1 ? Expr(r) : ir::ramp(r * lanes, 1, lanes);
+  ir::Stmt body =
+      ir::for_loop(r, 0, rows, ir::ForKind::kSerial, ir::store(out.data, dot, out_index));
+  auto param = [](const Buffer& buf) { return ir::Param{buf.data, buf}; };
+  return ir::PrimFunc{"dot4_" + std::to_string(lanes) + (broadcast ? "_bcast" : ""),
+                      {param(acc), param(a), param(b), param(out)},
+                      body};
+}
+
+template <typename T>
+std::vector<T> random_bytes(size_t n, int lo, int hi, std::mt19937* rng) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<T> v(n);
+  for (T& e : v) e = static_cast<T>(d(*rng));
+  return v;
+}
+
+void check(const target::Target& target, int lanes, bool broadcast, uint32_t seed) {
+  SCOPED_TRACE(target.str() + ", " + std::to_string(lanes) + " lanes" +
+               (broadcast ? ", broadcast" : ""));
+  const int rows = 37, a_width = broadcast ? 4 : 4 * lanes;
+  std::mt19937 rng(seed);
+  std::vector<int32_t> acc = random_bytes<int32_t>(size_t(rows) * lanes, -1000000, 1000000, &rng);
+  std::vector<uint8_t> a = random_bytes<uint8_t>(size_t(rows) * a_width, 0, 255, &rng);
+  std::vector<int8_t> b = random_bytes<int8_t>(size_t(rows) * 4 * lanes, -128, 127, &rng);
+  // The extremes, where a saturating 16-bit pair sum (255 * -128 * 2) would clip.
+  for (int k = 0; k < 8; ++k) {
+    a[k] = 255;
+    b[k] = -128;
+  }
+  std::vector<int32_t> want(acc);
+  for (int r = 0; r < rows; ++r)
+    for (int i = 0; i < lanes; ++i)
+      for (int j = 0; j < 4; ++j) {
+        const int ai = broadcast ? r * 4 + j : r * a_width + 4 * i + j;
+        want[r * lanes + i] += int32_t{a[ai]} * int32_t{b[r * 4 * lanes + 4 * i + j]};
+      }
+  const ir::PrimFunc f = dot4_func(lanes, broadcast, rows);
+  runtime::Function fn = build({f}, target).function(f.name);
+  NDArray out = NDArray::empty({rows * lanes}, runtime::kInt32);
+  NDArray acc_a = NDArray::from_vector(acc, {rows * lanes});
+  NDArray a_a = NDArray::from_vector(a, {rows * a_width});
+  NDArray b_a = NDArray::from_vector(b, {rows * 4 * lanes});
+  fn(acc_a, a_a, b_a, out);
+  const std::vector<int32_t> got = out.to_vector<int32_t>();
+  for (size_t k = 0; k < want.size(); ++k) ASSERT_EQ(got[k], want[k]) << "element " << k;
+}
+
+bool host_has_vnni() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
+const target::Target& host() {
+  static const target::Target t = target::Target::parse("llvm -mcpu=native");
+  return t;
+}
+
+TEST(CodegenDot4, ExactOnTheHost) {
+  for (int lanes : {1, 4, 8, 16, 32, 48}) {
+    for (bool broadcast : {true, false}) check(host(), lanes, broadcast, 7 + lanes);
+  }
+}
+
+TEST(CodegenDot4, ExactWithoutVnni) {
+#if defined(__x86_64__)
+  // The host's CPU with VNNI taken away, and a plain AVX2 CPU: the widening fallback.
+  for (const char* t : {"llvm -mcpu=native -mattr=-avx512vnni,-avxvnni", "llvm -mcpu=haswell"}) {
+    for (int lanes : {1, 8, 16, 32}) {
+      for (bool broadcast : {true, false}) check(target::Target::parse(t), lanes, broadcast, lanes);
+    }
+  }
+#else
+  GTEST_SKIP() << "not an x86 host";
+#endif
+}
+
+TEST(CodegenDot4, VpdpbusdWhereTheTargetHasVnni) {
+  // Code generation for a named CPU needs no such CPU here: only running it does.
+  const std::string zmm =
+      emit_assembly({dot4_func(16, true, 4)}, target::Target::parse("llvm -mcpu=znver5"));
+  EXPECT_NE(zmm.find("vpdpbusd"), std::string::npos) << zmm;
+  EXPECT_NE(zmm.find("zmm"), std::string::npos);
+  // AVX-VNNI alone (no AVX-512): two 256-bit halves.
+  const std::string ymm =
+      emit_assembly({dot4_func(16, true, 4)}, target::Target::parse("llvm -mcpu=alderlake"));
+  EXPECT_NE(ymm.find("vpdpbusd"), std::string::npos) << ymm;
+  EXPECT_EQ(ymm.find("zmm"), std::string::npos);
+  // No VNNI: no vpdpbusd, and never the saturating vpmaddubsw.
+  const std::string plain =
+      emit_assembly({dot4_func(16, true, 4)}, target::Target::parse("llvm -mcpu=skylake-avx512"));
+  EXPECT_EQ(plain.find("vpdpbusd"), std::string::npos);
+  EXPECT_EQ(plain.find("vpmaddubsw"), std::string::npos);
+  if (host_has_vnni()) {
+    EXPECT_NE(emit_assembly({dot4_func(16, false, 4)}, host()).find("vpdpbusd"), std::string::npos);
+  }
+}
+
+TEST(CodegenDot4, OperandTypesAreChecked) {
+  const Expr acc = ir::make_zero(ir::kInt32.with_lanes(16));
+  const Expr a = ir::make_zero(DataType::UInt(8, 4)), b = ir::make_zero(DataType::Int(8, 64));
+  EXPECT_ERROR_CONTAINS(ir::dot4_u8s8(acc, a, ir::make_zero(DataType::Int(8, 32))),
+                        "dot4_u8s8: b must be int8x64 for 16 accumulators, got int8x32");
+  EXPECT_ERROR_CONTAINS(ir::dot4_u8s8(acc, ir::make_zero(DataType::Int(8, 4)), b),
+                        "dot4_u8s8: a must be uint8x4 (broadcast) or uint8x64, got int8x4");
+  EXPECT_ERROR_CONTAINS(ir::dot4_u8s8(ir::make_zero(ir::kFloat32.with_lanes(16)), a, b),
+                        "the accumulator must be int32 lanes, got float32x16");
+}
+
+}  // namespace
+}  // namespace kiln::codegen
