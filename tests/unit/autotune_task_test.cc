@@ -171,8 +171,9 @@ TEST(Task, FromWorkloadRefusesBadTemplatesPairingsAndTargets) {
   const std::string conv = *topi::workload_of(blocked_conv(1));
   EXPECT_ERROR_CONTAINS(Task::from_workload("conv2d_nchwc_x87", conv, "llvm"),
                         "no tunable template named 'conv2d_nchwc_x87'");
-  EXPECT_ERROR_CONTAINS(Task::from_workload("dense_x86", conv, "llvm"),
-                        "template 'dense_x86' schedules dense, dense_packed, not 'conv2d_nchwc'");
+  EXPECT_ERROR_CONTAINS(
+      Task::from_workload("dense_x86", conv, "llvm"),
+      "template 'dense_x86' schedules dense, dense_packed, dense_packed_bf16, not 'conv2d_nchwc'");
   EXPECT_ERROR_CONTAINS(Task::from_workload("conv2d_nchwc_x86", conv, "tpu"), "tpu");
   EXPECT_ERROR_CONTAINS(Task::from_workload("conv2d_nchwc_x86", "{}", "llvm"),
                         "has no member 'compute'");

@@ -141,7 +141,7 @@ TEST(VdlaTask, RebuildsFromItsWorkloadWithRangesAndFlops) {
   // relu is part of the workload: another task.
   EXPECT_NE(vdla_task(c8(), false).key, t.key);
   EXPECT_ERROR_CONTAINS(Task::from_workload("conv2d_nchwc_x86", t.workload, "vdla"),
-                        "schedules conv2d_nchwc, not 'vdla_conv2d'");
+                        "schedules conv2d_nchwc, conv2d_nchwc_bf16, not 'vdla_conv2d'");
 }
 
 TEST(VdlaTask, LoopFeaturesTellConfigsApart) {
