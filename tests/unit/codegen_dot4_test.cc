@@ -2,7 +2,9 @@
 // back-end: random bytes over their whole ranges (255 * 127 * 4 sums, which a saturating
 // vpmaddubsw would get wrong) against plain C++, with both operand forms (a broadcast word and a
 // byte per lane), for 1, 4, 8, 16, 32 and 48 lanes, on the host target (vpdpbusd where it has
-// VNNI, checked in its assembly) and on targets without VNNI (the widening fallback).
+// VNNI, checked in its assembly) and on targets without VNNI (the widening fallback); on AArch64
+// the assembly of each lowering (NEON widening, udot with the operand offset, usdot), whose
+// results tests/board/arm64_build_test checks under QEMU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -139,6 +141,46 @@ TEST(CodegenDot4, VpdpbusdWhereTheTargetHasVnni) {
   EXPECT_EQ(plain.find("vpmaddubsw"), std::string::npos);
   if (host_has_vnni()) {
     EXPECT_NE(emit_assembly({dot4_func(16, false, 4)}, host()).find("vpdpbusd"), std::string::npos);
+  }
+}
+
+/// How often `word` appears in `text`.
+int count(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST(CodegenDot4, AArch64LoweringsByFeature) {
+  for (bool broadcast : {true, false}) {
+    SCOPED_TRACE(broadcast ? "broadcast" : "a byte per lane");
+    // 16 lanes: four 128-bit pieces.
+    const ir::PrimFunc f = dot4_func(16, broadcast, 4);
+    // Cortex-A53 (NEON, no dot product): widened to 16 bits, multiplied, summed pairwise into
+    // int32 twice; no scalar multiply-adds.
+    const std::string a53 = emit_assembly(
+        {f}, target::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53"));
+    EXPECT_GE(count(a53, "saddlp\tv"), 8) << a53;
+    EXPECT_GE(count(a53, "addp\tv"), 4) << a53;
+    EXPECT_GE(count(a53, "mul\tv"), 8) << a53;
+    EXPECT_EQ(count(a53, "madd\t"), 0) << a53;
+    EXPECT_EQ(count(a53, "dot\t"), 0) << a53;
+    // The dot product (Cortex-A55, or any core with +dotprod): udot, one a piece and one for the
+    // offset's correction (once for a broadcast operand); no usdot without i8mm.
+    for (const char* t : {"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a55",
+                          "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53 -mattr=+dotprod",
+                          "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"}) {
+      const std::string dot = emit_assembly({f}, target::Target::parse(t));
+      EXPECT_GE(count(dot, "udot\tv"), broadcast ? 5 : 8) << t << "\n" << dot;
+      EXPECT_EQ(count(dot, "usdot"), 0) << t;
+      EXPECT_EQ(count(dot, "saddlp"), 0) << t;
+    }
+    // i8mm: one usdot a piece.
+    const std::string i8mm = emit_assembly(
+        {f},
+        target::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a55 -mattr=+i8mm"));
+    EXPECT_EQ(count(i8mm, "usdot\tv"), 4) << i8mm;  // 4 pieces (the rows' loop is not unrolled)
+    EXPECT_EQ(count(i8mm, "udot\tv"), 0) << i8mm;
   }
 }
 
