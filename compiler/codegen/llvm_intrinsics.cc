@@ -230,8 +230,9 @@ llvm::Value* CodeGenLLVM::emit_dot4_u8s8_neon(llvm::Value* acc, llvm::Value* a, 
         for (int k = 0; k < w2; ++k) widen[k] = k;
         second = builder_.CreateShuffleVector(second, widen);
       }
+      // The first's w lanes, then the second's w2 (lanes w.. of the pair).
       std::vector<int> mask(w + w2);
-      for (int k = 0; k < w + w2; ++k) mask[k] = k < w ? k : w + (k - w);
+      for (int k = 0; k < w + w2; ++k) mask[k] = k;
       next.push_back(builder_.CreateShuffleVector(pieces[i], second, mask));
     }
     if (pieces.size() % 2 == 1) next.push_back(pieces.back());
