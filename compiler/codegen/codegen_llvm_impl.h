@@ -98,9 +98,16 @@ class CodeGenLLVM {
   // ---- calls (llvm_intrinsics.cc) ----
   llvm::Value* emit_call(const ir::CallNode* op);
   llvm::Value* emit_pure_intrinsic(const ir::CallNode* op);
-  /// dot4_u8s8 (compiler/ir/op.h): vpdpbusd where the target has VNNI, else widening arithmetic.
+  /// dot4_u8s8 (compiler/ir/op.h): vpdpbusd where the target has VNNI, the AArch64 lowering on
+  /// AArch64, else widening arithmetic.
   llvm::Value* emit_dot4_u8s8(const ir::CallNode* op);
-  /// Sets vnni_512_ / vnni_256_ from the target machine's CPU and features.
+  /// dot4_u8s8 on AArch64 for n % 4 == 0 lanes (a already 4n bytes; `a_uniform`: the same four in
+  /// every lane), in 128-bit pieces: usdot (i8mm), udot with b offset by 128 (dotprod), or NEON
+  /// widening multiplies with pairwise sums.
+  llvm::Value* emit_dot4_u8s8_neon(llvm::Value* acc, llvm::Value* a, llvm::Value* b,
+                                   bool a_uniform);
+  /// Sets vnni_512_ / vnni_256_ (x86) or neon_dotprod_ / neon_i8mm_ (AArch64) from the target
+  /// machine's CPU and features.
   void detect_dot_product_features(llvm::TargetMachine* tm);
   /// Calls the C function `name` (one argument of element type of `x`) on every lane of x.
   llvm::Value* call_libm_per_lane(const std::string& name, llvm::Value* x);
@@ -197,8 +204,10 @@ class CodeGenLLVM {
   int outlined_count_ = 0;  ///< parts of the current function outlined by emit_seq
   std::map<std::string, llvm::Constant*> strings_;
   llvm::GlobalVariable* parallel_launch_ = nullptr;
-  bool vnni_512_ = false;  ///< llvm.x86.avx512.vpdpbusd.512 is available
-  bool vnni_256_ = false;  ///< llvm.x86.avx512.vpdpbusd.256 is available (AVX-VNNI or VNNI+VL)
+  bool vnni_512_ = false;      ///< llvm.x86.avx512.vpdpbusd.512 is available
+  bool vnni_256_ = false;      ///< llvm.x86.avx512.vpdpbusd.256 is available (AVX-VNNI or VNNI+VL)
+  bool neon_dotprod_ = false;  ///< AArch64 udot / sdot (FEAT_DotProd)
+  bool neon_i8mm_ = false;     ///< AArch64 usdot (FEAT_I8MM)
   /// The kernel's constant threadIdx.{x,y,z} extents seen so far (-1: not constant).
   std::map<std::string, int64_t> thread_extents_;
 

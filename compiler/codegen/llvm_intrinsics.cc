@@ -7,10 +7,16 @@
 // back-end turns them into instructions or libm calls, lane by lane for vectors); tan, the
 // inverse and hyperbolic trigonometric functions, and tanh and erf in float64, call libm per lane.
 // dot4_u8s8, the int8 kernels' 4-deep byte dot product, is vpdpbusd where the target has VNNI and
-// widening integer arithmetic elsewhere (never vpmaddubsw, whose 16-bit pair sums saturate).
+// widening integer arithmetic elsewhere (never vpmaddubsw, whose 16-bit pair sums saturate). On
+// AArch64 it works on 128-bit pieces of 4 lanes: usdot with i8mm; with the dot product alone
+// (udot is u8 x u8) the signed bytes offset by 128 (b ^ 0x80 = b + 128, unsigned) and the excess
+// 128 * sum(a) taken off the accumulator first, itself one udot of a with 128s: exact in int32;
+// plain NEON widens to 16 bits (u8 * s8 fits: -32640..32385), multiplies, and sums the products
+// pairwise into int32 (saddlp) and those pairs pairwise again (addp).
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/DerivedTypes.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsAArch64.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Target/TargetMachine.h>
@@ -76,8 +82,14 @@ llvm::Value* CodeGenLLVM::call_libm_per_lane(const std::string& name, llvm::Valu
 }
 
 void CodeGenLLVM::detect_dot_product_features(llvm::TargetMachine* tm) {
-  if (tm == nullptr || !target_.is_x86) return;
+  if (tm == nullptr) return;
   const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
+  if (target_.is_aarch64) {
+    neon_dotprod_ = sti->checkFeatures("+dotprod");
+    neon_i8mm_ = sti->checkFeatures("+i8mm");
+    return;
+  }
+  if (!target_.is_x86) return;
   vnni_512_ = sti->checkFeatures("+avx512vnni,+avx512bw");
   // The 256-bit form: AVX-VNNI's VEX encoding, or AVX512-VNNI's with AVX512VL.
   vnni_256_ = sti->checkFeatures("+avxvnni") || sti->checkFeatures("+avx512vnni,+avx512vl");
@@ -133,6 +145,8 @@ llvm::Value* CodeGenLLVM::emit_dot4_u8s8(const ir::CallNode* op) {
       for (int i = 0; i < n; ++i) blend[i] = i >= p && i < p + piece ? n + i - p : i;
       out = builder_.CreateShuffleVector(out ? out : llvm::PoisonValue::get(words_t), r, blend);
     }
+  } else if (target_.is_aarch64 && n % 4 == 0) {
+    out = emit_dot4_u8s8_neon(acc, a, b, op->args[1].dtype().lanes() == 4 && n > 1);
   } else {
     // Exact everywhere: bytes widened to int32, products summed by groups of four.
     auto* wide_t = llvm::FixedVectorType::get(i32_, 4 * n);
@@ -147,6 +161,84 @@ llvm::Value* CodeGenLLVM::emit_dot4_u8s8(const ir::CallNode* op) {
   }
   if (n == 1) out = builder_.CreateExtractElement(out, uint64_t{0});
   return out;
+}
+
+llvm::Value* CodeGenLLVM::emit_dot4_u8s8_neon(llvm::Value* acc, llvm::Value* a, llvm::Value* b,
+                                              bool a_uniform) {
+  const int n =
+      static_cast<int>(llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements());
+  auto* v16i8 = llvm::FixedVectorType::get(i8_, 16);
+  auto* v4i32 = llvm::FixedVectorType::get(i32_, 4);
+  auto* v16i16 = llvm::FixedVectorType::get(builder_.getInt16Ty(), 16);
+  auto* v8i16 = llvm::FixedVectorType::get(builder_.getInt16Ty(), 8);
+  auto slice = [&](llvm::Value* v, int first, int count) {
+    std::vector<int> mask(count);
+    for (int i = 0; i < count; ++i) mask[i] = first + i;
+    return builder_.CreateShuffleVector(v, mask);
+  };
+  auto intrinsic = [&](llvm::Intrinsic::ID id, llvm::ArrayRef<llvm::Type*> types) {
+    return llvm::Intrinsic::getDeclaration(module_.get(), id, types);
+  };
+  // A uniform `a` (the same four bytes in every lane) is one 128-bit piece for all of them, and
+  // what is derived from it alone (its widened form, the udot correction) is made once.
+  llvm::Value* a_piece = a_uniform ? slice(a, 0, 16) : nullptr;
+  llvm::Value* a_wide = nullptr;
+  llvm::Value* excess = nullptr;
+  std::vector<llvm::Value*> pieces;
+  for (int p = 0; p < n; p += 4) {
+    llvm::Value* acc4 = slice(acc, p, 4);
+    llvm::Value* a16 = a_uniform ? a_piece : slice(a, 4 * p, 16);
+    llvm::Value* b16 = slice(b, 4 * p, 16);
+    llvm::Value* r = nullptr;
+    if (neon_i8mm_) {
+      r = builder_.CreateCall(intrinsic(llvm::Intrinsic::aarch64_neon_usdot, {v4i32, v16i8}),
+                              {acc4, a16, b16});
+    } else if (neon_dotprod_) {
+      llvm::Function* udot = intrinsic(llvm::Intrinsic::aarch64_neon_udot, {v4i32, v16i8});
+      llvm::Value* x80 = llvm::ConstantInt::get(v16i8, 0x80);
+      llvm::Value* e = excess;
+      if (e == nullptr)
+        e = builder_.CreateCall(udot, {llvm::Constant::getNullValue(v4i32), a16, x80});
+      if (a_uniform) excess = e;
+      r = builder_.CreateCall(udot,
+                              {builder_.CreateSub(acc4, e), a16, builder_.CreateXor(b16, x80)});
+    } else {
+      llvm::Value* aw = a_wide;
+      if (aw == nullptr) aw = builder_.CreateZExt(a16, v16i16);
+      if (a_uniform) a_wide = aw;
+      llvm::Value* prod = builder_.CreateMul(aw, builder_.CreateSExt(b16, v16i16));
+      llvm::Function* saddlp = intrinsic(llvm::Intrinsic::aarch64_neon_saddlp, {v4i32, v8i16});
+      llvm::Value* lo = builder_.CreateCall(saddlp, {slice(prod, 0, 8)});
+      llvm::Value* hi = builder_.CreateCall(saddlp, {slice(prod, 8, 8)});
+      llvm::Value* sums =
+          builder_.CreateCall(intrinsic(llvm::Intrinsic::aarch64_neon_addp, {v4i32}), {lo, hi});
+      r = builder_.CreateAdd(acc4, sums);
+    }
+    pieces.push_back(r);
+  }
+  // The pieces concatenated, pairwise, into n lanes.
+  while (pieces.size() > 1) {
+    std::vector<llvm::Value*> next;
+    for (size_t i = 0; i + 1 < pieces.size(); i += 2) {
+      const int w = static_cast<int>(
+          llvm::cast<llvm::FixedVectorType>(pieces[i]->getType())->getNumElements());
+      const int w2 = static_cast<int>(
+          llvm::cast<llvm::FixedVectorType>(pieces[i + 1]->getType())->getNumElements());
+      llvm::Value* second = pieces[i + 1];
+      if (w2 < w) {  // an odd piece out: widened with poison lanes to the first's width
+        std::vector<int> widen(w, -1);
+        for (int k = 0; k < w2; ++k) widen[k] = k;
+        second = builder_.CreateShuffleVector(second, widen);
+      }
+      // The first's w lanes, then the second's w2 (lanes w.. of the pair).
+      std::vector<int> mask(w + w2);
+      for (int k = 0; k < w + w2; ++k) mask[k] = k;
+      next.push_back(builder_.CreateShuffleVector(pieces[i], second, mask));
+    }
+    if (pieces.size() % 2 == 1) next.push_back(pieces.back());
+    pieces = std::move(next);
+  }
+  return pieces[0];
 }
 
 llvm::Value* CodeGenLLVM::emit_pure_intrinsic(const ir::CallNode* op) {

@@ -154,10 +154,11 @@ Config conv2d_nchwc_int8_x86_default(const te::Tensor& out, const ConfigSpace& s
   std::vector<int> pos(space.knobs().size(), 0);
   const bool wide = target.vector_bits >= 512;
   // About 16 accumulator vectors of AVX-512's 32 registers (measured on ResNet-18's layers on
-  // Zen 5: 16 beat 24 and 12), 8 of AVX2's 16; a block of 16 int32 lanes takes 512 / vector_bits
-  // of them.
+  // Zen 5: 16 beat 24 and 12), 8 of AVX2's 16, 16 of AArch64's 32 (NEON, 4 int32 lanes each: not
+  // measured on a board); a block of 16 int32 lanes takes 512 / vector_bits of them.
   const int64_t per_block = std::max<int64_t>(1, 512 / std::max(target.vector_bits, 128));
-  const int64_t budget = std::max<int64_t>(1, (wide ? 16 : 8) / per_block);
+  const bool aarch64 = target.arch_name() == "aarch64";
+  const int64_t budget = std::max<int64_t>(1, (wide || aarch64 ? 16 : 8) / per_block);
   const int64_t blocks = const_dim(out, 1, kOp), width = const_dim(out, 3, kOp);
   const int64_t height = const_dim(out, 2, kOp);
   const int64_t kw = *ir::as_const_int(out->reduce_axis[2]->dom.extent);

@@ -46,7 +46,8 @@ te::Tensor conv2d_nchwc_int8(const te::Tensor& data, const te::Tensor& kernel, I
 /// intrinsic reads plain memory, so never inlined), tile_ic (the input channel blocks in chunks).
 space::ConfigSpace conv2d_nchwc_int8_x86_space(const te::Tensor& out);
 /// About 24 accumulator vectors on AVX-512 (two channel blocks by up to 12 columns), 12 on AVX2
-/// (a 16-channel block is two registers there), the whole reduction in each tile.
+/// (a 16-channel block is two registers there), 16 on AArch64 (four NEON registers a block), the
+/// whole reduction in each tile.
 space::Config conv2d_nchwc_int8_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
                                             const target::Target& target);
 /// Parallel over (n, channel-block tiles, row tiles); the register tile in local memory, its

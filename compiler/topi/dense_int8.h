@@ -36,7 +36,7 @@ te::Tensor dense_int8(const te::Tensor& x, const te::Tensor& packed,
 /// steps unrolled).
 space::ConfigSpace dense_int8_x86_space(const te::Tensor& out);
 /// About 24 accumulator vectors on AVX-512 (3 column blocks by 8 rows where they divide), 12 on
-/// AVX2.
+/// AVX2, 16 on AArch64 (4 rows of one block of four NEON registers).
 space::Config dense_int8_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
                                      const target::Target& target);
 /// (batch, column-block tiles, row tiles) fused in parallel, the column blocks outside the rows so

@@ -2,13 +2,15 @@
 // scripts/build-arm64.sh) are AArch64 executables that link no compiler; `kiln compile` here makes
 // bundles for a Cortex-A53 whose library is an AArch64 shared object; and such a bundle, run by
 // build/arm64's kiln-run under QEMU's user-mode emulator, gives the outputs the same model's bundle
-// for this machine gives here. What needs build/arm64 or QEMU is skipped, saying why, when they
-// are absent.
+// for this machine gives here; so do the int8 kernels (ConvInteger / MatMulInteger on dot4_u8s8)
+// compiled for a Cortex-A53 (NEON), a dot product core and one with i8mm, exactly. What needs
+// build/arm64 or QEMU is skipped, saying why, when they are absent.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "deploy/runtime/npy.h"
 #include "tests/board/board_test_util.h"
 #include "tests/common/kiln_test_util.h"
+#include "tests/common/onnx_model_builder.h"
 #include "tests/common/small_cnn.h"
 #include "tests/common/temp_dir.h"
 
@@ -52,6 +55,49 @@ int elf_machine(const std::string& bytes) {
   return static_cast<uint8_t>(bytes[18]) | static_cast<uint8_t>(bytes[19]) << 8;
 }
 
+/// Why QEMU cannot run the arm64 programs here, or "" when it can.
+std::string qemu_missing() {
+  const std::string missing = arm64_build_missing();
+  if (!missing.empty()) return missing;
+  const std::string qemu = KILN_QEMU_AARCH64;
+  if (qemu.empty() || !fs::exists(qemu)) {
+    return "qemu-aarch64-static is not installed (scripts/setup.sh installs it)";
+  }
+  return "";
+}
+
+/// x_f [1, 32, 9, 9] and a_f [6, 64] quantized to uint8 (scale 1/128, zero point 128: inputs past
+/// +-1 clip to 0 and 255), then y = ConvInteger(x, w [32, 32, 3, 3], pads 1) and z =
+/// MatMulInteger(a, b [64, 48]) with int8 weights over their whole range, as floats (exact: the
+/// sums stay under 2^24). Both take the int8 kernels (pack_weights), so dot4_u8s8.
+std::string int8_model() {
+  testing::OnnxModelBuilder m;
+  m.input("x_f", {1, 32, 9, 9});
+  m.input("a_f", {6, 64});
+  m.init_values("s", {}, {1.0f / 128});
+  m.init_8bit("zp", {}, onnx::TensorProto::UINT8, {128});
+  m.node("QuantizeLinear", {"x_f", "s", "zp"}, {"x"});
+  m.node("QuantizeLinear", {"a_f", "s", "zp"}, {"a"});
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  auto bytes = [&](size_t n) {
+    std::vector<int> v(n);
+    for (int& e : v) e = byte(rng);
+    return v;
+  };
+  m.init_8bit("w", {32, 32, 3, 3}, onnx::TensorProto::INT8, bytes(32 * 32 * 9));
+  m.init_8bit("b", {64, 48}, onnx::TensorProto::INT8, bytes(64 * 48));
+  auto* conv = m.node("ConvInteger", {"x", "w", "zp"}, {"conv_acc"});
+  testing::OnnxModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("MatMulInteger", {"a", "b", "zp"}, {"mm_acc"});
+  for (const auto& [acc, out] : {std::pair{"conv_acc", "y"}, std::pair{"mm_acc", "z"}}) {
+    auto* cast = m.node("Cast", {acc}, {out});
+    testing::OnnxModelBuilder::attr(cast, "to", int64_t{onnx::TensorProto::FLOAT});
+    m.output(out);
+  }
+  return m.bytes();
+}
+
 class Arm64BuildTest : public ::testing::Test {
  protected:
   std::string path(const std::string& name) const { return (dir_.path() / name).string(); }
@@ -61,6 +107,16 @@ class Arm64BuildTest : public ::testing::Test {
   std::string compile_cnn(const std::string& target, const std::string& name) {
     const std::string onnx = path("cnn.onnx"), bundle = path(name + ".kiln");
     std::ofstream(onnx, std::ios::binary) << testing::small_cnn_model();
+    testing::Run r = run({KILN_BINARY, "compile", onnx, "--target", target, "-o", bundle}, logs());
+    EXPECT_EQ(r.code, 0) << r.err;
+    return bundle;
+  }
+
+  /// Compiles ONNX bytes `model` for `target` into NAME.kiln.
+  std::string compile(const std::string& model, const std::string& target,
+                      const std::string& name) {
+    const std::string onnx = path(name + ".onnx"), bundle = path(name + ".kiln");
+    std::ofstream(onnx, std::ios::binary) << model;
     testing::Run r = run({KILN_BINARY, "compile", onnx, "--target", target, "-o", bundle}, logs());
     EXPECT_EQ(r.code, 0) << r.err;
     return bundle;
@@ -110,12 +166,9 @@ TEST_F(Arm64BuildTest, CompilesACortexA53BundleWithAnAArch64Library) {
 }
 
 TEST_F(Arm64BuildTest, ACortexA53BundleUnderQemuGivesTheHostsOutputs) {
-  const std::string missing = arm64_build_missing();
+  const std::string missing = qemu_missing();
   if (!missing.empty()) GTEST_SKIP() << missing;
   const std::string qemu = KILN_QEMU_AARCH64;
-  if (qemu.empty() || !fs::exists(qemu)) {
-    GTEST_SKIP() << "qemu-aarch64-static is not installed (scripts/setup.sh installs it)";
-  }
   const std::string a53 = compile_cnn(kA53, "a53");
   const std::string host = compile_cnn("llvm", "host");
   runtime::save_npy(path("x.npy"), testing::random_array({1, 8, 12, 12}, 21));
@@ -147,6 +200,44 @@ TEST_F(Arm64BuildTest, ACortexA53BundleUnderQemuGivesTheHostsOutputs) {
   EXPECT_NE(r.err.find("the library is for x86_64, this machine runs aarch64"), std::string::npos)
       << r.err;
 #endif
+}
+
+TEST_F(Arm64BuildTest, Int8KernelsUnderQemuEqualTheHosts) {
+  const std::string missing = qemu_missing();
+  if (!missing.empty()) GTEST_SKIP() << missing;
+  const std::string model = int8_model();
+  runtime::save_npy(path("x.npy"), testing::random_array({1, 32, 9, 9}, 31, -1.1f, 1.1f));
+  runtime::save_npy(path("a.npy"), testing::random_array({6, 64}, 32, -1.1f, 1.1f));
+  const std::vector<std::string> inputs = {"--input", "x_f=" + path("x.npy"), "--input",
+                                           "a_f=" + path("a.npy")};
+  std::vector<std::string> args = {KILN_RUN_BINARY, compile(model, "llvm", "host"), "-o",
+                                   path("host_out")};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  testing::Run r = run(args, logs());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<float> want_y = runtime::load_npy(path("host_out/y.npy")).to_vector<float>();
+  const std::vector<float> want_z = runtime::load_npy(path("host_out/z.npy")).to_vector<float>();
+  ASSERT_EQ(want_y.size(), 32u * 9 * 9);
+  ASSERT_EQ(want_z.size(), 6u * 48);
+  // Not trivial: sums of both signs, far from zero.
+  EXPECT_LT(*std::min_element(want_y.begin(), want_y.end()), -20000.0f);
+  EXPECT_GT(*std::max_element(want_z.begin(), want_z.end()), 20000.0f);
+  // NEON widening (Cortex-A53), udot with the offset (Cortex-A55's dot product), usdot (i8mm).
+  // QEMU's default CPU ("max") has both extensions.
+  const std::vector<std::pair<std::string, std::string>> cpus = {
+      {"a53", "cortex-a53"}, {"a55", "cortex-a55"}, {"a55_i8mm", "cortex-a55 -mattr=+i8mm"}};
+  for (const auto& [name, cpu] : cpus) {
+    SCOPED_TRACE(cpu);
+    const std::string bundle =
+        compile(model, std::string("llvm -mtriple=aarch64-linux-gnu -mcpu=") + cpu, name);
+    args = {KILN_QEMU_AARCH64,  "-L", "/", arm64_program("deploy/runtime/kiln-run"), bundle, "-o",
+            path(name + "_out")};
+    args.insert(args.end(), inputs.begin(), inputs.end());
+    r = run(args, logs());
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(runtime::load_npy(path(name + "_out/y.npy")).to_vector<float>(), want_y);
+    EXPECT_EQ(runtime::load_npy(path(name + "_out/z.npy")).to_vector<float>(), want_z);
+  }
 }
 
 }  // namespace

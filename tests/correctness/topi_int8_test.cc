@@ -3,8 +3,10 @@
 // not fill a block, a prime width, one row), strides, dilation, asymmetric padding that reads a
 // nonzero pad value (a data zero point); elementwise epilogues on the register tile; batched
 // rows; random configs of the templates' spaces; and the same programs on a target without VNNI
-// (the widening fallback). Where the host has VNNI, the kernels' assembly holds vpdpbusd. Operands
-// of the wrong dtype or layout are refused, naming them.
+// (the widening fallback). Where the host has VNNI, the kernels' assembly holds vpdpbusd. For
+// AArch64 the templates' defaults (16 accumulator registers) compile to the NEON, udot and usdot
+// lowerings (their results are checked under QEMU by tests/board/arm64_build_test). Operands of
+// the wrong dtype or layout are refused, naming them.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -241,6 +243,59 @@ TEST(TopiInt8Dense, OddShapesAndBatches) {
 
 TEST(TopiInt8Dense, RandomConfigsOfTheSpace) {
   for (int64_t i : {1, 7, 33, 101}) check_dense({0, 12, 32, 48}, 5, kHost, i, i % 2 == 1);
+}
+
+/// How often `word` appears in `text`.
+int count(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST(TopiInt8AArch64, DefaultsCompileToTheNeonLowerings) {
+  te::Tensor xt = te::placeholder({1, 64, 14, 14}, ir::DataType::UInt(8), "x");
+  te::Tensor wt = te::placeholder({64, 64, 3, 3}, ir::kInt8, "w");
+  te::Tensor xb = topi::nchw_to_nchwc(xt, 64, "x_blocked");
+  te::Tensor conv = topi::conv2d_nchwc_int8(xb, topi::pack_conv2d_kernel_int8(wt, 64), {1, 1},
+                                            {1, 1, 1, 1}, {1, 1}, 128);
+  te::Tensor dt = te::placeholder({32, 256}, ir::DataType::UInt(8), "a");
+  te::Tensor bt = te::placeholder({256, 64}, ir::kInt8, "b");
+  te::Tensor dense = topi::dense_int8(dt, topi::pack_dense_weight_int8(bt, false));
+  for (const char* cpu : {"cortex-a53", "cortex-a55", "cortex-a55 -mattr=+i8mm"}) {
+    SCOPED_TRACE(cpu);
+    const target::Target t =
+        target::Target::parse(std::string("llvm -mtriple=aarch64-linux-gnu -mcpu=") + cpu);
+    // Convolution: 16 NEON accumulators, 4 blocks of 16 channels' 4 registers each.
+    space::ConfigSpace cs = topi::conv2d_nchwc_int8_x86_space(conv);
+    space::Config cc = topi::conv2d_nchwc_int8_x86_default(conv, cs, t);
+    EXPECT_EQ(
+        cc.split("tile_ob").back() * cc.split("tile_oh").back() * cc.split("tile_ow").back() * 4,
+        16);
+    te::Schedule s = te::create_schedule({conv});
+    topi::schedule_layout_transform_x86(s, xb);
+    topi::schedule_conv2d_nchwc_int8_x86(s, conv, cc);
+    const std::string conv_as =
+        codegen::emit_assembly({compiler::lower(s, {xt, wt, conv}, "conv")}, t);
+    // Dense: 4 rows of one 16-column block.
+    space::ConfigSpace ds = topi::dense_int8_x86_space(dense);
+    space::Config dc = topi::dense_int8_x86_default(dense, ds, t);
+    EXPECT_EQ(dc.split("tile_y").back() * dc.split("tile_x").back() * 4, 16);
+    te::Schedule sd = te::create_schedule({dense});
+    topi::schedule_dense_int8_x86(sd, dense, dc);
+    const std::string dense_as =
+        codegen::emit_assembly({compiler::lower(sd, {dt, bt, dense}, "dense")}, t);
+    for (const std::string* as : {&conv_as, &dense_as}) {
+      if (t.mattr.find("i8mm") != std::string::npos) {
+        EXPECT_GE(count(*as, "usdot\tv"), 16) << *as;
+      } else if (t.cpu == "cortex-a55") {
+        EXPECT_GE(count(*as, "udot\tv"), 16) << *as;
+        EXPECT_EQ(count(*as, "usdot"), 0);
+      } else {
+        EXPECT_GE(count(*as, "saddlp\tv"), 32) << *as;
+        EXPECT_EQ(count(*as, "dot\tv"), 0);
+      }
+    }
+  }
 }
 
 TEST(TopiInt8Errors, OperandsOfTheWrongKindAreNamed) {

@@ -2,11 +2,12 @@
 // back-end: random bytes over their whole ranges (255 * 127 * 4 sums, which a saturating
 // vpmaddubsw would get wrong) against plain C++, with both operand forms (a broadcast word and a
 // byte per lane), for 1, 4, 8, 16, 32 and 48 lanes, on the host target (vpdpbusd where it has
-// VNNI, checked in its assembly) and on targets without VNNI (the widening fallback).
+// VNNI, checked in its assembly) and on targets without VNNI (the widening fallback); on AArch64
+// the assembly of each lowering (NEON widening, udot with the operand offset, usdot), whose
+// results tests/board/dot4_arm64_test checks under QEMU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -16,77 +17,31 @@
 #include "compiler/target/target.h"
 #include "deploy/runtime/module.h"
 #include "deploy/runtime/ndarray.h"
+#include "tests/common/dot4_func.h"
 #include "tests/common/expect_error.h"
 
 namespace kiln::codegen {
 namespace {
 
-using ir::Buffer;
 using ir::DataType;
 using ir::Expr;
-using ir::Var;
 using runtime::NDArray;
-
-/// out[r, i] = acc[r, i] + sum_j a[r, 4i + j] * b[r, 4i + j] (a[r, j] with `broadcast`), for
-/// `rows` rows of `lanes` accumulators, one dot4_u8s8 a row.
-ir::PrimFunc dot4_func(int lanes, bool broadcast, int rows) {
-  const int a_width = broadcast ? 4 : 4 * lanes;
-  Buffer acc = ir::make_buffer("acc", ir::kInt32, {rows * lanes});
-  Buffer a = ir::make_buffer("a", DataType::UInt(8), {rows * a_width});
-  Buffer b = ir::make_buffer("b", ir::kInt8, {rows * 4 * lanes});
-  Buffer out = ir::make_buffer("out", ir::kInt32, {rows * lanes});
-  Var r("r");
-  auto vec = [&](const Buffer& buf, int width) {
-    return ir::load(buf.dtype.with_lanes(width), buf.data, ir::ramp(r * width, 1, width));
-  };
-  Expr acc_v = lanes == 1 ? ir::load(ir::kInt32, acc.data, r) : vec(acc, lanes);
-  Expr dot = ir::dot4_u8s8(acc_v, vec(a, a_width), vec(b, 4 * lanes));
-  Expr out_index = lanes == 1 ? Expr(r) : ir::ramp(r * lanes, 1, lanes);
-  ir::Stmt body =
-      ir::for_loop(r, 0, rows, ir::ForKind::kSerial, ir::store(out.data, dot, out_index));
-  auto param = [](const Buffer& buf) { return ir::Param{buf.data, buf}; };
-  return ir::PrimFunc{"dot4_" + std::to_string(lanes) + (broadcast ? "_bcast" : ""),
-                      {param(acc), param(a), param(b), param(out)},
-                      body};
-}
-
-template <typename T>
-std::vector<T> random_bytes(size_t n, int lo, int hi, std::mt19937* rng) {
-  std::uniform_int_distribution<int> d(lo, hi);
-  std::vector<T> v(n);
-  for (T& e : v) e = static_cast<T>(d(*rng));
-  return v;
-}
+using testing::dot4_func;
 
 void check(const target::Target& target, int lanes, bool broadcast, uint32_t seed) {
   SCOPED_TRACE(target.str() + ", " + std::to_string(lanes) + " lanes" +
                (broadcast ? ", broadcast" : ""));
   const int rows = 37, a_width = broadcast ? 4 : 4 * lanes;
-  std::mt19937 rng(seed);
-  std::vector<int32_t> acc = random_bytes<int32_t>(size_t(rows) * lanes, -1000000, 1000000, &rng);
-  std::vector<uint8_t> a = random_bytes<uint8_t>(size_t(rows) * a_width, 0, 255, &rng);
-  std::vector<int8_t> b = random_bytes<int8_t>(size_t(rows) * 4 * lanes, -128, 127, &rng);
-  // The extremes, where a saturating 16-bit pair sum (255 * -128 * 2) would clip.
-  for (int k = 0; k < 8; ++k) {
-    a[k] = 255;
-    b[k] = -128;
-  }
-  std::vector<int32_t> want(acc);
-  for (int r = 0; r < rows; ++r)
-    for (int i = 0; i < lanes; ++i)
-      for (int j = 0; j < 4; ++j) {
-        const int ai = broadcast ? r * 4 + j : r * a_width + 4 * i + j;
-        want[r * lanes + i] += int32_t{a[ai]} * int32_t{b[r * 4 * lanes + 4 * i + j]};
-      }
+  const testing::Dot4Data d = testing::dot4_data(lanes, broadcast, rows, seed);
   const ir::PrimFunc f = dot4_func(lanes, broadcast, rows);
   runtime::Function fn = build({f}, target).function(f.name);
   NDArray out = NDArray::empty({rows * lanes}, runtime::kInt32);
-  NDArray acc_a = NDArray::from_vector(acc, {rows * lanes});
-  NDArray a_a = NDArray::from_vector(a, {rows * a_width});
-  NDArray b_a = NDArray::from_vector(b, {rows * 4 * lanes});
+  NDArray acc_a = NDArray::from_vector(d.acc, {rows * lanes});
+  NDArray a_a = NDArray::from_vector(d.a, {rows * a_width});
+  NDArray b_a = NDArray::from_vector(d.b, {rows * 4 * lanes});
   fn(acc_a, a_a, b_a, out);
   const std::vector<int32_t> got = out.to_vector<int32_t>();
-  for (size_t k = 0; k < want.size(); ++k) ASSERT_EQ(got[k], want[k]) << "element " << k;
+  for (size_t k = 0; k < d.want.size(); ++k) ASSERT_EQ(got[k], d.want[k]) << "element " << k;
 }
 
 bool host_has_vnni() {
@@ -139,6 +94,46 @@ TEST(CodegenDot4, VpdpbusdWhereTheTargetHasVnni) {
   EXPECT_EQ(plain.find("vpmaddubsw"), std::string::npos);
   if (host_has_vnni()) {
     EXPECT_NE(emit_assembly({dot4_func(16, false, 4)}, host()).find("vpdpbusd"), std::string::npos);
+  }
+}
+
+/// How often `word` appears in `text`.
+int count(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST(CodegenDot4, AArch64LoweringsByFeature) {
+  for (bool broadcast : {true, false}) {
+    SCOPED_TRACE(broadcast ? "broadcast" : "a byte per lane");
+    // 16 lanes: four 128-bit pieces.
+    const ir::PrimFunc f = dot4_func(16, broadcast, 4);
+    // Cortex-A53 (NEON, no dot product): widened to 16 bits, multiplied, summed pairwise into
+    // int32 twice; no scalar multiply-adds.
+    const std::string a53 = emit_assembly(
+        {f}, target::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53"));
+    EXPECT_GE(count(a53, "saddlp\tv"), 8) << a53;
+    EXPECT_GE(count(a53, "addp\tv"), 4) << a53;
+    EXPECT_GE(count(a53, "mul\tv"), 8) << a53;
+    EXPECT_EQ(count(a53, "madd\t"), 0) << a53;
+    EXPECT_EQ(count(a53, "dot\t"), 0) << a53;
+    // The dot product (Cortex-A55, or any core with +dotprod): udot, one a piece and one for the
+    // offset's correction (once for a broadcast operand); no usdot without i8mm.
+    for (const char* t : {"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a55",
+                          "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53 -mattr=+dotprod",
+                          "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-n1"}) {
+      const std::string dot = emit_assembly({f}, target::Target::parse(t));
+      EXPECT_GE(count(dot, "udot\tv"), broadcast ? 5 : 8) << t << "\n" << dot;
+      EXPECT_EQ(count(dot, "usdot"), 0) << t;
+      EXPECT_EQ(count(dot, "saddlp"), 0) << t;
+    }
+    // i8mm: one usdot a piece.
+    const std::string i8mm = emit_assembly(
+        {f},
+        target::Target::parse("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a55 -mattr=+i8mm"));
+    EXPECT_EQ(count(i8mm, "usdot\tv"), 4) << i8mm;  // 4 pieces (the rows' loop is not unrolled)
+    EXPECT_EQ(count(i8mm, "udot\tv"), 0) << i8mm;
   }
 }
 
