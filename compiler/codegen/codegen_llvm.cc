@@ -544,7 +544,10 @@ void CodeGenLLVM::emit_seq(const ir::Stmt& s) {
   constexpr size_t kOutlineAbove = 4096, kOutlineEach = 32;
   const bool outline = !target_.is_nvptx && op->seq.size() > 1 && store_count(s) > kOutlineAbove;
   for (const Stmt& st : op->seq) {
-    if (outline && store_count(st) >= kOutlineEach) {
+    // A part larger than the threshold is walked into instead, so that no outlined part holds
+    // another (finding each part's values walks it once).
+    const size_t stores = outline ? store_count(st) : 0;
+    if (stores >= kOutlineEach && stores <= kOutlineAbove) {
       emit_outlined_call(st);
     } else {
       emit(st);
