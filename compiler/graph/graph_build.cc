@@ -29,6 +29,7 @@
 #include "compiler/graph/pack_weights.h"
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/graph/realize_qlinear.h"
+#include "compiler/graph/split_to_slices.h"
 #include "compiler/graph/tensor_limits.h"
 #include "compiler/graph/trim_conv_taps.h"
 #include "compiler/ir/equal.h"
@@ -219,6 +220,9 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   check_tensor_sizes(input);  // before constant folding allocates any of them
   rep.num_operators = input.nodes().size();
   Graph g = input;  // constants are shared, so the copy is cheap
+  // Each part of a Split a Slice of its own, fused with its readers (an attention's Q, K and V);
+  // first, so that the parts of a constant fold.
+  split_to_slices(g);
   enter("folding constants");
   // DequantizeLinear of constants (quantized weights and biases) stay for the realize passes.
   rep.constants_folded = fold_constants(g, kFoldMaxElements, /*keep_dequantize=*/true);

@@ -29,17 +29,22 @@ void check_params(const te::Tensor& x, const te::Tensor& scale, const te::Tensor
 
 constexpr int64_t kLanes = 16;  // fp32 lanes of an AVX-512 vector
 
-/// The minimum or maximum (`kind`) of every element of x, rank 0; with `lanes`, x's elements first
-/// folded into 16 lanes, lane l holding those whose last index is l modulo 16 (`*lanes_out`).
-te::Tensor range_end(const te::Tensor& x, ir::ReduceKind kind, bool lanes, const std::string& name,
-                     te::Tensor* lanes_out) {
+/// x's range in one pass, float32 [2]: element 0 the negated minimum, element 1 the maximum of
+/// every element of x, both as a maximum (of -x and of x: negation is exact, so -range[0] is x's
+/// minimum bit for bit), so that each element of x is read once for both. With `lanes` and x's
+/// last dimension a multiple of 16, x is first folded into [2, 16] lanes (`*lanes_out`), lane l
+/// holding the elements whose last index is l modulo 16: one vector per end of the range.
+te::Tensor range_of(const te::Tensor& x, bool lanes, const std::string& name,
+                    te::Tensor* lanes_out) {
   const size_t n = x.ndim();
-  auto fold = [&](const Expr& v, const std::vector<ir::IterVar>& ks) {
-    return kind == ir::ReduceKind::kMin ? te::min(v, ks) : te::max(v, ks);
+  auto signed_x = [&](const Expr& end, const std::vector<Expr>& at) {
+    const Expr v = x(at);
+    return ir::select(end == Expr(int64_t{0}), ir::make_zero(ir::kFloat32) - v, v);
   };
   if (n == 0) {
-    return te::compute(
-        {}, [&](const std::vector<ir::Var>&) { return x(std::vector<Expr>{}); }, name);
+    return te::compute({Expr(int64_t{2})},
+                       [&](const std::vector<ir::Var>& e) { return signed_x(e[0], {}); }, name,
+                       {"end"});
   }
   std::vector<ir::IterVar> ks;
   for (size_t d = 0; d + 1 < n; ++d) {
@@ -48,39 +53,42 @@ te::Tensor range_end(const te::Tensor& x, ir::ReduceKind kind, bool lanes, const
   auto last = ir::as_const_int(x->shape()[n - 1]);
   if (lanes && last && *last % kLanes == 0) {
     ks.push_back(te::reduce_axis({0, *last / kLanes}, "ko"));
-    *lanes_out = te::compute(
-        {Expr(kLanes)},
-        [&](const std::vector<ir::Var>& l) {
-          std::vector<Expr> at;
-          for (size_t d = 0; d + 1 < n; ++d) at.push_back(ks[d]->var);
-          at.push_back(ks.back()->var * Expr(kLanes) + l[0]);
-          return fold(x(at), ks);
-        },
-        name + ".lanes");
+    *lanes_out = te::compute({Expr(int64_t{2}), Expr(kLanes)},
+                             [&](const std::vector<ir::Var>& e) {
+                               std::vector<Expr> at;
+                               for (size_t d = 0; d + 1 < n; ++d) at.push_back(ks[d]->var);
+                               at.push_back(ks.back()->var * Expr(kLanes) + e[1]);
+                               return te::max(signed_x(e[0], at), ks);
+                             },
+                             name + ".lanes", {"end", "lane"});
     ir::IterVar l = te::reduce_axis({0, kLanes}, "l");
     const te::Tensor& folded = *lanes_out;
-    return te::compute(
-        {}, [&](const std::vector<ir::Var>&) { return fold(folded({Expr(l->var)}), {l}); }, name);
+    return te::compute({Expr(int64_t{2})},
+                       [&](const std::vector<ir::Var>& e) {
+                         return te::max(folded({Expr(e[0]), Expr(l->var)}), {l});
+                       },
+                       name, {"end"});
   }
   ks.push_back(te::reduce_axis({0, x->shape()[n - 1]}, "k" + std::to_string(n - 1)));
-  return te::compute(
-      {},
-      [&](const std::vector<ir::Var>&) {
-        std::vector<Expr> at;
-        for (const ir::IterVar& k : ks) at.push_back(k->var);
-        return fold(x(at), ks);
-      },
-      name);
+  return te::compute({Expr(int64_t{2})},
+                     [&](const std::vector<ir::Var>& e) {
+                       std::vector<Expr> at;
+                       for (const ir::IterVar& k : ks) at.push_back(k->var);
+                       return te::max(signed_x(e[0], at), ks);
+                     },
+                     name, {"end"});
 }
 
+/// The lanes inside the reduction loops: per step, both ends' vectors from one load of x.
 void schedule_lanes(te::Schedule& s, const te::Tensor& lanes) {
   if (!lanes.defined()) return;
   te::Stage st = s[lanes];
   std::vector<ir::IterVar> order;
   for (size_t k = 0; k < lanes->reduce_axis.size(); ++k) order.push_back(st.reduce_axis(k));
-  ir::IterVar lane = st.axis(0);
-  order.push_back(lane);
+  ir::IterVar end = st.axis(0), lane = st.axis(1);
+  order.insert(order.end(), {end, lane});
   st.reorder(order);
+  st.unroll(end);
   st.vectorize(lane);
 }
 
@@ -156,11 +164,10 @@ DynamicQuantized dynamic_quantize_linear(const te::Tensor& x, bool vector_lanes,
   KILN_USER_CHECK(x->dtype() == ir::kFloat32)
       << name << ": '" << x->name() << "' must be float32, got " << x->dtype().str();
   DynamicQuantized q;
-  q.min = range_end(x, ir::ReduceKind::kMin, vector_lanes, name + ".min", &q.min_lanes);
-  q.max = range_end(x, ir::ReduceKind::kMax, vector_lanes, name + ".max", &q.max_lanes);
+  q.range = range_of(x, vector_lanes, name + ".range", &q.range_lanes);
   const Expr zero = ir::make_const(ir::kFloat32, 0.0), qmax = ir::make_const(ir::kFloat32, 255.0);
-  auto lo = [&] { return ir::min(q.min(std::vector<Expr>{}), zero); };
-  auto hi = [&] { return ir::max(q.max(std::vector<Expr>{}), zero); };
+  auto lo = [&] { return ir::min(zero - q.range(Expr(int64_t{0})), zero); };
+  auto hi = [&] { return ir::max(q.range(Expr(int64_t{1})), zero); };
   q.scale = te::compute(
       {},
       [&](const std::vector<ir::Var>&) {
@@ -192,8 +199,7 @@ DynamicQuantized dynamic_quantize_linear(const te::Tensor& x, bool vector_lanes,
 }
 
 void schedule_dynamic_quantize_linear_x86(te::Schedule& s, const DynamicQuantized& q) {
-  schedule_lanes(s, q.min_lanes);
-  schedule_lanes(s, q.max_lanes);
+  schedule_lanes(s, q.range_lanes);
   schedule_injective_x86(s, q.y);
 }
 

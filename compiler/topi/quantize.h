@@ -52,15 +52,17 @@ struct DynamicQuantized {
   te::Tensor y;           ///< uint8, x's shape
   te::Tensor scale;       ///< float32, rank 0
   te::Tensor zero_point;  ///< uint8, rank 0
-  te::Tensor min, max;    ///< x's minimum and maximum, rank 0
-  /// With `vector_lanes`: the stages folding x into 16 lanes before min and max (else undefined).
-  te::Tensor min_lanes, max_lanes;
+  /// float32 [2]: x's minimum negated and its maximum, both reduced by max in one pass
+  te::Tensor range;
+  /// With `vector_lanes`: the stage folding x into [2, 16] lanes first (else undefined).
+  te::Tensor range_lanes;
 };
 
-/// x float32 -> DynamicQuantizeLinear's three outputs, stages `name.min`, `name.max`,
-/// `name.scale`, `name.zero_point` and `name`. With `vector_lanes` (CPUs) and x's last dimension a
-/// multiple of 16, min and max first fold x into 16 lanes (`name.min.lanes`, `name.max.lanes`: one
-/// vector each) and then the lanes; else each is one reduction over every axis.
+/// x float32 -> DynamicQuantizeLinear's three outputs, stages `name.range`, `name.scale`,
+/// `name.zero_point` and `name`. x's minimum and maximum come from one reduction over every axis
+/// (`name.range`, the maximum of -x and of x), which reads each element once; with `vector_lanes`
+/// (CPUs) and x's last dimension a multiple of 16, it first folds x into 16 lanes per end
+/// (`name.range.lanes`, one vector each) and then the lanes.
 DynamicQuantized dynamic_quantize_linear(const te::Tensor& x, bool vector_lanes,
                                          const std::string& name = "dynamic_quantize_linear");
 

@@ -2,7 +2,8 @@
 // scale and the uint8 zero point of ranges that straddle 0, lie above it (min widened to 0, zero
 // point 0), below it (max widened to 0, zero point 255) and are empty (an all-zero x: ONNX
 // Runtime's scale 1); shapes whose last dimension 16 divides (the range folded in vector lanes) and
-// others (one reduction over every axis), a BERT-base activation among them.
+// others (one reduction over every axis), a BERT-base activation among them. Both ends of the range
+// come from one pass, the minimum as the maximum of -x, so signed zeros (x * 0) are among them.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -100,7 +101,12 @@ TEST_F(DynamicQuantizeTest, RangesAndShapesMatchOnnxRuntimeExactly) {
   m.node("Neg", {"above"}, {"below"});          // max widened to 0
   m.node("Mul", {"plain", "zero"}, {"zeros"});  // an empty range
   m.node("Mul", {"conv", "wide"}, {"conv_wide"});
-  for (const char* x : {"lanes", "plain", "above", "below", "zeros", "conv_wide", "bert"}) {
+  // The same ends with the range folded in lanes, where the minimum is the negated maximum of -x.
+  m.node("Relu", {"lanes"}, {"lanes_above"});
+  m.node("Neg", {"lanes_above"}, {"lanes_below"});
+  m.node("Mul", {"lanes", "zero"}, {"lanes_zeros"});
+  for (const char* x : {"lanes", "plain", "above", "below", "zeros", "conv_wide", "bert",
+                        "lanes_above", "lanes_below", "lanes_zeros"}) {
     quantize(m, x);
   }
   check_exact(m, "dynamic_quantize");

@@ -695,6 +695,35 @@ TEST_F(GraphBuildTest, LayerNormalizationSplitTileExpand) {
   check(m, "layer_norm");
 }
 
+// An attention's Split of its fused QKV product into Q, K and V (split_to_slices: each part a Slice
+// fused with its Reshape and Transpose into heads), K transposed for Q K^T, then the softmax and
+// the product with V; one part is also a graph output.
+TEST_F(GraphBuildTest, SplitIntoAttentionHeads) {
+  MB m(13);
+  m.input("x", {1, 8, 48});
+  m.init("w", {48, 48}, -0.3f, 0.3f);
+  m.node("MatMul", {"x", "w"}, {"qkv"});
+  m.init_int64("sizes", {16, 16, 16});
+  auto* split = m.node("Split", {"qkv", "sizes"}, {"q", "k", "v"});
+  MB::attr(split, "axis", int64_t{2});
+  m.init_int64("heads", {1, 8, 2, 8});
+  const std::vector<std::pair<const char*, std::vector<int64_t>>> perms = {
+      {"q", {0, 2, 1, 3}}, {"k", {0, 2, 3, 1}}, {"v", {0, 2, 1, 3}}};
+  for (const auto& [part, perm] : perms) {
+    const std::string p = part;
+    m.node("Reshape", {p, "heads"}, {p + "_r"});
+    auto* t = m.node("Transpose", {p + "_r"}, {p + "_h"});
+    MB::attr(t, "perm", perm);
+  }
+  m.node("MatMul", {"q_h", "k_h"}, {"scores"});
+  auto* sm = m.node("Softmax", {"scores"}, {"attn"});
+  MB::attr(sm, "axis", int64_t{-1});
+  m.node("MatMul", {"attn", "v_h"}, {"y"});
+  m.output("y");
+  m.output("v");
+  check(m, "split_attention");
+}
+
 // InstanceNormalization after a convolution (a GAN generator's norm), then Celu, Shrink and
 // ThresholdedRelu, and a CastLike to the input's type.
 TEST_F(GraphBuildTest, InstanceNormalizationAndActivations) {

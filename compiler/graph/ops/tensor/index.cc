@@ -105,36 +105,6 @@ LowerResult lower_slice(const LowerCtx& c) {
       "slice"));
 }
 
-/// Split: one slice per output along the axis, each its own injective stage.
-LowerResult lower_split(const LowerCtx& c) {
-  const Node& n = c.node;
-  const Tensor& x = c.input(0);
-  const int64_t axis = n.i("axis");
-  const std::vector<int64_t> sizes = n.ints("split");
-  LowerResult r;
-  int64_t offset = 0;
-  for (size_t k = 0; k < sizes.size(); ++k) {
-    std::vector<Expr> shape = x->shape();
-    shape[static_cast<size_t>(axis)] = Expr(static_cast<int>(sizes[k]));
-    const int64_t start = offset;
-    r.outs.push_back(te::compute(
-        shape,
-        [&](const std::vector<ir::Var>& i) {
-          std::vector<Expr> idx(i.begin(), i.end());
-          idx[static_cast<size_t>(axis)] =
-              idx[static_cast<size_t>(axis)] + Expr(static_cast<int>(start));
-          return x(idx);
-        },
-        "split" + std::to_string(k)));
-    offset += sizes[k];
-  }
-  const std::vector<Tensor> outs = r.outs;
-  r.schedule = [=](te::Schedule& s, const Tensor&) {
-    for (const Tensor& t : outs) injective(s, t);
-  };
-  return r;
-}
-
 LowerResult lower_trilu(const LowerCtx& c) {
   const Node& n = c.node;
   const Tensor& x = c.input(0);
@@ -779,9 +749,9 @@ void register_index(Registry& r) {
          .import = import_split,
          .constant_inputs = need_split,
          .inference_form = split_inference,
-         .lower = lower_split,
-         .gpu = GpuStrategy::kRefused,
-         .gpu_note = "no GPU schedule yet"});
+         .lower_note = "one Slice per output before constant folding (split_to_slices.h)",
+         // Its Slices are injective kernels, fused with their readers.
+         .gpu = GpuStrategy::kInjective});
 }
 
 }  // namespace kiln::graph::ops
