@@ -37,7 +37,7 @@
 // in turns with the default, oneDNN and the fp32 kernel, so the untuned and tuned lines of a layer
 // come from one timing. stderr names the tuned config and the default of each layer. Measured
 // (Zen 5, 2 cores at a load of 6-10, 40 trials): tuning gains at most 1-3% over the defaults
-// (tuned geomean 0.98 of oneDNN at one thread, as untuned; C1 0.87, the 3x3s 0.89-0.96, the 1x1s
+// (tuned geomean 0.98 of oneDNN at one thread, as untuned; C1 0.87, the 3x3s 0.86-0.96, the 1x1s
 // 1.05-1.24); most of the tuner's measurements there are marked contended. At that load Kiln's
 // two-thread times equal its one-thread ones (its pool's second thread gets no core) while
 // oneDNN's spinning OpenMP threads hold one (0.5x, or a 10-30 ms stall): the two-thread ratios
