@@ -1,8 +1,12 @@
 // The int8 kernels (topi/conv2d_int8.h, topi/dense_int8.h) at their default configs, untuned,
-// against oneDNN's u8 x s8 -> s32 primitives, in the same process and run, at 1 and 2 threads:
+// and with --tune N the convolutions tuned, against oneDNN's u8 x s8 -> s32 primitives, in the
+// same process and run, at 1 and 2 threads:
 //   case=int8_<layer>_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x> fp32_kiln_ms=<f>
 //        int8_speedup=<f/x> best_round_ratio=<the rounds' best medians' ratio> load=<l>
+//   case=int8_<layer>_tuned_t<threads> kiln_ms=<t> ref_ms=<y> ratio=<y/t> default_ms=<x>
+//        tuning_gain=<x/t> best_round_ratio=<r> load=<l>                       (--tune)
 //   case=int8_conv_geomean_t<threads> ratio=<geometric mean of the layers' ratios> layers=<n>
+//   case=int8_conv_tuned_geomean_t<threads> ratio=<...> best_round_ratio=<...> layers=<n> (--tune)
 //   case=int8_bert_<K>x<N>_t<threads> kiln_ms=<x> ref_ms=<y> ratio=<y/x> best_round_ratio=<r>
 //        load=<l>
 //   case=int8_bert_geomean_t<threads> ratio=<...>
@@ -11,9 +15,9 @@
 // int8 / fp32 speedup. BERT-base's linear layers are M = 128 rows by (K, N) = (768, 768),
 // (768, 3072) and (3072, 768), a constant weight.
 //
-// Kiln: conv2d_nchwc_int8 over data already blocked [1, C/cb, H, W, cb] (cb: --ic-block, 64 by
-// default, 3-6% faster than 16 on the 3x3 layers; 4 for C1's 3 channels, zeros past them) and
-// weights packed [OC/16, C/cb, K, K, cb/4, 16, 4]; dense_int8 over rows [M, K] and a weight packed
+// Kiln: conv2d_nchwc_int8 over data already blocked [1, C/cb, H, W, cb] (cb: --ic-block, 16 by
+// default; 4 for C1's 3 channels, zeros past them: a zero weight for the fourth) and weights
+// packed [OC/16, C/cb, K, K, cb/4, 16, 4]; dense_int8 over rows [M, K] and a weight packed
 // [N/16, K/4, 16, 4]: the layouts a graph keeps between layers and packs at build time. oneDNN
 // (libdnnl 2.6): convolution_forward (forward_inference, convolution_direct) and matmul with u8
 // src, s8 weights and s32 dst, memory descriptors of format `any` for the convolution (its own
@@ -23,31 +27,55 @@
 // (bench/interleaved_timing.h). On a loaded machine (load= well above the thread count) the
 // two-thread figures are disturbed, oneDNN's OpenMP barriers worst (ms-long stalls).
 //
+// --tune N: each layer's conv2d_nchwc_int8_x86 task is tuned up to N trials into a record log of
+// this benchmark's own (--records DIR, default build/release/bench-results/int8-layers; with N
+// records already there this measures nothing), as `kiln tune --threads 1` tunes a model: the
+// template's default measured first, then the xgb explorer, single-thread measurements, the
+// earlier layers' records warm-starting the model. The tuned kernel is the fastest here (one
+// thread, 0.2 s each, in turns) of the log's five best configs and the default (the tuner
+// measures each config once; the highest of N noisy measurements favours a lucky one); it is timed
+// in turns with the default, oneDNN and the fp32 kernel, so the untuned and tuned lines of a layer
+// come from one timing. stderr names the tuned config and the default of each layer. Measured
+// (Zen 5, 2 cores at a load of 6-10, 40 trials): tuning gains at most 1-3% over the defaults
+// (tuned geomean 0.98 of oneDNN at one thread, as untuned; C1 0.87, the 3x3s 0.86-0.96, the 1x1s
+// 1.05-1.24); most of the tuner's measurements there are marked contended. At that load Kiln's
+// two-thread times equal its one-thread ones (its pool's second thread gets no core) while
+// oneDNN's spinning OpenMP threads hold one (0.5x, or a 10-30 ms stall): the two-thread ratios
+// need an idle machine.
+//
 //   bench_int8_layers [--layers C1,C2,...] [--threads 1,2] [--min-time S] [--ic-block B]
-//                     [--no-bert] [--asm DIR]   (DIR/<layer>.s: the int8 kernel's assembly)
+//                     [--tune N] [--records DIR] [--no-bert]
+//                     [--asm DIR]   (DIR/<layer>.s: the int8 kernel's assembly; the tuned one
+//                                    with --tune)
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <dnnl.hpp>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/cli.h"
 #include "bench/interleaved_timing.h"
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/task.h"
+#include "compiler/autotune/tuner.h"
 #include "compiler/codegen/build.h"
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/dense_int8.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
+#include "records/record_log.h"
 
 namespace {
 
@@ -112,30 +140,42 @@ struct Kernel {
   }
 };
 
-/// Kiln's int8 convolution of `l` at its default config; `mismatches` counts wrong outputs.
-Kernel build_int8_conv(const ConvLayer& l, const PlainInt8& p, int ic_block,
-                       const std::string& asm_dir, int64_t* mismatches) {
+/// Input channels per block of the int8 data of `l`: `ic_block`, or for fewer channels than
+/// that (C1's 3) the channels rounded up to the 4 of a vpdpbusd group, zeros past them.
+int channel_block(const ConvLayer& l, int ic_block) {
+  return l.ic < ic_block ? (l.ic + 3) / 4 * 4 : ic_block;
+}
+
+/// The layer's conv2d_nchwc_int8_x86 task: data "data" [1, C/cb, H, W, cb], weights "kernel"
+/// [OC/16, C/cb, K, K, cb/4, 16, 4].
+kiln::autotune::Task int8_task(const ConvLayer& l, int ic_block) {
   using namespace kiln;
-  const int cb = l.ic < ic_block ? (l.ic + 3) / 4 * 4 : ic_block;
-  const int cblocks = (l.ic + cb - 1) / cb, ob = l.oc / topi::kInt8OutBlock, oh = l.out_hw();
+  const int cb = channel_block(l, ic_block);
+  const int cblocks = (l.ic + cb - 1) / cb, ob = l.oc / topi::kInt8OutBlock;
   te::Tensor data = te::placeholder({1, cblocks, l.hw, l.hw, cb}, ir::DataType::UInt(8), "data");
   te::Tensor kernel = te::placeholder({ob, cblocks, l.k, l.k, cb / 4, 16, 4}, ir::kInt8, "kernel");
   const int pad = l.pad();
-  te::Tensor out =
-      topi::conv2d_nchwc_int8(data, kernel, {l.stride, l.stride}, {pad, pad, pad, pad});
-  const space::ConfigSpace space = topi::conv2d_nchwc_int8_x86_space(out);
-  const target::Target t = target::Target::parse(kTarget);
-  const space::Config cfg = topi::conv2d_nchwc_int8_x86_default(out, space, t);
-  te::Schedule s = te::create_schedule({out});
-  topi::schedule_conv2d_nchwc_int8_x86(s, out, cfg, out);
+  return autotune::Task::make(
+      "conv2d_nchwc_int8_x86",
+      topi::conv2d_nchwc_int8(data, kernel, {l.stride, l.stride}, {pad, pad, pad, pad}), kTarget);
+}
+
+/// Kiln's int8 convolution of `l` (the layer's `task` at `ic_block`) at `cfg`; `mismatches` counts
+/// wrong outputs; with `asm_path`, its assembly written there.
+Kernel build_int8_conv(const ConvLayer& l, const PlainInt8& p, int ic_block,
+                       const kiln::autotune::Task& task, const kiln::space::Config& cfg,
+                       const std::string& asm_path, int64_t* mismatches) {
+  using namespace kiln;
+  const int cb = channel_block(l, ic_block);
+  const int cblocks = (l.ic + cb - 1) / cb, ob = l.oc / topi::kInt8OutBlock, oh = l.out_hw();
+  const te::Schedule s = task.schedule(cfg);
   Kernel k;
-  k.mod = compiler::build(s, {data, kernel, out}, kTarget, "conv_int8");
+  k.mod = compiler::build(s, task.args(), kTarget, "conv_int8");
   k.f = k.mod.function("conv_int8");
-  if (!asm_dir.empty()) {
-    const std::string text =
-        codegen::emit_assembly({compiler::lower(s, {data, kernel, out}, "conv_int8")}, t);
-    const std::string path = asm_dir + "/" + l.name + ".s";
-    if (FILE* f = std::fopen(path.c_str(), "w")) {
+  if (!asm_path.empty()) {
+    const std::string text = codegen::emit_assembly({compiler::lower(s, task.args(), "conv_int8")},
+                                                    target::Target::parse(kTarget));
+    if (FILE* f = std::fopen(asm_path.c_str(), "w")) {
       std::fwrite(text.data(), 1, text.size(), f);
       std::fclose(f);
     }
@@ -161,6 +201,10 @@ Kernel build_int8_conv(const ConvLayer& l, const PlainInt8& p, int ic_block,
         wp[at] = c < l.ic ? p.w[(size_t(f) * l.ic + c) * l.k * l.k + kk] : 0;
       }
   k.set(std::move(d), std::move(w), std::move(o));
+  k.order.clear();
+  for (const te::Tensor& t : task.args()) {
+    k.order.push_back(t->name() == "data" ? 0 : t->name() == "kernel" ? 1 : 2);
+  }
   k.run();
   const int32_t* r = k.arrays[2].data<int32_t>();
   *mismatches = 0;
@@ -338,14 +382,83 @@ double geomean(const std::vector<double>& rs) {
 
 const kiln::cli::Program kBench{
     .name = "bench_int8_layers",
-    .summary = "Kiln's int8 kernels (untuned) against oneDNN's u8s8s32 convolution and matmul.",
-    .flags = {{"--layers", "C1,C2,...", "the ResNet-18 layers to run (default: all twelve)"},
-              {"--threads", "1,2", "the thread counts to run (default: 1,2)"},
-              {"--min-time", "S", "seconds of timing per kernel (default: 1)"},
-              {"--ic-block", "B", "input channels per block of the int8 data (default: 64)"},
-              {"--no-bert", "", "skip BERT-base's linear layers"},
-              {"--asm", "DIR", "write DIR/<layer>.s, the int8 kernel's assembly (default: none)"}},
+    .summary =
+        "Kiln's int8 kernels (untuned; tuned with --tune) against oneDNN's u8s8s32 "
+        "convolution and matmul.",
+    .flags =
+        {{"--layers", "C1,C2,...", "the ResNet-18 layers to run (default: all twelve)"},
+         {"--threads", "1,2", "the thread counts to run (default: 1,2)"},
+         {"--min-time", "S", "seconds of timing per kernel (default: 1)"},
+         {"--ic-block", "B", "input channels per block of the int8 data (default: 16)"},
+         {"--tune", "N",
+          "tune each layer's int8 task up to N trials, time the best (default: off)"},
+         {"--records", "DIR",
+          "--tune's record log (default: build/release/bench-results/int8-layers)"},
+         {"--no-bert", "", "skip BERT-base's linear layers"},
+         {"--asm", "DIR",
+          "write DIR/<layer>.s, the int8 kernel's assembly, tuned with --tune (default: none)"}},
 };
+
+/// The fastest in this process (one thread, 0.2 s each, in turns) of the log's five best
+/// configs of `task` and its default: the tuner measures each config once, and the highest of N
+/// noisy measurements favours a lucky one; timed in turns, they share the load of the machine.
+/// Empty where none runs correctly.
+struct TunedPick {
+  std::optional<Kernel> kernel;
+  std::string config;
+  double log_gflops = 0;  ///< the tuner's measurement of it (0: the default, not among the best)
+};
+
+TunedPick pick_tuned(const ConvLayer& l, const PlainInt8& p, int ic_block,
+                     const kiln::autotune::Task& task, const kiln::records::RecordLog& log,
+                     const std::string& asm_path) {
+  std::vector<kiln::records::MeasureRecord> recs = log.records(task.key, task.target);
+  std::stable_sort(recs.begin(), recs.end(),
+                   [](const auto& a, const auto& b) { return a.gflops > b.gflops; });
+  std::vector<kiln::records::MeasureRecord> picks;
+  for (const auto& rec : recs) {
+    if (picks.size() >= 5 || rec.gflops <= 0) break;
+    if (std::none_of(picks.begin(), picks.end(),
+                     [&](const auto& q) { return q.config_index == rec.config_index; })) {
+      picks.push_back(rec);
+    }
+  }
+  if (std::none_of(picks.begin(), picks.end(),
+                   [&](const auto& q) { return q.config_index == task.default_config.index(); })) {
+    kiln::records::MeasureRecord d;
+    d.config_index = task.default_config.index();
+    d.config = task.default_config.str();
+    picks.push_back(d);
+  }
+  std::vector<Kernel> kernels;
+  std::vector<kiln::records::MeasureRecord> built;
+  for (const auto& rec : picks) {
+    int64_t bad = 0;
+    Kernel k = build_int8_conv(l, p, ic_block, task, task.space.get(rec.config_index), "", &bad);
+    if (bad != 0) continue;
+    kernels.push_back(std::move(k));
+    built.push_back(rec);
+  }
+  TunedPick best;
+  if (kernels.empty()) return best;
+  kiln::runtime::set_num_threads(1);
+  std::vector<std::function<void()>> fs;
+  for (Kernel& k : kernels) fs.push_back([&k] { k.run(); });
+  const std::vector<kiln::bench::Timing> tm =
+      kiln::bench::interleaved_times(fs, 0.2 * double(fs.size()));
+  size_t at = 0;
+  for (size_t i = 1; i < tm.size(); ++i) {
+    if (tm[i].median < tm[at].median) at = i;
+  }
+  best.kernel = std::move(kernels[at]);
+  best.config = built[at].config;
+  best.log_gflops = built[at].gflops;
+  if (!asm_path.empty()) {
+    int64_t bad = 0;
+    build_int8_conv(l, p, ic_block, task, task.space.get(built[at].config_index), asm_path, &bad);
+  }
+  return best;
+}
 
 int run_bench(const kiln::cli::Args& args) {
   using kiln::bench::interleaved_times;
@@ -361,40 +474,79 @@ int run_bench(const kiln::cli::Args& args) {
                            ? kiln::cli::positive_number(args.get("--ic-block"), "--ic-block")
                            : 16;
   if (ic_block % 4 != 0) throw kiln::cli::UsageError("--ic-block: must be a multiple of 4");
+  const int trials =
+      args.has("--tune") ? kiln::cli::positive_number(args.get("--tune"), "--tune") : 0;
+  const std::string records =
+      args.get("--records", std::string(KILN_BENCH_RESULTS_DIR) + "/int8-layers");
   const std::vector<ConvLayer> layers = kiln::bench::select_layers(args.get("--layers"));
   const std::string asm_dir = args.get("--asm");
   const dnnl_version_t* v = dnnl_version();
-  std::fprintf(stderr, "bench_int8_layers: oneDNN %d.%d.%d, target %s\n", v->major, v->minor,
-               v->patch, kTarget);
+  std::fprintf(stderr, "bench_int8_layers: oneDNN %d.%d.%d, target %s%s%s\n", v->major, v->minor,
+               v->patch, kTarget, trials > 0 ? ", records " : "",
+               trials > 0 ? records.c_str() : "");
   int failures = 0;
-  std::map<int, std::vector<double>> conv_ratios, bert_ratios;
-  auto time_pair = [&](const char* name, int t, Kernel& kiln_k, auto& ref, Kernel* fp32) {
+  std::map<int, std::vector<double>> conv_ratios, bert_ratios, tuned_ratios, tuned_round_ratios;
+  // Kiln's kernel, the reference, then the others of `more`, in turns; the case line of the
+  // first two. The timings, all of them, and the load.
+  auto time_cases = [&](const char* name, int t, Kernel& kiln_k, auto& ref,
+                        std::vector<Kernel*> more) {
     std::vector<std::function<void()>> fs{[&] { kiln_k.run(); }, [&] { ref.run(); }};
-    if (fp32 != nullptr) fs.push_back([&] { fp32->run(); });
+    for (Kernel* m : more) fs.push_back([m] { m->run(); });
     const double load_before = load_average();
-    const std::vector<Timing> tm = interleaved_times(fs, min_time);
+    std::vector<Timing> tm = interleaved_times(fs, min_time);
     const double load = std::max(load_before, load_average());
     const double kiln_ms = tm[0].median * 1e3, ref_ms = tm[1].median * 1e3;
     std::printf("case=int8_%s_t%d kiln_ms=%.4f ref_ms=%.4f ratio=%.3f", name, t, kiln_ms, ref_ms,
                 ref_ms / kiln_ms);
-    if (fp32 != nullptr) {
+    if (!more.empty()) {
       const double fp32_ms = tm[2].median * 1e3;
       std::printf(" fp32_kiln_ms=%.4f int8_speedup=%.2f", fp32_ms, fp32_ms / kiln_ms);
     }
     std::printf(" best_round_ratio=%.3f load=%.2f\n", tm[1].best_round / tm[0].best_round, load);
     std::fflush(stdout);
-    return ref_ms / kiln_ms;
+    return std::make_pair(tm, load);
   };
+  std::optional<kiln::records::RecordLog> log;
+  std::optional<kiln::autotune::Tuner> tuner;
+  if (trials > 0) {
+    log.emplace(kiln::records::RecordLog::open(records));
+    kiln::autotune::TuneOptions o;  // as `kiln tune --threads 1`: the default first, then xgb
+    o.trials = trials;
+    o.explorer = "xgb";
+    o.local.threads = 1;
+    tuner.emplace(*log, o);
+  }
+  std::deque<kiln::autotune::Task> tasks;  // the earlier layers' records warm-start the model
+  std::vector<const kiln::autotune::Task*> history;
   for (const ConvLayer& l : layers) {
     const PlainInt8 p = make_plain(l);
+    const kiln::autotune::Task& task = tasks.emplace_back(int8_task(l, ic_block));
+    const std::string asm_path = asm_dir.empty() ? "" : asm_dir + "/" + l.name + ".s";
     int64_t bad = 0;
-    Kernel k = build_int8_conv(l, p, ic_block, asm_dir, &bad);
+    Kernel k = build_int8_conv(l, p, ic_block, task, task.default_config,
+                               trials > 0 ? "" : asm_path, &bad);
     Kernel f = build_fp32_conv(l);
     if (bad != 0) {
       std::fprintf(stderr, "bench_int8_layers: %s: Kiln's int8 output differs in %lld places\n",
                    l.name, static_cast<long long>(bad));
       ++failures;
       continue;
+    }
+    TunedPick tuned;
+    if (trials > 0) {
+      const size_t before = log->count(task.key, task.target);
+      const kiln::autotune::TaskResult r = tuner->tune(task, history);
+      history.push_back(&task);
+      tuned = pick_tuned(l, p, ic_block, task, *log, asm_path);
+      std::fprintf(stderr,
+                   "%s: %zu records in the log, %d measured now, log best %.2f GFLOP/s; "
+                   "timed: %s (log %.2f GFLOP/s); default: %s\n",
+                   l.name, before, r.measured_now, r.best_gflops, tuned.config.c_str(),
+                   tuned.log_gflops, task.default_config.str().c_str());
+      if (!tuned.kernel) {
+        std::fprintf(stderr, "bench_int8_layers: %s: no tuned config runs correctly\n", l.name);
+        ++failures;
+      }
     }
     for (int t : thread_counts) {
       kiln::runtime::set_num_threads(t);
@@ -404,12 +556,31 @@ int run_bench(const kiln::cli::Args& args) {
                      l.name, static_cast<long long>(d.mismatches));
       }
       std::fprintf(stderr, "  %s t%d: oneDNN %s\n", l.name, t, d.impl.c_str());
-      conv_ratios[t].push_back(time_pair(l.name, t, k, d, &f));
+      std::vector<Kernel*> more{&f};
+      if (tuned.kernel) more.push_back(&*tuned.kernel);
+      const auto [tm, load] = time_cases(l.name, t, k, d, more);
+      conv_ratios[t].push_back(tm[1].median / tm[0].median);
+      if (!tuned.kernel) continue;
+      const double tuned_ms = tm[3].median * 1e3, ref_ms = tm[1].median * 1e3;
+      const double default_ms = tm[0].median * 1e3;
+      tuned_ratios[t].push_back(ref_ms / tuned_ms);
+      tuned_round_ratios[t].push_back(tm[1].best_round / tm[3].best_round);
+      std::printf(
+          "case=int8_%s_tuned_t%d kiln_ms=%.4f ref_ms=%.4f ratio=%.3f default_ms=%.4f "
+          "tuning_gain=%.3f best_round_ratio=%.3f load=%.2f\n",
+          l.name, t, tuned_ms, ref_ms, ref_ms / tuned_ms, default_ms, default_ms / tuned_ms,
+          tuned_round_ratios[t].back(), load);
+      std::fflush(stdout);
     }
   }
   for (int t : thread_counts) {
     std::printf("case=int8_conv_geomean_t%d ratio=%.3f layers=%zu\n", t, geomean(conv_ratios[t]),
                 conv_ratios[t].size());
+    if (trials > 0) {
+      std::printf("case=int8_conv_tuned_geomean_t%d ratio=%.3f best_round_ratio=%.3f layers=%zu\n",
+                  t, geomean(tuned_ratios[t]), geomean(tuned_round_ratios[t]),
+                  tuned_ratios[t].size());
+    }
   }
   if (!args.has("--no-bert")) {
     const int shapes[][2] = {{768, 768}, {768, 3072}, {3072, 768}};
@@ -432,7 +603,8 @@ int run_bench(const kiln::cli::Args& args) {
                        name.c_str(), static_cast<long long>(d.mismatches));
         }
         std::fprintf(stderr, "  %s t%d: oneDNN %s\n", name.c_str(), t, d.impl.c_str());
-        bert_ratios[t].push_back(time_pair(name.c_str(), t, k, d, nullptr));
+        const std::vector<Timing> tm = time_cases(name.c_str(), t, k, d, {}).first;
+        bert_ratios[t].push_back(tm[1].median / tm[0].median);
       }
     }
     for (int t : thread_counts) {

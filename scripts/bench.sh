@@ -11,9 +11,9 @@
 # wide (the wide zoo, 116 networks of every kind, against ONNX Runtime: bench_zoo --set wide,
 # at --min-time 0.3 --rounds 1 unless given; ARGS: NAMES, --check-only to compile and match only,
 # --dir DIR to keep the exports between runs),
-# int8-layers (the int8 kernels, untuned, against oneDNN's u8s8s32 convolution on the ResNet-18
-# layers and matmul on BERT-base's linear shapes; needs libdnnl-dev; ARGS: --layers, --threads,
-# --min-time, --ic-block, --no-bert),
+# int8-layers (the int8 kernels, untuned and with --tune N tuned, against oneDNN's u8s8s32
+# convolution on the ResNet-18 layers and matmul on BERT-base's linear shapes; needs libdnnl-dev;
+# ARGS: --layers, --threads, --min-time, --ic-block, --tune, --records, --no-bert),
 # tuning (tuning curves of the ResNet-18 convolutions: xgb vs random vs ga; python3 with
 # numpy for the plot), conv (the tuned convolutions against oneDNN; needs libdnnl-dev), farm (the
 # tracker's dispatch rate and latency on loopback with simulated agents), dashboard (kilnd's JSON

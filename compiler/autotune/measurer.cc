@@ -43,11 +43,14 @@ TaskReference compute_reference(const Task& task) {
       << "tuning task '" << task.key << "': one input range per input";
   for (size_t i = 0; i < task.inputs.size(); ++i) {
     const te::Tensor& t = task.inputs[i];
+    // Integer inputs (an int8 convolution's uint8 data, its int8 weights) are generated in
+    // their task's value ranges.
+    const ir::DataType dt = t->dtype();
     const bool ok =
-        t->dtype() == ir::kFloat32 || t->dtype() == ir::kInt8 || t->dtype() == ir::kInt32;
-    KILN_USER_CHECK(ok) << "tuning task '" << task.key << "': input '" << t->name() << "' is "
-                        << t->dtype().str()
-                        << "; the tuner measures float32 workloads and int8 / int32 ones";
+        dt == ir::kFloat32 || ((dt.is_int() || dt.is_uint()) && dt.bits() <= 32 && dt.lanes() == 1);
+    KILN_USER_CHECK(ok)
+        << "tuning task '" << task.key << "': input '" << t->name() << "' is " << dt.str()
+        << "; the tuner measures float32 workloads and integer ones (up to 32 bits)";
     runtime::NDArray a = runtime::NDArray::empty(const_shape(t), runtime_dtype(t));
     runtime::fill_input(a, ref.input_seed + i, task.input_ranges[i]);
     ref.inputs.push_back(std::move(a));

@@ -45,9 +45,10 @@ te::Tensor conv2d_nchwc_int8(const te::Tensor& data, const te::Tensor& kernel, I
 /// window; 1: outside it), unroll_kw, pad_at (2: padded in full first, 1: per register tile; the
 /// intrinsic reads plain memory, so never inlined), tile_ic (the input channel blocks in chunks).
 space::ConfigSpace conv2d_nchwc_int8_x86_space(const te::Tensor& out);
-/// About 24 accumulator vectors on AVX-512 (two channel blocks by up to 12 columns), 12 on AVX2
-/// (a 16-channel block is two registers there), 16 on AArch64 (four NEON registers a block), the
-/// whole reduction in each tile.
+/// About 16 accumulator vectors on AVX-512, 8 on AVX2 (a 16-channel block is two registers
+/// there), 16 on AArch64 (four NEON registers a block), the whole reduction in each tile: for a
+/// 3x3-like window with 4 channel blocks, 4 blocks by 4 columns (unstrided, a width 4 divides) or
+/// by 2 x 2 outputs; else 2 blocks by a row.
 space::Config conv2d_nchwc_int8_x86_default(const te::Tensor& out, const space::ConfigSpace& space,
                                             const target::Target& target);
 /// Parallel over (n, channel-block tiles, row tiles); the register tile in local memory, its

@@ -174,6 +174,41 @@ TEST(TopiInt8Conv, RandomConfigsOfTheSpace) {
   for (int64_t i : {1, 17, 123, 457, 1001, 2999}) check_conv(p, 6, kHost, i, i % 2 == 1);
 }
 
+/// The default register tile (output channel blocks, rows, columns) of an int8 convolution over
+/// `c` channels (blocks of 16) at h x h into `o`, a k x k window at `stride`, padding k / 2.
+std::vector<int64_t> default_tile(int c, int h, int o, int k, int stride, const char* target) {
+  te::Tensor x = te::placeholder({1, c / 16, h, h, 16}, ir::DataType::UInt(8), "x");
+  te::Tensor w = te::placeholder({o / 16, c / 16, k, k, 4, 16, 4}, ir::kInt8, "w");
+  const int p = k / 2;
+  te::Tensor y = topi::conv2d_nchwc_int8(x, w, {stride, stride}, {p, p, p, p});
+  const space::ConfigSpace space = topi::conv2d_nchwc_int8_x86_space(y);
+  const space::Config cfg =
+      topi::conv2d_nchwc_int8_x86_default(y, space, target::Target::parse(target));
+  return {cfg.split("tile_ob").back(), cfg.split("tile_oh").back(), cfg.split("tile_ow").back()};
+}
+
+TEST(TopiInt8Conv, DefaultRegisterTiles) {
+  using T = std::vector<int64_t>;
+  const char* avx512 = "llvm -mcpu=znver4";
+  // A 3x3 window over a map whose width 4 divides: 4 channel blocks by 4 columns (ResNet-18's C2
+  // and C6), 8 vector loads per 16 vpdpbusd where 2 blocks by 8 columns take 10.
+  EXPECT_EQ(default_tile(64, 56, 64, 3, 1, avx512), (T{4, 1, 4}));
+  EXPECT_EQ(default_tile(128, 28, 128, 3, 1, avx512), (T{4, 1, 4}));
+  // Strided, or a width 4 does not divide: 4 blocks by 2 x 2 outputs (C4, C7, C9).
+  EXPECT_EQ(default_tile(64, 56, 128, 3, 2, avx512), (T{4, 2, 2}));
+  EXPECT_EQ(default_tile(256, 14, 256, 3, 1, avx512), (T{4, 2, 2}));
+  // An odd map (C12's 7 x 7): 2 blocks by a row of 7; a 1x1: 2 blocks by the widest row.
+  EXPECT_EQ(default_tile(512, 7, 512, 3, 1, avx512), (T{2, 1, 7}));
+  EXPECT_EQ(default_tile(64, 56, 64, 1, 1, avx512), (T{2, 1, 8}));
+  // AVX2: a 16-channel block is two of its 16 registers; 4 blocks by 4 columns would take all.
+  EXPECT_EQ(default_tile(64, 56, 64, 3, 1, "llvm -mcpu=haswell"), (T{2, 1, 2}));
+}
+
+TEST(TopiInt8Conv, DefaultFourBlocksByFourColumns) {
+  // The 4 x 4 register tile's program, bit for bit: 64 outputs, a width of 12.
+  check_conv({1, 32, 10, 12, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 11, 16}, 7, kHost, -1, true);
+}
+
 struct DenseCase {
   int batch, m, k, n;  ///< batch 0: a 2-D x
 };

@@ -3,7 +3,8 @@
 // LogConfigSource takes the best config, and each explorer runs. With a fake Measurer: the Tuner
 // sends each distinct program once and every record is appended exactly once. The task's
 // reference (compute_reference) is seeded and deterministic. Measurements on a CPU that another
-// process holds are marked contended. The search scores its candidates without lowering them fully.
+// process holds are marked contended. An int8 convolution over uint8 data tunes like a float task,
+// its candidates checked exactly. The search scores its candidates without lowering them fully.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "compiler/ir/equal.h"
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d.h"
+#include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/dense.h"
 #include "deploy/runtime/kernel_runner.h"
 #include "deploy/runtime/npy.h"
@@ -447,6 +449,32 @@ TEST(Measurer, TheReferenceIsSeededAndDeterministic) {
   }
   EXPECT_EQ(a.max_abs, max_abs);
   EXPECT_GT(a.max_abs, 0.0);
+}
+
+TEST(Tuner, TunesAnInt8ConvolutionOverUint8Data) {
+  // conv2d_nchwc_int8_x86: uint8 data (generated in [0, 255]), int8 weights, an exact int32
+  // output; every candidate must match the reference bit for bit.
+  te::Tensor x = te::placeholder({1, 2, 9, 9, 8}, ir::DataType::UInt(8), "data");
+  te::Tensor w = te::placeholder({2, 2, 3, 3, 2, 16, 4}, ir::kInt8, "kernel");
+  const Task task =
+      Task::make("conv2d_nchwc_int8_x86",
+                 topi::conv2d_nchwc_int8(x, w, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3), "llvm");
+  const TaskReference ref = compute_reference(task);
+  ASSERT_EQ(ref.inputs.size(), 2u);
+  const size_t at = task.inputs[0]->name() == "data" ? 0 : 1;
+  const runtime::NDArray& data = ref.inputs[at];
+  ASSERT_TRUE(runtime::dtype_equal(data.dtype(), runtime::kUInt8));
+  const uint8_t* d = data.data<uint8_t>();
+  EXPECT_GT(*std::max_element(d, d + data.num_elements()), 127) << "the data's upper half unused";
+  EXPECT_GT(ref.max_abs, 0.0);
+
+  testing::TempDir dir("kiln_tuner_test");
+  records::RecordLog log = records::RecordLog::open((dir.path() / "log").string());
+  const TaskResult r = Tuner(log, quick("xgb", 8)).tune(task);
+  EXPECT_EQ(r.measured_now, 8);
+  EXPECT_TRUE(r.errors.empty()) << r.errors.begin()->first;
+  EXPECT_TRUE(r.has_best);
+  EXPECT_EQ(log.records(task.key, "llvm").front().config_index, task.default_config.index());
 }
 
 TEST(LocalMeasurer, MeasureNeedsBeginTaskOfTheSameTask) {
