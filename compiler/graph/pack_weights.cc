@@ -148,8 +148,10 @@ std::pair<runtime::NDArray, runtime::NDArray> pack_conv_int8(const Value& w, int
 
 /// The input channels per block of an int8 convolution's data: 64 where they divide (the
 /// 3x3 layers of ResNet-18 ran 3-6% faster than with 16), else 16, else the channels rounded up
-/// to 4 (a few, as an image's 3).
-int64_t int8_channel_block(int64_t c) {
+/// to 4 (a few, as an image's 3). With `blocks16`, 16 where it divides C: the blocks the
+/// previous convolution writes in alter_layout's NCHW16c, read without a conversion.
+int64_t int8_channel_block(int64_t c, bool blocks16) {
+  if (blocks16 && c % 16 == 0) return 16;
   if (c % 64 == 0) return 64;
   if (c % 16 == 0 || c > 16) return 16;
   return (c + 3) / 4 * 4;
@@ -157,7 +159,8 @@ int64_t int8_channel_block(int64_t c) {
 
 class Packer {
  public:
-  Packer(Graph& g, bool bf16) : g_(g), bf16_(bf16) {}
+  Packer(Graph& g, bool bf16, bool int8_blocks16)
+      : g_(g), bf16_(bf16), int8_blocks16_(int8_blocks16) {}
 
   bool dense(size_t ni) {
     const Node& n = g_.nodes()[ni];
@@ -283,7 +286,7 @@ class Packer {
       }
       zx = z.data->data<uint8_t>()[0];
     }
-    const int64_t cb = int8_channel_block(w.shape[1]);
+    const int64_t cb = int8_channel_block(w.shape[1], int8_blocks16_);
     auto [packed, share] = pack_conv_int8(w, cb, zx);
     const ValueId p = g_.add_constant(w.name + ".packed_int8", std::move(packed));
     const ValueId sh =
@@ -335,6 +338,7 @@ class Packer {
 
   Graph& g_;
   const bool bf16_;
+  const bool int8_blocks16_;
   /// Packed weights by (value, trans_b + 2 * bf16, bn).
   std::map<std::tuple<ValueId, int, int64_t>, ValueId> packed_;
   /// MatMulInteger's int8 weights: the packed constant and the column sums, by weight.
@@ -370,8 +374,8 @@ int64_t conv_transpose_panel_width(int64_t cols) {
   return 1;
 }
 
-size_t pack_weights(Graph& graph, bool dense, bool bf16) {
-  Packer packer(graph, bf16);
+size_t pack_weights(Graph& graph, bool dense, bool bf16, bool int8_blocks16) {
+  Packer packer(graph, bf16, int8_blocks16);
   size_t rewritten = 0;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     if ((dense && (packer.dense(i) || packer.conv_transpose(i) || packer.matmul_integer(i) ||

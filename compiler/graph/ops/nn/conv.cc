@@ -177,18 +177,34 @@ LowerResult lower_conv_nchwc(const LowerCtx& c) {
   return with_epilogue(y, c.tuning.of(tmpl), out);
 }
 
-/// ConvInteger with its weight packed for the VNNI kernel (pack_weights: packed_int8 = cb): x
-/// blocked by cb (its own stage), topi::conv2d_nchwc_int8 padding with the data zero point, and
-/// the NCHW result less the zero point's share (input 3), with the group's epilogue, as one
+/// ConvInteger with its weight packed for the VNNI kernel (pack_weights: packed_int8 = cb),
+/// topi::conv2d_nchwc_int8 padding with the data zero point, less the zero point's share (input
+/// 3). Blocked by alter_layout (data_block): x is uint8 NCHW[cb]c and the output int32 NCHW16c,
+/// the share and the group's epilogue (the requantization to uint8) on the kernel's register
+/// tile. Else x is blocked by cb (its own stage) and the NCHW result, with the epilogue, is one
 /// injective stage reading the kernel's NCHW16c sums.
 LowerResult lower_conv_integer_packed(const LowerCtx& c) {
   const Node& n = c.node;
   const int cb = static_cast<int>(n.i("packed_int8"));
-  const Tensor xb = topi::nchw_to_nchwc(c.input(0), cb, "data_blocked");
+  const bool blocked = n.has_attr("data_block");
+  const Tensor xb = blocked ? c.input(0) : topi::nchw_to_nchwc(c.input(0), cb, "data_blocked");
   const Tensor y =
       topi::conv2d_nchwc_int8(xb, c.input(1), ints2(n.ints("strides")), ints4(n.ints("pads")),
                               ints2(n.ints("dilations")), static_cast<int>(n.i("data_zero_point")));
   const Tensor share = c.has(3) ? c.in[3] : Tensor();
+  if (blocked) {
+    Tensor out = y;
+    if (share.defined()) {
+      out = te::compute(
+          y->shape(),
+          [&](const std::vector<ir::Var>& i) {
+            return y(std::vector<Expr>(i.begin(), i.end())) -
+                   share(i[1] * topi::kInt8OutBlock + i[4]);
+          },
+          "conv_integer");
+    }
+    return with_epilogue(y, c.tuning.of("conv2d_nchwc_int8_x86"), out);
+  }
   const Tensor out = te::compute(
       {y->shape()[0], Expr(c.out_value().shape.at(1)), y->shape()[2], y->shape()[3]},
       [&](const std::vector<ir::Var>& i) {
@@ -207,8 +223,8 @@ LowerResult lower_conv_integer_packed(const LowerCtx& c) {
 
 LowerResult lower_conv(const LowerCtx& c, bool transpose) {
   const Node& n = c.node;
-  if (!transpose && n.has_attr("data_block")) return lower_conv_nchwc(c);
   if (!transpose && n.has_attr("packed_int8")) return lower_conv_integer_packed(c);
+  if (!transpose && n.has_attr("data_block")) return lower_conv_nchwc(c);
   const size_t k = n.ints("kernel_shape").size();
   if (k != 1 && k != 2) c.fail("only 1-D and 2-D convolutions are supported");
   const bool one_d = k == 1;
