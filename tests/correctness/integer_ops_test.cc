@@ -195,6 +195,44 @@ TEST_F(GraphBuildTest, ConvIntegerPackedForVnni) {
   }
 }
 
+// The depthwise int8 convolution (pack_weights' depthwise packing,
+// topi::depthwise_conv2d_nchwc_int8: the bytes widened along the channel vector), with the data
+// zero point in its padding and in the weights' share, strided and not, dilated; with and without
+// alter_layout's blocks, fused and not, exactly ONNX Runtime's sums.
+TEST_F(GraphBuildTest, ConvIntegerDepthwisePacked) {
+  struct Case {
+    Ints x, strides, pads, dilations;
+    int64_t k;
+    int zp;
+  };
+  const std::vector<Case> cases = {
+      {{1, 32, 9, 10}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3, 131},
+      {{2, 16, 11, 8}, {2, 2}, {1, 0, 1, 2}, {1, 1}, 3, 0},
+      {{1, 48, 7, 7}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 3, 7},
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& cs = cases[k];
+    SCOPED_TRACE(k);
+    MB m;
+    quantized_input(m, "x", cs.x, TensorProto::UINT8, cs.zp);
+    const int64_t c = cs.x[1];
+    m.init_8bit("w", {c, 1, cs.k, cs.k}, TensorProto::INT8,
+                values(size_t(c * cs.k * cs.k), -128, 127, uint32_t(40 + k)));
+    auto* conv = m.node("ConvInteger", {"x", "w", "x_zp"}, {"acc"});
+    MB::attr(conv, "group", c);
+    MB::attr(conv, "strides", cs.strides);
+    MB::attr(conv, "pads", cs.pads);
+    MB::attr(conv, "dilations", cs.dilations);
+    auto* cast = m.node("Cast", {"acc"}, {"f"});
+    MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+    m.init_scalar("s", 0.01f);
+    m.node("Mul", {"f", "s"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(packed_for_vnni(m, dir_.path()), 1u);
+    check(m, "conv_integer_depthwise_" + std::to_string(k), /*layouts=*/true);
+  }
+}
+
 /// Builds `m`, runs it on `x` (its one input) and returns its one output.
 std::vector<float> run_model(const MB& m, const fs::path& dir, const runtime::NDArray& x) {
   const std::string path = (dir / "model.onnx").string();

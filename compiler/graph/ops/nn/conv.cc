@@ -3,7 +3,8 @@
 // 3-D Conv is rewritten at import into a 2-D one between reshapes (rewrite_conv3d). ConvInteger
 // convolves its 8-bit operands widened to int32 less their zero points (topi::integer_operand):
 // padding reads the input's zero point, a real 0; where pack_weights packed its int8 weight, the
-// VNNI kernel topi::conv2d_nchwc_int8 computes it.
+// VNNI kernel topi::conv2d_nchwc_int8 computes it (a depthwise one
+// topi::depthwise_conv2d_nchwc_int8).
 #include <optional>
 #include <string>
 #include <vector>
@@ -188,9 +189,15 @@ LowerResult lower_conv_integer_packed(const LowerCtx& c) {
   const int cb = static_cast<int>(n.i("packed_int8"));
   const bool blocked = n.has_attr("data_block");
   const Tensor xb = blocked ? c.input(0) : topi::nchw_to_nchwc(c.input(0), cb, "data_blocked");
-  const Tensor y =
-      topi::conv2d_nchwc_int8(xb, c.input(1), ints2(n.ints("strides")), ints4(n.ints("pads")),
-                              ints2(n.ints("dilations")), static_cast<int>(n.i("data_zero_point")));
+  // Depthwise (pack_weights packed a group per channel) or one group.
+  const bool depthwise = n.i("group") != 1;
+  const auto stride = ints2(n.ints("strides")), dil = ints2(n.ints("dilations"));
+  const auto pads = ints4(n.ints("pads"));
+  const int zx = static_cast<int>(n.i("data_zero_point"));
+  const Tensor y = depthwise
+                       ? topi::depthwise_conv2d_nchwc_int8(xb, c.input(1), stride, pads, dil, zx)
+                       : topi::conv2d_nchwc_int8(xb, c.input(1), stride, pads, dil, zx);
+  const char* tmpl = depthwise ? "depthwise_conv2d_nchwc_x86" : "conv2d_nchwc_int8_x86";
   const Tensor share = c.has(3) ? c.in[3] : Tensor();
   if (blocked) {
     Tensor out = y;
@@ -203,7 +210,7 @@ LowerResult lower_conv_integer_packed(const LowerCtx& c) {
           },
           "conv_integer");
     }
-    return with_epilogue(y, c.tuning.of("conv2d_nchwc_int8_x86"), out);
+    return with_epilogue(y, c.tuning.of(tmpl), out);
   }
   const Tensor out = te::compute(
       {y->shape()[0], Expr(c.out_value().shape.at(1)), y->shape()[2], y->shape()[3]},
@@ -215,7 +222,7 @@ LowerResult lower_conv_integer_packed(const LowerCtx& c) {
       "conv_integer");
   return {{out}, [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
             topi::schedule_layout_transform_x86(s, xb);
-            tuning.schedule("conv2d_nchwc_int8_x86", s, y, y);
+            tuning.schedule(tmpl, s, y, y);
             if (out != output) s[out].compute_inline();
             injective(s, output);
           }};
