@@ -118,15 +118,19 @@ bool absent_or_zero(const Graph& g, const Node& n, size_t i) {
 }
 
 /// An int8 constant OIHW kernel [O, C, KH, KW] packed as topi::pack_conv2d_kernel_int8 lays it out
-/// for blocks of `cb` input channels, [O/16, ceil(C/cb), KH, KW, cb/4, 16, 4] (zeros past C), and
-/// `zx` times each output channel's sum of weights [O] int32: the data zero point's share.
+/// for blocks of `cb` input channels, [ceil(O/16), ceil(C/cb), KH, KW, cb/4, 16, 4] (zeros past O
+/// and C), and `zx` times each output channel's sum of weights [ceil(O/16) * 16] int32 (zeros past
+/// O): the data zero point's share. A padded last block (MobileNetV2's 24 channels) computes
+/// zeros that nothing reads as channels.
 std::pair<runtime::NDArray, runtime::NDArray> pack_conv_int8(const Value& w, int64_t cb,
                                                              int64_t zx) {
   const int64_t o = w.shape[0], c = w.shape[1], taps = w.shape[2] * w.shape[3];
   const int64_t cblocks = (c + cb - 1) / cb;
+  const int64_t oblocks = (o + 15) / 16;
+  // (empty() fills with zeros: the padding of the last output block)
   runtime::NDArray packed = runtime::NDArray::empty(
-      {o / 16, cblocks, w.shape[2], w.shape[3], cb / 4, 16, 4}, runtime::kInt8);
-  runtime::NDArray share = runtime::NDArray::empty({o}, runtime::kInt32);
+      {oblocks, cblocks, w.shape[2], w.shape[3], cb / 4, 16, 4}, runtime::kInt8);
+  runtime::NDArray share = runtime::NDArray::empty({oblocks * 16}, runtime::kInt32);
   const int8_t* src = w.data->data<int8_t>();
   int8_t* dst = packed.data<int8_t>();
   int32_t* sh = share.data<int32_t>();
@@ -294,13 +298,14 @@ class Packer {
     const Value& w = g_.value(n.inputs[1]);
     if (!x.typed || !runtime::dtype_equal(x.dtype, runtime::kUInt8) || x.shape.size() != 4 ||
         !w.is_constant() || !runtime::dtype_equal(w.dtype, runtime::kInt8) || w.shape.size() != 4 ||
-        w.shape[0] % 16 != 0 || !absent_or_zero(g_, n, 3)) {
+        !absent_or_zero(g_, n, 3)) {
       return false;
     }
-    // One group, or depthwise: a group per channel, one weight channel each.
+    // One group (any output channels: a last block padded), or depthwise (a group per channel,
+    // one weight channel each, channels in whole blocks of 16).
     const int64_t groups = n.i("group", 1);
-    const bool depthwise =
-        groups != 1 && groups == x.shape[1] && groups == w.shape[0] && w.shape[1] == 1;
+    const bool depthwise = groups != 1 && groups == x.shape[1] && groups == w.shape[0] &&
+                           w.shape[1] == 1 && w.shape[0] % 16 == 0;
     if (groups != 1 && !depthwise) return false;
     // The data zero point: a constant (the padding reads it), one value.
     int64_t zx = 0;

@@ -42,16 +42,16 @@
 // sum (a - za) * b = sum a * b - za * sum b, in the register tile.
 //
 // ConvInteger (on CPUs; 2-D, one group or depthwise) with x uint8 NCHW whose zero point is a
-// constant value or absent, w an int8 constant OIHW kernel (O a multiple of 16) whose zero point is
-// absent or 0: w becomes "<name>.packed_int8" [O/16, ceil(C/cb), KH, KW, cb/4, 16, 4]
-// (topi::pack_conv2d_kernel_int8's layout, zeros past C; cb = packed_int8, 64 where it divides C,
-// else 16, else C rounded up to 4; with `int8_blocks16`, 16 where it divides C: alter_layout's
-// blocks, the previous convolution's output read as it is), x's zero point moves to the attribute
-// data_zero_point (what the padding reads), and input 3 becomes "<name>.zero_point_share", zx * the
-// sum of each output channel's weights [O] int32 (none when zx is 0): the lowering runs
-// topi::conv2d_nchwc_int8 on x blocked by cb and subtracts the share. A depthwise one (group = C
-// = O, w [C, 1, KH, KW], C a multiple of 16) is packed as [C/16, 1, KH, KW, 1, 16] with cb = 16,
-// for topi::depthwise_conv2d_nchwc_int8.
+// constant value or absent, w an int8 constant OIHW kernel whose zero point is
+// absent or 0: w becomes "<name>.packed_int8" [ceil(O/16), ceil(C/cb), KH, KW, cb/4, 16, 4]
+// (topi::pack_conv2d_kernel_int8's layout, zeros past O and C; cb = packed_int8, 64 where it
+// divides C, else 16, else C rounded up to 4; with `int8_blocks16`, 16 where it divides C:
+// alter_layout's blocks, the previous convolution's output read as it is), x's zero point moves to
+// the attribute data_zero_point (what the padding reads), and input 3 becomes
+// "<name>.zero_point_share", zx * the sum of each output channel's weights [ceil(O/16) * 16] int32
+// (zeros past O; none when zx is 0): the lowering runs topi::conv2d_nchwc_int8 on x blocked by cb
+// and subtracts the share. A depthwise one (group = C = O, w [C, 1, KH, KW], C a multiple of 16) is
+// packed as [C/16, 1, KH, KW, 1, 16] with cb = 16, for topi::depthwise_conv2d_nchwc_int8.
 //
 // New constants are new values; the old ones stay in the arena (shared with the input graph) and
 // are left out of the bundle when nothing reads them. A weight shared by several nodes is packed

@@ -162,8 +162,8 @@ TEST_F(GraphBuildTest, MatMulIntegerPackedForVnni) {
 
 // The VNNI convolution's path (pack_weights' packed_int8, topi::conv2d_nchwc_int8): uint8 data
 // with a constant zero point that the padding reads, an int8 weight without one; channels in
-// blocks of 64, 16 and an image's 3 rounded up to 4; strides and asymmetric padding; a fused
-// requantizing epilogue.
+// blocks of 64, 16 and an image's 3 rounded up to 4; output channels in whole blocks of 16 and
+// with a padded last one; strides and asymmetric padding; a fused requantizing epilogue.
 TEST_F(GraphBuildTest, ConvIntegerPackedForVnni) {
   struct Case {
     Ints x, w, strides, pads;
@@ -173,6 +173,8 @@ TEST_F(GraphBuildTest, ConvIntegerPackedForVnni) {
       {{1, 64, 9, 10}, {32, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}, 131},
       {{1, 48, 8, 7}, {16, 48, 1, 1}, {2, 2}, {0, 0, 0, 0}, 0},
       {{2, 3, 15, 13}, {16, 3, 7, 7}, {2, 2}, {3, 2, 3, 1}, 128},
+      // 24 output channels: a padded last block of 16.
+      {{1, 32, 6, 6}, {24, 32, 1, 1}, {1, 1}, {0, 0, 0, 0}, 9},
   };
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& cs = cases[k];
@@ -191,7 +193,7 @@ TEST_F(GraphBuildTest, ConvIntegerPackedForVnni) {
     m.node("Round", {"g"}, {"y"});
     m.output("y");
     EXPECT_EQ(packed_for_vnni(m, dir_.path()), 1u);
-    check(m, "conv_integer_vnni_" + std::to_string(k));
+    check(m, "conv_integer_vnni_" + std::to_string(k), /*layouts=*/true);
   }
 }
 
