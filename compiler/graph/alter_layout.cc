@@ -1,5 +1,6 @@
-// alter_layout: NCHW -> NCHW[x]c for the convolutions and the elementwise chains, pools,
-// channel concatenations and batch norms between them.
+// alter_layout: NCHW -> NCHW[x]c for the convolutions (float ones and the int8 ConvInteger that
+// pack_weights packed) and the elementwise chains, pools, channel concatenations and batch norms
+// between them.
 // One walk over the nodes in topological order builds the new node list, emitting conversions
 // right before the first node that needs them.
 #include "compiler/graph/alter_layout.h"
@@ -14,6 +15,7 @@
 
 #include "base/error.h"
 #include "compiler/ir/bf16.h"
+#include "compiler/topi/conv2d_int8.h"
 
 namespace kiln::graph {
 namespace {
@@ -49,19 +51,35 @@ int block_of(int64_t channels, const AlterLayoutOptions& opt) {
 /// exponentials are left out; on a padded value they read it converted to NCHW.
 bool finite_on_finite(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "Abs",         "Add",
-      "Celu",        "Ceil",
-      "Clip",        "Elu",
-      "Erf",         "Floor",
-      "HardSigmoid", "HardSwish",
-      "Identity",    "LeakyRelu",
-      "Max",         "Min",
-      "Mul",         "Neg",
-      "Relu",        "Round",
-      "Selu",        "Shrink",
-      "Sigmoid",     "Sign",
-      "Softsign",    "Sub",
-      "Tanh",        "ThresholdedRelu",
+      "Abs",
+      "Add",
+      "Cast",
+      "Celu",
+      "Ceil",
+      "Clip",
+      "DequantizeLinear",
+      "Elu",
+      "Erf",
+      "Floor",
+      "HardSigmoid",
+      "HardSwish",
+      "Identity",
+      "LeakyRelu",
+      "Max",
+      "Min",
+      "Mul",
+      "Neg",
+      "QuantizeLinear",
+      "Relu",
+      "Round",
+      "Selu",
+      "Shrink",
+      "Sigmoid",
+      "Sign",
+      "Softsign",
+      "Sub",
+      "Tanh",
+      "ThresholdedRelu",
   };
   return kOps.count(op) != 0;
 }
@@ -70,19 +88,47 @@ bool finite_on_finite(const std::string& op) {
 /// they work unchanged on any layout as long as all their operands share it. The activations
 /// between a MobileNetV3's convolutions (HardSigmoid, HardSwish) are among them: left out, every
 /// one of them converted its convolution's output back to NCHW and the next input to blocks.
+/// So are a quantized network's requantization chains (Cast, and QuantizeLinear /
+/// DequantizeLinear with one scale: try_keep_blocked refuses a per-axis one, whose axis would
+/// name a dimension of the blocked shape).
 bool layout_agnostic(const std::string& op) {
   static const std::set<std::string> kOps = {
-      "Abs",      "Add",         "Celu",
-      "Ceil",     "Clip",        "Div",
-      "Elu",      "Erf",         "Exp",
-      "Floor",    "HardSigmoid", "HardSwish",
-      "Identity", "LeakyRelu",   "Log",
-      "Max",      "Min",         "Mul",
-      "Neg",      "Pow",         "Reciprocal",
-      "Relu",     "Round",       "Selu",
-      "Shrink",   "Sigmoid",     "Sign",
-      "Softplus", "Softsign",    "Sqrt",
-      "Sub",      "Tanh",        "ThresholdedRelu",
+      "Abs",
+      "Add",
+      "Cast",
+      "Celu",
+      "Ceil",
+      "Clip",
+      "DequantizeLinear",
+      "Div",
+      "Elu",
+      "Erf",
+      "Exp",
+      "Floor",
+      "HardSigmoid",
+      "HardSwish",
+      "Identity",
+      "LeakyRelu",
+      "Log",
+      "Max",
+      "Min",
+      "Mul",
+      "Neg",
+      "Pow",
+      "QuantizeLinear",
+      "Reciprocal",
+      "Relu",
+      "Round",
+      "Selu",
+      "Shrink",
+      "Sigmoid",
+      "Sign",
+      "Softplus",
+      "Softsign",
+      "Sqrt",
+      "Sub",
+      "Tanh",
+      "ThresholdedRelu",
   };
   return kOps.count(op) != 0;
 }
@@ -240,6 +286,28 @@ runtime::NDArray zero_extend_rows(const runtime::NDArray& a, int64_t rows) {
   return p;
 }
 
+/// A constant [N, C, H, W] of any element type in blocks of b, [N, ceil(C/b), H, W, b], zeros in
+/// a padded last block.
+runtime::NDArray block_constant(const runtime::NDArray& a, int b) {
+  const auto& s = a.shape();
+  KILN_ICHECK(s.size() == 4) << "block_constant: " << a.shape_string() << " is not NCHW";
+  runtime::NDArray p = runtime::NDArray::empty(blocked_shape(s, b), a.dtype());  // zero bytes
+  const int64_t bytes = runtime::dtype_bytes(a.dtype()), hw = s[2] * s[3];
+  const auto* src = static_cast<const uint8_t*>(a.data());
+  auto* dst = static_cast<uint8_t*>(p.data());
+  const int64_t blocks = (s[1] + b - 1) / b;
+  for (int64_t n = 0; n < s[0]; ++n) {
+    for (int64_t c = 0; c < s[1]; ++c) {
+      for (int64_t i = 0; i < hw; ++i) {
+        const int64_t from = (n * s[1] + c) * hw + i;
+        const int64_t to = ((n * blocks + c / b) * hw + i) * b + c % b;
+        std::copy(src + from * bytes, src + (from + 1) * bytes, dst + to * bytes);
+      }
+    }
+  }
+  return p;
+}
+
 class LayoutRewriter {
  public:
   LayoutRewriter(Graph& g, const AlterLayoutOptions& opt) : g_(g), opt_(opt) {}
@@ -250,6 +318,8 @@ class LayoutRewriter {
     for (Node& n : old) {
       if (ConvBlocks b = conv_blocks(g_, n, opt_); b.ib > 0) {
         block_conv(std::move(n), b);
+      } else if (int8_conv_blocked(n)) {
+        g_.nodes().push_back(std::move(n));
       } else if (!try_keep_blocked(n) && !try_pool_blocked(n) && !try_concat_blocked(n) &&
                  !try_batch_norm_blocked(n)) {
         for (ValueId& v : n.inputs) {
@@ -287,6 +357,14 @@ class LayoutRewriter {
     if (auto c = converted_.find(key); c != converted_.end()) return c->second;
     const Value& orig = g_.value(v);  // (add_value invalidates the reference)
     const int64_t channels = orig.shape[1];
+    if (orig.is_constant() && it == blocked_.end()) {
+      // A constant (a requantization's per-channel bias or multiplier) blocked now, not by a
+      // conversion on every run.
+      const std::string name = orig.name + "_nchw" + std::to_string(b) + "c";
+      ValueId to = g_.add_constant(name, block_constant(*orig.data, b));
+      converted_[key] = to;
+      return to;
+    }
     ValueId to = g_.add_value(orig.name + "_nchw" + std::to_string(b) + "c", orig.dtype,
                               blocked_shape(orig.shape, b));
     if (it != blocked_.end()) {
@@ -369,6 +447,10 @@ class LayoutRewriter {
   /// (read in NCHW: it broadcasts against any rank).
   bool try_keep_blocked(Node& n) {
     if (!layout_agnostic(n.op) || n.outputs.size() != 1) return false;
+    if ((n.op == "QuantizeLinear" || n.op == "DequantizeLinear") &&
+        (n.inputs.size() < 2 || g_.value(n.inputs[1]).shape.size() != 0)) {
+      return false;
+    }
     const std::vector<int64_t> out_shape = g_.value(n.outputs[0]).shape;  // (values may grow)
     if (out_shape.size() != 4) return false;
     int b = 0;
@@ -414,6 +496,29 @@ class LayoutRewriter {
     for (size_t d : {size_t{0}, size_t{2}, size_t{3}}) {
       if (s[d] != out[d] && s[d] != 1) return false;
     }
+    return true;
+  }
+
+  /// A ConvInteger whose int8 weight pack_weights packed for topi::conv2d_nchwc_int8
+  /// (packed_int8 = its input block cb): its uint8 data read in blocks of cb (the previous int8
+  /// convolution's output blocks of 16 as they are), its int32 output in blocks of 16, marked
+  /// with data_block = cb; its zero point's share stays as packed. Output channels that 16 does
+  /// not divide (MobileNetV2's 24) get a padded last block, which its zero weights fill with
+  /// zero sums (the requantization chain keeps it finite, and the next convolution's weights are
+  /// zero there).
+  bool int8_conv_blocked(Node& n) {
+    if (n.op != "ConvInteger" || !n.has_attr("packed_int8") || n.outputs.size() != 1 ||
+        n.has_attr("data_block")) {
+      return false;
+    }
+    const int cb = static_cast<int>(n.i("packed_int8"));
+    if (g_.value(n.inputs[0]).shape.size() != 4) return false;
+    if (g_.value(n.outputs[0]).shape[1] % topi::kInt8OutBlock != 0) ++report_.padded;
+    n.inputs[0] = in_block(n.inputs[0], cb);
+    n.attrs["data_block"] = int64_t{cb};
+    make_blocked_output(n, topi::kInt8OutBlock);
+    ++report_.convolutions_blocked;
+    ++report_.int8_blocked;
     return true;
   }
 

@@ -62,6 +62,7 @@ struct AlterLayoutReport {
   size_t grouped_blocked = 0;  ///< of those, grouped ones (neither groups == 1 nor depthwise)
   size_t padded = 0;           ///< of those, ones with a padded block (input or output)
   size_t bf16 = 0;             ///< of those, ones with bf16 operands (options.bf16)
+  size_t int8_blocked = 0;     ///< of those, int8 ConvInteger (packed by pack_weights)
   size_t conversions = 0;      ///< LayoutTransform nodes inserted
 };
 

@@ -43,6 +43,7 @@ class Fuser {
         if (ops > kMaxGroupOps) break;
         ops_[cu] = ops;
         parent_[cu] = i;
+        absorb_dequantized_operands(cu, prev, i);
         prev = cu;
       }
     }
@@ -66,6 +67,26 @@ class Fuser {
         master_[q] = cu;
       }
       parent_[p] = q;
+    }
+  }
+
+  /// The other operands of chain node c (master m, reached from prev) that a DequantizeLinear
+  /// computes for c alone, with the master's output shape (a quantized residual Add's skip
+  /// branch): into the epilogue, which reads the 8-bit value in the tile rather than a float copy
+  /// that a kernel of its own stored.
+  void absorb_dequantized_operands(size_t c, size_t prev, size_t m) {
+    const Node& cn = g_.nodes()[c];
+    for (ValueId v : cn.inputs) {
+      if (v == kNoValue) continue;
+      const int64_t p = g_.producer(v);
+      if (p < 0) continue;
+      const size_t pu = static_cast<size_t>(p);
+      if (pu == prev || find(pu) != pu || g_.nodes()[pu].op != "DequantizeLinear") continue;
+      if (linked_reader(pu) != static_cast<int64_t>(c) || !same_shape_output(pu, m)) continue;
+      const int64_t ops = ops_[c] + reads(c, pu) * ops_[pu];
+      if (ops > kMaxGroupOps) continue;
+      ops_[c] = ops;
+      parent_[pu] = m;
     }
   }
 

@@ -17,7 +17,9 @@
 //     as a squeeze-and-excitation block's Mul of a [N,C,H,W] tensor by a 1x1 convolution's
 //     [N,C,1,1] output: it becomes a broadcast group of its own, which phase 2 may merge).
 //     The group is out-ewise-fusable and its master is the conv/dense node; the epilogue's other
-//     operands (bias, skip connection) are the group's external inputs.
+//     operands (bias, skip connection) are the group's external inputs, except one that a
+//     DequantizeLinear of the master's output shape computes for a chain node alone (a quantized
+//     residual Add's skip branch): that node joins the epilogue, which reads its 8-bit input.
 //   Phase 2 (injective fusion), in topological order, for the group P that the node ends and the
 //     group Q of its linked reader:
 //     1. P and Q both elementwise, broadcast or injective: merged (chains of injective ops fuse);
@@ -25,8 +27,8 @@
 //     2. P elementwise, broadcast or injective and Q a reduction (pooling): P is inlined into the
 //        reduction's input; the merged group is a reduction whose master is the pooling node.
 // Both phases stop where the group's expression would grow past kMaxGroupOps operators (below).
-// Nothing else merges: two out-ewise-fusable ops never share a group, nothing is fused into an
-// out-ewise-fusable group's inputs, a reduction is never fused into what follows it, opaque ops
+// Nothing else merges: two out-ewise-fusable ops never share a group, nothing else is fused into
+// an out-ewise-fusable group's inputs, a reduction is never fused into what follows it, opaque ops
 // (Softmax, LSTM) stay alone, and a value read by two nodes or returned by the graph ends its
 // group. Phase 2's rules depend only on the kinds of the two groups, so its result does not depend
 // on the order of independent nodes; phase 1 gives a node that two chains reach (Add(conv1, conv2))

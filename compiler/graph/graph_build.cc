@@ -258,7 +258,9 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
     enter("packing weights");
     // Constant weights into the kernels' layouts (bf16 pairs for the dense products with bf16).
     const size_t before = count_attr(g, "packed_bf16");
-    pack_weights(g, /*dense=*/!tgt.is_gpu(), bf16);
+    // The int8 convolutions read their data in alter_layout's blocks of 16 where it will run.
+    pack_weights(g, /*dense=*/!tgt.is_gpu(), bf16,
+                 /*int8_blocks16=*/options.alter_layout && !tgt.is_gpu());
     rep.bf16_products = count_attr(g, "packed_bf16") - before;
   }
   if (options.alter_layout && !tgt.is_gpu()) {

@@ -118,15 +118,19 @@ bool absent_or_zero(const Graph& g, const Node& n, size_t i) {
 }
 
 /// An int8 constant OIHW kernel [O, C, KH, KW] packed as topi::pack_conv2d_kernel_int8 lays it out
-/// for blocks of `cb` input channels, [O/16, ceil(C/cb), KH, KW, cb/4, 16, 4] (zeros past C), and
-/// `zx` times each output channel's sum of weights [O] int32: the data zero point's share.
+/// for blocks of `cb` input channels, [ceil(O/16), ceil(C/cb), KH, KW, cb/4, 16, 4] (zeros past O
+/// and C), and `zx` times each output channel's sum of weights [ceil(O/16) * 16] int32 (zeros past
+/// O): the data zero point's share. A padded last block (MobileNetV2's 24 channels) computes
+/// zeros that nothing reads as channels.
 std::pair<runtime::NDArray, runtime::NDArray> pack_conv_int8(const Value& w, int64_t cb,
                                                              int64_t zx) {
   const int64_t o = w.shape[0], c = w.shape[1], taps = w.shape[2] * w.shape[3];
   const int64_t cblocks = (c + cb - 1) / cb;
+  const int64_t oblocks = (o + 15) / 16;
+  // (empty() fills with zeros: the padding of the last output block)
   runtime::NDArray packed = runtime::NDArray::empty(
-      {o / 16, cblocks, w.shape[2], w.shape[3], cb / 4, 16, 4}, runtime::kInt8);
-  runtime::NDArray share = runtime::NDArray::empty({o}, runtime::kInt32);
+      {oblocks, cblocks, w.shape[2], w.shape[3], cb / 4, 16, 4}, runtime::kInt8);
+  runtime::NDArray share = runtime::NDArray::empty({oblocks * 16}, runtime::kInt32);
   const int8_t* src = w.data->data<int8_t>();
   int8_t* dst = packed.data<int8_t>();
   int32_t* sh = share.data<int32_t>();
@@ -146,10 +150,33 @@ std::pair<runtime::NDArray, runtime::NDArray> pack_conv_int8(const Value& w, int
   return {std::move(packed), std::move(share)};
 }
 
+/// A depthwise int8 constant kernel [C, 1, KH, KW] (C a multiple of 16) as
+/// topi::depthwise_conv2d_nchwc_int8 reads it, [C/16, 1, KH, KW, 1, 16], and `zx` times each
+/// channel's sum of weights [C] int32.
+std::pair<runtime::NDArray, runtime::NDArray> pack_depthwise_int8(const Value& w, int64_t zx) {
+  const int64_t c = w.shape[0], kh = w.shape[2], kw = w.shape[3], taps = kh * kw;
+  runtime::NDArray packed = runtime::NDArray::empty({c / 16, 1, kh, kw, 1, 16}, runtime::kInt8);
+  runtime::NDArray share = runtime::NDArray::empty({c}, runtime::kInt32);
+  const int8_t* src = w.data->data<int8_t>();
+  int8_t* dst = packed.data<int8_t>();
+  int32_t* sh = share.data<int32_t>();
+  for (int64_t ch = 0; ch < c; ++ch) {
+    int32_t sum = 0;
+    for (int64_t t = 0; t < taps; ++t) {
+      sum += src[ch * taps + t];
+      dst[(ch / 16 * taps + t) * 16 + ch % 16] = src[ch * taps + t];
+    }
+    sh[ch] = static_cast<int32_t>(zx) * sum;
+  }
+  return {std::move(packed), std::move(share)};
+}
+
 /// The input channels per block of an int8 convolution's data: 64 where they divide (the
 /// 3x3 layers of ResNet-18 ran 3-6% faster than with 16), else 16, else the channels rounded up
-/// to 4 (a few, as an image's 3).
-int64_t int8_channel_block(int64_t c) {
+/// to 4 (a few, as an image's 3). With `blocks16`, 16 where it divides C: the blocks the
+/// previous convolution writes in alter_layout's NCHW16c, read without a conversion.
+int64_t int8_channel_block(int64_t c, bool blocks16) {
+  if (blocks16 && c % 16 == 0) return 16;
   if (c % 64 == 0) return 64;
   if (c % 16 == 0 || c > 16) return 16;
   return (c + 3) / 4 * 4;
@@ -157,7 +184,8 @@ int64_t int8_channel_block(int64_t c) {
 
 class Packer {
  public:
-  Packer(Graph& g, bool bf16) : g_(g), bf16_(bf16) {}
+  Packer(Graph& g, bool bf16, bool int8_blocks16)
+      : g_(g), bf16_(bf16), int8_blocks16_(int8_blocks16) {}
 
   bool dense(size_t ni) {
     const Node& n = g_.nodes()[ni];
@@ -263,16 +291,22 @@ class Packer {
   bool conv_integer(size_t ni) {
     const Node& n = g_.nodes()[ni];
     if (n.op != "ConvInteger" || n.has_attr("packed_int8") || n.inputs.size() < 2 ||
-        !has_input(n, 0) || n.i("group", 1) != 1 || n.ints("kernel_shape").size() != 2) {
+        !has_input(n, 0) || n.ints("kernel_shape").size() != 2) {
       return false;
     }
     const Value& x = g_.value(n.inputs[0]);
     const Value& w = g_.value(n.inputs[1]);
     if (!x.typed || !runtime::dtype_equal(x.dtype, runtime::kUInt8) || x.shape.size() != 4 ||
         !w.is_constant() || !runtime::dtype_equal(w.dtype, runtime::kInt8) || w.shape.size() != 4 ||
-        w.shape[0] % 16 != 0 || !absent_or_zero(g_, n, 3)) {
+        !absent_or_zero(g_, n, 3)) {
       return false;
     }
+    // One group (any output channels: a last block padded), or depthwise (a group per channel,
+    // one weight channel each, channels in whole blocks of 16).
+    const int64_t groups = n.i("group", 1);
+    const bool depthwise = groups != 1 && groups == x.shape[1] && groups == w.shape[0] &&
+                           w.shape[1] == 1 && w.shape[0] % 16 == 0;
+    if (groups != 1 && !depthwise) return false;
     // The data zero point: a constant (the padding reads it), one value.
     int64_t zx = 0;
     if (has_input(n, 2)) {
@@ -283,8 +317,8 @@ class Packer {
       }
       zx = z.data->data<uint8_t>()[0];
     }
-    const int64_t cb = int8_channel_block(w.shape[1]);
-    auto [packed, share] = pack_conv_int8(w, cb, zx);
+    const int64_t cb = depthwise ? 16 : int8_channel_block(w.shape[1], int8_blocks16_);
+    auto [packed, share] = depthwise ? pack_depthwise_int8(w, zx) : pack_conv_int8(w, cb, zx);
     const ValueId p = g_.add_constant(w.name + ".packed_int8", std::move(packed));
     const ValueId sh =
         zx != 0 ? g_.add_constant(w.name + ".zero_point_share", std::move(share)) : kNoValue;
@@ -335,6 +369,7 @@ class Packer {
 
   Graph& g_;
   const bool bf16_;
+  const bool int8_blocks16_;
   /// Packed weights by (value, trans_b + 2 * bf16, bn).
   std::map<std::tuple<ValueId, int, int64_t>, ValueId> packed_;
   /// MatMulInteger's int8 weights: the packed constant and the column sums, by weight.
@@ -370,8 +405,8 @@ int64_t conv_transpose_panel_width(int64_t cols) {
   return 1;
 }
 
-size_t pack_weights(Graph& graph, bool dense, bool bf16) {
-  Packer packer(graph, bf16);
+size_t pack_weights(Graph& graph, bool dense, bool bf16, bool int8_blocks16) {
+  Packer packer(graph, bf16, int8_blocks16);
   size_t rewritten = 0;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     if ((dense && (packer.dense(i) || packer.conv_transpose(i) || packer.matmul_integer(i) ||

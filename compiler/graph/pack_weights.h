@@ -41,14 +41,17 @@
 // topi::dense_int8 over A's raw bytes and subtracts A's zero point times the column sums,
 // sum (a - za) * b = sum a * b - za * sum b, in the register tile.
 //
-// ConvInteger (on CPUs; 2-D, one group) with x uint8 NCHW whose zero point is a constant value or
-// absent, w an int8 constant OIHW kernel (O a multiple of 16) whose zero point is absent or 0: w
-// becomes "<name>.packed_int8" [O/16, ceil(C/cb), KH, KW, cb/4, 16, 4]
-// (topi::pack_conv2d_kernel_int8's layout, zeros past C; cb = packed_int8, 64 where it divides C,
-// else 16, else C rounded up to 4), x's zero point moves to the attribute data_zero_point (what
-// the padding reads), and input 3 becomes "<name>.zero_point_share", zx * the sum of each output
-// channel's weights [O] int32 (none when zx is 0): the lowering runs topi::conv2d_nchwc_int8 on x
-// blocked by cb and subtracts the share.
+// ConvInteger (on CPUs; 2-D, one group or depthwise) with x uint8 NCHW whose zero point is a
+// constant value or absent, w an int8 constant OIHW kernel whose zero point is
+// absent or 0: w becomes "<name>.packed_int8" [ceil(O/16), ceil(C/cb), KH, KW, cb/4, 16, 4]
+// (topi::pack_conv2d_kernel_int8's layout, zeros past O and C; cb = packed_int8, 64 where it
+// divides C, else 16, else C rounded up to 4; with `int8_blocks16`, 16 where it divides C:
+// alter_layout's blocks, the previous convolution's output read as it is), x's zero point moves to
+// the attribute data_zero_point (what the padding reads), and input 3 becomes
+// "<name>.zero_point_share", zx * the sum of each output channel's weights [ceil(O/16) * 16] int32
+// (zeros past O; none when zx is 0): the lowering runs topi::conv2d_nchwc_int8 on x blocked by cb
+// and subtracts the share. A depthwise one (group = C = O, w [C, 1, KH, KW], C a multiple of 16) is
+// packed as [C/16, 1, KH, KW, 1, 16] with cb = 16, for topi::depthwise_conv2d_nchwc_int8.
 //
 // New constants are new values; the old ones stay in the arena (shared with the input graph) and
 // are left out of the bundle when nothing reads them. A weight shared by several nodes is packed
@@ -79,7 +82,8 @@ int64_t conv_transpose_panel_width(int64_t cols);
 /// With `bf16` (BuildOptions::precision), Gemm and MatMul weights are packed as bf16 pairs along
 /// K instead: int32 [ceil(N / bn), ceil(K / 2), bn] (round to nearest even, an odd K's last pair
 /// zero above; topi::dense_packed_bf16's layout), the node marked packed_bf16 = 1 beside
-/// packed_bn; ConvTranspose and LSTM weights stay float32.
-size_t pack_weights(Graph& graph, bool dense = true, bool bf16 = false);
+/// packed_bn; ConvTranspose and LSTM weights stay float32. `int8_blocks16`: ConvInteger's input
+// channel blocks as above.
+size_t pack_weights(Graph& graph, bool dense = true, bool bf16 = false, bool int8_blocks16 = false);
 
 }  // namespace kiln::graph

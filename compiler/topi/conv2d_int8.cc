@@ -133,6 +133,51 @@ te::Tensor conv2d_nchwc_int8(const te::Tensor& data, const te::Tensor& kernel, I
   return with_workload(out, wl);
 }
 
+te::Tensor depthwise_conv2d_nchwc_int8(const te::Tensor& data, const te::Tensor& kernel,
+                                       Ints2 stride, Ints4 padding, Ints2 dilation, int pad_value,
+                                       const std::string& name) {
+  const char* op = "depthwise_conv2d_nchwc_int8";
+  KILN_USER_CHECK(data.ndim() == 5 && data->dtype() == ir::DataType::UInt(8))
+      << op << ": data '" << data->name() << "' must be 5-D uint8 [N, C/b, H, W, b], got "
+      << data.ndim() << "-D " << data->dtype().str();
+  KILN_USER_CHECK(kernel.ndim() == 6 && kernel->dtype() == ir::kInt8)
+      << op << ": kernel '" << kernel->name() << "' must be 6-D int8 [C/b, 1, KH, KW, 1, b], got "
+      << kernel.ndim() << "-D " << kernel->dtype().str();
+  KILN_USER_CHECK(pad_value >= 0 && pad_value <= 255)
+      << op << ": the pad value must be a uint8, got " << pad_value;
+  const int64_t cb = const_dim(data, 1, op), h = const_dim(data, 2, op), w = const_dim(data, 3, op),
+                c = const_dim(data, 4, op);
+  const int64_t kh = const_dim(kernel, 2, op), kw = const_dim(kernel, 3, op);
+  KILN_USER_CHECK(const_dim(kernel, 0, op) == cb && const_dim(kernel, 1, op) == 1 &&
+                  const_dim(kernel, 4, op) == 1 && const_dim(kernel, 5, op) == c)
+      << op << ": kernel '" << kernel->name() << "' must be [" << cb << ", 1, KH, KW, 1, " << c
+      << "]";
+  KILN_USER_CHECK(stride[0] > 0 && stride[1] > 0 && dilation[0] > 0 && dilation[1] > 0)
+      << op << ": stride and dilation must be positive";
+  const int64_t ekh = (kh - 1) * dilation[0] + 1, ekw = (kw - 1) * dilation[1] + 1;
+  KILN_USER_CHECK(h + padding[0] + padding[2] >= ekh && w + padding[1] + padding[3] >= ekw)
+      << op << ": the kernel is larger than the padded input";
+  const int64_t oh = (h + padding[0] + padding[2] - ekh) / stride[0] + 1;
+  const int64_t ow = (w + padding[1] + padding[3] - ekw) / stride[1] + 1;
+  te::Tensor p = pad_hw(data, padding, Expr(int64_t{pad_value}), name + ".pad");
+  IterVar rh = te::reduce_axis({0, kh}, "rh"), rw = te::reduce_axis({0, kw}, "rw");
+  Workload wl{op, {spec_of(data, op), spec_of(kernel, op)}, {}};
+  wl.attrs = {{"dilations", ints_attr(dilation)},
+              {"pad_value", int64_t{pad_value}},
+              {"pads", ints_attr(padding)},
+              {"strides", ints_attr(stride)}};
+  const te::Tensor out =
+      te::compute({data->shape()[0], cb, oh, ow, c},
+                  [&](const std::vector<Var>& i) {
+                    const Expr x = p(i[0], i[1], i[2] * stride[0] + rh * dilation[0],
+                                     i[3] * stride[1] + rw * dilation[1], i[4]);
+                    const Expr wt = kernel(i[1], 0, rh, rw, 0, i[4]);
+                    return te::sum(ir::cast(ir::kInt32, x) * ir::cast(ir::kInt32, wt), {rh, rw});
+                  },
+                  name, {"n", "cb", "oh", "ow", "c"});
+  return with_workload(out, wl);
+}
+
 ConfigSpace conv2d_nchwc_int8_x86_space(const te::Tensor& out) {
   KILN_USER_CHECK(out.ndim() == 5 && out->is_compute() && out->reduce_axis.size() == 5 &&
                   out->dtype() == ir::kInt32)

@@ -40,6 +40,18 @@ te::Tensor conv2d_nchwc_int8(const te::Tensor& data, const te::Tensor& kernel, I
                              Ints4 padding, Ints2 dilation = {1, 1}, int pad_value = 0,
                              const std::string& name = "conv2d_nchwc_int8");
 
+/// The depthwise int8 convolution of the same layouts (MobileNetV2's 3x3 between its 1x1 ones):
+/// out[n, cb, y, x, c] = sum_{kh, kw} int32(data_p[n, cb, y*sh + kh*dh, x*sw + kw*dw, c])
+///                                    * int32(kernel[cb, 0, kh, kw, 0, c])
+/// data uint8 [N, C/b, H, W, b] padded with `pad_value`, kernel int8 [C/b, 1, KH, KW, 1, b] (one
+/// channel per input channel, depthwise_conv2d_nchwc's layout), out int32 [N, C/b, OH, OW, b].
+/// No VNNI (a dot product of 4 input channels has nothing to sum here): the bytes widened to int32
+/// along the channel vector and multiplied there; depthwise_conv2d_nchwc_x86 schedules it.
+te::Tensor depthwise_conv2d_nchwc_int8(const te::Tensor& data, const te::Tensor& kernel,
+                                       Ints2 stride, Ints4 padding, Ints2 dilation = {1, 1},
+                                       int pad_value = 0,
+                                       const std::string& name = "depthwise_conv2d_nchwc_int8");
+
 /// Knobs as conv2d_nchwc_x86's: the register tile tile_ob x tile_oh x tile_ow (unrolled; the
 /// width's factors and powers of two), reduce_order (0: the 4-channel groups innermost of the
 /// window; 1: outside it), unroll_kw, pad_at (2: padded in full first, 1: per register tile; the

@@ -70,7 +70,7 @@ std::deque<TunableTemplate> builtin_templates() {
             conv2d_nchwc_int8_x86_default, schedule_conv2d_nchwc_int8_x86),
       entry("group_conv2d_nchwc_x86", {"group_conv2d_nchwc"}, group_conv2d_nchwc_x86_space,
             group_conv2d_nchwc_x86_default, schedule_group_conv2d_nchwc_x86),
-      entry("depthwise_conv2d_nchwc_x86", {"depthwise_conv2d_nchwc"},
+      entry("depthwise_conv2d_nchwc_x86", {"depthwise_conv2d_nchwc", "depthwise_conv2d_nchwc_int8"},
             depthwise_conv2d_nchwc_x86_space, vector_width(depthwise_conv2d_nchwc_x86_default),
             schedule_depthwise_conv2d_nchwc_x86),
       entry("conv2d_transpose_nchw_x86", {"conv2d_transpose_nchw", "conv2d_transpose_nchw_packed"},

@@ -222,6 +222,12 @@ void check_depthwise_conv2d_nchwc(const Fields& f) {
   check_elements(f.workload(), {f.dim(0, 0), f.dim(0, 1), oh, ow, f.dim(0, 4)}, "the output");
 }
 
+void check_depthwise_conv2d_nchwc_int8(const Fields& f) {
+  KILN_USER_CHECK(f.i("pad_value") <= 255)
+      << where(f.workload()) << "attrs.pad_value = " << f.i("pad_value") << " is not a uint8";
+  check_depthwise_conv2d_nchwc(f);
+}
+
 /// Transposed convolutions: `kernel` is the unpacked kernel's [C, M/groups, KH, KW] and
 /// `kernel_field(k)` names its entries.
 void check_transpose_geometry(const Fields& f, const std::vector<int64_t>& kernel,
@@ -458,6 +464,14 @@ const std::vector<ComputeDef>& compute_defs() {
        [](const std::vector<te::Tensor>& in, const Fields& f) {
          return depthwise_conv2d_nchwc(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
                                        f.ints2("dilations"));
+       }},
+      {"depthwise_conv2d_nchwc_int8",
+       {{"data", {5}, ir::DataType::UInt(8)}, {"kernel", {6}, ir::kInt8}},
+       {kDilations, {"pad_value", AttrKind::kInt, 0, 0}, kPads, kStrides},
+       check_depthwise_conv2d_nchwc_int8,
+       [](const std::vector<te::Tensor>& in, const Fields& f) {
+         return depthwise_conv2d_nchwc_int8(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
+                                            f.ints2("dilations"), int(f.i("pad_value")));
        }},
       {"conv2d_transpose_nchw",
        {{"data", {4}}, {"kernel", {4}}},

@@ -162,8 +162,8 @@ TEST_F(GraphBuildTest, MatMulIntegerPackedForVnni) {
 
 // The VNNI convolution's path (pack_weights' packed_int8, topi::conv2d_nchwc_int8): uint8 data
 // with a constant zero point that the padding reads, an int8 weight without one; channels in
-// blocks of 64, 16 and an image's 3 rounded up to 4; strides and asymmetric padding; a fused
-// requantizing epilogue.
+// blocks of 64, 16 and an image's 3 rounded up to 4; output channels in whole blocks of 16 and
+// with a padded last one; strides and asymmetric padding; a fused requantizing epilogue.
 TEST_F(GraphBuildTest, ConvIntegerPackedForVnni) {
   struct Case {
     Ints x, w, strides, pads;
@@ -173,6 +173,8 @@ TEST_F(GraphBuildTest, ConvIntegerPackedForVnni) {
       {{1, 64, 9, 10}, {32, 64, 3, 3}, {1, 1}, {1, 1, 1, 1}, 131},
       {{1, 48, 8, 7}, {16, 48, 1, 1}, {2, 2}, {0, 0, 0, 0}, 0},
       {{2, 3, 15, 13}, {16, 3, 7, 7}, {2, 2}, {3, 2, 3, 1}, 128},
+      // 24 output channels: a padded last block of 16.
+      {{1, 32, 6, 6}, {24, 32, 1, 1}, {1, 1}, {0, 0, 0, 0}, 9},
   };
   for (size_t k = 0; k < cases.size(); ++k) {
     const Case& cs = cases[k];
@@ -191,7 +193,45 @@ TEST_F(GraphBuildTest, ConvIntegerPackedForVnni) {
     m.node("Round", {"g"}, {"y"});
     m.output("y");
     EXPECT_EQ(packed_for_vnni(m, dir_.path()), 1u);
-    check(m, "conv_integer_vnni_" + std::to_string(k));
+    check(m, "conv_integer_vnni_" + std::to_string(k), /*layouts=*/true);
+  }
+}
+
+// The depthwise int8 convolution (pack_weights' depthwise packing,
+// topi::depthwise_conv2d_nchwc_int8: the bytes widened along the channel vector), with the data
+// zero point in its padding and in the weights' share, strided and not, dilated; with and without
+// alter_layout's blocks, fused and not, exactly ONNX Runtime's sums.
+TEST_F(GraphBuildTest, ConvIntegerDepthwisePacked) {
+  struct Case {
+    Ints x, strides, pads, dilations;
+    int64_t k;
+    int zp;
+  };
+  const std::vector<Case> cases = {
+      {{1, 32, 9, 10}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3, 131},
+      {{2, 16, 11, 8}, {2, 2}, {1, 0, 1, 2}, {1, 1}, 3, 0},
+      {{1, 48, 7, 7}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 3, 7},
+  };
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& cs = cases[k];
+    SCOPED_TRACE(k);
+    MB m;
+    quantized_input(m, "x", cs.x, TensorProto::UINT8, cs.zp);
+    const int64_t c = cs.x[1];
+    m.init_8bit("w", {c, 1, cs.k, cs.k}, TensorProto::INT8,
+                values(size_t(c * cs.k * cs.k), -128, 127, uint32_t(40 + k)));
+    auto* conv = m.node("ConvInteger", {"x", "w", "x_zp"}, {"acc"});
+    MB::attr(conv, "group", c);
+    MB::attr(conv, "strides", cs.strides);
+    MB::attr(conv, "pads", cs.pads);
+    MB::attr(conv, "dilations", cs.dilations);
+    auto* cast = m.node("Cast", {"acc"}, {"f"});
+    MB::attr(cast, "to", int64_t{TensorProto::FLOAT});
+    m.init_scalar("s", 0.01f);
+    m.node("Mul", {"f", "s"}, {"y"});
+    m.output("y");
+    EXPECT_EQ(packed_for_vnni(m, dir_.path()), 1u);
+    check(m, "conv_integer_depthwise_" + std::to_string(k), /*layouts=*/true);
   }
 }
 

@@ -190,8 +190,8 @@ TEST(AlterLayout, PaddedBlocksKeepTheirPaddingOutOfRealChannels) {
 // A squeeze-and-excitation scale: GlobalAveragePool (blocked), two 1x1 convolutions on the
 // [1,C,1,1] result (blocked too), Sigmoid, and the Mul of the block by that [1,C,1,1] scale, which
 // stays blocked ([1,C/b,1,1,b] broadcasts over [1,C/b,H,W,b]); a per-channel [1,C,1,1] constant
-// is converted to the blocks, a single element is read as it is, and a per-channel [C,1,1] one
-// (rank 3) makes its node read NCHW.
+// becomes a constant in the blocks (no conversion on every run), a single element is read as it is,
+// and a per-channel [C,1,1] one (rank 3) makes its node read NCHW.
 TEST(AlterLayout, PerChannelOperandsStayBlocked) {
   LayoutGraph m;
   ValueId x = m.input("x", {1, 16, 6, 6});
@@ -208,9 +208,12 @@ TEST(AlterLayout, PerChannelOperandsStayBlocked) {
   m.g.add_output(z);
   Graph before = m.g;
   alter_layout(m.g);
-  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", "Conv", "Relu", "GlobalAveragePool",
-                                               "Conv", "Relu", "Conv", "Sigmoid", "Mul", "LT0>16",
-                                               "Add", "Mul", "LT16>0", "Sub"}));
+  EXPECT_EQ(m.ops(),
+            (std::vector<std::string>{"LT0>16", "Conv", "Relu", "GlobalAveragePool", "Conv", "Relu",
+                                      "Conv", "Sigmoid", "Mul", "Add", "Mul", "LT16>0", "Sub"}));
+  const Value& blocked_pc = m.g.value(m.g.nodes()[9].inputs[0]);
+  EXPECT_TRUE(blocked_pc.is_constant());
+  EXPECT_EQ(blocked_pc.shape, (std::vector<int64_t>{1, 1, 1, 1, 16}));
   expect_same_results(before);
 }
 

@@ -205,6 +205,34 @@ TEST(FuseTest, ResNetBlock) {
 // tile, so it is no epilogue of that convolution: the chain stops at Sigmoid and the Mul joins
 // the residual Add after it. A Mul of the same shape (a per-channel constant) stays in the
 // epilogue.
+// A quantized residual block: the skip branch's DequantizeLinear, read by the epilogue's Add
+// alone, joins the conv's group (the epilogue reads the bytes); one that another node reads too,
+// or that is not a DequantizeLinear, stays a group of its own.
+TEST(FuseTest, DequantizedSkipJoinsTheEpilogue) {
+  Builder b;
+  const ValueId x = b.g.add_input("x", kFloat32, {1, 8, 8, 8});
+  const ValueId q = b.g.add_input("q", runtime::kUInt8, {1, 8, 8, 8});
+  const ValueId scale = b.g.add_constant("s", NDArray::from_vector(std::vector<float>{0.5f}, {}));
+  const ValueId zero = b.g.add_constant("z", NDArray::from_vector(std::vector<uint8_t>{128}, {}));
+  auto dequantize = [&](const std::string& name) {
+    return b.g.add_op("DequantizeLinear", name, {q, scale, zero}, {{"axis", int64_t{0}}}, kFloat32,
+                      {1, 8, 8, 8});
+  };
+  const ValueId skip = dequantize("dq_skip");
+  const ValueId y = b.unary("Relu", b.binary("Add", b.conv(x, 8), skip));
+  const ValueId shared = dequantize("dq_shared");
+  const ValueId z = b.binary("Add", b.conv(y, 8), shared);
+  const ValueId w = b.binary("Mul", b.conv(z, 8), b.unary("Sigmoid", x));
+  b.g.add_output(w);
+  b.g.add_output(shared);
+  const auto groups = fuse_ops(b.g);
+  check_partition(b.g, groups);
+  EXPECT_EQ(describe(b.g, groups),
+            (std::vector<std::string>{"DequantizeLinear,Conv,Add,Relu@Conv",
+                                      "DequantizeLinear@DequantizeLinear", "Conv,Add@Conv",
+                                      "Sigmoid@Sigmoid", "Conv,Mul@Conv"}));
+}
+
 TEST(FuseTest, SqueezeExcitationScaleIsNotAnEpilogue) {
   Builder b;
   const ValueId x = b.g.add_input("x", kFloat32, {1, 8, 8, 8});

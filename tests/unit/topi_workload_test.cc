@@ -94,6 +94,12 @@ std::vector<Case> cases() {
          return depthwise_conv2d_nchwc(ph({1, 2, 10, 10, 8}), ph({2, 1, 3, 3, 1, 8}), {1, 1},
                                        {1, 1, 1, 1}, {2, 2});
        }},
+      {"depthwise_conv2d_nchwc_int8", "depthwise_conv2d_nchwc_x86",
+       [] {
+         te::Tensor x = te::placeholder({1, 2, 10, 9, 16}, ir::DataType::UInt(8), "x8");
+         te::Tensor w = te::placeholder({2, 1, 3, 3, 1, 16}, ir::kInt8, "w8");
+         return depthwise_conv2d_nchwc_int8(x, w, {2, 1}, {1, 0, 1, 2}, {1, 1}, 7);
+       }},
       {"conv2d_transpose_nchw", "conv2d_transpose_nchw_x86",
        [] {
          return conv2d_transpose_nchw(ph({1, 4, 5, 5}), ph({4, 3, 4, 4}), {2, 2}, {1, 1, 1, 1});

@@ -3,7 +3,8 @@
 // 3-D Conv is rewritten at import into a 2-D one between reshapes (rewrite_conv3d). ConvInteger
 // convolves its 8-bit operands widened to int32 less their zero points (topi::integer_operand):
 // padding reads the input's zero point, a real 0; where pack_weights packed its int8 weight, the
-// VNNI kernel topi::conv2d_nchwc_int8 computes it.
+// VNNI kernel topi::conv2d_nchwc_int8 computes it (a depthwise one
+// topi::depthwise_conv2d_nchwc_int8).
 #include <optional>
 #include <string>
 #include <vector>
@@ -177,18 +178,40 @@ LowerResult lower_conv_nchwc(const LowerCtx& c) {
   return with_epilogue(y, c.tuning.of(tmpl), out);
 }
 
-/// ConvInteger with its weight packed for the VNNI kernel (pack_weights: packed_int8 = cb): x
-/// blocked by cb (its own stage), topi::conv2d_nchwc_int8 padding with the data zero point, and
-/// the NCHW result less the zero point's share (input 3), with the group's epilogue, as one
+/// ConvInteger with its weight packed for the VNNI kernel (pack_weights: packed_int8 = cb),
+/// topi::conv2d_nchwc_int8 padding with the data zero point, less the zero point's share (input
+/// 3). Blocked by alter_layout (data_block): x is uint8 NCHW[cb]c and the output int32 NCHW16c,
+/// the share and the group's epilogue (the requantization to uint8) on the kernel's register
+/// tile. Else x is blocked by cb (its own stage) and the NCHW result, with the epilogue, is one
 /// injective stage reading the kernel's NCHW16c sums.
 LowerResult lower_conv_integer_packed(const LowerCtx& c) {
   const Node& n = c.node;
   const int cb = static_cast<int>(n.i("packed_int8"));
-  const Tensor xb = topi::nchw_to_nchwc(c.input(0), cb, "data_blocked");
-  const Tensor y =
-      topi::conv2d_nchwc_int8(xb, c.input(1), ints2(n.ints("strides")), ints4(n.ints("pads")),
-                              ints2(n.ints("dilations")), static_cast<int>(n.i("data_zero_point")));
+  const bool blocked = n.has_attr("data_block");
+  const Tensor xb = blocked ? c.input(0) : topi::nchw_to_nchwc(c.input(0), cb, "data_blocked");
+  // Depthwise (pack_weights packed a group per channel) or one group.
+  const bool depthwise = n.i("group") != 1;
+  const auto stride = ints2(n.ints("strides")), dil = ints2(n.ints("dilations"));
+  const auto pads = ints4(n.ints("pads"));
+  const int zx = static_cast<int>(n.i("data_zero_point"));
+  const Tensor y = depthwise
+                       ? topi::depthwise_conv2d_nchwc_int8(xb, c.input(1), stride, pads, dil, zx)
+                       : topi::conv2d_nchwc_int8(xb, c.input(1), stride, pads, dil, zx);
+  const char* tmpl = depthwise ? "depthwise_conv2d_nchwc_x86" : "conv2d_nchwc_int8_x86";
   const Tensor share = c.has(3) ? c.in[3] : Tensor();
+  if (blocked) {
+    Tensor out = y;
+    if (share.defined()) {
+      out = te::compute(
+          y->shape(),
+          [&](const std::vector<ir::Var>& i) {
+            return y(std::vector<Expr>(i.begin(), i.end())) -
+                   share(i[1] * topi::kInt8OutBlock + i[4]);
+          },
+          "conv_integer");
+    }
+    return with_epilogue(y, c.tuning.of(tmpl), out);
+  }
   const Tensor out = te::compute(
       {y->shape()[0], Expr(c.out_value().shape.at(1)), y->shape()[2], y->shape()[3]},
       [&](const std::vector<ir::Var>& i) {
@@ -199,7 +222,7 @@ LowerResult lower_conv_integer_packed(const LowerCtx& c) {
       "conv_integer");
   return {{out}, [=, tuning = c.tuning](te::Schedule& s, const Tensor& output) {
             topi::schedule_layout_transform_x86(s, xb);
-            tuning.schedule("conv2d_nchwc_int8_x86", s, y, y);
+            tuning.schedule(tmpl, s, y, y);
             if (out != output) s[out].compute_inline();
             injective(s, output);
           }};
@@ -207,8 +230,8 @@ LowerResult lower_conv_integer_packed(const LowerCtx& c) {
 
 LowerResult lower_conv(const LowerCtx& c, bool transpose) {
   const Node& n = c.node;
-  if (!transpose && n.has_attr("data_block")) return lower_conv_nchwc(c);
   if (!transpose && n.has_attr("packed_int8")) return lower_conv_integer_packed(c);
+  if (!transpose && n.has_attr("data_block")) return lower_conv_nchwc(c);
   const size_t k = n.ints("kernel_shape").size();
   if (k != 1 && k != 2) c.fail("only 1-D and 2-D convolutions are supported");
   const bool one_d = k == 1;
