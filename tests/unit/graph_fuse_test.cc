@@ -160,9 +160,10 @@ TEST(OpPatternTest, EveryFrontEndOp) {
                   op == "CastLike" || op == "CumSum" || op == "Hardmax" || op == "Einsum" ||
                   op == "GRU" || op == "QLinearConv" || op == "QLinearMatMul" ||  // imported as QDQ
                   op == "ScatterElements" || op == "ScatterND" ||
-                  op == "Scatter" ||   // their own loop
-                  op == "Upsample" ||  // imported as Resize
-                  op == "Dropout")     // an alias of its input
+                  op == "Scatter" ||                // their own loop
+                  op == "DynamicQuantizeLinear" ||  // a whole-tensor range, then the quantization
+                  op == "Upsample" ||               // imported as Resize
+                  op == "Dropout")                  // an alias of its input
           << op;
     }
   }
