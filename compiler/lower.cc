@@ -247,9 +247,9 @@ runtime::DeviceProgram build_gpu(const te::Schedule& sch, const std::vector<te::
 
 runtime::Module build(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                       const std::string& target, const std::string& name,
-                      const LowerOptions& options) {
+                      const LowerOptions& options, bool optimize) {
   target::Target t = target::Target::parse(target);
-  return codegen::build({lower(sch, args, name, options)}, t);
+  return codegen::build({lower(sch, args, name, options)}, t, nullptr, optimize);
 }
 
 }  // namespace kiln::compiler

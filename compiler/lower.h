@@ -72,9 +72,9 @@ ir::PrimFunc lower_vdla(const te::Schedule& sch, const std::vector<te::Tensor>& 
                         const std::string& name);
 
 /// Lowers and compiles for the host (`target` like "llvm -mcpu=native"); the module's function
-/// `name` takes the tensors of `args` in order.
+/// `name` takes the tensors of `args` in order. `optimize` as codegen::build's.
 runtime::Module build(const te::Schedule& sch, const std::vector<te::Tensor>& args,
                       const std::string& target, const std::string& name,
-                      const LowerOptions& options = {});
+                      const LowerOptions& options = {}, bool optimize = true);
 
 }  // namespace kiln::compiler

@@ -177,7 +177,7 @@ std::string emit_file(const std::vector<ir::PrimFunc>& funcs, const target::Targ
 }  // namespace
 
 runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
-                      BuildTimings* timings) {
+                      BuildTimings* timings, bool optimize) {
   KILN_USER_CHECK(target.kind == TargetKind::kCpu)
       << "build: target '" << target.str() << "' is not an llvm target; the " << target.kind
       << " back-end builds its own kind of module";
@@ -189,7 +189,7 @@ runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Targ
   const LLVMTarget lt = resolve_llvm_target(target);
   llvm::TargetMachine* tm = thread_target_machine(lt);
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  std::unique_ptr<llvm::Module> m = compile_module(funcs, lt, tm, ctx.get(), true, timings);
+  std::unique_ptr<llvm::Module> m = compile_module(funcs, lt, tm, ctx.get(), optimize, timings);
 
   const auto t0 = Clock::now();
   std::shared_ptr<JitSession> session = jit_session(lt);

@@ -29,9 +29,10 @@ struct BuildTimings {
 /// host's triple) and returns a module whose functions are `funcs[i].name`. The module's
 /// `__kiln_parallel_launch` points at the runtime's thread pool. Raises kiln::Error for a target
 /// that cannot run here ("use link_shared_object"), a non-llvm target, or a mistake in the
-/// functions.
+/// functions. `optimize` false skips LLVM's O3 pipeline: for code that runs once (constant
+/// folding), where optimizing costs more than it saves.
 runtime::Module build(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
-                      BuildTimings* timings = nullptr);
+                      BuildTimings* timings = nullptr, bool optimize = true);
 
 /// The CPU features `t` enables (LLVM's names without the '+', sorted: "avx2", "avx512bf16",
 /// ...): its CPU's (the host's for -mcpu=native) with -mattr's changes applied; empty for targets

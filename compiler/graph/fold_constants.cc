@@ -66,7 +66,10 @@ size_t fold_constants(Graph& g, int64_t max_elements, bool keep_dequantize) {
     }
     const LoweredOp op = lower_group(g, single_group(g, i));
     const std::string name = "fold_" + std::to_string(i);
-    runtime::Function f = compiler::build(op.schedule, op.args, "llvm", name).function(name);
+    // Run once: LLVM's optimizations would cost more than they save (a Swin transformer folds
+    // a thousand nodes).
+    runtime::Function f =
+        compiler::build(op.schedule, op.args, "llvm", name, {}, /*optimize=*/false).function(name);
     std::vector<runtime::NDArray> results;
     std::vector<runtime::Arg> args;
     for (ValueId v : op.values) {

@@ -164,6 +164,13 @@ bool Graph::is_output(ValueId v) const {
   return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end();
 }
 
+const Node* Graph::producer_node(ValueId v) const {
+  const int64_t p = v == kNoValue ? -1 : producer(v);
+  return p < 0 ? nullptr : &nodes_[static_cast<size_t>(p)];
+}
+
+bool Graph::single_reader(ValueId v) const { return !is_output(v) && consumers(v).size() == 1; }
+
 void Graph::replace_all_uses(ValueId from, ValueId to) {
   for (Node& n : nodes_) std::replace(n.inputs.begin(), n.inputs.end(), from, to);
   std::replace(outputs_.begin(), outputs_.end(), from, to);

@@ -135,6 +135,10 @@ class Graph {
   std::vector<size_t> consumers(ValueId v) const;
   /// Whether `v` is one of the graph's outputs.
   bool is_output(ValueId v) const;
+  /// The node producing `v`, or null for inputs, constants, dangling values and kNoValue.
+  const Node* producer_node(ValueId v) const;
+  /// Whether one node reads `v`, and nothing else (not a graph output, not that node twice).
+  bool single_reader(ValueId v) const;
 
   // --- rewriting -------------------------------------------------------------------------------
   /// Makes every node input and graph output that reads `from` read `to` instead.

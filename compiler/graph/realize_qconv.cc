@@ -21,16 +21,6 @@ struct Reject {
   std::string why;
 };
 
-const Node* producer_node(const Graph& g, ValueId v) {
-  const int64_t p = v == kNoValue ? -1 : g.producer(v);
-  return p < 0 ? nullptr : &g.nodes()[static_cast<size_t>(p)];
-}
-
-/// The only reader of `v` is a node (not a graph output, not read twice).
-bool single_reader(const Graph& g, ValueId v) {
-  return !g.is_output(v) && g.consumers(v).size() == 1;
-}
-
 std::string fmt(double v) {
   std::ostringstream os;
   os << v;
@@ -77,7 +67,7 @@ void require_zero_point(const Graph& g, const Node& q, const std::string& what) 
 /// The DequantizeLinear producing input `i` of `conv`, of a `dtype` tensor.
 const Node& dequantized(const Graph& g, const Node& conv, size_t i, KilnDType dtype,
                         const std::string& what) {
-  const Node* dq = producer_node(g, conv.inputs.at(i));
+  const Node* dq = g.producer_node(conv.inputs.at(i));
   if (dq == nullptr || dq->op != "DequantizeLinear") {
     throw Reject{what + " is not the output of a DequantizeLinear"};
   }
@@ -176,17 +166,17 @@ RealizeQConvReport realize_qconv(Graph& g) {
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node q = g.nodes()[i];
     if (q.op != "QuantizeLinear") continue;
-    const Node* p = producer_node(g, q.inputs[0]);
+    const Node* p = g.producer_node(q.inputs[0]);
     const Node* relu = nullptr;
-    if (p != nullptr && p->op == "Relu" && single_reader(g, p->outputs[0])) {
+    if (p != nullptr && p->op == "Relu" && g.single_reader(p->outputs[0])) {
       relu = p;
-      p = producer_node(g, p->inputs[0]);
+      p = g.producer_node(p->inputs[0]);
     }
     if (p == nullptr || p->op != "Conv") continue;
     const Node conv = *p;
     if (!seen.insert(conv.name).second) continue;
     try {
-      if (!single_reader(g, conv.outputs[0])) {
+      if (!g.single_reader(conv.outputs[0])) {
         throw Reject{"its output has readers besides the " +
                      std::string(relu ? "Relu" : "QuantizeLinear")};
       }
@@ -206,7 +196,7 @@ RealizeQConvReport realize_qconv(Graph& g) {
   // Quantized convolutions whose output is not quantized.
   for (const Node& n : g.nodes()) {
     if (n.op != "Conv" || seen.count(n.name)) continue;
-    const Node* dq = producer_node(g, n.inputs[0]);
+    const Node* dq = g.producer_node(n.inputs[0]);
     if (dq != nullptr && dq->op == "DequantizeLinear") {
       report.kept_float.push_back("node '" + n.name +
                                   "' (Conv): stays float: its output is not quantized (no "

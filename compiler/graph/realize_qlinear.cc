@@ -23,17 +23,7 @@ struct Reject {
   std::string why;
 };
 
-const Node* producer_node(const Graph& g, ValueId v) {
-  const int64_t p = v == kNoValue ? -1 : g.producer(v);
-  return p < 0 ? nullptr : &g.nodes()[static_cast<size_t>(p)];
-}
-
 bool has_input(const Node& n, size_t i) { return n.inputs.size() > i && n.inputs[i] != kNoValue; }
-
-/// The only reader of `v` is a node (not a graph output, not read twice).
-bool single_reader(const Graph& g, ValueId v) {
-  return !g.is_output(v) && g.consumers(v).size() == 1;
-}
 
 std::string fmt(double v) {
   std::ostringstream os;
@@ -110,7 +100,7 @@ std::vector<T> per_channel(const Graph& g, const Node& dq, size_t input, std::ve
 
 /// The DequantizeLinear producing input `i` of `node`.
 const Node& dequantized(const Graph& g, const Node& node, size_t i, const std::string& what) {
-  const Node* dq = producer_node(g, node.inputs.at(i));
+  const Node* dq = g.producer_node(node.inputs.at(i));
   if (dq == nullptr || dq->op != "DequantizeLinear") {
     throw Reject{what + " is not the output of a DequantizeLinear"};
   }
@@ -448,13 +438,13 @@ size_t pool_quantized(Graph& g) {
   size_t pooled = 0;
   for (Node& q : g.nodes()) {
     if (q.op != "QuantizeLinear") continue;
-    const Node* pool = producer_node(g, q.inputs[0]);
+    const Node* pool = g.producer_node(q.inputs[0]);
     if (pool == nullptr || pool->op != "MaxPool" || pool->outputs.size() > 1 ||
-        !single_reader(g, pool->outputs[0])) {
+        !g.single_reader(pool->outputs[0])) {
       continue;
     }
-    const Node* dq = producer_node(g, pool->inputs[0]);
-    if (dq == nullptr || dq->op != "DequantizeLinear" || !single_reader(g, dq->outputs[0]) ||
+    const Node* dq = g.producer_node(pool->inputs[0]);
+    if (dq == nullptr || dq->op != "DequantizeLinear" || !g.single_reader(dq->outputs[0]) ||
         !same_constant(g, dq->inputs[1], q.inputs[1]) ||
         !same_constant(g, has_input(*dq, 2) ? dq->inputs[2] : kNoValue,
                        has_input(q, 2) ? q.inputs[2] : kNoValue) ||
@@ -481,17 +471,17 @@ RealizeQLinearReport realize_qlinear(Graph& g) {
   for (size_t i = 0; i < count; ++i) {
     const Node q = g.nodes()[i];
     if (q.op != "QuantizeLinear") continue;
-    const Node* p = producer_node(g, q.inputs[0]);
+    const Node* p = g.producer_node(q.inputs[0]);
     const Node* relu = nullptr;
-    if (p != nullptr && p->op == "Relu" && single_reader(g, p->outputs[0])) {
+    if (p != nullptr && p->op == "Relu" && g.single_reader(p->outputs[0])) {
       relu = p;
-      p = producer_node(g, p->inputs[0]);
+      p = g.producer_node(p->inputs[0]);
     }
     if (p == nullptr || (p->op != "Conv" && p->op != "Gemm" && p->op != "MatMul")) continue;
     const Node node = *p;
     if (!seen.insert(node.name).second) continue;
     try {
-      if (!single_reader(g, node.outputs[0])) {
+      if (!g.single_reader(node.outputs[0])) {
         throw Reject{"its output has readers besides the " +
                      std::string(relu ? "Relu" : "QuantizeLinear")};
       }
@@ -509,7 +499,7 @@ RealizeQLinearReport realize_qlinear(Graph& g) {
   // Quantized convolutions and products whose output is not quantized.
   for (const Node& n : g.nodes()) {
     if ((n.op != "Conv" && n.op != "Gemm" && n.op != "MatMul") || seen.count(n.name)) continue;
-    const Node* dq = producer_node(g, n.inputs[0]);
+    const Node* dq = g.producer_node(n.inputs[0]);
     if (dq != nullptr && dq->op == "DequantizeLinear") {
       report.kept_float.push_back(node_label(n) +
                                   ": stays float: its output is not quantized (no "
