@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/graph/quant_pattern.h"
 #include "deploy/runtime/dtype.h"
 
 namespace kiln::graph {
@@ -166,12 +167,7 @@ RealizeQConvReport realize_qconv(Graph& g) {
   for (size_t i = 0; i < g.nodes().size(); ++i) {
     const Node q = g.nodes()[i];
     if (q.op != "QuantizeLinear") continue;
-    const Node* p = g.producer_node(q.inputs[0]);
-    const Node* relu = nullptr;
-    if (p != nullptr && p->op == "Relu" && g.single_reader(p->outputs[0])) {
-      relu = p;
-      p = g.producer_node(p->inputs[0]);
-    }
+    const auto [p, relu] = quantized_producer(g, q);
     if (p == nullptr || p->op != "Conv") continue;
     const Node conv = *p;
     if (!seen.insert(conv.name).second) continue;

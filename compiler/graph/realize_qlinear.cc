@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "compiler/graph/quant_pattern.h"
 #include "deploy/runtime/dtype.h"
 
 namespace kiln::graph {
@@ -471,12 +472,7 @@ RealizeQLinearReport realize_qlinear(Graph& g) {
   for (size_t i = 0; i < count; ++i) {
     const Node q = g.nodes()[i];
     if (q.op != "QuantizeLinear") continue;
-    const Node* p = g.producer_node(q.inputs[0]);
-    const Node* relu = nullptr;
-    if (p != nullptr && p->op == "Relu" && g.single_reader(p->outputs[0])) {
-      relu = p;
-      p = g.producer_node(p->inputs[0]);
-    }
+    const auto [p, relu] = quantized_producer(g, q);
     if (p == nullptr || (p->op != "Conv" && p->op != "Gemm" && p->op != "MatMul")) continue;
     const Node node = *p;
     if (!seen.insert(node.name).second) continue;
