@@ -62,6 +62,7 @@
 
 #include "base/cli.h"
 #include "bench/interleaved_timing.h"
+#include "bench/onednn_conv.h"
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/tuner.h"
 #include "compiler/codegen/build.h"
@@ -75,6 +76,7 @@ namespace {
 using kiln::bench::ConvLayer;
 using kiln::bench::interleaved_times;
 using kiln::bench::load_average;
+using kiln::bench::OnednnConv;
 using kiln::bench::Timing;
 using kiln::runtime::NDArray;
 
@@ -178,52 +180,11 @@ KilnConv build_kiln(const ConvLayer& l, const kiln::autotune::Task& task,
   return k;
 }
 
-/// oneDNN's convolution primitive for `threads` threads, its operands in its chosen layouts, and
-/// the relative error of its output.
-struct DnnlConv {
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream s{eng};
-  dnnl::convolution_forward conv;
-  std::unordered_map<int, dnnl::memory> args;
+/// oneDNN's float32 convolution and the relative error of its output.
+struct DnnlConv : OnednnConv<float, float, float> {
   double error = INFINITY;
-  std::string impl;
-
-  DnnlConv(const ConvLayer& l, const Plain& p, int threads) {
-    using namespace dnnl;
-    omp_set_num_threads(threads);  // before the primitive: it sizes its work split for it
-    const int oh = l.out_hw();
-    memory::dims src_dims = {1, l.ic, l.hw, l.hw}, wei_dims = {l.oc, l.ic, l.k, l.k},
-                 dst_dims = {1, l.oc, oh, oh}, strides = {l.stride, l.stride},
-                 pads = {l.pad(), l.pad()};
-    using dt = memory::data_type;
-    using tag = memory::format_tag;
-    memory::desc src_any(src_dims, dt::f32, tag::any), wei_any(wei_dims, dt::f32, tag::any),
-        dst_any(dst_dims, dt::f32, tag::any);
-    convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct,
-                                   src_any, wei_any, dst_any, strides, pads, pads);
-    convolution_forward::primitive_desc pd(desc, eng);
-    impl = pd.impl_info_str();
-    memory user_src({src_dims, dt::f32, tag::nchw}, eng, const_cast<float*>(p.x.data()));
-    memory user_wei({wei_dims, dt::f32, tag::oihw}, eng, const_cast<float*>(p.w.data()));
-    std::vector<float> got(size_t(l.oc) * oh * oh);
-    memory user_dst({dst_dims, dt::f32, tag::nchw}, eng, got.data());
-    memory src(pd.src_desc(), eng), wei(pd.weights_desc(), eng), dst(pd.dst_desc(), eng);
-    // The reorders into oneDNN's layouts happen once, here, outside the timing.
-    reorder(user_src, src).execute(s, user_src, src);
-    reorder(user_wei, wei).execute(s, user_wei, wei);
-    s.wait();
-    conv = convolution_forward(pd);
-    args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-    run();
-    reorder(dst, user_dst).execute(s, dst, user_dst);
-    s.wait();
-    error = rel_error(got, p.ref);
-  }
-
-  void run() {
-    conv.execute(s, args);
-    s.wait();
-  }
+  DnnlConv(const ConvLayer& l, const Plain& p, int threads)
+      : OnednnConv(l, p.x, p.w, threads), error(rel_error(output, p.ref)) {}
 };
 
 const kiln::cli::Program kBench{

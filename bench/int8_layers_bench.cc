@@ -66,6 +66,7 @@
 
 #include "base/cli.h"
 #include "bench/interleaved_timing.h"
+#include "bench/onednn_conv.h"
 #include "bench/resnet_layers.h"
 #include "compiler/autotune/task.h"
 #include "compiler/autotune/tuner.h"
@@ -80,6 +81,7 @@
 namespace {
 
 using kiln::bench::ConvLayer;
+using kiln::bench::OnednnConv;
 using kiln::runtime::NDArray;
 
 constexpr const char* kTarget = "llvm -mcpu=native";
@@ -238,49 +240,11 @@ Kernel build_fp32_conv(const ConvLayer& l) {
   return k;
 }
 
-/// oneDNN's u8 x s8 -> s32 convolution for `threads` threads, checked.
-struct DnnlConv {
-  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
-  dnnl::stream s{eng};
-  dnnl::convolution_forward conv;
-  std::unordered_map<int, dnnl::memory> args;
-  int64_t mismatches = -1;
-  std::string impl;
-
-  DnnlConv(const ConvLayer& l, const PlainInt8& p, int threads) {
-    using namespace dnnl;
-    omp_set_num_threads(threads);
-    const int oh = l.out_hw();
-    memory::dims src_dims = {1, l.ic, l.hw, l.hw}, wei_dims = {l.oc, l.ic, l.k, l.k},
-                 dst_dims = {1, l.oc, oh, oh}, strides = {l.stride, l.stride},
-                 pads = {l.pad(), l.pad()};
-    using dt = memory::data_type;
-    using tag = memory::format_tag;
-    memory::desc src_any(src_dims, dt::u8, tag::any), wei_any(wei_dims, dt::s8, tag::any),
-        dst_any(dst_dims, dt::s32, tag::any);
-    convolution_forward::desc desc(prop_kind::forward_inference, algorithm::convolution_direct,
-                                   src_any, wei_any, dst_any, strides, pads, pads);
-    convolution_forward::primitive_desc pd(desc, eng);
-    impl = pd.impl_info_str();
-    memory user_src({src_dims, dt::u8, tag::nchw}, eng, const_cast<uint8_t*>(p.x.data()));
-    memory user_wei({wei_dims, dt::s8, tag::oihw}, eng, const_cast<int8_t*>(p.w.data()));
-    std::vector<int32_t> got(size_t(l.oc) * oh * oh);
-    memory user_dst({dst_dims, dt::s32, tag::nchw}, eng, got.data());
-    memory src(pd.src_desc(), eng), wei(pd.weights_desc(), eng), dst(pd.dst_desc(), eng);
-    reorder(user_src, src).execute(s, user_src, src);
-    reorder(user_wei, wei).execute(s, user_wei, wei);
-    s.wait();
-    conv = convolution_forward(pd);
-    args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-    run();
-    reorder(dst, user_dst).execute(s, dst, user_dst);
-    s.wait();
-    mismatches = 0;
-    for (size_t i = 0; i < got.size(); ++i) mismatches += got[i] != p.ref[i];
-  }
-  void run() {
-    conv.execute(s, args);
-    s.wait();
+/// oneDNN's u8 x s8 -> s32 convolution, its output checked against the naive one.
+struct DnnlConv : OnednnConv<uint8_t, int8_t, int32_t> {
+  int64_t mismatches = 0;
+  DnnlConv(const ConvLayer& l, const PlainInt8& p, int threads) : OnednnConv(l, p.x, p.w, threads) {
+    for (size_t i = 0; i < output.size(); ++i) mismatches += output[i] != p.ref[i];
   }
 };
 
