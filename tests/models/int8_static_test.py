@@ -15,30 +15,21 @@ Prints the measured agreement.
 """
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
+import kiln_cli_check
+from kiln_cli_check import check, failures
+
 KILN, MODELS, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(WORK, exist_ok=True)
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 
 def kiln(*args, expect=0):
-    r = subprocess.run([KILN, *args], capture_output=True, text=True)
-    if r.returncode != expect:
-        print(r.stdout, r.stderr)
-        raise SystemExit("kiln %s: exit %d, expected %d" % (" ".join(args), r.returncode, expect))
-    return r.stderr
+    return kiln_cli_check.kiln(KILN, *args, expect=expect)
 
 
 def main():

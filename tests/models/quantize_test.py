@@ -31,22 +31,14 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+import kiln_cli_check
+from kiln_cli_check import check, failures
+
 KILN, WORK = sys.argv[1], sys.argv[2]
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
 
 
 def kiln(*args, expect=0):
-    r = subprocess.run([KILN, *args], capture_output=True, text=True)
-    if r.returncode != expect:
-        print(r.stdout, r.stderr)
-        raise SystemExit("kiln %s: exit %d, expected %d" % (" ".join(args), r.returncode, expect))
-    return r.stderr
+    return kiln_cli_check.kiln(KILN, *args, expect=expect)
 
 
 def ort_run(path, feeds):
