@@ -32,15 +32,26 @@ std::vector<int64_t> blocked_shape(const std::vector<int64_t>& s, int b) {
 
 int64_t round_up(int64_t c, int64_t b) { return (c + b - 1) / b * b; }
 
-/// The block of `channels` under `opt`: channel_block's, or opt.pad_to with the last block
-/// padded where that adds at most an eighth of the channels (RegNet's 440 as 28 blocks of 16,
-/// not 55 of 8: AVX-512's full vectors for 2% more work).
-int block_of(int64_t channels, const AlterLayoutOptions& opt) {
+/// H * W of an NCHW value, 0 where it is not one or a dimension is symbolic.
+int64_t pixels(const Value& v) {
+  return v.shape.size() == 4 && v.shape[2] > 0 && v.shape[3] > 0 ? v.shape[2] * v.shape[3] : 0;
+}
+
+/// The block of `channels` under `opt` for a map of `pixels` (H * W): channel_block's, or
+/// opt.pad_to with the last block padded where that adds at most an eighth of the channels
+/// (RegNet's 440 as 28 blocks of 16, not 55 of 8: AVX-512's full vectors for 2% more work). A
+/// map of one pixel (a squeeze-excitation's: EfficientNet-B4's 1632 -> 68 -> 1632) is always
+/// padded to full vectors (pad_to, else 8): its padding costs no memory to speak of, while
+/// left unblocked for want of a dividing block its convolutions (products of a vector and a
+/// matrix) ran 10x slower than blocked ones.
+int block_of(int64_t channels, const AlterLayoutOptions& opt, int64_t pixels) {
   const int b = channel_block(channels);
   const int64_t p = opt.pad_to;
   if (p > 0 && b < p && channels > p && (round_up(channels, p) - channels) * 8 <= channels) {
     return static_cast<int>(p);
   }
+  const int64_t lanes = p > 0 ? p : 8;
+  if (pixels == 1 && b < lanes && channels > lanes) return static_cast<int>(lanes);
   return b;
 }
 
@@ -168,8 +179,8 @@ ConvBlocks conv_blocks(const Graph& g, const Node& n, const AlterLayoutOptions& 
                        (g.value(n.inputs[2]).is_constant() && is_f32(g.value(n.inputs[2])));
   const AlterLayoutOptions plain_blocks{};
   const AlterLayoutOptions& o_opt = bias_ok ? opt : plain_blocks;
-  int ib = block_of(c, opt);
-  const int ob = block_of(o, o_opt);
+  int ib = block_of(c, opt, pixels(x));
+  const int ob = block_of(o, o_opt, bias_ok ? pixels(g.value(n.outputs[0])) : 0);
   if (ib == 0 || ob == 0) return {};
   // bf16 pairs need an even block: an odd one (a single block, an image's 3 colours) gets a zero
   // channel.

@@ -125,7 +125,8 @@ TEST(AlterLayout, ResidualBlockConvertsOnlyAtItsEdges) {
 // Padded blocks (pad_to 16): 72 channels as 5 blocks of 16, the last half padding. Plain
 // convolutions (one reading a padded input), a grouped one of 9 groups of 8 (a zero group
 // appended, then merged in pairs: 5 groups of 16), a squeeze-and-excitation scale (its
-// 18-channel middle stays NCHW: padding 18 to 32 would cost too much), a depthwise convolution,
+// 18-channel middle on a 1x1 map padded to 32: no block divides 18, and the padding of a single
+// pixel costs nothing), a depthwise convolution,
 // a residual Add and an unfolded batch norm all stay in padded blocks; a Div (not finite on the
 // padding) reads NCHW, and so does a Concat; the next convolution converts back from NCHW. The
 // results match the NCHW build's, so the padding never leaks into a real channel.
@@ -156,19 +157,23 @@ TEST(AlterLayout, PaddedBlocksKeepTheirPaddingOutOfRealChannels) {
   m.g.add_output(m.conv(cat, 72, 1));
   Graph before = m.g;
   AlterLayoutReport r = alter_layout(m.g, {16});
-  EXPECT_EQ(r.convolutions_blocked, 5u);  // all but the squeeze-and-excitation's two
-  EXPECT_EQ(r.padded, 5u);
+  EXPECT_EQ(r.convolutions_blocked, 7u);
+  EXPECT_EQ(r.padded, 7u);
   EXPECT_EQ(r.grouped_blocked, 1u);
-  EXPECT_EQ(
-      m.ops(),
-      (std::vector<std::string>{
-          "LT0>3",  "Conv", "Relu",  "Conv",    "Relu",    "Conv",   "Relu",   "GlobalAveragePool",
-          "LT16>0", "Conv", "Relu",  "Conv",    "Sigmoid", "LT0>16", "Mul",    "Conv",
-          "Add",    "Mul",  "Add",   "Sigmoid", "LT16>0",  "Div",    "LT16>0", "Concat",
-          "LT0>16", "Conv", "LT16>0"}));
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>3",  "Conv",    "Relu",   "Conv",
+                                               "Relu",   "Conv",    "Relu",   "GlobalAveragePool",
+                                               "Conv",   "Relu",    "Conv",   "Sigmoid",
+                                               "Mul",    "Conv",    "Add",    "Mul",
+                                               "Add",    "Sigmoid", "LT16>0", "Div",
+                                               "LT16>0", "Concat",  "LT0>16", "Conv",
+                                               "LT16>0"}));
   for (const Node& n : m.g.nodes()) {
     if (n.op == "Conv" && n.has_attr("out_block")) {
-      EXPECT_EQ(m.g.value(n.outputs[0]).shape[1], 5) << n.name;  // ceil(72 / 16) blocks
+      // ceil(72 / 16) blocks, the squeeze-and-excitation's middle ceil(18 / 16)
+      EXPECT_EQ(
+          m.g.value(n.outputs[0]).shape[1],
+          m.g.value(n.outputs[0]).shape[2] == 1 && m.g.value(n.inputs[0]).shape[1] == 5 ? 2 : 5)
+          << n.name;
       EXPECT_EQ(n.i("out_block"), 16) << n.name;
     }
     if (n.op == "LayoutTransform" && (n.i("src_block") == 16 || n.i("dst_block") == 16)) {
@@ -181,10 +186,13 @@ TEST(AlterLayout, PaddedBlocksKeepTheirPaddingOutOfRealChannels) {
   // in another order differs by up to 1e-4 there (as much with blocks of 8), a leaked padding
   // channel by about the outputs themselves.
   expect_same_results(before, 16, 1e-4);
-  // Without padding the same graph blocks 72 channels in 8s.
+  // Without padding the same graph blocks 72 channels in 8s, and pads only the 1x1 map's 18
+  // channels (to 24).
   Graph plain_blocks = before;
   AlterLayoutReport r8 = alter_layout(plain_blocks);
-  EXPECT_EQ(r8.padded, 0u);
+  EXPECT_EQ(r8.padded, 2u);
+  EXPECT_EQ(r8.convolutions_blocked, 7u);
+  expect_same_results(before, 0, 1e-4);
 }
 
 // A squeeze-and-excitation scale: GlobalAveragePool (blocked), two 1x1 convolutions on the
