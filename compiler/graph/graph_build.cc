@@ -20,6 +20,7 @@
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/fold_batch_norm.h"
 #include "compiler/graph/fold_constants.h"
+#include "compiler/graph/fold_pad.h"
 #include "compiler/graph/fuse.h"
 #include "compiler/graph/lift_conv1d.h"
 #include "compiler/graph/memory_plan.h"
@@ -240,6 +241,8 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   rep.qconvs_kept_float = std::move(qlinear.kept_float);
   g.remove_dead_nodes();
   rep.constants_folded += fold_constants(g);  // the weights of convolutions left in float
+  // A Pad of zeros as the padding of the convolutions and average pools reading it.
+  if (fold_pad(g) > 0) g.remove_dead_nodes();
   g.verify();
   if (options.fold_batch_norm) {
     enter("folding batch norms");

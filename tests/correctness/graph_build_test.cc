@@ -724,6 +724,42 @@ TEST_F(GraphBuildTest, SplitIntoAttentionHeads) {
   check(m, "split_attention");
 }
 
+// Pads of zeros folded into the average pools and convolutions that read them (fold_pad): PyTorch's
+// avg_pool2d(padding=1) as Pad + AveragePool (Inception-v3), an asymmetric ZeroPad2d before a
+// strided convolution, a Pad read by both a pool and a convolution; and two that stay: one read by
+// a MaxPool, one padding with 0.5.
+TEST_F(GraphBuildTest, ZeroPadsFoldIntoPoolsAndConvolutions) {
+  MB m(13);
+  m.input("x", {1, 16, 9, 9});
+  m.init("w1", {32, 16, 3, 3}, -0.2f, 0.2f);
+  m.init("w2", {16, 32, 3, 3}, -0.2f, 0.2f);
+  m.init("w3", {16, 32, 1, 1}, -0.2f, 0.2f);
+  m.node("Conv", {"x", "w1"}, {"c1"});
+  m.node("Relu", {"c1"}, {"r1"});
+  m.init_int64("p_same", {0, 0, 1, 1, 0, 0, 1, 1});
+  m.node("Pad", {"r1", "p_same"}, {"pad1"});
+  auto* avg = m.node("AveragePool", {"pad1"}, {"avg"});
+  MB::attr(avg, "kernel_shape", std::vector<int64_t>{3, 3});
+  auto* c2 = m.node("Conv", {"pad1", "w2"}, {"c2"});
+  MB::attr(c2, "strides", std::vector<int64_t>{2, 2});
+  m.init_int64("p_asym", {0, 0, 0, 1, 0, 0, 2, 0});
+  m.node("Pad", {"avg", "p_asym"}, {"pad2"});
+  auto* c3 = m.node("Conv", {"pad2", "w3"}, {"c3"});
+  MB::attr(c3, "strides", std::vector<int64_t>{2, 2});
+  m.node("Pad", {"r1", "p_same"}, {"pad3"});
+  auto* mx = m.node("MaxPool", {"pad3"}, {"mx"});
+  MB::attr(mx, "kernel_shape", std::vector<int64_t>{3, 3});
+  m.init_scalar("half", 0.5f);
+  m.node("Pad", {"r1", "p_same", "half"}, {"pad4"});
+  auto* avg4 = m.node("AveragePool", {"pad4"}, {"avg4"});
+  MB::attr(avg4, "kernel_shape", std::vector<int64_t>{3, 3});
+  m.output("c2");
+  m.output("c3");
+  m.output("mx");
+  m.output("avg4");
+  check(m, "zero_pads");
+}
+
 // InstanceNormalization after a convolution (a GAN generator's norm), then Celu, Shrink and
 // ThresholdedRelu, and a CastLike to the input's type.
 TEST_F(GraphBuildTest, InstanceNormalizationAndActivations) {
