@@ -1,4 +1,4 @@
-// pack_weights: Gemm / MatMul weights into dense_packed panels, LSTM weights transposed,
+// pack_weights: Gemm / MatMul weights into dense_packed panels, LSTM and GRU weights into panels,
 // ConvTranspose weights into the panels of its GEMM, MatMulInteger's int8 weights into the VNNI
 // kernel's [N/16, K/4, 16, 4] with their column sums.
 #include "compiler/graph/pack_weights.h"
@@ -26,7 +26,7 @@ bool is_f32_constant(const Graph& g, ValueId v) {
 
 bool has_input(const Node& n, size_t i) { return n.inputs.size() > i && n.inputs[i] != kNoValue; }
 
-/// B (a float32 constant [K, N], or [N, K] when trans_b; [1, N, K] for an LSTM weight) packed
+/// B (a float32 constant [K, N], or [N, K] when trans_b) packed
 /// into [ceil(N / bn), K, bn].
 runtime::NDArray pack_dense(const Value& b, bool trans_b, int64_t bn) {
   const size_t r = b.shape.size();
@@ -42,6 +42,35 @@ runtime::NDArray pack_dense(const Value& b, bool trans_b, int64_t bn) {
       for (int64_t j = 0; j < bn; ++j) {
         const int64_t col = p * bn + j;
         row[j] = col >= n ? 0.0f : trans_b ? src[col * k + kk] : src[kk * n + col];
+      }
+    }
+  }
+  return out;
+}
+
+/// A recurrent weight [D, G, K] with each direction's row segments (first row, rows) packed in
+/// panels of bn rows one after the other: [D, P, K, bn], element [d, p, k, j] of a segment's p-th
+/// panel its row row0 + p * bn + j (zero past the segment's end).
+runtime::NDArray pack_gate_panels(const Value& w,
+                                  const std::vector<std::pair<int64_t, int64_t>>& segments,
+                                  int64_t bn) {
+  const int64_t dirs = w.shape[0], g = w.shape[1], k = w.shape[2];
+  int64_t panels = 0;
+  for (const auto& seg : segments) panels += (seg.second + bn - 1) / bn;
+  runtime::NDArray out = runtime::NDArray::empty({dirs, panels, k, bn}, kFloat32);
+  const float* src = w.data->data<float>();
+  float* dst = out.data<float>();
+  for (int64_t d = 0; d < dirs; ++d) {
+    int64_t p = 0;
+    for (const auto& [row0, rows] : segments) {
+      for (int64_t sp = 0; sp * bn < rows; ++sp, ++p) {
+        for (int64_t kk = 0; kk < k; ++kk) {
+          float* row = dst + ((d * panels + p) * k + kk) * bn;
+          for (int64_t j = 0; j < bn; ++j) {
+            const int64_t r = sp * bn + j;
+            row[j] = r < rows ? src[(d * g + row0 + r) * k + kk] : 0.0f;
+          }
+        }
       }
     }
   }
@@ -332,20 +361,31 @@ class Packer {
     return true;
   }
 
-  bool lstm(size_t ni) {
+  /// An LSTM's or GRU's W and R, each direction's gates in panels.
+  bool recurrent(size_t ni) {
     const Node& n = g_.nodes()[ni];
-    if (n.op != "LSTM" || n.has_attr("packed_bn") || n.inputs.size() < 3) return false;
-    if (!n.has_attr("direction") || n.s("direction") == "bidirectional") return false;
+    const bool gru = n.op == "GRU";
+    if ((!gru && n.op != "LSTM") || n.has_attr("packed_bn") || n.inputs.size() < 3) return false;
+    int64_t dirs = 0;
     for (size_t i : {1, 2}) {
-      if (!is_f32_constant(g_, n.inputs[i]) || g_.value(n.inputs[i]).shape.size() != 3 ||
-          g_.value(n.inputs[i]).shape[0] != 1) {
+      if (!is_f32_constant(g_, n.inputs[i]) || g_.value(n.inputs[i]).shape.size() != 3) {
         return false;
       }
+      dirs = g_.value(n.inputs[i]).shape[0];
     }
-    const int64_t gates = g_.value(n.inputs[2]).shape[1];
-    if (gates <= 0 || g_.value(n.inputs[1]).shape[1] != gates) return false;
-    const int64_t bn = topi::lstm_panel_width(gates);
-    const ValueId w = packed(n.inputs[1], true, bn), r = packed(n.inputs[2], true, bn);
+    const std::vector<int64_t>&ws = g_.value(n.inputs[1]).shape, &rs = g_.value(n.inputs[2]).shape;
+    const int64_t hidden = rs[2], gates = (gru ? 3 : 4) * hidden;
+    if (hidden <= 0 || ws[0] != dirs || ws[1] != gates || rs[1] != gates) return false;
+    const std::vector<std::pair<int64_t, int64_t>> all = {{0, gates}};
+    const bool lbr = gru && n.i("linear_before_reset", 0) != 0;
+    const auto r_segments = gru ? topi::gru_panel_segments(hidden, lbr) : all;
+    const int64_t bn = gru ? topi::lstm_panel_width(hidden) : topi::lstm_panel_width(gates);
+    // Both packed before either is added: adding a value may move the graph's values.
+    runtime::NDArray wp = pack_gate_panels(g_.value(n.inputs[1]), all, bn);
+    runtime::NDArray rp = pack_gate_panels(g_.value(n.inputs[2]), r_segments, bn);
+    const std::string wname = g_.value(n.inputs[1]).name, rname = g_.value(n.inputs[2]).name;
+    const ValueId w = g_.add_constant(wname + ".packed", std::move(wp));
+    const ValueId r = g_.add_constant(rname + ".packed", std::move(rp));
     Node& node = g_.nodes()[ni];
     node.inputs[1] = w;
     node.inputs[2] = r;
@@ -411,7 +451,7 @@ size_t pack_weights(Graph& graph, bool dense, bool bf16, bool int8_blocks16) {
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     if ((dense && (packer.dense(i) || packer.conv_transpose(i) || packer.matmul_integer(i) ||
                    packer.conv_integer(i))) ||
-        packer.lstm(i)) {
+        packer.recurrent(i)) {
       ++rewritten;
     }
   }

@@ -4,6 +4,7 @@
 //   Gemm(%x, %w) {transA=0, transB=1}       Gemm(%x, %w.packed) {packed_bn=64, ...}
 //   MatMul(%a, %b)  (b constant [K, N])  =>  MatMul(%a, %b.packed) {packed_bn=80}
 //   LSTM(%x, %W, %R, ...)                    LSTM(%x, %W.packed, %R.packed, ...) {packed_bn=64}
+//   GRU(%x, %W, %R, ...)                     GRU(%x, %W.packed, %R.packed, ...) {packed_bn=64}
 //   ConvTranspose(%x, %w)                    ConvTranspose(%x, %w.packed) {packed_bf=16}
 //   MatMulInteger(%a, %b, %az)               MatMulInteger(%a, %b.packed_int8, %az,
 //                                                          %b.column_sums) {packed_int8=1}
@@ -17,12 +18,16 @@
 // p * bn + j, zero beyond N), and the node gets the attribute packed_bn = bn, which op_lowering
 // reads to use topi::dense_packed (transB no longer matters). bn is dense_panel_width(N).
 //
-// LSTM (forward or reverse: one direction) with float32 constant W [1, 4H, I] and R [1, 4H, H]:
-// each is packed the same way over its gates, [ceil(4H / bn), K, bn] with bn =
-// topi::lstm_panel_width(4H) (K = I for W, H for R), and the node gets packed_bn = bn, which
-// topi::lstm reads: the input projection and each step's recurrent GEMV then stream one contiguous
-// block of the weight per tile of gates. (The [k, gate] transposed layout reads bn-wide pieces of
-// rows 10 KiB apart, which the panels avoid: `scripts/bench.sh models` times the LSTM LM.)
+// LSTM (every direction) with float32 constant W [D, 4H, I] and R [D, 4H, H]: each direction's
+// gates are packed the same way, [D, ceil(4H / bn), K, bn] with bn = topi::lstm_panel_width(4H)
+// (K = I for W, H for R), and the node gets packed_bn = bn, which topi::lstm reads: the input
+// projection and each step's recurrent GEMV then stream one contiguous block of the weight per
+// tile of gates. (The [k, gate] transposed layout reads bn-wide pieces of rows 10 KiB apart, which
+// the panels avoid: `scripts/bench.sh models` times the LSTM LM.) GRU likewise, bn =
+// topi::lstm_panel_width(H): W [D, ceil(3H / bn), I, bn], R's row segments that its recurrent
+// products read (topi::gru_panel_segments: all 3H gates with linear_before_reset, else z and r,
+// then h) each in whole panels, one after the other. Without this a bidirectional LSTM or a GRU
+// packed its weights by a stage of every run (a 512-wide bidirectional layer: 6 MiB gathered).
 //
 // ConvTranspose (1-D or 2-D) with a float32 constant weight W [C, M/G, k...] (G = group): W
 // becomes "<name>.packed" of shape [M * K / bf, C/G, bf] (K the kernel's taps;
@@ -77,12 +82,14 @@ int64_t dense_panel_width(int64_t n);
 int64_t conv_transpose_panel_width(int64_t cols);
 
 /// Rewrites every node that meets the conditions above; returns how many it rewrote. With `dense`
-/// false only the LSTMs (a GPU target: its products read a weight's rows as the model gives them,
-/// consecutive threads along a row, but an LSTM would otherwise pack its weights on every run).
+/// false only the LSTMs and GRUs (a GPU target: its products read a weight's rows as the model
+/// gives them, consecutive threads along a row, but a recurrent operator would otherwise pack its
+/// weights on every run).
 /// With `bf16` (BuildOptions::precision), Gemm and MatMul weights are packed as bf16 pairs along
 /// K instead: int32 [ceil(N / bn), ceil(K / 2), bn] (round to nearest even, an odd K's last pair
 /// zero above; topi::dense_packed_bf16's layout), the node marked packed_bf16 = 1 beside
-/// packed_bn; ConvTranspose and LSTM weights stay float32. `int8_blocks16`: ConvInteger's input
+/// packed_bn; ConvTranspose, LSTM and GRU weights stay float32. `int8_blocks16`: ConvInteger's
+/// input
 // channel blocks as above.
 size_t pack_weights(Graph& graph, bool dense = true, bool bf16 = false, bool int8_blocks16 = false);
 

@@ -167,6 +167,71 @@ std::vector<int64_t> einsum_shape(const std::string& equation,
   return out;
 }
 
+std::optional<EinsumContraction> einsum_contraction(
+    const std::string& equation, const std::vector<std::vector<int64_t>>& shapes) {
+  if (shapes.size() != 2) return std::nullopt;
+  const EinsumSpec spec = parse_einsum(equation, {shapes[0].size(), shapes[1].size()});
+  const std::vector<int>&a = spec.inputs[0], &b = spec.inputs[1], &out = spec.output;
+  auto pos = [](const std::vector<int>& labels, int l) -> int64_t {
+    auto it = std::find(labels.begin(), labels.end(), l);
+    return it == labels.end() ? -1 : it - labels.begin();
+  };
+  auto distinct = [](std::vector<int> labels) {
+    std::sort(labels.begin(), labels.end());
+    return std::adjacent_find(labels.begin(), labels.end()) == labels.end();
+  };
+  if (!distinct(a) || !distinct(b)) return std::nullopt;
+  // Batch, row and column letters in the output's order; contracted ones in A's.
+  std::vector<int> batch, rows, cols, summed;
+  for (int l : out) {
+    const bool in_a = pos(a, l) >= 0, in_b = pos(b, l) >= 0;
+    (in_a && in_b ? batch : in_a ? rows : cols).push_back(l);
+  }
+  for (int l : a) {
+    if (pos(out, l) >= 0) continue;
+    if (pos(b, l) < 0) return std::nullopt;  // summed over A alone
+    summed.push_back(l);
+  }
+  for (int l : b) {
+    if (pos(out, l) < 0 && pos(a, l) < 0) return std::nullopt;  // summed over B alone
+  }
+  if (summed.empty() || (rows.empty() && cols.empty())) return std::nullopt;
+  for (int l : batch) {
+    if (shapes[0][pos(a, l)] != shapes[1][pos(b, l)]) return std::nullopt;  // broadcast
+  }
+  EinsumContraction con;
+  auto size = [&](int l) {
+    const int64_t i = pos(a, l);
+    return i >= 0 ? shapes[0][i] : shapes[1][pos(b, l)];
+  };
+  for (int l : batch) {
+    con.perm_a.push_back(pos(a, l));
+    con.perm_b.push_back(pos(b, l));
+    con.batch.push_back(size(l));
+    con.product_shape.push_back(size(l));
+  }
+  for (int l : rows) {
+    con.perm_a.push_back(pos(a, l));
+    con.m *= size(l);
+    con.product_shape.push_back(size(l));
+  }
+  for (int l : summed) {
+    con.perm_a.push_back(pos(a, l));
+    con.perm_b.push_back(pos(b, l));
+    con.k *= size(l);
+  }
+  for (int l : cols) {
+    con.perm_b.push_back(pos(b, l));
+    con.n *= size(l);
+    con.product_shape.push_back(size(l));
+  }
+  std::vector<int> product = batch;
+  product.insert(product.end(), rows.begin(), rows.end());
+  product.insert(product.end(), cols.begin(), cols.end());
+  for (int l : out) con.perm_out.push_back(pos(product, l));
+  return con;
+}
+
 te::Tensor einsum(const std::string& equation, const std::vector<te::Tensor>& xs,
                   const std::string& name) {
   KILN_USER_CHECK(!xs.empty()) << "einsum '" << equation << "' has no operands";

@@ -2,6 +2,7 @@
 #include "compiler/topi/lstm.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "base/error.h"
 #include "compiler/ir/printer.h"
@@ -49,6 +50,13 @@ te::Tensor pack_gates(const te::Tensor& w, int d, int64_t gates, int64_t k, int6
       name, {"p", "k", "j"});
 }
 
+/// Direction d's panels [P, K, bn] of weights packed per direction, [D, P, K, bn]: a view.
+te::Tensor direction_panels(const te::Tensor& packed, int d, const std::string& name) {
+  const auto& sh = packed->shape();
+  return te::compute({sh[1], sh[2], sh[3]}, [&](Var p, Var k, Var j) { return packed(d, p, k, j); },
+                     name, {"p", "k", "j"});
+}
+
 /// Y [T, 1, B, H] from each step's hidden state, in time order: a reverse direction's step k read
 /// time step T-1-k.
 te::Tensor sequence_output(std::vector<te::Tensor> hs, bool reverse, const std::string& name) {
@@ -76,29 +84,29 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
                                   << shape_str(x->shape())
                                   << ", expected [seq_length, batch_size, input_size]";
   if (packed_bn > 0) {
-    KILN_USER_CHECK(rs.size() == 3 && rs[2] == packed_bn && rs[0] * packed_bn >= 4 * rs[1] &&
-                    (rs[0] - 1) * packed_bn < 4 * rs[1])
+    KILN_USER_CHECK(rs.size() == 4 && (rs[0] == 1 || rs[0] == 2) && rs[3] == packed_bn &&
+                    rs[1] * packed_bn >= 4 * rs[2] && (rs[1] - 1) * packed_bn < 4 * rs[2])
         << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
-        << ", expected [ceil(4 * hidden_size / " << packed_bn << "), hidden_size, " << packed_bn
-        << "] (packed)";
+        << ", expected [num_directions, ceil(4 * hidden_size / " << packed_bn << "), hidden_size, "
+        << packed_bn << "] (packed)";
   } else {
     KILN_USER_CHECK(rs.size() == 3 && rs[1] == 4 * rs[2] && (rs[0] == 1 || rs[0] == 2))
         << "lstm: R '" << r->name() << "' has shape " << shape_str(r->shape())
         << ", expected [num_directions, 4 * hidden_size, hidden_size]";
   }
-  const int64_t dirs = packed_bn > 0 ? 1 : rs[0];
+  const int64_t dirs = rs[0];
   KILN_USER_CHECK(dir.index >= 0 && dir.index < dirs)
       << "lstm: direction " << dir.index << " of weights for " << dirs << " direction(s)";
   const int d = dir.index;
-  const int64_t steps = xs[0], batch = xs[1], input = xs[2], hidden = packed_bn > 0 ? rs[1] : rs[2];
+  const int64_t steps = xs[0], batch = xs[1], input = xs[2], hidden = rs[2];
   const ir::DataType dt = x->dtype();
   KILN_USER_CHECK(dt.is_float()) << "lstm: X '" << x->name() << "' must be floating-point, got "
                                  << dt.str();
   const int64_t bn = packed_bn > 0 ? packed_bn : lstm_panel_width(4 * hidden);
   const int64_t panels = (4 * hidden + bn - 1) / bn;
   if (packed_bn > 0) {
-    check_shape(w, {panels, input, bn}, "W");
-    check_shape(r, {panels, hidden, bn}, "R");
+    check_shape(w, {dirs, panels, input, bn}, "W");
+    check_shape(r, {dirs, panels, hidden, bn}, "R");
   } else {
     check_shape(w, {dirs, 4 * hidden, input}, "W");
     check_shape(r, {dirs, 4 * hidden, hidden}, "R");
@@ -114,12 +122,15 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
   const int H = static_cast<int>(hidden), G = 4 * H;
   const Expr kB(static_cast<int>(batch)), kH(H), kG(G);
 
-  // The weights packed in panels [ceil(G / bn), k, bn] (given so when packed_bn > 0: the graph
-  // packs constant weights once, at build time), so that each block of gates reads one
-  // contiguous stream. The projections are computed for all panels' gates (padded to gp).
+  // The weights packed in panels [ceil(G / bn), k, bn] (given so when packed_bn > 0, one such
+  // block per direction: the graph packs constant weights once, at build time), so that each
+  // block of gates reads one contiguous stream. The projections are computed for all panels'
+  // gates (padded to gp).
   const int64_t gp = panels * bn;
-  te::Tensor wt = packed_bn > 0 ? w : pack_gates(w, d, 4 * hidden, input, bn, name + ".W_packed");
-  te::Tensor rt = packed_bn > 0 ? r : pack_gates(r, d, 4 * hidden, hidden, bn, name + ".R_packed");
+  te::Tensor wt = packed_bn > 0 ? direction_panels(w, d, name + ".W_panels")
+                                : pack_gates(w, d, 4 * hidden, input, bn, name + ".W_packed");
+  te::Tensor rt = packed_bn > 0 ? direction_panels(r, d, name + ".R_panels")
+                                : pack_gates(r, d, 4 * hidden, hidden, bn, name + ".R_packed");
   // The input projection of all steps as one dense: X viewed as [T * B, I].
   te::Tensor x2 = te::compute(
       {Expr(static_cast<int>(steps * batch)), Expr(static_cast<int>(input))},
@@ -129,7 +140,7 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
   LstmOutputs out;
   out.views = {x2};
   out.stages = {};
-  if (packed_bn <= 0) out.stages.push_back(wt);
+  (packed_bn > 0 ? out.views : out.stages).push_back(wt);
   out.stages.push_back(xw);
   std::vector<te::Tensor> hs, cs;
   for (int64_t t = 0; t < steps; ++t) {
@@ -178,10 +189,9 @@ LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, 
                                },
                                name + ".h" + sfx, {"b", "j"});
     if (rec.defined()) {
-      if (packed_bn <= 0 &&
-          std::find(out.stages.begin(), out.stages.end(), rt) == out.stages.end()) {
-        out.stages.push_back(rt);  // R is read only when some step has a recurrent GEMV
-      }
+      // R is read only when some step has a recurrent GEMV: packed by a stage, or a view.
+      std::vector<te::Tensor>& list = packed_bn > 0 ? out.views : out.stages;
+      if (std::find(list.begin(), list.end(), rt) == list.end()) list.push_back(rt);
       out.stages.push_back(rec);
     }
     out.stages.insert(out.stages.end(), {c, h});
@@ -225,24 +235,49 @@ LstmOutputs both_directions(const LstmOutputs& f, const LstmOutputs& v, const st
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> gru_panel_segments(int64_t hidden,
+                                                            bool linear_before_reset) {
+  if (linear_before_reset) return {{0, 3 * hidden}};
+  return {{0, 2 * hidden}, {2 * hidden, hidden}};
+}
+
 LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
                 const te::Tensor& initial_h, bool linear_before_reset, const std::string& name,
-                LstmDirection dir) {
-  std::vector<int64_t> xs = const_shape(x, "gru"), ws = const_shape(w, "gru");
+                LstmDirection dir, int64_t packed_bn) {
+  std::vector<int64_t> xs = const_shape(x, "gru"), ws = const_shape(w, "gru"),
+                       rs = const_shape(r, "gru");
   KILN_USER_CHECK(xs.size() == 3) << "gru: X '" << x->name() << "' has shape "
                                   << shape_str(x->shape())
                                   << ", expected [seq_length, batch_size, input_size]";
-  KILN_USER_CHECK(ws.size() == 3 && ws[1] % 3 == 0 && (ws[0] == 1 || ws[0] == 2))
-      << "gru: W '" << w->name() << "' has shape " << shape_str(w->shape())
-      << ", expected [num_directions, 3 * hidden_size, input_size]";
-  const int64_t steps = xs[0], batch = xs[1], input = xs[2], hidden = ws[1] / 3, dirs = ws[0];
+  if (packed_bn > 0) {
+    KILN_USER_CHECK(ws.size() == 4 && (ws[0] == 1 || ws[0] == 2) && rs.size() == 4)
+        << "gru: W '" << w->name() << "' has shape " << shape_str(w->shape()) << " and R '"
+        << r->name() << "' " << shape_str(r->shape())
+        << ", expected [num_directions, panels, input_size or hidden_size, " << packed_bn
+        << "] (packed)";
+  } else {
+    KILN_USER_CHECK(ws.size() == 3 && ws[1] % 3 == 0 && (ws[0] == 1 || ws[0] == 2))
+        << "gru: W '" << w->name() << "' has shape " << shape_str(w->shape())
+        << ", expected [num_directions, 3 * hidden_size, input_size]";
+  }
+  const int64_t steps = xs[0], batch = xs[1], input = xs[2],
+                hidden = packed_bn > 0 ? rs[2] : ws[1] / 3, dirs = ws[0];
   KILN_USER_CHECK(dir.index >= 0 && dir.index < dirs)
       << "gru: direction " << dir.index << " of weights for " << dirs << " direction(s)";
   const ir::DataType dt = x->dtype();
   KILN_USER_CHECK(dt.is_float()) << "gru: X '" << x->name() << "' must be floating-point, got "
                                  << dt.str();
-  check_shape(w, {dirs, 3 * hidden, input}, "W");
-  check_shape(r, {dirs, 3 * hidden, hidden}, "R");
+  auto panels = [&](int64_t gates) { return (gates + packed_bn - 1) / packed_bn; };
+  if (packed_bn > 0) {
+    int64_t rp = 0;
+    for (const auto& seg : gru_panel_segments(hidden, linear_before_reset))
+      rp += panels(seg.second);
+    check_shape(w, {dirs, panels(3 * hidden), input, packed_bn}, "W");
+    check_shape(r, {dirs, rp, hidden, packed_bn}, "R");
+  } else {
+    check_shape(w, {dirs, 3 * hidden, input}, "W");
+    check_shape(r, {dirs, 3 * hidden, hidden}, "R");
+  }
   if (b.defined()) check_shape(b, {dirs, 6 * hidden}, "B");
   if (initial_h.defined()) check_shape(initial_h, {dirs, batch, hidden}, "initial_h");
   for (const te::Tensor* t : {&w, &r, &b, &initial_h}) {
@@ -254,23 +289,43 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
   // Gates in ONNX order z, r, h. The input projection of all steps as one dense; the recurrent
   // products per step: all three gates at once when the reset gate applies after the product
   // (linear_before_reset), else z and r, then h over r * h_{t-1}.
-  auto packed = [&](const te::Tensor& m, int64_t gates, int64_t k, int64_t row0,
+  // Rows [row0, row0 + gates) of `m` in panels, and the gates they hold (padded): a stage that
+  // packs them, or a view of the panels `packed_bn` gives (segment `seg` of
+  // gru_panel_segments: its panels follow the earlier segments').
+  LstmOutputs out;
+  auto packed = [&](const te::Tensor& m, int64_t gates, int64_t k, int64_t row0, int seg,
                     const std::string& n) {
-    const int64_t bn = lstm_panel_width(gates);
-    return std::make_pair(pack_gates(m, d, gates, k, bn, name + n, row0),
-                          ((gates + bn - 1) / bn) * bn);
+    if (packed_bn <= 0) {
+      const int64_t bn = lstm_panel_width(gates);
+      te::Tensor t = pack_gates(m, d, gates, k, bn, name + n, row0);
+      return std::make_pair(t, ((gates + bn - 1) / bn) * bn);
+    }
+    int64_t first = 0;
+    const auto segs = gru_panel_segments(hidden, linear_before_reset);
+    for (int i = 0; i < seg; ++i) first += panels(segs[static_cast<size_t>(i)].second);
+    const Expr p0(static_cast<int>(first));
+    te::Tensor t = te::compute({Expr(static_cast<int>(panels(gates))), Expr(static_cast<int>(k)),
+                                Expr(static_cast<int>(packed_bn))},
+                               [&](Var p, Var kk, Var j) { return m(d, p + p0, kk, j); }, name + n,
+                               {"p", "k", "j"});
+    return std::make_pair(t, panels(gates) * packed_bn);
   };
-  const auto [wt, gw] = packed(w, 3 * hidden, input, 0, ".W_packed");
+  const auto [wt, gw] = packed(w, 3 * hidden, input, 0, 0, ".W_packed");
   const auto [rt_all, gr_all] =
-      packed(r, linear_before_reset ? 3 * hidden : 2 * hidden, hidden, 0, ".R_packed");
-  const auto [rt_h, gr_h] = packed(r, hidden, hidden, 2 * hidden, ".Rh_packed");
+      packed(r, linear_before_reset ? 3 * hidden : 2 * hidden, hidden, 0, 0, ".R_packed");
+  te::Tensor rt_h;
+  int64_t gr_h = 0;
+  if (!linear_before_reset)
+    std::tie(rt_h, gr_h) = packed(r, hidden, hidden, 2 * hidden, 1, ".Rh_packed");
   te::Tensor x2 = te::compute(
       {Expr(static_cast<int>(steps * batch)), Expr(static_cast<int>(input))},
       [&](Var i, Var k) { return x(ir::floordiv(i, kB), ir::floormod(i, kB), k); }, name + ".X_2d");
   te::Tensor xw = dense_packed(x2, wt, gw, name + ".xw");
-  LstmOutputs out;
-  out.views = {x2};
-  out.stages = {wt, xw};
+  out.views.push_back(x2);
+  // Weights packed by a stage are stages; panels given packed are views.
+  std::vector<te::Tensor>& weights = packed_bn > 0 ? out.views : out.stages;
+  weights.push_back(wt);
+  out.stages.push_back(xw);
   bool r_packed = false;
   std::vector<te::Tensor> hs;
   for (int64_t t = 0; t < steps; ++t) {
@@ -285,7 +340,7 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
     te::Tensor rec;
     if (hp.defined()) {
       rec = dense_packed(hp, rt_all, gr_all, name + ".rec" + sfx);
-      if (!r_packed) out.stages.push_back(rt_all);
+      if (!r_packed) weights.push_back(rt_all);
       out.stages.push_back(rec);
     }
     // x_t W_q + [h_{t-1} R_q] + Wb_q + Rb_q for gate q at (bi, j); `recurrent` adds the product.
@@ -308,7 +363,7 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
       te::Tensor rh = te::compute({kB, kH}, [&](Var bi, Var j) { return rg(bi, j) * hp(bi, j); },
                                   name + ".rh" + sfx, {"b", "j"});
       rec_h = dense_packed(rh, rt_h, gr_h, name + ".rec_h" + sfx);
-      if (!r_packed) out.stages.push_back(rt_h);
+      if (!r_packed) weights.push_back(rt_h);
       out.stages.insert(out.stages.end(), {rh, rec_h});
     }
     if (hp.defined()) r_packed = true;

@@ -17,6 +17,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/te/schedule.h"
@@ -48,8 +49,8 @@ struct LstmDirection {
 /// With T = 1 and no initial_h, R is not read (h_{-1} = 0): leave it out of build()'s arguments.
 /// The projections read the weights packed in panels of bn gates, [ceil(4H / bn), K, bn] (zero
 /// beyond 4H; K = I for W, H for R): a stage packs them, or, with `packed_bn` > 0, w and r are
-/// given so (what the graph's pack_weights makes of constant weights, bn = lstm_panel_width(4H))
-/// and are read as they are.
+/// given so, one block per direction, [D, ceil(4H / bn), K, bn] (what the graph's pack_weights
+/// makes of constant weights, bn = lstm_panel_width(4H)), and are read as they are.
 LstmOutputs lstm(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r,
                  const te::Tensor& b = {}, const te::Tensor& initial_h = {},
                  const te::Tensor& initial_c = {}, const te::Tensor& p = {},
@@ -67,9 +68,17 @@ LstmOutputs both_directions(const LstmOutputs& forward, const LstmOutputs& backw
 ///   z = sigmoid(x W_z + h R_z + Wb_z + Rb_z), r likewise,
 ///   h~ = tanh(x W_h + (r * h) R_h + Rb_h + Wb_h), or with linear_before_reset
 ///   h~ = tanh(x W_h + r * (h R_h + Rb_h) + Wb_h);  h' = (1 - z) h~ + z h.
+/// Stages pack the weights' gates in panels, or, with `packed_bn` > 0, w and r are given packed
+/// (pack_weights, bn = lstm_panel_width(H)): w [D, ceil(3H / bn), I, bn], r [D, P, H, bn] with the
+/// row segments of gru_panel_segments one after the other, each in whole panels.
 LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, const te::Tensor& b,
                 const te::Tensor& initial_h, bool linear_before_reset,
-                const std::string& name = "gru", LstmDirection dir = {});
+                const std::string& name = "gru", LstmDirection dir = {}, int64_t packed_bn = 0);
+
+/// The (first row, rows) of R a GRU's recurrent products read as one packed block each: all 3H
+/// gates with linear_before_reset; else z and r (2H), then h (H), which multiplies r * h.
+std::vector<std::pair<int64_t, int64_t>> gru_panel_segments(int64_t hidden,
+                                                            bool linear_before_reset);
 
 /// The panel width of the LSTM's packed weights for 4H gates: 64, 32 or 16 when one divides 4H,
 /// else 64 (16 below 256 gates) with the last panel zero-padded.

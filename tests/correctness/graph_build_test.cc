@@ -868,6 +868,60 @@ TEST_F(GraphBuildTest, EinsumAttentionEllipsisDiagonal) {
   check(m, "einsum");
 }
 
+// Einsums that are one batched matrix product become MatMuls between Transposes and Reshapes
+// (rewrite_einsum): an operand transposed (attention's scores, "ki,kj"), the output transposed,
+// two contracted axes, batch axes in another order in each operand, spaces, an ellipsis, a
+// constant weight. Those that are not keep the generic Einsum: an ellipsis broadcast from 1, a
+// diagonal, a dot product per batch, an axis summed over one operand, three operands, an
+// elementwise product. Every one against ONNX Runtime, and the graph checked for which is which.
+TEST_F(GraphBuildTest, EinsumContractionsAsMatMul) {
+  MB m(13);
+  struct Case {
+    std::string equation;
+    std::vector<std::vector<int64_t>> shapes;
+    bool matmul;
+  };
+  const std::vector<Case> cases = {
+      {"bhid,bhjd->bhij", {{2, 3, 5, 4}, {2, 3, 7, 4}}, true},
+      {"ki,kj->ij", {{6, 5}, {6, 9}}, true},
+      {"bij,bjk->ibk", {{3, 4, 5}, {3, 5, 6}}, true},
+      {"abcd,cde->abe", {{2, 3, 4, 5}, {4, 5, 6}}, true},
+      {"BGHID, HGBJD -> GHBIJ", {{2, 2, 3, 5, 4}, {3, 2, 2, 7, 4}}, true},
+      {"...id,...jd->...ij", {{2, 5, 4}, {2, 7, 4}}, true},
+      {"ijk,jk->i", {{5, 3, 4}, {3, 4}}, true},
+      {"...ij,...jk", {{1, 6, 5}, {4, 5, 2}}, false},
+      {"ii->i", {{5, 5}}, false},
+      {"bi,bi->b", {{3, 7}, {3, 7}}, false},
+      {"ij,jk->i", {{4, 5}, {5, 3}}, false},
+      {"ij,jk,kl->il", {{4, 5}, {5, 3}, {3, 2}}, false},
+      {"iij,jk->ik", {{4, 4, 3}, {3, 5}}, false},
+      {"ij,ij->ij", {{4, 5}, {4, 5}}, false},
+  };
+  int matmuls = 0;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < cases[c].shapes.size(); ++i) {
+      ins.push_back("x" + std::to_string(c) + "_" + std::to_string(i));
+      m.input(ins.back(), cases[c].shapes[i]);
+    }
+    MB::attr(m.node("Einsum", ins, {"y" + std::to_string(c)}), "equation", cases[c].equation);
+    m.output("y" + std::to_string(c));
+    matmuls += cases[c].matmul ? 1 : 0;
+  }
+  // nn.Linear written as an Einsum: a constant [N, K] weight.
+  m.input("act", {3, 8});
+  m.init("w", {10, 8});
+  MB::attr(m.node("Einsum", {"act", "w"}, {"linear"}), "equation", std::string("bk,nk->bn"));
+  m.output("linear");
+  ++matmuls;
+  const Graph g = import_onnx_bytes(m.bytes(), "<einsum>");
+  std::map<std::string, int> ops;
+  for (const Node& n : g.nodes()) ++ops[n.op];
+  EXPECT_EQ(ops["MatMul"], matmuls);
+  EXPECT_EQ(ops["Einsum"], static_cast<int>(cases.size()) + 1 - matmuls);
+  check(m, "einsum_matmul");
+}
+
 // Resize (opset 18 with axes; nearest and bilinear, sizes and scales) between elementwise
 // operators it fuses with, and an Upsample-like nearest with asymmetric coordinates.
 TEST_F(GraphBuildTest, ResizeNearestAndLinear) {

@@ -1,7 +1,7 @@
-// pack_weights through the graph build: graphs with constant dense and LSTM weights built with the
-// weights packed (dense_packed, LSTM panels given by the graph) and without (the weights as the
-// model gives them), run by the graph executor, the outputs compared. Tolerance 1e-4 relative +
-// 1e-5 absolute (the two builds sum in different orders only where tiles differ).
+// pack_weights through the graph build: graphs with constant dense, LSTM and GRU weights built with
+// the weights packed (dense_packed, recurrent panels given by the graph) and without (the weights
+// as the model gives them), run by the graph executor, the outputs compared. Tolerance 1e-4
+// relative + 1e-5 absolute (the two builds sum in different orders only where tiles differ).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -118,33 +118,51 @@ TEST(PackWeightsBuild, MatMulOfSequenceByConstantPlusBias) {
   check_packed_matches_unpacked(g2, "matmul2d");
 }
 
-void check_lstm(int64_t T, int64_t B, int64_t I, int64_t H, bool initial) {
+/// An LSTM or GRU (`op`) of `direction` with constant weights, initial states when `initial`.
+void check_recurrent(const std::string& op, const std::string& direction, int64_t T, int64_t B,
+                     int64_t I, int64_t H, bool initial, int64_t linear_before_reset = 0) {
+  const bool gru = op == "GRU";
+  const int64_t d = direction == "bidirectional" ? 2 : 1, gates = (gru ? 3 : 4) * H;
   Graph g;
   ValueId x = g.add_input("x", kFloat32, {T, B, I});
   Node n;
-  n.op = "LSTM";
-  n.name = "lstm";
-  n.inputs = {x, add_random(g, "W", {1, 4 * H, I}, 20), add_random(g, "R", {1, 4 * H, H}, 21),
-              add_random(g, "B", {1, 8 * H}, 22)};
+  n.op = op;
+  n.name = "rnn";
+  n.inputs = {x, add_random(g, "W", {d, gates, I}, 20), add_random(g, "R", {d, gates, H}, 21),
+              add_random(g, "B", {d, 2 * gates}, 22)};
   if (initial) {
     n.inputs.push_back(kNoValue);  // sequence_lens
-    n.inputs.push_back(g.add_input("h0", kFloat32, {1, B, H}));
-    n.inputs.push_back(g.add_input("c0", kFloat32, {1, B, H}));
+    n.inputs.push_back(g.add_input("h0", kFloat32, {d, B, H}));
+    if (!gru) n.inputs.push_back(g.add_input("c0", kFloat32, {d, B, H}));
   }
-  n.outputs = {g.add_value("y", kFloat32, {T, 1, B, H}), g.add_value("y_h", kFloat32, {1, B, H}),
-               g.add_value("y_c", kFloat32, {1, B, H})};
-  n.attrs = {{"direction", std::string("forward")},
-             {"hidden_size", H},
-             {"layout", int64_t{0}},
-             {"input_forget", int64_t{0}}};
+  n.outputs = {g.add_value("y", kFloat32, {T, d, B, H}), g.add_value("y_h", kFloat32, {d, B, H})};
+  if (!gru) n.outputs.push_back(g.add_value("y_c", kFloat32, {d, B, H}));
+  n.attrs = {{"direction", direction}, {"hidden_size", H}, {"layout", int64_t{0}}};
+  if (gru) {
+    n.attrs["linear_before_reset"] = linear_before_reset;
+  } else {
+    n.attrs["input_forget"] = int64_t{0};
+  }
   g.add_node(n);
   for (ValueId v : n.outputs) g.add_output(v);
-  check_packed_matches_unpacked(g, "lstm");
+  check_packed_matches_unpacked(g, op + "_" + direction);
 }
 
 TEST(PackWeightsBuild, Lstm) {
-  check_lstm(4, 1, 10, 12, false);  // 48 gates: panels of 16
-  check_lstm(3, 2, 30, 70, true);   // 280 gates: padded panels of 64
+  check_recurrent("LSTM", "forward", 4, 1, 10, 12, false);  // 48 gates: panels of 16
+  check_recurrent("LSTM", "forward", 3, 2, 30, 70, true);   // 280 gates: padded panels of 64
+  // Each direction's panels of one packed weight.
+  check_recurrent("LSTM", "bidirectional", 3, 2, 30, 70, true);
+  check_recurrent("LSTM", "reverse", 4, 1, 10, 12, false);
+}
+
+// A GRU's R in segments: one of 3H gates (linear_before_reset), or 2H then H (H = 20: panels of
+// 16, each segment padded).
+TEST(PackWeightsBuild, Gru) {
+  for (int64_t lbr : {0, 1}) {
+    check_recurrent("GRU", "bidirectional", 3, 2, 9, 20, true, lbr);
+    check_recurrent("GRU", "forward", 4, 1, 16, 32, false, lbr);
+  }
 }
 
 }  // namespace

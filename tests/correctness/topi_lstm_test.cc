@@ -73,10 +73,10 @@ struct Case {
   bool prepacked = false;  ///< W and R given packed in panels (as the graph's pack_weights does)
 };
 
-/// w [1, G, K] packed into [ceil(G / bn), K, bn], zero beyond G (the graph does this in C++).
+/// w [1, G, K] packed into [1, ceil(G / bn), K, bn], zero beyond G (the graph does this in C++).
 NDArray pack_gates(const NDArray& w, int64_t bn) {
   const int64_t g = w.shape()[1], k = w.shape()[2], panels = (g + bn - 1) / bn;
-  NDArray out = zeros({panels, k, bn});
+  NDArray out = zeros({1, panels, k, bn});
   const float* src = w.data<float>();
   float* dst = out.data<float>();
   for (int64_t p = 0; p < panels; ++p)
@@ -90,9 +90,9 @@ void check_lstm(const Case& k) {
   const int T = k.T, B = k.B, I = k.I, H = k.H;
   const int64_t bn = topi::lstm_panel_width(4 * H), panels = (4 * H + bn - 1) / bn;
   te::Tensor x = te::placeholder({T, B, I}, ir::kFloat32, "X");
-  te::Tensor w = k.prepacked ? te::placeholder({panels, I, bn}, ir::kFloat32, "W")
+  te::Tensor w = k.prepacked ? te::placeholder({1, panels, I, bn}, ir::kFloat32, "W")
                              : te::placeholder({1, 4 * H, I}, ir::kFloat32, "W");
-  te::Tensor r = k.prepacked ? te::placeholder({panels, H, bn}, ir::kFloat32, "R")
+  te::Tensor r = k.prepacked ? te::placeholder({1, panels, H, bn}, ir::kFloat32, "R")
                              : te::placeholder({1, 4 * H, H}, ir::kFloat32, "R");
   te::Tensor b = k.bias ? te::placeholder({1, 8 * H}, ir::kFloat32, "B") : te::Tensor();
   te::Tensor h0 = k.initial ? te::placeholder({1, B, H}, ir::kFloat32, "initial_h") : te::Tensor();

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/graph/pack_weights.h"
@@ -132,45 +134,103 @@ TEST(PackWeights, SharedWeightPackedOnce) {
   EXPECT_FALSE(copy.nodes()[0].has_attr("packed_bn"));
 }
 
+/// Element [d, p, k, j] of a recurrent weight's packing [D, P, K, bn]: row row0 + q * bn + j of
+/// direction d for the q-th panel of the segment (row0, rows) that panel p falls in, zero past the
+/// segment's rows.
+void expect_gate_panels(const Graph& g, ValueId packed, ValueId orig,
+                        const std::vector<std::pair<int64_t, int64_t>>& segments, int64_t bn) {
+  const Value& pv = g.value(packed);
+  const Value& ov = g.value(orig);
+  const int64_t dirs = ov.shape[0], gates = ov.shape[1], k = ov.shape[2];
+  int64_t panels = 0;
+  for (const auto& seg : segments) panels += (seg.second + bn - 1) / bn;
+  ASSERT_TRUE(pv.is_constant());
+  ASSERT_EQ(pv.shape, (Shape{dirs, panels, k, bn}));
+  const float* p = pv.data->data<float>();
+  const float* o = ov.data->data<float>();
+  for (int64_t d = 0; d < dirs; ++d) {
+    int64_t q = 0;
+    for (const auto& [row0, rows] : segments) {
+      for (int64_t sp = 0; sp * bn < rows; ++sp, ++q) {
+        for (int64_t kk = 0; kk < k; ++kk) {
+          for (int64_t j = 0; j < bn; ++j) {
+            const int64_t row = sp * bn + j;
+            const float want = row < rows ? o[(d * gates + row0 + row) * k + kk] : 0.0f;
+            ASSERT_EQ(p[((d * panels + q) * k + kk) * bn + j], want)
+                << "[" << d << ", " << q << ", " << kk << ", " << j << "]";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PackWeights, LstmWeightsPackedOverGates) {
   const int64_t T = 3, B = 1, I = 10, H = 12;  // 48 gates: panels of 16
-  Graph g;
-  ValueId x = g.add_input("x", kFloat32, {T, B, I});
-  ValueId w = add_random(g, "W", {1, 4 * H, I}, 8);
-  ValueId r = add_random(g, "R", {1, 4 * H, H}, 9);
-  ValueId b = add_random(g, "B", {1, 8 * H}, 10);
-  Node n;
-  n.op = "LSTM";
-  n.name = "lstm";
-  n.inputs = {x, w, r, b};
-  n.outputs = {g.add_value("y", kFloat32, {T, 1, B, H})};
-  n.attrs = {{"direction", std::string("forward")},
-             {"hidden_size", H},
-             {"layout", int64_t{0}},
-             {"input_forget", int64_t{0}}};
-  g.add_node(n);
-  g.add_output(n.outputs[0]);
-  EXPECT_EQ(pack_weights(g), 1u);
-  g.verify();
-  const Node& l = g.nodes()[0];
-  EXPECT_EQ(l.i("packed_bn"), 16);
-  expect_packed(g, l.inputs[1], w, true, 16);
-  expect_packed(g, l.inputs[2], r, true, 16);
-  EXPECT_EQ(g.value(l.inputs[1]).shape, (Shape{3, I, 16}));
-  EXPECT_EQ(l.inputs[3], b);
+  // Every direction: forward and reverse have one direction's weights, bidirectional two, each
+  // direction's gates packed in panels of its own.
+  for (const char* dir : {"forward", "reverse", "bidirectional"}) {
+    const int64_t d = std::string(dir) == "bidirectional" ? 2 : 1;
+    Graph g;
+    ValueId x = g.add_input("x", kFloat32, {T, B, I});
+    ValueId w = add_random(g, "W", {d, 4 * H, I}, 8);
+    ValueId r = add_random(g, "R", {d, 4 * H, H}, 9);
+    ValueId b = add_random(g, "B", {d, 8 * H}, 10);
+    Node n;
+    n.op = "LSTM";
+    n.name = "lstm";
+    n.inputs = {x, w, r, b};
+    n.outputs = {g.add_value("y", kFloat32, {T, d, B, H})};
+    n.attrs = {{"direction", std::string(dir)},
+               {"hidden_size", H},
+               {"layout", int64_t{0}},
+               {"input_forget", int64_t{0}}};
+    g.add_node(n);
+    g.add_output(n.outputs[0]);
+    EXPECT_EQ(pack_weights(g), 1u) << dir;
+    g.verify();
+    const Node& l = g.nodes()[0];
+    EXPECT_EQ(l.i("packed_bn"), 16);
+    expect_gate_panels(g, l.inputs[1], w, {{0, 4 * H}}, 16);
+    expect_gate_panels(g, l.inputs[2], r, {{0, 4 * H}}, 16);
+    EXPECT_EQ(g.value(l.inputs[1]).shape, (Shape{d, 3, I, 16}));
+    EXPECT_EQ(l.inputs[3], b);
+  }
+}
 
-  // A reverse LSTM has one direction's weights too: packed. A bidirectional one is left alone
-  // (each direction packs its slice in its own stage).
-  for (const char* dir : {"reverse", "bidirectional"}) {
-    const int64_t d = std::string(dir) == "reverse" ? 1 : 2;
-    Graph g2;
-    ValueId x2 = g2.add_input("x", kFloat32, {T, B, I});
-    n.inputs = {x2, add_random(g2, "W", {d, 4 * H, I}, 8), add_random(g2, "R", {d, 4 * H, H}, 9)};
-    n.outputs = {g2.add_value("y", kFloat32, {T, d, B, H})};
-    n.attrs["direction"] = std::string(dir);
-    g2.add_node(n);
-    g2.add_output(n.outputs[0]);
-    EXPECT_EQ(pack_weights(g2), d == 1 ? 1u : 0u) << dir;
+// A GRU's R in the segments its recurrent products read: all 3H gates with linear_before_reset,
+// else z and r, then h, each in whole panels (H = 20: panels of 16, padded).
+TEST(PackWeights, GruWeightsPackedInSegments) {
+  const int64_t T = 2, B = 1, I = 7, H = 20;
+  EXPECT_EQ(topi::gru_panel_segments(H, true), (std::vector<std::pair<int64_t, int64_t>>{{0, 60}}));
+  EXPECT_EQ(topi::gru_panel_segments(H, false),
+            (std::vector<std::pair<int64_t, int64_t>>{{0, 40}, {40, 20}}));
+  for (int64_t lbr : {0, 1}) {
+    Graph g;
+    ValueId x = g.add_input("x", kFloat32, {T, B, I});
+    ValueId w = add_random(g, "W", {2, 3 * H, I}, 11);
+    ValueId r = add_random(g, "R", {2, 3 * H, H}, 12);
+    Node n;
+    n.op = "GRU";
+    n.name = "gru";
+    n.inputs = {x, w, r};
+    n.outputs = {g.add_value("y", kFloat32, {T, 2, B, H})};
+    n.attrs = {{"direction", std::string("bidirectional")},
+               {"hidden_size", H},
+               {"layout", int64_t{0}},
+               {"linear_before_reset", lbr}};
+    g.add_node(n);
+    g.add_output(n.outputs[0]);
+    EXPECT_EQ(pack_weights(g), 1u);
+    g.verify();
+    const Node& l = g.nodes()[0];
+    const int64_t bn = topi::lstm_panel_width(H);
+    EXPECT_EQ(bn, 16);
+    EXPECT_EQ(l.i("packed_bn"), bn);
+    expect_gate_panels(g, l.inputs[1], w, {{0, 3 * H}}, bn);
+    expect_gate_panels(g, l.inputs[2], r, topi::gru_panel_segments(H, lbr != 0), bn);
+    // 60 rows in 4 panels; 40 + 20 rows in 3 + 2.
+    EXPECT_EQ(g.value(l.inputs[2]).shape, (Shape{2, lbr ? 4 : 5, H, bn}));
   }
 }
 

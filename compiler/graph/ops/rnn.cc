@@ -39,7 +39,7 @@ LowerResult lower_lstm(const LowerCtx& c) {
   auto one = [&](topi::LstmDirection dir, const std::string& nm) {
     if (gru)
       return topi::gru(x, c.input(1), c.input(2), major(3), h0, n.i("linear_before_reset") != 0, nm,
-                       dir);
+                       dir, n.i("packed_bn", 0));
     return topi::lstm(x, c.input(1), c.input(2), major(3), h0, c0, major(7), nm,
                       n.i("packed_bn", 0), dir);
   };

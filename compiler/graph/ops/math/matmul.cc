@@ -1,7 +1,9 @@
 // The products: Gemm, MatMul (2-D as dense, batched as batch_matmul, against weights pack_weights
 // packed as dense_packed), MatMulInteger (MatMul's computes over its 8-bit operands widened to
 // int32 less their zero points, topi::integer_operand; topi::dense_int8, the VNNI kernel, where
-// pack_weights packed its int8 weight) and Einsum.
+// pack_weights packed its int8 weight) and Einsum (one that is a batched matrix product rewritten
+// at import into a MatMul between Transposes and Reshapes, rewrite_einsum; the rest computed by
+// topi::einsum).
 #include "compiler/topi/matmul.h"
 
 #include "compiler/graph/ops/import_ctx.h"
@@ -348,6 +350,100 @@ Attrs import_einsum(ImportCtx& c) {
   return a;
 }
 
+// --- rewritten at import -----------------------------------------------------------------------
+
+/// Whether transposing axes of `shape` by `perm` moves data: not when the axes larger than 1 keep
+/// their order (a reshape then suffices).
+bool moves_data(const std::vector<int64_t>& perm, const std::vector<int64_t>& shape) {
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (shape[p] == 1) continue;
+    if (p < last) return true;
+    last = p;
+  }
+  return false;
+}
+
+/// A float32 Einsum that is one batched matrix product (topi::einsum_contraction: attention's
+/// "bhid,bhjd->bhij" and "bhij,bhjd->bhid", "ik,jk->ij", ...) becomes a MatMul of [batch..., M, K]
+/// by [batch..., K, N] views of its operands (a Transpose where an operand's axes are out of that
+/// order, a Reshape where several axes make one), then the product's Reshape and Transpose to the
+/// output's axes: MatMul's kernels (batch_matmul, dense, dense_packed where an operand is a
+/// weight) instead of the generic reduction. Other equations keep the Einsum node.
+bool rewrite_einsum(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink) {
+  if (c.inputs.size() != 2 || outs.empty() || outs[0] == kNoValue) return false;
+  const Value &a = c.in_value(0), &b = c.in_value(1);
+  if (!runtime::dtype_equal(a.dtype, runtime::kFloat32) ||
+      !runtime::dtype_equal(b.dtype, runtime::kFloat32)) {
+    return false;
+  }
+  for (const Value* v : {&a, &b, &c.first_output()}) {
+    for (int64_t d : v->shape) {
+      if (d < 1) return false;
+    }
+  }
+  const auto con = topi::einsum_contraction(c.attr_s("equation", ""), {a.shape, b.shape});
+  if (!con) return false;
+  const std::string base = c.proto().name().empty()
+                               ? "Einsum_" + std::to_string(c.graph().nodes().size())
+                               : c.proto().name();
+  const Value& y = c.first_output();
+  // The steps after the product, so that the last one defines the node's output.
+  const bool out_moves = moves_data(con->perm_out, con->product_shape);
+  std::vector<int64_t> mn = con->batch;
+  mn.push_back(con->m);
+  mn.push_back(con->n);
+  auto node = [&](const std::string& op, const std::string& suffix, ValueId in, Attrs attrs,
+                  const std::vector<int64_t>& shape, bool last) {
+    const std::string name = last ? base : base + "/" + suffix;
+    const ValueId v = last ? outs[0] : sink.add_value(name, y.dtype, shape);
+    sink.add_node(Node{op, name, {in}, {v}, std::move(attrs)});
+    return v;
+  };
+  auto transpose = [&](ValueId x, const std::vector<int64_t>& perm,
+                       const std::vector<int64_t>& shape, const std::string& suffix, bool last) {
+    std::vector<int64_t> to;
+    for (int64_t p : perm) to.push_back(shape[p]);
+    Attrs t;
+    t["perm"] = perm;
+    return node("Transpose", suffix, x, std::move(t), to, last);
+  };
+  auto reshape = [&](ValueId x, const std::vector<int64_t>& to, const std::string& suffix,
+                     bool last) {
+    Attrs r;
+    r["shape"] = to;
+    return node("Reshape", suffix, x, std::move(r), to, last);
+  };
+  // An operand as [batch..., rows, cols]: its axes permuted by `perm`, then grouped.
+  auto operand = [&](ValueId x, const std::vector<int64_t>& shape, const std::vector<int64_t>& perm,
+                     int64_t rows, int64_t cols, const std::string& what) {
+    std::vector<int64_t> to = con->batch;
+    to.push_back(rows);
+    to.push_back(cols);
+    if (moves_data(perm, shape)) {
+      x = transpose(x, perm, shape, what + "_transposed", false);
+      std::vector<int64_t> permuted;
+      for (int64_t p : perm) permuted.push_back(shape[p]);
+      return permuted == to ? x : reshape(x, to, what + "_as_matrix", false);
+    }
+    return shape == to ? x : reshape(x, to, what + "_as_matrix", false);
+  };
+  const ValueId va = operand(c.inputs[0], a.shape, con->perm_a, con->m, con->k, "a");
+  const ValueId vb = operand(c.inputs[1], b.shape, con->perm_b, con->k, con->n, "b");
+  const bool product_is_output = !out_moves && mn == y.shape;
+  const ValueId prod = product_is_output ? outs[0] : sink.add_value(base + "/matmul", y.dtype, mn);
+  sink.add_node(Node{"MatMul", product_is_output ? base : base + "/matmul", {va, vb}, {prod}, {}});
+  if (product_is_output) return true;
+  if (!out_moves) {
+    reshape(prod, y.shape, "", true);
+    return true;
+  }
+  const ValueId grouped =
+      mn == con->product_shape ? prod : reshape(prod, con->product_shape, "product_axes", false);
+  transpose(grouped, con->perm_out, con->product_shape, "", true);
+  return true;
+}
+
 /// libonnx 1.12 infers only an Einsum's rank: its sizes come from the equation (validated).
 std::vector<int64_t> einsum_output_shape(const ImportCtx& c) {
   std::vector<std::vector<int64_t>> shapes;
@@ -389,6 +485,7 @@ void register_matmul(Registry& r) {
          .check = check_einsum,
          .import = import_einsum,
          .output_shape = einsum_output_shape,
+         .rewrite = rewrite_einsum,
          .lower = lower_einsum,
          .gpu = GpuStrategy::kRefused,
          .gpu_note = "no GPU schedule yet"});
