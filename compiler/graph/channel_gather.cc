@@ -21,8 +21,8 @@ bool is_chain_op(const Node& n) {
   return (is_view(n.op) || n.op == "Transpose") && n.inputs.size() == 1 && n.outputs.size() == 1;
 }
 
-/// The most elements chain_channel_permutation walks (64 MiB of indices).
-constexpr int64_t kMaxCheckedElements = int64_t{1} << 24;
+/// The most elements chain_channel_permutation walks (two 16 MiB arrays of indices).
+constexpr int64_t kMaxCheckedElements = int64_t{1} << 22;
 
 /// A ChannelGather's table as a constant: row 0 the input of each output channel, row 1 its
 /// channel there.

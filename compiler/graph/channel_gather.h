@@ -39,7 +39,7 @@ namespace kiln::graph {
 /// The source channel of each output channel when the Reshape / Transpose chain `chain` (nodes of
 /// `g`, in order, the first reading a value of shape `in_shape`) maps its input to an output of
 /// the same rank-4 shape by a permutation of the channels alone; nullopt otherwise (or when the
-/// tensor has more than 2^24 elements, which the check would walk).
+/// tensor has more than 2^22 elements, which the check would walk).
 std::optional<std::vector<int64_t>> chain_channel_permutation(
     const Graph& g, const std::vector<int64_t>& in_shape, const std::vector<const Node*>& chain);
 

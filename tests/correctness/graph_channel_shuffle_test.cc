@@ -37,12 +37,12 @@ class ChannelShuffleTest : public GraphBuildTest {
     MB::attr(n, "group", c);
   }
 
-  /// Concat(a, b) shuffled in `groups` groups of c / groups channels at h x w: `out`.
+  /// Concat(parts) shuffled in `groups` groups of c / groups channels at n x h x w: `out`.
   void shuffle(MB& m, const std::vector<std::string>& parts, int64_t c, int64_t groups, int64_t h,
-               int64_t w, const std::string& out) {
+               int64_t w, const std::string& out, int64_t n = 1) {
     MB::attr(m.node("Concat", parts, {out + "_cat"}), "axis", int64_t{1});
-    m.init_int64(out + "_s5", {1, groups, c / groups, h, w});
-    m.init_int64(out + "_s4", {1, c, h, w});
+    m.init_int64(out + "_s5", {n, groups, c / groups, h, w});
+    m.init_int64(out + "_s4", {n, c, h, w});
     m.node("Reshape", {out + "_cat", out + "_s5"}, {out + "_r5"});
     MB::attr(m.node("Transpose", {out + "_r5"}, {out + "_t5"}), "perm", Shape{0, 2, 1, 3, 4});
     m.node("Reshape", {out + "_t5", out + "_s4"}, {out});
@@ -100,6 +100,19 @@ TEST_F(ChannelShuffleTest, ThreeGroupsCutBySlices) {
   m.output("y0");
   m.output("y1");
   check(m, "three_groups", /*layouts=*/true);
+}
+
+TEST_F(ChannelShuffleTest, InputsInDifferentLayouts) {
+  // One part of the shuffle is the graph's NCHW input, the other a blocked convolution's output:
+  // the gather reads both in NCHW (the blocked one converted), 4 groups of 6, batch 2.
+  MB m;
+  m.input("x", {2, 8, 5, 7});
+  pointwise(m, "x", 8, 16, "a");
+  shuffle(m, {"x", "a"}, 24, 4, 5, 7, "s", 2);
+  pointwise(m, "s", 24, 8, "y", false);
+  m.output("y");
+  m.output("s");
+  check(m, "mixed_layouts", /*layouts=*/true);
 }
 
 }  // namespace
