@@ -332,7 +332,7 @@ class LayoutRewriter {
       } else if (int8_conv_blocked(n)) {
         g_.nodes().push_back(std::move(n));
       } else if (!try_keep_blocked(n) && !try_pool_blocked(n) && !try_concat_blocked(n) &&
-                 !try_batch_norm_blocked(n)) {
+                 !try_batch_norm_blocked(n) && !try_channel_gather_blocked(n)) {
         for (ValueId& v : n.inputs) {
           if (v != kNoValue) v = plain(v);
         }
@@ -575,6 +575,44 @@ class LayoutRewriter {
     for (ValueId& v : n.inputs) v = in_block(v, b);
     n.attrs["axis"] = int64_t{1};  // the channel blocks (a negative axis would count from W)
     make_blocked_output(n, b);
+    g_.nodes().push_back(std::move(n));
+    return true;
+  }
+
+  /// A ChannelGather (channel_gather.h) whose inputs are all blocked alike: it reads those blocks
+  /// and writes the blocks its channel count gets (block_of, what a convolution reading it takes;
+  /// NCHW where there is none), its table extended over a padded last block with zeros (input
+  /// -1). A channel shuffle between blocked convolutions then converts nothing.
+  bool try_channel_gather_blocked(Node& n) {
+    if (n.op != "ChannelGather" || n.outputs.size() != 1 || n.inputs.size() < 2) return false;
+    int b = 0;
+    for (size_t i = 0; i + 1 < n.inputs.size(); ++i) {
+      auto it = blocked_.find(n.inputs[i]);
+      if (it == blocked_.end() || (b != 0 && it->second.block != b)) return false;
+      b = it->second.block;
+    }
+    const std::vector<int64_t> out_shape = g_.value(n.outputs[0]).shape;
+    if (out_shape.size() != 4) return false;
+    const int ob = block_of(out_shape[1], opt_);
+    for (size_t i = 0; i + 1 < n.inputs.size(); ++i) n.inputs[i] = blocked_.at(n.inputs[i]).value;
+    n.attrs["data_block"] = int64_t{b};
+    if (ob > 0) {
+      const int64_t padded = round_up(out_shape[1], ob);
+      const Value& table = g_.value(n.inputs.back());
+      if (padded != out_shape[1]) {
+        const int32_t* t = table.data->data<int32_t>();
+        const int64_t c = out_shape[1];
+        std::vector<int32_t> wide(static_cast<size_t>(2 * padded), 0);
+        for (int64_t i = 0; i < padded; ++i) {
+          wide[static_cast<size_t>(i)] = i < c ? t[i] : -1;
+          wide[static_cast<size_t>(padded + i)] = i < c ? t[c + i] : 0;
+        }
+        const std::string name = table.name + "_padded";
+        n.inputs.back() = g_.add_constant(name, runtime::NDArray::from_vector(wide, {2, padded}));
+      }
+      n.attrs["out_block"] = int64_t{ob};
+      make_blocked_output(n, ob);
+    }
     g_.nodes().push_back(std::move(n));
     return true;
   }

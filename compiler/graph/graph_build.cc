@@ -18,6 +18,7 @@
 #include "base/json.h"
 #include "compiler/codegen/build.h"
 #include "compiler/graph/alter_layout.h"
+#include "compiler/graph/channel_gather.h"
 #include "compiler/graph/fold_batch_norm.h"
 #include "compiler/graph/fold_constants.h"
 #include "compiler/graph/fold_pad.h"
@@ -268,6 +269,8 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
   }
   if (options.alter_layout && !tgt.is_gpu()) {
     enter("changing layouts");
+    // Channel shuffles as gathers of channels, which then run on the convolutions' blocks.
+    rep.channel_gathers = gather_channel_permutations(g);
     lift_conv1d(g);  // 1-D convolutions as 2-D ones of height 1, to be blocked like them
     // Padded blocks where the target's vectors hold 16 floats (AVX-512): a full vector for a
     // channel count like RegNet's 440 rather than half ones.

@@ -91,6 +91,7 @@ struct BuildReport {
   size_t convolutions_trimmed = 0;  ///< taps reading only padding dropped (trim_conv_taps.h)
   size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
   size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
+  size_t channel_gathers = 0;       ///< channel shuffles' gathers (channel_gather.h)
   /// Precision::kBf16: convolutions and dense products given bf16 operands.
   size_t bf16_convolutions = 0;
   size_t bf16_products = 0;

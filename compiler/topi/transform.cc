@@ -302,6 +302,52 @@ te::Tensor concat(const std::vector<te::Tensor>& inputs, int64_t axis, const std
       name);
 }
 
+te::Tensor channel_gather(const std::vector<te::Tensor>& inputs, const te::Tensor& table,
+                          int data_block, int out_block, const std::string& name) {
+  KILN_USER_CHECK(!inputs.empty()) << name << ": no inputs";
+  const std::vector<int64_t> t = const_shape(table, name);
+  KILN_USER_CHECK(t.size() == 2 && t[0] == 2 && table->dtype() == ir::kInt32)
+      << name << ": the table '" << table->name() << "' must be int32 [2, C], not "
+      << table->dtype() << " " << shape_string(t);
+  const size_t rank = data_block > 0 ? 5 : 4;
+  const std::vector<int64_t> first = const_shape(inputs[0], name);
+  std::vector<int64_t> channels;  // each input's channels as stored (blocks included)
+  for (const te::Tensor& x : inputs) {
+    const std::vector<int64_t> s = const_shape(x, name);
+    KILN_USER_CHECK(s.size() == rank && s[0] == first[0] && s[2] == first[2] && s[3] == first[3] &&
+                    (data_block == 0 || s[4] == data_block) && x->dtype() == inputs[0]->dtype())
+        << name << ": input '" << x->name() << "' " << shape_string(s) << " does not match '"
+        << inputs[0]->name() << "' " << shape_string(first) << " with data blocks of "
+        << data_block;
+    channels.push_back(data_block > 0 ? s[1] * data_block : s[1]);
+  }
+  KILN_USER_CHECK(out_block == 0 || t[1] % out_block == 0)
+      << name << ": " << t[1] << " table columns do not fill blocks of " << out_block;
+  std::vector<int64_t> shape = {first[0], out_block > 0 ? t[1] / out_block : t[1], first[2],
+                                first[3]};
+  if (out_block > 0) shape.push_back(out_block);
+  const ir::DataType dtype = inputs[0]->dtype();
+  return te::compute(
+      exprs(shape),
+      [&](const std::vector<Var>& i) {
+        const Expr c = out_block > 0 ? Expr(i[1]) * int_expr(out_block) + Expr(i[4]) : Expr(i[1]);
+        const Expr which = table({int_expr(0), c});
+        const Expr channel = table({int_expr(1), c});
+        Expr value = ir::make_const(dtype, int64_t{0});
+        for (size_t k = inputs.size(); k-- > 0;) {
+          const Expr ch = ir::min(ir::max(channel, 0), int_expr(channels[k] - 1));
+          std::vector<Expr> idx = {i[0], ch, i[2], i[3]};
+          if (data_block > 0) {
+            idx[1] = ir::floordiv(ch, int_expr(data_block));
+            idx.push_back(ir::floormod(ch, int_expr(data_block)));
+          }
+          value = ir::select(which == int_expr(static_cast<int64_t>(k)), inputs[k](idx), value);
+        }
+        return value;
+      },
+      name);
+}
+
 te::Tensor pad(const te::Tensor& x, const std::vector<int64_t>& pad_before,
                const std::vector<int64_t>& pad_after, double value, PadMode mode,
                const std::string& name) {

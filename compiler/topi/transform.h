@@ -43,6 +43,16 @@ te::Tensor unsqueeze(const te::Tensor& x, const std::vector<int64_t>& axes,
 te::Tensor concat(const std::vector<te::Tensor>& inputs, int64_t axis,
                   const std::string& name = "concat");
 
+/// A gather of channels from several rank-4 inputs (graph/channel_gather.h: a channel shuffle):
+/// output channel c is channel table[1, c] of inputs[table[0, c]], or zero where table[0, c] is
+/// -1. The inputs are NCHW (`data_block` 0) or all NCHW[data_block]c; the output is NCHW with
+/// table's C columns (`out_block` 0), or NCHW[out_block]c of C / out_block blocks (the table
+/// covers the padding of a last block). Every read is clamped into its input (a select evaluates
+/// all of them); in blocks, each output vector reads its table's columns as one vector.
+te::Tensor channel_gather(const std::vector<te::Tensor>& inputs, const te::Tensor& table,
+                          int data_block, int out_block,
+                          const std::string& name = "channel_gather");
+
 enum class PadMode : uint8_t {
   kConstant,  ///< outside points take `value`
   kReflect,   ///< mirrored without repeating the edge: [a b c] -> b [a b c] b

@@ -112,6 +112,15 @@ TEST(Layers, DilatedConvolutions) {
   check_conv({"pad_beyond_kernel", 16, 16, 8, 8, 1, 1, 1, 2});
 }
 
+TEST(Layers, ImageStems) {
+  // The first convolution of image models, over 3 colours (its padding inlined, conv2d.cc's
+  // default), on maps whose borders are uneven: ShuffleNet's 3 -> 24 (8-channel blocks),
+  // MobileNet's 3 -> 32 and ResNet's 7x7 3 -> 64.
+  check_conv({"shufflenet_stem", 3, 24, 37, 36, 3, 2});
+  check_conv({"mobilenet_stem", 3, 32, 32, 33, 3, 2});
+  check_conv({"resnet_stem", 3, 64, 35, 30, 7, 2});
+}
+
 TEST(Layers, OneDimensionalConvolutions) {
   auto one_d = [](ConvCase c) {
     c.one_d = true;

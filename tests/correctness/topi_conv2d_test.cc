@@ -420,6 +420,33 @@ TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
   EXPECT_EQ(depthwise_tile(14, 256), "2x2");  // 4 AVX2 vectors of two a block
 }
 
+// An image's stem: 3 input channels a block. Its padding is inlined (a pass first copied 3 floats
+// a pixel in scalar code: ShuffleNet's stem took twice as long), and its 8-channel output blocks
+// (24 channels, half an AVX-512 vector each) all go in one tile, so that each broadcast input
+// element feeds the three of them; 16-channel blocks still pair.
+TEST(TopiConv2dVector, DefaultForAnImageStem) {
+  auto config = [](int64_t out_block, int64_t out_blocks, int k) {
+    te::Tensor xb = te::placeholder({1, 1, 224, 224, 3}, ir::kFloat32, "xb");
+    te::Tensor wb = te::placeholder({out_blocks, 1, k, k, 3, out_block}, ir::kFloat32, "wb");
+    te::Tensor yb = topi::conv2d_nchwc(xb, wb, {2, 2}, {k / 2, k / 2, k / 2, k / 2});
+    const Config c = topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(512));
+    return std::to_string(c.split("tile_ow").back()) + "x" +
+           std::to_string(c.split("tile_oh").back()) + "x" +
+           std::to_string(c.split("tile_ob").back()) + " pad_at " +
+           std::to_string(c.knob("pad_at"));
+  };
+  EXPECT_EQ(config(8, 3, 3), "4x1x3 pad_at 0");   // ShuffleNet V2: 3 -> 24
+  EXPECT_EQ(config(16, 2, 3), "8x1x2 pad_at 0");  // MobileNetV2, EfficientNet, RegNet: 3 -> 32
+  EXPECT_EQ(config(16, 4, 7), "8x1x2 pad_at 0");  // ResNet: 3 -> 64, 7x7
+  // Blocks of 16 input channels keep the padding pass first.
+  te::Tensor xb = te::placeholder({1, 4, 56, 56, 16}, ir::kFloat32, "xb");
+  te::Tensor wb = te::placeholder({4, 4, 3, 3, 16, 16}, ir::kFloat32, "wb");
+  te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1});
+  EXPECT_EQ(
+      topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(512)).knob("pad_at"),
+      2);
+}
+
 // The reduction over input channel blocks goes in chunks where a task's weights would leave L2
 // between its column tiles: the 1x1 convolutions over 1024 and 2048 channels of DeepLabV3's
 // ResNet-50 at a 32x32 map (11-20% of peak unchunked); not ResNet-50's at 7x7 and 14x14 (one or

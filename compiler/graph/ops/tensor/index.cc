@@ -24,6 +24,15 @@ LowerResult lower_gather(const LowerCtx& c) {
   return injective_result(topi::take(c.input(0), c.input(1), c.node.i("axis")));
 }
 
+LowerResult lower_channel_gather(const LowerCtx& c) {
+  const Node& n = c.node;
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i + 1 < n.inputs.size(); ++i) ins.push_back(c.input(i));
+  return injective_result(topi::channel_gather(ins, c.input(n.inputs.size() - 1),
+                                               static_cast<int>(n.i("data_block", 0)),
+                                               static_cast<int>(n.i("out_block", 0))));
+}
+
 LowerResult lower_gather_elements(const LowerCtx& c) {
   return injective_result(
       topi::gather_elements(c.input(0), c.input(1), c.node.i("axis"), "gather_elements"));
@@ -741,6 +750,14 @@ void register_index(Registry& r) {
   add_scatter("ScatterElements", check_scatter_elements, import_scatter_elements,
               lower_scatter_elements);
   add_scatter("ScatterND", check_scatter_nd, import_scatter_nd, lower_scatter_nd);
+  r.add({.name = "ChannelGather",
+         .family = "tensor/index",
+         .origin = Origin::kInternal,
+         .internal_note = "gather_channel_permutations",
+         .pattern = OpPattern::kInjective,
+         .fold_constants = false,
+         .lower = lower_channel_gather,
+         .gpu = GpuStrategy::kInjective});
   r.add({.name = "Split",  // several outputs
          .family = "tensor/index",
          .pattern = OpPattern::kOpaque,
