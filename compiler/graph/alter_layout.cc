@@ -593,7 +593,7 @@ class LayoutRewriter {
     }
     const std::vector<int64_t> out_shape = g_.value(n.outputs[0]).shape;
     if (out_shape.size() != 4) return false;
-    const int ob = block_of(out_shape[1], opt_);
+    const int ob = block_of(out_shape[1], opt_, pixels(g_.value(n.outputs[0])));
     for (size_t i = 0; i + 1 < n.inputs.size(); ++i) n.inputs[i] = blocked_.at(n.inputs[i]).value;
     n.attrs["data_block"] = int64_t{b};
     if (ob > 0) {
