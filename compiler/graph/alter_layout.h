@@ -31,9 +31,9 @@
 // Padded blocks. With options.pad_to (AVX-512's 16 lanes), a channel count that is not a multiple
 // of it but would be with at most an eighth more channels is blocked in pad_to with its last block
 // padded: [N, ceil(C/b), H, W, b]; so is any count over the lanes on a map of one pixel (pad_to, or
-// 8 without it: a squeeze-excitation's middle). A convolution computes the padding from zero weights and a
-// zero bias (so a grouped one gets zero groups, a depthwise one zero channels); what reads a
-// padded value never takes the padding for channels: convolutions give it zero weights, a
+// 8 without it: a squeeze-excitation's middle). A convolution computes the padding from zero
+// weights and a zero bias (so a grouped one gets zero groups, a depthwise one zero channels); what
+// reads a padded value never takes the padding for channels: convolutions give it zero weights, a
 // conversion to NCHW or to unpadded blocks (a LayoutTransform with the attribute `channels`)
 // drops it, one from NCHW fills it with zeros. Elementwise operators run on it only when they
 // keep it finite (an infinity or NaN times a zero weight would not vanish); the others, and
