@@ -32,58 +32,6 @@ std::vector<int64_t> blocked_shape(const std::vector<int64_t>& s, int b) {
 
 int64_t round_up(int64_t c, int64_t b) { return (c + b - 1) / b * b; }
 
-/// The block of `channels` under `opt`: channel_block's, or opt.pad_to with the last block
-/// padded where that adds at most an eighth of the channels (RegNet's 440 as 28 blocks of 16,
-/// not 55 of 8: AVX-512's full vectors for 2% more work).
-int block_of(int64_t channels, const AlterLayoutOptions& opt) {
-  const int b = channel_block(channels);
-  const int64_t p = opt.pad_to;
-  if (p > 0 && b < p && channels > p && (round_up(channels, p) - channels) * 8 <= channels) {
-    return static_cast<int>(p);
-  }
-  return b;
-}
-
-/// Elementwise operators that map finite values to finite values, so that they may run on the
-/// padding of a last block (zeros from the convolution, then whatever these make of them): its
-/// channels are never read as real ones, but a consumer convolution multiplies them by its zero
-/// weights, and NaN or infinity times zero is NaN. Division, logarithms, roots, powers and
-/// exponentials are left out; on a padded value they read it converted to NCHW.
-bool finite_on_finite(const std::string& op) {
-  static const std::set<std::string> kOps = {
-      "Abs",
-      "Add",
-      "Cast",
-      "Celu",
-      "Ceil",
-      "Clip",
-      "DequantizeLinear",
-      "Elu",
-      "Erf",
-      "Floor",
-      "HardSigmoid",
-      "HardSwish",
-      "Identity",
-      "LeakyRelu",
-      "Max",
-      "Min",
-      "Mul",
-      "Neg",
-      "QuantizeLinear",
-      "Relu",
-      "Round",
-      "Selu",
-      "Shrink",
-      "Sigmoid",
-      "Sign",
-      "Softsign",
-      "Sub",
-      "Tanh",
-      "ThresholdedRelu",
-  };
-  return kOps.count(op) != 0;
-}
-
 /// Operators that compute each output element from the same element of their inputs, so that
 /// they work unchanged on any layout as long as all their operands share it. The activations
 /// between a MobileNetV3's convolutions (HardSigmoid, HardSwish) are among them: left out, every
@@ -168,8 +116,8 @@ ConvBlocks conv_blocks(const Graph& g, const Node& n, const AlterLayoutOptions& 
                        (g.value(n.inputs[2]).is_constant() && is_f32(g.value(n.inputs[2])));
   const AlterLayoutOptions plain_blocks{};
   const AlterLayoutOptions& o_opt = bias_ok ? opt : plain_blocks;
-  int ib = block_of(c, opt);
-  const int ob = block_of(o, o_opt);
+  int ib = channel_block(c, opt);
+  const int ob = channel_block(o, o_opt);
   if (ib == 0 || ob == 0) return {};
   // bf16 pairs need an even block: an odd one (a single block, an image's 3 colours) gets a zero
   // channel.
@@ -625,6 +573,57 @@ int channel_block(int64_t channels) {
   if (channels % 16 == 0) return 16;
   if (channels % 8 == 0) return 8;
   return channels <= 16 ? static_cast<int>(channels) : 0;
+}
+
+int channel_block(int64_t channels, const AlterLayoutOptions& opt) {
+  const int b = channel_block(channels);
+  const int64_t p = opt.pad_to;
+  if (p > 0 && b < p && channels > p && (round_up(channels, p) - channels) * 8 <= channels) {
+    return static_cast<int>(p);
+  }
+  return b;
+}
+
+bool finite_on_finite(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "Abs",
+      "Add",
+      "Cast",
+      "Celu",
+      "Ceil",
+      "Clip",
+      "DequantizeLinear",
+      "Elu",
+      "Erf",
+      "Floor",
+      "HardSigmoid",
+      "HardSwish",
+      "Identity",
+      "LeakyRelu",
+      "Max",
+      "Min",
+      "Mul",
+      "Neg",
+      "QuantizeLinear",
+      "Relu",
+      "Round",
+      "Selu",
+      "Shrink",
+      "Sigmoid",
+      "Sign",
+      "Softsign",
+      "Sub",
+      "Tanh",
+      "ThresholdedRelu",
+  };
+  return kOps.count(op) != 0;
+}
+
+GroupedConvBlocks grouped_conv_blocks(const Graph& g, const Node& n,
+                                      const AlterLayoutOptions& options) {
+  const ConvBlocks b = conv_blocks(g, n, options);
+  if (b.ib == 0) return {};
+  return {b.ib, b.ob, b.merge};
 }
 
 Node layout_transform_node(const Graph& g, ValueId from, ValueId to, int src_block, int dst_block) {
