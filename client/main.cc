@@ -201,9 +201,11 @@ int compile_main(const kiln::cli::Args& args) {
             << build.num_distinct_functions << " distinct) from " << build.num_operators
             << " operators, " << build.constants_folded << " constant nodes and "
             << build.batch_norms_folded << " batch norms folded, " << build.convolutions_blocked
-            << " convolutions in NCHW[x]c (" << build.layout_conversions
-            << " layout conversions), intermediates in " << build.intermediate_bytes << " bytes ("
-            << build.intermediate_bytes_without_reuse << " without memory reuse)\n";
+            << " convolutions in NCHW[x]c (" << build.layout_conversions << " layout conversions, "
+            << build.groups_padded
+            << " grouped ones with groups padded to whole blocks), intermediates in "
+            << build.intermediate_bytes << " bytes (" << build.intermediate_bytes_without_reuse
+            << " without memory reuse)\n";
   if (options.precision == kiln::graph::Precision::kBf16) {
     std::cerr << "bf16: " << build.bf16_convolutions << " convolutions and " << build.bf16_products
               << " dense products with bf16 operands, the rest float32\n";

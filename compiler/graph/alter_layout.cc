@@ -37,64 +37,6 @@ int64_t pixels(const Value& v) {
   return v.shape.size() == 4 && v.shape[2] > 0 && v.shape[3] > 0 ? v.shape[2] * v.shape[3] : 0;
 }
 
-/// The block of `channels` under `opt` for a map of `pixels` (H * W): channel_block's, or
-/// opt.pad_to with the last block padded where that adds at most an eighth of the channels
-/// (RegNet's 440 as 28 blocks of 16, not 55 of 8: AVX-512's full vectors for 2% more work). A
-/// map of one pixel (a squeeze-excitation's: EfficientNet-B4's 1632 -> 68 -> 1632) is always
-/// padded to full vectors (pad_to, else 8): its padding costs no memory to speak of, while
-/// left unblocked for want of a dividing block its convolutions (products of a vector and a
-/// matrix) ran 10x slower than blocked ones.
-int block_of(int64_t channels, const AlterLayoutOptions& opt, int64_t pixels) {
-  const int b = channel_block(channels);
-  const int64_t p = opt.pad_to;
-  if (p > 0 && b < p && channels > p && (round_up(channels, p) - channels) * 8 <= channels) {
-    return static_cast<int>(p);
-  }
-  const int64_t lanes = p > 0 ? p : 8;
-  if (pixels == 1 && b < lanes && channels > lanes) return static_cast<int>(lanes);
-  return b;
-}
-
-/// Elementwise operators that map finite values to finite values, so that they may run on the
-/// padding of a last block (zeros from the convolution, then whatever these make of them): its
-/// channels are never read as real ones, but a consumer convolution multiplies them by its zero
-/// weights, and NaN or infinity times zero is NaN. Division, logarithms, roots, powers and
-/// exponentials are left out; on a padded value they read it converted to NCHW.
-bool finite_on_finite(const std::string& op) {
-  static const std::set<std::string> kOps = {
-      "Abs",
-      "Add",
-      "Cast",
-      "Celu",
-      "Ceil",
-      "Clip",
-      "DequantizeLinear",
-      "Elu",
-      "Erf",
-      "Floor",
-      "HardSigmoid",
-      "HardSwish",
-      "Identity",
-      "LeakyRelu",
-      "Max",
-      "Min",
-      "Mul",
-      "Neg",
-      "QuantizeLinear",
-      "Relu",
-      "Round",
-      "Selu",
-      "Shrink",
-      "Sigmoid",
-      "Sign",
-      "Softsign",
-      "Sub",
-      "Tanh",
-      "ThresholdedRelu",
-  };
-  return kOps.count(op) != 0;
-}
-
 /// Operators that compute each output element from the same element of their inputs, so that
 /// they work unchanged on any layout as long as all their operands share it. The activations
 /// between a MobileNetV3's convolutions (HardSigmoid, HardSwish) are among them: left out, every
@@ -179,8 +121,8 @@ ConvBlocks conv_blocks(const Graph& g, const Node& n, const AlterLayoutOptions& 
                        (g.value(n.inputs[2]).is_constant() && is_f32(g.value(n.inputs[2])));
   const AlterLayoutOptions plain_blocks{};
   const AlterLayoutOptions& o_opt = bias_ok ? opt : plain_blocks;
-  int ib = block_of(c, opt, pixels(x));
-  const int ob = block_of(o, o_opt, bias_ok ? pixels(g.value(n.outputs[0])) : 0);
+  int ib = channel_block(c, opt, pixels(x));
+  const int ob = channel_block(o, o_opt, bias_ok ? pixels(g.value(n.outputs[0])) : 0);
   if (ib == 0 || ob == 0) return {};
   // bf16 pairs need an even block: an odd one (a single block, an image's 3 colours) gets a zero
   // channel.
@@ -580,9 +522,9 @@ class LayoutRewriter {
   }
 
   /// A ChannelGather (channel_gather.h) whose inputs are all blocked alike: it reads those blocks
-  /// and writes the blocks its channel count gets (block_of, what a convolution reading it takes;
-  /// NCHW where there is none), its table extended over a padded last block with zeros (input
-  /// -1). A channel shuffle between blocked convolutions then converts nothing.
+  /// and writes the blocks its channel count gets (channel_block, what a convolution reading it
+  /// takes; NCHW where there is none), its table extended over a padded last block with zeros
+  /// (input -1). A channel shuffle between blocked convolutions then converts nothing.
   bool try_channel_gather_blocked(Node& n) {
     if (n.op != "ChannelGather" || n.outputs.size() != 1 || n.inputs.size() < 2) return false;
     int b = 0;
@@ -593,7 +535,7 @@ class LayoutRewriter {
     }
     const std::vector<int64_t> out_shape = g_.value(n.outputs[0]).shape;
     if (out_shape.size() != 4) return false;
-    const int ob = block_of(out_shape[1], opt_, pixels(g_.value(n.outputs[0])));
+    const int ob = channel_block(out_shape[1], opt_, pixels(g_.value(n.outputs[0])));
     for (size_t i = 0; i + 1 < n.inputs.size(); ++i) n.inputs[i] = blocked_.at(n.inputs[i]).value;
     n.attrs["data_block"] = int64_t{b};
     if (ob > 0) {
@@ -674,6 +616,59 @@ int channel_block(int64_t channels) {
   if (channels % 16 == 0) return 16;
   if (channels % 8 == 0) return 8;
   return channels <= 16 ? static_cast<int>(channels) : 0;
+}
+
+int channel_block(int64_t channels, const AlterLayoutOptions& opt, int64_t pixels) {
+  const int b = channel_block(channels);
+  const int64_t p = opt.pad_to;
+  if (p > 0 && b < p && channels > p && (round_up(channels, p) - channels) * 8 <= channels) {
+    return static_cast<int>(p);
+  }
+  const int64_t lanes = p > 0 ? p : 8;
+  if (pixels == 1 && b < lanes && channels > lanes) return static_cast<int>(lanes);
+  return b;
+}
+
+bool finite_on_finite(const std::string& op) {
+  static const std::set<std::string> kOps = {
+      "Abs",
+      "Add",
+      "Cast",
+      "Celu",
+      "Ceil",
+      "Clip",
+      "DequantizeLinear",
+      "Elu",
+      "Erf",
+      "Floor",
+      "HardSigmoid",
+      "HardSwish",
+      "Identity",
+      "LeakyRelu",
+      "Max",
+      "Min",
+      "Mul",
+      "Neg",
+      "QuantizeLinear",
+      "Relu",
+      "Round",
+      "Selu",
+      "Shrink",
+      "Sigmoid",
+      "Sign",
+      "Softsign",
+      "Sub",
+      "Tanh",
+      "ThresholdedRelu",
+  };
+  return kOps.count(op) != 0;
+}
+
+GroupedConvBlocks grouped_conv_blocks(const Graph& g, const Node& n,
+                                      const AlterLayoutOptions& options) {
+  const ConvBlocks b = conv_blocks(g, n, options);
+  if (b.ib == 0) return {};
+  return {b.ib, b.ob, b.merge};
 }
 
 Node layout_transform_node(const Graph& g, ValueId from, ValueId to, int src_block, int dst_block) {

@@ -15,7 +15,8 @@
 // is blocked when its groups' channels are whole blocks (ib divides C/groups, ob O/groups), or
 // become whole blocks when `merge` (up to 4) neighbouring groups are taken as one: the kernel of
 // the merged group is block-diagonal, zero between the original groups, and the node's `group`
-// becomes groups / merge (1 when all merge: a plain blocked convolution). Any other grouped Conv
+// becomes groups / merge (1 when all merge: a plain blocked convolution); pad_groups.h, run
+// before, pads groups to whole blocks instead where that costs less. Any other grouped Conv
 // stays NCHW. Elementwise operators (activations; Add, Sub, Mul, Div, Max, Min whose
 // operands are all blocked with the output's shape, per-channel rank-4 tensors such as [N,C,1,1]
 // or [1,C,1,1], or single elements) keep the layout of their first operand blocked with the
@@ -41,6 +42,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 #include "compiler/graph/graph.h"
 
@@ -72,6 +75,32 @@ AlterLayoutReport alter_layout(Graph& g, const AlterLayoutOptions& options = {})
 
 /// The channel block the pass gives `channels` (0: none, the convolution stays NCHW).
 int channel_block(int64_t channels);
+
+/// The block of `channels` under `options` for a map of `pixels` (H * W; 0 unknown):
+/// channel_block's, or options.pad_to with the last block padded where that adds at most an
+/// eighth of the channels (RegNet's 440 as 28 blocks of 16, not 55 of 8: AVX-512's full vectors
+/// for 2% more work). A map of one pixel (a squeeze-excitation's: EfficientNet-B4's 1632 -> 68 ->
+/// 1632) is always padded to full vectors (pad_to, else 8): its padding costs no memory to speak
+/// of, while left unblocked for want of a dividing block its convolutions (products of a vector
+/// and a matrix) ran 10x slower than blocked ones.
+int channel_block(int64_t channels, const AlterLayoutOptions& options, int64_t pixels = 0);
+
+/// Elementwise operators that map finite values to finite values, so that they may run on
+/// padding channels (zeros from a convolution, then whatever these make of them): such channels
+/// are never read as real ones, but a consumer convolution multiplies them by its zero weights,
+/// and NaN or infinity times zero is NaN. Division, logarithms, roots, powers and exponentials
+/// are left out.
+bool finite_on_finite(const std::string& op);
+
+/// How the pass blocks a grouped Conv `n` of `g` (neither groups == 1 nor depthwise): its input
+/// and output blocks and how many of its groups it merges into one; in_block 0 when it stays
+/// NCHW (or `n` is no convolution the pass blocks).
+struct GroupedConvBlocks {
+  int in_block = 0, out_block = 0;
+  int64_t merge = 1;
+};
+GroupedConvBlocks grouped_conv_blocks(const Graph& g, const Node& n,
+                                      const AlterLayoutOptions& options);
 
 /// The LayoutTransform node writing `to` from `from` (blocks of `src_block` -> `dst_block`
 /// channels; 0 is NCHW), named after `to`.

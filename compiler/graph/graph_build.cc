@@ -29,6 +29,7 @@
 #include "compiler/graph/onnx_frontend.h"
 #include "compiler/graph/op_lowering.h"
 #include "compiler/graph/pack_weights.h"
+#include "compiler/graph/pad_groups.h"
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/graph/realize_qlinear.h"
 #include "compiler/graph/split_to_slices.h"
@@ -277,7 +278,11 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
     const int pad_to = options.pad_channels_to >= 0 ? options.pad_channels_to
                        : tgt.vector_bits >= 512     ? 16
                                                     : 0;
-    const AlterLayoutReport layout = alter_layout(g, {pad_to, bf16});
+    const AlterLayoutOptions layout_options{pad_to, bf16};
+    // Grouped convolutions whose groups are not whole blocks (RegNet's 120 channels a group in
+    // 16s) padded group by group rather than merged two by two.
+    rep.groups_padded = pad_groups(g, layout_options).padded;
+    const AlterLayoutReport layout = alter_layout(g, layout_options);
     rep.convolutions_blocked = layout.convolutions_blocked;
     rep.bf16_convolutions = layout.bf16;
     rep.layout_conversions = layout.conversions;

@@ -90,8 +90,9 @@ struct BuildReport {
   std::vector<std::string> qconvs_kept_float;
   size_t convolutions_trimmed = 0;  ///< taps reading only padding dropped (trim_conv_taps.h)
   size_t convolutions_blocked = 0;  ///< moved to NCHW[x]c by alter_layout
-  size_t layout_conversions = 0;    ///< LayoutTransform nodes it inserted
-  size_t channel_gathers = 0;       ///< channel shuffles' gathers (channel_gather.h)
+  size_t groups_padded = 0;       ///< grouped convolutions given whole-block groups (pad_groups.h)
+  size_t layout_conversions = 0;  ///< LayoutTransform nodes it inserted
+  size_t channel_gathers = 0;     ///< channel shuffles' gathers (channel_gather.h)
   /// Precision::kBf16: convolutions and dense products given bf16 operands.
   size_t bf16_convolutions = 0;
   size_t bf16_products = 0;
