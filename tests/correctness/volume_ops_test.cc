@@ -57,6 +57,33 @@ TEST_F(GraphBuildTest, Conv3dGroupsAndSeparableKernels) {
   check(m, "conv3d_groups", /*layouts=*/true);
 }
 
+// Kernels of spatial size 1 (temporal (KD, 1, 1) and pointwise 1x1x1) are 2-D convolutions over
+// the frames as rows of H*W pixels: depth strides, pads and dilations, a bias, a grouped one,
+// chained through Relu and a residual Add; and a 1x1x1 with a spatial stride, which is not.
+TEST_F(GraphBuildTest, Conv3dTemporalAndPointwiseAsFramesOfRows) {
+  MB m;
+  m.input("x", {1, 16, 9, 6, 5});
+  m.init("wt", {32, 16, 3, 1, 1});
+  m.init("bt", {32});
+  m.init("wp", {16, 32, 1, 1, 1});
+  m.init("wg", {16, 4, 5, 1, 1});  // group 4
+  m.init("ws", {16, 16, 1, 1, 1});
+  auto* t = m.node("Conv", {"x", "wt", "bt"}, {"t"});
+  MB::attr(t, "strides", Ints{2, 1, 1});
+  MB::attr(t, "pads", Ints{2, 0, 0, 1, 0, 0});
+  MB::attr(t, "dilations", Ints{2, 1, 1});
+  m.node("Relu", {"t"}, {"tr"});
+  m.node("Conv", {"tr", "wp"}, {"p"});
+  auto* g = m.node("Conv", {"p", "wg"}, {"g"});
+  MB::attr(g, "group", int64_t{4});
+  MB::attr(g, "pads", Ints{2, 0, 0, 2, 0, 0});
+  m.node("Add", {"g", "p"}, {"a"});
+  auto* s = m.node("Conv", {"a", "ws"}, {"y"});
+  MB::attr(s, "strides", Ints{1, 2, 2});
+  m.output("y");
+  check(m, "conv3d_frames", /*layouts=*/true);
+}
+
 // Max and average 3-D pooling with pads, strides and ceil_mode (windows clipped at the end), the
 // average counting the padding and not, and the global poolings of a 3-D map.
 TEST_F(GraphBuildTest, Pool3d) {

@@ -504,6 +504,33 @@ bool rewrite_conv3d(const ImportCtx& c, const std::vector<ValueId>& outs, Import
     sink.add_node(Node{op, base + "/" + suffix, std::move(in), {out}, std::move(attrs)});
     return out;
   };
+  if (ws[3] == 1 && ws[4] == 1 && stride[1] == 1 && stride[2] == 1 && pads[1] == 0 &&
+      pads[2] == 0 && pads[4] == 0 && pads[5] == 0) {
+    // A (KD, 1, 1) kernel (temporal, or 1x1x1) reads each pixel's own column of frames: it is a
+    // 2-D convolution over [N, C, D, H*W] with a (KD, 1) kernel, between two free reshapes, so
+    // the data keeps its order and the blocked layout converts it as any 4-D tensor.
+    Attrs fa;
+    fa["shape"] = std::vector<int64_t>{n, ch, xs[2], h * w};
+    const ValueId x2 =
+        node("Reshape", "frames_as_rows", {c.inputs[0]}, fa, {n, ch, xs[2], h * w}, dtype);
+    Attrs wa;
+    const std::vector<int64_t> w2s{o, ws[1], kd, 1};
+    wa["shape"] = w2s;
+    const ValueId w2 = node("Reshape", "kernel_2d", {c.inputs[1]}, wa, w2s, w0.dtype);
+    Attrs ca;
+    ca["kernel_shape"] = std::vector<int64_t>{kd, 1};
+    ca["strides"] = std::vector<int64_t>{stride[0], 1};
+    ca["dilations"] = std::vector<int64_t>{dil[0], 1};
+    ca["pads"] = std::vector<int64_t>{pads[0], 0, pads[3], 0};
+    ca["group"] = group;
+    std::vector<ValueId> conv_in{x2, w2};
+    if (c.in(2) != kNoValue) conv_in.push_back(c.inputs[2]);
+    const ValueId y2 = node("Conv", "conv_2d", conv_in, ca, {n, o, od, h * w}, dtype);
+    Attrs ya;
+    ya["shape"] = ys;
+    sink.add_node(Node{"Reshape", base, {y2}, {outs[0]}, ya});
+    return true;
+  }
   ValueId x = c.inputs[0];
   if (pads[0] != 0 || pads[3] != 0) {
     Attrs pa;
