@@ -1,8 +1,10 @@
 // 3-D convolutions and poolings (video networks, [N, C, D, H, W]) end to end against ONNX Runtime:
-// Conv is rewritten at import into a 2-D convolution between a depth unfold and reshapes
-// (rewrite_conv3d in compiler/graph/ops/nn/conv.cc), the poolings lower as a 2-D pool over H and
-// W then one over D (lower_pool3d in ops/nn/pool.cc). Each case is built fused and not, with and
-// without the blocked layout, and compared with ONNX Runtime (tests/common/graph_build_check.h).
+// Conv is rewritten at import into a 2-D convolution, over the frames as rows of H*W pixels where
+// its kernel's spatial size is 1, else between a depth unfold and reshapes (rewrite_conv3d in
+// compiler/graph/ops/nn/conv.cc); the poolings over frames as rows too (rewrite_pool3d in
+// ops/nn/pool.cc), lowered as a 2-D pool over H and W then one over D (lower_frames_pool). Each
+// case is built fused and not, with and without the blocked layout, and compared with ONNX Runtime
+// (tests/common/graph_build_check.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -82,6 +84,42 @@ TEST_F(GraphBuildTest, Conv3dTemporalAndPointwiseAsFramesOfRows) {
   MB::attr(s, "strides", Ints{1, 2, 2});
   m.output("y");
   check(m, "conv3d_frames", /*layouts=*/true);
+}
+
+// A chain of layers over frames as rows (inception-style, as S3D's): temporal convolutions, a
+// Relu, 3-D poolings whose window is spatial only, temporal only, and both (pads, strides,
+// ceil_mode, the average not counting the padding), a channel Concat of two branches and a
+// residual Add: blocked from end to end, with the reshapes between the layers dropped.
+TEST_F(GraphBuildTest, FramesAsRowsChainWithPoolsAndConcat) {
+  MB m;
+  m.input("x", {1, 16, 7, 9, 8});
+  m.init("w1", {16, 16, 3, 1, 1});
+  m.init("w2", {16, 16, 1, 1, 1});
+  m.init("w3", {32, 32, 3, 1, 1});
+  auto* c1 = m.node("Conv", {"x", "w1"}, {"c1"});
+  MB::attr(c1, "pads", Ints{1, 0, 0, 1, 0, 0});
+  m.node("Relu", {"c1"}, {"r1"});
+  auto* sp = m.node("MaxPool", {"r1"}, {"sp"});  // spatial window only
+  MB::attr(sp, "kernel_shape", Ints{1, 3, 3});
+  MB::attr(sp, "strides", Ints{1, 2, 2});
+  MB::attr(sp, "pads", Ints{0, 1, 1, 0, 1, 1});
+  m.node("Conv", {"sp", "w2"}, {"b0"});
+  auto* tp = m.node("MaxPool", {"sp"}, {"b1"});  // temporal window only
+  MB::attr(tp, "kernel_shape", Ints{3, 1, 1});
+  MB::attr(tp, "pads", Ints{1, 0, 0, 1, 0, 0});
+  MB::attr(m.node("Concat", {"b0", "b1"}, {"cat"}), "axis", int64_t{1});
+  auto* c3 = m.node("Conv", {"cat", "w3"}, {"c3"});
+  MB::attr(c3, "pads", Ints{1, 0, 0, 1, 0, 0});
+  m.node("Add", {"c3", "cat"}, {"res"});
+  auto* ap = m.node("AveragePool", {"res"}, {"y"});  // both
+  MB::attr(ap, "kernel_shape", Ints{2, 2, 2});
+  MB::attr(ap, "strides", Ints{2, 2, 2});
+  MB::attr(ap, "pads", Ints{0, 1, 0, 0, 0, 0});
+  MB::attr(ap, "ceil_mode", int64_t{1});
+  m.node("GlobalMaxPool", {"res"}, {"g"});
+  m.output("y");
+  m.output("g");
+  check(m, "frames_chain", /*layouts=*/true);
 }
 
 // Max and average 3-D pooling with pads, strides and ceil_mode (windows clipped at the end), the
