@@ -497,9 +497,10 @@ int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std:
   return space.knob("tile_ic").candidates[chunk].back() >= 2 ? chunk : whole;
 }
 
-/// The default column chunk (col_chunk; `pos` holds the register tile): whole rows while one task's
-/// input (every input channel block of its rows, the kernel's rows included) fits in half of L2;
-/// else the largest chunk that divides the column tiles and whose input fits in a quarter of it.
+/// The default column chunk (col_chunk; `pos` holds the register tile): whole rows for a kernel of
+/// one row, or while one task's input (every input channel block of its rows, the kernel's rows
+/// included) fits in half of L2; else the largest chunk that divides the column tiles and whose
+/// input fits in a quarter of it.
 /// A (KD, 1) convolution over a video's frames as rows of H*W pixels (rewrite_conv3d) has rows of
 /// 100 KiB and more per channel block: s3d's (7, 1) one over 64 channels of 112x112 pixels read
 /// 22 MiB a task and ran at 18% of peak, each row fetched again from memory by every task.
@@ -516,9 +517,12 @@ int default_column_chunk(const te::Tensor& out, const ConfigSpace& space,
   auto at = [&](const char* knob) {
     return space.knob(knob).candidates[pos[knob_index(space, knob)]].back();
   };
-  const int64_t tile_oh = at("tile_oh"), tile_ow = at("tile_ow");
+  const int64_t tile_oh = at("tile_oh"), tile_ow = at("tile_ow"), kh = const_dim(kernel, 2, op);
+  // A kernel of one row shares no input rows between the tasks of neighbouring rows: lifted 1-D
+  // convolutions (wav2vec's feature encoder over 3200 samples) ran 2x slower chunked.
+  if (kh == 1) return whole;
   const int64_t width = const_dim(out, 3, op), in_width = const_dim(data, 3, op);
-  const int64_t rows = tile_oh * const_dim(kernel, 2, op);
+  const int64_t rows = tile_oh * kh;
   // Per output column: the input columns it advances by, every block of every row it reads.
   const int64_t per_column = const_dim(data, 1, op) * rows * const_dim(data, 4, op) *
                              data->dtype().bytes() * std::max<int64_t>(1, in_width / width);

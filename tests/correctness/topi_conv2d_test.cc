@@ -494,6 +494,8 @@ TEST(TopiConv2dVector, DefaultChunksLongRowsAndInlinesRowPadding) {
   const Config resnet = config(64, 56, 56, 3, 3, 1, {1, 1, 1, 1});
   EXPECT_EQ(resnet.knob("col_chunk"), 0);
   EXPECT_EQ(resnet.knob("pad_at"), 2);
+  // A lifted 1-D convolution (one kernel row) over 3200 samples and 512 channels: whole rows.
+  EXPECT_EQ(config(512, 1, 3200, 1, 3, 1, {0, 1, 0, 1}).knob("col_chunk"), 0);
   // Inception-v3's 7x1 over a 17x17 map: whole rows, its row padding inlined.
   const Config inception = config(160, 17, 17, 7, 1, 1, {3, 0, 3, 0});
   EXPECT_EQ(inception.knob("col_chunk"), 0);
