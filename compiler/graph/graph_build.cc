@@ -32,6 +32,7 @@
 #include "compiler/graph/pad_groups.h"
 #include "compiler/graph/realize_qconv.h"
 #include "compiler/graph/realize_qlinear.h"
+#include "compiler/graph/sink_reshapes.h"
 #include "compiler/graph/split_to_slices.h"
 #include "compiler/graph/tensor_limits.h"
 #include "compiler/graph/trim_conv_taps.h"
@@ -272,7 +273,8 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
     enter("changing layouts");
     // Channel shuffles as gathers of channels, which then run on the convolutions' blocks.
     rep.channel_gathers = gather_channel_permutations(g);
-    lift_conv1d(g);  // 1-D convolutions as 2-D ones of height 1, to be blocked like them
+    lift_conv1d(g);    // 1-D convolutions as 2-D ones of height 1, to be blocked like them
+    sink_reshapes(g);  // chains of 1-D layers, and of 3-D ones over frames as rows, kept 4-D
     // Padded blocks where the target's vectors hold 16 floats (AVX-512): a full vector for a
     // channel count like RegNet's 440 rather than half ones.
     const int pad_to = options.pad_channels_to >= 0 ? options.pad_channels_to

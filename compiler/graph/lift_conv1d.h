@@ -10,19 +10,15 @@
 //   %y  = Reshape(%y2) {shape=[N,O,T']}
 //
 // Conditions: a Conv with a rank-3 input and a float32 constant weight (reshaped into a new
-// constant "<name>.2d"). Then the layers between lifted convolutions are lifted too, so that a
-// chain of 1-D layers stays 4-D (and blocked): a height-dropping Reshape moves down past the
-// elementwise and broadcasting operators that read it (every other operand of the same 3-D shape
-// and dropped from 4-D too, or a single element: a residual Add, a Relu, a Clip) and past 1-D
-// MaxPool / AveragePool (their windows lifted as the Conv's) and GlobalAveragePool /
-// GlobalMaxPool, and a Reshape that gives such a value its height back is dropped:
+// constant "<name>.2d"). sink_reshapes then lifts the layers between lifted convolutions too
+// (elementwise operators, residual Adds, 1-D poolings, channel Concats), so that a chain of 1-D
+// layers stays 4-D (and blocked):
 //
 //   Conv1d -> Relu -> MaxPool1d -> Conv1d      Reshape -> Conv -> Relu -> MaxPool -> Conv ->
 //   Reshape
 //
-// The remaining reshapes are views the fuser merges with the layout conversions alter_layout puts
-// at the ends of the chain. Run only where alter_layout runs (a CPU target); elsewhere the Conv's
-// lowering lifts a 1-D convolution itself.
+// Run only where alter_layout runs (a CPU target); elsewhere the Conv's lowering lifts a 1-D
+// convolution itself.
 #pragma once
 
 #include <cstddef>

@@ -419,6 +419,15 @@ void default_register_tile(const te::Tensor& out, const ConfigSpace& space, int 
       split_position(space, "tile_ob", budget / (tile_ow * tile_oh));
 }
 
+/// Column chunks (col_chunk: column tiles per chunk; 0, the first: whole rows): the columns split
+/// outside the parallel loop over channel blocks and rows, so that a task reads a chunk of its
+/// input rows, not rows so long that they fall out of cache before the next task (of the
+/// neighbouring rows or the other channel blocks) reads them again. Defined last, so that the
+/// configs of the spaces without it keep their indices.
+void define_column_chunk(ConfigSpace* space) {
+  space->define_knob("col_chunk", {0, 4, 8, 16, 32, 64});
+}
+
 /// The space of conv2d_nchwc and group_conv2d_nchwc; `blocks` as for define_register_tile (a
 /// grouped convolution's when positive).
 ConfigSpace nchwc_space(const te::Tensor& out, int64_t blocks) {
@@ -438,6 +447,7 @@ ConfigSpace nchwc_space(const te::Tensor& out, int64_t blocks) {
                     blocks > 0 ? std::vector<int64_t>{0, 2, 1} : std::vector<int64_t>{2, 1, 0});
   // The input channel blocks of the reduction in chunks (outer part: the number of chunks).
   space.define_split("tile_ic", *ir::as_const_int(out->reduce_axis[0]->dom.extent), 2);
+  define_column_chunk(&space);
   return space;
 }
 
@@ -491,6 +501,49 @@ int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std:
   return space.knob("tile_ic").candidates[chunk].back() >= 2 ? chunk : whole;
 }
 
+/// The default column chunk (col_chunk; `pos` holds the register tile): whole rows for a kernel of
+/// one row, or while one task's input (every input channel block of its rows, the kernel's rows
+/// included) fits in half of L2; else the largest chunk that divides the column tiles and whose
+/// input fits in a quarter of it.
+/// A (KD, 1) convolution over a video's frames as rows of H*W pixels (rewrite_conv3d) has rows of
+/// 100 KiB and more per channel block: s3d's (7, 1) one over 64 channels of 112x112 pixels read
+/// 22 MiB a task and ran at 18% of peak, each row fetched again from memory by every task.
+int default_column_chunk(const te::Tensor& out, const ConfigSpace& space,
+                         const std::vector<int>& pos, const target::Target& target) {
+  const int whole = knob_position(space, "col_chunk", 0);
+  te::Tensor data, kernel;
+  for (const te::Tensor& t : out->inputs()) {
+    if (t.ndim() == 6) kernel = t;
+    if (t.ndim() == 5) data = t;
+  }
+  if (!data.defined() || !kernel.defined() || target.l2_bytes <= 0) return whole;
+  const char* op = "conv2d_nchwc";
+  auto at = [&](const char* knob) {
+    return space.knob(knob).candidates[pos[knob_index(space, knob)]].back();
+  };
+  const int64_t tile_oh = at("tile_oh"), tile_ow = at("tile_ow"), kh = const_dim(kernel, 2, op);
+  // A kernel of one row shares no input rows between the tasks of neighbouring rows: lifted 1-D
+  // convolutions (wav2vec's feature encoder over 3200 samples) ran 2x slower chunked.
+  if (kh == 1) return whole;
+  const int64_t width = const_dim(out, 3, op), in_width = const_dim(data, 3, op);
+  const int64_t rows = tile_oh * kh;
+  // Per output column: the input columns it advances by, every block of every row it reads.
+  const int64_t per_column = const_dim(data, 1, op) * rows * const_dim(data, 4, op) *
+                             data->dtype().bytes() * std::max<int64_t>(1, in_width / width);
+  if (per_column * width * 2 <= target.l2_bytes) return whole;
+  const int64_t tiles = (width + tile_ow - 1) / tile_ow;
+  const auto& cands = space.knob("col_chunk").candidates;
+  int best = whole;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const int64_t c = cands[i].back();
+    if (c > 0 && tiles % c == 0 && tiles > c && per_column * c * tile_ow * 4 <= target.l2_bytes &&
+        (best == whole || c > cands[best].back())) {
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
+}
+
 /// Whether a bf16 convolution (conv2d_bf16.h) converts its input to pairs best per register tile
 /// (pad_at 1) rather than in a pass over memory first: a 1x1 one whose pairs stage is its output's
 /// size (stride 1, or a strided one's subsampled input) and which at most 4 tiles of output
@@ -524,6 +577,20 @@ int64_t data_block(const te::Tensor& out) {
   return 0;
 }
 
+/// Whether a float convolution pads its input's rows only (a (K, 1) kernel's padding, as
+/// Inception's 7x1s and the (KD, 1) convolutions over a video's frames have): its padding inlined
+/// is a bounds check per row, outside the column and channel loops, where a pass over memory first
+/// writes and reads the whole input again. Measured inlined against padded first: s3d's (7, 1) over
+/// 64 channels of 16 x 12544 3.5x as fast, its (3, 1) over 192 channels 1.2x, Inception-v3's 7x1
+/// over 160 channels of 17x17 and 3x1 over 384 of 8x8 1.1x.
+bool pads_rows_only(const te::Tensor& out) {
+  const te::Tensor pad = pad_stage_of(out);
+  if (!pad.defined() || pad->dtype() != ir::kFloat32 || pad->inputs().empty()) return false;
+  const te::Tensor data = pad->inputs()[0];
+  return data.ndim() == 5 &&
+         const_dim(pad, 3, "conv2d_nchwc") == const_dim(data, 3, "conv2d_nchwc");
+}
+
 /// The blocked convolutions' default: the register tile for the vector width, the reduction in
 /// its first order and in chunks where the weights would not stay in cache, the kernel's columns
 /// unrolled or not, the padding where the space prefers it.
@@ -533,13 +600,16 @@ Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, const targ
   default_register_tile(out, space, target.vector_bits, /*pair_blocks=*/true, &pos);
   pos[knob_index(space, "reduce_order")] = knob_position(space, "reduce_order", 0);
   pos[knob_index(space, "unroll_kw")] = knob_position(space, "unroll_kw", unroll_kw);
-  pos[knob_index(space, "pad_at")] = 0;  // the space lists the better choice first
-  // An input block of fewer than 4 channels (an image's 3 colours): a padding pass first copies
-  // a few floats a pixel in scalar code with its index arithmetic, as long as the convolution
-  // itself takes (ShuffleNet's 3x3 stride-2 stem: 0.26 ms, 0.14 ms with the padding inlined).
-  if (const int64_t ib = data_block(out); ib > 0 && ib < 4)
-    pos[knob_index(space, "pad_at")] = knob_position(space, "pad_at", 0);
+  // Padding inlined (pad_at 0) where only rows are padded (pads_rows_only), and for an input
+  // block of fewer than 4 channels (an image's 3 colours): a padding pass first copies a few
+  // floats a pixel in scalar code with its index arithmetic, as long as the convolution itself
+  // takes (ShuffleNet's 3x3 stride-2 stem: 0.26 ms, 0.14 ms with the padding inlined). Otherwise
+  // the space lists the better choice first.
+  const int64_t ib = data_block(out);
+  pos[knob_index(space, "pad_at")] =
+      pads_rows_only(out) || (ib > 0 && ib < 4) ? knob_position(space, "pad_at", 0) : 0;
   pos[knob_index(space, "tile_ic")] = default_ic_chunk(out, space, pos, target);
+  pos[knob_index(space, "col_chunk")] = default_column_chunk(out, space, pos, target);
   if (pairs_per_tile(out, space, pos))
     pos[knob_index(space, "pad_at")] = knob_position(space, "pad_at", 1);
   return space.from_positions(pos);
@@ -561,8 +631,16 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
   auto [obo, obi] = so.split(ob, cfg.split("tile_ob").back());
   auto [oho, ohi] = so.split(oh, cfg.split("tile_oh").back());
   auto [owo, owi] = so.split(ow, cfg.split("tile_ow").back());
-  so.reorder({n, obo, oho, owo, obi, ohi, owi, oc});
-  IterVar par = so.fuse({n, obo, oho});
+  IterVar par;
+  if (const int64_t chunk = cfg.knob("col_chunk"); chunk > 0) {
+    auto [owc, owt] = so.split(owo, chunk);
+    so.reorder({n, owc, obo, oho, owt, obi, ohi, owi, oc});
+    par = so.fuse({n, owc, obo, oho});
+    owo = owt;
+  } else {
+    so.reorder({n, obo, oho, owo, obi, ohi, owi, oc});
+    par = so.fuse({n, obo, oho});
+  }
   so.parallel(par);
   so.unroll(obi);
   so.unroll(ohi);
@@ -684,6 +762,7 @@ ConfigSpace depthwise_conv2d_nchwc_x86_space(const te::Tensor& out) {
   // The default takes the first: inlined, the padding's bounds checks are scalar (the vector
   // lanes are channels), cheaper than a pass over memory for a convolution this light.
   space.define_knob("pad_at", {0, 2, 1});
+  define_column_chunk(&space);
   return space;
 }
 

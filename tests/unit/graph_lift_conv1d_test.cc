@@ -8,6 +8,7 @@
 
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/lift_conv1d.h"
+#include "compiler/graph/sink_reshapes.h"
 #include "tests/common/kiln_test_util.h"
 
 namespace kiln::graph {
@@ -58,6 +59,7 @@ TEST(LiftConv1d, ConvBetweenReshapesThenBlocked) {
   g.verify();
 }
 
+// With sink_reshapes after it (as the build runs them).
 TEST(LiftConv1d, AChainOfLayersStaysFourD) {
   // Conv -> Relu -> MaxPool -> Conv -> Add(residual: the pool) -> GlobalAveragePool.
   Graph g;
@@ -80,6 +82,7 @@ TEST(LiftConv1d, AChainOfLayersStaysFourD) {
   ValueId gap = g.add_op("GlobalAveragePool", "gap", {a}, {}, kFloat32, {1, 16, 1});
   g.add_output(gap);
   EXPECT_EQ(lift_conv1d(g), 2u);
+  EXPECT_EQ(sink_reshapes(g), 4u);  // Relu, MaxPool, Add, GlobalAveragePool
   g.verify();
   // One Reshape in, one out; everything between is 4-D.
   std::vector<std::string> ops;

@@ -480,7 +480,10 @@ Attrs import_conv2d_transpose(ImportCtx& c) { return import_conv(c, true); }
 ///
 /// so that it runs on the 2-D convolution's blocked layout, packed weights, fusion and tuning.
 /// The channel index c * KD + kd is the kernel's own order, so groups stay whole. The input is
-/// read KD / sd times over (3x for the usual 3x3x3), small against the convolution's work.
+/// read KD / sd times over (3x for the usual 3x3x3), small against the convolution's work; a
+/// (1, KH, KW) kernel over every frame in order transposes the frames into the batch without the
+/// unfold. A (KD, 1, 1) kernel without spatial strides or pads is a 2-D convolution over the
+/// frames as rows, [N, C, D, H*W], with a (KD, 1) kernel, between two reshapes.
 bool rewrite_conv3d(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink) {
   const Value& x0 = c.in_value(0);
   const Value& w0 = c.in_value(1);
@@ -504,28 +507,68 @@ bool rewrite_conv3d(const ImportCtx& c, const std::vector<ValueId>& outs, Import
     sink.add_node(Node{op, base + "/" + suffix, std::move(in), {out}, std::move(attrs)});
     return out;
   };
-  ValueId x = c.inputs[0];
-  if (pads[0] != 0 || pads[3] != 0) {
-    Attrs pa;
-    pa["mode"] = std::string("constant");
-    pa["pads"] = std::vector<int64_t>{0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0};
-    pa["value"] = 0.0f;
-    x = node("Pad", "pad_depth", {x}, pa, {n, ch, xs[2] + pads[0] + pads[3], h, w}, dtype);
+  if (ws[3] == 1 && ws[4] == 1 && stride[1] == 1 && stride[2] == 1 && pads[1] == 0 &&
+      pads[2] == 0 && pads[4] == 0 && pads[5] == 0) {
+    // A (KD, 1, 1) kernel (temporal, or 1x1x1) reads each pixel's own column of frames: it is a
+    // 2-D convolution over [N, C, D, H*W] with a (KD, 1) kernel, between two free reshapes, so
+    // the data keeps its order and the blocked layout converts it as any 4-D tensor.
+    Attrs fa;
+    fa["shape"] = std::vector<int64_t>{n, ch, xs[2], h * w};
+    const ValueId x2 =
+        node("Reshape", "frames_as_rows", {c.inputs[0]}, fa, {n, ch, xs[2], h * w}, dtype);
+    Attrs wa;
+    const std::vector<int64_t> w2s{o, ws[1], kd, 1};
+    wa["shape"] = w2s;
+    const ValueId w2 = node("Reshape", "kernel_2d", {c.inputs[1]}, wa, w2s, w0.dtype);
+    Attrs ca;
+    ca["kernel_shape"] = std::vector<int64_t>{kd, 1};
+    ca["strides"] = std::vector<int64_t>{stride[0], 1};
+    ca["dilations"] = std::vector<int64_t>{dil[0], 1};
+    ca["pads"] = std::vector<int64_t>{pads[0], 0, pads[3], 0};
+    ca["group"] = group;
+    std::vector<ValueId> conv_in{x2, w2};
+    if (c.in(2) != kNoValue) conv_in.push_back(c.inputs[2]);
+    const ValueId y2 = node("Conv", "conv_2d", conv_in, ca, {n, o, od, h * w}, dtype);
+    Attrs ya;
+    ya["shape"] = ys;
+    sink.add_node(Node{"Reshape", base, {y2}, {outs[0]}, ya});
+    return true;
   }
-  std::vector<int64_t> idx;
-  for (int64_t i = 0; i < od; ++i)
-    for (int64_t k = 0; k < kd; ++k) idx.push_back(i * stride[0] + k * dil[0]);
-  const ValueId windows =
-      sink.add_constant(base + "/depth_windows", runtime::NDArray::from_vector(idx, {od, kd}));
-  Attrs ga;
-  ga["axis"] = int64_t{2};
-  const ValueId u = node("Gather", "unfold_depth", {x, windows}, ga, {n, ch, od, kd, h, w}, dtype);
-  Attrs ta;
-  ta["perm"] = std::vector<int64_t>{0, 2, 1, 3, 4, 5};
-  const ValueId ut = node("Transpose", "depth_to_batch", {u}, ta, {n, od, ch, kd, h, w}, dtype);
-  Attrs ra;
-  ra["shape"] = std::vector<int64_t>{n * od, ch * kd, h, w};
-  const ValueId u2 = node("Reshape", "as_2d", {ut}, ra, {n * od, ch * kd, h, w}, dtype);
+  ValueId u2;
+  if (kd == 1 && stride[0] == 1 && pads[0] == 0 && pads[3] == 0) {
+    // Every frame once, in order (a (1, KH, KW) kernel): the frames into the batch directly.
+    Attrs ta;
+    ta["perm"] = std::vector<int64_t>{0, 2, 1, 3, 4};
+    const ValueId ut =
+        node("Transpose", "depth_to_batch", {c.inputs[0]}, ta, {n, od, ch, h, w}, dtype);
+    Attrs ra;
+    ra["shape"] = std::vector<int64_t>{n * od, ch, h, w};
+    u2 = node("Reshape", "as_2d", {ut}, ra, {n * od, ch, h, w}, dtype);
+  } else {
+    ValueId x = c.inputs[0];
+    if (pads[0] != 0 || pads[3] != 0) {
+      Attrs pa;
+      pa["mode"] = std::string("constant");
+      pa["pads"] = std::vector<int64_t>{0, 0, pads[0], 0, 0, 0, 0, pads[3], 0, 0};
+      pa["value"] = 0.0f;
+      x = node("Pad", "pad_depth", {x}, pa, {n, ch, xs[2] + pads[0] + pads[3], h, w}, dtype);
+    }
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < od; ++i)
+      for (int64_t k = 0; k < kd; ++k) idx.push_back(i * stride[0] + k * dil[0]);
+    const ValueId windows =
+        sink.add_constant(base + "/depth_windows", runtime::NDArray::from_vector(idx, {od, kd}));
+    Attrs ga;
+    ga["axis"] = int64_t{2};
+    const ValueId u =
+        node("Gather", "unfold_depth", {x, windows}, ga, {n, ch, od, kd, h, w}, dtype);
+    Attrs ta;
+    ta["perm"] = std::vector<int64_t>{0, 2, 1, 3, 4, 5};
+    const ValueId ut = node("Transpose", "depth_to_batch", {u}, ta, {n, od, ch, kd, h, w}, dtype);
+    Attrs ra;
+    ra["shape"] = std::vector<int64_t>{n * od, ch * kd, h, w};
+    u2 = node("Reshape", "as_2d", {ut}, ra, {n * od, ch * kd, h, w}, dtype);
+  }
   Attrs wa;
   const std::vector<int64_t> w2s{o, ws[1] * kd, ws[3], ws[4]};
   wa["shape"] = w2s;

@@ -15,66 +15,79 @@ using namespace onnx_detail;  // NOLINT(google-build-using-namespace)
 
 using te::Tensor;
 
-/// A 3-D pooling (x [N, C, D, H, W]) as two 2-D ones, which is exact because its window is a box:
-/// over H and W with D folded into the channels, then over D with H and W folded into one axis:
-///   y1 = pool2d(x as [N, C*D, H, W], KH x KW)            [N, C*D, OH, OW]
-///   y  = pool2d(y1 as [N, C, D, OH*OW], KD x 1) as [N, C, OD, OH, OW]
+/// A 3-D pooling over frames as rows (rewrite_pool3d: x [N, C, D, H*W], or its NCHW[x]c blocks
+/// [N, C/b, D, H*W, b] after alter_layout; frame_shape = [H, W]) as two 2-D ones, which is exact
+/// because its window is a box: over H and W with the frames as channels, then over D:
+///   y1 = pool2d(x as [N, C*D, H, W], KH x KW)          (blocked: [N, C/b*D, H, W, b], a view)
+///   y  = pool2d(y1 as [N, C, D, OH*OW], KD x 1)         [N, C, OD, OH*OW]
 /// A max of maxima is the max; a clipped window's size is the product of its clipped extents, so a
-/// mean of means (either count_include_pad) is the mean. Global poolings: over [N, C, D*H, W].
-LowerResult lower_pool3d(const LowerCtx& c) {
+/// mean of means (either count_include_pad) is the mean. A step whose window is one element
+/// (a (1, k, k) pool's over D, a (k, 1, 1) one's over H and W) is left out.
+LowerResult lower_frames_pool(const LowerCtx& c, bool blocked) {
   const Node& n = c.node;
-  const std::string& op = n.op;
   const std::vector<int64_t> xs = c.in_shape(0);
-  const int64_t batch = xs[0], ch = xs[1], d = xs[2], h = xs[3], w = xs[4];
-  const Tensor x = c.input(0);
+  const std::vector<int64_t>& frame = n.ints("frame_shape");
+  const int64_t batch = xs[0], ch = xs[1], d = xs[2], h = frame.at(0), w = frame.at(1);
+  const int64_t b = blocked ? xs[4] : 0;
+  auto view = [&](std::vector<int64_t> shape) {  // [N, C (blocks), rest...] (+ the block)
+    if (blocked) shape.push_back(b);
+    return shape;
+  };
+  for (int64_t dl : n.ints("dilations")) {
+    if (dl != 1) c.fail("dilated pooling is not supported");
+  }
+  const auto& k = n.ints("kernel_shape");
+  const auto& st = n.ints("strides");
+  const auto& p = n.ints("pads");  // d0 h0 w0 d1 h1 w1
+  const bool ceil = n.i("ceil_mode") != 0, is_max = n.op == "MaxPool";
+  const bool include_pad = !is_max && n.i("count_include_pad") != 0;
+  auto pool = [&](const Tensor& t, topi::Ints2 kernel, topi::Ints2 stride, topi::Ints4 pads,
+                  const char* name) {
+    return is_max ? topi::max_pool2d(t, kernel, stride, pads, ceil, name)
+                  : topi::avg_pool2d(t, kernel, stride, pads, ceil, include_pad, name);
+  };
+  const bool over_hw = k[1] != 1 || k[2] != 1 || st[1] != 1 || st[2] != 1 || p[1] != 0 ||
+                       p[2] != 0 || p[4] != 0 || p[5] != 0;
+  const bool over_d = k[0] != 1 || st[0] != 1 || p[0] != 0 || p[3] != 0;
+  Tensor x = c.input(0), frames, y1, rows, y;
+  if (over_hw) {
+    frames = topi::reshape(x, view({batch, ch * d, h, w}), "frames");
+    y1 = pool(frames, ints2({k[1], k[2]}), ints2({st[1], st[2]}), ints4({p[1], p[2], p[4], p[5]}),
+              "pool_hw");
+    const int64_t oh = *ir::as_const_int(y1->shape()[2]), ow = *ir::as_const_int(y1->shape()[3]);
+    rows = topi::reshape(y1, view({batch, ch, d, oh * ow}), "frames_as_rows");
+    x = rows;
+  }
+  if (over_d || !over_hw) {  // a window of one element everywhere still copies
+    y = pool(x, ints2({k[0], 1}), ints2({st[0], 1}), ints4({p[0], 0, p[3], 0}), "pool_d");
+  }
   auto base = [tuning = c.tuning](te::Schedule& s, const Tensor& t) {
     tuning.schedule("pool2d_x86", s, t, t);
   };
-  Tensor flat, y1, flat2, y;
-  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
-    flat = topi::reshape(x, {batch, ch, d * h, w}, "data_2d");
-    y = op == "GlobalMaxPool" ? topi::global_max_pool2d(flat) : topi::global_avg_pool2d(flat);
-  } else {
-    for (int64_t dl : n.ints("dilations")) {
-      if (dl != 1) c.fail("dilated pooling is not supported");
-    }
-    const auto& k = n.ints("kernel_shape");
-    const auto& st = n.ints("strides");
-    const auto& p = n.ints("pads");  // d0 h0 w0 d1 h1 w1
-    const bool ceil = n.i("ceil_mode") != 0, is_max = op == "MaxPool";
-    const bool include_pad = !is_max && n.i("count_include_pad") != 0;
-    auto pool = [&](const Tensor& t, topi::Ints2 kernel, topi::Ints2 stride, topi::Ints4 pads,
-                    const char* name) {
-      return is_max ? topi::max_pool2d(t, kernel, stride, pads, ceil, name)
-                    : topi::avg_pool2d(t, kernel, stride, pads, ceil, include_pad, name);
-    };
-    flat = topi::reshape(x, {batch, ch * d, h, w}, "data_hw");
-    y1 = pool(flat, ints2({k[1], k[2]}), ints2({st[1], st[2]}), ints4({p[1], p[2], p[4], p[5]}),
-              "pool_hw");
-    const int64_t oh = *ir::as_const_int(y1->shape()[2]), ow = *ir::as_const_int(y1->shape()[3]);
-    flat2 = topi::reshape(y1, {batch, ch, d, oh * ow}, "data_d");
-    y = pool(flat2, ints2({k[0], 1}), ints2({st[0], 1}), ints4({p[0], 0, p[3], 0}), "pool_d");
-  }
-  Tensor out = topi::reshape(y, c.out_value().shape, "pool3d");
+  const Tensor out = y.defined() ? y : rows;
   return {{out}, [=](te::Schedule& s, const Tensor& output) {
-            s[flat].compute_inline();
             if (y1.defined()) {
+              s[frames].compute_inline();
               base(s, y1);
-              s[flat2].compute_inline();
+              if (y.defined()) s[rows].compute_inline();
             }
-            base(s, y);
-            if (out != output) s[out].compute_inline();
-            injective(s, output);
+            if (y.defined()) {
+              base(s, y);
+              then_injective(s, y, output);
+            } else {
+              if (rows != output) s[rows].compute_inline();
+              injective(s, output);
+            }
           }};
 }
 
-/// Pooling, 2-D, or 1-D as 2-D with a height of 1 (as convolutions are); 3-D: lower_pool3d.
+/// Pooling, 2-D, or 1-D as 2-D with a height of 1 (as convolutions are); 3-D: lower_frames_pool.
 LowerResult lower_pool(const LowerCtx& c) {
   const Node& n = c.node;
   const std::string& op = n.op;
   const size_t rank = c.in_shape(0).size();
   const bool blocked = rank == 5 && n.has_attr("data_block");  // NCHW[x]c, from alter_layout
-  if (rank == 5 && !blocked) return lower_pool3d(c);
+  if (n.has_attr("frame_shape")) return lower_frames_pool(c, blocked);
   if (rank != 4 && rank != 3 && !blocked) {
     c.fail("only 1-D, 2-D and 3-D pooling (NCW, NCHW, NCDHW input) is supported");
   }
@@ -188,6 +201,47 @@ Attrs import_max_pool(ImportCtx& c) {
 }
 Attrs import_average_pool(ImportCtx& c) { return import_pool(c, false); }
 
+// --- rewritten at import -----------------------------------------------------------------------
+
+/// A 3-D pooling (x [N, C, D, H, W]) over the frames as rows of H*W pixels, between reshapes that
+/// keep the data's order:
+///
+///   y = Reshape(Pool(Reshape(x) [N, C, D, H*W]) [N, C, OD, OH*OW]) [N, C, OD, OH, OW]
+///
+/// the Pool keeping its 3-D window with frame_shape = [H, W] (lower_frames_pool). A 4-D value
+/// there, it is blocked by alter_layout as the (KD, 1, 1) convolutions over the same rows are
+/// (rewrite_conv3d), and the reshapes between them drop out (sink_frame_reshapes). The global
+/// poolings are plain 2-D ones over [N, C, D, H*W].
+bool rewrite_pool3d(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink) {
+  const Value& x0 = c.in_value(0);
+  if (x0.shape.size() != 5 || outs.empty() || outs[0] == kNoValue) return false;
+  const std::string& op = c.proto().op_type();
+  const bool global = op.rfind("Global", 0) == 0;
+  Attrs a;
+  if (!global) {
+    ImportCtx copy = c;
+    a = op == "MaxPool" ? import_max_pool(copy) : import_average_pool(copy);
+  }
+  const std::vector<int64_t> xs = x0.shape, ys = c.first_output().shape;
+  const std::string base = c.proto().name().empty()
+                               ? op + "_" + std::to_string(c.graph().nodes().size())
+                               : c.proto().name();
+  const std::vector<int64_t> rows{xs[0], xs[1], xs[2], xs[3] * xs[4]};
+  const ValueId x = sink.add_value(base + "/frames_as_rows", x0.dtype, rows);
+  Attrs ra;
+  ra["shape"] = rows;
+  sink.add_node(Node{"Reshape", base + "/frames_as_rows", {c.inputs[0]}, {x}, ra});
+  const std::vector<int64_t> pooled{ys[0], ys[1], ys[2], ys[3] * ys[4]};
+  if (!global) a["frame_shape"] = std::vector<int64_t>{xs[3], xs[4]};
+  const ValueId y = sink.add_value(base + "/pool", x0.dtype,
+                                   global ? std::vector<int64_t>{ys[0], ys[1], 1, 1} : pooled);
+  sink.add_node(Node{op, base + "/pool", {x}, {y}, a});
+  Attrs ya;
+  ya["shape"] = ys;
+  sink.add_node(Node{"Reshape", base, {y}, {outs[0]}, ya});
+  return true;
+}
+
 }  // namespace
 
 void register_pool(Registry& r) {
@@ -201,6 +255,7 @@ void register_pool(Registry& r) {
                      : std::string(op) == "MaxPool" ? import_max_pool
                                                     : import_average_pool,
            .no_attributes = global,
+           .rewrite = rewrite_pool3d,
            .lower = lower_pool,
            .gpu = GpuStrategy::kTemplate,
            .gpu_template = pool_gpu,
