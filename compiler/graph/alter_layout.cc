@@ -45,45 +45,11 @@ int64_t pixels(const Value& v) {
 /// DequantizeLinear with one scale: try_keep_blocked refuses a per-axis one, whose axis would
 /// name a dimension of the blocked shape).
 bool layout_agnostic(const std::string& op) {
-  static const std::set<std::string> kOps = {
-      "Abs",
-      "Add",
-      "Cast",
-      "Celu",
-      "Ceil",
-      "Clip",
-      "DequantizeLinear",
-      "Div",
-      "Elu",
-      "Erf",
-      "Exp",
-      "Floor",
-      "HardSigmoid",
-      "HardSwish",
-      "Identity",
-      "LeakyRelu",
-      "Log",
-      "Max",
-      "Min",
-      "Mul",
-      "Neg",
-      "Pow",
-      "QuantizeLinear",
-      "Reciprocal",
-      "Relu",
-      "Round",
-      "Selu",
-      "Shrink",
-      "Sigmoid",
-      "Sign",
-      "Softplus",
-      "Softsign",
-      "Sqrt",
-      "Sub",
-      "Tanh",
-      "ThresholdedRelu",
+  // finite_on_finite's, and those that may make a padding channel infinite or NaN.
+  static const std::set<std::string> kMore = {
+      "Div", "Exp", "Log", "Pow", "Reciprocal", "Softplus", "Sqrt",
   };
-  return kOps.count(op) != 0;
+  return finite_on_finite(op) || kMore.count(op) != 0;
 }
 
 /// How the pass blocks a convolution: its blocks ib and ob (0: it stays NCHW), and for a grouped
