@@ -358,6 +358,20 @@ te::Tensor group_conv2d_nchwc(const te::Tensor& data, const te::Tensor& kernel, 
 
 namespace {
 
+/// The input of the blocked convolution `out` of rank `ndim` (5: its data, 6: its kernel), or an
+/// undefined tensor.
+te::Tensor input_of_rank(const te::Tensor& out, size_t ndim) {
+  for (const te::Tensor& t : out->inputs()) {
+    if (t.ndim() == ndim) return t;
+  }
+  return te::Tensor();
+}
+
+/// The inner factor (or value) that positions `pos` give `knob` of `space`.
+int64_t chosen(const ConfigSpace& space, const std::vector<int>& pos, const char* knob) {
+  return space.knob(knob).candidates[pos[knob_index(space, knob)]].back();
+}
+
 /// The NCHW[x]c register tile's other two dimensions: tile_oh output rows and tile_ob channel
 /// blocks (each at most 4, dividing), with tile_ow the columns. The channel blocks' factors are
 /// those of `blocks` (all of them when 0; a grouped convolution's per group).
@@ -478,14 +492,9 @@ int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std:
                      const target::Target& target) {
   const int64_t blocks = split_extent(space, "tile_ic");
   const int whole = split_position(space, "tile_ic", blocks);
-  te::Tensor kernel;
-  for (const te::Tensor& t : out->inputs()) {
-    if (t.ndim() == 6) kernel = t;
-  }
+  const te::Tensor kernel = input_of_rank(out, 6);
   if (!kernel.defined() || target.l1d_bytes <= 0 || target.l2_bytes <= 0) return whole;
-  auto at = [&](const char* knob) {
-    return space.knob(knob).candidates[pos[knob_index(space, knob)]].back();
-  };
+  auto at = [&](const char* knob) { return chosen(space, pos, knob); };
   const int64_t tile_ob = at("tile_ob"), tile_oh = at("tile_oh"), tile_ow = at("tile_ow");
   const int64_t width = const_dim(out, 3, "conv2d_nchwc");
   const int64_t kh = const_dim(kernel, 2, "conv2d_nchwc"),
@@ -511,17 +520,11 @@ int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std:
 int default_column_chunk(const te::Tensor& out, const ConfigSpace& space,
                          const std::vector<int>& pos, const target::Target& target) {
   const int whole = knob_position(space, "col_chunk", 0);
-  te::Tensor data, kernel;
-  for (const te::Tensor& t : out->inputs()) {
-    if (t.ndim() == 6) kernel = t;
-    if (t.ndim() == 5) data = t;
-  }
+  const te::Tensor data = input_of_rank(out, 5), kernel = input_of_rank(out, 6);
   if (!data.defined() || !kernel.defined() || target.l2_bytes <= 0) return whole;
   const char* op = "conv2d_nchwc";
-  auto at = [&](const char* knob) {
-    return space.knob(knob).candidates[pos[knob_index(space, knob)]].back();
-  };
-  const int64_t tile_oh = at("tile_oh"), tile_ow = at("tile_ow"), kh = const_dim(kernel, 2, op);
+  const int64_t tile_oh = chosen(space, pos, "tile_oh"), tile_ow = chosen(space, pos, "tile_ow"),
+                kh = const_dim(kernel, 2, op);
   // A kernel of one row shares no input rows between the tasks of neighbouring rows: lifted 1-D
   // convolutions (wav2vec's feature encoder over 3200 samples) ran 2x slower chunked.
   if (kh == 1) return whole;
@@ -553,10 +556,7 @@ int default_column_chunk(const te::Tensor& out, const ConfigSpace& space,
 bool pairs_per_tile(const te::Tensor& out, const ConfigSpace& space, const std::vector<int>& pos) {
   const te::Tensor pad = pad_stage_of(out);
   if (!pad.defined() || pad->dtype() != ir::kInt32) return false;
-  te::Tensor kernel;
-  for (const te::Tensor& t : out->inputs()) {
-    if (t.ndim() == 6) kernel = t;
-  }
+  const te::Tensor kernel = input_of_rank(out, 6);
   const char* op = "conv2d_nchwc_bf16";
   if (!kernel.defined() || const_dim(kernel, 2, op) != 1 || const_dim(kernel, 3, op) != 1 ||
       const_dim(pad, 2, op) != const_dim(out, 2, op) ||
@@ -566,15 +566,6 @@ bool pairs_per_tile(const te::Tensor& out, const ConfigSpace& space, const std::
   const int64_t tile_ob =
       space.knob("tile_ob").candidates[pos[knob_index(space, "tile_ob")]].back();
   return const_dim(out, 1, op) <= 4 * tile_ob;
-}
-
-/// The channels of one input block of a blocked convolution (its kernel's dimension 4; 0 when it
-/// reads no 6-D kernel).
-int64_t data_block(const te::Tensor& out) {
-  for (const te::Tensor& t : out->inputs()) {
-    if (t.ndim() == 6) return const_dim(t, 4, "conv2d_nchwc");
-  }
-  return 0;
 }
 
 /// Whether a float convolution pads its input's rows only (a (K, 1) kernel's padding, as
@@ -605,7 +596,8 @@ Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, const targ
   // floats a pixel in scalar code with its index arithmetic, as long as the convolution itself
   // takes (ShuffleNet's 3x3 stride-2 stem: 0.26 ms, 0.14 ms with the padding inlined). Otherwise
   // the space lists the better choice first.
-  const int64_t ib = data_block(out);
+  const te::Tensor kernel = input_of_rank(out, 6);
+  const int64_t ib = kernel.defined() ? const_dim(kernel, 4, "conv2d_nchwc") : 0;
   pos[knob_index(space, "pad_at")] =
       pads_rows_only(out) || (ib > 0 && ib < 4) ? knob_position(space, "pad_at", 0) : 0;
   pos[knob_index(space, "tile_ic")] = default_ic_chunk(out, space, pos, target);
