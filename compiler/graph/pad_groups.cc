@@ -366,12 +366,15 @@ class GroupPadder {
     for (const auto& [v, p] : plan_.values) g_.value(v).shape[1] = p.padded_channels();
     for (const auto& [i, c] : plan_.convs) {
       Node& n = g_.nodes()[i];
+      // Rows (output channels), then columns: each step a new array (a plan's conv pads one
+      // side at least).
       const runtime::NDArray& kernel = *g_.value(n.inputs[1]).data;
-      runtime::NDArray rows = c.out ? pad_axis(kernel, 0, *c.out) : runtime::NDArray();
-      const runtime::NDArray& w = c.out ? rows : kernel;
-      runtime::NDArray padded_w = !c.in               ? w.copy()
-                                  : n.i("group") == 1 ? pad_axis(w, 1, *c.in)
-                                                      : pad_group_columns(w, c.in->padded);
+      runtime::NDArray padded_w = c.out ? pad_axis(kernel, 0, *c.out) : runtime::NDArray();
+      const runtime::NDArray& rows = c.out ? padded_w : kernel;
+      if (c.in) {
+        padded_w =
+            n.i("group") == 1 ? pad_axis(rows, 1, *c.in) : pad_group_columns(rows, c.in->padded);
+      }
       const std::string w_name = g_.value(n.inputs[1]).name + "_group_padded";
       n.inputs[1] = g_.add_constant(w_name, std::move(padded_w));
       if (c.out && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
