@@ -27,6 +27,12 @@ class ImportCtx {
 
   const onnx::NodeProto& proto() const { return proto_; }
   const std::string& op() const { return proto_.op_type(); }
+  /// The node's name, or "<op>_<index>" (its place in the graph so far) for an unnamed one: the
+  /// name of the nodes a rewrite writes in its place and the prefix of their values.
+  std::string node_name() const {
+    return proto_.name().empty() ? proto_.op_type() + "_" + std::to_string(g_.nodes().size())
+                                 : proto_.name();
+  }
   /// The model's path (or "<memory>"), for messages.
   const std::string& origin() const { return origin_; }
   int64_t opset() const { return opset_; }

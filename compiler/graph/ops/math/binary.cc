@@ -223,9 +223,7 @@ bool rewrite_pow(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSin
   const float f = e.data->data<float>()[0];
   if (!(f >= 2.0f && f <= kMaxProductPower && f == std::floor(f))) return false;
   const auto n = static_cast<unsigned>(f);
-  const std::string name = c.proto().name().empty()
-                               ? "Pow_" + std::to_string(c.graph().nodes().size())
-                               : c.proto().name();
+  const std::string name = c.node_name();
   // The steps from n's second-highest bit down: square, then times x where the bit is set.
   std::vector<bool> times_x;
   for (int bit = static_cast<int>(std::bit_width(n)) - 2; bit >= 0; --bit) {

@@ -384,9 +384,7 @@ bool rewrite_einsum(const ImportCtx& c, const std::vector<ValueId>& outs, Import
   }
   const auto con = topi::einsum_contraction(c.attr_s("equation", ""), {a.shape, b.shape});
   if (!con) return false;
-  const std::string base = c.proto().name().empty()
-                               ? "Einsum_" + std::to_string(c.graph().nodes().size())
-                               : c.proto().name();
+  const std::string base = c.node_name();
   const Value& y = c.first_output();
   // The steps after the product, so that the last one defines the node's output.
   const bool out_moves = moves_data(con->perm_out, con->product_shape);

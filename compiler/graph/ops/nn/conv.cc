@@ -498,9 +498,7 @@ bool rewrite_conv3d(const ImportCtx& c, const std::vector<ValueId>& outs, Import
   const std::vector<int64_t> xs = x0.shape, ws = w0.shape, ys = c.first_output().shape;
   const int64_t n = xs[0], ch = xs[1], h = xs[3], w = xs[4];
   const int64_t o = ws[0], kd = ws[2], od = ys[2], oh = ys[3], ow = ys[4];
-  const std::string base = c.proto().name().empty()
-                               ? "Conv_" + std::to_string(c.graph().nodes().size())
-                               : c.proto().name();
+  const std::string base = c.node_name();
   auto node = [&](const std::string& op, const std::string& suffix, std::vector<ValueId> in,
                   Attrs attrs, std::vector<int64_t> shape, KilnDType type) {
     const ValueId out = sink.add_value(base + "/" + suffix, type, std::move(shape));

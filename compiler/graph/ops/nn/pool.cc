@@ -223,9 +223,7 @@ bool rewrite_pool3d(const ImportCtx& c, const std::vector<ValueId>& outs, Import
     a = op == "MaxPool" ? import_max_pool(copy) : import_average_pool(copy);
   }
   const std::vector<int64_t> xs = x0.shape, ys = c.first_output().shape;
-  const std::string base = c.proto().name().empty()
-                               ? op + "_" + std::to_string(c.graph().nodes().size())
-                               : c.proto().name();
+  const std::string base = c.node_name();
   const std::vector<int64_t> rows{xs[0], xs[1], xs[2], xs[3] * xs[4]};
   const ValueId x = sink.add_value(base + "/frames_as_rows", x0.dtype, rows);
   Attrs ra;
