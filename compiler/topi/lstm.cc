@@ -50,11 +50,16 @@ te::Tensor pack_gates(const te::Tensor& w, int d, int64_t gates, int64_t k, int6
       name, {"p", "k", "j"});
 }
 
-/// Direction d's panels [P, K, bn] of weights packed per direction, [D, P, K, bn]: a view.
-te::Tensor direction_panels(const te::Tensor& packed, int d, const std::string& name) {
+/// Direction d's panels [count, K, bn] from panel `first` of weights packed per direction,
+/// [D, P, K, bn] (all P when count < 0): a view.
+te::Tensor direction_panels(const te::Tensor& packed, int d, const std::string& name,
+                            int64_t first = 0, int64_t count = -1) {
   const auto& sh = packed->shape();
-  return te::compute({sh[1], sh[2], sh[3]}, [&](Var p, Var k, Var j) { return packed(d, p, k, j); },
-                     name, {"p", "k", "j"});
+  const Expr p0(static_cast<int>(first));
+  const Expr panels = count < 0 ? sh[1] : Expr(static_cast<int>(count));
+  return te::compute({panels, sh[2], sh[3]},
+                     [&](Var p, Var k, Var j) { return packed(d, p + p0, k, j); }, name,
+                     {"p", "k", "j"});
 }
 
 /// Y [T, 1, B, H] from each step's hidden state, in time order: a reverse direction's step k read
@@ -303,12 +308,8 @@ LstmOutputs gru(const te::Tensor& x, const te::Tensor& w, const te::Tensor& r, c
     int64_t first = 0;
     const auto segs = gru_panel_segments(hidden, linear_before_reset);
     for (int i = 0; i < seg; ++i) first += panels(segs[static_cast<size_t>(i)].second);
-    const Expr p0(static_cast<int>(first));
-    te::Tensor t = te::compute({Expr(static_cast<int>(panels(gates))), Expr(static_cast<int>(k)),
-                                Expr(static_cast<int>(packed_bn))},
-                               [&](Var p, Var kk, Var j) { return m(d, p + p0, kk, j); }, name + n,
-                               {"p", "k", "j"});
-    return std::make_pair(t, panels(gates) * packed_bn);
+    return std::make_pair(direction_panels(m, d, name + n, first, panels(gates)),
+                          panels(gates) * packed_bn);
   };
   const auto [wt, gw] = packed(w, 3 * hidden, input, 0, 0, ".W_packed");
   const auto [rt_all, gr_all] =
