@@ -462,6 +462,8 @@ ConfigSpace nchwc_space(const te::Tensor& out, int64_t blocks) {
   // The input channel blocks of the reduction in chunks (outer part: the number of chunks).
   space.define_split("tile_ic", *ir::as_const_int(out->reduce_axis[0]->dom.extent), 2);
   define_column_chunk(&space);
+  // Register tiles of rows per task (0: all); defined last, as col_chunk.
+  space.define_knob("task_rows", {1, 0, 2, 4, 8});
   return space;
 }
 
@@ -547,6 +549,51 @@ int default_column_chunk(const te::Tensor& out, const ConfigSpace& space,
   return best;
 }
 
+/// The default rows per task (task_rows) and reduction chunks (tile_ic) where a task's weights
+/// (tile_ob output blocks by every input channel and tap) are more than L2, as a 3x3 convolution's
+/// over 1024 channels and more are: the task's register tiles would each stream them
+/// from L3 or memory, a few multiply-adds per weight loaded (FCN's 3x3 head over 2048 channels of
+/// 32x32 ran at 77% of peak, its weights 2.3 MiB a task). Instead the task takes many rows, and its
+/// reduction goes in chunks of input channel blocks whose weights fit in a quarter of L1, each
+/// chunk over all the task's rows and column tiles, the partial sums in local memory: each weight
+/// then comes from beyond L2 once a task. The rows: as many as keep the partial sums within a
+/// quarter of L2 while there are 16 tasks or more. {-1, -1} where the rule does not apply.
+std::pair<int, int> default_task_rows(const te::Tensor& out, const ConfigSpace& space,
+                                      const std::vector<int>& pos, const target::Target& target) {
+  const te::Tensor kernel = input_of_rank(out, 6);
+  if (!kernel.defined() || target.l1d_bytes <= 0 || target.l2_bytes <= 0) return {-1, -1};
+  const char* op = "conv2d_nchwc";
+  auto at = [&](const char* knob) { return chosen(space, pos, knob); };
+  const int64_t tile_ob = at("tile_ob"), tile_oh = at("tile_oh"), tile_ow = at("tile_ow");
+  const int64_t bytes = kernel->dtype().bytes();
+  const int64_t per_block = tile_ob * const_dim(kernel, 2, op) * const_dim(kernel, 3, op) *
+                            const_dim(kernel, 4, op) * const_dim(kernel, 5, op) * bytes;
+  const int64_t blocks = split_extent(space, "tile_ic");
+  if (per_block * blocks <= target.l2_bytes) return {-1, -1};
+  const int64_t height = const_dim(out, 2, op), width = const_dim(out, 3, op);
+  const int64_t row_tiles = (height + tile_oh - 1) / tile_oh;
+  const int64_t tasks_per_row = const_dim(out, 0, op) * (const_dim(out, 1, op) / tile_ob);
+  // Partial sums of one register tile of rows, every column.
+  const int64_t row_sums = tile_oh * ((width + tile_ow - 1) / tile_ow) * tile_ow * tile_ob *
+                           const_dim(out, 4, op) * out->dtype().bytes();
+  int rows = knob_position(space, "task_rows", 1);
+  int64_t best = 1;
+  for (size_t i = 0; i < space.knob("task_rows").candidates.size(); ++i) {
+    const int64_t c = space.knob("task_rows").candidates[i].back();
+    const int64_t r = c == 0 ? row_tiles : c;
+    if (r > row_tiles || (c != 0 && row_tiles % c != 0) || r <= best) continue;
+    if (r * row_sums * 4 > target.l2_bytes || tasks_per_row * (row_tiles / r) < 16) continue;
+    rows = static_cast<int>(i);
+    best = r;
+  }
+  if (best == 1) return {-1, -1};
+  const int64_t input = (tile_ow + const_dim(kernel, 3, op) - 1) *
+                        (tile_oh + const_dim(kernel, 2, op) - 1) * const_dim(kernel, 4, op) * bytes;
+  const int chunk = split_position(
+      space, "tile_ic", std::max<int64_t>(1, target.l1d_bytes / 4 / (per_block + input)));
+  return {rows, chunk};
+}
+
 /// Whether a bf16 convolution (conv2d_bf16.h) converts its input to pairs best per register tile
 /// (pad_at 1) rather than in a pass over memory first: a 1x1 one whose pairs stage is its output's
 /// size (stride 1, or a strided one's subsampled input) and which at most 4 tiles of output
@@ -602,6 +649,11 @@ Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, const targ
       pads_rows_only(out) || (ib > 0 && ib < 4) ? knob_position(space, "pad_at", 0) : 0;
   pos[knob_index(space, "tile_ic")] = default_ic_chunk(out, space, pos, target);
   pos[knob_index(space, "col_chunk")] = default_column_chunk(out, space, pos, target);
+  const auto [rows, chunk] = default_task_rows(out, space, pos, target);
+  if (rows >= 0) {
+    pos[knob_index(space, "task_rows")] = rows;
+    pos[knob_index(space, "tile_ic")] = chunk;
+  }
   if (pairs_per_tile(out, space, pos))
     pos[knob_index(space, "pad_at")] = knob_position(space, "pad_at", 1);
   return space.from_positions(pos);
@@ -620,17 +672,40 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
   te::Stage so = epilogue_stage(s, out, output);
   IterVar n = so.axis(0), ob = so.axis(1), oh = so.axis(2), ow = so.axis(3), oc = so.axis(4);
   // The register tile: tile_ob channel blocks x tile_oh rows x tile_ow columns, oc vectorized.
+  const bool depthwise = out->reduce_axis.size() == 2;
+  const int64_t tile_oh = cfg.split("tile_oh").back();
   auto [obo, obi] = so.split(ob, cfg.split("tile_ob").back());
-  auto [oho, ohi] = so.split(oh, cfg.split("tile_oh").back());
+  auto [oho, ohi] = so.split(oh, tile_oh);
   auto [owo, owi] = so.split(ow, cfg.split("tile_ow").back());
+  // task_rows: register tiles of rows per task (0: every row); the rows are a serial loop inside
+  // the task, outside its column tiles.
+  const int64_t row_tiles = (const_dim(out, 2, "conv2d_nchwc") + tile_oh - 1) / tile_oh;
+  int64_t task_rows = depthwise ? 1 : cfg.knob("task_rows");
+  if (task_rows == 0 || task_rows > row_tiles) task_rows = row_tiles;
+  IterVar ohr;
+  if (task_rows > 1) {
+    const te::Stage::SplitResult rows = so.split(oho, task_rows);
+    oho = rows.outer;
+    ohr = rows.inner;
+  }
+  std::vector<IterVar> task_loops;  // the serial loops of a task outside the register tile
+  if (ohr.defined()) task_loops.push_back(ohr);
   IterVar par;
   if (const int64_t chunk = cfg.knob("col_chunk"); chunk > 0) {
     auto [owc, owt] = so.split(owo, chunk);
-    so.reorder({n, owc, obo, oho, owt, obi, ohi, owi, oc});
+    task_loops.push_back(owt);
+    std::vector<IterVar> order{n, owc, obo, oho};
+    order.insert(order.end(), task_loops.begin(), task_loops.end());
+    order.insert(order.end(), {obi, ohi, owi, oc});
+    so.reorder(order);
     par = so.fuse({n, owc, obo, oho});
     owo = owt;
   } else {
-    so.reorder({n, obo, oho, owo, obi, ohi, owi, oc});
+    task_loops.push_back(owo);
+    std::vector<IterVar> order{n, obo, oho};
+    order.insert(order.end(), task_loops.begin(), task_loops.end());
+    order.insert(order.end(), {obi, ohi, owi, oc});
+    so.reorder(order);
     par = so.fuse({n, obo, oho});
   }
   so.parallel(par);
@@ -640,7 +715,6 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
   so.vectorize(oc);
 
   te::Stage sl = s[cl];
-  const bool depthwise = cl->reduce_axis.size() == 2;
   // tile_ic's outer part: chunks of the input channel blocks, each reduced over every column
   // tile of the task before the next (1: the whole reduction inside each register tile).
   const int64_t ic_chunks = depthwise ? 1 : cfg.split("tile_ic")[0];
@@ -661,10 +735,17 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
     } else {
       // The accumulators of the task's whole rows live in local memory; a chunk's weights stay
       // in cache over all its column tiles, instead of all the weights streaming through each.
+      // With task_rows, the task's rows too: each chunk's weights serve every row of the task.
       sl.compute_at(so, par);
       auto [lowo, lowi] = sl.split(low, cfg.split("tile_ow").back());
       auto [rcoo, rcoi] = sl.split(rco, cfg.split("tile_ic").back());
-      order.insert(order.end(), {rcoo, lowo, rcoi});
+      order.push_back(rcoo);
+      if (task_rows > 1) {
+        auto [loho, lohi] = sl.split(loh, tile_oh);
+        order.push_back(loho);
+        loh = lohi;
+      }
+      order.insert(order.end(), {lowo, rcoi});
       low = lowi;
     }
     order.insert(order.end(), window.begin(), window.end());
