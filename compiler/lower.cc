@@ -14,6 +14,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/verify.h"
+#include "compiler/pass/inject_prefetch.h"
 #include "compiler/pass/inject_virtual_thread.h"
 #include "compiler/pass/lower_tensor_intrin.h"
 #include "compiler/pass/partition_loops.h"
@@ -134,6 +135,7 @@ ir::PrimFunc lower(const te::Schedule& sch, const std::vector<te::Tensor>& args,
   s = checked(f, "storage_flatten", true, pass::storage_flatten(s, buffers));
   s = checked(f, "lower_tensor_intrin", true, pass::lower_tensor_intrin(s));
   s = checked(f, "simplify", true, ir::simplify(s));
+  s = checked(f, "inject_prefetch", true, pass::inject_prefetch(s));
   s = checked(f, "partition_loops", true, pass::partition_loops(s));
   s = checked(f, "vectorize_loops", true, pass::vectorize_loops(s));
   s = checked(f, "unroll_loops", true, pass::unroll_loops(s, options.auto_unroll_max_step));

@@ -315,12 +315,24 @@ llvm::Value* CodeGenLLVM::emit_call(const ir::CallNode* op) {
       return target_.is_nvptx ? emit_device_math(op) : emit_pure_intrinsic(op);
     case ir::CallKind::kIntrinsic:
       if (op->name == "likely" && op->args.size() == 1) return emit(op->args[0]);
+      if (op->name == ir::kPrefetch && op->args.size() == 2 && !target_.is_nvptx) {
+        const auto* buffer = op->args[0].as<ir::VarNode>();
+        KILN_ICHECK(buffer != nullptr) << "prefetch of a non-variable buffer";
+        // Not inbounds: the address may lie past the buffer (the loop's last iterations).
+        llvm::Value* p =
+            builder_.CreateGEP(memory_type(op->dtype), lookup_var(buffer), emit(op->args[1]));
+        builder_.CreateIntrinsic(llvm::Intrinsic::prefetch, {p->getType()},
+                                 {p, builder_.getInt32(0), builder_.getInt32(3),
+                                  builder_.getInt32(1)});  // read, keep in all levels, data
+        return llvm::Constant::getNullValue(llvm_type(op->dtype));
+      }
       if (target_.is_nvptx && op->name == "kiln.storage_sync") {
         emit_device_barrier(op);
         return builder_.getInt32(0);
       }
       KILN_USER_ERROR() << "codegen llvm: intrinsic '" << op->name << "' in function '"
-                        << func_name_ << "' is not supported on CPUs (known: likely)";
+                        << func_name_ << "' is not supported on CPUs (known: likely, "
+                        << ir::kPrefetch << ")";
     case ir::CallKind::kExtern: {
       std::vector<llvm::Value*> args;
       std::vector<llvm::Type*> types;

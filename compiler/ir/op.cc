@@ -456,6 +456,13 @@ Expr fma(Expr a, Expr b, Expr c) {
   return call(a.dtype(), "fma", {a, b, c}, CallKind::kPureIntrinsic);
 }
 
+Expr prefetch(Var buffer, Expr index, DataType elem) {
+  KILN_USER_CHECK(index.defined() && index.dtype().is_int() && index.dtype().lanes() == 1)
+      << "prefetch of '" << buffer.name() << "': the index must be one integer";
+  return call(elem.element_of(), kPrefetch, {Expr(std::move(buffer)), std::move(index)},
+              CallKind::kIntrinsic);
+}
+
 Expr dot4_u8s8(Expr acc, Expr a, Expr b) {
   KILN_USER_CHECK(acc.defined() && a.defined() && b.defined()) << "dot4_u8s8: operand is undefined";
   const int n = acc.dtype().lanes();

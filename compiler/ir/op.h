@@ -80,6 +80,11 @@ Expr ceil(Expr x);
 /// multiplies and adds (llvm_intrinsics.cc).
 Expr dot4_u8s8(Expr acc, Expr a, Expr b);
 inline constexpr const char* kDot4U8S8 = "dot4_u8s8";
+/// A hint that `buffer`[index] (an element of type `elem`) is read soon: a prefetch into the
+/// caches, evaluated as a statement. It changes no value, and the address may lie outside the
+/// buffer (a prefetch does not fault). CPUs only (llvm.prefetch); pass::inject_prefetch writes it.
+Expr prefetch(Var buffer, Expr index, DataType elem);
+inline constexpr const char* kPrefetch = "kiln.prefetch";
 /// A call of a pure intrinsic or an extern C function.
 Expr call(DataType t, std::string name, std::vector<Expr> args, CallKind kind);
 

@@ -1,0 +1,71 @@
+// Before/after tests of prefetch injection: a loop under the pragma "prefetch" asks for the
+// next iteration's streamed vector operands, once per cache line.
+#include "compiler/pass/inject_prefetch.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/ir/op.h"
+#include "compiler/ir/printer.h"
+
+namespace kiln::pass {
+namespace {
+
+using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
+
+class InjectPrefetch : public ::testing::Test {
+ protected:
+  Var acc{"acc", DataType::Handle()}, d{"D", DataType::Handle()}, w{"W", DataType::Handle()};
+  Var r{"r"}, t{"t"}, b{"b"}, x{"x"}, c{"c"};
+  /// acc[b*112 + x*16 + c] += D[r*9 + t + x] * W[b*9216 + r*2304 + t*16 + c]: a convolution's
+  /// update, W a vector along c (a line of 16 floats a tap), D a broadcast.
+  Stmt update(const Var& weights) {
+    Expr slot = b * 112 + x * 16 + c;
+    Expr weight = load(kFloat32, weights, b * 9216 + r * 2304 + t * 16 + c);
+    return store(acc, load(kFloat32, acc, slot) + load(kFloat32, d, r * 9 + t + x) * weight, slot);
+  }
+  /// The loop nest r, t, b, x, c (vectorized) around `body`, with the pragma on r when `distance`.
+  Stmt nest(Stmt body, int distance) {
+    body = for_loop(c, 0, 16, ForKind::kVectorized, std::move(body));
+    body = for_loop(x, 0, 7, ForKind::kUnrolled, std::move(body));
+    body = for_loop(b, 0, 2, ForKind::kUnrolled, std::move(body));
+    body = for_loop(t, 0, 9, ForKind::kSerial, std::move(body));
+    body = for_loop(r, 0, 4, ForKind::kSerial, std::move(body));
+    if (distance == 0) return body;
+    return attr_stmt(r.node(), std::string(attr::kPragmaPrefix) + "prefetch", distance, body);
+  }
+};
+
+TEST_F(InjectPrefetch, TheNextStepsWeightsOncePerLineOutsideTheColumns) {
+  // W moves by a line along b and t, not along x: one prefetch per (t, b), before the columns;
+  // D is a broadcast, and the pragma goes.
+  EXPECT_EQ(to_string(inject_prefetch(nest(update(w), 1))),
+            "for r in range(4):\n"
+            "  for t in range(9):\n"
+            "    unrolled for b in range(2):\n"
+            "      kiln.prefetch(W, b*9216 + r*2304 + t*16 + 2304)\n"
+            "      unrolled for x in range(7):\n"
+            "        vectorized for c in range(16):\n"
+            "          acc[b*112 + x*16 + c] = acc[b*112 + x*16 + c] + D[r*9 + t + x]*W[b*9216 + "
+            "r*2304 + t*16 + c]\n");
+}
+
+TEST_F(InjectPrefetch, DistanceAndDuplicates) {
+  // Two updates reading the same weights ask for them once; distance 2 looks two steps ahead.
+  const std::string out = to_string(inject_prefetch(nest(seq({update(w), update(w)}), 2)));
+  EXPECT_NE(out.find("kiln.prefetch(W, b*9216 + r*2304 + t*16 + 4608)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("kiln.prefetch"), out.rfind("kiln.prefetch")) << out;
+}
+
+TEST_F(InjectPrefetch, NothingWithoutThePragmaOrForALocalBuffer) {
+  const Stmt plain = nest(update(w), 0);
+  EXPECT_EQ(to_string(inject_prefetch(plain)), to_string(plain));
+  // Weights in a buffer the function allocates itself are not streamed from beyond the caches.
+  Var local{"L", DataType::Handle()};
+  const Stmt s = allocate(local, kFloat32, {Expr(36864)}, "local", nest(update(local), 1));
+  const std::string out = to_string(inject_prefetch(s));
+  EXPECT_EQ(out.find("kiln.prefetch"), std::string::npos) << out;
+  EXPECT_EQ(out.find("pragma"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kiln::pass
