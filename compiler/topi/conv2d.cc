@@ -2,6 +2,7 @@
 #include "compiler/topi/conv2d.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/error.h"
 #include "compiler/ir/simplify.h"
@@ -479,6 +480,25 @@ ConfigSpace conv2d_nchwc_x86_space(const te::Tensor& out) {
 
 namespace {
 
+/// What one input channel block of a blocked convolution's reduction brings, in bytes, for the
+/// register tile `pos` holds: the task's weights (tile_ob output blocks by every tap) and the
+/// input one register tile reads. Null without a 6-D kernel (a bf16 one's pairs).
+struct ReductionBlock {
+  int64_t weights = 0, input = 0;
+};
+std::optional<ReductionBlock> reduction_block(const te::Tensor& out, const ConfigSpace& space,
+                                              const std::vector<int>& pos) {
+  const te::Tensor kernel = input_of_rank(out, 6);
+  if (!kernel.defined()) return std::nullopt;
+  const char* op = "conv2d_nchwc";
+  const int64_t kh = const_dim(kernel, 2, op), kw = const_dim(kernel, 3, op),
+                ic = const_dim(kernel, 4, op), bytes = kernel->dtype().bytes();
+  return ReductionBlock{
+      chosen(space, pos, "tile_ob") * kh * kw * ic * const_dim(kernel, 5, op) * bytes,
+      (chosen(space, pos, "tile_ow") + kw - 1) * (chosen(space, pos, "tile_oh") + kh - 1) * ic *
+          bytes};
+}
+
 /// The default chunking of the reduction over input channel blocks (tile_ic; `pos` holds the
 /// register tile already). Unchunked, every register tile reads all its task's weights (tile_ob
 /// output blocks by every input channel and tap) once, so a task whose rows take several column
@@ -496,21 +516,13 @@ int default_ic_chunk(const te::Tensor& out, const ConfigSpace& space, const std:
                      const target::Target& target) {
   const int64_t blocks = split_extent(space, "tile_ic");
   const int whole = split_position(space, "tile_ic", blocks);
-  const te::Tensor kernel = input_of_rank(out, 6);
-  if (!kernel.defined() || target.l1d_bytes <= 0 || target.l2_bytes <= 0) return whole;
-  auto at = [&](const char* knob) { return chosen(space, pos, knob); };
-  const int64_t tile_ob = at("tile_ob"), tile_oh = at("tile_oh"), tile_ow = at("tile_ow");
+  const std::optional<ReductionBlock> block = reduction_block(out, space, pos);
+  if (!block || target.l1d_bytes <= 0 || target.l2_bytes <= 0) return whole;
   const int64_t width = const_dim(out, 3, "conv2d_nchwc");
-  const int64_t kh = const_dim(kernel, 2, "conv2d_nchwc"),
-                kw = const_dim(kernel, 3, "conv2d_nchwc"),
-                ic = const_dim(kernel, 4, "conv2d_nchwc"),
-                oc = const_dim(kernel, 5, "conv2d_nchwc");
-  const int64_t bytes = kernel->dtype().bytes();
-  // Per input channel block: the task's weights, and the input one column tile reads.
-  const int64_t weights = tile_ob * kh * kw * ic * oc * bytes;
-  const int64_t input = (tile_ow + kw - 1) * (tile_oh + kh - 1) * ic * bytes;
-  if (width <= 3 * tile_ow || blocks * weights * 16 <= target.l2_bytes) return whole;
-  const int chunk = split_position(space, "tile_ic", target.l1d_bytes / 4 / (weights + input));
+  if (width <= 3 * chosen(space, pos, "tile_ow") || blocks * block->weights * 16 <= target.l2_bytes)
+    return whole;
+  const int chunk =
+      split_position(space, "tile_ic", target.l1d_bytes / 4 / (block->weights + block->input));
   return space.knob("tile_ic").candidates[chunk].back() >= 2 ? chunk : whole;
 }
 
@@ -551,7 +563,7 @@ int default_column_chunk(const te::Tensor& out, const ConfigSpace& space,
   return best;
 }
 
-/// The default rows per task (task_rows) and reduction chunks (tile_ic) where a task's weights
+/// Sets the default rows per task (task_rows) and reduction chunks (tile_ic) where a task's weights
 /// (tile_ob output blocks by every input channel and tap) are more than L2, as a 3x3 convolution's
 /// over 1024 channels and more are: the task's register tiles would each stream them
 /// from L3 or memory, a few multiply-adds per weight loaded (FCN's 3x3 head over 2048 channels of
@@ -559,41 +571,37 @@ int default_column_chunk(const te::Tensor& out, const ConfigSpace& space,
 /// reduction goes in chunks of input channel blocks whose weights fit in a quarter of L1, each
 /// chunk over all the task's rows and column tiles, the partial sums in local memory: each weight
 /// then comes from beyond L2 once a task. The rows: as many as keep the partial sums within a
-/// quarter of L2 while there are 16 tasks or more. {-1, -1} where the rule does not apply.
-std::pair<int, int> default_task_rows(const te::Tensor& out, const ConfigSpace& space,
-                                      const std::vector<int>& pos, const target::Target& target) {
-  const te::Tensor kernel = input_of_rank(out, 6);
-  if (!kernel.defined() || target.l1d_bytes <= 0 || target.l2_bytes <= 0) return {-1, -1};
+/// quarter of L2 while there are 16 tasks or more. Elsewhere `pos` stays as it is.
+void default_task_rows(const te::Tensor& out, const ConfigSpace& space,
+                       const target::Target& target, std::vector<int>* pos) {
+  const std::optional<ReductionBlock> block = reduction_block(out, space, *pos);
+  if (!block || target.l1d_bytes <= 0 || target.l2_bytes <= 0) return;
+  if (block->weights * split_extent(space, "tile_ic") <= target.l2_bytes) return;
   const char* op = "conv2d_nchwc";
-  auto at = [&](const char* knob) { return chosen(space, pos, knob); };
-  const int64_t tile_ob = at("tile_ob"), tile_oh = at("tile_oh"), tile_ow = at("tile_ow");
-  const int64_t bytes = kernel->dtype().bytes();
-  const int64_t per_block = tile_ob * const_dim(kernel, 2, op) * const_dim(kernel, 3, op) *
-                            const_dim(kernel, 4, op) * const_dim(kernel, 5, op) * bytes;
-  const int64_t blocks = split_extent(space, "tile_ic");
-  if (per_block * blocks <= target.l2_bytes) return {-1, -1};
-  const int64_t height = const_dim(out, 2, op), width = const_dim(out, 3, op);
-  const int64_t row_tiles = (height + tile_oh - 1) / tile_oh;
+  const int64_t tile_ob = chosen(space, *pos, "tile_ob"), tile_oh = chosen(space, *pos, "tile_oh"),
+                tile_ow = chosen(space, *pos, "tile_ow");
+  const int64_t width = const_dim(out, 3, op);
+  const int64_t row_tiles = (const_dim(out, 2, op) + tile_oh - 1) / tile_oh;
   const int64_t tasks_per_row = const_dim(out, 0, op) * (const_dim(out, 1, op) / tile_ob);
   // Partial sums of one register tile of rows, every column.
   const int64_t row_sums = tile_oh * ((width + tile_ow - 1) / tile_ow) * tile_ow * tile_ob *
                            const_dim(out, 4, op) * out->dtype().bytes();
-  int rows = knob_position(space, "task_rows", 1);
+  const auto& cands = space.knob("task_rows").candidates;
+  int rows = -1;
   int64_t best = 1;
-  for (size_t i = 0; i < space.knob("task_rows").candidates.size(); ++i) {
-    const int64_t c = space.knob("task_rows").candidates[i].back();
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const int64_t c = cands[i].back();
     const int64_t r = c == 0 ? row_tiles : c;
     if (r > row_tiles || (c != 0 && row_tiles % c != 0) || r <= best) continue;
     if (r * row_sums * 4 > target.l2_bytes || tasks_per_row * (row_tiles / r) < 16) continue;
     rows = static_cast<int>(i);
     best = r;
   }
-  if (best == 1) return {-1, -1};
-  const int64_t input = (tile_ow + const_dim(kernel, 3, op) - 1) *
-                        (tile_oh + const_dim(kernel, 2, op) - 1) * const_dim(kernel, 4, op) * bytes;
-  const int chunk = split_position(
-      space, "tile_ic", std::max<int64_t>(1, target.l1d_bytes / 4 / (per_block + input)));
-  return {rows, chunk};
+  if (rows < 0) return;
+  (*pos)[knob_index(space, "task_rows")] = rows;
+  (*pos)[knob_index(space, "tile_ic")] =
+      split_position(space, "tile_ic",
+                     std::max<int64_t>(1, target.l1d_bytes / 4 / (block->weights + block->input)));
 }
 
 /// Whether the weights of the next reduction step are prefetched (prefetch; `pos` holds the tile
@@ -605,16 +613,13 @@ std::pair<int, int> default_task_rows(const te::Tensor& out, const ConfigSpace& 
 int default_prefetch(const te::Tensor& out, const ConfigSpace& space, const std::vector<int>& pos,
                      const target::Target& target, bool grouped) {
   const int off = knob_position(space, "prefetch", 0);
-  const te::Tensor kernel = input_of_rank(out, 6);
-  if (grouped || !kernel.defined() || target.l2_bytes <= 0) return off;
+  const std::optional<ReductionBlock> block = reduction_block(out, space, pos);
+  if (grouped || !block || target.l2_bytes <= 0) return off;
   const auto& chunks = space.knob("tile_ic").candidates[pos[knob_index(space, "tile_ic")]];
   if (chunks[0] * chunks[1] < 2) return off;
-  const char* op = "conv2d_nchwc";
-  const int64_t weights = chosen(space, pos, "tile_ob") * const_dim(kernel, 1, op) *
-                          const_dim(kernel, 2, op) * const_dim(kernel, 3, op) *
-                          const_dim(kernel, 4, op) * const_dim(kernel, 5, op) *
-                          kernel->dtype().bytes();
-  return weights * 4 > target.l2_bytes ? knob_position(space, "prefetch", 1) : off;
+  return block->weights * split_extent(space, "tile_ic") * 4 > target.l2_bytes
+             ? knob_position(space, "prefetch", 1)
+             : off;
 }
 
 /// Whether a bf16 convolution (conv2d_bf16.h) converts its input to pairs best per register tile
@@ -673,11 +678,7 @@ Config nchwc_default(const te::Tensor& out, const ConfigSpace& space, const targ
       pads_rows_only(out) || (ib > 0 && ib < 4) ? knob_position(space, "pad_at", 0) : 0;
   pos[knob_index(space, "tile_ic")] = default_ic_chunk(out, space, pos, target);
   pos[knob_index(space, "col_chunk")] = default_column_chunk(out, space, pos, target);
-  const auto [rows, chunk] = default_task_rows(out, space, pos, target);
-  if (rows >= 0) {
-    pos[knob_index(space, "task_rows")] = rows;
-    pos[knob_index(space, "tile_ic")] = chunk;
-  }
+  default_task_rows(out, space, target, &pos);
   pos[knob_index(space, "prefetch")] = default_prefetch(out, space, pos, target, grouped);
   if (pairs_per_tile(out, space, pos))
     pos[knob_index(space, "pad_at")] = knob_position(space, "pad_at", 1);
@@ -713,26 +714,20 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
     oho = rows.outer;
     ohr = rows.inner;
   }
-  std::vector<IterVar> task_loops;  // the serial loops of a task outside the register tile
-  if (ohr.defined()) task_loops.push_back(ohr);
-  IterVar par;
+  // The parallel loop: column chunks (col_chunk), channel blocks, rows; inside a task its rows
+  // (task_rows), its column tiles, then the register tile.
+  std::vector<IterVar> tasks{n};
   if (const int64_t chunk = cfg.knob("col_chunk"); chunk > 0) {
     auto [owc, owt] = so.split(owo, chunk);
-    task_loops.push_back(owt);
-    std::vector<IterVar> order{n, owc, obo, oho};
-    order.insert(order.end(), task_loops.begin(), task_loops.end());
-    order.insert(order.end(), {obi, ohi, owi, oc});
-    so.reorder(order);
-    par = so.fuse({n, owc, obo, oho});
+    tasks.push_back(owc);
     owo = owt;
-  } else {
-    task_loops.push_back(owo);
-    std::vector<IterVar> order{n, obo, oho};
-    order.insert(order.end(), task_loops.begin(), task_loops.end());
-    order.insert(order.end(), {obi, ohi, owi, oc});
-    so.reorder(order);
-    par = so.fuse({n, obo, oho});
   }
+  tasks.insert(tasks.end(), {obo, oho});
+  std::vector<IterVar> order = tasks;
+  if (ohr.defined()) order.push_back(ohr);
+  order.insert(order.end(), {owo, obi, ohi, owi, oc});
+  so.reorder(order);
+  const IterVar par = so.fuse(tasks);
   so.parallel(par);
   so.unroll(obi);
   so.unroll(ohi);
@@ -754,10 +749,10 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
     std::vector<IterVar> window = cfg.knob("reduce_order") == 0 ? std::vector<IterVar>{rh, rw, rci}
                                                                 : std::vector<IterVar>{rci, rh, rw};
     std::vector<IterVar> order{ln};
+    IterVar steps = rco;  // the reduction's steps over input channel blocks (or their chunks)
     if (ic_chunks == 1) {
       sl.compute_at(so, owo);
       order.push_back(rco);
-      if (cfg.knob("prefetch") != 0) sl.pragma(rco, "prefetch", Expr(1));
     } else {
       // The accumulators of the task's whole rows live in local memory; a chunk's weights stay
       // in cache over all its column tiles, instead of all the weights streaming through each.
@@ -766,6 +761,7 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
       auto [lowo, lowi] = sl.split(low, cfg.split("tile_ow").back());
       auto [rcoo, rcoi] = sl.split(rco, cfg.split("tile_ic").back());
       order.push_back(rcoo);
+      steps = rcoo;
       if (task_rows > 1) {
         auto [loho, lohi] = sl.split(loh, tile_oh);
         order.push_back(loho);
@@ -773,8 +769,8 @@ void schedule_conv2d_nchwc_x86(te::Schedule& s, const te::Tensor& out, const Con
       }
       order.insert(order.end(), {lowo, rcoi});
       low = lowi;
-      if (cfg.knob("prefetch") != 0) sl.pragma(rcoo, "prefetch", Expr(1));
     }
+    if (cfg.knob("prefetch") != 0) sl.pragma(steps, "prefetch", Expr(1));
     order.insert(order.end(), window.begin(), window.end());
     order.insert(order.end(), {lob, loh, low, loc});
     sl.reorder(order);
