@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/equal.h"
@@ -36,20 +37,10 @@ class Planner {
   void walk(const Stmt& s) {
     if (!s.defined()) return;
     switch (s.kind()) {
-      case StmtKind::kFor: {
-        const auto* f = s.as<ForNode>();
-        scopes_.push_back({f, f->loop_var});
-        walk(f->body);
-        scopes_.pop_back();
-        return;
-      }
-      case StmtKind::kLetStmt: {
-        const auto* l = s.as<LetStmtNode>();
-        scopes_.push_back({nullptr, l->var});
-        walk(l->body);
-        scopes_.pop_back();
-        return;
-      }
+      case StmtKind::kFor:
+        return enter({s.as<ForNode>(), s.as<ForNode>()->loop_var}, s.as<ForNode>()->body);
+      case StmtKind::kLetStmt:
+        return enter({nullptr, s.as<LetStmtNode>()->var}, s.as<LetStmtNode>()->body);
       case StmtKind::kSeq:
         for (const Stmt& st : s.as<SeqNode>()->seq) walk(st);
         return;
@@ -86,6 +77,12 @@ class Planner {
     const ForNode* loop;  ///< null for a let
     Var var;
   };
+
+  void enter(Scope scope, const Stmt& body) {
+    scopes_.push_back(std::move(scope));
+    walk(body);
+    scopes_.pop_back();
+  }
 
   void plan(const LoadNode* load) {
     if (local_.count(load->buffer_var.get()) != 0 || load->dtype.lanes() != 1) return;
