@@ -10,6 +10,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/lower.h"
 #include "compiler/topi/conv2d.h"
+#include "compiler/topi/template_util.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/kiln_test_util.h"
 
@@ -267,7 +268,7 @@ void check_conv2d_nchwc(const ConvCase& p, int ic, int oc) {
     cfgs.push_back(with_knob(space, cfgs[0], rows_knob, r));
     cfgs.push_back(with_knob(space, finest, rows_knob, r));
   }
-  const int all_rows = 1;  // the space lists {1, 0, 2, 4, 8}
+  const int all_rows = topi::knob_position(space, "task_rows", 0);
   cfgs.push_back(with_knob(space, with_knob(space, largest, ic_knob, first_chunked(space, ic_knob)),
                            rows_knob, all_rows));
   cfgs.push_back(with_knob(space, with_knob(space, finest, col_knob, 1), rows_knob, all_rows));
@@ -414,6 +415,17 @@ target::Target cpu(int vector_bits) {
   return t;
 }
 
+/// conv2d_nchwc_x86's default on cpu(vector_bits) for a (k x k, ic -> oc) convolution at `size` x
+/// `size`, padded by k / 2, in input blocks of `ib` and output blocks of `ob` channels.
+Config blocked_default(int64_t size, int64_t ic, int64_t oc, int64_t k, int stride, int vector_bits,
+                       int64_t ib = 16, int64_t ob = 16) {
+  te::Tensor xb = te::placeholder({1, ic / ib, size, size, ib}, ir::kFloat32, "xb");
+  te::Tensor wb = te::placeholder({oc / ob, ic / ib, k, k, ib, ob}, ir::kFloat32, "wb");
+  const int p = static_cast<int>(k / 2);
+  te::Tensor yb = topi::conv2d_nchwc(xb, wb, {stride, stride}, {p, p, p, p});
+  return topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(vector_bits));
+}
+
 // The default register tile holds about 8 vectors: a 16-channel block is one AVX-512 vector and
 // two AVX2 ones, so AVX2 takes half the columns; a 7-wide output takes tiles of 4 and 3 columns.
 TEST(TopiConv2dVector, DefaultRegisterTileFitsTheVectorRegisters) {
@@ -488,13 +500,7 @@ TEST(TopiConv2dVector, DefaultChunksTheReductionWhereWeightsLeaveL2) {
   // blocks of `block` channels.
   auto chunks = [](int64_t size, int64_t ic, int64_t oc, int64_t k, int stride, int vector_bits,
                    int64_t block = 16) {
-    te::Tensor xb = te::placeholder({1, ic / block, size, size, block}, ir::kFloat32, "xb");
-    te::Tensor wb =
-        te::placeholder({oc / block, ic / block, k, k, block, block}, ir::kFloat32, "wb");
-    const int p = static_cast<int>(k / 2);
-    te::Tensor yb = topi::conv2d_nchwc(xb, wb, {stride, stride}, {p, p, p, p});
-    const Config c =
-        topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(vector_bits));
+    const Config c = blocked_default(size, ic, oc, k, stride, vector_bits, block, block);
     return std::to_string(c.split("tile_ic")[0]) + "x" + std::to_string(c.split("tile_ic")[1]);
   };
   // Zen 5 (48 KiB L1, 1 MiB L2): a chunk's weights and input columns within a quarter of L1.
@@ -527,12 +533,7 @@ TEST(TopiConv2dVector, DefaultChunksTheReductionWhereWeightsLeaveL2) {
 TEST(TopiConv2dVector, DefaultTakesManyRowsWhereATasksWeightsLeaveL2) {
   auto config = [](int64_t size, int64_t ic, int64_t oc, int64_t k, int vector_bits,
                    int64_t block = 16) {
-    te::Tensor xb = te::placeholder({1, ic / block, size, size, block}, ir::kFloat32, "xb");
-    te::Tensor wb =
-        te::placeholder({oc / block, ic / block, k, k, block, block}, ir::kFloat32, "wb");
-    const int p = static_cast<int>(k / 2);
-    te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {p, p, p, p});
-    return topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(vector_bits));
+    return blocked_default(size, ic, oc, k, 1, vector_bits, block, block);
   };
   auto rows_and_chunks = [](const Config& c) {
     return std::to_string(c.knob("task_rows")) + ":" + std::to_string(c.split("tile_ic")[0]) + "x" +
@@ -552,12 +553,7 @@ TEST(TopiConv2dVector, DefaultTakesManyRowsWhereATasksWeightsLeaveL2) {
 // and there is a next step; not for a grouped convolution (RegNet-Y-16GF ran 13% slower).
 TEST(TopiConv2dVector, DefaultPrefetchesWeightsBeyondAQuarterOfL2) {
   auto prefetch = [](int64_t size, int64_t ic, int64_t oc, int64_t k, int64_t block = 16) {
-    te::Tensor xb = te::placeholder({1, ic / block, size, size, block}, ir::kFloat32, "xb");
-    te::Tensor wb = te::placeholder({oc / 16, ic / block, k, k, block, 16}, ir::kFloat32, "wb");
-    const int p = static_cast<int>(k / 2);
-    te::Tensor yb = topi::conv2d_nchwc(xb, wb, {1, 1}, {p, p, p, p});
-    return topi::conv2d_nchwc_x86_default(yb, topi::conv2d_nchwc_x86_space(yb), cpu(512))
-        .knob("prefetch");
+    return blocked_default(size, ic, oc, k, 1, 512, block).knob("prefetch");
   };
   EXPECT_EQ(prefetch(7, 512, 512, 3), 1);    // ResNet-18 C12: 576 KiB a task
   EXPECT_EQ(prefetch(14, 256, 256, 3), 1);   // C9: 288 KiB
