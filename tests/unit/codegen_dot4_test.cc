@@ -19,6 +19,7 @@
 #include "deploy/runtime/ndarray.h"
 #include "tests/common/dot4_func.h"
 #include "tests/common/expect_error.h"
+#include "tests/common/host_target.h"
 
 namespace kiln::codegen {
 namespace {
@@ -52,10 +53,7 @@ bool host_has_vnni() {
 #endif
 }
 
-const target::Target& host() {
-  static const target::Target t = target::Target::parse("llvm -mcpu=native");
-  return t;
-}
+using testing::host;
 
 TEST(CodegenDot4, ExactOnTheHost) {
   for (int lanes : {1, 4, 8, 16, 32, 48}) {

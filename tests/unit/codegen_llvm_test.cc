@@ -32,6 +32,7 @@
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
 #include "tests/common/expect_error.h"
+#include "tests/common/host_target.h"
 
 namespace kiln::codegen {
 namespace {
@@ -46,10 +47,7 @@ using ir::Stmt;
 using ir::Var;
 using runtime::NDArray;
 
-const target::Target& host() {
-  static const target::Target t = target::Target::parse("llvm -mcpu=native");
-  return t;
-}
+using testing::host;
 
 Param tensor(const Buffer& b) { return Param{b.data, b}; }
 Param scalar(const Var& v) { return Param{v, std::nullopt}; }

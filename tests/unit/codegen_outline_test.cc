@@ -19,6 +19,7 @@
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
 #include "tests/common/expect_error.h"
+#include "tests/common/host_target.h"
 
 namespace kiln::codegen {
 namespace {
@@ -32,10 +33,7 @@ using ir::Stmt;
 using ir::Var;
 using runtime::NDArray;
 
-const target::Target& host() {
-  static const target::Target t = target::Target::parse("llvm -mcpu=native");
-  return t;
-}
+using testing::host;
 
 constexpr int kWidth = 40;  // stores per time step: above the 32 a part needs
 
