@@ -9,6 +9,7 @@
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/lift_conv1d.h"
 #include "compiler/graph/sink_reshapes.h"
+#include "tests/common/four_d_ops.h"
 #include "tests/common/kiln_test_util.h"
 
 namespace kiln::graph {
@@ -85,12 +86,7 @@ TEST(LiftConv1d, AChainOfLayersStaysFourD) {
   EXPECT_EQ(sink_reshapes(g), 4u);  // Relu, MaxPool, Add, GlobalAveragePool
   g.verify();
   // One Reshape in, one out; everything between is 4-D.
-  std::vector<std::string> ops;
-  for (const Node& n : g.nodes()) {
-    ops.push_back(n.op);
-    if (n.op == "Reshape") continue;
-    for (ValueId v : n.outputs) EXPECT_EQ(g.value(v).shape.size(), 4u) << n.name;
-  }
+  const std::vector<std::string> ops = testing::four_d_ops(g);
   EXPECT_EQ(ops, (std::vector<std::string>{"Reshape", "Conv", "Relu", "MaxPool", "Conv", "Add",
                                            "GlobalAveragePool", "Reshape"}));
   EXPECT_EQ(g.nodes()[3].ints("kernel_shape"), (Shape{1, 2}));

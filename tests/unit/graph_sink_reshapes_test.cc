@@ -10,6 +10,7 @@
 
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/sink_reshapes.h"
+#include "tests/common/four_d_ops.h"
 #include "tests/common/kiln_test_util.h"
 
 namespace kiln::graph {
@@ -40,12 +41,7 @@ TEST(SinkReshapes, FramesAsRowsChainStaysFourD) {
   g.add_output(s);
   EXPECT_EQ(sink_reshapes(g), 3u);  // Relu, Add, Concat
   g.verify();
-  std::vector<std::string> ops;
-  for (const Node& n : g.nodes()) {
-    ops.push_back(n.op);
-    if (n.op == "Reshape") continue;
-    for (ValueId v : n.outputs) EXPECT_EQ(g.value(v).shape.size(), 4u) << n.name;
-  }
+  const std::vector<std::string> ops = testing::four_d_ops(g);
   // The residual r reshaped to 4-D; nothing else left but the 4-D operators.
   EXPECT_EQ(ops, (std::vector<std::string>{"Relu", "Reshape", "Add", "Concat", "Sigmoid"}));
   const Node& concat = g.nodes()[3];
