@@ -19,4 +19,7 @@ constexpr int64_t floor_div(int64_t a, int64_t b) {
 /// a - floor_div(a, b) * b: 0 or of b's sign, smaller than |b|; b must not be 0.
 constexpr int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
 
+/// a rounded up to a multiple of b (a channel count to whole blocks); a >= 0, b > 0.
+constexpr int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+
 }  // namespace kiln

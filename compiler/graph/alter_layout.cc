@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/int_math.h"
 #include "compiler/ir/bf16.h"
 #include "compiler/topi/conv2d_int8.h"
 
@@ -23,14 +24,10 @@ namespace {
 using runtime::kFloat32;
 using runtime::kInt32;
 
-bool is_f32(const Value& v) { return runtime::dtype_equal(v.dtype, kFloat32); }
-
 /// [N, C, H, W] -> [N, ceil(C / b), H, W, b] (the last block padded where b does not divide C).
 std::vector<int64_t> blocked_shape(const std::vector<int64_t>& s, int b) {
   return {s[0], (s[1] + b - 1) / b, s[2], s[3], b};
 }
-
-int64_t round_up(int64_t c, int64_t b) { return (c + b - 1) / b * b; }
 
 /// H * W of an NCHW value, 0 where it is not one or a dimension is symbolic.
 int64_t pixels(const Value& v) {
@@ -74,7 +71,8 @@ ConvBlocks conv_blocks(const Graph& g, const Node& n, const AlterLayoutOptions& 
   if (n.ints("kernel_shape").size() != 2) return {};
   const Value& x = g.value(n.inputs[0]);
   const Value& w = g.value(n.inputs[1]);
-  if (!is_f32(x) || !w.is_constant() || !is_f32(w) || x.shape.size() != 4 || w.shape.size() != 4)
+  if (!x.is_float32() || !w.is_constant() || !w.is_float32() || x.shape.size() != 4 ||
+      w.shape.size() != 4)
     return {};
   const int64_t c = x.shape[1], o = w.shape[0], groups = n.i("group");
   // The front end's validation guarantees it; pack_kernel would write past its buffer otherwise.
@@ -84,7 +82,7 @@ ConvBlocks conv_blocks(const Graph& g, const Node& n, const AlterLayoutOptions& 
       << ": the channels disagree";
   // Padded blocks need the bias padded too: a constant one, or none.
   const bool bias_ok = n.inputs.size() < 3 || n.inputs[2] == kNoValue ||
-                       (g.value(n.inputs[2]).is_constant() && is_f32(g.value(n.inputs[2])));
+                       (g.value(n.inputs[2]).is_constant() && g.value(n.inputs[2]).is_float32());
   const AlterLayoutOptions plain_blocks{};
   const AlterLayoutOptions& o_opt = bias_ok ? opt : plain_blocks;
   int ib = channel_block(c, opt, pixels(x));
@@ -463,7 +461,7 @@ class LayoutRewriter {
   bool try_concat_blocked(Node& n) {
     if (n.op != "Concat" || n.outputs.size() != 1) return false;
     const Value& out = g_.value(n.outputs[0]);
-    if (out.shape.size() != 4 || !is_f32(out)) return false;
+    if (out.shape.size() != 4 || !out.is_float32()) return false;
     int64_t axis = n.i("axis");
     if (axis < 0) axis += 4;
     if (axis != 1) return false;
@@ -478,7 +476,7 @@ class LayoutRewriter {
     if (b == 0) return false;
     for (ValueId v : n.inputs) {
       const Value& val = g_.value(v);
-      if (val.shape.size() != 4 || val.shape[1] % b != 0 || !is_f32(val)) return false;
+      if (val.shape.size() != 4 || val.shape[1] % b != 0 || !val.is_float32()) return false;
     }
     for (ValueId& v : n.inputs) v = in_block(v, b);
     n.attrs["axis"] = int64_t{1};  // the channel blocks (a negative axis would count from W)
@@ -532,11 +530,11 @@ class LayoutRewriter {
     if (n.op != "BatchNormalization" || n.inputs.size() != 5 || n.outputs.size() != 1) return false;
     auto it = blocked_.find(n.inputs[0]);
     const Value& out = g_.value(n.outputs[0]);
-    if (it == blocked_.end() || out.shape.size() != 4 || !is_f32(out)) return false;
+    if (it == blocked_.end() || out.shape.size() != 4 || !out.is_float32()) return false;
     const int64_t c = out.shape[1];
     for (size_t i = 1; i < 5; ++i) {
       const Value& p = g_.value(n.inputs[i]);
-      if (!p.is_constant() || !is_f32(p) || p.shape != std::vector<int64_t>{c}) return false;
+      if (!p.is_constant() || !p.is_float32() || p.shape != std::vector<int64_t>{c}) return false;
     }
     const int b = it->second.block;
     const double eps = n.f("epsilon");

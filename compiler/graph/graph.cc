@@ -33,6 +33,8 @@ std::string ref(ValueId v) { return v == kNoValue ? std::string("_") : "%" + std
 
 }  // namespace
 
+bool Value::is_float32() const { return runtime::dtype_equal(dtype, runtime::kFloat32); }
+
 int64_t Value::num_elements() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -52,6 +52,7 @@ struct Value {
   std::shared_ptr<const runtime::NDArray> data;
 
   bool is_constant() const { return data != nullptr; }
+  bool is_float32() const;
   /// The dtype as the loop IR spells it (float32 -> ir::kFloat32, bool -> ir::kBool).
   ir::DataType ir_dtype() const;
   int64_t num_elements() const;

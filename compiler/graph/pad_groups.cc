@@ -13,14 +13,12 @@
 #include <sstream>
 #include <utility>
 
+#include "base/int_math.h"
+
 namespace kiln::graph {
 namespace {
 
 using runtime::kFloat32;
-
-bool is_f32(const Value& v) { return runtime::dtype_equal(v.dtype, kFloat32); }
-
-int64_t round_up(int64_t c, int64_t b) { return (c + b - 1) / b * b; }
 
 /// `groups` groups of `width` channels, each padded to `padded`: channel c moves to to(c).
 struct GroupPadding {
@@ -53,10 +51,10 @@ bool is_pool(const std::string& op) {
 bool constant_conv(const Graph& g, const Node& n) {
   if (n.op != "Conv" || n.inputs.size() < 2 || n.outputs.size() != 1) return false;
   const Value& w = g.value(n.inputs[1]);
-  if (!w.is_constant() || !is_f32(w) || w.shape.size() != 4) return false;
+  if (!w.is_constant() || !w.is_float32() || w.shape.size() != 4) return false;
   if (n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
     const Value& b = g.value(n.inputs[2]);
-    if (!b.is_constant() || !is_f32(b) || b.shape.size() != 1) return false;
+    if (!b.is_constant() || !b.is_float32() || b.shape.size() != 1) return false;
   }
   return g.value(n.inputs[0]).shape.size() == 4;
 }
@@ -127,7 +125,7 @@ class GroupPadder {
     if (!constant_conv(g_, n) || n.ints("kernel_shape").size() != 2) return std::nullopt;
     const Value& x = g_.value(n.inputs[0]);
     const Value& w = g_.value(n.inputs[1]);
-    if (!is_f32(x)) return std::nullopt;
+    if (!x.is_float32()) return std::nullopt;
     const int64_t groups = n.i("group"), c = x.shape[1], o = w.shape[0];
     const int64_t cg = c / groups, og = o / groups;
     if (groups == 1 || cg == 1) return std::nullopt;  // plain or depthwise
@@ -182,7 +180,7 @@ class GroupPadder {
       }
       return;
     }
-    if (val.is_constant() || !is_f32(val) || val.shape.size() != 4 ||
+    if (val.is_constant() || !val.is_float32() || val.shape.size() != 4 ||
         val.shape[1] != p.channels()) {
       refuse("'" + val.name + "' (" + val.type_string() + ") cannot be padded as " + p.str());
       return;
@@ -264,7 +262,7 @@ class GroupPadder {
     const int64_t channels = axis < 0 ? 1 : val.shape[static_cast<size_t>(axis)];
     if (val.is_constant()) {
       if (channels == 1) return;  // the same for every channel
-      if (channels == p.channels() && is_f32(val)) {
+      if (channels == p.channels() && val.is_float32()) {
         plan_.constants[{i, s}] = p;
         return;
       }
