@@ -373,10 +373,7 @@ bool moves_data(const std::vector<int64_t>& perm, const std::vector<int64_t>& sh
 bool rewrite_einsum(const ImportCtx& c, const std::vector<ValueId>& outs, ImportSink& sink) {
   if (c.inputs.size() != 2 || outs.empty() || outs[0] == kNoValue) return false;
   const Value &a = c.in_value(0), &b = c.in_value(1);
-  if (!runtime::dtype_equal(a.dtype, runtime::kFloat32) ||
-      !runtime::dtype_equal(b.dtype, runtime::kFloat32)) {
-    return false;
-  }
+  if (!a.is_float32() || !b.is_float32()) return false;
   for (const Value* v : {&a, &b, &c.first_output()}) {
     for (int64_t d : v->shape) {
       if (d < 1) return false;
@@ -398,13 +395,16 @@ bool rewrite_einsum(const ImportCtx& c, const std::vector<ValueId>& outs, Import
     sink.add_node(Node{op, name, {in}, {v}, std::move(attrs)});
     return v;
   };
-  auto transpose = [&](ValueId x, const std::vector<int64_t>& perm,
-                       const std::vector<int64_t>& shape, const std::string& suffix, bool last) {
+  auto permuted = [](const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
     std::vector<int64_t> to;
     for (int64_t p : perm) to.push_back(shape[p]);
+    return to;
+  };
+  auto transpose = [&](ValueId x, const std::vector<int64_t>& perm,
+                       const std::vector<int64_t>& shape, const std::string& suffix, bool last) {
     Attrs t;
     t["perm"] = perm;
-    return node("Transpose", suffix, x, std::move(t), to, last);
+    return node("Transpose", suffix, x, std::move(t), permuted(shape, perm), last);
   };
   auto reshape = [&](ValueId x, const std::vector<int64_t>& to, const std::string& suffix,
                      bool last) {
@@ -418,13 +418,12 @@ bool rewrite_einsum(const ImportCtx& c, const std::vector<ValueId>& outs, Import
     std::vector<int64_t> to = con->batch;
     to.push_back(rows);
     to.push_back(cols);
+    std::vector<int64_t> now = shape;
     if (moves_data(perm, shape)) {
       x = transpose(x, perm, shape, what + "_transposed", false);
-      std::vector<int64_t> permuted;
-      for (int64_t p : perm) permuted.push_back(shape[p]);
-      return permuted == to ? x : reshape(x, to, what + "_as_matrix", false);
+      now = permuted(shape, perm);
     }
-    return shape == to ? x : reshape(x, to, what + "_as_matrix", false);
+    return now == to ? x : reshape(x, to, what + "_as_matrix", false);
   };
   const ValueId va = operand(c.inputs[0], a.shape, con->perm_a, con->m, con->k, "a");
   const ValueId vb = operand(c.inputs[1], b.shape, con->perm_b, con->k, con->n, "b");
