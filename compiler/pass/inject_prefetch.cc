@@ -19,7 +19,11 @@ namespace {
 
 using namespace kiln::ir;  // NOLINT(google-build-using-namespace)
 
-const std::string kPragma = std::string(attr::kPragmaPrefix) + "prefetch";
+const std::string kStreams = std::string(attr::kPragmaPrefix) + kPrefetchStreamsPragma;
+const std::string kBroadcasts = std::string(attr::kPragmaPrefix) + kPrefetchBroadcastsPragma;
+
+/// The most prefetches one load asks for at one point (the lines of a register tile's rows).
+constexpr int64_t kMaxPrefetchesPerPoint = 32;
 
 /// How far `index` moves when `v` moves by one: a constant, or nullopt.
 std::optional<int64_t> stride_along(const Expr& index, const Var& v) {
@@ -30,8 +34,9 @@ std::optional<int64_t> stride_along(const Expr& index, const Var& v) {
 /// The prefetches of one pragma'd loop, by the statement they go in front of the body of.
 class Planner {
  public:
-  Planner(const ForNode* loop, int64_t distance, const std::unordered_set<const VarNode*>& local)
-      : loop_(loop), distance_(distance), local_(local) {}
+  Planner(const ForNode* loop, int64_t distance, bool broadcasts,
+          const std::unordered_set<const VarNode*>& local)
+      : loop_(loop), distance_(distance), broadcasts_(broadcasts), local_(local) {}
 
   /// Walks the loop's body; the scopes are the loops and lets inside it, outermost first.
   void walk(const Stmt& s) {
@@ -88,33 +93,93 @@ class Planner {
     if (local_.count(load->buffer_var.get()) != 0 || load->dtype.lanes() != 1) return;
     const Expr& index = load->index;
     if (!uses_var(index, loop_->loop_var) || index.dtype().lanes() != 1) return;
-    // A streamed vector operand: one element along the innermost vectorized loop around it.
+    // The operands asked for: streams (one element along the innermost vectorized loop around
+    // them) or broadcasts (the same element for each lane).
     const ForNode* vector_loop = nullptr;
     for (const Scope& sc : scopes_) {
       if (sc.loop != nullptr && sc.loop->for_kind == ForKind::kVectorized) vector_loop = sc.loop;
     }
-    if (vector_loop == nullptr || stride_along(index, vector_loop->loop_var) != 1) return;
-    // The innermost loop along which the index moves by a line or more (or by an unknown step).
+    if (vector_loop == nullptr ||
+        stride_along(index, vector_loop->loop_var) != (broadcasts_ ? 0 : 1)) {
+      return;
+    }
     const int64_t line = kPrefetchLineBytes / std::max(1, load->dtype.bytes());
+    std::vector<std::optional<int64_t>> steps(scopes_.size());
+    for (size_t i = 0; i < scopes_.size(); ++i) {
+      if (scopes_[i].loop != nullptr) steps[i] = stride_along(index, scopes_[i].var);
+    }
+    if (broadcasts_) {
+      plan_before_first_short_step(load, steps, line);
+    } else {
+      plan_at_last_long_step(load, steps, line);
+    }
+  }
+
+  /// A broadcast's prefetches go in front of the outermost loop along which its index moves by
+  /// less than a line (it stays in the lines the loops outside it name), one for each line the
+  /// loops inside name: those that move it by a line or more (an unrolled register tile's rows and
+  /// columns) take each of their values, the others their first. None where those values are too
+  /// many or not known.
+  void plan_before_first_short_step(const LoadNode* load,
+                                    const std::vector<std::optional<int64_t>>& steps,
+                                    int64_t line) {
+    size_t first = scopes_.size();
+    for (size_t i = 0; i < scopes_.size() && first == scopes_.size(); ++i) {
+      if (scopes_[i].loop != nullptr && steps[i] && std::abs(*steps[i]) < line) first = i;
+    }
+    // The loop it goes in: the innermost one outside `first` (or the pragma'd loop).
+    size_t at = first;
+    while (at > 0 && scopes_[at - 1].loop == nullptr) --at;
+    std::vector<VarMap> values{{{loop_->loop_var.get(), loop_->loop_var + Expr(distance_)}}};
+    for (size_t i = at; i < scopes_.size(); ++i) {
+      const Scope& sc = scopes_[i];
+      if (sc.loop == nullptr) {
+        if (uses_var(load->index, sc.var)) return;
+        continue;
+      }
+      if (i < first || (steps[i] && std::abs(*steps[i]) < line)) {
+        for (VarMap& m : values) m[sc.var.get()] = sc.loop->min;
+        continue;
+      }
+      const std::optional<int64_t> extent = as_const_int(sc.loop->extent);
+      if (!extent || *extent * static_cast<int64_t>(values.size()) > kMaxPrefetchesPerPoint)
+        return;
+      std::vector<VarMap> more;
+      for (const VarMap& m : values) {
+        for (int64_t k = 0; k < *extent; ++k) {
+          more.push_back(m);
+          more.back()[sc.var.get()] = sc.loop->min + Expr(k);
+        }
+      }
+      values = std::move(more);
+    }
+    for (const VarMap& m : values) add(at == 0 ? loop_ : scopes_[at - 1].loop, load, m);
+  }
+
+  /// A stream's prefetch goes in front of the body of the innermost loop along which its index
+  /// moves by a line or more (or by an unknown step); the loops inside take their first value.
+  void plan_at_last_long_step(const LoadNode* load,
+                              const std::vector<std::optional<int64_t>>& steps, int64_t line) {
     size_t at = scopes_.size();  // scopes_.size(): the pragma'd loop itself
     for (size_t i = 0; i < scopes_.size(); ++i) {
       if (scopes_[i].loop == nullptr) continue;
-      const std::optional<int64_t> step = stride_along(index, scopes_[i].var);
-      if (!step || std::abs(*step) >= line) at = i;
+      if (!steps[i] || std::abs(*steps[i]) >= line) at = i;
     }
-    // The loops inside that point take their first iteration; a let inside it is not known there.
     VarMap vmap{{loop_->loop_var.get(), loop_->loop_var + Expr(distance_)}};
     const size_t inner = at == scopes_.size() ? 0 : at + 1;
     for (size_t i = inner; i < scopes_.size(); ++i) {
       if (scopes_[i].loop == nullptr) {
-        if (uses_var(index, scopes_[i].var)) return;
+        if (uses_var(load->index, scopes_[i].var)) return;
         continue;
       }
       vmap[scopes_[i].var.get()] = scopes_[i].loop->min;
     }
-    const Expr ahead = simplify(substitute(index, vmap));
-    std::vector<Expr>& list = plans_[at == scopes_.size() ? loop_ : scopes_[at].loop];
-    const Expr call = prefetch(load->buffer_var, ahead, load->dtype);
+    add(at == scopes_.size() ? loop_ : scopes_[at].loop, load, vmap);
+  }
+
+  void add(const ForNode* where, const LoadNode* load, const VarMap& vmap) {
+    std::vector<Expr>& list = plans_[where];
+    const Expr call = prefetch(load->buffer_var, simplify(substitute(load->index, vmap)), load->dtype);
     for (const Expr& e : list) {
       if (expr_deep_equal(e, call)) return;
     }
@@ -123,6 +188,7 @@ class Planner {
 
   const ForNode* loop_;
   int64_t distance_;
+  bool broadcasts_;
   const std::unordered_set<const VarNode*>& local_;
   std::vector<Scope> scopes_;
   std::map<const ForNode*, std::vector<Expr>> plans_;
@@ -157,12 +223,12 @@ class Injector final : public IRMutator {
 
  protected:
   Stmt mutate_(const AttrStmtNode* op, const Stmt& self) override {
-    if (op->key != kPragma) return IRMutator::mutate_(op, self);
+    if (op->key != kStreams && op->key != kBroadcasts) return IRMutator::mutate_(op, self);
     Stmt body = mutate(op->body);
     const auto* loop = body.as<ForNode>();
     const std::optional<int64_t> distance = as_const_int(op->value);
     if (loop == nullptr || !distance || *distance <= 0) return body;
-    Planner planner(loop, *distance, local_);
+    Planner planner(loop, *distance, op->key == kBroadcasts, local_);
     planner.walk(loop->body);
     return Placer(planner.plans()).mutate(body);
   }
@@ -177,8 +243,11 @@ Stmt inject_prefetch(const Stmt& s) {
   std::unordered_set<const VarNode*> local;
   bool any = false;
   post_order_visit(s, [&](const Object* n) {
-    if (const auto* a = dynamic_cast<const AllocateNode*>(n)) local.insert(a->buffer_var.get());
-    if (const auto* a = dynamic_cast<const AttrStmtNode*>(n)) any |= a->key == kPragma;
+    // Registers and the stack are in cache; a global intermediate (a padded input) may not be.
+    if (const auto* a = dynamic_cast<const AllocateNode*>(n); a != nullptr && a->scope != "global")
+      local.insert(a->buffer_var.get());
+    if (const auto* a = dynamic_cast<const AttrStmtNode*>(n))
+      any |= a->key == kStreams || a->key == kBroadcasts;
   });
   if (!any) return s;
   return Injector(std::move(local)).mutate(s);

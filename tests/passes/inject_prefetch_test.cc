@@ -1,5 +1,6 @@
 // Before/after tests of prefetch injection: a loop under the pragma "prefetch" asks for the
-// next iteration's streamed vector operands, once per cache line.
+// next iteration's streamed vector operands, once per cache line; under "prefetch_broadcasts", for
+// its broadcast operands, once per line of a register tile.
 #include "compiler/pass/inject_prefetch.h"
 
 #include <gtest/gtest.h>
@@ -24,14 +25,14 @@ class InjectPrefetch : public ::testing::Test {
     return store(acc, load(kFloat32, acc, slot) + load(kFloat32, d, r * 9 + t + x) * weight, slot);
   }
   /// The loop nest r, t, b, x, c (vectorized) around `body`, with the pragma on r when `distance`.
-  Stmt nest(Stmt body, int distance) {
+  Stmt nest(Stmt body, int distance, const char* pragma = kPrefetchStreamsPragma) {
     body = for_loop(c, 0, 16, ForKind::kVectorized, std::move(body));
     body = for_loop(x, 0, 7, ForKind::kUnrolled, std::move(body));
     body = for_loop(b, 0, 2, ForKind::kUnrolled, std::move(body));
     body = for_loop(t, 0, 9, ForKind::kSerial, std::move(body));
     body = for_loop(r, 0, 4, ForKind::kSerial, std::move(body));
     if (distance == 0) return body;
-    return attr_stmt(r.node(), std::string(attr::kPragmaPrefix) + "prefetch", distance, body);
+    return attr_stmt(r.node(), std::string(attr::kPragmaPrefix) + pragma, distance, body);
   }
 };
 
@@ -65,6 +66,68 @@ TEST_F(InjectPrefetch, NothingWithoutThePragmaOrForALocalBuffer) {
   const std::string out = to_string(inject_prefetch(s));
   EXPECT_EQ(out.find("kiln.prefetch"), std::string::npos) << out;
   EXPECT_EQ(out.find("pragma"), std::string::npos) << out;
+}
+
+TEST_F(InjectPrefetch, ABroadcastOncePerLineOfTheRegisterTile) {
+  // A 1x1 convolution's tile over column tiles o: D[i*3136 + (o*4 + x)*16 + k] (input channel
+  // block i 3136 floats apart, 16 channels a pixel) is a broadcast against W along c. Along k it
+  // moves by less than a line: the prefetches go before k, one for each column x of the tile (a
+  // line each), b (which D does not move along) at its first; W, a stream, is not asked for.
+  Var o{"o"}, i{"i"}, k{"k"};
+  Expr slot = b * 64 + x * 16 + c;
+  Expr value = load(kFloat32, acc, slot) +
+               load(kFloat32, d, i * 3136 + (o * 4 + x) * 16 + k) *
+                   load(kFloat32, w, b * 4096 + i * 256 + k * 16 + c);
+  Stmt body = for_loop(c, 0, 16, ForKind::kVectorized, store(acc, value, slot));
+  body = for_loop(x, 0, 4, ForKind::kUnrolled, body);
+  body = for_loop(b, 0, 2, ForKind::kUnrolled, body);
+  body = for_loop(k, 0, 16, ForKind::kSerial, body);
+  body = for_loop(i, 0, 16, ForKind::kSerial, body);
+  body = for_loop(o, 0, 14, ForKind::kSerial, body);
+  body = attr_stmt(o.node(), std::string(attr::kPragmaPrefix) + kPrefetchBroadcastsPragma, 1, body);
+  const std::string out = to_string(inject_prefetch(body));
+  EXPECT_NE(out.find("for i in range(16):\n"
+                     "    kiln.prefetch(D, i*3136 + o*64 + 64)\n"
+                     "    kiln.prefetch(D, i*3136 + o*64 + 80)\n"
+                     "    kiln.prefetch(D, i*3136 + o*64 + 96)\n"
+                     "    kiln.prefetch(D, i*3136 + o*64 + 112)\n"
+                     "    for k in range(16):"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("kiln.prefetch(W"), std::string::npos) << out;
+  EXPECT_EQ(out.find("pragma"), std::string::npos) << out;
+}
+
+TEST_F(InjectPrefetch, ABroadcastOfTooManyLinesIsNotAskedFor) {
+  // Seven columns by nine taps, each moving D by an element, stay within two lines: D moves by
+  // less than a line along t already, so one prefetch for the next r. But where the channels k
+  // (less than a line) go around a tile of 7 columns a line apart (x*16) by 8 rows (b*112), the
+  // prefetches before k would be 56, more than one point asks for.
+  const std::string near = to_string(inject_prefetch(nest(update(w), 1, kPrefetchBroadcastsPragma)));
+  EXPECT_NE(near.find("for r in range(4):\n  kiln.prefetch(D, r*9 + 9)\n  for t"),
+            std::string::npos)
+      << near;
+  EXPECT_EQ(near.find("kiln.prefetch(W"), std::string::npos) << near;
+  Expr slot = b * 112 + x * 16 + c;
+  Var k{"k"};
+  Stmt wide = store(
+      acc, load(kFloat32, acc, slot) + load(kFloat32, d, r * 4096 + b * 112 + x * 16 + k), slot);
+  wide = for_loop(c, 0, 16, ForKind::kVectorized, wide);
+  wide = for_loop(x, 0, 7, ForKind::kUnrolled, wide);
+  wide = for_loop(b, 0, 8, ForKind::kUnrolled, wide);
+  wide = for_loop(k, 0, 16, ForKind::kSerial, wide);
+  wide = for_loop(r, 0, 4, ForKind::kSerial, wide);
+  wide = attr_stmt(r.node(), std::string(attr::kPragmaPrefix) + kPrefetchBroadcastsPragma, 1, wide);
+  const std::string out = to_string(inject_prefetch(wide));
+  EXPECT_EQ(out.find("kiln.prefetch"), std::string::npos) << out;
+}
+
+TEST_F(InjectPrefetch, AGlobalIntermediateIsAskedForALocalOneIsNot) {
+  // A padded input the function allocates in global memory may be beyond the caches.
+  Var global{"G", DataType::Handle()};
+  const Stmt s = allocate(global, kFloat32, {Expr(36864)}, "global", nest(update(global), 1));
+  const std::string out = to_string(inject_prefetch(s));
+  EXPECT_NE(out.find("kiln.prefetch(G, b*9216 + r*2304 + t*16 + 2304)"), std::string::npos) << out;
 }
 
 }  // namespace
