@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -162,7 +163,9 @@ class Graph {
   std::string node_to_string(const Node& node) const;
 
  private:
-  std::vector<Value> values_;
+  // A deque: a reference to a value stays valid while more are added (an importer's rewrite
+  // reads its node's inputs while it adds the values of the nodes it becomes).
+  std::deque<Value> values_;
   std::vector<Node> nodes_;
   std::vector<ValueId> inputs_;
   std::vector<ValueId> outputs_;
