@@ -5,7 +5,11 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "compiler/ir/functor.h"
 #include "compiler/ir/printer.h"
+#include "compiler/ir/simplify.h"
+#include "compiler/ir/substitute.h"
+#include "compiler/te/schedule_ops.h"
 
 namespace kiln::topi {
 
@@ -241,6 +245,69 @@ te::Tensor pow(const te::Tensor& a, const te::Tensor& b, const std::string& name
       a, b, [](Expr x, Expr y) { return ir::pow(x, y); }, name);
 }
 
+namespace {
+
+/// The axis whose tiles of 16 a transposing injective kernel reads in lines, or -1: where some
+/// tensor it reads (its body with the inlined stages substituted) is not contiguous along the
+/// output's last axis, but is along 16 aligned points of another axis of at least 16 (the
+/// channels of a blocked input written out channel-major: NCHW16c to NCHW, a video's frames back
+/// to NCDHW). Vectors along the last axis then gather from 16 lines each, which the next 15
+/// points of that axis read again; in the plain order they come back a whole plane later.
+int transposed_axis(const te::Schedule& s, const te::Tensor& out) {
+  constexpr int64_t kTile = 16;
+  const size_t ndim = out.ndim();
+  std::vector<int64_t> extents;
+  for (const Expr& d : out->shape()) {
+    const std::optional<int64_t> c = ir::as_const_int(d);
+    if (!c) return -1;
+    extents.push_back(*c);
+  }
+  if (ndim < 2 || extents.back() < kTile) return -1;
+  // The body with the inlined stages substituted: the stage at the same place in normalize's copy.
+  size_t at = 0;
+  while (at < s->stages.size() && s->stages[at]->op.get() != out.get()) ++at;
+  if (at == s->stages.size()) return -1;
+  const te::Schedule normal = te::normalize(s);
+  const te::Tensor body_op = normal->stages[at]->op;
+  if (!body_op->is_compute() || !body_op->reduce_axis.empty()) return -1;
+  // Each tensor read: its row-major element index.
+  std::vector<Expr> flat;
+  ir::post_order_visit(body_op->body, [&](const ir::Object* o) {
+    const auto* load = dynamic_cast<const ir::ProducerLoadNode*>(o);
+    if (load == nullptr) return;
+    const auto* t = static_cast<const te::TensorNode*>(load->producer.get());
+    Expr f = Expr(0);
+    for (size_t k = 0; k < load->indices.size(); ++k) {
+      const std::optional<int64_t> d = ir::as_const_int(t->shape()[k]);
+      if (!d) return;
+      f = f * Expr(*d) + load->indices[k];
+    }
+    flat.push_back(f);
+  });
+  // How far each read moves along axis k within an aligned tile of 16 of it (nullopt: unknown).
+  auto step_in_tile = [&](const Expr& f, size_t k) -> std::optional<int64_t> {
+    ir::VarIntervals dom;
+    for (size_t i = 0; i < ndim; ++i)
+      dom[body_op->axis[i]->var.get()] = {Expr(0), Expr(extents[i] - 1)};
+    const Var outer(body_op->axis[k]->var.name() + ".o"), inner(body_op->axis[k]->var.name() + ".i");
+    dom.erase(body_op->axis[k]->var.get());
+    dom[outer.get()] = {Expr(0), Expr((extents[k] + kTile - 1) / kTile - 1)};
+    dom[inner.get()] = {Expr(0), Expr(kTile - 2)};
+    const Expr g = ir::substitute(f, {{body_op->axis[k]->var.get(), outer * kTile + inner}});
+    return ir::as_const_int(ir::simplify(ir::substitute(g, {{inner.get(), inner + 1}}) - g, dom));
+  };
+  for (const Expr& f : flat) {
+    const std::optional<int64_t> last = step_in_tile(f, ndim - 1);
+    if (last && (*last == 0 || *last == 1)) continue;
+    for (size_t k = ndim - 1; k-- > 0;) {
+      if (extents[k] >= kTile && step_in_tile(f, k) == 1) return static_cast<int>(k);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
 void schedule_injective_x86(te::Schedule& s, const te::Tensor& out) {
   constexpr int kLanes = 16;               // fp32 lanes of an AVX-512 register
   constexpr int64_t kParallelMin = 16384;  // below this, launching threads costs more than it saves
@@ -273,7 +340,22 @@ void schedule_injective_x86(te::Schedule& s, const te::Tensor& out) {
     st.vectorize(axes.back());
     return;
   }
-  if (last && (*last % kLanes == 0 || (ndim > 1 && *last >= 2 * kLanes))) {
+  if (const int a = transposed_axis(s, out); a >= 0) {
+    // A transposing kernel: tiles of 16 points of axis a by up to 4 vectors of the last axis,
+    // the 16 points of a in turn reading the same lines (in L1), each writing a run of 4 vectors.
+    constexpr int64_t kRun = 4 * kLanes;
+    auto [ao, ai] = st.split(axes[a], kLanes);
+    auto [lc, lr] = st.split(axes.back(), kRun);
+    auto [lo, li] = st.split(lr, kLanes);
+    std::vector<ir::IterVar> order;
+    for (size_t i = 0; i + 1 < ndim; ++i) order.push_back(static_cast<int>(i) == a ? ao : axes[i]);
+    order.push_back(lc);
+    std::vector<ir::IterVar> all = order;
+    all.insert(all.end(), {ai, lo, li});
+    st.reorder(all);
+    outer = st.fuse(order);
+    inner = li;
+  } else if (last && (*last % kLanes == 0 || (ndim > 1 && *last >= 2 * kLanes))) {
     // The same iteration order as fusing everything and splitting by 16, but split first: a
     // vector then never crosses a row, so its indices stay affine (contiguous loads and stores).
     // A long row that 16 does not divide (an attention's 197 keys) ends in a predicated partial

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 
+#include "compiler/topi/conv2d.h"
 #include "compiler/topi/elementwise.h"
 #include "deploy/runtime/thread_pool.h"
 #include "tests/common/expect_error.h"
@@ -216,6 +217,41 @@ TEST(TopiElementwise, FusedChainWithInlinedProducers) {
           float v =
               x.data<float>()[i * 129 + k] * y.data<float>()[j * 129 + k] + z.data<float>()[0];
           expected[(i * 50 + j) * 129 + k] = std::max(v, 0.0f);
+        }
+    EXPECT_TRUE(all_close(out, expected, 1e-5, 1e-6)) << "threads=" << threads;
+  }
+  runtime::set_num_threads(0);
+}
+
+// A chain that writes a blocked input out channel-major (NCHW16c to NCHW, plus a residual in NCHW)
+// reads each input line for 16 channels in turn: tiles of 16 channels by runs of the row, the
+// vectors along the row (56: three whole and a partial one), 40 channels (a partial tile).
+TEST(TopiElementwise, TransposingChainTilesTheChannels) {
+  for (int threads : {1, 2}) {
+    runtime::set_num_threads(threads);
+    const int64_t c = 40, h = 3, w = 56;
+    te::Tensor xb = te::placeholder({1, 3, h, w, 16}, ir::kFloat32, "xb");
+    te::Tensor r = te::placeholder({1, c, h, w}, ir::kFloat32, "r");
+    te::Tensor x = topi::nchwc_to_nchw(xb, c);
+    te::Tensor ad = topi::add(x, r);
+    te::Tensor y = topi::relu(ad);
+    te::Schedule s = te::create_schedule({y});
+    s[x].compute_inline();
+    s[ad].compute_inline();
+    topi::schedule_injective_x86(s, y);
+    // The parallel tiles, 16 channels, the vectors of a run, the lanes.
+    EXPECT_EQ(s[y]->leaf_iter_vars.size(), 4u);
+    auto f = build_host(s, {xb, r, y});
+    NDArray a = random_array({1, 3, h, w, 16}, 5), b = random_array({1, c, h, w}, 6);
+    NDArray out = zeros({1, c, h, w});
+    f(a, b, out);
+    std::vector<float> expected(c * h * w);
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j) {
+          const float v = a.data<float>()[((ch / 16 * h + i) * w + j) * 16 + ch % 16] +
+                          b.data<float>()[(ch * h + i) * w + j];
+          expected[(ch * h + i) * w + j] = std::max(v, 0.0f);
         }
     EXPECT_TRUE(all_close(out, expected, 1e-5, 1e-6)) << "threads=" << threads;
   }
