@@ -498,8 +498,9 @@ TEST(TopiConv2dVector, DefaultForAnImageStem) {
 // The reduction over input channel blocks goes in chunks where a task's weights would leave L2
 // between its column tiles: the 1x1 convolutions over 1024 and 2048 channels of DeepLabV3's
 // ResNet-50 at a 32x32 map (11-20% of peak unchunked); not ResNet-50's at 7x7 and 14x14 (one or
-// two column tiles a row), 3x3s (a chunk would hold one block) or a 1x1 over 256 channels (its
-// weights stay in L2).
+// two column tiles a row) or a 1x1 over 256 channels (its weights stay in L2). A 3x3 whose
+// weights exceed a quarter of L2 goes in chunks of one block over all its task's rows (the next
+// test).
 TEST(TopiConv2dVector, DefaultChunksTheReductionWhereWeightsLeaveL2) {
   // "chunks x blocks" of tile_ic for a (k x k, ic -> oc) convolution at `size` x `size`, in
   // blocks of `block` channels.
@@ -511,12 +512,13 @@ TEST(TopiConv2dVector, DefaultChunksTheReductionWhereWeightsLeaveL2) {
   // Zen 5 (48 KiB L1, 1 MiB L2): a chunk's weights and input columns within a quarter of L1.
   EXPECT_EQ(chunks(32, 2048, 512, 1, 1, 512), "32x4");  // DeepLabV3 layer4 conv1, 2 blocks x 8 px
   EXPECT_EQ(chunks(32, 1024, 256, 1, 1, 512), "16x4");  // its layer3 conv1
-  EXPECT_EQ(chunks(32, 512, 512, 3, 1, 512), "1x32");   // 3x3: a block alone fills the quarter
+  EXPECT_EQ(chunks(32, 512, 512, 3, 1, 512), "32x1");   // 3x3: a block alone fills the quarter
   EXPECT_EQ(chunks(32, 256, 1024, 1, 1, 512), "1x16");  // 32 KiB of weights stay in L2
   EXPECT_EQ(chunks(7, 2048, 512, 1, 1, 512), "1x128");  // ResNet-50 layer4: one tile a row
   EXPECT_EQ(chunks(14, 1024, 256, 1, 1, 512), "1x64");  // its layer3: two tiles a row
-  EXPECT_EQ(chunks(7, 512, 512, 3, 1, 512), "1x32");    // ResNet-18 C12
-  EXPECT_EQ(chunks(14, 256, 512, 3, 2, 512), "1x16");   // ResNet-18 C10: 7 wide out
+  EXPECT_EQ(chunks(7, 512, 512, 3, 1, 512), "32x1");    // ResNet-18 C12
+  EXPECT_EQ(chunks(14, 256, 512, 3, 2, 512), "16x1");   // ResNet-18 C10: 7 wide out
+  EXPECT_EQ(chunks(28, 128, 128, 3, 1, 512), "1x8");    // C7: 147 KiB a task, in L2
   // Zen 3 (AVX2, blocks of 8, 32 KiB L1, 512 KiB L2): the same rule on its smaller caches.
   EXPECT_EQ(chunks(32, 2048, 512, 1, 1, 256, 8), "16x16");
   EXPECT_EQ(chunks(7, 2048, 512, 1, 1, 256, 8), "1x256");
@@ -533,8 +535,9 @@ TEST(TopiConv2dVector, DefaultChunksTheReductionWhereWeightsLeaveL2) {
 
 // A task whose weights (its output blocks by every input channel and tap) exceed L2 takes many
 // rows, its reduction in chunks that each serve all of them: FCN's 3x3 head over 2048 channels of
-// 32x32 (2.3 MiB of weights a task) ran 91.0 -> 78.2 ms so. Where they fit in L2 (ResNet-18's C12,
-// 589 KiB) nothing changes: it ran 12% slower with the rows.
+// 32x32 (2.3 MiB of weights a task) ran 91.0 -> 78.2 ms so. An ungrouped kernel with a window does
+// so from a quarter of L2 (ResNet-18's C12, 589 KiB: its layer 4 ran 12% faster); a 1x1 and a
+// grouped one only beyond L2.
 TEST(TopiConv2dVector, DefaultTakesManyRowsWhereATasksWeightsLeaveL2) {
   auto config = [](int64_t size, int64_t ic, int64_t oc, int64_t k, int vector_bits,
                    int64_t block = 16) {
@@ -548,7 +551,15 @@ TEST(TopiConv2dVector, DefaultTakesManyRowsWhereATasksWeightsLeaveL2) {
   EXPECT_EQ(rows_and_chunks(config(32, 2048, 512, 3, 512)), "0:128x1");
   // 8 tasks a row (256 output channels): all rows would leave 8 tasks, groups of 8 rows make 32.
   EXPECT_EQ(rows_and_chunks(config(32, 2048, 256, 3, 512)), "8:128x1");
-  EXPECT_EQ(rows_and_chunks(config(7, 512, 512, 3, 512)), "1:1x32");    // ResNet-18 C12
+  EXPECT_EQ(rows_and_chunks(config(7, 512, 512, 3, 512)), "0:32x1");    // ResNet-18 C12: 7 rows
+  EXPECT_EQ(rows_and_chunks(config(14, 256, 256, 3, 512)), "2:16x1");   // C9: 295 KiB, 56 tasks
+  EXPECT_EQ(rows_and_chunks(config(28, 128, 128, 3, 512)), "1:1x8");    // C7: 147 KiB
+  te::Tensor xb = te::placeholder({1, 32, 14, 14, 16}, ir::kFloat32, "xb");
+  te::Tensor wb = te::placeholder({32, 16, 3, 3, 16, 16}, ir::kFloat32, "wb");
+  te::Tensor yb = topi::group_conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2);
+  EXPECT_EQ(rows_and_chunks(topi::group_conv2d_nchwc_x86_default(
+                yb, topi::group_conv2d_nchwc_x86_space(yb), cpu(512))),
+            "1:1x16");  // grouped, 295 KiB a task
   EXPECT_EQ(rows_and_chunks(config(32, 2048, 512, 1, 512)), "1:32x4");  // 1x1: 256 KiB a task
   // Zen 3 (AVX2, blocks of 8, 32 KiB L1, 512 KiB L2): the same rule on its smaller caches.
   EXPECT_EQ(rows_and_chunks(config(32, 2048, 512, 3, 256, 8)), "0:128x2");
