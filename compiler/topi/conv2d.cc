@@ -635,20 +635,21 @@ int default_prefetch(const te::Tensor& out, const ConfigSpace& space, const std:
 }
 
 /// Whether the input of the next column tile is prefetched (prefetch_input): where the data is more
-/// than 8 times L2, too large to stay in the caches between the layer that writes it and this one.
-/// It then comes from memory in as many streams as the reduction has input channel blocks, each
-/// the width of a register tile, and the hardware prefetchers left the tiles waiting: at batch 8,
-/// ResNet-50's 1x1s over 256 and 512 channels at 56x56 (25 MiB of input) ran at 52-63% of peak
-/// and at 95% prefetched, its stride-2 3x3 over 128 channels at 52% and 63%; R3D-18 ran 5% faster.
-/// At batch 1 (ResNet-50, VGG-16, MobileNet-V2: their data in L2 or L3) it made no difference,
-/// or cost up to 1.5%.
+/// than twice L2, too large to stay in it between the layer that writes it and this one, or over
+/// the passes of the tasks of each output channel block. It then comes from L3 or memory in as
+/// many streams as the reduction has input channel blocks, each the width of a register tile, and
+/// the hardware prefetchers left the tiles waiting: at batch 8, ResNet-50's 1x1s over 256 and 512
+/// channels at 56x56 (25 MiB of input) ran at 52-63% of peak and at 95% prefetched, its stride-2
+/// 3x3 over 128 channels at 52% and 63%; Faster R-CNN's FPN 1x1s over 3.3 and 6.5 MiB (the
+/// backbone's early outputs, long evicted) at 48-57%, the network 4.7% faster. Over 1-2 MiB
+/// (MobileNet-V2, EfficientNet-B0, RegNet-Y, DenseNet, Inception-v3) it made no difference.
 int default_prefetch_input(const te::Tensor& out, const ConfigSpace& space,
                            const target::Target& target) {
   const te::Tensor data = input_of_rank(out, 5);
   if (!data.defined() || target.l2_bytes <= 0) return knob_position(space, "prefetch_input", 0);
   int64_t bytes = data->dtype().bytes();
   for (size_t i = 0; i < data.ndim(); ++i) bytes *= const_dim(data, i, "conv2d_nchwc");
-  return knob_position(space, "prefetch_input", bytes > 8 * target.l2_bytes ? 1 : 0);
+  return knob_position(space, "prefetch_input", bytes > 2 * target.l2_bytes ? 1 : 0);
 }
 
 /// Whether a bf16 convolution (conv2d_bf16.h) converts its input to pairs best per register tile
