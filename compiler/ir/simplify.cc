@@ -576,7 +576,9 @@ class Simplifier : public IRMutator {
   }
 
   /// floordiv(x, c)*c*k + floormod(x, c)*k -> x*k, and the same for truncdiv/truncmod and for a
-  /// symbolic divisor: floordiv(x, n)*n + floormod(x, n) -> x.
+  /// symbolic divisor: floordiv(x, n)*n + floormod(x, n) -> x; with x = floordiv(z, d), its
+  /// quotient may be written floordiv(z, d*c), so that a row-major index unravelled and flattened
+  /// again, z//(H*W)*(H*W) + z//W%H*W + z%W, is z.
   static void merge_div_mod(LinearForm* f) {
     // Whether term j is the quotient partner of term i, the remainder of x by y.
     auto partner = [f](size_t i, size_t j, ExprKind div, const Expr& x, const Expr& y) {
@@ -595,7 +597,16 @@ class Simplifier : public IRMutator {
       }
       if (q->kind() != div) return false;
       auto [dx, dy] = binary_operands(*q);
-      return expr_deep_equal(dy, y) && expr_deep_equal(dx, x);
+      if (expr_deep_equal(dy, y) && expr_deep_equal(dx, x)) return true;
+      // The remainder of a quotient: floormod(floordiv(z, c), n) with floordiv(z, c*n), which is
+      // floordiv(floordiv(z, c), n) (a flattened index unravelled into rows and columns).
+      const auto* n = y.as<IntImmNode>();
+      const auto* dn = dy.as<IntImmNode>();
+      if (div != ExprKind::kFloorDiv || x.kind() != ExprKind::kFloorDiv || !n || !dn) return false;
+      auto [z, c] = binary_operands(x);
+      const auto* cn = c.as<IntImmNode>();
+      return cn && cn->value > 0 && n->value > 0 && dn->value == wmul(cn->value, n->value) &&
+             expr_deep_equal(dx, z);
     };
     for (bool changed = true; changed;) {
       changed = false;

@@ -10,6 +10,7 @@
 #include "compiler/ir/equal.h"
 #include "compiler/ir/functor.h"
 #include "compiler/ir/op.h"
+#include "compiler/ir/simplify.h"
 #include "compiler/ir/substitute.h"
 
 namespace kiln::pass {
@@ -31,23 +32,124 @@ bool has_loads(const Expr& e) {
   return found;
 }
 
-/// `e` with every min(a, b) that a conjunct a <= b of the condition makes redundant replaced by a.
-class DropBoundedClamps : public IRMutator {
+/// The loads that a select keeps only where its conditions hold, predicated by them, with the
+/// clamps those conditions make redundant dropped from their indices:
+///
+///   select(j < 20, x[min(j, 19)], select(j < 52, y[min(max(j - 20, 0), 31)], 0))
+///     -> select(j < 20, x[j] if j < 20, select(j < 52, y[j - 20] if !(j < 20) && j < 52, 0))
+///
+/// A clamp only keeps the lanes the select throws away in bounds (constant padding, a
+/// concatenation's inputs), and makes the load a gather; predicated, the index needs none, and a
+/// row-major index unravelled and flattened again (a Flatten inlined into the Concat of Faster
+/// R-CNN's feature maps) simplifies back to a ramp. Only loads that lose a clamp are predicated.
+class PredicateSelectedLoads : public IRMutator {
  public:
-  explicit DropBoundedClamps(std::vector<std::pair<Expr, Expr>> bounds)
-      : bounds_(std::move(bounds)) {}
   using IRMutator::mutate;
 
  protected:
-  Expr mutate_(const MinNode* op, const Expr& self) override {
-    for (const auto& [a, b] : bounds_) {
-      if (expr_deep_equal(op->a, a) && expr_deep_equal(op->b, b)) return mutate(op->a);
+  Expr mutate_(const SelectNode* op, const Expr& self) override {
+    Expr c = mutate(op->condition);
+    const size_t mark = facts_.size();
+    conditions_.push_back(op->condition);
+    add_facts(op->condition, true);
+    Expr t = mutate(op->true_value);
+    facts_.resize(mark);
+    conditions_.back() = !op->condition;
+    add_facts(op->condition, false);
+    Expr f = mutate(op->false_value);
+    facts_.resize(mark);
+    conditions_.pop_back();
+    if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) {
+      return self;
     }
-    return IRMutator::mutate_(op, self);
+    return select(c, t, f);
+  }
+
+  Expr mutate_(const LoadNode* op, const Expr& self) override {
+    Expr index = mutate(op->index);
+    if (!facts_.empty()) {
+      Expr dropped = DropClamps(facts_).mutate(index);
+      if (!dropped.same_as(index)) {
+        Expr pred = conditions_[0];
+        for (size_t i = 1; i < conditions_.size(); ++i) pred = pred && conditions_[i];
+        if (op->predicate.defined()) pred = op->predicate && pred;
+        return load(op->dtype, op->buffer_var, simplify(dropped), pred);
+      }
+    }
+    return index.same_as(op->index) ? self : load(op->dtype, op->buffer_var, index, op->predicate);
   }
 
  private:
-  std::vector<std::pair<Expr, Expr>> bounds_;
+  /// a <= b, for integers.
+  struct Fact {
+    Expr a, b;
+  };
+
+  /// The facts `cond` being `truth` gives: its comparisons, through and (true), or (false), not.
+  void add_facts(const Expr& cond, bool truth) {
+    if (const auto* a = cond.as<AndNode>(); a && truth) {
+      add_facts(a->a, true);
+      add_facts(a->b, true);
+    } else if (const auto* o = cond.as<OrNode>(); o && !truth) {
+      add_facts(o->a, false);
+      add_facts(o->b, false);
+    } else if (const auto* n = cond.as<NotNode>()) {
+      add_facts(n->a, !truth);
+    } else if (const auto* lt = cond.as<LTNode>()) {
+      add_less(lt->a, lt->b, truth, true);
+    } else if (const auto* le = cond.as<LENode>()) {
+      add_less(le->a, le->b, truth, false);
+    } else if (const auto* gt = cond.as<GTNode>()) {
+      add_less(gt->b, gt->a, truth, true);
+    } else if (const auto* ge = cond.as<GENode>()) {
+      add_less(ge->b, ge->a, truth, false);
+    }
+  }
+
+  /// a < b (strict) or a <= b, known to be `truth`.
+  void add_less(const Expr& a, const Expr& b, bool truth, bool strict) {
+    if (!a.dtype().is_int() || !a.dtype().is_scalar() || a.dtype() != b.dtype()) return;
+    const Expr one = make_const(a.dtype(), int64_t{1});
+    if (truth) {
+      facts_.push_back({a, strict ? b - one : b});
+    } else {
+      facts_.push_back({strict ? b : b + one, a});
+    }
+  }
+
+  class DropClamps : public IRMutator {
+   public:
+    explicit DropClamps(const std::vector<Fact>& facts) : facts_(facts) {}
+    using IRMutator::mutate;
+
+   protected:
+    Expr mutate_(const MinNode* op, const Expr& self) override {
+      Expr a = mutate(op->a), b = mutate(op->b);
+      if (below(a, b)) return a;
+      if (below(b, a)) return b;
+      return a.same_as(op->a) && b.same_as(op->b) ? self : min(a, b);
+    }
+    Expr mutate_(const MaxNode* op, const Expr& self) override {
+      Expr a = mutate(op->a), b = mutate(op->b);
+      if (below(b, a)) return a;
+      if (below(a, b)) return b;
+      return a.same_as(op->a) && b.same_as(op->b) ? self : max(a, b);
+    }
+
+   private:
+    /// Whether x <= y follows from a fact p <= q: x - p <= y - q (then x <= y - q + p <= y).
+    bool below(const Expr& x, const Expr& y) const {
+      if (!x.dtype().is_int() || !x.dtype().is_scalar()) return false;
+      for (const Fact& f : facts_) {
+        if (f.a.dtype() == x.dtype() && can_prove((x - f.a) - (y - f.b) <= 0)) return true;
+      }
+      return false;
+    }
+    const std::vector<Fact>& facts_;
+  };
+
+  std::vector<Fact> facts_;
+  std::vector<Expr> conditions_;  ///< of the selects around, as they hold there
 };
 
 /// Widens the body of one vectorized loop. Every mutate_ returns the very node it was given when
@@ -109,23 +211,6 @@ class Vectorizer : public IRMutator {
     Expr c = mutate(op->condition), t = mutate(op->true_value), f = mutate(op->false_value);
     if (c.same_as(op->condition) && t.same_as(op->true_value) && f.same_as(op->false_value)) {
       return self;
-    }
-    // Constant padding along the vector, select(j <= last, x[min(j, last)], 0): the clamp only
-    // keeps the lanes the select throws away in bounds, and makes the load a gather. Loaded
-    // only where the condition holds (predicated), the index needs no clamp and stays a ramp.
-    const auto* ld = t.as<LoadNode>();
-    if (ld != nullptr && !c.same_as(op->condition) && c.dtype().lanes() == lanes_) {
-      std::vector<Expr> conjuncts;
-      split_conjuncts(c, &conjuncts);
-      std::vector<std::pair<Expr, Expr>> bounds;  // the conjuncts a <= b, as (a, b)
-      for (const Expr& e : conjuncts) {
-        if (const auto* le = e.as<LENode>()) bounds.emplace_back(le->a, le->b);
-      }
-      Expr index = DropBoundedClamps(bounds).mutate(ld->index);
-      if (!index.same_as(ld->index)) {
-        Expr pred = ld->predicate.defined() ? ld->predicate && c : c;
-        t = load(ld->dtype, ld->buffer_var, index, pred);
-      }
     }
     return select(widen(c), widen(t), widen(f));
   }
@@ -313,7 +398,8 @@ class LoopVectorizer : public IRMutator {
     auto extent = f->extent.as<IntImmNode>();
     if (extent != nullptr && extent->value > 1) {
       try {
-        return Vectorizer(f->loop_var, f->min, static_cast<int>(extent->value)).mutate(f->body);
+        return Vectorizer(f->loop_var, f->min, static_cast<int>(extent->value))
+            .mutate(PredicateSelectedLoads().mutate(f->body));
       } catch (const Unvectorizable&) {
       }
     }

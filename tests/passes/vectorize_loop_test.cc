@@ -70,6 +70,30 @@ TEST_F(VectorizeLoop, SelectCastAndPureCalls) {
   EXPECT_EQ(st->value.as<AddNode>()->a.dtype(), DataType::Float(32, 4));
 }
 
+TEST_F(VectorizeLoop, ClampsTheSelectMakesRedundantGoFromPredicatedLoads) {
+  // Constant padding: the clamp keeps the discarded lanes in bounds; loaded only where the
+  // condition holds, the index needs none and stays a ramp.
+  Stmt pad = vfor(x, 8, store(b, select(x <= 5, A(min(x, 5)), 0.0f), x));
+  EXPECT_EQ(to_string(vectorize_loops(pad)),
+            "B[ramp(0, 1, 8)] = select(ramp(0, 1, 8) <= x8(5), A[ramp(0, 1, 8) if ramp(0, 1, 8) <= "
+            "x8(5)], x8(0f))\n");
+  // A concatenation of A (20 elements) and B (12): the conditions of both selects around B's
+  // load make both of its clamps redundant.
+  Expr j = i * 8 + x;
+  Stmt cat = sfor(i, 4, vfor(x, 8, store(c,
+      select(j < 20, A(min(j, 19)), select(j < 32, B(min(max(j - 20, 0), 11)), 0.0f)), j)));
+  EXPECT_EQ(to_string(vectorize_loops(cat)),
+            "for i in range(4):\n"
+            "  C[ramp(i*8, 1, 8)] = select(ramp(i*8, 1, 8) < x8(20), A[ramp(i*8, 1, 8) if "
+            "ramp(i*8, 1, 8) < x8(20)], select(ramp(i*8, 1, 8) < x8(32), B[ramp(i*8 - 20, 1, 8) if "
+            "not ramp(i*8, 1, 8) < x8(20) and ramp(i*8, 1, 8) < x8(32)], x8(0f)))\n");
+  // A clamp the conditions do not bound stays, and the load is not predicated.
+  Stmt kept = vfor(x, 8, store(b, select(x < 6, A(min(x, 4)), 0.0f), x));
+  EXPECT_EQ(to_string(vectorize_loops(kept)),
+            "B[ramp(0, 1, 8)] = select(ramp(0, 1, 8) < x8(6), A[min(ramp(0, 1, 8), x8(4))], "
+            "x8(0f))\n");
+}
+
 TEST_F(VectorizeLoop, ScalarValueIsBroadcastToTheStore) {
   Stmt s = vfor(x, 8, store(b, A(n), x + n));
   EXPECT_EQ(to_string(vectorize_loops(s)), "B[ramp(n, 1, 8)] = x8(A[n])\n");

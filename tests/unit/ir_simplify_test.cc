@@ -122,6 +122,15 @@ TEST_F(SimplifyTest, SplitThenFuseIsIdentity) {
   EXPECT_EQ(S(n * floordiv(x, n) * 2 + floormod(x, n) * 2 + 1), "x*2 + 1");
   EXPECT_EQ(S(floordiv(x, n) * n + floormod(x, y)), "x // n*n + x % y");
   EXPECT_EQ(S(floordiv(x + y, 16) * 32 + floormod(x + y, 16) * 2), "x*2 + y*2");
+  // A row-major [C, H, W] index unravelled and flattened again (a Flatten read through its
+  // offset): z//(H*W)*(H*W) + z//W%H*W + z%W is z; a wrong multiple stays.
+  EXPECT_EQ(S(floordiv(x, 6400) * 6400 + floormod(floordiv(x, 80), 80) * 80 + floormod(x, 80)),
+            "x");
+  EXPECT_EQ(S(floordiv(x + y, 6400) * 12800 + floormod(floordiv(x + y, 80), 80) * 160 +
+              floormod(x + y, 80) * 2),
+            "x*2 + y*2");
+  EXPECT_EQ(S(floordiv(x, 6000) * 6000 + floormod(floordiv(x, 80), 80) * 80 + floormod(x, 80)),
+            "x // 6000*6000 + x // 80 % 80*80 + x % 80");
   // Index of a fused axis split again: fused = i*16 + j with j in [0, 15].
   VarIntervals dom{{x.get(), iv(0, 63)}, {y.get(), iv(0, 15)}};
   Expr fused = x * 16 + y;
