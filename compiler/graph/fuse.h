@@ -26,13 +26,16 @@
 //        the merged pattern is the least fusable of the two and the master the last node;
 //     2. P elementwise, broadcast or injective and Q a reduction (pooling): P is inlined into the
 //        reduction's input; the merged group is a reduction whose master is the pooling node.
+//     Except: a LayoutTransform from a blocked layout to rows of 16 or more (NCHW[x]c -> NCHW)
+//     stays out of a reader that flattens it to fewer dimensions (schedule_injective_x86 tiles
+//     the transposition in the conversion's own kernel; a flat output would gather).
 // Both phases stop where the group's expression would grow past kMaxGroupOps operators (below).
 // Nothing else merges: two out-ewise-fusable ops never share a group, nothing else is fused into
 // an out-ewise-fusable group's inputs, a reduction is never fused into what follows it, opaque ops
 // (Softmax, LSTM) stay alone, and a value read by two nodes or returned by the graph ends its
-// group. Phase 2's rules depend only on the kinds of the two groups, so its result does not depend
-// on the order of independent nodes; phase 1 gives a node that two chains reach (Add(conv1, conv2))
-// to the chain of the conv that comes first in nodes(). Because every inner value of a group has
+// group. Phase 2's rules depend only on the kinds of the two groups (and that exception on the two
+// nodes), so its result does not depend on the order of independent nodes; phase 1 gives a node
+// that two chains reach (Add(conv1, conv2)) to the chain of the conv that comes first in nodes(). Because every inner value of a group has
 // its one reader inside the group, a group has one external output and grouping never makes a
 // cycle.
 #pragma once

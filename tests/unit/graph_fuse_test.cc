@@ -366,6 +366,28 @@ TEST(FuseTest, InjectiveChainsAndReductionInputs) {
   EXPECT_EQ(groups[0].inputs, std::vector<ValueId>{x});
 }
 
+// A blocked value converted back to NCHW stays out of a Flatten that reads it when its rows are 16
+// or longer (its own kernel tiles the transposition), and joins it when they are shorter.
+TEST(FuseTest, UnblockingIntoAFlattenStaysItsOwnKernel) {
+  for (int64_t w : {20, 7}) {
+    Builder b;
+    const ValueId x = b.g.add_input("x", kFloat32, {1, 2, 4, w, 16});
+    ValueId h = b.g.add_op("LayoutTransform", "unblock", {x},
+                           {{"src_block", int64_t{16}}, {"dst_block", int64_t{0}}}, kFloat32,
+                           {1, 32, 4, w});
+    h = b.g.add_op("Flatten", "flat", {h}, {{"axis", int64_t{1}}}, kFloat32, {1, 32 * 4 * w});
+    h = b.unary("Relu", h);
+    b.g.add_output(h);
+    b.g.verify();
+    const auto groups = fuse_ops(b.g);
+    check_partition(b.g, groups);
+    const std::vector<std::string> expected =
+        w >= 16 ? std::vector<std::string>{"LayoutTransform@LayoutTransform", "Flatten,Relu@Relu"}
+                : std::vector<std::string>{"LayoutTransform,Flatten,Relu@Relu"};
+    EXPECT_EQ(describe(b.g, groups), expected) << "width " << w;
+  }
+}
+
 TEST(FuseTest, OpaqueMultiOutputNodeStaysAlone) {
   Builder b;
   const ValueId x = b.g.add_input("x", kFloat32, {2, 1, 3});
