@@ -1,9 +1,11 @@
 #include "device_agent/agent.h"
 
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -58,6 +60,7 @@ std::string status_text(const grpc::Status& s) {
 }
 
 std::string fresh_temp_dir() {
+  remove_stale_work_dirs(fs::temp_directory_path().string());
   std::random_device rd;
   for (;;) {
     fs::path p = fs::temp_directory_path() / ("kiln-agent-" + std::to_string(::getpid()) + "-" +
@@ -72,6 +75,28 @@ void remove_quietly(const std::string& path) {
 }
 
 }  // namespace
+
+size_t remove_stale_work_dirs(const std::string& temp_dir) {
+  size_t removed = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(temp_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const std::string prefix = "kiln-agent-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const size_t dash = name.find('-', prefix.size());
+    if (dash == std::string::npos || dash == prefix.size()) continue;
+    const std::string pid_text = name.substr(prefix.size(), dash - prefix.size());
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9)
+      continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    // Signal 0 checks existence; EPERM means it exists under another user.
+    if (::kill(pid, 0) == 0 || errno == EPERM) continue;
+    std::error_code rm;
+    if (fs::remove_all(e.path(), rm) > 0 && !rm) ++removed;
+  }
+  return removed;
+}
 
 // One registration with the tracker. `ended` and `lost` are guarded by Agent::mu_.
 struct Agent::Session {

@@ -67,7 +67,9 @@ struct AgentOptions {
   std::string fingerprint;
   std::string runner;    ///< kiln-runner's path; default runtime::default_runner_path()
   int threads = 0;       ///< kernel thread pool when a request says 0 (0: the runtime's default)
-  std::string work_dir;  ///< default: a fresh folder under the temp dir, removed at the end
+  /// default: a fresh folder under the temp dir (kiln-agent-<pid>-<n>), removed at the end; the
+  /// folders of agents killed before they could remove theirs go when the next one starts
+  std::string work_dir;
   /// The emulator this agent runs under, as a command ("qemu-aarch64-static -L /usr/aarch64-...
   /// linux-gnu"): the agent reports itself emulated and starts kiln-runner through it (for a
   /// machine without binfmt_misc). Empty: the runner starts directly, and the agent still finds
@@ -141,5 +143,11 @@ class Agent {
   std::map<uint64_t, std::set<std::string>> seed_keys_;  // seed -> its cache keys
   std::deque<uint64_t> recent_seeds_;                    // seeds of the last requests
 };
+
+/// Removes the default work folders under `temp_dir` (kiln-agent-<pid>-<n>) whose agent process is
+/// gone: one killed (SIGKILL, a power cut) cannot remove its own, and a board would fill up with
+/// them. A folder whose process still runs, or whose name is not of that form, stays. Returns how
+/// many it removed.
+size_t remove_stale_work_dirs(const std::string& temp_dir);
 
 }  // namespace kiln::agent

@@ -687,5 +687,34 @@ TEST_F(AgentTest, ProgramStopsOnSigterm) {
   EXPECT_NE(read_file(err).find("registered with tracker"), std::string::npos) << read_file(err);
 }
 
+// The default work folders of agents that were killed go when the next agent starts; a running
+// agent's, and folders of other names, stay.
+TEST(AgentWorkDirs, StaleOnesOfDeadAgentsAreRemoved) {
+  kiln::testing::TempDir tmp("agent_dirs");
+  // A pid that is surely gone: a child that has exited and been reaped.
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(dead, &status, 0), dead);
+  namespace fs = std::filesystem;
+  auto make = [&](const std::string& name) {
+    fs::create_directories(tmp.path() / name);
+    std::ofstream(tmp.path() / name / "8.so") << "x";
+  };
+  const std::string stale = "kiln-agent-" + std::to_string(dead) + "-123";
+  const std::string alive = "kiln-agent-" + std::to_string(::getppid()) + "-456";
+  make(stale);
+  make(alive);
+  make("kiln-agent-notapid-1");
+  make("kiln-after");
+  EXPECT_EQ(remove_stale_work_dirs(tmp.path().string()), 1u);
+  EXPECT_FALSE(fs::exists(tmp.path() / stale));
+  EXPECT_TRUE(fs::exists(tmp.path() / alive));
+  EXPECT_TRUE(fs::exists(tmp.path() / "kiln-agent-notapid-1"));
+  EXPECT_TRUE(fs::exists(tmp.path() / "kiln-after"));
+  EXPECT_EQ(remove_stale_work_dirs((tmp.path() / "missing").string()), 0u);
+}
+
 }  // namespace
 }  // namespace kiln::agent
