@@ -65,8 +65,8 @@ struct AgentOptions {
   /// default: "<CPU model from /proc/cpuinfo> x<nproc>", or the GPU's description for a cuda or
   /// opencl target (agent_device.h)
   std::string fingerprint;
-  std::string runner;    ///< kiln-runner's path; default runtime::default_runner_path()
-  int threads = 0;       ///< kernel thread pool when a request says 0 (0: the runtime's default)
+  std::string runner;  ///< kiln-runner's path; default runtime::default_runner_path()
+  int threads = 0;     ///< kernel thread pool when a request says 0 (0: the runtime's default)
   /// default: a fresh folder under the temp dir (kiln-agent-<pid>-<n>), removed at the end; the
   /// folders of agents killed before they could remove theirs go when the next one starts
   std::string work_dir;

@@ -35,9 +35,9 @@
 // (Softmax, LSTM) stay alone, and a value read by two nodes or returned by the graph ends its
 // group. Phase 2's rules depend only on the kinds of the two groups (and that exception on the two
 // nodes), so its result does not depend on the order of independent nodes; phase 1 gives a node
-// that two chains reach (Add(conv1, conv2)) to the chain of the conv that comes first in nodes(). Because every inner value of a group has
-// its one reader inside the group, a group has one external output and grouping never makes a
-// cycle.
+// that two chains reach (Add(conv1, conv2)) to the chain of the conv that comes first in nodes().
+// Because every inner value of a group has its one reader inside the group, a group has one
+// external output and grouping never makes a cycle.
 #pragma once
 
 #include <cstddef>

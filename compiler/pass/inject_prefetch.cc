@@ -142,8 +142,7 @@ class Planner {
         continue;
       }
       const std::optional<int64_t> extent = as_const_int(sc.loop->extent);
-      if (!extent || *extent * static_cast<int64_t>(values.size()) > kMaxPrefetchesPerPoint)
-        return;
+      if (!extent || *extent * static_cast<int64_t>(values.size()) > kMaxPrefetchesPerPoint) return;
       std::vector<VarMap> more;
       for (const VarMap& m : values) {
         for (int64_t k = 0; k < *extent; ++k) {
@@ -179,7 +178,8 @@ class Planner {
 
   void add(const ForNode* where, const LoadNode* load, const VarMap& vmap) {
     std::vector<Expr>& list = plans_[where];
-    const Expr call = prefetch(load->buffer_var, simplify(substitute(load->index, vmap)), load->dtype);
+    const Expr call =
+        prefetch(load->buffer_var, simplify(substitute(load->index, vmap)), load->dtype);
     for (const Expr& e : list) {
       if (expr_deep_equal(e, call)) return;
     }

@@ -44,11 +44,16 @@ bool has_loads(const Expr& e) {
 /// R-CNN's feature maps) simplifies back to a ramp. Only loads that lose a clamp are predicated.
 class PredicateSelectedLoads : public IRMutator {
  public:
+  /// `lane`: the vectorized loop's variable. Only selects whose condition depends on it count: a
+  /// clamp of what does not vary across lanes costs no gather, and a uniform predicate would keep
+  /// a load from its unpredicated forms (a pair of interleaved reads).
+  explicit PredicateSelectedLoads(const Var& lane) : lane_(lane) {}
   using IRMutator::mutate;
 
  protected:
   Expr mutate_(const SelectNode* op, const Expr& self) override {
     Expr c = mutate(op->condition);
+    if (!uses_var(op->condition, lane_)) return IRMutator::mutate_(op, self);
     const size_t mark = facts_.size();
     conditions_.push_back(op->condition);
     add_facts(op->condition, true);
@@ -148,6 +153,7 @@ class PredicateSelectedLoads : public IRMutator {
     const std::vector<Fact>& facts_;
   };
 
+  Var lane_;
   std::vector<Fact> facts_;
   std::vector<Expr> conditions_;  ///< of the selects around, as they hold there
 };
@@ -399,7 +405,7 @@ class LoopVectorizer : public IRMutator {
     if (extent != nullptr && extent->value > 1) {
       try {
         return Vectorizer(f->loop_var, f->min, static_cast<int>(extent->value))
-            .mutate(PredicateSelectedLoads().mutate(f->body));
+            .mutate(PredicateSelectedLoads(f->loop_var).mutate(f->body));
       } catch (const Unvectorizable&) {
       }
     }

@@ -289,7 +289,8 @@ int transposed_axis(const te::Schedule& s, const te::Tensor& out) {
     ir::VarIntervals dom;
     for (size_t i = 0; i < ndim; ++i)
       dom[body_op->axis[i]->var.get()] = {Expr(0), Expr(extents[i] - 1)};
-    const Var outer(body_op->axis[k]->var.name() + ".o"), inner(body_op->axis[k]->var.name() + ".i");
+    const Var outer(body_op->axis[k]->var.name() + ".o"),
+        inner(body_op->axis[k]->var.name() + ".i");
     dom.erase(body_op->axis[k]->var.get());
     dom[outer.get()] = {Expr(0), Expr((extents[k] + kTile - 1) / kTile - 1)};
     dom[inner.get()] = {Expr(0), Expr(kTile - 2)};

@@ -551,15 +551,15 @@ TEST(TopiConv2dVector, DefaultTakesManyRowsWhereATasksWeightsLeaveL2) {
   EXPECT_EQ(rows_and_chunks(config(32, 2048, 512, 3, 512)), "0:128x1");
   // 8 tasks a row (256 output channels): all rows would leave 8 tasks, groups of 8 rows make 32.
   EXPECT_EQ(rows_and_chunks(config(32, 2048, 256, 3, 512)), "8:128x1");
-  EXPECT_EQ(rows_and_chunks(config(7, 512, 512, 3, 512)), "0:32x1");    // ResNet-18 C12: 7 rows
-  EXPECT_EQ(rows_and_chunks(config(14, 256, 256, 3, 512)), "2:16x1");   // C9: 295 KiB, 56 tasks
-  EXPECT_EQ(rows_and_chunks(config(28, 128, 128, 3, 512)), "1:1x8");    // C7: 147 KiB
+  EXPECT_EQ(rows_and_chunks(config(7, 512, 512, 3, 512)), "0:32x1");   // ResNet-18 C12: 7 rows
+  EXPECT_EQ(rows_and_chunks(config(14, 256, 256, 3, 512)), "2:16x1");  // C9: 295 KiB, 56 tasks
+  EXPECT_EQ(rows_and_chunks(config(28, 128, 128, 3, 512)), "1:1x8");   // C7: 147 KiB
   te::Tensor xb = te::placeholder({1, 32, 14, 14, 16}, ir::kFloat32, "xb");
   te::Tensor wb = te::placeholder({32, 16, 3, 3, 16, 16}, ir::kFloat32, "wb");
   te::Tensor yb = topi::group_conv2d_nchwc(xb, wb, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2);
   EXPECT_EQ(rows_and_chunks(topi::group_conv2d_nchwc_x86_default(
                 yb, topi::group_conv2d_nchwc_x86_space(yb), cpu(512))),
-            "1:1x16");  // grouped, 295 KiB a task
+            "1:1x16");                                                  // grouped, 295 KiB a task
   EXPECT_EQ(rows_and_chunks(config(32, 2048, 512, 1, 512)), "1:32x4");  // 1x1: 256 KiB a task
   // Zen 3 (AVX2, blocks of 8, 32 KiB L1, 512 KiB L2): the same rule on its smaller caches.
   EXPECT_EQ(rows_and_chunks(config(32, 2048, 512, 3, 256, 8)), "0:128x2");

@@ -75,9 +75,8 @@ TEST_F(InjectPrefetch, ABroadcastOncePerLineOfTheRegisterTile) {
   // line each), b (which D does not move along) at its first; W, a stream, is not asked for.
   Var o{"o"}, i{"i"}, k{"k"};
   Expr slot = b * 64 + x * 16 + c;
-  Expr value = load(kFloat32, acc, slot) +
-               load(kFloat32, d, i * 3136 + (o * 4 + x) * 16 + k) *
-                   load(kFloat32, w, b * 4096 + i * 256 + k * 16 + c);
+  Expr value = load(kFloat32, acc, slot) + load(kFloat32, d, i * 3136 + (o * 4 + x) * 16 + k) *
+                                               load(kFloat32, w, b * 4096 + i * 256 + k * 16 + c);
   Stmt body = for_loop(c, 0, 16, ForKind::kVectorized, store(acc, value, slot));
   body = for_loop(x, 0, 4, ForKind::kUnrolled, body);
   body = for_loop(b, 0, 2, ForKind::kUnrolled, body);
@@ -103,7 +102,8 @@ TEST_F(InjectPrefetch, ABroadcastOfTooManyLinesIsNotAskedFor) {
   // less than a line along t already, so one prefetch for the next r. But where the channels k
   // (less than a line) go around a tile of 7 columns a line apart (x*16) by 8 rows (b*112), the
   // prefetches before k would be 56, more than one point asks for.
-  const std::string near = to_string(inject_prefetch(nest(update(w), 1, kPrefetchBroadcastsPragma)));
+  const std::string near =
+      to_string(inject_prefetch(nest(update(w), 1, kPrefetchBroadcastsPragma)));
   EXPECT_NE(near.find("for r in range(4):\n  kiln.prefetch(D, r*9 + 9)\n  for t"),
             std::string::npos)
       << near;

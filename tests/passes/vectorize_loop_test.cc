@@ -80,8 +80,11 @@ TEST_F(VectorizeLoop, ClampsTheSelectMakesRedundantGoFromPredicatedLoads) {
   // A concatenation of A (20 elements) and B (12): the conditions of both selects around B's
   // load make both of its clamps redundant.
   Expr j = i * 8 + x;
-  Stmt cat = sfor(i, 4, vfor(x, 8, store(c,
-      select(j < 20, A(min(j, 19)), select(j < 32, B(min(max(j - 20, 0), 11)), 0.0f)), j)));
+  Stmt cat = sfor(
+      i, 4,
+      vfor(x, 8,
+           store(c, select(j < 20, A(min(j, 19)), select(j < 32, B(min(max(j - 20, 0), 11)), 0.0f)),
+                 j)));
   EXPECT_EQ(to_string(vectorize_loops(cat)),
             "for i in range(4):\n"
             "  C[ramp(i*8, 1, 8)] = select(ramp(i*8, 1, 8) < x8(20), A[ramp(i*8, 1, 8) if "

@@ -569,11 +569,10 @@ bool rewrite_conv3d(const ImportCtx& c, const std::vector<ValueId>& outs, Import
     Attrs ta;
     ta["perm"] = frames_first ? std::vector<int64_t>{0, 2, 3, 1, 4, 5}
                               : std::vector<int64_t>{0, 2, 1, 3, 4, 5};
-    const ValueId ut =
-        node("Transpose", "depth_to_batch", {u}, ta,
-             frames_first ? std::vector<int64_t>{n, od, kd, ch, h, w}
-                          : std::vector<int64_t>{n, od, ch, kd, h, w},
-             dtype);
+    const ValueId ut = node("Transpose", "depth_to_batch", {u}, ta,
+                            frames_first ? std::vector<int64_t>{n, od, kd, ch, h, w}
+                                         : std::vector<int64_t>{n, od, ch, kd, h, w},
+                            dtype);
     Attrs ra;
     ra["shape"] = std::vector<int64_t>{n * od, ch * kd, h, w};
     u2 = node("Reshape", "as_2d", {ut}, ra, {n * od, ch * kd, h, w}, dtype);
@@ -582,8 +581,7 @@ bool rewrite_conv3d(const ImportCtx& c, const std::vector<ValueId>& outs, Import
   if (frames_first) {
     Attrs ta;
     ta["perm"] = std::vector<int64_t>{0, 2, 1, 3, 4};
-    wk = node("Transpose", "kernel_frames_first", {wk}, ta, {o, kd, ws[1], ws[3], ws[4]},
-              w0.dtype);
+    wk = node("Transpose", "kernel_frames_first", {wk}, ta, {o, kd, ws[1], ws[3], ws[4]}, w0.dtype);
   }
   Attrs wa;
   const std::vector<int64_t> w2s{o, ws[1] * kd, ws[3], ws[4]};
