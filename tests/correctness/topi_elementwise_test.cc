@@ -191,6 +191,14 @@ TEST(TopiElementwise, IntegerDivTruncatesAndBroadcasts) {
         << i;
 }
 
+/// `out`'s schedule with the stages `inlined` inlined and schedule_injective_x86 on `out`.
+te::Schedule injective_chain(const std::vector<te::Tensor>& inlined, const te::Tensor& out) {
+  te::Schedule s = te::create_schedule({out});
+  for (const te::Tensor& t : inlined) s[t].compute_inline();
+  topi::schedule_injective_x86(s, out);
+  return s;
+}
+
 TEST(TopiElementwise, FusedChainWithInlinedProducers) {
   // relu(a * b + c) - both threads counts, broadcasting inside the chain.
   for (int threads : {1, 2}) {
@@ -201,11 +209,7 @@ TEST(TopiElementwise, FusedChainWithInlinedProducers) {
     te::Tensor m = topi::mul(a, b);
     te::Tensor ad = topi::add(m, c);
     te::Tensor r = topi::relu(ad);
-    te::Schedule s = te::create_schedule({r});
-    s[m].compute_inline();
-    s[ad].compute_inline();
-    topi::schedule_injective_x86(s, r);
-    auto f = build_host(s, {a, b, c, r});
+    auto f = build_host(injective_chain({m, ad}, r), {a, b, c, r});
     NDArray x = random_array({3, 1, 129}, 1), y = random_array({50, 129}, 2),
             z = random_array({1}, 3);
     NDArray out = zeros({3, 50, 129});
@@ -235,10 +239,7 @@ TEST(TopiElementwise, TransposingChainTilesTheChannels) {
     te::Tensor x = topi::nchwc_to_nchw(xb, c);
     te::Tensor ad = topi::add(x, r);
     te::Tensor y = topi::relu(ad);
-    te::Schedule s = te::create_schedule({y});
-    s[x].compute_inline();
-    s[ad].compute_inline();
-    topi::schedule_injective_x86(s, y);
+    te::Schedule s = injective_chain({x, ad}, y);
     // The parallel tiles, 16 channels, the vectors of a run, the lanes.
     EXPECT_EQ(s[y]->leaf_iter_vars.size(), 4u);
     auto f = build_host(s, {xb, r, y});

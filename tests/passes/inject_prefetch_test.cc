@@ -24,6 +24,23 @@ class InjectPrefetch : public ::testing::Test {
     Expr weight = load(kFloat32, weights, b * 9216 + r * 2304 + t * 16 + c);
     return store(acc, load(kFloat32, acc, slot) + load(kFloat32, d, r * 9 + t + x) * weight, slot);
   }
+  struct Loop {
+    Var var;
+    int extent;
+    bool unrolled = false;
+  };
+  /// `loops` (outermost first; the last vectorized) around `body`, the first under the pragma
+  /// prefetch_broadcasts 1.
+  static Stmt broadcasts_nest(Stmt body, const std::vector<Loop>& loops) {
+    for (size_t i = loops.size(); i-- > 0;) {
+      const ForKind kind = i + 1 == loops.size() ? ForKind::kVectorized
+                           : loops[i].unrolled   ? ForKind::kUnrolled
+                                                 : ForKind::kSerial;
+      body = for_loop(loops[i].var, 0, loops[i].extent, kind, std::move(body));
+    }
+    return attr_stmt(loops[0].var.node(),
+                     std::string(attr::kPragmaPrefix) + kPrefetchBroadcastsPragma, 1, body);
+  }
   /// The loop nest r, t, b, x, c (vectorized) around `body`, with the pragma on r when `distance`.
   Stmt nest(Stmt body, int distance, const char* pragma = kPrefetchStreamsPragma) {
     body = for_loop(c, 0, 16, ForKind::kVectorized, std::move(body));
@@ -77,13 +94,8 @@ TEST_F(InjectPrefetch, ABroadcastOncePerLineOfTheRegisterTile) {
   Expr slot = b * 64 + x * 16 + c;
   Expr value = load(kFloat32, acc, slot) + load(kFloat32, d, i * 3136 + (o * 4 + x) * 16 + k) *
                                                load(kFloat32, w, b * 4096 + i * 256 + k * 16 + c);
-  Stmt body = for_loop(c, 0, 16, ForKind::kVectorized, store(acc, value, slot));
-  body = for_loop(x, 0, 4, ForKind::kUnrolled, body);
-  body = for_loop(b, 0, 2, ForKind::kUnrolled, body);
-  body = for_loop(k, 0, 16, ForKind::kSerial, body);
-  body = for_loop(i, 0, 16, ForKind::kSerial, body);
-  body = for_loop(o, 0, 14, ForKind::kSerial, body);
-  body = attr_stmt(o.node(), std::string(attr::kPragmaPrefix) + kPrefetchBroadcastsPragma, 1, body);
+  const Stmt body = broadcasts_nest(
+      store(acc, value, slot), {{o, 14}, {i, 16}, {k, 16}, {b, 2, true}, {x, 4, true}, {c, 16}});
   const std::string out = to_string(inject_prefetch(body));
   EXPECT_NE(out.find("for i in range(16):\n"
                      "    kiln.prefetch(D, i*3136 + o*64 + 64)\n"
@@ -110,14 +122,10 @@ TEST_F(InjectPrefetch, ABroadcastOfTooManyLinesIsNotAskedFor) {
   EXPECT_EQ(near.find("kiln.prefetch(W"), std::string::npos) << near;
   Expr slot = b * 112 + x * 16 + c;
   Var k{"k"};
-  Stmt wide = store(
-      acc, load(kFloat32, acc, slot) + load(kFloat32, d, r * 4096 + b * 112 + x * 16 + k), slot);
-  wide = for_loop(c, 0, 16, ForKind::kVectorized, wide);
-  wide = for_loop(x, 0, 7, ForKind::kUnrolled, wide);
-  wide = for_loop(b, 0, 8, ForKind::kUnrolled, wide);
-  wide = for_loop(k, 0, 16, ForKind::kSerial, wide);
-  wide = for_loop(r, 0, 4, ForKind::kSerial, wide);
-  wide = attr_stmt(r.node(), std::string(attr::kPragmaPrefix) + kPrefetchBroadcastsPragma, 1, wide);
+  const Stmt wide = broadcasts_nest(
+      store(acc, load(kFloat32, acc, slot) + load(kFloat32, d, r * 4096 + b * 112 + x * 16 + k),
+            slot),
+      {{r, 4}, {k, 16}, {b, 8, true}, {x, 7, true}, {c, 16}});
   const std::string out = to_string(inject_prefetch(wide));
   EXPECT_EQ(out.find("kiln.prefetch"), std::string::npos) << out;
 }
