@@ -108,11 +108,7 @@ class Fuser {
     const Node& n = g_.nodes()[i];
     const Node& cn = g_.nodes()[c];
     if (n.op != "LayoutTransform" || n.outputs.empty() || cn.outputs.empty()) return false;
-    const auto src = n.attrs.find("src_block"), dst = n.attrs.find("dst_block");
-    if (src == n.attrs.end() || dst == n.attrs.end() || std::get<int64_t>(src->second) == 0 ||
-        std::get<int64_t>(dst->second) != 0) {
-      return false;
-    }
+    if (n.i("src_block", 0) == 0 || n.i("dst_block", 0) != 0) return false;
     const std::vector<int64_t>& shape = g_.value(n.outputs[0]).shape;
     return shape.size() >= 2 && shape.back() >= 16 && cn.outputs[0] != kNoValue &&
            g_.value(cn.outputs[0]).shape.size() < shape.size();

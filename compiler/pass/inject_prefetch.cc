@@ -137,7 +137,7 @@ class Planner {
         if (uses_var(load->index, sc.var)) return;
         continue;
       }
-      if (i < first || (steps[i] && std::abs(*steps[i]) < line)) {
+      if (steps[i] && std::abs(*steps[i]) < line) {
         for (VarMap& m : values) m[sc.var.get()] = sc.loop->min;
         continue;
       }

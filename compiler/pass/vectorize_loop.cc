@@ -52,8 +52,8 @@ class PredicateSelectedLoads : public IRMutator {
 
  protected:
   Expr mutate_(const SelectNode* op, const Expr& self) override {
-    Expr c = mutate(op->condition);
     if (!uses_var(op->condition, lane_)) return IRMutator::mutate_(op, self);
+    Expr c = mutate(op->condition);
     const size_t mark = facts_.size();
     conditions_.push_back(op->condition);
     add_facts(op->condition, true);
