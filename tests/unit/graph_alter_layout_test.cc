@@ -377,6 +377,38 @@ TEST(AlterLayout, OtherReadersGetNchwAndUnblockableConvsStay) {
   expect_same_results(before);
 }
 
+// A 3-D pooling over frames as rows (rewrite_pool3d: [N, C, D, H*W] with frame_shape [H, W]) of a
+// plain value pools in blocks, its input converted, and its reader gets the blocks: a (1, 2, 2)
+// MaxPool and a (2, 2, 2) AveragePool over 4 frames of 6x6. A plain 2-D pooling stays plain.
+TEST(AlterLayout, FramePoolingsOfPlainValuesPoolInBlocks) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    const bool max = std::string(op) == "MaxPool";
+    LayoutGraph m;
+    ValueId x = m.input("x", {1, 16, 4, 36});
+    Attrs pool;
+    pool["kernel_shape"] = std::vector<int64_t>{max ? 1 : 2, 2, 2};
+    pool["strides"] = std::vector<int64_t>{max ? 1 : 2, 2, 2};
+    pool["pads"] = std::vector<int64_t>(6, 0);
+    pool["dilations"] = std::vector<int64_t>{1, 1, 1};
+    pool["ceil_mode"] = int64_t{0};
+    if (!max) pool["count_include_pad"] = int64_t{0};
+    pool["frame_shape"] = std::vector<int64_t>{6, 6};
+    ValueId p = m.g.add_op(op, "pool", {x}, pool, kFloat32, {1, 16, max ? 4 : 2, 9});
+    m.g.add_output(m.conv(p, 16, 3));
+    Attrs plain = pool;
+    plain.erase("frame_shape");
+    plain["kernel_shape"] = std::vector<int64_t>{2, 2};
+    plain["strides"] = std::vector<int64_t>{2, 2};
+    plain["pads"] = std::vector<int64_t>(4, 0);
+    plain["dilations"] = std::vector<int64_t>{1, 1};
+    m.g.add_output(m.g.add_op(op, "plain", {x}, plain, kFloat32, {1, 16, 2, 18}));
+    Graph before = m.g;
+    alter_layout(m.g);
+    EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", op, "Conv", op, "LT16>0"})) << op;
+    expect_same_results(before);
+  }
+}
+
 TEST(AlterLayout, ChannelsThatDisagreeAreAnInternalError) {
   // The model of issue 14 (a weight with 5 input channels, an input with 3), had it slipped past
   // the front end's validation: packing its kernel wrote past the packed buffer. Now a check.
