@@ -238,7 +238,8 @@ class LayoutRewriter {
       } else if (int8_conv_blocked(n)) {
         g_.nodes().push_back(std::move(n));
       } else if (!try_keep_blocked(n) && !try_pool_blocked(n) && !try_concat_blocked(n) &&
-                 !try_batch_norm_blocked(n) && !try_channel_gather_blocked(n)) {
+                 !try_slice_blocked(n) && !try_batch_norm_blocked(n) &&
+                 !try_channel_gather_blocked(n)) {
         for (ValueId& v : n.inputs) {
           if (v != kNoValue) v = plain(v);
         }
@@ -466,6 +467,35 @@ class LayoutRewriter {
     n.inputs[0] = it->second.value;
     n.attrs["data_block"] = int64_t{b};
     make_blocked_output(n, b);
+    g_.nodes().push_back(std::move(n));
+    return true;
+  }
+
+  /// A Slice of whole channel blocks (axis 1 in steps of 1 from a block's start to a block's end,
+  /// every other axis whole) of a blocked value slices its blocks: a gated unit's halves (WaveNet's
+  /// tanh x sigmoid over a Split of its dilated convolution's channels) stay blocked, where in
+  /// NCHW each half was converted back to blocks for the next convolution.
+  bool try_slice_blocked(Node& n) {
+    if (n.op != "Slice" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    auto it = blocked_.find(n.inputs[0]);
+    if (it == blocked_.end()) return false;
+    const std::vector<int64_t> in = g_.value(n.inputs[0]).shape, out = g_.value(n.outputs[0]).shape;
+    const std::vector<int64_t> starts = n.ints("starts"),
+                               steps = n.ints("steps");  // rewritten below
+    const int64_t b = it->second.block;
+    if (in.size() != 4 || out.size() != 4 || starts.size() != 4 || steps.size() != 4 ||
+        in[1] % b != 0 || out[1] % b != 0 || starts[1] % b != 0 || steps[1] != 1) {
+      return false;
+    }
+    for (size_t d : {size_t{0}, size_t{2}, size_t{3}}) {
+      if (starts[d] != 0 || steps[d] != 1 || out[d] != in[d]) return false;
+    }
+    n.inputs[0] = it->second.value;
+    n.attrs["starts"] = std::vector<int64_t>{0, starts[1] / b, 0, 0, 0};
+    n.attrs["ends"] = std::vector<int64_t>{in[0], (starts[1] + out[1]) / b, in[2], in[3], b};
+    n.attrs["axes"] = std::vector<int64_t>{0, 1, 2, 3, 4};
+    n.attrs["steps"] = std::vector<int64_t>(5, 1);
+    make_blocked_output(n, static_cast<int>(b));
     g_.nodes().push_back(std::move(n));
     return true;
   }

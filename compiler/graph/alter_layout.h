@@ -22,7 +22,9 @@
 // or [1,C,1,1], or single elements) keep the layout of their first operand blocked with the
 // output's shape, converting the others to it (a single element stays NCHW and broadcasts), and
 // so do 2-D poolings (MaxPool, AveragePool and the global ones
-// pool NCHW[x]c directly; marked with data_block). Every other reader of a blocked value, and every
+// pool NCHW[x]c directly; marked with data_block), 3-D poolings over frames as rows
+// (rewrite_pool3d's, frame_shape) even of an NCHW value, converted first, and Slices of whole
+// channel blocks (a gated unit's halves). Every other reader of a blocked value, and every
 // graph output, reads it converted back to NCHW; a convolution that wants another block converts
 // directly between blocks. Conversions are LayoutTransform nodes {src_block, dst_block} (0 = NCHW),
 // each made at most once per value and block. A value keeps its id and NCHW meaning: its blocked

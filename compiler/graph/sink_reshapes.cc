@@ -36,6 +36,35 @@ void lift_window_attrs(Node& n) {
   n.attrs["pads"] = std::vector<int64_t>{0, p.at(0), 0, p.at(1)};
 }
 
+/// Whether `n` is a Slice of channels: axis 1 in steps of 1, every other axis whole (the
+/// normalized form the front end and split_to_slices give).
+bool is_channel_slice(const Graph& g, const Node& n) {
+  if (n.op != "Slice" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+  const std::vector<int64_t>& in = g.value(n.inputs[0]).shape;
+  const std::vector<int64_t>&starts = n.ints("starts"), &steps = n.ints("steps");
+  const std::vector<int64_t>& out = g.value(n.outputs[0]).shape;
+  if (in.size() < 2 || starts.size() != in.size() || steps.size() != in.size() ||
+      out.size() != in.size() || steps[1] != 1) {
+    return false;
+  }
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (d != 1 && (starts[d] != 0 || steps[d] != 1 || out[d] != in[d])) return false;
+  }
+  return true;
+}
+
+/// A channel Slice's attributes for the 4-D shape `in4`: the same channels, every other axis whole.
+void slice_channels_of_4d(Node& n, const std::vector<int64_t>& in4, int64_t channels) {
+  const int64_t start = n.ints("starts").at(1);
+  std::vector<int64_t> starts(4, 0), ends = in4, axes{0, 1, 2, 3}, steps(4, 1);
+  starts[1] = start;
+  ends[1] = start + channels;
+  n.attrs["starts"] = starts;
+  n.attrs["ends"] = ends;
+  n.attrs["axes"] = axes;
+  n.attrs["steps"] = steps;
+}
+
 Node reshape_node(const std::string& name, ValueId x, const std::vector<int64_t>& shape,
                   ValueId out) {
   return Node{"Reshape", name, {x}, {out}, {{"shape", shape}}};
@@ -71,7 +100,8 @@ size_t sink_reshapes(Graph& g) {
     const bool elementwise = pattern == OpPattern::kElemWise || pattern == OpPattern::kBroadcast;
     const bool concat =
         n.op == "Concat" && (n.i("axis") == 1 || n.i("axis") == 1 - int64_t(y.shape.size()));
-    if (!pool && !elementwise && !concat) continue;
+    const bool slice = is_channel_slice(g, n);
+    if (!pool && !elementwise && !concat && !slice) continue;
     // The 4-D shape of the first view among the operands: the others' (but a concatenation's
     // channels) must match it.
     std::vector<int64_t> shape4;
@@ -94,7 +124,7 @@ size_t sink_reshapes(Graph& g) {
         ok = s.size() == 4 && s[0] == shape4[0] && s[2] == shape4[2] && s[3] == shape4[3] &&
              g.value(v).shape.size() == y.shape.size();
         if (ok) channels += s[1];
-      } else if (pool) {
+      } else if (pool || slice) {
         ok = k != 0 || src != kNoValue;
       } else if (src != kNoValue && g.value(v).shape == y.shape) {
         ok = g.value(src).shape == shape4;
@@ -111,6 +141,8 @@ size_t sink_reshapes(Graph& g) {
       n.attrs["axis"] = int64_t{1};
     } else if (pool) {
       out4 = {y.shape[0], y.shape[1], 1, y.shape[2]};
+    } else if (slice) {
+      out4[1] = y.shape[1];
     }
     // Copies: adding values below moves the arena.
     const std::string name = n.name;
@@ -130,6 +162,7 @@ size_t sink_reshapes(Graph& g) {
     Node& m = g.nodes()[i];
     m.inputs = std::move(inputs);
     if (pool && m.has_attr("kernel_shape")) lift_window_attrs(m);
+    if (slice) slice_channels_of_4d(m, shape4, y.shape[1]);
     const ValueId y0 = m.outputs[0];
     m.outputs[0] = y4;
     g.nodes().insert(g.nodes().begin() + static_cast<std::ptrdiff_t>(i) + 1,

@@ -10,9 +10,10 @@
 // and are followed by the view instead: elementwise and broadcasting ones whose every other operand
 // is a view of the same shape too, a value of that shape (reshaped to 4-D itself: a residual from
 // a layer that is not such a view), or a single element; a Concat of channels (axis 1) of views of
-// the same trailing axes; a 1-D MaxPool / AveragePool (its window lifted as lift_conv1d lifts the
-// Conv's) or GlobalAveragePool / GlobalMaxPool. A Reshape that gives a view its 4-D shape back is
-// dropped:
+// the same trailing axes; a Slice of channels (axis 1 in steps of 1, every other axis whole: a
+// Split's, after split_to_slices, as a gated unit's halves); a 1-D MaxPool / AveragePool (its
+// window lifted as lift_conv1d lifts the Conv's) or GlobalAveragePool / GlobalMaxPool. A Reshape
+// that gives a view its 4-D shape back is dropped:
 //
 //   Conv -> Reshape -> Relu -> Reshape -> MaxPool      Conv -> Relu -> MaxPool
 //

@@ -409,6 +409,43 @@ TEST(AlterLayout, FramePoolingsOfPlainValuesPoolInBlocks) {
   }
 }
 
+/// A Slice of channels [start, start + len) of the 4-D `x`, in the front end's normalized form.
+ValueId channel_slice(LayoutGraph& m, ValueId x, int64_t start, int64_t len) {
+  std::vector<int64_t> shape = m.g.value(x).shape, starts(4, 0), ends = shape;
+  starts[1] = start;
+  ends[1] = start + len;
+  shape[1] = len;
+  return m.g.add_op("Slice", "slice" + std::to_string(start), {x},
+                    {{"starts", starts},
+                     {"ends", ends},
+                     {"axes", std::vector<int64_t>{0, 1, 2, 3}},
+                     {"steps", std::vector<int64_t>(4, 1)}},
+                    kFloat32, shape);
+}
+
+// A gated unit (WaveNet's tanh x sigmoid over the two halves of a convolution's channels): Slices
+// of whole blocks slice the blocks, and the gate stays blocked up to the next convolution. A Slice
+// that starts inside a block reads NCHW.
+TEST(AlterLayout, SlicesOfWholeBlocksStayBlocked) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 16, 5, 7});
+  ValueId c = m.conv(x, 64, 3);
+  ValueId gate = m.op("Mul", {m.op("Tanh", {channel_slice(m, c, 0, 32)}),
+                              m.op("Sigmoid", {channel_slice(m, c, 32, 32)})});
+  m.g.add_output(m.conv(gate, 16, 1));
+  m.g.add_output(channel_slice(m, c, 8, 16));
+  Graph before = m.g;
+  alter_layout(m.g);
+  EXPECT_EQ(m.ops(),
+            (std::vector<std::string>{"LT0>16", "Conv", "Slice", "Tanh", "Slice", "Sigmoid", "Mul",
+                                      "Conv", "LT16>0", "Slice", "LT16>0"}));
+  const Node& second = m.g.nodes()[4];
+  EXPECT_EQ(second.ints("starts"), (std::vector<int64_t>{0, 2, 0, 0, 0}));
+  EXPECT_EQ(second.ints("ends"), (std::vector<int64_t>{1, 4, 5, 7, 16}));
+  EXPECT_EQ(m.g.value(second.outputs[0]).shape, (std::vector<int64_t>{1, 2, 5, 7, 16}));
+  expect_same_results(before);
+}
+
 TEST(AlterLayout, ChannelsThatDisagreeAreAnInternalError) {
   // The model of issue 14 (a weight with 5 input channels, an input with 3), had it slipped past
   // the front end's validation: packing its kernel wrote past the packed buffer. Now a check.

@@ -121,5 +121,45 @@ TEST(LiftConv1d, LeavesTwoDAndRuntimeWeightsAlone) {
   EXPECT_EQ(g.nodes().size(), 2u);
 }
 
+// A gated unit over 1-D layers: a Split of the dilated convolution's channels (as Slices,
+// split_to_slices) into tanh x sigmoid, then a 1x1 convolution. The channel Slices run on the 4-D
+// value too, and the whole unit is blocked with one conversion in and one out.
+TEST(LiftConv1d, GatedUnitSlicesStayFourD) {
+  Graph g;
+  ValueId x = g.add_input("x", kFloat32, {1, 16, 40});
+  ValueId w1 = g.add_constant("w1", testing::random_array({64, 16, 2}, 1));
+  ValueId w2 = g.add_constant("w2", testing::random_array({16, 32, 1}, 2));
+  ValueId c1 =
+      g.add_op("Conv", "dil", {x, w1}, conv1d_attrs(2, 1, 4, {4, 0}), kFloat32, {1, 64, 40});
+  auto half = [&](int64_t start) {
+    return g.add_op("Slice", "half" + std::to_string(start), {c1},
+                    {{"starts", Shape{0, start, 0}},
+                     {"ends", Shape{1, start + 32, 40}},
+                     {"axes", Shape{0, 1, 2}},
+                     {"steps", Shape{1, 1, 1}}},
+                    kFloat32, {1, 32, 40});
+  };
+  ValueId t = g.add_op("Tanh", "tanh", {half(0)}, {}, kFloat32, {1, 32, 40});
+  ValueId s = g.add_op("Sigmoid", "sigmoid", {half(32)}, {}, kFloat32, {1, 32, 40});
+  ValueId z = g.add_op("Mul", "gate", {t, s}, {}, kFloat32, {1, 32, 40});
+  ValueId c2 =
+      g.add_op("Conv", "out", {z, w2}, conv1d_attrs(1, 1, 1, {0, 0}), kFloat32, {1, 16, 40});
+  g.add_output(c2);
+  EXPECT_EQ(lift_conv1d(g), 2u);
+  EXPECT_EQ(sink_reshapes(g), 5u);  // the two Slices, Tanh, Sigmoid, Mul
+  g.verify();
+  EXPECT_EQ(testing::four_d_ops(g),
+            (std::vector<std::string>{"Reshape", "Conv", "Slice", "Tanh", "Slice", "Sigmoid", "Mul",
+                                      "Conv", "Reshape"}));
+  const Node& second = g.nodes()[4];
+  EXPECT_EQ(second.ints("starts"), (Shape{0, 32, 0, 0}));
+  EXPECT_EQ(second.ints("ends"), (Shape{1, 64, 1, 40}));
+  EXPECT_EQ(g.value(second.outputs[0]).shape, (Shape{1, 32, 1, 40}));
+  const AlterLayoutReport layout = alter_layout(g);
+  EXPECT_EQ(layout.convolutions_blocked, 2u);
+  EXPECT_EQ(layout.conversions, 2u);
+  g.verify();
+}
+
 }  // namespace
 }  // namespace kiln::graph
