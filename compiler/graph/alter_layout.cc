@@ -455,8 +455,10 @@ class LayoutRewriter {
       // (1, 2, 2) MaxPool over 32 channels of 16 frames of 112x112 ran at 2.6 GB/s). Blocked,
       // its vectors are 16 channels of one pixel, which the fused conversions read as they lie.
       const Value& x = g_.value(n.inputs[0]);
+      // (Not a few channels, an image's colours, that a block of their own count would not fill
+      // a vector with.)
       const int b = n.has_attr("frame_shape") && x.is_float32() ? channel_block(x.shape[1]) : 0;
-      if (b == 0 || x.shape[1] % b != 0) return false;
+      if (b < 8 || x.shape[1] % b != 0) return false;
       n.inputs[0] = in_block(n.inputs[0], b);
       n.attrs["data_block"] = int64_t{b};
       make_blocked_output(n, b);

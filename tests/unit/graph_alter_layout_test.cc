@@ -377,6 +377,18 @@ TEST(AlterLayout, OtherReadersGetNchwAndUnblockableConvsStay) {
   expect_same_results(before);
 }
 
+/// The attributes of a (depth, 2, 2) pooling over frames of 6x6 as rows (rewrite_pool3d's form).
+Attrs frame_pool(int64_t depth) {
+  Attrs a;
+  a["kernel_shape"] = std::vector<int64_t>{depth, 2, 2};
+  a["strides"] = std::vector<int64_t>{depth, 2, 2};
+  a["pads"] = std::vector<int64_t>(6, 0);
+  a["dilations"] = std::vector<int64_t>{1, 1, 1};
+  a["ceil_mode"] = int64_t{0};
+  a["frame_shape"] = std::vector<int64_t>{6, 6};
+  return a;
+}
+
 // A 3-D pooling over frames as rows (rewrite_pool3d: [N, C, D, H*W] with frame_shape [H, W]) of a
 // plain value pools in blocks, its input converted, and its reader gets the blocks: a (1, 2, 2)
 // MaxPool and a (2, 2, 2) AveragePool over 4 frames of 6x6. A plain 2-D pooling stays plain.
@@ -385,14 +397,8 @@ TEST(AlterLayout, FramePoolingsOfPlainValuesPoolInBlocks) {
     const bool max = std::string(op) == "MaxPool";
     LayoutGraph m;
     ValueId x = m.input("x", {1, 16, 4, 36});
-    Attrs pool;
-    pool["kernel_shape"] = std::vector<int64_t>{max ? 1 : 2, 2, 2};
-    pool["strides"] = std::vector<int64_t>{max ? 1 : 2, 2, 2};
-    pool["pads"] = std::vector<int64_t>(6, 0);
-    pool["dilations"] = std::vector<int64_t>{1, 1, 1};
-    pool["ceil_mode"] = int64_t{0};
+    Attrs pool = frame_pool(max ? 1 : 2);
     if (!max) pool["count_include_pad"] = int64_t{0};
-    pool["frame_shape"] = std::vector<int64_t>{6, 6};
     ValueId p = m.g.add_op(op, "pool", {x}, pool, kFloat32, {1, 16, max ? 4 : 2, 9});
     m.g.add_output(m.conv(p, 16, 3));
     Attrs plain = pool;
@@ -407,6 +413,12 @@ TEST(AlterLayout, FramePoolingsOfPlainValuesPoolInBlocks) {
     EXPECT_EQ(m.ops(), (std::vector<std::string>{"LT0>16", op, "Conv", op, "LT16>0"})) << op;
     expect_same_results(before);
   }
+  // Three channels (a video's colours) would not fill a vector: that pooling stays plain.
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 3, 4, 36});
+  m.g.add_output(m.g.add_op("MaxPool", "pool", {x}, frame_pool(1), kFloat32, {1, 3, 4, 9}));
+  alter_layout(m.g);
+  EXPECT_EQ(m.ops(), (std::vector<std::string>{"MaxPool"}));
 }
 
 /// A Slice of channels [start, start + len) of the 4-D `x`, in the front end's normalized form.
