@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/int_math.h"
+#include "compiler/graph/split_to_slices.h"
 #include "compiler/ir/bf16.h"
 #include "compiler/topi/conv2d_int8.h"
 
@@ -446,27 +447,23 @@ class LayoutRewriter {
                                                  "GlobalMaxPool", "MaxPool"};
     if (!kPools.count(n.op) || n.inputs.empty() || n.outputs.size() != 1) return false;
     if (g_.value(n.outputs[0]).shape.size() != 4) return false;
-    auto it = blocked_.find(n.inputs[0]);
-    if (it == blocked_.end()) {
+    int b = 0;
+    if (auto it = blocked_.find(n.inputs[0]); it != blocked_.end()) {
+      b = it->second.block;
+    } else {
       // A 3-D pooling over frames as rows (rewrite_pool3d) of a plain value pools in blocks too,
       // its input converted: its value comes from a video convolution's frames put back in
       // order (a Transpose), and a plain pooling's vector of columns gathered its lanes from the
       // blocked convolution output through the fused conversion, one channel each (C3D's
       // (1, 2, 2) MaxPool over 32 channels of 16 frames of 112x112 ran at 2.6 GB/s). Blocked,
       // its vectors are 16 channels of one pixel, which the fused conversions read as they lie.
+      // Not a few channels, an image's colours, that a block of their own count would not fill
+      // a vector with.
       const Value& x = g_.value(n.inputs[0]);
-      // (Not a few channels, an image's colours, that a block of their own count would not fill
-      // a vector with.)
-      const int b = n.has_attr("frame_shape") && x.is_float32() ? channel_block(x.shape[1]) : 0;
+      if (n.has_attr("frame_shape") && x.is_float32()) b = channel_block(x.shape[1]);
       if (b < 8 || x.shape[1] % b != 0) return false;
-      n.inputs[0] = in_block(n.inputs[0], b);
-      n.attrs["data_block"] = int64_t{b};
-      make_blocked_output(n, b);
-      g_.nodes().push_back(std::move(n));
-      return true;
     }
-    const int b = it->second.block;
-    n.inputs[0] = it->second.value;
+    n.inputs[0] = in_block(n.inputs[0], b);
     n.attrs["data_block"] = int64_t{b};
     make_blocked_output(n, b);
     g_.nodes().push_back(std::move(n));
@@ -478,25 +475,18 @@ class LayoutRewriter {
   /// tanh x sigmoid over a Split of its dilated convolution's channels) stay blocked, where in
   /// NCHW each half was converted back to blocks for the next convolution.
   bool try_slice_blocked(Node& n) {
-    if (n.op != "Slice" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+    if (!is_channel_slice(g_, n)) return false;
     auto it = blocked_.find(n.inputs[0]);
     if (it == blocked_.end()) return false;
-    const std::vector<int64_t> in = g_.value(n.inputs[0]).shape, out = g_.value(n.outputs[0]).shape;
-    const std::vector<int64_t> starts = n.ints("starts"),
-                               steps = n.ints("steps");  // rewritten below
-    const int64_t b = it->second.block;
-    if (in.size() != 4 || out.size() != 4 || starts.size() != 4 || steps.size() != 4 ||
-        in[1] % b != 0 || out[1] % b != 0 || starts[1] % b != 0 || steps[1] != 1) {
+    const int64_t b = it->second.block, start = n.ints("starts")[1];
+    const int64_t channels = g_.value(n.outputs[0]).shape[1];
+    const Value& blocked = g_.value(it->second.value);
+    if (blocked.shape.size() != 5 || g_.value(n.inputs[0]).shape[1] % b != 0 || start % b != 0 ||
+        channels % b != 0) {
       return false;
     }
-    for (size_t d : {size_t{0}, size_t{2}, size_t{3}}) {
-      if (starts[d] != 0 || steps[d] != 1 || out[d] != in[d]) return false;
-    }
+    n.attrs = slice_along(blocked.shape, 1, start / b, channels / b);
     n.inputs[0] = it->second.value;
-    n.attrs["starts"] = std::vector<int64_t>{0, starts[1] / b, 0, 0, 0};
-    n.attrs["ends"] = std::vector<int64_t>{in[0], (starts[1] + out[1]) / b, in[2], in[3], b};
-    n.attrs["axes"] = std::vector<int64_t>{0, 1, 2, 3, 4};
-    n.attrs["steps"] = std::vector<int64_t>(5, 1);
     make_blocked_output(n, static_cast<int>(b));
     g_.nodes().push_back(std::move(n));
     return true;

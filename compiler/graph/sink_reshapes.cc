@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/graph/op_pattern.h"
+#include "compiler/graph/split_to_slices.h"
 
 namespace kiln::graph {
 namespace {
@@ -34,35 +35,6 @@ void lift_window_attrs(Node& n) {
   }
   const auto p = n.ints("pads");
   n.attrs["pads"] = std::vector<int64_t>{0, p.at(0), 0, p.at(1)};
-}
-
-/// Whether `n` is a Slice of channels: axis 1 in steps of 1, every other axis whole (the
-/// normalized form the front end and split_to_slices give).
-bool is_channel_slice(const Graph& g, const Node& n) {
-  if (n.op != "Slice" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
-  const std::vector<int64_t>& in = g.value(n.inputs[0]).shape;
-  const std::vector<int64_t>&starts = n.ints("starts"), &steps = n.ints("steps");
-  const std::vector<int64_t>& out = g.value(n.outputs[0]).shape;
-  if (in.size() < 2 || starts.size() != in.size() || steps.size() != in.size() ||
-      out.size() != in.size() || steps[1] != 1) {
-    return false;
-  }
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (d != 1 && (starts[d] != 0 || steps[d] != 1 || out[d] != in[d])) return false;
-  }
-  return true;
-}
-
-/// A channel Slice's attributes for the 4-D shape `in4`: the same channels, every other axis whole.
-void slice_channels_of_4d(Node& n, const std::vector<int64_t>& in4, int64_t channels) {
-  const int64_t start = n.ints("starts").at(1);
-  std::vector<int64_t> starts(4, 0), ends = in4, axes{0, 1, 2, 3}, steps(4, 1);
-  starts[1] = start;
-  ends[1] = start + channels;
-  n.attrs["starts"] = starts;
-  n.attrs["ends"] = ends;
-  n.attrs["axes"] = axes;
-  n.attrs["steps"] = steps;
 }
 
 Node reshape_node(const std::string& name, ValueId x, const std::vector<int64_t>& shape,
@@ -162,7 +134,7 @@ size_t sink_reshapes(Graph& g) {
     Node& m = g.nodes()[i];
     m.inputs = std::move(inputs);
     if (pool && m.has_attr("kernel_shape")) lift_window_attrs(m);
-    if (slice) slice_channels_of_4d(m, shape4, y.shape[1]);
+    if (slice) m.attrs = slice_along(shape4, 1, m.ints("starts")[1], y.shape[1]);
     const ValueId y0 = m.outputs[0];
     m.outputs[0] = y4;
     g.nodes().insert(g.nodes().begin() + static_cast<std::ptrdiff_t>(i) + 1,

@@ -24,27 +24,47 @@ size_t split_to_slices(Graph& graph) {
     KILN_ICHECK(axis < shape.size() && sizes.size() == n.outputs.size())
         << "split_to_slices: Split '" << n.name << "' has " << sizes.size() << " sizes for "
         << n.outputs.size() << " outputs along axis " << axis << " of rank " << shape.size();
-    std::vector<int64_t> axes, steps(shape.size(), 1);
-    for (size_t d = 0; d < shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
     int64_t offset = 0;
     for (size_t k = 0; k < sizes.size(); ++k) {
       const int64_t start = offset;
       offset += sizes[k];
       if (n.outputs[k] == kNoValue) continue;
-      // The Slice front end's normalized form: bounds on every axis, steps of 1.
-      std::vector<int64_t> starts(shape.size(), 0), ends = shape;
-      starts[axis] = start;
-      ends[axis] = start + sizes[k];
       out.push_back(Node{"Slice",
                          n.name + "_" + std::to_string(k),
                          {n.inputs[0]},
                          {n.outputs[k]},
-                         {{"starts", starts}, {"ends", ends}, {"axes", axes}, {"steps", steps}}});
+                         slice_along(shape, axis, start, sizes[k])});
     }
     ++rewritten;
   }
   graph.nodes() = std::move(out);
   return rewritten;
+}
+
+Attrs slice_along(const std::vector<int64_t>& in, size_t axis, int64_t start, int64_t count) {
+  std::vector<int64_t> starts(in.size(), 0), ends = in, axes;
+  for (size_t d = 0; d < in.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  starts.at(axis) = start;
+  ends[axis] = start + count;
+  return {{"starts", starts},
+          {"ends", ends},
+          {"axes", axes},
+          {"steps", std::vector<int64_t>(in.size(), 1)}};
+}
+
+bool is_channel_slice(const Graph& g, const Node& n) {
+  if (n.op != "Slice" || n.inputs.size() != 1 || n.outputs.size() != 1) return false;
+  const std::vector<int64_t>& in = g.value(n.inputs[0]).shape;
+  const std::vector<int64_t>& out = g.value(n.outputs[0]).shape;
+  const std::vector<int64_t>&starts = n.ints("starts"), &steps = n.ints("steps");
+  if (in.size() < 2 || starts.size() != in.size() || steps.size() != in.size() ||
+      out.size() != in.size()) {
+    return false;
+  }
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (steps[d] != 1 || (d != 1 && (starts[d] != 0 || out[d] != in[d]))) return false;
+  }
+  return true;
 }
 
 }  // namespace kiln::graph

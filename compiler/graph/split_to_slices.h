@@ -11,10 +11,13 @@
 //   %v = Slice(%x) {starts=[0, 0, 1536], ends=[1, 128, 2304], ...}
 //
 // Every Split (the front end gives its sizes and axis as attributes); an output the model leaves
-// out gets no Slice.
+// out gets no Slice. The Slices are in the front end's normalized form (bounds on every axis, steps
+// of 1), which `slice_along` writes and `is_channel_slice` reads for the layout passes.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "compiler/graph/graph.h"
 
@@ -22,5 +25,13 @@ namespace kiln::graph {
 
 /// Rewrites every Split node into Slices in place; returns how many Splits it rewrote.
 size_t split_to_slices(Graph& graph);
+
+/// The normalized attributes of a Slice of [start, start + count) along `axis` of a value of shape
+/// `in`, every other axis whole.
+Attrs slice_along(const std::vector<int64_t>& in, size_t axis, int64_t start, int64_t count);
+
+/// Whether `n` is a Slice of channels: axis 1 in steps of 1, every other axis whole (a Split's
+/// along the channels, as a gated unit's halves).
+bool is_channel_slice(const Graph& g, const Node& n);
 
 }  // namespace kiln::graph

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/graph_build.h"
+#include "compiler/graph/split_to_slices.h"
 #include "deploy/runtime/graph_executor.h"
 #include "tests/common/kiln_test_util.h"
 
@@ -423,16 +424,10 @@ TEST(AlterLayout, FramePoolingsOfPlainValuesPoolInBlocks) {
 
 /// A Slice of channels [start, start + len) of the 4-D `x`, in the front end's normalized form.
 ValueId channel_slice(LayoutGraph& m, ValueId x, int64_t start, int64_t len) {
-  std::vector<int64_t> shape = m.g.value(x).shape, starts(4, 0), ends = shape;
-  starts[1] = start;
-  ends[1] = start + len;
+  std::vector<int64_t> shape = m.g.value(x).shape;
+  const Attrs a = slice_along(shape, 1, start, len);
   shape[1] = len;
-  return m.g.add_op("Slice", "slice" + std::to_string(start), {x},
-                    {{"starts", starts},
-                     {"ends", ends},
-                     {"axes", std::vector<int64_t>{0, 1, 2, 3}},
-                     {"steps", std::vector<int64_t>(4, 1)}},
-                    kFloat32, shape);
+  return m.g.add_op("Slice", "slice" + std::to_string(start), {x}, a, kFloat32, shape);
 }
 
 // A gated unit (WaveNet's tanh x sigmoid over the two halves of a convolution's channels): Slices

@@ -9,6 +9,7 @@
 #include "compiler/graph/alter_layout.h"
 #include "compiler/graph/lift_conv1d.h"
 #include "compiler/graph/sink_reshapes.h"
+#include "compiler/graph/split_to_slices.h"
 #include "tests/common/four_d_ops.h"
 #include "tests/common/kiln_test_util.h"
 
@@ -133,11 +134,7 @@ TEST(LiftConv1d, GatedUnitSlicesStayFourD) {
       g.add_op("Conv", "dil", {x, w1}, conv1d_attrs(2, 1, 4, {4, 0}), kFloat32, {1, 64, 40});
   auto half = [&](int64_t start) {
     return g.add_op("Slice", "half" + std::to_string(start), {c1},
-                    {{"starts", Shape{0, start, 0}},
-                     {"ends", Shape{1, start + 32, 40}},
-                     {"axes", Shape{0, 1, 2}},
-                     {"steps", Shape{1, 1, 1}}},
-                    kFloat32, {1, 32, 40});
+                    slice_along({1, 64, 40}, 1, start, 32), kFloat32, {1, 32, 40});
   };
   ValueId t = g.add_op("Tanh", "tanh", {half(0)}, {}, kFloat32, {1, 32, 40});
   ValueId s = g.add_op("Sigmoid", "sigmoid", {half(32)}, {}, kFloat32, {1, 32, 40});
