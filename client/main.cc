@@ -151,6 +151,7 @@ int compile_main(const kiln::cli::Args& args) {
   kiln::graph::BuildOptions options;
   options.fuse = !args.has("--no-fuse");
   options.alter_layout = !args.has("--no-layout");
+  options.winograd = !args.has("--no-winograd");
   const std::string precision = args.get("--precision", "fp32");
   if (precision != "fp32" && precision != "bf16") {
     throw kiln::cli::UsageError("--precision takes fp32 or bf16, got '" + precision + "'");
@@ -242,6 +243,9 @@ const kiln::cli::Command kCompile{
               {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
               {"--no-fuse", "", "one kernel per operator, no fusion (for comparisons)"},
               {"--no-layout", "", "keep convolutions in NCHW, not NCHW[x]c (for comparisons)"},
+              {"--no-winograd", "",
+               "every 3x3 convolution direct, none by Winograd's F(m x m, 3 x 3) (for "
+               "comparisons, or for the direct sum's rounding)"},
               {"--records", "DIR",
                "use a record log's configs (default: none): each task's best measured one, else "
                "its cost model's pick where that pays"},

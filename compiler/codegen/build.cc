@@ -142,8 +142,9 @@ std::unique_ptr<llvm::Module> compile_module(const std::vector<ir::PrimFunc>& fu
   return m;
 }
 
-/// How a module's `__kiln_parallel_launch` is emitted when its functions are split between
-/// objects: defined in one of them, referred to by the others.
+/// How a module's runtime pointers (`__kiln_parallel_launch`, `__kiln_workspace_alloc`,
+/// `__kiln_workspace_free`: c_abi.h) are emitted when its functions are split between objects:
+/// defined in one of them, referred to by the others.
 enum class LaunchPointer { kAsGenerated, kDefine, kDeclare };
 
 std::string emit_file(const std::vector<ir::PrimFunc>& funcs, const target::Target& target,
@@ -153,15 +154,17 @@ std::string emit_file(const std::vector<ir::PrimFunc>& funcs, const target::Targ
   llvm::TargetMachine* tm = thread_target_machine(lt);
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = compile_module(funcs, lt, tm, &ctx, true, nullptr);
-  if (launch != LaunchPointer::kAsGenerated) {
-    llvm::GlobalVariable* gv = m->getGlobalVariable("__kiln_parallel_launch");
+  for (const char* name :
+       {"__kiln_parallel_launch", "__kiln_workspace_alloc", "__kiln_workspace_free"}) {
+    if (launch == LaunchPointer::kAsGenerated) break;
+    llvm::GlobalVariable* gv = m->getGlobalVariable(name);
     if (launch == LaunchPointer::kDeclare && gv != nullptr) {
       gv->setInitializer(nullptr);  // a declaration: the first object defines it
     } else if (launch == LaunchPointer::kDefine && gv == nullptr) {
       llvm::PointerType* ptr = llvm::PointerType::get(ctx, 0);
       gv = new llvm::GlobalVariable(*m, ptr, /*isConstant=*/false,
                                     llvm::GlobalValue::ExternalLinkage,
-                                    llvm::ConstantPointerNull::get(ptr), "__kiln_parallel_launch");
+                                    llvm::ConstantPointerNull::get(ptr), name);
       gv->setAlignment(llvm::Align(8));
     }
   }

@@ -688,7 +688,7 @@ void CodeGenLLVM::store_error(llvm::Value* message) {
 
 void CodeGenLLVM::emit_error_return(llvm::Value* code) {
   for (auto it = fs_.heap.rbegin(); it != fs_.heap.rend(); ++it) {
-    builder_.CreateCall(c_function("free", builder_.getVoidTy(), {ptr_}), {*it});
+    builder_.CreateCall(workspace_function(/*alloc=*/false), {*it});
   }
   builder_.CreateRet(code);
 }

@@ -153,6 +153,10 @@ class CodeGenLLVM {
   // ---- parallel loops (codegen_llvm_parallel.cc) ----
   void emit_parallel_for(const ir::ForNode* op);
   llvm::GlobalVariable* parallel_launch_global();
+  /// The module's internal `kiln.workspace_alloc(i64 bytes) -> ptr` (alloc) or
+  /// `kiln.workspace_free(ptr)`: through the runtime's `__kiln_workspace_alloc` / `_free` pointer
+  /// when the loader set it, else aligned_alloc / free (c_abi.h).
+  llvm::Function* workspace_function(bool alloc);
 
   // ---- outlining (codegen_llvm_entry.cc) ----
   /// The state of the function being emitted, saved while an outlined one is emitted.
@@ -204,6 +208,8 @@ class CodeGenLLVM {
   int outlined_count_ = 0;  ///< parts of the current function outlined by emit_seq
   std::map<std::string, llvm::Constant*> strings_;
   llvm::GlobalVariable* parallel_launch_ = nullptr;
+  llvm::Function* workspace_alloc_ = nullptr;
+  llvm::Function* workspace_free_ = nullptr;
   bool vnni_512_ = false;      ///< llvm.x86.avx512.vpdpbusd.512 is available
   bool vnni_256_ = false;      ///< llvm.x86.avx512.vpdpbusd.256 is available (AVX-VNNI or VNNI+VL)
   bool neon_dotprod_ = false;  ///< AArch64 udot / sdot (FEAT_DotProd)

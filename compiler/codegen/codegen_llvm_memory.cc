@@ -318,8 +318,7 @@ void CodeGenLLVM::emit_allocate(const ir::AllocateNode* op) {
                            builder_.getInt64(~(kAllocAlignment - 1)));
     rounded = builder_.CreateSelect(builder_.CreateICmpSGT(rounded, builder_.getInt64(0)), rounded,
                                     builder_.getInt64(kAllocAlignment));
-    llvm::FunctionCallee aligned_alloc = c_function("aligned_alloc", ptr_, {i64_, i64_});
-    heap = builder_.CreateCall(aligned_alloc, {builder_.getInt64(kAllocAlignment), rounded},
+    heap = builder_.CreateCall(workspace_function(/*alloc=*/true), {rounded},
                                op->buffer_var.name());
     check_or_fail(builder_.CreateIsNotNull(heap),
                   "out of memory allocating '" + op->buffer_var.name() + "'", kOutOfMemory);
@@ -338,8 +337,48 @@ void CodeGenLLVM::emit_allocate(const ir::AllocateNode* op) {
   }
   if (heap != nullptr) {
     fs_.heap.pop_back();
-    builder_.CreateCall(c_function("free", builder_.getVoidTy(), {ptr_}), {heap});
+    builder_.CreateCall(workspace_function(/*alloc=*/false), {heap});
   }
+}
+
+llvm::Function* CodeGenLLVM::workspace_function(bool alloc) {
+  llvm::Function*& f = alloc ? workspace_alloc_ : workspace_free_;
+  if (f != nullptr) return f;
+  // The runtime's pointer, exported for the loader to set.
+  const char* pointer_name = alloc ? "__kiln_workspace_alloc" : "__kiln_workspace_free";
+  llvm::GlobalVariable* pointer = module_->getGlobalVariable(pointer_name);
+  if (pointer == nullptr) {
+    pointer = new llvm::GlobalVariable(*module_, ptr_, /*isConstant=*/false,
+                                       llvm::GlobalValue::ExternalLinkage,
+                                       llvm::ConstantPointerNull::get(ptr_), pointer_name);
+    pointer->setAlignment(llvm::Align(8));
+  }
+  llvm::Type* ret = alloc ? ptr_ : builder_.getVoidTy();
+  llvm::Type* param = alloc ? static_cast<llvm::Type*>(i64_) : ptr_;
+  auto* fty = llvm::FunctionType::get(ret, {param}, /*isVarArg=*/false);
+  f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage,
+                             alloc ? "kiln.workspace_alloc" : "kiln.workspace_free", *module_);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  llvm::IRBuilder<> b(*ctx_);
+  auto* entry = llvm::BasicBlock::Create(*ctx_, "entry", f);
+  auto* runtime = llvm::BasicBlock::Create(*ctx_, "runtime", f);
+  auto* system = llvm::BasicBlock::Create(*ctx_, "system", f);
+  b.SetInsertPoint(entry);
+  llvm::Value* fn = b.CreateAlignedLoad(ptr_, pointer, llvm::Align(8), "fn");
+  b.CreateCondBr(b.CreateIsNull(fn), system, runtime);
+  llvm::Value* arg = f->getArg(0);
+  b.SetInsertPoint(runtime);
+  llvm::Value* r = b.CreateCall(fty, fn, {arg});
+  alloc ? b.CreateRet(r) : b.CreateRetVoid();
+  b.SetInsertPoint(system);
+  if (alloc) {
+    llvm::FunctionCallee aligned_alloc = c_function("aligned_alloc", ptr_, {i64_, i64_});
+    b.CreateRet(b.CreateCall(aligned_alloc, {b.getInt64(kAllocAlignment), arg}));
+  } else {
+    b.CreateCall(c_function("free", b.getVoidTy(), {ptr_}), {arg});
+    b.CreateRetVoid();
+  }
+  return f;
 }
 
 }  // namespace kiln::codegen::detail

@@ -18,6 +18,7 @@
 #include "compiler/graph/split_to_slices.h"
 #include "compiler/ir/bf16.h"
 #include "compiler/topi/conv2d_int8.h"
+#include "compiler/topi/conv2d_winograd.h"
 
 namespace kiln::graph {
 namespace {
@@ -48,6 +49,38 @@ bool layout_agnostic(const std::string& op) {
       "Div", "Exp", "Log", "Pow", "Reciprocal", "Softplus", "Sqrt",
   };
   return finite_on_finite(op) || kMore.count(op) != 0;
+}
+
+/// The output tile m of F(m x m, 3 x 3) for a plain blocked convolution (winograd_tile), 0 for the
+/// direct one: a 3x3 of stride 1 and dilation 1 over at least 16 input and output channels, of at
+/// least 2^21 multiply-adds direct (below, its four parallel stages cost more than they save),
+/// whose batched products multiply at most 0.45 of the direct convolution's taps, with 16 tiles or
+/// more to feed the products' register tiles. Of F(4x4) and F(2x2) the one with fewer products,
+/// tiles past the output's edge included (a 14x14 map: 16 tiles of 4x4 = 576 products of 36,
+/// against 49 tiles of 2x2 = 784 of 16).
+int winograd_tile(const Graph& g, const Node& n, int64_t c_pad, int64_t o_pad) {
+  constexpr double kShare = 0.45;
+  constexpr int64_t kMinTiles = 16, kMinMacs = int64_t{1} << 21;
+  const std::vector<int64_t>& y = g.value(n.outputs[0]).shape;
+  if (n.ints("kernel_shape") != std::vector<int64_t>{3, 3} ||
+      n.ints("strides") != std::vector<int64_t>{1, 1} ||
+      n.ints("dilations") != std::vector<int64_t>{1, 1} || c_pad < 16 || o_pad < 16 ||
+      y[0] * y[2] * y[3] * 9 * c_pad * o_pad < kMinMacs) {
+    return 0;
+  }
+  const double share = kShare;
+  const int64_t min_tiles = kMinTiles;
+  int best = 0;
+  int64_t best_cost = y[0] * y[2] * y[3] * 9;
+  for (int m : {4, 2}) {
+    const int64_t tiles = y[0] * ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
+    const int64_t cost = tiles * (m + 2) * (m + 2);
+    if (tiles >= min_tiles && cost < best_cost) {
+      best = m;
+      best_cost = cost;
+    }
+  }
+  return best != 0 && best_cost <= share * (y[0] * y[2] * y[3] * 9) ? best : 0;
 }
 
 /// How the pass blocks a convolution: its blocks ib and ob (0: it stays NCHW), and for a grouped
@@ -335,10 +368,23 @@ class LayoutRewriter {
     // channels are a (merged) group's.
     const int64_t c_pad = b.depthwise || groups != 1 ? kernel->shape()[1] : b.c_pad;
     const bool bf16 = opt_.bf16 && groups == 1 && b.ib % 2 == 0;
-    ValueId packed =
-        g_.add_constant(w_name + (bf16 ? "_packed_bf16" : "_packed"),
-                        bf16 ? pack_kernel_bf16(*kernel, b.ib, b.ob, b.o_pad, c_pad)
-                             : pack_kernel(*kernel, b.depthwise ? 1 : b.ib, b.ob, b.o_pad, c_pad));
+    const int wino = opt_.winograd && groups == 1 && !bf16 ? winograd_tile(g_, n, c_pad, b.o_pad) : 0;
+    ValueId packed;
+    if (wino != 0) {
+      const int64_t alpha = wino + 2;
+      runtime::NDArray u = runtime::NDArray::from_vector(
+          topi::winograd_kernel_transform(kernel->data<float>(), o, kernel->shape()[1], wino, b.ob,
+                                          b.o_pad, c_pad),
+          {alpha, alpha, b.o_pad / b.ob, c_pad, b.ob});
+      packed = g_.add_constant(w_name + "_winograd" + std::to_string(wino), std::move(u));
+      n.attrs["winograd"] = int64_t{wino};
+      ++report_.winograd;
+    } else {
+      packed =
+          g_.add_constant(w_name + (bf16 ? "_packed_bf16" : "_packed"),
+                          bf16 ? pack_kernel_bf16(*kernel, b.ib, b.ob, b.o_pad, c_pad)
+                               : pack_kernel(*kernel, b.depthwise ? 1 : b.ib, b.ob, b.o_pad, c_pad));
+    }
     if (b.o_pad != o && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
       const Value& bias = g_.value(n.inputs[2]);
       runtime::NDArray padded_bias = zero_extend_rows(*bias.data, b.o_pad);

@@ -61,6 +61,10 @@ struct AlterLayoutOptions {
   /// odd input block (the count itself: an image's 3 colours) becomes a padded even one (4, a
   /// zero channel). Grouped and depthwise ones stay float32.
   bool bf16 = false;
+  /// Winograd's F(m x m, 3 x 3) for the plain float32 3x3 convolutions of stride 1 where it pays
+  /// (see "Winograd" above): the kernel transformed at build time, [alpha, alpha, O/ob, C, ob]
+  /// (topi::winograd_kernel_transform, alpha = m + 2), and the attribute winograd = m.
+  bool winograd = false;
 };
 
 struct AlterLayoutReport {
@@ -69,6 +73,7 @@ struct AlterLayoutReport {
   size_t padded = 0;           ///< of those, ones with a padded block (input or output)
   size_t bf16 = 0;             ///< of those, ones with bf16 operands (options.bf16)
   size_t int8_blocked = 0;     ///< of those, int8 ConvInteger (packed by pack_weights)
+  size_t winograd = 0;         ///< of those, by Winograd's F(m x m, 3 x 3) (options.winograd)
   size_t conversions = 0;      ///< LayoutTransform nodes inserted
 };
 

@@ -280,7 +280,7 @@ Graph prepare_graph(const Graph& input, const std::string& target_name, const Bu
     const int pad_to = options.pad_channels_to >= 0 ? options.pad_channels_to
                        : tgt.vector_bits >= 512     ? 16
                                                     : 0;
-    const AlterLayoutOptions layout_options{pad_to, bf16};
+    const AlterLayoutOptions layout_options{pad_to, bf16, options.winograd};
     // Grouped convolutions whose groups are not whole blocks (RegNet's 120 channels a group in
     // 16s) padded group by group rather than merged two by two.
     rep.groups_padded = pad_groups(g, layout_options).padded;

@@ -63,6 +63,10 @@ struct BuildOptions {
   /// alter_layout's padded blocks (AlterLayoutOptions::pad_to): -1 by the target (16 where its
   /// vectors hold 16 floats, else none), 0 none, else blocks of this many channels.
   int pad_channels_to = -1;
+  /// Plain 3x3 convolutions of stride 1 by Winograd's F(m x m, 3 x 3) where it pays
+  /// (AlterLayoutOptions::winograd); off: every convolution direct (for comparisons, or where
+  /// F(4x4)'s rounding, about one more decimal digit than the direct sum's, matters).
+  bool winograd = true;
   /// The products' arithmetic (see Precision).
   Precision precision = Precision::kFloat32;
   /// Target vdla: puts the QConv nodes the VDLA supports on it (offload_vdla.h); off, every

@@ -8,6 +8,7 @@
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/conv2d_transpose.h"
+#include "compiler/topi/conv2d_winograd.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/dense_int8.h"
 #include "compiler/topi/gpu/conv2d_gpu.h"
@@ -66,6 +67,9 @@ std::deque<TunableTemplate> builtin_templates() {
             any_target(depthwise_conv2d_nchw_x86_default), schedule_depthwise_conv2d_nchw_x86),
       entry("conv2d_nchwc_x86", {"conv2d_nchwc", "conv2d_nchwc_bf16"}, conv2d_nchwc_x86_space,
             conv2d_nchwc_x86_default, schedule_conv2d_nchwc_x86),
+      entry("conv2d_nchwc_winograd_x86", {"conv2d_nchwc_winograd"},
+            conv2d_nchwc_winograd_x86_space, conv2d_nchwc_winograd_x86_default,
+            schedule_conv2d_nchwc_winograd_x86),
       entry("conv2d_nchwc_int8_x86", {"conv2d_nchwc_int8"}, conv2d_nchwc_int8_x86_space,
             conv2d_nchwc_int8_x86_default, schedule_conv2d_nchwc_int8_x86),
       entry("group_conv2d_nchwc_x86", {"group_conv2d_nchwc"}, group_conv2d_nchwc_x86_space,

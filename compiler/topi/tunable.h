@@ -36,6 +36,7 @@ struct TunableTemplate {
 };
 
 /// Every template: conv2d_nchw_x86, depthwise_conv2d_nchw_x86, conv2d_nchwc_x86,
+/// conv2d_nchwc_winograd_x86,
 /// conv2d_nchwc_int8_x86, depthwise_conv2d_nchwc_x86, conv2d_transpose_nchw_x86, dense_x86,
 /// dense_int8_x86, batch_matmul_x86,
 /// pool2d_x86; for GPU targets (cuda, opencl) conv2d_nchw_gpu (groups = 1),

@@ -15,6 +15,7 @@
 #include "compiler/topi/conv2d_bf16.h"
 #include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/conv2d_transpose.h"
+#include "compiler/topi/conv2d_winograd.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/dense_int8.h"
 #include "compiler/topi/pooling.h"
@@ -160,6 +161,36 @@ void check_conv2d_nchwc(const Fields& f) {
   const int64_t ow = conv_out(f, 3, f.dim(1, 3), shape_field(1, 3));
   check_padded(f);
   check_elements(f.workload(), {f.dim(0, 0), f.dim(1, 0), oh, ow, f.dim(1, 5)}, "the output");
+}
+
+/// conv2d_nchwc_winograd: kernel [alpha, alpha, OB, C, ob] (alpha = tile + 2) over data
+/// [N, C/cb, H, W, cb], a 3x3 of stride 1.
+void check_conv2d_nchwc_winograd(const Fields& f) {
+  const Workload& w = f.workload();
+  const int64_t m = f.i("tile");
+  KILN_USER_CHECK(winograd_tile_supported(static_cast<int>(m)))
+      << where(w) << "attrs.tile = " << m << " is not a supported output tile (2 or 4)";
+  expect_dim(f, 1, 0, m + 2, "attrs.tile + 2 (the transformed tile)");
+  expect_dim(f, 1, 1, m + 2, "attrs.tile + 2 (the transformed tile)");
+  expect_dim(f, 1, 3, mul(w, f.dim(0, 1), f.dim(0, 4), "the input channels"),
+             shape_field(0, 1) + " * " + shape_field(0, 4) + " (input channels)");
+  int64_t out[2];
+  for (size_t a = 0; a < 2; ++a) {
+    const int64_t padded = f.dim(0, 2 + a) + f.at("pads", a) + f.at("pads", a + 2);
+    KILN_USER_CHECK(padded >= 3) << where(w) << shape_field(0, 2 + a) << " = " << f.dim(0, 2 + a)
+                                 << " padded by " << attr_field("pads", a) << " + "
+                                 << attr_field("pads", a + 2) << " is under the kernel's 3";
+    out[a] = padded - 2;
+  }
+  const int64_t tiles = mul(w, mul(w, f.dim(0, 0), (out[0] + m - 1) / m, "the tiles"),
+                            (out[1] + m - 1) / m, "the tiles");
+  check_padded(f);
+  check_elements(w, {(out[0] + m - 1) / m * m + 2, (out[1] + m - 1) / m * m + 2, f.dim(0, 1),
+                     f.dim(0, 0), f.dim(0, 4)},
+                 "the input padded to whole tiles");
+  check_elements(w, {m + 2, m + 2, f.dim(0, 1), tiles, f.dim(0, 4)}, "the transformed input");
+  check_elements(w, {m + 2, m + 2, f.dim(1, 2), tiles, f.dim(1, 4)}, "the transformed output");
+  check_elements(w, {f.dim(0, 0), f.dim(1, 2), out[0], out[1], f.dim(1, 4)}, "the output");
 }
 
 /// conv2d_nchwc's geometry with the kernel's block of input channels in pairs.
@@ -440,6 +471,13 @@ const std::vector<ComputeDef>& compute_defs() {
        [](const std::vector<te::Tensor>& in, const Fields& f) {
          return conv2d_nchwc_bf16(in[0], in[1], f.ints2("strides"), f.ints4("pads"),
                                   f.ints2("dilations"));
+       }},
+      {"conv2d_nchwc_winograd",
+       {{"data", {5}}, {"kernel", {5}}},
+       {kPads, {"tile", AttrKind::kInt, 0, 2}},
+       check_conv2d_nchwc_winograd,
+       [](const std::vector<te::Tensor>& in, const Fields& f) {
+         return conv2d_nchwc_winograd(in[0], in[1], f.ints4("pads"), int(f.i("tile")));
        }},
       {"conv2d_nchwc_int8",
        {{"data", {5}, ir::DataType::UInt(8)}, {"kernel", {7}, ir::kInt8}},

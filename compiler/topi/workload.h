@@ -42,7 +42,8 @@ struct TensorSpec {
 using AttrValue = std::variant<int64_t, bool, std::vector<int64_t>>;
 
 struct Workload {
-  /// The topi compute: conv2d_nchw, conv2d_nchwc, conv2d_nchwc_int8, group_conv2d_nchwc,
+  /// The topi compute: conv2d_nchw, conv2d_nchwc, conv2d_nchwc_winograd, conv2d_nchwc_int8,
+  /// group_conv2d_nchwc,
   /// depthwise_conv2d_nchwc, depthwise_conv2d_nchwc_int8, conv2d_transpose_nchw,
   /// conv2d_transpose_nchw_packed, dense, dense_packed, dense_int8, batch_matmul, max_pool2d,
   /// avg_pool2d, global_max_pool2d, global_avg_pool2d, vdla_conv2d (workload_computes()).

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "deploy/runtime/workspace.h"
 
 namespace kiln::runtime {
 namespace {
@@ -155,6 +156,12 @@ Module Module::from_node(std::shared_ptr<ModuleNode> node) {
   KILN_USER_CHECK(node != nullptr) << "Module::from_node: null module node";
   if (void* p = node->symbol("__kiln_parallel_launch")) {
     *static_cast<KilnParallelLaunch*>(p) = &kiln_parallel_launch;
+  }
+  if (void* p = node->symbol("__kiln_workspace_alloc")) {
+    *static_cast<KilnWorkspaceAlloc*>(p) = &kiln_workspace_alloc;
+  }
+  if (void* p = node->symbol("__kiln_workspace_free")) {
+    *static_cast<KilnWorkspaceFree*>(p) = &kiln_workspace_free;
   }
   return Module(std::move(node));
 }

@@ -31,6 +31,7 @@
 #include "deploy/runtime/module.h"
 #include "deploy/runtime/ndarray.h"
 #include "deploy/runtime/thread_pool.h"
+#include "deploy/runtime/workspace.h"
 #include "tests/common/expect_error.h"
 #include "tests/common/host_target.h"
 
@@ -347,10 +348,42 @@ TEST(CodegenLLVM, LargeConstantAllocationGoesToTheHeap) {
                            ir::seq({ir::for_loop(i, 0, n, ForKind::kSerial, ir::store(big, i, i)),
                                     ir::store(b.data, ir::load(ir::kInt32, big, n - 1), 0)}));
   PrimFunc pf = func("bigalloc", {tensor(b)}, body);
-  EXPECT_NE(emit_llvm_ir({pf}, host(), false).find("aligned_alloc"), std::string::npos);
-  NDArray B = NDArray::empty({1}, runtime::kInt32);
-  jit(pf)(B);
-  EXPECT_EQ(B.to_vector<int32_t>()[0], n - 1);
+  const std::string ir_text = emit_llvm_ir({pf}, host(), false);
+  EXPECT_NE(ir_text.find("aligned_alloc"), std::string::npos);  // without a runtime
+  EXPECT_NE(ir_text.find("@__kiln_workspace_alloc"), std::string::npos);
+  // Loaded, the block comes from the runtime's workspace, which keeps it for the next call.
+  runtime::Function f = jit(pf);
+  const uint64_t kept = runtime::kept_workspace_bytes();
+  for (int call = 0; call < 3; ++call) {
+    NDArray B = NDArray::empty({1}, runtime::kInt32);
+    f(B);
+    EXPECT_EQ(B.to_vector<int32_t>()[0], n - 1);
+    EXPECT_EQ(runtime::kept_workspace_bytes(), std::max<uint64_t>(kept, uint64_t{4} << 20));
+  }
+}
+
+TEST(CodegenLLVM, WorkspaceKeepsFreedBlocksForTheNextRequest) {
+  // On a thread of its own: each thread keeps its own blocks.
+  std::thread([] {
+    void* a = kiln_workspace_alloc(3000000);
+    void* b = kiln_workspace_alloc(100);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 64, 0u);
+    EXPECT_EQ(runtime::kept_workspace_bytes(), 0u);
+    kiln_workspace_free(b);
+    kiln_workspace_free(a);
+    EXPECT_EQ(runtime::kept_workspace_bytes(), 3000000u + 128u);  // sizes rounded up to 64
+    // The smallest kept block that holds a request serves it.
+    void* c = kiln_workspace_alloc(50);
+    void* d = kiln_workspace_alloc(2000000);
+    EXPECT_EQ(c, b);
+    EXPECT_EQ(d, a);
+    EXPECT_EQ(runtime::kept_workspace_bytes(), 0u);
+    kiln_workspace_free(c);
+    kiln_workspace_free(d);
+  }).join();
 }
 
 // ---- element types ----

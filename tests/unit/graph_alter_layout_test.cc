@@ -453,6 +453,63 @@ TEST(AlterLayout, SlicesOfWholeBlocksStayBlocked) {
   expect_same_results(before);
 }
 
+// Winograd (options.winograd): a plain 3x3 of stride 1 over 16 channels or more on a map with
+// tiles enough gets its kernel transformed, F(4x4) where its products are fewer than F(2x2)'s;
+// a 6x6 map (4 tiles of 4x4, 9 of 2x2: too few), a stride-2 3x3, a 1x1, a 3-channel input and a
+// small one (under 2^21 multiply-adds) stay direct; without the option every convolution is direct. Built, the network computes what the
+// NCHW build computes.
+TEST(AlterLayout, WinogradForStrideOne3x3sWithTilesEnough) {
+  LayoutGraph m;
+  ValueId x = m.input("x", {1, 3, 24, 24});
+  ValueId a = m.op("Relu", {m.conv(x, 16, 3)});        // 3 input channels: direct
+  ValueId b = m.op("Relu", {m.conv(a, 32, 3)});        // 24x24: F(4x4), 36 tiles
+  ValueId c = m.conv(m.conv(b, 32, 3, 2), 32, 1);      // stride 2, then a 1x1: direct
+  ValueId d = m.op("Relu", {m.conv(c, 64, 3)});        // 12x12: F(2x2), 36 tiles
+  ValueId d2 = m.op("Relu", {m.conv(d, 16, 3)});       // 12x12 but 1.3M multiply-adds: direct
+  ValueId e = m.conv(m.conv(d2, 32, 3, 2), 32, 3);     // 6x6: too few tiles
+  m.g.add_output(m.op("Relu", {e}));
+  Graph direct = m.g;
+  AlterLayoutReport off = alter_layout(direct);
+  EXPECT_EQ(off.winograd, 0u);
+  AlterLayoutOptions opt;
+  opt.winograd = true;
+  AlterLayoutReport r = alter_layout(m.g, opt);
+  EXPECT_EQ(r.convolutions_blocked, 8u);
+  EXPECT_EQ(r.winograd, 2u);
+  std::vector<std::pair<std::string, int64_t>> tiles;
+  for (const Node& n : m.g.nodes()) {
+    if (n.op != "Conv") continue;
+    const int64_t t = n.i("winograd", 0);
+    tiles.emplace_back(n.name, t);
+    if (t != 0) {
+      const std::vector<int64_t>& ws = m.g.value(n.inputs[1]).shape;
+      const std::vector<int64_t>& os = m.g.value(n.outputs[0]).shape;
+      // [alpha, alpha, O/ob, C, ob]
+      EXPECT_EQ(ws, (std::vector<int64_t>{t + 2, t + 2, os[1], ws[3], os[4]}));
+    }
+  }
+  EXPECT_EQ(tiles, (std::vector<std::pair<std::string, int64_t>>{{"conv1", 0},
+                                                                 {"conv3", 4},
+                                                                 {"conv5", 0},
+                                                                 {"conv6", 0},
+                                                                 {"conv7", 2},
+                                                                 {"conv9", 0},
+                                                                 {"conv11", 0},
+                                                                 {"conv12", 0}}));
+  // Built: the first four convolutions, one of each tile between direct ones. Random weights
+  // without a normalization cancel (outputs of 1-4 from sums of hundreds): the direct blocked
+  // build itself differs from the NCHW one by up to 3e-4 here, with Winograd by up to 9e-4.
+  LayoutGraph n;
+  ValueId nx = n.input("x", {1, 3, 24, 24});
+  ValueId na = n.op("Relu", {n.conv(n.op("Relu", {n.conv(nx, 16, 3)}), 32, 3)});  // F(4x4)
+  n.g.add_output(n.op("Relu", {n.conv(n.conv(na, 32, 3, 2), 64, 3)}));            // F(2x2)
+  AlterLayoutOptions with;
+  with.winograd = true;
+  Graph built = n.g;
+  EXPECT_EQ(alter_layout(built, with).winograd, 2u);
+  expect_same_results(n.g, -1, 2e-3);
+}
+
 TEST(AlterLayout, ChannelsThatDisagreeAreAnInternalError) {
   // The model of issue 14 (a weight with 5 input channels, an input with 3), had it slipped past
   // the front end's validation: packing its kernel wrote past the packed buffer. Now a check.

@@ -17,6 +17,7 @@
 #include "compiler/topi/conv2d_bf16.h"
 #include "compiler/topi/conv2d_int8.h"
 #include "compiler/topi/conv2d_transpose.h"
+#include "compiler/topi/conv2d_winograd.h"
 #include "compiler/topi/conv_taps.h"
 #include "compiler/topi/quantize.h"
 #include "compiler/topi/transform.h"
@@ -157,6 +158,11 @@ LowerResult lower_conv_nchwc(const LowerCtx& c) {
   } else if (groups != 1) {
     y = topi::group_conv2d_nchwc(x, w, stride, pads, dil, groups, "conv2d_nchwc");
     tmpl = "group_conv2d_nchwc_x86";
+  } else if (n.has_attr("winograd")) {
+    // alter_layout transformed the kernel for F(m x m, 3 x 3) (topi/conv2d_winograd.h).
+    y = topi::conv2d_nchwc_winograd(x, w, pads, static_cast<int>(n.i("winograd")),
+                                    "conv2d_nchwc_winograd");
+    tmpl = "conv2d_nchwc_winograd_x86";
   } else if (n.has_attr("bf16")) {
     // alter_layout packed the kernel in bf16 pairs (BuildOptions::precision); the same template.
     y = topi::conv2d_nchwc_bf16(x, w, stride, pads, dil, "conv2d_nchwc_bf16");
