@@ -214,12 +214,14 @@ ConfigSpace conv2d_nchwc_winograd_x86_space(const te::Tensor& out) {
 
 Config conv2d_nchwc_winograd_x86_default(const te::Tensor& out, const ConfigSpace& space,
                                          const target::Target& target) {
-  // Accumulators: 16 of 32 registers on AVX-512, 8 of 16 below; two channel blocks a tile where
-  // they split so (each broadcast element of V feeds both).
-  const bool wide = target.vector_bits >= 512;
+  // 8 accumulators, two channel blocks a tile where they split so (each broadcast element of V
+  // feeds both). On AVX-512 16 (the direct convolution's) ran 10-40% slower: each tile's U panel,
+  // all input channels of its blocks, then takes the whole of a 32 KiB L1 from C = 256 on (Zen 4,
+  // VGG's and ResNet's 3x3s, `bench/` probe of the products alone: 4 x 2 at 190-225 GFLOP/s of
+  // 236 on 2 cores, 8 x 2 at 125-180).
   const int64_t lanes = std::max(target.vector_bits, 128) / 32;
   const int64_t per_block = (const_dim(out, 4, kOp) + lanes - 1) / lanes;
-  const int64_t budget = std::max<int64_t>(1, (wide ? 16 : 8) / per_block);
+  const int64_t budget = std::max<int64_t>(1, 8 / per_block);
   std::vector<int> pos(space.knobs().size(), 0);
   const int ob = split_position(space, "tile_ob", budget >= 4 ? 2 : 1);
   pos[knob_index(space, "tile_ob")] = ob;

@@ -51,7 +51,7 @@ te::Tensor conv2d_nchwc_winograd(const te::Tensor& data, const te::Tensor& kerne
 /// Knobs of the batched product's register tile: tile_p (tiles, rows of the product) x tile_ob
 /// (output channel blocks, vectors of ob), and unroll_c (the input channels of a block unrolled).
 space::ConfigSpace conv2d_nchwc_winograd_x86_space(const te::Tensor& out);
-/// A register tile of about half the target's vector registers: on AVX-512 8 tiles x 2 blocks.
+/// A register tile of 8 vector accumulators: on AVX-512 4 tiles x 2 blocks of 16 channels.
 space::Config conv2d_nchwc_winograd_x86_default(const te::Tensor& out,
                                                 const space::ConfigSpace& space,
                                                 const target::Target& target);
