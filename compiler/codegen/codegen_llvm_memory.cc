@@ -359,6 +359,11 @@ llvm::Function* CodeGenLLVM::workspace_function(bool alloc) {
   f = llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage,
                              alloc ? "kiln.workspace_alloc" : "kiln.workspace_free", *module_);
   f->addFnAttr(llvm::Attribute::NoUnwind);
+  // A fresh block, as aligned_alloc's: alias analysis must know it aliases nothing else, and the
+  // call must stay a call to keep that (inlined, the indirect call's result would not say so;
+  // LSTM kernels with hundreds of stages then took LLVM 20x as long).
+  f->addFnAttr(llvm::Attribute::NoInline);
+  if (alloc) f->addRetAttr(llvm::Attribute::NoAlias);
   llvm::IRBuilder<> b(*ctx_);
   auto* entry = llvm::BasicBlock::Create(*ctx_, "entry", f);
   auto* runtime = llvm::BasicBlock::Create(*ctx_, "runtime", f);
