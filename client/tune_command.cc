@@ -111,6 +111,7 @@ int tune_main(const kiln::cli::Args& args) {
     throw cli::UsageError("--precision takes fp32 or bf16, got '" + precision + "'");
   }
   tune.build.precision = graph::parse_precision(precision);
+  tune.build.winograd = !args.has("--no-winograd");
   tune.on_model = [&](const autotune::LogModelReport& r) {
     std::cerr << "cost model: " << r.why;
     if (r.trained_now) {
@@ -241,6 +242,8 @@ const kiln::cli::Command& tune_command() {
          "learn from this model's records only, not from the cost model the log's records "
          "pre-trained"},
         {"-o", "FILE", "the bundle to write (default: MODEL.kiln beside the model)"},
+        {"--no-winograd", "",
+         "tune and build every 3x3 convolution direct, none by Winograd's F(m x m, 3 x 3)"},
         {"--precision", "fp32|bf16",
          "the products' arithmetic (default: fp32); bf16 tunes the bf16 kernels, as kiln "
          "compile's"},

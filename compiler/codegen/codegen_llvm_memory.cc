@@ -318,8 +318,8 @@ void CodeGenLLVM::emit_allocate(const ir::AllocateNode* op) {
                            builder_.getInt64(~(kAllocAlignment - 1)));
     rounded = builder_.CreateSelect(builder_.CreateICmpSGT(rounded, builder_.getInt64(0)), rounded,
                                     builder_.getInt64(kAllocAlignment));
-    heap = builder_.CreateCall(workspace_function(/*alloc=*/true), {rounded},
-                               op->buffer_var.name());
+    heap =
+        builder_.CreateCall(workspace_function(/*alloc=*/true), {rounded}, op->buffer_var.name());
     check_or_fail(builder_.CreateIsNotNull(heap),
                   "out of memory allocating '" + op->buffer_var.name() + "'", kOutOfMemory);
     p = heap;

@@ -368,7 +368,8 @@ class LayoutRewriter {
     // channels are a (merged) group's.
     const int64_t c_pad = b.depthwise || groups != 1 ? kernel->shape()[1] : b.c_pad;
     const bool bf16 = opt_.bf16 && groups == 1 && b.ib % 2 == 0;
-    const int wino = opt_.winograd && groups == 1 && !bf16 ? winograd_tile(g_, n, c_pad, b.o_pad) : 0;
+    const int wino =
+        opt_.winograd && groups == 1 && !bf16 ? winograd_tile(g_, n, c_pad, b.o_pad) : 0;
     ValueId packed;
     if (wino != 0) {
       const int64_t alpha = wino + 2;
@@ -380,10 +381,10 @@ class LayoutRewriter {
       n.attrs["winograd"] = int64_t{wino};
       ++report_.winograd;
     } else {
-      packed =
-          g_.add_constant(w_name + (bf16 ? "_packed_bf16" : "_packed"),
-                          bf16 ? pack_kernel_bf16(*kernel, b.ib, b.ob, b.o_pad, c_pad)
-                               : pack_kernel(*kernel, b.depthwise ? 1 : b.ib, b.ob, b.o_pad, c_pad));
+      packed = g_.add_constant(
+          w_name + (bf16 ? "_packed_bf16" : "_packed"),
+          bf16 ? pack_kernel_bf16(*kernel, b.ib, b.ob, b.o_pad, c_pad)
+               : pack_kernel(*kernel, b.depthwise ? 1 : b.ib, b.ob, b.o_pad, c_pad));
     }
     if (b.o_pad != o && n.inputs.size() > 2 && n.inputs[2] != kNoValue) {
       const Value& bias = g_.value(n.inputs[2]);

@@ -86,7 +86,8 @@ Expr row_of(const std::vector<std::vector<double>>& rows, const Expr& index,
 te::Tensor input_named(const te::Tensor& t, const std::string& suffix) {
   for (const te::Tensor& in : t->inputs()) {
     const std::string& n = in->name();
-    if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+    if (n.size() >= suffix.size() &&
+        n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
       return in;
   }
   KILN_USER_ERROR() << kOp << ": '" << t->name() << "' reads no stage '*" << suffix
@@ -133,8 +134,8 @@ te::Tensor conv2d_nchwc_winograd(const te::Tensor& data, const te::Tensor& kerne
                                  int m, const std::string& name) {
   const Transforms& t = transforms(m);
   KILN_USER_CHECK(data.ndim() == 5 && kernel.ndim() == 5)
-      << kOp << ": data must be 5-D and the transformed kernel 5-D, got " << data.ndim()
-      << "-D '" << data->name() << "' and " << kernel.ndim() << "-D '" << kernel->name() << "'";
+      << kOp << ": data must be 5-D and the transformed kernel 5-D, got " << data.ndim() << "-D '"
+      << data->name() << "' and " << kernel.ndim() << "-D '" << kernel->name() << "'";
   const int64_t n = const_dim(data, 0, kOp), cb = const_dim(data, 1, kOp),
                 h = const_dim(data, 2, kOp), w = const_dim(data, 3, kOp),
                 ic = const_dim(data, 4, kOp);
@@ -159,20 +160,20 @@ te::Tensor conv2d_nchwc_winograd(const te::Tensor& data, const te::Tensor& kerne
   auto image = [&](const Expr& p) { return ir::floordiv(p, Expr(th * tw)); };
   auto tile_row = [&](const Expr& p) { return ir::floormod(ir::floordiv(p, Expr(tw)), Expr(th)); };
   auto tile_col = [&](const Expr& p) { return ir::floormod(p, Expr(tw)); };
-  const te::Tensor bt = te::compute(
-      {alpha, alpha, cb, tiles, ic},
-      [&](Var e, Var b, Var k, Var p, Var c) {
-        return row_of(t.bt, e, [&](int a) {
-          return pad(image(p), k, tile_row(p) * m + a, tile_col(p) * m + b, c);
-        });
-      },
-      name + ".bt", {"eps", "b", "icb", "p", "ic"});
-  const te::Tensor v = te::compute(
-      {alpha, alpha, cb, tiles, ic},
-      [&](Var e, Var nu, Var k, Var p, Var c) {
-        return row_of(t.bt, nu, [&](int b) { return bt(e, b, k, p, c); });
-      },
-      name + ".v", {"eps", "nu", "icb", "p", "ic"});
+  const te::Tensor bt =
+      te::compute({alpha, alpha, cb, tiles, ic},
+                  [&](Var e, Var b, Var k, Var p, Var c) {
+                    return row_of(t.bt, e, [&](int a) {
+                      return pad(image(p), k, tile_row(p) * m + a, tile_col(p) * m + b, c);
+                    });
+                  },
+                  name + ".bt", {"eps", "b", "icb", "p", "ic"});
+  const te::Tensor v =
+      te::compute({alpha, alpha, cb, tiles, ic},
+                  [&](Var e, Var nu, Var k, Var p, Var c) {
+                    return row_of(t.bt, nu, [&](int b) { return bt(e, b, k, p, c); });
+                  },
+                  name + ".v", {"eps", "nu", "icb", "p", "ic"});
   const IterVar rk = te::reduce_axis({0, cb}, "rk"), rc = te::reduce_axis({0, ic}, "rc");
   const te::Tensor prod = te::compute(
       {alpha, alpha, ob, tiles, oc},
@@ -180,25 +181,25 @@ te::Tensor conv2d_nchwc_winograd(const te::Tensor& data, const te::Tensor& kerne
         return te::sum(kernel(e, nu, f, rk * Expr(ic) + rc, j) * v(e, nu, rk, p, rc), {rk, rc});
       },
       name + ".m", {"eps", "nu", "ocb", "p", "oc"});
-  const te::Tensor at = te::compute(
-      {m, alpha, ob, tiles, oc},
-      [&](Var a, Var nu, Var f, Var p, Var j) {
-        return row_of(t.at, a, [&](int e) { return prod(e, nu, f, p, j); });
-      },
-      name + ".at", {"a", "nu", "ocb", "p", "oc"});
+  const te::Tensor at =
+      te::compute({m, alpha, ob, tiles, oc},
+                  [&](Var a, Var nu, Var f, Var p, Var j) {
+                    return row_of(t.at, a, [&](int e) { return prod(e, nu, f, p, j); });
+                  },
+                  name + ".at", {"a", "nu", "ocb", "p", "oc"});
   Workload wl{kOp, {spec_of(data, kOp), spec_of(kernel, kOp)}, {}};
   wl.attrs = {{"pads", ints_attr(padding)}, {"tile", int64_t{m}}};
-  return with_workload(
-      te::compute(
-          {n, ob, oh, ow, oc},
-          [&](Var b, Var f, Var y, Var x, Var j) {
-            const Expr p = (b * Expr(th) + ir::floordiv(y, Expr(m))) * Expr(tw) +
-                           ir::floordiv(x, Expr(m));
-            return row_of(t.at, ir::floormod(x, Expr(m)),
-                          [&](int nu) { return at(ir::floormod(y, Expr(m)), nu, f, p, j); });
-          },
-          name, {"n", "ocb", "oh", "ow", "oc"}),
-      wl);
+  return with_workload(te::compute({n, ob, oh, ow, oc},
+                                   [&](Var b, Var f, Var y, Var x, Var j) {
+                                     const Expr p =
+                                         (b * Expr(th) + ir::floordiv(y, Expr(m))) * Expr(tw) +
+                                         ir::floordiv(x, Expr(m));
+                                     return row_of(t.at, ir::floormod(x, Expr(m)), [&](int nu) {
+                                       return at(ir::floormod(y, Expr(m)), nu, f, p, j);
+                                     });
+                                   },
+                                   name, {"n", "ocb", "oh", "ow", "oc"}),
+                       wl);
 }
 
 ConfigSpace conv2d_nchwc_winograd_x86_space(const te::Tensor& out) {

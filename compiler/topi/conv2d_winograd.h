@@ -15,9 +15,9 @@
 //   <name>.pad    the input padded to whole tiles
 //   <name>.bt     [alpha, alpha, CB, P, cb]   B^T d, rows of the tile transformed
 //   <name>.v      [alpha, alpha, CB, P, cb]   (B^T d) B
-//   <name>.m      [alpha, alpha, OB, P, ob]   sum over input channels c of U[., ., ob, c] V[., ., c, p]
-//   <name>.at     [m, alpha, OB, P, ob]       A^T M
-//   <name>        [N, OB, OH, OW, ob]         (A^T M) A, the tile put in place
+//   <name>.m      [alpha, alpha, OB, P, ob]   sum over input channels c of U[., ., ob, c] V[., .,
+//   c, p] <name>.at     [m, alpha, OB, P, ob]       A^T M <name>        [N, OB, OH, OW, ob] (A^T M)
+//   A, the tile put in place
 // Float32 rounding: F(2x2) is about as exact as the direct sum; F(4x4)'s transforms scale by up to
 // 8 and 1/24, which costs about one more decimal digit (tests bound both against a direct sum).
 #pragma once

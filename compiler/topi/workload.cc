@@ -185,8 +185,9 @@ void check_conv2d_nchwc_winograd(const Fields& f) {
   const int64_t tiles = mul(w, mul(w, f.dim(0, 0), (out[0] + m - 1) / m, "the tiles"),
                             (out[1] + m - 1) / m, "the tiles");
   check_padded(f);
-  check_elements(w, {(out[0] + m - 1) / m * m + 2, (out[1] + m - 1) / m * m + 2, f.dim(0, 1),
-                     f.dim(0, 0), f.dim(0, 4)},
+  check_elements(w,
+                 {(out[0] + m - 1) / m * m + 2, (out[1] + m - 1) / m * m + 2, f.dim(0, 1),
+                  f.dim(0, 0), f.dim(0, 4)},
                  "the input padded to whole tiles");
   check_elements(w, {m + 2, m + 2, f.dim(0, 1), tiles, f.dim(0, 4)}, "the transformed input");
   check_elements(w, {m + 2, m + 2, f.dim(1, 2), tiles, f.dim(1, 4)}, "the transformed output");

@@ -45,7 +45,8 @@ struct Workspace {
 
   void release(void* ptr) {
     if (ptr == nullptr) return;
-    auto it = std::find_if(live.rbegin(), live.rend(), [&](const Block& b) { return b.ptr == ptr; });
+    auto it =
+        std::find_if(live.rbegin(), live.rend(), [&](const Block& b) { return b.ptr == ptr; });
     if (it == live.rend()) {  // not ours (cannot happen with generated code): the system's
       std::free(ptr);
       return;

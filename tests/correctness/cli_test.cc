@@ -175,14 +175,14 @@ TEST_F(CliTest, HelpForKilnAndEveryCommand) {
   // The commands and the flags each one's --help must list (and nothing it does not take).
   const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
       {"compile",
-       {"--target", "-o", "--no-fuse", "--no-layout", "--records", "--precision", "--quantize",
-        "--calibrate", "--scales", "--input-shape"}},
+       {"--target", "-o", "--no-fuse", "--no-layout", "--no-winograd", "--records", "--precision",
+        "--quantize", "--calibrate", "--scales", "--input-shape"}},
       {"quantize", {"--calibrate", "-o", "--scales", "--input-shape"}},
       {"run", {"--input", "-o", "--profile", "--threads", "--device"}},
       {"tune",
        {"--target", "--trials", "--budget", "--time", "--early-stop", "--records", "--no-transfer",
-        "-o", "--precision", "--explorer", "--cost-model", "--batch", "--seed", "--threads",
-        "--repeat", "--flush-cache", "--input-shape"}},
+        "-o", "--no-winograd", "--precision", "--explorer", "--cost-model", "--batch", "--seed",
+        "--threads", "--repeat", "--flush-cache", "--input-shape"}},
       {"example", {"--n", "--threads", "--target"}},
       {"ops", {}},
       {"submit",

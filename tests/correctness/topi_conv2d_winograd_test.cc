@@ -52,8 +52,8 @@ std::vector<float> naive_blocked(const Case& p, const float* x, const float* w, 
                        w[((size_t(f) * p.c + c) * 3 + ky) * 3 + kx];
               }
           if (bias != nullptr) acc = std::max(acc + bias[f], 0.0);
-          const size_t at = (((size_t(n) * (p.o / p.ob) + f / p.ob) * oh + y) * ow + xx) * p.ob +
-                            f % p.ob;
+          const size_t at =
+              (((size_t(n) * (p.o / p.ob) + f / p.ob) * oh + y) * ow + xx) * p.ob + f % p.ob;
           out[at] = float(acc);
         }
   return out;
@@ -90,8 +90,8 @@ void check_winograd(const Case& p, int m, double bound, bool epilogue = false) {
         },
         "bias_relu");
   }
-  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 3),
-                wa = random_array({p.o, p.c, 3, 3}, 4), ba = random_array({p.o}, 5);
+  NDArray xa = random_array({p.n, p.c, p.h, p.w}, 3), wa = random_array({p.o, p.c, 3, 3}, 4),
+          ba = random_array({p.o}, 5);
   const std::vector<float> ref = naive_blocked(p, xa.data<float>(), wa.data<float>(), oh, ow,
                                                epilogue ? ba.data<float>() : nullptr);
   NDArray xba = blocked(xa, p.ib);

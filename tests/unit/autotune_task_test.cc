@@ -288,11 +288,11 @@ std::vector<Task> model_tasks() {
   all.push_back(Task::make("conv2d_nchwc_int8_x86",
                            topi::conv2d_nchwc_int8(x, w, {1, 1}, {1, 1, 1, 1}, {1, 1}, 3), "llvm"));
   // Winograd's, which alter_layout chooses for 3x3s of stride 1 on large enough maps.
-  all.push_back(Task::make("conv2d_nchwc_winograd_x86",
-                           topi::conv2d_nchwc_winograd(te::placeholder({1, 2, 12, 12, 8}),
-                                                       te::placeholder({6, 6, 2, 16, 16}),
-                                                       {1, 1, 1, 1}, 4),
-                           "llvm"));
+  all.push_back(
+      Task::make("conv2d_nchwc_winograd_x86",
+                 topi::conv2d_nchwc_winograd(te::placeholder({1, 2, 12, 12, 8}),
+                                             te::placeholder({6, 6, 2, 16, 16}), {1, 1, 1, 1}, 4),
+                 "llvm"));
   te::Tensor rows = te::placeholder({12, 32}, ir::DataType::UInt(8), "x");
   all.push_back(Task::make(
       "dense_int8_x86", topi::dense_int8(rows, te::placeholder({2, 8, 16, 4}, ir::kInt8, "packed")),

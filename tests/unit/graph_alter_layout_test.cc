@@ -456,17 +456,17 @@ TEST(AlterLayout, SlicesOfWholeBlocksStayBlocked) {
 // Winograd (options.winograd): a plain 3x3 of stride 1 over 16 channels or more on a map with
 // tiles enough gets its kernel transformed, F(4x4) where its products are fewer than F(2x2)'s;
 // a 6x6 map (4 tiles of 4x4, 9 of 2x2: too few), a stride-2 3x3, a 1x1, a 3-channel input and a
-// small one (under 2^21 multiply-adds) stay direct; without the option every convolution is direct. Built, the network computes what the
-// NCHW build computes.
+// small one (under 2^21 multiply-adds) stay direct; without the option every convolution is direct.
+// Built, the network computes what the NCHW build computes.
 TEST(AlterLayout, WinogradForStrideOne3x3sWithTilesEnough) {
   LayoutGraph m;
   ValueId x = m.input("x", {1, 3, 24, 24});
-  ValueId a = m.op("Relu", {m.conv(x, 16, 3)});        // 3 input channels: direct
-  ValueId b = m.op("Relu", {m.conv(a, 32, 3)});        // 24x24: F(4x4), 36 tiles
-  ValueId c = m.conv(m.conv(b, 32, 3, 2), 32, 1);      // stride 2, then a 1x1: direct
-  ValueId d = m.op("Relu", {m.conv(c, 64, 3)});        // 12x12: F(2x2), 36 tiles
-  ValueId d2 = m.op("Relu", {m.conv(d, 16, 3)});       // 12x12 but 1.3M multiply-adds: direct
-  ValueId e = m.conv(m.conv(d2, 32, 3, 2), 32, 3);     // 6x6: too few tiles
+  ValueId a = m.op("Relu", {m.conv(x, 16, 3)});     // 3 input channels: direct
+  ValueId b = m.op("Relu", {m.conv(a, 32, 3)});     // 24x24: F(4x4), 36 tiles
+  ValueId c = m.conv(m.conv(b, 32, 3, 2), 32, 1);   // stride 2, then a 1x1: direct
+  ValueId d = m.op("Relu", {m.conv(c, 64, 3)});     // 12x12: F(2x2), 36 tiles
+  ValueId d2 = m.op("Relu", {m.conv(d, 16, 3)});    // 12x12 but 1.3M multiply-adds: direct
+  ValueId e = m.conv(m.conv(d2, 32, 3, 2), 32, 3);  // 6x6: too few tiles
   m.g.add_output(m.op("Relu", {e}));
   Graph direct = m.g;
   AlterLayoutReport off = alter_layout(direct);

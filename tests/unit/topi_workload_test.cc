@@ -16,8 +16,8 @@
 #include "compiler/topi/conv2d.h"
 #include "compiler/topi/conv2d_bf16.h"
 #include "compiler/topi/conv2d_int8.h"
-#include "compiler/topi/conv2d_winograd.h"
 #include "compiler/topi/conv2d_transpose.h"
+#include "compiler/topi/conv2d_winograd.h"
 #include "compiler/topi/dense.h"
 #include "compiler/topi/dense_int8.h"
 #include "compiler/topi/pooling.h"
@@ -74,13 +74,11 @@ std::vector<Case> cases() {
        }},
       {"conv2d_nchwc_winograd F(4x4) partial tiles", "conv2d_nchwc_winograd_x86",
        [] {
-         return conv2d_nchwc_winograd(ph({1, 2, 10, 9, 8}), ph({6, 6, 3, 16, 4}), {1, 1, 1, 0},
-                                      4);
+         return conv2d_nchwc_winograd(ph({1, 2, 10, 9, 8}), ph({6, 6, 3, 16, 4}), {1, 1, 1, 0}, 4);
        }},
       {"conv2d_nchwc_winograd F(2x2)", "conv2d_nchwc_winograd_x86",
        [] {
-         return conv2d_nchwc_winograd(ph({2, 1, 8, 8, 16}), ph({4, 4, 2, 16, 8}), {1, 1, 1, 1},
-                                      2);
+         return conv2d_nchwc_winograd(ph({2, 1, 8, 8, 16}), ph({4, 4, 2, 16, 8}), {1, 1, 1, 1}, 2);
        }},
       {"conv2d_nchwc_bf16", "conv2d_nchwc_x86",
        [] {
