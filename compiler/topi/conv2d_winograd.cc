@@ -95,6 +95,19 @@ te::Tensor input_named(const te::Tensor& t, const std::string& suffix) {
   return {};
 }
 
+/// A transform's half-way stage `rows` ([r, q, channel block, tile, channels]: .bt or .at) computed
+/// at `consumer`'s loop `at`, one tile of one channel block: its r x q vectors, unrolled.
+void compute_rows_at(te::Schedule& s, const te::Tensor& rows, const te::Stage& consumer,
+                     const IterVar& at) {
+  te::Stage sr = s[rows];
+  sr.compute_at(consumer, at);
+  IterVar r = sr.axis(0), q = sr.axis(1), block = sr.axis(2), tile = sr.axis(3), lanes = sr.axis(4);
+  sr.reorder({block, tile, r, q, lanes});
+  sr.unroll(r);
+  sr.unroll(q);
+  sr.vectorize(lanes);
+}
+
 }  // namespace
 
 bool winograd_tile_supported(int m) { return m == 2 || m == 4; }
@@ -254,13 +267,7 @@ void schedule_conv2d_nchwc_winograd_x86(te::Schedule& s, const te::Tensor& out, 
     sv.unroll(e);
     sv.unroll(nu);
     sv.vectorize(c);
-    te::Stage sb = s[bt];
-    sb.compute_at(sv, task);
-    IterVar be = sb.axis(0), bb = sb.axis(1), bk = sb.axis(2), bp = sb.axis(3), bc = sb.axis(4);
-    sb.reorder({bk, bp, be, bb, bc});
-    sb.unroll(be);
-    sb.unroll(bb);
-    sb.vectorize(bc);
+    compute_rows_at(s, bt, sv, task);
   }
 
   // The batched product: per (e, nu, tile of output blocks) in parallel, its tiles of P in turn
@@ -302,13 +309,7 @@ void schedule_conv2d_nchwc_winograd_x86(te::Schedule& s, const te::Tensor& out, 
     so.unroll(yi);
     so.unroll(xi);
     so.vectorize(j);
-    te::Stage sa = s[at];
-    sa.compute_at(so, xo);
-    IterVar aa = sa.axis(0), anu = sa.axis(1), af = sa.axis(2), ap = sa.axis(3), aj = sa.axis(4);
-    sa.reorder({af, ap, aa, anu, aj});
-    sa.unroll(aa);
-    sa.unroll(anu);
-    sa.vectorize(aj);
+    compute_rows_at(s, at, so, xo);
   }
 }
 
