@@ -41,12 +41,15 @@ class TuneCliTest : public ::testing::Test {
   }
   std::string path(const std::string& name) const { return (dir_.path() / name).string(); }
 
-  /// Starts `kiln ARGS` with stderr to `err`; returns its pid.
+  /// Starts `kiln ARGS` with stderr to `err`; returns its pid. Its temporary folders (the
+  /// measurer's kiln-tune-<pid>-<n>, which a SIGKILLed run cannot remove) go in the test's.
   pid_t start(const std::vector<std::string>& args, const std::string& err) const {
+    const std::string tmp = dir_.path().string();
     const pid_t pid = ::fork();
     if (pid == 0) {
       FILE* f = std::freopen(err.c_str(), "w", stderr);
       (void)f;
+      ::setenv("TMPDIR", tmp.c_str(), 1);
       std::vector<char*> argv{const_cast<char*>(KILN_BINARY)};
       for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
