@@ -154,9 +154,9 @@ std::string emit_file(const std::vector<ir::PrimFunc>& funcs, const target::Targ
   llvm::TargetMachine* tm = thread_target_machine(lt);
   llvm::LLVMContext ctx;
   std::unique_ptr<llvm::Module> m = compile_module(funcs, lt, tm, &ctx, true, nullptr);
-  for (const char* name :
-       {"__kiln_parallel_launch", "__kiln_workspace_alloc", "__kiln_workspace_free"}) {
-    if (launch == LaunchPointer::kAsGenerated) break;
+  constexpr const char* kPointers[] = {"__kiln_parallel_launch", "__kiln_workspace_alloc",
+                                       "__kiln_workspace_free"};
+  for (const char* name : kPointers) {
     llvm::GlobalVariable* gv = m->getGlobalVariable(name);
     if (launch == LaunchPointer::kDeclare && gv != nullptr) {
       gv->setInitializer(nullptr);  // a declaration: the first object defines it

@@ -68,19 +68,18 @@ int winograd_tile(const Graph& g, const Node& n, int64_t c_pad, int64_t o_pad) {
       y[0] * y[2] * y[3] * 9 * c_pad * o_pad < kMinMacs) {
     return 0;
   }
-  const double share = kShare;
-  const int64_t min_tiles = kMinTiles;
+  const int64_t direct = y[0] * y[2] * y[3] * 9;
   int best = 0;
-  int64_t best_cost = y[0] * y[2] * y[3] * 9;
+  int64_t best_cost = direct;
   for (int m : {4, 2}) {
     const int64_t tiles = y[0] * ((y[2] + m - 1) / m) * ((y[3] + m - 1) / m);
     const int64_t cost = tiles * (m + 2) * (m + 2);
-    if (tiles >= min_tiles && cost < best_cost) {
+    if (tiles >= kMinTiles && cost < best_cost) {
       best = m;
       best_cost = cost;
     }
   }
-  return best != 0 && best_cost <= share * (y[0] * y[2] * y[3] * 9) ? best : 0;
+  return best != 0 && best_cost <= kShare * direct ? best : 0;
 }
 
 /// How the pass blocks a convolution: its blocks ib and ob (0: it stays NCHW), and for a grouped

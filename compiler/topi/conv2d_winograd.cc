@@ -82,6 +82,25 @@ Expr row_of(const std::vector<std::vector<double>>& rows, const Expr& index,
   return r;
 }
 
+/// `rows` applied along axis `axis` of `src`: element i of the result is row i[axis] of the
+/// transform over src's elements that differ from i only there (`src`'s shape with that axis
+/// `rows.size()` long).
+te::Tensor rows_along(const std::vector<std::vector<double>>& rows, const te::Tensor& src,
+                      size_t axis, const std::string& name, std::vector<std::string> axis_names) {
+  std::vector<Expr> shape = src->shape();
+  shape[axis] = Expr(static_cast<int>(rows.size()));
+  return te::compute(
+      shape,
+      [&](const std::vector<Var>& i) {
+        return row_of(rows, i[axis], [&](int k) {
+          std::vector<Expr> at(i.begin(), i.end());
+          at[axis] = Expr(k);
+          return src(at);
+        });
+      },
+      name, std::move(axis_names));
+}
+
 /// The stage of `t`'s inputs called `suffix` at the end of its name.
 te::Tensor input_named(const te::Tensor& t, const std::string& suffix) {
   for (const te::Tensor& in : t->inputs()) {
@@ -123,7 +142,7 @@ std::vector<float> winograd_kernel_transform(const float* oihw, int64_t o, int64
   for (int64_t f = 0; f < o; ++f) {
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* g = oihw + (f * c + ch) * 9;
-      double gg[16][3];  // G g: alpha x 3
+      double gg[6][3];  // G g: alpha (at most 6) x 3
       for (int e = 0; e < a; ++e) {
         for (int k = 0; k < 3; ++k) {
           gg[e][k] = 0;
@@ -181,12 +200,7 @@ te::Tensor conv2d_nchwc_winograd(const te::Tensor& data, const te::Tensor& kerne
                     });
                   },
                   name + ".bt", {"eps", "b", "icb", "p", "ic"});
-  const te::Tensor v =
-      te::compute({alpha, alpha, cb, tiles, ic},
-                  [&](Var e, Var nu, Var k, Var p, Var c) {
-                    return row_of(t.bt, nu, [&](int b) { return bt(e, b, k, p, c); });
-                  },
-                  name + ".v", {"eps", "nu", "icb", "p", "ic"});
+  const te::Tensor v = rows_along(t.bt, bt, 1, name + ".v", {"eps", "nu", "icb", "p", "ic"});
   const IterVar rk = te::reduce_axis({0, cb}, "rk"), rc = te::reduce_axis({0, ic}, "rc");
   const te::Tensor prod = te::compute(
       {alpha, alpha, ob, tiles, oc},
@@ -194,12 +208,7 @@ te::Tensor conv2d_nchwc_winograd(const te::Tensor& data, const te::Tensor& kerne
         return te::sum(kernel(e, nu, f, rk * Expr(ic) + rc, j) * v(e, nu, rk, p, rc), {rk, rc});
       },
       name + ".m", {"eps", "nu", "ocb", "p", "oc"});
-  const te::Tensor at =
-      te::compute({m, alpha, ob, tiles, oc},
-                  [&](Var a, Var nu, Var f, Var p, Var j) {
-                    return row_of(t.at, a, [&](int e) { return prod(e, nu, f, p, j); });
-                  },
-                  name + ".at", {"a", "nu", "ocb", "p", "oc"});
+  const te::Tensor at = rows_along(t.at, prod, 0, name + ".at", {"a", "nu", "ocb", "p", "oc"});
   Workload wl{kOp, {spec_of(data, kOp), spec_of(kernel, kOp)}, {}};
   wl.attrs = {{"pads", ints_attr(padding)}, {"tile", int64_t{m}}};
   return with_workload(te::compute({n, ob, oh, ow, oc},

@@ -172,18 +172,16 @@ TEST(TopiConv2dWinograd, BadShapesNameTheProblem) {
   EXPECT_ERROR_CONTAINS(topi::conv2d_nchwc_winograd(xb, u4, {1, 1, 1, 1}, 3), "not supported");
   EXPECT_ERROR_CONTAINS(topi::conv2d_nchwc_winograd(xb, u4, {1, 1, 1, 1}, 2), "not a transform");
   EXPECT_ERROR_CONTAINS(topi::conv2d_nchwc_winograd(xb, u_channels, {1, 1, 1, 1}, 4), "32 input");
-  EXPECT_ERROR_CONTAINS(
-      topi::Workload::parse(
-          R"({"attrs":{"pads":[1,1,1,1],"tile":3},"compute":"conv2d_nchwc_winograd",)"
-          R"("inputs":[{"dtype":"float32","shape":[1,2,10,10,16]},)"
-          R"({"dtype":"float32","shape":[5,5,4,32,8]}]})"),
-      "attrs.tile = 3");
-  EXPECT_ERROR_CONTAINS(
-      topi::Workload::parse(
-          R"({"attrs":{"pads":[1,1,1,1],"tile":4},"compute":"conv2d_nchwc_winograd",)"
-          R"("inputs":[{"dtype":"float32","shape":[1,2,10,10,16]},)"
-          R"({"dtype":"float32","shape":[6,6,4,16,8]}]})"),
-      "inputs[1].shape[3]");
+  // A workload of data [1, 2, 10, 10, 16], tile `tile` and a kernel of `kernel` (its JSON shape).
+  auto workload = [](int tile, const std::string& kernel) {
+    return topi::Workload::parse(
+        R"({"attrs":{"pads":[1,1,1,1],"tile":)" + std::to_string(tile) +
+        R"(},"compute":"conv2d_nchwc_winograd","inputs":[{"dtype":"float32",)"
+        R"("shape":[1,2,10,10,16]},{"dtype":"float32","shape":)" +
+        kernel + "}]}");
+  };
+  EXPECT_ERROR_CONTAINS(workload(3, "[5,5,4,32,8]"), "attrs.tile = 3");
+  EXPECT_ERROR_CONTAINS(workload(4, "[6,6,4,16,8]"), "inputs[1].shape[3]");
 }
 
 }  // namespace
